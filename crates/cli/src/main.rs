@@ -1,1 +1,99 @@
-fn main() {}
+//! `helenus`: the node and the tools around it, one binary with subcommands.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "helenus", version, about = "Helenus: a Cassandra-compatible database node and its tools")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a node.
+    Server(ServerArgs),
+    /// cassandra-stress compatible load generator (`helenus stress write n=100000 -rate threads=8`).
+    #[command(disable_help_flag = true)]
+    Stress {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(clap::Args)]
+struct ServerArgs {
+    /// helenus.yaml (Cassandra setting names). Defaults need no file.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[arg(long = "listen-address")]
+    listen_address: Option<String>,
+    #[arg(long = "rpc-address")]
+    rpc_address: Option<String>,
+    #[arg(long = "native-transport-port")]
+    native_transport_port: Option<u16>,
+    /// Puts data, commitlog, caches and hints under this directory.
+    #[arg(long = "data-dir")]
+    data_dir: Option<PathBuf>,
+    /// Any other setting by its helenus.yaml name: `--set commitlog_sync=batch`.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+}
+
+fn run_server(args: ServerArgs) -> Result<(), String> {
+    use helenus_server::config::NodeConfig;
+    let (mut cfg, warnings) = match &args.config {
+        Some(path) => NodeConfig::load(path).map_err(|e| e.to_string())?,
+        None => (NodeConfig::default(), Vec::new()),
+    };
+    for w in warnings {
+        eprintln!("WARN  {w}");
+    }
+    if let Some(dir) = &args.data_dir {
+        cfg.set_data_dir(dir);
+    }
+    let mut overrides: Vec<(String, String)> = Vec::new();
+    if let Some(a) = args.listen_address {
+        overrides.push(("listen_address".into(), a));
+    }
+    if let Some(a) = args.rpc_address {
+        overrides.push(("rpc_address".into(), a));
+    }
+    if let Some(p) = args.native_transport_port {
+        overrides.push(("native_transport_port".into(), p.to_string()));
+    }
+    for kv in args.set {
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("--set expects NAME=VALUE, got '{kv}'"))?;
+        overrides.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    for (k, v) in overrides {
+        if !cfg.set(&k, &v).map_err(|e| e.to_string())? {
+            return Err(format!("unknown setting '{k}'"));
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("helenus")
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(helenus_server::run_until_shutdown(cfg)).map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Server(args) => match run_server(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ERROR {e}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Stress { args } => {
+            let code = helenus_tools::stress_main(args);
+            ExitCode::from(code.clamp(0, 255) as u8)
+        }
+    }
+}

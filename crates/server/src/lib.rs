@@ -1,1 +1,104 @@
-//! placeholder
+//! The Helenus node: native transport (CQL protocol on 9042), statement execution over the storage
+//! engine, and the system and virtual tables that drivers and cqlsh read.
+//!
+//! Owns the request pipeline from a decoded frame to an encoded response. Does not own the wire
+//! format (`protocol`), the language (`cql`), schema metadata (`schema`) or data files (`storage`).
+
+pub mod config;
+pub mod exec;
+mod keys;
+mod local_node;
+mod node;
+mod prepared;
+mod system;
+mod transport;
+
+pub use node::NodeState;
+
+use config::NodeConfig;
+use std::sync::Arc;
+
+/// Reported in `system.local.release_version`: drivers pick their schema parser by it (>= 4.0 reads
+/// virtual tables; cqlsh sends server-side DESCRIBE).
+pub const RELEASE_VERSION: &str = "5.0.9";
+pub const CQL_VERSION: &str = "3.4.7";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot create {path}: {message}")]
+    Dir { path: String, message: String },
+    #[error("schema: {0}")]
+    Schema(#[from] helenus_schema::SchemaError),
+    #[error("storage: {0}")]
+    Storage(String),
+    #[error("cannot listen on {addr}: {message}")]
+    Listen { addr: String, message: String },
+}
+
+/// Opens the node's state: identity, schema, storage (with commitlog replay).
+pub fn open_node(config: NodeConfig) -> Result<Arc<NodeState>, StartError> {
+    let data_dir = config.primary_data_dir();
+    for dir in [&data_dir, &config.commitlog_directory] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StartError::Dir { path: dir.display().to_string(), message: e.to_string() })?;
+    }
+    let system_dir = data_dir.join("system");
+    let identity = local_node::LocalIdentity::load_or_create(&system_dir, config.num_tokens, &config.cluster_name)
+        .map_err(|e| StartError::Dir { path: system_dir.display().to_string(), message: e.to_string() })?;
+    let schema = exec::ddl::initial_schema(&system_dir)?;
+    let engine = exec::storage_bridge::open_engine(&config, &schema).map_err(StartError::Storage)?;
+    Ok(Arc::new(NodeState::new(config, identity, schema, engine)))
+}
+
+/// Starts the node and serves until SIGINT/SIGTERM, then flushes and stops cleanly.
+pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
+    init_logging();
+    let t0 = std::time::Instant::now();
+    let addr = std::net::SocketAddr::new(config.rpc_address, config.native_transport_port);
+    let node = open_node(config)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| StartError::Listen { addr: addr.to_string(), message: e.to_string() })?;
+    println!(
+        "Helenus {} listening for CQL clients on {addr} (cluster '{}', data in {}), ready in {} ms",
+        env!("CARGO_PKG_VERSION"),
+        node.config.cluster_name,
+        node.config.primary_data_dir().display(),
+        t0.elapsed().as_millis()
+    );
+    let serving = tokio::spawn(transport::serve(node.clone(), listener));
+    shutdown_signal().await;
+    println!("Helenus shutting down: flushing memtables");
+    serving.abort();
+    let engine = node.engine.clone();
+    let _ = tokio::task::spawn_blocking(move || engine.shutdown()).await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HELENUS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

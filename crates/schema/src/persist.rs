@@ -1,0 +1,183 @@
+//! Durable storage of the user schema: one JSON file, written atomically (temp file, fsync, rename).
+//! The node's schema is small and changes rarely, so a whole-file rewrite per change is the simple,
+//! crash-safe choice.
+
+use crate::model::{ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceKind, KeyspaceMeta, Schema, SchemaError, TableKind, TableMeta};
+use crate::options::TableParams;
+use crate::type_string::parse_type_string;
+use helenus_types::UserType;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use uuid::Uuid;
+
+#[derive(Serialize, Deserialize)]
+struct FileV1 {
+    format: String,
+    keyspaces: Vec<KsRec>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KsRec {
+    name: String,
+    replication: BTreeMap<String, String>,
+    durable_writes: bool,
+    types: Vec<TypeRec>,
+    tables: Vec<TableRec>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TypeRec {
+    name: String,
+    fields: Vec<(String, String)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TableRec {
+    name: String,
+    id: Uuid,
+    params: TableParams,
+    columns: Vec<ColRec>,
+    next_column_id: u32,
+    #[serde(default)]
+    indexes: Vec<(String, String, BTreeMap<String, String>)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ColRec {
+    name: String,
+    cql_type: String,
+    kind: String,
+    position: i32,
+    order: String,
+    id: u32,
+}
+
+const FORMAT: &str = "helenus-schema-1";
+
+fn io_err(path: &Path, e: impl std::fmt::Display) -> SchemaError {
+    SchemaError::Storage { path: path.display().to_string(), message: e.to_string() }
+}
+
+/// Writes the user keyspaces of `schema` to `path` atomically.
+pub fn save_user_schema(schema: &Schema, path: &Path) -> Result<(), SchemaError> {
+    let file = FileV1 {
+        format: FORMAT.into(),
+        keyspaces: schema
+            .user_keyspaces()
+            .map(|ks| KsRec {
+                name: ks.name.clone(),
+                replication: ks.replication.clone(),
+                durable_writes: ks.durable_writes,
+                types: ks
+                    .types
+                    .values()
+                    .map(|t| TypeRec {
+                        name: t.name.clone(),
+                        fields: t.fields.iter().map(|(n, ty)| (n.clone(), ty.to_string())).collect(),
+                    })
+                    .collect(),
+                tables: ks
+                    .tables
+                    .values()
+                    .map(|t| TableRec {
+                        name: t.name.clone(),
+                        id: t.id,
+                        params: t.params.clone(),
+                        next_column_id: t.next_column_id,
+                        indexes: t.indexes.iter().map(|i| (i.name.clone(), i.kind.clone(), i.options.clone())).collect(),
+                        columns: t
+                            .columns
+                            .iter()
+                            .map(|c| ColRec {
+                                name: c.name.clone(),
+                                cql_type: c.cql_type.to_string(),
+                                kind: c.kind.as_str().into(),
+                                position: c.position,
+                                order: c.order.as_str().into(),
+                                id: c.id,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    let json = serde_json::to_vec_pretty(&file).map_err(|e| io_err(path, e))?;
+    let tmp = path.with_extension("json.tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
+    f.write_all(&json).map_err(|e| io_err(&tmp, e))?;
+    f.sync_all().map_err(|e| io_err(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))?;
+    if let Some(dir) = path.parent() {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// Reads the user keyspaces written by [`save_user_schema`]; a missing file is an empty schema.
+pub fn load_user_schema(path: &Path) -> Result<Vec<KeyspaceMeta>, SchemaError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err(path, e)),
+    };
+    let file: FileV1 = serde_json::from_slice(&bytes).map_err(|e| io_err(path, e))?;
+    if file.format != FORMAT {
+        return Err(io_err(path, format!("unknown schema format {}", file.format)));
+    }
+    let mut out = Vec::new();
+    for k in file.keyspaces {
+        let mut ks = KeyspaceMeta::new(&k.name, KeyspaceKind::User, k.replication, k.durable_writes);
+        // Types may refer to types defined after them in name order; resolve in passes.
+        let mut pending = k.types;
+        while !pending.is_empty() {
+            let before = pending.len();
+            pending.retain(|t| {
+                let fields: Result<Vec<_>, _> = t
+                    .fields
+                    .iter()
+                    .map(|(n, ty)| parse_type_string(ty, &ks).map(|ty| (n.clone(), ty)))
+                    .collect();
+                match fields {
+                    Ok(fields) => {
+                        let ut = UserType { keyspace: ks.name.clone(), name: t.name.clone(), fields };
+                        ks.types.insert(t.name.clone(), Arc::new(ut));
+                        false
+                    }
+                    Err(_) => true,
+                }
+            });
+            if pending.len() == before {
+                return Err(io_err(path, format!("unresolvable types in keyspace {}", k.name)));
+            }
+        }
+        for t in k.tables {
+            let mut cols = Vec::new();
+            for c in t.columns {
+                let cql_type = parse_type_string(&c.cql_type, &ks).map_err(|e| io_err(path, e))?;
+                let kind = ColumnKind::parse(&c.kind).ok_or_else(|| io_err(path, "bad column kind"))?;
+                let order = match c.order.as_str() {
+                    "asc" => ClusteringOrder::Asc,
+                    "desc" => ClusteringOrder::Desc,
+                    _ => ClusteringOrder::None,
+                };
+                cols.push(ColumnMeta { name: c.name, cql_type, kind, position: c.position, order, id: c.id });
+            }
+            let mut meta = TableMeta::new(&k.name, &t.name, t.id, TableKind::User, cols, t.params);
+            meta.next_column_id = meta.next_column_id.max(t.next_column_id);
+            meta.indexes = t
+                .indexes
+                .into_iter()
+                .map(|(name, kind, options)| crate::model::IndexMeta { name, kind, options })
+                .collect();
+            ks.tables.insert(t.name, Arc::new(meta));
+        }
+        out.push(ks);
+    }
+    Ok(out)
+}

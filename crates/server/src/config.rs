@@ -1,0 +1,312 @@
+//! Node configuration: `helenus.yaml` with Cassandra's setting names and units, plus command-line
+//! overrides with the same names. Every default works without editing.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// How the commitlog makes writes durable (Cassandra's `commitlog_sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitlogSyncMode {
+    Periodic,
+    Batch,
+    Group,
+}
+
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub cluster_name: String,
+    pub num_tokens: usize,
+    pub listen_address: IpAddr,
+    pub rpc_address: IpAddr,
+    pub native_transport_port: u16,
+    pub native_transport_max_frame_size_bytes: usize,
+    pub native_transport_max_concurrent_connections: usize,
+    pub data_file_directories: Vec<PathBuf>,
+    pub commitlog_directory: PathBuf,
+    pub saved_caches_directory: PathBuf,
+    pub hints_directory: PathBuf,
+    pub commitlog_sync: CommitlogSyncMode,
+    pub commitlog_sync_period_ms: u64,
+    pub commitlog_sync_group_window_ms: u64,
+    pub commitlog_segment_size_bytes: u64,
+    pub memtable_space_bytes: u64,
+    pub key_cache_size_bytes: u64,
+    pub file_cache_size_bytes: u64,
+    pub row_cache_size_bytes: u64,
+    pub concurrent_compactors: usize,
+    pub compaction_throughput_mib_per_s: u64,
+    pub data_center: String,
+    pub rack: String,
+    pub api_address: Option<IpAddr>,
+    pub api_port: u16,
+    pub read_request_timeout_ms: u64,
+    pub write_request_timeout_ms: u64,
+    /// Settings as given (name -> value text), for `system_views.settings`.
+    pub raw: BTreeMap<String, String>,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        let localhost: IpAddr = [127, 0, 0, 1].into();
+        let base = PathBuf::from("data");
+        NodeConfig {
+            cluster_name: "Test Cluster".into(),
+            num_tokens: 16,
+            listen_address: localhost,
+            rpc_address: localhost,
+            native_transport_port: 9042,
+            native_transport_max_frame_size_bytes: (16 * MIB) as usize,
+            native_transport_max_concurrent_connections: 4096,
+            data_file_directories: vec![base.join("data")],
+            commitlog_directory: base.join("commitlog"),
+            saved_caches_directory: base.join("saved_caches"),
+            hints_directory: base.join("hints"),
+            commitlog_sync: CommitlogSyncMode::Periodic,
+            commitlog_sync_period_ms: 10_000,
+            commitlog_sync_group_window_ms: 15,
+            commitlog_segment_size_bytes: 32 * MIB,
+            memtable_space_bytes: 1024 * MIB,
+            key_cache_size_bytes: 100 * MIB,
+            file_cache_size_bytes: 512 * MIB,
+            row_cache_size_bytes: 0,
+            concurrent_compactors: 2,
+            compaction_throughput_mib_per_s: 64,
+            data_center: "datacenter1".into(),
+            rack: "rack1".into(),
+            api_address: None,
+            api_port: 10000,
+            read_request_timeout_ms: 5000,
+            write_request_timeout_ms: 2000,
+            raw: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("invalid yaml in {path}: {message}")]
+    Yaml { path: String, message: String },
+    #[error("invalid value for {key}: {message}")]
+    Value { key: String, message: String },
+}
+
+/// Parses a duration in Cassandra 5.0's syntax (`10000ms`, `10s`, `2m`, `1h`, `15ms`, bare number in
+/// `default_unit_ms`).
+pub fn parse_duration_ms(text: &str, default_unit_ms: u64) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("'{text}' is not a duration"))?;
+    let mult = match unit.trim() {
+        "" => default_unit_ms as f64,
+        "ms" | "milliseconds" => 1.0,
+        "us" | "µs" | "microseconds" => 0.001,
+        "s" | "seconds" => 1000.0,
+        "m" | "minutes" => 60_000.0,
+        "h" | "hours" => 3_600_000.0,
+        "d" | "days" => 86_400_000.0,
+        other => return Err(format!("unknown duration unit '{other}' in '{text}'")),
+    };
+    Ok((n * mult) as u64)
+}
+
+/// Parses a size in Cassandra 5.0's syntax (`32MiB`, `1GiB`, `512KiB`, `100B`, bare number in
+/// `default_unit_bytes`). A trailing `/s` (rates) is accepted and ignored.
+pub fn parse_size_bytes(text: &str, default_unit_bytes: u64) -> Result<u64, String> {
+    let t = text.trim().trim_end_matches("/s");
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("'{text}' is not a size"))?;
+    let mult = match unit.trim() {
+        "" => default_unit_bytes,
+        "B" | "bytes" => 1,
+        "KiB" | "KB" | "k" => 1024,
+        "MiB" | "MB" | "m" => MIB,
+        "GiB" | "GB" | "g" => 1024 * MIB,
+        "TiB" => 1024 * 1024 * MIB,
+        other => return Err(format!("unknown size unit '{other}' in '{text}'")),
+    };
+    Ok((n * mult as f64) as u64)
+}
+
+fn scalar_text(v: &serde_yaml::Value) -> Option<String> {
+    match v {
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+impl NodeConfig {
+    /// Loads `path` over the defaults. Unknown keys are returned as warnings, not errors, so a
+    /// cassandra.yaml can be used as a starting point.
+    pub fn load(path: &Path) -> Result<(NodeConfig, Vec<String>), ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Read { path: path.display().to_string(), message: e.to_string() })?;
+        let yaml: serde_yaml::Value = serde_yaml::from_str(&text)
+            .map_err(|e| ConfigError::Yaml { path: path.display().to_string(), message: e.to_string() })?;
+        let mut cfg = NodeConfig::default();
+        let mut warnings = Vec::new();
+        if let serde_yaml::Value::Mapping(map) = yaml {
+            for (k, v) in map {
+                let Some(key) = k.as_str() else { continue };
+                if v.is_null() {
+                    continue;
+                }
+                if key == "data_file_directories" {
+                    if let serde_yaml::Value::Sequence(items) = &v {
+                        cfg.data_file_directories = items.iter().filter_map(scalar_text).map(PathBuf::from).collect();
+                    }
+                    continue;
+                }
+                if key == "seed_provider" {
+                    continue;
+                }
+                match scalar_text(&v) {
+                    Some(value) => {
+                        if !cfg.set(key, &value)? {
+                            warnings.push(format!("unknown setting '{key}' in {} ignored", path.display()));
+                        }
+                    }
+                    None => warnings.push(format!("setting '{key}' has a structured value; ignored")),
+                }
+            }
+        }
+        Ok((cfg, warnings))
+    }
+
+    /// Sets one setting by its Cassandra name; returns Ok(false) for an unknown name.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
+        let bad = |m: String| ConfigError::Value { key: key.to_string(), message: m };
+        let ip = |v: &str| v.parse::<IpAddr>().map_err(|e| bad(format!("{v}: {e}")));
+        let int = |v: &str| v.trim().parse::<u64>().map_err(|e| bad(format!("{v}: {e}")));
+        match key {
+            "cluster_name" => self.cluster_name = value.to_string(),
+            "num_tokens" => self.num_tokens = int(value)?.clamp(1, 1024) as usize,
+            "listen_address" => {
+                let a = ip(value)?;
+                if self.rpc_address == self.listen_address {
+                    self.rpc_address = a;
+                }
+                self.listen_address = a;
+            }
+            "rpc_address" | "native_transport_address" => self.rpc_address = ip(value)?,
+            "native_transport_port" => self.native_transport_port = int(value)? as u16,
+            "native_transport_max_frame_size" => {
+                self.native_transport_max_frame_size_bytes = parse_size_bytes(value, MIB).map_err(bad)? as usize
+            }
+            "native_transport_max_frame_size_in_mb" => {
+                self.native_transport_max_frame_size_bytes = (int(value)? * MIB) as usize
+            }
+            "native_transport_max_concurrent_connections" => {
+                self.native_transport_max_concurrent_connections = int(value)? as usize
+            }
+            "data_file_directories" => self.data_file_directories = vec![PathBuf::from(value)],
+            "commitlog_directory" => self.commitlog_directory = PathBuf::from(value),
+            "saved_caches_directory" => self.saved_caches_directory = PathBuf::from(value),
+            "hints_directory" => self.hints_directory = PathBuf::from(value),
+            "commitlog_sync" => {
+                self.commitlog_sync = match value {
+                    "periodic" => CommitlogSyncMode::Periodic,
+                    "batch" => CommitlogSyncMode::Batch,
+                    "group" => CommitlogSyncMode::Group,
+                    other => return Err(bad(format!("'{other}' is not periodic, batch or group"))),
+                }
+            }
+            "commitlog_sync_period" => self.commitlog_sync_period_ms = parse_duration_ms(value, 1).map_err(bad)?,
+            "commitlog_sync_period_in_ms" => self.commitlog_sync_period_ms = int(value)?,
+            "commitlog_sync_group_window" => {
+                self.commitlog_sync_group_window_ms = parse_duration_ms(value, 1).map_err(bad)?
+            }
+            "commitlog_sync_group_window_in_ms" => self.commitlog_sync_group_window_ms = int(value)?,
+            "commitlog_segment_size" => self.commitlog_segment_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?,
+            "commitlog_segment_size_in_mb" => self.commitlog_segment_size_bytes = int(value)? * MIB,
+            "memtable_heap_space" | "memtable_offheap_space" => {
+                self.memtable_space_bytes = parse_size_bytes(value, MIB).map_err(bad)?
+            }
+            "memtable_heap_space_in_mb" | "memtable_offheap_space_in_mb" => self.memtable_space_bytes = int(value)? * MIB,
+            "key_cache_size" => self.key_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?,
+            "key_cache_size_in_mb" => self.key_cache_size_bytes = int(value)? * MIB,
+            "file_cache_size" => self.file_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?,
+            "file_cache_size_in_mb" => self.file_cache_size_bytes = int(value)? * MIB,
+            "row_cache_size" => self.row_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?,
+            "row_cache_size_in_mb" => self.row_cache_size_bytes = int(value)? * MIB,
+            "concurrent_compactors" => self.concurrent_compactors = int(value)?.max(1) as usize,
+            "compaction_throughput" => {
+                self.compaction_throughput_mib_per_s = parse_size_bytes(value, MIB).map_err(bad)? / MIB
+            }
+            "compaction_throughput_mb_per_sec" => self.compaction_throughput_mib_per_s = int(value)?,
+            "read_request_timeout" => self.read_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?,
+            "write_request_timeout" => self.write_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?,
+            "api_address" => self.api_address = Some(ip(value)?),
+            "api_port" => self.api_port = int(value)? as u16,
+            "dc" | "data_center" => self.data_center = value.to_string(),
+            "rack" => self.rack = value.to_string(),
+            // Accepted for cassandra.yaml compatibility; Helenus has one behaviour for these.
+            "partitioner" | "endpoint_snitch" | "start_native_transport" | "authenticator" | "authorizer"
+            | "role_manager" | "storage_port" | "ssl_storage_port" | "concurrent_reads" | "concurrent_writes"
+            | "concurrent_counter_writes" | "disk_access_mode" | "auto_snapshot" | "broadcast_address"
+            | "broadcast_rpc_address" | "storage_compatibility_mode" => {}
+            _ => return Ok(false),
+        }
+        self.raw.insert(key.to_string(), value.to_string());
+        Ok(true)
+    }
+
+    /// Places every directory under `dir` (the `--data-dir` option).
+    pub fn set_data_dir(&mut self, dir: &Path) {
+        self.data_file_directories = vec![dir.join("data")];
+        self.commitlog_directory = dir.join("commitlog");
+        self.saved_caches_directory = dir.join("saved_caches");
+        self.hints_directory = dir.join("hints");
+    }
+
+    pub fn primary_data_dir(&self) -> PathBuf {
+        self.data_file_directories.first().cloned().unwrap_or_else(|| PathBuf::from("data/data"))
+    }
+
+    pub fn admin_address(&self) -> IpAddr {
+        self.api_address.unwrap_or(self.listen_address)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cassandra_units_parse() {
+        assert_eq!(parse_duration_ms("10000ms", 1).unwrap(), 10_000);
+        assert_eq!(parse_duration_ms("10s", 1).unwrap(), 10_000);
+        assert_eq!(parse_size_bytes("32MiB", MIB).unwrap(), 32 * MIB);
+        assert_eq!(parse_size_bytes("64MiB/s", MIB).unwrap(), 64 * MIB);
+        assert!(parse_size_bytes("12 parsecs", 1).is_err());
+    }
+
+    #[test]
+    fn yaml_overrides_defaults_and_warns_on_unknown_keys() {
+        let dir = std::env::temp_dir().join(format!("helenus-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("helenus.yaml");
+        std::fs::write(
+            &p,
+            "cluster_name: Prod\nnative_transport_port: 9142\ncommitlog_sync: batch\nno_such_thing: 1\n\
+             data_file_directories:\n  - /tmp/x\ncommitlog_sync_period: 2s\n",
+        )
+        .unwrap();
+        let (cfg, warnings) = NodeConfig::load(&p).unwrap();
+        assert_eq!(cfg.cluster_name, "Prod");
+        assert_eq!(cfg.native_transport_port, 9142);
+        assert_eq!(cfg.commitlog_sync, CommitlogSyncMode::Batch);
+        assert_eq!(cfg.commitlog_sync_period_ms, 2000);
+        assert_eq!(cfg.data_file_directories, vec![PathBuf::from("/tmp/x")]);
+        assert_eq!(warnings.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

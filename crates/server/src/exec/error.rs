@@ -1,0 +1,73 @@
+//! Execution errors, each mapped to the CQL error code Cassandra returns for the same situation.
+
+use helenus_protocol as proto;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExecError {
+    /// 0x2000: the statement does not parse.
+    #[error("{0}")]
+    Syntax(String),
+    /// 0x2200: well-formed but invalid (unknown table, wrong types, restrictions not allowed...).
+    #[error("{0}")]
+    Invalid(String),
+    /// 0x2300: a configuration problem (e.g. a bad replication setting).
+    #[error("{0}")]
+    Config(String),
+    /// 0x2400: CREATE of something that exists.
+    #[error("{message}")]
+    AlreadyExists { keyspace: String, table: String, message: String },
+    /// 0x2500: EXECUTE of an id this node does not know.
+    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
+    Unprepared(Vec<u8>),
+    /// 0x000A: a request that breaks the protocol.
+    #[error("{0}")]
+    Protocol(String),
+    /// 0x1001: too much load; the client should back off.
+    #[error("{0}")]
+    Overloaded(String),
+    /// 0x1100: the write did not complete in time.
+    #[error("Operation timed out - received only 0 responses.")]
+    WriteTimeout { consistency: proto::Consistency, write_type: String },
+    /// 0x1200: the read did not complete in time.
+    #[error("Operation timed out - received only 0 responses.")]
+    ReadTimeout { consistency: proto::Consistency },
+    /// 0x1003
+    #[error("{0}")]
+    Truncate(String),
+    /// 0x2100
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 0x0000: a bug or an I/O failure on this node.
+    #[error("{0}")]
+    Server(String),
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl From<helenus_schema::SchemaError> for ExecError {
+    fn from(e: helenus_schema::SchemaError) -> Self {
+        use helenus_schema::SchemaError as S;
+        match e {
+            S::KeyspaceExists(ks) => ExecError::AlreadyExists {
+                message: format!("Keyspace {ks} already exists"),
+                keyspace: ks,
+                table: String::new(),
+            },
+            S::TableExists(ks, t) => ExecError::AlreadyExists {
+                message: format!("Table {ks}.{t} already exists"),
+                keyspace: ks,
+                table: t,
+            },
+            S::Storage { .. } => ExecError::Server(e.to_string()),
+            other => ExecError::Invalid(other.to_string()),
+        }
+    }
+}
+
+pub type ExecResult<T> = Result<T, ExecError>;
+
+pub fn invalid<T>(msg: impl Into<String>) -> ExecResult<T> {
+    Err(ExecError::Invalid(msg.into()))
+}

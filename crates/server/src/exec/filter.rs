@@ -1,0 +1,121 @@
+//! Row filters: restrictions evaluated on each row (ALLOW FILTERING, system tables, partial keys).
+
+use super::error::{invalid, ExecResult};
+use super::select::Filter;
+use super::values::{self, Binds, Bound};
+use bytes::Bytes;
+use helenus_cql::ast::{Operator, RelationValue};
+use helenus_schema::ColumnMeta;
+use helenus_types::{CqlType, CqlValue};
+use std::cmp::Ordering;
+
+fn one(term_value: &RelationValue) -> Option<&helenus_cql::ast::Term> {
+    match term_value {
+        RelationValue::Single(t) => Some(t),
+        _ => None,
+    }
+}
+
+fn cmp_op(op: Operator, o: Ordering) -> bool {
+    match op {
+        Operator::Eq => o == Ordering::Equal,
+        Operator::Neq => o != Ordering::Equal,
+        Operator::Lt => o == Ordering::Less,
+        Operator::Lte => o != Ordering::Greater,
+        Operator::Gt => o == Ordering::Greater,
+        Operator::Gte => o != Ordering::Less,
+        _ => false,
+    }
+}
+
+/// Whether a row's cell satisfies one filter.
+pub fn matches(c: &ColumnMeta, cell: &Option<Bytes>, f: &Filter, binds: &Binds<'_>) -> ExecResult<bool> {
+    let ty = &c.cql_type;
+    if f.op == Operator::IsNotNull {
+        return Ok(cell.is_some());
+    }
+    if let Some(key) = &f.key {
+        // m[k] = v
+        let (CqlType::Map { key: kt, value: vt, .. }, Some(cell)) = (ty, cell) else { return Ok(false) };
+        let Some(CqlValue::Map(entries)) = helenus_types::deserialize(ty, cell).ok() else { return Ok(false) };
+        let Some(kv) = values::to_value(key, kt, &c.name, binds)? else { return Ok(false) };
+        let want = one(&f.value).map(|t| values::eval(t, vt, &c.name, binds)).transpose()?;
+        let k_ser = values::serialize(&kv);
+        for (k, v) in entries {
+            if values::serialize(&k) == k_ser {
+                let v_ser = values::serialize(&v);
+                return Ok(match &want {
+                    Some(Bound::Value(w)) => cmp_op(f.op, helenus_types::compare_serialized(vt, &v_ser, w)),
+                    _ => false,
+                });
+            }
+        }
+        return Ok(false);
+    }
+    match f.op {
+        Operator::Contains | Operator::ContainsKey | Operator::NotContains | Operator::NotContainsKey => {
+            let Some(cell) = cell else { return Ok(false) };
+            let Some(t) = one(&f.value) else { return invalid("CONTAINS takes one value") };
+            let decoded = helenus_types::deserialize(ty, cell).ok();
+            let (elems, elem_ty): (Vec<CqlValue>, CqlType) = match (decoded, ty, f.op) {
+                (Some(CqlValue::List(v)), CqlType::List { element, .. }, _) => (v, (**element).clone()),
+                (Some(CqlValue::Set(v)), CqlType::Set { element, .. }, _) => (v, (**element).clone()),
+                (Some(CqlValue::Map(m)), CqlType::Map { key, .. }, Operator::ContainsKey | Operator::NotContainsKey) => {
+                    (m.into_iter().map(|(k, _)| k).collect(), (**key).clone())
+                }
+                (Some(CqlValue::Map(m)), CqlType::Map { value, .. }, _) => {
+                    (m.into_iter().map(|(_, v)| v).collect(), (**value).clone())
+                }
+                _ => return Ok(false),
+            };
+            let Bound::Value(want) = values::eval(t, &elem_ty, &c.name, binds)? else { return Ok(false) };
+            let found = elems.iter().any(|e| values::serialize(e) == want);
+            Ok(if matches!(f.op, Operator::Contains | Operator::ContainsKey) { found } else { !found })
+        }
+        Operator::In | Operator::NotIn => {
+            let mut wanted = Vec::new();
+            match &f.value {
+                RelationValue::List(terms) => {
+                    for t in terms {
+                        if let Bound::Value(b) = values::eval(t, ty, &c.name, binds)? {
+                            wanted.push(b);
+                        }
+                    }
+                }
+                RelationValue::Single(t) => {
+                    let list_ty = CqlType::List { element: Box::new(ty.clone()), frozen: false };
+                    if let Some(CqlValue::List(items)) = values::to_value(t, &list_ty, &c.name, binds)? {
+                        wanted.extend(items.iter().map(values::serialize));
+                    }
+                }
+                RelationValue::Between(..) => return invalid("BETWEEN is not supported here"),
+            }
+            let found = cell.as_ref().is_some_and(|v| {
+                wanted.iter().any(|w| helenus_types::compare_serialized(ty, v, w) == Ordering::Equal)
+            });
+            Ok(if f.op == Operator::In { found } else { !found })
+        }
+        Operator::Between => {
+            let RelationValue::Between(lo, hi) = &f.value else { return Ok(false) };
+            let Some(cell) = cell else { return Ok(false) };
+            let (Bound::Value(l), Bound::Value(h)) =
+                (values::eval(lo, ty, &c.name, binds)?, values::eval(hi, ty, &c.name, binds)?)
+            else {
+                return Ok(false);
+            };
+            Ok(helenus_types::compare_serialized(ty, cell, &l) != Ordering::Less
+                && helenus_types::compare_serialized(ty, cell, &h) != Ordering::Greater)
+        }
+        Operator::Like => invalid(format!("LIKE restriction is only supported on properly indexed columns. {} LIKE ... is not valid.", c.name)),
+        _ => {
+            let Some(t) = one(&f.value) else { return invalid("unsupported relation") };
+            let want = values::eval(t, ty, &c.name, binds)?;
+            let Some(cell) = cell else { return Ok(false) };
+            match want {
+                Bound::Value(w) => Ok(cmp_op(f.op, helenus_types::compare_serialized(ty, cell, &w))),
+                Bound::Null => invalid(format!("Unsupported null value for column {}", c.name)),
+                Bound::Unset => invalid(format!("Unsupported unset value for column {}", c.name)),
+            }
+        }
+    }
+}

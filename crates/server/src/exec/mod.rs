@@ -1,0 +1,445 @@
+//! Statement execution: parse, prepare (bind-marker types, result metadata, partition-key indexes),
+//! and run each statement kind against the schema, the storage engine or the system tables.
+
+pub mod ddl;
+pub mod describe;
+mod error;
+mod filter;
+mod functions;
+mod json;
+mod lwt;
+mod paging;
+mod respond;
+mod rows;
+mod scan;
+mod select;
+mod selectors;
+pub mod storage_bridge;
+mod values;
+mod write;
+
+pub use error::{ExecError, ExecResult};
+pub use respond::{error_response, handle_request, protocol_error_frame};
+
+use crate::node::NodeState;
+use helenus_cql::ast::{self, Statement};
+use helenus_protocol as proto;
+use helenus_types::CqlType;
+use std::sync::Arc;
+use values::Binds;
+
+/// Per-connection state.
+#[derive(Debug, Default, Clone)]
+pub struct Session {
+    pub keyspace: Option<String>,
+}
+
+/// What a bind marker receives: shown to drivers as the variable metadata of a PREPARED result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BindSpec {
+    pub keyspace: String,
+    pub table: String,
+    pub name: String,
+    pub ty: CqlType,
+}
+
+#[derive(Debug, Clone)]
+pub enum Planned {
+    Select(Box<select::SelectPlan>),
+    Write(Box<write::WritePlan>),
+    Batch { children: Vec<write::WritePlan>, using: ast::UsingClause, counter: bool },
+    Use(String),
+    Ddl(Box<Statement>),
+    Describe(ast::DescribeStatement),
+    Truncate { keyspace: String, table: String },
+}
+
+/// A statement ready to execute many times.
+#[derive(Debug)]
+pub struct Prepared {
+    pub query: String,
+    pub keyspace: Option<String>,
+    pub plan: Planned,
+    pub binds: Vec<BindSpec>,
+    pub bind_names: Vec<Option<String>>,
+    /// (keyspace, table, columns) of a SELECT's result.
+    pub result: Option<(String, String, Vec<(String, CqlType)>)>,
+    pub pk_indexes: Vec<u16>,
+    pub id: [u8; 16],
+    pub result_metadata_id: [u8; 16],
+}
+
+/// The result of one statement.
+pub enum Outcome {
+    Void,
+    Rows { keyspace: String, table: String, out: select::SelectOutput },
+    SetKeyspace(String),
+    SchemaChange(ddl::SchemaChanged),
+}
+
+fn resolve_table(
+    node: &NodeState,
+    q: &ast::QualifiedName,
+    session_ks: Option<&str>,
+) -> ExecResult<Arc<helenus_schema::TableMeta>> {
+    let ks = match (&q.keyspace, session_ks) {
+        (Some(k), _) => k.name.clone(),
+        (None, Some(k)) => k.to_string(),
+        (None, None) => {
+            return Err(ExecError::Invalid(
+                "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename".into(),
+            ))
+        }
+    };
+    let schema = node.schema();
+    let ksm = schema.keyspaces.get(&ks).ok_or_else(|| ExecError::Invalid(format!("Keyspace {ks} does not exist")))?;
+    ksm.tables
+        .get(&q.name.name)
+        .cloned()
+        .ok_or_else(|| ExecError::Invalid(format!("table {} does not exist", q.name.name)))
+}
+
+fn pk_indexes_of(plan: &Planned) -> Vec<u16> {
+    let terms: Option<&Vec<select::ValuesOf>> = match plan {
+        Planned::Select(s) => match &s.partitions {
+            select::PartitionSelection::Keys(v) => Some(v),
+            _ => None,
+        },
+        Planned::Write(w) => Some(&w.pk),
+        _ => None,
+    };
+    let Some(terms) = terms else { return Vec::new() };
+    let mut out = Vec::new();
+    for v in terms {
+        match v {
+            select::ValuesOf::Terms(t) if t.len() == 1 => match &t[0] {
+                ast::Term::Bind(m) => out.push(m.index as u16),
+                _ => return Vec::new(),
+            },
+            _ => return Vec::new(),
+        }
+    }
+    out
+}
+
+fn plan_statement(
+    node: &NodeState,
+    stmt: &Statement,
+    session_ks: Option<&str>,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<Planned> {
+    Ok(match stmt {
+        Statement::Select(s) => {
+            let t = resolve_table(node, &s.table, session_ks)?;
+            Planned::Select(Box::new(select::plan(t, s, specs)?))
+        }
+        Statement::Insert(s) => {
+            let t = resolve_table(node, &s.table, session_ks)?;
+            check_writable(&t)?;
+            Planned::Write(Box::new(write::plan_insert(t, s, specs)?))
+        }
+        Statement::Update(s) => {
+            let t = resolve_table(node, &s.table, session_ks)?;
+            check_writable(&t)?;
+            Planned::Write(Box::new(write::plan_update(t, s, specs)?))
+        }
+        Statement::Delete(s) => {
+            let t = resolve_table(node, &s.table, session_ks)?;
+            check_writable(&t)?;
+            Planned::Write(Box::new(write::plan_delete(t, s, specs)?))
+        }
+        Statement::Batch(b) => {
+            let mut children = Vec::new();
+            for child in &b.statements {
+                let p = match child {
+                    ast::BatchChild::Insert(s) => {
+                        let t = resolve_table(node, &s.table, session_ks)?;
+                        check_writable(&t)?;
+                        write::plan_insert(t, s, specs)?
+                    }
+                    ast::BatchChild::Update(s) => {
+                        let t = resolve_table(node, &s.table, session_ks)?;
+                        check_writable(&t)?;
+                        write::plan_update(t, s, specs)?
+                    }
+                    ast::BatchChild::Delete(s) => {
+                        let t = resolve_table(node, &s.table, session_ks)?;
+                        check_writable(&t)?;
+                        write::plan_delete(t, s, specs)?
+                    }
+                };
+                if p.using.timestamp.is_some() && b.using.timestamp.is_some() {
+                    return Err(ExecError::Invalid("Timestamp must be set either on BATCH or individual statements".into()));
+                }
+                children.push(p);
+            }
+            let counter = b.kind == ast::BatchKind::Counter;
+            for c in &children {
+                if c.table.is_counter_table() != counter {
+                    return Err(ExecError::Invalid(if counter {
+                        "Cannot include non-counter statement in a counter batch".into()
+                    } else {
+                        "Cannot include a counter statement in a logged batch".into()
+                    }));
+                }
+            }
+            Planned::Batch { children, using: b.using.clone(), counter }
+        }
+        Statement::Use(ks) => {
+            if node.keyspace(&ks.name).is_none() {
+                return Err(ExecError::Invalid(format!("Keyspace '{}' does not exist", ks.name)));
+            }
+            Planned::Use(ks.name.clone())
+        }
+        Statement::Truncate(q) => {
+            let t = resolve_table(node, q, session_ks)?;
+            check_writable(&t)?;
+            Planned::Truncate { keyspace: t.keyspace.clone(), table: t.name.clone() }
+        }
+        Statement::Describe(d) => Planned::Describe(d.clone()),
+        Statement::Auth(_) => {
+            return Err(ExecError::Unauthorized(
+                "You have to be logged in and have permissions to manage roles (Helenus runs with AllowAllAuthenticator)".into(),
+            ))
+        }
+        other => Planned::Ddl(Box::new(other.clone())),
+    })
+}
+
+fn check_writable(t: &helenus_schema::TableMeta) -> ExecResult<()> {
+    if t.kind != helenus_schema::TableKind::User {
+        return Err(ExecError::Unauthorized(format!("Modification on table {}.{} is not allowed", t.keyspace, t.name)));
+    }
+    Ok(())
+}
+
+/// Parses and plans `query`, or returns the cached plan (keyed like Cassandra's prepared cache).
+pub fn prepare(node: &NodeState, session_ks: Option<&str>, query: &str) -> ExecResult<Arc<Prepared>> {
+    let id = crate::prepared::prepared_id(session_ks, query);
+    if let Some(p) = node.prepared.get(&id) {
+        return Ok(p);
+    }
+    let parsed = helenus_cql::parse(query).map_err(|e| ExecError::Syntax(e.to_string()))?;
+    let mut specs: Vec<Option<BindSpec>> = vec![None; parsed.bind_count];
+    let plan = plan_statement(node, &parsed.statement, session_ks, &mut specs)?;
+    let binds: Vec<BindSpec> = specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            s.unwrap_or(BindSpec {
+                keyspace: session_ks.unwrap_or_default().to_string(),
+                table: String::new(),
+                name: parsed.bind_names.get(i).cloned().flatten().unwrap_or_else(|| format!("[{i}]")),
+                ty: CqlType::Native(helenus_types::NativeType::Blob),
+            })
+        })
+        .map(|mut s| {
+            s.name = s.name.clone();
+            s
+        })
+        .collect();
+    let binds: Vec<BindSpec> = binds
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            if let Some(Some(n)) = parsed.bind_names.get(i) {
+                s.name = n.clone();
+            }
+            s
+        })
+        .collect();
+    let result = match &plan {
+        Planned::Select(s) => Some((
+            s.table.keyspace.clone(),
+            s.table.name.clone(),
+            if s.json {
+                vec![("[json]".to_string(), CqlType::Native(helenus_types::NativeType::Varchar))]
+            } else {
+                s.compiled.columns.iter().map(|c| (c.name.clone(), c.ty.clone())).collect()
+            },
+        )),
+        _ => None,
+    };
+    let result_metadata_id = {
+        let mut ctx = md5::Context::new();
+        if let Some((_, _, cols)) = &result {
+            for (n, t) in cols {
+                ctx.consume(n.as_bytes());
+                ctx.consume(t.to_string().as_bytes());
+            }
+        }
+        ctx.compute().0
+    };
+    let pk_indexes = pk_indexes_of(&plan);
+    let p = Arc::new(Prepared {
+        query: query.to_string(),
+        keyspace: session_ks.map(str::to_string),
+        plan,
+        binds,
+        bind_names: parsed.bind_names,
+        result,
+        pk_indexes,
+        id,
+        result_metadata_id,
+    });
+    // DDL and USE are cheap to re-plan and depend on schema state at execution: don't cache them.
+    if matches!(p.plan, Planned::Select(_) | Planned::Write(_) | Planned::Batch { .. }) {
+        node.prepared.insert(id, p.clone());
+    }
+    Ok(p)
+}
+
+/// Maps named values to positions using the statement's marker names.
+fn positional(p: &Prepared, values: &proto::QueryValues) -> ExecResult<Vec<proto::Value>> {
+    match values {
+        proto::QueryValues::Positional(v) => {
+            if v.len() != p.binds.len() {
+                return Err(ExecError::Invalid(format!(
+                    "There were {} markers(?) in CQL but {} bound variables",
+                    p.binds.len(),
+                    v.len()
+                )));
+            }
+            Ok(v.clone())
+        }
+        proto::QueryValues::Named(named) => {
+            let mut out = vec![proto::Value::Unset; p.binds.len()];
+            for (i, spec) in p.binds.iter().enumerate() {
+                let found = named.iter().find(|(n, _)| n.eq_ignore_ascii_case(&spec.name));
+                match found {
+                    Some((_, v)) => out[i] = v.clone(),
+                    None => return Err(ExecError::Invalid(format!("Invalid unset value for column {}", spec.name))),
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+pub struct ExecOptions {
+    pub page_size: Option<usize>,
+    pub paging_state: Option<bytes::Bytes>,
+    pub timestamp_us: i64,
+}
+
+fn now_us() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    // Strictly increasing, so two writes from this node never tie.
+    let mut prev = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(prev + 1);
+        match LAST.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(p) => prev = p,
+        }
+    }
+}
+
+fn now_s() -> i64 {
+    now_us() / 1_000_000
+}
+
+async fn apply_mutations(node: &NodeState, muts: Vec<helenus_storage::Mutation>) -> ExecResult<()> {
+    for m in muts {
+        node.engine.apply(m).await.map_err(|e| ExecError::Server(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Executes a prepared statement with its values.
+pub async fn execute(
+    node: &NodeState,
+    session: &parking_lot::Mutex<Session>,
+    p: &Prepared,
+    values: &proto::QueryValues,
+    opts: ExecOptions,
+) -> ExecResult<Outcome> {
+    let values = positional(p, values)?;
+    let binds = Binds { values: &values };
+    let session_ks = p.keyspace.clone();
+    match &p.plan {
+        Planned::Select(plan) => {
+            let out = select::execute(node, plan, &binds, opts.page_size, opts.paging_state.as_deref())?;
+            Ok(Outcome::Rows { keyspace: plan.table.keyspace.clone(), table: plan.table.name.clone(), out })
+        }
+        Planned::Write(plan) => {
+            let ctx = write::WriteContext { timestamp_us: opts.timestamp_us, now_s: now_s() };
+            if plan.condition.is_some() {
+                return lwt::execute(node, plan, &binds, &ctx).await;
+            }
+            let muts = write::mutations(plan, &binds, &ctx)?;
+            apply_mutations(node, muts).await?;
+            Ok(Outcome::Void)
+        }
+        Planned::Batch { children, using, .. } => {
+            let ts = match &using.timestamp {
+                Some(t) => match values::eval(t, &CqlType::Native(helenus_types::NativeType::Bigint), "[timestamp]", &binds)? {
+                    values::Bound::Value(b) => i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8])),
+                    _ => opts.timestamp_us,
+                },
+                None => opts.timestamp_us,
+            };
+            let ctx = write::WriteContext { timestamp_us: ts, now_s: now_s() };
+            let mut muts = Vec::new();
+            for c in children {
+                if c.condition.is_some() {
+                    return Err(ExecError::Invalid("Conditional batches are not supported by Helenus yet".into()));
+                }
+                muts.extend(write::mutations(c, &binds, &ctx)?);
+            }
+            apply_mutations(node, muts).await?;
+            Ok(Outcome::Void)
+        }
+        Planned::Use(ks) => {
+            session.lock().keyspace = Some(ks.clone());
+            Ok(Outcome::SetKeyspace(ks.clone()))
+        }
+        Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks.as_deref()).await? {
+            Some(change) => {
+                let _ = node.events.send(crate::node::NodeEvent::SchemaChange(respond::schema_change(&change)));
+                Ok(Outcome::SchemaChange(change))
+            }
+            None => Ok(Outcome::Void),
+        },
+        Planned::Truncate { keyspace, table } => {
+            let t = node
+                .table(keyspace, table)
+                .ok_or_else(|| ExecError::Invalid(format!("table {table} does not exist")))?;
+            let engine = node.engine.clone();
+            let id = *t.id.as_bytes();
+            tokio::task::spawn_blocking(move || engine.truncate(id))
+                .await
+                .map_err(|e| ExecError::Server(e.to_string()))?
+                .map_err(|e| ExecError::Truncate(e.to_string()))?;
+            Ok(Outcome::Void)
+        }
+        Planned::Describe(d) => respond::describe(node, d, session_ks.as_deref()),
+    }
+}
+
+/// Parses and runs a QUERY request.
+pub async fn run_query(
+    node: &NodeState,
+    session: &parking_lot::Mutex<Session>,
+    query: &str,
+    params: &proto::QueryParameters,
+) -> ExecResult<(Arc<Prepared>, Outcome)> {
+    let ks = params.keyspace.clone().or_else(|| session.lock().keyspace.clone());
+    let p = prepare(node, ks.as_deref(), query)?;
+    let opts = exec_options(params);
+    let out = execute(node, session, &p, &params.values, opts).await?;
+    Ok((p, out))
+}
+
+pub fn exec_options(params: &proto::QueryParameters) -> ExecOptions {
+    ExecOptions {
+        page_size: params.page_size.filter(|&n| n > 0).map(|n| n as usize),
+        paging_state: params.paging_state.clone(),
+        timestamp_us: params.default_timestamp.filter(|&t| t != i64::MIN).unwrap_or_else(now_us),
+    }
+}

@@ -1,0 +1,171 @@
+//! Turning the storage engine's partitions into CQL rows (one serialized cell per table column, in
+//! the table's column order), assembling multi-cell collections and UDTs from their cells.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use helenus_schema::{ColumnKind, TableMeta};
+use helenus_storage as st;
+use helenus_types::CqlType;
+
+/// Write time and TTL of a simple cell, for `writetime()` and `ttl()`.
+#[derive(Debug, Clone, Copy)]
+pub struct CellMeta {
+    pub timestamp_us: i64,
+    pub ttl_s: u32,
+    pub expires_at_s: i64,
+}
+
+/// A CQL row with everything about it the selectors may need.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub cells: Vec<Option<Bytes>>,
+    pub meta: Vec<Option<CellMeta>>,
+    /// The token of the row's partition key.
+    pub token: i64,
+    /// The serialized partition key (for paging).
+    pub partition_key: Bytes,
+    /// Clustering values (for paging); empty for static-only rows.
+    pub clustering: Vec<Bytes>,
+}
+
+/// Where each storage column id lands in the CQL row.
+pub struct ColumnLayout {
+    by_id: std::collections::HashMap<u32, usize>,
+    pk: Vec<usize>,
+    ck: Vec<usize>,
+}
+
+impl ColumnLayout {
+    pub fn new(t: &TableMeta) -> Self {
+        let mut by_id = std::collections::HashMap::new();
+        let mut pk = Vec::new();
+        let mut ck = Vec::new();
+        for (i, c) in t.columns.iter().enumerate() {
+            match c.kind {
+                ColumnKind::PartitionKey => pk.push(i),
+                ColumnKind::Clustering => ck.push(i),
+                _ => {
+                    by_id.insert(c.id, i);
+                }
+            }
+        }
+        ColumnLayout { by_id, pk, ck }
+    }
+}
+
+/// Serializes a multi-cell column's live cells as the value of the whole column.
+fn assemble_complex(t: &CqlType, cells: &[&st::LiveCell]) -> Option<Bytes> {
+    if cells.is_empty() {
+        return None;
+    }
+    let mut out = BytesMut::new();
+    let put = |out: &mut BytesMut, b: &[u8]| {
+        out.put_i32(b.len() as i32);
+        out.put_slice(b);
+    };
+    match t {
+        CqlType::List { .. } => {
+            out.put_i32(cells.len() as i32);
+            for c in cells {
+                put(&mut out, &c.value);
+            }
+        }
+        CqlType::Set { .. } => {
+            out.put_i32(cells.len() as i32);
+            for c in cells {
+                put(&mut out, c.path.as_deref().unwrap_or_default());
+            }
+        }
+        CqlType::Map { .. } => {
+            out.put_i32(cells.len() as i32);
+            for c in cells {
+                put(&mut out, c.path.as_deref().unwrap_or_default());
+                put(&mut out, &c.value);
+            }
+        }
+        CqlType::Udt { def, .. } => {
+            for i in 0..def.fields.len() {
+                let field = cells.iter().find(|c| {
+                    c.path.as_deref().map(|p| p.len() == 2 && i16::from_be_bytes([p[0], p[1]]) as usize == i)
+                        == Some(true)
+                });
+                match field {
+                    Some(c) => put(&mut out, &c.value),
+                    None => out.put_i32(-1),
+                }
+            }
+        }
+        _ => return cells.last().map(|c| c.value.clone()),
+    }
+    Some(out.freeze())
+}
+
+fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row: &mut Row) {
+    let mut i = 0;
+    while i < cells.len() {
+        let col = cells[i].column;
+        let mut j = i;
+        while j < cells.len() && cells[j].column == col {
+            j += 1;
+        }
+        if let Some(&idx) = layout.by_id.get(&col) {
+            if let Some(c) = t.columns.get(idx) {
+                if c.cql_type.is_multi_cell() {
+                    let group: Vec<&st::LiveCell> = cells[i..j].iter().collect();
+                    row.cells[idx] = assemble_complex(&c.cql_type, &group);
+                } else if let Some(cell) = cells.get(j - 1) {
+                    row.cells[idx] = Some(cell.value.clone());
+                    row.meta[idx] =
+                        Some(CellMeta { timestamp_us: cell.timestamp_us, ttl_s: cell.ttl_s, expires_at_s: cell.expires_at_s });
+                }
+            }
+        }
+        i = j;
+    }
+}
+
+/// Splits a serialized partition key into its components.
+pub fn key_components(t: &TableMeta, key: &Bytes) -> Vec<Bytes> {
+    let n = t.partition_key_len();
+    if n <= 1 {
+        return vec![key.clone()];
+    }
+    helenus_types::split_composite_key(key, n).unwrap_or_default()
+}
+
+/// The CQL rows of one partition. A partition with live static cells and no live rows yields one
+/// row with null clustering and regular columns, as Cassandra returns it.
+pub fn partition_rows(t: &TableMeta, layout: &ColumnLayout, p: &st::PartitionData, out: &mut Vec<Row>) {
+    let n = t.columns.len();
+    let mut base = Row {
+        cells: vec![None; n],
+        meta: vec![None; n],
+        token: p.token,
+        partition_key: p.key.clone(),
+        clustering: Vec::new(),
+    };
+    for (i, comp) in key_components(t, &p.key).into_iter().enumerate() {
+        if let Some(&idx) = layout.pk.get(i) {
+            base.cells[idx] = Some(comp);
+        }
+    }
+    if let Some(s) = &p.static_row {
+        fill_cells(t, layout, &s.cells, &mut base);
+    }
+    if p.rows.is_empty() {
+        if p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty()) {
+            out.push(base);
+        }
+        return;
+    }
+    for r in &p.rows {
+        let mut row = base.clone();
+        for (i, v) in r.clustering.iter().enumerate() {
+            if let Some(&idx) = layout.ck.get(i) {
+                row.cells[idx] = Some(v.clone());
+            }
+        }
+        row.clustering = r.clustering.clone();
+        fill_cells(t, layout, &r.cells, &mut row);
+        out.push(row);
+    }
+}

@@ -1,0 +1,293 @@
+//! Row sources for SELECT: partitions by key, token-range scans over the storage engine (read in
+//! batches of partitions), and the computed rows of system tables. All yield rows in the order a
+//! client sees them and resume after a paging state.
+
+use super::error::{ExecError, ExecResult};
+use super::paging::PagingState;
+use super::rows::{self, ColumnLayout, Row};
+use super::select::{clustering_slices, compare_clustering, PartitionSelection, SelectPlan};
+use super::values::{self, Binds, Bound};
+use crate::node::NodeState;
+use bytes::Bytes;
+use helenus_schema::TableKind;
+use helenus_storage as st;
+use helenus_types::CqlType;
+use std::collections::VecDeque;
+
+/// Partitions read per storage call in a range scan.
+const RANGE_BATCH_PARTITIONS: usize = 128;
+
+fn storage_err(e: impl std::fmt::Display) -> ExecError {
+    ExecError::Server(e.to_string())
+}
+
+enum Mode {
+    Keys { keys: VecDeque<(i64, Bytes)> },
+    Range { next_start: Option<(i64, Bytes)>, first: bool, lower: Option<(i64, bool)>, upper: Option<(i64, bool)>, done: bool },
+    System,
+}
+
+pub struct RowSource<'a> {
+    node: &'a NodeState,
+    plan: &'a SelectPlan,
+    layout: ColumnLayout,
+    slices: Vec<(st::ClusteringBound, st::ClusteringBound)>,
+    mode: Mode,
+    buffered: VecDeque<Row>,
+    resume: Option<PagingState>,
+    now_s: i64,
+}
+
+fn token_value(term: &helenus_cql::ast::Term, binds: &Binds<'_>) -> ExecResult<i64> {
+    let ty = CqlType::Native(helenus_types::NativeType::Bigint);
+    match values::eval(term, &ty, "partition key token", binds)? {
+        Bound::Value(b) => Ok(i64::from_be_bytes(
+            b.as_ref().try_into().map_err(|_| ExecError::Invalid("Invalid token value".into()))?,
+        )),
+        _ => Err(ExecError::Invalid("Invalid null token value".into())),
+    }
+}
+
+impl<'a> RowSource<'a> {
+    pub fn new(
+        node: &'a NodeState,
+        plan: &'a SelectPlan,
+        binds: &Binds<'_>,
+        resume: Option<&PagingState>,
+        now_s: i64,
+    ) -> ExecResult<Self> {
+        let t = &plan.table;
+        let mut buffered = VecDeque::new();
+        let mode = if t.kind != TableKind::User {
+            let all = crate::system::rows_of(node, t);
+            let pk_idx: Vec<usize> =
+                t.columns.iter().enumerate().filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey).map(|(i, _)| i).collect();
+            let ck_idx: Vec<usize> =
+                t.columns.iter().enumerate().filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering).map(|(i, _)| i).collect();
+            for cells in all {
+                let parts: Vec<&[u8]> = pk_idx.iter().map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[])).collect();
+                let partition_key = crate::keys::partition_key(&parts);
+                let token = helenus_types::murmur3_token(&partition_key);
+                let clustering = ck_idx.iter().map(|&i| cells.get(i).cloned().flatten().unwrap_or_default()).collect();
+                let n = cells.len();
+                buffered.push_back(Row { cells, meta: vec![None; n], token, partition_key, clustering });
+            }
+            if let Some(r) = resume {
+                // Skip up to and including the last row returned.
+                while let Some(row) = buffered.pop_front() {
+                    if row.partition_key == r.partition_key && row.clustering == r.clustering {
+                        break;
+                    }
+                }
+            }
+            Mode::System
+        } else {
+            match &plan.partitions {
+                PartitionSelection::Keys(values_of) => {
+                    let pk: Vec<&helenus_schema::ColumnMeta> = t.partition_key().collect();
+                    let mut lists = Vec::new();
+                    for (c, v) in pk.iter().zip(values_of) {
+                        lists.push(expand_values(v, &c.cql_type, &c.name, binds)?);
+                    }
+                    let mut keys: VecDeque<(i64, Bytes)> = cartesian(&lists)
+                        .into_iter()
+                        .map(|comps| {
+                            let refs: Vec<&[u8]> = comps.iter().map(|b| b.as_ref()).collect();
+                            let key = crate::keys::partition_key(&refs);
+                            (helenus_types::murmur3_token(&key), key)
+                        })
+                        .collect();
+                    if let Some(r) = resume {
+                        while keys.front().is_some_and(|(_, k)| *k != r.partition_key) {
+                            keys.pop_front();
+                        }
+                    }
+                    Mode::Keys { keys }
+                }
+                PartitionSelection::TokenRange { lower, upper } => {
+                    let lower = lower.as_ref().map(|(t, inc)| token_value(t, binds).map(|v| (v, *inc))).transpose()?;
+                    let upper = upper.as_ref().map(|(t, inc)| token_value(t, binds).map(|v| (v, *inc))).transpose()?;
+                    Mode::Range {
+                        next_start: resume.map(|r| (r.token, r.partition_key.clone())),
+                        first: true,
+                        lower,
+                        upper,
+                        done: false,
+                    }
+                }
+            }
+        };
+        Ok(RowSource {
+            node,
+            plan,
+            layout: ColumnLayout::new(t),
+            slices: clustering_slices(plan, binds)?,
+            mode,
+            buffered,
+            resume: resume.cloned(),
+            now_s,
+        })
+    }
+
+    fn engine(&self) -> &st::Engine {
+        &self.node.engine
+    }
+
+    fn query(&self, partitions: st::PartitionRange, partition_limit: Option<usize>) -> st::ReadQuery {
+        st::ReadQuery {
+            partitions,
+            slices: self.slices.clone(),
+            reversed: self.plan.reversed,
+            row_limit: None,
+            per_partition_limit: None,
+            partition_limit,
+            now_s: self.now_s,
+        }
+    }
+
+    /// Drops rows of the resumed partition up to the paging position.
+    fn trim_resumed(&mut self, rows: &mut Vec<Row>) {
+        if let Some(r) = self.resume.take() {
+            let t = &self.plan.table;
+            rows.retain(|row| {
+                if row.partition_key != r.partition_key {
+                    return true;
+                }
+                if r.clustering.is_empty() {
+                    return false;
+                }
+                let o = compare_clustering(t, &row.clustering, &r.clustering);
+                if self.plan.reversed {
+                    o.is_lt()
+                } else {
+                    o.is_gt()
+                }
+            });
+        }
+    }
+
+    fn fill(&mut self) -> ExecResult<bool> {
+        let t = self.plan.table.clone();
+        loop {
+            let mut rows = Vec::new();
+            match &mut self.mode {
+                Mode::System => return Ok(false),
+                Mode::Keys { keys } => {
+                    let Some((token, key)) = keys.pop_front() else { return Ok(false) };
+                    let q = self.query(st::PartitionRange::Single { key, token }, None);
+                    let result = self.engine().read(*t.id.as_bytes(), &q).map_err(storage_err)?;
+                    for p in &result.partitions {
+                        rows::partition_rows(&t, &self.layout, p, &mut rows);
+                    }
+                }
+                Mode::Range { next_start, first, lower, upper, done } => {
+                    if *done {
+                        return Ok(false);
+                    }
+                    let start = match (next_start.clone(), *first) {
+                        // Resuming: the paged partition itself is read again and trimmed.
+                        (Some((tok, key)), true) => st::PartitionBound::Key { token: tok, key, inclusive: true },
+                        (Some((tok, key)), false) => st::PartitionBound::Key { token: tok, key, inclusive: false },
+                        (None, _) => match lower {
+                            Some((tok, inc)) => st::PartitionBound::Token { token: *tok, inclusive: *inc },
+                            None => st::PartitionBound::Unbounded,
+                        },
+                    };
+                    let end = match upper {
+                        Some((tok, inc)) => st::PartitionBound::Token { token: *tok, inclusive: *inc },
+                        None => st::PartitionBound::Unbounded,
+                    };
+                    *first = false;
+                    let q = self.query(st::PartitionRange::Range { start, end }, Some(RANGE_BATCH_PARTITIONS));
+                    let result = self.engine().read(*t.id.as_bytes(), &q).map_err(storage_err)?;
+                    let n = result.partitions.len();
+                    if let Mode::Range { next_start, done, .. } = &mut self.mode {
+                        if let Some(last) = result.partitions.last() {
+                            *next_start = Some((last.token, last.key.clone()));
+                        }
+                        if n < RANGE_BATCH_PARTITIONS {
+                            *done = true;
+                        }
+                    }
+                    for p in &result.partitions {
+                        rows::partition_rows(&t, &self.layout, p, &mut rows);
+                    }
+                }
+            }
+            self.trim_resumed(&mut rows);
+            if !rows.is_empty() {
+                self.buffered.extend(rows);
+                return Ok(true);
+            }
+        }
+    }
+
+    pub fn next_row(&mut self) -> ExecResult<Option<Row>> {
+        if self.buffered.is_empty() && !self.fill()? {
+            return Ok(None);
+        }
+        Ok(self.buffered.pop_front())
+    }
+
+    /// Skips the rest of the current partition (PER PARTITION LIMIT reached).
+    pub fn skip_partition(&mut self) {
+        if let Some(front) = self.buffered.front().map(|r| r.partition_key.clone()) {
+            let _ = front;
+        }
+    }
+
+    /// Whether more rows may follow (conservative: true unless the source is known exhausted).
+    pub fn has_more(&mut self) -> bool {
+        if !self.buffered.is_empty() {
+            return true;
+        }
+        match &self.mode {
+            Mode::System => false,
+            Mode::Keys { keys } => !keys.is_empty(),
+            Mode::Range { done, .. } => !*done,
+        }
+    }
+}
+
+fn expand_values(v: &super::select::ValuesOf, ty: &CqlType, name: &str, binds: &Binds<'_>) -> ExecResult<Vec<Bytes>> {
+    use super::select::ValuesOf;
+    let mut out = Vec::new();
+    match v {
+        ValuesOf::Terms(terms) => {
+            for term in terms {
+                match values::eval(term, ty, name, binds)? {
+                    Bound::Value(b) => out.push(b),
+                    Bound::Null => return Err(ExecError::Invalid(format!("Invalid null value in condition for column {name}"))),
+                    Bound::Unset => return Err(ExecError::Invalid(format!("Invalid unset value for column {name}"))),
+                }
+            }
+        }
+        ValuesOf::BindList(term) => {
+            let list_ty = CqlType::List { element: Box::new(ty.clone()), frozen: false };
+            if let Some(helenus_types::CqlValue::List(items)) = values::to_value(term, &list_ty, name, binds)? {
+                out.extend(items.iter().map(values::serialize));
+            }
+        }
+    }
+    if out.len() > 1 {
+        out.sort_by(|a, b| helenus_types::compare_serialized(ty, a, b));
+        out.dedup();
+    }
+    Ok(out)
+}
+
+pub fn cartesian(lists: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
+    let mut acc: Vec<Vec<Bytes>> = vec![Vec::new()];
+    for l in lists {
+        let mut next = Vec::with_capacity(acc.len() * l.len());
+        for prefix in &acc {
+            for v in l {
+                let mut p = prefix.clone();
+                p.push(v.clone());
+                next.push(p);
+            }
+        }
+        acc = next;
+    }
+    acc
+}

@@ -1,0 +1,750 @@
+//! SELECT: restrictions analysed at prepare time (partition keys, clustering slices, filters) with
+//! Cassandra's rules for when ALLOW FILTERING is required; execution over the storage engine or the
+//! system tables, with paging.
+
+use super::error::{invalid, ExecError, ExecResult};
+use super::paging::PagingState;
+use super::rows::{self, ColumnLayout, Row};
+use super::selectors::{self, Compiled, Sel};
+use super::values::{self, Binds, Bound};
+use super::BindSpec;
+use crate::node::NodeState;
+use bytes::Bytes;
+use helenus_cql::ast::{self, Operator, OrderDirection, Relation, RelationValue, SelectStatement, Term};
+use helenus_schema::{ColumnKind, TableKind, TableMeta};
+use helenus_storage as st;
+use helenus_types::CqlType;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// The values one column is restricted to: `=` gives one term, `IN (...)` several, `IN ?` a list.
+#[derive(Debug, Clone)]
+pub enum ValuesOf {
+    Terms(Vec<Term>),
+    BindList(Term),
+}
+
+#[derive(Debug, Clone)]
+pub struct Filter {
+    pub column: usize,
+    pub op: Operator,
+    pub value: RelationValue,
+    pub key: Option<Term>,
+}
+
+#[derive(Debug, Clone)]
+pub enum PartitionSelection {
+    /// Every partition key column restricted by = or IN.
+    Keys(Vec<ValuesOf>),
+    /// `token(pk) > x AND token(pk) <= y` (either side optional), or a full scan.
+    TokenRange { lower: Option<(Term, bool)>, upper: Option<(Term, bool)> },
+}
+
+#[derive(Debug, Clone)]
+pub struct SelectPlan {
+    pub table: Arc<TableMeta>,
+    pub compiled: Arc<Compiled>,
+    pub partitions: PartitionSelection,
+    /// = / IN restrictions on a clustering prefix.
+    pub clustering_eq: Vec<ValuesOf>,
+    /// A slice on the column after the prefix: (lower, upper) with inclusivity; multi-column
+    /// slices carry several terms.
+    pub clustering_slice: Option<(Option<(Vec<Term>, bool)>, Option<(Vec<Term>, bool)>)>,
+    pub filters: Vec<Filter>,
+    pub limit: Option<Term>,
+    pub per_partition_limit: Option<Term>,
+    pub reversed: bool,
+    pub distinct: bool,
+    pub json: bool,
+    pub group_by: usize,
+}
+
+fn col_spec(t: &TableMeta, name: &str, ty: CqlType) -> BindSpec {
+    BindSpec { keyspace: t.keyspace.clone(), table: t.name.clone(), name: name.to_string(), ty }
+}
+
+/// Records the receiver type of every bind marker in `term`.
+pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>) {
+    match term {
+        Term::Bind(m) => {
+            if specs.len() <= m.index {
+                specs.resize(m.index + 1, None);
+            }
+            specs[m.index] = Some(spec);
+        }
+        Term::List(items) | Term::Set(items) | Term::Tuple(items) => {
+            let elem_ty = match &spec.ty {
+                CqlType::List { element, .. } | CqlType::Set { element, .. } => Some((**element).clone()),
+                CqlType::Vector { element, .. } => Some((**element).clone()),
+                _ => None,
+            };
+            for (i, item) in items.iter().enumerate() {
+                let ty = match (&spec.ty, &elem_ty) {
+                    (CqlType::Tuple(ts), _) => ts.get(i).cloned(),
+                    (_, Some(e)) => Some(e.clone()),
+                    _ => None,
+                };
+                if let Some(ty) = ty {
+                    note_binds(item, BindSpec { ty, ..spec.clone() }, specs);
+                }
+            }
+        }
+        Term::TypeHint { term, ty } => {
+            if let Ok(t) = values::resolve_type(ty, None) {
+                note_binds(term, BindSpec { ty: t, ..spec.clone() }, specs);
+            }
+        }
+        Term::FunctionCall { args, .. } => {
+            for a in args {
+                if let Some(t) = values::infer_type(a) {
+                    note_binds(a, BindSpec { ty: t, ..spec.clone() }, specs);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn list_of(t: &CqlType) -> CqlType {
+    CqlType::List { element: Box::new(t.clone()), frozen: false }
+}
+
+fn values_of(t: &TableMeta, col: &str, ty: &CqlType, op: Operator, v: &RelationValue, specs: &mut Vec<Option<BindSpec>>) -> ExecResult<ValuesOf> {
+    match (op, v) {
+        (Operator::Eq, RelationValue::Single(term)) => {
+            note_binds(term, col_spec(t, col, ty.clone()), specs);
+            Ok(ValuesOf::Terms(vec![term.clone()]))
+        }
+        (Operator::In, RelationValue::List(terms)) => {
+            for term in terms {
+                note_binds(term, col_spec(t, col, ty.clone()), specs);
+            }
+            Ok(ValuesOf::Terms(terms.clone()))
+        }
+        (Operator::In, RelationValue::Single(term)) => {
+            note_binds(term, col_spec(t, &format!("in({col})"), list_of(ty)), specs);
+            Ok(ValuesOf::BindList(term.clone()))
+        }
+        _ => invalid(format!("Unsupported restriction on {col}")),
+    }
+}
+
+const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+
+/// Plans a SELECT; `specs` receives the bind markers' receivers.
+pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<BindSpec>>) -> ExecResult<SelectPlan> {
+    let t = &*table;
+    let no_binds = Binds { values: &[] };
+    let compiled = selectors::compile(t, &s.projection, &no_binds)?;
+    let system = t.kind != TableKind::User;
+    let pk_cols: Vec<usize> = (0..t.columns.len()).filter(|&i| t.columns[i].kind == ColumnKind::PartitionKey).collect();
+    let ck_cols: Vec<usize> = (0..t.columns.len()).filter(|&i| t.columns[i].kind == ColumnKind::Clustering).collect();
+
+    let mut pk_vals: Vec<Option<ValuesOf>> = vec![None; pk_cols.len()];
+    let mut ck_restr: Vec<Option<(Operator, RelationValue)>> = vec![None; ck_cols.len()];
+    let mut multi: Option<(Vec<usize>, Operator, RelationValue)> = None;
+    let mut token: (Option<(Term, bool)>, Option<(Term, bool)>) = (None, None);
+    let mut filters = Vec::new();
+    let mut need_filtering = false;
+
+    for r in &s.where_clause {
+        match r {
+            Relation::Column { column, op, value } => {
+                let i = t.column_index(&column.name).ok_or_else(|| {
+                    ExecError::Invalid(format!("Undefined column name {}", column.name))
+                })?;
+                let c = &t.columns[i];
+                let partition_pos = pk_cols.iter().position(|&x| x == i);
+                let clustering_pos = ck_cols.iter().position(|&x| x == i);
+                match (partition_pos, clustering_pos, op) {
+                    (Some(p), _, Operator::Eq | Operator::In) if !system => {
+                        if pk_vals[p].is_some() {
+                            return invalid(format!("{} cannot be restricted by more than one relation if it includes an Equal", c.name));
+                        }
+                        pk_vals[p] = Some(values_of(t, &c.name, &c.cql_type, *op, value, specs)?);
+                    }
+                    (_, Some(p), Operator::Eq | Operator::In | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte)
+                        if !system =>
+                    {
+                        if let RelationValue::Single(term) = value {
+                            let ty = if *op == Operator::In { list_of(&c.cql_type) } else { c.cql_type.clone() };
+                            let name = if *op == Operator::In { format!("in({})", c.name) } else { c.name.clone() };
+                            note_binds(term, col_spec(t, &name, ty), specs);
+                        }
+                        if let RelationValue::List(terms) = value {
+                            for term in terms {
+                                note_binds(term, col_spec(t, &c.name, c.cql_type.clone()), specs);
+                            }
+                        }
+                        match &mut ck_restr[p] {
+                            slot @ None => *slot = Some((*op, value.clone())),
+                            Some((prev, prev_v)) => {
+                                // Two one-sided slices on the same column make a range.
+                                let lower = |o: &Operator| matches!(o, Operator::Gt | Operator::Gte);
+                                let upper = |o: &Operator| matches!(o, Operator::Lt | Operator::Lte);
+                                if (lower(prev) && upper(op)) || (upper(prev) && lower(op)) {
+                                    filters.push(Filter { column: i, op: *op, value: value.clone(), key: None });
+                                    let _ = prev_v;
+                                } else {
+                                    return invalid(format!("More than one restriction was found for the start bound on {}", c.name));
+                                }
+                            }
+                        }
+                    }
+                    _ => {
+                        if let RelationValue::Single(term) = value {
+                            let ty = match op {
+                                Operator::In => list_of(&c.cql_type),
+                                Operator::Contains => match &c.cql_type {
+                                    CqlType::List { element, .. } | CqlType::Set { element, .. } => (**element).clone(),
+                                    CqlType::Map { value, .. } => (**value).clone(),
+                                    other => other.clone(),
+                                },
+                                Operator::ContainsKey => match &c.cql_type {
+                                    CqlType::Map { key, .. } => (**key).clone(),
+                                    other => other.clone(),
+                                },
+                                _ => c.cql_type.clone(),
+                            };
+                            note_binds(term, col_spec(t, &c.name, ty), specs);
+                        }
+                        if let RelationValue::List(terms) = value {
+                            for term in terms {
+                                note_binds(term, col_spec(t, &c.name, c.cql_type.clone()), specs);
+                            }
+                        }
+                        if !system && c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static {
+                            need_filtering = true;
+                        }
+                        filters.push(Filter { column: i, op: *op, value: value.clone(), key: None });
+                    }
+                }
+            }
+            Relation::Token { columns, op, value } => {
+                let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+                let expected: Vec<&str> = pk_cols.iter().map(|&i| t.columns[i].name.as_str()).collect();
+                if names != expected {
+                    return invalid(format!(
+                        "The token function arguments must be in the partition key order: {}",
+                        expected.join(", ")
+                    ));
+                }
+                let RelationValue::Single(term) = value else {
+                    return invalid("Unsupported token restriction");
+                };
+                note_binds(term, col_spec(t, "partition key token", CqlType::Native(helenus_types::NativeType::Bigint)), specs);
+                match op {
+                    Operator::Gt => token.0 = Some((term.clone(), false)),
+                    Operator::Gte => token.0 = Some((term.clone(), true)),
+                    Operator::Lt => token.1 = Some((term.clone(), false)),
+                    Operator::Lte => token.1 = Some((term.clone(), true)),
+                    Operator::Eq => {
+                        token.0 = Some((term.clone(), true));
+                        token.1 = Some((term.clone(), true));
+                    }
+                    _ => return invalid("Unsupported token restriction"),
+                }
+            }
+            Relation::MultiColumn { columns, op, value } => {
+                let mut idx = Vec::new();
+                for (n, c) in columns.iter().enumerate() {
+                    let i = t.column_index(&c.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", c.name)))?;
+                    if ck_cols.get(n) != Some(&i) {
+                        return invalid(format!(
+                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {}",
+                            columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                    idx.push(i);
+                }
+                let tuple_ty = CqlType::Tuple(idx.iter().map(|&i| t.columns[i].cql_type.clone()).collect());
+                let name = format!("({})", columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>().join(","));
+                match value {
+                    RelationValue::Single(term) => {
+                        let ty = if *op == Operator::In { list_of(&tuple_ty) } else { tuple_ty.clone() };
+                        note_binds(term, col_spec(t, &name, ty), specs);
+                    }
+                    RelationValue::List(terms) => {
+                        for term in terms {
+                            note_binds(term, col_spec(t, &name, tuple_ty.clone()), specs);
+                        }
+                    }
+                    RelationValue::Between(..) => return invalid("BETWEEN is not supported on multi-column relations"),
+                }
+                multi = Some((idx, *op, value.clone()));
+            }
+            Relation::Element { column, key, op, value } => {
+                let i = t.column_index(&column.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", column.name)))?;
+                if let CqlType::Map { key: kt, value: vt, .. } = &t.columns[i].cql_type {
+                    note_binds(key, col_spec(t, &format!("key({})", column.name), (**kt).clone()), specs);
+                    note_binds(value, col_spec(t, &format!("value({})", column.name), (**vt).clone()), specs);
+                }
+                need_filtering = true;
+                filters.push(Filter { column: i, op: *op, value: RelationValue::Single(value.clone()), key: Some(key.clone()) });
+            }
+        }
+    }
+
+    // Partition selection.
+    let partitions = if !system && pk_vals.iter().all(Option::is_some) && !pk_vals.is_empty() {
+        if token.0.is_some() || token.1.is_some() {
+            return invalid("Columns \"partition key\" cannot be restricted by both a normal relation and a token relation");
+        }
+        PartitionSelection::Keys(pk_vals.into_iter().flatten().collect())
+    } else {
+        if pk_vals.iter().any(Option::is_some) {
+            // A partial partition key: filtering on the given components.
+            need_filtering = true;
+            for (p, v) in pk_vals.into_iter().enumerate() {
+                if let Some(ValuesOf::Terms(terms)) = v {
+                    let value = if terms.len() == 1 { RelationValue::Single(terms[0].clone()) } else { RelationValue::List(terms) };
+                    let op = if matches!(value, RelationValue::Single(_)) { Operator::Eq } else { Operator::In };
+                    filters.push(Filter { column: pk_cols[p], op, value, key: None });
+                }
+            }
+        }
+        PartitionSelection::TokenRange { lower: token.0, upper: token.1 }
+    };
+    let keyed = matches!(partitions, PartitionSelection::Keys(_));
+
+    // Clustering: an = / IN prefix, then at most one slice; anything after a gap becomes a filter.
+    let mut clustering_eq = Vec::new();
+    let mut clustering_slice = None;
+    if let Some((idx, op, value)) = multi {
+        let single_terms = |v: &RelationValue| -> Vec<Term> {
+            match v {
+                RelationValue::Single(Term::Tuple(items)) => items.clone(),
+                _ => Vec::new(),
+            }
+        };
+        match op {
+            Operator::Eq => {
+                for term in single_terms(&value) {
+                    clustering_eq.push(ValuesOf::Terms(vec![term]));
+                }
+                let _ = idx;
+            }
+            Operator::Gt | Operator::Gte => clustering_slice = Some((Some((single_terms(&value), op == Operator::Gte)), None)),
+            Operator::Lt | Operator::Lte => clustering_slice = Some((None, Some((single_terms(&value), op == Operator::Lte)))),
+            _ => return invalid("Unsupported multi-column relation"),
+        }
+    } else {
+        let mut gap = false;
+        for (p, r) in ck_restr.into_iter().enumerate() {
+            let c = &t.columns[ck_cols[p]];
+            match r {
+                None => gap = true,
+                Some((op, value)) => {
+                    if gap || clustering_slice.is_some() {
+                        if !s.allow_filtering && !system {
+                            let prev = if p > 0 { t.columns[ck_cols[p - 1]].name.clone() } else { String::new() };
+                            return invalid(format!(
+                                "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{prev}\" is not restricted",
+                                c.name
+                            ));
+                        }
+                        filters.push(Filter { column: ck_cols[p], op, value, key: None });
+                        continue;
+                    }
+                    match op {
+                        Operator::Eq | Operator::In => {
+                            clustering_eq.push(values_of(t, &c.name, &c.cql_type, op, &value, &mut Vec::new())?)
+                        }
+                        _ => {
+                            let RelationValue::Single(term) = value else { return invalid("bad slice") };
+                            let bound = (vec![term], matches!(op, Operator::Gte | Operator::Lte));
+                            clustering_slice = Some(if matches!(op, Operator::Gt | Operator::Gte) {
+                                (Some(bound), None)
+                            } else {
+                                (None, Some(bound))
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // A second bound on the slice column was put in filters above; move it into the slice.
+    if let Some((lower, upper)) = &mut clustering_slice {
+        let slice_col = ck_cols.get(clustering_eq.len()).copied();
+        filters.retain(|f| {
+            if Some(f.column) != slice_col {
+                return true;
+            }
+            let RelationValue::Single(term) = &f.value else { return true };
+            match f.op {
+                Operator::Gt | Operator::Gte if lower.is_none() => {
+                    *lower = Some((vec![term.clone()], f.op == Operator::Gte));
+                    false
+                }
+                Operator::Lt | Operator::Lte if upper.is_none() => {
+                    *upper = Some((vec![term.clone()], f.op == Operator::Lte));
+                    false
+                }
+                _ => true,
+            }
+        });
+    }
+    if !system && !keyed && (!clustering_eq.is_empty() || clustering_slice.is_some()) {
+        need_filtering = true;
+    }
+    if need_filtering && !s.allow_filtering && !system {
+        return invalid(FILTERING_MSG);
+    }
+
+    // ORDER BY
+    let mut reversed = false;
+    if !s.order_by.is_empty() {
+        if !keyed {
+            return invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.");
+        }
+        for (n, o) in s.order_by.iter().enumerate() {
+            let i = t.column_index(&o.column.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", o.column.name)))?;
+            if ck_cols.get(n) != Some(&i) {
+                return invalid(format!("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY"));
+            }
+            let desc_declared = t.columns[i].order == helenus_schema::ClusteringOrder::Desc;
+            let desc_wanted = matches!(o.direction, OrderDirection::Desc);
+            let rev = desc_declared != desc_wanted;
+            if n == 0 {
+                reversed = rev;
+            } else if rev != reversed {
+                return invalid("Unsupported order by relation");
+            }
+        }
+    }
+    for term in s.limit.iter() {
+        note_binds(term, col_spec(t, "[limit]", CqlType::Native(helenus_types::NativeType::Int)), specs);
+    }
+    for term in s.per_partition_limit.iter() {
+        note_binds(term, col_spec(t, "[per_partition_limit]", CqlType::Native(helenus_types::NativeType::Int)), specs);
+    }
+    let mut group_by = 0;
+    for (n, g) in s.group_by.iter().enumerate() {
+        let ast::Selector::Column(id) = g else { return invalid("Only column names are supported in GROUP BY") };
+        let i = t.column_index(&id.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", id.name)))?;
+        let expected = pk_cols.iter().chain(ck_cols.iter()).nth(n);
+        if expected != Some(&i) {
+            return invalid("Group by currently only support groups of columns following their declared order in the PRIMARY KEY");
+        }
+        group_by = n + 1;
+    }
+    Ok(SelectPlan {
+        table,
+        compiled: Arc::new(compiled),
+        partitions,
+        clustering_eq,
+        clustering_slice,
+        filters,
+        limit: s.limit.clone(),
+        per_partition_limit: s.per_partition_limit.clone(),
+        reversed,
+        distinct: s.distinct,
+        json: s.json,
+        group_by,
+    })
+}
+
+/// What a SELECT execution returns: result columns, rows, and where the next page starts.
+pub struct SelectOutput {
+    pub columns: Vec<(String, CqlType)>,
+    pub rows: Vec<Vec<Option<Bytes>>>,
+    pub paging_state: Option<Bytes>,
+}
+
+fn eval_int(term: &Term, binds: &Binds<'_>, what: &str) -> ExecResult<Option<usize>> {
+    let ty = CqlType::Native(helenus_types::NativeType::Int);
+    match values::eval(term, &ty, what, binds)? {
+        Bound::Value(b) => {
+            let v = i32::from_be_bytes(b.as_ref().try_into().map_err(|_| ExecError::Invalid(format!("Invalid {what}")))?);
+            if v <= 0 {
+                return invalid(format!("{} must be strictly positive", if what == "[limit]" { "LIMIT" } else { "PER PARTITION LIMIT" }));
+            }
+            Ok(Some(v as usize))
+        }
+        Bound::Unset => Ok(None),
+        Bound::Null => invalid(format!("Invalid null value of {what}")),
+    }
+}
+
+/// Expands a restriction to serialized values (deduplicated and sorted, as Cassandra does for IN).
+fn expand(v: &ValuesOf, ty: &CqlType, name: &str, binds: &Binds<'_>) -> ExecResult<Vec<Bytes>> {
+    let mut out = Vec::new();
+    match v {
+        ValuesOf::Terms(terms) => {
+            for term in terms {
+                match values::eval(term, ty, name, binds)? {
+                    Bound::Value(b) => out.push(b),
+                    Bound::Null => return invalid(format!("Invalid null value in condition for column {name}")),
+                    Bound::Unset => return invalid(format!("Invalid unset value for column {name}")),
+                }
+            }
+        }
+        ValuesOf::BindList(term) => {
+            if let Some(helenus_types::CqlValue::List(items)) = values::to_value(term, &list_of(ty), name, binds)? {
+                for i in items {
+                    out.push(values::serialize(&i));
+                }
+            } else {
+                return invalid(format!("Invalid null value for IN restriction on {name}"));
+            }
+        }
+    }
+    if out.len() > 1 {
+        out.sort_by(|a, b| helenus_types::compare_serialized(ty, a, b));
+        out.dedup();
+    }
+    Ok(out)
+}
+
+fn cartesian(lists: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
+    let mut acc: Vec<Vec<Bytes>> = vec![Vec::new()];
+    for l in lists {
+        let mut next = Vec::with_capacity(acc.len() * l.len());
+        for prefix in &acc {
+            for v in l {
+                let mut p = prefix.clone();
+                p.push(v.clone());
+                next.push(p);
+            }
+        }
+        acc = next;
+    }
+    acc
+}
+
+/// Builds the storage slices for the clustering restrictions.
+fn slices(plan: &SelectPlan, binds: &Binds<'_>) -> ExecResult<Vec<(st::ClusteringBound, st::ClusteringBound)>> {
+    let t = &plan.table;
+    let ck: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
+    if plan.clustering_eq.is_empty() && plan.clustering_slice.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut lists = Vec::new();
+    for (n, v) in plan.clustering_eq.iter().enumerate() {
+        let c = ck.get(n).ok_or_else(|| ExecError::Invalid("too many clustering restrictions".into()))?;
+        lists.push(expand(v, &c.cql_type, &c.name, binds)?);
+    }
+    let prefixes = cartesian(&lists);
+    let mut out = Vec::new();
+    let bound_values = |terms: &[Term], from: usize| -> ExecResult<Vec<Bytes>> {
+        let mut vals = Vec::new();
+        for (k, term) in terms.iter().enumerate() {
+            let c = ck.get(from + k).ok_or_else(|| ExecError::Invalid("too many values in slice".into()))?;
+            match values::eval(term, &c.cql_type, &c.name, binds)? {
+                Bound::Value(b) => vals.push(b),
+                _ => return invalid(format!("Invalid null value in condition for column {}", c.name)),
+            }
+        }
+        Ok(vals)
+    };
+    for prefix in prefixes {
+        let n = prefix.len();
+        let (start, end) = match &plan.clustering_slice {
+            None => (
+                st::ClusteringBound { prefix: prefix.clone(), kind: st::BoundKind::Inclusive },
+                st::ClusteringBound { prefix: prefix.clone(), kind: st::BoundKind::Inclusive },
+            ),
+            Some((lower, upper)) => {
+                let mk = |b: &Option<(Vec<Term>, bool)>| -> ExecResult<st::ClusteringBound> {
+                    match b {
+                        None => Ok(st::ClusteringBound { prefix: prefix.clone(), kind: st::BoundKind::Inclusive }),
+                        Some((terms, inclusive)) => {
+                            let mut p = prefix.clone();
+                            p.extend(bound_values(terms, n)?);
+                            Ok(st::ClusteringBound {
+                                prefix: p,
+                                kind: if *inclusive { st::BoundKind::Inclusive } else { st::BoundKind::Exclusive },
+                            })
+                        }
+                    }
+                };
+                (mk(lower)?, mk(upper)?)
+            }
+        };
+        // A descending first slice column flips which bound is the start in storage order.
+        let desc = ck.get(n).is_some_and(|c| c.order == helenus_schema::ClusteringOrder::Desc);
+        if desc && plan.clustering_slice.is_some() {
+            out.push((end, start));
+        } else {
+            out.push((start, end));
+        }
+    }
+    Ok(out)
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
+    for f in &plan.filters {
+        let c = &plan.table.columns[f.column];
+        let cell = row.cells.get(f.column).cloned().flatten();
+        if !super::filter::matches(c, &cell, f, binds)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Runs a planned SELECT for one page.
+pub fn execute(
+    node: &NodeState,
+    plan: &SelectPlan,
+    binds: &Binds<'_>,
+    page_size: Option<usize>,
+    paging_state: Option<&[u8]>,
+) -> ExecResult<SelectOutput> {
+    let t = &plan.table;
+    let now = now_s();
+    let limit = plan.limit.as_ref().map(|l| eval_int(l, binds, "[limit]")).transpose()?.flatten();
+    let ppl = plan
+        .per_partition_limit
+        .as_ref()
+        .map(|l| eval_int(l, binds, "[per_partition_limit]"))
+        .transpose()?
+        .flatten();
+    let aggregate = plan.compiled.has_aggregate;
+    let resume = match paging_state {
+        Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
+        _ => None,
+    };
+    let already = resume.as_ref().map(|r| r.rows_returned).unwrap_or(0);
+    let mut want = match (limit, page_size) {
+        (Some(l), Some(p)) => Some(l.saturating_sub(already).min(p)),
+        (Some(l), None) => Some(l.saturating_sub(already)),
+        (None, Some(p)) => Some(p),
+        (None, None) => None,
+    };
+    if aggregate || plan.group_by > 0 {
+        want = None;
+    }
+    let mut source = super::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
+    let mut collected: Vec<Row> = Vec::new();
+    let mut per_partition_count = 0usize;
+    let mut last_partition: Option<Bytes> = resume.as_ref().map(|r| r.partition_key.clone());
+    if let Some(r) = &resume {
+        per_partition_count = r.partition_rows_returned;
+    }
+    let mut exhausted = true;
+    while let Some(row) = source.next_row()? {
+        if last_partition.as_ref() != Some(&row.partition_key) {
+            last_partition = Some(row.partition_key.clone());
+            per_partition_count = 0;
+        }
+        if plan.distinct && per_partition_count > 0 {
+            continue;
+        }
+        if let Some(p) = ppl {
+            if per_partition_count >= p {
+                source.skip_partition();
+                continue;
+            }
+        }
+        if !passes_filters(plan, &row, binds)? {
+            continue;
+        }
+        per_partition_count += 1;
+        collected.push(row);
+        if let Some(w) = want {
+            if collected.len() >= w {
+                exhausted = limit.is_some_and(|l| already + collected.len() >= l);
+                if !exhausted {
+                    exhausted = !source.has_more();
+                }
+                break;
+            }
+        }
+    }
+    let columns: Vec<(String, CqlType)> = plan.compiled.columns.iter().map(|c| (c.name.clone(), c.ty.clone())).collect();
+    let paging = if !exhausted && !collected.is_empty() && want.is_some() {
+        collected.last().map(|r| {
+            PagingState {
+                token: r.token,
+                partition_key: r.partition_key.clone(),
+                clustering: r.clustering.clone(),
+                rows_returned: already + collected.len(),
+                partition_rows_returned: per_partition_count,
+            }
+            .encode()
+        })
+    } else {
+        None
+    };
+    let rows = if aggregate || plan.group_by > 0 {
+        aggregate_rows(plan, &collected, now)?
+    } else {
+        let mut out = Vec::with_capacity(collected.len());
+        for r in &collected {
+            let mut cells = Vec::with_capacity(plan.compiled.columns.len());
+            for c in &plan.compiled.columns {
+                cells.push(selectors::eval(&c.sel, &c.ty, r, t, now)?);
+            }
+            out.push(cells);
+        }
+        out
+    };
+    if plan.json {
+        return Ok(super::json::json_rows(&columns, rows, paging));
+    }
+    Ok(SelectOutput { columns, rows, paging_state: paging })
+}
+
+fn group_key(plan: &SelectPlan, r: &Row) -> Vec<Option<Bytes>> {
+    let t = &plan.table;
+    t.columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind.is_primary_key())
+        .take(plan.group_by)
+        .map(|(i, _)| r.cells.get(i).cloned().flatten())
+        .collect()
+}
+
+fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
+    let cols = &plan.compiled.columns;
+    let mut out = Vec::new();
+    let mut i = 0;
+    if rows.is_empty() {
+        if plan.group_by > 0 {
+            return Ok(out);
+        }
+        let states: Vec<_> = cols.iter().map(|c| selectors::agg_init(&c.sel)).collect();
+        return Ok(vec![cols
+            .iter()
+            .zip(&states)
+            .map(|(c, s)| if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) { selectors::agg_finish(s, &c.sel) } else { None })
+            .collect()]);
+    }
+    while i < rows.len() {
+        let key = group_key(plan, &rows[i]);
+        let mut states: Vec<_> = cols.iter().map(|c| selectors::agg_init(&c.sel)).collect();
+        let mut j = i;
+        while j < rows.len() && (plan.group_by == 0 || group_key(plan, &rows[j]) == key) {
+            for (c, s) in cols.iter().zip(states.iter_mut()) {
+                selectors::agg_update(s, &c.sel, &c.ty, &rows[j], &plan.table, now)?;
+            }
+            j += 1;
+        }
+        out.push(cols.iter().zip(&states).map(|(c, s)| selectors::agg_finish(s, &c.sel)).collect());
+        i = j;
+    }
+    Ok(out)
+}
+
+/// Compares two clustering prefixes with the table's comparators (for paging in a partition).
+pub fn compare_clustering(t: &TableMeta, a: &[Bytes], b: &[Bytes]) -> Ordering {
+    for (c, (x, y)) in t.clustering().zip(a.iter().zip(b.iter())) {
+        let o = helenus_types::compare_serialized(&c.cql_type, x, y);
+        let o = if c.order == helenus_schema::ClusteringOrder::Desc { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+pub use slices as clustering_slices;
+pub use rows::partition_rows;
+pub use ColumnLayout as Layout;

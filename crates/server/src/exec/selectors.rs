@@ -1,0 +1,412 @@
+//! Compiled SELECT selectors: what each result column is and how it is computed from a row.
+
+use super::error::{ExecError, ExecResult};
+use super::functions;
+use super::rows::Row;
+use super::values::{self, serialize, Binds, Bound};
+use bytes::Bytes;
+use helenus_cql::ast::{Projection, Selector};
+use helenus_schema::{ColumnKind, TableMeta};
+use helenus_types::{CqlType, CqlValue, NativeType};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AggKind {
+    Count,
+    Min,
+    Max,
+    Sum,
+    Avg,
+}
+
+#[derive(Debug, Clone)]
+pub enum Sel {
+    Column(usize),
+    WriteTime(usize),
+    Ttl(usize),
+    Token(Vec<usize>),
+    Func { name: String, args: Vec<Sel>, arg_types: Vec<CqlType> },
+    Cast { inner: Box<Sel>, from: CqlType, to: CqlType },
+    Constant(Option<Bytes>),
+    CountStar,
+    Agg { kind: AggKind, arg: Box<Sel>, ty: CqlType },
+}
+
+#[derive(Debug, Clone)]
+pub struct OutColumn {
+    pub name: String,
+    pub ty: CqlType,
+    pub sel: Sel,
+}
+
+pub struct Compiled {
+    pub columns: Vec<OutColumn>,
+    pub has_aggregate: bool,
+}
+
+fn col_index(t: &TableMeta, name: &str) -> ExecResult<usize> {
+    t.column_index(name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {name} in table {}.{}", t.keyspace, t.name)))
+}
+
+fn selector_name(s: &Selector) -> String {
+    match s {
+        Selector::Column(i) => i.name.clone(),
+        Selector::CountStar => "count".into(),
+        Selector::WriteTime(inner) => format!("writetime({})", selector_name(inner)),
+        Selector::MaxWriteTime(inner) => format!("maxwritetime({})", selector_name(inner)),
+        Selector::Ttl(inner) => format!("ttl({})", selector_name(inner)),
+        Selector::FunctionCall { name, args } => {
+            let a: Vec<String> = args.iter().map(selector_name).collect();
+            let n = name.name.name.to_ascii_lowercase();
+            if n == "count" && a.len() == 1 && a[0] == "1" {
+                return "count".into();
+            }
+            let ks = name.keyspace.as_ref().map(|k| k.name.clone()).unwrap_or_else(|| "system".into());
+            format!("{ks}.{n}({})", a.join(", "))
+        }
+        Selector::Cast { selector, ty } => format!("cast({} as {})", selector_name(selector), ty_text(ty)),
+        Selector::Term(t) => match t {
+            helenus_cql::ast::Term::Integer(s) | helenus_cql::ast::Term::Float(s) => s.clone(),
+            helenus_cql::ast::Term::String(s) => format!("'{s}'"),
+            _ => "literal".into(),
+        },
+        Selector::Field { selector, field } => format!("{}.{}", selector_name(selector), field.name),
+        _ => "expr".into(),
+    }
+}
+
+fn ty_text(t: &helenus_cql::ast::CqlTypeExpr) -> String {
+    values::resolve_type(t, None).map(|t| t.to_string()).unwrap_or_default()
+}
+
+/// Compiles the projection of a SELECT against `table`.
+pub fn compile(t: &TableMeta, projection: &Projection, binds_none: &Binds<'_>) -> ExecResult<Compiled> {
+    let mut columns = Vec::new();
+    match projection {
+        Projection::Star => {
+            for (i, c) in t.columns.iter().enumerate() {
+                columns.push(OutColumn { name: c.name.clone(), ty: c.cql_type.clone(), sel: Sel::Column(i) });
+            }
+        }
+        Projection::Items(items) => {
+            for item in items {
+                let (sel, ty) = compile_one(t, &item.selector, binds_none)?;
+                let name = item.alias.as_ref().map(|a| a.name.clone()).unwrap_or_else(|| selector_name(&item.selector));
+                columns.push(OutColumn { name, ty, sel });
+            }
+        }
+    }
+    let has_aggregate = columns.iter().any(|c| matches!(c.sel, Sel::Agg { .. } | Sel::CountStar));
+    Ok(Compiled { columns, has_aggregate })
+}
+
+fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Sel, CqlType)> {
+    let bigint = CqlType::Native(NativeType::Bigint);
+    Ok(match s {
+        Selector::Column(id) => {
+            let i = col_index(t, &id.name)?;
+            (Sel::Column(i), t.columns[i].cql_type.clone())
+        }
+        Selector::CountStar => (Sel::CountStar, bigint),
+        Selector::WriteTime(inner) | Selector::MaxWriteTime(inner) | Selector::Ttl(inner) => {
+            let Selector::Column(id) = &**inner else {
+                return Err(ExecError::Invalid("writetime() and ttl() take a column".into()));
+            };
+            let i = col_index(t, &id.name)?;
+            let c = &t.columns[i];
+            let fname = if matches!(s, Selector::Ttl(_)) { "ttl" } else { "writetime" };
+            if c.kind.is_primary_key() {
+                return Err(ExecError::Invalid(format!(
+                    "Cannot use selection function {fname} on PRIMARY KEY part {}",
+                    c.name
+                )));
+            }
+            if c.cql_type.is_multi_cell() {
+                return Err(ExecError::Invalid(format!(
+                    "Cannot use selection function {fname} on non-frozen {} {}",
+                    kind_word(&c.cql_type),
+                    c.name
+                )));
+            }
+            if matches!(s, Selector::Ttl(_)) {
+                (Sel::Ttl(i), CqlType::Native(NativeType::Int))
+            } else {
+                (Sel::WriteTime(i), bigint)
+            }
+        }
+        Selector::FunctionCall { name, args } => {
+            let fname = name.name.name.to_ascii_lowercase();
+            if fname == "token" {
+                let mut idx = Vec::new();
+                for a in args {
+                    let Selector::Column(id) = a else {
+                        return Err(ExecError::Invalid("token() takes the partition key columns".into()));
+                    };
+                    idx.push(col_index(t, &id.name)?);
+                }
+                let pk: Vec<usize> = t
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.kind == ColumnKind::PartitionKey)
+                    .map(|(i, _)| i)
+                    .collect();
+                if idx != pk {
+                    return Err(ExecError::Invalid(format!(
+                        "Type error: token() arguments must be the partition key columns of {}",
+                        t.name
+                    )));
+                }
+                return Ok((Sel::Token(idx), bigint));
+            }
+            let agg = match fname.as_str() {
+                "count" => Some(AggKind::Count),
+                "min" => Some(AggKind::Min),
+                "max" => Some(AggKind::Max),
+                "sum" => Some(AggKind::Sum),
+                "avg" => Some(AggKind::Avg),
+                _ => None,
+            };
+            if let Some(kind) = agg {
+                let [arg] = args.as_slice() else {
+                    return Err(ExecError::Invalid(format!("Invalid number of arguments in call to function system.{fname}: 1 required but {} provided", args.len())));
+                };
+                if kind == AggKind::Count {
+                    if let Selector::Term(_) = arg {
+                        return Ok((Sel::CountStar, bigint));
+                    }
+                }
+                let (inner, ty) = compile_one(t, arg, binds)?;
+                let out_ty = if kind == AggKind::Count { bigint } else { ty.clone() };
+                return Ok((Sel::Agg { kind, arg: Box::new(inner), ty }, out_ty));
+            }
+            let mut sels = Vec::new();
+            let mut types = Vec::new();
+            for a in args {
+                let (s, ty) = compile_one(t, a, binds)?;
+                sels.push(s);
+                types.push(ty);
+            }
+            let rt = functions::return_type(&fname, &types)
+                .ok_or_else(|| ExecError::Invalid(format!("Unknown function '{fname}'")))?;
+            (Sel::Func { name: fname, args: sels, arg_types: types }, rt)
+        }
+        Selector::Cast { selector, ty } => {
+            let (inner, from) = compile_one(t, selector, binds)?;
+            let to = values::resolve_type(ty, None)?;
+            (Sel::Cast { inner: Box::new(inner), from, to: to.clone() }, to)
+        }
+        Selector::Term(term) => {
+            let ty = values::infer_type(term).unwrap_or(CqlType::Native(NativeType::Varchar));
+            let b = match values::eval(term, &ty, "selector", binds)? {
+                Bound::Value(b) => Some(b),
+                _ => None,
+            };
+            (Sel::Constant(b), ty)
+        }
+        Selector::TypeHint { selector, .. } => compile_one(t, selector, binds)?,
+        other => {
+            return Err(ExecError::Invalid(format!("Unsupported selector {}", selector_name(other))));
+        }
+    })
+}
+
+fn kind_word(t: &CqlType) -> &'static str {
+    match t {
+        CqlType::List { .. } => "list",
+        CqlType::Set { .. } => "set",
+        CqlType::Map { .. } => "map",
+        CqlType::Udt { .. } => "user type",
+        _ => "column",
+    }
+}
+
+fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlValue>> {
+    match b {
+        None => Ok(None),
+        Some(b) => helenus_types::deserialize(ty, b).map(Some).map_err(|e| ExecError::Server(e.to_string())),
+    }
+}
+
+/// Evaluates a non-aggregate selector on one row.
+pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, table: &TableMeta, now_s: i64) -> ExecResult<Option<Bytes>> {
+    Ok(match sel {
+        Sel::Column(i) => row.cells.get(*i).cloned().flatten(),
+        Sel::WriteTime(i) => row
+            .meta
+            .get(*i)
+            .copied()
+            .flatten()
+            .map(|m| serialize(&CqlValue::Bigint(m.timestamp_us))),
+        Sel::Ttl(i) => row.meta.get(*i).copied().flatten().and_then(|m| {
+            if m.ttl_s == 0 {
+                None
+            } else {
+                Some(serialize(&CqlValue::Int((m.expires_at_s - now_s).max(0) as i32)))
+            }
+        }),
+        Sel::Token(_) => Some(serialize(&CqlValue::Bigint(row.token))),
+        Sel::Constant(b) => b.clone(),
+        Sel::Func { name, args, arg_types } => {
+            let mut vals = Vec::new();
+            for (a, t) in args.iter().zip(arg_types) {
+                let b = eval(a, t, row, table, now_s)?;
+                vals.push(decode(t, &b)?);
+            }
+            functions::call(name, &vals, arg_types)?.map(|v| serialize(&v))
+        }
+        Sel::Cast { inner, from, to } => {
+            let b = eval(inner, from, row, table, now_s)?;
+            match decode(from, &b)? {
+                None => None,
+                Some(v) => Some(serialize(&cast(&v, to)?)),
+            }
+        }
+        Sel::CountStar | Sel::Agg { .. } => {
+            let _ = ty;
+            None
+        }
+    })
+}
+
+fn cast(v: &CqlValue, to: &CqlType) -> ExecResult<CqlValue> {
+    if let CqlType::Native(NativeType::Varchar) | CqlType::Native(NativeType::Ascii) = to {
+        let s = match v {
+            CqlValue::Text(s) | CqlValue::Ascii(s) => s.clone(),
+            other => helenus_types::to_cql_literal(other).trim_matches('\'').to_string(),
+        };
+        return Ok(if matches!(to, CqlType::Native(NativeType::Ascii)) { CqlValue::Ascii(s) } else { CqlValue::Text(s) });
+    }
+    let f = match v {
+        CqlValue::Int(x) => *x as f64,
+        CqlValue::Bigint(x) | CqlValue::Counter(x) => *x as f64,
+        CqlValue::Smallint(x) => *x as f64,
+        CqlValue::Tinyint(x) => *x as f64,
+        CqlValue::Float(x) => *x as f64,
+        CqlValue::Double(x) => *x,
+        CqlValue::Timestamp(ms) => *ms as f64,
+        _ => return Err(ExecError::Invalid(format!("cannot cast to {to}"))),
+    };
+    Ok(match to {
+        CqlType::Native(NativeType::Int) => CqlValue::Int(f as i32),
+        CqlType::Native(NativeType::Bigint) => CqlValue::Bigint(f as i64),
+        CqlType::Native(NativeType::Smallint) => CqlValue::Smallint(f as i16),
+        CqlType::Native(NativeType::Tinyint) => CqlValue::Tinyint(f as i8),
+        CqlType::Native(NativeType::Float) => CqlValue::Float(f as f32),
+        CqlType::Native(NativeType::Double) => CqlValue::Double(f),
+        _ => return Err(ExecError::Invalid(format!("cannot cast to {to}"))),
+    })
+}
+
+/// Running state of one aggregate column.
+#[derive(Debug, Clone)]
+pub enum AggState {
+    Count(i64),
+    Extreme(Option<Bytes>),
+    Sum(f64, i128, bool),
+    Avg(f64, i128, i64, bool),
+    First(Option<Bytes>),
+}
+
+pub fn agg_init(sel: &Sel) -> AggState {
+    match sel {
+        Sel::CountStar | Sel::Agg { kind: AggKind::Count, .. } => AggState::Count(0),
+        Sel::Agg { kind: AggKind::Min | AggKind::Max, .. } => AggState::Extreme(None),
+        Sel::Agg { kind: AggKind::Sum, .. } => AggState::Sum(0.0, 0, false),
+        Sel::Agg { kind: AggKind::Avg, .. } => AggState::Avg(0.0, 0, 0, false),
+        _ => AggState::First(None),
+    }
+}
+
+fn is_float(t: &CqlType) -> bool {
+    matches!(t, CqlType::Native(NativeType::Float | NativeType::Double | NativeType::Decimal))
+}
+
+fn as_num(v: &CqlValue) -> (f64, i128) {
+    match v {
+        CqlValue::Int(x) => (*x as f64, *x as i128),
+        CqlValue::Bigint(x) | CqlValue::Counter(x) => (*x as f64, *x as i128),
+        CqlValue::Smallint(x) => (*x as f64, *x as i128),
+        CqlValue::Tinyint(x) => (*x as f64, *x as i128),
+        CqlValue::Float(x) => (*x as f64, 0),
+        CqlValue::Double(x) => (*x, 0),
+        _ => (0.0, 0),
+    }
+}
+
+pub fn agg_update(state: &mut AggState, sel: &Sel, ty: &CqlType, row: &Row, table: &TableMeta, now_s: i64) -> ExecResult<()> {
+    match (state, sel) {
+        (AggState::Count(n), Sel::CountStar) => *n += 1,
+        (AggState::Count(n), Sel::Agg { arg, ty, .. }) => {
+            if eval(arg, ty, row, table, now_s)?.is_some() {
+                *n += 1;
+            }
+        }
+        (AggState::Extreme(cur), Sel::Agg { kind, arg, ty }) => {
+            if let Some(b) = eval(arg, ty, row, table, now_s)? {
+                let replace = match cur {
+                    None => true,
+                    Some(c) => {
+                        let o = helenus_types::compare_serialized(ty, &b, c);
+                        if *kind == AggKind::Min { o.is_lt() } else { o.is_gt() }
+                    }
+                };
+                if replace {
+                    *cur = Some(b);
+                }
+            }
+        }
+        (AggState::Sum(f, i, seen), Sel::Agg { arg, ty, .. }) => {
+            if let Some(v) = decode(ty, &eval(arg, ty, row, table, now_s)?)? {
+                let (x, y) = as_num(&v);
+                *f += x;
+                *i = i.wrapping_add(y);
+                *seen = true;
+            }
+        }
+        (AggState::Avg(f, i, n, seen), Sel::Agg { arg, ty, .. }) => {
+            if let Some(v) = decode(ty, &eval(arg, ty, row, table, now_s)?)? {
+                let (x, y) = as_num(&v);
+                *f += x;
+                *i = i.wrapping_add(y);
+                *n += 1;
+                *seen = true;
+            }
+        }
+        (AggState::First(cur), s) => {
+            if cur.is_none() {
+                *cur = eval(s, ty, row, table, now_s)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn num_value(ty: &CqlType, f: f64, i: i128) -> CqlValue {
+    match ty {
+        CqlType::Native(NativeType::Int) => CqlValue::Int(i as i32),
+        CqlType::Native(NativeType::Bigint) => CqlValue::Bigint(i as i64),
+        CqlType::Native(NativeType::Counter) => CqlValue::Counter(i as i64),
+        CqlType::Native(NativeType::Smallint) => CqlValue::Smallint(i as i16),
+        CqlType::Native(NativeType::Tinyint) => CqlValue::Tinyint(i as i8),
+        CqlType::Native(NativeType::Float) => CqlValue::Float(f as f32),
+        _ => CqlValue::Double(f),
+    }
+}
+
+pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
+    match (state, sel) {
+        (AggState::Count(n), _) => Some(serialize(&CqlValue::Bigint(*n))),
+        (AggState::Extreme(b), _) => b.clone(),
+        (AggState::Sum(f, i, _), Sel::Agg { ty, .. }) => Some(serialize(&num_value(ty, *f, *i))),
+        (AggState::Avg(f, i, n, _), Sel::Agg { ty, .. }) => {
+            if *n == 0 {
+                return Some(serialize(&num_value(ty, 0.0, 0)));
+            }
+            let v = if is_float(ty) { num_value(ty, f / *n as f64, 0) } else { num_value(ty, 0.0, i / *n as i128) };
+            Some(serialize(&v))
+        }
+        (AggState::First(b), _) => b.clone(),
+        _ => None,
+    }
+}

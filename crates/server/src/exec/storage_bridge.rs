@@ -1,0 +1,131 @@
+//! Glue between schema metadata and the storage engine: table definitions with comparators built
+//! from CQL types, and engine start-up.
+
+use crate::config::{CommitlogSyncMode, NodeConfig};
+use helenus_schema::{ClusteringOrder, ColumnKind, Schema, TableMeta};
+use helenus_storage as st;
+use helenus_types::CqlType;
+use std::sync::Arc;
+
+/// Orders serialized values of one CQL type exactly as Cassandra does.
+struct TypeComparator(CqlType);
+
+impl st::ValueComparator for TypeComparator {
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        helenus_types::compare_serialized(&self.0, a, b)
+    }
+}
+
+/// The order of cell paths inside a multi-cell column: list cells by their timeuuid path, set
+/// elements and map keys by the element/key type, UDT fields by their field index (i16).
+fn cell_path_type(t: &CqlType) -> Option<CqlType> {
+    use helenus_types::NativeType;
+    match t {
+        CqlType::List { frozen: false, .. } => Some(CqlType::Native(NativeType::Timeuuid)),
+        CqlType::Set { element, frozen: false } => Some((**element).clone()),
+        CqlType::Map { key, frozen: false, .. } => Some((**key).clone()),
+        CqlType::Udt { frozen: false, .. } => Some(CqlType::Native(NativeType::Smallint)),
+        _ => None,
+    }
+}
+
+fn map_of(m: &std::collections::BTreeMap<String, String>, k: &str) -> Option<String> {
+    m.get(k).cloned()
+}
+
+pub fn table_options(t: &TableMeta) -> st::TableOptions {
+    let p = &t.params;
+    let class = map_of(&p.compaction, "class").unwrap_or_default();
+    let num = |k: &str, d: u32| map_of(&p.compaction, k).and_then(|v| v.parse().ok()).unwrap_or(d);
+    let compaction = if class.ends_with("LeveledCompactionStrategy") {
+        st::CompactionOptions::Leveled { sstable_size_in_mb: num("sstable_size_in_mb", 160), fanout_size: num("fanout_size", 10) }
+    } else if class.ends_with("TimeWindowCompactionStrategy") {
+        st::CompactionOptions::TimeWindow {
+            compaction_window_unit: map_of(&p.compaction, "compaction_window_unit").unwrap_or_else(|| "DAYS".into()),
+            compaction_window_size: num("compaction_window_size", 1),
+        }
+    } else {
+        st::CompactionOptions::SizeTiered { min_threshold: num("min_threshold", 4), max_threshold: num("max_threshold", 32) }
+    };
+    let comp_class = map_of(&p.compression, "class").unwrap_or_default();
+    let chunk_kb: u32 = map_of(&p.compression, "chunk_length_in_kb").and_then(|v| v.parse().ok()).unwrap_or(16);
+    let enabled = map_of(&p.compression, "enabled").map(|v| v != "false").unwrap_or(true);
+    let algorithm = if !enabled || comp_class.is_empty() {
+        st::CompressionAlgorithm::None
+    } else if comp_class.ends_with("ZstdCompressor") {
+        let level = map_of(&p.compression, "compression_level").and_then(|v| v.parse().ok()).unwrap_or(3);
+        st::CompressionAlgorithm::Zstd { level }
+    } else if comp_class.ends_with("DeflateCompressor") {
+        st::CompressionAlgorithm::Deflate
+    } else {
+        st::CompressionAlgorithm::Lz4
+    };
+    st::TableOptions {
+        compaction,
+        compression: st::CompressionOptions { algorithm, chunk_length_in_kb: chunk_kb },
+        gc_grace_seconds: p.gc_grace_seconds.max(0) as u32,
+        bloom_filter_fp_chance: p.bloom_filter_fp_chance,
+        default_time_to_live: p.default_time_to_live.max(0) as u32,
+    }
+}
+
+pub fn table_def(t: &TableMeta) -> st::TableDef {
+    let clustering = t
+        .clustering()
+        .map(|c| st::ClusteringColumn {
+            cmp: Arc::new(TypeComparator(c.cql_type.clone())) as Arc<dyn st::ValueComparator>,
+            descending: c.order == ClusteringOrder::Desc,
+        })
+        .collect();
+    let columns = t
+        .columns
+        .iter()
+        .filter(|c| !c.kind.is_primary_key())
+        .map(|c| st::ColumnDef {
+            id: c.id,
+            is_static: c.kind == ColumnKind::Static,
+            multi_cell: cell_path_type(&c.cql_type)
+                .map(|pt| Arc::new(TypeComparator(pt)) as Arc<dyn st::ValueComparator>),
+            is_counter: c.cql_type.is_counter(),
+        })
+        .collect();
+    st::TableDef {
+        id: *t.id.as_bytes(),
+        keyspace: t.keyspace.clone(),
+        name: t.name.clone(),
+        clustering,
+        columns,
+        options: table_options(t),
+    }
+}
+
+pub fn storage_config(cfg: &NodeConfig) -> st::StorageConfig {
+    st::StorageConfig {
+        data_dir: cfg.primary_data_dir(),
+        commitlog_dir: cfg.commitlog_directory.clone(),
+        commitlog_sync: match cfg.commitlog_sync {
+            CommitlogSyncMode::Periodic => st::CommitlogSync::Periodic { period_ms: cfg.commitlog_sync_period_ms },
+            CommitlogSyncMode::Batch => st::CommitlogSync::Batch,
+            CommitlogSyncMode::Group => st::CommitlogSync::Group { window_ms: cfg.commitlog_sync_group_window_ms },
+        },
+        commitlog_segment_size_bytes: cfg.commitlog_segment_size_bytes,
+        memtable_space_bytes: cfg.memtable_space_bytes,
+        key_cache_bytes: cfg.key_cache_size_bytes,
+        chunk_cache_bytes: cfg.file_cache_size_bytes,
+        concurrent_compactors: cfg.concurrent_compactors,
+        compaction_throughput_mib_per_s: cfg.compaction_throughput_mib_per_s,
+    }
+}
+
+/// Opens the engine, registers every user table, then replays the commitlog into them.
+pub fn open_engine(cfg: &NodeConfig, schema: &Schema) -> Result<Arc<st::Engine>, String> {
+    let engine = st::Engine::open(storage_config(cfg)).map_err(|e| e.to_string())?;
+    for ks in schema.user_keyspaces() {
+        for t in ks.tables.values() {
+            engine.create_table(table_def(t)).map_err(|e| e.to_string())?;
+        }
+    }
+    let stats = engine.replay_commitlog().map_err(|e| e.to_string())?;
+    tracing::info!("commitlog replay: {stats:?}");
+    Ok(engine)
+}

@@ -1,0 +1,459 @@
+//! Terms to values: literals converted by the type of what receives them (as Cassandra types a
+//! literal by its receiver), bind markers validated against their receiver's type, function calls
+//! and type hints evaluated.
+
+use super::error::{ExecError, ExecResult};
+use super::functions;
+use bytes::{Bytes, BytesMut};
+use helenus_cql::ast::{CqlTypeExpr, Term};
+use helenus_protocol as proto;
+use helenus_types::{CqlType, CqlValue, NativeType};
+
+/// A value ready to be written or compared.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bound {
+    Null,
+    /// Protocol v4+ "unset": leave the column as it is.
+    Unset,
+    Value(Bytes),
+}
+
+impl Bound {
+    pub fn bytes(&self) -> Option<&Bytes> {
+        match self {
+            Bound::Value(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// The bound values of one execution, positional (named values are mapped to positions first).
+pub struct Binds<'a> {
+    pub values: &'a [proto::Value],
+}
+
+impl Binds<'_> {
+    fn get(&self, index: usize) -> ExecResult<&proto::Value> {
+        self.values.get(index).ok_or_else(|| {
+            ExecError::Invalid(format!(
+                "There were {} markers(?) in CQL but {} bound variables",
+                index + 1,
+                self.values.len()
+            ))
+        })
+    }
+}
+
+pub fn serialize(v: &CqlValue) -> Bytes {
+    let mut out = BytesMut::new();
+    helenus_types::serialize(v, &mut out);
+    out.freeze()
+}
+
+/// A literal's kind as Cassandra names it in "Invalid STRING constant" errors.
+fn literal_kind(t: &Term) -> &'static str {
+    match t {
+        Term::String(_) => "STRING",
+        Term::Integer(_) => "INTEGER",
+        Term::Float(_) => "FLOAT",
+        Term::Bool(_) => "BOOLEAN",
+        Term::Uuid(_) => "UUID",
+        Term::Blob(_) => "HEX",
+        Term::Duration(_) => "DURATION",
+        _ => "",
+    }
+}
+
+/// Which literal kinds a native type accepts (Cassandra's `Constants.Type.testAssignment`).
+fn literal_accepted(kind: &str, t: NativeType) -> bool {
+    use NativeType::*;
+    match kind {
+        "STRING" => matches!(t, Ascii | Varchar | Timestamp | Date | Time | Inet | Uuid | Timeuuid | Duration | Blob)
+            && t != Blob,
+        "INTEGER" => matches!(
+            t,
+            Bigint | Counter | Decimal | Double | Float | Int | Smallint | Tinyint | Varint | Timestamp | Date | Time
+        ),
+        "FLOAT" => matches!(t, Decimal | Double | Float),
+        "BOOLEAN" => t == Boolean,
+        "UUID" => matches!(t, Uuid | Timeuuid),
+        "HEX" => t == Blob,
+        "DURATION" => t == Duration,
+        _ => false,
+    }
+}
+
+/// The default type of a literal with no receiver (function arguments, selectors).
+pub fn literal_default_type(t: &Term) -> Option<CqlType> {
+    Some(CqlType::Native(match t {
+        Term::String(_) => NativeType::Varchar,
+        Term::Integer(_) => NativeType::Int,
+        Term::Float(_) => NativeType::Double,
+        Term::Bool(_) => NativeType::Boolean,
+        Term::Uuid(_) => NativeType::Uuid,
+        Term::Blob(_) => NativeType::Blob,
+        Term::Duration(_) => NativeType::Duration,
+        _ => return None,
+    }))
+}
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
+/// Converts a CQL type expression from the AST to a type, resolving user types in `keyspace`.
+pub fn resolve_type(expr: &CqlTypeExpr, ks: Option<&helenus_schema::KeyspaceMeta>) -> ExecResult<CqlType> {
+    Ok(match expr {
+        CqlTypeExpr::Native(n) => CqlType::Native(*n),
+        CqlTypeExpr::List(e) => CqlType::List { element: Box::new(resolve_type(e, ks)?), frozen: false },
+        CqlTypeExpr::Set(e) => CqlType::Set { element: Box::new(resolve_type(e, ks)?), frozen: false },
+        CqlTypeExpr::Map(k, v) => CqlType::Map {
+            key: Box::new(resolve_type(k, ks)?),
+            value: Box::new(resolve_type(v, ks)?),
+            frozen: false,
+        },
+        CqlTypeExpr::Tuple(items) => {
+            CqlType::Tuple(items.iter().map(|i| resolve_type(i, ks).map(|t| t.frozen())).collect::<ExecResult<_>>()?)
+        }
+        CqlTypeExpr::Vector(e, n) => {
+            if *n == 0 {
+                return Err(ExecError::Invalid("vectors may only have positive dimensions; given 0".into()));
+            }
+            CqlType::Vector { element: Box::new(resolve_type(e, ks)?.frozen()), dimension: *n }
+        }
+        CqlTypeExpr::Frozen(inner) => freeze_deep(resolve_type(inner, ks)?),
+        CqlTypeExpr::UserDefined(q) => {
+            let ks_meta = ks.ok_or_else(|| ExecError::Invalid(format!("Unknown type {}", q.name.name)))?;
+            if let Some(k) = &q.keyspace {
+                if k.name != ks_meta.name {
+                    return Err(ExecError::Invalid(format!(
+                        "Statement on keyspace {} cannot refer to a user type in keyspace {}; user types can only be used in the keyspace they are defined in",
+                        ks_meta.name, k.name
+                    )));
+                }
+            }
+            let def = ks_meta
+                .types
+                .get(&q.name.name)
+                .ok_or_else(|| ExecError::Invalid(format!("Unknown type {}.{}", ks_meta.name, q.name.name)))?;
+            CqlType::Udt { def: Box::new((**def).clone()), frozen: false }
+        }
+        CqlTypeExpr::Custom(c) => CqlType::Custom(c.clone()),
+    })
+}
+
+/// `frozen<...>` freezes the whole subtree, as Cassandra's `freeze()` does.
+pub fn freeze_deep(t: CqlType) -> CqlType {
+    match t {
+        CqlType::List { element, .. } => CqlType::List { element: Box::new(freeze_deep(*element)), frozen: true },
+        CqlType::Set { element, .. } => CqlType::Set { element: Box::new(freeze_deep(*element)), frozen: true },
+        CqlType::Map { key, value, .. } => {
+            CqlType::Map { key: Box::new(freeze_deep(*key)), value: Box::new(freeze_deep(*value)), frozen: true }
+        }
+        CqlType::Udt { def, .. } => CqlType::Udt { def, frozen: true },
+        other => other,
+    }
+}
+
+/// Evaluates `term` for a receiver of type `ty` named `receiver` (for error messages).
+pub fn eval(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) -> ExecResult<Bound> {
+    match term {
+        Term::Null => Ok(Bound::Null),
+        Term::Bind(m) => match binds.get(m.index)? {
+            proto::Value::Null => Ok(Bound::Null),
+            proto::Value::Unset => Ok(Bound::Unset),
+            proto::Value::Bytes(b) => {
+                helenus_types::validate(ty, b).map_err(|e| {
+                    ExecError::Invalid(format!("Exception while binding column {receiver}: {e}"))
+                })?;
+                Ok(Bound::Value(b.clone()))
+            }
+        },
+        _ => Ok(match to_value(term, ty, receiver, binds)? {
+            Some(v) => Bound::Value(serialize(&v)),
+            None => Bound::Null,
+        }),
+    }
+}
+
+fn invalid_literal(term: &Term, receiver: &str, ty: &CqlType) -> ExecError {
+    let text = match term {
+        Term::String(s) => s.clone(),
+        Term::Integer(s) | Term::Float(s) | Term::Uuid(s) | Term::Duration(s) => s.clone(),
+        Term::Blob(s) => format!("0x{s}"),
+        Term::Bool(b) => b.to_string(),
+        _ => String::new(),
+    };
+    ExecError::Invalid(format!("Invalid {} constant ({text}) for \"{receiver}\" of type {ty}", literal_kind(term)))
+}
+
+/// Evaluates `term` to a decoded value (None = null) for a receiver of type `ty`.
+pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) -> ExecResult<Option<CqlValue>> {
+    let bad = |msg: String| ExecError::Invalid(msg);
+    match term {
+        Term::Null => Ok(None),
+        Term::Bind(_) => match eval(term, ty, receiver, binds)? {
+            Bound::Value(b) => helenus_types::deserialize(ty, &b).map(Some).map_err(|e| bad(e.to_string())),
+            _ => Ok(None),
+        },
+        Term::String(_) | Term::Integer(_) | Term::Float(_) | Term::Bool(_) | Term::Uuid(_) | Term::Blob(_)
+        | Term::Duration(_) => {
+            let native = match ty {
+                CqlType::Native(n) => *n,
+                CqlType::Custom(_) => return Err(invalid_literal(term, receiver, ty)),
+                _ => return Err(invalid_literal(term, receiver, ty)),
+            };
+            let kind = literal_kind(term);
+            if !literal_accepted(kind, native) {
+                return Err(invalid_literal(term, receiver, ty));
+            }
+            let text = match term {
+                Term::Blob(hex) => {
+                    let bytes = decode_hex(hex).ok_or_else(|| invalid_literal(term, receiver, ty))?;
+                    return Ok(Some(CqlValue::Blob(Bytes::from(bytes))));
+                }
+                Term::Bool(b) => return Ok(Some(CqlValue::Boolean(*b))),
+                Term::String(s) | Term::Integer(s) | Term::Float(s) | Term::Uuid(s) | Term::Duration(s) => s,
+                _ => return Err(invalid_literal(term, receiver, ty)),
+            };
+            helenus_types::from_string(ty, text).map(Some).map_err(|e| {
+                if matches!(term, Term::String(_)) {
+                    bad(format!("Unable to coerce '{text}' to {}: {e}", ty_name(ty)))
+                } else {
+                    bad(e.to_string())
+                }
+            })
+        }
+        Term::List(items) => match ty {
+            CqlType::List { element, .. } => Ok(Some(CqlValue::List(elements(items, element, receiver, binds)?))),
+            CqlType::Set { element, .. } => {
+                // `[..]` is not a set literal in CQL, but Cassandra reports it by receiver type.
+                let _ = element;
+                Err(bad(format!("Invalid list literal for {receiver} of type {ty}")))
+            }
+            CqlType::Vector { element, dimension } => {
+                let vals = elements(items, element, receiver, binds)?;
+                if vals.len() != *dimension as usize {
+                    return Err(bad(format!(
+                        "Invalid vector literal for {receiver} of type {ty}; expected {dimension} elements, but given {}",
+                        vals.len()
+                    )));
+                }
+                Ok(Some(CqlValue::Vector(vals)))
+            }
+            _ => Err(bad(format!("Invalid list literal for {receiver} of type {ty}"))),
+        },
+        Term::Set(items) => match ty {
+            CqlType::Set { element, .. } => {
+                let mut vals = elements(items, element, receiver, binds)?;
+                sort_dedup(&mut vals, element);
+                Ok(Some(CqlValue::Set(vals)))
+            }
+            _ => Err(bad(format!("Invalid set literal for {receiver} of type {ty}"))),
+        },
+        Term::Map(entries) => match ty {
+            CqlType::Map { key, value, .. } => {
+                let mut out = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let kv = to_value(k, key, receiver, binds)?
+                        .ok_or_else(|| bad("null is not supported inside collections".into()))?;
+                    let vv = to_value(v, value, receiver, binds)?
+                        .ok_or_else(|| bad("null is not supported inside collections".into()))?;
+                    out.push((kv, vv));
+                }
+                sort_dedup_map(&mut out, key);
+                Ok(Some(CqlValue::Map(out)))
+            }
+            CqlType::Udt { def, .. } => {
+                // `{a: 1}` parses as a map when the keys could be terms; treat identifiers as fields.
+                let mut fields = Vec::new();
+                for (k, v) in entries {
+                    let name = match k {
+                        Term::String(s) => s.clone(),
+                        _ => return Err(bad(format!("Invalid user type literal for {receiver} of type {}", def.name))),
+                    };
+                    fields.push((helenus_cql::ast::Ident::unquoted(&name), v.clone()));
+                }
+                to_value(&Term::Udt(fields), ty, receiver, binds)
+            }
+            _ => Err(bad(format!("Invalid map literal for {receiver} of type {ty}"))),
+        },
+        Term::EmptyBrace => match ty {
+            CqlType::Set { .. } => Ok(Some(CqlValue::Set(Vec::new()))),
+            CqlType::Map { .. } => Ok(Some(CqlValue::Map(Vec::new()))),
+            CqlType::Udt { def, .. } => {
+                Ok(Some(CqlValue::Udt(def.fields.iter().map(|(n, _)| (n.clone(), None)).collect())))
+            }
+            _ => Err(bad(format!("Invalid map literal for {receiver} of type {ty}"))),
+        },
+        Term::Tuple(items) => match ty {
+            CqlType::Tuple(types) => {
+                if items.len() > types.len() {
+                    return Err(bad(format!(
+                        "Invalid tuple literal for {receiver}: too many elements. Type {ty} expects {} but got {}",
+                        types.len(),
+                        items.len()
+                    )));
+                }
+                let mut out = Vec::new();
+                for (i, t) in types.iter().enumerate() {
+                    out.push(match items.get(i) {
+                        Some(item) => to_value(item, t, receiver, binds)?,
+                        None => None,
+                    });
+                }
+                Ok(Some(CqlValue::Tuple(out)))
+            }
+            _ => Err(bad(format!("Invalid tuple literal for {receiver} of type {ty}"))),
+        },
+        Term::Udt(fields) => match ty {
+            CqlType::Udt { def, .. } => {
+                for (f, _) in fields {
+                    if !def.fields.iter().any(|(n, _)| n == &f.name) {
+                        return Err(bad(format!(
+                            "Unknown field '{}' in value of user defined type {}",
+                            f.name, def.name
+                        )));
+                    }
+                }
+                let mut out = Vec::new();
+                for (name, fty) in &def.fields {
+                    let v = match fields.iter().find(|(f, _)| &f.name == name) {
+                        Some((_, t)) => to_value(t, fty, receiver, binds)?,
+                        None => None,
+                    };
+                    out.push((name.clone(), v));
+                }
+                Ok(Some(CqlValue::Udt(out)))
+            }
+            _ => Err(bad(format!("Invalid user type literal for {receiver} of type {ty}"))),
+        },
+        Term::TypeHint { ty: hint, term } => {
+            let hinted = resolve_type(hint, None)?;
+            let v = to_value(term, &hinted, receiver, binds)?;
+            Ok(v)
+        }
+        Term::FunctionCall { name, args } => {
+            let fname = name.name.name.as_str();
+            let mut vals = Vec::new();
+            let mut types = Vec::new();
+            for a in args {
+                let t = infer_type(a).unwrap_or(CqlType::Native(NativeType::Varchar));
+                vals.push(to_value(a, &t, receiver, binds)?);
+                types.push(t);
+            }
+            let out = functions::call(fname, &vals, &types)?;
+            match (&out, functions::return_type(fname, &types)) {
+                (Some(v), Some(rt)) if &rt != ty && !compatible(&rt, ty) => {
+                    let _ = v;
+                    Err(bad(format!(
+                        "Type error: cannot assign result of function system.{fname} (type {rt}) to {receiver} (type {ty})"
+                    )))
+                }
+                _ => Ok(out),
+            }
+        }
+        Term::Negate(inner) => match to_value(inner, ty, receiver, binds)? {
+            Some(CqlValue::Int(x)) => Ok(Some(CqlValue::Int(x.wrapping_neg()))),
+            Some(CqlValue::Bigint(x)) => Ok(Some(CqlValue::Bigint(x.wrapping_neg()))),
+            Some(CqlValue::Double(x)) => Ok(Some(CqlValue::Double(-x))),
+            Some(CqlValue::Float(x)) => Ok(Some(CqlValue::Float(-x))),
+            Some(CqlValue::Smallint(x)) => Ok(Some(CqlValue::Smallint(x.wrapping_neg()))),
+            Some(CqlValue::Tinyint(x)) => Ok(Some(CqlValue::Tinyint(x.wrapping_neg()))),
+            None => Ok(None),
+            Some(_) => Err(bad(format!("Cannot negate a value of type {ty}"))),
+        },
+        Term::Binary { op, left, right } => {
+            let l = to_value(left, ty, receiver, binds)?;
+            let r = to_value(right, ty, receiver, binds)?;
+            arithmetic(*op, l, r)
+        }
+    }
+}
+
+fn compatible(a: &CqlType, b: &CqlType) -> bool {
+    use NativeType::*;
+    matches!(
+        (a, b),
+        (CqlType::Native(Timeuuid), CqlType::Native(Uuid))
+            | (CqlType::Native(Varchar), CqlType::Native(Ascii))
+            | (CqlType::Native(Ascii), CqlType::Native(Varchar))
+    )
+}
+
+fn ty_name(t: &CqlType) -> String {
+    t.to_string()
+}
+
+fn arithmetic(op: helenus_cql::ast::ArithOp, l: Option<CqlValue>, r: Option<CqlValue>) -> ExecResult<Option<CqlValue>> {
+    use helenus_cql::ast::ArithOp::*;
+    let (Some(l), Some(r)) = (l, r) else { return Ok(None) };
+    let div0 = || ExecError::Invalid("the operation 'int / int' failed: / by zero".into());
+    macro_rules! int_op {
+        ($a:expr, $b:expr, $ctor:path) => {
+            match op {
+                Add => $ctor($a.wrapping_add($b)),
+                Sub => $ctor($a.wrapping_sub($b)),
+                Mul => $ctor($a.wrapping_mul($b)),
+                Div => $ctor($a.checked_div($b).ok_or_else(div0)?),
+                Rem => $ctor($a.checked_rem($b).ok_or_else(div0)?),
+            }
+        };
+    }
+    Ok(Some(match (l, r) {
+        (CqlValue::Int(a), CqlValue::Int(b)) => int_op!(a, b, CqlValue::Int),
+        (CqlValue::Bigint(a), CqlValue::Bigint(b)) => int_op!(a, b, CqlValue::Bigint),
+        (CqlValue::Double(a), CqlValue::Double(b)) => CqlValue::Double(match op {
+            Add => a + b,
+            Sub => a - b,
+            Mul => a * b,
+            Div => a / b,
+            Rem => a % b,
+        }),
+        _ => return Err(ExecError::Invalid("Unsupported operand types for arithmetic".into())),
+    }))
+}
+
+/// The type of a term that carries its own (a hint, a function result), if any.
+pub fn infer_type(t: &Term) -> Option<CqlType> {
+    match t {
+        Term::TypeHint { ty, .. } => resolve_type(ty, None).ok(),
+        Term::FunctionCall { name, args } => {
+            let arg_types: Vec<CqlType> = args.iter().filter_map(infer_type).collect();
+            functions::return_type(&name.name.name, &arg_types)
+        }
+        other => literal_default_type(other),
+    }
+}
+
+fn elements(items: &[Term], element: &CqlType, receiver: &str, binds: &Binds<'_>) -> ExecResult<Vec<CqlValue>> {
+    items
+        .iter()
+        .map(|i| {
+            to_value(i, element, receiver, binds)?
+                .ok_or_else(|| ExecError::Invalid("null is not supported inside collections".into()))
+        })
+        .collect()
+}
+
+fn sort_dedup(vals: &mut Vec<CqlValue>, element: &CqlType) {
+    let mut keyed: Vec<(Bytes, CqlValue)> = vals.drain(..).map(|v| (serialize(&v), v)).collect();
+    keyed.sort_by(|a, b| helenus_types::compare_serialized(element, &a.0, &b.0));
+    keyed.dedup_by(|a, b| helenus_types::compare_serialized(element, &a.0, &b.0).is_eq());
+    vals.extend(keyed.into_iter().map(|(_, v)| v));
+}
+
+fn sort_dedup_map(vals: &mut Vec<(CqlValue, CqlValue)>, key: &CqlType) {
+    let mut keyed: Vec<(Bytes, (CqlValue, CqlValue))> = vals.drain(..).map(|kv| (serialize(&kv.0), kv)).collect();
+    // Later entries win on duplicate keys, as in Cassandra's map literal.
+    keyed.reverse();
+    keyed.sort_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0));
+    keyed.dedup_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0).is_eq());
+    vals.extend(keyed.into_iter().map(|(_, kv)| kv));
+}

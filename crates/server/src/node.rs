@@ -1,0 +1,112 @@
+//! The node's shared state: configuration, identity, schema, storage engine, connected clients and
+//! the event bus. One `NodeState` per process, shared by every connection.
+
+use crate::config::NodeConfig;
+use crate::local_node::LocalIdentity;
+use helenus_schema::{KeyspaceMeta, Schema, TableMeta};
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// What `system_views.clients` shows about one connection.
+#[derive(Debug, Clone)]
+pub struct ClientInfo {
+    pub address: SocketAddr,
+    pub driver_name: Option<String>,
+    pub driver_version: Option<String>,
+    pub keyspace: Option<String>,
+    pub protocol_version: u8,
+    pub request_count: u64,
+}
+
+/// A server-pushed event, fanned out to connections that REGISTERed for its type.
+#[derive(Debug, Clone)]
+pub enum NodeEvent {
+    SchemaChange(helenus_protocol::SchemaChange),
+}
+
+pub struct NodeState {
+    pub config: NodeConfig,
+    pub identity: LocalIdentity,
+    pub started_at_s: u64,
+    schema: RwLock<Arc<Schema>>,
+    /// Serialises schema changes (DDL is rare; reads never take this).
+    pub schema_change_lock: tokio::sync::Mutex<()>,
+    pub engine: Arc<helenus_storage::Engine>,
+    pub events: broadcast::Sender<NodeEvent>,
+    clients: Mutex<HashMap<u64, ClientInfo>>,
+    next_client_id: AtomicU64,
+    pub prepared: crate::prepared::PreparedCache,
+}
+
+impl NodeState {
+    pub fn new(
+        config: NodeConfig,
+        identity: LocalIdentity,
+        schema: Schema,
+        engine: Arc<helenus_storage::Engine>,
+    ) -> NodeState {
+        let (events, _) = broadcast::channel(1024);
+        NodeState {
+            config,
+            identity,
+            started_at_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            schema: RwLock::new(Arc::new(schema)),
+            schema_change_lock: tokio::sync::Mutex::new(()),
+            engine,
+            events,
+            clients: Mutex::new(HashMap::new()),
+            next_client_id: AtomicU64::new(1),
+            prepared: crate::prepared::PreparedCache::new(),
+        }
+    }
+
+    /// A consistent snapshot of the schema; cheap (an Arc clone) and lock-free for the caller after.
+    pub fn schema(&self) -> Arc<Schema> {
+        self.schema.read().clone()
+    }
+
+    pub fn replace_schema(&self, schema: Schema) {
+        *self.schema.write() = Arc::new(schema);
+    }
+
+    pub fn keyspace(&self, name: &str) -> Option<Arc<KeyspaceMeta>> {
+        self.schema().keyspaces.get(name).cloned()
+    }
+
+    pub fn table(&self, ks: &str, name: &str) -> Option<Arc<TableMeta>> {
+        self.schema().keyspaces.get(ks).and_then(|k| k.tables.get(name).cloned())
+    }
+
+    pub fn register_client(&self, info: ClientInfo) -> u64 {
+        let id = self.next_client_id.fetch_add(1, Ordering::Relaxed);
+        self.clients.lock().insert(id, info);
+        id
+    }
+
+    pub fn update_client(&self, id: u64, f: impl FnOnce(&mut ClientInfo)) {
+        if let Some(c) = self.clients.lock().get_mut(&id) {
+            f(c);
+        }
+    }
+
+    pub fn unregister_client(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    pub fn clients(&self) -> Vec<ClientInfo> {
+        self.clients.lock().values().cloned().collect()
+    }
+
+    /// (partitions, mean partition size in bytes) for `system.size_estimates`.
+    pub fn estimate_partitions(&self, table: &TableMeta) -> (i64, i64) {
+        let stats = self.engine.table_stats(*table.id.as_bytes());
+        (stats.estimated_partitions as i64, stats.mean_partition_size_bytes as i64)
+    }
+}

@@ -1,0 +1,111 @@
+//! System and virtual tables, computed on read from the node's state: `system.local`, `system.peers`,
+//! `system.peers_v2`, `system.size_estimates`, `system_schema.*`, `system_virtual_schema.*` and
+//! `system_views.*`. Their definitions come from the schema crate's golden file (recorded from
+//! Cassandra 5.0), so every column a driver expects exists with the type it expects.
+
+mod schema_tables;
+
+use crate::node::NodeState;
+use bytes::{Bytes, BytesMut};
+use helenus_schema::TableMeta;
+use helenus_types::CqlValue;
+
+/// One row being assembled by column name; unset columns are null.
+pub struct RowBuilder<'a> {
+    table: &'a TableMeta,
+    cells: Vec<Option<Bytes>>,
+}
+
+impl<'a> RowBuilder<'a> {
+    pub fn new(table: &'a TableMeta) -> Self {
+        RowBuilder { table, cells: vec![None; table.columns.len()] }
+    }
+
+    /// Sets a column; names that the table does not have are ignored, so a generator can be written
+    /// once for tables whose column sets differ slightly (peers vs peers_v2).
+    pub fn set(mut self, column: &str, value: CqlValue) -> Self {
+        if let Some(i) = self.table.column_index(column) {
+            let mut out = BytesMut::new();
+            helenus_types::serialize(&value, &mut out);
+            if let Some(slot) = self.cells.get_mut(i) {
+                *slot = Some(out.freeze());
+            }
+        }
+        self
+    }
+
+    pub fn set_opt(self, column: &str, value: Option<CqlValue>) -> Self {
+        match value {
+            Some(v) => self.set(column, v),
+            None => self,
+        }
+    }
+
+    pub fn build(self) -> Vec<Option<Bytes>> {
+        self.cells
+    }
+}
+
+pub fn text(s: impl Into<String>) -> CqlValue {
+    CqlValue::Text(s.into())
+}
+
+/// All rows of a system or virtual table, in clustering order, each a vector of serialized cells in
+/// the table's column order. `None` when Helenus computes no rows for that table (it is then empty,
+/// as many of Cassandra's are on a fresh node).
+pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> {
+    let mut rows = match (table.keyspace.as_str(), table.name.as_str()) {
+        ("system", "local") => vec![schema_tables::local_row(state, table)],
+        ("system", "peers") | ("system", "peers_v2") => Vec::new(),
+        ("system", "size_estimates") | ("system", "table_estimates") => schema_tables::size_estimates(state, table),
+        ("system_schema", "keyspaces") => schema_tables::keyspaces(state, table),
+        ("system_schema", "tables") => schema_tables::tables(state, table),
+        ("system_schema", "columns") => schema_tables::columns(state, table),
+        ("system_schema", "types") => schema_tables::types(state, table),
+        ("system_schema", "indexes") => schema_tables::indexes(state, table),
+        ("system_virtual_schema", "keyspaces") => schema_tables::virtual_keyspaces(state, table),
+        ("system_virtual_schema", "tables") => schema_tables::virtual_tables(state, table),
+        ("system_virtual_schema", "columns") => schema_tables::virtual_columns(state, table),
+        ("system_views", "settings") => schema_tables::settings(state, table),
+        ("system_views", "clients") => schema_tables::clients(state, table),
+        _ => Vec::new(),
+    };
+    sort_by_primary_key(table, &mut rows);
+    rows
+}
+
+/// Orders rows as Cassandra would return them from a scan: by partition token, then clustering.
+fn sort_by_primary_key(table: &TableMeta, rows: &mut [Vec<Option<Bytes>>]) {
+    let pk: Vec<usize> = table
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
+        .map(|(i, _)| i)
+        .collect();
+    let ck: Vec<(usize, &helenus_types::CqlType, bool)> = table
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
+        .map(|(i, c)| (i, &c.cql_type, c.order == helenus_schema::ClusteringOrder::Desc))
+        .collect();
+    let token = |row: &Vec<Option<Bytes>>| {
+        let parts: Vec<&[u8]> = pk.iter().map(|&i| row.get(i).and_then(|c| c.as_deref()).unwrap_or(&[])).collect();
+        crate::keys::token_of_components(&parts)
+    };
+    rows.sort_by(|a, b| {
+        token(a).cmp(&token(b)).then_with(|| {
+            for &(i, t, desc) in &ck {
+                let x = a.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]);
+                let y = b.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]);
+                let o = helenus_types::compare_serialized(t, x, y);
+                let o = if desc { o.reverse() } else { o };
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        })
+    });
+}

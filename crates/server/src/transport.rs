@@ -1,0 +1,257 @@
+//! The native transport: accepts connections, decodes frames, runs requests concurrently (responses
+//! go back out of order, matched by stream id), and writes many responses per syscall.
+
+use crate::exec::{self, Session};
+use crate::node::{ClientInfo, NodeEvent, NodeState};
+use bytes::BytesMut;
+use helenus_protocol as proto;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
+
+/// Requests in flight on one connection; past it the reader stops reading (TCP backpressure).
+const MAX_IN_FLIGHT_PER_CONNECTION: usize = 2048;
+/// Responses queued for the writer of one connection.
+const WRITE_QUEUE_DEPTH: usize = 4096;
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// What the writer must change after writing a frame (compression and v5 framing start after the
+/// STARTUP exchange, exactly at a frame boundary).
+#[derive(Debug, Clone, Copy)]
+enum AfterWrite {
+    Nothing,
+    Negotiated { compression: Option<proto::Compression>, segments: bool },
+    Close,
+}
+
+struct Outgoing {
+    frame: proto::ResponseFrame,
+    after: AfterWrite,
+}
+
+pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
+    let connections = Arc::new(Semaphore::new(node.config.native_transport_max_concurrent_connections));
+    loop {
+        let (socket, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            drop(socket);
+            continue;
+        };
+        let node = node.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Err(e) = serve_connection(node, socket, peer).await {
+                tracing::debug!("connection {peer} closed: {e}");
+            }
+        });
+    }
+}
+
+async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketAddr) -> std::io::Result<()> {
+    let _ = socket.set_nodelay(true);
+    let (mut reader, writer) = socket.into_split();
+    let max_frame = node.config.native_transport_max_frame_size_bytes;
+    let (tx, rx) = mpsc::channel::<Outgoing>(WRITE_QUEUE_DEPTH);
+    let write_task = tokio::spawn(write_loop(writer, rx, max_frame));
+
+    let client_id = node.register_client(ClientInfo {
+        address: peer,
+        driver_name: None,
+        driver_version: None,
+        keyspace: None,
+        protocol_version: 0,
+        request_count: 0,
+    });
+    let session = Arc::new(parking_lot::Mutex::new(Session::default()));
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION));
+    let mut codec = proto::ServerConnectionCodec::new(max_frame);
+    let mut buf = BytesMut::with_capacity(READ_BUFFER_BYTES);
+    let mut events_task: Option<tokio::task::JoinHandle<()>> = None;
+
+    'read: loop {
+        loop {
+            let frame = match codec.decode(&mut buf) {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    let fatal = e.is_fatal();
+                    let response = exec::protocol_error_frame(&e);
+                    let after = if fatal { AfterWrite::Close } else { AfterWrite::Nothing };
+                    if tx.send(Outgoing { frame: response, after }).await.is_err() || fatal {
+                        break 'read;
+                    }
+                    continue;
+                }
+            };
+            node.update_client(client_id, |c| {
+                c.request_count += 1;
+                c.protocol_version = frame.version;
+            });
+            match frame.request {
+                proto::Request::Startup(ref options) => {
+                    let compression = match options.get("COMPRESSION").map(|s| s.to_ascii_lowercase()) {
+                        None => Ok(None),
+                        Some(c) if c == "lz4" => Ok(Some(proto::Compression::Lz4)),
+                        Some(c) if c == "snappy" && frame.version < 5 => Ok(Some(proto::Compression::Snappy)),
+                        Some(other) => Err(other),
+                    };
+                    let (response, after) = match compression {
+                        Ok(compression) => {
+                            codec.set_compression(compression);
+                            if frame.version >= 5 {
+                                codec.enable_segments();
+                            }
+                            node.update_client(client_id, |c| {
+                                c.driver_name = options.get("DRIVER_NAME").cloned();
+                                c.driver_version = options.get("DRIVER_VERSION").cloned();
+                            });
+                            (
+                                proto::Response::Ready,
+                                AfterWrite::Negotiated { compression, segments: frame.version >= 5 },
+                            )
+                        }
+                        Err(other) => (
+                            exec::error_response(exec::ExecError::Protocol(format!(
+                                "Unsupported compression algorithm: {other}"
+                            ))),
+                            AfterWrite::Nothing,
+                        ),
+                    };
+                    let out = proto::ResponseFrame { version: frame.version, stream: frame.stream, flags: 0, response };
+                    if tx.send(Outgoing { frame: out, after }).await.is_err() {
+                        break 'read;
+                    }
+                }
+                proto::Request::Register(ref types) => {
+                    if events_task.is_none() && types.iter().any(|t| t == "SCHEMA_CHANGE") {
+                        events_task = Some(spawn_event_forwarder(&node, tx.clone(), frame.version));
+                    }
+                    let out = proto::ResponseFrame {
+                        version: frame.version,
+                        stream: frame.stream,
+                        flags: 0,
+                        response: proto::Response::Ready,
+                    };
+                    if tx.send(Outgoing { frame: out, after: AfterWrite::Nothing }).await.is_err() {
+                        break 'read;
+                    }
+                }
+                _ => {
+                    let Ok(permit) = in_flight.clone().acquire_owned().await else { break 'read };
+                    let node = node.clone();
+                    let tx = tx.clone();
+                    let session = session.clone();
+                    tokio::spawn(async move {
+                        let _permit = permit;
+                        let version = frame.version;
+                        let stream = frame.stream;
+                        let response = exec::handle_request(&node, &session, client_id, frame).await;
+                        let out = proto::ResponseFrame { version, stream, flags: 0, response };
+                        let _ = tx.send(Outgoing { frame: out, after: AfterWrite::Nothing }).await;
+                    });
+                }
+            }
+        }
+        if buf.capacity() - buf.len() < READ_BUFFER_BYTES / 4 {
+            buf.reserve(READ_BUFFER_BYTES);
+        }
+        match reader.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    if let Some(t) = events_task {
+        t.abort();
+    }
+    node.unregister_client(client_id);
+    drop(tx);
+    let _ = write_task.await;
+    Ok(())
+}
+
+fn spawn_event_forwarder(
+    node: &Arc<NodeState>,
+    tx: mpsc::Sender<Outgoing>,
+    version: u8,
+) -> tokio::task::JoinHandle<()> {
+    let mut events = node.events.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(NodeEvent::SchemaChange(change)) => {
+                    let frame = proto::ResponseFrame {
+                        version,
+                        stream: -1,
+                        flags: 0,
+                        response: proto::Response::Event(proto::Event::SchemaChange(change)),
+                    };
+                    if tx.send(Outgoing { frame, after: AfterWrite::Nothing }).await.is_err() {
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(_) => return,
+            }
+        }
+    })
+}
+
+/// Encodes every queued response into one buffer and writes it with one syscall where possible.
+async fn write_loop(
+    mut writer: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    max_frame: usize,
+) {
+    let mut codec = proto::ServerConnectionCodec::new(max_frame);
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        let mut close = false;
+        while let Some(item) = next.take() {
+            if let Err(e) = codec.encode(&item.frame, &mut out) {
+                tracing::warn!("cannot encode a response: {e}");
+            }
+            match item.after {
+                AfterWrite::Nothing => {}
+                AfterWrite::Negotiated { compression, segments } => {
+                    // Frames encoded so far go out in the old format; flush them before switching.
+                    if writer.write_all(&out).await.is_err() {
+                        return;
+                    }
+                    out.clear();
+                    codec.set_compression(compression);
+                    if segments {
+                        codec.enable_segments();
+                    }
+                }
+                AfterWrite::Close => {
+                    close = true;
+                    break;
+                }
+            }
+            if out.len() > 256 * 1024 {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        if !out.is_empty() {
+            if writer.write_all(&out).await.is_err() {
+                return;
+            }
+            out.clear();
+        }
+        if close {
+            let _ = writer.shutdown().await;
+            return;
+        }
+    }
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The whole test suite: builds Helenus, runs the Rust tests, the protocol fuzzer for a bounded time,
+# then starts a real node and points real Cassandra clients and the differential CQL corpus at it.
+# Installs what it needs itself (Python venv, npm, Maven, Go modules) into ~/.cache/helenus.
+# Bounded: every step has a timeout; the node is stopped by PID on exit.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+export HELENUS_CACHE="${HELENUS_CACHE:-$HOME/.cache/helenus}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HELENUS_CACHE/target}"
+mkdir -p "$HELENUS_CACHE"
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+HOST="${HELENUS_TEST_HOST:-127.0.0.3}"
+PORT="${HELENUS_TEST_PORT:-9042}"
+
+passed=0; failed=0; failures=()
+step() {  # step NAME TIMEOUT_S CMD...
+  local name="$1" limit="$2"; shift 2
+  local t0=$SECONDS
+  echo "=== $name"
+  if timeout --kill-after=30 "$limit" "$@"; then
+    passed=$((passed + 1)); echo "=== $name: ok ($((SECONDS - t0)) s)"
+  else
+    local rc=$?
+    failed=$((failed + 1)); failures+=("$name"); echo "=== $name: FAILED (exit $rc, $((SECONDS - t0)) s)"
+  fi
+}
+
+step "build (release)" 2400 cargo build --release --locked --bin helenus || true
+BIN="$CARGO_TARGET_DIR/release/helenus"
+step "cargo test" 1800 cargo test --release --locked --workspace
+if [ -x crates/protocol/fuzz/run.sh ]; then
+  step "protocol fuzzer (${FUZZ_SECONDS}s)" $((FUZZ_SECONDS + 900)) crates/protocol/fuzz/run.sh "$FUZZ_SECONDS"
+fi
+
+NODE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/helenus-test-node.XXXXXX")"
+NODE_PID=""
+cleanup() {
+  if [ -n "$NODE_PID" ] && kill -0 "$NODE_PID" 2>/dev/null; then
+    kill "$NODE_PID" 2>/dev/null; sleep 1; kill -9 "$NODE_PID" 2>/dev/null || true
+  fi
+  rm -rf "$NODE_DIR"
+}
+trap cleanup EXIT
+
+start_node() {
+  "$BIN" server --listen-address "$HOST" --native-transport-port "$PORT" --data-dir "$NODE_DIR" \
+    > "$NODE_DIR.log" 2>&1 &
+  NODE_PID=$!
+  for _ in $(seq 1 100); do
+    if (echo > "/dev/tcp/$HOST/$PORT") 2>/dev/null; then return 0; fi
+    kill -0 "$NODE_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "node did not start; log:"; tail -50 "$NODE_DIR.log"; return 1
+}
+
+if [ -x "$BIN" ] && step "start node on $HOST:$PORT" 60 true && start_node; then
+  export HELENUS_HOST="$HOST" HELENUS_PORT="$PORT"
+  if [ -x tests/clients/run.sh ]; then
+    step "real clients" 2400 tests/clients/run.sh
+  fi
+  if [ -x tests/corpus/check.sh ]; then
+    step "differential CQL corpus" 1200 tests/corpus/check.sh
+  fi
+  kill -0 "$NODE_PID" 2>/dev/null || { echo "node died during the tests; log:"; tail -50 "$NODE_DIR.log"; failed=$((failed + 1)); }
+else
+  failed=$((failed + 1)); failures+=("start node")
+fi
+
+echo
+[ ${#failures[@]} -gt 0 ] && echo "failed steps: ${failures[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
