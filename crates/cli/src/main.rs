@@ -1,5 +1,7 @@
 //! `helenus`: the node and the tools around it, one binary with subcommands.
 
+mod nodetool;
+
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,6 +17,12 @@ struct Cli {
 enum Command {
     /// Start a node.
     Server(ServerArgs),
+    /// nodetool commands over the node's admin API: `helenus nodetool -h 127.0.0.1 flush ks t`.
+    #[command(disable_help_flag = true)]
+    Nodetool {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// cassandra-stress compatible load generator (`helenus stress write n=100000 -rate threads=8`).
     #[command(disable_help_flag = true)]
     Stress {
@@ -88,6 +96,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("ERROR {e}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Nodetool { args } => match nodetool::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
                 ExitCode::from(1)
             }
         },

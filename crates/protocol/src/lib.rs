@@ -1,1 +1,83 @@
-//! placeholder
+//! `helenus-protocol`: the CQL native protocol (v3, v4, v5) codec, server side and client side.
+//!
+//! This crate owns the bytes on the wire: envelope headers, every request and response body,
+//! v4 body compression (lz4, snappy), v5 segments (CRC24/CRC32, lz4) and version negotiation.
+//! It does not know what a query means (`cql`), how to execute it (`server`) or how values are
+//! serialized inside cells (`types`); cells travel as opaque `Bytes`.
+//!
+//! Decoding is zero-copy (values, ids and cells are `Bytes` slices of the read buffer) and
+//! hardened: every length is bounds-checked before use and no allocation is sized by an
+//! unchecked wire length.
+//!
+//! A server connection loop, roughly:
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use helenus_protocol::*;
+//!
+//! let mut codec = ServerConnectionCodec::new(DEFAULT_MAX_FRAME_SIZE_BYTES);
+//! let mut read_buf = BytesMut::from(&[0x04u8, 0, 0, 1, 0x05, 0, 0, 0, 0][..]); // OPTIONS, v4
+//! let mut write_buf = BytesMut::new();
+//! loop {
+//!     match codec.decode(&mut read_buf) {
+//!         Ok(None) => break, // read more from the socket
+//!         Ok(Some(req)) => {
+//!             let resp = Response::Supported(StringMultimap::new());
+//!             codec.encode(&ResponseFrame::new(req.version, req.stream, resp), &mut write_buf).unwrap();
+//!         }
+//!         Err(e) => {
+//!             codec.encode_decode_error(&e, &mut write_buf).unwrap();
+//!             if !e.can_continue() {
+//!                 break; // flush, then close
+//!             }
+//!         }
+//!     }
+//! }
+//! assert!(!write_buf.is_empty());
+//! ```
+//!
+//! After STARTUP: `set_compression` (v3/v4 body compression; v5 lz4 segments) once READY is
+//! written, and for v5 `enable_segments` right after READY / AUTH_SUCCESS is written. Large
+//! results can be streamed with [`ServerConnectionCodec::encode_rows`] and a [`RowsWriter`].
+
+mod codec;
+mod compression;
+mod error;
+mod frame;
+mod primitives;
+mod request;
+mod response;
+mod result;
+mod segment;
+mod types;
+
+pub use codec::{
+    encode_fatal_error, ClientConnectionCodec, ServerConnectionCodec, DEFAULT_MAX_FRAME_SIZE_BYTES,
+};
+pub use compression::Compression;
+pub use error::{DecodeError, DecodeErrorKind, EncodeError, WireError};
+pub use frame::{
+    invalid_version_message, is_supported_version, version_for_unsupported, FrameHeader, Opcode,
+    RequestFrame, ResponseFrame, FLAG_COMPRESSION, FLAG_CUSTOM_PAYLOAD, FLAG_TRACING,
+    FLAG_USE_BETA, FLAG_WARNING, HEADER_LEN, MAX_SUPPORTED_VERSION, MIN_SUPPORTED_VERSION,
+};
+pub use primitives::{
+    write_bytes, write_bytes_map, write_consistency, write_inet, write_inetaddr, write_long_string,
+    write_short_bytes, write_string, write_string_list, write_string_map, write_string_multimap,
+    write_value, BytesMap, Reader, StringMap, StringMultimap,
+};
+pub use request::{
+    Batch, BatchQuery, BatchStatement, BatchType, QueryParameters, QueryValues, Request,
+};
+pub use response::{
+    ErrorBody, ErrorCode, ErrorExtra, Event, Failures, Response, SchemaChange, SchemaChangeTarget,
+    SchemaChangeType, StatusChangeType, TopologyChangeType,
+};
+pub use result::{
+    ColumnSpec, Prepared, PreparedMetadata, ResultBody, Rows, RowsMetadata, RowsWriter, TableSpec,
+};
+pub use segment::{
+    crc24, crc32, decode_segment, write_envelope_segments, write_segment, Segment,
+    MAX_SEGMENT_PAYLOAD,
+};
+pub use types::{read_type, write_type, Consistency, Value, MAX_TYPE_DEPTH};

@@ -4,10 +4,12 @@
 //! Owns the request pipeline from a decoded frame to an encoded response. Does not own the wire
 //! format (`protocol`), the language (`cql`), schema metadata (`schema`) or data files (`storage`).
 
+pub mod admin;
 pub mod config;
 pub mod exec;
 mod keys;
 mod local_node;
+pub mod metrics;
 mod node;
 mod prepared;
 mod system;
@@ -66,6 +68,14 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
         node.config.primary_data_dir().display(),
         t0.elapsed().as_millis()
     );
+    let admin_addr = std::net::SocketAddr::new(node.config.admin_address(), node.config.api_port);
+    match tokio::net::TcpListener::bind(admin_addr).await {
+        Ok(l) => {
+            println!("Helenus admin API (nodetool) on http://{admin_addr}");
+            tokio::spawn(admin::serve(node.clone(), l));
+        }
+        Err(e) => tracing::warn!("admin API not started on {admin_addr}: {e}"),
+    }
     let serving = tokio::spawn(transport::serve(node.clone(), listener));
     shutdown_signal().await;
     println!("Helenus shutting down: flushing memtables");

@@ -29,6 +29,8 @@ enum AfterWrite {
 struct Outgoing {
     frame: proto::ResponseFrame,
     after: AfterWrite,
+    /// Already-encoded bytes to send instead of `frame` (fatal errors).
+    raw: Option<BytesMut>,
 }
 
 pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
@@ -83,10 +85,17 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => {
-                    let fatal = e.is_fatal();
-                    let response = exec::protocol_error_frame(&e);
-                    let after = if fatal { AfterWrite::Close } else { AfterWrite::Nothing };
-                    if tx.send(Outgoing { frame: response, after }).await.is_err() || fatal {
+                    let fatal = !e.can_continue();
+                    let Some(response) = e.to_error_frame() else { break 'read };
+                    let out = if fatal {
+                        // Answered in plain framing (the client may not speak what we negotiated).
+                        let mut raw = BytesMut::new();
+                        let _ = proto::encode_fatal_error(&e, &mut raw);
+                        Outgoing { frame: response, after: AfterWrite::Close, raw: Some(raw) }
+                    } else {
+                        Outgoing { frame: response, after: AfterWrite::Nothing, raw: None }
+                    };
+                    if tx.send(out).await.is_err() || fatal {
                         break 'read;
                     }
                     continue;
@@ -126,22 +135,17 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                             AfterWrite::Nothing,
                         ),
                     };
-                    let out = proto::ResponseFrame { version: frame.version, stream: frame.stream, flags: 0, response };
-                    if tx.send(Outgoing { frame: out, after }).await.is_err() {
+                    let out = proto::ResponseFrame::new(frame.version, frame.stream, response);
+                    if tx.send(Outgoing { frame: out, after, raw: None }).await.is_err() {
                         break 'read;
                     }
                 }
-                proto::Request::Register(ref types) => {
+                proto::Request::Register { events: ref types } => {
                     if events_task.is_none() && types.iter().any(|t| t == "SCHEMA_CHANGE") {
                         events_task = Some(spawn_event_forwarder(&node, tx.clone(), frame.version));
                     }
-                    let out = proto::ResponseFrame {
-                        version: frame.version,
-                        stream: frame.stream,
-                        flags: 0,
-                        response: proto::Response::Ready,
-                    };
-                    if tx.send(Outgoing { frame: out, after: AfterWrite::Nothing }).await.is_err() {
+                    let out = proto::ResponseFrame::new(frame.version, frame.stream, proto::Response::Ready);
+                    if tx.send(Outgoing { frame: out, after: AfterWrite::Nothing, raw: None }).await.is_err() {
                         break 'read;
                     }
                 }
@@ -155,8 +159,8 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                         let version = frame.version;
                         let stream = frame.stream;
                         let response = exec::handle_request(&node, &session, client_id, frame).await;
-                        let out = proto::ResponseFrame { version, stream, flags: 0, response };
-                        let _ = tx.send(Outgoing { frame: out, after: AfterWrite::Nothing }).await;
+                        let out = proto::ResponseFrame::new(version, stream, response);
+                        let _ = tx.send(Outgoing { frame: out, after: AfterWrite::Nothing, raw: None }).await;
                     });
                 }
             }
@@ -188,13 +192,8 @@ fn spawn_event_forwarder(
         loop {
             match events.recv().await {
                 Ok(NodeEvent::SchemaChange(change)) => {
-                    let frame = proto::ResponseFrame {
-                        version,
-                        stream: -1,
-                        flags: 0,
-                        response: proto::Response::Event(proto::Event::SchemaChange(change)),
-                    };
-                    if tx.send(Outgoing { frame, after: AfterWrite::Nothing }).await.is_err() {
+                    let frame = proto::ResponseFrame::new(version, -1, proto::Response::Event(proto::Event::SchemaChange(change)));
+                    if tx.send(Outgoing { frame, after: AfterWrite::Nothing, raw: None }).await.is_err() {
                         return;
                     }
                 }
@@ -217,8 +216,16 @@ async fn write_loop(
         let mut next = Some(first);
         let mut close = false;
         while let Some(item) = next.take() {
-            if let Err(e) = codec.encode(&item.frame, &mut out) {
-                tracing::warn!("cannot encode a response: {e}");
+            match &item.raw {
+                Some(raw) => out.extend_from_slice(raw),
+                None => {
+                    if let Err(e) = codec.encode(&item.frame, &mut out) {
+                        tracing::warn!("cannot encode a response: {e}");
+                        let body = proto::ErrorBody::new(proto::ErrorCode::SERVER, format!("cannot encode the response: {e}"));
+                        let fallback = proto::ResponseFrame::new(item.frame.version, item.frame.stream, proto::Response::Error(body));
+                        let _ = codec.encode(&fallback, &mut out);
+                    }
+                }
             }
             match item.after {
                 AfterWrite::Nothing => {}

@@ -110,14 +110,30 @@ pub struct UserType {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CqlType {
     Native(NativeType),
-    List { element: Box<CqlType>, frozen: bool },
-    Set { element: Box<CqlType>, frozen: bool },
-    Map { key: Box<CqlType>, value: Box<CqlType>, frozen: bool },
+    List {
+        element: Box<CqlType>,
+        frozen: bool,
+    },
+    Set {
+        element: Box<CqlType>,
+        frozen: bool,
+    },
+    Map {
+        key: Box<CqlType>,
+        value: Box<CqlType>,
+        frozen: bool,
+    },
     /// Tuples are always frozen.
     Tuple(Vec<CqlType>),
-    Udt { def: Box<UserType>, frozen: bool },
+    Udt {
+        def: Box<UserType>,
+        frozen: bool,
+    },
     /// `vector<element, dimension>`; always frozen.
-    Vector { element: Box<CqlType>, dimension: u32 },
+    Vector {
+        element: Box<CqlType>,
+        dimension: u32,
+    },
     /// A type Helenus does not model, carried by its Java class name (wire option 0x0000).
     Custom(String),
 }
@@ -144,9 +160,19 @@ impl CqlType {
     /// Same type with the frozen flag set at the top level.
     pub fn frozen(self) -> CqlType {
         match self {
-            CqlType::List { element, .. } => CqlType::List { element, frozen: true },
-            CqlType::Set { element, .. } => CqlType::Set { element, frozen: true },
-            CqlType::Map { key, value, .. } => CqlType::Map { key, value, frozen: true },
+            CqlType::List { element, .. } => CqlType::List {
+                element,
+                frozen: true,
+            },
+            CqlType::Set { element, .. } => CqlType::Set {
+                element,
+                frozen: true,
+            },
+            CqlType::Map { key, value, .. } => CqlType::Map {
+                key,
+                value,
+                frozen: true,
+            },
             CqlType::Udt { def, .. } => CqlType::Udt { def, frozen: true },
             other => other,
         }
@@ -157,7 +183,9 @@ impl CqlType {
 /// `frozen<map<text, int>>`, `list<int>`, `tuple<int, text>`, `vector<float, 3>`, UDTs by name.
 impl fmt::Display for CqlType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let wrap = |f: &mut fmt::Formatter<'_>, frozen: bool, inner: &dyn Fn(&mut fmt::Formatter<'_>) -> fmt::Result| {
+        let wrap = |f: &mut fmt::Formatter<'_>,
+                    frozen: bool,
+                    inner: &dyn Fn(&mut fmt::Formatter<'_>) -> fmt::Result| {
             if frozen {
                 f.write_str("frozen<")?;
                 inner(f)?;
@@ -168,7 +196,9 @@ impl fmt::Display for CqlType {
         };
         match self {
             CqlType::Native(n) => f.write_str(n.cql_name()),
-            CqlType::List { element, frozen } => wrap(f, *frozen, &|f| write!(f, "list<{element}>")),
+            CqlType::List { element, frozen } => {
+                wrap(f, *frozen, &|f| write!(f, "list<{element}>"))
+            }
             CqlType::Set { element, frozen } => wrap(f, *frozen, &|f| write!(f, "set<{element}>")),
             CqlType::Map { key, value, frozen } => {
                 wrap(f, *frozen, &|f| write!(f, "map<{key}, {value}>"))
@@ -202,9 +232,15 @@ mod tests {
             frozen: true,
         };
         assert_eq!(t.to_string(), "frozen<map<text, int>>");
-        let l = CqlType::List { element: Box::new(CqlType::Native(NativeType::Int)), frozen: false };
+        let l = CqlType::List {
+            element: Box::new(CqlType::Native(NativeType::Int)),
+            frozen: false,
+        };
         assert_eq!(l.to_string(), "list<int>");
-        let v = CqlType::Vector { element: Box::new(CqlType::Native(NativeType::Float)), dimension: 3 };
+        let v = CqlType::Vector {
+            element: Box::new(CqlType::Native(NativeType::Float)),
+            dimension: 3,
+        };
         assert_eq!(v.to_string(), "vector<float, 3>");
     }
 }

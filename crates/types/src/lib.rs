@@ -1,9 +1,30 @@
-//! CQL value types: the type tree (`CqlType`), values, their serialized form, comparators
-//! and Cassandra's Murmur3 token function.
+//! CQL value types: the type tree (`CqlType`), values (`CqlValue`) and their serialized form,
+//! comparators over serialized values, literal/JSON formatting and parsing, timeuuid and date
+//! helpers, and Cassandra's Murmur3 token function.
 //!
 //! This crate owns what a CQL value *is*; it does not know about frames (`protocol`),
 //! statements (`cql`) or tables (`schema`).
 
+mod compare;
 mod cql_type;
+mod decode;
+mod error;
+mod format;
+mod parse;
+pub mod time;
+mod token;
+mod value;
+mod vint;
 
-pub use cql_type::{CqlType, NativeType};
+pub use compare::compare_serialized;
+pub use cql_type::{CqlType, NativeType, UserType};
+pub use decode::{deserialize, validate};
+pub use error::TypeError;
+pub use format::{maybe_quote_identifier, to_cql_literal, to_json, to_plain_string};
+pub use parse::from_string;
+pub use time::{
+    max_timeuuid, min_timeuuid, new_timeuuid, now_micros, now_ms, timeuuid_at_unix_ms,
+    timeuuid_to_unix_ms,
+};
+pub use token::{composite_partition_key, murmur3_token, split_composite_key};
+pub use value::{serialize, serialize_to_bytes, CqlValue};

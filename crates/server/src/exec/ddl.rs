@@ -678,6 +678,7 @@ fn alter_table(ks: &KeyspaceMeta, t: &TableMeta, action: &AlterTableAction) -> E
         AlterTableAction::AlterType { column, .. } => {
             return invalid(format!("Altering column types is no longer supported (column {})", column.name));
         }
+        AlterTableAction::DropCompactStorage => return invalid("Cannot DROP COMPACT STORAGE as table does not use COMPACT STORAGE"),
         AlterTableAction::Mask { .. } => return invalid("Dynamic data masking is not supported by Helenus yet"),
         AlterTableAction::With(opts) => {
             apply_table_properties(&mut params, &opts.properties)?;

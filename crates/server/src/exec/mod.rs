@@ -19,7 +19,7 @@ mod values;
 mod write;
 
 pub use error::{ExecError, ExecResult};
-pub use respond::{error_response, handle_request, protocol_error_frame};
+pub use respond::{error_response, handle_request};
 
 use crate::node::NodeState;
 use helenus_cql::ast::{self, Statement};

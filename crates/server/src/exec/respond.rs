@@ -40,11 +40,6 @@ pub fn error_response(e: ExecError) -> proto::Response {
     proto::Response::Error(ErrorBody { code, message, extra })
 }
 
-/// The response to a frame that could not be decoded.
-pub fn protocol_error_frame(e: &proto::DecodeError) -> proto::ResponseFrame {
-    let body = proto::ErrorBody::new(proto::ErrorCode::PROTOCOL, e.to_string());
-    proto::ResponseFrame::new(e.response_version(), e.stream().unwrap_or(0), proto::Response::Error(body))
-}
 
 pub fn schema_change(c: &SchemaChanged) -> proto::SchemaChange {
     let change_type = match c.change {
@@ -64,13 +59,14 @@ pub fn schema_change(c: &SchemaChanged) -> proto::SchemaChange {
 
 fn column_specs(keyspace: &str, table: &str, cols: &[(String, CqlType)]) -> Vec<proto::ColumnSpec> {
     cols.iter()
-        .map(|(n, t)| proto::ColumnSpec { keyspace: keyspace.to_string(), table: table.to_string(), name: n.clone(), ty: t.clone() })
+        .map(|(n, t)| proto::ColumnSpec { keyspace: keyspace.to_string(), table: table.to_string(), name: n.clone(), typ: t.clone() })
         .collect()
 }
 
 fn rows_result(keyspace: &str, table: &str, out: SelectOutput, skip_metadata: bool, metadata_id: Option<[u8; 16]>) -> proto::ResultBody {
     let metadata = proto::RowsMetadata {
         columns_count: out.columns.len(),
+        global_table_spec: None,
         columns: if skip_metadata { Vec::new() } else { column_specs(keyspace, table, &out.columns) },
         paging_state: out.paging_state,
         no_metadata: skip_metadata,
@@ -97,28 +93,30 @@ fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
     let bind_cols: Vec<(String, CqlType)> = p.binds.iter().map(|b| (b.name.clone(), b.ty.clone())).collect();
     let variables = proto::PreparedMetadata {
         pk_indexes: p.pk_indexes.clone(),
+        global_table_spec: None,
         columns: p
             .binds
             .iter()
-            .map(|b| proto::ColumnSpec { keyspace: b.keyspace.clone(), table: b.table.clone(), name: b.name.clone(), ty: b.ty.clone() })
+            .map(|b| proto::ColumnSpec { keyspace: b.keyspace.clone(), table: b.table.clone(), name: b.name.clone(), typ: b.ty.clone() })
             .collect(),
     };
     let _ = (ks, table, bind_cols);
     let result = match &p.result {
         Some((ks, t, cols)) => proto::RowsMetadata {
             columns_count: cols.len(),
+            global_table_spec: None,
             columns: column_specs(ks, t, cols),
             paging_state: None,
             no_metadata: false,
             new_metadata_id: None,
         },
-        None => proto::RowsMetadata { columns_count: 0, columns: Vec::new(), paging_state: None, no_metadata: true, new_metadata_id: None },
+        None => proto::RowsMetadata { columns_count: 0, global_table_spec: None, columns: Vec::new(), paging_state: None, no_metadata: true, new_metadata_id: None },
     };
     proto::Response::Result(proto::ResultBody::Prepared(proto::Prepared {
         id: Bytes::copy_from_slice(&p.id),
         result_metadata_id: (version >= 5).then(|| Bytes::copy_from_slice(&p.result_metadata_id)),
-        variables,
-        result,
+        metadata: variables,
+        result_metadata: result,
     }))
 }
 
@@ -259,7 +257,7 @@ pub fn describe(node: &NodeState, d: &DescribeStatement, session_ks: Option<&str
                 Some(n) => n.name.clone(),
                 None => session_ks.map(str::to_string).ok_or_else(|| ExecError::Invalid("No keyspace specified and no current keyspace".into()))?,
             };
-            describe_output(describe::keyspace_rows(&find_ks(&n)?, *only), true)
+            describe_output(describe::keyspace_rows(&*find_ks(&n)?, *only), true)
         }
         DescribeTarget::Table(q) => {
             let ks = find_ks(&ks_of(q)?)?;

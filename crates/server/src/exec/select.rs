@@ -4,7 +4,7 @@
 
 use super::error::{invalid, ExecError, ExecResult};
 use super::paging::PagingState;
-use super::rows::{self, ColumnLayout, Row};
+use super::rows::Row;
 use super::selectors::{self, Compiled, Sel};
 use super::values::{self, Binds, Bound};
 use super::BindSpec;
@@ -273,6 +273,9 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                 }
                 multi = Some((idx, *op, value.clone()));
             }
+            Relation::CustomIndexExpression { .. } => {
+                return invalid("Custom index expressions are not supported by Helenus yet");
+            }
             Relation::Element { column, key, op, value } => {
                 let i = t.column_index(&column.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", column.name)))?;
                 if let CqlType::Map { key: kt, value: vt, .. } = &t.columns[i].cql_type {
@@ -514,7 +517,7 @@ fn cartesian(lists: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
 }
 
 /// Builds the storage slices for the clustering restrictions.
-fn slices(plan: &SelectPlan, binds: &Binds<'_>) -> ExecResult<Vec<(st::ClusteringBound, st::ClusteringBound)>> {
+pub fn clustering_slices(plan: &SelectPlan, binds: &Binds<'_>) -> ExecResult<Vec<(st::ClusteringBound, st::ClusteringBound)>> {
     let t = &plan.table;
     let ck: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
     if plan.clustering_eq.is_empty() && plan.clustering_slice.is_none() {
@@ -745,6 +748,3 @@ pub fn compare_clustering(t: &TableMeta, a: &[Bytes], b: &[Bytes]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-pub use slices as clustering_slices;
-pub use rows::partition_rows;
-pub use ColumnLayout as Layout;

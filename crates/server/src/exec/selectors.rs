@@ -38,6 +38,7 @@ pub struct OutColumn {
     pub sel: Sel,
 }
 
+#[derive(Debug)]
 pub struct Compiled {
     pub columns: Vec<OutColumn>,
     pub has_aggregate: bool,

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Turns a bench/run.sh manifest into <out>.json (every number), <out>.md (ratio tables),
+<out>-<workload>.png (P90/P99 vs offered rate, one line per server) and <out>.html."""
+import argparse, html, json, os, sys
+
+METRICS = [  # (key, label, higher_is_better)
+    ("max_throughput_per_s", "max throughput (op/s)", True),
+    ("max_throughput_p90_under_10ms_per_s", "max op/s with P90 < 10 ms", True),
+    ("max_throughput_p99_under_10ms_per_s", "max op/s with P99 < 10 ms", True),
+    ("half_max_p50_ms", "P50 at 50% of max (ms)", False),
+    ("half_max_p90_ms", "P90 at 50% of max (ms)", False),
+    ("half_max_p99_ms", "P99 at 50% of max (ms)", False),
+    ("half_max_p999_ms", "P99.9 at 50% of max (ms)", False),
+    ("half_max_max_ms", "max at 50% of max (ms)", False),
+    ("server_cpu_ms_per_1000_ops", "server CPU per 1,000 ops (ms)", False),
+    ("client_cpu_ms_per_1000_ops", "client CPU per 1,000 ops (ms)", False),
+]
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def summarize(entry):
+    r = load(entry["json"]) or {}
+    out = dict(entry)
+    out["stress"] = r
+    half = (r.get("half_max") or {}).get("total") or {}
+    total_ops = 0
+    for ph in [r.get("probe")] + [s.get("phase") for s in r.get("steps") or []] + [(r.get("half_max") or {}).get("phase")]:
+        if ph:
+            total_ops += (ph.get("total") or {}).get("ops", 0)
+    if "steps" not in r:  # a plain run (the load phase)
+        total_ops = (r.get("total") or {}).get("ops", 0)
+    out["ops"] = total_ops
+    out["max_throughput_per_s"] = r.get("max_throughput_per_s")
+    out["max_throughput_p90_under_10ms_per_s"] = r.get("max_throughput_p90_under_10ms_per_s")
+    out["max_throughput_p99_under_10ms_per_s"] = r.get("max_throughput_p99_under_10ms_per_s")
+    for k, src in [("p50", "latency_p50_ms"), ("p90", "latency_p90_ms"), ("p99", "latency_p99_ms"),
+                   ("p999", "latency_p999_ms"), ("max", "latency_max_ms")]:
+        out[f"half_max_{k}_ms"] = half.get(src)
+    all_ops = load_ops = total_ops
+    out["server_cpu_ms_per_1000_ops"] = entry["server_cpu_s"] * 1e6 / all_ops if all_ops else None
+    out["client_cpu_ms_per_1000_ops"] = entry["client_cpu_s"] * 1e6 / load_ops if load_ops else None
+    out["curve"] = [
+        {"offered": s["offered_rate_per_s"], "achieved": s["total"]["rate_per_s"],
+         "p90_ms": s["total"]["latency_p90_ms"], "p99_ms": s["total"]["latency_p99_ms"], "reached": s["reached"]}
+        for s in r.get("steps") or []
+    ]
+    return out
+
+
+def fmt(x):
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--manifest", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--mode", default="quick")
+    ap.add_argument("--commit", default="")
+    ap.add_argument("--settings", default="")
+    a = ap.parse_args()
+    rows = []
+    with open(a.manifest) as f:
+        for line in f:
+            if line.strip():
+                rows.append(summarize(json.loads(line)))
+    servers = sorted({r["server"] for r in rows}, key=["helenus", "cassandra", "ceiling"].index)
+    runs = [r for r in rows if r["workload"] != "load"]
+    keys = sorted({(r["workload"], r["dist"]) for r in runs}, key=lambda k: (["write", "read", "mixed"].index(k[0]), k[1]))
+    by = {(r["server"], r["workload"], r["dist"]): r for r in runs}
+    trustworthy = all(r["trustworthy"] for r in rows)
+    result = {"mode": a.mode, "commit": a.commit, "settings": a.settings, "trustworthy": trustworthy,
+              "servers": servers, "runs": rows}
+    with open(a.out + ".json", "w") as f:
+        json.dump(result, f, indent=1)
+
+    md = [f"# Benchmark {os.path.basename(a.out)} ({a.mode})", "", f"Settings: {a.settings}", ""]
+    if not trustworthy:
+        md += ["**NOT TRUSTWORTHY: the machine was not quiet** (other processes used more CPU than allowed; "
+               "see `other_cores` per run in the JSON).", ""]
+    for base, other in [("cassandra", "helenus"), ("cassandra", "ceiling")]:
+        if base not in servers or other not in servers:
+            continue
+        md += [f"## {other.capitalize()} / Cassandra", "",
+               "| workload | " + " | ".join(m[1] for m in METRICS) + " |",
+               "|---|" + "---|" * len(METRICS)]
+        for wl, d in keys:
+            x, y = by.get((other, wl, d)), by.get((base, wl, d))
+            cells = []
+            for k, _, _ in METRICS:
+                xv, yv = (x or {}).get(k), (y or {}).get(k)
+                cells.append(f"{xv / yv:.2f}" if xv is not None and yv else "-")
+            md.append(f"| {wl}/{d} | " + " | ".join(cells) + " |")
+        md.append("")
+    md += ["## Absolute numbers", "", "| server | workload | " + " | ".join(m[1] for m in METRICS) + " | other cores | trustworthy |",
+           "|---|---|" + "---|" * (len(METRICS) + 2)]
+    for wl, d in keys:
+        for s in servers:
+            r = by.get((s, wl, d))
+            if r:
+                md.append(f"| {s} | {wl}/{d} | " + " | ".join(fmt(r.get(k)) for k, _, _ in METRICS)
+                          + f" | {r['other_cores']:.2f} | {r['trustworthy']} |")
+    md.append("")
+    with open(a.out + ".md", "w") as f:
+        f.write("\n".join(md))
+
+    pngs = []
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        for wl, d in keys:
+            fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+            for ax, q in zip(axes, ["p90_ms", "p99_ms"]):
+                for s in servers:
+                    c = (by.get((s, wl, d)) or {}).get("curve") or []
+                    if c:
+                        ax.plot([p["offered"] for p in c], [p[q] for p in c], marker="o", label=s)
+                ax.set_yscale("log"); ax.set_xlabel("offered rate (op/s)"); ax.set_ylabel(q.replace("_ms", " latency (ms)"))
+                ax.axhline(10, color="grey", lw=0.5, ls="--"); ax.grid(alpha=0.3); ax.legend()
+            fig.suptitle(f"{wl} / {d}")
+            fig.tight_layout()
+            png = f"{a.out}-{wl}-{d}.png"
+            fig.savefig(png, dpi=80); plt.close(fig); pngs.append(png)
+    except ImportError:
+        print("matplotlib not available: no PNGs", file=sys.stderr)
+
+    body = [f"<h1>Benchmark {html.escape(os.path.basename(a.out))}</h1>", f"<p>{html.escape(a.settings)}</p>"]
+    if not trustworthy:
+        body.append("<p style='color:red'><b>Not trustworthy: the machine was not quiet.</b></p>")
+    body += [f"<img src='{html.escape(os.path.basename(p))}'>" for p in pngs]
+    body.append("<pre>" + html.escape("\n".join(md)) + "</pre>")
+    with open(a.out + ".html", "w") as f:
+        f.write("<!doctype html><html><head><meta charset='utf-8'><title>bench</title></head><body>"
+                + "\n".join(body) + "</body></html>\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: Helenus vs Apache Cassandra 5.0 vs the protocol-ceiling server, one after
+# the other in the same run, with the same client (helenus-stress) and the same settings.
+#   bench/run.sh [quick|full]        quick: a few minutes; full: the record run (>= 60 s steps)
+# Matrix (WORKLOADS.md §1): write / read / mixed x uniform / gaussian / in-memory key populations,
+# each a `helenus-stress sla` step load (closed-loop probe, then fixed-rate steps, then 50% of max).
+# Writes bench/results/<date>-<commit>.{json,html,md} and PNGs (P90/P99 vs offered rate).
+# Env: SERVERS="helenus cassandra ceiling" WORKLOADS="write read mixed" DISTS="uniform gaussian inmem"
+#      ROWS THREADS HEAP (memory budget per server, default 1G) NOISE_MAX_CORES (0.25) KEEP_SERVERS=0
+set -euo pipefail
+MODE="${1:-quick}"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CASS="${CASS_TOOLS:-/work/shared/cassandra}"
+CACHE="${HOME}/.cache/helenus"
+WORK="$CACHE/bench/run-$$"
+VENV="$CACHE/bench-venv"
+STRESS="$ROOT/target/release/helenus-stress"
+CEILING="$ROOT/target/release/helenus-ceiling"
+HELENUS="$ROOT/target/release/helenus"
+
+case "$MODE" in
+  quick) : "${ROWS:=200000}"; STEP=25%; STEP_DUR=5s; PROBE=5s; MAX_STEPS=5; SETTLE_MAX=30 ;;
+  full)  : "${ROWS:=2000000}"; STEP=10%; STEP_DUR=60s; PROBE=60s; MAX_STEPS=12; SETTLE_MAX=300 ;;
+  *) echo "usage: bench/run.sh [quick|full]" >&2; exit 2 ;;
+esac
+THREADS="${THREADS:-64}"; HEAP="${HEAP:-1G}"; NOISE_MAX_CORES="${NOISE_MAX_CORES:-0.25}"
+SERVERS="${SERVERS:-helenus cassandra ceiling}"
+WORKLOADS="${WORKLOADS:-write read mixed}"; DISTS="${DISTS:-uniform gaussian inmem}"
+HZ="$(getconf CLK_TCK)"
+DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
+OUT="$ROOT/bench/results"; NAME="$DATE-$COMMIT"
+mkdir -p "$WORK" "$OUT"
+MANIFEST="$WORK/manifest.jsonl"; : > "$MANIFEST"
+log() { echo "[bench $(date -u +%T)] $*" >&2; }
+
+# ---- client and ceiling binaries (only our crate is built) ----
+if [ ! -x "$STRESS" ] || [ ! -x "$CEILING" ]; then
+  log "building helenus-tools (release)"
+  (cd "$ROOT" && cargo build -q -p helenus-tools --release)
+fi
+
+# ---- CPU accounting from /proc ----
+cpu_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }     # all CPUs, ticks
+pid_ticks() { [ -n "${1:-}" ] && awk '{print $14+$15+$16+$17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+rss_mib() { [ -n "${1:-}" ] && awk '/VmRSS/{printf "%d", $2/1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
+wait_port() { local a="$1" p="$2" t0=$SECONDS; while (( SECONDS - t0 < ${3:-120} )); do (exec 3<>"/dev/tcp/$a/$p") 2>/dev/null && return 0; sleep 1; done; return 1; }
+
+SERVER_PID=""; SERVER_ADDR=""; SERVER_DIR=""
+start_server() {
+  local s="$1"
+  SERVER_DIR="$WORK/data-$s"; rm -rf "$SERVER_DIR"; mkdir -p "$SERVER_DIR"
+  case "$s" in
+    helenus)
+      SERVER_ADDR=127.0.0.1
+      "$HELENUS" server --listen-address "$SERVER_ADDR" --native-transport-port 9042 --data-dir "$SERVER_DIR" \
+        > "$WORK/helenus.log" 2>&1 &
+      SERVER_PID=$!
+      wait_port "$SERVER_ADDR" 9042 60 || { log "helenus did not open 9042; see $WORK/helenus.log"; return 1; } ;;
+    cassandra)
+      SERVER_ADDR=127.0.0.4
+      [ -f "$HOME/.cache/cassandra-baseline/lib/.complete" ] || SKIP_LATTE=1 "$CASS/setup.sh" >&2
+      HEAP="$HEAP" "$CASS/start.sh" "$SERVER_ADDR" 9042 "$SERVER_DIR" >&2 || return 1
+      SERVER_PID="$(cat "$SERVER_DIR/cassandra.pid")" ;;
+    ceiling)
+      SERVER_ADDR=127.0.0.5
+      "$CEILING" "$SERVER_ADDR:9042" > "$WORK/ceiling.log" 2>&1 &
+      SERVER_PID=$!
+      wait_port "$SERVER_ADDR" 9042 10 || return 1 ;;
+  esac
+  log "$s up on $SERVER_ADDR:9042 (pid $SERVER_PID)"
+}
+
+stop_server() {
+  local s="$1"
+  [ "${KEEP_SERVERS:-0}" = 1 ] && return 0
+  case "$s" in
+    cassandra) "$CASS/stop.sh" "$SERVER_ADDR" "$SERVER_DIR" >&2 || true ;;
+    *) if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; fi ;;
+  esac
+  SERVER_PID=""
+}
+trap 'stop_server "${CURRENT:-}"' EXIT
+
+settle() {  # flush and wait for compactions (Cassandra via nodetool; Helenus via its nodetool if present)
+  local s="$1" t0=$SECONDS
+  case "$s" in
+    cassandra)
+      "$CASS/nodetool.sh" "$SERVER_ADDR" -- flush keyspace1 >/dev/null 2>&1 || true
+      while (( SECONDS - t0 < SETTLE_MAX )); do
+        p="$("$CASS/nodetool.sh" "$SERVER_ADDR" -- compactionstats 2>/dev/null | awk '/pending tasks/{print $3}')"
+        [ "${p:-0}" = 0 ] && break; sleep 2
+      done ;;
+    helenus) "$HELENUS" nodetool -h "$SERVER_ADDR" flush keyspace1 >/dev/null 2>&1 || true ;;
+  esac
+  log "settled in $((SECONDS - t0))s"
+}
+
+# Runs helenus-stress with CPU accounting; appends one manifest line.
+measured() {  # server workload dist json-file stress-args...
+  local s="$1" wl="$2" dist="$3" json="$4"; shift 4
+  local b0 s0 w0 b1 s1 w1 ut
+  b0=$(cpu_busy); s0=$(pid_ticks "$SERVER_PID"); w0=$(date +%s.%N)
+  /usr/bin/time -f "%U %S" -o "$json.time" "$STRESS" "$@" -json "$json" > "$json.log" 2>&1 || log "stress exited non-zero ($json.log)"
+  b1=$(cpu_busy); s1=$(pid_ticks "$SERVER_PID"); w1=$(date +%s.%N)
+  ut="$(tail -1 "$json.time" 2>/dev/null || echo "0 0")"
+  awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$json" -v hz="$HZ" -v b="$((b1 - b0))" -v sv="$((s1 - s0))" \
+      -v w0="$w0" -v w1="$w1" -v ut="$ut" -v rss="$(rss_mib "$SERVER_PID")" -v noise="$NOISE_MAX_CORES" 'BEGIN{
+    split(ut, t, " "); c = t[1] + t[2]; wall = w1 - w0; busy = b / hz; srv = sv / hz; other = busy - srv - c;
+    if (other < 0) other = 0;
+    printf "{\"server\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\",\"json\":\"%s\",\"wall_s\":%.2f,\"machine_busy_cpu_s\":%.2f,\"server_cpu_s\":%.2f,\"client_cpu_s\":%.2f,\"other_cpu_s\":%.2f,\"other_cores\":%.3f,\"server_rss_mib\":%d,\"trustworthy\":%s}\n",
+      s, wl, d, j, wall, busy, srv, c, other, other / (wall > 0 ? wall : 1), rss, (other / (wall > 0 ? wall : 1) <= noise) ? "true" : "false"
+  }' >> "$MANIFEST"
+}
+
+pop_for() {
+  case "$1" in
+    uniform)  echo "dist=UNIFORM(1..$ROWS)" ;;
+    gaussian) echo "dist=GAUSSIAN(1..$ROWS,5)" ;;       # mean in the middle, 5 stdev to each end
+    inmem)    echo "dist=UNIFORM(1..$(( ROWS / 100 > 1 ? ROWS / 100 : 1 )))" ;;
+  esac
+}
+
+log "mode=$MODE rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR servers=[$SERVERS] loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+RAN=""
+for s in $SERVERS; do
+  if [ "$s" = helenus ] && [ ! -x "$HELENUS" ]; then log "skipping helenus: $HELENUS not built"; continue; fi
+  CURRENT="$s"
+  start_server "$s" || { log "cannot start $s, skipped"; stop_server "$s"; continue; }
+  RAN="$RAN $s"
+  common=(cl=ONE)
+  net=(-node "$SERVER_ADDR" -port native=9042 -rate threads="$THREADS")
+  measured "$s" load seq "$WORK/$s-load.json" write n="$ROWS" "${common[@]}" quiet -pop seq=1.."$ROWS" "${net[@]}"
+  settle "$s"
+  for wl in $WORKLOADS; do
+    for d in $DISTS; do
+      args=(sla "$wl"); [ "$wl" = mixed ] && args+=("ratio(write=1,read=1)")
+      log "$s: $wl / $d"
+      measured "$s" "$wl" "$d" "$WORK/$s-$wl-$d.json" "${args[@]}" "${common[@]}" quiet step="$STEP" step_duration="$STEP_DUR" \
+        probe_duration="$PROBE" max_steps="$MAX_STEPS" -pop "$(pop_for "$d")" "${net[@]}" -hdr "$WORK/$s-$wl-$d.hdr"
+      [ "$wl" = write ] && settle "$s"
+    done
+  done
+  stop_server "$s"; CURRENT=""
+done
+[ -n "$RAN" ] || { log "no server ran"; exit 1; }
+
+# ---- report: venv with matplotlib (created once), JSON + HTML + PNG + markdown ----
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import matplotlib' 2>/dev/null; then
+  log "creating $VENV (matplotlib)"
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q matplotlib >&2 || log "matplotlib unavailable: report without PNGs"
+fi
+PY="$VENV/bin/python"; [ -x "$PY" ] || PY=python3
+"$PY" "$ROOT/bench/report.py" --manifest "$MANIFEST" --out "$OUT/$NAME" --mode "$MODE" --commit "$COMMIT" \
+  --settings "rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR probe=$PROBE max_steps=$MAX_STEPS cores=$(nproc)"
+log "results: $OUT/$NAME.{json,html,md} (raw: $WORK)"

@@ -1,0 +1,218 @@
+//! The admin HTTP API on port 10000 of the node's address (paths modelled on ScyllaDB's REST API),
+//! which `helenus nodetool` drives, plus Prometheus text metrics at `/metrics`.
+//!
+//! HTTP/1.1 is parsed by hand: the API is a handful of small requests from local tools, and a full
+//! HTTP stack would add more build time than the whole admin surface is worth.
+
+use crate::node::NodeState;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const MAX_REQUEST_BYTES: usize = 64 * 1024;
+
+pub struct HttpRequest {
+    pub method: String,
+    pub path: String,
+    pub query: HashMap<String, String>,
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                let h = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                match h {
+                    Some(v) => {
+                        out.push(v);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub fn parse_request_line(head: &str) -> Option<HttpRequest> {
+    let line = head.lines().next()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let target = parts.next()?;
+    let (path, q) = target.split_once('?').unwrap_or((target, ""));
+    let query = q
+        .split('&')
+        .filter(|s| !s.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect();
+    Some(HttpRequest { method, path: percent_decode(path), query })
+}
+
+pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
+    loop {
+        let Ok((socket, _)) = listener.accept().await else { continue };
+        let node = node.clone();
+        tokio::spawn(async move {
+            let _ = handle(node, socket).await;
+        });
+    }
+}
+
+async fn handle(node: Arc<NodeState>, mut socket: TcpStream) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+        if buf.len() > MAX_REQUEST_BYTES {
+            return respond(&mut socket, 413, "text/plain", "request too large").await;
+        }
+    }
+    let head = String::from_utf8_lossy(&buf).into_owned();
+    let Some(req) = parse_request_line(&head) else {
+        return respond(&mut socket, 400, "text/plain", "bad request").await;
+    };
+    let node2 = node.clone();
+    let result = tokio::task::spawn_blocking(move || route(&node2, &req)).await;
+    match result {
+        Ok(Ok((ctype, body))) => respond(&mut socket, 200, ctype, &body).await,
+        Ok(Err((status, msg))) => respond(&mut socket, status, "application/json", &json!({"message": msg, "code": status}).to_string()).await,
+        Err(e) => respond(&mut socket, 500, "text/plain", &e.to_string()).await,
+    }
+}
+
+async fn respond(socket: &mut TcpStream, status: u16, ctype: &str, body: &str) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        413 => "Payload Too Large",
+        _ => "Error",
+    };
+    let msg = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(msg.as_bytes()).await?;
+    socket.shutdown().await
+}
+
+type RouteResult = Result<(&'static str, String), (u16, String)>;
+
+/// The tables a keyspace-level request names: `cf=a,b` or every table of the keyspace.
+fn tables_of(node: &NodeState, ks: Option<&str>, cf: Option<&String>) -> Result<Vec<Arc<helenus_schema::TableMeta>>, (u16, String)> {
+    let schema = node.schema();
+    let mut out = Vec::new();
+    let kss: Vec<_> = match ks {
+        Some(k) => vec![schema.keyspaces.get(k).cloned().ok_or((400, format!("Keyspace {k} does not exist")))?],
+        None => schema.user_keyspaces().cloned().collect(),
+    };
+    for k in kss {
+        if k.kind != helenus_schema::KeyspaceKind::User {
+            continue;
+        }
+        match cf.filter(|c| !c.is_empty()) {
+            Some(list) => {
+                for name in list.split(',') {
+                    out.push(k.tables.get(name).cloned().ok_or((400, format!("Table {}.{name} does not exist", k.name)))?);
+                }
+            }
+            None => out.extend(k.tables.values().cloned()),
+        }
+    }
+    Ok(out)
+}
+
+fn storage_err(e: impl std::fmt::Display) -> (u16, String) {
+    (500, e.to_string())
+}
+
+fn route(node: &NodeState, req: &HttpRequest) -> RouteResult {
+    let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+    let ok = || Ok(("application/json", "\"\"".to_string()));
+    match (req.method.as_str(), segs.as_slice()) {
+        ("GET", ["metrics"]) => Ok(("text/plain; version=0.0.4", crate::metrics::render(node))),
+        ("GET", ["storage_service", "host_id"]) => Ok(("application/json", json!(node.identity.host_id.to_string()).to_string())),
+        ("GET", ["storage_service", "release_version"]) => Ok(("application/json", json!(crate::RELEASE_VERSION).to_string())),
+        ("POST", ["storage_service", "keyspace_flush", rest @ ..]) => {
+            let tables = tables_of(node, rest.first().copied(), req.query.get("cf"))?;
+            for t in tables {
+                node.engine.flush(Some(*t.id.as_bytes())).map_err(storage_err)?;
+            }
+            if rest.is_empty() {
+                node.engine.flush(None).map_err(storage_err)?;
+            }
+            ok()
+        }
+        ("POST", ["storage_service", "keyspace_compaction", rest @ ..]) => {
+            for t in tables_of(node, rest.first().copied(), req.query.get("cf"))? {
+                node.engine.compact(*t.id.as_bytes()).map_err(storage_err)?;
+            }
+            ok()
+        }
+        ("POST", ["storage_service", "keyspace_garbage_collect", rest @ ..]) => {
+            for t in tables_of(node, rest.first().copied(), req.query.get("cf"))? {
+                node.engine.garbage_collect(*t.id.as_bytes()).map_err(storage_err)?;
+            }
+            ok()
+        }
+        ("POST", ["storage_service", "snapshots"]) => {
+            let tag = req.query.get("tag").cloned().unwrap_or_else(|| {
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis().to_string()).unwrap_or_default()
+            });
+            let kn = req.query.get("kn").cloned();
+            let tables = tables_of(node, kn.as_deref(), req.query.get("cf"))?;
+            for t in tables {
+                node.engine.snapshot(Some(*t.id.as_bytes()), &tag).map_err(storage_err)?;
+            }
+            Ok(("application/json", json!(tag).to_string()))
+        }
+        ("DELETE", ["storage_service", "snapshots"]) => {
+            node.engine.clear_snapshot(req.query.get("tag").map(String::as_str)).map_err(storage_err)?;
+            ok()
+        }
+        ("GET", ["helenus", "tablestats"]) => {
+            let tables = tables_of(node, req.query.get("ks").map(String::as_str), req.query.get("cf"))?;
+            let out: Vec<_> = tables
+                .iter()
+                .map(|t| {
+                    let s = node.engine.table_stats(*t.id.as_bytes());
+                    json!({"keyspace": t.keyspace, "table": t.name, "stats": crate::metrics::table_stats_json(&s)})
+                })
+                .collect();
+            Ok(("application/json", serde_json::Value::Array(out).to_string()))
+        }
+        ("GET", ["compaction_manager", "compactions"]) => {
+            let list = crate::metrics::compactions_json(&node.engine.compaction_stats());
+            Ok(("application/json", list.to_string()))
+        }
+        ("GET", ["helenus", "info"]) => Ok(("application/json", crate::metrics::info_json(node).to_string())),
+        _ => Err((404, format!("no such endpoint: {} {}", req.method, req.path))),
+    }
+}

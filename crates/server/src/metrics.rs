@@ -1,0 +1,93 @@
+//! Node metrics: Prometheus text for `/metrics`, and the JSON documents `helenus nodetool` prints
+//! (tablestats, compactionstats, info).
+
+use crate::node::NodeState;
+use helenus_storage as st;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+pub fn table_stats_json(s: &st::TableStats) -> Value {
+    json!({
+        "sstable_count": s.sstable_count,
+        "live_disk_space_bytes": s.live_disk_space_bytes,
+        "memtable_data_size_bytes": s.memtable_data_size_bytes,
+        "memtable_partitions": s.memtable_partitions,
+        "memtable_switch_count": s.memtable_switch_count,
+        "estimated_partitions": s.estimated_partitions,
+        "mean_partition_size_bytes": s.mean_partition_size_bytes,
+        "max_partition_size_bytes": s.max_partition_size_bytes,
+        "local_read_count": s.local_read_count,
+        "local_write_count": s.local_write_count,
+        "bloom_filter_false_positives": s.bloom_filter_false_positives,
+        "bloom_filter_space_bytes": s.bloom_filter_space_bytes,
+        "key_cache_hit_rate": s.key_cache_hit_rate,
+        "chunk_cache_hit_rate": s.chunk_cache_hit_rate,
+        "tombstone_count": s.tombstone_count,
+        "compression_ratio": s.compression_ratio,
+        "sstables_per_read_max": s.sstables_per_read_max,
+    })
+}
+
+pub fn compactions_json(list: &[st::CompactionProgress]) -> Value {
+    Value::Array(
+        list.iter()
+            .map(|c| {
+                json!({"id": c.id, "keyspace": c.keyspace, "table": c.table, "kind": c.kind,
+                       "completed_bytes": c.completed_bytes, "total_bytes": c.total_bytes})
+            })
+            .collect(),
+    )
+}
+
+pub fn info_json(node: &NodeState) -> Value {
+    let uptime = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+        .saturating_sub(node.started_at_s);
+    let mut load = 0u64;
+    for ks in node.schema().user_keyspaces() {
+        for t in ks.tables.values() {
+            load += node.engine.table_stats(*t.id.as_bytes()).live_disk_space_bytes;
+        }
+    }
+    json!({
+        "id": node.identity.host_id.to_string(),
+        "gossip_active": false,
+        "native_transport_active": true,
+        "load_bytes": load,
+        "generation": node.started_at_s,
+        "uptime_seconds": uptime,
+        "data_center": node.config.data_center,
+        "rack": node.config.rack,
+        "tokens": node.identity.tokens.len(),
+        "release_version": crate::RELEASE_VERSION,
+        "clients": node.clients().len(),
+    })
+}
+
+/// Prometheus text exposition of per-table storage metrics and connection counts.
+pub fn render(node: &NodeState) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# TYPE helenus_connected_clients gauge\nhelenus_connected_clients {}", node.clients().len());
+    let metrics: [(&str, fn(&st::TableStats) -> f64); 8] = [
+        ("helenus_table_sstables", |s| s.sstable_count as f64),
+        ("helenus_table_live_disk_bytes", |s| s.live_disk_space_bytes as f64),
+        ("helenus_table_memtable_bytes", |s| s.memtable_data_size_bytes as f64),
+        ("helenus_table_local_reads_total", |s| s.local_read_count as f64),
+        ("helenus_table_local_writes_total", |s| s.local_write_count as f64),
+        ("helenus_table_key_cache_hit_ratio", |s| s.key_cache_hit_rate),
+        ("helenus_table_chunk_cache_hit_ratio", |s| s.chunk_cache_hit_rate),
+        ("helenus_table_estimated_partitions", |s| s.estimated_partitions as f64),
+    ];
+    let schema = node.schema();
+    let tables: Vec<_> = schema.user_keyspaces().flat_map(|k| k.tables.values().cloned()).collect();
+    let stats: Vec<_> = tables.iter().map(|t| node.engine.table_stats(*t.id.as_bytes())).collect();
+    for (name, f) in metrics {
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        for (t, s) in tables.iter().zip(&stats) {
+            let _ = writeln!(out, "{name}{{keyspace=\"{}\",table=\"{}\"}} {}", t.keyspace, t.name, f(s));
+        }
+    }
+    out
+}

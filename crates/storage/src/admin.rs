@@ -1,0 +1,204 @@
+//! Operator actions (nodetool flush / compact / garbagecollect / snapshot / tablestats /
+//! compactionstats) and shutdown.
+
+use crate::compaction::{self, CompactionKind};
+use crate::engine::{Engine, Table};
+use crate::types::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Engine {
+    pub(crate) fn start_task(&self, def: &TableDef, kind: &str, total_bytes: u64) -> u64 {
+        let id = self.next_task_id.fetch_add(1, Ordering::Relaxed);
+        self.progress.lock().insert(
+            id,
+            CompactionProgress {
+                id,
+                keyspace: def.keyspace.clone(),
+                table: def.name.clone(),
+                kind: kind.to_string(),
+                completed_bytes: 0,
+                total_bytes,
+            },
+        );
+        id
+    }
+
+    pub(crate) fn update_task(&self, id: u64, completed_bytes: u64) {
+        if let Some(p) = self.progress.lock().get_mut(&id) {
+            p.completed_bytes = completed_bytes;
+        }
+    }
+
+    pub(crate) fn end_task(&self, id: u64) {
+        self.progress.lock().remove(&id);
+    }
+
+    fn tables_for(&self, table: Option<TableId>) -> Result<Vec<Arc<Table>>, StorageError> {
+        match table {
+            Some(id) => Ok(vec![self.table(id)?]),
+            None => Ok(self.tables.read().values().cloned().collect()),
+        }
+    }
+
+    /// Flushes memtables to SSTables; blocks until written.
+    pub fn flush(&self, table: Option<TableId>) -> Result<(), StorageError> {
+        for t in self.tables_for(table)? {
+            compaction::flush_table(self, &t)?;
+        }
+        Ok(())
+    }
+
+    /// Major compaction: all SSTables of the table into one (split by size for LCS).
+    pub fn compact(&self, table: TableId) -> Result<CompactionStats, StorageError> {
+        let t = self.table(table)?;
+        let all: Vec<_> = t.sstables.read().clone();
+        let inputs = compaction::reserve(&t, all);
+        if inputs.is_empty() {
+            return Ok(CompactionStats::default());
+        }
+        let (level, max_out) = match t.def.read().options.compaction {
+            CompactionOptions::Leveled { sstable_size_in_mb, .. } => (1, u64::from(sstable_size_in_mb).max(1) << 20),
+            _ => (0, u64::MAX),
+        };
+        let r = compaction::compact_sstables(self, &t, inputs.clone(), CompactionKind::Major, level, max_out);
+        release_all(&t, &inputs);
+        r
+    }
+
+    /// nodetool garbagecollect: rewrites each SSTable alone, dropping shadowed data and purgeable
+    /// tombstones.
+    pub fn garbage_collect(&self, table: TableId) -> Result<CompactionStats, StorageError> {
+        let t = self.table(table)?;
+        let all: Vec<_> = t.sstables.read().clone();
+        let mut total = CompactionStats::default();
+        for s in all {
+            let inputs = compaction::reserve(&t, vec![s.clone()]);
+            if inputs.is_empty() {
+                continue;
+            }
+            let level = s.stats.level;
+            let r = compaction::compact_sstables(self, &t, inputs.clone(), CompactionKind::GarbageCollect, level, u64::MAX);
+            release_all(&t, &inputs);
+            let st = r?;
+            total.input_sstables += st.input_sstables;
+            total.output_sstables += st.output_sstables;
+            total.bytes_read += st.bytes_read;
+            total.bytes_written += st.bytes_written;
+            total.partitions_written += st.partitions_written;
+            total.tombstones_purged += st.tombstones_purged;
+        }
+        Ok(total)
+    }
+
+    /// Flushes, then hard-links every SSTable component into `<table dir>/snapshots/<tag>/`.
+    pub fn snapshot(&self, table: Option<TableId>, tag: &str) -> Result<(), StorageError> {
+        if tag.is_empty() || tag.contains('/') || tag.contains("..") {
+            return Err(StorageError::InvalidRequest(format!("invalid snapshot tag {tag:?}")));
+        }
+        for t in self.tables_for(table)? {
+            compaction::flush_table(self, &t)?;
+            let dest = t.dir.join("snapshots").join(tag);
+            std::fs::create_dir_all(&dest).map_err(|e| StorageError::io(&dest, e))?;
+            let sstables: Vec<_> = t.sstables.read().clone();
+            for s in sstables {
+                for p in s.component_paths() {
+                    let Some(name) = p.file_name() else { continue };
+                    let target = dest.join(name);
+                    if target.exists() {
+                        continue;
+                    }
+                    std::fs::hard_link(&p, &target).map_err(|e| StorageError::io(&p, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes snapshots with `tag` (all snapshots when None) of every table on disk.
+    pub fn clear_snapshot(&self, tag: Option<&str>) -> Result<(), StorageError> {
+        let data = &self.config.data_dir;
+        let Ok(keyspaces) = std::fs::read_dir(data) else { return Ok(()) };
+        for ks in keyspaces.flatten() {
+            let Ok(tables) = std::fs::read_dir(ks.path()) else { continue };
+            for t in tables.flatten() {
+                let snaps = t.path().join("snapshots");
+                let target = match tag {
+                    Some(tag) if !tag.is_empty() => snaps.join(tag),
+                    _ => snaps,
+                };
+                if target.exists() {
+                    std::fs::remove_dir_all(&target).map_err(|e| StorageError::io(&target, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Statistics for nodetool tablestats / tablehistograms.
+    pub fn table_stats(&self, table: TableId) -> TableStats {
+        let Ok(t) = self.table(table) else { return TableStats::default() };
+        let sstables: Vec<_> = t.sstables.read().clone();
+        let mt = t.memtable.read().clone();
+        let mut s = TableStats {
+            sstable_count: sstables.len(),
+            memtable_data_size_bytes: mt.size_bytes(),
+            memtable_partitions: mt.partition_count(),
+            memtable_switch_count: t.counters.memtable_switches.load(Ordering::Relaxed),
+            local_read_count: t.counters.reads.load(Ordering::Relaxed),
+            local_write_count: t.counters.writes.load(Ordering::Relaxed),
+            bloom_filter_false_positives: t.counters.bloom_false_positives.load(Ordering::Relaxed),
+            chunk_cache_hit_rate: self.chunk_cache.hit_rate(),
+            key_cache_hit_rate: 0.0,
+            sstables_per_read_max: t.counters.max_sstables_per_read.load(Ordering::Relaxed),
+            ..TableStats::default()
+        };
+        let mut uncompressed = 0u64;
+        let mut data_bytes = 0u64;
+        for r in &sstables {
+            s.live_disk_space_bytes += r.disk_bytes();
+            s.estimated_partitions += r.stats.partitions;
+            s.max_partition_size_bytes = s.max_partition_size_bytes.max(r.stats.max_partition_bytes);
+            s.bloom_filter_space_bytes += r.filter.size_bytes();
+            s.tombstone_count += r.stats.tombstones;
+            uncompressed += r.stats.uncompressed_bytes;
+            data_bytes += r.stats.data_file_bytes;
+        }
+        s.estimated_partitions += mt.partition_count();
+        if s.estimated_partitions > 0 {
+            s.mean_partition_size_bytes = (uncompressed + mt.size_bytes()) / s.estimated_partitions;
+        }
+        s.compression_ratio = if uncompressed > 0 { data_bytes as f64 / uncompressed as f64 } else { 0.0 };
+        s
+    }
+
+    /// Running flushes and compactions.
+    pub fn compaction_stats(&self) -> Vec<CompactionProgress> {
+        let mut v: Vec<_> = self.progress.lock().values().cloned().collect();
+        v.sort_by_key(|p| p.id);
+        v
+    }
+
+    /// Syncs the commitlog and stops background threads. Memtables are not flushed: the
+    /// commitlog replays them at next start.
+    pub fn shutdown(&self) -> Result<(), StorageError> {
+        self.jobs.lock().take();
+        self.compaction_jobs.lock().take();
+        // Let a running flush or compaction finish so no half-replaced SSTable set is left.
+        let workers: Vec<_> = std::mem::take(&mut *self.workers.lock());
+        let me = std::thread::current().id();
+        for w in workers {
+            if w.thread().id() != me {
+                let _ = w.join();
+            }
+        }
+        self.log.shutdown()
+    }
+}
+
+fn release_all(t: &Table, set: &[Arc<crate::sstable::SSTableReader>]) {
+    let mut taken = t.compacting.lock();
+    for s in set {
+        taken.remove(&s.gen);
+    }
+}

@@ -1,0 +1,168 @@
+//! Clustering order: full clusterings and bounds over prefixes share one total order, as in
+//! Cassandra's `ClusteringComparator` (a bound sorts just before or just after every clustering
+//! that starts with its prefix).
+
+use crate::types::{BoundKind, ClusteringBound, ClusteringColumn};
+use bytes::Bytes;
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+/// Orders clusterings of one table.
+pub struct ClusteringComparator {
+    columns: Vec<ClusteringColumn>,
+}
+
+impl ClusteringComparator {
+    pub fn new(columns: Vec<ClusteringColumn>) -> Self {
+        ClusteringComparator { columns }
+    }
+
+    /// Number of clustering columns.
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn compare_component(&self, i: usize, a: &[u8], b: &[u8]) -> Ordering {
+        match self.columns.get(i) {
+            Some(c) => {
+                let o = c.cmp.compare(a, b);
+                if c.descending {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+            // Extra components beyond the schema cannot come from a valid caller; order them bytewise.
+            None => a.cmp(b),
+        }
+    }
+
+    /// Compares two prefixes with their bound weights (-1 before, 0 exact, +1 after the prefix).
+    pub fn compare(&self, a: &[Bytes], a_weight: i8, b: &[Bytes], b_weight: i8) -> Ordering {
+        for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+            let o = self.compare_component(i, x, y);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        match a.len().cmp(&b.len()) {
+            Ordering::Equal => a_weight.cmp(&b_weight),
+            Ordering::Less => {
+                if a_weight > 0 {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            Ordering::Greater => {
+                if b_weight > 0 {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+        }
+    }
+}
+
+/// A clustering (weight 0) or a bound position, ordered by its table's comparator.
+#[derive(Clone)]
+pub struct CKey {
+    pub values: Vec<Bytes>,
+    /// -1: just before all clusterings with this prefix; 0: a row; +1: just after.
+    pub weight: i8,
+    pub cmp: Arc<ClusteringComparator>,
+}
+
+impl CKey {
+    /// A row's clustering.
+    pub fn row(values: Vec<Bytes>, cmp: &Arc<ClusteringComparator>) -> Self {
+        CKey { values, weight: 0, cmp: cmp.clone() }
+    }
+
+    /// The position of a slice/range-tombstone start bound.
+    pub fn start(b: &ClusteringBound, cmp: &Arc<ClusteringComparator>) -> Self {
+        let weight = if b.prefix.is_empty() || b.kind == BoundKind::Inclusive { -1 } else { 1 };
+        CKey { values: b.prefix.clone(), weight, cmp: cmp.clone() }
+    }
+
+    /// The position of a slice/range-tombstone end bound.
+    pub fn end(b: &ClusteringBound, cmp: &Arc<ClusteringComparator>) -> Self {
+        let weight = if b.prefix.is_empty() || b.kind == BoundKind::Inclusive { 1 } else { -1 };
+        CKey { values: b.prefix.clone(), weight, cmp: cmp.clone() }
+    }
+}
+
+impl PartialEq for CKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for CKey {}
+impl PartialOrd for CKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for CKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.cmp.compare(&self.values, self.weight, &other.values, other.weight)
+    }
+}
+
+impl fmt::Debug for CKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CKey({:?}, {})", self.values, self.weight)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::types::ValueComparator;
+
+    pub struct Bytewise;
+    impl ValueComparator for Bytewise {
+        fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+            a.cmp(b)
+        }
+    }
+
+    pub fn cmp2(desc_second: bool) -> Arc<ClusteringComparator> {
+        Arc::new(ClusteringComparator::new(vec![
+            ClusteringColumn { cmp: Arc::new(Bytewise), descending: false },
+            ClusteringColumn { cmp: Arc::new(Bytewise), descending: desc_second },
+        ]))
+    }
+
+    fn b(v: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(v)
+    }
+
+    #[test]
+    fn inclusive_start_bound_sorts_before_rows_with_its_prefix() {
+        let c = cmp2(false);
+        let start = CKey::start(&ClusteringBound { prefix: vec![b(b"a")], kind: BoundKind::Inclusive }, &c);
+        let row = CKey::row(vec![b(b"a"), b(b"x")], &c);
+        assert!(start < row);
+        let excl = CKey::start(&ClusteringBound { prefix: vec![b(b"a")], kind: BoundKind::Exclusive }, &c);
+        assert!(excl > row);
+        assert!(excl < CKey::row(vec![b(b"b"), b(b"a")], &c));
+    }
+
+    #[test]
+    fn descending_column_reverses_order() {
+        let c = cmp2(true);
+        assert!(CKey::row(vec![b(b"a"), b(b"2")], &c) < CKey::row(vec![b(b"a"), b(b"1")], &c));
+    }
+
+    #[test]
+    fn empty_bounds_are_bottom_and_top() {
+        let c = cmp2(false);
+        let bottom = CKey::start(&ClusteringBound::unbounded(), &c);
+        let top = CKey::end(&ClusteringBound::unbounded(), &c);
+        let row = CKey::row(vec![b(b""), b(b"")], &c);
+        assert!(bottom < row && row < top);
+    }
+}

@@ -1,0 +1,325 @@
+//! Commitlog: append-only segment files that make acknowledged writes durable before they reach
+//! an SSTable.
+//!
+//! Segment file `CommitLog-hl1-<id>.log`: a sequence of entries
+//! ```text
+//! [u32 BE payload length][u32 BE crc32c(payload)][payload]
+//! payload = u32 count, count * (table id: 16 bytes, u32 length, encoded partition (codec.rs))
+//! ```
+//! One entry holds one `apply` or one whole `apply_batch`, so a batch replays all-or-nothing. A torn
+//! or corrupt entry (short read, bad length, CRC mismatch) ends replay of that segment: everything
+//! after it was never acknowledged (entries are fsynced in order).
+//!
+//! Counter increments are logged after read-modify-write, as absolute (clock, total) cells, so
+//! replaying an entry twice is harmless.
+
+use crate::codec::crc32c;
+use crate::error::StorageError;
+use crate::types::{CommitlogSync, TableId};
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest entry accepted; a longer length field in a segment means corruption.
+pub const MAX_ENTRY_BYTES: usize = 256 << 20;
+const HEADER_BYTES: u64 = 8;
+
+/// A position in the log: (segment id, byte offset after the entry).
+pub type LogPosition = (u64, u64);
+
+struct Segment {
+    id: u64,
+    path: PathBuf,
+    /// Per table, the position after the last entry for it in this segment.
+    dirty: HashMap<TableId, u64>,
+}
+
+struct WriterState {
+    current: Segment,
+    file: Arc<File>,
+    offset: u64,
+    /// Sequence number of the last appended entry.
+    written_seq: u64,
+    /// Older segments still holding unflushed data.
+    old: BTreeMap<u64, Segment>,
+    /// Per table, everything up to this position is in SSTables.
+    flushed: HashMap<TableId, LogPosition>,
+}
+
+/// The commitlog of one engine.
+pub struct Commitlog {
+    dir: PathBuf,
+    segment_size_bytes: u64,
+    sync: CommitlogSync,
+    state: Mutex<WriterState>,
+    /// Signals the syncer that a writer waits for an fsync.
+    sync_requested: Mutex<bool>,
+    sync_cv: Condvar,
+    synced_tx: tokio::sync::watch::Sender<u64>,
+    stop: AtomicBool,
+}
+
+fn segment_path(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("CommitLog-hl1-{id}.log"))
+}
+
+/// Existing segment ids in `dir`, ascending.
+pub fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
+    let mut ids = Vec::new();
+    let rd = fs::read_dir(dir).map_err(|e| StorageError::io(dir, e))?;
+    for ent in rd {
+        let ent = ent.map_err(|e| StorageError::io(dir, e))?;
+        let name = ent.file_name();
+        let name = name.to_string_lossy();
+        if let Some(id) = name.strip_prefix("CommitLog-hl1-").and_then(|s| s.strip_suffix(".log")) {
+            if let Ok(id) = id.parse::<u64>() {
+                ids.push(id);
+            }
+        }
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+fn create_segment(dir: &Path, id: u64) -> Result<(Segment, Arc<File>), StorageError> {
+    let path = segment_path(dir, id);
+    let file = OpenOptions::new().create(true).write(true).truncate(true).open(&path).map_err(|e| StorageError::io(&path, e))?;
+    // Make the new file's directory entry durable, or a crash could lose the whole segment.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok((Segment { id, path, dirty: HashMap::new() }, Arc::new(file)))
+}
+
+impl Commitlog {
+    /// Opens the log, starting a fresh segment after any existing ones (those are replayed, then
+    /// deleted by `discard_replayed`).
+    pub fn open(dir: &Path, sync: CommitlogSync, segment_size_bytes: u64) -> Result<Arc<Commitlog>, StorageError> {
+        fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
+        let next = list_segments(dir)?.last().map_or(1, |l| l + 1);
+        let (current, file) = create_segment(dir, next)?;
+        let (synced_tx, _) = tokio::sync::watch::channel(0u64);
+        let log = Arc::new(Commitlog {
+            dir: dir.to_path_buf(),
+            segment_size_bytes: segment_size_bytes.max(1 << 20),
+            sync,
+            state: Mutex::new(WriterState {
+                current,
+                file,
+                offset: 0,
+                written_seq: 0,
+                old: BTreeMap::new(),
+                flushed: HashMap::new(),
+            }),
+            sync_requested: Mutex::new(false),
+            sync_cv: Condvar::new(),
+            synced_tx,
+            stop: AtomicBool::new(false),
+        });
+        let bg = log.clone();
+        std::thread::Builder::new()
+            .name("commitlog-sync".into())
+            .spawn(move || bg.sync_loop())
+            .map_err(|e| StorageError::io(dir, e))?;
+        Ok(log)
+    }
+
+    /// Appends one entry for `tables` (the tables it touches); returns its sequence number and
+    /// position. The caller waits with `wait_durable` (after releasing its locks).
+    pub fn append(&self, payload: &[u8], tables: &[TableId]) -> Result<(u64, LogPosition), StorageError> {
+        if payload.len() > MAX_ENTRY_BYTES {
+            return Err(StorageError::InvalidRequest(format!("mutation of {} bytes is too large", payload.len())));
+        }
+        let mut st = self.state.lock();
+        let entry_len = HEADER_BYTES + payload.len() as u64;
+        if st.offset > 0 && st.offset + entry_len > self.segment_size_bytes {
+            self.rotate(&mut st)?;
+        }
+        let mut buf = Vec::with_capacity(entry_len as usize);
+        buf.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        buf.extend_from_slice(&crc32c(payload).to_be_bytes());
+        buf.extend_from_slice(payload);
+        let path = st.current.path.clone();
+        (&*st.file).write_all(&buf).map_err(|e| StorageError::io(&path, e))?;
+        st.offset += entry_len;
+        st.written_seq += 1;
+        let off = st.offset;
+        for t in tables {
+            st.current.dirty.insert(*t, off);
+        }
+        Ok((st.written_seq, (st.current.id, off)))
+    }
+
+    fn rotate(&self, st: &mut WriterState) -> Result<(), StorageError> {
+        // Everything in the old segment must be durable before later entries can be acknowledged.
+        st.file.sync_data().map_err(|e| StorageError::io(&st.current.path, e))?;
+        let (seg, file) = create_segment(&self.dir, st.current.id + 1)?;
+        let old = std::mem::replace(&mut st.current, seg);
+        st.file = file;
+        st.offset = 0;
+        st.old.insert(old.id, old);
+        self.delete_clean_segments(st);
+        Ok(())
+    }
+
+    /// The current end of the log.
+    pub fn position(&self) -> LogPosition {
+        let st = self.state.lock();
+        (st.current.id, st.offset)
+    }
+
+    /// Waits until entry `seq` is durable as the sync mode requires.
+    pub async fn wait_durable(&self, seq: u64) -> Result<(), StorageError> {
+        if matches!(self.sync, CommitlogSync::Periodic { .. }) {
+            return Ok(());
+        }
+        let mut rx = self.synced_tx.subscribe();
+        {
+            *self.sync_requested.lock() = true;
+            self.sync_cv.notify_one();
+        }
+        rx.wait_for(|s| *s >= seq).await.map_err(|_| StorageError::ShuttingDown)?;
+        Ok(())
+    }
+
+    /// Blocking form of `wait_durable` for non-async callers.
+    pub fn wait_durable_blocking(&self, seq: u64) -> Result<(), StorageError> {
+        if matches!(self.sync, CommitlogSync::Periodic { .. }) {
+            return Ok(());
+        }
+        *self.sync_requested.lock() = true;
+        self.sync_cv.notify_one();
+        let mut rx = self.synced_tx.subscribe();
+        while *rx.borrow_and_update() < seq {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(StorageError::ShuttingDown);
+            }
+            *self.sync_requested.lock() = true;
+            self.sync_cv.notify_one();
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(())
+    }
+
+    /// Fsyncs the current segment and publishes the covered sequence number.
+    pub fn sync_now(&self) -> Result<(), StorageError> {
+        let (file, seq, path) = {
+            let st = self.state.lock();
+            (st.file.clone(), st.written_seq, st.current.path.clone())
+        };
+        file.sync_data().map_err(|e| StorageError::io(path, e))?;
+        self.synced_tx.send_modify(|s| *s = (*s).max(seq));
+        Ok(())
+    }
+
+    fn sync_loop(&self) {
+        while !self.stop.load(Ordering::Relaxed) {
+            match self.sync {
+                CommitlogSync::Periodic { period_ms } => {
+                    let mut req = self.sync_requested.lock();
+                    self.sync_cv.wait_for(&mut req, Duration::from_millis(period_ms.max(1)));
+                    *req = false;
+                }
+                CommitlogSync::Batch | CommitlogSync::Group { .. } => {
+                    let mut req = self.sync_requested.lock();
+                    if !*req {
+                        self.sync_cv.wait_for(&mut req, Duration::from_millis(100));
+                    }
+                    if !*req {
+                        continue;
+                    }
+                    *req = false;
+                    drop(req);
+                    if let CommitlogSync::Group { window_ms } = self.sync {
+                        std::thread::sleep(Duration::from_millis(window_ms.min(1000)));
+                    }
+                }
+            }
+            // A failed fsync leaves waiters waiting; the next round retries. Cassandra's default
+            // commit_failure_policy would stop the node; surfacing that is the server's job.
+            let _ = self.sync_now();
+        }
+    }
+
+    /// Records that `table`'s data up to `pos` is in SSTables, and deletes segments nobody needs.
+    pub fn discard(&self, table: TableId, pos: LogPosition) {
+        let mut st = self.state.lock();
+        let cur = st.flushed.get(&table).copied();
+        if cur.map_or(true, |c| c < pos) {
+            st.flushed.insert(table, pos);
+        }
+        self.delete_clean_segments(&mut st);
+    }
+
+    /// Forgets a dropped or truncated table's entries.
+    pub fn forget_table(&self, table: TableId) {
+        let mut st = self.state.lock();
+        let pos = (st.current.id, st.offset);
+        st.flushed.insert(table, pos);
+        self.delete_clean_segments(&mut st);
+    }
+
+    fn delete_clean_segments(&self, st: &mut WriterState) {
+        let flushed = st.flushed.clone();
+        let clean: Vec<u64> = st
+            .old
+            .values()
+            .filter(|s| s.dirty.iter().all(|(t, off)| flushed.get(t).is_some_and(|p| *p >= (s.id, *off))))
+            .map(|s| s.id)
+            .collect();
+        for id in clean {
+            if let Some(s) = st.old.remove(&id) {
+                let _ = fs::remove_file(&s.path);
+            }
+        }
+    }
+
+    /// Deletes the segments found at open (after replay and a flush of everything replayed).
+    pub fn discard_replayed(&self, ids: &[u64]) {
+        for id in ids {
+            let _ = fs::remove_file(segment_path(&self.dir, *id));
+        }
+    }
+
+    /// Final fsync; stops the syncer.
+    pub fn shutdown(&self) -> Result<(), StorageError> {
+        let r = self.sync_now();
+        self.stop.store(true, Ordering::Relaxed);
+        self.sync_cv.notify_all();
+        r
+    }
+}
+
+/// Reads the valid entries of one segment; `Ok((entries, torn))` where `torn` says a bad tail
+/// was skipped.
+pub fn read_segment(path: &Path) -> Result<(Vec<Vec<u8>>, bool), StorageError> {
+    let mut data = Vec::new();
+    File::open(path).and_then(|mut f| f.read_to_end(&mut data)).map_err(|e| StorageError::io(path, e))?;
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while pos < data.len() {
+        let Some(hdr) = data.get(pos..pos + 8) else { return Ok((out, true)) };
+        let len = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
+        let crc = u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
+        if len == 0 && crc == 0 {
+            // Zero-filled tail (preallocated or torn metadata): the end of written data.
+            let rest_zero = data.get(pos..).is_some_and(|r| r.iter().all(|b| *b == 0));
+            return Ok((out, !rest_zero));
+        }
+        if len > MAX_ENTRY_BYTES {
+            return Ok((out, true));
+        }
+        let Some(payload) = data.get(pos + 8..pos + 8 + len) else { return Ok((out, true)) };
+        if crc32c(payload) != crc {
+            return Ok((out, true));
+        }
+        out.push(payload.to_vec());
+        pos += 8 + len;
+    }
+    Ok((out, false))
+}

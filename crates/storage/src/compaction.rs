@@ -1,0 +1,474 @@
+//! Background work: memtable flush, and compaction (SizeTiered, Leveled, TimeWindow, major,
+//! garbagecollect) with tombstone purge after gc_grace_seconds where it cannot resurrect data.
+
+use crate::cache::ByteCache;
+use crate::engine::{Engine, Job, Table};
+use crate::memtable::Memtable;
+use crate::partition::Partition;
+use crate::reconcile::CellKind;
+use crate::sstable::{ChunkKey, SSTableReader, SSTableWriter};
+use crate::types::*;
+use bytes::Bytes;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// Size-tiered defaults (Cassandra's).
+const BUCKET_LOW: f64 = 0.5;
+const BUCKET_HIGH: f64 = 1.5;
+const MIN_SSTABLE_SIZE_BYTES: u64 = 50 << 20;
+/// Output split size for strategies that do not set one.
+const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 30;
+/// Decompressed-chunk memo per compaction (inputs are read sequentially).
+const COMPACTION_CHUNK_MEMO_BYTES: u64 = 16 << 20;
+/// LCS: L0 count that triggers compaction into L1.
+const LCS_L0_TRIGGER: usize = 4;
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+fn spawn_loop(engine: &Arc<Engine>, rx: Arc<parking_lot::Mutex<mpsc::Receiver<Job>>>, name: String) -> Result<std::thread::JoinHandle<()>, StorageError> {
+    let weak: Weak<Engine> = Arc::downgrade(engine);
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || loop {
+            let job = rx.lock().recv();
+            let Ok(job) = job else { return };
+            let Some(engine) = weak.upgrade() else { return };
+            match job {
+                Job::Flush(id) => {
+                    engine.flush_pending.store(false, Ordering::Release);
+                    if let Ok(t) = engine.table(id) {
+                        // Errors leave the memtable readable in `flushing`; a later flush retries.
+                        let _ = flush_table(&engine, &t);
+                    }
+                }
+                Job::Compact(id) => {
+                    if let Ok(t) = engine.table(id) {
+                        let _ = background_compaction(&engine, &t);
+                    }
+                }
+            }
+        })
+        .map_err(|e| StorageError::io("thread", e))
+}
+
+/// Starts the flush thread and the compaction pool.
+pub(crate) fn start_workers(engine: &Arc<Engine>) -> Result<(), StorageError> {
+    let (ftx, frx) = mpsc::channel();
+    let (ctx, crx) = mpsc::channel();
+    let frx = Arc::new(parking_lot::Mutex::new(frx));
+    let crx = Arc::new(parking_lot::Mutex::new(crx));
+    let mut handles = vec![spawn_loop(engine, frx, "memtable-flush".into())?];
+    for i in 0..engine.config.concurrent_compactors.clamp(1, 16) {
+        handles.push(spawn_loop(engine, crx.clone(), format!("compaction-{i}"))?);
+    }
+    *engine.jobs.lock() = Some(ftx);
+    *engine.compaction_jobs.lock() = Some(ctx);
+    engine.workers.lock().extend(handles);
+    Ok(())
+}
+
+/// Flushes a table's memtable to a new SSTable (blocking).
+pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), StorageError> {
+    let _f = t.flush_lock.lock();
+    if t.dropped.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let (old, pos) = {
+        let mut g = t.memtable.write();
+        if g.is_empty() {
+            return Ok(());
+        }
+        let pos = engine.log.position();
+        let old = std::mem::replace(&mut *g, Arc::new(Memtable::default()));
+        t.flushing.write().push(old.clone());
+        (old, pos)
+    };
+    t.counters.memtable_switches.fetch_add(1, Ordering::Relaxed);
+    let def = t.def.read().clone();
+    let task = engine.start_task(&def, "Flush", old.size_bytes());
+    let parts = old.sorted_partitions();
+    let result = write_outputs(engine, t, &def, parts.into_iter().map(Ok), parts_len_hint(&old), 0, u64::MAX, task);
+    engine.end_task(task);
+    let readers = result?;
+    t.sstables.write().extend(readers);
+    t.flushing.write().retain(|m| !Arc::ptr_eq(m, &old));
+    engine.log.discard(def.id, pos);
+    if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
+        let _ = tx.send(Job::Compact(def.id));
+    }
+    Ok(())
+}
+
+fn parts_len_hint(m: &Memtable) -> usize {
+    m.partition_count() as usize
+}
+
+/// Writes partitions (in order) into one or more SSTables, splitting at partition boundaries once
+/// an output exceeds `max_output_bytes`.
+#[allow(clippy::too_many_arguments)]
+fn write_outputs(
+    engine: &Engine,
+    t: &Table,
+    def: &TableDef,
+    parts: impl Iterator<Item = Result<Partition, StorageError>>,
+    expected_keys: usize,
+    level: u32,
+    max_output_bytes: u64,
+    task: u64,
+) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
+    let cmp = t.layout.read().cmp.clone();
+    let mut outputs = Vec::new();
+    let mut writer: Option<SSTableWriter> = None;
+    let started = Instant::now();
+    let mut written = 0u64;
+    let cap = engine.config.compaction_throughput_mib_per_s;
+    for p in parts {
+        let mut p = match p {
+            Ok(p) => p,
+            Err(e) => {
+                if let Some(w) = writer.take() {
+                    w.abort();
+                }
+                return Err(e);
+            }
+        };
+        p.drop_shadowed();
+        if p.deletion.is_none() && p.range_tombstones.is_empty() && p.static_row.is_empty() && p.rows.is_empty() {
+            continue;
+        }
+        if writer.is_none() {
+            let gen = t.next_gen.fetch_add(1, Ordering::Relaxed);
+            let fp = def.options.bloom_filter_fp_chance;
+            writer = Some(SSTableWriter::create(&t.dir, gen, &def.options.compression, expected_keys, fp, level)?);
+        }
+        let Some(w) = writer.as_mut() else { continue };
+        let before = w.uncompressed_bytes();
+        if let Err(e) = w.append(&p) {
+            if let Some(w) = writer.take() {
+                w.abort();
+            }
+            return Err(e);
+        }
+        written += w.uncompressed_bytes() - before;
+        engine.update_task(task, written);
+        if w.uncompressed_bytes() >= max_output_bytes {
+            if let Some(w) = writer.take() {
+                outputs.push(w.finish(&cmp)?);
+            }
+        }
+        if cap > 0 {
+            // Throttle: stay under cap MiB/s measured over the whole task.
+            let allowed = Duration::from_secs_f64(written as f64 / (cap as f64 * 1048576.0));
+            if let Some(wait) = allowed.checked_sub(started.elapsed()) {
+                std::thread::sleep(wait.min(Duration::from_secs(1)));
+            }
+        }
+    }
+    if let Some(w) = writer.take() {
+        outputs.push(w.finish(&cmp)?);
+    }
+    Ok(outputs)
+}
+
+/// Removes tombstones older than gc_grace whose timestamp is below `max_purgeable_ts` (no older
+/// data for this partition exists outside the compaction), and expired TTL data in the same case.
+pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, now: i64) -> u64 {
+    let purgeable = |d: &DeletionTime| d.local_deletion_time_s < gc_before_s && d.marked_for_delete_at_us < max_purgeable_ts;
+    let mut purged = 0u64;
+    if p.deletion.is_some_and(|d| purgeable(&d)) {
+        p.deletion = None;
+        purged += 1;
+    }
+    let before = p.range_tombstones.len();
+    p.range_tombstones.retain(|rt| !purgeable(&rt.2));
+    purged += (before - p.range_tombstones.len()) as u64;
+    for r in std::iter::once(&mut p.static_row).chain(p.rows.values_mut()) {
+        if r.deletion.is_some_and(|d| purgeable(&d)) {
+            r.deletion = None;
+            purged += 1;
+        }
+        if let Some(l) = r.liveness {
+            let dead_at = l.expires_at_s;
+            if l.ttl_s > 0 && dead_at <= now && dead_at < gc_before_s && l.timestamp_us < max_purgeable_ts {
+                r.liveness = None;
+                purged += 1;
+            }
+        }
+        let nb = r.complex_deletions.len();
+        r.complex_deletions.retain(|_, d| !purgeable(d));
+        purged += (nb - r.complex_deletions.len()) as u64;
+        let nc = r.cells.len();
+        r.cells.retain(|_, c| match c.tombstone_time_s(now) {
+            Some(t) => !(t < gc_before_s && c.timestamp_us < max_purgeable_ts),
+            None => true,
+        });
+        purged += (nc - r.cells.len()) as u64;
+        // Expired cells that must stay (not yet purgeable) become plain tombstones: smaller, same effect.
+        for c in r.cells.values_mut() {
+            if let CellKind::Live { ttl_s, expires_at_s, .. } = c.kind {
+                if ttl_s > 0 && expires_at_s <= now {
+                    c.kind = CellKind::Tombstone { local_deletion_time_s: expires_at_s };
+                }
+            }
+        }
+    }
+    p.rows.retain(|_, r| !r.is_empty());
+    purged
+}
+
+/// The kind of a compaction task.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CompactionKind {
+    Background,
+    Major,
+    GarbageCollect,
+}
+
+/// Merges `inputs` into new SSTables, replacing them atomically in the table's SSTable set.
+pub(crate) fn compact_sstables(
+    engine: &Engine,
+    t: &Arc<Table>,
+    inputs: Vec<Arc<SSTableReader>>,
+    kind: CompactionKind,
+    level: u32,
+    max_output_bytes: u64,
+) -> Result<CompactionStats, StorageError> {
+    let def = t.def.read().clone();
+    let input_gens: HashSet<u64> = inputs.iter().map(|s| s.gen).collect();
+    let total: u64 = inputs.iter().map(|s| s.stats.uncompressed_bytes).sum();
+    let label = match kind {
+        CompactionKind::Background => "Compaction",
+        CompactionKind::Major => "Major compaction",
+        CompactionKind::GarbageCollect => "Garbage collection",
+    };
+    let task = engine.start_task(&def, label, total);
+    let now = now_s();
+    let gc_before = now - i64::from(def.options.gc_grace_seconds);
+    let others: Vec<Arc<SSTableReader>> = t.sstables.read().iter().filter(|s| !input_gens.contains(&s.gen)).cloned().collect();
+    let memtables: Vec<Arc<Memtable>> =
+        std::iter::once(t.memtable.read().clone()).chain(t.flushing.read().iter().cloned()).collect();
+    let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
+    let mut heap: BinaryHeap<Reverse<((i64, Bytes), usize, usize)>> = BinaryHeap::new();
+    for (si, s) in inputs.iter().enumerate() {
+        if let Some(e) = s.index.first() {
+            heap.push(Reverse(((e.token, e.key.clone()), si, 0)));
+        }
+    }
+    let mut stats = CompactionStats { input_sstables: inputs.len(), bytes_read: total, ..CompactionStats::default() };
+    let mut purged = 0u64;
+    let mut keys = 0usize;
+    let merged = std::iter::from_fn(|| {
+        let Reverse((key, si, ii)) = heap.pop()?;
+        let mut batch = vec![(si, ii)];
+        while heap.peek().is_some_and(|Reverse((k, _, _))| *k == key) {
+            if let Some(Reverse((_, s, i))) = heap.pop() {
+                batch.push((s, i));
+            }
+        }
+        let mut acc: Option<Partition> = None;
+        for (si, ii) in batch {
+            let Some(s) = inputs.get(si) else { continue };
+            let p = match s.read_partition(ii, Some(&memo)) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            match &mut acc {
+                Some(a) => a.merge(p),
+                None => acc = Some(p),
+            }
+            if let Some(e) = s.index.get(ii + 1) {
+                heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
+            }
+        }
+        let mut p = acc?;
+        keys += 1;
+        p.drop_shadowed();
+        let mut max_purgeable = i64::MAX;
+        for s in &others {
+            if s.find(key.0, &key.1).is_some() {
+                max_purgeable = max_purgeable.min(s.stats.min_timestamp_us);
+            }
+        }
+        for m in &memtables {
+            if let Some(Some((lo, _))) = m.with_partition(key.0, &key.1, |mp| mp.timestamp_range()) {
+                max_purgeable = max_purgeable.min(lo);
+            }
+        }
+        purged += purge(&mut p, gc_before, max_purgeable, now);
+        Some(Ok(p))
+    });
+    let expected: usize = inputs.iter().map(|s| s.index.len()).sum();
+    let result = write_outputs(engine, t, &def, merged, expected, level, max_output_bytes, task);
+    engine.end_task(task);
+    let outputs = result?;
+    stats.output_sstables = outputs.len();
+    stats.bytes_written = outputs.iter().map(|s| s.stats.data_file_bytes).sum();
+    stats.partitions_written = outputs.iter().map(|s| s.stats.partitions).sum();
+    stats.tombstones_purged = purged;
+    let _ = keys;
+    {
+        let mut set = t.sstables.write();
+        set.retain(|s| !input_gens.contains(&s.gen));
+        set.extend(outputs);
+    }
+    t.compacting.lock().retain(|g| !input_gens.contains(g));
+    let uids: HashSet<u64> = inputs.iter().map(|s| s.uid).collect();
+    engine.chunk_cache.retain(|k| !uids.contains(&k.0));
+    for s in &inputs {
+        for p in s.component_paths() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(stats)
+}
+
+/// Reserves SSTables for a compaction; returns those not already taken.
+pub(crate) fn reserve(t: &Table, cands: Vec<Arc<SSTableReader>>) -> Vec<Arc<SSTableReader>> {
+    let mut taken = t.compacting.lock();
+    let free: Vec<_> = cands.into_iter().filter(|s| !taken.contains(&s.gen)).collect();
+    for s in &free {
+        taken.insert(s.gen);
+    }
+    free
+}
+
+fn release(t: &Table, set: &[Arc<SSTableReader>]) {
+    let mut taken = t.compacting.lock();
+    for s in set {
+        taken.remove(&s.gen);
+    }
+}
+
+/// Size-tiered buckets (Cassandra's `getBuckets`): similar sizes group together.
+fn stcs_pick(sstables: &[Arc<SSTableReader>], min_threshold: usize, max_threshold: usize) -> Vec<Arc<SSTableReader>> {
+    let mut sorted: Vec<Arc<SSTableReader>> = sstables.to_vec();
+    sorted.sort_by_key(|s| s.stats.data_file_bytes);
+    let mut buckets: Vec<(f64, Vec<Arc<SSTableReader>>)> = Vec::new();
+    for s in sorted {
+        let size = s.stats.data_file_bytes as f64;
+        let fit = buckets.iter_mut().find(|(avg, _)| {
+            (size > avg * BUCKET_LOW && size < avg * BUCKET_HIGH)
+                || (size < MIN_SSTABLE_SIZE_BYTES as f64 && *avg < MIN_SSTABLE_SIZE_BYTES as f64)
+        });
+        match fit {
+            Some((avg, b)) => {
+                *avg = (*avg * b.len() as f64 + size) / (b.len() + 1) as f64;
+                b.push(s);
+            }
+            None => buckets.push((size, vec![s])),
+        }
+    }
+    buckets
+        .into_iter()
+        .filter(|(_, b)| b.len() >= min_threshold.max(2))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, mut b)| {
+            b.truncate(max_threshold.max(2));
+            b
+        })
+        .unwrap_or_default()
+}
+
+fn window_seconds(unit: &str, size: u32) -> i64 {
+    let unit_s = match unit.to_ascii_uppercase().as_str() {
+        "MINUTES" => 60,
+        "HOURS" => 3600,
+        _ => 86_400,
+    };
+    unit_s * i64::from(size.max(1))
+}
+
+/// Picks and runs one background compaction if the strategy wants one.
+pub(crate) fn background_compaction(engine: &Engine, t: &Arc<Table>) -> Result<Option<CompactionStats>, StorageError> {
+    let def = t.def.read().clone();
+    let free: Vec<Arc<SSTableReader>> = {
+        let taken = t.compacting.lock();
+        t.sstables.read().iter().filter(|s| !taken.contains(&s.gen)).cloned().collect()
+    };
+    let (cands, level, max_out) = match &def.options.compaction {
+        CompactionOptions::SizeTiered { min_threshold, max_threshold } => {
+            (stcs_pick(&free, *min_threshold as usize, *max_threshold as usize), 0, DEFAULT_MAX_OUTPUT_BYTES)
+        }
+        CompactionOptions::TimeWindow { compaction_window_unit, compaction_window_size } => {
+            let w = window_seconds(compaction_window_unit, *compaction_window_size) * 1_000_000;
+            let mut windows: std::collections::BTreeMap<i64, Vec<Arc<SSTableReader>>> = Default::default();
+            for s in &free {
+                windows.entry(s.stats.max_timestamp_us.div_euclid(w.max(1))).or_default().push(s.clone());
+            }
+            let newest = windows.keys().next_back().copied();
+            let mut pick = Vec::new();
+            for (k, v) in windows.iter().rev() {
+                if Some(*k) == newest {
+                    pick = stcs_pick(v, 4, 32);
+                } else if v.len() > 1 {
+                    pick = v.clone();
+                }
+                if !pick.is_empty() {
+                    break;
+                }
+            }
+            (pick, 0, DEFAULT_MAX_OUTPUT_BYTES)
+        }
+        CompactionOptions::Leveled { sstable_size_in_mb, fanout_size } => {
+            lcs_pick(&free, t, u64::from(*sstable_size_in_mb).max(1) << 20, u64::from(*fanout_size).max(2))
+        }
+    };
+    if cands.len() < 2 && !matches!(def.options.compaction, CompactionOptions::Leveled { .. }) || cands.is_empty() {
+        return Ok(None);
+    }
+    let inputs = reserve(t, cands);
+    if inputs.is_empty() {
+        return Ok(None);
+    }
+    let r = compact_sstables(engine, t, inputs.clone(), CompactionKind::Background, level, max_out);
+    release(t, &inputs);
+    let stats = r?;
+    // The outputs may make another round worthwhile.
+    if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
+        let _ = tx.send(Job::Compact(def.id));
+    }
+    Ok(Some(stats))
+}
+
+fn overlaps(a: &SSTableReader, b: &SSTableReader) -> bool {
+    a.stats.min_token <= b.stats.max_token && b.stats.min_token <= a.stats.max_token
+}
+
+/// Leveled: L0 over its trigger goes to L1 with overlapping L1 tables; a level over its budget
+/// (size * fanout^level) pushes its oldest table into the next level.
+fn lcs_pick(
+    free: &[Arc<SSTableReader>],
+    t: &Table,
+    size: u64,
+    fanout: u64,
+) -> (Vec<Arc<SSTableReader>>, u32, u64) {
+    let all: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+    let level_of = |l: u32| free.iter().filter(move |s| s.stats.level == l).cloned();
+    let l0: Vec<_> = level_of(0).collect();
+    if l0.len() >= LCS_L0_TRIGGER {
+        let mut pick = l0.clone();
+        for s in level_of(1) {
+            if l0.iter().any(|a| overlaps(a, &s)) {
+                pick.push(s);
+            }
+        }
+        return (pick, 1, size);
+    }
+    for l in 1..8u32 {
+        let in_level: Vec<_> = all.iter().filter(|s| s.stats.level == l).collect();
+        let bytes: u64 = in_level.iter().map(|s| s.stats.data_file_bytes).sum();
+        let budget = size.saturating_mul(fanout.saturating_pow(l));
+        if bytes > budget {
+            let Some(first) = level_of(l).min_by_key(|s| s.gen) else { continue };
+            let mut pick = vec![first.clone()];
+            pick.extend(level_of(l + 1).filter(|s| overlaps(&first, s)));
+            return (pick, l + 1, size);
+        }
+    }
+    (Vec::new(), 0, size)
+}

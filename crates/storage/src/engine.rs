@@ -1,0 +1,578 @@
+//! The engine: tables, the write path (commitlog then memtable), the read path (memtables and
+//! SSTables merged), and the admin operations.
+
+use crate::cache::ByteCache;
+use crate::clustering::CKey;
+use crate::codec::{decode_partition, encode_partition, Reader, Writer};
+use crate::commitlog::{self, Commitlog};
+use crate::memtable::{self, Memtable, PKey};
+use crate::partition::{self, Limits, Partition, TableLayout};
+use crate::reconcile::{Cell, CellKind};
+use crate::sstable::{self, ChunkKey, SSTableReader};
+use crate::types::*;
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+/// Stripes of the per-partition lock that serialises counter read-modify-write.
+const COUNTER_LOCK_STRIPES: usize = 1024;
+/// Partitions fetched per source per round of a range scan.
+const RANGE_BATCH: usize = 256;
+
+/// Per-table counters for TableStats.
+#[derive(Default)]
+pub(crate) struct TableCounters {
+    pub reads: AtomicU64,
+    pub writes: AtomicU64,
+    pub memtable_switches: AtomicU64,
+    pub bloom_false_positives: AtomicU64,
+    pub max_sstables_per_read: AtomicU64,
+}
+
+/// One table's state.
+pub(crate) struct Table {
+    pub def: RwLock<TableDef>,
+    pub layout: RwLock<Arc<TableLayout>>,
+    pub dir: PathBuf,
+    /// The active memtable; writers hold the read lock across commitlog append + insert, so a
+    /// switch (write lock) sees a log position that covers exactly the old memtable's entries.
+    pub memtable: RwLock<Arc<Memtable>>,
+    pub flushing: RwLock<Vec<Arc<Memtable>>>,
+    pub sstables: RwLock<Vec<Arc<SSTableReader>>>,
+    pub next_gen: AtomicU64,
+    pub flush_lock: Mutex<()>,
+    /// Generations taken by a running compaction.
+    pub compacting: Mutex<HashSet<u64>>,
+    pub counters: TableCounters,
+    pub dropped: AtomicBool,
+}
+
+impl Table {
+    pub fn id(&self) -> TableId {
+        self.def.read().id
+    }
+}
+
+/// Background work requests.
+pub(crate) enum Job {
+    Flush(TableId),
+    Compact(TableId),
+}
+
+/// The storage engine of one node.
+pub struct Engine {
+    pub(crate) config: StorageConfig,
+    pub(crate) log: Arc<Commitlog>,
+    pub(crate) tables: RwLock<HashMap<TableId, Arc<Table>>>,
+    counter_locks: Vec<Mutex<()>>,
+    lock_hasher: RandomState,
+    replay_segments: Mutex<Vec<u64>>,
+    pub(crate) chunk_cache: ByteCache<ChunkKey, Vec<u8>>,
+    /// Flush requests (one flush thread).
+    pub(crate) jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    /// Compaction requests (a pool of `concurrent_compactors` threads).
+    pub(crate) compaction_jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    pub(crate) flush_pending: AtomicBool,
+    pub(crate) progress: Mutex<HashMap<u64, CompactionProgress>>,
+    pub(crate) next_task_id: AtomicU64,
+    pub(crate) workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Engine {
+    /// Opens the engine: creates directories, starts a new commitlog segment and the background
+    /// threads. Existing segments are replayed by `replay_commitlog` once tables are created.
+    pub fn open(config: StorageConfig) -> Result<Arc<Engine>, StorageError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| StorageError::io(&config.data_dir, e))?;
+        std::fs::create_dir_all(&config.commitlog_dir).map_err(|e| StorageError::io(&config.commitlog_dir, e))?;
+        let existing = commitlog::list_segments(&config.commitlog_dir)?;
+        let log = Commitlog::open(&config.commitlog_dir, config.commitlog_sync, config.commitlog_segment_size_bytes)?;
+        let engine = Arc::new(Engine {
+            chunk_cache: ByteCache::new(config.chunk_cache_bytes.max(1 << 20)),
+            config,
+            log,
+            tables: RwLock::new(HashMap::new()),
+            counter_locks: (0..COUNTER_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            lock_hasher: RandomState::new(),
+            replay_segments: Mutex::new(existing),
+            jobs: Mutex::new(None),
+            compaction_jobs: Mutex::new(None),
+            flush_pending: AtomicBool::new(false),
+            progress: Mutex::new(HashMap::new()),
+            next_task_id: AtomicU64::new(1),
+            workers: Mutex::new(Vec::new()),
+        });
+        crate::compaction::start_workers(&engine)?;
+        Ok(engine)
+    }
+
+    pub(crate) fn table(&self, id: TableId) -> Result<Arc<Table>, StorageError> {
+        self.tables.read().get(&id).cloned().ok_or(StorageError::UnknownTable(id))
+    }
+
+    pub(crate) fn table_dir(&self, def: &TableDef) -> PathBuf {
+        self.config.data_dir.join(&def.keyspace).join(format!("{}-{}", def.name, hex(&def.id)))
+    }
+
+    /// Registers a table (at CREATE TABLE and at startup) and loads its SSTables.
+    pub fn create_table(&self, def: TableDef) -> Result<(), StorageError> {
+        if self.tables.read().contains_key(&def.id) {
+            return self.alter_table(def);
+        }
+        let dir = self.table_dir(&def);
+        std::fs::create_dir_all(&dir).map_err(|e| StorageError::io(&dir, e))?;
+        let layout = Arc::new(TableLayout::new(&def));
+        let gens = sstable::list_generations(&dir)?;
+        let mut readers = Vec::new();
+        for g in &gens {
+            readers.push(SSTableReader::open(&dir, *g, &layout.cmp)?);
+        }
+        let table = Arc::new(Table {
+            def: RwLock::new(def.clone()),
+            layout: RwLock::new(layout),
+            dir,
+            memtable: RwLock::new(Arc::new(Memtable::default())),
+            flushing: RwLock::new(Vec::new()),
+            sstables: RwLock::new(readers),
+            next_gen: AtomicU64::new(gens.last().map_or(1, |g| g + 1)),
+            flush_lock: Mutex::new(()),
+            compacting: Mutex::new(HashSet::new()),
+            counters: TableCounters::default(),
+            dropped: AtomicBool::new(false),
+        });
+        self.tables.write().insert(def.id, table);
+        Ok(())
+    }
+
+    /// Updates a table's options and columns (clustering never changes after creation).
+    pub fn alter_table(&self, def: TableDef) -> Result<(), StorageError> {
+        let t = self.table(def.id)?;
+        let old_cmp = t.layout.read().cmp.clone();
+        let mut layout = TableLayout::new(&def);
+        // Keep the comparator instance the stored clusterings already reference.
+        layout.cmp = old_cmp;
+        *t.layout.write() = Arc::new(layout);
+        *t.def.write() = def;
+        Ok(())
+    }
+
+    /// Drops a table: forgets it and deletes its files (no snapshot).
+    pub fn drop_table(&self, id: TableId) -> Result<(), StorageError> {
+        let Some(t) = self.tables.write().remove(&id) else { return Ok(()) };
+        t.dropped.store(true, Ordering::Relaxed);
+        let _f = t.flush_lock.lock();
+        self.log.forget_table(id);
+        let uids: HashSet<u64> = t.sstables.read().iter().map(|s| s.uid).collect();
+        self.chunk_cache.retain(|k| !uids.contains(&k.0));
+        match std::fs::remove_dir_all(&t.dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StorageError::io(&t.dir, e)),
+        }
+    }
+
+    /// Removes all data of a table (memtables and SSTables; snapshots are kept).
+    pub fn truncate(&self, id: TableId) -> Result<(), StorageError> {
+        let t = self.table(id)?;
+        let _f = t.flush_lock.lock();
+        {
+            let mut mt = t.memtable.write();
+            *mt = Arc::new(Memtable::default());
+            t.flushing.write().clear();
+            self.log.forget_table(id);
+        }
+        let old: Vec<Arc<SSTableReader>> = std::mem::take(&mut *t.sstables.write());
+        for s in &old {
+            for p in s.component_paths() {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        let uids: HashSet<u64> = old.iter().map(|s| s.uid).collect();
+        self.chunk_cache.retain(|k| !uids.contains(&k.0));
+        Ok(())
+    }
+
+    /// Replays commitlog segments found at open into the memtables, flushes, and deletes them.
+    pub fn replay_commitlog(&self) -> Result<ReplayStats, StorageError> {
+        let ids = std::mem::take(&mut *self.replay_segments.lock());
+        let mut stats = ReplayStats::default();
+        for id in &ids {
+            let path = self.config.commitlog_dir.join(format!("CommitLog-hl1-{id}.log"));
+            let (entries, torn) = commitlog::read_segment(&path)?;
+            stats.segments += 1;
+            stats.corrupt_tails += usize::from(torn);
+            for payload in entries {
+                self.replay_entry(&payload, &mut stats);
+            }
+        }
+        if !ids.is_empty() {
+            self.flush(None)?;
+            self.log.discard_replayed(&ids);
+        }
+        Ok(stats)
+    }
+
+    fn replay_entry(&self, payload: &[u8], stats: &mut ReplayStats) {
+        let mut r = Reader::new(payload, "commitlog entry");
+        let Ok(n) = r.u32() else {
+            stats.mutations_skipped += 1;
+            return;
+        };
+        for _ in 0..n {
+            let Ok(id) = r.take(16).map(|b| {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(b);
+                a
+            }) else {
+                return;
+            };
+            let Ok(len) = r.u32() else { return };
+            let Ok(body) = r.take(len as usize) else { return };
+            let Ok(t) = self.table(id) else {
+                stats.mutations_skipped += 1;
+                continue;
+            };
+            let cmp = t.layout.read().cmp.clone();
+            match decode_partition(&mut Reader::new(body, "commitlog partition"), &cmp) {
+                Ok(p) => {
+                    t.memtable.read().apply(p, u64::from(len));
+                    stats.mutations_replayed += 1;
+                }
+                Err(_) => stats.mutations_skipped += 1,
+            }
+        }
+    }
+
+    /// Applies one mutation; when this returns the write is durable as `commitlog_sync` promises.
+    pub async fn apply(&self, m: Mutation) -> Result<(), StorageError> {
+        let seq = self.apply_local(std::slice::from_ref(&m))?;
+        self.log.wait_durable(seq).await
+    }
+
+    /// Applies several mutations atomically (one commitlog entry): a logged batch on one node.
+    pub async fn apply_batch(&self, ms: Vec<Mutation>) -> Result<(), StorageError> {
+        let seq = self.apply_local(&ms)?;
+        self.log.wait_durable(seq).await
+    }
+
+    /// Blocking `apply_batch` for callers outside an async runtime (tools, tests).
+    pub fn apply_blocking(&self, ms: &[Mutation]) -> Result<(), StorageError> {
+        let seq = self.apply_local(ms)?;
+        self.log.wait_durable_blocking(seq)
+    }
+
+    fn counter_stripes(&self, ms: &[Mutation]) -> Vec<usize> {
+        let mut s: Vec<usize> = ms
+            .iter()
+            .filter(|m| has_counter_ops(m))
+            .map(|m| self.lock_hasher.hash_one((m.table, &m.key)) as usize % COUNTER_LOCK_STRIPES)
+            .collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+
+    /// Resolves counters, logs, and inserts into memtables; returns the commitlog sequence number.
+    fn apply_local(&self, ms: &[Mutation]) -> Result<u64, StorageError> {
+        let now = now_s();
+        let stripes = self.counter_stripes(ms);
+        let _counter_guards: Vec<_> = stripes.iter().filter_map(|i| self.counter_locks.get(*i)).map(|l| l.lock()).collect();
+        let mut parts: Vec<(Arc<Table>, Partition)> = Vec::with_capacity(ms.len());
+        for m in ms {
+            let t = self.table(m.table)?;
+            let layout = t.layout.read().clone();
+            let mut p = if has_counter_ops(m) {
+                self.resolve_counters(&t, &layout, m)?
+            } else {
+                Partition::from_mutation(m, &layout)?
+            };
+            partition::stamp_local_times(&mut p, now);
+            parts.push((t, p));
+        }
+        let mut payload = Vec::new();
+        let mut sizes = Vec::with_capacity(parts.len());
+        Writer(&mut payload).u32(parts.len() as u32);
+        for (t, p) in &parts {
+            payload.extend_from_slice(&t.id());
+            let at = payload.len();
+            Writer(&mut payload).u32(0);
+            encode_partition(&mut payload, p);
+            let len = (payload.len() - at - 4) as u32;
+            if let Some(slot) = payload.get_mut(at..at + 4) {
+                slot.copy_from_slice(&len.to_be_bytes());
+            }
+            sizes.push(u64::from(len));
+        }
+        // Lock memtables in table-id order so concurrent batches cannot deadlock with a switch.
+        let mut tables: Vec<Arc<Table>> = parts.iter().map(|(t, _)| t.clone()).collect();
+        tables.sort_by_key(|t| t.id());
+        tables.dedup_by_key(|t| t.id());
+        let ids: Vec<TableId> = tables.iter().map(|t| t.id()).collect();
+        let guards: Vec<(TableId, parking_lot::RwLockReadGuard<'_, Arc<Memtable>>)> =
+            tables.iter().map(|t| (t.id(), t.memtable.read())).collect();
+        let (seq, pos) = self.log.append(&payload, &ids)?;
+        for ((t, p), size) in parts.into_iter().zip(sizes) {
+            if let Some((_, mt)) = guards.iter().find(|(id, _)| *id == t.id()) {
+                mt.apply(p, size);
+                mt.note_log_position(pos);
+            }
+            t.counters.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        drop(guards);
+        self.maybe_trigger_flush();
+        Ok(seq)
+    }
+
+    /// Counter read-modify-write (under the partition's counter lock): each increment becomes an
+    /// absolute cell with the next logical clock.
+    fn resolve_counters(&self, t: &Arc<Table>, layout: &TableLayout, m: &Mutation) -> Result<Partition, StorageError> {
+        let mut plain = m.clone();
+        let mut adds: Vec<(Option<Vec<Bytes>>, ColumnId, Option<Bytes>, i64, i64)> = Vec::new();
+        let rows = plain.static_row.iter_mut().map(|r| (true, r)).chain(plain.rows.iter_mut().map(|r| (false, r)));
+        for (is_static, r) in rows {
+            r.cells.retain(|c| match c.op {
+                CellOp::CounterAdd(d) => {
+                    let ck = (!is_static).then(|| r.clustering.clone());
+                    adds.push((ck, c.column, c.path.clone(), c.timestamp_us, d));
+                    false
+                }
+                _ => true,
+            });
+        }
+        let mut p = Partition::from_mutation(&plain, layout)?;
+        let current = self.merged_partition(t, m.token, &m.key, None)?;
+        for (ck, col, path, ts, delta) in adds {
+            let (clock, total) = current
+                .as_ref()
+                .and_then(|cp| {
+                    let row = match &ck {
+                        None => Some(&cp.static_row),
+                        Some(v) => cp.rows.get(&CKey::row(v.clone(), &layout.cmp)),
+                    }?;
+                    let d = match &ck {
+                        None => cp.deletion,
+                        Some(v) => cp.covering_deletion(&CKey::row(v.clone(), &layout.cmp)),
+                    };
+                    let d = crate::reconcile::max_deletion(d, row.deletion);
+                    let cell = row.cells.get(&(col, path.clone()))?;
+                    match cell.kind {
+                        // A deleted counter restarts from zero but keeps its clock moving forward.
+                        CellKind::Counter { clock, .. } if crate::reconcile::deletes(d, cell.timestamp_us) => Some((clock, 0)),
+                        CellKind::Counter { clock, total } => Some((clock, total)),
+                        _ => None,
+                    }
+                })
+                .unwrap_or((0, 0));
+            let cell = Cell { timestamp_us: ts, kind: CellKind::Counter { clock: clock + 1, total: total.wrapping_add(delta) } };
+            let row = match ck {
+                None => &mut p.static_row,
+                Some(v) => p.rows.entry(CKey::row(v, &layout.cmp)).or_default(),
+            };
+            row.cells.insert((col, path), cell);
+        }
+        Ok(p)
+    }
+
+    /// Merges one partition from every source; `ranges` restricts which rows are cloned.
+    pub(crate) fn merged_partition(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+        ranges: Option<&[(CKey, CKey)]>,
+    ) -> Result<Option<Partition>, StorageError> {
+        let mut acc: Option<Partition> = None;
+        let mut add = |p: Partition| match &mut acc {
+            Some(a) => a.merge(p),
+            None => acc = Some(p),
+        };
+        let current = t.memtable.read().clone();
+        let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
+        for mt in std::iter::once(&current).chain(flushing.iter()) {
+            if let Some(p) = mt.with_partition(token, key, |p| restrict(p, ranges)) {
+                add(p);
+            }
+        }
+        let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        let mut touched = 0u64;
+        for s in &sstables {
+            if let Some(i) = s.find(token, key) {
+                touched += 1;
+                let p = s.read_partition(i, Some(&self.chunk_cache))?;
+                add(restrict(&p, ranges));
+            }
+        }
+        t.counters.max_sstables_per_read.fetch_max(touched, Ordering::Relaxed);
+        Ok(acc)
+    }
+
+    /// Reads live data.
+    pub fn read(&self, table: TableId, q: &ReadQuery) -> Result<ReadResult, StorageError> {
+        let t = self.table(table)?;
+        t.counters.reads.fetch_add(1, Ordering::Relaxed);
+        let layout = t.layout.read().clone();
+        let mut limits = Limits {
+            rows_left: q.row_limit.unwrap_or(usize::MAX),
+            per_partition: q.per_partition_limit.unwrap_or(usize::MAX),
+        };
+        let partition_limit = q.partition_limit.unwrap_or(usize::MAX);
+        let mut out = ReadResult::default();
+        if limits.rows_left == 0 || limits.per_partition == 0 || partition_limit == 0 {
+            return Ok(out);
+        }
+        let ranges = slice_ranges(q, &layout);
+        match &q.partitions {
+            PartitionRange::Single { key, token } => {
+                if let Some(p) = self.merged_partition(&t, *token, key, Some(&ranges))? {
+                    if let Some(d) = partition::live_partition(&p, q, &layout, &mut limits) {
+                        out.partitions.push(d);
+                    }
+                }
+            }
+            PartitionRange::Range { start, end } => {
+                let Some(start) = memtable::start_bound(start) else { return Ok(out) };
+                let end = memtable::end_bound(end);
+                self.read_range(&t, start, end, q, &layout, &ranges, &mut limits, partition_limit, &mut out)?;
+            }
+        }
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_range(
+        &self,
+        t: &Table,
+        mut cursor: Bound<PKey>,
+        end: Bound<PKey>,
+        q: &ReadQuery,
+        layout: &TableLayout,
+        ranges: &[(CKey, CKey)],
+        limits: &mut Limits,
+        partition_limit: usize,
+        out: &mut ReadResult,
+    ) -> Result<(), StorageError> {
+        loop {
+            if !memtable::range_is_valid(&cursor, &end) {
+                return Ok(());
+            }
+            let mut keys: Vec<PKey> = Vec::new();
+            let mut safe_max: Option<PKey> = None;
+            let mut note = |ks: Vec<PKey>, keys: &mut Vec<PKey>| {
+                if ks.len() >= RANGE_BATCH {
+                    if let Some(last) = ks.last() {
+                        if safe_max.as_ref().map_or(true, |s| last < s) {
+                            safe_max = Some(last.clone());
+                        }
+                    }
+                }
+                keys.extend(ks);
+            };
+            let current = t.memtable.read().clone();
+            let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
+            for mt in std::iter::once(&current).chain(flushing.iter()) {
+                note(mt.keys_in_range(&cursor, &end, RANGE_BATCH), &mut keys);
+            }
+            let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+            for s in &sstables {
+                let r = s.range_positions(&cursor, &end, RANGE_BATCH);
+                let ks = s.index.get(r).unwrap_or_default().iter().map(|e| (e.token, e.key.clone())).collect();
+                note(ks, &mut keys);
+            }
+            keys.sort();
+            keys.dedup();
+            if let Some(s) = &safe_max {
+                keys.retain(|k| k <= s);
+            }
+            let Some(last) = keys.last().cloned() else { return Ok(()) };
+            for (token, key) in keys {
+                if let Some(p) = self.merged_partition(t, token, &key, Some(ranges))? {
+                    if let Some(d) = partition::live_partition(&p, q, layout, limits) {
+                        out.partitions.push(d);
+                        if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            if safe_max.is_none() {
+                return Ok(());
+            }
+            cursor = Bound::Excluded(last);
+        }
+    }
+
+    /// Approximate bytes in all memtables (active and flushing).
+    pub(crate) fn memtable_bytes(&self) -> u64 {
+        self.tables
+            .read()
+            .values()
+            .map(|t| t.memtable.read().size_bytes() + t.flushing.read().iter().map(|m| m.size_bytes()).sum::<u64>())
+            .sum()
+    }
+
+    fn maybe_trigger_flush(&self) {
+        if self.memtable_bytes() < self.config.memtable_space_bytes.max(1 << 20) {
+            return;
+        }
+        if self.flush_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let largest = self
+            .tables
+            .read()
+            .values()
+            .max_by_key(|t| t.memtable.read().size_bytes())
+            .map(|t| t.id());
+        match (largest, self.jobs.lock().as_ref()) {
+            (Some(id), Some(tx)) => {
+                if tx.send(Job::Flush(id)).is_err() {
+                    self.flush_pending.store(false, Ordering::Release);
+                }
+            }
+            _ => self.flush_pending.store(false, Ordering::Release),
+        }
+    }
+}
+
+fn has_counter_ops(m: &Mutation) -> bool {
+    m.static_row.iter().chain(m.rows.iter()).any(|r| r.cells.iter().any(|c| matches!(c.op, CellOp::CounterAdd(_))))
+}
+
+/// The query's slices as comparator positions (all rows when none).
+fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
+    if q.slices.is_empty() {
+        let u = ClusteringBound::unbounded();
+        return vec![(CKey::start(&u, &layout.cmp), CKey::end(&u, &layout.cmp))];
+    }
+    q.slices.iter().map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp))).filter(|(s, e)| s <= e).collect()
+}
+
+/// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
+fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
+    let Some(ranges) = ranges else { return p.clone() };
+    let mut out = Partition::new(p.key.clone(), p.token);
+    out.deletion = p.deletion;
+    out.range_tombstones = p.range_tombstones.clone();
+    out.static_row = p.static_row.clone();
+    for (s, e) in ranges {
+        if s <= e {
+            for (k, r) in p.rows.range(s.clone()..=e.clone()) {
+                out.rows.insert(k.clone(), r.clone());
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,611 @@
+//! SSTables, format "hl-1". One generation is a set of files `hl-1-<gen>-<Component>`:
+//!
+//! * `Data.db` — the partitions (codec.rs encoding) back to back as one logical stream, cut into
+//!   chunks of `chunk_length_in_kb`. Each chunk on disk:
+//!   `[u32 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored bytes)][stored bytes]`.
+//! * `CompressionInfo.db` — `"hl-1" | u8 algorithm (0 none, 1 lz4) | u32 chunk_len |
+//!   u64 uncompressed_len | u32 n_chunks | n_chunks * u64 file offset of the chunk | u32 crc32c`.
+//! * `Index.db` — `"hl-1" | u32 n | n * (key: u32 len + bytes, token i64, position u64 in the
+//!   logical stream, length u32) | u32 crc32c`, in (token, key) order. It is small relative to
+//!   the data and is held in memory whole, which makes it its own Summary.
+//! * `Filter.db` — bloom filter (bloom.rs).
+//! * `Statistics.db` — see `SSTableStats::encode`.
+//! * `TOC.txt` — the component names, written last: a generation without it is incomplete and
+//!   deleted at load.
+
+use crate::bloom::BloomFilter;
+use crate::cache::ByteCache;
+use crate::clustering::ClusteringComparator;
+use crate::codec::{crc32c, decode_partition, encode_partition, Reader, Writer};
+use crate::error::StorageError;
+use crate::partition::Partition;
+use crate::types::{CompressionAlgorithm, CompressionOptions};
+use bytes::Bytes;
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const MAGIC: &[u8; 4] = b"hl-1";
+const COMPONENTS: [&str; 5] = ["Data.db", "CompressionInfo.db", "Index.db", "Filter.db", "Statistics.db"];
+/// Upper bound on a chunk so a corrupt length cannot trigger a huge allocation.
+const MAX_CHUNK_BYTES: usize = 16 << 20;
+
+/// Path of one component of a generation.
+pub fn component_path(dir: &Path, gen: u64, component: &str) -> PathBuf {
+    dir.join(format!("hl-1-{gen}-{component}"))
+}
+
+/// Generations in `dir` that have a TOC (complete), ascending; incomplete ones are removed.
+pub fn list_generations(dir: &Path) -> Result<Vec<u64>, StorageError> {
+    let mut complete = Vec::new();
+    let mut all = std::collections::BTreeSet::new();
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(complete),
+        Err(e) => return Err(StorageError::io(dir, e)),
+    };
+    for ent in rd.flatten() {
+        let name = ent.file_name().to_string_lossy().to_string();
+        let Some(rest) = name.strip_prefix("hl-1-") else { continue };
+        let Some((gen, comp)) = rest.split_once('-') else { continue };
+        let Ok(gen) = gen.parse::<u64>() else { continue };
+        all.insert(gen);
+        if comp == "TOC.txt" {
+            complete.push(gen);
+        }
+    }
+    for gen in all {
+        if !complete.contains(&gen) {
+            for c in COMPONENTS {
+                let _ = fs::remove_file(component_path(dir, gen, c));
+            }
+        }
+    }
+    complete.sort_unstable();
+    Ok(complete)
+}
+
+/// Per-SSTable statistics (the Statistics component).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SSTableStats {
+    pub partitions: u64,
+    pub rows: u64,
+    pub min_timestamp_us: i64,
+    pub max_timestamp_us: i64,
+    pub min_token: i64,
+    pub max_token: i64,
+    pub tombstones: u64,
+    /// Latest local deletion time of any tombstone or TTL (for droppable-tombstone estimates).
+    pub max_local_deletion_time_s: i64,
+    pub uncompressed_bytes: u64,
+    pub data_file_bytes: u64,
+    pub max_partition_bytes: u64,
+    /// Compaction level (LCS) or 0.
+    pub level: u32,
+}
+
+impl SSTableStats {
+    /// `"hl-1" | u64 partitions | u64 rows | i64 min_ts | i64 max_ts | i64 min_token | i64 max_token |
+    /// u64 tombstones | i64 max_ldt | u64 uncompressed | u64 data_file | u64 max_partition | u32 level`
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(MAGIC);
+        let mut w = Writer(out);
+        for v in [self.partitions, self.rows] {
+            w.u64(v);
+        }
+        for v in [self.min_timestamp_us, self.max_timestamp_us, self.min_token, self.max_token] {
+            w.i64(v);
+        }
+        w.u64(self.tombstones);
+        w.i64(self.max_local_deletion_time_s);
+        for v in [self.uncompressed_bytes, self.data_file_bytes, self.max_partition_bytes] {
+            w.u64(v);
+        }
+        w.u32(self.level);
+    }
+
+    fn decode(buf: &[u8]) -> Result<Self, StorageError> {
+        let mut r = Reader::new(buf, "statistics");
+        if r.take(4)? != MAGIC {
+            return Err(StorageError::Decode { what: "statistics magic" });
+        }
+        Ok(SSTableStats {
+            partitions: r.u64()?,
+            rows: r.u64()?,
+            min_timestamp_us: r.i64()?,
+            max_timestamp_us: r.i64()?,
+            min_token: r.i64()?,
+            max_token: r.i64()?,
+            tombstones: r.u64()?,
+            max_local_deletion_time_s: r.i64()?,
+            uncompressed_bytes: r.u64()?,
+            data_file_bytes: r.u64()?,
+            max_partition_bytes: r.u64()?,
+            level: r.u32()?,
+        })
+    }
+}
+
+/// One index entry: where a partition lives in the logical data stream.
+#[derive(Debug, Clone)]
+pub struct IndexEntry {
+    pub token: i64,
+    pub key: Bytes,
+    pub position: u64,
+    pub length: u32,
+}
+
+/// Writes one SSTable generation.
+pub struct SSTableWriter {
+    dir: PathBuf,
+    gen: u64,
+    algorithm: u8,
+    chunk_len: usize,
+    data: BufWriter<File>,
+    data_offset: u64,
+    chunk_offsets: Vec<u64>,
+    pending: Vec<u8>,
+    logical_pos: u64,
+    index: Vec<IndexEntry>,
+    filter: BloomFilter,
+    stats: SSTableStats,
+    scratch: Vec<u8>,
+}
+
+fn algorithm_code(c: &CompressionOptions) -> u8 {
+    match c.algorithm {
+        CompressionAlgorithm::None => 0,
+        // Zstd and Deflate are stored as LZ4 until those codecs are linked (see lib.rs).
+        _ => 1,
+    }
+}
+
+impl SSTableWriter {
+    pub fn create(
+        dir: &Path,
+        gen: u64,
+        compression: &CompressionOptions,
+        expected_keys: usize,
+        fp_chance: f64,
+        level: u32,
+    ) -> Result<Self, StorageError> {
+        fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
+        let path = component_path(dir, gen, "Data.db");
+        let f = File::create(&path).map_err(|e| StorageError::io(&path, e))?;
+        let chunk_len = (compression.chunk_length_in_kb.clamp(1, 4096) as usize) * 1024;
+        Ok(SSTableWriter {
+            dir: dir.to_path_buf(),
+            gen,
+            algorithm: algorithm_code(compression),
+            chunk_len,
+            data: BufWriter::with_capacity(1 << 16, f),
+            data_offset: 0,
+            chunk_offsets: Vec::new(),
+            pending: Vec::new(),
+            logical_pos: 0,
+            index: Vec::new(),
+            filter: BloomFilter::new(expected_keys, fp_chance),
+            stats: SSTableStats {
+                min_timestamp_us: i64::MAX,
+                max_timestamp_us: i64::MIN,
+                min_token: i64::MAX,
+                max_token: i64::MIN,
+                level,
+                ..SSTableStats::default()
+            },
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Appends a partition; partitions must arrive in (token, key) order.
+    pub fn append(&mut self, p: &Partition) -> Result<(), StorageError> {
+        if let Some(last) = self.index.last() {
+            if (last.token, &last.key) >= (p.token, &p.key) {
+                return Err(StorageError::InvalidRequest("sstable partitions out of order".into()));
+            }
+        }
+        self.scratch.clear();
+        encode_partition(&mut self.scratch, p);
+        let len = self.scratch.len() as u64;
+        self.index.push(IndexEntry { token: p.token, key: p.key.clone(), position: self.logical_pos, length: len as u32 });
+        self.filter.insert(p.token, &p.key);
+        let s = &mut self.stats;
+        s.partitions += 1;
+        s.rows += p.rows.len() as u64;
+        s.tombstones += p.tombstone_count();
+        if let Some((lo, hi)) = p.timestamp_range() {
+            s.min_timestamp_us = s.min_timestamp_us.min(lo);
+            s.max_timestamp_us = s.max_timestamp_us.max(hi);
+        }
+        s.min_token = s.min_token.min(p.token);
+        s.max_token = s.max_token.max(p.token);
+        s.max_partition_bytes = s.max_partition_bytes.max(len);
+        s.max_local_deletion_time_s = s.max_local_deletion_time_s.max(max_ldt(p));
+        self.logical_pos += len;
+        self.pending.extend_from_slice(&self.scratch);
+        while self.pending.len() >= self.chunk_len {
+            let rest = self.pending.split_off(self.chunk_len);
+            let chunk = std::mem::replace(&mut self.pending, rest);
+            self.write_chunk(&chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Bytes of data written so far (uncompressed), for output splitting.
+    pub fn uncompressed_bytes(&self) -> u64 {
+        self.logical_pos
+    }
+
+    fn write_chunk(&mut self, chunk: &[u8]) -> Result<(), StorageError> {
+        let stored = if self.algorithm == 1 { lz4_flex::block::compress(chunk) } else { chunk.to_vec() };
+        let mut hdr = Vec::with_capacity(12);
+        hdr.extend_from_slice(&(stored.len() as u32).to_be_bytes());
+        hdr.extend_from_slice(&(chunk.len() as u32).to_be_bytes());
+        hdr.extend_from_slice(&crc32c(&stored).to_be_bytes());
+        self.chunk_offsets.push(self.data_offset);
+        let path = component_path(&self.dir, self.gen, "Data.db");
+        self.data.write_all(&hdr).and_then(|_| self.data.write_all(&stored)).map_err(|e| StorageError::io(&path, e))?;
+        self.data_offset += (hdr.len() + stored.len()) as u64;
+        Ok(())
+    }
+
+    /// Writes the remaining components and the TOC; returns the opened reader.
+    pub fn finish(mut self, cmp: &Arc<ClusteringComparator>) -> Result<Arc<SSTableReader>, StorageError> {
+        if !self.pending.is_empty() {
+            let chunk = std::mem::take(&mut self.pending);
+            self.write_chunk(&chunk)?;
+        }
+        let data_path = component_path(&self.dir, self.gen, "Data.db");
+        self.data.flush().map_err(|e| StorageError::io(&data_path, e))?;
+        self.data.get_ref().sync_all().map_err(|e| StorageError::io(&data_path, e))?;
+        self.stats.uncompressed_bytes = self.logical_pos;
+        self.stats.data_file_bytes = self.data_offset;
+
+        let mut ci = MAGIC.to_vec();
+        {
+            let mut w = Writer(&mut ci);
+            w.u8(self.algorithm);
+            w.u32(self.chunk_len as u32);
+            w.u64(self.logical_pos);
+            w.u32(self.chunk_offsets.len() as u32);
+            for o in &self.chunk_offsets {
+                w.u64(*o);
+            }
+        }
+        let crc = crc32c(&ci);
+        ci.extend_from_slice(&crc.to_be_bytes());
+        write_file(&component_path(&self.dir, self.gen, "CompressionInfo.db"), &ci)?;
+
+        let mut ix = MAGIC.to_vec();
+        {
+            let mut w = Writer(&mut ix);
+            w.u32(self.index.len() as u32);
+            for e in &self.index {
+                w.bytes(&e.key);
+                w.i64(e.token);
+                w.u64(e.position);
+                w.u32(e.length);
+            }
+        }
+        let crc = crc32c(&ix);
+        ix.extend_from_slice(&crc.to_be_bytes());
+        write_file(&component_path(&self.dir, self.gen, "Index.db"), &ix)?;
+
+        let mut fb = Vec::new();
+        self.filter.encode(&mut fb);
+        write_file(&component_path(&self.dir, self.gen, "Filter.db"), &fb)?;
+        let mut sb = Vec::new();
+        self.stats.encode(&mut sb);
+        write_file(&component_path(&self.dir, self.gen, "Statistics.db"), &sb)?;
+        let toc = COMPONENTS.join("\n") + "\nTOC.txt\n";
+        write_file(&component_path(&self.dir, self.gen, "TOC.txt"), toc.as_bytes())?;
+        if let Ok(d) = File::open(&self.dir) {
+            let _ = d.sync_all();
+        }
+        SSTableReader::open(&self.dir, self.gen, cmp)
+    }
+
+    /// Removes a half-written generation (error path).
+    pub fn abort(self) {
+        for c in std::iter::once(&"TOC.txt").chain(COMPONENTS.iter()) {
+            let _ = fs::remove_file(component_path(&self.dir, self.gen, c));
+        }
+    }
+}
+
+fn max_ldt(p: &Partition) -> i64 {
+    let mut m = p.deletion.map_or(i64::MIN, |d| d.local_deletion_time_s);
+    for rt in &p.range_tombstones {
+        m = m.max(rt.2.local_deletion_time_s);
+    }
+    for r in std::iter::once(&p.static_row).chain(p.rows.values()) {
+        if let Some(d) = r.deletion {
+            m = m.max(d.local_deletion_time_s);
+        }
+        for c in r.cells.values() {
+            if let Some(t) = c.tombstone_time_s(i64::MAX) {
+                m = m.max(t);
+            }
+        }
+    }
+    m
+}
+
+fn write_file(path: &Path, data: &[u8]) -> Result<(), StorageError> {
+    let mut f = File::create(path).map_err(|e| StorageError::io(path, e))?;
+    f.write_all(data).and_then(|_| f.sync_all()).map_err(|e| StorageError::io(path, e))
+}
+
+fn read_checked(path: &Path) -> Result<Vec<u8>, StorageError> {
+    let buf = fs::read(path).map_err(|e| StorageError::io(path, e))?;
+    let corrupt = || StorageError::CorruptSSTable { file: path.to_path_buf(), reason: "checksum mismatch".into() };
+    if buf.len() < 8 || buf.get(..4) != Some(MAGIC.as_slice()) {
+        return Err(corrupt());
+    }
+    let (body, crc) = buf.split_at(buf.len() - 4);
+    if crc32c(body).to_be_bytes() != crc {
+        return Err(corrupt());
+    }
+    Ok(body.get(4..).unwrap_or_default().to_vec())
+}
+
+/// Key for the decompressed-chunk cache: (SSTable identity, chunk index).
+pub type ChunkKey = (u64, u32);
+
+/// An open SSTable.
+pub struct SSTableReader {
+    pub dir: PathBuf,
+    pub gen: u64,
+    /// Unique across tables, for cache keys.
+    pub uid: u64,
+    data: File,
+    data_path: PathBuf,
+    algorithm: u8,
+    chunk_len: u64,
+    chunk_offsets: Vec<u64>,
+    pub index: Vec<IndexEntry>,
+    pub filter: BloomFilter,
+    pub stats: SSTableStats,
+    cmp: Arc<ClusteringComparator>,
+}
+
+static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl SSTableReader {
+    /// Opens a complete generation.
+    pub fn open(dir: &Path, gen: u64, cmp: &Arc<ClusteringComparator>) -> Result<Arc<Self>, StorageError> {
+        let ci_path = component_path(dir, gen, "CompressionInfo.db");
+        let ci = read_checked(&ci_path)?;
+        let mut r = Reader::new(&ci, "compression info");
+        let algorithm = r.u8()?;
+        let chunk_len = u64::from(r.u32()?).max(1);
+        let _total = r.u64()?;
+        let n = r.u32()? as usize;
+        if n * 8 > r.remaining() {
+            return Err(StorageError::CorruptSSTable { file: ci_path, reason: "chunk count".into() });
+        }
+        let chunk_offsets = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
+
+        let ix = read_checked(&component_path(dir, gen, "Index.db"))?;
+        let mut r = Reader::new(&ix, "index");
+        let n = r.u32()? as usize;
+        let mut index = Vec::with_capacity(n.min(ix.len() / 24 + 1));
+        for _ in 0..n {
+            let key = r.bytes()?;
+            index.push(IndexEntry { key, token: r.i64()?, position: r.u64()?, length: r.u32()? });
+        }
+        let fpath = component_path(dir, gen, "Filter.db");
+        let filter = BloomFilter::decode(&fs::read(&fpath).map_err(|e| StorageError::io(&fpath, e))?)?;
+        let spath = component_path(dir, gen, "Statistics.db");
+        let stats = SSTableStats::decode(&fs::read(&spath).map_err(|e| StorageError::io(&spath, e))?)?;
+        let data_path = component_path(dir, gen, "Data.db");
+        let data = File::open(&data_path).map_err(|e| StorageError::io(&data_path, e))?;
+        Ok(Arc::new(SSTableReader {
+            dir: dir.to_path_buf(),
+            gen,
+            uid: NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            data,
+            data_path,
+            algorithm,
+            chunk_len,
+            chunk_offsets,
+            index,
+            filter,
+            stats,
+            cmp: cmp.clone(),
+        }))
+    }
+
+    /// Paths of all components (for snapshots and deletion), TOC first: deleting in this order
+    /// means a crash mid-delete leaves an incomplete generation that the next load discards.
+    pub fn component_paths(&self) -> Vec<PathBuf> {
+        std::iter::once(&"TOC.txt").chain(COMPONENTS.iter()).map(|c| component_path(&self.dir, self.gen, c)).collect()
+    }
+
+    /// Bytes on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        self.component_paths().iter().filter_map(|p| fs::metadata(p).ok()).map(|m| m.len()).sum()
+    }
+
+    /// Index position of the partition, if present.
+    pub fn find(&self, token: i64, key: &Bytes) -> Option<usize> {
+        if token < self.stats.min_token || token > self.stats.max_token || !self.filter.may_contain(token, key) {
+            return None;
+        }
+        self.index.binary_search_by(|e| (e.token, &e.key).cmp(&(token, key))).ok()
+    }
+
+    /// Reads and decompresses one chunk, verifying its checksum.
+    pub fn read_chunk(&self, i: usize, cache: Option<&ByteCache<ChunkKey, Vec<u8>>>) -> Result<Arc<Vec<u8>>, StorageError> {
+        let key = (self.uid, i as u32);
+        if let Some(c) = cache.and_then(|c| c.get(&key)) {
+            return Ok(c);
+        }
+        let offset = *self.chunk_offsets.get(i).ok_or_else(|| self.corrupt(0))?;
+        let corrupt = || StorageError::CorruptChunk { file: self.data_path.clone(), offset };
+        let mut hdr = [0u8; 12];
+        self.data.read_exact_at(&mut hdr, offset).map_err(|_| corrupt())?;
+        let stored_len = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
+        let raw_len = u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]) as usize;
+        let crc = u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]);
+        if stored_len > MAX_CHUNK_BYTES || raw_len > MAX_CHUNK_BYTES {
+            return Err(corrupt());
+        }
+        let mut stored = vec![0u8; stored_len];
+        self.data.read_exact_at(&mut stored, offset + 12).map_err(|_| corrupt())?;
+        if crc32c(&stored) != crc {
+            return Err(corrupt());
+        }
+        let raw = if self.algorithm == 1 {
+            lz4_flex::block::decompress(&stored, raw_len).map_err(|_| corrupt())?
+        } else {
+            stored
+        };
+        if raw.len() != raw_len {
+            return Err(corrupt());
+        }
+        let raw = Arc::new(raw);
+        if let Some(c) = cache {
+            c.insert(key, raw.clone(), raw_len as u64);
+        }
+        Ok(raw)
+    }
+
+    fn corrupt(&self, offset: u64) -> StorageError {
+        StorageError::CorruptChunk { file: self.data_path.clone(), offset }
+    }
+
+    /// Reads the partition at index position `i`.
+    pub fn read_partition(
+        &self,
+        i: usize,
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+    ) -> Result<Partition, StorageError> {
+        let e = self.index.get(i).ok_or_else(|| self.corrupt(0))?;
+        let mut buf = Vec::with_capacity(e.length as usize);
+        let mut pos = e.position;
+        let end = e.position + u64::from(e.length);
+        while pos < end {
+            let ci = (pos / self.chunk_len) as usize;
+            let chunk = self.read_chunk(ci, cache)?;
+            let start_in = (pos % self.chunk_len) as usize;
+            let take = ((end - pos) as usize).min(chunk.len().saturating_sub(start_in));
+            let piece = chunk.get(start_in..start_in + take).ok_or_else(|| self.corrupt(pos))?;
+            if piece.is_empty() {
+                return Err(self.corrupt(pos));
+            }
+            buf.extend_from_slice(piece);
+            pos += take as u64;
+        }
+        let mut r = Reader::new(&buf, "sstable partition");
+        let p = decode_partition(&mut r, &self.cmp).map_err(|_| self.corrupt(e.position))?;
+        if p.token != e.token || p.key != e.key {
+            return Err(self.corrupt(e.position));
+        }
+        Ok(p)
+    }
+
+    /// Index positions of partitions in the key range, up to `limit`.
+    pub fn range_positions(
+        &self,
+        start: &std::ops::Bound<(i64, Bytes)>,
+        end: &std::ops::Bound<(i64, Bytes)>,
+        limit: usize,
+    ) -> std::ops::Range<usize> {
+        use std::ops::Bound;
+        let lo = match start {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => self.index.partition_point(|e| (e.token, &e.key) < (k.0, &k.1)),
+            Bound::Excluded(k) => self.index.partition_point(|e| (e.token, &e.key) <= (k.0, &k.1)),
+        };
+        let hi = match end {
+            Bound::Unbounded => self.index.len(),
+            Bound::Included(k) => self.index.partition_point(|e| (e.token, &e.key) <= (k.0, &k.1)),
+            Bound::Excluded(k) => self.index.partition_point(|e| (e.token, &e.key) < (k.0, &k.1)),
+        };
+        let hi = hi.max(lo).min(lo.saturating_add(limit));
+        lo..hi
+    }
+}
+
+/// Result of `verify_sstable`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub partitions: u64,
+    pub chunks: u64,
+    /// Human-readable problems; empty = the SSTable is sound.
+    pub errors: Vec<String>,
+}
+
+fn gen_of(path: &Path) -> Result<(PathBuf, u64), StorageError> {
+    let bad = || StorageError::InvalidRequest(format!("not an hl-1 sstable component: {}", path.display()));
+    let name = path.file_name().ok_or_else(bad)?.to_string_lossy().to_string();
+    let rest = name.strip_prefix("hl-1-").ok_or_else(bad)?;
+    let (gen, _) = rest.split_once('-').ok_or_else(bad)?;
+    let gen = gen.parse::<u64>().map_err(|_| bad())?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok((dir, gen))
+}
+
+/// A comparator for tools that have no schema: clustering values compare bytewise.
+fn schemaless_cmp() -> Arc<ClusteringComparator> {
+    Arc::new(ClusteringComparator::new(Vec::new()))
+}
+
+/// Checks every chunk checksum and decodes every partition of the SSTable that `path` (any of its
+/// component files) belongs to.
+pub fn verify_sstable(path: &Path) -> Result<VerifyReport, StorageError> {
+    let (dir, gen) = gen_of(path)?;
+    let r = SSTableReader::open(&dir, gen, &schemaless_cmp())?;
+    let mut rep = VerifyReport::default();
+    for i in 0..r.chunk_offsets.len() {
+        rep.chunks += 1;
+        if let Err(e) = r.read_chunk(i, None) {
+            rep.errors.push(e.to_string());
+        }
+    }
+    for i in 0..r.index.len() {
+        match r.read_partition(i, None) {
+            Ok(_) => rep.partitions += 1,
+            Err(e) => rep.errors.push(format!("partition {i}: {e}")),
+        }
+    }
+    Ok(rep)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Writes a human-readable dump (one partition per block, values in hex) of the SSTable.
+pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError> {
+    let (dir, gen) = gen_of(path)?;
+    let r = SSTableReader::open(&dir, gen, &schemaless_cmp())?;
+    let io = |e| StorageError::io(path, e);
+    writeln!(out, "sstable {} stats {:?}", path.display(), r.stats).map_err(io)?;
+    for i in 0..r.index.len() {
+        let p = r.read_partition(i, None)?;
+        writeln!(out, "partition key=0x{} token={} deletion={:?}", hex(&p.key), p.token, p.deletion).map_err(io)?;
+        for (s, e, d) in &p.range_tombstones {
+            writeln!(out, "  range_tombstone {:?} .. {:?} {:?}", s, e, d).map_err(io)?;
+        }
+        let rows = std::iter::once((None, &p.static_row)).chain(p.rows.iter().map(|(k, r)| (Some(k), r)));
+        for (k, row) in rows {
+            if k.is_none() && row.is_empty() {
+                continue;
+            }
+            let ck = k.map_or("static".to_string(), |k| k.values.iter().map(|v| hex(v)).collect::<Vec<_>>().join(":"));
+            writeln!(out, "  row [{ck}] liveness={:?} deletion={:?}", row.liveness, row.deletion).map_err(io)?;
+            for (col, d) in &row.complex_deletions {
+                writeln!(out, "    column {col} complex_deletion={d:?}").map_err(io)?;
+            }
+            for ((col, path), c) in &row.cells {
+                let path = path.as_ref().map(|p| format!("[0x{}]", hex(p))).unwrap_or_default();
+                writeln!(out, "    column {col}{path} ts={} {:?}", c.timestamp_us, c.kind).map_err(io)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,326 @@
+//! Public types of the storage API: configuration, table definitions, mutations, queries and results.
+
+pub use crate::error::StorageError;
+use bytes::Bytes;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Engine-wide settings (from helenus.yaml).
+#[derive(Debug, Clone)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    pub commitlog_dir: PathBuf,
+    pub commitlog_sync: CommitlogSync,
+    pub commitlog_segment_size_bytes: u64,
+    pub memtable_space_bytes: u64,
+    pub key_cache_bytes: u64,
+    pub chunk_cache_bytes: u64,
+    pub concurrent_compactors: usize,
+    /// 0 = unthrottled.
+    pub compaction_throughput_mib_per_s: u64,
+}
+
+/// When an acknowledged write is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitlogSync {
+    /// A background thread fsyncs every `period_ms`; `apply` does not wait.
+    Periodic { period_ms: u64 },
+    /// `apply` returns after an fsync covering its entry; concurrent writers share one fsync.
+    Batch,
+    /// Like batch, but the syncer waits up to `window_ms` to gather more writers per fsync.
+    Group { window_ms: u64 },
+}
+
+/// A table's uuid.
+pub type TableId = [u8; 16];
+/// A non-primary-key column's id (stable across ALTER).
+pub type ColumnId = u32;
+
+/// Orders serialized values of one CQL type.
+pub trait ValueComparator: Send + Sync {
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering;
+}
+
+/// One clustering column: its value order and declared direction.
+#[derive(Clone)]
+pub struct ClusteringColumn {
+    pub cmp: Arc<dyn ValueComparator>,
+    pub descending: bool,
+}
+
+/// A regular or static column.
+#[derive(Clone)]
+pub struct ColumnDef {
+    pub id: ColumnId,
+    pub is_static: bool,
+    /// For non-frozen collections/UDTs: the order of cell paths.
+    pub multi_cell: Option<Arc<dyn ValueComparator>>,
+    pub is_counter: bool,
+}
+
+/// Compaction strategy and its options, from Cassandra's option map.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompactionOptions {
+    SizeTiered { min_threshold: u32, max_threshold: u32 },
+    Leveled { sstable_size_in_mb: u32, fanout_size: u32 },
+    TimeWindow { compaction_window_unit: String, compaction_window_size: u32 },
+}
+
+/// SSTable chunk compressor.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CompressionAlgorithm {
+    None,
+    Lz4,
+    /// Stored as LZ4 until zstd is linked (see crate docs); the level is kept for DESCRIBE.
+    Zstd { level: i32 },
+    /// Stored as LZ4 until flate2 is linked.
+    Deflate,
+}
+
+/// Compression settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompressionOptions {
+    pub algorithm: CompressionAlgorithm,
+    pub chunk_length_in_kb: u32,
+}
+
+/// Per-table options the engine honours.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableOptions {
+    pub compaction: CompactionOptions,
+    pub compression: CompressionOptions,
+    pub gc_grace_seconds: u32,
+    pub bloom_filter_fp_chance: f64,
+    pub default_time_to_live: u32,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            compaction: CompactionOptions::SizeTiered { min_threshold: 4, max_threshold: 32 },
+            compression: CompressionOptions { algorithm: CompressionAlgorithm::Lz4, chunk_length_in_kb: 16 },
+            gc_grace_seconds: 864_000,
+            bloom_filter_fp_chance: 0.01,
+            default_time_to_live: 0,
+        }
+    }
+}
+
+/// Everything the engine needs to know about a table (no CQL types: only comparators).
+#[derive(Clone)]
+pub struct TableDef {
+    pub id: TableId,
+    pub keyspace: String,
+    pub name: String,
+    pub clustering: Vec<ClusteringColumn>,
+    pub columns: Vec<ColumnDef>,
+    pub options: TableOptions,
+}
+
+/// A deletion: data with timestamp <= `marked_for_delete_at_us` is shadowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeletionTime {
+    pub marked_for_delete_at_us: i64,
+    /// Server time of the deletion (seconds); drives purge after gc_grace_seconds.
+    pub local_deletion_time_s: i64,
+}
+
+/// Whether a clustering bound includes its prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BoundKind {
+    Inclusive,
+    Exclusive,
+}
+
+/// A bound over a clustering prefix; an empty prefix is unbounded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClusteringBound {
+    pub prefix: Vec<Bytes>,
+    pub kind: BoundKind,
+}
+
+impl ClusteringBound {
+    /// The unbounded bound (either side).
+    pub fn unbounded() -> Self {
+        ClusteringBound { prefix: Vec::new(), kind: BoundKind::Inclusive }
+    }
+}
+
+/// Primary-key liveness written by INSERT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Liveness {
+    pub timestamp_us: i64,
+    /// 0 = no TTL.
+    pub ttl_s: u32,
+    /// Meaningful only when `ttl_s > 0`.
+    pub expires_at_s: i64,
+}
+
+/// All changes to one partition of one table.
+#[derive(Debug, Clone)]
+pub struct Mutation {
+    pub table: TableId,
+    /// Serialized partition key.
+    pub key: Bytes,
+    pub token: i64,
+    pub partition_deletion: Option<DeletionTime>,
+    /// Inclusive/exclusive bounds in storage (comparator) order, start <= end.
+    pub range_tombstones: Vec<(ClusteringBound, ClusteringBound, DeletionTime)>,
+    pub static_row: Option<RowUpdate>,
+    pub rows: Vec<RowUpdate>,
+}
+
+/// Changes to one row.
+#[derive(Debug, Clone)]
+pub struct RowUpdate {
+    pub clustering: Vec<Bytes>,
+    pub liveness: Option<Liveness>,
+    pub deletion: Option<DeletionTime>,
+    pub cells: Vec<CellUpdate>,
+}
+
+/// Change to one cell.
+#[derive(Debug, Clone)]
+pub struct CellUpdate {
+    pub column: ColumnId,
+    /// Cell path of a multi-cell column element.
+    pub path: Option<Bytes>,
+    pub timestamp_us: i64,
+    pub op: CellOp,
+}
+
+/// What happens to a cell.
+#[derive(Debug, Clone)]
+pub enum CellOp {
+    /// Write a value; `ttl_s` 0 = none (the table's default_time_to_live is not applied here: the caller does it).
+    Set { value: Bytes, ttl_s: u32 },
+    /// Cell tombstone.
+    Delete,
+    /// Delete the whole multi-cell column at the update's timestamp.
+    DeleteComplex,
+    /// Counter increment (negative = decrement).
+    CounterAdd(i64),
+}
+
+/// One side of a partition range in (token, key) order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartitionBound {
+    Unbounded,
+    Token { token: i64, inclusive: bool },
+    Key { token: i64, key: Bytes, inclusive: bool },
+}
+
+/// Which partitions a read covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartitionRange {
+    Single { key: Bytes, token: i64 },
+    Range { start: PartitionBound, end: PartitionBound },
+}
+
+/// A local read.
+#[derive(Debug, Clone)]
+pub struct ReadQuery {
+    pub partitions: PartitionRange,
+    /// Slices in storage order; empty = all rows.
+    pub slices: Vec<(ClusteringBound, ClusteringBound)>,
+    pub reversed: bool,
+    pub row_limit: Option<usize>,
+    pub per_partition_limit: Option<usize>,
+    pub partition_limit: Option<usize>,
+    /// "Now" for TTL expiry.
+    pub now_s: i64,
+}
+
+/// Live data of a read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadResult {
+    pub partitions: Vec<PartitionData>,
+}
+
+/// One partition's live data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionData {
+    pub key: Bytes,
+    pub token: i64,
+    pub static_row: Option<LiveRow>,
+    pub rows: Vec<LiveRow>,
+}
+
+/// A live row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveRow {
+    pub clustering: Vec<Bytes>,
+    /// Sorted by column id, then cell path (in the column's path order).
+    pub cells: Vec<LiveCell>,
+    /// Timestamp of the primary key liveness (INSERT), if live.
+    pub row_timestamp_us: Option<i64>,
+}
+
+/// A live cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveCell {
+    pub column: ColumnId,
+    pub path: Option<Bytes>,
+    /// Counters: the 8-byte big-endian total.
+    pub value: Bytes,
+    pub timestamp_us: i64,
+    pub ttl_s: u32,
+    pub expires_at_s: i64,
+}
+
+/// Result of commitlog replay.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayStats {
+    pub segments: usize,
+    pub mutations_replayed: u64,
+    /// Entries for tables not (or no longer) defined.
+    pub mutations_skipped: u64,
+    /// Torn or corrupt tails skipped.
+    pub corrupt_tails: usize,
+}
+
+/// Result of a compaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionStats {
+    pub input_sstables: usize,
+    pub output_sstables: usize,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub partitions_written: u64,
+    pub tombstones_purged: u64,
+}
+
+/// A running compaction (nodetool compactionstats).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionProgress {
+    pub id: u64,
+    pub keyspace: String,
+    pub table: String,
+    /// "Compaction", "Major compaction", "Garbage collection", "Flush".
+    pub kind: String,
+    pub completed_bytes: u64,
+    pub total_bytes: u64,
+}
+
+/// What nodetool tablestats / tablehistograms print.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableStats {
+    pub sstable_count: usize,
+    pub live_disk_space_bytes: u64,
+    pub memtable_data_size_bytes: u64,
+    pub memtable_partitions: u64,
+    pub memtable_switch_count: u64,
+    pub estimated_partitions: u64,
+    pub mean_partition_size_bytes: u64,
+    pub max_partition_size_bytes: u64,
+    pub local_read_count: u64,
+    pub local_write_count: u64,
+    pub bloom_filter_false_positives: u64,
+    pub bloom_filter_space_bytes: u64,
+    pub key_cache_hit_rate: f64,
+    pub chunk_cache_hit_rate: f64,
+    pub tombstone_count: u64,
+    pub compression_ratio: f64,
+    /// Read latency histogram buckets are kept by the server; the engine reports SSTables per read.
+    pub sstables_per_read_max: u64,
+}

@@ -1,0 +1,118 @@
+//! Helenus's tools that are not the server: `helenus stress` (a cassandra-stress compatible load
+//! generator with an open-model scheduler, HdrHistogram latencies and a step-load `sla` mode) and
+//! the protocol-ceiling server used by `bench/` to measure the native protocol's cost alone.
+//!
+//! It talks to servers only through the `scylla` driver (stress) or a minimal v4 codec (ceiling);
+//! it owns no server code.
+
+pub mod ceiling;
+pub mod dist;
+pub mod options;
+pub mod profile;
+pub mod runner;
+pub mod scheduler;
+pub mod sla;
+pub mod stats;
+pub mod workload;
+
+use std::io::Write;
+
+use options::{parse_args, StressOptions, USAGE};
+use runner::{connect_and_prepare, print_summary, run_phase, PhaseSpec, Sinks};
+use workload::Workload;
+
+/// Entry point of `helenus stress ARGS...` (`args` excludes `stress`). Returns the exit code:
+/// 0 success, 1 the run failed or had errors, 2 bad command line.
+pub fn stress_main(args: Vec<String>) -> i32 {
+    if args.is_empty() || matches!(args.first().map(String::as_str), Some("help" | "-h" | "--help")) {
+        println!("{USAGE}");
+        return if args.is_empty() { 2 } else { 0 };
+    }
+    let opts = match parse_args(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}\n\n{USAGE}");
+            return 2;
+        }
+    };
+    let workload = match Workload::from_options(&opts) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    // Two worker threads match this project's machines; the client must leave the server room.
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    rt.block_on(async move {
+        match run(opts, workload).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        }
+    })
+}
+
+async fn run(opts: StressOptions, workload: Workload) -> Result<i32, runner::RunError> {
+    let population = opts.population.clone().unwrap_or_else(|| workload.default_population.clone());
+    let prepared = connect_and_prepare(&opts, workload).await?;
+    let mut sinks = Sinks::open(&opts)?;
+    if let Some(sla) = opts.sla.clone() {
+        let report = sla::run_sla(&opts, &sla, &prepared, &mut sinks, population).await;
+        sla::print_report(&report);
+        write_json(&opts, report.to_json(&opts))?;
+        return Ok(0);
+    }
+    let spec = PhaseSpec {
+        name: opts.command.clone(),
+        rate: opts.rate,
+        stop: opts.stop,
+        threads: opts.threads,
+        population,
+        only_op: None,
+        print_progress: !opts.quiet,
+    };
+    let result = run_phase(&prepared, &spec, &mut sinks, opts.log_interval).await;
+    print_summary(&result);
+    let mut json = result.to_json();
+    if let Some(obj) = json.as_object_mut() {
+        obj.insert("settings".into(), settings_json(&opts));
+    }
+    write_json(&opts, json)?;
+    Ok(if result.total().errors > 0 { 1 } else { 0 })
+}
+
+/// The run's settings, recorded next to its numbers.
+pub fn settings_json(o: &StressOptions) -> serde_json::Value {
+    serde_json::json!({
+        "command": o.command,
+        "ops": o.ops.iter().map(|(n, w)| serde_json::json!({"op": n, "weight": w})).collect::<Vec<_>>(),
+        "profile": format!("{:?}", o.profile),
+        "stop": format!("{:?}", o.stop),
+        "consistency": format!("{:?}", o.consistency),
+        "population": format!("{:?}", o.population),
+        "threads": o.threads,
+        "rate": format!("{:?}", o.rate),
+        "nodes": o.nodes,
+        "port": o.port,
+        "connections_per_host": o.connections_per_host,
+        "keyspace": o.keyspace,
+    })
+}
+
+fn write_json(o: &StressOptions, v: serde_json::Value) -> Result<(), runner::RunError> {
+    let Some(path) = &o.json_file else { return Ok(()) };
+    let err = |e: std::io::Error| runner::RunError::Output { path: path.display().to_string(), error: e.to_string() };
+    let mut f = std::fs::File::create(path).map_err(err)?;
+    let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+    f.write_all(text.as_bytes()).map_err(err)?;
+    f.write_all(b"\n").map_err(err)
+}
