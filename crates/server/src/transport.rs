@@ -78,6 +78,7 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
     let mut codec = proto::ServerConnectionCodec::new(max_frame);
     let mut buf = BytesMut::with_capacity(READ_BUFFER_BYTES);
     let mut events_task: Option<tokio::task::JoinHandle<()>> = None;
+    let mut started = false;
 
     'read: loop {
         loop {
@@ -101,6 +102,19 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                     continue;
                 }
             };
+            let opcode_name = request_name(&frame.request);
+            if !started && !matches!(frame.request, proto::Request::Startup(_) | proto::Request::Options) {
+                let body = proto::ErrorBody::new(
+                    proto::ErrorCode::PROTOCOL,
+                    format!("Unexpected message {opcode_name}, expecting STARTUP or OPTIONS"),
+                );
+                let out = proto::ResponseFrame::new(frame.version, frame.stream, proto::Response::Error(body));
+                let _ = tx.send(Outgoing { frame: out, after: AfterWrite::Close, raw: None }).await;
+                break 'read;
+            }
+            if matches!(frame.request, proto::Request::Startup(_)) {
+                started = true;
+            }
             node.update_client(client_id, |c| {
                 c.request_count += 1;
                 c.protocol_version = frame.version;
@@ -260,5 +274,18 @@ async fn write_loop(
             let _ = writer.shutdown().await;
             return;
         }
+    }
+}
+
+fn request_name(r: &proto::Request) -> &'static str {
+    match r {
+        proto::Request::Startup(_) => "STARTUP",
+        proto::Request::Options => "OPTIONS",
+        proto::Request::Query { .. } => "QUERY",
+        proto::Request::Prepare { .. } => "PREPARE",
+        proto::Request::Execute { .. } => "EXECUTE",
+        proto::Request::Batch(_) => "BATCH",
+        proto::Request::Register { .. } => "REGISTER",
+        proto::Request::AuthResponse { .. } => "AUTH_RESPONSE",
     }
 }

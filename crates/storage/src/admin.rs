@@ -58,10 +58,19 @@ impl Engine {
             return Ok(CompactionStats::default());
         }
         let (level, max_out) = match t.def.read().options.compaction {
-            CompactionOptions::Leveled { sstable_size_in_mb, .. } => (1, u64::from(sstable_size_in_mb).max(1) << 20),
+            CompactionOptions::Leveled {
+                sstable_size_in_mb, ..
+            } => (1, u64::from(sstable_size_in_mb).max(1) << 20),
             _ => (0, u64::MAX),
         };
-        let r = compaction::compact_sstables(self, &t, inputs.clone(), CompactionKind::Major, level, max_out);
+        let r = compaction::compact_sstables(
+            self,
+            &t,
+            inputs.clone(),
+            CompactionKind::Major,
+            level,
+            max_out,
+        );
         release_all(&t, &inputs);
         r
     }
@@ -78,7 +87,14 @@ impl Engine {
                 continue;
             }
             let level = s.stats.level;
-            let r = compaction::compact_sstables(self, &t, inputs.clone(), CompactionKind::GarbageCollect, level, u64::MAX);
+            let r = compaction::compact_sstables(
+                self,
+                &t,
+                inputs.clone(),
+                CompactionKind::GarbageCollect,
+                level,
+                u64::MAX,
+            );
             release_all(&t, &inputs);
             let st = r?;
             total.input_sstables += st.input_sstables;
@@ -94,7 +110,9 @@ impl Engine {
     /// Flushes, then hard-links every SSTable component into `<table dir>/snapshots/<tag>/`.
     pub fn snapshot(&self, table: Option<TableId>, tag: &str) -> Result<(), StorageError> {
         if tag.is_empty() || tag.contains('/') || tag.contains("..") {
-            return Err(StorageError::InvalidRequest(format!("invalid snapshot tag {tag:?}")));
+            return Err(StorageError::InvalidRequest(format!(
+                "invalid snapshot tag {tag:?}"
+            )));
         }
         for t in self.tables_for(table)? {
             compaction::flush_table(self, &t)?;
@@ -118,9 +136,13 @@ impl Engine {
     /// Removes snapshots with `tag` (all snapshots when None) of every table on disk.
     pub fn clear_snapshot(&self, tag: Option<&str>) -> Result<(), StorageError> {
         let data = &self.config.data_dir;
-        let Ok(keyspaces) = std::fs::read_dir(data) else { return Ok(()) };
+        let Ok(keyspaces) = std::fs::read_dir(data) else {
+            return Ok(());
+        };
         for ks in keyspaces.flatten() {
-            let Ok(tables) = std::fs::read_dir(ks.path()) else { continue };
+            let Ok(tables) = std::fs::read_dir(ks.path()) else {
+                continue;
+            };
             for t in tables.flatten() {
                 let snaps = t.path().join("snapshots");
                 let target = match tag {
@@ -137,7 +159,9 @@ impl Engine {
 
     /// Statistics for nodetool tablestats / tablehistograms.
     pub fn table_stats(&self, table: TableId) -> TableStats {
-        let Ok(t) = self.table(table) else { return TableStats::default() };
+        let Ok(t) = self.table(table) else {
+            return TableStats::default();
+        };
         let sstables: Vec<_> = t.sstables.read().clone();
         let mt = t.memtable.read().clone();
         let mut s = TableStats {
@@ -158,7 +182,8 @@ impl Engine {
         for r in &sstables {
             s.live_disk_space_bytes += r.disk_bytes();
             s.estimated_partitions += r.stats.partitions;
-            s.max_partition_size_bytes = s.max_partition_size_bytes.max(r.stats.max_partition_bytes);
+            s.max_partition_size_bytes =
+                s.max_partition_size_bytes.max(r.stats.max_partition_bytes);
             s.bloom_filter_space_bytes += r.filter.size_bytes();
             s.tombstone_count += r.stats.tombstones;
             uncompressed += r.stats.uncompressed_bytes;
@@ -168,7 +193,11 @@ impl Engine {
         if s.estimated_partitions > 0 {
             s.mean_partition_size_bytes = (uncompressed + mt.size_bytes()) / s.estimated_partitions;
         }
-        s.compression_ratio = if uncompressed > 0 { data_bytes as f64 / uncompressed as f64 } else { 0.0 };
+        s.compression_ratio = if uncompressed > 0 {
+            data_bytes as f64 / uncompressed as f64
+        } else {
+            0.0
+        };
         s
     }
 

@@ -25,19 +25,29 @@ fn fnv1a(key: &[u8]) -> u64 {
 impl BloomFilter {
     /// A filter for `n` keys at false-positive chance `fp` (clamped to sane bounds).
     pub fn new(n: usize, fp: f64) -> Self {
-        let fp = if fp.is_finite() { fp.clamp(1e-6, 0.9) } else { 0.01 };
+        let fp = if fp.is_finite() {
+            fp.clamp(1e-6, 0.9)
+        } else {
+            0.01
+        };
         let n = n.max(1) as f64;
-        let m = (-(n * fp.ln()) / (std::f64::consts::LN_2.powi(2))).ceil().max(64.0);
+        let m = (-(n * fp.ln()) / (std::f64::consts::LN_2.powi(2)))
+            .ceil()
+            .max(64.0);
         let k = ((m / n) * std::f64::consts::LN_2).round().clamp(1.0, 20.0) as u32;
         let words = (m as usize).div_ceil(64);
-        BloomFilter { k, bits: vec![0; words] }
+        BloomFilter {
+            k,
+            bits: vec![0; words],
+        }
     }
 
     fn positions(&self, token: i64, key: &[u8]) -> impl Iterator<Item = usize> + '_ {
         let m = (self.bits.len() * 64) as u64;
         let h1 = token as u64;
         let h2 = fnv1a(key);
-        (0..u64::from(self.k)).map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) % m.max(1)) as usize)
+        (0..u64::from(self.k))
+            .map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) % m.max(1)) as usize)
     }
 
     pub fn insert(&mut self, token: i64, key: &[u8]) {
@@ -50,7 +60,11 @@ impl BloomFilter {
     }
 
     pub fn may_contain(&self, token: i64, key: &[u8]) -> bool {
-        self.positions(token, key).all(|p| self.bits.get(p / 64).is_some_and(|w| w & (1u64 << (p % 64)) != 0))
+        self.positions(token, key).all(|p| {
+            self.bits
+                .get(p / 64)
+                .is_some_and(|w| w & (1u64 << (p % 64)) != 0)
+        })
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -71,9 +85,13 @@ impl BloomFilter {
         let k = r.u32()?;
         let m = r.u64()? as usize;
         if m / 64 * 8 > r.remaining() || k == 0 || k > 64 {
-            return Err(StorageError::Decode { what: "bloom filter" });
+            return Err(StorageError::Decode {
+                what: "bloom filter",
+            });
         }
-        let bits = (0..m / 64).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
+        let bits = (0..m / 64)
+            .map(|_| r.u64())
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(BloomFilter { k, bits })
     }
 }
@@ -91,7 +109,9 @@ mod tests {
         for i in 0..1000i64 {
             assert!(f.may_contain(i.wrapping_mul(0x1E37_79B9_7F4A_7C15), &i.to_be_bytes()));
         }
-        let fp = (1000..11000i64).filter(|i| f.may_contain(i.wrapping_mul(0x1E37_79B9_7F4A_7C15), &i.to_be_bytes())).count();
+        let fp = (1000..11000i64)
+            .filter(|i| f.may_contain(i.wrapping_mul(0x1E37_79B9_7F4A_7C15), &i.to_be_bytes()))
+            .count();
         assert!(fp < 300, "false positives: {fp}");
         let mut buf = Vec::new();
         f.encode(&mut buf);

@@ -28,7 +28,15 @@ pub struct ByteCache<K, V> {
 impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
     pub fn new(budget_bytes: u64) -> Self {
         ByteCache {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard { map: HashMap::new(), order: VecDeque::new(), bytes: 0 })).collect(),
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        map: HashMap::new(),
+                        order: VecDeque::new(),
+                        bytes: 0,
+                    })
+                })
+                .collect(),
             shard_budget_bytes: budget_bytes / SHARDS as u64,
             hasher: RandomState::new(),
             hits: AtomicU64::new(0),
@@ -41,7 +49,9 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
     }
 
     pub fn get(&self, k: &K) -> Option<Arc<V>> {
-        let r = self.shard(k).and_then(|s| s.lock().map.get(k).map(|(v, _)| v.clone()));
+        let r = self
+            .shard(k)
+            .and_then(|s| s.lock().map.get(k).map(|(v, _)| v.clone()));
         if r.is_some() {
             self.hits.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -63,7 +73,9 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
         }
         s.bytes += size_bytes;
         while s.bytes > self.shard_budget_bytes {
-            let Some(old) = s.order.pop_front() else { break };
+            let Some(old) = s.order.pop_front() else {
+                break;
+            };
             if let Some((_, sz)) = s.map.remove(&old) {
                 s.bytes -= sz;
             }

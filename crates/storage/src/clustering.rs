@@ -78,19 +78,39 @@ pub struct CKey {
 impl CKey {
     /// A row's clustering.
     pub fn row(values: Vec<Bytes>, cmp: &Arc<ClusteringComparator>) -> Self {
-        CKey { values, weight: 0, cmp: cmp.clone() }
+        CKey {
+            values,
+            weight: 0,
+            cmp: cmp.clone(),
+        }
     }
 
     /// The position of a slice/range-tombstone start bound.
     pub fn start(b: &ClusteringBound, cmp: &Arc<ClusteringComparator>) -> Self {
-        let weight = if b.prefix.is_empty() || b.kind == BoundKind::Inclusive { -1 } else { 1 };
-        CKey { values: b.prefix.clone(), weight, cmp: cmp.clone() }
+        let weight = if b.prefix.is_empty() || b.kind == BoundKind::Inclusive {
+            -1
+        } else {
+            1
+        };
+        CKey {
+            values: b.prefix.clone(),
+            weight,
+            cmp: cmp.clone(),
+        }
     }
 
     /// The position of a slice/range-tombstone end bound.
     pub fn end(b: &ClusteringBound, cmp: &Arc<ClusteringComparator>) -> Self {
-        let weight = if b.prefix.is_empty() || b.kind == BoundKind::Inclusive { 1 } else { -1 };
-        CKey { values: b.prefix.clone(), weight, cmp: cmp.clone() }
+        let weight = if b.prefix.is_empty() || b.kind == BoundKind::Inclusive {
+            1
+        } else {
+            -1
+        };
+        CKey {
+            values: b.prefix.clone(),
+            weight,
+            cmp: cmp.clone(),
+        }
     }
 }
 
@@ -107,7 +127,8 @@ impl PartialOrd for CKey {
 }
 impl Ord for CKey {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.cmp.compare(&self.values, self.weight, &other.values, other.weight)
+        self.cmp
+            .compare(&self.values, self.weight, &other.values, other.weight)
     }
 }
 
@@ -131,8 +152,14 @@ pub(crate) mod tests {
 
     pub fn cmp2(desc_second: bool) -> Arc<ClusteringComparator> {
         Arc::new(ClusteringComparator::new(vec![
-            ClusteringColumn { cmp: Arc::new(Bytewise), descending: false },
-            ClusteringColumn { cmp: Arc::new(Bytewise), descending: desc_second },
+            ClusteringColumn {
+                cmp: Arc::new(Bytewise),
+                descending: false,
+            },
+            ClusteringColumn {
+                cmp: Arc::new(Bytewise),
+                descending: desc_second,
+            },
         ]))
     }
 
@@ -143,10 +170,22 @@ pub(crate) mod tests {
     #[test]
     fn inclusive_start_bound_sorts_before_rows_with_its_prefix() {
         let c = cmp2(false);
-        let start = CKey::start(&ClusteringBound { prefix: vec![b(b"a")], kind: BoundKind::Inclusive }, &c);
+        let start = CKey::start(
+            &ClusteringBound {
+                prefix: vec![b(b"a")],
+                kind: BoundKind::Inclusive,
+            },
+            &c,
+        );
         let row = CKey::row(vec![b(b"a"), b(b"x")], &c);
         assert!(start < row);
-        let excl = CKey::start(&ClusteringBound { prefix: vec![b(b"a")], kind: BoundKind::Exclusive }, &c);
+        let excl = CKey::start(
+            &ClusteringBound {
+                prefix: vec![b(b"a")],
+                kind: BoundKind::Exclusive,
+            },
+            &c,
+        );
         assert!(excl > row);
         assert!(excl < CKey::row(vec![b(b"b"), b(b"a")], &c));
     }

@@ -29,7 +29,11 @@ pub fn crc32c(data: &[u8]) -> u32 {
         for (i, e) in t.iter_mut().enumerate() {
             let mut c = i as u32;
             for _ in 0..8 {
-                c = if c & 1 != 0 { (c >> 1) ^ 0x82F6_3B78 } else { c >> 1 };
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0x82F6_3B78
+                } else {
+                    c >> 1
+                };
             }
             *e = c;
         }
@@ -101,8 +105,14 @@ impl<'a> Reader<'a> {
         self.buf.len().saturating_sub(self.pos)
     }
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
-        let end = self.pos.checked_add(n).ok_or(StorageError::Decode { what: self.what })?;
-        let s = self.buf.get(self.pos..end).ok_or(StorageError::Decode { what: self.what })?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .ok_or(StorageError::Decode { what: self.what })?;
+        let s = self
+            .buf
+            .get(self.pos..end)
+            .ok_or(StorageError::Decode { what: self.what })?;
         self.pos = end;
         Ok(s)
     }
@@ -131,10 +141,17 @@ impl<'a> Reader<'a> {
         Ok(Bytes::copy_from_slice(self.take(n)?))
     }
     fn dt(&mut self) -> Result<DeletionTime, StorageError> {
-        Ok(DeletionTime { marked_for_delete_at_us: self.i64()?, local_deletion_time_s: self.i64()? })
+        Ok(DeletionTime {
+            marked_for_delete_at_us: self.i64()?,
+            local_deletion_time_s: self.i64()?,
+        })
     }
     fn opt_dt(&mut self) -> Result<Option<DeletionTime>, StorageError> {
-        Ok(if self.u8()? == 1 { Some(self.dt()?) } else { None })
+        Ok(if self.u8()? == 1 {
+            Some(self.dt()?)
+        } else {
+            None
+        })
     }
     fn prefix(&mut self) -> Result<Vec<Bytes>, StorageError> {
         let n = self.u16()? as usize;
@@ -181,13 +198,19 @@ fn encode_row(w: &mut Writer<'_>, r: &Row) {
         }
         w.i64(c.timestamp_us);
         match &c.kind {
-            CellKind::Live { value, ttl_s, expires_at_s } => {
+            CellKind::Live {
+                value,
+                ttl_s,
+                expires_at_s,
+            } => {
                 w.u8(0);
                 w.bytes(value);
                 w.u32(*ttl_s);
                 w.i64(*expires_at_s);
             }
-            CellKind::Tombstone { local_deletion_time_s } => {
+            CellKind::Tombstone {
+                local_deletion_time_s,
+            } => {
                 w.u8(1);
                 w.i64(*local_deletion_time_s);
             }
@@ -203,7 +226,11 @@ fn encode_row(w: &mut Writer<'_>, r: &Row) {
 fn decode_row(r: &mut Reader<'_>) -> Result<Row, StorageError> {
     let mut row = Row::default();
     if r.u8()? == 1 {
-        row.liveness = Some(Liveness { timestamp_us: r.i64()?, ttl_s: r.u32()?, expires_at_s: r.i64()? });
+        row.liveness = Some(Liveness {
+            timestamp_us: r.i64()?,
+            ttl_s: r.u32()?,
+            expires_at_s: r.i64()?,
+        });
     }
     row.deletion = r.opt_dt()?;
     for _ in 0..r.count(20)? {
@@ -215,9 +242,18 @@ fn decode_row(r: &mut Reader<'_>) -> Result<Row, StorageError> {
         let path = if r.u8()? == 1 { Some(r.bytes()?) } else { None };
         let timestamp_us = r.i64()?;
         let kind = match r.u8()? {
-            0 => CellKind::Live { value: r.bytes()?, ttl_s: r.u32()?, expires_at_s: r.i64()? },
-            1 => CellKind::Tombstone { local_deletion_time_s: r.i64()? },
-            2 => CellKind::Counter { clock: r.i64()?, total: r.i64()? },
+            0 => CellKind::Live {
+                value: r.bytes()?,
+                ttl_s: r.u32()?,
+                expires_at_s: r.i64()?,
+            },
+            1 => CellKind::Tombstone {
+                local_deletion_time_s: r.i64()?,
+            },
+            2 => CellKind::Counter {
+                clock: r.i64()?,
+                total: r.i64()?,
+            },
             _ => return Err(StorageError::Decode { what: "cell kind" }),
         };
         row.cells.insert((col, path), Cell { timestamp_us, kind });
@@ -248,7 +284,10 @@ pub fn encode_partition(out: &mut Vec<u8>, p: &Partition) {
 }
 
 /// Decodes one partition from `r`.
-pub fn decode_partition(r: &mut Reader<'_>, cmp: &Arc<ClusteringComparator>) -> Result<Partition, StorageError> {
+pub fn decode_partition(
+    r: &mut Reader<'_>,
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<Partition, StorageError> {
     let key = r.bytes()?;
     let token = r.i64()?;
     let mut p = Partition::new(key, token);
@@ -258,11 +297,19 @@ pub fn decode_partition(r: &mut Reader<'_>, cmp: &Arc<ClusteringComparator>) -> 
         for _ in 0..2 {
             let weight = r.u8()? as i8;
             let values = r.prefix()?;
-            bounds.push(CKey { values, weight, cmp: cmp.clone() });
+            bounds.push(CKey {
+                values,
+                weight,
+                cmp: cmp.clone(),
+            });
         }
         let d = r.dt()?;
-        let e = bounds.pop().ok_or(StorageError::Decode { what: "range tombstone" })?;
-        let s = bounds.pop().ok_or(StorageError::Decode { what: "range tombstone" })?;
+        let e = bounds.pop().ok_or(StorageError::Decode {
+            what: "range tombstone",
+        })?;
+        let s = bounds.pop().ok_or(StorageError::Decode {
+            what: "range tombstone",
+        })?;
         p.range_tombstones.push((s, e, d));
     }
     p.static_row = decode_row(r)?;
@@ -288,8 +335,18 @@ mod tests {
         let cmp = crate::clustering::tests::cmp2(false);
         let mut p = Partition::new(Bytes::from_static(b"k"), 7);
         p.rows.insert(
-            CKey::row(vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")], &cmp),
-            Row { liveness: Some(Liveness { timestamp_us: 1, ttl_s: 0, expires_at_s: 0 }), ..Row::default() },
+            CKey::row(
+                vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")],
+                &cmp,
+            ),
+            Row {
+                liveness: Some(Liveness {
+                    timestamp_us: 1,
+                    ttl_s: 0,
+                    expires_at_s: 0,
+                }),
+                ..Row::default()
+            },
         );
         let mut buf = Vec::new();
         encode_partition(&mut buf, &p);

@@ -76,7 +76,10 @@ pub fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
         let ent = ent.map_err(|e| StorageError::io(dir, e))?;
         let name = ent.file_name();
         let name = name.to_string_lossy();
-        if let Some(id) = name.strip_prefix("CommitLog-hl1-").and_then(|s| s.strip_suffix(".log")) {
+        if let Some(id) = name
+            .strip_prefix("CommitLog-hl1-")
+            .and_then(|s| s.strip_suffix(".log"))
+        {
             if let Ok(id) = id.parse::<u64>() {
                 ids.push(id);
             }
@@ -88,18 +91,34 @@ pub fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
 
 fn create_segment(dir: &Path, id: u64) -> Result<(Segment, Arc<File>), StorageError> {
     let path = segment_path(dir, id);
-    let file = OpenOptions::new().create(true).write(true).truncate(true).open(&path).map_err(|e| StorageError::io(&path, e))?;
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| StorageError::io(&path, e))?;
     // Make the new file's directory entry durable, or a crash could lose the whole segment.
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok((Segment { id, path, dirty: HashMap::new() }, Arc::new(file)))
+    Ok((
+        Segment {
+            id,
+            path,
+            dirty: HashMap::new(),
+        },
+        Arc::new(file),
+    ))
 }
 
 impl Commitlog {
     /// Opens the log, starting a fresh segment after any existing ones (those are replayed, then
     /// deleted by `discard_replayed`).
-    pub fn open(dir: &Path, sync: CommitlogSync, segment_size_bytes: u64) -> Result<Arc<Commitlog>, StorageError> {
+    pub fn open(
+        dir: &Path,
+        sync: CommitlogSync,
+        segment_size_bytes: u64,
+    ) -> Result<Arc<Commitlog>, StorageError> {
         fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
         let next = list_segments(dir)?.last().map_or(1, |l| l + 1);
         let (current, file) = create_segment(dir, next)?;
@@ -131,9 +150,16 @@ impl Commitlog {
 
     /// Appends one entry for `tables` (the tables it touches); returns its sequence number and
     /// position. The caller waits with `wait_durable` (after releasing its locks).
-    pub fn append(&self, payload: &[u8], tables: &[TableId]) -> Result<(u64, LogPosition), StorageError> {
+    pub fn append(
+        &self,
+        payload: &[u8],
+        tables: &[TableId],
+    ) -> Result<(u64, LogPosition), StorageError> {
         if payload.len() > MAX_ENTRY_BYTES {
-            return Err(StorageError::InvalidRequest(format!("mutation of {} bytes is too large", payload.len())));
+            return Err(StorageError::InvalidRequest(format!(
+                "mutation of {} bytes is too large",
+                payload.len()
+            )));
         }
         let mut st = self.state.lock();
         let entry_len = HEADER_BYTES + payload.len() as u64;
@@ -145,7 +171,9 @@ impl Commitlog {
         buf.extend_from_slice(&crc32c(payload).to_be_bytes());
         buf.extend_from_slice(payload);
         let path = st.current.path.clone();
-        (&*st.file).write_all(&buf).map_err(|e| StorageError::io(&path, e))?;
+        (&*st.file)
+            .write_all(&buf)
+            .map_err(|e| StorageError::io(&path, e))?;
         st.offset += entry_len;
         st.written_seq += 1;
         let off = st.offset;
@@ -157,7 +185,9 @@ impl Commitlog {
 
     fn rotate(&self, st: &mut WriterState) -> Result<(), StorageError> {
         // Everything in the old segment must be durable before later entries can be acknowledged.
-        st.file.sync_data().map_err(|e| StorageError::io(&st.current.path, e))?;
+        st.file
+            .sync_data()
+            .map_err(|e| StorageError::io(&st.current.path, e))?;
         let (seg, file) = create_segment(&self.dir, st.current.id + 1)?;
         let old = std::mem::replace(&mut st.current, seg);
         st.file = file;
@@ -183,7 +213,9 @@ impl Commitlog {
             *self.sync_requested.lock() = true;
             self.sync_cv.notify_one();
         }
-        rx.wait_for(|s| *s >= seq).await.map_err(|_| StorageError::ShuttingDown)?;
+        rx.wait_for(|s| *s >= seq)
+            .await
+            .map_err(|_| StorageError::ShuttingDown)?;
         Ok(())
     }
 
@@ -222,7 +254,8 @@ impl Commitlog {
             match self.sync {
                 CommitlogSync::Periodic { period_ms } => {
                     let mut req = self.sync_requested.lock();
-                    self.sync_cv.wait_for(&mut req, Duration::from_millis(period_ms.max(1)));
+                    self.sync_cv
+                        .wait_for(&mut req, Duration::from_millis(period_ms.max(1)));
                     *req = false;
                 }
                 CommitlogSync::Batch | CommitlogSync::Group { .. } => {
@@ -269,7 +302,11 @@ impl Commitlog {
         let clean: Vec<u64> = st
             .old
             .values()
-            .filter(|s| s.dirty.iter().all(|(t, off)| flushed.get(t).is_some_and(|p| *p >= (s.id, *off))))
+            .filter(|s| {
+                s.dirty
+                    .iter()
+                    .all(|(t, off)| flushed.get(t).is_some_and(|p| *p >= (s.id, *off)))
+            })
             .map(|s| s.id)
             .collect();
         for id in clean {
@@ -299,11 +336,15 @@ impl Commitlog {
 /// was skipped.
 pub fn read_segment(path: &Path) -> Result<(Vec<Vec<u8>>, bool), StorageError> {
     let mut data = Vec::new();
-    File::open(path).and_then(|mut f| f.read_to_end(&mut data)).map_err(|e| StorageError::io(path, e))?;
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut data))
+        .map_err(|e| StorageError::io(path, e))?;
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
-        let Some(hdr) = data.get(pos..pos + 8) else { return Ok((out, true)) };
+        let Some(hdr) = data.get(pos..pos + 8) else {
+            return Ok((out, true));
+        };
         let len = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
         let crc = u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
         if len == 0 && crc == 0 {
@@ -314,7 +355,9 @@ pub fn read_segment(path: &Path) -> Result<(Vec<Vec<u8>>, bool), StorageError> {
         if len > MAX_ENTRY_BYTES {
             return Ok((out, true));
         }
-        let Some(payload) = data.get(pos + 8..pos + 8 + len) else { return Ok((out, true)) };
+        let Some(payload) = data.get(pos + 8..pos + 8 + len) else {
+            return Ok((out, true));
+        };
         if crc32c(payload) != crc {
             return Ok((out, true));
         }

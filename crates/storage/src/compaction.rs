@@ -27,10 +27,16 @@ const COMPACTION_CHUNK_MEMO_BYTES: u64 = 16 << 20;
 const LCS_L0_TRIGGER: usize = 4;
 
 fn now_s() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
-fn spawn_loop(engine: &Arc<Engine>, rx: Arc<parking_lot::Mutex<mpsc::Receiver<Job>>>, name: String) -> Result<std::thread::JoinHandle<()>, StorageError> {
+fn spawn_loop(
+    engine: &Arc<Engine>,
+    rx: Arc<parking_lot::Mutex<mpsc::Receiver<Job>>>,
+    name: String,
+) -> Result<std::thread::JoinHandle<()>, StorageError> {
     let weak: Weak<Engine> = Arc::downgrade(engine);
     std::thread::Builder::new()
         .name(name)
@@ -92,7 +98,16 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
     let def = t.def.read().clone();
     let task = engine.start_task(&def, "Flush", old.size_bytes());
     let parts = old.sorted_partitions();
-    let result = write_outputs(engine, t, &def, parts.into_iter().map(Ok), parts_len_hint(&old), 0, u64::MAX, task);
+    let result = write_outputs(
+        engine,
+        t,
+        &def,
+        parts.into_iter().map(Ok),
+        parts_len_hint(&old),
+        0,
+        u64::MAX,
+        task,
+    );
     engine.end_task(task);
     let readers = result?;
     t.sstables.write().extend(readers);
@@ -138,13 +153,24 @@ fn write_outputs(
             }
         };
         p.drop_shadowed();
-        if p.deletion.is_none() && p.range_tombstones.is_empty() && p.static_row.is_empty() && p.rows.is_empty() {
+        if p.deletion.is_none()
+            && p.range_tombstones.is_empty()
+            && p.static_row.is_empty()
+            && p.rows.is_empty()
+        {
             continue;
         }
         if writer.is_none() {
             let gen = t.next_gen.fetch_add(1, Ordering::Relaxed);
             let fp = def.options.bloom_filter_fp_chance;
-            writer = Some(SSTableWriter::create(&t.dir, gen, &def.options.compression, expected_keys, fp, level)?);
+            writer = Some(SSTableWriter::create(
+                &t.dir,
+                gen,
+                &def.options.compression,
+                expected_keys,
+                fp,
+                level,
+            )?);
         }
         let Some(w) = writer.as_mut() else { continue };
         let before = w.uncompressed_bytes();
@@ -178,7 +204,9 @@ fn write_outputs(
 /// Removes tombstones older than gc_grace whose timestamp is below `max_purgeable_ts` (no older
 /// data for this partition exists outside the compaction), and expired TTL data in the same case.
 pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, now: i64) -> u64 {
-    let purgeable = |d: &DeletionTime| d.local_deletion_time_s < gc_before_s && d.marked_for_delete_at_us < max_purgeable_ts;
+    let purgeable = |d: &DeletionTime| {
+        d.local_deletion_time_s < gc_before_s && d.marked_for_delete_at_us < max_purgeable_ts
+    };
     let mut purged = 0u64;
     if p.deletion.is_some_and(|d| purgeable(&d)) {
         p.deletion = None;
@@ -194,7 +222,11 @@ pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, 
         }
         if let Some(l) = r.liveness {
             let dead_at = l.expires_at_s;
-            if l.ttl_s > 0 && dead_at <= now && dead_at < gc_before_s && l.timestamp_us < max_purgeable_ts {
+            if l.ttl_s > 0
+                && dead_at <= now
+                && dead_at < gc_before_s
+                && l.timestamp_us < max_purgeable_ts
+            {
                 r.liveness = None;
                 purged += 1;
             }
@@ -210,9 +242,16 @@ pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, 
         purged += (nc - r.cells.len()) as u64;
         // Expired cells that must stay (not yet purgeable) become plain tombstones: smaller, same effect.
         for c in r.cells.values_mut() {
-            if let CellKind::Live { ttl_s, expires_at_s, .. } = c.kind {
+            if let CellKind::Live {
+                ttl_s,
+                expires_at_s,
+                ..
+            } = c.kind
+            {
                 if ttl_s > 0 && expires_at_s <= now {
-                    c.kind = CellKind::Tombstone { local_deletion_time_s: expires_at_s };
+                    c.kind = CellKind::Tombstone {
+                        local_deletion_time_s: expires_at_s,
+                    };
                 }
             }
         }
@@ -249,9 +288,16 @@ pub(crate) fn compact_sstables(
     let task = engine.start_task(&def, label, total);
     let now = now_s();
     let gc_before = now - i64::from(def.options.gc_grace_seconds);
-    let others: Vec<Arc<SSTableReader>> = t.sstables.read().iter().filter(|s| !input_gens.contains(&s.gen)).cloned().collect();
-    let memtables: Vec<Arc<Memtable>> =
-        std::iter::once(t.memtable.read().clone()).chain(t.flushing.read().iter().cloned()).collect();
+    let others: Vec<Arc<SSTableReader>> = t
+        .sstables
+        .read()
+        .iter()
+        .filter(|s| !input_gens.contains(&s.gen))
+        .cloned()
+        .collect();
+    let memtables: Vec<Arc<Memtable>> = std::iter::once(t.memtable.read().clone())
+        .chain(t.flushing.read().iter().cloned())
+        .collect();
     let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
     let mut heap: BinaryHeap<Reverse<((i64, Bytes), usize, usize)>> = BinaryHeap::new();
     for (si, s) in inputs.iter().enumerate() {
@@ -259,7 +305,11 @@ pub(crate) fn compact_sstables(
             heap.push(Reverse(((e.token, e.key.clone()), si, 0)));
         }
     }
-    let mut stats = CompactionStats { input_sstables: inputs.len(), bytes_read: total, ..CompactionStats::default() };
+    let mut stats = CompactionStats {
+        input_sstables: inputs.len(),
+        bytes_read: total,
+        ..CompactionStats::default()
+    };
     let mut purged = 0u64;
     let mut keys = 0usize;
     let merged = std::iter::from_fn(|| {
@@ -295,7 +345,8 @@ pub(crate) fn compact_sstables(
             }
         }
         for m in &memtables {
-            if let Some(Some((lo, _))) = m.with_partition(key.0, &key.1, |mp| mp.timestamp_range()) {
+            if let Some(Some((lo, _))) = m.with_partition(key.0, &key.1, |mp| mp.timestamp_range())
+            {
                 max_purgeable = max_purgeable.min(lo);
             }
         }
@@ -303,7 +354,16 @@ pub(crate) fn compact_sstables(
         Some(Ok(p))
     });
     let expected: usize = inputs.iter().map(|s| s.index.len()).sum();
-    let result = write_outputs(engine, t, &def, merged, expected, level, max_output_bytes, task);
+    let result = write_outputs(
+        engine,
+        t,
+        &def,
+        merged,
+        expected,
+        level,
+        max_output_bytes,
+        task,
+    );
     engine.end_task(task);
     let outputs = result?;
     stats.output_sstables = outputs.len();
@@ -330,7 +390,10 @@ pub(crate) fn compact_sstables(
 /// Reserves SSTables for a compaction; returns those not already taken.
 pub(crate) fn reserve(t: &Table, cands: Vec<Arc<SSTableReader>>) -> Vec<Arc<SSTableReader>> {
     let mut taken = t.compacting.lock();
-    let free: Vec<_> = cands.into_iter().filter(|s| !taken.contains(&s.gen)).collect();
+    let free: Vec<_> = cands
+        .into_iter()
+        .filter(|s| !taken.contains(&s.gen))
+        .collect();
     for s in &free {
         taken.insert(s.gen);
     }
@@ -345,7 +408,11 @@ fn release(t: &Table, set: &[Arc<SSTableReader>]) {
 }
 
 /// Size-tiered buckets (Cassandra's `getBuckets`): similar sizes group together.
-fn stcs_pick(sstables: &[Arc<SSTableReader>], min_threshold: usize, max_threshold: usize) -> Vec<Arc<SSTableReader>> {
+fn stcs_pick(
+    sstables: &[Arc<SSTableReader>],
+    min_threshold: usize,
+    max_threshold: usize,
+) -> Vec<Arc<SSTableReader>> {
     let mut sorted: Vec<Arc<SSTableReader>> = sstables.to_vec();
     sorted.sort_by_key(|s| s.stats.data_file_bytes);
     let mut buckets: Vec<(f64, Vec<Arc<SSTableReader>>)> = Vec::new();
@@ -384,21 +451,41 @@ fn window_seconds(unit: &str, size: u32) -> i64 {
 }
 
 /// Picks and runs one background compaction if the strategy wants one.
-pub(crate) fn background_compaction(engine: &Engine, t: &Arc<Table>) -> Result<Option<CompactionStats>, StorageError> {
+pub(crate) fn background_compaction(
+    engine: &Engine,
+    t: &Arc<Table>,
+) -> Result<Option<CompactionStats>, StorageError> {
     let def = t.def.read().clone();
     let free: Vec<Arc<SSTableReader>> = {
         let taken = t.compacting.lock();
-        t.sstables.read().iter().filter(|s| !taken.contains(&s.gen)).cloned().collect()
+        t.sstables
+            .read()
+            .iter()
+            .filter(|s| !taken.contains(&s.gen))
+            .cloned()
+            .collect()
     };
     let (cands, level, max_out) = match &def.options.compaction {
-        CompactionOptions::SizeTiered { min_threshold, max_threshold } => {
-            (stcs_pick(&free, *min_threshold as usize, *max_threshold as usize), 0, DEFAULT_MAX_OUTPUT_BYTES)
-        }
-        CompactionOptions::TimeWindow { compaction_window_unit, compaction_window_size } => {
+        CompactionOptions::SizeTiered {
+            min_threshold,
+            max_threshold,
+        } => (
+            stcs_pick(&free, *min_threshold as usize, *max_threshold as usize),
+            0,
+            DEFAULT_MAX_OUTPUT_BYTES,
+        ),
+        CompactionOptions::TimeWindow {
+            compaction_window_unit,
+            compaction_window_size,
+        } => {
             let w = window_seconds(compaction_window_unit, *compaction_window_size) * 1_000_000;
-            let mut windows: std::collections::BTreeMap<i64, Vec<Arc<SSTableReader>>> = Default::default();
+            let mut windows: std::collections::BTreeMap<i64, Vec<Arc<SSTableReader>>> =
+                Default::default();
             for s in &free {
-                windows.entry(s.stats.max_timestamp_us.div_euclid(w.max(1))).or_default().push(s.clone());
+                windows
+                    .entry(s.stats.max_timestamp_us.div_euclid(w.max(1)))
+                    .or_default()
+                    .push(s.clone());
             }
             let newest = windows.keys().next_back().copied();
             let mut pick = Vec::new();
@@ -414,18 +501,33 @@ pub(crate) fn background_compaction(engine: &Engine, t: &Arc<Table>) -> Result<O
             }
             (pick, 0, DEFAULT_MAX_OUTPUT_BYTES)
         }
-        CompactionOptions::Leveled { sstable_size_in_mb, fanout_size } => {
-            lcs_pick(&free, t, u64::from(*sstable_size_in_mb).max(1) << 20, u64::from(*fanout_size).max(2))
-        }
+        CompactionOptions::Leveled {
+            sstable_size_in_mb,
+            fanout_size,
+        } => lcs_pick(
+            &free,
+            t,
+            u64::from(*sstable_size_in_mb).max(1) << 20,
+            u64::from(*fanout_size).max(2),
+        ),
     };
-    if cands.len() < 2 && !matches!(def.options.compaction, CompactionOptions::Leveled { .. }) || cands.is_empty() {
+    if cands.len() < 2 && !matches!(def.options.compaction, CompactionOptions::Leveled { .. })
+        || cands.is_empty()
+    {
         return Ok(None);
     }
     let inputs = reserve(t, cands);
     if inputs.is_empty() {
         return Ok(None);
     }
-    let r = compact_sstables(engine, t, inputs.clone(), CompactionKind::Background, level, max_out);
+    let r = compact_sstables(
+        engine,
+        t,
+        inputs.clone(),
+        CompactionKind::Background,
+        level,
+        max_out,
+    );
     release(t, &inputs);
     let stats = r?;
     // The outputs may make another round worthwhile.
@@ -464,7 +566,9 @@ fn lcs_pick(
         let bytes: u64 = in_level.iter().map(|s| s.stats.data_file_bytes).sum();
         let budget = size.saturating_mul(fanout.saturating_pow(l));
         if bytes > budget {
-            let Some(first) = level_of(l).min_by_key(|s| s.gen) else { continue };
+            let Some(first) = level_of(l).min_by_key(|s| s.gen) else {
+                continue;
+            };
             let mut pick = vec![first.clone()];
             pick.extend(level_of(l + 1).filter(|s| overlaps(&first, s)));
             return (pick, l + 1, size);

@@ -85,7 +85,9 @@ pub struct Engine {
 }
 
 fn now_s() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 fn hex(id: &[u8]) -> String {
@@ -96,10 +98,16 @@ impl Engine {
     /// Opens the engine: creates directories, starts a new commitlog segment and the background
     /// threads. Existing segments are replayed by `replay_commitlog` once tables are created.
     pub fn open(config: StorageConfig) -> Result<Arc<Engine>, StorageError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| StorageError::io(&config.data_dir, e))?;
-        std::fs::create_dir_all(&config.commitlog_dir).map_err(|e| StorageError::io(&config.commitlog_dir, e))?;
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| StorageError::io(&config.data_dir, e))?;
+        std::fs::create_dir_all(&config.commitlog_dir)
+            .map_err(|e| StorageError::io(&config.commitlog_dir, e))?;
         let existing = commitlog::list_segments(&config.commitlog_dir)?;
-        let log = Commitlog::open(&config.commitlog_dir, config.commitlog_sync, config.commitlog_segment_size_bytes)?;
+        let log = Commitlog::open(
+            &config.commitlog_dir,
+            config.commitlog_sync,
+            config.commitlog_segment_size_bytes,
+        )?;
         let engine = Arc::new(Engine {
             chunk_cache: ByteCache::new(config.chunk_cache_bytes.max(1 << 20)),
             config,
@@ -120,11 +128,18 @@ impl Engine {
     }
 
     pub(crate) fn table(&self, id: TableId) -> Result<Arc<Table>, StorageError> {
-        self.tables.read().get(&id).cloned().ok_or(StorageError::UnknownTable(id))
+        self.tables
+            .read()
+            .get(&id)
+            .cloned()
+            .ok_or(StorageError::UnknownTable(id))
     }
 
     pub(crate) fn table_dir(&self, def: &TableDef) -> PathBuf {
-        self.config.data_dir.join(&def.keyspace).join(format!("{}-{}", def.name, hex(&def.id)))
+        self.config
+            .data_dir
+            .join(&def.keyspace)
+            .join(format!("{}-{}", def.name, hex(&def.id)))
     }
 
     /// Registers a table (at CREATE TABLE and at startup) and loads its SSTables.
@@ -171,7 +186,9 @@ impl Engine {
 
     /// Drops a table: forgets it and deletes its files (no snapshot).
     pub fn drop_table(&self, id: TableId) -> Result<(), StorageError> {
-        let Some(t) = self.tables.write().remove(&id) else { return Ok(()) };
+        let Some(t) = self.tables.write().remove(&id) else {
+            return Ok(());
+        };
         t.dropped.store(true, Ordering::Relaxed);
         let _f = t.flush_lock.lock();
         self.log.forget_table(id);
@@ -210,7 +227,10 @@ impl Engine {
         let ids = std::mem::take(&mut *self.replay_segments.lock());
         let mut stats = ReplayStats::default();
         for id in &ids {
-            let path = self.config.commitlog_dir.join(format!("CommitLog-hl1-{id}.log"));
+            let path = self
+                .config
+                .commitlog_dir
+                .join(format!("CommitLog-hl1-{id}.log"));
             let (entries, torn) = commitlog::read_segment(&path)?;
             stats.segments += 1;
             stats.corrupt_tails += usize::from(torn);
@@ -240,7 +260,9 @@ impl Engine {
                 return;
             };
             let Ok(len) = r.u32() else { return };
-            let Ok(body) = r.take(len as usize) else { return };
+            let Ok(body) = r.take(len as usize) else {
+                return;
+            };
             let Ok(t) = self.table(id) else {
                 stats.mutations_skipped += 1;
                 continue;
@@ -289,7 +311,11 @@ impl Engine {
     fn apply_local(&self, ms: &[Mutation]) -> Result<u64, StorageError> {
         let now = now_s();
         let stripes = self.counter_stripes(ms);
-        let _counter_guards: Vec<_> = stripes.iter().filter_map(|i| self.counter_locks.get(*i)).map(|l| l.lock()).collect();
+        let _counter_guards: Vec<_> = stripes
+            .iter()
+            .filter_map(|i| self.counter_locks.get(*i))
+            .map(|l| l.lock())
+            .collect();
         let mut parts: Vec<(Arc<Table>, Partition)> = Vec::with_capacity(ms.len());
         for m in ms {
             let t = self.table(m.table)?;
@@ -338,10 +364,19 @@ impl Engine {
 
     /// Counter read-modify-write (under the partition's counter lock): each increment becomes an
     /// absolute cell with the next logical clock.
-    fn resolve_counters(&self, t: &Arc<Table>, layout: &TableLayout, m: &Mutation) -> Result<Partition, StorageError> {
+    fn resolve_counters(
+        &self,
+        t: &Arc<Table>,
+        layout: &TableLayout,
+        m: &Mutation,
+    ) -> Result<Partition, StorageError> {
         let mut plain = m.clone();
         let mut adds: Vec<(Option<Vec<Bytes>>, ColumnId, Option<Bytes>, i64, i64)> = Vec::new();
-        let rows = plain.static_row.iter_mut().map(|r| (true, r)).chain(plain.rows.iter_mut().map(|r| (false, r)));
+        let rows = plain
+            .static_row
+            .iter_mut()
+            .map(|r| (true, r))
+            .chain(plain.rows.iter_mut().map(|r| (false, r)));
         for (is_static, r) in rows {
             r.cells.retain(|c| match c.op {
                 CellOp::CounterAdd(d) => {
@@ -370,13 +405,23 @@ impl Engine {
                     let cell = row.cells.get(&(col, path.clone()))?;
                     match cell.kind {
                         // A deleted counter restarts from zero but keeps its clock moving forward.
-                        CellKind::Counter { clock, .. } if crate::reconcile::deletes(d, cell.timestamp_us) => Some((clock, 0)),
+                        CellKind::Counter { clock, .. }
+                            if crate::reconcile::deletes(d, cell.timestamp_us) =>
+                        {
+                            Some((clock, 0))
+                        }
                         CellKind::Counter { clock, total } => Some((clock, total)),
                         _ => None,
                     }
                 })
                 .unwrap_or((0, 0));
-            let cell = Cell { timestamp_us: ts, kind: CellKind::Counter { clock: clock + 1, total: total.wrapping_add(delta) } };
+            let cell = Cell {
+                timestamp_us: ts,
+                kind: CellKind::Counter {
+                    clock: clock + 1,
+                    total: total.wrapping_add(delta),
+                },
+            };
             let row = match ck {
                 None => &mut p.static_row,
                 Some(v) => p.rows.entry(CKey::row(v, &layout.cmp)).or_default(),
@@ -415,7 +460,9 @@ impl Engine {
                 add(restrict(&p, ranges));
             }
         }
-        t.counters.max_sstables_per_read.fetch_max(touched, Ordering::Relaxed);
+        t.counters
+            .max_sstables_per_read
+            .fetch_max(touched, Ordering::Relaxed);
         Ok(acc)
     }
 
@@ -443,9 +490,21 @@ impl Engine {
                 }
             }
             PartitionRange::Range { start, end } => {
-                let Some(start) = memtable::start_bound(start) else { return Ok(out) };
+                let Some(start) = memtable::start_bound(start) else {
+                    return Ok(out);
+                };
                 let end = memtable::end_bound(end);
-                self.read_range(&t, start, end, q, &layout, &ranges, &mut limits, partition_limit, &mut out)?;
+                self.read_range(
+                    &t,
+                    start,
+                    end,
+                    q,
+                    &layout,
+                    &ranges,
+                    &mut limits,
+                    partition_limit,
+                    &mut out,
+                )?;
             }
         }
         Ok(out)
@@ -488,7 +547,13 @@ impl Engine {
             let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
             for s in &sstables {
                 let r = s.range_positions(&cursor, &end, RANGE_BATCH);
-                let ks = s.index.get(r).unwrap_or_default().iter().map(|e| (e.token, e.key.clone())).collect();
+                let ks = s
+                    .index
+                    .get(r)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|e| (e.token, e.key.clone()))
+                    .collect();
                 note(ks, &mut keys);
             }
             keys.sort();
@@ -496,7 +561,9 @@ impl Engine {
             if let Some(s) = &safe_max {
                 keys.retain(|k| k <= s);
             }
-            let Some(last) = keys.last().cloned() else { return Ok(()) };
+            let Some(last) = keys.last().cloned() else {
+                return Ok(());
+            };
             for (token, key) in keys {
                 if let Some(p) = self.merged_partition(t, token, &key, Some(ranges))? {
                     if let Some(d) = partition::live_partition(&p, q, layout, limits) {
@@ -519,7 +586,14 @@ impl Engine {
         self.tables
             .read()
             .values()
-            .map(|t| t.memtable.read().size_bytes() + t.flushing.read().iter().map(|m| m.size_bytes()).sum::<u64>())
+            .map(|t| {
+                t.memtable.read().size_bytes()
+                    + t.flushing
+                        .read()
+                        .iter()
+                        .map(|m| m.size_bytes())
+                        .sum::<u64>()
+            })
             .sum()
     }
 
@@ -548,7 +622,11 @@ impl Engine {
 }
 
 fn has_counter_ops(m: &Mutation) -> bool {
-    m.static_row.iter().chain(m.rows.iter()).any(|r| r.cells.iter().any(|c| matches!(c.op, CellOp::CounterAdd(_))))
+    m.static_row.iter().chain(m.rows.iter()).any(|r| {
+        r.cells
+            .iter()
+            .any(|c| matches!(c.op, CellOp::CounterAdd(_)))
+    })
 }
 
 /// The query's slices as comparator positions (all rows when none).
@@ -557,12 +635,18 @@ fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
         let u = ClusteringBound::unbounded();
         return vec![(CKey::start(&u, &layout.cmp), CKey::end(&u, &layout.cmp))];
     }
-    q.slices.iter().map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp))).filter(|(s, e)| s <= e).collect()
+    q.slices
+        .iter()
+        .map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp)))
+        .filter(|(s, e)| s <= e)
+        .collect()
 }
 
 /// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
 fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
-    let Some(ranges) = ranges else { return p.clone() };
+    let Some(ranges) = ranges else {
+        return p.clone();
+    };
     let mut out = Partition::new(p.key.clone(), p.token);
     out.deletion = p.deletion;
     out.range_tombstones = p.range_tombstones.clone();

@@ -7,7 +7,10 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub enum StorageError {
     /// An OS-level I/O failure on `path`.
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// An SSTable chunk failed its checksum or would not decompress.
     CorruptChunk { file: PathBuf, offset: u64 },
     /// An SSTable component is malformed (bad header, truncated index, ...).
@@ -24,18 +27,25 @@ pub enum StorageError {
 
 impl StorageError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        StorageError::Io { path: path.into(), source }
+        StorageError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 
 impl fmt::Display for StorageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StorageError::Io { path, source } => write!(f, "I/O error on {}: {source}", path.display()),
+            StorageError::Io { path, source } => {
+                write!(f, "I/O error on {}: {source}", path.display())
+            }
             StorageError::CorruptChunk { file, offset } => {
                 write!(f, "corrupt chunk in {} at offset {offset}", file.display())
             }
-            StorageError::CorruptSSTable { file, reason } => write!(f, "corrupt sstable {}: {reason}", file.display()),
+            StorageError::CorruptSSTable { file, reason } => {
+                write!(f, "corrupt sstable {}: {reason}", file.display())
+            }
             StorageError::Decode { what } => write!(f, "cannot decode {what}"),
             StorageError::UnknownTable(id) => {
                 write!(f, "unknown table ")?;

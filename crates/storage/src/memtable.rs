@@ -23,10 +23,24 @@ fn shard_of(token: i64) -> usize {
 pub fn start_bound(b: &PartitionBound) -> Option<Bound<PKey>> {
     Some(match b {
         PartitionBound::Unbounded => Bound::Unbounded,
-        PartitionBound::Token { token, inclusive: true } => Bound::Included((*token, Bytes::new())),
-        PartitionBound::Token { token, inclusive: false } => Bound::Included((token.checked_add(1)?, Bytes::new())),
-        PartitionBound::Key { token, key, inclusive: true } => Bound::Included((*token, key.clone())),
-        PartitionBound::Key { token, key, inclusive: false } => Bound::Excluded((*token, key.clone())),
+        PartitionBound::Token {
+            token,
+            inclusive: true,
+        } => Bound::Included((*token, Bytes::new())),
+        PartitionBound::Token {
+            token,
+            inclusive: false,
+        } => Bound::Included((token.checked_add(1)?, Bytes::new())),
+        PartitionBound::Key {
+            token,
+            key,
+            inclusive: true,
+        } => Bound::Included((*token, key.clone())),
+        PartitionBound::Key {
+            token,
+            key,
+            inclusive: false,
+        } => Bound::Excluded((*token, key.clone())),
     })
 }
 
@@ -34,13 +48,27 @@ pub fn start_bound(b: &PartitionBound) -> Option<Bound<PKey>> {
 pub fn end_bound(b: &PartitionBound) -> Bound<PKey> {
     match b {
         PartitionBound::Unbounded => Bound::Unbounded,
-        PartitionBound::Token { token, inclusive: true } => match token.checked_add(1) {
+        PartitionBound::Token {
+            token,
+            inclusive: true,
+        } => match token.checked_add(1) {
             Some(t) => Bound::Excluded((t, Bytes::new())),
             None => Bound::Unbounded,
         },
-        PartitionBound::Token { token, inclusive: false } => Bound::Excluded((*token, Bytes::new())),
-        PartitionBound::Key { token, key, inclusive: true } => Bound::Included((*token, key.clone())),
-        PartitionBound::Key { token, key, inclusive: false } => Bound::Excluded((*token, key.clone())),
+        PartitionBound::Token {
+            token,
+            inclusive: false,
+        } => Bound::Excluded((*token, Bytes::new())),
+        PartitionBound::Key {
+            token,
+            key,
+            inclusive: true,
+        } => Bound::Included((*token, key.clone())),
+        PartitionBound::Key {
+            token,
+            key,
+            inclusive: false,
+        } => Bound::Excluded((*token, key.clone())),
     }
 }
 
@@ -78,7 +106,9 @@ impl Default for Memtable {
 impl Memtable {
     /// Merges an update; `size_bytes` is its encoded size (the memtable's accounting unit).
     pub fn apply(&self, p: Partition, size_bytes: u64) {
-        let Some(shard) = self.shards.get(shard_of(p.token)) else { return };
+        let Some(shard) = self.shards.get(shard_of(p.token)) else {
+            return;
+        };
         let mut map = shard.write();
         let k = (p.token, p.key.clone());
         match map.get_mut(&k) {
@@ -92,7 +122,12 @@ impl Memtable {
     }
 
     /// Runs `f` on the partition, if present.
-    pub fn with_partition<R>(&self, token: i64, key: &Bytes, f: impl FnOnce(&Partition) -> R) -> Option<R> {
+    pub fn with_partition<R>(
+        &self,
+        token: i64,
+        key: &Bytes,
+        f: impl FnOnce(&Partition) -> R,
+    ) -> Option<R> {
         let shard = self.shards.get(shard_of(token))?;
         let map = shard.read();
         map.get(&(token, key.clone())).map(f)
@@ -168,7 +203,12 @@ mod tests {
         let keys = m.keys_in_range(&Bound::Unbounded, &Bound::Unbounded, 100);
         let toks: Vec<i64> = keys.iter().map(|k| k.0).collect();
         assert_eq!(toks, vec![i64::MIN + 1, -5, 0, 5, i64::MAX]);
-        let s = start_bound(&PartitionBound::Key { token: 0, key: Bytes::from_static(b"k"), inclusive: false }).unwrap();
+        let s = start_bound(&PartitionBound::Key {
+            token: 0,
+            key: Bytes::from_static(b"k"),
+            inclusive: false,
+        })
+        .unwrap();
         let keys = m.keys_in_range(&s, &Bound::Unbounded, 100);
         assert_eq!(keys.len(), 2);
     }

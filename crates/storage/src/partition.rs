@@ -17,8 +17,15 @@ pub struct TableLayout {
 
 impl TableLayout {
     pub fn new(def: &TableDef) -> Self {
-        let path_cmp = def.columns.iter().filter_map(|c| c.multi_cell.clone().map(|p| (c.id, p))).collect();
-        TableLayout { cmp: Arc::new(ClusteringComparator::new(def.clustering.clone())), path_cmp }
+        let path_cmp = def
+            .columns
+            .iter()
+            .filter_map(|c| c.multi_cell.clone().map(|p| (c.id, p)))
+            .collect();
+        TableLayout {
+            cmp: Arc::new(ClusteringComparator::new(def.clustering.clone())),
+            path_cmp,
+        }
     }
 }
 
@@ -37,7 +44,10 @@ pub struct Row {
 
 impl Row {
     pub fn is_empty(&self) -> bool {
-        self.liveness.is_none() && self.deletion.is_none() && self.complex_deletions.is_empty() && self.cells.is_empty()
+        self.liveness.is_none()
+            && self.deletion.is_none()
+            && self.complex_deletions.is_empty()
+            && self.cells.is_empty()
     }
 
     /// Merges `other` into `self`.
@@ -68,7 +78,8 @@ impl Row {
     /// The deletions themselves are kept, so this never changes what a read returns.
     pub fn drop_shadowed(&mut self, outer: Option<DeletionTime>) {
         let d = reconcile::max_deletion(outer, self.deletion);
-        if matches!((self.deletion, outer), (Some(r), Some(o)) if !reconcile::deletion_supersedes(&r, &o)) {
+        if matches!((self.deletion, outer), (Some(r), Some(o)) if !reconcile::deletion_supersedes(&r, &o))
+        {
             self.deletion = None; // the outer deletion covers it
         }
         if let Some(l) = self.liveness {
@@ -76,10 +87,15 @@ impl Row {
                 self.liveness = None;
             }
         }
-        self.complex_deletions.retain(|_, cd| !reconcile::deletes(d, cd.marked_for_delete_at_us));
+        self.complex_deletions
+            .retain(|_, cd| !reconcile::deletes(d, cd.marked_for_delete_at_us));
         let cds = &self.complex_deletions;
         self.cells.retain(|(col, path), c| {
-            let cd = if path.is_some() { cds.get(col).copied() } else { None };
+            let cd = if path.is_some() {
+                cds.get(col).copied()
+            } else {
+                None
+            };
             !reconcile::deletes(d, c.timestamp_us) && !reconcile::deletes(cd, c.timestamp_us)
         });
     }
@@ -115,7 +131,8 @@ impl Partition {
         let mut p = Partition::new(m.key.clone(), m.token);
         p.deletion = m.partition_deletion;
         for (s, e, d) in &m.range_tombstones {
-            p.range_tombstones.push((CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp), *d));
+            p.range_tombstones
+                .push((CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp), *d));
         }
         if let Some(s) = &m.static_row {
             p.static_row = row_from_update(s)?;
@@ -144,7 +161,11 @@ impl Partition {
     pub fn merge(&mut self, other: Partition) {
         self.deletion = reconcile::max_deletion(self.deletion, other.deletion);
         for rt in other.range_tombstones {
-            if !self.range_tombstones.iter().any(|x| x.0 == rt.0 && x.1 == rt.1 && x.2 == rt.2) {
+            if !self
+                .range_tombstones
+                .iter()
+                .any(|x| x.0 == rt.0 && x.1 == rt.1 && x.2 == rt.2)
+            {
                 self.range_tombstones.push(rt);
             }
         }
@@ -177,9 +198,14 @@ impl Partition {
     /// Removes data shadowed by deletions (used by compaction and flush; reads are unaffected).
     pub fn drop_shadowed(&mut self) {
         let pd = self.deletion;
-        self.range_tombstones.retain(|rt| !reconcile::deletes(pd, rt.2.marked_for_delete_at_us));
+        self.range_tombstones
+            .retain(|rt| !reconcile::deletes(pd, rt.2.marked_for_delete_at_us));
         self.static_row.drop_shadowed(pd);
-        let covering: Vec<Option<DeletionTime>> = self.rows.keys().map(|k| self.covering_deletion(k)).collect();
+        let covering: Vec<Option<DeletionTime>> = self
+            .rows
+            .keys()
+            .map(|k| self.covering_deletion(k))
+            .collect();
         for (row, d) in self.rows.values_mut().zip(covering) {
             row.drop_shadowed(d);
         }
@@ -191,7 +217,11 @@ impl Partition {
         let mut n = self.deletion.is_some() as u64 + self.range_tombstones.len() as u64;
         for r in std::iter::once(&self.static_row).chain(self.rows.values()) {
             n += r.deletion.is_some() as u64 + r.complex_deletions.len() as u64;
-            n += r.cells.values().filter(|c| matches!(c.kind, CellKind::Tombstone { .. })).count() as u64;
+            n += r
+                .cells
+                .values()
+                .filter(|c| matches!(c.kind, CellKind::Tombstone { .. }))
+                .count() as u64;
         }
         n
     }
@@ -229,18 +259,34 @@ impl Partition {
 }
 
 fn row_from_update(r: &RowUpdate) -> Result<Row, StorageError> {
-    let mut row = Row { liveness: r.liveness, deletion: r.deletion, ..Row::default() };
+    let mut row = Row {
+        liveness: r.liveness,
+        deletion: r.deletion,
+        ..Row::default()
+    };
     for c in &r.cells {
         let cell = match &c.op {
             CellOp::Set { value, ttl_s } => Cell {
                 timestamp_us: c.timestamp_us,
-                kind: CellKind::Live { value: value.clone(), ttl_s: *ttl_s, expires_at_s: 0 },
+                kind: CellKind::Live {
+                    value: value.clone(),
+                    ttl_s: *ttl_s,
+                    expires_at_s: 0,
+                },
             },
-            CellOp::Delete => Cell { timestamp_us: c.timestamp_us, kind: CellKind::Tombstone { local_deletion_time_s: 0 } },
+            CellOp::Delete => Cell {
+                timestamp_us: c.timestamp_us,
+                kind: CellKind::Tombstone {
+                    local_deletion_time_s: 0,
+                },
+            },
             CellOp::DeleteComplex => {
                 // Cassandra writes a complex deletion at timestamp - 1 so that elements added by
                 // the same statement (`SET l = [..]`) survive it.
-                let d = DeletionTime { marked_for_delete_at_us: c.timestamp_us - 1, local_deletion_time_s: 0 };
+                let d = DeletionTime {
+                    marked_for_delete_at_us: c.timestamp_us - 1,
+                    local_deletion_time_s: 0,
+                };
                 let cur = row.complex_deletions.get(&c.column).copied();
                 if let Some(m) = reconcile::max_deletion(cur, Some(d)) {
                     row.complex_deletions.insert(c.column, m);
@@ -248,7 +294,9 @@ fn row_from_update(r: &RowUpdate) -> Result<Row, StorageError> {
                 continue;
             }
             CellOp::CounterAdd(_) => {
-                return Err(StorageError::InvalidRequest("unresolved counter increment".into()));
+                return Err(StorageError::InvalidRequest(
+                    "unresolved counter increment".into(),
+                ));
             }
         };
         let key = (c.column, c.path.clone());
@@ -277,10 +325,16 @@ pub fn stamp_local_times(p: &mut Partition, now_s: i64) {
         }
         for c in r.cells.values_mut() {
             match &mut c.kind {
-                CellKind::Live { ttl_s, expires_at_s, .. } if *ttl_s > 0 && *expires_at_s == 0 => {
+                CellKind::Live {
+                    ttl_s,
+                    expires_at_s,
+                    ..
+                } if *ttl_s > 0 && *expires_at_s == 0 => {
                     *expires_at_s = now_s + i64::from(*ttl_s);
                 }
-                CellKind::Tombstone { local_deletion_time_s } if *local_deletion_time_s == 0 => {
+                CellKind::Tombstone {
+                    local_deletion_time_s,
+                } if *local_deletion_time_s == 0 => {
                     *local_deletion_time_s = now_s;
                 }
                 _ => {}
@@ -290,21 +344,39 @@ pub fn stamp_local_times(p: &mut Partition, now_s: i64) {
 }
 
 /// Live cells of a row at `now_s` under deletion `d`, in column then cell-path order.
-fn live_cells(row: &Row, d: Option<DeletionTime>, now_s: i64, layout: &TableLayout) -> Vec<LiveCell> {
+fn live_cells(
+    row: &Row,
+    d: Option<DeletionTime>,
+    now_s: i64,
+    layout: &TableLayout,
+) -> Vec<LiveCell> {
     let mut out: Vec<LiveCell> = Vec::new();
     for ((col, path), c) in &row.cells {
         if reconcile::deletes(d, c.timestamp_us) || !c.is_live(now_s) {
             continue;
         }
-        if path.is_some() && reconcile::deletes(row.complex_deletions.get(col).copied(), c.timestamp_us) {
+        if path.is_some()
+            && reconcile::deletes(row.complex_deletions.get(col).copied(), c.timestamp_us)
+        {
             continue;
         }
         let (value, ttl_s, expires_at_s) = match &c.kind {
-            CellKind::Live { value, ttl_s, expires_at_s } => (value.clone(), *ttl_s, *expires_at_s),
+            CellKind::Live {
+                value,
+                ttl_s,
+                expires_at_s,
+            } => (value.clone(), *ttl_s, *expires_at_s),
             CellKind::Counter { total, .. } => (Bytes::copy_from_slice(&total.to_be_bytes()), 0, 0),
             CellKind::Tombstone { .. } => continue,
         };
-        out.push(LiveCell { column: *col, path: path.clone(), value, timestamp_us: c.timestamp_us, ttl_s, expires_at_s });
+        out.push(LiveCell {
+            column: *col,
+            path: path.clone(),
+            value,
+            timestamp_us: c.timestamp_us,
+            ttl_s,
+            expires_at_s,
+        });
     }
     // Paths are stored bytewise; re-sort each multi-cell column by its element comparator.
     let mut i = 0;
@@ -344,7 +416,11 @@ pub fn live_row(
     if row_ts.is_none() && cells.is_empty() {
         return None;
     }
-    Some(LiveRow { clustering: clustering.to_vec(), cells, row_timestamp_us: row_ts })
+    Some(LiveRow {
+        clustering: clustering.to_vec(),
+        cells,
+        row_timestamp_us: row_ts,
+    })
 }
 
 /// Row-count limits of one read, shared across partitions.
@@ -368,7 +444,10 @@ pub fn live_partition(
         let u = ClusteringBound::unbounded();
         vec![(CKey::start(&u, &layout.cmp), CKey::end(&u, &layout.cmp))]
     } else {
-        q.slices.iter().map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp))).collect()
+        q.slices
+            .iter()
+            .map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp)))
+            .collect()
     };
     ranges.retain(|(s, e)| s <= e);
     if q.reversed {
@@ -405,5 +484,10 @@ pub fn live_partition(
     // A partition with only static data counts as one row, as in Cassandra's paging.
     let used = rows.len().max(1);
     limits.rows_left = limits.rows_left.saturating_sub(used);
-    Some(PartitionData { key: p.key.clone(), token: p.token, static_row, rows })
+    Some(PartitionData {
+        key: p.key.clone(),
+        token: p.token,
+        static_row,
+        rows,
+    })
 }

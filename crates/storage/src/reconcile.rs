@@ -16,7 +16,11 @@ pub struct Cell {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CellKind {
     /// A value; `ttl_s` 0 = not expiring, else it dies at `expires_at_s`.
-    Live { value: Bytes, ttl_s: u32, expires_at_s: i64 },
+    Live {
+        value: Bytes,
+        ttl_s: u32,
+        expires_at_s: i64,
+    },
     /// A cell tombstone.
     Tombstone { local_deletion_time_s: i64 },
     /// A single-node counter: the local shard's logical clock and total.
@@ -27,7 +31,11 @@ impl Cell {
     /// Live (not a tombstone, not expired) at `now_s`.
     pub fn is_live(&self, now_s: i64) -> bool {
         match &self.kind {
-            CellKind::Live { ttl_s, expires_at_s, .. } => *ttl_s == 0 || now_s < *expires_at_s,
+            CellKind::Live {
+                ttl_s,
+                expires_at_s,
+                ..
+            } => *ttl_s == 0 || now_s < *expires_at_s,
             CellKind::Tombstone { .. } => false,
             CellKind::Counter { .. } => true,
         }
@@ -38,15 +46,23 @@ impl Cell {
         match &self.kind {
             CellKind::Live { ttl_s: 0, .. } | CellKind::Counter { .. } => None,
             CellKind::Live { expires_at_s, .. } => Some(*expires_at_s),
-            CellKind::Tombstone { local_deletion_time_s } => Some(*local_deletion_time_s),
+            CellKind::Tombstone {
+                local_deletion_time_s,
+            } => Some(*local_deletion_time_s),
         }
     }
 
     /// When this cell is (or becomes) a tombstone, for gc_grace purging.
     pub fn tombstone_time_s(&self, now_s: i64) -> Option<i64> {
         match &self.kind {
-            CellKind::Tombstone { local_deletion_time_s } => Some(*local_deletion_time_s),
-            CellKind::Live { ttl_s, expires_at_s, .. } if *ttl_s > 0 && *expires_at_s <= now_s => Some(*expires_at_s),
+            CellKind::Tombstone {
+                local_deletion_time_s,
+            } => Some(*local_deletion_time_s),
+            CellKind::Live {
+                ttl_s,
+                expires_at_s,
+                ..
+            } if *ttl_s > 0 && *expires_at_s <= now_s => Some(*expires_at_s),
             _ => None,
         }
     }
@@ -95,9 +111,16 @@ fn counter_wins(a: &Cell, b: &Cell) -> bool {
     match (&a.kind, &b.kind) {
         (CellKind::Tombstone { .. }, CellKind::Counter { .. }) => true,
         (CellKind::Counter { .. }, CellKind::Tombstone { .. }) => false,
-        (CellKind::Counter { clock: ca, total: ta }, CellKind::Counter { clock: cb, total: tb }) => {
-            (ca, a.timestamp_us, ta) >= (cb, b.timestamp_us, tb)
-        }
+        (
+            CellKind::Counter {
+                clock: ca,
+                total: ta,
+            },
+            CellKind::Counter {
+                clock: cb,
+                total: tb,
+            },
+        ) => (ca, a.timestamp_us, ta) >= (cb, b.timestamp_us, tb),
         // A live non-counter value in a counter column cannot be written through the API;
         // fall back to timestamps so the merge stays total.
         _ => a.timestamp_us >= b.timestamp_us,
@@ -122,7 +145,8 @@ pub fn liveness_supersedes(a: &Liveness, b: &Liveness) -> bool {
     let a_exp = a.ttl_s > 0;
     let b_exp = b.ttl_s > 0;
     if a_exp == b_exp {
-        return a.expires_at_s > b.expires_at_s || (a.expires_at_s == b.expires_at_s && a.ttl_s >= b.ttl_s);
+        return a.expires_at_s > b.expires_at_s
+            || (a.expires_at_s == b.expires_at_s && a.ttl_s >= b.ttl_s);
     }
     a_exp
 }
@@ -143,7 +167,8 @@ pub fn liveness_is_live(l: &Liveness, now_s: i64) -> bool {
 
 /// `DeletionTime.supersedes`: later mark, then later local deletion time.
 pub fn deletion_supersedes(a: &DeletionTime, b: &DeletionTime) -> bool {
-    (a.marked_for_delete_at_us, a.local_deletion_time_s) > (b.marked_for_delete_at_us, b.local_deletion_time_s)
+    (a.marked_for_delete_at_us, a.local_deletion_time_s)
+        > (b.marked_for_delete_at_us, b.local_deletion_time_s)
 }
 
 /// The stronger of two optional deletions.
@@ -165,16 +190,38 @@ mod tests {
     use super::*;
 
     fn live(ts: i64, v: &[u8]) -> Cell {
-        Cell { timestamp_us: ts, kind: CellKind::Live { value: Bytes::copy_from_slice(v), ttl_s: 0, expires_at_s: 0 } }
+        Cell {
+            timestamp_us: ts,
+            kind: CellKind::Live {
+                value: Bytes::copy_from_slice(v),
+                ttl_s: 0,
+                expires_at_s: 0,
+            },
+        }
     }
     fn expiring(ts: i64, v: &[u8], exp: i64) -> Cell {
-        Cell { timestamp_us: ts, kind: CellKind::Live { value: Bytes::copy_from_slice(v), ttl_s: 10, expires_at_s: exp } }
+        Cell {
+            timestamp_us: ts,
+            kind: CellKind::Live {
+                value: Bytes::copy_from_slice(v),
+                ttl_s: 10,
+                expires_at_s: exp,
+            },
+        }
     }
     fn tomb(ts: i64, ldt: i64) -> Cell {
-        Cell { timestamp_us: ts, kind: CellKind::Tombstone { local_deletion_time_s: ldt } }
+        Cell {
+            timestamp_us: ts,
+            kind: CellKind::Tombstone {
+                local_deletion_time_s: ldt,
+            },
+        }
     }
     fn counter(ts: i64, clock: i64, total: i64) -> Cell {
-        Cell { timestamp_us: ts, kind: CellKind::Counter { clock, total } }
+        Cell {
+            timestamp_us: ts,
+            kind: CellKind::Counter { clock, total },
+        }
     }
 
     fn symmetric(a: &Cell, b: &Cell) -> Cell {
@@ -192,7 +239,10 @@ mod tests {
 
     #[test]
     fn overwrite_with_older_timestamp_loses() {
-        assert_eq!(symmetric(&live(5, b"new"), &live(4, b"older")), live(5, b"new"));
+        assert_eq!(
+            symmetric(&live(5, b"new"), &live(4, b"older")),
+            live(5, b"new")
+        );
     }
 
     #[test]
@@ -208,7 +258,10 @@ mod tests {
 
     #[test]
     fn expiring_beats_non_expiring_on_equal_timestamp() {
-        assert_eq!(symmetric(&expiring(3, b"a", 50), &live(3, b"z")), expiring(3, b"a", 50));
+        assert_eq!(
+            symmetric(&expiring(3, b"a", 50), &live(3, b"z")),
+            expiring(3, b"a", 50)
+        );
     }
 
     #[test]
@@ -218,7 +271,10 @@ mod tests {
 
     #[test]
     fn later_expiry_wins_between_expiring_cells() {
-        assert_eq!(symmetric(&expiring(3, b"z", 50), &expiring(3, b"a", 60)), expiring(3, b"a", 60));
+        assert_eq!(
+            symmetric(&expiring(3, b"z", 50), &expiring(3, b"a", 60)),
+            expiring(3, b"a", 60)
+        );
     }
 
     #[test]
@@ -233,7 +289,10 @@ mod tests {
 
     #[test]
     fn counter_with_higher_clock_wins() {
-        assert_eq!(symmetric(&counter(100, 2, 7), &counter(50, 3, 1)), counter(50, 3, 1));
+        assert_eq!(
+            symmetric(&counter(100, 2, 7), &counter(50, 3, 1)),
+            counter(50, 3, 1)
+        );
     }
 
     #[test]
@@ -246,9 +305,21 @@ mod tests {
 
     #[test]
     fn liveness_tie_prefers_expiring_then_later_expiry() {
-        let plain = Liveness { timestamp_us: 5, ttl_s: 0, expires_at_s: 0 };
-        let exp = Liveness { timestamp_us: 5, ttl_s: 10, expires_at_s: 20 };
-        let later = Liveness { timestamp_us: 5, ttl_s: 10, expires_at_s: 30 };
+        let plain = Liveness {
+            timestamp_us: 5,
+            ttl_s: 0,
+            expires_at_s: 0,
+        };
+        let exp = Liveness {
+            timestamp_us: 5,
+            ttl_s: 10,
+            expires_at_s: 20,
+        };
+        let later = Liveness {
+            timestamp_us: 5,
+            ttl_s: 10,
+            expires_at_s: 30,
+        };
         assert_eq!(merge_liveness(Some(plain), Some(exp)), Some(exp));
         assert_eq!(merge_liveness(Some(exp), Some(plain)), Some(exp));
         assert_eq!(merge_liveness(Some(exp), Some(later)), Some(later));
@@ -256,7 +327,10 @@ mod tests {
 
     #[test]
     fn deletion_shadows_equal_and_older_timestamps_only() {
-        let d = Some(DeletionTime { marked_for_delete_at_us: 10, local_deletion_time_s: 0 });
+        let d = Some(DeletionTime {
+            marked_for_delete_at_us: 10,
+            local_deletion_time_s: 0,
+        });
         assert!(deletes(d, 10));
         assert!(deletes(d, 9));
         assert!(!deletes(d, 11));
@@ -265,8 +339,14 @@ mod tests {
 
     #[test]
     fn stronger_deletion_is_kept() {
-        let a = DeletionTime { marked_for_delete_at_us: 10, local_deletion_time_s: 5 };
-        let b = DeletionTime { marked_for_delete_at_us: 10, local_deletion_time_s: 6 };
+        let a = DeletionTime {
+            marked_for_delete_at_us: 10,
+            local_deletion_time_s: 5,
+        };
+        let b = DeletionTime {
+            marked_for_delete_at_us: 10,
+            local_deletion_time_s: 6,
+        };
         assert_eq!(max_deletion(Some(a), Some(b)), Some(b));
         assert_eq!(max_deletion(Some(b), Some(a)), Some(b));
     }

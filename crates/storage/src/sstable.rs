@@ -28,7 +28,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const MAGIC: &[u8; 4] = b"hl-1";
-const COMPONENTS: [&str; 5] = ["Data.db", "CompressionInfo.db", "Index.db", "Filter.db", "Statistics.db"];
+const COMPONENTS: [&str; 5] = [
+    "Data.db",
+    "CompressionInfo.db",
+    "Index.db",
+    "Filter.db",
+    "Statistics.db",
+];
 /// Upper bound on a chunk so a corrupt length cannot trigger a huge allocation.
 const MAX_CHUNK_BYTES: usize = 16 << 20;
 
@@ -48,9 +54,15 @@ pub fn list_generations(dir: &Path) -> Result<Vec<u64>, StorageError> {
     };
     for ent in rd.flatten() {
         let name = ent.file_name().to_string_lossy().to_string();
-        let Some(rest) = name.strip_prefix("hl-1-") else { continue };
-        let Some((gen, comp)) = rest.split_once('-') else { continue };
-        let Ok(gen) = gen.parse::<u64>() else { continue };
+        let Some(rest) = name.strip_prefix("hl-1-") else {
+            continue;
+        };
+        let Some((gen, comp)) = rest.split_once('-') else {
+            continue;
+        };
+        let Ok(gen) = gen.parse::<u64>() else {
+            continue;
+        };
         all.insert(gen);
         if comp == "TOC.txt" {
             complete.push(gen);
@@ -95,12 +107,21 @@ impl SSTableStats {
         for v in [self.partitions, self.rows] {
             w.u64(v);
         }
-        for v in [self.min_timestamp_us, self.max_timestamp_us, self.min_token, self.max_token] {
+        for v in [
+            self.min_timestamp_us,
+            self.max_timestamp_us,
+            self.min_token,
+            self.max_token,
+        ] {
             w.i64(v);
         }
         w.u64(self.tombstones);
         w.i64(self.max_local_deletion_time_s);
-        for v in [self.uncompressed_bytes, self.data_file_bytes, self.max_partition_bytes] {
+        for v in [
+            self.uncompressed_bytes,
+            self.data_file_bytes,
+            self.max_partition_bytes,
+        ] {
             w.u64(v);
         }
         w.u32(self.level);
@@ -109,7 +130,9 @@ impl SSTableStats {
     fn decode(buf: &[u8]) -> Result<Self, StorageError> {
         let mut r = Reader::new(buf, "statistics");
         if r.take(4)? != MAGIC {
-            return Err(StorageError::Decode { what: "statistics magic" });
+            return Err(StorageError::Decode {
+                what: "statistics magic",
+            });
         }
         Ok(SSTableStats {
             partitions: r.u64()?,
@@ -203,13 +226,20 @@ impl SSTableWriter {
     pub fn append(&mut self, p: &Partition) -> Result<(), StorageError> {
         if let Some(last) = self.index.last() {
             if (last.token, &last.key) >= (p.token, &p.key) {
-                return Err(StorageError::InvalidRequest("sstable partitions out of order".into()));
+                return Err(StorageError::InvalidRequest(
+                    "sstable partitions out of order".into(),
+                ));
             }
         }
         self.scratch.clear();
         encode_partition(&mut self.scratch, p);
         let len = self.scratch.len() as u64;
-        self.index.push(IndexEntry { token: p.token, key: p.key.clone(), position: self.logical_pos, length: len as u32 });
+        self.index.push(IndexEntry {
+            token: p.token,
+            key: p.key.clone(),
+            position: self.logical_pos,
+            length: len as u32,
+        });
         self.filter.insert(p.token, &p.key);
         let s = &mut self.stats;
         s.partitions += 1;
@@ -239,27 +269,42 @@ impl SSTableWriter {
     }
 
     fn write_chunk(&mut self, chunk: &[u8]) -> Result<(), StorageError> {
-        let stored = if self.algorithm == 1 { lz4_flex::block::compress(chunk) } else { chunk.to_vec() };
+        let stored = if self.algorithm == 1 {
+            lz4_flex::block::compress(chunk)
+        } else {
+            chunk.to_vec()
+        };
         let mut hdr = Vec::with_capacity(12);
         hdr.extend_from_slice(&(stored.len() as u32).to_be_bytes());
         hdr.extend_from_slice(&(chunk.len() as u32).to_be_bytes());
         hdr.extend_from_slice(&crc32c(&stored).to_be_bytes());
         self.chunk_offsets.push(self.data_offset);
         let path = component_path(&self.dir, self.gen, "Data.db");
-        self.data.write_all(&hdr).and_then(|_| self.data.write_all(&stored)).map_err(|e| StorageError::io(&path, e))?;
+        self.data
+            .write_all(&hdr)
+            .and_then(|_| self.data.write_all(&stored))
+            .map_err(|e| StorageError::io(&path, e))?;
         self.data_offset += (hdr.len() + stored.len()) as u64;
         Ok(())
     }
 
     /// Writes the remaining components and the TOC; returns the opened reader.
-    pub fn finish(mut self, cmp: &Arc<ClusteringComparator>) -> Result<Arc<SSTableReader>, StorageError> {
+    pub fn finish(
+        mut self,
+        cmp: &Arc<ClusteringComparator>,
+    ) -> Result<Arc<SSTableReader>, StorageError> {
         if !self.pending.is_empty() {
             let chunk = std::mem::take(&mut self.pending);
             self.write_chunk(&chunk)?;
         }
         let data_path = component_path(&self.dir, self.gen, "Data.db");
-        self.data.flush().map_err(|e| StorageError::io(&data_path, e))?;
-        self.data.get_ref().sync_all().map_err(|e| StorageError::io(&data_path, e))?;
+        self.data
+            .flush()
+            .map_err(|e| StorageError::io(&data_path, e))?;
+        self.data
+            .get_ref()
+            .sync_all()
+            .map_err(|e| StorageError::io(&data_path, e))?;
         self.stats.uncompressed_bytes = self.logical_pos;
         self.stats.data_file_bytes = self.data_offset;
 
@@ -276,7 +321,10 @@ impl SSTableWriter {
         }
         let crc = crc32c(&ci);
         ci.extend_from_slice(&crc.to_be_bytes());
-        write_file(&component_path(&self.dir, self.gen, "CompressionInfo.db"), &ci)?;
+        write_file(
+            &component_path(&self.dir, self.gen, "CompressionInfo.db"),
+            &ci,
+        )?;
 
         let mut ix = MAGIC.to_vec();
         {
@@ -300,7 +348,10 @@ impl SSTableWriter {
         self.stats.encode(&mut sb);
         write_file(&component_path(&self.dir, self.gen, "Statistics.db"), &sb)?;
         let toc = COMPONENTS.join("\n") + "\nTOC.txt\n";
-        write_file(&component_path(&self.dir, self.gen, "TOC.txt"), toc.as_bytes())?;
+        write_file(
+            &component_path(&self.dir, self.gen, "TOC.txt"),
+            toc.as_bytes(),
+        )?;
         if let Ok(d) = File::open(&self.dir) {
             let _ = d.sync_all();
         }
@@ -335,12 +386,17 @@ fn max_ldt(p: &Partition) -> i64 {
 
 fn write_file(path: &Path, data: &[u8]) -> Result<(), StorageError> {
     let mut f = File::create(path).map_err(|e| StorageError::io(path, e))?;
-    f.write_all(data).and_then(|_| f.sync_all()).map_err(|e| StorageError::io(path, e))
+    f.write_all(data)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| StorageError::io(path, e))
 }
 
 fn read_checked(path: &Path) -> Result<Vec<u8>, StorageError> {
     let buf = fs::read(path).map_err(|e| StorageError::io(path, e))?;
-    let corrupt = || StorageError::CorruptSSTable { file: path.to_path_buf(), reason: "checksum mismatch".into() };
+    let corrupt = || StorageError::CorruptSSTable {
+        file: path.to_path_buf(),
+        reason: "checksum mismatch".into(),
+    };
     if buf.len() < 8 || buf.get(..4) != Some(MAGIC.as_slice()) {
         return Err(corrupt());
     }
@@ -375,7 +431,11 @@ static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::ne
 
 impl SSTableReader {
     /// Opens a complete generation.
-    pub fn open(dir: &Path, gen: u64, cmp: &Arc<ClusteringComparator>) -> Result<Arc<Self>, StorageError> {
+    pub fn open(
+        dir: &Path,
+        gen: u64,
+        cmp: &Arc<ClusteringComparator>,
+    ) -> Result<Arc<Self>, StorageError> {
         let ci_path = component_path(dir, gen, "CompressionInfo.db");
         let ci = read_checked(&ci_path)?;
         let mut r = Reader::new(&ci, "compression info");
@@ -384,7 +444,10 @@ impl SSTableReader {
         let _total = r.u64()?;
         let n = r.u32()? as usize;
         if n * 8 > r.remaining() {
-            return Err(StorageError::CorruptSSTable { file: ci_path, reason: "chunk count".into() });
+            return Err(StorageError::CorruptSSTable {
+                file: ci_path,
+                reason: "chunk count".into(),
+            });
         }
         let chunk_offsets = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
 
@@ -394,12 +457,19 @@ impl SSTableReader {
         let mut index = Vec::with_capacity(n.min(ix.len() / 24 + 1));
         for _ in 0..n {
             let key = r.bytes()?;
-            index.push(IndexEntry { key, token: r.i64()?, position: r.u64()?, length: r.u32()? });
+            index.push(IndexEntry {
+                key,
+                token: r.i64()?,
+                position: r.u64()?,
+                length: r.u32()?,
+            });
         }
         let fpath = component_path(dir, gen, "Filter.db");
-        let filter = BloomFilter::decode(&fs::read(&fpath).map_err(|e| StorageError::io(&fpath, e))?)?;
+        let filter =
+            BloomFilter::decode(&fs::read(&fpath).map_err(|e| StorageError::io(&fpath, e))?)?;
         let spath = component_path(dir, gen, "Statistics.db");
-        let stats = SSTableStats::decode(&fs::read(&spath).map_err(|e| StorageError::io(&spath, e))?)?;
+        let stats =
+            SSTableStats::decode(&fs::read(&spath).map_err(|e| StorageError::io(&spath, e))?)?;
         let data_path = component_path(dir, gen, "Data.db");
         let data = File::open(&data_path).map_err(|e| StorageError::io(&data_path, e))?;
         Ok(Arc::new(SSTableReader {
@@ -421,32 +491,53 @@ impl SSTableReader {
     /// Paths of all components (for snapshots and deletion), TOC first: deleting in this order
     /// means a crash mid-delete leaves an incomplete generation that the next load discards.
     pub fn component_paths(&self) -> Vec<PathBuf> {
-        std::iter::once(&"TOC.txt").chain(COMPONENTS.iter()).map(|c| component_path(&self.dir, self.gen, c)).collect()
+        std::iter::once(&"TOC.txt")
+            .chain(COMPONENTS.iter())
+            .map(|c| component_path(&self.dir, self.gen, c))
+            .collect()
     }
 
     /// Bytes on disk.
     pub fn disk_bytes(&self) -> u64 {
-        self.component_paths().iter().filter_map(|p| fs::metadata(p).ok()).map(|m| m.len()).sum()
+        self.component_paths()
+            .iter()
+            .filter_map(|p| fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum()
     }
 
     /// Index position of the partition, if present.
     pub fn find(&self, token: i64, key: &Bytes) -> Option<usize> {
-        if token < self.stats.min_token || token > self.stats.max_token || !self.filter.may_contain(token, key) {
+        if token < self.stats.min_token
+            || token > self.stats.max_token
+            || !self.filter.may_contain(token, key)
+        {
             return None;
         }
-        self.index.binary_search_by(|e| (e.token, &e.key).cmp(&(token, key))).ok()
+        self.index
+            .binary_search_by(|e| (e.token, &e.key).cmp(&(token, key)))
+            .ok()
     }
 
     /// Reads and decompresses one chunk, verifying its checksum.
-    pub fn read_chunk(&self, i: usize, cache: Option<&ByteCache<ChunkKey, Vec<u8>>>) -> Result<Arc<Vec<u8>>, StorageError> {
+    pub fn read_chunk(
+        &self,
+        i: usize,
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+    ) -> Result<Arc<Vec<u8>>, StorageError> {
         let key = (self.uid, i as u32);
         if let Some(c) = cache.and_then(|c| c.get(&key)) {
             return Ok(c);
         }
         let offset = *self.chunk_offsets.get(i).ok_or_else(|| self.corrupt(0))?;
-        let corrupt = || StorageError::CorruptChunk { file: self.data_path.clone(), offset };
+        let corrupt = || StorageError::CorruptChunk {
+            file: self.data_path.clone(),
+            offset,
+        };
         let mut hdr = [0u8; 12];
-        self.data.read_exact_at(&mut hdr, offset).map_err(|_| corrupt())?;
+        self.data
+            .read_exact_at(&mut hdr, offset)
+            .map_err(|_| corrupt())?;
         let stored_len = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
         let raw_len = u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]) as usize;
         let crc = u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]);
@@ -454,7 +545,9 @@ impl SSTableReader {
             return Err(corrupt());
         }
         let mut stored = vec![0u8; stored_len];
-        self.data.read_exact_at(&mut stored, offset + 12).map_err(|_| corrupt())?;
+        self.data
+            .read_exact_at(&mut stored, offset + 12)
+            .map_err(|_| corrupt())?;
         if crc32c(&stored) != crc {
             return Err(corrupt());
         }
@@ -474,7 +567,10 @@ impl SSTableReader {
     }
 
     fn corrupt(&self, offset: u64) -> StorageError {
-        StorageError::CorruptChunk { file: self.data_path.clone(), offset }
+        StorageError::CorruptChunk {
+            file: self.data_path.clone(),
+            offset,
+        }
     }
 
     /// Reads the partition at index position `i`.
@@ -492,7 +588,9 @@ impl SSTableReader {
             let chunk = self.read_chunk(ci, cache)?;
             let start_in = (pos % self.chunk_len) as usize;
             let take = ((end - pos) as usize).min(chunk.len().saturating_sub(start_in));
-            let piece = chunk.get(start_in..start_in + take).ok_or_else(|| self.corrupt(pos))?;
+            let piece = chunk
+                .get(start_in..start_in + take)
+                .ok_or_else(|| self.corrupt(pos))?;
             if piece.is_empty() {
                 return Err(self.corrupt(pos));
             }
@@ -517,13 +615,21 @@ impl SSTableReader {
         use std::ops::Bound;
         let lo = match start {
             Bound::Unbounded => 0,
-            Bound::Included(k) => self.index.partition_point(|e| (e.token, &e.key) < (k.0, &k.1)),
-            Bound::Excluded(k) => self.index.partition_point(|e| (e.token, &e.key) <= (k.0, &k.1)),
+            Bound::Included(k) => self
+                .index
+                .partition_point(|e| (e.token, &e.key) < (k.0, &k.1)),
+            Bound::Excluded(k) => self
+                .index
+                .partition_point(|e| (e.token, &e.key) <= (k.0, &k.1)),
         };
         let hi = match end {
             Bound::Unbounded => self.index.len(),
-            Bound::Included(k) => self.index.partition_point(|e| (e.token, &e.key) <= (k.0, &k.1)),
-            Bound::Excluded(k) => self.index.partition_point(|e| (e.token, &e.key) < (k.0, &k.1)),
+            Bound::Included(k) => self
+                .index
+                .partition_point(|e| (e.token, &e.key) <= (k.0, &k.1)),
+            Bound::Excluded(k) => self
+                .index
+                .partition_point(|e| (e.token, &e.key) < (k.0, &k.1)),
         };
         let hi = hi.max(lo).min(lo.saturating_add(limit));
         lo..hi
@@ -540,8 +646,14 @@ pub struct VerifyReport {
 }
 
 fn gen_of(path: &Path) -> Result<(PathBuf, u64), StorageError> {
-    let bad = || StorageError::InvalidRequest(format!("not an hl-1 sstable component: {}", path.display()));
-    let name = path.file_name().ok_or_else(bad)?.to_string_lossy().to_string();
+    let bad = || {
+        StorageError::InvalidRequest(format!("not an hl-1 sstable component: {}", path.display()))
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(bad)?
+        .to_string_lossy()
+        .to_string();
     let rest = name.strip_prefix("hl-1-").ok_or_else(bad)?;
     let (gen, _) = rest.split_once('-').ok_or_else(bad)?;
     let gen = gen.parse::<u64>().map_err(|_| bad())?;
@@ -587,23 +699,50 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
     writeln!(out, "sstable {} stats {:?}", path.display(), r.stats).map_err(io)?;
     for i in 0..r.index.len() {
         let p = r.read_partition(i, None)?;
-        writeln!(out, "partition key=0x{} token={} deletion={:?}", hex(&p.key), p.token, p.deletion).map_err(io)?;
+        writeln!(
+            out,
+            "partition key=0x{} token={} deletion={:?}",
+            hex(&p.key),
+            p.token,
+            p.deletion
+        )
+        .map_err(io)?;
         for (s, e, d) in &p.range_tombstones {
             writeln!(out, "  range_tombstone {:?} .. {:?} {:?}", s, e, d).map_err(io)?;
         }
-        let rows = std::iter::once((None, &p.static_row)).chain(p.rows.iter().map(|(k, r)| (Some(k), r)));
+        let rows =
+            std::iter::once((None, &p.static_row)).chain(p.rows.iter().map(|(k, r)| (Some(k), r)));
         for (k, row) in rows {
             if k.is_none() && row.is_empty() {
                 continue;
             }
-            let ck = k.map_or("static".to_string(), |k| k.values.iter().map(|v| hex(v)).collect::<Vec<_>>().join(":"));
-            writeln!(out, "  row [{ck}] liveness={:?} deletion={:?}", row.liveness, row.deletion).map_err(io)?;
+            let ck = k.map_or("static".to_string(), |k| {
+                k.values
+                    .iter()
+                    .map(|v| hex(v))
+                    .collect::<Vec<_>>()
+                    .join(":")
+            });
+            writeln!(
+                out,
+                "  row [{ck}] liveness={:?} deletion={:?}",
+                row.liveness, row.deletion
+            )
+            .map_err(io)?;
             for (col, d) in &row.complex_deletions {
                 writeln!(out, "    column {col} complex_deletion={d:?}").map_err(io)?;
             }
             for ((col, path), c) in &row.cells {
-                let path = path.as_ref().map(|p| format!("[0x{}]", hex(p))).unwrap_or_default();
-                writeln!(out, "    column {col}{path} ts={} {:?}", c.timestamp_us, c.kind).map_err(io)?;
+                let path = path
+                    .as_ref()
+                    .map(|p| format!("[0x{}]", hex(p)))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "    column {col}{path} ts={} {:?}",
+                    c.timestamp_us, c.kind
+                )
+                .map_err(io)?;
             }
         }
     }

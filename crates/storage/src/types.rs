@@ -61,9 +61,18 @@ pub struct ColumnDef {
 /// Compaction strategy and its options, from Cassandra's option map.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompactionOptions {
-    SizeTiered { min_threshold: u32, max_threshold: u32 },
-    Leveled { sstable_size_in_mb: u32, fanout_size: u32 },
-    TimeWindow { compaction_window_unit: String, compaction_window_size: u32 },
+    SizeTiered {
+        min_threshold: u32,
+        max_threshold: u32,
+    },
+    Leveled {
+        sstable_size_in_mb: u32,
+        fanout_size: u32,
+    },
+    TimeWindow {
+        compaction_window_unit: String,
+        compaction_window_size: u32,
+    },
 }
 
 /// SSTable chunk compressor.
@@ -72,7 +81,9 @@ pub enum CompressionAlgorithm {
     None,
     Lz4,
     /// Stored as LZ4 until zstd is linked (see crate docs); the level is kept for DESCRIBE.
-    Zstd { level: i32 },
+    Zstd {
+        level: i32,
+    },
     /// Stored as LZ4 until flate2 is linked.
     Deflate,
 }
@@ -97,8 +108,14 @@ pub struct TableOptions {
 impl Default for TableOptions {
     fn default() -> Self {
         TableOptions {
-            compaction: CompactionOptions::SizeTiered { min_threshold: 4, max_threshold: 32 },
-            compression: CompressionOptions { algorithm: CompressionAlgorithm::Lz4, chunk_length_in_kb: 16 },
+            compaction: CompactionOptions::SizeTiered {
+                min_threshold: 4,
+                max_threshold: 32,
+            },
+            compression: CompressionOptions {
+                algorithm: CompressionAlgorithm::Lz4,
+                chunk_length_in_kb: 16,
+            },
             gc_grace_seconds: 864_000,
             bloom_filter_fp_chance: 0.01,
             default_time_to_live: 0,
@@ -142,7 +159,10 @@ pub struct ClusteringBound {
 impl ClusteringBound {
     /// The unbounded bound (either side).
     pub fn unbounded() -> Self {
-        ClusteringBound { prefix: Vec::new(), kind: BoundKind::Inclusive }
+        ClusteringBound {
+            prefix: Vec::new(),
+            kind: BoundKind::Inclusive,
+        }
     }
 }
 
@@ -206,15 +226,28 @@ pub enum CellOp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PartitionBound {
     Unbounded,
-    Token { token: i64, inclusive: bool },
-    Key { token: i64, key: Bytes, inclusive: bool },
+    Token {
+        token: i64,
+        inclusive: bool,
+    },
+    Key {
+        token: i64,
+        key: Bytes,
+        inclusive: bool,
+    },
 }
 
 /// Which partitions a read covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PartitionRange {
-    Single { key: Bytes, token: i64 },
-    Range { start: PartitionBound, end: PartitionBound },
+    Single {
+        key: Bytes,
+        token: i64,
+    },
+    Range {
+        start: PartitionBound,
+        end: PartitionBound,
+    },
 }
 
 /// A local read.

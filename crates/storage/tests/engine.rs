@@ -12,8 +12,14 @@ fn values(r: &ReadResult) -> Vec<(Vec<u8>, Vec<u8>, Vec<(u32, Vec<u8>)>)> {
             p.rows.iter().map(move |row| {
                 (
                     p.key.to_vec(),
-                    row.clustering.first().map(|c| c.to_vec()).unwrap_or_default(),
-                    row.cells.iter().map(|c| (c.column, c.value.to_vec())).collect(),
+                    row.clustering
+                        .first()
+                        .map(|c| c.to_vec())
+                        .unwrap_or_default(),
+                    row.cells
+                        .iter()
+                        .map(|c| (c.column, c.value.to_vec()))
+                        .collect(),
                 )
             })
         })
@@ -32,11 +38,17 @@ fn last_write_wins_across_memtable_and_sstables() {
     m.rows.push(row(b"a", vec![set(1, 5, b"old")]));
     e.apply_blocking(&[m]).unwrap();
     let r = e.read(TABLE, &point(b"p", now())).unwrap();
-    assert_eq!(values(&r), vec![(b"p".to_vec(), b"a".to_vec(), vec![(1, b"new".to_vec())])]);
+    assert_eq!(
+        values(&r),
+        vec![(b"p".to_vec(), b"a".to_vec(), vec![(1, b"new".to_vec())])]
+    );
     e.flush(None).unwrap();
     e.compact(TABLE).unwrap();
     let r = e.read(TABLE, &point(b"p", now())).unwrap();
-    assert_eq!(values(&r), vec![(b"p".to_vec(), b"a".to_vec(), vec![(1, b"new".to_vec())])]);
+    assert_eq!(
+        values(&r),
+        vec![(b"p".to_vec(), b"a".to_vec(), vec![(1, b"new".to_vec())])]
+    );
     e.shutdown().unwrap();
 }
 
@@ -47,11 +59,20 @@ fn updated_row_with_all_cells_deleted_is_absent_but_inserted_row_stays() {
     let mut m = mutation(b"p");
     m.rows.push(row(b"upd", vec![set(1, 1, b"x")]));
     let mut ins = row(b"ins", vec![set(1, 1, b"y")]);
-    ins.liveness = Some(Liveness { timestamp_us: 1, ttl_s: 0, expires_at_s: 0 });
+    ins.liveness = Some(Liveness {
+        timestamp_us: 1,
+        ttl_s: 0,
+        expires_at_s: 0,
+    });
     m.rows.push(ins);
     e.apply_blocking(&[m]).unwrap();
     let mut m = mutation(b"p");
-    let del = |ts| CellUpdate { column: 1, path: None, timestamp_us: ts, op: CellOp::Delete };
+    let del = |ts| CellUpdate {
+        column: 1,
+        path: None,
+        timestamp_us: ts,
+        op: CellOp::Delete,
+    };
     m.rows.push(row(b"upd", vec![del(2)]));
     m.rows.push(row(b"ins", vec![del(2)]));
     e.apply_blocking(&[m]).unwrap();
@@ -74,27 +95,46 @@ fn range_tombstone_and_partition_deletion_shadow_older_rows_only() {
     e.apply_blocking(&[m]).unwrap();
     e.flush(None).unwrap();
     let mut m = mutation(b"p");
-    let bound = |v: &[u8], kind| ClusteringBound { prefix: vec![b(v)], kind };
+    let bound = |v: &[u8], kind| ClusteringBound {
+        prefix: vec![b(v)],
+        kind,
+    };
     m.range_tombstones.push((
         bound(b"b", BoundKind::Inclusive),
         bound(b"c", BoundKind::Inclusive),
-        DeletionTime { marked_for_delete_at_us: 10, local_deletion_time_s: now() },
+        DeletionTime {
+            marked_for_delete_at_us: 10,
+            local_deletion_time_s: now(),
+        },
     ));
     m.rows.push(row(b"c", vec![set(2, 11, b"newer")]));
     e.apply_blocking(&[m]).unwrap();
     let r = e.read(TABLE, &point(b"p", now())).unwrap();
-    let cks: Vec<_> = values(&r).into_iter().map(|(_, c, cells)| (c, cells)).collect();
+    let cks: Vec<_> = values(&r)
+        .into_iter()
+        .map(|(_, c, cells)| (c, cells))
+        .collect();
     assert_eq!(
         cks,
-        vec![(b"a".to_vec(), vec![(1, b"v".to_vec())]), (b"c".to_vec(), vec![(2, b"newer".to_vec())]), (b"d".to_vec(), vec![(1, b"v".to_vec())])]
+        vec![
+            (b"a".to_vec(), vec![(1, b"v".to_vec())]),
+            (b"c".to_vec(), vec![(2, b"newer".to_vec())]),
+            (b"d".to_vec(), vec![(1, b"v".to_vec())])
+        ]
     );
     let mut m = mutation(b"p");
-    m.partition_deletion = Some(DeletionTime { marked_for_delete_at_us: 10, local_deletion_time_s: now() });
+    m.partition_deletion = Some(DeletionTime {
+        marked_for_delete_at_us: 10,
+        local_deletion_time_s: now(),
+    });
     e.apply_blocking(&[m]).unwrap();
     e.flush(None).unwrap();
     e.compact(TABLE).unwrap();
     let r = e.read(TABLE, &point(b"p", now())).unwrap();
-    assert_eq!(values(&r), vec![(b"p".to_vec(), b"c".to_vec(), vec![(2, b"newer".to_vec())])]);
+    assert_eq!(
+        values(&r),
+        vec![(b"p".to_vec(), b"c".to_vec(), vec![(2, b"newer".to_vec())])]
+    );
 }
 
 #[test]
@@ -102,14 +142,29 @@ fn ttl_cells_expire_at_read_time() {
     let dir = tempdir("ttl");
     let e = open(&dir, 864000);
     let mut m = mutation(b"p");
-    m.rows.push(row(b"a", vec![CellUpdate { column: 1, path: None, timestamp_us: 1, op: CellOp::Set { value: b(b"v"), ttl_s: 100 } }]));
+    m.rows.push(row(
+        b"a",
+        vec![CellUpdate {
+            column: 1,
+            path: None,
+            timestamp_us: 1,
+            op: CellOp::Set {
+                value: b(b"v"),
+                ttl_s: 100,
+            },
+        }],
+    ));
     e.apply_blocking(&[m]).unwrap();
     let r = e.read(TABLE, &point(b"p", now())).unwrap();
     let c = &r.partitions[0].rows[0].cells[0];
     assert_eq!(c.ttl_s, 100);
     assert!(c.expires_at_s >= now() + 99);
     e.flush(None).unwrap();
-    assert!(e.read(TABLE, &point(b"p", now() + 101)).unwrap().partitions.is_empty());
+    assert!(e
+        .read(TABLE, &point(b"p", now() + 101))
+        .unwrap()
+        .partitions
+        .is_empty());
 }
 
 #[test]
@@ -121,13 +176,24 @@ fn gc_grace_zero_compaction_purges_tombstones_without_resurrecting() {
     e.apply_blocking(&[m]).unwrap();
     e.flush(None).unwrap();
     let mut m = mutation(b"p");
-    m.partition_deletion = Some(DeletionTime { marked_for_delete_at_us: 2, local_deletion_time_s: now() - 10 });
+    m.partition_deletion = Some(DeletionTime {
+        marked_for_delete_at_us: 2,
+        local_deletion_time_s: now() - 10,
+    });
     e.apply_blocking(&[m]).unwrap();
     e.flush(None).unwrap();
     let st = e.compact(TABLE).unwrap();
     assert_eq!(st.input_sstables, 2);
-    assert_eq!(e.table_stats(TABLE).sstable_count, 0, "everything was purged");
-    assert!(e.read(TABLE, &point(b"p", now())).unwrap().partitions.is_empty());
+    assert_eq!(
+        e.table_stats(TABLE).sstable_count,
+        0,
+        "everything was purged"
+    );
+    assert!(e
+        .read(TABLE, &point(b"p", now()))
+        .unwrap()
+        .partitions
+        .is_empty());
 }
 
 #[test]
@@ -139,13 +205,20 @@ fn tombstone_is_kept_while_older_data_lives_in_another_sstable() {
     e.apply_blocking(&[m]).unwrap();
     e.flush(None).unwrap();
     let mut m = mutation(b"p");
-    m.partition_deletion = Some(DeletionTime { marked_for_delete_at_us: 2, local_deletion_time_s: now() - 10 });
+    m.partition_deletion = Some(DeletionTime {
+        marked_for_delete_at_us: 2,
+        local_deletion_time_s: now() - 10,
+    });
     e.apply_blocking(&[m]).unwrap();
     e.flush(None).unwrap();
     // garbagecollect compacts each SSTable alone: the deletion must survive because the older
     // row lives in the other SSTable.
     e.garbage_collect(TABLE).unwrap();
-    assert!(e.read(TABLE, &point(b"p", now())).unwrap().partitions.is_empty());
+    assert!(e
+        .read(TABLE, &point(b"p", now()))
+        .unwrap()
+        .partitions
+        .is_empty());
 }
 
 #[test]
@@ -162,7 +235,10 @@ fn commitlog_replay_restores_unflushed_writes() {
     e.create_table(table_def(864000)).unwrap();
     let st = e.replay_commitlog().unwrap();
     assert_eq!(st.mutations_replayed, 1);
-    assert_eq!(values(&e.read(TABLE, &point(b"p", now())).unwrap()).len(), 1);
+    assert_eq!(
+        values(&e.read(TABLE, &point(b"p", now())).unwrap()).len(),
+        1
+    );
 }
 
 #[test]
@@ -203,7 +279,10 @@ fn corrupted_sstable_chunk_is_reported_not_misread() {
     m.rows.push(row(b"a", vec![set(1, 1, &[42u8; 200])]));
     e.apply_blocking(&[m]).unwrap();
     e.flush(None).unwrap();
-    let data = walk(&dir.join("data")).into_iter().find(|p| p.to_string_lossy().ends_with("-Data.db")).unwrap();
+    let data = walk(&dir.join("data"))
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with("-Data.db"))
+        .unwrap();
     let mut bytes = std::fs::read(&data).unwrap();
     let n = bytes.len();
     bytes[n - 3] ^= 0xff;
@@ -248,15 +327,32 @@ fn counters_accumulate_across_flush_and_replay() {
                 clustering: Vec::new(),
                 liveness: None,
                 deletion: None,
-                cells: vec![CellUpdate { column: 1, path: None, timestamp_us: ts, op: CellOp::CounterAdd(d) }],
+                cells: vec![CellUpdate {
+                    column: 1,
+                    path: None,
+                    timestamp_us: ts,
+                    op: CellOp::CounterAdd(d),
+                }],
             }],
         };
         e.apply_blocking(&[m]).unwrap();
     };
     let total = |e: &Engine| {
-        let q = ReadQuery { partitions: PartitionRange::Single { key: b(b"c"), token: token(b"c") }, ..point(b"c", now()) };
+        let q = ReadQuery {
+            partitions: PartitionRange::Single {
+                key: b(b"c"),
+                token: token(b"c"),
+            },
+            ..point(b"c", now())
+        };
         let r = e.read(COUNTERS, &q).unwrap();
-        i64::from_be_bytes(r.partitions[0].rows[0].cells[0].value.as_ref().try_into().unwrap())
+        i64::from_be_bytes(
+            r.partitions[0].rows[0].cells[0]
+                .value
+                .as_ref()
+                .try_into()
+                .unwrap(),
+        )
     };
     {
         let e = open(&dir, 864000);
@@ -302,13 +398,22 @@ fn range_scan_pages_with_exclusive_start_key() {
     let mut start = PartitionBound::Unbounded;
     loop {
         let q = ReadQuery {
-            partitions: PartitionRange::Range { start: start.clone(), end: PartitionBound::Unbounded },
+            partitions: PartitionRange::Range {
+                start: start.clone(),
+                end: PartitionBound::Unbounded,
+            },
             partition_limit: Some(7),
             ..point(b"", now())
         };
         let r = e.read(TABLE, &q).unwrap();
-        let Some(last) = r.partitions.last() else { break };
-        start = PartitionBound::Key { token: last.token, key: last.key.clone(), inclusive: false };
+        let Some(last) = r.partitions.last() else {
+            break;
+        };
+        start = PartitionBound::Key {
+            token: last.token,
+            key: last.key.clone(),
+            inclusive: false,
+        };
         seen.extend(r.partitions.iter().map(|p| (p.token, p.key.clone())));
     }
     assert_eq!(seen.len(), 50);
@@ -324,15 +429,25 @@ fn slices_reversed_and_limits() {
         m.rows.push(row(&[ck], vec![set(1, 1, b"v")]));
     }
     e.apply_blocking(&[m]).unwrap();
-    let bound = |v: u8, kind| ClusteringBound { prefix: vec![b(&[v])], kind };
+    let bound = |v: u8, kind| ClusteringBound {
+        prefix: vec![b(&[v])],
+        kind,
+    };
     let q = ReadQuery {
-        slices: vec![(bound(b'b', BoundKind::Exclusive), bound(b'f', BoundKind::Inclusive))],
+        slices: vec![(
+            bound(b'b', BoundKind::Exclusive),
+            bound(b'f', BoundKind::Inclusive),
+        )],
         reversed: true,
         row_limit: Some(3),
         ..point(b"p", now())
     };
     let r = e.read(TABLE, &q).unwrap();
-    let cks: Vec<u8> = r.partitions[0].rows.iter().map(|r| r.clustering[0][0]).collect();
+    let cks: Vec<u8> = r.partitions[0]
+        .rows
+        .iter()
+        .map(|r| r.clustering[0][0])
+        .collect();
     assert_eq!(cks, vec![b'f', b'e', b'd']);
 }
 
@@ -340,13 +455,18 @@ fn slices_reversed_and_limits() {
 fn apply_is_usable_from_async_code() {
     let dir = tempdir("async");
     let e = open(&dir, 864000);
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let mut m = mutation(b"p");
         m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
         e.apply(m).await.unwrap();
     });
-    assert_eq!(e.read(TABLE, &point(b"p", now())).unwrap().partitions.len(), 1);
+    assert_eq!(
+        e.read(TABLE, &point(b"p", now())).unwrap().partitions.len(),
+        1
+    );
 }
 
 #[test]
@@ -358,11 +478,25 @@ fn snapshot_truncate_and_drop() {
     e.apply_blocking(&[m]).unwrap();
     e.snapshot(Some(TABLE), "s1").unwrap();
     e.truncate(TABLE).unwrap();
-    assert!(e.read(TABLE, &point(b"p", now())).unwrap().partitions.is_empty());
-    let snaps: Vec<_> = walk(&dir.join("data")).into_iter().filter(|p| p.to_string_lossy().contains("/snapshots/s1/")).collect();
-    assert!(snaps.iter().any(|p| p.to_string_lossy().ends_with("-Data.db")));
+    assert!(e
+        .read(TABLE, &point(b"p", now()))
+        .unwrap()
+        .partitions
+        .is_empty());
+    let snaps: Vec<_> = walk(&dir.join("data"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("/snapshots/s1/"))
+        .collect();
+    assert!(snaps
+        .iter()
+        .any(|p| p.to_string_lossy().ends_with("-Data.db")));
     e.clear_snapshot(Some("s1")).unwrap();
-    assert!(walk(&dir.join("data")).iter().all(|p| !p.to_string_lossy().contains("/snapshots/s1/")));
+    assert!(walk(&dir.join("data"))
+        .iter()
+        .all(|p| !p.to_string_lossy().contains("/snapshots/s1/")));
     e.drop_table(TABLE).unwrap();
-    assert!(matches!(e.read(TABLE, &point(b"p", now())), Err(StorageError::UnknownTable(_))));
+    assert!(matches!(
+        e.read(TABLE, &point(b"p", now())),
+        Err(StorageError::UnknownTable(_))
+    ));
 }

@@ -1,7 +1,7 @@
 //! Property test: random operation sequences (out-of-order timestamps, every kind of delete, TTLs,
 //! collections, flushes and compactions at random points) checked against a plain model of
 //! Cassandra's reconciliation rules. Timestamps are distinct, so ties (covered by unit tests in
-//! reconcile.rs) do not arise. Seeds: HELENUS_MODEL_SEEDS (default 40).
+//! reconcile.rs) do not arise. Seeds: HELENUS_MODEL_SEEDS (default 30).
 
 mod common;
 use common::*;
@@ -13,16 +13,64 @@ const CKS: u64 = 6;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Insert { pk: u8, ck: u8, ts: i64, ttl: u32, v1: Option<u8> },
-    Update { pk: u8, ck: u8, col: u32, ts: i64, v: u8, ttl: u32 },
-    DeleteCell { pk: u8, ck: u8, col: u32, ts: i64 },
-    DeleteRow { pk: u8, ck: u8, ts: i64 },
-    DeletePartition { pk: u8, ts: i64 },
-    DeleteRange { pk: u8, lo: u8, hi: u8, ts: i64 },
-    SetStatic { pk: u8, ts: i64, v: u8 },
-    AddElem { pk: u8, ck: u8, e: u8, ts: i64 },
-    RemoveElem { pk: u8, ck: u8, e: u8, ts: i64 },
-    ClearSet { pk: u8, ck: u8, ts: i64 },
+    Insert {
+        pk: u8,
+        ck: u8,
+        ts: i64,
+        ttl: u32,
+        v1: Option<u8>,
+    },
+    Update {
+        pk: u8,
+        ck: u8,
+        col: u32,
+        ts: i64,
+        v: u8,
+        ttl: u32,
+    },
+    DeleteCell {
+        pk: u8,
+        ck: u8,
+        col: u32,
+        ts: i64,
+    },
+    DeleteRow {
+        pk: u8,
+        ck: u8,
+        ts: i64,
+    },
+    DeletePartition {
+        pk: u8,
+        ts: i64,
+    },
+    DeleteRange {
+        pk: u8,
+        lo: u8,
+        hi: u8,
+        ts: i64,
+    },
+    SetStatic {
+        pk: u8,
+        ts: i64,
+        v: u8,
+    },
+    AddElem {
+        pk: u8,
+        ck: u8,
+        e: u8,
+        ts: i64,
+    },
+    RemoveElem {
+        pk: u8,
+        ck: u8,
+        e: u8,
+        ts: i64,
+    },
+    ClearSet {
+        pk: u8,
+        ck: u8,
+        ts: i64,
+    },
     Flush,
     Compact,
 }
@@ -32,21 +80,62 @@ fn gen_op(r: &mut Rng, i: usize) -> Op {
     let ts = (r.below(1000) as i64) * 10_000 + i as i64;
     let pk = r.below(PKS) as u8;
     let ck = r.below(CKS) as u8;
-    let ttl = if r.below(5) == 0 { 1 + r.below(100) as u32 } else { 0 };
+    let ttl = if r.below(5) == 0 {
+        1 + r.below(100) as u32
+    } else {
+        0
+    };
     match r.below(24) {
-        0..=4 => Op::Insert { pk, ck, ts, ttl, v1: (r.below(3) != 0).then(|| r.below(250) as u8) },
-        5..=9 => Op::Update { pk, ck, col: 1 + r.below(2) as u32, ts, v: r.below(250) as u8, ttl },
-        10..=11 => Op::DeleteCell { pk, ck, col: 1 + r.below(2) as u32, ts },
+        0..=4 => Op::Insert {
+            pk,
+            ck,
+            ts,
+            ttl,
+            v1: (r.below(3) != 0).then(|| r.below(250) as u8),
+        },
+        5..=9 => Op::Update {
+            pk,
+            ck,
+            col: 1 + r.below(2) as u32,
+            ts,
+            v: r.below(250) as u8,
+            ttl,
+        },
+        10..=11 => Op::DeleteCell {
+            pk,
+            ck,
+            col: 1 + r.below(2) as u32,
+            ts,
+        },
         12 => Op::DeleteRow { pk, ck, ts },
         13 => Op::DeletePartition { pk, ts },
         14 => {
             let a = r.below(CKS) as u8;
             let b = r.below(CKS) as u8;
-            Op::DeleteRange { pk, lo: a.min(b), hi: a.max(b), ts }
+            Op::DeleteRange {
+                pk,
+                lo: a.min(b),
+                hi: a.max(b),
+                ts,
+            }
         }
-        15 => Op::SetStatic { pk, ts, v: r.below(250) as u8 },
-        16..=17 => Op::AddElem { pk, ck, e: r.below(4) as u8, ts },
-        18 => Op::RemoveElem { pk, ck, e: r.below(4) as u8, ts },
+        15 => Op::SetStatic {
+            pk,
+            ts,
+            v: r.below(250) as u8,
+        },
+        16..=17 => Op::AddElem {
+            pk,
+            ck,
+            e: r.below(4) as u8,
+            ts,
+        },
+        18 => Op::RemoveElem {
+            pk,
+            ck,
+            e: r.below(4) as u8,
+            ts,
+        },
         19 => Op::ClearSet { pk, ck, ts },
         20 | 21 => Op::Flush,
         _ => Op::Compact,
@@ -54,7 +143,10 @@ fn gen_op(r: &mut Rng, i: usize) -> Op {
 }
 
 fn to_mutation(op: &Op, wall_now: i64) -> Option<Mutation> {
-    let dt = |ts| DeletionTime { marked_for_delete_at_us: ts, local_deletion_time_s: wall_now };
+    let dt = |ts| DeletionTime {
+        marked_for_delete_at_us: ts,
+        local_deletion_time_s: wall_now,
+    };
     let (pk, mut m) = match op {
         Op::Flush | Op::Compact => return None,
         Op::Insert { pk, .. }
@@ -69,20 +161,57 @@ fn to_mutation(op: &Op, wall_now: i64) -> Option<Mutation> {
         | Op::ClearSet { pk, .. } => (*pk, mutation(&[*pk])),
     };
     let _ = pk;
-    let cell = |col, ts, op| CellUpdate { column: col, path: None, timestamp_us: ts, op };
+    let cell = |col, ts, op| CellUpdate {
+        column: col,
+        path: None,
+        timestamp_us: ts,
+        op,
+    };
     match op {
-        Op::Insert { ck, ts, ttl, v1, .. } => {
+        Op::Insert {
+            ck, ts, ttl, v1, ..
+        } => {
             let mut r = row(&[*ck], Vec::new());
-            r.liveness = Some(Liveness { timestamp_us: *ts, ttl_s: *ttl, expires_at_s: wall_now + i64::from(*ttl) });
+            r.liveness = Some(Liveness {
+                timestamp_us: *ts,
+                ttl_s: *ttl,
+                expires_at_s: wall_now + i64::from(*ttl),
+            });
             if let Some(v) = v1 {
-                r.cells.push(cell(1, *ts, CellOp::Set { value: b(&[*v]), ttl_s: *ttl }));
+                r.cells.push(cell(
+                    1,
+                    *ts,
+                    CellOp::Set {
+                        value: b(&[*v]),
+                        ttl_s: *ttl,
+                    },
+                ));
             }
             m.rows.push(r);
         }
-        Op::Update { ck, col, ts, v, ttl, .. } => {
-            m.rows.push(row(&[*ck], vec![cell(*col, *ts, CellOp::Set { value: b(&[*v]), ttl_s: *ttl })]));
+        Op::Update {
+            ck,
+            col,
+            ts,
+            v,
+            ttl,
+            ..
+        } => {
+            m.rows.push(row(
+                &[*ck],
+                vec![cell(
+                    *col,
+                    *ts,
+                    CellOp::Set {
+                        value: b(&[*v]),
+                        ttl_s: *ttl,
+                    },
+                )],
+            ));
         }
-        Op::DeleteCell { ck, col, ts, .. } => m.rows.push(row(&[*ck], vec![cell(*col, *ts, CellOp::Delete)])),
+        Op::DeleteCell { ck, col, ts, .. } => m
+            .rows
+            .push(row(&[*ck], vec![cell(*col, *ts, CellOp::Delete)])),
         Op::DeleteRow { ck, ts, .. } => {
             let mut r = row(&[*ck], Vec::new());
             r.deletion = Some(dt(*ts));
@@ -90,7 +219,10 @@ fn to_mutation(op: &Op, wall_now: i64) -> Option<Mutation> {
         }
         Op::DeletePartition { ts, .. } => m.partition_deletion = Some(dt(*ts)),
         Op::DeleteRange { lo, hi, ts, .. } => {
-            let bd = |v: u8| ClusteringBound { prefix: vec![b(&[v])], kind: BoundKind::Inclusive };
+            let bd = |v: u8| ClusteringBound {
+                prefix: vec![b(&[v])],
+                kind: BoundKind::Inclusive,
+            };
             m.range_tombstones.push((bd(*lo), bd(*hi), dt(*ts)));
         }
         Op::SetStatic { ts, v, .. } => {
@@ -98,25 +230,53 @@ fn to_mutation(op: &Op, wall_now: i64) -> Option<Mutation> {
                 clustering: Vec::new(),
                 liveness: None,
                 deletion: None,
-                cells: vec![cell(STATIC_COL, *ts, CellOp::Set { value: b(&[*v]), ttl_s: 0 })],
+                cells: vec![cell(
+                    STATIC_COL,
+                    *ts,
+                    CellOp::Set {
+                        value: b(&[*v]),
+                        ttl_s: 0,
+                    },
+                )],
             })
         }
         Op::AddElem { ck, e, ts, .. } => m.rows.push(row(
             &[*ck],
-            vec![CellUpdate { column: SET_COL, path: Some(b(&[*e])), timestamp_us: *ts, op: CellOp::Set { value: b(b""), ttl_s: 0 } }],
+            vec![CellUpdate {
+                column: SET_COL,
+                path: Some(b(&[*e])),
+                timestamp_us: *ts,
+                op: CellOp::Set {
+                    value: b(b""),
+                    ttl_s: 0,
+                },
+            }],
         )),
         Op::RemoveElem { ck, e, ts, .. } => m.rows.push(row(
             &[*ck],
-            vec![CellUpdate { column: SET_COL, path: Some(b(&[*e])), timestamp_us: *ts, op: CellOp::Delete }],
+            vec![CellUpdate {
+                column: SET_COL,
+                path: Some(b(&[*e])),
+                timestamp_us: *ts,
+                op: CellOp::Delete,
+            }],
         )),
-        Op::ClearSet { ck, ts, .. } => m.rows.push(row(&[*ck], vec![cell(SET_COL, *ts, CellOp::DeleteComplex)])),
+        Op::ClearSet { ck, ts, .. } => m
+            .rows
+            .push(row(&[*ck], vec![cell(SET_COL, *ts, CellOp::DeleteComplex)])),
         Op::Flush | Op::Compact => return None,
     }
     Some(m)
 }
 
 /// Expected live view: pk -> (static value, ck -> (row_ts, cells (col, path, value))).
-type View = BTreeMap<u8, (Option<u8>, BTreeMap<u8, (Option<i64>, Vec<(u32, Option<u8>, Vec<u8>)>)>)>;
+type View = BTreeMap<
+    u8,
+    (
+        Option<u8>,
+        BTreeMap<u8, (Option<i64>, Vec<(u32, Option<u8>, Vec<u8>)>)>,
+    ),
+>;
 
 fn model(ops: &[Op], expired: bool) -> View {
     let mut out = View::new();
@@ -141,8 +301,12 @@ fn model(ops: &[Op], expired: bool) -> View {
             let mut del = pdel;
             for o in ops {
                 match o {
-                    Op::DeleteRow { pk: p, ck: c, ts } if *p == pk && *c == ck => del = del.max(*ts),
-                    Op::DeleteRange { pk: p, lo, hi, ts } if *p == pk && *lo <= ck && ck <= *hi => del = del.max(*ts),
+                    Op::DeleteRow { pk: p, ck: c, ts } if *p == pk && *c == ck => {
+                        del = del.max(*ts)
+                    }
+                    Op::DeleteRange { pk: p, lo, hi, ts } if *p == pk && *lo <= ck && ck <= *hi => {
+                        del = del.max(*ts)
+                    }
                     _ => {}
                 }
             }
@@ -150,7 +314,13 @@ fn model(ops: &[Op], expired: bool) -> View {
             let row_ts = ops
                 .iter()
                 .filter_map(|o| match o {
-                    Op::Insert { pk: p, ck: c, ts, ttl, .. } if *p == pk && *c == ck => Some((*ts, *ttl)),
+                    Op::Insert {
+                        pk: p,
+                        ck: c,
+                        ts,
+                        ttl,
+                        ..
+                    } if *p == pk && *c == ck => Some((*ts, *ttl)),
                     _ => None,
                 })
                 .max()
@@ -162,9 +332,27 @@ fn model(ops: &[Op], expired: bool) -> View {
                 let latest = ops
                     .iter()
                     .filter_map(|o| match o {
-                        Op::Insert { pk: p, ck: c, ts, ttl, v1: Some(v) } if *p == pk && *c == ck && col == 1 => Some((*ts, Some((*v, *ttl)))),
-                        Op::Update { pk: p, ck: c, col: cc, ts, v, ttl } if *p == pk && *c == ck && *cc == col => Some((*ts, Some((*v, *ttl)))),
-                        Op::DeleteCell { pk: p, ck: c, col: cc, ts } if *p == pk && *c == ck && *cc == col => Some((*ts, None)),
+                        Op::Insert {
+                            pk: p,
+                            ck: c,
+                            ts,
+                            ttl,
+                            v1: Some(v),
+                        } if *p == pk && *c == ck && col == 1 => Some((*ts, Some((*v, *ttl)))),
+                        Op::Update {
+                            pk: p,
+                            ck: c,
+                            col: cc,
+                            ts,
+                            v,
+                            ttl,
+                        } if *p == pk && *c == ck && *cc == col => Some((*ts, Some((*v, *ttl)))),
+                        Op::DeleteCell {
+                            pk: p,
+                            ck: c,
+                            col: cc,
+                            ts,
+                        } if *p == pk && *c == ck && *cc == col => Some((*ts, None)),
                         _ => None,
                     })
                     .max_by_key(|x| x.0);
@@ -186,8 +374,18 @@ fn model(ops: &[Op], expired: bool) -> View {
                 let latest = ops
                     .iter()
                     .filter_map(|o| match o {
-                        Op::AddElem { pk: p, ck: c, e: x, ts } if *p == pk && *c == ck && *x == e => Some((*ts, true)),
-                        Op::RemoveElem { pk: p, ck: c, e: x, ts } if *p == pk && *c == ck && *x == e => Some((*ts, false)),
+                        Op::AddElem {
+                            pk: p,
+                            ck: c,
+                            e: x,
+                            ts,
+                        } if *p == pk && *c == ck && *x == e => Some((*ts, true)),
+                        Op::RemoveElem {
+                            pk: p,
+                            ck: c,
+                            e: x,
+                            ts,
+                        } if *p == pk && *c == ck && *x == e => Some((*ts, false)),
                         _ => None,
                     })
                     .max_by_key(|x| x.0);
@@ -212,10 +410,18 @@ fn actual(e: &Engine, now_s: i64) -> View {
     let r = e.read(TABLE, &scan_all(now_s)).unwrap();
     let mut out = View::new();
     for p in &r.partitions {
-        let stat = p.static_row.as_ref().and_then(|s| s.cells.first()).map(|c| c.value[0]);
+        let stat = p
+            .static_row
+            .as_ref()
+            .and_then(|s| s.cells.first())
+            .map(|c| c.value[0]);
         let mut rows = BTreeMap::new();
         for row in &p.rows {
-            let cells = row.cells.iter().map(|c| (c.column, c.path.as_ref().map(|p| p[0]), c.value.to_vec())).collect();
+            let cells = row
+                .cells
+                .iter()
+                .map(|c| (c.column, c.path.as_ref().map(|p| p[0]), c.value.to_vec()))
+                .collect();
             rows.insert(row.clustering[0][0], (row.row_timestamp_us, cells));
         }
         out.insert(p.key[0], (stat, rows));
@@ -225,7 +431,10 @@ fn actual(e: &Engine, now_s: i64) -> View {
 
 #[test]
 fn random_operations_match_the_reconciliation_model() {
-    let seeds: u64 = std::env::var("HELENUS_MODEL_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
+    let seeds: u64 = std::env::var("HELENUS_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
     for seed in 1..=seeds {
         let dir = tempdir("model");
         let e = open(&dir, 864000);
@@ -244,20 +453,34 @@ fn random_operations_match_the_reconciliation_model() {
                         e.garbage_collect(TABLE).unwrap();
                     }
                 }
-                _ => e.apply_blocking(&[to_mutation(&op, wall).unwrap()]).unwrap(),
+                _ => e
+                    .apply_blocking(&[to_mutation(&op, wall).unwrap()])
+                    .unwrap(),
             }
             ops.push(op);
         }
         // "Past" view: every TTL still live; "future" view: every TTL expired.
         let past = wall - 1000;
         let future = wall + 100_000;
-        assert_eq!(actual(&e, past), model(&ops, false), "seed {seed} (past view), ops {ops:?}");
-        assert_eq!(actual(&e, future), model(&ops, true), "seed {seed} (future view)");
+        assert_eq!(
+            actual(&e, past),
+            model(&ops, false),
+            "seed {seed} (past view), ops {ops:?}"
+        );
+        assert_eq!(
+            actual(&e, future),
+            model(&ops, true),
+            "seed {seed} (future view)"
+        );
         // Replay from the commitlog must give the same answer.
         e.shutdown().unwrap();
         drop(e);
         let e = open(&dir, 864000);
-        assert_eq!(actual(&e, past), model(&ops, false), "seed {seed} after replay");
+        assert_eq!(
+            actual(&e, past),
+            model(&ops, false),
+            "seed {seed} after replay"
+        );
         e.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }

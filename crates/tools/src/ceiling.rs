@@ -387,8 +387,8 @@ async fn serve_connection(stream: TcpStream) -> io::Result<()> {
         } else {
             handle(opcode, &body, &mut state)
         };
-        let out_version = if version == 4 { 0x84 } else { 0x84 };
-        writer.write_all(&[out_version, 0, stream_id[0], stream_id[1], op]).await?;
+        // Always answer as v4: a client probing another version reads the error and steps down.
+        writer.write_all(&[0x84, 0, stream_id[0], stream_id[1], op]).await?;
         writer.write_all(&(resp.len() as u32).to_be_bytes()).await?;
         writer.write_all(&resp).await?;
         // Flush only when no further request is already buffered: batches replies under load.

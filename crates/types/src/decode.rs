@@ -170,11 +170,18 @@ fn deserialize_native(n: NativeType, bytes: &[u8]) -> Result<CqlValue, TypeError
         })?)),
         NativeType::Uuid | NativeType::Timeuuid => {
             let u = Uuid::from_bytes(fixed(bytes, |l| {
-                format!("UUID should be 16 or 0 bytes ({l})")
+                format!(
+                    "{} should be 16 or 0 bytes ({l})",
+                    if n == NativeType::Timeuuid {
+                        "TimeUUID"
+                    } else {
+                        "UUID"
+                    }
+                )
             })?);
             if n == NativeType::Timeuuid {
                 if u.get_version_num() != 1 {
-                    return Err(TypeError::marshal("Unsupported UUID version for timeuuid"));
+                    return Err(TypeError::marshal("Invalid version for TimeUUID type."));
                 }
                 CqlValue::Timeuuid(u)
             } else {

@@ -518,10 +518,8 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
                 if fields.iter().any(|(n, _): &(String, CqlType)| n == &f.name) {
                     return invalid(format!("Duplicate field name {} in type {tname}", f.name));
                 }
+                // Fields are stored inside one cell, so collections in them are frozen in effect.
                 let t = resolve_type(ty, Some(&ks))?;
-                if t.is_multi_cell() {
-                    return invalid(format!("Non-frozen collections are not allowed inside collections: {t}"));
-                }
                 fields.push((f.name.clone(), t));
             }
             let mut new = (*ks).clone();

@@ -44,11 +44,22 @@ pub fn table_def(gc_grace_seconds: u32) -> TableDef {
         id: TABLE,
         keyspace: "ks".into(),
         name: "t".into(),
-        clustering: vec![ClusteringColumn { cmp: Arc::new(Bytewise), descending: false }],
-        columns: vec![col(1, false, false), col(2, false, false), col(STATIC_COL, true, false), col(SET_COL, false, true)],
+        clustering: vec![ClusteringColumn {
+            cmp: Arc::new(Bytewise),
+            descending: false,
+        }],
+        columns: vec![
+            col(1, false, false),
+            col(2, false, false),
+            col(STATIC_COL, true, false),
+            col(SET_COL, false, true),
+        ],
         options: TableOptions {
             gc_grace_seconds,
-            compression: CompressionOptions { algorithm: CompressionAlgorithm::Lz4, chunk_length_in_kb: 4 },
+            compression: CompressionOptions {
+                algorithm: CompressionAlgorithm::Lz4,
+                chunk_length_in_kb: 4,
+            },
             ..TableOptions::default()
         },
     }
@@ -60,7 +71,12 @@ pub fn counter_def() -> TableDef {
         keyspace: "ks".into(),
         name: "c".into(),
         clustering: Vec::new(),
-        columns: vec![ColumnDef { id: 1, is_static: false, multi_cell: None, is_counter: true }],
+        columns: vec![ColumnDef {
+            id: 1,
+            is_static: false,
+            multi_cell: None,
+            is_counter: true,
+        }],
         options: TableOptions::default(),
     }
 }
@@ -99,16 +115,32 @@ pub fn mutation(pk: &[u8]) -> Mutation {
 }
 
 pub fn set(col: ColumnId, ts: i64, v: &[u8]) -> CellUpdate {
-    CellUpdate { column: col, path: None, timestamp_us: ts, op: CellOp::Set { value: b(v), ttl_s: 0 } }
+    CellUpdate {
+        column: col,
+        path: None,
+        timestamp_us: ts,
+        op: CellOp::Set {
+            value: b(v),
+            ttl_s: 0,
+        },
+    }
 }
 
 pub fn row(ck: &[u8], cells: Vec<CellUpdate>) -> RowUpdate {
-    RowUpdate { clustering: vec![b(ck)], liveness: None, deletion: None, cells }
+    RowUpdate {
+        clustering: vec![b(ck)],
+        liveness: None,
+        deletion: None,
+        cells,
+    }
 }
 
 pub fn point(pk: &[u8], now_s: i64) -> ReadQuery {
     ReadQuery {
-        partitions: PartitionRange::Single { key: b(pk), token: token(pk) },
+        partitions: PartitionRange::Single {
+            key: b(pk),
+            token: token(pk),
+        },
         slices: Vec::new(),
         reversed: false,
         row_limit: None,
@@ -120,18 +152,28 @@ pub fn point(pk: &[u8], now_s: i64) -> ReadQuery {
 
 pub fn scan_all(now_s: i64) -> ReadQuery {
     ReadQuery {
-        partitions: PartitionRange::Range { start: PartitionBound::Unbounded, end: PartitionBound::Unbounded },
+        partitions: PartitionRange::Range {
+            start: PartitionBound::Unbounded,
+            end: PartitionBound::Unbounded,
+        },
         ..point(b"", now_s)
     }
 }
 
 pub fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 /// Unique temp dir under the target dir (no tempfile dependency needed).
 pub fn tempdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("helenus-storage-{name}-{}-{}", std::process::id(), rand_u64()));
+    let d = std::env::temp_dir().join(format!(
+        "helenus-storage-{name}-{}-{}",
+        std::process::id(),
+        rand_u64()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -1,0 +1,81 @@
+//! Test helper for the crash test (tests/crash.rs): opens an engine in `argv[1]` with Batch
+//! commitlog sync, replays, then writes sequential keys starting at `argv[2]` forever, printing
+//! each key once `apply` has returned (i.e. once it is acknowledged and durable).
+
+use bytes::Bytes;
+use helenus_storage::*;
+use std::io::Write;
+use std::sync::Arc;
+
+struct Bytewise;
+impl ValueComparator for Bytewise {
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        a.cmp(b)
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let dir = std::path::PathBuf::from(args.get(1).ok_or("usage: storage_crash_writer DIR START")?);
+    let start: u64 = args.get(2).ok_or("missing START")?.parse()?;
+    let engine = Engine::open(StorageConfig {
+        data_dir: dir.join("data"),
+        commitlog_dir: dir.join("commitlog"),
+        commitlog_sync: CommitlogSync::Batch,
+        commitlog_segment_size_bytes: 1 << 20,
+        memtable_space_bytes: 2 << 20,
+        key_cache_bytes: 1 << 20,
+        chunk_cache_bytes: 1 << 20,
+        concurrent_compactors: 1,
+        compaction_throughput_mib_per_s: 0,
+    })?;
+    engine.create_table(TableDef {
+        id: [1; 16],
+        keyspace: "ks".into(),
+        name: "crash".into(),
+        clustering: vec![ClusteringColumn {
+            cmp: Arc::new(Bytewise),
+            descending: false,
+        }],
+        columns: vec![ColumnDef {
+            id: 1,
+            is_static: false,
+            multi_cell: None,
+            is_counter: false,
+        }],
+        options: TableOptions::default(),
+    })?;
+    engine.replay_commitlog()?;
+    let out = std::io::stdout();
+    for k in start.. {
+        let key = Bytes::copy_from_slice(&k.to_be_bytes());
+        let m = Mutation {
+            table: [1; 16],
+            key: key.clone(),
+            // Spread keys over the token ring deterministically.
+            token: (k.wrapping_mul(0x9E37_79B9_7F4A_7C15)) as i64,
+            partition_deletion: None,
+            range_tombstones: Vec::new(),
+            static_row: None,
+            rows: vec![RowUpdate {
+                clustering: vec![Bytes::from_static(b"c")],
+                liveness: None,
+                deletion: None,
+                cells: vec![CellUpdate {
+                    column: 1,
+                    path: None,
+                    timestamp_us: k as i64 + 1,
+                    op: CellOp::Set {
+                        value: Bytes::from(vec![7u8; 100]),
+                        ttl_s: 0,
+                    },
+                }],
+            }],
+        };
+        engine.apply_blocking(&[m])?;
+        let mut lock = out.lock();
+        writeln!(lock, "{k}")?;
+        lock.flush()?;
+    }
+    Ok(())
+}
