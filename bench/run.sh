@@ -19,7 +19,7 @@ CEILING="$ROOT/target/release/helenus-ceiling"
 HELENUS="$ROOT/target/release/helenus"
 
 case "$MODE" in
-  quick) : "${ROWS:=200000}"; STEP=25%; STEP_DUR=5s; PROBE=5s; MAX_STEPS=5; SETTLE_MAX=30 ;;
+  quick) : "${ROWS:=200000}"; STEP=25%; STEP_DUR=5s; PROBE=5s; MAX_STEPS=8; SETTLE_MAX=30 ;;
   full)  : "${ROWS:=2000000}"; STEP=10%; STEP_DUR=60s; PROBE=60s; MAX_STEPS=12; SETTLE_MAX=300 ;;
   *) echo "usage: bench/run.sh [quick|full]" >&2; exit 2 ;;
 esac
@@ -27,6 +27,9 @@ THREADS="${THREADS:-64}"; HEAP="${HEAP:-1G}"; NOISE_MAX_CORES="${NOISE_MAX_CORES
 SERVERS="${SERVERS:-helenus cassandra ceiling}"
 WORKLOADS="${WORKLOADS:-write read mixed}"; DISTS="${DISTS:-uniform gaussian inmem}"
 HZ="$(getconf CLK_TCK)"
+# Uncommon loopback addresses so other work on this machine (127.0.0.2-5) is not disturbed;
+# Cassandra's JMX port follows the last octet (7099 + 100 x 44).
+CASS_ADDR="${CASS_ADDR:-127.0.0.44}"; CEILING_ADDR="${CEILING_ADDR:-127.0.0.45}"
 DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 OUT="$ROOT/bench/results"; NAME="$DATE-$COMMIT"
 mkdir -p "$WORK" "$OUT"
@@ -46,23 +49,25 @@ rss_mib() { [ -n "${1:-}" ] && awk '/VmRSS/{printf "%d", $2/1024}' "/proc/$1/sta
 wait_port() { local a="$1" p="$2" t0=$SECONDS; while (( SECONDS - t0 < ${3:-120} )); do (exec 3<>"/dev/tcp/$a/$p") 2>/dev/null && return 0; sleep 1; done; return 1; }
 
 SERVER_PID=""; SERVER_ADDR=""; SERVER_DIR=""
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 start_server() {
   local s="$1"
+  case "$s" in helenus) SERVER_ADDR=127.0.0.1 ;; cassandra) SERVER_ADDR="$CASS_ADDR" ;; ceiling) SERVER_ADDR="$CEILING_ADDR" ;; esac
+  # Never measure somebody else's process: the address must be free before we start ours.
+  if port_open "$SERVER_ADDR" 9042; then log "$SERVER_ADDR:9042 is already in use by another process"; return 1; fi
   SERVER_DIR="$WORK/data-$s"; rm -rf "$SERVER_DIR"; mkdir -p "$SERVER_DIR"
   case "$s" in
     helenus)
-      SERVER_ADDR=127.0.0.1
       "$HELENUS" server --listen-address "$SERVER_ADDR" --native-transport-port 9042 --data-dir "$SERVER_DIR" \
         > "$WORK/helenus.log" 2>&1 &
       SERVER_PID=$!
       wait_port "$SERVER_ADDR" 9042 60 || { log "helenus did not open 9042; see $WORK/helenus.log"; return 1; } ;;
     cassandra)
-      SERVER_ADDR=127.0.0.4
-      [ -f "$HOME/.cache/cassandra-baseline/lib/.complete" ] || SKIP_LATTE=1 "$CASS/setup.sh" >&2
+      # shellcheck disable=SC1091
+      (source "$CASS/lib.sh" && [ -f "$CB_LIB/.complete" ]) || SKIP_LATTE=1 "$CASS/setup.sh" >&2
       HEAP="$HEAP" "$CASS/start.sh" "$SERVER_ADDR" 9042 "$SERVER_DIR" >&2 || return 1
       SERVER_PID="$(cat "$SERVER_DIR/cassandra.pid")" ;;
     ceiling)
-      SERVER_ADDR=127.0.0.5
       "$CEILING" "$SERVER_ADDR:9042" > "$WORK/ceiling.log" 2>&1 &
       SERVER_PID=$!
       wait_port "$SERVER_ADDR" 9042 10 || return 1 ;;
@@ -125,7 +130,7 @@ RAN=""
 for s in $SERVERS; do
   if [ "$s" = helenus ] && [ ! -x "$HELENUS" ]; then log "skipping helenus: $HELENUS not built"; continue; fi
   CURRENT="$s"
-  start_server "$s" || { log "cannot start $s, skipped"; stop_server "$s"; continue; }
+  start_server "$s" || { log "cannot start $s, skipped"; SERVER_PID=""; CURRENT=""; continue; }
   RAN="$RAN $s"
   common=(cl=ONE)
   net=(-node "$SERVER_ADDR" -port native=9042 -rate threads="$THREADS")

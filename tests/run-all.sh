@@ -30,7 +30,9 @@ step "build (release)" 2400 cargo build --release --locked --bin helenus || true
 BIN="$CARGO_TARGET_DIR/release/helenus"
 step "cargo test" 1800 cargo test --release --locked --workspace
 if [ -x crates/protocol/fuzz/run.sh ]; then
-  step "protocol fuzzer (${FUZZ_SECONDS}s)" $((FUZZ_SECONDS + 900)) crates/protocol/fuzz/run.sh "$FUZZ_SECONDS"
+  # Its own target dir: sanitizer flags would otherwise rebuild the shared release artifacts.
+  step "protocol fuzzer (${FUZZ_SECONDS}s)" $((FUZZ_SECONDS + 900)) \
+    env CARGO_TARGET_DIR="$HELENUS_CACHE/fuzz-target" crates/protocol/fuzz/run.sh "$FUZZ_SECONDS"
 fi
 
 NODE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/helenus-test-node.XXXXXX")"

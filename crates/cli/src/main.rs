@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "helenus", version, about = "Helenus: a Cassandra-compatible database node and its tools")]
+#[command(
+    name = "helenus",
+    version,
+    about = "Helenus: a Cassandra-compatible database node and its tools"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -73,7 +77,9 @@ fn run_server(args: ServerArgs) -> Result<(), String> {
         overrides.push(("native_transport_port".into(), p.to_string()));
     }
     for kv in args.set {
-        let (k, v) = kv.split_once('=').ok_or_else(|| format!("--set expects NAME=VALUE, got '{kv}'"))?;
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--set expects NAME=VALUE, got '{kv}'"))?;
         overrides.push((k.trim().to_string(), v.trim().to_string()));
     }
     for (k, v) in overrides {
@@ -86,7 +92,9 @@ fn run_server(args: ServerArgs) -> Result<(), String> {
         .thread_name("helenus")
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(helenus_server::run_until_shutdown(cfg)).map_err(|e| e.to_string())
+    runtime
+        .block_on(helenus_server::run_until_shutdown(cfg))
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

@@ -22,7 +22,11 @@ impl Drop for Node {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn start(dir: &std::path::Path, port: u16, extra: &[&str]) -> Node {
@@ -43,7 +47,7 @@ fn start(dir: &std::path::Path, port: u16, extra: &[&str]) -> Node {
         args.push("--set".into());
         args.push(e.to_string());
     }
-    let child = Command::new(env!("CARGO_BIN_EXE_helenus"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_helenus"))
         .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -56,6 +60,8 @@ fn start(dir: &std::path::Path, port: u16, extra: &[&str]) -> Node {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("node did not start");
 }
 
@@ -70,7 +76,12 @@ impl Client {
     fn connect(node: &Node, version: u8) -> Client {
         let s = TcpStream::connect((node.addr.as_str(), node.port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut c = Client { s, codec: proto::ClientConnectionCodec::new(64 << 20), buf: BytesMut::new(), version };
+        let mut c = Client {
+            s,
+            codec: proto::ClientConnectionCodec::new(64 << 20),
+            buf: BytesMut::new(),
+            version,
+        };
         let mut opts = proto::StringMap::new();
         opts.insert("CQL_VERSION".into(), "3.0.0".into());
         let r = c.call(proto::Request::Startup(opts));
@@ -83,7 +94,9 @@ impl Client {
 
     fn call(&mut self, req: proto::Request) -> proto::Response {
         let mut out = BytesMut::new();
-        self.codec.encode(&proto::RequestFrame::new(self.version, 1, req), &mut out).unwrap();
+        self.codec
+            .encode(&proto::RequestFrame::new(self.version, 1, req), &mut out)
+            .unwrap();
         self.s.write_all(&out).unwrap();
         loop {
             if let Some(f) = self.codec.decode(&mut self.buf).unwrap() {
@@ -97,7 +110,10 @@ impl Client {
     }
 
     fn query(&mut self, q: &str) -> proto::Response {
-        self.call(proto::Request::Query { query: q.to_string(), params: proto::QueryParameters::default() })
+        self.call(proto::Request::Query {
+            query: q.to_string(),
+            params: proto::QueryParameters::default(),
+        })
     }
 
     fn ok(&mut self, q: &str) {
@@ -126,20 +142,30 @@ fn system_local_and_basic_crud_over_v4_and_v5() {
     let node = start(&dir, free_port(), &[]);
     for version in [4u8, 5] {
         let mut c = Client::connect(&node, version);
-        let local = c.rows("SELECT release_version, cluster_name FROM system.local WHERE key='local'");
+        let local =
+            c.rows("SELECT release_version, cluster_name FROM system.local WHERE key='local'");
         assert_eq!(local.len(), 1);
         assert_eq!(local[0][0].as_deref(), Some(&b"5.0.9"[..]));
         let ks = format!("it_v{version}");
         c.ok(&format!("CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"));
-        c.ok(&format!("CREATE TABLE {ks}.t (k int, c int, v text, PRIMARY KEY (k, c))"));
+        c.ok(&format!(
+            "CREATE TABLE {ks}.t (k int, c int, v text, PRIMARY KEY (k, c))"
+        ));
         for i in 0..10 {
-            c.ok(&format!("INSERT INTO {ks}.t (k, c, v) VALUES (1, {i}, 'v{i}')"));
+            c.ok(&format!(
+                "INSERT INTO {ks}.t (k, c, v) VALUES (1, {i}, 'v{i}')"
+            ));
         }
-        let rows = c.rows(&format!("SELECT c, v FROM {ks}.t WHERE k = 1 AND c >= 3 AND c < 6"));
+        let rows = c.rows(&format!(
+            "SELECT c, v FROM {ks}.t WHERE k = 1 AND c >= 3 AND c < 6"
+        ));
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[0][0].as_deref(), Some(&3i32.to_be_bytes()[..]));
         c.ok(&format!("DELETE FROM {ks}.t WHERE k = 1 AND c = 4"));
-        assert_eq!(c.rows(&format!("SELECT * FROM {ks}.t WHERE k = 1")).len(), 9);
+        assert_eq!(
+            c.rows(&format!("SELECT * FROM {ks}.t WHERE k = 1")).len(),
+            9
+        );
         match c.query("SELECT * FROM nosuch.t") {
             proto::Response::Error(e) => assert_eq!(e.code, proto::ErrorCode::INVALID),
             other => panic!("{other:?}"),
@@ -168,9 +194,15 @@ fn acknowledged_writes_survive_kill_9_in_batch_mode() {
         }
         let count = c.rows("SELECT count(*) FROM crash.t");
         let n = i64::from_be_bytes(count[0][0].as_deref().unwrap().try_into().unwrap());
-        assert_eq!(n, acknowledged as i64, "cycle {cycle}: acknowledged writes lost");
+        assert_eq!(
+            n, acknowledged as i64,
+            "cycle {cycle}: acknowledged writes lost"
+        );
         for i in 0..200 {
-            c.ok(&format!("INSERT INTO crash.t (k, v) VALUES ({}, {i})", acknowledged + i));
+            c.ok(&format!(
+                "INSERT INTO crash.t (k, v) VALUES ({}, {i})",
+                acknowledged + i
+            ));
         }
         acknowledged += 200;
         // SIGKILL: no shutdown hook runs.

@@ -35,7 +35,7 @@ impl fmt::Display for WireError {
             WireError::Truncated { needed, remaining } => {
                 write!(
                     f,
-                    "not enough bytes to read: needed {needed}, {remaining} remaining"
+                    "Not enough bytes to read: needed {needed}, {remaining} remaining"
                 )
             }
             WireError::NegativeLength(n) => write!(f, "invalid negative length {n}"),

@@ -15,7 +15,10 @@ pub use model::{
     ClusteringOrder, ColumnKind, ColumnMeta, IndexMeta, KeyspaceKind, KeyspaceMeta, Schema,
     SchemaError, TableKind, TableMeta,
 };
-pub use options::{full_compaction_class, full_compressor_class, TableParams, LZ4_COMPRESSOR_CLASS, SIZE_TIERED_CLASS};
+pub use options::{
+    full_compaction_class, full_compressor_class, TableParams, LZ4_COMPRESSOR_CLASS,
+    SIZE_TIERED_CLASS,
+};
 pub use persist::{load_user_schema, save_user_schema};
 pub use system::system_keyspaces;
 pub use type_string::{parse_type_string, TypeResolver};

@@ -141,7 +141,11 @@ impl TableMeta {
             })
         });
         let next_column_id = columns.iter().map(|c| c.id + 1).max().unwrap_or(0);
-        let by_name = columns.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect();
+        let by_name = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.clone(), i))
+            .collect();
         TableMeta {
             keyspace: keyspace.to_string(),
             name: name.to_string(),
@@ -165,11 +169,15 @@ impl TableMeta {
     }
 
     pub fn partition_key(&self) -> impl Iterator<Item = &ColumnMeta> {
-        self.columns.iter().filter(|c| c.kind == ColumnKind::PartitionKey)
+        self.columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::PartitionKey)
     }
 
     pub fn clustering(&self) -> impl Iterator<Item = &ColumnMeta> {
-        self.columns.iter().filter(|c| c.kind == ColumnKind::Clustering)
+        self.columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Clustering)
     }
 
     pub fn partition_key_len(&self) -> usize {
@@ -201,7 +209,12 @@ pub struct KeyspaceMeta {
 }
 
 impl KeyspaceMeta {
-    pub fn new(name: &str, kind: KeyspaceKind, replication: BTreeMap<String, String>, durable_writes: bool) -> Self {
+    pub fn new(
+        name: &str,
+        kind: KeyspaceKind,
+        replication: BTreeMap<String, String>,
+        durable_writes: bool,
+    ) -> Self {
         KeyspaceMeta {
             name: name.to_string(),
             kind,
@@ -229,7 +242,9 @@ pub struct Schema {
 
 impl Schema {
     pub fn keyspace(&self, name: &str) -> Result<&Arc<KeyspaceMeta>, SchemaError> {
-        self.keyspaces.get(name).ok_or_else(|| SchemaError::KeyspaceNotFound(name.to_string()))
+        self.keyspaces
+            .get(name)
+            .ok_or_else(|| SchemaError::KeyspaceNotFound(name.to_string()))
     }
 
     pub fn table(&self, keyspace: &str, name: &str) -> Result<&Arc<TableMeta>, SchemaError> {
@@ -243,15 +258,25 @@ impl Schema {
     /// the same schema report the same version.
     pub fn refresh_version(&mut self) {
         let mut digest = String::new();
-        for ks in self.keyspaces.values().filter(|k| k.kind == KeyspaceKind::User) {
-            digest.push_str(&format!("{}|{:?}|{}|", ks.name, ks.replication, ks.durable_writes));
+        for ks in self
+            .keyspaces
+            .values()
+            .filter(|k| k.kind == KeyspaceKind::User)
+        {
+            digest.push_str(&format!(
+                "{}|{:?}|{}|",
+                ks.name, ks.replication, ks.durable_writes
+            ));
             for t in ks.types.values() {
                 digest.push_str(&format!("type {t:?}|"));
             }
             for t in ks.tables.values() {
                 digest.push_str(&format!("table {} {} {:?}|", t.name, t.id, t.params));
                 for c in &t.columns {
-                    digest.push_str(&format!("{} {} {:?} {}|", c.name, c.cql_type, c.kind, c.position));
+                    digest.push_str(&format!(
+                        "{} {} {:?} {}|",
+                        c.name, c.cql_type, c.kind, c.position
+                    ));
                 }
             }
         }
@@ -273,6 +298,8 @@ impl Schema {
     }
 
     pub fn user_keyspaces(&self) -> impl Iterator<Item = &Arc<KeyspaceMeta>> {
-        self.keyspaces.values().filter(|k| k.kind == KeyspaceKind::User)
+        self.keyspaces
+            .values()
+            .filter(|k| k.kind == KeyspaceKind::User)
     }
 }

@@ -29,10 +29,14 @@ pub struct TableParams {
 }
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
-pub const SIZE_TIERED_CLASS: &str = "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy";
+pub const SIZE_TIERED_CLASS: &str =
+    "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy";
 pub const LZ4_COMPRESSOR_CLASS: &str = "org.apache.cassandra.io.compress.LZ4Compressor";
 
 impl Default for TableParams {
@@ -45,8 +49,15 @@ impl Default for TableParams {
             caching: map(&[("keys", "ALL"), ("rows_per_partition", "NONE")]),
             cdc: Some(false),
             comment: String::new(),
-            compaction: map(&[("class", SIZE_TIERED_CLASS), ("max_threshold", "32"), ("min_threshold", "4")]),
-            compression: map(&[("chunk_length_in_kb", "16"), ("class", LZ4_COMPRESSOR_CLASS)]),
+            compaction: map(&[
+                ("class", SIZE_TIERED_CLASS),
+                ("max_threshold", "32"),
+                ("min_threshold", "4"),
+            ]),
+            compression: map(&[
+                ("chunk_length_in_kb", "16"),
+                ("class", LZ4_COMPRESSOR_CLASS),
+            ]),
             crc_check_chance: 1.0,
             default_time_to_live: 0,
             extensions: BTreeMap::new(),

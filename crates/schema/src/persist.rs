@@ -2,7 +2,10 @@
 //! The node's schema is small and changes rarely, so a whole-file rewrite per change is the simple,
 //! crash-safe choice.
 
-use crate::model::{ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceKind, KeyspaceMeta, Schema, SchemaError, TableKind, TableMeta};
+use crate::model::{
+    ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceKind, KeyspaceMeta, Schema, SchemaError,
+    TableKind, TableMeta,
+};
 use crate::options::TableParams;
 use crate::type_string::parse_type_string;
 use helenus_types::UserType;
@@ -58,7 +61,10 @@ struct ColRec {
 const FORMAT: &str = "helenus-schema-1";
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> SchemaError {
-    SchemaError::Storage { path: path.display().to_string(), message: e.to_string() }
+    SchemaError::Storage {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
 }
 
 /// Writes the user keyspaces of `schema` to `path` atomically.
@@ -76,7 +82,11 @@ pub fn save_user_schema(schema: &Schema, path: &Path) -> Result<(), SchemaError>
                     .values()
                     .map(|t| TypeRec {
                         name: t.name.clone(),
-                        fields: t.fields.iter().map(|(n, ty)| (n.clone(), ty.to_string())).collect(),
+                        fields: t
+                            .fields
+                            .iter()
+                            .map(|(n, ty)| (n.clone(), ty.to_string()))
+                            .collect(),
                     })
                     .collect(),
                 tables: ks
@@ -87,7 +97,11 @@ pub fn save_user_schema(schema: &Schema, path: &Path) -> Result<(), SchemaError>
                         id: t.id,
                         params: t.params.clone(),
                         next_column_id: t.next_column_id,
-                        indexes: t.indexes.iter().map(|i| (i.name.clone(), i.kind.clone(), i.options.clone())).collect(),
+                        indexes: t
+                            .indexes
+                            .iter()
+                            .map(|i| (i.name.clone(), i.kind.clone(), i.options.clone()))
+                            .collect(),
                         columns: t
                             .columns
                             .iter()
@@ -128,11 +142,15 @@ pub fn load_user_schema(path: &Path) -> Result<Vec<KeyspaceMeta>, SchemaError> {
     };
     let file: FileV1 = serde_json::from_slice(&bytes).map_err(|e| io_err(path, e))?;
     if file.format != FORMAT {
-        return Err(io_err(path, format!("unknown schema format {}", file.format)));
+        return Err(io_err(
+            path,
+            format!("unknown schema format {}", file.format),
+        ));
     }
     let mut out = Vec::new();
     for k in file.keyspaces {
-        let mut ks = KeyspaceMeta::new(&k.name, KeyspaceKind::User, k.replication, k.durable_writes);
+        let mut ks =
+            KeyspaceMeta::new(&k.name, KeyspaceKind::User, k.replication, k.durable_writes);
         // Types may refer to types defined after them in name order; resolve in passes.
         let mut pending = k.types;
         while !pending.is_empty() {
@@ -145,7 +163,11 @@ pub fn load_user_schema(path: &Path) -> Result<Vec<KeyspaceMeta>, SchemaError> {
                     .collect();
                 match fields {
                     Ok(fields) => {
-                        let ut = UserType { keyspace: ks.name.clone(), name: t.name.clone(), fields };
+                        let ut = UserType {
+                            keyspace: ks.name.clone(),
+                            name: t.name.clone(),
+                            fields,
+                        };
                         ks.types.insert(t.name.clone(), Arc::new(ut));
                         false
                     }
@@ -153,27 +175,42 @@ pub fn load_user_schema(path: &Path) -> Result<Vec<KeyspaceMeta>, SchemaError> {
                 }
             });
             if pending.len() == before {
-                return Err(io_err(path, format!("unresolvable types in keyspace {}", k.name)));
+                return Err(io_err(
+                    path,
+                    format!("unresolvable types in keyspace {}", k.name),
+                ));
             }
         }
         for t in k.tables {
             let mut cols = Vec::new();
             for c in t.columns {
                 let cql_type = parse_type_string(&c.cql_type, &ks).map_err(|e| io_err(path, e))?;
-                let kind = ColumnKind::parse(&c.kind).ok_or_else(|| io_err(path, "bad column kind"))?;
+                let kind =
+                    ColumnKind::parse(&c.kind).ok_or_else(|| io_err(path, "bad column kind"))?;
                 let order = match c.order.as_str() {
                     "asc" => ClusteringOrder::Asc,
                     "desc" => ClusteringOrder::Desc,
                     _ => ClusteringOrder::None,
                 };
-                cols.push(ColumnMeta { name: c.name, cql_type, kind, position: c.position, order, id: c.id });
+                cols.push(ColumnMeta {
+                    name: c.name,
+                    cql_type,
+                    kind,
+                    position: c.position,
+                    order,
+                    id: c.id,
+                });
             }
             let mut meta = TableMeta::new(&k.name, &t.name, t.id, TableKind::User, cols, t.params);
             meta.next_column_id = meta.next_column_id.max(t.next_column_id);
             meta.indexes = t
                 .indexes
                 .into_iter()
-                .map(|(name, kind, options)| crate::model::IndexMeta { name, kind, options })
+                .map(|(name, kind, options)| crate::model::IndexMeta {
+                    name,
+                    kind,
+                    options,
+                })
                 .collect();
             ks.tables.insert(t.name, Arc::new(meta));
         }

@@ -16,7 +16,12 @@ impl TypeResolver for () {
 
 /// Parses one type string; user types are looked up through `resolver`.
 pub fn parse_type_string(s: &str, resolver: &dyn TypeResolver) -> Result<CqlType, String> {
-    let mut p = Parser { s: s.as_bytes(), pos: 0, resolver, depth: 0 };
+    let mut p = Parser {
+        s: s.as_bytes(),
+        pos: 0,
+        resolver,
+        depth: 0,
+    };
     let t = p.parse_type()?;
     p.skip_ws();
     if p.pos != p.s.len() {
@@ -133,15 +138,22 @@ impl Parser<'_> {
             if v.len() != 1 {
                 return Err(format!("{what} takes one type argument"));
             }
-            v.pop().ok_or_else(|| format!("{what} takes one type argument"))
+            v.pop()
+                .ok_or_else(|| format!("{what} takes one type argument"))
         };
         match lower.as_str() {
             "frozen" => {
                 let inner = one(self.args()?, "frozen")?;
                 Ok(inner.frozen())
             }
-            "list" => Ok(CqlType::List { element: Box::new(one(self.args()?, "list")?), frozen: false }),
-            "set" => Ok(CqlType::Set { element: Box::new(one(self.args()?, "set")?), frozen: false }),
+            "list" => Ok(CqlType::List {
+                element: Box::new(one(self.args()?, "list")?),
+                frozen: false,
+            }),
+            "set" => Ok(CqlType::Set {
+                element: Box::new(one(self.args()?, "set")?),
+                frozen: false,
+            }),
             "map" => {
                 let mut a = self.args()?;
                 if a.len() != 2 {
@@ -149,7 +161,11 @@ impl Parser<'_> {
                 }
                 let value = a.pop().ok_or("map value")?;
                 let key = a.pop().ok_or("map key")?;
-                Ok(CqlType::Map { key: Box::new(key), value: Box::new(value), frozen: false })
+                Ok(CqlType::Map {
+                    key: Box::new(key),
+                    value: Box::new(value),
+                    frozen: false,
+                })
             }
             "tuple" => Ok(CqlType::Tuple(self.args()?)),
             "vector" => {
@@ -166,10 +182,16 @@ impl Parser<'_> {
                     .parse()
                     .map_err(|_| "vector dimension must be a positive integer".to_string())?;
                 self.expect(b'>')?;
-                Ok(CqlType::Vector { element: Box::new(element), dimension })
+                Ok(CqlType::Vector {
+                    element: Box::new(element),
+                    dimension,
+                })
             }
             _ => match self.resolver.user_type(&name) {
-                Some(def) => Ok(CqlType::Udt { def: Box::new(def), frozen: false }),
+                Some(def) => Ok(CqlType::Udt {
+                    def: Box::new(def),
+                    frozen: false,
+                }),
                 None => Err(format!("Unknown type {name}")),
             },
         }

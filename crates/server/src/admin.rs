@@ -26,7 +26,9 @@ fn percent_decode(s: &str) -> String {
     while i < b.len() {
         match b[i] {
             b'%' if i + 2 < b.len() => {
-                let h = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                let h = std::str::from_utf8(&b[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 match h {
                     Some(v) => {
                         out.push(v);
@@ -65,12 +67,18 @@ pub fn parse_request_line(head: &str) -> Option<HttpRequest> {
             (percent_decode(k), percent_decode(v))
         })
         .collect();
-    Some(HttpRequest { method, path: percent_decode(path), query })
+    Some(HttpRequest {
+        method,
+        path: percent_decode(path),
+        query,
+    })
 }
 
 pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
     loop {
-        let Ok((socket, _)) = listener.accept().await else { continue };
+        let Ok((socket, _)) = listener.accept().await else {
+            continue;
+        };
         let node = node.clone();
         tokio::spawn(async move {
             let _ = handle(node, socket).await;
@@ -102,12 +110,25 @@ async fn handle(node: Arc<NodeState>, mut socket: TcpStream) -> std::io::Result<
     let result = tokio::task::spawn_blocking(move || route(&node2, &req)).await;
     match result {
         Ok(Ok((ctype, body))) => respond(&mut socket, 200, ctype, &body).await,
-        Ok(Err((status, msg))) => respond(&mut socket, status, "application/json", &json!({"message": msg, "code": status}).to_string()).await,
+        Ok(Err((status, msg))) => {
+            respond(
+                &mut socket,
+                status,
+                "application/json",
+                &json!({"message": msg, "code": status}).to_string(),
+            )
+            .await
+        }
         Err(e) => respond(&mut socket, 500, "text/plain", &e.to_string()).await,
     }
 }
 
-async fn respond(socket: &mut TcpStream, status: u16, ctype: &str, body: &str) -> std::io::Result<()> {
+async fn respond(
+    socket: &mut TcpStream,
+    status: u16,
+    ctype: &str,
+    body: &str,
+) -> std::io::Result<()> {
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
@@ -126,11 +147,19 @@ async fn respond(socket: &mut TcpStream, status: u16, ctype: &str, body: &str) -
 type RouteResult = Result<(&'static str, String), (u16, String)>;
 
 /// The tables a keyspace-level request names: `cf=a,b` or every table of the keyspace.
-fn tables_of(node: &NodeState, ks: Option<&str>, cf: Option<&String>) -> Result<Vec<Arc<helenus_schema::TableMeta>>, (u16, String)> {
+fn tables_of(
+    node: &NodeState,
+    ks: Option<&str>,
+    cf: Option<&String>,
+) -> Result<Vec<Arc<helenus_schema::TableMeta>>, (u16, String)> {
     let schema = node.schema();
     let mut out = Vec::new();
     let kss: Vec<_> = match ks {
-        Some(k) => vec![schema.keyspaces.get(k).cloned().ok_or((400, format!("Keyspace {k} does not exist")))?],
+        Some(k) => vec![schema
+            .keyspaces
+            .get(k)
+            .cloned()
+            .ok_or((400, format!("Keyspace {k} does not exist")))?],
         None => schema.user_keyspaces().cloned().collect(),
     };
     for k in kss {
@@ -140,7 +169,12 @@ fn tables_of(node: &NodeState, ks: Option<&str>, cf: Option<&String>) -> Result<
         match cf.filter(|c| !c.is_empty()) {
             Some(list) => {
                 for name in list.split(',') {
-                    out.push(k.tables.get(name).cloned().ok_or((400, format!("Table {}.{name} does not exist", k.name)))?);
+                    out.push(
+                        k.tables
+                            .get(name)
+                            .cloned()
+                            .ok_or((400, format!("Table {}.{name} does not exist", k.name)))?,
+                    );
                 }
             }
             None => out.extend(k.tables.values().cloned()),
@@ -158,12 +192,20 @@ fn route(node: &NodeState, req: &HttpRequest) -> RouteResult {
     let ok = || Ok(("application/json", "\"\"".to_string()));
     match (req.method.as_str(), segs.as_slice()) {
         ("GET", ["metrics"]) => Ok(("text/plain; version=0.0.4", crate::metrics::render(node))),
-        ("GET", ["storage_service", "host_id"]) => Ok(("application/json", json!(node.identity.host_id.to_string()).to_string())),
-        ("GET", ["storage_service", "release_version"]) => Ok(("application/json", json!(crate::RELEASE_VERSION).to_string())),
+        ("GET", ["storage_service", "host_id"]) => Ok((
+            "application/json",
+            json!(node.identity.host_id.to_string()).to_string(),
+        )),
+        ("GET", ["storage_service", "release_version"]) => Ok((
+            "application/json",
+            json!(crate::RELEASE_VERSION).to_string(),
+        )),
         ("POST", ["storage_service", "keyspace_flush", rest @ ..]) => {
             let tables = tables_of(node, rest.first().copied(), req.query.get("cf"))?;
             for t in tables {
-                node.engine.flush(Some(*t.id.as_bytes())).map_err(storage_err)?;
+                node.engine
+                    .flush(Some(*t.id.as_bytes()))
+                    .map_err(storage_err)?;
             }
             if rest.is_empty() {
                 node.engine.flush(None).map_err(storage_err)?;
@@ -178,27 +220,40 @@ fn route(node: &NodeState, req: &HttpRequest) -> RouteResult {
         }
         ("POST", ["storage_service", "keyspace_garbage_collect", rest @ ..]) => {
             for t in tables_of(node, rest.first().copied(), req.query.get("cf"))? {
-                node.engine.garbage_collect(*t.id.as_bytes()).map_err(storage_err)?;
+                node.engine
+                    .garbage_collect(*t.id.as_bytes())
+                    .map_err(storage_err)?;
             }
             ok()
         }
         ("POST", ["storage_service", "snapshots"]) => {
             let tag = req.query.get("tag").cloned().unwrap_or_else(|| {
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis().to_string()).unwrap_or_default()
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis().to_string())
+                    .unwrap_or_default()
             });
             let kn = req.query.get("kn").cloned();
             let tables = tables_of(node, kn.as_deref(), req.query.get("cf"))?;
             for t in tables {
-                node.engine.snapshot(Some(*t.id.as_bytes()), &tag).map_err(storage_err)?;
+                node.engine
+                    .snapshot(Some(*t.id.as_bytes()), &tag)
+                    .map_err(storage_err)?;
             }
             Ok(("application/json", json!(tag).to_string()))
         }
         ("DELETE", ["storage_service", "snapshots"]) => {
-            node.engine.clear_snapshot(req.query.get("tag").map(String::as_str)).map_err(storage_err)?;
+            node.engine
+                .clear_snapshot(req.query.get("tag").map(String::as_str))
+                .map_err(storage_err)?;
             ok()
         }
         ("GET", ["helenus", "tablestats"]) => {
-            let tables = tables_of(node, req.query.get("ks").map(String::as_str), req.query.get("cf"))?;
+            let tables = tables_of(
+                node,
+                req.query.get("ks").map(String::as_str),
+                req.query.get("cf"),
+            )?;
             let out: Vec<_> = tables
                 .iter()
                 .map(|t| {
@@ -206,13 +261,22 @@ fn route(node: &NodeState, req: &HttpRequest) -> RouteResult {
                     json!({"keyspace": t.keyspace, "table": t.name, "stats": crate::metrics::table_stats_json(&s)})
                 })
                 .collect();
-            Ok(("application/json", serde_json::Value::Array(out).to_string()))
+            Ok((
+                "application/json",
+                serde_json::Value::Array(out).to_string(),
+            ))
         }
         ("GET", ["compaction_manager", "compactions"]) => {
             let list = crate::metrics::compactions_json(&node.engine.compaction_stats());
             Ok(("application/json", list.to_string()))
         }
-        ("GET", ["helenus", "info"]) => Ok(("application/json", crate::metrics::info_json(node).to_string())),
-        _ => Err((404, format!("no such endpoint: {} {}", req.method, req.path))),
+        ("GET", ["helenus", "info"]) => Ok((
+            "application/json",
+            crate::metrics::info_json(node).to_string(),
+        )),
+        _ => Err((
+            404,
+            format!("no such endpoint: {} {}", req.method, req.path),
+        )),
     }
 }

@@ -99,9 +99,13 @@ pub enum ConfigError {
 /// `default_unit_ms`).
 pub fn parse_duration_ms(text: &str, default_unit_ms: u64) -> Result<u64, String> {
     let t = text.trim().to_ascii_lowercase();
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("'{text}' is not a duration"))?;
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration"))?;
     let mult = match unit.trim() {
         "" => default_unit_ms as f64,
         "ms" | "milliseconds" => 1.0,
@@ -119,7 +123,9 @@ pub fn parse_duration_ms(text: &str, default_unit_ms: u64) -> Result<u64, String
 /// `default_unit_bytes`). A trailing `/s` (rates) is accepted and ignored.
 pub fn parse_size_bytes(text: &str, default_unit_bytes: u64) -> Result<u64, String> {
     let t = text.trim().trim_end_matches("/s");
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let n: f64 = num.parse().map_err(|_| format!("'{text}' is not a size"))?;
     let mult = match unit.trim() {
@@ -147,10 +153,15 @@ impl NodeConfig {
     /// Loads `path` over the defaults. Unknown keys are returned as warnings, not errors, so a
     /// cassandra.yaml can be used as a starting point.
     pub fn load(path: &Path) -> Result<(NodeConfig, Vec<String>), ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::Read { path: path.display().to_string(), message: e.to_string() })?;
-        let yaml: serde_yaml::Value = serde_yaml::from_str(&text)
-            .map_err(|e| ConfigError::Yaml { path: path.display().to_string(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let yaml: serde_yaml::Value =
+            serde_yaml::from_str(&text).map_err(|e| ConfigError::Yaml {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
         let mut cfg = NodeConfig::default();
         let mut warnings = Vec::new();
         if let serde_yaml::Value::Mapping(map) = yaml {
@@ -161,7 +172,11 @@ impl NodeConfig {
                 }
                 if key == "data_file_directories" {
                     if let serde_yaml::Value::Sequence(items) = &v {
-                        cfg.data_file_directories = items.iter().filter_map(scalar_text).map(PathBuf::from).collect();
+                        cfg.data_file_directories = items
+                            .iter()
+                            .filter_map(scalar_text)
+                            .map(PathBuf::from)
+                            .collect();
                     }
                     continue;
                 }
@@ -171,10 +186,15 @@ impl NodeConfig {
                 match scalar_text(&v) {
                     Some(value) => {
                         if !cfg.set(key, &value)? {
-                            warnings.push(format!("unknown setting '{key}' in {} ignored", path.display()));
+                            warnings.push(format!(
+                                "unknown setting '{key}' in {} ignored",
+                                path.display()
+                            ));
                         }
                     }
-                    None => warnings.push(format!("setting '{key}' has a structured value; ignored")),
+                    None => {
+                        warnings.push(format!("setting '{key}' has a structured value; ignored"))
+                    }
                 }
             }
         }
@@ -183,9 +203,16 @@ impl NodeConfig {
 
     /// Sets one setting by its Cassandra name; returns Ok(false) for an unknown name.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
-        let bad = |m: String| ConfigError::Value { key: key.to_string(), message: m };
+        let bad = |m: String| ConfigError::Value {
+            key: key.to_string(),
+            message: m,
+        };
         let ip = |v: &str| v.parse::<IpAddr>().map_err(|e| bad(format!("{v}: {e}")));
-        let int = |v: &str| v.trim().parse::<u64>().map_err(|e| bad(format!("{v}: {e}")));
+        let int = |v: &str| {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|e| bad(format!("{v}: {e}")))
+        };
         match key {
             "cluster_name" => self.cluster_name = value.to_string(),
             "num_tokens" => self.num_tokens = int(value)?.clamp(1, 1024) as usize,
@@ -199,7 +226,8 @@ impl NodeConfig {
             "rpc_address" | "native_transport_address" => self.rpc_address = ip(value)?,
             "native_transport_port" => self.native_transport_port = int(value)? as u16,
             "native_transport_max_frame_size" => {
-                self.native_transport_max_frame_size_bytes = parse_size_bytes(value, MIB).map_err(bad)? as usize
+                self.native_transport_max_frame_size_bytes =
+                    parse_size_bytes(value, MIB).map_err(bad)? as usize
             }
             "native_transport_max_frame_size_in_mb" => {
                 self.native_transport_max_frame_size_bytes = (int(value)? * MIB) as usize
@@ -219,40 +247,73 @@ impl NodeConfig {
                     other => return Err(bad(format!("'{other}' is not periodic, batch or group"))),
                 }
             }
-            "commitlog_sync_period" => self.commitlog_sync_period_ms = parse_duration_ms(value, 1).map_err(bad)?,
+            "commitlog_sync_period" => {
+                self.commitlog_sync_period_ms = parse_duration_ms(value, 1).map_err(bad)?
+            }
             "commitlog_sync_period_in_ms" => self.commitlog_sync_period_ms = int(value)?,
             "commitlog_sync_group_window" => {
                 self.commitlog_sync_group_window_ms = parse_duration_ms(value, 1).map_err(bad)?
             }
-            "commitlog_sync_group_window_in_ms" => self.commitlog_sync_group_window_ms = int(value)?,
-            "commitlog_segment_size" => self.commitlog_segment_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?,
+            "commitlog_sync_group_window_in_ms" => {
+                self.commitlog_sync_group_window_ms = int(value)?
+            }
+            "commitlog_segment_size" => {
+                self.commitlog_segment_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?
+            }
             "commitlog_segment_size_in_mb" => self.commitlog_segment_size_bytes = int(value)? * MIB,
             "memtable_heap_space" | "memtable_offheap_space" => {
                 self.memtable_space_bytes = parse_size_bytes(value, MIB).map_err(bad)?
             }
-            "memtable_heap_space_in_mb" | "memtable_offheap_space_in_mb" => self.memtable_space_bytes = int(value)? * MIB,
-            "key_cache_size" => self.key_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?,
+            "memtable_heap_space_in_mb" | "memtable_offheap_space_in_mb" => {
+                self.memtable_space_bytes = int(value)? * MIB
+            }
+            "key_cache_size" => {
+                self.key_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?
+            }
             "key_cache_size_in_mb" => self.key_cache_size_bytes = int(value)? * MIB,
-            "file_cache_size" => self.file_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?,
+            "file_cache_size" => {
+                self.file_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?
+            }
             "file_cache_size_in_mb" => self.file_cache_size_bytes = int(value)? * MIB,
-            "row_cache_size" => self.row_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?,
+            "row_cache_size" => {
+                self.row_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?
+            }
             "row_cache_size_in_mb" => self.row_cache_size_bytes = int(value)? * MIB,
             "concurrent_compactors" => self.concurrent_compactors = int(value)?.max(1) as usize,
             "compaction_throughput" => {
-                self.compaction_throughput_mib_per_s = parse_size_bytes(value, MIB).map_err(bad)? / MIB
+                self.compaction_throughput_mib_per_s =
+                    parse_size_bytes(value, MIB).map_err(bad)? / MIB
             }
-            "compaction_throughput_mb_per_sec" => self.compaction_throughput_mib_per_s = int(value)?,
-            "read_request_timeout" => self.read_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?,
-            "write_request_timeout" => self.write_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?,
+            "compaction_throughput_mb_per_sec" => {
+                self.compaction_throughput_mib_per_s = int(value)?
+            }
+            "read_request_timeout" => {
+                self.read_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
+            }
+            "write_request_timeout" => {
+                self.write_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
+            }
             "api_address" => self.api_address = Some(ip(value)?),
             "api_port" => self.api_port = int(value)? as u16,
             "dc" | "data_center" => self.data_center = value.to_string(),
             "rack" => self.rack = value.to_string(),
             // Accepted for cassandra.yaml compatibility; Helenus has one behaviour for these.
-            "partitioner" | "endpoint_snitch" | "start_native_transport" | "authenticator" | "authorizer"
-            | "role_manager" | "storage_port" | "ssl_storage_port" | "concurrent_reads" | "concurrent_writes"
-            | "concurrent_counter_writes" | "disk_access_mode" | "auto_snapshot" | "broadcast_address"
-            | "broadcast_rpc_address" | "storage_compatibility_mode" => {}
+            "partitioner"
+            | "endpoint_snitch"
+            | "start_native_transport"
+            | "authenticator"
+            | "authorizer"
+            | "role_manager"
+            | "storage_port"
+            | "ssl_storage_port"
+            | "concurrent_reads"
+            | "concurrent_writes"
+            | "concurrent_counter_writes"
+            | "disk_access_mode"
+            | "auto_snapshot"
+            | "broadcast_address"
+            | "broadcast_rpc_address"
+            | "storage_compatibility_mode" => {}
             _ => return Ok(false),
         }
         self.raw.insert(key.to_string(), value.to_string());
@@ -268,7 +329,10 @@ impl NodeConfig {
     }
 
     pub fn primary_data_dir(&self) -> PathBuf {
-        self.data_file_directories.first().cloned().unwrap_or_else(|| PathBuf::from("data/data"))
+        self.data_file_directories
+            .first()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("data/data"))
     }
 
     pub fn admin_address(&self) -> IpAddr {

@@ -41,14 +41,24 @@ pub enum StartError {
 pub fn open_node(config: NodeConfig) -> Result<Arc<NodeState>, StartError> {
     let data_dir = config.primary_data_dir();
     for dir in [&data_dir, &config.commitlog_directory] {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| StartError::Dir { path: dir.display().to_string(), message: e.to_string() })?;
+        std::fs::create_dir_all(dir).map_err(|e| StartError::Dir {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        })?;
     }
     let system_dir = data_dir.join("system");
-    let identity = local_node::LocalIdentity::load_or_create(&system_dir, config.num_tokens, &config.cluster_name)
-        .map_err(|e| StartError::Dir { path: system_dir.display().to_string(), message: e.to_string() })?;
+    let identity = local_node::LocalIdentity::load_or_create(
+        &system_dir,
+        config.num_tokens,
+        &config.cluster_name,
+    )
+    .map_err(|e| StartError::Dir {
+        path: system_dir.display().to_string(),
+        message: e.to_string(),
+    })?;
     let schema = exec::ddl::initial_schema(&system_dir)?;
-    let engine = exec::storage_bridge::open_engine(&config, &schema).map_err(StartError::Storage)?;
+    let engine =
+        exec::storage_bridge::open_engine(&config, &schema).map_err(StartError::Storage)?;
     Ok(Arc::new(NodeState::new(config, identity, schema, engine)))
 }
 
@@ -60,7 +70,10 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     let node = open_node(config)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| StartError::Listen { addr: addr.to_string(), message: e.to_string() })?;
+        .map_err(|e| StartError::Listen {
+            addr: addr.to_string(),
+            message: e.to_string(),
+        })?;
     println!(
         "Helenus {} listening for CQL clients on {addr} (cluster '{}', data in {}), ready in {} ms",
         env!("CARGO_PKG_VERSION"),
@@ -110,5 +123,8 @@ async fn shutdown_signal() {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HELENUS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

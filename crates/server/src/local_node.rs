@@ -17,7 +17,11 @@ impl LocalIdentity {
     /// Loads the identity from `dir/local.json`, or creates one with `num_tokens` tokens spread evenly
     /// over the ring from a random offset (a single node owns the whole ring either way; even spacing
     /// keeps later token allocation balanced).
-    pub fn load_or_create(dir: &Path, num_tokens: usize, cluster_name: &str) -> std::io::Result<LocalIdentity> {
+    pub fn load_or_create(
+        dir: &Path,
+        num_tokens: usize,
+        cluster_name: &str,
+    ) -> std::io::Result<LocalIdentity> {
         let path = dir.join("local.json");
         if let Ok(bytes) = std::fs::read(&path) {
             if let Ok(id) = serde_json::from_slice::<LocalIdentity>(&bytes) {
@@ -28,15 +32,26 @@ impl LocalIdentity {
         }
         let host_id = Uuid::new_v4();
         let n = num_tokens.max(1) as i128;
-        let offset = (u64::from_le_bytes(host_id.as_bytes()[..8].try_into().unwrap_or([0; 8])) as i128) % (u64::MAX as i128 / n);
+        let offset = (u64::from_le_bytes(host_id.as_bytes()[..8].try_into().unwrap_or([0; 8]))
+            as i128)
+            % (u64::MAX as i128 / n);
         let span = u64::MAX as i128 / n;
-        let mut tokens: Vec<i64> = (0..n).map(|i| (i64::MIN as i128 + offset + i * span) as i64).collect();
+        let mut tokens: Vec<i64> = (0..n)
+            .map(|i| (i64::MIN as i128 + offset + i * span) as i64)
+            .collect();
         tokens.sort_unstable();
         tokens.dedup();
-        let id = LocalIdentity { host_id, tokens, cluster_name: cluster_name.to_string() };
+        let id = LocalIdentity {
+            host_id,
+            tokens,
+            cluster_name: cluster_name.to_string(),
+        };
         std::fs::create_dir_all(dir)?;
         let tmp = dir.join("local.json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&id).map_err(std::io::Error::other)?)?;
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(&id).map_err(std::io::Error::other)?,
+        )?;
         std::fs::rename(&tmp, &path)?;
         Ok(id)
     }

@@ -48,7 +48,10 @@ pub fn info_json(node: &NodeState) -> Value {
     let mut load = 0u64;
     for ks in node.schema().user_keyspaces() {
         for t in ks.tables.values() {
-            load += node.engine.table_stats(*t.id.as_bytes()).live_disk_space_bytes;
+            load += node
+                .engine
+                .table_stats(*t.id.as_bytes())
+                .live_disk_space_bytes;
         }
     }
     json!({
@@ -69,24 +72,55 @@ pub fn info_json(node: &NodeState) -> Value {
 /// Prometheus text exposition of per-table storage metrics and connection counts.
 pub fn render(node: &NodeState) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# TYPE helenus_connected_clients gauge\nhelenus_connected_clients {}", node.clients().len());
-    let metrics: [(&str, fn(&st::TableStats) -> f64); 8] = [
+    let _ = writeln!(
+        out,
+        "# TYPE helenus_connected_clients gauge\nhelenus_connected_clients {}",
+        node.clients().len()
+    );
+    type Gauge = (&'static str, fn(&st::TableStats) -> f64);
+    let metrics: [Gauge; 8] = [
         ("helenus_table_sstables", |s| s.sstable_count as f64),
-        ("helenus_table_live_disk_bytes", |s| s.live_disk_space_bytes as f64),
-        ("helenus_table_memtable_bytes", |s| s.memtable_data_size_bytes as f64),
-        ("helenus_table_local_reads_total", |s| s.local_read_count as f64),
-        ("helenus_table_local_writes_total", |s| s.local_write_count as f64),
-        ("helenus_table_key_cache_hit_ratio", |s| s.key_cache_hit_rate),
-        ("helenus_table_chunk_cache_hit_ratio", |s| s.chunk_cache_hit_rate),
-        ("helenus_table_estimated_partitions", |s| s.estimated_partitions as f64),
+        ("helenus_table_live_disk_bytes", |s| {
+            s.live_disk_space_bytes as f64
+        }),
+        ("helenus_table_memtable_bytes", |s| {
+            s.memtable_data_size_bytes as f64
+        }),
+        ("helenus_table_local_reads_total", |s| {
+            s.local_read_count as f64
+        }),
+        ("helenus_table_local_writes_total", |s| {
+            s.local_write_count as f64
+        }),
+        ("helenus_table_key_cache_hit_ratio", |s| {
+            s.key_cache_hit_rate
+        }),
+        ("helenus_table_chunk_cache_hit_ratio", |s| {
+            s.chunk_cache_hit_rate
+        }),
+        ("helenus_table_estimated_partitions", |s| {
+            s.estimated_partitions as f64
+        }),
     ];
     let schema = node.schema();
-    let tables: Vec<_> = schema.user_keyspaces().flat_map(|k| k.tables.values().cloned()).collect();
-    let stats: Vec<_> = tables.iter().map(|t| node.engine.table_stats(*t.id.as_bytes())).collect();
+    let tables: Vec<_> = schema
+        .user_keyspaces()
+        .flat_map(|k| k.tables.values().cloned())
+        .collect();
+    let stats: Vec<_> = tables
+        .iter()
+        .map(|t| node.engine.table_stats(*t.id.as_bytes()))
+        .collect();
     for (name, f) in metrics {
         let _ = writeln!(out, "# TYPE {name} gauge");
         for (t, s) in tables.iter().zip(&stats) {
-            let _ = writeln!(out, "{name}{{keyspace=\"{}\",table=\"{}\"}} {}", t.keyspace, t.name, f(s));
+            let _ = writeln!(
+                out,
+                "{name}{{keyspace=\"{}\",table=\"{}\"}} {}",
+                t.keyspace,
+                t.name,
+                f(s)
+            );
         }
     }
     out

@@ -81,7 +81,10 @@ impl NodeState {
     }
 
     pub fn table(&self, ks: &str, name: &str) -> Option<Arc<TableMeta>> {
-        self.schema().keyspaces.get(ks).and_then(|k| k.tables.get(name).cloned())
+        self.schema()
+            .keyspaces
+            .get(ks)
+            .and_then(|k| k.tables.get(name).cloned())
     }
 
     pub fn register_client(&self, info: ClientInfo) -> u64 {
@@ -107,6 +110,9 @@ impl NodeState {
     /// (partitions, mean partition size in bytes) for `system.size_estimates`.
     pub fn estimate_partitions(&self, table: &TableMeta) -> (i64, i64) {
         let stats = self.engine.table_stats(*table.id.as_bytes());
-        (stats.estimated_partitions as i64, stats.mean_partition_size_bytes as i64)
+        (
+            stats.estimated_partitions as i64,
+            stats.mean_partition_size_bytes as i64,
+        )
     }
 }

@@ -32,7 +32,10 @@ impl Default for PreparedCache {
 
 impl PreparedCache {
     pub fn new() -> Self {
-        PreparedCache { entries: RwLock::new(HashMap::new()), clock: std::sync::atomic::AtomicU64::new(0) }
+        PreparedCache {
+            entries: RwLock::new(HashMap::new()),
+            clock: std::sync::atomic::AtomicU64::new(0),
+        }
     }
 
     pub fn get(&self, id: &[u8]) -> Option<Arc<crate::exec::Prepared>> {
@@ -41,7 +44,9 @@ impl PreparedCache {
     }
 
     pub fn insert(&self, id: PreparedId, p: Arc<crate::exec::Prepared>) {
-        let tick = self.clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tick = self
+            .clock
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut map = self.entries.write();
         if map.len() >= MAX_PREPARED_STATEMENTS {
             let mut ticks: Vec<u64> = map.values().map(|(t, _)| *t).collect();
@@ -54,6 +59,8 @@ impl PreparedCache {
 
     /// Drops statements on a keyspace or table whose schema changed: their metadata may be stale.
     pub fn invalidate_keyspace(&self, keyspace: &str) {
-        self.entries.write().retain(|_, (_, p)| p.keyspace.as_deref() != Some(keyspace));
+        self.entries
+            .write()
+            .retain(|_, (_, p)| p.keyspace.as_deref() != Some(keyspace));
     }
 }

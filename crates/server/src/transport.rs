@@ -22,7 +22,10 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy)]
 enum AfterWrite {
     Nothing,
-    Negotiated { compression: Option<proto::Compression>, segments: bool },
+    Negotiated {
+        compression: Option<proto::Compression>,
+        segments: bool,
+    },
     Close,
 }
 
@@ -34,7 +37,9 @@ struct Outgoing {
 }
 
 pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
-    let connections = Arc::new(Semaphore::new(node.config.native_transport_max_concurrent_connections));
+    let connections = Arc::new(Semaphore::new(
+        node.config.native_transport_max_concurrent_connections,
+    ));
     loop {
         let (socket, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -58,7 +63,11 @@ pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
     }
 }
 
-async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketAddr) -> std::io::Result<()> {
+async fn serve_connection(
+    node: Arc<NodeState>,
+    socket: TcpStream,
+    peer: SocketAddr,
+) -> std::io::Result<()> {
     let _ = socket.set_nodelay(true);
     let (mut reader, writer) = socket.into_split();
     let max_frame = node.config.native_transport_max_frame_size_bytes;
@@ -87,14 +96,24 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                 Ok(None) => break,
                 Err(e) => {
                     let fatal = !e.can_continue();
-                    let Some(response) = e.to_error_frame() else { break 'read };
+                    let Some(response) = e.to_error_frame() else {
+                        break 'read;
+                    };
                     let out = if fatal {
                         // Answered in plain framing (the client may not speak what we negotiated).
                         let mut raw = BytesMut::new();
                         let _ = proto::encode_fatal_error(&e, &mut raw);
-                        Outgoing { frame: response, after: AfterWrite::Close, raw: Some(raw) }
+                        Outgoing {
+                            frame: response,
+                            after: AfterWrite::Close,
+                            raw: Some(raw),
+                        }
                     } else {
-                        Outgoing { frame: response, after: AfterWrite::Nothing, raw: None }
+                        Outgoing {
+                            frame: response,
+                            after: AfterWrite::Nothing,
+                            raw: None,
+                        }
                     };
                     if tx.send(out).await.is_err() || fatal {
                         break 'read;
@@ -103,13 +122,28 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                 }
             };
             let opcode_name = request_name(&frame.request);
-            if !started && !matches!(frame.request, proto::Request::Startup(_) | proto::Request::Options) {
+            if !started
+                && !matches!(
+                    frame.request,
+                    proto::Request::Startup(_) | proto::Request::Options
+                )
+            {
                 let body = proto::ErrorBody::new(
                     proto::ErrorCode::PROTOCOL,
                     format!("Unexpected message {opcode_name}, expecting STARTUP or OPTIONS"),
                 );
-                let out = proto::ResponseFrame::new(frame.version, frame.stream, proto::Response::Error(body));
-                let _ = tx.send(Outgoing { frame: out, after: AfterWrite::Close, raw: None }).await;
+                let out = proto::ResponseFrame::new(
+                    frame.version,
+                    frame.stream,
+                    proto::Response::Error(body),
+                );
+                let _ = tx
+                    .send(Outgoing {
+                        frame: out,
+                        after: AfterWrite::Close,
+                        raw: None,
+                    })
+                    .await;
                 break 'read;
             }
             if matches!(frame.request, proto::Request::Startup(_)) {
@@ -121,12 +155,15 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
             });
             match frame.request {
                 proto::Request::Startup(ref options) => {
-                    let compression = match options.get("COMPRESSION").map(|s| s.to_ascii_lowercase()) {
-                        None => Ok(None),
-                        Some(c) if c == "lz4" => Ok(Some(proto::Compression::Lz4)),
-                        Some(c) if c == "snappy" && frame.version < 5 => Ok(Some(proto::Compression::Snappy)),
-                        Some(other) => Err(other),
-                    };
+                    let compression =
+                        match options.get("COMPRESSION").map(|s| s.to_ascii_lowercase()) {
+                            None => Ok(None),
+                            Some(c) if c == "lz4" => Ok(Some(proto::Compression::Lz4)),
+                            Some(c) if c == "snappy" && frame.version < 5 => {
+                                Ok(Some(proto::Compression::Snappy))
+                            }
+                            Some(other) => Err(other),
+                        };
                     let (response, after) = match compression {
                         Ok(compression) => {
                             codec.set_compression(compression);
@@ -139,7 +176,10 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                             });
                             (
                                 proto::Response::Ready,
-                                AfterWrite::Negotiated { compression, segments: frame.version >= 5 },
+                                AfterWrite::Negotiated {
+                                    compression,
+                                    segments: frame.version >= 5,
+                                },
                             )
                         }
                         Err(other) => (
@@ -150,7 +190,15 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                         ),
                     };
                     let out = proto::ResponseFrame::new(frame.version, frame.stream, response);
-                    if tx.send(Outgoing { frame: out, after, raw: None }).await.is_err() {
+                    if tx
+                        .send(Outgoing {
+                            frame: out,
+                            after,
+                            raw: None,
+                        })
+                        .await
+                        .is_err()
+                    {
                         break 'read;
                     }
                 }
@@ -158,13 +206,27 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                     if events_task.is_none() && types.iter().any(|t| t == "SCHEMA_CHANGE") {
                         events_task = Some(spawn_event_forwarder(&node, tx.clone(), frame.version));
                     }
-                    let out = proto::ResponseFrame::new(frame.version, frame.stream, proto::Response::Ready);
-                    if tx.send(Outgoing { frame: out, after: AfterWrite::Nothing, raw: None }).await.is_err() {
+                    let out = proto::ResponseFrame::new(
+                        frame.version,
+                        frame.stream,
+                        proto::Response::Ready,
+                    );
+                    if tx
+                        .send(Outgoing {
+                            frame: out,
+                            after: AfterWrite::Nothing,
+                            raw: None,
+                        })
+                        .await
+                        .is_err()
+                    {
                         break 'read;
                     }
                 }
                 _ => {
-                    let Ok(permit) = in_flight.clone().acquire_owned().await else { break 'read };
+                    let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                        break 'read;
+                    };
                     let node = node.clone();
                     let tx = tx.clone();
                     let session = session.clone();
@@ -172,9 +234,16 @@ async fn serve_connection(node: Arc<NodeState>, socket: TcpStream, peer: SocketA
                         let _permit = permit;
                         let version = frame.version;
                         let stream = frame.stream;
-                        let response = exec::handle_request(&node, &session, client_id, frame).await;
+                        let response =
+                            exec::handle_request(&node, &session, client_id, frame).await;
                         let out = proto::ResponseFrame::new(version, stream, response);
-                        let _ = tx.send(Outgoing { frame: out, after: AfterWrite::Nothing, raw: None }).await;
+                        let _ = tx
+                            .send(Outgoing {
+                                frame: out,
+                                after: AfterWrite::Nothing,
+                                raw: None,
+                            })
+                            .await;
                     });
                 }
             }
@@ -206,8 +275,20 @@ fn spawn_event_forwarder(
         loop {
             match events.recv().await {
                 Ok(NodeEvent::SchemaChange(change)) => {
-                    let frame = proto::ResponseFrame::new(version, -1, proto::Response::Event(proto::Event::SchemaChange(change)));
-                    if tx.send(Outgoing { frame, after: AfterWrite::Nothing, raw: None }).await.is_err() {
+                    let frame = proto::ResponseFrame::new(
+                        version,
+                        -1,
+                        proto::Response::Event(proto::Event::SchemaChange(change)),
+                    );
+                    if tx
+                        .send(Outgoing {
+                            frame,
+                            after: AfterWrite::Nothing,
+                            raw: None,
+                        })
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -235,15 +316,25 @@ async fn write_loop(
                 None => {
                     if let Err(e) = codec.encode(&item.frame, &mut out) {
                         tracing::warn!("cannot encode a response: {e}");
-                        let body = proto::ErrorBody::new(proto::ErrorCode::SERVER, format!("cannot encode the response: {e}"));
-                        let fallback = proto::ResponseFrame::new(item.frame.version, item.frame.stream, proto::Response::Error(body));
+                        let body = proto::ErrorBody::new(
+                            proto::ErrorCode::SERVER,
+                            format!("cannot encode the response: {e}"),
+                        );
+                        let fallback = proto::ResponseFrame::new(
+                            item.frame.version,
+                            item.frame.stream,
+                            proto::Response::Error(body),
+                        );
                         let _ = codec.encode(&fallback, &mut out);
                     }
                 }
             }
             match item.after {
                 AfterWrite::Nothing => {}
-                AfterWrite::Negotiated { compression, segments } => {
+                AfterWrite::Negotiated {
+                    compression,
+                    segments,
+                } => {
                     // Frames encoded so far go out in the old format; flush them before switching.
                     if writer.write_all(&out).await.is_err() {
                         return;

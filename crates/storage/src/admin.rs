@@ -190,9 +190,9 @@ impl Engine {
             data_bytes += r.stats.data_file_bytes;
         }
         s.estimated_partitions += mt.partition_count();
-        if s.estimated_partitions > 0 {
-            s.mean_partition_size_bytes = (uncompressed + mt.size_bytes()) / s.estimated_partitions;
-        }
+        s.mean_partition_size_bytes = (uncompressed + mt.size_bytes())
+            .checked_div(s.estimated_partitions)
+            .unwrap_or(0);
         s.compression_ratio = if uncompressed > 0 {
             data_bytes as f64 / uncompressed as f64
         } else {

@@ -283,7 +283,7 @@ impl Commitlog {
     pub fn discard(&self, table: TableId, pos: LogPosition) {
         let mut st = self.state.lock();
         let cur = st.flushed.get(&table).copied();
-        if cur.map_or(true, |c| c < pos) {
+        if !matches!(cur, Some(c) if c >= pos) {
             st.flushed.insert(table, pos);
         }
         self.delete_clean_segments(&mut st);

@@ -260,6 +260,9 @@ pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, 
     purged
 }
 
+/// Next partition of one compaction input: (key, input index, index position).
+type MergeHead = ((i64, Bytes), usize, usize);
+
 /// The kind of a compaction task.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CompactionKind {
@@ -299,7 +302,8 @@ pub(crate) fn compact_sstables(
         .chain(t.flushing.read().iter().cloned())
         .collect();
     let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
-    let mut heap: BinaryHeap<Reverse<((i64, Bytes), usize, usize)>> = BinaryHeap::new();
+    // Min-heap of (next key, input index, index position).
+    let mut heap: BinaryHeap<Reverse<MergeHead>> = BinaryHeap::new();
     for (si, s) in inputs.iter().enumerate() {
         if let Some(e) = s.index.first() {
             heap.push(Reverse(((e.token, e.key.clone()), si, 0)));

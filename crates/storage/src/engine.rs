@@ -371,7 +371,7 @@ impl Engine {
         m: &Mutation,
     ) -> Result<Partition, StorageError> {
         let mut plain = m.clone();
-        let mut adds: Vec<(Option<Vec<Bytes>>, ColumnId, Option<Bytes>, i64, i64)> = Vec::new();
+        let mut adds: Vec<CounterAdd> = Vec::new();
         let rows = plain
             .static_row
             .iter_mut()
@@ -532,7 +532,7 @@ impl Engine {
             let mut note = |ks: Vec<PKey>, keys: &mut Vec<PKey>| {
                 if ks.len() >= RANGE_BATCH {
                     if let Some(last) = ks.last() {
-                        if safe_max.as_ref().map_or(true, |s| last < s) {
+                        if !matches!(&safe_max, Some(s) if last >= s) {
                             safe_max = Some(last.clone());
                         }
                     }
@@ -620,6 +620,9 @@ impl Engine {
         }
     }
 }
+
+/// A pending increment: (clustering or None for static, column, cell path, timestamp, delta).
+type CounterAdd = (Option<Vec<Bytes>>, ColumnId, Option<Bytes>, i64, i64);
 
 fn has_counter_ops(m: &Mutation) -> bool {
     m.static_row.iter().chain(m.rows.iter()).any(|r| {

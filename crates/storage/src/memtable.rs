@@ -176,7 +176,7 @@ impl Memtable {
     /// Notes that entries up to this commitlog position are in this memtable.
     pub fn note_log_position(&self, pos: (u64, u64)) {
         let mut m = self.max_log_position.lock();
-        if m.map_or(true, |cur| cur < pos) {
+        if !matches!(*m, Some(cur) if cur >= pos) {
             *m = Some(pos);
         }
     }

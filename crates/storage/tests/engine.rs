@@ -5,7 +5,10 @@ mod common;
 use common::*;
 use helenus_storage::*;
 
-fn values(r: &ReadResult) -> Vec<(Vec<u8>, Vec<u8>, Vec<(u32, Vec<u8>)>)> {
+/// (partition key, clustering, cells as (column, value)).
+type Flat = Vec<(Vec<u8>, Vec<u8>, Vec<(u32, Vec<u8>)>)>;
+
+fn values(r: &ReadResult) -> Flat {
     r.partitions
         .iter()
         .flat_map(|p| {

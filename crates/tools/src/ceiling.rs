@@ -90,11 +90,13 @@ fn put_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
 /// The type a column of the built-in workloads or the system tables has.
 fn column_type(name: &str) -> Typ {
     match name.trim_matches('"').to_ascii_lowercase().as_str() {
-        "sensor_id" | "value" | "partition_key" | "payload" | "data_center" | "rack" | "cluster_name" | "release_version" | "partitioner"
-        | "keyspace_name" | "table_name" | "column_name" | "type" | "kind" | "key" | "bootstrapped" | "cql_version" => Typ::Text,
+        "sensor_id" | "value" | "partition_key" | "payload" | "data_center" | "rack"
+        | "cluster_name" | "release_version" | "partitioner" | "keyspace_name" | "table_name"
+        | "column_name" | "type" | "kind" | "key" | "bootstrapped" | "cql_version" => Typ::Text,
         "ts" | "event_id" => Typ::Timeuuid,
         "host_id" | "schema_version" => Typ::Uuid,
-        "rpc_address" | "peer" | "broadcast_address" | "listen_address" | "native_address" | "preferred_ip" => Typ::Inet,
+        "rpc_address" | "peer" | "broadcast_address" | "listen_address" | "native_address"
+        | "preferred_ip" => Typ::Inet,
         "tokens" => Typ::SetText,
         "replication" => Typ::MapTextText,
         "durable_writes" => Typ::Boolean,
@@ -125,26 +127,67 @@ fn classify(cql: &str) -> Statement {
     let t = cql.trim();
     let upper = t.to_ascii_uppercase();
     let binds = bind_names(t);
-    if let Some(ks) = upper.strip_prefix("USE ").map(|_| t[4..].trim().trim_matches('"').to_string()) {
-        return Statement { kind: Kind::Use(ks), binds, select: None };
+    if let Some(ks) = upper
+        .strip_prefix("USE ")
+        .map(|_| t[4..].trim().trim_matches('"').to_string())
+    {
+        return Statement {
+            kind: Kind::Use(ks),
+            binds,
+            select: None,
+        };
     }
     if upper.starts_with("SELECT") {
         if let (Some(from), true) = (upper.find(" FROM "), upper.contains("SYSTEM")) {
-            let cols: Vec<String> = t[6..from].split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
-            let target = t[from + 6..].split_whitespace().next().unwrap_or("").to_string();
-            let (ks, table) = target.split_once('.').map(|(a, b)| (a.to_string(), b.to_string())).unwrap_or(("system".into(), target.clone()));
+            let cols: Vec<String> = t[6..from]
+                .split(',')
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect();
+            let target = t[from + 6..]
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let (ks, table) = target
+                .split_once('.')
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .unwrap_or(("system".into(), target.clone()));
             let cols = if cols.iter().any(|c| c == "*") {
-                ["key", "host_id", "rpc_address", "data_center", "rack", "tokens", "cluster_name", "schema_version", "release_version", "partitioner"]
-                    .map(String::from)
-                    .to_vec()
+                [
+                    "key",
+                    "host_id",
+                    "rpc_address",
+                    "data_center",
+                    "rack",
+                    "tokens",
+                    "cluster_name",
+                    "schema_version",
+                    "release_version",
+                    "partitioner",
+                ]
+                .map(String::from)
+                .to_vec()
             } else {
                 cols
             };
-            return Statement { kind: Kind::SystemSelect, binds, select: Some((ks, table, cols)) };
+            return Statement {
+                kind: Kind::SystemSelect,
+                binds,
+                select: Some((ks, table, cols)),
+            };
         }
-        return Statement { kind: Kind::UserSelect, binds, select: None };
+        return Statement {
+            kind: Kind::UserSelect,
+            binds,
+            select: None,
+        };
     }
-    Statement { kind: Kind::Other, binds, select: None }
+    Statement {
+        kind: Kind::Other,
+        binds,
+        select: None,
+    }
 }
 
 /// Names of the `?` markers: the INSERT column list, or the identifier before `= ?` elsewhere.
@@ -153,7 +196,10 @@ fn bind_names(cql: &str) -> Vec<String> {
     if upper.starts_with("INSERT") {
         if let (Some(open), Some(values)) = (cql.find('('), upper.find("VALUES")) {
             if let Some(close) = cql[open..values].find(')') {
-                return cql[open + 1..open + close].split(',').map(|c| c.trim().to_string()).collect();
+                return cql[open + 1..open + close]
+                    .split(',')
+                    .map(|c| c.trim().to_string())
+                    .collect();
             }
         }
     }
@@ -161,8 +207,14 @@ fn bind_names(cql: &str) -> Vec<String> {
     let bytes = cql.as_bytes();
     for (i, b) in bytes.iter().enumerate() {
         if *b == b'?' {
-            let before = cql[..i].trim_end().trim_end_matches(['=', '<', '>']).trim_end();
-            let name = before.rsplit(|c: char| c.is_whitespace() || c == '(' || c == ',').next().unwrap_or("");
+            let before = cql[..i]
+                .trim_end()
+                .trim_end_matches(['=', '<', '>'])
+                .trim_end();
+            let name = before
+                .rsplit(|c: char| c.is_whitespace() || c == '(' || c == ',')
+                .next()
+                .unwrap_or("");
             names.push(name.to_string());
         }
     }
@@ -249,12 +301,17 @@ fn prepared_result(id: &[u8; 16], st: &Statement) -> Vec<u8> {
     for name in &st.binds {
         put_string(&mut b, name.trim_matches('"'));
         // standard1's `key` is a blob; system.local's `key` (text) is never a bind marker.
-        let typ = if name.eq_ignore_ascii_case("key") { Typ::Blob } else { column_type(name) };
+        let typ = if name.eq_ignore_ascii_case("key") {
+            Typ::Blob
+        } else {
+            column_type(name)
+        };
         typ.encode(&mut b);
     }
     match &st.select {
         Some((ks, table, cols)) => {
-            let typed: Vec<(String, Typ)> = cols.iter().map(|c| (c.clone(), column_type(c))).collect();
+            let typed: Vec<(String, Typ)> =
+                cols.iter().map(|c| (c.clone(), column_type(c))).collect();
             metadata(&mut b, ks, table, &typed);
         }
         None => {
@@ -288,7 +345,9 @@ fn read_long_string(body: &[u8]) -> Option<&str> {
 }
 
 fn statement_id(cql: &str) -> [u8; 16] {
-    let a = crate::dist::mix64(cql.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)));
+    let a = crate::dist::mix64(cql.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }));
     let b = crate::dist::mix64(a ^ cql.len() as u64);
     let mut id = [0u8; 16];
     id[..8].copy_from_slice(&a.to_be_bytes());
@@ -366,7 +425,10 @@ async fn serve_connection(stream: TcpStream) -> io::Result<()> {
     let (r, w) = stream.into_split();
     let mut reader = BufReader::with_capacity(64 * 1024, r);
     let mut writer = BufWriter::with_capacity(64 * 1024, w);
-    let mut state = ConnState { prepared: HashMap::new(), local_addr };
+    let mut state = ConnState {
+        prepared: HashMap::new(),
+        local_addr,
+    };
     let mut header = [0u8; HEADER_LEN];
     let mut body = Vec::new();
     loop {
@@ -383,12 +445,17 @@ async fn serve_connection(stream: TcpStream) -> io::Result<()> {
         body.resize(len, 0);
         reader.read_exact(&mut body).await?;
         let (op, resp) = if version != 4 {
-            (OP_ERROR, error_body(0x000A, "Invalid or unsupported protocol version; only v4"))
+            (
+                OP_ERROR,
+                error_body(0x000A, "Invalid or unsupported protocol version; only v4"),
+            )
         } else {
             handle(opcode, &body, &mut state)
         };
         // Always answer as v4: a client probing another version reads the error and steps down.
-        writer.write_all(&[0x84, 0, stream_id[0], stream_id[1], op]).await?;
+        writer
+            .write_all(&[0x84, 0, stream_id[0], stream_id[1], op])
+            .await?;
         writer.write_all(&(resp.len() as u32).to_be_bytes()).await?;
         writer.write_all(&resp).await?;
         // Flush only when no further request is already buffered: batches replies under load.
@@ -416,9 +483,15 @@ mod tests {
 
     #[test]
     fn bind_names_follow_insert_columns_and_where_clauses() {
-        assert_eq!(bind_names("INSERT INTO ks.t (key, \"C0\") VALUES (?, ?)"), vec!["key", "\"C0\""]);
+        assert_eq!(
+            bind_names("INSERT INTO ks.t (key, \"C0\") VALUES (?, ?)"),
+            vec!["key", "\"C0\""]
+        );
         assert_eq!(bind_names("SELECT * FROM ks.t WHERE key = ?"), vec!["key"]);
-        assert_eq!(bind_names("SELECT * FROM t WHERE a=? AND b >= ? LIMIT 5"), vec!["a", "b"]);
+        assert_eq!(
+            bind_names("SELECT * FROM t WHERE a=? AND b >= ? LIMIT 5"),
+            vec!["a", "b"]
+        );
     }
 
     #[test]
@@ -433,7 +506,10 @@ mod tests {
 
     #[test]
     fn malformed_requests_get_errors() {
-        let mut st = ConnState { prepared: HashMap::new(), local_addr: "127.0.0.1:1".parse().unwrap() };
+        let mut st = ConnState {
+            prepared: HashMap::new(),
+            local_addr: "127.0.0.1:1".parse().unwrap(),
+        };
         assert_eq!(handle(OP_QUERY, &[0, 0, 0, 9, b'x'], &mut st).0, OP_ERROR);
         assert_eq!(handle(OP_EXECUTE, &[0, 16, 1, 2], &mut st).0, OP_ERROR);
         assert_eq!(handle(0x42, &[], &mut st).0, OP_ERROR);

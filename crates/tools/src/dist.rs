@@ -66,7 +66,12 @@ pub enum DistSpec {
     /// Every value in [min, max] equally likely.
     Uniform { min: u64, max: u64 },
     /// Normal around `mean` with `stdev`, clamped to [min, max] by redrawing.
-    Gaussian { min: u64, max: u64, mean: f64, stdev: f64 },
+    Gaussian {
+        min: u64,
+        max: u64,
+        mean: f64,
+        stdev: f64,
+    },
     /// min, min+1, ..., max, then wraps; shared by all workers so each key is visited once per lap.
     Seq { min: u64, max: u64 },
     /// Always the same value.
@@ -92,6 +97,17 @@ impl DistSpec {
         }
     }
 
+    /// One draw without shared state (`SEQ` draws uniformly here): for sizes, not keys.
+    pub fn draw(&self, rng: &mut Rng) -> u64 {
+        match *self {
+            DistSpec::Fixed(v) => v,
+            DistSpec::Uniform { min, max } | DistSpec::Seq { min, max } => {
+                rng.range_inclusive(min, max)
+            }
+            DistSpec::Gaussian { .. } => Sampler::new(self.clone()).next(rng),
+        }
+    }
+
     /// Number of distinct values.
     pub fn population(&self) -> u64 {
         self.max().saturating_sub(self.min()).saturating_add(1)
@@ -113,7 +129,10 @@ const GAUSSIAN_MAX_REDRAWS: u32 = 16;
 impl Sampler {
     /// A sampler for `spec`; clones share the `SEQ` position.
     pub fn new(spec: DistSpec) -> Self {
-        Sampler { spec, seq: Arc::new(AtomicU64::new(0)) }
+        Sampler {
+            spec,
+            seq: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// The distribution this sampler draws from.
@@ -125,7 +144,12 @@ impl Sampler {
     pub fn next(&self, rng: &mut Rng) -> u64 {
         match self.spec {
             DistSpec::Uniform { min, max } => rng.range_inclusive(min, max),
-            DistSpec::Gaussian { min, max, mean, stdev } => {
+            DistSpec::Gaussian {
+                min,
+                max,
+                mean,
+                stdev,
+            } => {
                 for _ in 0..GAUSSIAN_MAX_REDRAWS {
                     let v = (mean + stdev * rng.next_gaussian()).round();
                     if v >= min as f64 && v <= max as f64 {
@@ -216,7 +240,12 @@ mod tests {
 
     #[test]
     fn gaussian_centres_on_mean_and_stays_in_bounds() {
-        let s = Sampler::new(DistSpec::Gaussian { min: 1, max: 1000, mean: 500.0, stdev: 50.0 });
+        let s = Sampler::new(DistSpec::Gaussian {
+            min: 1,
+            max: 1000,
+            mean: 500.0,
+            stdev: 50.0,
+        });
         let mut rng = Rng::new(7);
         let n = 20_000;
         let mut sum = 0u64;
@@ -240,7 +269,15 @@ mod tests {
         let a = Sampler::new(DistSpec::Seq { min: 1, max: 3 });
         let b = a.clone();
         let mut rng = Rng::new(0);
-        let got: Vec<u64> = (0..4).map(|i| if i % 2 == 0 { a.next(&mut rng) } else { b.next(&mut rng) }).collect();
+        let got: Vec<u64> = (0..4)
+            .map(|i| {
+                if i % 2 == 0 {
+                    a.next(&mut rng)
+                } else {
+                    b.next(&mut rng)
+                }
+            })
+            .collect();
         assert_eq!(got, vec![1, 2, 3, 1]);
     }
 

@@ -24,7 +24,12 @@ use workload::Workload;
 /// Entry point of `helenus stress ARGS...` (`args` excludes `stress`). Returns the exit code:
 /// 0 success, 1 the run failed or had errors, 2 bad command line.
 pub fn stress_main(args: Vec<String>) -> i32 {
-    if args.is_empty() || matches!(args.first().map(String::as_str), Some("help" | "-h" | "--help")) {
+    if args.is_empty()
+        || matches!(
+            args.first().map(String::as_str),
+            Some("help" | "-h" | "--help")
+        )
+    {
         println!("{USAGE}");
         return if args.is_empty() { 2 } else { 0 };
     }
@@ -43,7 +48,11 @@ pub fn stress_main(args: Vec<String>) -> i32 {
         }
     };
     // Two worker threads match this project's machines; the client must leave the server room.
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -62,7 +71,10 @@ pub fn stress_main(args: Vec<String>) -> i32 {
 }
 
 async fn run(opts: StressOptions, workload: Workload) -> Result<i32, runner::RunError> {
-    let population = opts.population.clone().unwrap_or_else(|| workload.default_population.clone());
+    let population = opts
+        .population
+        .clone()
+        .unwrap_or_else(|| workload.default_population.clone());
     let prepared = connect_and_prepare(&opts, workload).await?;
     let mut sinks = Sinks::open(&opts)?;
     if let Some(sla) = opts.sla.clone() {
@@ -109,8 +121,13 @@ pub fn settings_json(o: &StressOptions) -> serde_json::Value {
 }
 
 fn write_json(o: &StressOptions, v: serde_json::Value) -> Result<(), runner::RunError> {
-    let Some(path) = &o.json_file else { return Ok(()) };
-    let err = |e: std::io::Error| runner::RunError::Output { path: path.display().to_string(), error: e.to_string() };
+    let Some(path) = &o.json_file else {
+        return Ok(());
+    };
+    let err = |e: std::io::Error| runner::RunError::Output {
+        path: path.display().to_string(),
+        error: e.to_string(),
+    };
     let mut f = std::fs::File::create(path).map_err(err)?;
     let text = serde_json::to_string_pretty(&v).unwrap_or_default();
     f.write_all(text.as_bytes()).map_err(err)?;

@@ -15,20 +15,29 @@ use scylla::frame::response::result::{ColumnType, NativeType};
 use scylla::value::{CqlDate, CqlTimestamp, CqlTimeuuid, CqlValue, CqlVarint};
 
 use crate::dist::{ascii_string, fill_bytes, mix64, DistSpec, Rng, Sampler};
-use crate::options::{parse_dist, StressOptions};
+use crate::options::parse_dist;
 use crate::workload::{timeuuid_at, OpDef, ValuesGen, Workload};
 
 /// Why a user profile could not be used.
 #[derive(Debug)]
 pub enum UserProfileError {
-    Io { path: String, error: String },
+    Io {
+        path: String,
+        error: String,
+    },
     Yaml(String),
     /// A required field is absent.
     Missing(&'static str),
     /// A field has an unusable value.
-    Invalid { field: String, reason: String },
+    Invalid {
+        field: String,
+        reason: String,
+    },
     /// A bind marker of a CQL type we cannot generate.
-    UnsupportedType { column: String, typ: String },
+    UnsupportedType {
+        column: String,
+        typ: String,
+    },
 }
 
 impl fmt::Display for UserProfileError {
@@ -38,7 +47,9 @@ impl fmt::Display for UserProfileError {
             UserProfileError::Yaml(e) => write!(f, "invalid YAML: {e}"),
             UserProfileError::Missing(field) => write!(f, "missing field '{field}'"),
             UserProfileError::Invalid { field, reason } => write!(f, "field '{field}': {reason}"),
-            UserProfileError::UnsupportedType { column, typ } => write!(f, "column '{column}': cannot generate values of type {typ}"),
+            UserProfileError::UnsupportedType { column, typ } => {
+                write!(f, "column '{column}': cannot generate values of type {typ}")
+            }
         }
     }
 }
@@ -70,44 +81,73 @@ pub struct ColumnSpecYaml {
 
 /// Reads and parses a profile file.
 pub fn load(path: &Path) -> Result<UserProfile, UserProfileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| UserProfileError::Io { path: path.display().to_string(), error: e.to_string() })?;
+    let text = std::fs::read_to_string(path).map_err(|e| UserProfileError::Io {
+        path: path.display().to_string(),
+        error: e.to_string(),
+    })?;
     parse(&text)
 }
 
 fn str_field(doc: &serde_yaml::Value, name: &'static str) -> Option<String> {
-    doc.get(name).and_then(|v| v.as_str()).map(|s| s.trim().trim_end_matches(';').to_string())
+    doc.get(name)
+        .and_then(|v| v.as_str())
+        .map(|s| s.trim().trim_end_matches(';').to_string())
 }
 
 /// Parses profile text.
 pub fn parse(text: &str) -> Result<UserProfile, UserProfileError> {
-    let doc: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| UserProfileError::Yaml(e.to_string()))?;
+    let doc: serde_yaml::Value =
+        serde_yaml::from_str(text).map_err(|e| UserProfileError::Yaml(e.to_string()))?;
     let keyspace = str_field(&doc, "keyspace").ok_or(UserProfileError::Missing("keyspace"))?;
     let table = str_field(&doc, "table").ok_or(UserProfileError::Missing("table"))?;
     let table_definition = str_field(&doc, "table_definition");
     let mut columns = BTreeMap::new();
     if let Some(specs) = doc.get("columnspec").and_then(|v| v.as_sequence()) {
         for spec in specs {
-            let name = spec.get("name").and_then(|v| v.as_str()).ok_or(UserProfileError::Missing("columnspec[].name"))?;
+            let name = spec
+                .get("name")
+                .and_then(|v| v.as_str())
+                .ok_or(UserProfileError::Missing("columnspec[].name"))?;
             let dist = |field: &str| -> Result<Option<DistSpec>, UserProfileError> {
                 match spec.get(field).and_then(|v| v.as_str()) {
                     None => Ok(None),
-                    Some(s) => parse_dist(field, s)
-                        .map(Some)
-                        .map_err(|e| UserProfileError::Invalid { field: format!("columnspec {name}.{field}"), reason: e.to_string() }),
+                    Some(s) => {
+                        parse_dist(field, s)
+                            .map(Some)
+                            .map_err(|e| UserProfileError::Invalid {
+                                field: format!("columnspec {name}.{field}"),
+                                reason: e.to_string(),
+                            })
+                    }
                 }
             };
-            columns.insert(name.to_string(), ColumnSpecYaml { size: dist("size")?, population: dist("population")? });
+            columns.insert(
+                name.to_string(),
+                ColumnSpecYaml {
+                    size: dist("size")?,
+                    population: dist("population")?,
+                },
+            );
         }
     }
     let mut queries = Vec::new();
     if let Some(map) = doc.get("queries").and_then(|v| v.as_mapping()) {
         for (k, v) in map {
-            let name = k.as_str().ok_or(UserProfileError::Invalid { field: "queries".into(), reason: "query names must be strings".into() })?;
+            let name = k.as_str().ok_or(UserProfileError::Invalid {
+                field: "queries".into(),
+                reason: "query names must be strings".into(),
+            })?;
             let cql = v
                 .get("cql")
                 .and_then(|c| c.as_str())
-                .ok_or(UserProfileError::Invalid { field: format!("queries.{name}"), reason: "needs a cql: entry".into() })?;
-            queries.push((name.to_string(), cql.trim().trim_end_matches(';').to_string()));
+                .ok_or(UserProfileError::Invalid {
+                    field: format!("queries.{name}"),
+                    reason: "needs a cql: entry".into(),
+                })?;
+            queries.push((
+                name.to_string(),
+                cql.trim().trim_end_matches(';').to_string(),
+            ));
         }
     }
     let (table_columns, key_columns) = match &table_definition {
@@ -156,7 +196,10 @@ fn unquote(name: &str) -> String {
 
 /// Column names and primary-key columns of a CREATE TABLE statement.
 pub fn parse_table_columns(def: &str) -> Result<(Vec<String>, Vec<String>), UserProfileError> {
-    let invalid = |reason: &str| UserProfileError::Invalid { field: "table_definition".into(), reason: reason.into() };
+    let invalid = |reason: &str| UserProfileError::Invalid {
+        field: "table_definition".into(),
+        reason: reason.into(),
+    };
     let open = def.find('(').ok_or_else(|| invalid("no column list"))?;
     let mut depth = 0i32;
     let mut close = None;
@@ -183,7 +226,10 @@ pub fn parse_table_columns(def: &str) -> Result<(Vec<String>, Vec<String>), User
             continue;
         }
         if e.to_ascii_uppercase().starts_with("PRIMARY KEY") {
-            let inner = e.find('(').and_then(|i| e.rfind(')').map(|j| &e[i + 1..j])).ok_or_else(|| invalid("PRIMARY KEY without columns"))?;
+            let inner = e
+                .find('(')
+                .and_then(|i| e.rfind(')').map(|j| &e[i + 1..j]))
+                .ok_or_else(|| invalid("PRIMARY KEY without columns"))?;
             for part in inner.split(',') {
                 let k = unquote(part.trim().trim_start_matches('(').trim_end_matches(')'));
                 if !k.is_empty() {
@@ -192,7 +238,10 @@ pub fn parse_table_columns(def: &str) -> Result<(Vec<String>, Vec<String>), User
             }
             continue;
         }
-        let name = e.split_whitespace().next().ok_or_else(|| invalid("empty column"))?;
+        let name = e
+            .split_whitespace()
+            .next()
+            .ok_or_else(|| invalid("empty column"))?;
         let name = unquote(name);
         if e.to_ascii_uppercase().contains("PRIMARY KEY") {
             keys.push(name.clone());
@@ -207,13 +256,17 @@ pub fn parse_table_columns(def: &str) -> Result<(Vec<String>, Vec<String>), User
 
 impl UserProfile {
     /// The workload: `insert` plus one op per query; bind generators are filled in after PREPARE.
-    pub fn into_workload(self, o: &StressOptions) -> Result<Workload, UserProfileError> {
+    pub fn into_workload(self) -> Result<Workload, UserProfileError> {
         let mut schema_cql = Vec::new();
         schema_cql.extend(self.keyspace_definition.clone());
         schema_cql.extend(self.table_definition.clone());
         let mut ops = Vec::new();
         if !self.table_columns.is_empty() {
-            let quoted: Vec<String> = self.table_columns.iter().map(|c| format!("\"{c}\"")).collect();
+            let quoted: Vec<String> = self
+                .table_columns
+                .iter()
+                .map(|c| format!("\"{c}\""))
+                .collect();
             ops.push(OpDef {
                 name: "insert".into(),
                 weight: 1,
@@ -228,39 +281,78 @@ impl UserProfile {
             });
         }
         for (name, cql) in &self.queries {
-            ops.push(OpDef { name: name.clone(), weight: 1, cql: cql.clone(), values: ValuesGen::User(Vec::new()) });
+            ops.push(OpDef {
+                name: name.clone(),
+                weight: 1,
+                cql: cql.clone(),
+                values: ValuesGen::User(Vec::new()),
+            });
         }
-        let first_key = self.key_columns.first().and_then(|k| self.columns.get(k)).and_then(|c| c.population.clone());
-        let default_population = match (first_key, o.command.as_str()) {
-            (Some(p), _) => p,
-            (None, _) => DistSpec::Uniform { min: 1, max: 100_000 },
-        };
-        let _ = o;
-        Ok(Workload { schema_cql, ops, default_population })
+        let first_key = self
+            .key_columns
+            .first()
+            .and_then(|k| self.columns.get(k))
+            .and_then(|c| c.population.clone());
+        // The first key column's population, else cassandra-stress's default of 100k partitions.
+        let default_population = first_key.unwrap_or(DistSpec::Uniform {
+            min: 1,
+            max: 100_000,
+        });
+        Ok(Workload {
+            schema_cql,
+            ops,
+            default_population,
+        })
     }
 
     /// A generator for the bind marker `column` of CQL type `typ`.
-    pub fn bind_gen(&self, column: &str, typ: &ColumnType<'_>) -> Result<BindGen, UserProfileError> {
+    pub fn bind_gen(
+        &self,
+        column: &str,
+        typ: &ColumnType<'_>,
+    ) -> Result<BindGen, UserProfileError> {
         let native = match typ {
             ColumnType::Native(n) => n.clone(),
-            other => return Err(UserProfileError::UnsupportedType { column: column.into(), typ: format!("{other:?}") }),
+            other => {
+                return Err(UserProfileError::UnsupportedType {
+                    column: column.into(),
+                    typ: format!("{other:?}"),
+                })
+            }
         };
         match native {
             NativeType::Counter | NativeType::Decimal | NativeType::Duration | NativeType::Time => {
-                return Err(UserProfileError::UnsupportedType { column: column.into(), typ: format!("{native:?}") })
+                return Err(UserProfileError::UnsupportedType {
+                    column: column.into(),
+                    typ: format!("{native:?}"),
+                })
             }
             _ => {}
         }
         let spec = self.columns.get(column);
         let is_key = self.key_columns.iter().any(|k| k == column);
-        let size = spec.and_then(|s| s.size.clone()).unwrap_or(DistSpec::Uniform { min: 4, max: 8 });
-        let population = if is_key { None } else { spec.and_then(|s| s.population.clone()).map(Sampler::new) };
-        Ok(BindGen { native, size: Sampler::new(size), population, is_key, salt: name_salt(column) })
+        let size = spec
+            .and_then(|s| s.size.clone())
+            .unwrap_or(DistSpec::Uniform { min: 4, max: 8 });
+        let population = if is_key {
+            None
+        } else {
+            spec.and_then(|s| s.population.clone()).map(Sampler::new)
+        };
+        Ok(BindGen {
+            native,
+            size: Sampler::new(size),
+            population,
+            is_key,
+            salt: name_salt(column),
+        })
     }
 }
 
 fn name_salt(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Produces values for one bind marker.
@@ -287,7 +379,9 @@ impl BindGen {
         };
         // Sizes come from the seed so a key column always has the same length for one index.
         let mut size_rng = Rng::new(seed);
-        let len = usize::try_from(self.size.next(&mut size_rng)).unwrap_or(8).min(1 << 20);
+        let len = usize::try_from(self.size.next(&mut size_rng))
+            .unwrap_or(8)
+            .min(1 << 20);
         match self.native {
             NativeType::Ascii => CqlValue::Ascii(ascii_string(seed, len)),
             NativeType::Text => CqlValue::Text(ascii_string(seed, len)),
@@ -301,13 +395,20 @@ impl BindGen {
             NativeType::SmallInt => CqlValue::SmallInt(seed as i16),
             NativeType::Int => CqlValue::Int(seed as i32),
             NativeType::BigInt => CqlValue::BigInt(seed as i64),
-            NativeType::Varint => CqlValue::Varint(CqlVarint::from_signed_bytes_be((seed as i64).to_be_bytes().to_vec())),
+            NativeType::Varint => CqlValue::Varint(CqlVarint::from_signed_bytes_be(
+                (seed as i64).to_be_bytes().to_vec(),
+            )),
             NativeType::Float => CqlValue::Float((seed % 1_000_000) as f32 / 100.0),
             NativeType::Double => CqlValue::Double((seed % 1_000_000_000) as f64 / 1000.0),
-            NativeType::Timestamp => CqlValue::Timestamp(CqlTimestamp(1_600_000_000_000 + (seed % 200_000_000_000) as i64)),
+            NativeType::Timestamp => CqlValue::Timestamp(CqlTimestamp(
+                1_600_000_000_000 + (seed % 200_000_000_000) as i64,
+            )),
             NativeType::Date => CqlValue::Date(CqlDate((1u32 << 31) + (seed % 20_000) as u32)),
             NativeType::Uuid => CqlValue::Uuid(uuid::Uuid::from_u64_pair(seed, mix64(seed))),
-            NativeType::Timeuuid => CqlValue::Timeuuid(CqlTimeuuid::from_bytes(timeuuid_at(0x01B2_1DD2_1381_4000 + (seed >> 8), seed))),
+            NativeType::Timeuuid => CqlValue::Timeuuid(CqlTimeuuid::from_bytes(timeuuid_at(
+                0x01B2_1DD2_1381_4000 + (seed >> 8),
+                seed,
+            ))),
             NativeType::Inet => CqlValue::Inet(IpAddr::V4(Ipv4Addr::from((seed >> 32) as u32))),
             // Rejected in bind_gen; a blob keeps this total without a panic path.
             _ => CqlValue::Blob(Vec::new()),
@@ -353,37 +454,57 @@ queries:
         assert_eq!(p.table, "events");
         assert_eq!(p.table_columns, vec!["Id", "seq", "body", "tags"]);
         assert_eq!(p.key_columns, vec!["Id", "seq"]);
-        assert_eq!(p.queries, vec![("q1".to_string(), "SELECT * FROM events WHERE \"Id\" = ? LIMIT 10".to_string())]);
-        assert_eq!(p.columns["Id"].population, Some(DistSpec::Uniform { min: 1, max: 1000 }));
+        assert_eq!(
+            p.queries,
+            vec![(
+                "q1".to_string(),
+                "SELECT * FROM events WHERE \"Id\" = ? LIMIT 10".to_string()
+            )]
+        );
+        assert_eq!(
+            p.columns["Id"].population,
+            Some(DistSpec::Uniform { min: 1, max: 1000 })
+        );
     }
 
     #[test]
     fn workload_inserts_every_column_and_draws_keys_from_the_key_population() {
         let p = parse(PROFILE).unwrap();
-        let o = StressOptions::default();
-        let w = p.into_workload(&o).unwrap();
+        let w = p.into_workload().unwrap();
         assert_eq!(w.ops[0].cql, "INSERT INTO stress_ks.events (\"Id\", \"seq\", \"body\", \"tags\") VALUES (?, ?, ?, ?)");
         assert_eq!(w.ops[1].name, "q1");
-        assert_eq!(w.default_population, DistSpec::Uniform { min: 1, max: 1000 });
+        assert_eq!(
+            w.default_population,
+            DistSpec::Uniform { min: 1, max: 1000 }
+        );
     }
 
     #[test]
     fn key_values_depend_only_on_the_index() {
         let p = parse(PROFILE).unwrap();
-        let g = p.bind_gen("Id", &ColumnType::Native(NativeType::Text)).unwrap();
+        let g = p
+            .bind_gen("Id", &ColumnType::Native(NativeType::Text))
+            .unwrap();
         let mut r1 = Rng::new(1);
         let mut r2 = Rng::new(2);
         let a = g.value(77, &mut r1);
         assert_eq!(a, g.value(77, &mut r2));
         assert!(matches!(a, CqlValue::Text(ref s) if s.len() == 12));
-        assert!(p.bind_gen("c", &ColumnType::Native(NativeType::Counter)).is_err());
+        assert!(p
+            .bind_gen("c", &ColumnType::Native(NativeType::Counter))
+            .is_err());
     }
 
     #[test]
     fn bad_profiles_are_errors() {
-        assert!(matches!(parse("table: t"), Err(UserProfileError::Missing("keyspace"))));
+        assert!(matches!(
+            parse("table: t"),
+            Err(UserProfileError::Missing("keyspace"))
+        ));
         assert!(matches!(parse(": : :"), Err(UserProfileError::Yaml(_))));
         assert!(parse("keyspace: k\ntable: t\ntable_definition: CREATE TABLE t (a int)").is_err());
-        assert!(parse("keyspace: k\ntable: t\ncolumnspec:\n  - name: a\n    size: zipf(1)").is_err());
+        assert!(
+            parse("keyspace: k\ntable: t\ncolumnspec:\n  - name: a\n    size: zipf(1)").is_err()
+        );
     }
 }

@@ -42,7 +42,9 @@ impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RunError::Connect(e) => write!(f, "cannot connect: {e}"),
-            RunError::Schema { cql, error } => write!(f, "schema statement failed: {error}\n  {cql}"),
+            RunError::Schema { cql, error } => {
+                write!(f, "schema statement failed: {error}\n  {cql}")
+            }
             RunError::Prepare { cql, error } => write!(f, "cannot prepare: {error}\n  {cql}"),
             RunError::Profile(e) => write!(f, "{e}"),
             RunError::Output { path, error } => write!(f, "cannot write {path}: {error}"),
@@ -74,9 +76,23 @@ pub struct Prepared {
 }
 
 /// Connects, creates the schema and prepares every op.
-pub async fn connect_and_prepare(o: &StressOptions, mut workload: Workload) -> Result<Prepared, RunError> {
-    let nodes: Vec<String> = o.nodes.iter().map(|n| if n.contains(':') { n.clone() } else { format!("{n}:{}", o.port) }).collect();
-    let pool = std::num::NonZeroUsize::new(o.connections_per_host as usize).unwrap_or(std::num::NonZeroUsize::MIN);
+pub async fn connect_and_prepare(
+    o: &StressOptions,
+    mut workload: Workload,
+) -> Result<Prepared, RunError> {
+    let nodes: Vec<String> = o
+        .nodes
+        .iter()
+        .map(|n| {
+            if n.contains(':') {
+                n.clone()
+            } else {
+                format!("{n}:{}", o.port)
+            }
+        })
+        .collect();
+    let pool = std::num::NonZeroUsize::new(o.connections_per_host as usize)
+        .unwrap_or(std::num::NonZeroUsize::MIN);
     let session = SessionBuilder::new()
         .known_nodes(&nodes)
         .pool_size(PoolSize::PerHost(pool))
@@ -85,7 +101,9 @@ pub async fn connect_and_prepare(o: &StressOptions, mut workload: Workload) -> R
         .await
         .map_err(|e| RunError::Connect(e.to_string()))?;
     let profile = match &o.profile {
-        ProfileKind::User(path) => Some(crate::profile::load(path).map_err(|e| RunError::Profile(e.to_string()))?),
+        ProfileKind::User(path) => {
+            Some(crate::profile::load(path).map_err(|e| RunError::Profile(e.to_string()))?)
+        }
         _ => None,
     };
     for cql in &workload.schema_cql {
@@ -93,32 +111,60 @@ pub async fn connect_and_prepare(o: &StressOptions, mut workload: Workload) -> R
             let msg = e.to_string();
             // Profiles use plain CREATE; an existing keyspace or table is what we want anyway.
             if !msg.to_ascii_lowercase().contains("already exist") {
-                return Err(RunError::Schema { cql: cql.clone(), error: msg });
+                return Err(RunError::Schema {
+                    cql: cql.clone(),
+                    error: msg,
+                });
             }
         }
         if let Some(p) = &profile {
             if cql.to_ascii_uppercase().contains("KEYSPACE") {
-                session.use_keyspace(&p.keyspace, false).await.map_err(|e| RunError::Schema { cql: format!("USE {}", p.keyspace), error: e.to_string() })?;
+                session
+                    .use_keyspace(&p.keyspace, false)
+                    .await
+                    .map_err(|e| RunError::Schema {
+                        cql: format!("USE {}", p.keyspace),
+                        error: e.to_string(),
+                    })?;
             }
         }
     }
     if let Some(p) = &profile {
-        session.use_keyspace(&p.keyspace, false).await.map_err(|e| RunError::Schema { cql: format!("USE {}", p.keyspace), error: e.to_string() })?;
+        session
+            .use_keyspace(&p.keyspace, false)
+            .await
+            .map_err(|e| RunError::Schema {
+                cql: format!("USE {}", p.keyspace),
+                error: e.to_string(),
+            })?;
     }
     let mut statements = Vec::new();
     for op in workload.ops.iter_mut() {
-        let mut ps = session.prepare(op.cql.as_str()).await.map_err(|e| RunError::Prepare { cql: op.cql.clone(), error: e.to_string() })?;
+        let mut ps = session
+            .prepare(op.cql.as_str())
+            .await
+            .map_err(|e| RunError::Prepare {
+                cql: op.cql.clone(),
+                error: e.to_string(),
+            })?;
         ps.set_consistency(consistency(o.consistency));
         ps.set_is_idempotent(true);
         ps.set_request_timeout(Some(REQUEST_TIMEOUT));
         if let (Some(p), ValuesGen::User(gens)) = (&profile, &mut op.values) {
             for spec in ps.get_variable_col_specs().iter() {
-                gens.push(p.bind_gen(spec.name(), spec.typ()).map_err(|e| RunError::Profile(e.to_string()))?);
+                gens.push(
+                    p.bind_gen(spec.name(), spec.typ())
+                        .map_err(|e| RunError::Profile(e.to_string()))?,
+                );
             }
         }
         statements.push(ps);
     }
-    Ok(Prepared { session: Arc::new(session), workload: Arc::new(workload), statements: Arc::new(statements) })
+    Ok(Prepared {
+        session: Arc::new(session),
+        workload: Arc::new(workload),
+        statements: Arc::new(statements),
+    })
 }
 
 /// What one phase is asked to do.
@@ -152,7 +198,10 @@ impl PhaseResult {
     /// All ops merged.
     pub fn total(&self) -> OpWindow {
         let mut it = self.per_op.iter();
-        let mut acc = it.next().cloned().unwrap_or_else(|| OpWindow { hist: crate::stats::new_histogram(), errors: 0 });
+        let mut acc = it.next().cloned().unwrap_or_else(|| OpWindow {
+            hist: crate::stats::new_histogram(),
+            errors: 0,
+        });
         for w in it {
             acc.merge(w);
         }
@@ -199,7 +248,12 @@ impl Sinks {
     /// Opens the files the options name.
     pub fn open(o: &StressOptions) -> Result<Self, RunError> {
         let open = |p: &std::path::Path| {
-            File::create(p).map(BufWriter::new).map_err(|e| RunError::Output { path: p.display().to_string(), error: e.to_string() })
+            File::create(p)
+                .map(BufWriter::new)
+                .map_err(|e| RunError::Output {
+                    path: p.display().to_string(),
+                    error: e.to_string(),
+                })
         };
         let log = o.log_file.as_deref().map(open).transpose()?;
         let mut hdr = o.hdr_file.as_deref().map(open).transpose()?;
@@ -211,9 +265,17 @@ impl Sinks {
                 .with_base_time(SystemTime::now())
                 .begin_log_with(w, &mut hdr_serializer)
                 .map(|_| ());
-            written.map_err(|e| RunError::Output { path: format!("{:?}", o.hdr_file), error: e.to_string() })?;
+            written.map_err(|e| RunError::Output {
+                path: format!("{:?}", o.hdr_file),
+                error: e.to_string(),
+            })?;
         }
-        Ok(Sinks { log, hdr, hdr_serializer, base: Instant::now() })
+        Ok(Sinks {
+            log,
+            hdr,
+            hdr_serializer,
+            base: Instant::now(),
+        })
     }
 
     fn line(&mut self, s: &str, print: bool) {
@@ -227,9 +289,25 @@ impl Sinks {
 
     fn hdr_interval(&mut self, tag: &str, w: &OpWindow, start: Instant, dur: Duration) {
         let Some(out) = self.hdr.as_mut() else { return };
-        let tag: String = tag.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '/' || c == '-' { c } else { '_' }).collect();
-        if let Ok(mut writer) = IntervalLogWriterBuilder::new().begin_log_with(out, &mut self.hdr_serializer) {
-            let _ = writer.write_histogram(&w.hist, start.saturating_duration_since(self.base), dur, Tag::new(&tag));
+        let tag: String = tag
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '/' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if let Ok(mut writer) =
+            IntervalLogWriterBuilder::new().begin_log_with(out, &mut self.hdr_serializer)
+        {
+            let _ = writer.write_histogram(
+                &w.hist,
+                start.saturating_duration_since(self.base),
+                dur,
+                Tag::new(&tag),
+            );
         }
     }
 
@@ -263,8 +341,12 @@ async fn worker(ctx: Arc<WorkerCtx>, id: usize, seed: u64) {
                 tokio::time::sleep_until(wake.into()).await;
             }
         }
-        let op = ctx.only_op.unwrap_or_else(|| ctx.workload.pick_op(&mut rng));
-        let (Some(def), Some(stmt)) = (ctx.workload.ops.get(op), ctx.prepared.get(op)) else { continue };
+        let op = ctx
+            .only_op
+            .unwrap_or_else(|| ctx.workload.pick_op(&mut rng));
+        let (Some(def), Some(stmt)) = (ctx.workload.ops.get(op), ctx.prepared.get(op)) else {
+            continue;
+        };
         let index = ctx.sampler.next(&mut rng);
         let values = bind_values(def, index, &mut rng);
         let sent = Instant::now();
@@ -281,7 +363,12 @@ async fn worker(ctx: Arc<WorkerCtx>, id: usize, seed: u64) {
 }
 
 /// Runs one phase to completion and reports it.
-pub async fn run_phase(p: &Prepared, spec: &PhaseSpec, sinks: &mut Sinks, interval: Duration) -> PhaseResult {
+pub async fn run_phase(
+    p: &Prepared,
+    spec: &PhaseSpec,
+    sinks: &mut Sinks,
+    interval: Duration,
+) -> PhaseResult {
     let op_names: Vec<String> = p.workload.ops.iter().map(|o| o.name.clone()).collect();
     let recorder = Arc::new(Recorder::new(op_names.len(), spec.threads as usize));
     let start = Instant::now();
@@ -299,10 +386,17 @@ pub async fn run_phase(p: &Prepared, spec: &PhaseSpec, sinks: &mut Sinks, interv
     let cpu0 = process_cpu_time();
     let mut workers = tokio::task::JoinSet::new();
     for id in 0..spec.threads as usize {
-        let seed = crate::dist::mix64(start.elapsed().as_nanos() as u64 ^ ((id as u64) << 32) ^ 0x5eed);
+        let seed =
+            crate::dist::mix64(start.elapsed().as_nanos() as u64 ^ ((id as u64) << 32) ^ 0x5eed);
         workers.spawn(worker(ctx.clone(), id, seed));
     }
-    sinks.line(&format!("Running {} ({} threads, {:?}, {:?})", spec.name, spec.threads, spec.rate, spec.stop), spec.print_progress);
+    sinks.line(
+        &format!(
+            "Running {} ({} threads, {:?}, {:?})",
+            spec.name, spec.threads, spec.rate, spec.stop
+        ),
+        spec.print_progress,
+    );
     sinks.line(PROGRESS_HEADER, spec.print_progress);
     let mut totals: Vec<OpWindow> = recorder.take_interval();
     let mut intervals = Vec::new();
@@ -327,7 +421,12 @@ pub async fn run_phase(p: &Prepared, spec: &PhaseSpec, sinks: &mut Sinks, interv
         let window = recorder.take_interval();
         let dur = now.saturating_duration_since(last);
         let mut entry = serde_json::Map::new();
-        entry.insert("time_s".into(), serde_json::json!(crate::stats::round3(now.saturating_duration_since(start).as_secs_f64())));
+        entry.insert(
+            "time_s".into(),
+            serde_json::json!(crate::stats::round3(
+                now.saturating_duration_since(start).as_secs_f64()
+            )),
+        );
         let mut merged: Option<OpWindow> = None;
         for (i, w) in window.iter().enumerate() {
             if let Some(t) = totals.get_mut(i) {
@@ -337,7 +436,16 @@ pub async fn run_phase(p: &Prepared, spec: &PhaseSpec, sinks: &mut Sinks, interv
             let s = Summary::of(w, dur);
             let total_ops = totals.get(i).map(|t| t.hist.len()).unwrap_or(0);
             let total_err = totals.get(i).map(|t| t.errors).unwrap_or(0);
-            sinks.line(&progress_line(name, total_ops, &s, now.saturating_duration_since(start), total_err), spec.print_progress);
+            sinks.line(
+                &progress_line(
+                    name,
+                    total_ops,
+                    &s,
+                    now.saturating_duration_since(start),
+                    total_err,
+                ),
+                spec.print_progress,
+            );
             sinks.hdr_interval(&format!("{}/{}", spec.name, name), w, last, dur);
             entry.insert(name.to_string(), s.to_json());
             match merged.as_mut() {
@@ -350,7 +458,16 @@ pub async fn run_phase(p: &Prepared, spec: &PhaseSpec, sinks: &mut Sinks, interv
                 let all_ops: u64 = totals.iter().map(|t| t.hist.len()).sum();
                 let all_err: u64 = totals.iter().map(|t| t.errors).sum();
                 let s = Summary::of(&m, dur);
-                sinks.line(&progress_line("total", all_ops, &s, now.saturating_duration_since(start), all_err), spec.print_progress);
+                sinks.line(
+                    &progress_line(
+                        "total",
+                        all_ops,
+                        &s,
+                        now.saturating_duration_since(start),
+                        all_err,
+                    ),
+                    spec.print_progress,
+                );
                 entry.insert("total".into(), s.to_json());
             }
         }
@@ -363,7 +480,15 @@ pub async fn run_phase(p: &Prepared, spec: &PhaseSpec, sinks: &mut Sinks, interv
         RateMode::Fixed { rate_per_s } | RateMode::Throttle { rate_per_s } => Some(rate_per_s),
         RateMode::Unlimited => None,
     };
-    PhaseResult { name: spec.name.clone(), op_names, per_op: totals, elapsed, client_cpu: process_cpu_time().saturating_sub(cpu0), intervals, offered_rate_per_s: offered }
+    PhaseResult {
+        name: spec.name.clone(),
+        op_names,
+        per_op: totals,
+        elapsed,
+        client_cpu: process_cpu_time().saturating_sub(cpu0),
+        intervals,
+        offered_rate_per_s: offered,
+    }
 }
 
 /// cassandra-stress's closing "Results:" block.
@@ -382,7 +507,10 @@ pub fn print_summary(r: &PhaseResult) {
     if let Some(rate) = r.offered_rate_per_s {
         println!("Offered rate              : {rate:>10.0} op/s");
     }
-    println!("Op rate                   : {:>10.0} op/s", total.rate_per_s);
+    println!(
+        "Op rate                   : {:>10.0} op/s",
+        total.rate_per_s
+    );
     println!("Latency mean              : {:>10.2} ms", total.mean_ms);
     println!("Latency median            : {:>10.2} ms", total.p50_ms);
     println!("Latency 90th percentile   : {:>10.2} ms", total.p90_ms);
@@ -392,6 +520,13 @@ pub fn print_summary(r: &PhaseResult) {
     println!("Latency max               : {:>10.2} ms", total.max_ms);
     println!("Total operations          : {:>10}", total.ops);
     println!("Total errors              : {:>10}", total.errors);
-    println!("Total operation time      : {:>10.1} s", r.elapsed.as_secs_f64());
-    println!("Client CPU                : {:>10.2} s ({:.2} ms per 1,000 ops)", r.client_cpu.as_secs_f64(), r.cpu_ms_per_1000_ops());
+    println!(
+        "Total operation time      : {:>10.1} s",
+        r.elapsed.as_secs_f64()
+    );
+    println!(
+        "Client CPU                : {:>10.2} s ({:.2} ms per 1,000 ops)",
+        r.client_cpu.as_secs_f64(),
+        r.cpu_ms_per_1000_ops()
+    );
 }

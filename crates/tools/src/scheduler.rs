@@ -38,9 +38,17 @@ impl Schedule {
     pub fn new(mode: RateMode, stop: StopCondition, start: Instant) -> Self {
         let interval_ns = match mode {
             RateMode::Unlimited => 0.0,
-            RateMode::Fixed { rate_per_s } | RateMode::Throttle { rate_per_s } => 1e9 / rate_per_s.max(1e-9),
+            RateMode::Fixed { rate_per_s } | RateMode::Throttle { rate_per_s } => {
+                1e9 / rate_per_s.max(1e-9)
+            }
         };
-        Schedule { mode, stop, start, interval_ns, next_ticket: AtomicU64::new(0) }
+        Schedule {
+            mode,
+            stop,
+            start,
+            interval_ns,
+            next_ticket: AtomicU64::new(0),
+        }
     }
 
     /// When the run started.
@@ -82,7 +90,9 @@ impl Schedule {
 
     /// When a worker holding `ticket` should wake up to send it (`None`: send now).
     pub fn wake_at(&self, ticket: &Ticket) -> Option<Instant> {
-        ticket.due.map(|d| d.checked_sub(EARLY_SEND_SLACK).unwrap_or(d))
+        ticket
+            .due
+            .map(|d| d.checked_sub(EARLY_SEND_SLACK).unwrap_or(d))
     }
 
     /// The instant latency is measured from for a request of `ticket` actually sent at `sent`.
@@ -104,7 +114,11 @@ mod tests {
     #[test]
     fn fixed_rate_tickets_are_evenly_spaced_from_start() {
         let t0 = Instant::now();
-        let s = Schedule::new(RateMode::Fixed { rate_per_s: 1000.0 }, StopCondition::Ops(10), t0);
+        let s = Schedule::new(
+            RateMode::Fixed { rate_per_s: 1000.0 },
+            StopCondition::Ops(10),
+            t0,
+        );
         let a = s.next(t0).unwrap();
         let b = s.next(t0).unwrap();
         let c = s.next(t0).unwrap();
@@ -116,11 +130,19 @@ mod tests {
     #[test]
     fn late_fixed_rate_request_is_charged_from_its_due_time() {
         let t0 = Instant::now();
-        let s = Schedule::new(RateMode::Fixed { rate_per_s: 100.0 }, StopCondition::Ops(10), t0);
+        let s = Schedule::new(
+            RateMode::Fixed { rate_per_s: 100.0 },
+            StopCondition::Ops(10),
+            t0,
+        );
         let t = s.next(t0).unwrap();
         let sent_late = t0 + Duration::from_millis(500);
         assert_eq!(s.latency_origin(&t, sent_late), t0);
-        let early = Schedule::new(RateMode::Fixed { rate_per_s: 100.0 }, StopCondition::Ops(10), t0);
+        let early = Schedule::new(
+            RateMode::Fixed { rate_per_s: 100.0 },
+            StopCondition::Ops(10),
+            t0,
+        );
         let _ = early.next(t0);
         let t1 = early.next(t0).unwrap();
         let sent_early = t0 + Duration::from_micros(9_500);
@@ -131,7 +153,11 @@ mod tests {
     fn throttled_and_unpaced_requests_count_from_the_send() {
         let t0 = Instant::now();
         let sent = t0 + Duration::from_secs(3);
-        let th = Schedule::new(RateMode::Throttle { rate_per_s: 10.0 }, StopCondition::Ops(10), t0);
+        let th = Schedule::new(
+            RateMode::Throttle { rate_per_s: 10.0 },
+            StopCondition::Ops(10),
+            t0,
+        );
         let t = th.next(t0).unwrap();
         assert!(t.due.is_some());
         assert_eq!(th.latency_origin(&t, sent), sent);
@@ -152,7 +178,11 @@ mod tests {
     #[test]
     fn duration_bounds_paced_tickets_by_due_time() {
         let t0 = Instant::now();
-        let s = Schedule::new(RateMode::Fixed { rate_per_s: 100.0 }, StopCondition::Duration(Duration::from_secs(1)), t0);
+        let s = Schedule::new(
+            RateMode::Fixed { rate_per_s: 100.0 },
+            StopCondition::Duration(Duration::from_secs(1)),
+            t0,
+        );
         // Due times 0, 10 ms, ..., 990 ms fit in one second: exactly 100 tickets, even if asked early.
         assert_eq!((0..1000).filter_map(|_| s.next(t0)).count(), 100);
     }
@@ -160,7 +190,11 @@ mod tests {
     #[test]
     fn duration_bounds_unpaced_tickets_by_clock() {
         let t0 = Instant::now();
-        let s = Schedule::new(RateMode::Unlimited, StopCondition::Duration(Duration::from_secs(1)), t0);
+        let s = Schedule::new(
+            RateMode::Unlimited,
+            StopCondition::Duration(Duration::from_secs(1)),
+            t0,
+        );
         assert!(s.next(t0 + Duration::from_millis(999)).is_some());
         assert!(s.next(t0 + Duration::from_secs(1)).is_none());
     }
@@ -168,9 +202,16 @@ mod tests {
     #[test]
     fn workers_wake_slightly_before_due() {
         let t0 = Instant::now();
-        let s = Schedule::new(RateMode::Fixed { rate_per_s: 1.0 }, StopCondition::Ops(5), t0);
+        let s = Schedule::new(
+            RateMode::Fixed { rate_per_s: 1.0 },
+            StopCondition::Ops(5),
+            t0,
+        );
         let _ = s.next(t0);
         let t = s.next(t0).unwrap();
-        assert_eq!(s.wake_at(&t), Some(t0 + Duration::from_secs(1) - EARLY_SEND_SLACK));
+        assert_eq!(
+            s.wake_at(&t),
+            Some(t0 + Duration::from_secs(1) - EARLY_SEND_SLACK)
+        );
     }
 }

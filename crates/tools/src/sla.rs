@@ -38,13 +38,20 @@ impl SlaReport {
     /// Highest achieved throughput over the steps (and the closed-loop probe).
     pub fn max_throughput(&self) -> f64 {
         let steps = self.steps.iter().map(|s| s.total.rate_per_s);
-        let probe = self.probe.iter().map(|p| Summary::of(&p.total(), p.elapsed).rate_per_s);
+        let probe = self
+            .probe
+            .iter()
+            .map(|p| Summary::of(&p.total(), p.elapsed).rate_per_s);
         steps.chain(probe).fold(0.0, f64::max)
     }
 
     /// Highest achieved throughput of a reached step whose latency at `quantile` stayed under 10 ms.
     pub fn max_under_sla(&self, pick: fn(&Summary) -> f64) -> f64 {
-        self.steps.iter().filter(|s| s.reached && pick(&s.total) < SLA_LATENCY_MS).map(|s| s.total.rate_per_s).fold(0.0, f64::max)
+        self.steps
+            .iter()
+            .filter(|s| s.reached && pick(&s.total) < SLA_LATENCY_MS)
+            .map(|s| s.total.rate_per_s)
+            .fold(0.0, f64::max)
     }
 
     /// The report as JSON, settings included.
@@ -70,8 +77,15 @@ impl SlaReport {
 
     /// Client CPU per 1,000 ops over every phase.
     pub fn client_cpu_ms_per_1000_ops(&self) -> f64 {
-        let phases = self.load.iter().chain(self.probe.iter()).chain(self.steps.iter().map(|s| &s.phase)).chain(self.half_max.iter().map(|s| &s.phase));
-        let (cpu, ops) = phases.fold((0.0, 0u64), |(c, n), p| (c + p.client_cpu.as_secs_f64(), n + p.total().hist.len()));
+        let phases = self
+            .load
+            .iter()
+            .chain(self.probe.iter())
+            .chain(self.steps.iter().map(|s| &s.phase))
+            .chain(self.half_max.iter().map(|s| &s.phase));
+        let (cpu, ops) = phases.fold((0.0, 0u64), |(c, n), p| {
+            (c + p.client_cpu.as_secs_f64(), n + p.total().hist.len())
+        });
         if ops == 0 {
             0.0
         } else {
@@ -96,7 +110,15 @@ pub fn should_stop(s: &StepResult) -> bool {
     !s.reached || s.total.p90_ms > P90_GIVE_UP_MS
 }
 
-async fn fixed_step(o: &StressOptions, sla: &SlaOptions, p: &Prepared, sinks: &mut Sinks, pop: &DistSpec, rate: f64, name: String) -> StepResult {
+async fn fixed_step(
+    o: &StressOptions,
+    sla: &SlaOptions,
+    p: &Prepared,
+    sinks: &mut Sinks,
+    pop: &DistSpec,
+    rate: f64,
+    name: String,
+) -> StepResult {
     let spec = PhaseSpec {
         name,
         rate: RateMode::Fixed { rate_per_s: rate },
@@ -119,26 +141,51 @@ async fn fixed_step(o: &StressOptions, sla: &SlaOptions, p: &Prepared, sinks: &m
         total.errors,
         if reached { "" } else { "  (not reached)" }
     );
-    StepResult { offered_rate_per_s: rate, total, reached, phase }
+    StepResult {
+        offered_rate_per_s: rate,
+        total,
+        reached,
+        phase,
+    }
 }
 
 /// Runs the whole step load.
-pub async fn run_sla(o: &StressOptions, sla: &SlaOptions, p: &Prepared, sinks: &mut Sinks, population: DistSpec) -> SlaReport {
-    let mut report = SlaReport { load: None, probe: None, steps: Vec::new(), half_max: None };
+pub async fn run_sla(
+    o: &StressOptions,
+    sla: &SlaOptions,
+    p: &Prepared,
+    sinks: &mut Sinks,
+    population: DistSpec,
+) -> SlaReport {
+    let mut report = SlaReport {
+        load: None,
+        probe: None,
+        steps: Vec::new(),
+        half_max: None,
+    };
     if sla.load_ops > 0 {
-        let write_op = p.workload.ops.iter().position(|op| matches!(op.name.as_str(), "write" | "insert"));
+        let write_op = p
+            .workload
+            .ops
+            .iter()
+            .position(|op| matches!(op.name.as_str(), "write" | "insert"));
         let spec = PhaseSpec {
             name: "load".into(),
             rate: RateMode::Unlimited,
             stop: StopCondition::Ops(sla.load_ops),
             threads: o.threads,
-            population: DistSpec::Seq { min: 1, max: sla.load_ops },
+            population: DistSpec::Seq {
+                min: 1,
+                max: sla.load_ops,
+            },
             only_op: Some(write_op.unwrap_or(0)),
             print_progress: !o.quiet,
         };
-        report.load = Some(run_phase(p, &spec, sinks, Duration::from_secs(5).max(o.log_interval)).await);
+        report.load =
+            Some(run_phase(p, &spec, sinks, Duration::from_secs(5).max(o.log_interval)).await);
     }
-    let needs_probe = sla.start_rate_per_s.is_none() || matches!(sla.step, SlaStep::FractionOfMax(_));
+    let needs_probe =
+        sla.start_rate_per_s.is_none() || matches!(sla.step, SlaStep::FractionOfMax(_));
     let mut measured_max = 0.0;
     if needs_probe {
         let spec = PhaseSpec {
@@ -169,7 +216,8 @@ pub async fn run_sla(o: &StressOptions, sla: &SlaOptions, p: &Prepared, sinks: &
     }
     let half = report.max_throughput() / 2.0;
     if half >= 1.0 {
-        report.half_max = Some(fixed_step(o, sla, p, sinks, &population, half, "half_max".into()).await);
+        report.half_max =
+            Some(fixed_step(o, sla, p, sinks, &population, half, "half_max".into()).await);
     }
     report
 }
@@ -177,9 +225,18 @@ pub async fn run_sla(o: &StressOptions, sla: &SlaOptions, p: &Prepared, sinks: &
 /// Prints the four figures of WORKLOADS.md §1.
 pub fn print_report(r: &SlaReport) {
     println!("\nSLA results:");
-    println!("Max throughput                 : {:>10.0} op/s", r.max_throughput());
-    println!("Max throughput with P90 < 10 ms: {:>10.0} op/s", r.max_under_sla(|s| s.p90_ms));
-    println!("Max throughput with P99 < 10 ms: {:>10.0} op/s", r.max_under_sla(|s| s.p99_ms));
+    println!(
+        "Max throughput                 : {:>10.0} op/s",
+        r.max_throughput()
+    );
+    println!(
+        "Max throughput with P90 < 10 ms: {:>10.0} op/s",
+        r.max_under_sla(|s| s.p90_ms)
+    );
+    println!(
+        "Max throughput with P99 < 10 ms: {:>10.0} op/s",
+        r.max_under_sla(|s| s.p99_ms)
+    );
     if let Some(h) = &r.half_max {
         let s = &h.total;
         println!(
@@ -187,7 +244,10 @@ pub fn print_report(r: &SlaReport) {
             h.offered_rate_per_s, s.p50_ms, s.p90_ms, s.p99_ms, s.p999_ms, s.max_ms
         );
     }
-    println!("Client CPU per 1,000 ops       : {:>10.2} ms", r.client_cpu_ms_per_1000_ops());
+    println!(
+        "Client CPU per 1,000 ops       : {:>10.2} ms",
+        r.client_cpu_ms_per_1000_ops()
+    );
 }
 
 #[cfg(test)]

@@ -19,7 +19,8 @@ pub fn new_histogram() -> Histogram<u64> {
     // Only constants reach this call (no input does), and hdrhistogram accepts them; the unit test
     // `histogram_bounds_are_valid` pins that.
     #[allow(clippy::expect_used)]
-    Histogram::new_with_bounds(1, LATENCY_MAX_US, SIGNIFICANT_FIGURES).expect("constant histogram bounds are valid")
+    Histogram::new_with_bounds(1, LATENCY_MAX_US, SIGNIFICANT_FIGURES)
+        .expect("constant histogram bounds are valid")
 }
 
 /// Latencies and error count of one operation type over some span of time.
@@ -31,7 +32,10 @@ pub struct OpWindow {
 
 impl OpWindow {
     fn new() -> Self {
-        OpWindow { hist: new_histogram(), errors: 0 }
+        OpWindow {
+            hist: new_histogram(),
+            errors: 0,
+        }
     }
 
     /// Adds another window's counts into this one.
@@ -58,7 +62,9 @@ impl Recorder {
     /// A recorder for `op_count` operation types and `workers` workers.
     pub fn new(op_count: usize, workers: usize) -> Self {
         let n = workers.clamp(1, MAX_SHARDS);
-        let shards = (0..n).map(|_| Mutex::new((0..op_count).map(|_| OpWindow::new()).collect())).collect();
+        let shards = (0..n)
+            .map(|_| Mutex::new((0..op_count).map(|_| OpWindow::new()).collect()))
+            .collect();
         Recorder { shards, op_count }
     }
 
@@ -69,7 +75,9 @@ impl Recorder {
         let mut windows = shard.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(w) = windows.get_mut(op) {
             if ok {
-                let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX).max(1);
+                let us = u64::try_from(latency.as_micros())
+                    .unwrap_or(u64::MAX)
+                    .max(1);
                 w.hist.saturating_record(us);
             } else {
                 w.errors += 1;
@@ -115,7 +123,11 @@ impl Summary {
         Summary {
             ops: h.len(),
             errors: w.errors,
-            rate_per_s: if secs > 0.0 { h.len() as f64 / secs } else { 0.0 },
+            rate_per_s: if secs > 0.0 {
+                h.len() as f64 / secs
+            } else {
+                0.0
+            },
             mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
             p50_ms: ms(h.value_at_quantile(0.5)),
             p90_ms: ms(h.value_at_quantile(0.9)),
@@ -148,7 +160,13 @@ pub const PROGRESS_HEADER: &str =
     "type           total ops,    op/s,    mean,     med,     .95,     .99,    .999,     max,   time,  errors";
 
 /// One progress line: `total_ops` so far, rates and latencies of the last interval.
-pub fn progress_line(name: &str, total_ops: u64, s: &Summary, elapsed: Duration, total_errors: u64) -> String {
+pub fn progress_line(
+    name: &str,
+    total_ops: u64,
+    s: &Summary,
+    elapsed: Duration,
+    total_errors: u64,
+) -> String {
     format!(
         "{:<14} {:>10}, {:>7.0}, {:>7.1}, {:>7.1}, {:>7.1}, {:>7.1}, {:>7.1}, {:>7.1}, {:>6.1}, {:>7}",
         format!("{name},"),
@@ -174,7 +192,9 @@ pub fn process_cpu_time() -> Duration {
     if rc != 0 {
         return Duration::ZERO;
     }
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64);
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 

@@ -38,7 +38,11 @@ impl fmt::Display for WorkloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WorkloadError::UnknownOp { op, available } => {
-                write!(f, "unknown operation '{op}'; this profile has: {}", available.join(", "))
+                write!(
+                    f,
+                    "unknown operation '{op}'; this profile has: {}",
+                    available.join(", ")
+                )
             }
             WorkloadError::Profile(e) => write!(f, "user profile: {e}"),
         }
@@ -99,7 +103,7 @@ impl Workload {
             ProfileKind::Standard => standard1(o),
             ProfileKind::TimeSeries => timeseries(o),
             ProfileKind::WideTtl => widettl(o),
-            ProfileKind::User(path) => crate::profile::load(path)?.into_workload(o)?,
+            ProfileKind::User(path) => crate::profile::load(path)?.into_workload()?,
         };
         all.select_ops(&o.ops)
     }
@@ -117,7 +121,10 @@ impl Workload {
                 .ops
                 .iter()
                 .find(|op| canonical(&op.name) == canonical(name))
-                .ok_or_else(|| WorkloadError::UnknownOp { op: name.clone(), available: self.ops.iter().map(|o| o.name.clone()).collect() })?;
+                .ok_or_else(|| WorkloadError::UnknownOp {
+                    op: name.clone(),
+                    available: self.ops.iter().map(|o| o.name.clone()).collect(),
+                })?;
             let mut op = op.clone();
             op.weight = *weight;
             chosen.push(op);
@@ -182,7 +189,11 @@ fn standard1(o: &StressOptions) -> Workload {
     let table = format!(
         "CREATE TABLE IF NOT EXISTS {}.standard1 (key blob PRIMARY KEY, {}){}",
         o.keyspace,
-        names.iter().map(|n| format!("{n} blob")).collect::<Vec<_>>().join(", "),
+        names
+            .iter()
+            .map(|n| format!("{n} blob"))
+            .collect::<Vec<_>>()
+            .join(", "),
         compaction_clause(o, None)
     );
     let insert = format!(
@@ -194,8 +205,21 @@ fn standard1(o: &StressOptions) -> Workload {
     Workload {
         schema_cql: vec![keyspace_cql(o), table],
         ops: vec![
-            OpDef { name: "write".into(), weight: 1, cql: insert, values: ValuesGen::StandardWrite { columns, size: o.col_size.clone() } },
-            OpDef { name: "read".into(), weight: 1, cql: format!("SELECT * FROM {}.standard1 WHERE key = ?", o.keyspace), values: ValuesGen::StandardRead },
+            OpDef {
+                name: "write".into(),
+                weight: 1,
+                cql: insert,
+                values: ValuesGen::StandardWrite {
+                    columns,
+                    size: o.col_size.clone(),
+                },
+            },
+            OpDef {
+                name: "read".into(),
+                weight: 1,
+                cql: format!("SELECT * FROM {}.standard1 WHERE key = ?", o.keyspace),
+                values: ValuesGen::StandardRead,
+            },
         ],
         default_population: default_population(o),
     }
@@ -280,9 +304,17 @@ pub fn timeuuid_at(ticks_100ns: u64, seed: u64) -> [u8; 16] {
 
 /// A fresh timeuuid for now; strictly increasing within this process.
 pub fn timeuuid_now(rng: &mut Rng) -> CqlTimeuuid {
-    let now_100ns = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| (d.as_nanos() / 100) as u64).unwrap_or(0) + UUID_EPOCH_OFFSET_100NS;
+    let now_100ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| (d.as_nanos() / 100) as u64)
+        .unwrap_or(0)
+        + UUID_EPOCH_OFFSET_100NS;
     let prev = LAST_TIMEUUID_TICK.fetch_max(now_100ns, Ordering::Relaxed);
-    let tick = if prev >= now_100ns { LAST_TIMEUUID_TICK.fetch_add(1, Ordering::Relaxed) + 1 } else { now_100ns };
+    let tick = if prev >= now_100ns {
+        LAST_TIMEUUID_TICK.fetch_add(1, Ordering::Relaxed) + 1
+    } else {
+        now_100ns
+    };
     CqlTimeuuid::from_bytes(timeuuid_at(tick, rng.next_u64()))
 }
 
@@ -299,7 +331,7 @@ pub fn bind_values(op: &OpDef, index: u64, rng: &mut Rng) -> Vec<CqlValue> {
             let mut v = Vec::with_capacity(columns + 1);
             v.push(CqlValue::Blob(stress_key(index).to_vec()));
             for c in 0..*columns {
-                let len = usize::try_from(crate::dist::Sampler::new(size.clone()).next(rng)).unwrap_or(34).min(1 << 20);
+                let len = usize::try_from(size.draw(rng)).unwrap_or(34).min(1 << 20);
                 let mut bytes = vec![0u8; len];
                 fill_bytes(mix64(index) ^ c as u64, &mut bytes);
                 v.push(CqlValue::Blob(bytes));
@@ -322,7 +354,10 @@ pub fn bind_values(op: &OpDef, index: u64, rng: &mut Rng) -> Vec<CqlValue> {
                 CqlValue::Text(wide_payload(index)),
             ]
         }
-        ValuesGen::WideSelect => vec![CqlValue::Text(format!("part-{}", index / WIDE_ROWS_PER_PARTITION))],
+        ValuesGen::WideSelect => vec![CqlValue::Text(format!(
+            "part-{}",
+            index / WIDE_ROWS_PER_PARTITION
+        ))],
         ValuesGen::User(gens) => gens.iter().map(|g| g.value(index, rng)).collect(),
     }
 }
@@ -356,11 +391,20 @@ mod tests {
     #[test]
     fn mixed_selects_ops_with_weights_and_rejects_unknown_ones() {
         let w = Workload::from_options(&opts("mixed ratio(write=1,read=3)")).unwrap();
-        assert_eq!(w.ops.iter().map(|o| (o.name.as_str(), o.weight)).collect::<Vec<_>>(), vec![("write", 1), ("read", 3)]);
+        assert_eq!(
+            w.ops
+                .iter()
+                .map(|o| (o.name.as_str(), o.weight))
+                .collect::<Vec<_>>(),
+            vec![("write", 1), ("read", 3)]
+        );
         let mut rng = Rng::new(5);
         let reads = (0..4000).filter(|_| w.pick_op(&mut rng) == 1).count();
         assert!((2800..3200).contains(&reads), "{reads}");
-        assert!(matches!(Workload::from_options(&opts("mixed ratio(write=1,scan=1)")), Err(WorkloadError::UnknownOp { .. })));
+        assert!(matches!(
+            Workload::from_options(&opts("mixed ratio(write=1,scan=1)")),
+            Err(WorkloadError::UnknownOp { .. })
+        ));
     }
 
     #[test]

@@ -48,6 +48,8 @@ fn write_literal(v: &CqlValue, out: &mut String) {
             days: 0,
             nanos: 0,
         } => out.push_str("0s"),
+        // Cassandra prints the empty value of a non-string type as `null` in literals.
+        CqlValue::Empty => out.push_str("null"),
         CqlValue::List(items) | CqlValue::Vector(items) => {
             write_seq(items.iter().map(Some), '[', ']', out)
         }

@@ -5,10 +5,12 @@ use super::error::{invalid, ExecError, ExecResult};
 use super::storage_bridge::table_def;
 use super::values::resolve_type;
 use crate::node::NodeState;
-use helenus_cql::ast::{self, AlterTableAction, CreateTableStatement, OptionValue, Properties, Term};
+use helenus_cql::ast::{
+    self, AlterTableAction, CreateTableStatement, OptionValue, Properties, Term,
+};
 use helenus_schema::{
-    full_compaction_class, full_compressor_class, ClusteringOrder, ColumnKind, ColumnMeta, IndexMeta, KeyspaceKind,
-    KeyspaceMeta, Schema, TableKind, TableMeta, TableParams,
+    full_compaction_class, full_compressor_class, ClusteringOrder, ColumnKind, ColumnMeta,
+    IndexMeta, KeyspaceKind, KeyspaceMeta, Schema, TableKind, TableMeta, TableParams,
 };
 use helenus_types::{CqlType, UserType};
 use std::collections::BTreeMap;
@@ -38,24 +40,39 @@ pub fn initial_schema(system_dir: &Path) -> Result<Schema, helenus_schema::Schem
     for ks in helenus_schema::load_user_schema(&system_dir.join(SCHEMA_FILE))? {
         keyspaces.insert(ks.name.clone(), Arc::new(ks));
     }
-    let mut s = Schema { keyspaces, version: uuid::Uuid::nil() };
+    let mut s = Schema {
+        keyspaces,
+        version: uuid::Uuid::nil(),
+    };
     s.refresh_version();
     Ok(s)
 }
 
 fn schema_path(node: &NodeState) -> std::path::PathBuf {
-    node.config.primary_data_dir().join("system").join(SCHEMA_FILE)
+    node.config
+        .primary_data_dir()
+        .join("system")
+        .join(SCHEMA_FILE)
 }
 
 fn is_system(ks: &str) -> bool {
     matches!(
         ks,
-        "system" | "system_schema" | "system_auth" | "system_distributed" | "system_traces" | "system_views" | "system_virtual_schema"
+        "system"
+            | "system_schema"
+            | "system_auth"
+            | "system_distributed"
+            | "system_traces"
+            | "system_views"
+            | "system_virtual_schema"
     )
 }
 
 fn check_name(kind: &str, name: &str) -> ExecResult<()> {
-    if name.is_empty() || name.len() > 48 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    if name.is_empty()
+        || name.len() > 48
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
         return invalid(format!(
             "{kind} name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")"
         ));
@@ -65,7 +82,9 @@ fn check_name(kind: &str, name: &str) -> ExecResult<()> {
 
 fn const_text(t: &Term) -> Option<String> {
     Some(match t {
-        Term::String(s) | Term::Integer(s) | Term::Float(s) | Term::Uuid(s) | Term::Duration(s) => s.clone(),
+        Term::String(s) | Term::Integer(s) | Term::Float(s) | Term::Uuid(s) | Term::Duration(s) => {
+            s.clone()
+        }
         Term::Bool(b) => b.to_string(),
         _ => return None,
     })
@@ -76,33 +95,43 @@ fn map_value(v: &OptionValue, name: &str) -> ExecResult<BTreeMap<String, String>
         OptionValue::Map(entries) => {
             let mut m = BTreeMap::new();
             for (k, t) in entries {
-                let val = const_text(t).ok_or_else(|| ExecError::Syntax(format!("Invalid value for property '{name}'")))?;
+                let val = const_text(t).ok_or_else(|| {
+                    ExecError::Syntax(format!("Invalid value for property '{name}'"))
+                })?;
                 m.insert(k.clone(), val);
             }
             Ok(m)
         }
-        _ => Err(ExecError::Syntax(format!("Invalid value for property '{name}'. It should be a map."))),
+        _ => Err(ExecError::Syntax(format!(
+            "Invalid value for property '{name}'. It should be a map."
+        ))),
     }
 }
 
 fn scalar(v: &OptionValue, name: &str) -> ExecResult<String> {
     match v {
-        OptionValue::Constant(t) => const_text(t).ok_or_else(|| ExecError::Syntax(format!("Invalid value for property '{name}'"))),
+        OptionValue::Constant(t) => const_text(t)
+            .ok_or_else(|| ExecError::Syntax(format!("Invalid value for property '{name}'"))),
         OptionValue::Keyword(k) => Ok(k.clone()),
-        OptionValue::Map(_) => Err(ExecError::Syntax(format!("Invalid value for property '{name}'. It should be a string"))),
+        OptionValue::Map(_) => Err(ExecError::Syntax(format!(
+            "Invalid value for property '{name}'. It should be a string"
+        ))),
     }
 }
 
-fn replication_of(props: &Properties, current: Option<&KeyspaceMeta>) -> ExecResult<(BTreeMap<String, String>, bool)> {
+fn replication_of(
+    props: &Properties,
+    current: Option<&KeyspaceMeta>,
+) -> ExecResult<(BTreeMap<String, String>, bool)> {
     let mut replication = current.map(|k| k.replication.clone());
     let mut durable = current.map(|k| k.durable_writes).unwrap_or(true);
     for (name, v) in props {
         match name.as_str() {
             "replication" => {
                 let mut m = map_value(v, name)?;
-                let class = m
-                    .remove("class")
-                    .ok_or_else(|| ExecError::Config("Missing replication strategy class".into()))?;
+                let class = m.remove("class").ok_or_else(|| {
+                    ExecError::Config("Missing replication strategy class".into())
+                })?;
                 let short = class.rsplit('.').next().unwrap_or(&class).to_string();
                 let full = match short.as_str() {
                     "SimpleStrategy" => {
@@ -128,7 +157,7 @@ fn replication_of(props: &Properties, current: Option<&KeyspaceMeta>) -> ExecRes
                         "org.apache.cassandra.locator.NetworkTopologyStrategy"
                     }
                     "LocalStrategy" | "EverywhereStrategy" => {
-                        return Err(ExecError::Config(format!("Unable to use given strategy class: LocalStrategy is reserved for internal use.")))
+                        return Err(ExecError::Config("Unable to use given strategy class: LocalStrategy is reserved for internal use.".to_string()))
                     }
                     _ => return Err(ExecError::Config(format!("Unable to find replication strategy class 'org.apache.cassandra.locator.{short}'"))),
                 };
@@ -139,29 +168,40 @@ fn replication_of(props: &Properties, current: Option<&KeyspaceMeta>) -> ExecRes
                 durable = match scalar(v, name)?.to_ascii_lowercase().as_str() {
                     "true" => true,
                     "false" => false,
-                    other => return Err(ExecError::Syntax(format!("Invalid boolean value {other} for 'durable_writes'"))),
+                    other => {
+                        return Err(ExecError::Syntax(format!(
+                            "Invalid boolean value {other} for 'durable_writes'"
+                        )))
+                    }
                 }
             }
             other => return Err(ExecError::Syntax(format!("Unknown property '{other}'"))),
         }
     }
-    let replication = replication.ok_or_else(|| ExecError::Config("Missing mandatory option 'replication'".into()))?;
+    let replication = replication
+        .ok_or_else(|| ExecError::Config("Missing mandatory option 'replication'".into()))?;
     Ok((replication, durable))
 }
 
 /// Applies `WITH` properties to table params, with Cassandra's validation and defaults.
 pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> ExecResult<()> {
     let num = |v: &OptionValue, name: &str| -> ExecResult<f64> {
-        scalar(v, name)?.parse::<f64>().map_err(|_| ExecError::Syntax(format!("Invalid double value for '{name}'")))
+        scalar(v, name)?
+            .parse::<f64>()
+            .map_err(|_| ExecError::Syntax(format!("Invalid double value for '{name}'")))
     };
     let int = |v: &OptionValue, name: &str| -> ExecResult<i32> {
-        scalar(v, name)?.parse::<i32>().map_err(|_| ExecError::Syntax(format!("Invalid integer value for '{name}'")))
+        scalar(v, name)?
+            .parse::<i32>()
+            .map_err(|_| ExecError::Syntax(format!("Invalid integer value for '{name}'")))
     };
     let boolean = |v: &OptionValue, name: &str| -> ExecResult<bool> {
         match scalar(v, name)?.to_ascii_lowercase().as_str() {
             "true" => Ok(true),
             "false" => Ok(false),
-            _ => Err(ExecError::Syntax(format!("Invalid boolean value for '{name}'"))),
+            _ => Err(ExecError::Syntax(format!(
+                "Invalid boolean value for '{name}'"
+            ))),
         }
     };
     for (name, v) in props {
@@ -170,14 +210,20 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
             "default_time_to_live" => {
                 let ttl = int(v, name)?;
                 if ttl < 0 {
-                    return Err(ExecError::Config("default_time_to_live must be greater than or equal to 0 (got ".to_string() + &ttl.to_string() + ")"));
+                    return Err(ExecError::Config(
+                        "default_time_to_live must be greater than or equal to 0 (got ".to_string()
+                            + &ttl.to_string()
+                            + ")",
+                    ));
                 }
                 params.default_time_to_live = ttl
             }
             "gc_grace_seconds" => {
                 let g = int(v, name)?;
                 if g < 0 {
-                    return Err(ExecError::Config(format!("gc_grace_seconds must be greater than or equal to 0 (got {g})")));
+                    return Err(ExecError::Config(format!(
+                        "gc_grace_seconds must be greater than or equal to 0 (got {g})"
+                    )));
                 }
                 params.gc_grace_seconds = g
             }
@@ -202,28 +248,54 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
             "caching" => {
                 let m = map_value(v, name)?;
                 let mut c = BTreeMap::new();
-                c.insert("keys".to_string(), m.get("keys").cloned().unwrap_or_else(|| "ALL".into()).to_uppercase());
+                c.insert(
+                    "keys".to_string(),
+                    m.get("keys")
+                        .cloned()
+                        .unwrap_or_else(|| "ALL".into())
+                        .to_uppercase(),
+                );
                 c.insert(
                     "rows_per_partition".to_string(),
-                    m.get("rows_per_partition").cloned().unwrap_or_else(|| "NONE".into()).to_uppercase(),
+                    m.get("rows_per_partition")
+                        .cloned()
+                        .unwrap_or_else(|| "NONE".into())
+                        .to_uppercase(),
                 );
                 params.caching = c;
             }
             "compaction" => {
                 let mut m = map_value(v, name)?;
-                let class = m.remove("class").ok_or_else(|| ExecError::Config("Missing sub-option 'class' for the 'compaction' option.".into()))?;
+                let class = m.remove("class").ok_or_else(|| {
+                    ExecError::Config(
+                        "Missing sub-option 'class' for the 'compaction' option.".into(),
+                    )
+                })?;
                 let full = full_compaction_class(&class);
-                let known = ["SizeTieredCompactionStrategy", "LeveledCompactionStrategy", "TimeWindowCompactionStrategy", "UnifiedCompactionStrategy"];
+                let known = [
+                    "SizeTieredCompactionStrategy",
+                    "LeveledCompactionStrategy",
+                    "TimeWindowCompactionStrategy",
+                    "UnifiedCompactionStrategy",
+                ];
                 if !known.iter().any(|k| full.ends_with(k)) {
-                    return Err(ExecError::Config(format!("Unable to find compaction strategy class '{full}'")));
+                    return Err(ExecError::Config(format!(
+                        "Unable to find compaction strategy class '{full}'"
+                    )));
                 }
                 if full.ends_with("SizeTieredCompactionStrategy") {
-                    m.entry("max_threshold".into()).or_insert_with(|| "32".into());
-                    m.entry("min_threshold".into()).or_insert_with(|| "4".into());
+                    m.entry("max_threshold".into())
+                        .or_insert_with(|| "32".into());
+                    m.entry("min_threshold".into())
+                        .or_insert_with(|| "4".into());
                 }
-                if full.ends_with("TimeWindowCompactionStrategy") || full.ends_with("LeveledCompactionStrategy") {
-                    m.entry("max_threshold".into()).or_insert_with(|| "32".into());
-                    m.entry("min_threshold".into()).or_insert_with(|| "4".into());
+                if full.ends_with("TimeWindowCompactionStrategy")
+                    || full.ends_with("LeveledCompactionStrategy")
+                {
+                    m.entry("max_threshold".into())
+                        .or_insert_with(|| "32".into());
+                    m.entry("min_threshold".into())
+                        .or_insert_with(|| "4".into());
                 }
                 m.insert("class".into(), full);
                 params.compaction = m;
@@ -236,19 +308,28 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
                     params.compression = off;
                     continue;
                 }
-                if let Some(class) = m.remove("sstable_compression").or_else(|| m.remove("class")) {
+                if let Some(class) = m
+                    .remove("sstable_compression")
+                    .or_else(|| m.remove("class"))
+                {
                     m.insert("class".into(), full_compressor_class(&class));
                 } else {
-                    return Err(ExecError::Config("Missing sub-option 'class' for the 'compression' option.".into()));
+                    return Err(ExecError::Config(
+                        "Missing sub-option 'class' for the 'compression' option.".into(),
+                    ));
                 }
                 if let Some(kb) = m.remove("chunk_length_kb") {
                     m.insert("chunk_length_in_kb".into(), kb);
                 }
-                m.entry("chunk_length_in_kb".into()).or_insert_with(|| "16".into());
+                m.entry("chunk_length_in_kb".into())
+                    .or_insert_with(|| "16".into());
                 params.compression = m;
             }
             "extensions" => {
-                params.extensions = map_value(v, name)?.into_iter().map(|(k, v)| (k, v.into_bytes())).collect();
+                params.extensions = map_value(v, name)?
+                    .into_iter()
+                    .map(|(k, v)| (k, v.into_bytes()))
+                    .collect();
             }
             "id" => {}
             other => return Err(ExecError::Syntax(format!("Unknown property '{other}'"))),
@@ -267,10 +348,14 @@ fn keyspace_of(q: &ast::QualifiedName, session_ks: Option<&str>) -> ExecResult<S
 
 fn check_pk_type(name: &str, t: &CqlType) -> ExecResult<()> {
     if t.is_multi_cell() {
-        return invalid(format!("Invalid non-frozen collection type {t} for PRIMARY KEY component {name}"));
+        return invalid(format!(
+            "Invalid non-frozen collection type {t} for PRIMARY KEY component {name}"
+        ));
     }
     if t.is_counter() {
-        return invalid(format!("counter type is not supported for PRIMARY KEY column '{name}'"));
+        return invalid(format!(
+            "counter type is not supported for PRIMARY KEY column '{name}'"
+        ));
     }
     Ok(())
 }
@@ -279,17 +364,22 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
     let tname = s.name.name.name.clone();
     check_name("Table", &tname)?;
     let pk = s.primary_key.clone().ok_or_else(|| {
-        ExecError::Invalid(format!("No PRIMARY KEY specifed for table '{tname}' (exactly one required)"))
+        ExecError::Invalid(format!(
+            "No PRIMARY KEY specifed for table '{tname}' (exactly one required)"
+        ))
     })?;
     let inline_count = s.columns.iter().filter(|c| c.primary_key).count();
     if inline_count > 1 {
-        return invalid(format!("Multiple PRIMARY KEYs specifed (exactly one required)"));
+        return invalid("Multiple PRIMARY KEYs specifed (exactly one required)".to_string());
     }
     let mut columns = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (id, c) in s.columns.iter().enumerate() {
         if !seen.insert(c.name.name.clone()) {
-            return invalid(format!("Duplicate column '{}' declaration for table {}.{}", c.name.name, ks.name, tname));
+            return invalid(format!(
+                "Duplicate column '{}' declaration for table {}.{}",
+                c.name.name, ks.name, tname
+            ));
         }
         let ty = resolve_type(&c.ty, Some(ks))?;
         let pk_pos = pk.partition_key.iter().position(|p| p.name == c.name.name);
@@ -303,28 +393,49 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
         if kind.is_primary_key() {
             check_pk_type(&c.name.name, &ty)?;
             if c.is_static {
-                return invalid(format!("Static column {} cannot be part of the PRIMARY KEY", c.name.name));
+                return invalid(format!(
+                    "Static column {} cannot be part of the PRIMARY KEY",
+                    c.name.name
+                ));
             }
         }
         let order = if kind == ColumnKind::Clustering {
-            match s.options.clustering_order.iter().find(|(n, _)| n.name == c.name.name) {
+            match s
+                .options
+                .clustering_order
+                .iter()
+                .find(|(n, _)| n.name == c.name.name)
+            {
                 Some((_, ast::OrderDirection::Desc)) => ClusteringOrder::Desc,
                 _ => ClusteringOrder::Asc,
             }
         } else {
             ClusteringOrder::None
         };
-        columns.push(ColumnMeta { name: c.name.name.clone(), cql_type: ty, kind, position, order, id: id as u32 });
+        columns.push(ColumnMeta {
+            name: c.name.name.clone(),
+            cql_type: ty,
+            kind,
+            position,
+            order,
+            id: id as u32,
+        });
     }
     for k in pk.partition_key.iter().chain(pk.clustering.iter()) {
         if !columns.iter().any(|c| c.name == k.name) {
-            return invalid(format!("Unknown definition {} referenced in PRIMARY KEY", k.name));
+            return invalid(format!(
+                "Unknown definition {} referenced in PRIMARY KEY",
+                k.name
+            ));
         }
     }
     let mut dup = std::collections::HashSet::new();
     for k in pk.partition_key.iter().chain(pk.clustering.iter()) {
         if !dup.insert(&k.name) {
-            return invalid(format!("Duplicate definition for {} in PRIMARY KEY", k.name));
+            return invalid(format!(
+                "Duplicate definition for {} in PRIMARY KEY",
+                k.name
+            ));
         }
     }
     for (n, _) in &s.options.clustering_order {
@@ -332,18 +443,30 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
             return invalid(format!("Only clustering key columns can be defined in CLUSTERING ORDER directive: {} is not a clustering column", n.name));
         }
     }
-    let order_names: Vec<&str> = s.options.clustering_order.iter().map(|(n, _)| n.name.as_str()).collect();
-    let ck_names: Vec<&str> = pk.clustering.iter().map(|c| c.name.as_str()).take(order_names.len()).collect();
+    let order_names: Vec<&str> = s
+        .options
+        .clustering_order
+        .iter()
+        .map(|(n, _)| n.name.as_str())
+        .collect();
+    let ck_names: Vec<&str> = pk
+        .clustering
+        .iter()
+        .map(|c| c.name.as_str())
+        .take(order_names.len())
+        .collect();
     if !order_names.is_empty() && order_names != ck_names {
         return invalid("The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns".to_string());
     }
     let has_counter = columns.iter().any(|c| c.cql_type.is_counter());
-    let non_counter_regular = columns.iter().any(|c| !c.kind.is_primary_key() && !c.cql_type.is_counter());
+    let non_counter_regular = columns
+        .iter()
+        .any(|c| !c.kind.is_primary_key() && !c.cql_type.is_counter());
     if has_counter && non_counter_regular {
         return invalid("Cannot mix counter and non counter columns in the same table");
     }
     if pk.clustering.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
-        return invalid(format!("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
+        return invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column".to_string());
     }
     if s.options.compact_storage {
         return invalid("COMPACT STORAGE tables are not allowed starting with version 4.0");
@@ -353,22 +476,37 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
     if has_counter && params.default_time_to_live > 0 {
         return invalid("Cannot set default_time_to_live on a table with counters");
     }
-    Ok(TableMeta::new(&ks.name, &tname, uuid::Uuid::new_v4(), TableKind::User, columns, params))
+    Ok(TableMeta::new(
+        &ks.name,
+        &tname,
+        uuid::Uuid::new_v4(),
+        TableKind::User,
+        columns,
+        params,
+    ))
 }
 
 /// Runs a DDL statement. Returns None for a no-op (IF [NOT] EXISTS that matched).
-pub async fn execute(node: &NodeState, stmt: &ast::Statement, session_ks: Option<&str>) -> ExecResult<Option<SchemaChanged>> {
+pub async fn execute(
+    node: &NodeState,
+    stmt: &ast::Statement,
+    session_ks: Option<&str>,
+) -> ExecResult<Option<SchemaChanged>> {
     let _guard = node.schema_change_lock.lock().await;
     let schema = node.schema();
     let (new_schema, change) = match apply(&schema, stmt, session_ks)? {
         Some(x) => x,
         None => return Ok(None),
     };
-    helenus_schema::save_user_schema(&new_schema, &schema_path(node)).map_err(|e| ExecError::Server(e.to_string()))?;
+    helenus_schema::save_user_schema(&new_schema, &schema_path(node))
+        .map_err(|e| ExecError::Server(e.to_string()))?;
     // Storage follows the schema: new tables are created, dropped ones removed, altered options applied.
     for ks in new_schema.user_keyspaces() {
         for t in ks.tables.values() {
-            let old = schema.keyspaces.get(&ks.name).and_then(|k| k.tables.get(&t.name));
+            let old = schema
+                .keyspaces
+                .get(&ks.name)
+                .and_then(|k| k.tables.get(&t.name));
             let res = match old {
                 None => node.engine.create_table(table_def(t)),
                 Some(o) if o.id != t.id => node.engine.create_table(table_def(t)),
@@ -380,7 +518,11 @@ pub async fn execute(node: &NodeState, stmt: &ast::Statement, session_ks: Option
     }
     for ks in schema.user_keyspaces() {
         for t in ks.tables.values() {
-            let still = new_schema.keyspaces.get(&ks.name).and_then(|k| k.tables.get(&t.name)).is_some_and(|n| n.id == t.id);
+            let still = new_schema
+                .keyspaces
+                .get(&ks.name)
+                .and_then(|k| k.tables.get(&t.name))
+                .is_some_and(|n| n.id == t.id);
             if !still {
                 let engine = node.engine.clone();
                 let id = *t.id.as_bytes();
@@ -393,17 +535,36 @@ pub async fn execute(node: &NodeState, stmt: &ast::Statement, session_ks: Option
     Ok(Some(change))
 }
 
-fn changed(change: &'static str, target: &'static str, ks: &str, name: Option<&str>) -> SchemaChanged {
-    SchemaChanged { change, target, keyspace: ks.to_string(), name: name.map(str::to_string) }
+fn changed(
+    change: &'static str,
+    target: &'static str,
+    ks: &str,
+    name: Option<&str>,
+) -> SchemaChanged {
+    SchemaChanged {
+        change,
+        target,
+        keyspace: ks.to_string(),
+        name: name.map(str::to_string),
+    }
 }
 
 /// Computes the schema after `stmt`; pure, so it is easy to test.
-pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -> ExecResult<Option<(Schema, SchemaChanged)>> {
+pub fn apply(
+    schema: &Schema,
+    stmt: &ast::Statement,
+    session_ks: Option<&str>,
+) -> ExecResult<Option<(Schema, SchemaChanged)>> {
     use ast::Statement as S;
     let user_ks = |name: &str| -> ExecResult<Arc<KeyspaceMeta>> {
-        let ks = schema.keyspaces.get(name).ok_or_else(|| ExecError::Invalid(format!("Keyspace '{name}' doesn't exist")))?;
+        let ks = schema
+            .keyspaces
+            .get(name)
+            .ok_or_else(|| ExecError::Invalid(format!("Keyspace '{name}' doesn't exist")))?;
         if ks.kind != KeyspaceKind::User {
-            return Err(ExecError::Unauthorized(format!("{name} keyspace is not user-modifiable.")));
+            return Err(ExecError::Unauthorized(format!(
+                "{name} keyspace is not user-modifiable."
+            )));
         }
         Ok(ks.clone())
     };
@@ -415,14 +576,23 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
                 if s.if_not_exists {
                     return Ok(None);
                 }
-                return Err(ExecError::AlreadyExists { message: format!("Keyspace {name} already exists"), keyspace: name, table: String::new() });
+                return Err(ExecError::AlreadyExists {
+                    message: format!("Keyspace {name} already exists"),
+                    keyspace: name,
+                    table: String::new(),
+                });
             }
             if is_system(&name) {
-                return Err(ExecError::Unauthorized(format!("{name} keyspace is not user-modifiable.")));
+                return Err(ExecError::Unauthorized(format!(
+                    "{name} keyspace is not user-modifiable."
+                )));
             }
             let (replication, durable) = replication_of(&s.properties, None)?;
             let ks = KeyspaceMeta::new(&name, KeyspaceKind::User, replication, durable);
-            (schema.with_keyspace(ks), changed("CREATED", "KEYSPACE", &name, None))
+            (
+                schema.with_keyspace(ks),
+                changed("CREATED", "KEYSPACE", &name, None),
+            )
         }
         S::AlterKeyspace(s) => {
             let name = s.name.name.clone();
@@ -434,7 +604,10 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
             let mut new = (*ks).clone();
             new.replication = replication;
             new.durable_writes = durable;
-            (schema.with_keyspace(new), changed("UPDATED", "KEYSPACE", &name, None))
+            (
+                schema.with_keyspace(new),
+                changed("UPDATED", "KEYSPACE", &name, None),
+            )
         }
         S::DropKeyspace { if_exists, name } => {
             let name = name.name.clone();
@@ -445,7 +618,10 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
                 return invalid(format!("Keyspace '{name}' doesn't exist"));
             }
             user_ks(&name)?;
-            (schema.without_keyspace(&name), changed("DROPPED", "KEYSPACE", &name, None))
+            (
+                schema.without_keyspace(&name),
+                changed("DROPPED", "KEYSPACE", &name, None),
+            )
         }
         S::CreateTable(s) => {
             let ks_name = keyspace_of(&s.name, session_ks)?;
@@ -464,7 +640,10 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
             let t = build_table(&ks, s)?;
             let mut new = (*ks).clone();
             new.tables.insert(tname.clone(), Arc::new(t));
-            (schema.with_keyspace(new), changed("CREATED", "TABLE", &ks_name, Some(&tname)))
+            (
+                schema.with_keyspace(new),
+                changed("CREATED", "TABLE", &ks_name, Some(&tname)),
+            )
         }
         S::AlterTable(s) => {
             let ks_name = keyspace_of(&s.name, session_ks)?;
@@ -479,12 +658,18 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
             let t = alter_table(&ks, t, &s.action)?;
             let mut new = (*ks).clone();
             new.tables.insert(tname.clone(), Arc::new(t));
-            (schema.with_keyspace(new), changed("UPDATED", "TABLE", &ks_name, Some(&tname)))
+            (
+                schema.with_keyspace(new),
+                changed("UPDATED", "TABLE", &ks_name, Some(&tname)),
+            )
         }
         S::DropTable { if_exists, name } => {
             let ks_name = keyspace_of(name, session_ks)?;
             let tname = name.name.name.clone();
-            let exists = schema.keyspaces.get(&ks_name).is_some_and(|k| k.tables.contains_key(&tname));
+            let exists = schema
+                .keyspaces
+                .get(&ks_name)
+                .is_some_and(|k| k.tables.contains_key(&tname));
             if !exists {
                 if *if_exists {
                     return Ok(None);
@@ -497,7 +682,10 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
             let ks = user_ks(&ks_name)?;
             let mut new = (*ks).clone();
             new.tables.remove(&tname);
-            (schema.with_keyspace(new), changed("DROPPED", "TABLE", &ks_name, Some(&tname)))
+            (
+                schema.with_keyspace(new),
+                changed("DROPPED", "TABLE", &ks_name, Some(&tname)),
+            )
         }
         S::CreateType(s) => {
             let ks_name = keyspace_of(&s.name, session_ks)?;
@@ -523,8 +711,18 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
                 fields.push((f.name.clone(), t));
             }
             let mut new = (*ks).clone();
-            new.types.insert(tname.clone(), Arc::new(UserType { keyspace: ks_name.clone(), name: tname.clone(), fields }));
-            (schema.with_keyspace(new), changed("CREATED", "TYPE", &ks_name, Some(&tname)))
+            new.types.insert(
+                tname.clone(),
+                Arc::new(UserType {
+                    keyspace: ks_name.clone(),
+                    name: tname.clone(),
+                    fields,
+                }),
+            );
+            (
+                schema.with_keyspace(new),
+                changed("CREATED", "TYPE", &ks_name, Some(&tname)),
+            )
         }
         S::DropType { if_exists, name } => {
             let ks_name = keyspace_of(name, session_ks)?;
@@ -536,23 +734,48 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
                 }
                 return invalid(format!("Type '{ks_name}.{tname}' doesn't exist"));
             }
-            let used = ks.tables.values().any(|t| t.columns.iter().any(|c| c.cql_type.to_string().contains(&tname)));
+            let used = ks.tables.values().any(|t| {
+                t.columns
+                    .iter()
+                    .any(|c| c.cql_type.to_string().contains(&tname))
+            });
             if used {
-                return invalid(format!("Cannot drop user type '{ks_name}.{tname}' as it is still used by a table"));
+                return invalid(format!(
+                    "Cannot drop user type '{ks_name}.{tname}' as it is still used by a table"
+                ));
             }
             let mut new = (*ks).clone();
             new.types.remove(&tname);
-            (schema.with_keyspace(new), changed("DROPPED", "TYPE", &ks_name, Some(&tname)))
+            (
+                schema.with_keyspace(new),
+                changed("DROPPED", "TYPE", &ks_name, Some(&tname)),
+            )
         }
         S::CreateIndex(s) => {
             let ks_name = keyspace_of(&s.table, session_ks)?;
             let ks = user_ks(&ks_name)?;
             let tname = s.table.name.name.clone();
-            let t = ks.tables.get(&tname).ok_or_else(|| ExecError::Invalid(format!("Table '{ks_name}.{tname}' doesn't exist")))?;
-            let target = s.targets.first().ok_or_else(|| ExecError::Invalid("Only CUSTOM indexes can be created without specifying a target column".into()))?;
-            let col = t.column(&target.column.name).ok_or_else(|| ExecError::Invalid(format!("Column '{}' doesn't exist", target.column.name)))?;
-            let name = s.name.as_ref().map(|n| n.name.clone()).unwrap_or_else(|| format!("{tname}_{}_idx", col.name));
-            if ks.tables.values().any(|t| t.indexes.iter().any(|i| i.name == name)) {
+            let t = ks.tables.get(&tname).ok_or_else(|| {
+                ExecError::Invalid(format!("Table '{ks_name}.{tname}' doesn't exist"))
+            })?;
+            let target = s.targets.first().ok_or_else(|| {
+                ExecError::Invalid(
+                    "Only CUSTOM indexes can be created without specifying a target column".into(),
+                )
+            })?;
+            let col = t.column(&target.column.name).ok_or_else(|| {
+                ExecError::Invalid(format!("Column '{}' doesn't exist", target.column.name))
+            })?;
+            let name = s
+                .name
+                .as_ref()
+                .map(|n| n.name.clone())
+                .unwrap_or_else(|| format!("{tname}_{}_idx", col.name));
+            if ks
+                .tables
+                .values()
+                .any(|t| t.indexes.iter().any(|i| i.name == name))
+            {
                 if s.if_not_exists {
                     return Ok(None);
                 }
@@ -564,14 +787,25 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
                 ast::IndexTargetKind::Entries => format!("entries({quoted})"),
                 ast::IndexTargetKind::Full => format!("full({quoted})"),
                 ast::IndexTargetKind::Values => format!("values({quoted})"),
-                ast::IndexTargetKind::Simple if matches!(col.cql_type, CqlType::List { frozen: false, .. } | CqlType::Set { frozen: false, .. } | CqlType::Map { frozen: false, .. }) => format!("values({quoted})"),
+                ast::IndexTargetKind::Simple
+                    if matches!(
+                        col.cql_type,
+                        CqlType::List { frozen: false, .. }
+                            | CqlType::Set { frozen: false, .. }
+                            | CqlType::Map { frozen: false, .. }
+                    ) =>
+                {
+                    format!("values({quoted})")
+                }
                 ast::IndexTargetKind::Simple => quoted,
             };
             let mut options = BTreeMap::new();
             options.insert("target".to_string(), target_text);
             let kind = match &s.using {
                 Some(class) => {
-                    let full = if class.eq_ignore_ascii_case("sai") || class.ends_with("StorageAttachedIndex") {
+                    let full = if class.eq_ignore_ascii_case("sai")
+                        || class.ends_with("StorageAttachedIndex")
+                    {
                         "org.apache.cassandra.index.sai.StorageAttachedIndex".to_string()
                     } else {
                         class.clone()
@@ -582,16 +816,28 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
                 None => "COMPOSITES",
             };
             let mut nt = (**t).clone();
-            nt.indexes.push(IndexMeta { name: name.clone(), kind: kind.to_string(), options });
+            nt.indexes.push(IndexMeta {
+                name: name.clone(),
+                kind: kind.to_string(),
+                options,
+            });
             let mut new = (*ks).clone();
             new.tables.insert(tname.clone(), Arc::new(nt));
-            (schema.with_keyspace(new), changed("UPDATED", "TABLE", &ks_name, Some(&tname)))
+            (
+                schema.with_keyspace(new),
+                changed("UPDATED", "TABLE", &ks_name, Some(&tname)),
+            )
         }
         S::DropIndex { if_exists, name } => {
             let ks_name = keyspace_of(name, session_ks)?;
             let ks = user_ks(&ks_name)?;
             let iname = name.name.name.clone();
-            let Some(t) = ks.tables.values().find(|t| t.indexes.iter().any(|i| i.name == iname)).cloned() else {
+            let Some(t) = ks
+                .tables
+                .values()
+                .find(|t| t.indexes.iter().any(|i| i.name == iname))
+                .cloned()
+            else {
                 if *if_exists {
                     return Ok(None);
                 }
@@ -601,18 +847,28 @@ pub fn apply(schema: &Schema, stmt: &ast::Statement, session_ks: Option<&str>) -
             nt.indexes.retain(|i| i.name != iname);
             let mut new = (*ks).clone();
             new.tables.insert(nt.name.clone(), Arc::new(nt.clone()));
-            (schema.with_keyspace(new), changed("UPDATED", "TABLE", &ks_name, Some(&nt.name)))
+            (
+                schema.with_keyspace(new),
+                changed("UPDATED", "TABLE", &ks_name, Some(&nt.name)),
+            )
         }
         _ => return invalid("This statement is not supported by Helenus yet"),
     }))
 }
 
-fn alter_table(ks: &KeyspaceMeta, t: &TableMeta, action: &AlterTableAction) -> ExecResult<TableMeta> {
+fn alter_table(
+    ks: &KeyspaceMeta,
+    t: &TableMeta,
+    action: &AlterTableAction,
+) -> ExecResult<TableMeta> {
     let mut columns = t.columns.clone();
     let mut params = t.params.clone();
     let mut next_id = t.next_column_id;
     match action {
-        AlterTableAction::Add { if_not_exists, columns: adds } => {
+        AlterTableAction::Add {
+            if_not_exists,
+            columns: adds,
+        } => {
             for c in adds {
                 if columns.iter().any(|x| x.name == c.name.name) {
                     if *if_not_exists {
@@ -626,15 +882,25 @@ fn alter_table(ks: &KeyspaceMeta, t: &TableMeta, action: &AlterTableAction) -> E
                 }
                 if ty.is_counter() != t.is_counter_table() {
                     return invalid(if ty.is_counter() {
-                        format!("Cannot add a counter column ({}) in a non counter column family", c.name.name)
+                        format!(
+                            "Cannot add a counter column ({}) in a non counter column family",
+                            c.name.name
+                        )
                     } else {
-                        format!("Cannot add a non counter column ({}) in a counter column family", c.name.name)
+                        format!(
+                            "Cannot add a non counter column ({}) in a counter column family",
+                            c.name.name
+                        )
                     });
                 }
                 columns.push(ColumnMeta {
                     name: c.name.name.clone(),
                     cql_type: ty,
-                    kind: if c.is_static { ColumnKind::Static } else { ColumnKind::Regular },
+                    kind: if c.is_static {
+                        ColumnKind::Static
+                    } else {
+                        ColumnKind::Regular
+                    },
                     position: -1,
                     order: ClusteringOrder::None,
                     id: next_id,
@@ -642,13 +908,20 @@ fn alter_table(ks: &KeyspaceMeta, t: &TableMeta, action: &AlterTableAction) -> E
                 next_id += 1;
             }
         }
-        AlterTableAction::Drop { if_exists, columns: drops, .. } => {
+        AlterTableAction::Drop {
+            if_exists,
+            columns: drops,
+            ..
+        } => {
             for d in drops {
                 let Some(pos) = columns.iter().position(|c| c.name == d.name) else {
                     if *if_exists {
                         continue;
                     }
-                    return invalid(format!("Column {} was not found in table {}", d.name, t.name));
+                    return invalid(format!(
+                        "Column {} was not found in table {}",
+                        d.name, t.name
+                    ));
                 };
                 if columns[pos].kind.is_primary_key() {
                     return invalid(format!("Cannot drop PRIMARY KEY part {}", d.name));
@@ -662,10 +935,16 @@ fn alter_table(ks: &KeyspaceMeta, t: &TableMeta, action: &AlterTableAction) -> E
                     if *if_exists {
                         continue;
                     }
-                    return invalid(format!("Column {} was not found in table {}.{}", from.name, t.keyspace, t.name));
+                    return invalid(format!(
+                        "Column {} was not found in table {}.{}",
+                        from.name, t.keyspace, t.name
+                    ));
                 };
                 if !columns[pos].kind.is_primary_key() {
-                    return invalid(format!("Cannot rename non PRIMARY KEY column {}", from.name));
+                    return invalid(format!(
+                        "Cannot rename non PRIMARY KEY column {}",
+                        from.name
+                    ));
                 }
                 if columns.iter().any(|c| c.name == to.name) {
                     return invalid(format!("Cannot rename column {} to {} in table '{}'; another column with that name already exists", from.name, to.name, t.name));
@@ -674,10 +953,17 @@ fn alter_table(ks: &KeyspaceMeta, t: &TableMeta, action: &AlterTableAction) -> E
             }
         }
         AlterTableAction::AlterType { column, .. } => {
-            return invalid(format!("Altering column types is no longer supported (column {})", column.name));
+            return invalid(format!(
+                "Altering column types is no longer supported (column {})",
+                column.name
+            ));
         }
-        AlterTableAction::DropCompactStorage => return invalid("Cannot DROP COMPACT STORAGE as table does not use COMPACT STORAGE"),
-        AlterTableAction::Mask { .. } => return invalid("Dynamic data masking is not supported by Helenus yet"),
+        AlterTableAction::DropCompactStorage => {
+            return invalid("Cannot DROP COMPACT STORAGE as table does not use COMPACT STORAGE")
+        }
+        AlterTableAction::Mask { .. } => {
+            return invalid("Dynamic data masking is not supported by Helenus yet")
+        }
         AlterTableAction::With(opts) => {
             apply_table_properties(&mut params, &opts.properties)?;
             if !opts.clustering_order.is_empty() {

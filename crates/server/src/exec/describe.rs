@@ -2,7 +2,8 @@
 //! create statements as Cassandra 5.0 (recorded in schema/golden/cassandra-5.0-user-table-probe.txt).
 
 use helenus_schema::{
-    ClusteringOrder, ColumnKind, IndexMeta, KeyspaceKind, KeyspaceMeta, Schema, TableKind, TableMeta,
+    ClusteringOrder, ColumnKind, IndexMeta, KeyspaceKind, KeyspaceMeta, Schema, TableKind,
+    TableMeta,
 };
 use helenus_types::{CqlType, UserType};
 use std::collections::BTreeMap;
@@ -18,18 +19,76 @@ pub struct DescribeRow {
 
 /// Words that must be quoted when used as identifiers (Cassandra's reserved keywords).
 const RESERVED: &[&str] = &[
-    "add", "allow", "alter", "and", "apply", "asc", "authorize", "batch", "begin", "by", "columnfamily", "create",
-    "default", "delete", "desc", "describe", "drop", "entries", "execute", "from", "full", "grant", "if", "in",
-    "index", "infinity", "insert", "into", "is", "keyspace", "limit", "materialized", "mbean", "mbeans", "modify",
-    "nan", "norecursive", "not", "null", "of", "on", "or", "order", "primary", "rename", "replace", "revoke",
-    "schema", "select", "set", "table", "to", "token", "truncate", "unlogged", "unset", "update", "use", "using",
-    "view", "where", "with",
+    "add",
+    "allow",
+    "alter",
+    "and",
+    "apply",
+    "asc",
+    "authorize",
+    "batch",
+    "begin",
+    "by",
+    "columnfamily",
+    "create",
+    "default",
+    "delete",
+    "desc",
+    "describe",
+    "drop",
+    "entries",
+    "execute",
+    "from",
+    "full",
+    "grant",
+    "if",
+    "in",
+    "index",
+    "infinity",
+    "insert",
+    "into",
+    "is",
+    "keyspace",
+    "limit",
+    "materialized",
+    "mbean",
+    "mbeans",
+    "modify",
+    "nan",
+    "norecursive",
+    "not",
+    "null",
+    "of",
+    "on",
+    "or",
+    "order",
+    "primary",
+    "rename",
+    "replace",
+    "revoke",
+    "schema",
+    "select",
+    "set",
+    "table",
+    "to",
+    "token",
+    "truncate",
+    "unlogged",
+    "unset",
+    "update",
+    "use",
+    "using",
+    "view",
+    "where",
+    "with",
 ];
 
 /// Quotes an identifier the way Cassandra's `ColumnIdentifier.maybeQuote` does.
 pub fn maybe_quote(name: &str) -> String {
     let simple = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if simple && !RESERVED.contains(&name) {
         name.to_string()
     } else {
@@ -42,12 +101,17 @@ fn quote_string(s: &str) -> String {
 }
 
 fn string_map(m: &BTreeMap<String, String>) -> String {
-    let body: Vec<String> = m.iter().map(|(k, v)| format!("{}: {}", quote_string(k), quote_string(v))).collect();
+    let body: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("{}: {}", quote_string(k), quote_string(v)))
+        .collect();
     format!("{{{}}}", body.join(", "))
 }
 
 fn short_class(class: &str) -> &str {
-    class.strip_prefix("org.apache.cassandra.locator.").unwrap_or(class)
+    class
+        .strip_prefix("org.apache.cassandra.locator.")
+        .unwrap_or(class)
 }
 
 pub fn keyspace_statement(ks: &KeyspaceMeta) -> String {
@@ -81,13 +145,21 @@ fn type_text(t: &CqlType) -> String {
                 n
             }
         }
-        CqlType::List { element, frozen } => wrap_frozen(*frozen, format!("list<{}>", type_text(element))),
-        CqlType::Set { element, frozen } => wrap_frozen(*frozen, format!("set<{}>", type_text(element))),
-        CqlType::Map { key, value, frozen } => {
-            wrap_frozen(*frozen, format!("map<{}, {}>", type_text(key), type_text(value)))
+        CqlType::List { element, frozen } => {
+            wrap_frozen(*frozen, format!("list<{}>", type_text(element)))
         }
+        CqlType::Set { element, frozen } => {
+            wrap_frozen(*frozen, format!("set<{}>", type_text(element)))
+        }
+        CqlType::Map { key, value, frozen } => wrap_frozen(
+            *frozen,
+            format!("map<{}, {}>", type_text(key), type_text(value)),
+        ),
         CqlType::Tuple(items) => {
-            format!("frozen<tuple<{}>>", items.iter().map(type_text).collect::<Vec<_>>().join(", "))
+            format!(
+                "frozen<tuple<{}>>",
+                items.iter().map(type_text).collect::<Vec<_>>().join(", ")
+            )
         }
         other => other.to_string(),
     }
@@ -102,9 +174,17 @@ fn wrap_frozen(frozen: bool, s: String) -> String {
 }
 
 pub fn type_statement(ks: &str, t: &UserType) -> String {
-    let fields: Vec<String> =
-        t.fields.iter().map(|(n, ty)| format!("    {} {}", maybe_quote(n), type_text(ty))).collect();
-    format!("CREATE TYPE {}.{} (\n{}\n);", maybe_quote(ks), maybe_quote(&t.name), fields.join(",\n"))
+    let fields: Vec<String> = t
+        .fields
+        .iter()
+        .map(|(n, ty)| format!("    {} {}", maybe_quote(n), type_text(ty)))
+        .collect();
+    format!(
+        "CREATE TYPE {}.{} (\n{}\n);",
+        maybe_quote(ks),
+        maybe_quote(&t.name),
+        fields.join(",\n")
+    )
 }
 
 fn format_double(v: f64) -> String {
@@ -118,9 +198,18 @@ fn format_double(v: f64) -> String {
 fn table_options(t: &TableMeta) -> Vec<String> {
     let p = &t.params;
     let mut out = vec![
-        format!("additional_write_policy = {}", quote_string(&p.additional_write_policy)),
-        format!("allow_auto_snapshot = {}", p.allow_auto_snapshot.unwrap_or(true)),
-        format!("bloom_filter_fp_chance = {}", format_double(p.bloom_filter_fp_chance)),
+        format!(
+            "additional_write_policy = {}",
+            quote_string(&p.additional_write_policy)
+        ),
+        format!(
+            "allow_auto_snapshot = {}",
+            p.allow_auto_snapshot.unwrap_or(true)
+        ),
+        format!(
+            "bloom_filter_fp_chance = {}",
+            format_double(p.bloom_filter_fp_chance)
+        ),
         format!("caching = {}", string_map(&p.caching)),
         format!("cdc = {}", p.cdc.unwrap_or(false)),
         format!("comment = {}", quote_string(&p.comment)),
@@ -131,9 +220,15 @@ fn table_options(t: &TableMeta) -> Vec<String> {
         format!("default_time_to_live = {}", p.default_time_to_live),
         "extensions = {}".to_string(),
         format!("gc_grace_seconds = {}", p.gc_grace_seconds),
-        format!("incremental_backups = {}", p.incremental_backups.unwrap_or(true)),
+        format!(
+            "incremental_backups = {}",
+            p.incremental_backups.unwrap_or(true)
+        ),
         format!("max_index_interval = {}", p.max_index_interval),
-        format!("memtable_flush_period_in_ms = {}", p.memtable_flush_period_in_ms),
+        format!(
+            "memtable_flush_period_in_ms = {}",
+            p.memtable_flush_period_in_ms
+        ),
         format!("min_index_interval = {}", p.min_index_interval),
         format!("read_repair = {}", quote_string(&p.read_repair)),
         format!("speculative_retry = {}", quote_string(&p.speculative_retry)),
@@ -163,21 +258,40 @@ pub fn table_statement(t: &TableMeta) -> String {
         let pk_text = if pk.len() == 1 {
             maybe_quote(pk[0])
         } else {
-            format!("({})", pk.iter().map(|n| maybe_quote(n)).collect::<Vec<_>>().join(", "))
+            format!(
+                "({})",
+                pk.iter()
+                    .map(|n| maybe_quote(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         };
         let mut parts = vec![pk_text];
         parts.extend(ck.iter().map(|c| maybe_quote(&c.name)));
         lines.push(format!("    PRIMARY KEY ({})", parts.join(", ")));
     }
     let virtual_table = t.kind == TableKind::Virtual;
-    let head = if virtual_table { "VIRTUAL TABLE" } else { "CREATE TABLE" };
-    let mut s = format!("{head} {}.{} (\n{}\n) WITH ", maybe_quote(&t.keyspace), maybe_quote(&t.name), lines.join(",\n"));
+    let head = if virtual_table {
+        "VIRTUAL TABLE"
+    } else {
+        "CREATE TABLE"
+    };
+    let mut s = format!(
+        "{head} {}.{} (\n{}\n) WITH ",
+        maybe_quote(&t.keyspace),
+        maybe_quote(&t.name),
+        lines.join(",\n")
+    );
     let mut opts = Vec::new();
     if !ck.is_empty() {
         let order: Vec<String> = ck
             .iter()
             .map(|c| {
-                let dir = if c.order == ClusteringOrder::Desc { "DESC" } else { "ASC" };
+                let dir = if c.order == ClusteringOrder::Desc {
+                    "DESC"
+                } else {
+                    "ASC"
+                };
                 format!("{} {dir}", maybe_quote(&c.name))
             })
             .collect();
@@ -217,7 +331,11 @@ pub fn index_statement(t: &TableMeta, idx: &IndexMeta) -> String {
 
 fn sorted_ci<'a, T>(items: impl Iterator<Item = (&'a String, T)>) -> Vec<(&'a String, T)> {
     let mut v: Vec<_> = items.collect();
-    v.sort_by(|a, b| a.0.to_lowercase().cmp(&b.0.to_lowercase()).then_with(|| a.0.cmp(b.0)));
+    v.sort_by(|a, b| {
+        a.0.to_lowercase()
+            .cmp(&b.0.to_lowercase())
+            .then_with(|| a.0.cmp(b.0))
+    });
     v
 }
 
@@ -276,12 +394,23 @@ pub fn listing(schema: &Schema, kind: &'static str) -> Vec<DescribeRow> {
     for ks in schema.keyspaces.values() {
         let names: Vec<&String> = match kind {
             "keyspace" => vec![&ks.name],
-            "table" => sorted_ci(ks.tables.iter()).into_iter().map(|(n, _)| n).collect(),
-            "type" => sorted_ci(ks.types.iter()).into_iter().map(|(n, _)| n).collect(),
+            "table" => sorted_ci(ks.tables.iter())
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect(),
+            "type" => sorted_ci(ks.types.iter())
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect(),
             _ => Vec::new(),
         };
         for n in names {
-            rows.push(DescribeRow { keyspace: ks.name.clone(), kind, name: maybe_quote(n), statement: None });
+            rows.push(DescribeRow {
+                keyspace: ks.name.clone(),
+                kind,
+                name: maybe_quote(n),
+                statement: None,
+            });
         }
     }
     rows
@@ -293,8 +422,22 @@ mod tests {
     use helenus_schema::{ColumnMeta, TableParams};
     use helenus_types::NativeType;
 
-    fn col(name: &str, t: NativeType, kind: ColumnKind, position: i32, order: ClusteringOrder, id: u32) -> ColumnMeta {
-        ColumnMeta { name: name.into(), cql_type: CqlType::Native(t), kind, position, order, id }
+    fn col(
+        name: &str,
+        t: NativeType,
+        kind: ColumnKind,
+        position: i32,
+        order: ClusteringOrder,
+        id: u32,
+    ) -> ColumnMeta {
+        ColumnMeta {
+            name: name.into(),
+            cql_type: CqlType::Native(t),
+            kind,
+            position,
+            order,
+            id,
+        }
     }
 
     #[test]
@@ -305,9 +448,30 @@ mod tests {
             uuid::Uuid::nil(),
             TableKind::User,
             vec![
-                col("a", NativeType::Int, ColumnKind::PartitionKey, 0, ClusteringOrder::None, 0),
-                col("b", NativeType::Varchar, ColumnKind::PartitionKey, 1, ClusteringOrder::None, 1),
-                col("c", NativeType::Int, ColumnKind::Clustering, 0, ClusteringOrder::Desc, 2),
+                col(
+                    "a",
+                    NativeType::Int,
+                    ColumnKind::PartitionKey,
+                    0,
+                    ClusteringOrder::None,
+                    0,
+                ),
+                col(
+                    "b",
+                    NativeType::Varchar,
+                    ColumnKind::PartitionKey,
+                    1,
+                    ClusteringOrder::None,
+                    1,
+                ),
+                col(
+                    "c",
+                    NativeType::Int,
+                    ColumnKind::Clustering,
+                    0,
+                    ClusteringOrder::Desc,
+                    2,
+                ),
                 ColumnMeta {
                     name: "d".into(),
                     cql_type: CqlType::Map {
@@ -320,7 +484,14 @@ mod tests {
                     order: ClusteringOrder::None,
                     id: 3,
                 },
-                col("s", NativeType::Int, ColumnKind::Static, -1, ClusteringOrder::None, 4),
+                col(
+                    "s",
+                    NativeType::Int,
+                    ColumnKind::Static,
+                    -1,
+                    ClusteringOrder::None,
+                    4,
+                ),
             ],
             TableParams::default(),
         );

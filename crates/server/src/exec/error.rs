@@ -15,7 +15,11 @@ pub enum ExecError {
     Config(String),
     /// 0x2400: CREATE of something that exists.
     #[error("{message}")]
-    AlreadyExists { keyspace: String, table: String, message: String },
+    AlreadyExists {
+        keyspace: String,
+        table: String,
+        message: String,
+    },
     /// 0x2500: EXECUTE of an id this node does not know.
     #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
     Unprepared(Vec<u8>),
@@ -27,7 +31,10 @@ pub enum ExecError {
     Overloaded(String),
     /// 0x1100: the write did not complete in time.
     #[error("Operation timed out - received only 0 responses.")]
-    WriteTimeout { consistency: proto::Consistency, write_type: String },
+    WriteTimeout {
+        consistency: proto::Consistency,
+        write_type: String,
+    },
     /// 0x1200: the read did not complete in time.
     #[error("Operation timed out - received only 0 responses.")]
     ReadTimeout { consistency: proto::Consistency },

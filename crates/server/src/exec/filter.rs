@@ -29,23 +29,44 @@ fn cmp_op(op: Operator, o: Ordering) -> bool {
 }
 
 /// Whether a row's cell satisfies one filter.
-pub fn matches(c: &ColumnMeta, cell: &Option<Bytes>, f: &Filter, binds: &Binds<'_>) -> ExecResult<bool> {
+pub fn matches(
+    c: &ColumnMeta,
+    cell: &Option<Bytes>,
+    f: &Filter,
+    binds: &Binds<'_>,
+) -> ExecResult<bool> {
     let ty = &c.cql_type;
     if f.op == Operator::IsNotNull {
         return Ok(cell.is_some());
     }
     if let Some(key) = &f.key {
         // m[k] = v
-        let (CqlType::Map { key: kt, value: vt, .. }, Some(cell)) = (ty, cell) else { return Ok(false) };
-        let Some(CqlValue::Map(entries)) = helenus_types::deserialize(ty, cell).ok() else { return Ok(false) };
-        let Some(kv) = values::to_value(key, kt, &c.name, binds)? else { return Ok(false) };
-        let want = one(&f.value).map(|t| values::eval(t, vt, &c.name, binds)).transpose()?;
+        let (
+            CqlType::Map {
+                key: kt, value: vt, ..
+            },
+            Some(cell),
+        ) = (ty, cell)
+        else {
+            return Ok(false);
+        };
+        let Some(CqlValue::Map(entries)) = helenus_types::deserialize(ty, cell).ok() else {
+            return Ok(false);
+        };
+        let Some(kv) = values::to_value(key, kt, &c.name, binds)? else {
+            return Ok(false);
+        };
+        let want = one(&f.value)
+            .map(|t| values::eval(t, vt, &c.name, binds))
+            .transpose()?;
         let k_ser = values::serialize(&kv);
         for (k, v) in entries {
             if values::serialize(&k) == k_ser {
                 let v_ser = values::serialize(&v);
                 return Ok(match &want {
-                    Some(Bound::Value(w)) => cmp_op(f.op, helenus_types::compare_serialized(vt, &v_ser, w)),
+                    Some(Bound::Value(w)) => {
+                        cmp_op(f.op, helenus_types::compare_serialized(vt, &v_ser, w))
+                    }
                     _ => false,
                 });
             }

@@ -50,7 +50,9 @@ fn now_ms() -> i64 {
 fn arg<'a>(args: &'a [Option<CqlValue>], i: usize, f: &str) -> ExecResult<Option<&'a CqlValue>> {
     match args.get(i) {
         Some(v) => Ok(v.as_ref()),
-        None => Err(ExecError::Invalid(format!("Invalid number of arguments in call to function system.{f}"))),
+        None => Err(ExecError::Invalid(format!(
+            "Invalid number of arguments in call to function system.{f}"
+        ))),
     }
 }
 
@@ -77,7 +79,11 @@ fn as_f64(v: &CqlValue) -> Option<f64> {
 
 /// Applies a scalar function. `args` are decoded argument values (None = null); `arg_types` their
 /// types (needed by blob conversions).
-pub fn call(name: &str, args: &[Option<CqlValue>], arg_types: &[CqlType]) -> ExecResult<Option<CqlValue>> {
+pub fn call(
+    name: &str,
+    args: &[Option<CqlValue>],
+    arg_types: &[CqlType],
+) -> ExecResult<Option<CqlValue>> {
     use CqlValue as V;
     let lower = name.to_ascii_lowercase();
     let unsupported = || ExecError::Invalid(format!("Unknown function '{name}'"));
@@ -85,15 +91,23 @@ pub fn call(name: &str, args: &[Option<CqlValue>], arg_types: &[CqlType]) -> Exe
         "now" | "currenttimeuuid" => Some(V::Timeuuid(helenus_types::new_timeuuid())),
         "uuid" => Some(V::Uuid(uuid::Uuid::new_v4())),
         "currenttimestamp" => Some(V::Timestamp(now_ms())),
-        "currentdate" => Some(V::Date(((now_ms().div_euclid(86_400_000)) + (1i64 << 31)) as u32)),
+        "currentdate" => Some(V::Date(
+            ((now_ms().div_euclid(86_400_000)) + (1i64 << 31)) as u32,
+        )),
         "currenttime" => Some(V::Time(now_ms().rem_euclid(86_400_000) * 1_000_000)),
         "totimestamp" | "dateof" => arg(args, 0, &lower)?.and_then(as_ms).map(V::Timestamp),
         "todate" => arg(args, 0, &lower)?
             .and_then(as_ms)
             .map(|ms| V::Date((ms.div_euclid(86_400_000) + (1i64 << 31)) as u32)),
-        "tounixtimestamp" | "unixtimestampof" => arg(args, 0, &lower)?.and_then(as_ms).map(V::Bigint),
-        "mintimeuuid" => arg(args, 0, &lower)?.and_then(as_ms).map(|ms| V::Timeuuid(helenus_types::min_timeuuid(ms))),
-        "maxtimeuuid" => arg(args, 0, &lower)?.and_then(as_ms).map(|ms| V::Timeuuid(helenus_types::max_timeuuid(ms))),
+        "tounixtimestamp" | "unixtimestampof" => {
+            arg(args, 0, &lower)?.and_then(as_ms).map(V::Bigint)
+        }
+        "mintimeuuid" => arg(args, 0, &lower)?
+            .and_then(as_ms)
+            .map(|ms| V::Timeuuid(helenus_types::min_timeuuid(ms))),
+        "maxtimeuuid" => arg(args, 0, &lower)?
+            .and_then(as_ms)
+            .map(|ms| V::Timeuuid(helenus_types::max_timeuuid(ms))),
         "abs" => match arg(args, 0, &lower)? {
             None => None,
             Some(V::Int(x)) => Some(V::Int(x.wrapping_abs())),
@@ -105,7 +119,9 @@ pub fn call(name: &str, args: &[Option<CqlValue>], arg_types: &[CqlType]) -> Exe
             Some(_) => return Err(unsupported()),
         },
         "exp" | "log" | "log10" | "round" => {
-            let Some(v) = arg(args, 0, &lower)? else { return Ok(None) };
+            let Some(v) = arg(args, 0, &lower)? else {
+                return Ok(None);
+            };
             let x = as_f64(v).ok_or_else(unsupported)?;
             let y = match lower.as_str() {
                 "exp" => x.exp(),
@@ -124,11 +140,15 @@ pub fn call(name: &str, args: &[Option<CqlValue>], arg_types: &[CqlType]) -> Exe
             })
         }
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => {
-            let (Some(V::Vector(a)), Some(V::Vector(b))) = (arg(args, 0, &lower)?, arg(args, 1, &lower)?) else {
+            let (Some(V::Vector(a)), Some(V::Vector(b))) =
+                (arg(args, 0, &lower)?, arg(args, 1, &lower)?)
+            else {
                 return Ok(None);
             };
             if a.len() != b.len() {
-                return Err(ExecError::Invalid("All arguments must have the same vector dimensions".into()));
+                return Err(ExecError::Invalid(
+                    "All arguments must have the same vector dimensions".into(),
+                ));
             }
             let xs: Vec<f64> = a.iter().filter_map(as_f64).collect();
             let ys: Vec<f64> = b.iter().filter_map(as_f64).collect();
@@ -139,7 +159,8 @@ pub fn call(name: &str, args: &[Option<CqlValue>], arg_types: &[CqlType]) -> Exe
                     let ny = ys.iter().map(|y| y * y).sum::<f64>().sqrt();
                     if nx == 0.0 || ny == 0.0 {
                         return Err(ExecError::Invalid(
-                            "Function system.similarity_cosine doesn't support all-zero vectors".into(),
+                            "Function system.similarity_cosine doesn't support all-zero vectors"
+                                .into(),
                         ));
                     }
                     (1.0 + dot / (nx * ny)) / 2.0

@@ -9,14 +9,22 @@ use serde_json::Value;
 /// Parses an INSERT JSON document into (column name, value) pairs; unquoted keys are lowercased
 /// as identifiers are, quoted keys (`"\"Name\""`) keep their case.
 pub fn parse_object(text: &str) -> ExecResult<Vec<(String, Value)>> {
-    let v: Value = serde_json::from_str(text).map_err(|e| ExecError::Invalid(format!("Could not decode JSON string as a map: {e}. String was: {text}")))?;
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        ExecError::Invalid(format!(
+            "Could not decode JSON string as a map: {e}. String was: {text}"
+        ))
+    })?;
     let Value::Object(map) = v else {
         return invalid(format!("Could not decode JSON string as a map: {text}"));
     };
     Ok(map
         .into_iter()
         .map(|(k, v)| {
-            let name = if k.len() >= 2 && k.starts_with('"') && k.ends_with('"') { k[1..k.len() - 1].to_string() } else { k.to_lowercase() };
+            let name = if k.len() >= 2 && k.starts_with('"') && k.ends_with('"') {
+                k[1..k.len() - 1].to_string()
+            } else {
+                k.to_lowercase()
+            };
             (name, v)
         })
         .collect())
@@ -29,20 +37,38 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
     }
     let err = |what: &str| ExecError::Invalid(format!("Error decoding JSON value for {t}: {what}"));
     Ok(Some(match t {
-        CqlType::Native(n) => match (n, v) {
-            (NativeType::Boolean, Value::Bool(b)) => CqlValue::Boolean(*b),
-            (NativeType::Blob, Value::String(s)) => {
-                let hex = s.strip_prefix("0x").ok_or_else(|| err("blob values must start with 0x"))?;
-                let bytes: Option<Vec<u8>> = (0..hex.len()).step_by(2).map(|i| hex.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect();
-                CqlValue::Blob(Bytes::from(bytes.ok_or_else(|| err("invalid hex"))?))
+        CqlType::Native(n) => {
+            match (n, v) {
+                (NativeType::Boolean, Value::Bool(b)) => CqlValue::Boolean(*b),
+                (NativeType::Blob, Value::String(s)) => {
+                    let hex = s
+                        .strip_prefix("0x")
+                        .ok_or_else(|| err("blob values must start with 0x"))?;
+                    let bytes: Option<Vec<u8>> = (0..hex.len())
+                        .step_by(2)
+                        .map(|i| {
+                            hex.get(i..i + 2)
+                                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                        })
+                        .collect();
+                    CqlValue::Blob(Bytes::from(bytes.ok_or_else(|| err("invalid hex"))?))
+                }
+                (_, Value::String(s)) => {
+                    helenus_types::from_string(t, s).map_err(|e| err(&e.to_string()))?
+                }
+                (_, Value::Number(num)) => helenus_types::from_string(t, &num.to_string())
+                    .map_err(|e| err(&e.to_string()))?,
+                (_, Value::Bool(b)) => helenus_types::from_string(t, &b.to_string())
+                    .map_err(|e| err(&e.to_string()))?,
+                _ => return Err(err("unexpected JSON type")),
             }
-            (_, Value::String(s)) => helenus_types::from_string(t, s).map_err(|e| err(&e.to_string()))?,
-            (_, Value::Number(num)) => helenus_types::from_string(t, &num.to_string()).map_err(|e| err(&e.to_string()))?,
-            (_, Value::Bool(b)) => helenus_types::from_string(t, &b.to_string()).map_err(|e| err(&e.to_string()))?,
-            _ => return Err(err("unexpected JSON type")),
-        },
-        CqlType::List { element, .. } | CqlType::Set { element, .. } | CqlType::Vector { element, .. } => {
-            let Value::Array(items) = v else { return Err(err("expected a list")) };
+        }
+        CqlType::List { element, .. }
+        | CqlType::Set { element, .. }
+        | CqlType::Vector { element, .. } => {
+            let Value::Array(items) = v else {
+                return Err(err("expected a list"));
+            };
             let mut out = Vec::new();
             for it in items {
                 out.push(from_json(element, it)?.ok_or_else(|| err("null inside a collection"))?);
@@ -54,17 +80,22 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
             }
         }
         CqlType::Map { key, value, .. } => {
-            let Value::Object(m) = v else { return Err(err("expected a map")) };
+            let Value::Object(m) = v else {
+                return Err(err("expected a map"));
+            };
             let mut out = Vec::new();
             for (k, val) in m {
-                let kv = from_json(key, &Value::String(k.clone()))?.ok_or_else(|| err("null map key"))?;
+                let kv = from_json(key, &Value::String(k.clone()))?
+                    .ok_or_else(|| err("null map key"))?;
                 let vv = from_json(value, val)?.ok_or_else(|| err("null map value"))?;
                 out.push((kv, vv));
             }
             CqlValue::Map(out)
         }
         CqlType::Tuple(types) => {
-            let Value::Array(items) = v else { return Err(err("expected a list for a tuple")) };
+            let Value::Array(items) = v else {
+                return Err(err("expected a list for a tuple"));
+            };
             let mut out = Vec::new();
             for (i, ty) in types.iter().enumerate() {
                 out.push(match items.get(i) {
@@ -75,13 +106,18 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
             CqlValue::Tuple(out)
         }
         CqlType::Udt { def, .. } => {
-            let Value::Object(m) = v else { return Err(err("expected a map for a user type")) };
+            let Value::Object(m) = v else {
+                return Err(err("expected a map for a user type"));
+            };
             let mut out = Vec::new();
             for (name, ty) in &def.fields {
-                out.push((name.clone(), match m.get(name) {
-                    Some(x) => from_json(ty, x)?,
-                    None => None,
-                }));
+                out.push((
+                    name.clone(),
+                    match m.get(name) {
+                        Some(x) => from_json(ty, x)?,
+                        None => None,
+                    },
+                ));
             }
             CqlValue::Udt(out)
         }
@@ -90,12 +126,22 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
 }
 
 fn quote_name(n: &str) -> String {
-    let simple = n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if simple { n.to_string() } else { format!("\"{n}\"") }
+    let simple = n
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if simple {
+        n.to_string()
+    } else {
+        format!("\"{n}\"")
+    }
 }
 
 /// Rewrites a result as `SELECT JSON` returns it: one text column named `[json]`.
-pub fn json_rows(columns: &[(String, CqlType)], rows: Vec<Vec<Option<Bytes>>>, paging: Option<Bytes>) -> SelectOutput {
+pub fn json_rows(
+    columns: &[(String, CqlType)],
+    rows: Vec<Vec<Option<Bytes>>>,
+    paging: Option<Bytes>,
+) -> SelectOutput {
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let mut s = String::from("{");
@@ -105,7 +151,10 @@ pub fn json_rows(columns: &[(String, CqlType)], rows: Vec<Vec<Option<Bytes>>>, p
             }
             s.push_str(&serde_json::to_string(&quote_name(name)).unwrap_or_default());
             s.push_str(": ");
-            match cell.as_ref().and_then(|b| helenus_types::deserialize(ty, b).ok()) {
+            match cell
+                .as_ref()
+                .and_then(|b| helenus_types::deserialize(ty, b).ok())
+            {
                 Some(v) => s.push_str(&helenus_types::to_json(&v)),
                 None => s.push_str("null"),
             }
@@ -113,5 +162,9 @@ pub fn json_rows(columns: &[(String, CqlType)], rows: Vec<Vec<Option<Bytes>>>, p
         s.push('}');
         out.push(vec![Some(super::values::serialize(&CqlValue::Text(s)))]);
     }
-    SelectOutput { columns: vec![("[json]".to_string(), CqlType::Native(NativeType::Varchar))], rows: out, paging_state: paging }
+    SelectOutput {
+        columns: vec![("[json]".to_string(), CqlType::Native(NativeType::Varchar))],
+        rows: out,
+        paging_state: paging,
+    }
 }

@@ -15,26 +15,46 @@ use helenus_types::{CqlType, CqlValue, NativeType};
 static LWT_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn applied_column() -> (String, CqlType) {
-    ("[applied]".to_string(), CqlType::Native(NativeType::Boolean))
+    (
+        "[applied]".to_string(),
+        CqlType::Native(NativeType::Boolean),
+    )
 }
 
-pub async fn execute(node: &NodeState, plan: &WritePlan, binds: &Binds<'_>, ctx: &WriteContext) -> ExecResult<Outcome> {
+pub async fn execute(
+    node: &NodeState,
+    plan: &WritePlan,
+    binds: &Binds<'_>,
+    ctx: &WriteContext,
+) -> ExecResult<Outcome> {
     let _guard = LWT_LOCK.lock().await;
     let t = &plan.table;
     let muts = mutations(plan, binds, ctx)?;
     let [m] = muts.as_slice() else {
-        return Err(ExecError::Invalid("IN on the partition key is not supported with conditional updates".into()));
+        return Err(ExecError::Invalid(
+            "IN on the partition key is not supported with conditional updates".into(),
+        ));
     };
     // The current row (or static row) the condition is about.
-    let clustering = m.rows.first().map(|r| r.clustering.clone()).unwrap_or_default();
+    let clustering = m
+        .rows
+        .first()
+        .map(|r| r.clustering.clone())
+        .unwrap_or_default();
     let slices = if clustering.is_empty() {
         Vec::new()
     } else {
-        let b = |kind| st::ClusteringBound { prefix: clustering.clone(), kind };
+        let b = |kind| st::ClusteringBound {
+            prefix: clustering.clone(),
+            kind,
+        };
         vec![(b(st::BoundKind::Inclusive), b(st::BoundKind::Inclusive))]
     };
     let q = st::ReadQuery {
-        partitions: st::PartitionRange::Single { key: m.key.clone(), token: m.token },
+        partitions: st::PartitionRange::Single {
+            key: m.key.clone(),
+            token: m.token,
+        },
         slices,
         reversed: false,
         row_limit: Some(1),
@@ -42,14 +62,19 @@ pub async fn execute(node: &NodeState, plan: &WritePlan, binds: &Binds<'_>, ctx:
         partition_limit: None,
         now_s: ctx.now_s,
     };
-    let current = node.engine.read(*t.id.as_bytes(), &q).map_err(|e| ExecError::Server(e.to_string()))?;
+    let current = node
+        .engine
+        .read(*t.id.as_bytes(), &q)
+        .map_err(|e| ExecError::Server(e.to_string()))?;
     let layout = super::rows::ColumnLayout::new(t);
     let mut rows = Vec::new();
     for p in &current.partitions {
         super::rows::partition_rows(t, &layout, p, &mut rows);
     }
     let existing = rows.into_iter().next();
-    let exists = existing.as_ref().is_some_and(|r| clustering.is_empty() || !r.clustering.is_empty());
+    let exists = existing
+        .as_ref()
+        .is_some_and(|r| clustering.is_empty() || !r.clustering.is_empty());
     let (applied, shown): (bool, Vec<usize>) = match &plan.condition {
         Some(WriteCondition::NotExists) => (!exists, (0..t.columns.len()).collect()),
         Some(WriteCondition::Exists) => (exists, (0..t.columns.len()).collect()),
@@ -57,11 +82,18 @@ pub async fn execute(node: &NodeState, plan: &WritePlan, binds: &Binds<'_>, ctx:
             let mut ok = exists;
             let mut shown = Vec::new();
             for c in conds {
-                let i = t.column_index(&c.column.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", c.column.name)))?;
+                let i = t.column_index(&c.column.name).ok_or_else(|| {
+                    ExecError::Invalid(format!("Undefined column name {}", c.column.name))
+                })?;
                 shown.push(i);
                 let col = &t.columns[i];
-                let cell = existing.as_ref().and_then(|r| r.cells.get(i).cloned().flatten());
-                let RelationValue::Single(term) = &c.value else { ok = false; continue };
+                let cell = existing
+                    .as_ref()
+                    .and_then(|r| r.cells.get(i).cloned().flatten());
+                let RelationValue::Single(term) = &c.value else {
+                    ok = false;
+                    continue;
+                };
                 let want = values::eval(term, &col.cql_type, &col.name, binds)?;
                 let pass = match (&want, &cell) {
                     (Bound::Null, None) => matches!(c.op, Operator::Eq),
@@ -82,7 +114,11 @@ pub async fn execute(node: &NodeState, plan: &WritePlan, binds: &Binds<'_>, ctx:
                     (Bound::Unset, _) => false,
                 };
                 // A missing row makes conditions on its columns compare against null.
-                ok = if exists { ok && pass } else { pass && matches!(want, Bound::Null) };
+                ok = if exists {
+                    ok && pass
+                } else {
+                    pass && matches!(want, Bound::Null)
+                };
             }
             (ok, shown)
         }
@@ -90,7 +126,10 @@ pub async fn execute(node: &NodeState, plan: &WritePlan, binds: &Binds<'_>, ctx:
     };
     if applied {
         for m in muts {
-            node.engine.apply(m).await.map_err(|e| ExecError::Server(e.to_string()))?;
+            node.engine
+                .apply(m)
+                .await
+                .map_err(|e| ExecError::Server(e.to_string()))?;
         }
     }
     let mut columns = vec![applied_column()];
@@ -106,6 +145,10 @@ pub async fn execute(node: &NodeState, plan: &WritePlan, binds: &Binds<'_>, ctx:
     Ok(Outcome::Rows {
         keyspace: t.keyspace.clone(),
         table: t.name.clone(),
-        out: SelectOutput { columns, rows: vec![row], paging_state: None },
+        out: SelectOutput {
+            columns,
+            rows: vec![row],
+            paging_state: None,
+        },
     })
 }

@@ -47,12 +47,22 @@ pub struct BindSpec {
 pub enum Planned {
     Select(Box<select::SelectPlan>),
     Write(Box<write::WritePlan>),
-    Batch { children: Vec<write::WritePlan>, using: ast::UsingClause, counter: bool },
+    Batch {
+        children: Vec<write::WritePlan>,
+        using: ast::UsingClause,
+        counter: bool,
+    },
     Use(String),
     Ddl(Box<Statement>),
     Describe(ast::DescribeStatement),
-    Truncate { keyspace: String, table: String },
+    Truncate {
+        keyspace: String,
+        table: String,
+    },
 }
+
+/// (keyspace, table, (name, type) of each column) of a SELECT's result.
+pub type ResultColumns = (String, String, Vec<(String, CqlType)>);
 
 /// A statement ready to execute many times.
 #[derive(Debug)]
@@ -63,7 +73,7 @@ pub struct Prepared {
     pub binds: Vec<BindSpec>,
     pub bind_names: Vec<Option<String>>,
     /// (keyspace, table, columns) of a SELECT's result.
-    pub result: Option<(String, String, Vec<(String, CqlType)>)>,
+    pub result: Option<ResultColumns>,
     pub pk_indexes: Vec<u16>,
     pub id: [u8; 16],
     pub result_metadata_id: [u8; 16],
@@ -72,7 +82,11 @@ pub struct Prepared {
 /// The result of one statement.
 pub enum Outcome {
     Void,
-    Rows { keyspace: String, table: String, out: select::SelectOutput },
+    Rows {
+        keyspace: String,
+        table: String,
+        out: select::SelectOutput,
+    },
     SetKeyspace(String),
     SchemaChange(ddl::SchemaChanged),
 }
@@ -92,7 +106,10 @@ fn resolve_table(
         }
     };
     let schema = node.schema();
-    let ksm = schema.keyspaces.get(&ks).ok_or_else(|| ExecError::Invalid(format!("Keyspace {ks} does not exist")))?;
+    let ksm = schema
+        .keyspaces
+        .get(&ks)
+        .ok_or_else(|| ExecError::Invalid(format!("Keyspace {ks} does not exist")))?;
     ksm.tables
         .get(&q.name.name)
         .cloned()
@@ -108,7 +125,9 @@ fn pk_indexes_of(plan: &Planned) -> Vec<u16> {
         Planned::Write(w) => Some(&w.pk),
         _ => None,
     };
-    let Some(terms) = terms else { return Vec::new() };
+    let Some(terms) = terms else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for v in terms {
         match v {
@@ -208,13 +227,20 @@ fn plan_statement(
 
 fn check_writable(t: &helenus_schema::TableMeta) -> ExecResult<()> {
     if t.kind != helenus_schema::TableKind::User {
-        return Err(ExecError::Unauthorized(format!("Modification on table {}.{} is not allowed", t.keyspace, t.name)));
+        return Err(ExecError::Unauthorized(format!(
+            "Modification on table {}.{} is not allowed",
+            t.keyspace, t.name
+        )));
     }
     Ok(())
 }
 
 /// Parses and plans `query`, or returns the cached plan (keyed like Cassandra's prepared cache).
-pub fn prepare(node: &NodeState, session_ks: Option<&str>, query: &str) -> ExecResult<Arc<Prepared>> {
+pub fn prepare(
+    node: &NodeState,
+    session_ks: Option<&str>,
+    query: &str,
+) -> ExecResult<Arc<Prepared>> {
     let id = crate::prepared::prepared_id(session_ks, query);
     if let Some(p) = node.prepared.get(&id) {
         return Ok(p);
@@ -229,7 +255,12 @@ pub fn prepare(node: &NodeState, session_ks: Option<&str>, query: &str) -> ExecR
             s.unwrap_or(BindSpec {
                 keyspace: session_ks.unwrap_or_default().to_string(),
                 table: String::new(),
-                name: parsed.bind_names.get(i).cloned().flatten().unwrap_or_else(|| format!("[{i}]")),
+                name: parsed
+                    .bind_names
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| format!("[{i}]")),
                 ty: CqlType::Native(helenus_types::NativeType::Blob),
             })
         })
@@ -253,9 +284,16 @@ pub fn prepare(node: &NodeState, session_ks: Option<&str>, query: &str) -> ExecR
             s.table.keyspace.clone(),
             s.table.name.clone(),
             if s.json {
-                vec![("[json]".to_string(), CqlType::Native(helenus_types::NativeType::Varchar))]
+                vec![(
+                    "[json]".to_string(),
+                    CqlType::Native(helenus_types::NativeType::Varchar),
+                )]
             } else {
-                s.compiled.columns.iter().map(|c| (c.name.clone(), c.ty.clone())).collect()
+                s.compiled
+                    .columns
+                    .iter()
+                    .map(|c| (c.name.clone(), c.ty.clone()))
+                    .collect()
             },
         )),
         _ => None,
@@ -283,7 +321,10 @@ pub fn prepare(node: &NodeState, session_ks: Option<&str>, query: &str) -> ExecR
         result_metadata_id,
     });
     // DDL and USE are cheap to re-plan and depend on schema state at execution: don't cache them.
-    if matches!(p.plan, Planned::Select(_) | Planned::Write(_) | Planned::Batch { .. }) {
+    if matches!(
+        p.plan,
+        Planned::Select(_) | Planned::Write(_) | Planned::Batch { .. }
+    ) {
         node.prepared.insert(id, p.clone());
     }
     Ok(p)
@@ -305,10 +346,17 @@ fn positional(p: &Prepared, values: &proto::QueryValues) -> ExecResult<Vec<proto
         proto::QueryValues::Named(named) => {
             let mut out = vec![proto::Value::Unset; p.binds.len()];
             for (i, spec) in p.binds.iter().enumerate() {
-                let found = named.iter().find(|(n, _)| n.eq_ignore_ascii_case(&spec.name));
+                let found = named
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(&spec.name));
                 match found {
                     Some((_, v)) => out[i] = v.clone(),
-                    None => return Err(ExecError::Invalid(format!("Invalid unset value for column {}", spec.name))),
+                    None => {
+                        return Err(ExecError::Invalid(format!(
+                            "Invalid unset value for column {}",
+                            spec.name
+                        )))
+                    }
                 }
             }
             Ok(out)
@@ -346,7 +394,10 @@ fn now_s() -> i64 {
 
 async fn apply_mutations(node: &NodeState, muts: Vec<helenus_storage::Mutation>) -> ExecResult<()> {
     for m in muts {
-        node.engine.apply(m).await.map_err(|e| ExecError::Server(e.to_string()))?;
+        node.engine
+            .apply(m)
+            .await
+            .map_err(|e| ExecError::Server(e.to_string()))?;
     }
     Ok(())
 }
@@ -364,11 +415,24 @@ pub async fn execute(
     let session_ks = p.keyspace.clone();
     match &p.plan {
         Planned::Select(plan) => {
-            let out = select::execute(node, plan, &binds, opts.page_size, opts.paging_state.as_deref())?;
-            Ok(Outcome::Rows { keyspace: plan.table.keyspace.clone(), table: plan.table.name.clone(), out })
+            let out = select::execute(
+                node,
+                plan,
+                &binds,
+                opts.page_size,
+                opts.paging_state.as_deref(),
+            )?;
+            Ok(Outcome::Rows {
+                keyspace: plan.table.keyspace.clone(),
+                table: plan.table.name.clone(),
+                out,
+            })
         }
         Planned::Write(plan) => {
-            let ctx = write::WriteContext { timestamp_us: opts.timestamp_us, now_s: now_s() };
+            let ctx = write::WriteContext {
+                timestamp_us: opts.timestamp_us,
+                now_s: now_s(),
+            };
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
             }
@@ -376,19 +440,33 @@ pub async fn execute(
             apply_mutations(node, muts).await?;
             Ok(Outcome::Void)
         }
-        Planned::Batch { children, using, .. } => {
+        Planned::Batch {
+            children, using, ..
+        } => {
             let ts = match &using.timestamp {
-                Some(t) => match values::eval(t, &CqlType::Native(helenus_types::NativeType::Bigint), "[timestamp]", &binds)? {
-                    values::Bound::Value(b) => i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8])),
+                Some(t) => match values::eval(
+                    t,
+                    &CqlType::Native(helenus_types::NativeType::Bigint),
+                    "[timestamp]",
+                    &binds,
+                )? {
+                    values::Bound::Value(b) => {
+                        i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]))
+                    }
                     _ => opts.timestamp_us,
                 },
                 None => opts.timestamp_us,
             };
-            let ctx = write::WriteContext { timestamp_us: ts, now_s: now_s() };
+            let ctx = write::WriteContext {
+                timestamp_us: ts,
+                now_s: now_s(),
+            };
             let mut muts = Vec::new();
             for c in children {
                 if c.condition.is_some() {
-                    return Err(ExecError::Invalid("Conditional batches are not supported by Helenus yet".into()));
+                    return Err(ExecError::Invalid(
+                        "Conditional batches are not supported by Helenus yet".into(),
+                    ));
                 }
                 muts.extend(write::mutations(c, &binds, &ctx)?);
             }
@@ -401,7 +479,9 @@ pub async fn execute(
         }
         Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks.as_deref()).await? {
             Some(change) => {
-                let _ = node.events.send(crate::node::NodeEvent::SchemaChange(respond::schema_change(&change)));
+                let _ = node.events.send(crate::node::NodeEvent::SchemaChange(
+                    respond::schema_change(&change),
+                ));
                 Ok(Outcome::SchemaChange(change))
             }
             None => Ok(Outcome::Void),
@@ -429,7 +509,10 @@ pub async fn run_query(
     query: &str,
     params: &proto::QueryParameters,
 ) -> ExecResult<(Arc<Prepared>, Outcome)> {
-    let ks = params.keyspace.clone().or_else(|| session.lock().keyspace.clone());
+    let ks = params
+        .keyspace
+        .clone()
+        .or_else(|| session.lock().keyspace.clone());
     let p = prepare(node, ks.as_deref(), query)?;
     let opts = exec_options(params);
     let out = execute(node, session, &p, &params.values, opts).await?;
@@ -440,6 +523,9 @@ pub fn exec_options(params: &proto::QueryParameters) -> ExecOptions {
     ExecOptions {
         page_size: params.page_size.filter(|&n| n > 0).map(|n| n as usize),
         paging_state: params.paging_state.clone(),
-        timestamp_us: params.default_timestamp.filter(|&t| t != i64::MIN).unwrap_or_else(now_us),
+        timestamp_us: params
+            .default_timestamp
+            .filter(|&t| t != i64::MIN)
+            .unwrap_or_else(now_us),
     }
 }

@@ -78,7 +78,13 @@ impl PagingState {
         }
         let rows_returned = buf.get_u64() as usize;
         let partition_rows_returned = buf.get_u64() as usize;
-        Ok(PagingState { token, partition_key, clustering, rows_returned, partition_rows_returned })
+        Ok(PagingState {
+            token,
+            partition_key,
+            clustering,
+            rows_returned,
+            partition_rows_returned,
+        })
     }
 }
 

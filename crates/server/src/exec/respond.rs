@@ -4,7 +4,7 @@ use super::ddl::SchemaChanged;
 use super::describe::{self, DescribeRow};
 use super::error::{ExecError, ExecResult};
 use super::select::SelectOutput;
-use super::{execute, exec_options, prepare, run_query, Outcome, Prepared, Session};
+use super::{exec_options, execute, prepare, run_query, Outcome, Prepared, Session};
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_cql::ast::{DescribeStatement, DescribeTarget};
@@ -19,27 +19,55 @@ pub fn error_response(e: ExecError) -> proto::Response {
         ExecError::Syntax(_) => (ErrorCode::SYNTAX, ErrorExtra::None),
         ExecError::Invalid(_) => (ErrorCode::INVALID, ErrorExtra::None),
         ExecError::Config(_) => (ErrorCode::CONFIG, ErrorExtra::None),
-        ExecError::AlreadyExists { keyspace, table, .. } => {
-            (ErrorCode::ALREADY_EXISTS, ErrorExtra::AlreadyExists { keyspace: keyspace.clone(), table: table.clone() })
-        }
-        ExecError::Unprepared(id) => (ErrorCode::UNPREPARED, ErrorExtra::Unprepared { id: Bytes::from(id.clone()) }),
+        ExecError::AlreadyExists {
+            keyspace, table, ..
+        } => (
+            ErrorCode::ALREADY_EXISTS,
+            ErrorExtra::AlreadyExists {
+                keyspace: keyspace.clone(),
+                table: table.clone(),
+            },
+        ),
+        ExecError::Unprepared(id) => (
+            ErrorCode::UNPREPARED,
+            ErrorExtra::Unprepared {
+                id: Bytes::from(id.clone()),
+            },
+        ),
         ExecError::Protocol(_) => (ErrorCode::PROTOCOL, ErrorExtra::None),
         ExecError::Overloaded(_) => (ErrorCode::OVERLOADED, ErrorExtra::None),
-        ExecError::WriteTimeout { consistency, write_type } => (
+        ExecError::WriteTimeout {
+            consistency,
+            write_type,
+        } => (
             ErrorCode::WRITE_TIMEOUT,
-            ErrorExtra::WriteTimeout { consistency: *consistency, received: 0, block_for: 1, write_type: write_type.clone(), contentions: None },
+            ErrorExtra::WriteTimeout {
+                consistency: *consistency,
+                received: 0,
+                block_for: 1,
+                write_type: write_type.clone(),
+                contentions: None,
+            },
         ),
         ExecError::ReadTimeout { consistency } => (
             ErrorCode::READ_TIMEOUT,
-            ErrorExtra::ReadTimeout { consistency: *consistency, received: 0, block_for: 1, data_present: false },
+            ErrorExtra::ReadTimeout {
+                consistency: *consistency,
+                received: 0,
+                block_for: 1,
+                data_present: false,
+            },
         ),
         ExecError::Truncate(_) => (ErrorCode::TRUNCATE, ErrorExtra::None),
         ExecError::Unauthorized(_) => (ErrorCode::UNAUTHORIZED, ErrorExtra::None),
         ExecError::Server(_) => (ErrorCode::SERVER, ErrorExtra::None),
     };
-    proto::Response::Error(ErrorBody { code, message, extra })
+    proto::Response::Error(ErrorBody {
+        code,
+        message,
+        extra,
+    })
 }
-
 
 pub fn schema_change(c: &SchemaChanged) -> proto::SchemaChange {
     let change_type = match c.change {
@@ -54,25 +82,46 @@ pub fn schema_change(c: &SchemaChanged) -> proto::SchemaChange {
         "TYPE" => proto::SchemaChangeTarget::Type { keyspace: ks, name },
         _ => proto::SchemaChangeTarget::Table { keyspace: ks, name },
     };
-    proto::SchemaChange { change_type, target }
+    proto::SchemaChange {
+        change_type,
+        target,
+    }
 }
 
 fn column_specs(keyspace: &str, table: &str, cols: &[(String, CqlType)]) -> Vec<proto::ColumnSpec> {
     cols.iter()
-        .map(|(n, t)| proto::ColumnSpec { keyspace: keyspace.to_string(), table: table.to_string(), name: n.clone(), typ: t.clone() })
+        .map(|(n, t)| proto::ColumnSpec {
+            keyspace: keyspace.to_string(),
+            table: table.to_string(),
+            name: n.clone(),
+            typ: t.clone(),
+        })
         .collect()
 }
 
-fn rows_result(keyspace: &str, table: &str, out: SelectOutput, skip_metadata: bool, metadata_id: Option<[u8; 16]>) -> proto::ResultBody {
+fn rows_result(
+    keyspace: &str,
+    table: &str,
+    out: SelectOutput,
+    skip_metadata: bool,
+    metadata_id: Option<[u8; 16]>,
+) -> proto::ResultBody {
     let metadata = proto::RowsMetadata {
         columns_count: out.columns.len(),
         global_table_spec: None,
-        columns: if skip_metadata { Vec::new() } else { column_specs(keyspace, table, &out.columns) },
+        columns: if skip_metadata {
+            Vec::new()
+        } else {
+            column_specs(keyspace, table, &out.columns)
+        },
         paging_state: out.paging_state,
         no_metadata: skip_metadata,
         new_metadata_id: metadata_id.map(|m| Bytes::copy_from_slice(&m)),
     };
-    proto::ResultBody::Rows(proto::Rows { metadata, rows: out.rows })
+    proto::ResultBody::Rows(proto::Rows {
+        metadata,
+        rows: out.rows,
+    })
 }
 
 fn outcome_response(o: Outcome, skip_metadata: bool) -> proto::Response {
@@ -80,7 +129,11 @@ fn outcome_response(o: Outcome, skip_metadata: bool) -> proto::Response {
         Outcome::Void => proto::ResultBody::Void,
         Outcome::SetKeyspace(ks) => proto::ResultBody::SetKeyspace(ks),
         Outcome::SchemaChange(c) => proto::ResultBody::SchemaChange(schema_change(&c)),
-        Outcome::Rows { keyspace, table, out } => rows_result(&keyspace, &table, out, skip_metadata, None),
+        Outcome::Rows {
+            keyspace,
+            table,
+            out,
+        } => rows_result(&keyspace, &table, out, skip_metadata, None),
     })
 }
 
@@ -90,14 +143,23 @@ fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
         .first()
         .map(|b| (b.keyspace.clone(), b.table.clone()))
         .unwrap_or_else(|| (p.keyspace.clone().unwrap_or_default(), String::new()));
-    let bind_cols: Vec<(String, CqlType)> = p.binds.iter().map(|b| (b.name.clone(), b.ty.clone())).collect();
+    let bind_cols: Vec<(String, CqlType)> = p
+        .binds
+        .iter()
+        .map(|b| (b.name.clone(), b.ty.clone()))
+        .collect();
     let variables = proto::PreparedMetadata {
         pk_indexes: p.pk_indexes.clone(),
         global_table_spec: None,
         columns: p
             .binds
             .iter()
-            .map(|b| proto::ColumnSpec { keyspace: b.keyspace.clone(), table: b.table.clone(), name: b.name.clone(), typ: b.ty.clone() })
+            .map(|b| proto::ColumnSpec {
+                keyspace: b.keyspace.clone(),
+                table: b.table.clone(),
+                name: b.name.clone(),
+                typ: b.ty.clone(),
+            })
             .collect(),
     };
     let _ = (ks, table, bind_cols);
@@ -110,7 +172,14 @@ fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
             no_metadata: false,
             new_metadata_id: None,
         },
-        None => proto::RowsMetadata { columns_count: 0, global_table_spec: None, columns: Vec::new(), paging_state: None, no_metadata: true, new_metadata_id: None },
+        None => proto::RowsMetadata {
+            columns_count: 0,
+            global_table_spec: None,
+            columns: Vec::new(),
+            paging_state: None,
+            no_metadata: true,
+            new_metadata_id: None,
+        },
     };
     proto::Response::Result(proto::ResultBody::Prepared(proto::Prepared {
         id: Bytes::copy_from_slice(&p.id),
@@ -124,7 +193,10 @@ fn supported() -> proto::Response {
     let mut m: HashMap<String, Vec<String>> = HashMap::new();
     m.insert("CQL_VERSION".into(), vec![crate::CQL_VERSION.into()]);
     m.insert("COMPRESSION".into(), vec!["lz4".into(), "snappy".into()]);
-    m.insert("PROTOCOL_VERSIONS".into(), vec!["3/v3".into(), "4/v4".into(), "5/v5".into()]);
+    m.insert(
+        "PROTOCOL_VERSIONS".into(),
+        vec!["3/v3".into(), "4/v4".into(), "5/v5".into()],
+    );
     proto::Response::Supported(m.into_iter().collect())
 }
 
@@ -153,12 +225,26 @@ pub async fn handle_request(
                 node.prepared.insert(p.id, p.clone());
                 Ok(prepared_response(&p, version))
             }
-            proto::Request::Execute { id, result_metadata_id, params } => {
-                let p = node.prepared.get(&id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?;
+            proto::Request::Execute {
+                id,
+                result_metadata_id,
+                params,
+            } => {
+                let p = node
+                    .prepared
+                    .get(&id)
+                    .ok_or_else(|| ExecError::Unprepared(id.to_vec()))?;
                 let out = execute(node, session, &p, &params.values, exec_options(&params)).await?;
-                let stale = version >= 5 && result_metadata_id.as_deref().is_some_and(|m| m != p.result_metadata_id);
+                let stale = version >= 5
+                    && result_metadata_id
+                        .as_deref()
+                        .is_some_and(|m| m != p.result_metadata_id);
                 Ok(match out {
-                    Outcome::Rows { keyspace, table, out } => proto::Response::Result(rows_result(
+                    Outcome::Rows {
+                        keyspace,
+                        table,
+                        out,
+                    } => proto::Response::Result(rows_result(
                         &keyspace,
                         &table,
                         out,
@@ -173,31 +259,51 @@ pub async fn handle_request(
                 Ok(proto::Response::Result(proto::ResultBody::Void))
             }
             proto::Request::AuthResponse { .. } => Ok(proto::Response::AuthSuccess { token: None }),
-            proto::Request::Startup(_) | proto::Request::Register { .. } => Ok(proto::Response::Ready),
+            proto::Request::Startup(_) | proto::Request::Register { .. } => {
+                Ok(proto::Response::Ready)
+            }
         }
     }
     .await;
     result.unwrap_or_else(error_response)
 }
 
-async fn run_batch(node: &NodeState, session: &parking_lot::Mutex<Session>, b: proto::Batch) -> ExecResult<()> {
-    let ks = b.keyspace.clone().or_else(|| session.lock().keyspace.clone());
-    let timestamp_us = b.default_timestamp.filter(|&t| t != i64::MIN).unwrap_or_else(super::now_us);
+async fn run_batch(
+    node: &NodeState,
+    session: &parking_lot::Mutex<Session>,
+    b: proto::Batch,
+) -> ExecResult<()> {
+    let ks = b
+        .keyspace
+        .clone()
+        .or_else(|| session.lock().keyspace.clone());
+    let timestamp_us = b
+        .default_timestamp
+        .filter(|&t| t != i64::MIN)
+        .unwrap_or_else(super::now_us);
     let mut muts = Vec::new();
     for s in &b.statements {
         let p = match &s.query {
             proto::BatchQuery::Query(q) => prepare(node, ks.as_deref(), q)?,
-            proto::BatchQuery::Prepared(id) => node.prepared.get(id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?,
+            proto::BatchQuery::Prepared(id) => node
+                .prepared
+                .get(id)
+                .ok_or_else(|| ExecError::Unprepared(id.to_vec()))?,
         };
         let super::Planned::Write(plan) = &p.plan else {
             return Err(ExecError::Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.".into()));
         };
         if plan.condition.is_some() {
-            return Err(ExecError::Invalid("Conditional batches are not supported by Helenus yet".into()));
+            return Err(ExecError::Invalid(
+                "Conditional batches are not supported by Helenus yet".into(),
+            ));
         }
         let values = super::positional(&p, &proto::QueryValues::Positional(s.values.clone()))?;
         let binds = super::values::Binds { values: &values };
-        let ctx = super::write::WriteContext { timestamp_us, now_s: super::now_s() };
+        let ctx = super::write::WriteContext {
+            timestamp_us,
+            now_s: super::now_s(),
+        };
         muts.extend(super::write::mutations(plan, &binds, &ctx)?);
     }
     super::apply_mutations(node, muts).await
@@ -209,7 +315,11 @@ fn text(s: &str) -> Option<Bytes> {
 
 fn describe_output(rows: Vec<DescribeRow>, with_statement: bool) -> SelectOutput {
     let t = CqlType::Native(NativeType::Varchar);
-    let mut columns = vec![("keyspace_name".to_string(), t.clone()), ("type".to_string(), t.clone()), ("name".to_string(), t.clone())];
+    let mut columns = vec![
+        ("keyspace_name".to_string(), t.clone()),
+        ("type".to_string(), t.clone()),
+        ("name".to_string(), t.clone()),
+    ];
     if with_statement {
         columns.push(("create_statement".to_string(), t));
     }
@@ -223,78 +333,164 @@ fn describe_output(rows: Vec<DescribeRow>, with_statement: bool) -> SelectOutput
             cells
         })
         .collect();
-    SelectOutput { columns, rows, paging_state: None }
+    SelectOutput {
+        columns,
+        rows,
+        paging_state: None,
+    }
 }
 
-pub fn describe(node: &NodeState, d: &DescribeStatement, session_ks: Option<&str>) -> ExecResult<Outcome> {
+pub fn describe(
+    node: &NodeState,
+    d: &DescribeStatement,
+    session_ks: Option<&str>,
+) -> ExecResult<Outcome> {
     let schema = node.schema();
     let ks_of = |q: &helenus_cql::ast::QualifiedName| -> ExecResult<String> {
         match (&q.keyspace, session_ks) {
             (Some(k), _) => Ok(k.name.clone()),
             (None, Some(k)) => Ok(k.to_string()),
-            (None, None) => Err(ExecError::Invalid("No keyspace specified and no current keyspace".into())),
+            (None, None) => Err(ExecError::Invalid(
+                "No keyspace specified and no current keyspace".into(),
+            )),
         }
     };
     let find_ks = |name: &str| {
-        schema.keyspaces.get(name).cloned().ok_or_else(|| ExecError::Invalid(format!("'{name}' not found in keyspaces")))
+        schema
+            .keyspaces
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ExecError::Invalid(format!("'{name}' not found in keyspaces")))
     };
     let out = match &d.target {
         DescribeTarget::Cluster => {
             let t = CqlType::Native(NativeType::Varchar);
             SelectOutput {
-                columns: vec![("cluster".into(), t.clone()), ("partitioner".into(), t.clone()), ("snitch".into(), t)],
-                rows: vec![vec![text(&node.config.cluster_name), text("Murmur3Partitioner"), text("DynamicEndpointSnitch")]],
+                columns: vec![
+                    ("cluster".into(), t.clone()),
+                    ("partitioner".into(), t.clone()),
+                    ("snitch".into(), t),
+                ],
+                rows: vec![vec![
+                    text(&node.config.cluster_name),
+                    text("Murmur3Partitioner"),
+                    text("DynamicEndpointSnitch"),
+                ]],
                 paging_state: None,
             }
         }
-        DescribeTarget::Schema { full } => describe_output(describe::schema_rows(&schema, *full), true),
+        DescribeTarget::Schema { full } => {
+            describe_output(describe::schema_rows(&schema, *full), true)
+        }
         DescribeTarget::Keyspaces => describe_output(describe::listing(&schema, "keyspace"), false),
         DescribeTarget::Tables => describe_output(describe::listing(&schema, "table"), false),
         DescribeTarget::Types => describe_output(describe::listing(&schema, "type"), false),
-        DescribeTarget::Functions | DescribeTarget::Aggregates => describe_output(Vec::new(), false),
+        DescribeTarget::Functions | DescribeTarget::Aggregates => {
+            describe_output(Vec::new(), false)
+        }
         DescribeTarget::Keyspace { only, name } => {
             let n = match name {
                 Some(n) => n.name.clone(),
-                None => session_ks.map(str::to_string).ok_or_else(|| ExecError::Invalid("No keyspace specified and no current keyspace".into()))?,
+                None => session_ks.map(str::to_string).ok_or_else(|| {
+                    ExecError::Invalid("No keyspace specified and no current keyspace".into())
+                })?,
             };
             describe_output(describe::keyspace_rows(&*find_ks(&n)?, *only), true)
         }
         DescribeTarget::Table(q) => {
             let ks = find_ks(&ks_of(q)?)?;
             let t = ks.tables.get(&q.name.name).ok_or_else(|| {
-                ExecError::Invalid(format!("'{}' not found in keyspace '{}'", q.name.name, ks.name))
+                ExecError::Invalid(format!(
+                    "'{}' not found in keyspace '{}'",
+                    q.name.name, ks.name
+                ))
             })?;
-            let mut rows = vec![DescribeRow { keyspace: ks.name.clone(), kind: "table", name: describe::maybe_quote(&t.name), statement: Some(describe::table_statement(t)) }];
+            let mut rows = vec![DescribeRow {
+                keyspace: ks.name.clone(),
+                kind: "table",
+                name: describe::maybe_quote(&t.name),
+                statement: Some(describe::table_statement(t)),
+            }];
             for idx in &t.indexes {
-                rows.push(DescribeRow { keyspace: ks.name.clone(), kind: "index", name: describe::maybe_quote(&idx.name), statement: Some(describe::index_statement(t, idx)) });
+                rows.push(DescribeRow {
+                    keyspace: ks.name.clone(),
+                    kind: "index",
+                    name: describe::maybe_quote(&idx.name),
+                    statement: Some(describe::index_statement(t, idx)),
+                });
             }
             describe_output(rows, true)
         }
         DescribeTarget::Type(q) => {
             let ks = find_ks(&ks_of(q)?)?;
             let ut = ks.types.get(&q.name.name).ok_or_else(|| {
-                ExecError::Invalid(format!("User defined type '{}' not found in '{}'", q.name.name, ks.name))
+                ExecError::Invalid(format!(
+                    "User defined type '{}' not found in '{}'",
+                    q.name.name, ks.name
+                ))
             })?;
-            describe_output(vec![DescribeRow { keyspace: ks.name.clone(), kind: "type", name: describe::maybe_quote(&ut.name), statement: Some(describe::type_statement(&ks.name, ut)) }], true)
+            describe_output(
+                vec![DescribeRow {
+                    keyspace: ks.name.clone(),
+                    kind: "type",
+                    name: describe::maybe_quote(&ut.name),
+                    statement: Some(describe::type_statement(&ks.name, ut)),
+                }],
+                true,
+            )
         }
         DescribeTarget::Index(q) => {
             let ks = find_ks(&ks_of(q)?)?;
-            let found = ks.tables.values().find_map(|t| t.indexes.iter().find(|i| i.name == q.name.name).map(|i| (t.clone(), i.clone())));
-            let (t, idx) = found.ok_or_else(|| ExecError::Invalid(format!("Index '{}' not found in '{}'", q.name.name, ks.name)))?;
-            describe_output(vec![DescribeRow { keyspace: ks.name.clone(), kind: "index", name: describe::maybe_quote(&idx.name), statement: Some(describe::index_statement(&t, &idx)) }], true)
+            let found = ks.tables.values().find_map(|t| {
+                t.indexes
+                    .iter()
+                    .find(|i| i.name == q.name.name)
+                    .map(|i| (t.clone(), i.clone()))
+            });
+            let (t, idx) = found.ok_or_else(|| {
+                ExecError::Invalid(format!(
+                    "Index '{}' not found in '{}'",
+                    q.name.name, ks.name
+                ))
+            })?;
+            describe_output(
+                vec![DescribeRow {
+                    keyspace: ks.name.clone(),
+                    kind: "index",
+                    name: describe::maybe_quote(&idx.name),
+                    statement: Some(describe::index_statement(&t, &idx)),
+                }],
+                true,
+            )
         }
         DescribeTarget::Name(q) => {
             if q.keyspace.is_none() {
                 if let Some(ks) = schema.keyspaces.get(&q.name.name) {
-                    return Ok(Outcome::Rows { keyspace: String::new(), table: String::new(), out: describe_output(describe::keyspace_rows(ks, false), true) });
+                    return Ok(Outcome::Rows {
+                        keyspace: String::new(),
+                        table: String::new(),
+                        out: describe_output(describe::keyspace_rows(ks, false), true),
+                    });
                 }
             }
-            let inner = DescribeStatement { target: DescribeTarget::Table(q.clone()), with_internals: d.with_internals };
+            let inner = DescribeStatement {
+                target: DescribeTarget::Table(q.clone()),
+                with_internals: d.with_internals,
+            };
             return describe(node, &inner, session_ks);
         }
-        DescribeTarget::Function(_) | DescribeTarget::Aggregate(_) | DescribeTarget::MaterializedView(_) => {
-            return Err(ExecError::Invalid("Functions, aggregates and materialized views are not supported by Helenus yet".into()))
+        DescribeTarget::Function(_)
+        | DescribeTarget::Aggregate(_)
+        | DescribeTarget::MaterializedView(_) => {
+            return Err(ExecError::Invalid(
+                "Functions, aggregates and materialized views are not supported by Helenus yet"
+                    .into(),
+            ))
         }
     };
-    Ok(Outcome::Rows { keyspace: String::new(), table: String::new(), out })
+    Ok(Outcome::Rows {
+        keyspace: String::new(),
+        table: String::new(),
+        out,
+    })
 }

@@ -85,7 +85,9 @@ fn assemble_complex(t: &CqlType, cells: &[&st::LiveCell]) -> Option<Bytes> {
         CqlType::Udt { def, .. } => {
             for i in 0..def.fields.len() {
                 let field = cells.iter().find(|c| {
-                    c.path.as_deref().map(|p| p.len() == 2 && i16::from_be_bytes([p[0], p[1]]) as usize == i)
+                    c.path
+                        .as_deref()
+                        .map(|p| p.len() == 2 && i16::from_be_bytes([p[0], p[1]]) as usize == i)
                         == Some(true)
                 });
                 match field {
@@ -114,8 +116,11 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row:
                     row.cells[idx] = assemble_complex(&c.cql_type, &group);
                 } else if let Some(cell) = cells.get(j - 1) {
                     row.cells[idx] = Some(cell.value.clone());
-                    row.meta[idx] =
-                        Some(CellMeta { timestamp_us: cell.timestamp_us, ttl_s: cell.ttl_s, expires_at_s: cell.expires_at_s });
+                    row.meta[idx] = Some(CellMeta {
+                        timestamp_us: cell.timestamp_us,
+                        ttl_s: cell.ttl_s,
+                        expires_at_s: cell.expires_at_s,
+                    });
                 }
             }
         }
@@ -134,7 +139,12 @@ pub fn key_components(t: &TableMeta, key: &Bytes) -> Vec<Bytes> {
 
 /// The CQL rows of one partition. A partition with live static cells and no live rows yields one
 /// row with null clustering and regular columns, as Cassandra returns it.
-pub fn partition_rows(t: &TableMeta, layout: &ColumnLayout, p: &st::PartitionData, out: &mut Vec<Row>) {
+pub fn partition_rows(
+    t: &TableMeta,
+    layout: &ColumnLayout,
+    p: &st::PartitionData,
+    out: &mut Vec<Row>,
+) {
     let n = t.columns.len();
     let mut base = Row {
         cells: vec![None; n],

@@ -22,8 +22,16 @@ fn storage_err(e: impl std::fmt::Display) -> ExecError {
 }
 
 enum Mode {
-    Keys { keys: VecDeque<(i64, Bytes)> },
-    Range { next_start: Option<(i64, Bytes)>, first: bool, lower: Option<(i64, bool)>, upper: Option<(i64, bool)>, done: bool },
+    Keys {
+        keys: VecDeque<(i64, Bytes)>,
+    },
+    Range {
+        next_start: Option<(i64, Bytes)>,
+        first: bool,
+        lower: Option<(i64, bool)>,
+        upper: Option<(i64, bool)>,
+        done: bool,
+    },
     System,
 }
 
@@ -41,9 +49,11 @@ pub struct RowSource<'a> {
 fn token_value(term: &helenus_cql::ast::Term, binds: &Binds<'_>) -> ExecResult<i64> {
     let ty = CqlType::Native(helenus_types::NativeType::Bigint);
     match values::eval(term, &ty, "partition key token", binds)? {
-        Bound::Value(b) => Ok(i64::from_be_bytes(
-            b.as_ref().try_into().map_err(|_| ExecError::Invalid("Invalid token value".into()))?,
-        )),
+        Bound::Value(b) => {
+            Ok(i64::from_be_bytes(b.as_ref().try_into().map_err(|_| {
+                ExecError::Invalid("Invalid token value".into())
+            })?))
+        }
         _ => Err(ExecError::Invalid("Invalid null token value".into())),
     }
 }
@@ -60,17 +70,39 @@ impl<'a> RowSource<'a> {
         let mut buffered = VecDeque::new();
         let mode = if t.kind != TableKind::User {
             let all = crate::system::rows_of(node, t);
-            let pk_idx: Vec<usize> =
-                t.columns.iter().enumerate().filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey).map(|(i, _)| i).collect();
-            let ck_idx: Vec<usize> =
-                t.columns.iter().enumerate().filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering).map(|(i, _)| i).collect();
+            let pk_idx: Vec<usize> = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
+                .map(|(i, _)| i)
+                .collect();
+            let ck_idx: Vec<usize> = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
+                .map(|(i, _)| i)
+                .collect();
             for cells in all {
-                let parts: Vec<&[u8]> = pk_idx.iter().map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[])).collect();
+                let parts: Vec<&[u8]> = pk_idx
+                    .iter()
+                    .map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
+                    .collect();
                 let partition_key = crate::keys::partition_key(&parts);
                 let token = helenus_types::murmur3_token(&partition_key);
-                let clustering = ck_idx.iter().map(|&i| cells.get(i).cloned().flatten().unwrap_or_default()).collect();
+                let clustering = ck_idx
+                    .iter()
+                    .map(|&i| cells.get(i).cloned().flatten().unwrap_or_default())
+                    .collect();
                 let n = cells.len();
-                buffered.push_back(Row { cells, meta: vec![None; n], token, partition_key, clustering });
+                buffered.push_back(Row {
+                    cells,
+                    meta: vec![None; n],
+                    token,
+                    partition_key,
+                    clustering,
+                });
             }
             if let Some(r) = resume {
                 // Skip up to and including the last row returned.
@@ -105,8 +137,14 @@ impl<'a> RowSource<'a> {
                     Mode::Keys { keys }
                 }
                 PartitionSelection::TokenRange { lower, upper } => {
-                    let lower = lower.as_ref().map(|(t, inc)| token_value(t, binds).map(|v| (v, *inc))).transpose()?;
-                    let upper = upper.as_ref().map(|(t, inc)| token_value(t, binds).map(|v| (v, *inc))).transpose()?;
+                    let lower = lower
+                        .as_ref()
+                        .map(|(t, inc)| token_value(t, binds).map(|v| (v, *inc)))
+                        .transpose()?;
+                    let upper = upper
+                        .as_ref()
+                        .map(|(t, inc)| token_value(t, binds).map(|v| (v, *inc)))
+                        .transpose()?;
                     Mode::Range {
                         next_start: resume.map(|r| (r.token, r.partition_key.clone())),
                         first: true,
@@ -133,7 +171,11 @@ impl<'a> RowSource<'a> {
         &self.node.engine
     }
 
-    fn query(&self, partitions: st::PartitionRange, partition_limit: Option<usize>) -> st::ReadQuery {
+    fn query(
+        &self,
+        partitions: st::PartitionRange,
+        partition_limit: Option<usize>,
+    ) -> st::ReadQuery {
         st::ReadQuery {
             partitions,
             slices: self.slices.clone(),
@@ -173,35 +215,69 @@ impl<'a> RowSource<'a> {
             match &mut self.mode {
                 Mode::System => return Ok(false),
                 Mode::Keys { keys } => {
-                    let Some((token, key)) = keys.pop_front() else { return Ok(false) };
+                    let Some((token, key)) = keys.pop_front() else {
+                        return Ok(false);
+                    };
                     let q = self.query(st::PartitionRange::Single { key, token }, None);
-                    let result = self.engine().read(*t.id.as_bytes(), &q).map_err(storage_err)?;
+                    let result = self
+                        .engine()
+                        .read(*t.id.as_bytes(), &q)
+                        .map_err(storage_err)?;
                     for p in &result.partitions {
                         rows::partition_rows(&t, &self.layout, p, &mut rows);
                     }
                 }
-                Mode::Range { next_start, first, lower, upper, done } => {
+                Mode::Range {
+                    next_start,
+                    first,
+                    lower,
+                    upper,
+                    done,
+                } => {
                     if *done {
                         return Ok(false);
                     }
                     let start = match (next_start.clone(), *first) {
                         // Resuming: the paged partition itself is read again and trimmed.
-                        (Some((tok, key)), true) => st::PartitionBound::Key { token: tok, key, inclusive: true },
-                        (Some((tok, key)), false) => st::PartitionBound::Key { token: tok, key, inclusive: false },
+                        (Some((tok, key)), true) => st::PartitionBound::Key {
+                            token: tok,
+                            key,
+                            inclusive: true,
+                        },
+                        (Some((tok, key)), false) => st::PartitionBound::Key {
+                            token: tok,
+                            key,
+                            inclusive: false,
+                        },
                         (None, _) => match lower {
-                            Some((tok, inc)) => st::PartitionBound::Token { token: *tok, inclusive: *inc },
+                            Some((tok, inc)) => st::PartitionBound::Token {
+                                token: *tok,
+                                inclusive: *inc,
+                            },
                             None => st::PartitionBound::Unbounded,
                         },
                     };
                     let end = match upper {
-                        Some((tok, inc)) => st::PartitionBound::Token { token: *tok, inclusive: *inc },
+                        Some((tok, inc)) => st::PartitionBound::Token {
+                            token: *tok,
+                            inclusive: *inc,
+                        },
                         None => st::PartitionBound::Unbounded,
                     };
                     *first = false;
-                    let q = self.query(st::PartitionRange::Range { start, end }, Some(RANGE_BATCH_PARTITIONS));
-                    let result = self.engine().read(*t.id.as_bytes(), &q).map_err(storage_err)?;
+                    let q = self.query(
+                        st::PartitionRange::Range { start, end },
+                        Some(RANGE_BATCH_PARTITIONS),
+                    );
+                    let result = self
+                        .engine()
+                        .read(*t.id.as_bytes(), &q)
+                        .map_err(storage_err)?;
                     let n = result.partitions.len();
-                    if let Mode::Range { next_start, done, .. } = &mut self.mode {
+                    if let Mode::Range {
+                        next_start, done, ..
+                    } = &mut self.mode
+                    {
                         if let Some(last) = result.partitions.last() {
                             *next_start = Some((last.token, last.key.clone()));
                         }
@@ -229,13 +305,6 @@ impl<'a> RowSource<'a> {
         Ok(self.buffered.pop_front())
     }
 
-    /// Skips the rest of the current partition (PER PARTITION LIMIT reached).
-    pub fn skip_partition(&mut self) {
-        if let Some(front) = self.buffered.front().map(|r| r.partition_key.clone()) {
-            let _ = front;
-        }
-    }
-
     /// Whether more rows may follow (conservative: true unless the source is known exhausted).
     pub fn has_more(&mut self) -> bool {
         if !self.buffered.is_empty() {
@@ -249,7 +318,12 @@ impl<'a> RowSource<'a> {
     }
 }
 
-fn expand_values(v: &super::select::ValuesOf, ty: &CqlType, name: &str, binds: &Binds<'_>) -> ExecResult<Vec<Bytes>> {
+pub fn expand_values(
+    v: &super::select::ValuesOf,
+    ty: &CqlType,
+    name: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Vec<Bytes>> {
     use super::select::ValuesOf;
     let mut out = Vec::new();
     match v {
@@ -257,14 +331,27 @@ fn expand_values(v: &super::select::ValuesOf, ty: &CqlType, name: &str, binds: &
             for term in terms {
                 match values::eval(term, ty, name, binds)? {
                     Bound::Value(b) => out.push(b),
-                    Bound::Null => return Err(ExecError::Invalid(format!("Invalid null value in condition for column {name}"))),
-                    Bound::Unset => return Err(ExecError::Invalid(format!("Invalid unset value for column {name}"))),
+                    Bound::Null => {
+                        return Err(ExecError::Invalid(format!(
+                            "Invalid null value in condition for column {name}"
+                        )))
+                    }
+                    Bound::Unset => {
+                        return Err(ExecError::Invalid(format!(
+                            "Invalid unset value for column {name}"
+                        )))
+                    }
                 }
             }
         }
         ValuesOf::BindList(term) => {
-            let list_ty = CqlType::List { element: Box::new(ty.clone()), frozen: false };
-            if let Some(helenus_types::CqlValue::List(items)) = values::to_value(term, &list_ty, name, binds)? {
+            let list_ty = CqlType::List {
+                element: Box::new(ty.clone()),
+                frozen: false,
+            };
+            if let Some(helenus_types::CqlValue::List(items)) =
+                values::to_value(term, &list_ty, name, binds)?
+            {
                 out.extend(items.iter().map(values::serialize));
             }
         }

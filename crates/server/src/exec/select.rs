@@ -10,7 +10,9 @@ use super::values::{self, Binds, Bound};
 use super::BindSpec;
 use crate::node::NodeState;
 use bytes::Bytes;
-use helenus_cql::ast::{self, Operator, OrderDirection, Relation, RelationValue, SelectStatement, Term};
+use helenus_cql::ast::{
+    self, Operator, OrderDirection, Relation, RelationValue, SelectStatement, Term,
+};
 use helenus_schema::{ColumnKind, TableKind, TableMeta};
 use helenus_storage as st;
 use helenus_types::CqlType;
@@ -37,8 +39,16 @@ pub enum PartitionSelection {
     /// Every partition key column restricted by = or IN.
     Keys(Vec<ValuesOf>),
     /// `token(pk) > x AND token(pk) <= y` (either side optional), or a full scan.
-    TokenRange { lower: Option<(Term, bool)>, upper: Option<(Term, bool)> },
+    TokenRange {
+        lower: Option<(Term, bool)>,
+        upper: Option<(Term, bool)>,
+    },
 }
+
+/// One side of a clustering slice: the bound's values and whether it is inclusive.
+pub type SliceBound = Option<(Vec<Term>, bool)>;
+/// One side of a token range: the token term and whether it is inclusive.
+pub type TokenBound = Option<(Term, bool)>;
 
 #[derive(Debug, Clone)]
 pub struct SelectPlan {
@@ -49,7 +59,7 @@ pub struct SelectPlan {
     pub clustering_eq: Vec<ValuesOf>,
     /// A slice on the column after the prefix: (lower, upper) with inclusivity; multi-column
     /// slices carry several terms.
-    pub clustering_slice: Option<(Option<(Vec<Term>, bool)>, Option<(Vec<Term>, bool)>)>,
+    pub clustering_slice: Option<(SliceBound, SliceBound)>,
     pub filters: Vec<Filter>,
     pub limit: Option<Term>,
     pub per_partition_limit: Option<Term>,
@@ -60,7 +70,12 @@ pub struct SelectPlan {
 }
 
 fn col_spec(t: &TableMeta, name: &str, ty: CqlType) -> BindSpec {
-    BindSpec { keyspace: t.keyspace.clone(), table: t.name.clone(), name: name.to_string(), ty }
+    BindSpec {
+        keyspace: t.keyspace.clone(),
+        table: t.name.clone(),
+        name: name.to_string(),
+        ty,
+    }
 }
 
 /// Records the receiver type of every bind marker in `term`.
@@ -74,7 +89,9 @@ pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>
         }
         Term::List(items) | Term::Set(items) | Term::Tuple(items) => {
             let elem_ty = match &spec.ty {
-                CqlType::List { element, .. } | CqlType::Set { element, .. } => Some((**element).clone()),
+                CqlType::List { element, .. } | CqlType::Set { element, .. } => {
+                    Some((**element).clone())
+                }
                 CqlType::Vector { element, .. } => Some((**element).clone()),
                 _ => None,
             };
@@ -91,13 +108,27 @@ pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>
         }
         Term::TypeHint { term, ty } => {
             if let Ok(t) = values::resolve_type(ty, None) {
-                note_binds(term, BindSpec { ty: t, ..spec.clone() }, specs);
+                note_binds(
+                    term,
+                    BindSpec {
+                        ty: t,
+                        ..spec.clone()
+                    },
+                    specs,
+                );
             }
         }
         Term::FunctionCall { args, .. } => {
             for a in args {
                 if let Some(t) = values::infer_type(a) {
-                    note_binds(a, BindSpec { ty: t, ..spec.clone() }, specs);
+                    note_binds(
+                        a,
+                        BindSpec {
+                            ty: t,
+                            ..spec.clone()
+                        },
+                        specs,
+                    );
                 }
             }
         }
@@ -106,10 +137,20 @@ pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>
 }
 
 fn list_of(t: &CqlType) -> CqlType {
-    CqlType::List { element: Box::new(t.clone()), frozen: false }
+    CqlType::List {
+        element: Box::new(t.clone()),
+        frozen: false,
+    }
 }
 
-fn values_of(t: &TableMeta, col: &str, ty: &CqlType, op: Operator, v: &RelationValue, specs: &mut Vec<Option<BindSpec>>) -> ExecResult<ValuesOf> {
+fn values_of(
+    t: &TableMeta,
+    col: &str,
+    ty: &CqlType,
+    op: Operator,
+    v: &RelationValue,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<ValuesOf> {
     match (op, v) {
         (Operator::Eq, RelationValue::Single(term)) => {
             note_binds(term, col_spec(t, col, ty.clone()), specs);
@@ -132,18 +173,26 @@ fn values_of(t: &TableMeta, col: &str, ty: &CqlType, op: Operator, v: &RelationV
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 /// Plans a SELECT; `specs` receives the bind markers' receivers.
-pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<BindSpec>>) -> ExecResult<SelectPlan> {
+pub fn plan(
+    table: Arc<TableMeta>,
+    s: &SelectStatement,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<SelectPlan> {
     let t = &*table;
     let no_binds = Binds { values: &[] };
     let compiled = selectors::compile(t, &s.projection, &no_binds)?;
     let system = t.kind != TableKind::User;
-    let pk_cols: Vec<usize> = (0..t.columns.len()).filter(|&i| t.columns[i].kind == ColumnKind::PartitionKey).collect();
-    let ck_cols: Vec<usize> = (0..t.columns.len()).filter(|&i| t.columns[i].kind == ColumnKind::Clustering).collect();
+    let pk_cols: Vec<usize> = (0..t.columns.len())
+        .filter(|&i| t.columns[i].kind == ColumnKind::PartitionKey)
+        .collect();
+    let ck_cols: Vec<usize> = (0..t.columns.len())
+        .filter(|&i| t.columns[i].kind == ColumnKind::Clustering)
+        .collect();
 
     let mut pk_vals: Vec<Option<ValuesOf>> = vec![None; pk_cols.len()];
     let mut ck_restr: Vec<Option<(Operator, RelationValue)>> = vec![None; ck_cols.len()];
     let mut multi: Option<(Vec<usize>, Operator, RelationValue)> = None;
-    let mut token: (Option<(Term, bool)>, Option<(Term, bool)>) = (None, None);
+    let mut token: (TokenBound, TokenBound) = (None, None);
     let mut filters = Vec::new();
     let mut need_filtering = false;
 
@@ -163,12 +212,27 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                         }
                         pk_vals[p] = Some(values_of(t, &c.name, &c.cql_type, *op, value, specs)?);
                     }
-                    (_, Some(p), Operator::Eq | Operator::In | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte)
-                        if !system =>
-                    {
+                    (
+                        _,
+                        Some(p),
+                        Operator::Eq
+                        | Operator::In
+                        | Operator::Lt
+                        | Operator::Lte
+                        | Operator::Gt
+                        | Operator::Gte,
+                    ) if !system => {
                         if let RelationValue::Single(term) = value {
-                            let ty = if *op == Operator::In { list_of(&c.cql_type) } else { c.cql_type.clone() };
-                            let name = if *op == Operator::In { format!("in({})", c.name) } else { c.name.clone() };
+                            let ty = if *op == Operator::In {
+                                list_of(&c.cql_type)
+                            } else {
+                                c.cql_type.clone()
+                            };
+                            let name = if *op == Operator::In {
+                                format!("in({})", c.name)
+                            } else {
+                                c.name.clone()
+                            };
                             note_binds(term, col_spec(t, &name, ty), specs);
                         }
                         if let RelationValue::List(terms) = value {
@@ -180,10 +244,17 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                             slot @ None => *slot = Some((*op, value.clone())),
                             Some((prev, prev_v)) => {
                                 // Two one-sided slices on the same column make a range.
-                                let lower = |o: &Operator| matches!(o, Operator::Gt | Operator::Gte);
-                                let upper = |o: &Operator| matches!(o, Operator::Lt | Operator::Lte);
+                                let lower =
+                                    |o: &Operator| matches!(o, Operator::Gt | Operator::Gte);
+                                let upper =
+                                    |o: &Operator| matches!(o, Operator::Lt | Operator::Lte);
                                 if (lower(prev) && upper(op)) || (upper(prev) && lower(op)) {
-                                    filters.push(Filter { column: i, op: *op, value: value.clone(), key: None });
+                                    filters.push(Filter {
+                                        column: i,
+                                        op: *op,
+                                        value: value.clone(),
+                                        key: None,
+                                    });
                                     let _ = prev_v;
                                 } else {
                                     return invalid(format!("More than one restriction was found for the start bound on {}", c.name));
@@ -196,7 +267,8 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                             let ty = match op {
                                 Operator::In => list_of(&c.cql_type),
                                 Operator::Contains => match &c.cql_type {
-                                    CqlType::List { element, .. } | CqlType::Set { element, .. } => (**element).clone(),
+                                    CqlType::List { element, .. }
+                                    | CqlType::Set { element, .. } => (**element).clone(),
                                     CqlType::Map { value, .. } => (**value).clone(),
                                     other => other.clone(),
                                 },
@@ -213,16 +285,25 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                                 note_binds(term, col_spec(t, &c.name, c.cql_type.clone()), specs);
                             }
                         }
-                        if !system && c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static {
+                        if !system && c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static
+                        {
                             need_filtering = true;
                         }
-                        filters.push(Filter { column: i, op: *op, value: value.clone(), key: None });
+                        filters.push(Filter {
+                            column: i,
+                            op: *op,
+                            value: value.clone(),
+                            key: None,
+                        });
                     }
                 }
             }
             Relation::Token { columns, op, value } => {
                 let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
-                let expected: Vec<&str> = pk_cols.iter().map(|&i| t.columns[i].name.as_str()).collect();
+                let expected: Vec<&str> = pk_cols
+                    .iter()
+                    .map(|&i| t.columns[i].name.as_str())
+                    .collect();
                 if names != expected {
                     return invalid(format!(
                         "The token function arguments must be in the partition key order: {}",
@@ -232,7 +313,15 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                 let RelationValue::Single(term) = value else {
                     return invalid("Unsupported token restriction");
                 };
-                note_binds(term, col_spec(t, "partition key token", CqlType::Native(helenus_types::NativeType::Bigint)), specs);
+                note_binds(
+                    term,
+                    col_spec(
+                        t,
+                        "partition key token",
+                        CqlType::Native(helenus_types::NativeType::Bigint),
+                    ),
+                    specs,
+                );
                 match op {
                     Operator::Gt => token.0 = Some((term.clone(), false)),
                     Operator::Gte => token.0 = Some((term.clone(), true)),
@@ -248,7 +337,9 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
             Relation::MultiColumn { columns, op, value } => {
                 let mut idx = Vec::new();
                 for (n, c) in columns.iter().enumerate() {
-                    let i = t.column_index(&c.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", c.name)))?;
+                    let i = t.column_index(&c.name).ok_or_else(|| {
+                        ExecError::Invalid(format!("Undefined column name {}", c.name))
+                    })?;
                     if ck_cols.get(n) != Some(&i) {
                         return invalid(format!(
                             "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {}",
@@ -257,11 +348,23 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                     }
                     idx.push(i);
                 }
-                let tuple_ty = CqlType::Tuple(idx.iter().map(|&i| t.columns[i].cql_type.clone()).collect());
-                let name = format!("({})", columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>().join(","));
+                let tuple_ty =
+                    CqlType::Tuple(idx.iter().map(|&i| t.columns[i].cql_type.clone()).collect());
+                let name = format!(
+                    "({})",
+                    columns
+                        .iter()
+                        .map(|c| c.name.clone())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
                 match value {
                     RelationValue::Single(term) => {
-                        let ty = if *op == Operator::In { list_of(&tuple_ty) } else { tuple_ty.clone() };
+                        let ty = if *op == Operator::In {
+                            list_of(&tuple_ty)
+                        } else {
+                            tuple_ty.clone()
+                        };
                         note_binds(term, col_spec(t, &name, ty), specs);
                     }
                     RelationValue::List(terms) => {
@@ -269,21 +372,46 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                             note_binds(term, col_spec(t, &name, tuple_ty.clone()), specs);
                         }
                     }
-                    RelationValue::Between(..) => return invalid("BETWEEN is not supported on multi-column relations"),
+                    RelationValue::Between(..) => {
+                        return invalid("BETWEEN is not supported on multi-column relations")
+                    }
                 }
                 multi = Some((idx, *op, value.clone()));
             }
             Relation::CustomIndexExpression { .. } => {
                 return invalid("Custom index expressions are not supported by Helenus yet");
             }
-            Relation::Element { column, key, op, value } => {
-                let i = t.column_index(&column.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", column.name)))?;
-                if let CqlType::Map { key: kt, value: vt, .. } = &t.columns[i].cql_type {
-                    note_binds(key, col_spec(t, &format!("key({})", column.name), (**kt).clone()), specs);
-                    note_binds(value, col_spec(t, &format!("value({})", column.name), (**vt).clone()), specs);
+            Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            } => {
+                let i = t.column_index(&column.name).ok_or_else(|| {
+                    ExecError::Invalid(format!("Undefined column name {}", column.name))
+                })?;
+                if let CqlType::Map {
+                    key: kt, value: vt, ..
+                } = &t.columns[i].cql_type
+                {
+                    note_binds(
+                        key,
+                        col_spec(t, &format!("key({})", column.name), (**kt).clone()),
+                        specs,
+                    );
+                    note_binds(
+                        value,
+                        col_spec(t, &format!("value({})", column.name), (**vt).clone()),
+                        specs,
+                    );
                 }
                 need_filtering = true;
-                filters.push(Filter { column: i, op: *op, value: RelationValue::Single(value.clone()), key: Some(key.clone()) });
+                filters.push(Filter {
+                    column: i,
+                    op: *op,
+                    value: RelationValue::Single(value.clone()),
+                    key: Some(key.clone()),
+                });
             }
         }
     }
@@ -300,13 +428,29 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
             need_filtering = true;
             for (p, v) in pk_vals.into_iter().enumerate() {
                 if let Some(ValuesOf::Terms(terms)) = v {
-                    let value = if terms.len() == 1 { RelationValue::Single(terms[0].clone()) } else { RelationValue::List(terms) };
-                    let op = if matches!(value, RelationValue::Single(_)) { Operator::Eq } else { Operator::In };
-                    filters.push(Filter { column: pk_cols[p], op, value, key: None });
+                    let value = if terms.len() == 1 {
+                        RelationValue::Single(terms[0].clone())
+                    } else {
+                        RelationValue::List(terms)
+                    };
+                    let op = if matches!(value, RelationValue::Single(_)) {
+                        Operator::Eq
+                    } else {
+                        Operator::In
+                    };
+                    filters.push(Filter {
+                        column: pk_cols[p],
+                        op,
+                        value,
+                        key: None,
+                    });
                 }
             }
         }
-        PartitionSelection::TokenRange { lower: token.0, upper: token.1 }
+        PartitionSelection::TokenRange {
+            lower: token.0,
+            upper: token.1,
+        }
     };
     let keyed = matches!(partitions, PartitionSelection::Keys(_));
 
@@ -327,8 +471,12 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                 }
                 let _ = idx;
             }
-            Operator::Gt | Operator::Gte => clustering_slice = Some((Some((single_terms(&value), op == Operator::Gte)), None)),
-            Operator::Lt | Operator::Lte => clustering_slice = Some((None, Some((single_terms(&value), op == Operator::Lte)))),
+            Operator::Gt | Operator::Gte => {
+                clustering_slice = Some((Some((single_terms(&value), op == Operator::Gte)), None))
+            }
+            Operator::Lt | Operator::Lte => {
+                clustering_slice = Some((None, Some((single_terms(&value), op == Operator::Lte))))
+            }
             _ => return invalid("Unsupported multi-column relation"),
         }
     } else {
@@ -340,27 +488,44 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
                 Some((op, value)) => {
                     if gap || clustering_slice.is_some() {
                         if !s.allow_filtering && !system {
-                            let prev = if p > 0 { t.columns[ck_cols[p - 1]].name.clone() } else { String::new() };
+                            let prev = if p > 0 {
+                                t.columns[ck_cols[p - 1]].name.clone()
+                            } else {
+                                String::new()
+                            };
                             return invalid(format!(
                                 "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{prev}\" is not restricted",
                                 c.name
                             ));
                         }
-                        filters.push(Filter { column: ck_cols[p], op, value, key: None });
+                        filters.push(Filter {
+                            column: ck_cols[p],
+                            op,
+                            value,
+                            key: None,
+                        });
                         continue;
                     }
                     match op {
-                        Operator::Eq | Operator::In => {
-                            clustering_eq.push(values_of(t, &c.name, &c.cql_type, op, &value, &mut Vec::new())?)
-                        }
+                        Operator::Eq | Operator::In => clustering_eq.push(values_of(
+                            t,
+                            &c.name,
+                            &c.cql_type,
+                            op,
+                            &value,
+                            &mut Vec::new(),
+                        )?),
                         _ => {
-                            let RelationValue::Single(term) = value else { return invalid("bad slice") };
+                            let RelationValue::Single(term) = value else {
+                                return invalid("bad slice");
+                            };
                             let bound = (vec![term], matches!(op, Operator::Gte | Operator::Lte));
-                            clustering_slice = Some(if matches!(op, Operator::Gt | Operator::Gte) {
-                                (Some(bound), None)
-                            } else {
-                                (None, Some(bound))
-                            });
+                            clustering_slice =
+                                Some(if matches!(op, Operator::Gt | Operator::Gte) {
+                                    (Some(bound), None)
+                                } else {
+                                    (None, Some(bound))
+                                });
                         }
                     }
                 }
@@ -374,7 +539,9 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
             if Some(f.column) != slice_col {
                 return true;
             }
-            let RelationValue::Single(term) = &f.value else { return true };
+            let RelationValue::Single(term) = &f.value else {
+                return true;
+            };
             match f.op {
                 Operator::Gt | Operator::Gte if lower.is_none() => {
                     *lower = Some((vec![term.clone()], f.op == Operator::Gte));
@@ -402,9 +569,11 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
             return invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.");
         }
         for (n, o) in s.order_by.iter().enumerate() {
-            let i = t.column_index(&o.column.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", o.column.name)))?;
+            let i = t.column_index(&o.column.name).ok_or_else(|| {
+                ExecError::Invalid(format!("Undefined column name {}", o.column.name))
+            })?;
             if ck_cols.get(n) != Some(&i) {
-                return invalid(format!("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY"));
+                return invalid("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY".to_string());
             }
             let desc_declared = t.columns[i].order == helenus_schema::ClusteringOrder::Desc;
             let desc_wanted = matches!(o.direction, OrderDirection::Desc);
@@ -417,15 +586,35 @@ pub fn plan(table: Arc<TableMeta>, s: &SelectStatement, specs: &mut Vec<Option<B
         }
     }
     for term in s.limit.iter() {
-        note_binds(term, col_spec(t, "[limit]", CqlType::Native(helenus_types::NativeType::Int)), specs);
+        note_binds(
+            term,
+            col_spec(
+                t,
+                "[limit]",
+                CqlType::Native(helenus_types::NativeType::Int),
+            ),
+            specs,
+        );
     }
     for term in s.per_partition_limit.iter() {
-        note_binds(term, col_spec(t, "[per_partition_limit]", CqlType::Native(helenus_types::NativeType::Int)), specs);
+        note_binds(
+            term,
+            col_spec(
+                t,
+                "[per_partition_limit]",
+                CqlType::Native(helenus_types::NativeType::Int),
+            ),
+            specs,
+        );
     }
     let mut group_by = 0;
     for (n, g) in s.group_by.iter().enumerate() {
-        let ast::Selector::Column(id) = g else { return invalid("Only column names are supported in GROUP BY") };
-        let i = t.column_index(&id.name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", id.name)))?;
+        let ast::Selector::Column(id) = g else {
+            return invalid("Only column names are supported in GROUP BY");
+        };
+        let i = t
+            .column_index(&id.name)
+            .ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", id.name)))?;
         let expected = pk_cols.iter().chain(ck_cols.iter()).nth(n);
         if expected != Some(&i) {
             return invalid("Group by currently only support groups of columns following their declared order in the PRIMARY KEY");
@@ -459,9 +648,20 @@ fn eval_int(term: &Term, binds: &Binds<'_>, what: &str) -> ExecResult<Option<usi
     let ty = CqlType::Native(helenus_types::NativeType::Int);
     match values::eval(term, &ty, what, binds)? {
         Bound::Value(b) => {
-            let v = i32::from_be_bytes(b.as_ref().try_into().map_err(|_| ExecError::Invalid(format!("Invalid {what}")))?);
+            let v = i32::from_be_bytes(
+                b.as_ref()
+                    .try_into()
+                    .map_err(|_| ExecError::Invalid(format!("Invalid {what}")))?,
+            );
             if v <= 0 {
-                return invalid(format!("{} must be strictly positive", if what == "[limit]" { "LIMIT" } else { "PER PARTITION LIMIT" }));
+                return invalid(format!(
+                    "{} must be strictly positive",
+                    if what == "[limit]" {
+                        "LIMIT"
+                    } else {
+                        "PER PARTITION LIMIT"
+                    }
+                ));
             }
             Ok(Some(v as usize))
         }
@@ -470,54 +670,11 @@ fn eval_int(term: &Term, binds: &Binds<'_>, what: &str) -> ExecResult<Option<usi
     }
 }
 
-/// Expands a restriction to serialized values (deduplicated and sorted, as Cassandra does for IN).
-fn expand(v: &ValuesOf, ty: &CqlType, name: &str, binds: &Binds<'_>) -> ExecResult<Vec<Bytes>> {
-    let mut out = Vec::new();
-    match v {
-        ValuesOf::Terms(terms) => {
-            for term in terms {
-                match values::eval(term, ty, name, binds)? {
-                    Bound::Value(b) => out.push(b),
-                    Bound::Null => return invalid(format!("Invalid null value in condition for column {name}")),
-                    Bound::Unset => return invalid(format!("Invalid unset value for column {name}")),
-                }
-            }
-        }
-        ValuesOf::BindList(term) => {
-            if let Some(helenus_types::CqlValue::List(items)) = values::to_value(term, &list_of(ty), name, binds)? {
-                for i in items {
-                    out.push(values::serialize(&i));
-                }
-            } else {
-                return invalid(format!("Invalid null value for IN restriction on {name}"));
-            }
-        }
-    }
-    if out.len() > 1 {
-        out.sort_by(|a, b| helenus_types::compare_serialized(ty, a, b));
-        out.dedup();
-    }
-    Ok(out)
-}
-
-fn cartesian(lists: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
-    let mut acc: Vec<Vec<Bytes>> = vec![Vec::new()];
-    for l in lists {
-        let mut next = Vec::with_capacity(acc.len() * l.len());
-        for prefix in &acc {
-            for v in l {
-                let mut p = prefix.clone();
-                p.push(v.clone());
-                next.push(p);
-            }
-        }
-        acc = next;
-    }
-    acc
-}
-
 /// Builds the storage slices for the clustering restrictions.
-pub fn clustering_slices(plan: &SelectPlan, binds: &Binds<'_>) -> ExecResult<Vec<(st::ClusteringBound, st::ClusteringBound)>> {
+pub fn clustering_slices(
+    plan: &SelectPlan,
+    binds: &Binds<'_>,
+) -> ExecResult<Vec<(st::ClusteringBound, st::ClusteringBound)>> {
     let t = &plan.table;
     let ck: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
     if plan.clustering_eq.is_empty() && plan.clustering_slice.is_none() {
@@ -525,18 +682,27 @@ pub fn clustering_slices(plan: &SelectPlan, binds: &Binds<'_>) -> ExecResult<Vec
     }
     let mut lists = Vec::new();
     for (n, v) in plan.clustering_eq.iter().enumerate() {
-        let c = ck.get(n).ok_or_else(|| ExecError::Invalid("too many clustering restrictions".into()))?;
-        lists.push(expand(v, &c.cql_type, &c.name, binds)?);
+        let c = ck
+            .get(n)
+            .ok_or_else(|| ExecError::Invalid("too many clustering restrictions".into()))?;
+        lists.push(super::scan::expand_values(v, &c.cql_type, &c.name, binds)?);
     }
-    let prefixes = cartesian(&lists);
+    let prefixes = super::scan::cartesian(&lists);
     let mut out = Vec::new();
     let bound_values = |terms: &[Term], from: usize| -> ExecResult<Vec<Bytes>> {
         let mut vals = Vec::new();
         for (k, term) in terms.iter().enumerate() {
-            let c = ck.get(from + k).ok_or_else(|| ExecError::Invalid("too many values in slice".into()))?;
+            let c = ck
+                .get(from + k)
+                .ok_or_else(|| ExecError::Invalid("too many values in slice".into()))?;
             match values::eval(term, &c.cql_type, &c.name, binds)? {
                 Bound::Value(b) => vals.push(b),
-                _ => return invalid(format!("Invalid null value in condition for column {}", c.name)),
+                _ => {
+                    return invalid(format!(
+                        "Invalid null value in condition for column {}",
+                        c.name
+                    ))
+                }
             }
         }
         Ok(vals)
@@ -545,19 +711,32 @@ pub fn clustering_slices(plan: &SelectPlan, binds: &Binds<'_>) -> ExecResult<Vec
         let n = prefix.len();
         let (start, end) = match &plan.clustering_slice {
             None => (
-                st::ClusteringBound { prefix: prefix.clone(), kind: st::BoundKind::Inclusive },
-                st::ClusteringBound { prefix: prefix.clone(), kind: st::BoundKind::Inclusive },
+                st::ClusteringBound {
+                    prefix: prefix.clone(),
+                    kind: st::BoundKind::Inclusive,
+                },
+                st::ClusteringBound {
+                    prefix: prefix.clone(),
+                    kind: st::BoundKind::Inclusive,
+                },
             ),
             Some((lower, upper)) => {
-                let mk = |b: &Option<(Vec<Term>, bool)>| -> ExecResult<st::ClusteringBound> {
+                let mk = |b: &SliceBound| -> ExecResult<st::ClusteringBound> {
                     match b {
-                        None => Ok(st::ClusteringBound { prefix: prefix.clone(), kind: st::BoundKind::Inclusive }),
+                        None => Ok(st::ClusteringBound {
+                            prefix: prefix.clone(),
+                            kind: st::BoundKind::Inclusive,
+                        }),
                         Some((terms, inclusive)) => {
                             let mut p = prefix.clone();
                             p.extend(bound_values(terms, n)?);
                             Ok(st::ClusteringBound {
                                 prefix: p,
-                                kind: if *inclusive { st::BoundKind::Inclusive } else { st::BoundKind::Exclusive },
+                                kind: if *inclusive {
+                                    st::BoundKind::Inclusive
+                                } else {
+                                    st::BoundKind::Exclusive
+                                },
                             })
                         }
                     }
@@ -566,7 +745,9 @@ pub fn clustering_slices(plan: &SelectPlan, binds: &Binds<'_>) -> ExecResult<Vec
             }
         };
         // A descending first slice column flips which bound is the start in storage order.
-        let desc = ck.get(n).is_some_and(|c| c.order == helenus_schema::ClusteringOrder::Desc);
+        let desc = ck
+            .get(n)
+            .is_some_and(|c| c.order == helenus_schema::ClusteringOrder::Desc);
         if desc && plan.clustering_slice.is_some() {
             out.push((end, start));
         } else {
@@ -577,7 +758,10 @@ pub fn clustering_slices(plan: &SelectPlan, binds: &Binds<'_>) -> ExecResult<Vec
 }
 
 fn now_s() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
@@ -599,9 +783,13 @@ pub fn execute(
     page_size: Option<usize>,
     paging_state: Option<&[u8]>,
 ) -> ExecResult<SelectOutput> {
-    let t = &plan.table;
     let now = now_s();
-    let limit = plan.limit.as_ref().map(|l| eval_int(l, binds, "[limit]")).transpose()?.flatten();
+    let limit = plan
+        .limit
+        .as_ref()
+        .map(|l| eval_int(l, binds, "[limit]"))
+        .transpose()?
+        .flatten();
     let ppl = plan
         .per_partition_limit
         .as_ref()
@@ -639,11 +827,8 @@ pub fn execute(
         if plan.distinct && per_partition_count > 0 {
             continue;
         }
-        if let Some(p) = ppl {
-            if per_partition_count >= p {
-                source.skip_partition();
-                continue;
-            }
+        if ppl.is_some_and(|p| per_partition_count >= p) {
+            continue;
         }
         if !passes_filters(plan, &row, binds)? {
             continue;
@@ -660,7 +845,12 @@ pub fn execute(
             }
         }
     }
-    let columns: Vec<(String, CqlType)> = plan.compiled.columns.iter().map(|c| (c.name.clone(), c.ty.clone())).collect();
+    let columns: Vec<(String, CqlType)> = plan
+        .compiled
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect();
     let paging = if !exhausted && !collected.is_empty() && want.is_some() {
         collected.last().map(|r| {
             PagingState {
@@ -682,7 +872,7 @@ pub fn execute(
         for r in &collected {
             let mut cells = Vec::with_capacity(plan.compiled.columns.len());
             for c in &plan.compiled.columns {
-                cells.push(selectors::eval(&c.sel, &c.ty, r, t, now)?);
+                cells.push(selectors::eval(&c.sel, &c.ty, r, now)?);
             }
             out.push(cells);
         }
@@ -691,7 +881,11 @@ pub fn execute(
     if plan.json {
         return Ok(super::json::json_rows(&columns, rows, paging));
     }
-    Ok(SelectOutput { columns, rows, paging_state: paging })
+    Ok(SelectOutput {
+        columns,
+        rows,
+        paging_state: paging,
+    })
 }
 
 fn group_key(plan: &SelectPlan, r: &Row) -> Vec<Option<Bytes>> {
@@ -705,7 +899,11 @@ fn group_key(plan: &SelectPlan, r: &Row) -> Vec<Option<Bytes>> {
         .collect()
 }
 
-fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
+fn aggregate_rows(
+    plan: &SelectPlan,
+    rows: &[Row],
+    now: i64,
+) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
     let cols = &plan.compiled.columns;
     let mut out = Vec::new();
     let mut i = 0;
@@ -717,7 +915,13 @@ fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Vec<V
         return Ok(vec![cols
             .iter()
             .zip(&states)
-            .map(|(c, s)| if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) { selectors::agg_finish(s, &c.sel) } else { None })
+            .map(|(c, s)| {
+                if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
+                    selectors::agg_finish(s, &c.sel)
+                } else {
+                    None
+                }
+            })
             .collect()]);
     }
     while i < rows.len() {
@@ -726,11 +930,16 @@ fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Vec<V
         let mut j = i;
         while j < rows.len() && (plan.group_by == 0 || group_key(plan, &rows[j]) == key) {
             for (c, s) in cols.iter().zip(states.iter_mut()) {
-                selectors::agg_update(s, &c.sel, &c.ty, &rows[j], &plan.table, now)?;
+                selectors::agg_update(s, &c.sel, &c.ty, &rows[j], now)?;
             }
             j += 1;
         }
-        out.push(cols.iter().zip(&states).map(|(c, s)| selectors::agg_finish(s, &c.sel)).collect());
+        out.push(
+            cols.iter()
+                .zip(&states)
+                .map(|(c, s)| selectors::agg_finish(s, &c.sel))
+                .collect(),
+        );
         i = j;
     }
     Ok(out)
@@ -740,11 +949,14 @@ fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Vec<V
 pub fn compare_clustering(t: &TableMeta, a: &[Bytes], b: &[Bytes]) -> Ordering {
     for (c, (x, y)) in t.clustering().zip(a.iter().zip(b.iter())) {
         let o = helenus_types::compare_serialized(&c.cql_type, x, y);
-        let o = if c.order == helenus_schema::ClusteringOrder::Desc { o.reverse() } else { o };
+        let o = if c.order == helenus_schema::ClusteringOrder::Desc {
+            o.reverse()
+        } else {
+            o
+        };
         if o != Ordering::Equal {
             return o;
         }
     }
     a.len().cmp(&b.len())
 }
-

@@ -24,11 +24,23 @@ pub enum Sel {
     WriteTime(usize),
     Ttl(usize),
     Token(Vec<usize>),
-    Func { name: String, args: Vec<Sel>, arg_types: Vec<CqlType> },
-    Cast { inner: Box<Sel>, from: CqlType, to: CqlType },
+    Func {
+        name: String,
+        args: Vec<Sel>,
+        arg_types: Vec<CqlType>,
+    },
+    Cast {
+        inner: Box<Sel>,
+        from: CqlType,
+        to: CqlType,
+    },
     Constant(Option<Bytes>),
     CountStar,
-    Agg { kind: AggKind, arg: Box<Sel>, ty: CqlType },
+    Agg {
+        kind: AggKind,
+        arg: Box<Sel>,
+        ty: CqlType,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -45,7 +57,12 @@ pub struct Compiled {
 }
 
 fn col_index(t: &TableMeta, name: &str) -> ExecResult<usize> {
-    t.column_index(name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {name} in table {}.{}", t.keyspace, t.name)))
+    t.column_index(name).ok_or_else(|| {
+        ExecError::Invalid(format!(
+            "Undefined column name {name} in table {}.{}",
+            t.keyspace, t.name
+        ))
+    })
 }
 
 fn selector_name(s: &Selector) -> String {
@@ -61,43 +78,70 @@ fn selector_name(s: &Selector) -> String {
             if n == "count" && a.len() == 1 && a[0] == "1" {
                 return "count".into();
             }
-            let ks = name.keyspace.as_ref().map(|k| k.name.clone()).unwrap_or_else(|| "system".into());
+            let ks = name
+                .keyspace
+                .as_ref()
+                .map(|k| k.name.clone())
+                .unwrap_or_else(|| "system".into());
             format!("{ks}.{n}({})", a.join(", "))
         }
-        Selector::Cast { selector, ty } => format!("cast({} as {})", selector_name(selector), ty_text(ty)),
+        Selector::Cast { selector, ty } => {
+            format!("cast({} as {})", selector_name(selector), ty_text(ty))
+        }
         Selector::Term(t) => match t {
             helenus_cql::ast::Term::Integer(s) | helenus_cql::ast::Term::Float(s) => s.clone(),
             helenus_cql::ast::Term::String(s) => format!("'{s}'"),
             _ => "literal".into(),
         },
-        Selector::Field { selector, field } => format!("{}.{}", selector_name(selector), field.name),
+        Selector::Field { selector, field } => {
+            format!("{}.{}", selector_name(selector), field.name)
+        }
         _ => "expr".into(),
     }
 }
 
 fn ty_text(t: &helenus_cql::ast::CqlTypeExpr) -> String {
-    values::resolve_type(t, None).map(|t| t.to_string()).unwrap_or_default()
+    values::resolve_type(t, None)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
 }
 
 /// Compiles the projection of a SELECT against `table`.
-pub fn compile(t: &TableMeta, projection: &Projection, binds_none: &Binds<'_>) -> ExecResult<Compiled> {
+pub fn compile(
+    t: &TableMeta,
+    projection: &Projection,
+    binds_none: &Binds<'_>,
+) -> ExecResult<Compiled> {
     let mut columns = Vec::new();
     match projection {
         Projection::Star => {
             for (i, c) in t.columns.iter().enumerate() {
-                columns.push(OutColumn { name: c.name.clone(), ty: c.cql_type.clone(), sel: Sel::Column(i) });
+                columns.push(OutColumn {
+                    name: c.name.clone(),
+                    ty: c.cql_type.clone(),
+                    sel: Sel::Column(i),
+                });
             }
         }
         Projection::Items(items) => {
             for item in items {
                 let (sel, ty) = compile_one(t, &item.selector, binds_none)?;
-                let name = item.alias.as_ref().map(|a| a.name.clone()).unwrap_or_else(|| selector_name(&item.selector));
+                let name = item
+                    .alias
+                    .as_ref()
+                    .map(|a| a.name.clone())
+                    .unwrap_or_else(|| selector_name(&item.selector));
                 columns.push(OutColumn { name, ty, sel });
             }
         }
     }
-    let has_aggregate = columns.iter().any(|c| matches!(c.sel, Sel::Agg { .. } | Sel::CountStar));
-    Ok(Compiled { columns, has_aggregate })
+    let has_aggregate = columns
+        .iter()
+        .any(|c| matches!(c.sel, Sel::Agg { .. } | Sel::CountStar));
+    Ok(Compiled {
+        columns,
+        has_aggregate,
+    })
 }
 
 fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Sel, CqlType)> {
@@ -110,11 +154,17 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
         Selector::CountStar => (Sel::CountStar, bigint),
         Selector::WriteTime(inner) | Selector::MaxWriteTime(inner) | Selector::Ttl(inner) => {
             let Selector::Column(id) = &**inner else {
-                return Err(ExecError::Invalid("writetime() and ttl() take a column".into()));
+                return Err(ExecError::Invalid(
+                    "writetime() and ttl() take a column".into(),
+                ));
             };
             let i = col_index(t, &id.name)?;
             let c = &t.columns[i];
-            let fname = if matches!(s, Selector::Ttl(_)) { "ttl" } else { "writetime" };
+            let fname = if matches!(s, Selector::Ttl(_)) {
+                "ttl"
+            } else {
+                "writetime"
+            };
             if c.kind.is_primary_key() {
                 return Err(ExecError::Invalid(format!(
                     "Cannot use selection function {fname} on PRIMARY KEY part {}",
@@ -140,7 +190,9 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                 let mut idx = Vec::new();
                 for a in args {
                     let Selector::Column(id) = a else {
-                        return Err(ExecError::Invalid("token() takes the partition key columns".into()));
+                        return Err(ExecError::Invalid(
+                            "token() takes the partition key columns".into(),
+                        ));
                     };
                     idx.push(col_index(t, &id.name)?);
                 }
@@ -177,8 +229,19 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                     }
                 }
                 let (inner, ty) = compile_one(t, arg, binds)?;
-                let out_ty = if kind == AggKind::Count { bigint } else { ty.clone() };
-                return Ok((Sel::Agg { kind, arg: Box::new(inner), ty }, out_ty));
+                let out_ty = if kind == AggKind::Count {
+                    bigint
+                } else {
+                    ty.clone()
+                };
+                return Ok((
+                    Sel::Agg {
+                        kind,
+                        arg: Box::new(inner),
+                        ty,
+                    },
+                    out_ty,
+                ));
             }
             let mut sels = Vec::new();
             let mut types = Vec::new();
@@ -189,12 +252,26 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
             }
             let rt = functions::return_type(&fname, &types)
                 .ok_or_else(|| ExecError::Invalid(format!("Unknown function '{fname}'")))?;
-            (Sel::Func { name: fname, args: sels, arg_types: types }, rt)
+            (
+                Sel::Func {
+                    name: fname,
+                    args: sels,
+                    arg_types: types,
+                },
+                rt,
+            )
         }
         Selector::Cast { selector, ty } => {
             let (inner, from) = compile_one(t, selector, binds)?;
             let to = values::resolve_type(ty, None)?;
-            (Sel::Cast { inner: Box::new(inner), from, to: to.clone() }, to)
+            (
+                Sel::Cast {
+                    inner: Box::new(inner),
+                    from,
+                    to: to.clone(),
+                },
+                to,
+            )
         }
         Selector::Term(term) => {
             let ty = values::infer_type(term).unwrap_or(CqlType::Native(NativeType::Varchar));
@@ -206,7 +283,10 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
         }
         Selector::TypeHint { selector, .. } => compile_one(t, selector, binds)?,
         other => {
-            return Err(ExecError::Invalid(format!("Unsupported selector {}", selector_name(other))));
+            return Err(ExecError::Invalid(format!(
+                "Unsupported selector {}",
+                selector_name(other)
+            )));
         }
     })
 }
@@ -224,12 +304,14 @@ fn kind_word(t: &CqlType) -> &'static str {
 fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlValue>> {
     match b {
         None => Ok(None),
-        Some(b) => helenus_types::deserialize(ty, b).map(Some).map_err(|e| ExecError::Server(e.to_string())),
+        Some(b) => helenus_types::deserialize(ty, b)
+            .map(Some)
+            .map_err(|e| ExecError::Server(e.to_string())),
     }
 }
 
 /// Evaluates a non-aggregate selector on one row.
-pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, table: &TableMeta, now_s: i64) -> ExecResult<Option<Bytes>> {
+pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option<Bytes>> {
     Ok(match sel {
         Sel::Column(i) => row.cells.get(*i).cloned().flatten(),
         Sel::WriteTime(i) => row
@@ -242,21 +324,27 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, table: &TableMeta, now_s: i64) -
             if m.ttl_s == 0 {
                 None
             } else {
-                Some(serialize(&CqlValue::Int((m.expires_at_s - now_s).max(0) as i32)))
+                Some(serialize(&CqlValue::Int(
+                    (m.expires_at_s - now_s).max(0) as i32
+                )))
             }
         }),
         Sel::Token(_) => Some(serialize(&CqlValue::Bigint(row.token))),
         Sel::Constant(b) => b.clone(),
-        Sel::Func { name, args, arg_types } => {
+        Sel::Func {
+            name,
+            args,
+            arg_types,
+        } => {
             let mut vals = Vec::new();
             for (a, t) in args.iter().zip(arg_types) {
-                let b = eval(a, t, row, table, now_s)?;
+                let b = eval(a, t, row, now_s)?;
                 vals.push(decode(t, &b)?);
             }
             functions::call(name, &vals, arg_types)?.map(|v| serialize(&v))
         }
         Sel::Cast { inner, from, to } => {
-            let b = eval(inner, from, row, table, now_s)?;
+            let b = eval(inner, from, row, now_s)?;
             match decode(from, &b)? {
                 None => None,
                 Some(v) => Some(serialize(&cast(&v, to)?)),
@@ -273,9 +361,15 @@ fn cast(v: &CqlValue, to: &CqlType) -> ExecResult<CqlValue> {
     if let CqlType::Native(NativeType::Varchar) | CqlType::Native(NativeType::Ascii) = to {
         let s = match v {
             CqlValue::Text(s) | CqlValue::Ascii(s) => s.clone(),
-            other => helenus_types::to_cql_literal(other).trim_matches('\'').to_string(),
+            other => helenus_types::to_cql_literal(other)
+                .trim_matches('\'')
+                .to_string(),
         };
-        return Ok(if matches!(to, CqlType::Native(NativeType::Ascii)) { CqlValue::Ascii(s) } else { CqlValue::Text(s) });
+        return Ok(if matches!(to, CqlType::Native(NativeType::Ascii)) {
+            CqlValue::Ascii(s)
+        } else {
+            CqlValue::Text(s)
+        });
     }
     let f = match v {
         CqlValue::Int(x) => *x as f64,
@@ -310,16 +404,30 @@ pub enum AggState {
 
 pub fn agg_init(sel: &Sel) -> AggState {
     match sel {
-        Sel::CountStar | Sel::Agg { kind: AggKind::Count, .. } => AggState::Count(0),
-        Sel::Agg { kind: AggKind::Min | AggKind::Max, .. } => AggState::Extreme(None),
-        Sel::Agg { kind: AggKind::Sum, .. } => AggState::Sum(0.0, 0, false),
-        Sel::Agg { kind: AggKind::Avg, .. } => AggState::Avg(0.0, 0, 0, false),
+        Sel::CountStar
+        | Sel::Agg {
+            kind: AggKind::Count,
+            ..
+        } => AggState::Count(0),
+        Sel::Agg {
+            kind: AggKind::Min | AggKind::Max,
+            ..
+        } => AggState::Extreme(None),
+        Sel::Agg {
+            kind: AggKind::Sum, ..
+        } => AggState::Sum(0.0, 0, false),
+        Sel::Agg {
+            kind: AggKind::Avg, ..
+        } => AggState::Avg(0.0, 0, 0, false),
         _ => AggState::First(None),
     }
 }
 
 fn is_float(t: &CqlType) -> bool {
-    matches!(t, CqlType::Native(NativeType::Float | NativeType::Double | NativeType::Decimal))
+    matches!(
+        t,
+        CqlType::Native(NativeType::Float | NativeType::Double | NativeType::Decimal)
+    )
 }
 
 fn as_num(v: &CqlValue) -> (f64, i128) {
@@ -334,21 +442,29 @@ fn as_num(v: &CqlValue) -> (f64, i128) {
     }
 }
 
-pub fn agg_update(state: &mut AggState, sel: &Sel, ty: &CqlType, row: &Row, table: &TableMeta, now_s: i64) -> ExecResult<()> {
+pub fn agg_update(
+    state: &mut AggState,
+    sel: &Sel,
+    ty: &CqlType,
+    row: &Row,
+    now_s: i64,
+) -> ExecResult<()> {
     match (state, sel) {
         (AggState::Count(n), Sel::CountStar) => *n += 1,
-        (AggState::Count(n), Sel::Agg { arg, ty, .. }) => {
-            if eval(arg, ty, row, table, now_s)?.is_some() {
-                *n += 1;
-            }
+        (AggState::Count(n), Sel::Agg { arg, ty, .. }) if eval(arg, ty, row, now_s)?.is_some() => {
+            *n += 1;
         }
         (AggState::Extreme(cur), Sel::Agg { kind, arg, ty }) => {
-            if let Some(b) = eval(arg, ty, row, table, now_s)? {
+            if let Some(b) = eval(arg, ty, row, now_s)? {
                 let replace = match cur {
                     None => true,
                     Some(c) => {
                         let o = helenus_types::compare_serialized(ty, &b, c);
-                        if *kind == AggKind::Min { o.is_lt() } else { o.is_gt() }
+                        if *kind == AggKind::Min {
+                            o.is_lt()
+                        } else {
+                            o.is_gt()
+                        }
                     }
                 };
                 if replace {
@@ -357,7 +473,7 @@ pub fn agg_update(state: &mut AggState, sel: &Sel, ty: &CqlType, row: &Row, tabl
             }
         }
         (AggState::Sum(f, i, seen), Sel::Agg { arg, ty, .. }) => {
-            if let Some(v) = decode(ty, &eval(arg, ty, row, table, now_s)?)? {
+            if let Some(v) = decode(ty, &eval(arg, ty, row, now_s)?)? {
                 let (x, y) = as_num(&v);
                 *f += x;
                 *i = i.wrapping_add(y);
@@ -365,7 +481,7 @@ pub fn agg_update(state: &mut AggState, sel: &Sel, ty: &CqlType, row: &Row, tabl
             }
         }
         (AggState::Avg(f, i, n, seen), Sel::Agg { arg, ty, .. }) => {
-            if let Some(v) = decode(ty, &eval(arg, ty, row, table, now_s)?)? {
+            if let Some(v) = decode(ty, &eval(arg, ty, row, now_s)?)? {
                 let (x, y) = as_num(&v);
                 *f += x;
                 *i = i.wrapping_add(y);
@@ -373,10 +489,8 @@ pub fn agg_update(state: &mut AggState, sel: &Sel, ty: &CqlType, row: &Row, tabl
                 *seen = true;
             }
         }
-        (AggState::First(cur), s) => {
-            if cur.is_none() {
-                *cur = eval(s, ty, row, table, now_s)?;
-            }
+        (AggState::First(cur), s) if cur.is_none() => {
+            *cur = eval(s, ty, row, now_s)?;
         }
         _ => {}
     }
@@ -404,7 +518,11 @@ pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
             if *n == 0 {
                 return Some(serialize(&num_value(ty, 0.0, 0)));
             }
-            let v = if is_float(ty) { num_value(ty, f / *n as f64, 0) } else { num_value(ty, 0.0, i / *n as i128) };
+            let v = if is_float(ty) {
+                num_value(ty, f / *n as f64, 0)
+            } else {
+                num_value(ty, 0.0, i / *n as i128)
+            };
             Some(serialize(&v))
         }
         (AggState::First(b), _) => b.clone(),

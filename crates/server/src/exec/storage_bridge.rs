@@ -22,8 +22,13 @@ fn cell_path_type(t: &CqlType) -> Option<CqlType> {
     use helenus_types::NativeType;
     match t {
         CqlType::List { frozen: false, .. } => Some(CqlType::Native(NativeType::Timeuuid)),
-        CqlType::Set { element, frozen: false } => Some((**element).clone()),
-        CqlType::Map { key, frozen: false, .. } => Some((**key).clone()),
+        CqlType::Set {
+            element,
+            frozen: false,
+        } => Some((**element).clone()),
+        CqlType::Map {
+            key, frozen: false, ..
+        } => Some((**key).clone()),
         CqlType::Udt { frozen: false, .. } => Some(CqlType::Native(NativeType::Smallint)),
         _ => None,
     }
@@ -36,24 +41,41 @@ fn map_of(m: &std::collections::BTreeMap<String, String>, k: &str) -> Option<Str
 pub fn table_options(t: &TableMeta) -> st::TableOptions {
     let p = &t.params;
     let class = map_of(&p.compaction, "class").unwrap_or_default();
-    let num = |k: &str, d: u32| map_of(&p.compaction, k).and_then(|v| v.parse().ok()).unwrap_or(d);
+    let num = |k: &str, d: u32| {
+        map_of(&p.compaction, k)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
     let compaction = if class.ends_with("LeveledCompactionStrategy") {
-        st::CompactionOptions::Leveled { sstable_size_in_mb: num("sstable_size_in_mb", 160), fanout_size: num("fanout_size", 10) }
+        st::CompactionOptions::Leveled {
+            sstable_size_in_mb: num("sstable_size_in_mb", 160),
+            fanout_size: num("fanout_size", 10),
+        }
     } else if class.ends_with("TimeWindowCompactionStrategy") {
         st::CompactionOptions::TimeWindow {
-            compaction_window_unit: map_of(&p.compaction, "compaction_window_unit").unwrap_or_else(|| "DAYS".into()),
+            compaction_window_unit: map_of(&p.compaction, "compaction_window_unit")
+                .unwrap_or_else(|| "DAYS".into()),
             compaction_window_size: num("compaction_window_size", 1),
         }
     } else {
-        st::CompactionOptions::SizeTiered { min_threshold: num("min_threshold", 4), max_threshold: num("max_threshold", 32) }
+        st::CompactionOptions::SizeTiered {
+            min_threshold: num("min_threshold", 4),
+            max_threshold: num("max_threshold", 32),
+        }
     };
     let comp_class = map_of(&p.compression, "class").unwrap_or_default();
-    let chunk_kb: u32 = map_of(&p.compression, "chunk_length_in_kb").and_then(|v| v.parse().ok()).unwrap_or(16);
-    let enabled = map_of(&p.compression, "enabled").map(|v| v != "false").unwrap_or(true);
+    let chunk_kb: u32 = map_of(&p.compression, "chunk_length_in_kb")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    let enabled = map_of(&p.compression, "enabled")
+        .map(|v| v != "false")
+        .unwrap_or(true);
     let algorithm = if !enabled || comp_class.is_empty() {
         st::CompressionAlgorithm::None
     } else if comp_class.ends_with("ZstdCompressor") {
-        let level = map_of(&p.compression, "compression_level").and_then(|v| v.parse().ok()).unwrap_or(3);
+        let level = map_of(&p.compression, "compression_level")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3);
         st::CompressionAlgorithm::Zstd { level }
     } else if comp_class.ends_with("DeflateCompressor") {
         st::CompressionAlgorithm::Deflate
@@ -62,7 +84,10 @@ pub fn table_options(t: &TableMeta) -> st::TableOptions {
     };
     st::TableOptions {
         compaction,
-        compression: st::CompressionOptions { algorithm, chunk_length_in_kb: chunk_kb },
+        compression: st::CompressionOptions {
+            algorithm,
+            chunk_length_in_kb: chunk_kb,
+        },
         gc_grace_seconds: p.gc_grace_seconds.max(0) as u32,
         bloom_filter_fp_chance: p.bloom_filter_fp_chance,
         default_time_to_live: p.default_time_to_live.max(0) as u32,
@@ -104,9 +129,13 @@ pub fn storage_config(cfg: &NodeConfig) -> st::StorageConfig {
         data_dir: cfg.primary_data_dir(),
         commitlog_dir: cfg.commitlog_directory.clone(),
         commitlog_sync: match cfg.commitlog_sync {
-            CommitlogSyncMode::Periodic => st::CommitlogSync::Periodic { period_ms: cfg.commitlog_sync_period_ms },
+            CommitlogSyncMode::Periodic => st::CommitlogSync::Periodic {
+                period_ms: cfg.commitlog_sync_period_ms,
+            },
             CommitlogSyncMode::Batch => st::CommitlogSync::Batch,
-            CommitlogSyncMode::Group => st::CommitlogSync::Group { window_ms: cfg.commitlog_sync_group_window_ms },
+            CommitlogSyncMode::Group => st::CommitlogSync::Group {
+                window_ms: cfg.commitlog_sync_group_window_ms,
+            },
         },
         commitlog_segment_size_bytes: cfg.commitlog_segment_size_bytes,
         memtable_space_bytes: cfg.memtable_space_bytes,
@@ -122,7 +151,9 @@ pub fn open_engine(cfg: &NodeConfig, schema: &Schema) -> Result<Arc<st::Engine>,
     let engine = st::Engine::open(storage_config(cfg)).map_err(|e| e.to_string())?;
     for ks in schema.user_keyspaces() {
         for t in ks.tables.values() {
-            engine.create_table(table_def(t)).map_err(|e| e.to_string())?;
+            engine
+                .create_table(table_def(t))
+                .map_err(|e| e.to_string())?;
         }
     }
     let stats = engine.replay_commitlog().map_err(|e| e.to_string())?;

@@ -18,15 +18,6 @@ pub enum Bound {
     Value(Bytes),
 }
 
-impl Bound {
-    pub fn bytes(&self) -> Option<&Bytes> {
-        match self {
-            Bound::Value(b) => Some(b),
-            _ => None,
-        }
-    }
-}
-
 /// The bound values of one execution, positional (named values are mapped to positions first).
 pub struct Binds<'a> {
     pub values: &'a [proto::Value],
@@ -68,11 +59,35 @@ fn literal_kind(t: &Term) -> &'static str {
 fn literal_accepted(kind: &str, t: NativeType) -> bool {
     use NativeType::*;
     match kind {
-        "STRING" => matches!(t, Ascii | Varchar | Timestamp | Date | Time | Inet | Uuid | Timeuuid | Duration | Blob)
-            && t != Blob,
+        "STRING" => {
+            matches!(
+                t,
+                Ascii
+                    | Varchar
+                    | Timestamp
+                    | Date
+                    | Time
+                    | Inet
+                    | Uuid
+                    | Timeuuid
+                    | Duration
+                    | Blob
+            ) && t != Blob
+        }
         "INTEGER" => matches!(
             t,
-            Bigint | Counter | Decimal | Double | Float | Int | Smallint | Tinyint | Varint | Timestamp | Date | Time
+            Bigint
+                | Counter
+                | Decimal
+                | Double
+                | Float
+                | Int
+                | Smallint
+                | Tinyint
+                | Varint
+                | Timestamp
+                | Date
+                | Time
         ),
         "FLOAT" => matches!(t, Decimal | Double | Float),
         "BOOLEAN" => t == Boolean,
@@ -98,7 +113,7 @@ pub fn literal_default_type(t: &Term) -> Option<CqlType> {
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
@@ -108,28 +123,46 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// Converts a CQL type expression from the AST to a type, resolving user types in `keyspace`.
-pub fn resolve_type(expr: &CqlTypeExpr, ks: Option<&helenus_schema::KeyspaceMeta>) -> ExecResult<CqlType> {
+pub fn resolve_type(
+    expr: &CqlTypeExpr,
+    ks: Option<&helenus_schema::KeyspaceMeta>,
+) -> ExecResult<CqlType> {
     Ok(match expr {
         CqlTypeExpr::Native(n) => CqlType::Native(*n),
-        CqlTypeExpr::List(e) => CqlType::List { element: Box::new(resolve_type(e, ks)?), frozen: false },
-        CqlTypeExpr::Set(e) => CqlType::Set { element: Box::new(resolve_type(e, ks)?), frozen: false },
+        CqlTypeExpr::List(e) => CqlType::List {
+            element: Box::new(resolve_type(e, ks)?),
+            frozen: false,
+        },
+        CqlTypeExpr::Set(e) => CqlType::Set {
+            element: Box::new(resolve_type(e, ks)?),
+            frozen: false,
+        },
         CqlTypeExpr::Map(k, v) => CqlType::Map {
             key: Box::new(resolve_type(k, ks)?),
             value: Box::new(resolve_type(v, ks)?),
             frozen: false,
         },
-        CqlTypeExpr::Tuple(items) => {
-            CqlType::Tuple(items.iter().map(|i| resolve_type(i, ks).map(|t| t.frozen())).collect::<ExecResult<_>>()?)
-        }
+        CqlTypeExpr::Tuple(items) => CqlType::Tuple(
+            items
+                .iter()
+                .map(|i| resolve_type(i, ks).map(|t| t.frozen()))
+                .collect::<ExecResult<_>>()?,
+        ),
         CqlTypeExpr::Vector(e, n) => {
             if *n == 0 {
-                return Err(ExecError::Invalid("vectors may only have positive dimensions; given 0".into()));
+                return Err(ExecError::Invalid(
+                    "vectors may only have positive dimensions; given 0".into(),
+                ));
             }
-            CqlType::Vector { element: Box::new(resolve_type(e, ks)?.frozen()), dimension: *n }
+            CqlType::Vector {
+                element: Box::new(resolve_type(e, ks)?.frozen()),
+                dimension: *n,
+            }
         }
         CqlTypeExpr::Frozen(inner) => freeze_deep(resolve_type(inner, ks)?),
         CqlTypeExpr::UserDefined(q) => {
-            let ks_meta = ks.ok_or_else(|| ExecError::Invalid(format!("Unknown type {}", q.name.name)))?;
+            let ks_meta =
+                ks.ok_or_else(|| ExecError::Invalid(format!("Unknown type {}", q.name.name)))?;
             if let Some(k) = &q.keyspace {
                 if k.name != ks_meta.name {
                     return Err(ExecError::Invalid(format!(
@@ -138,11 +171,13 @@ pub fn resolve_type(expr: &CqlTypeExpr, ks: Option<&helenus_schema::KeyspaceMeta
                     )));
                 }
             }
-            let def = ks_meta
-                .types
-                .get(&q.name.name)
-                .ok_or_else(|| ExecError::Invalid(format!("Unknown type {}.{}", ks_meta.name, q.name.name)))?;
-            CqlType::Udt { def: Box::new((**def).clone()), frozen: false }
+            let def = ks_meta.types.get(&q.name.name).ok_or_else(|| {
+                ExecError::Invalid(format!("Unknown type {}.{}", ks_meta.name, q.name.name))
+            })?;
+            CqlType::Udt {
+                def: Box::new((**def).clone()),
+                frozen: false,
+            }
         }
         CqlTypeExpr::Custom(c) => CqlType::Custom(c.clone()),
     })
@@ -151,11 +186,19 @@ pub fn resolve_type(expr: &CqlTypeExpr, ks: Option<&helenus_schema::KeyspaceMeta
 /// `frozen<...>` freezes the whole subtree, as Cassandra's `freeze()` does.
 pub fn freeze_deep(t: CqlType) -> CqlType {
     match t {
-        CqlType::List { element, .. } => CqlType::List { element: Box::new(freeze_deep(*element)), frozen: true },
-        CqlType::Set { element, .. } => CqlType::Set { element: Box::new(freeze_deep(*element)), frozen: true },
-        CqlType::Map { key, value, .. } => {
-            CqlType::Map { key: Box::new(freeze_deep(*key)), value: Box::new(freeze_deep(*value)), frozen: true }
-        }
+        CqlType::List { element, .. } => CqlType::List {
+            element: Box::new(freeze_deep(*element)),
+            frozen: true,
+        },
+        CqlType::Set { element, .. } => CqlType::Set {
+            element: Box::new(freeze_deep(*element)),
+            frozen: true,
+        },
+        CqlType::Map { key, value, .. } => CqlType::Map {
+            key: Box::new(freeze_deep(*key)),
+            value: Box::new(freeze_deep(*value)),
+            frozen: true,
+        },
         CqlType::Udt { def, .. } => CqlType::Udt { def, frozen: true },
         other => other,
     }
@@ -190,19 +233,34 @@ fn invalid_literal(term: &Term, receiver: &str, ty: &CqlType) -> ExecError {
         Term::Bool(b) => b.to_string(),
         _ => String::new(),
     };
-    ExecError::Invalid(format!("Invalid {} constant ({text}) for \"{receiver}\" of type {ty}", literal_kind(term)))
+    ExecError::Invalid(format!(
+        "Invalid {} constant ({text}) for \"{receiver}\" of type {ty}",
+        literal_kind(term)
+    ))
 }
 
 /// Evaluates `term` to a decoded value (None = null) for a receiver of type `ty`.
-pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) -> ExecResult<Option<CqlValue>> {
+pub fn to_value(
+    term: &Term,
+    ty: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<CqlValue>> {
     let bad = |msg: String| ExecError::Invalid(msg);
     match term {
         Term::Null => Ok(None),
         Term::Bind(_) => match eval(term, ty, receiver, binds)? {
-            Bound::Value(b) => helenus_types::deserialize(ty, &b).map(Some).map_err(|e| bad(e.to_string())),
+            Bound::Value(b) => helenus_types::deserialize(ty, &b)
+                .map(Some)
+                .map_err(|e| bad(e.to_string())),
             _ => Ok(None),
         },
-        Term::String(_) | Term::Integer(_) | Term::Float(_) | Term::Bool(_) | Term::Uuid(_) | Term::Blob(_)
+        Term::String(_)
+        | Term::Integer(_)
+        | Term::Float(_)
+        | Term::Bool(_)
+        | Term::Uuid(_)
+        | Term::Blob(_)
         | Term::Duration(_) => {
             let native = match ty {
                 CqlType::Native(n) => *n,
@@ -215,11 +273,16 @@ pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) ->
             }
             let text = match term {
                 Term::Blob(hex) => {
-                    let bytes = decode_hex(hex).ok_or_else(|| invalid_literal(term, receiver, ty))?;
+                    let bytes =
+                        decode_hex(hex).ok_or_else(|| invalid_literal(term, receiver, ty))?;
                     return Ok(Some(CqlValue::Blob(Bytes::from(bytes))));
                 }
                 Term::Bool(b) => return Ok(Some(CqlValue::Boolean(*b))),
-                Term::String(s) | Term::Integer(s) | Term::Float(s) | Term::Uuid(s) | Term::Duration(s) => s,
+                Term::String(s)
+                | Term::Integer(s)
+                | Term::Float(s)
+                | Term::Uuid(s)
+                | Term::Duration(s) => s,
                 _ => return Err(invalid_literal(term, receiver, ty)),
             };
             helenus_types::from_string(ty, text).map(Some).map_err(|e| {
@@ -231,11 +294,15 @@ pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) ->
             })
         }
         Term::List(items) => match ty {
-            CqlType::List { element, .. } => Ok(Some(CqlValue::List(elements(items, element, receiver, binds)?))),
+            CqlType::List { element, .. } => Ok(Some(CqlValue::List(elements(
+                items, element, receiver, binds,
+            )?))),
             CqlType::Set { element, .. } => {
                 // `[..]` is not a set literal in CQL, but Cassandra reports it by receiver type.
                 let _ = element;
-                Err(bad(format!("Invalid list literal for {receiver} of type {ty}")))
+                Err(bad(format!(
+                    "Invalid list literal for {receiver} of type {ty}"
+                )))
             }
             CqlType::Vector { element, dimension } => {
                 let vals = elements(items, element, receiver, binds)?;
@@ -247,7 +314,9 @@ pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) ->
                 }
                 Ok(Some(CqlValue::Vector(vals)))
             }
-            _ => Err(bad(format!("Invalid list literal for {receiver} of type {ty}"))),
+            _ => Err(bad(format!(
+                "Invalid list literal for {receiver} of type {ty}"
+            ))),
         },
         Term::Set(items) => match ty {
             CqlType::Set { element, .. } => {
@@ -255,7 +324,9 @@ pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) ->
                 sort_dedup(&mut vals, element);
                 Ok(Some(CqlValue::Set(vals)))
             }
-            _ => Err(bad(format!("Invalid set literal for {receiver} of type {ty}"))),
+            _ => Err(bad(format!(
+                "Invalid set literal for {receiver} of type {ty}"
+            ))),
         },
         Term::Map(entries) => match ty {
             CqlType::Map { key, value, .. } => {
@@ -276,21 +347,30 @@ pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) ->
                 for (k, v) in entries {
                     let name = match k {
                         Term::String(s) => s.clone(),
-                        _ => return Err(bad(format!("Invalid user type literal for {receiver} of type {}", def.name))),
+                        _ => {
+                            return Err(bad(format!(
+                                "Invalid user type literal for {receiver} of type {}",
+                                def.name
+                            )))
+                        }
                     };
                     fields.push((helenus_cql::ast::Ident::unquoted(&name), v.clone()));
                 }
                 to_value(&Term::Udt(fields), ty, receiver, binds)
             }
-            _ => Err(bad(format!("Invalid map literal for {receiver} of type {ty}"))),
+            _ => Err(bad(format!(
+                "Invalid map literal for {receiver} of type {ty}"
+            ))),
         },
         Term::EmptyBrace => match ty {
             CqlType::Set { .. } => Ok(Some(CqlValue::Set(Vec::new()))),
             CqlType::Map { .. } => Ok(Some(CqlValue::Map(Vec::new()))),
-            CqlType::Udt { def, .. } => {
-                Ok(Some(CqlValue::Udt(def.fields.iter().map(|(n, _)| (n.clone(), None)).collect())))
-            }
-            _ => Err(bad(format!("Invalid map literal for {receiver} of type {ty}"))),
+            CqlType::Udt { def, .. } => Ok(Some(CqlValue::Udt(
+                def.fields.iter().map(|(n, _)| (n.clone(), None)).collect(),
+            ))),
+            _ => Err(bad(format!(
+                "Invalid map literal for {receiver} of type {ty}"
+            ))),
         },
         Term::Tuple(items) => match ty {
             CqlType::Tuple(types) => {
@@ -310,7 +390,9 @@ pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) ->
                 }
                 Ok(Some(CqlValue::Tuple(out)))
             }
-            _ => Err(bad(format!("Invalid tuple literal for {receiver} of type {ty}"))),
+            _ => Err(bad(format!(
+                "Invalid tuple literal for {receiver} of type {ty}"
+            ))),
         },
         Term::Udt(fields) => match ty {
             CqlType::Udt { def, .. } => {
@@ -332,7 +414,9 @@ pub fn to_value(term: &Term, ty: &CqlType, receiver: &str, binds: &Binds<'_>) ->
                 }
                 Ok(Some(CqlValue::Udt(out)))
             }
-            _ => Err(bad(format!("Invalid user type literal for {receiver} of type {ty}"))),
+            _ => Err(bad(format!(
+                "Invalid user type literal for {receiver} of type {ty}"
+            ))),
         },
         Term::TypeHint { ty: hint, term } => {
             let hinted = resolve_type(hint, None)?;
@@ -391,9 +475,15 @@ fn ty_name(t: &CqlType) -> String {
     t.to_string()
 }
 
-fn arithmetic(op: helenus_cql::ast::ArithOp, l: Option<CqlValue>, r: Option<CqlValue>) -> ExecResult<Option<CqlValue>> {
+fn arithmetic(
+    op: helenus_cql::ast::ArithOp,
+    l: Option<CqlValue>,
+    r: Option<CqlValue>,
+) -> ExecResult<Option<CqlValue>> {
     use helenus_cql::ast::ArithOp::*;
-    let (Some(l), Some(r)) = (l, r) else { return Ok(None) };
+    let (Some(l), Some(r)) = (l, r) else {
+        return Ok(None);
+    };
     let div0 = || ExecError::Invalid("the operation 'int / int' failed: / by zero".into());
     macro_rules! int_op {
         ($a:expr, $b:expr, $ctor:path) => {
@@ -416,7 +506,11 @@ fn arithmetic(op: helenus_cql::ast::ArithOp, l: Option<CqlValue>, r: Option<CqlV
             Div => a / b,
             Rem => a % b,
         }),
-        _ => return Err(ExecError::Invalid("Unsupported operand types for arithmetic".into())),
+        _ => {
+            return Err(ExecError::Invalid(
+                "Unsupported operand types for arithmetic".into(),
+            ))
+        }
     }))
 }
 
@@ -432,12 +526,18 @@ pub fn infer_type(t: &Term) -> Option<CqlType> {
     }
 }
 
-fn elements(items: &[Term], element: &CqlType, receiver: &str, binds: &Binds<'_>) -> ExecResult<Vec<CqlValue>> {
+fn elements(
+    items: &[Term],
+    element: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Vec<CqlValue>> {
     items
         .iter()
         .map(|i| {
-            to_value(i, element, receiver, binds)?
-                .ok_or_else(|| ExecError::Invalid("null is not supported inside collections".into()))
+            to_value(i, element, receiver, binds)?.ok_or_else(|| {
+                ExecError::Invalid("null is not supported inside collections".into())
+            })
         })
         .collect()
 }
@@ -450,7 +550,8 @@ fn sort_dedup(vals: &mut Vec<CqlValue>, element: &CqlType) {
 }
 
 fn sort_dedup_map(vals: &mut Vec<(CqlValue, CqlValue)>, key: &CqlType) {
-    let mut keyed: Vec<(Bytes, (CqlValue, CqlValue))> = vals.drain(..).map(|kv| (serialize(&kv.0), kv)).collect();
+    let mut keyed: Vec<(Bytes, (CqlValue, CqlValue))> =
+        vals.drain(..).map(|kv| (serialize(&kv.0), kv)).collect();
     // Later entries win on duplicate keys, as in Cassandra's map literal.
     keyed.reverse();
     keyed.sort_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0));

@@ -7,8 +7,8 @@ use super::values::{self, Binds, Bound};
 use super::BindSpec;
 use bytes::{BufMut, Bytes, BytesMut};
 use helenus_cql::ast::{
-    Assignment, DeleteStatement, InsertStatement, InsertValues, JsonDefault, Operator, Relation, RelationValue,
-    SubPath, Term, UpdateStatement, UsingClause, WriteCondition,
+    Assignment, DeleteStatement, InsertStatement, InsertValues, JsonDefault, Operator, Relation,
+    RelationValue, SubPath, Term, UpdateStatement, UsingClause, WriteCondition,
 };
 use helenus_schema::{ColumnKind, TableMeta};
 use helenus_storage as st;
@@ -50,27 +50,49 @@ pub struct WritePlan {
     pub condition: Option<WriteCondition>,
 }
 
+/// Partition key values, clustering prefix values, and a clustering slice (for range deletes).
+type KeyRestrictions = (Vec<ValuesOf>, Vec<ValuesOf>, Vec<(Operator, Term)>);
+/// INSERT JSON decoded: regular columns, partition key components, clustering values.
+type JsonRow = (Vec<(usize, Bound)>, Vec<Bytes>, Vec<Bytes>);
+
 fn spec(t: &TableMeta, name: &str, ty: CqlType) -> BindSpec {
-    BindSpec { keyspace: t.keyspace.clone(), table: t.name.clone(), name: name.to_string(), ty }
+    BindSpec {
+        keyspace: t.keyspace.clone(),
+        table: t.name.clone(),
+        name: name.to_string(),
+        ty,
+    }
 }
 
 fn column(t: &TableMeta, name: &str) -> ExecResult<usize> {
-    t.column_index(name).ok_or_else(|| ExecError::Invalid(format!("Undefined column name {name}")))
+    t.column_index(name)
+        .ok_or_else(|| ExecError::Invalid(format!("Undefined column name {name}")))
 }
 
 fn note_using(t: &TableMeta, using: &UsingClause, specs: &mut Vec<Option<BindSpec>>) {
     if let Some(ttl) = &using.ttl {
-        note_binds(ttl, spec(t, "[ttl]", CqlType::Native(NativeType::Int)), specs);
+        note_binds(
+            ttl,
+            spec(t, "[ttl]", CqlType::Native(NativeType::Int)),
+            specs,
+        );
     }
     if let Some(ts) = &using.timestamp {
-        note_binds(ts, spec(t, "[timestamp]", CqlType::Native(NativeType::Bigint)), specs);
+        note_binds(
+            ts,
+            spec(t, "[timestamp]", CqlType::Native(NativeType::Bigint)),
+            specs,
+        );
     }
 }
 
 /// The element type an operation's value has for a collection column.
 fn op_value_type(ty: &CqlType, op: &Op) -> CqlType {
     match (ty, op) {
-        (CqlType::Map { key, .. }, Op::Subtract(_)) => CqlType::Set { element: key.clone(), frozen: false },
+        (CqlType::Map { key, .. }, Op::Subtract(_)) => CqlType::Set {
+            element: key.clone(),
+            frozen: false,
+        },
         (CqlType::Native(NativeType::Counter), _) => CqlType::Native(NativeType::Bigint),
         _ => ty.clone(),
     }
@@ -81,14 +103,23 @@ fn where_keys(
     where_clause: &[Relation],
     specs: &mut Vec<Option<BindSpec>>,
     allow_slice: bool,
-) -> ExecResult<(Vec<ValuesOf>, Vec<ValuesOf>, Vec<(Operator, Term)>)> {
-    let pk: Vec<usize> = (0..t.columns.len()).filter(|&i| t.columns[i].kind == ColumnKind::PartitionKey).collect();
-    let ck: Vec<usize> = (0..t.columns.len()).filter(|&i| t.columns[i].kind == ColumnKind::Clustering).collect();
+) -> ExecResult<KeyRestrictions> {
+    let pk: Vec<usize> = (0..t.columns.len())
+        .filter(|&i| t.columns[i].kind == ColumnKind::PartitionKey)
+        .collect();
+    let ck: Vec<usize> = (0..t.columns.len())
+        .filter(|&i| t.columns[i].kind == ColumnKind::Clustering)
+        .collect();
     let mut pk_vals: Vec<Option<ValuesOf>> = vec![None; pk.len()];
     let mut ck_vals: Vec<Option<ValuesOf>> = vec![None; ck.len()];
     let mut slice = Vec::new();
     for r in where_clause {
-        let Relation::Column { column: id, op, value } = r else {
+        let Relation::Column {
+            column: id,
+            op,
+            value,
+        } = r
+        else {
             return invalid("Only EQ and IN relation are supported on the partition key (unless you use the token() function)");
         };
         let i = column(t, &id.name)?;
@@ -105,20 +136,24 @@ fn where_keys(
                 Some(ValuesOf::Terms(terms.clone()))
             }
             (Operator::In, RelationValue::Single(term)) => {
-                let lt = CqlType::List { element: Box::new(c.cql_type.clone()), frozen: false };
+                let lt = CqlType::List {
+                    element: Box::new(c.cql_type.clone()),
+                    frozen: false,
+                };
                 note_binds(term, spec(t, &format!("in({})", c.name), lt), specs);
                 Some(ValuesOf::BindList(term.clone()))
             }
-            (Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte, RelationValue::Single(term))
-                if allow_slice && c.kind == ColumnKind::Clustering =>
-            {
+            (
+                Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte,
+                RelationValue::Single(term),
+            ) if allow_slice && c.kind == ColumnKind::Clustering => {
                 note_binds(term, spec(t, &c.name, c.cql_type.clone()), specs);
                 slice.push((*op, term.clone()));
                 None
             }
             _ => {
                 return invalid(match c.kind {
-                    ColumnKind::PartitionKey => format!("Only EQ and IN relation are supported on the partition key (unless you use the token() function)"),
+                    ColumnKind::PartitionKey => "Only EQ and IN relation are supported on the partition key (unless you use the token() function)".to_string(),
                     ColumnKind::Clustering => format!("Invalid operator {op:?} for PRIMARY KEY part {}", c.name),
                     _ => format!("Non PRIMARY KEY columns found in where clause: {}", c.name),
                 });
@@ -135,13 +170,25 @@ fn where_keys(
                     ck_vals[p] = Some(v);
                 }
             }
-            _ => return invalid(format!("Non PRIMARY KEY columns found in where clause: {}", c.name)),
+            _ => {
+                return invalid(format!(
+                    "Non PRIMARY KEY columns found in where clause: {}",
+                    c.name
+                ))
+            }
         }
     }
-    let missing: Vec<&str> =
-        pk.iter().zip(&pk_vals).filter(|(_, v)| v.is_none()).map(|(&i, _)| t.columns[i].name.as_str()).collect();
+    let missing: Vec<&str> = pk
+        .iter()
+        .zip(&pk_vals)
+        .filter(|(_, v)| v.is_none())
+        .map(|(&i, _)| t.columns[i].name.as_str())
+        .collect();
     if !missing.is_empty() {
-        return invalid(format!("Some partition key parts are missing: {}", missing.join(", ")));
+        return invalid(format!(
+            "Some partition key parts are missing: {}",
+            missing.join(", ")
+        ));
     }
     let mut ck_out = Vec::new();
     let mut gap: Option<&str> = None;
@@ -160,7 +207,11 @@ fn where_keys(
     Ok((pk_vals.into_iter().flatten().collect(), ck_out, slice))
 }
 
-pub fn plan_insert(t: Arc<TableMeta>, s: &InsertStatement, specs: &mut Vec<Option<BindSpec>>) -> ExecResult<WritePlan> {
+pub fn plan_insert(
+    t: Arc<TableMeta>,
+    s: &InsertStatement,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<WritePlan> {
     if t.is_counter_table() {
         return invalid("INSERT statements are not allowed on counter tables, use UPDATE instead");
     }
@@ -186,8 +237,12 @@ pub fn plan_insert(t: Arc<TableMeta>, s: &InsertStatement, specs: &mut Vec<Optio
                 let c = &t.columns[i];
                 note_binds(term, spec(&t, &c.name, c.cql_type.clone()), specs);
                 match c.kind {
-                    ColumnKind::PartitionKey => pk.push((c.position, ValuesOf::Terms(vec![term.clone()]))),
-                    ColumnKind::Clustering => ck.push((c.position, ValuesOf::Terms(vec![term.clone()]))),
+                    ColumnKind::PartitionKey => {
+                        pk.push((c.position, ValuesOf::Terms(vec![term.clone()])))
+                    }
+                    ColumnKind::Clustering => {
+                        ck.push((c.position, ValuesOf::Terms(vec![term.clone()])))
+                    }
                     _ => ops.push((i, Op::Set(term.clone()))),
                 }
             }
@@ -197,7 +252,10 @@ pub fn plan_insert(t: Arc<TableMeta>, s: &InsertStatement, specs: &mut Vec<Optio
                 .map(|c| c.name.as_str())
                 .collect();
             if !missing_pk.is_empty() {
-                return invalid(format!("Some partition key parts are missing: {}", missing_pk.join(", ")));
+                return invalid(format!(
+                    "Some partition key parts are missing: {}",
+                    missing_pk.join(", ")
+                ));
             }
             let missing_ck: Vec<&str> = t
                 .clustering()
@@ -205,13 +263,23 @@ pub fn plan_insert(t: Arc<TableMeta>, s: &InsertStatement, specs: &mut Vec<Optio
                 .map(|c| c.name.as_str())
                 .collect();
             if !missing_ck.is_empty() {
-                return invalid(format!("Some clustering keys are missing: {}", missing_ck.join(", ")));
+                return invalid(format!(
+                    "Some clustering keys are missing: {}",
+                    missing_ck.join(", ")
+                ));
             }
             WriteKind::Insert
         }
         InsertValues::Json { value, default } => {
-            note_binds(value, spec(&t, "[json]", CqlType::Native(NativeType::Varchar)), specs);
-            WriteKind::InsertJson { json: value.clone(), default_unset: *default == JsonDefault::Unset }
+            note_binds(
+                value,
+                spec(&t, "[json]", CqlType::Native(NativeType::Varchar)),
+                specs,
+            );
+            WriteKind::InsertJson {
+                json: value.clone(),
+                default_unset: *default == JsonDefault::Unset,
+            }
         }
     };
     pk.sort_by_key(|(p, _)| *p);
@@ -224,17 +292,28 @@ pub fn plan_insert(t: Arc<TableMeta>, s: &InsertStatement, specs: &mut Vec<Optio
         ck: ck.into_iter().map(|(_, v)| v).collect(),
         ck_slice: Vec::new(),
         using: s.using.clone(),
-        condition: if s.if_not_exists { Some(WriteCondition::NotExists) } else { None },
+        condition: if s.if_not_exists {
+            Some(WriteCondition::NotExists)
+        } else {
+            None
+        },
     })
 }
 
-fn note_condition(t: &TableMeta, c: &Option<WriteCondition>, specs: &mut Vec<Option<BindSpec>>) -> ExecResult<()> {
+fn note_condition(
+    t: &TableMeta,
+    c: &Option<WriteCondition>,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<()> {
     if let Some(WriteCondition::Columns(conds)) = c {
         for cond in conds {
             let i = column(t, &cond.column.name)?;
             let col = &t.columns[i];
             if col.kind.is_primary_key() {
-                return invalid(format!("PRIMARY KEY column '{}' cannot have IF conditions", col.name));
+                return invalid(format!(
+                    "PRIMARY KEY column '{}' cannot have IF conditions",
+                    col.name
+                ));
             }
             if let RelationValue::Single(term) = &cond.value {
                 note_binds(term, spec(t, &col.name, col.cql_type.clone()), specs);
@@ -244,7 +323,11 @@ fn note_condition(t: &TableMeta, c: &Option<WriteCondition>, specs: &mut Vec<Opt
     Ok(())
 }
 
-pub fn plan_update(t: Arc<TableMeta>, s: &UpdateStatement, specs: &mut Vec<Option<BindSpec>>) -> ExecResult<WritePlan> {
+pub fn plan_update(
+    t: Arc<TableMeta>,
+    s: &UpdateStatement,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<WritePlan> {
     note_using(&t, &s.using, specs);
     let mut ops = Vec::new();
     for a in &s.assignments {
@@ -253,15 +336,31 @@ pub fn plan_update(t: Arc<TableMeta>, s: &UpdateStatement, specs: &mut Vec<Optio
             Assignment::Add { column, value } => (column, Op::Add(value.clone())),
             Assignment::Prepend { column, value } => (column, Op::Prepend(value.clone())),
             Assignment::Subtract { column, value } => (column, Op::Subtract(value.clone())),
-            Assignment::SetElement { column, key, value } => (column, Op::SetElement(key.clone(), value.clone())),
-            Assignment::SetField { column, field, value } => {
+            Assignment::SetElement { column, key, value } => {
+                (column, Op::SetElement(key.clone(), value.clone()))
+            }
+            Assignment::SetField {
+                column,
+                field,
+                value,
+            } => {
                 let i = column_idx(&t, &column.name)?;
                 let CqlType::Udt { def, .. } = &t.columns[i].cql_type else {
-                    return invalid(format!("Invalid operation ({}.{} = ...) for non-UDT column {}", column.name, field.name, column.name));
+                    return invalid(format!(
+                        "Invalid operation ({}.{} = ...) for non-UDT column {}",
+                        column.name, field.name, column.name
+                    ));
                 };
-                let f = def.fields.iter().position(|(n, _)| n == &field.name).ok_or_else(|| {
-                    ExecError::Invalid(format!("UDT column {} does not have a field named {}", column.name, field.name))
-                })?;
+                let f = def
+                    .fields
+                    .iter()
+                    .position(|(n, _)| n == &field.name)
+                    .ok_or_else(|| {
+                        ExecError::Invalid(format!(
+                            "UDT column {} does not have a field named {}",
+                            column.name, field.name
+                        ))
+                    })?;
                 (column, Op::SetField(f, value.clone()))
             }
         };
@@ -285,8 +384,15 @@ pub fn plan_update(t: Arc<TableMeta>, s: &UpdateStatement, specs: &mut Vec<Optio
             Op::SetElement(k, v) => {
                 let (kt, vt) = match &c.cql_type {
                     CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
-                    CqlType::List { element, .. } => (CqlType::Native(NativeType::Int), (**element).clone()),
-                    _ => return invalid(format!("Invalid operation ({0}[?] = ?) for non collection column {0}", c.name)),
+                    CqlType::List { element, .. } => {
+                        (CqlType::Native(NativeType::Int), (**element).clone())
+                    }
+                    _ => {
+                        return invalid(format!(
+                            "Invalid operation ({0}[?] = ?) for non collection column {0}",
+                            c.name
+                        ))
+                    }
                 };
                 note_binds(k, spec(&t, &format!("key({})", c.name), kt), specs);
                 note_binds(v, spec(&t, &format!("value({})", c.name), vt), specs);
@@ -303,19 +409,43 @@ pub fn plan_update(t: Arc<TableMeta>, s: &UpdateStatement, specs: &mut Vec<Optio
         ops.push((i, op));
     }
     let (pk, ck, _) = where_keys(&t, &s.where_clause, specs, false)?;
-    if ck.len() < t.clustering_len() && ops.iter().any(|(i, _)| t.columns[*i].kind != ColumnKind::Static) {
-        let missing: Vec<&str> = t.clustering().skip(ck.len()).map(|c| c.name.as_str()).collect();
-        return invalid(format!("Some clustering keys are missing: {}", missing.join(", ")));
+    if ck.len() < t.clustering_len()
+        && ops
+            .iter()
+            .any(|(i, _)| t.columns[*i].kind != ColumnKind::Static)
+    {
+        let missing: Vec<&str> = t
+            .clustering()
+            .skip(ck.len())
+            .map(|c| c.name.as_str())
+            .collect();
+        return invalid(format!(
+            "Some clustering keys are missing: {}",
+            missing.join(", ")
+        ));
     }
     note_condition(&t, &s.condition, specs)?;
-    Ok(WritePlan { table: t, kind: WriteKind::Update, ops, pk, ck, ck_slice: Vec::new(), using: s.using.clone(), condition: s.condition.clone() })
+    Ok(WritePlan {
+        table: t,
+        kind: WriteKind::Update,
+        ops,
+        pk,
+        ck,
+        ck_slice: Vec::new(),
+        using: s.using.clone(),
+        condition: s.condition.clone(),
+    })
 }
 
 fn column_idx(t: &TableMeta, name: &str) -> ExecResult<usize> {
     column(t, name)
 }
 
-pub fn plan_delete(t: Arc<TableMeta>, s: &DeleteStatement, specs: &mut Vec<Option<BindSpec>>) -> ExecResult<WritePlan> {
+pub fn plan_delete(
+    t: Arc<TableMeta>,
+    s: &DeleteStatement,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<WritePlan> {
     if s.using.ttl.is_some() {
         return invalid("Cannot specify TTL on DELETE");
     }
@@ -325,14 +455,22 @@ pub fn plan_delete(t: Arc<TableMeta>, s: &DeleteStatement, specs: &mut Vec<Optio
         let i = column(&t, &item.column.name)?;
         let c = &t.columns[i];
         if c.kind.is_primary_key() {
-            return invalid(format!("Invalid identifier {} for deletion (should not be a PRIMARY KEY part)", c.name));
+            return invalid(format!(
+                "Invalid identifier {} for deletion (should not be a PRIMARY KEY part)",
+                c.name
+            ));
         }
         if let Some(SubPath::Element(k)) = &item.path {
             let kt = match &c.cql_type {
                 CqlType::Map { key, .. } => (**key).clone(),
                 CqlType::Set { element, .. } => (**element).clone(),
                 CqlType::List { .. } => CqlType::Native(NativeType::Int),
-                _ => return invalid(format!("Invalid element deletion on non collection column {}", c.name)),
+                _ => {
+                    return invalid(format!(
+                        "Invalid element deletion on non collection column {}",
+                        c.name
+                    ))
+                }
             };
             note_binds(k, spec(&t, &format!("key({})", c.name), kt), specs);
         }
@@ -340,7 +478,16 @@ pub fn plan_delete(t: Arc<TableMeta>, s: &DeleteStatement, specs: &mut Vec<Optio
     }
     let (pk, ck, slice) = where_keys(&t, &s.where_clause, specs, true)?;
     note_condition(&t, &s.condition, specs)?;
-    Ok(WritePlan { table: t, kind: WriteKind::Delete, ops, pk, ck, ck_slice: slice, using: s.using.clone(), condition: s.condition.clone() })
+    Ok(WritePlan {
+        table: t,
+        kind: WriteKind::Delete,
+        ops,
+        pk,
+        ck,
+        ck_slice: slice,
+        using: s.using.clone(),
+        condition: s.condition.clone(),
+    })
 }
 
 /// Per-execution settings from the protocol.
@@ -357,14 +504,21 @@ fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecRes
             _ => return invalid(format!("Invalid value for {name}")),
         })),
         Bound::Unset => Ok(None),
-        Bound::Null => invalid(format!("Invalid null value of {}", if name == "[ttl]" { "TTL" } else { "timestamp" })),
+        Bound::Null => invalid(format!(
+            "Invalid null value of {}",
+            if name == "[ttl]" { "TTL" } else { "timestamp" }
+        )),
     }
 }
 
 /// The maximum TTL Cassandra accepts (20 years).
 const MAX_TTL_S: i64 = 20 * 365 * 24 * 60 * 60;
 
-fn expand(v: &ValuesOf, c: &helenus_schema::ColumnMeta, binds: &Binds<'_>) -> ExecResult<Vec<Bytes>> {
+fn expand(
+    v: &ValuesOf,
+    c: &helenus_schema::ColumnMeta,
+    binds: &Binds<'_>,
+) -> ExecResult<Vec<Bytes>> {
     let mut out = Vec::new();
     match v {
         ValuesOf::Terms(terms) => {
@@ -372,20 +526,38 @@ fn expand(v: &ValuesOf, c: &helenus_schema::ColumnMeta, binds: &Binds<'_>) -> Ex
                 match values::eval(term, &c.cql_type, &c.name, binds)? {
                     Bound::Value(b) => {
                         if c.kind == ColumnKind::PartitionKey && b.len() > u16::MAX as usize {
-                            return invalid(format!("Key length of {} is longer than maximum of 65535", b.len()));
+                            return invalid(format!(
+                                "Key length of {} is longer than maximum of 65535",
+                                b.len()
+                            ));
                         }
                         out.push(b)
                     }
-                    Bound::Null => return invalid(format!("Invalid null value in condition for column {}", c.name)),
-                    Bound::Unset => return invalid(format!("Invalid unset value for column {}", c.name)),
+                    Bound::Null => {
+                        return invalid(format!(
+                            "Invalid null value in condition for column {}",
+                            c.name
+                        ))
+                    }
+                    Bound::Unset => {
+                        return invalid(format!("Invalid unset value for column {}", c.name))
+                    }
                 }
             }
         }
         ValuesOf::BindList(term) => {
-            let lt = CqlType::List { element: Box::new(c.cql_type.clone()), frozen: false };
+            let lt = CqlType::List {
+                element: Box::new(c.cql_type.clone()),
+                frozen: false,
+            };
             match values::to_value(term, &lt, &c.name, binds)? {
                 Some(CqlValue::List(items)) => out.extend(items.iter().map(values::serialize)),
-                _ => return invalid(format!("Invalid null value for IN restriction on {}", c.name)),
+                _ => {
+                    return invalid(format!(
+                        "Invalid null value for IN restriction on {}",
+                        c.name
+                    ))
+                }
             }
         }
     }
@@ -445,7 +617,11 @@ fn row_cells(
     out: &mut Vec<st::CellUpdate>,
 ) -> ExecResult<()> {
     let t = &plan.table;
-    let mut ops: Vec<(usize, Op, Option<Bound>)> = plan.ops.iter().map(|(i, o)| (*i, o.clone(), None)).collect();
+    let mut ops: Vec<(usize, Op, Option<Bound>)> = plan
+        .ops
+        .iter()
+        .map(|(i, o)| (*i, o.clone(), None))
+        .collect();
     if let Some(jv) = json_values {
         for (i, b) in jv {
             ops.push((*i, Op::Set(Term::Null), Some(b.clone())));
@@ -463,13 +639,37 @@ fn row_cells(
                 };
                 match (bound, multi) {
                     (Bound::Unset, _) => {}
-                    (Bound::Null, false) => out.push(st::CellUpdate { column: id, path: None, timestamp_us: ts, op: st::CellOp::Delete }),
-                    (Bound::Null, true) => out.push(st::CellUpdate { column: id, path: None, timestamp_us: ts, op: st::CellOp::DeleteComplex }),
-                    (Bound::Value(b), false) => out.push(st::CellUpdate { column: id, path: None, timestamp_us: ts, op: st::CellOp::Set { value: b, ttl_s: ttl } }),
+                    (Bound::Null, false) => out.push(st::CellUpdate {
+                        column: id,
+                        path: None,
+                        timestamp_us: ts,
+                        op: st::CellOp::Delete,
+                    }),
+                    (Bound::Null, true) => out.push(st::CellUpdate {
+                        column: id,
+                        path: None,
+                        timestamp_us: ts,
+                        op: st::CellOp::DeleteComplex,
+                    }),
+                    (Bound::Value(b), false) => out.push(st::CellUpdate {
+                        column: id,
+                        path: None,
+                        timestamp_us: ts,
+                        op: st::CellOp::Set {
+                            value: b,
+                            ttl_s: ttl,
+                        },
+                    }),
                     (Bound::Value(b), true) => {
                         // Overwrite: drop what was there just before this write's timestamp.
-                        out.push(st::CellUpdate { column: id, path: None, timestamp_us: ts - 1, op: st::CellOp::DeleteComplex });
-                        let v = helenus_types::deserialize(&c.cql_type, &b).map_err(|e| ExecError::Invalid(e.to_string()))?;
+                        out.push(st::CellUpdate {
+                            column: id,
+                            path: None,
+                            timestamp_us: ts - 1,
+                            op: st::CellOp::DeleteComplex,
+                        });
+                        let v = helenus_types::deserialize(&c.cql_type, &b)
+                            .map_err(|e| ExecError::Invalid(e.to_string()))?;
                         collection_cells(id, &v, ts, ttl, out);
                     }
                 }
@@ -479,7 +679,12 @@ fn row_cells(
                     let ty = CqlType::Native(NativeType::Bigint);
                     if let Bound::Value(b) = values::eval(&term, &ty, &c.name, binds)? {
                         let d = i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]));
-                        out.push(st::CellUpdate { column: id, path: None, timestamp_us: ts, op: st::CellOp::CounterAdd(d) });
+                        out.push(st::CellUpdate {
+                            column: id,
+                            path: None,
+                            timestamp_us: ts,
+                            op: st::CellOp::CounterAdd(d),
+                        });
                     }
                     continue;
                 }
@@ -492,7 +697,12 @@ fn row_cells(
                     let ty = CqlType::Native(NativeType::Bigint);
                     if let Bound::Value(b) = values::eval(&term, &ty, &c.name, binds)? {
                         let d = i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]));
-                        out.push(st::CellUpdate { column: id, path: None, timestamp_us: ts, op: st::CellOp::CounterAdd(d.wrapping_neg()) });
+                        out.push(st::CellUpdate {
+                            column: id,
+                            path: None,
+                            timestamp_us: ts,
+                            op: st::CellOp::CounterAdd(d.wrapping_neg()),
+                        });
                     }
                     continue;
                 }
@@ -500,11 +710,19 @@ fn row_cells(
                 match values::to_value(&term, &vt, &c.name, binds)? {
                     Some(CqlValue::Set(items)) => {
                         for it in items {
-                            out.push(st::CellUpdate { column: id, path: Some(values::serialize(&it)), timestamp_us: ts, op: st::CellOp::Delete });
+                            out.push(st::CellUpdate {
+                                column: id,
+                                path: Some(values::serialize(&it)),
+                                timestamp_us: ts,
+                                op: st::CellOp::Delete,
+                            });
                         }
                     }
                     Some(CqlValue::List(_)) => {
-                        return invalid(format!("Removing elements by value from list {} is not supported yet", c.name));
+                        return invalid(format!(
+                            "Removing elements by value from list {} is not supported yet",
+                            c.name
+                        ));
                     }
                     _ => {}
                 }
@@ -512,21 +730,54 @@ fn row_cells(
             Op::SetElement(k, v) => match &c.cql_type {
                 CqlType::Map { key, value, .. } => {
                     let kb = values::eval(&k, key, &c.name, binds)?;
-                    let Bound::Value(kb) = kb else { return invalid(format!("Invalid null map key for {}", c.name)) };
+                    let Bound::Value(kb) = kb else {
+                        return invalid(format!("Invalid null map key for {}", c.name));
+                    };
                     match values::eval(&v, value, &c.name, binds)? {
-                        Bound::Value(vb) => out.push(st::CellUpdate { column: id, path: Some(kb), timestamp_us: ts, op: st::CellOp::Set { value: vb, ttl_s: ttl } }),
-                        Bound::Null => out.push(st::CellUpdate { column: id, path: Some(kb), timestamp_us: ts, op: st::CellOp::Delete }),
+                        Bound::Value(vb) => out.push(st::CellUpdate {
+                            column: id,
+                            path: Some(kb),
+                            timestamp_us: ts,
+                            op: st::CellOp::Set {
+                                value: vb,
+                                ttl_s: ttl,
+                            },
+                        }),
+                        Bound::Null => out.push(st::CellUpdate {
+                            column: id,
+                            path: Some(kb),
+                            timestamp_us: ts,
+                            op: st::CellOp::Delete,
+                        }),
                         Bound::Unset => {}
                     }
                 }
-                _ => return invalid(format!("Setting list elements by index on {} is not supported yet", c.name)),
+                _ => {
+                    return invalid(format!(
+                        "Setting list elements by index on {} is not supported yet",
+                        c.name
+                    ))
+                }
             },
             Op::SetField(f, v) => {
                 if let CqlType::Udt { def, .. } = &c.cql_type {
                     if let Some((_, ft)) = def.fields.get(f) {
                         match values::eval(&v, ft, &c.name, binds)? {
-                            Bound::Value(vb) => out.push(st::CellUpdate { column: id, path: Some(field_path(f)), timestamp_us: ts, op: st::CellOp::Set { value: vb, ttl_s: ttl } }),
-                            Bound::Null => out.push(st::CellUpdate { column: id, path: Some(field_path(f)), timestamp_us: ts, op: st::CellOp::Delete }),
+                            Bound::Value(vb) => out.push(st::CellUpdate {
+                                column: id,
+                                path: Some(field_path(f)),
+                                timestamp_us: ts,
+                                op: st::CellOp::Set {
+                                    value: vb,
+                                    ttl_s: ttl,
+                                },
+                            }),
+                            Bound::Null => out.push(st::CellUpdate {
+                                column: id,
+                                path: Some(field_path(f)),
+                                timestamp_us: ts,
+                                op: st::CellOp::Delete,
+                            }),
                             Bound::Unset => {}
                         }
                     }
@@ -537,22 +788,41 @@ fn row_cells(
                     column: id,
                     path: None,
                     timestamp_us: ts,
-                    op: if multi { st::CellOp::DeleteComplex } else { st::CellOp::Delete },
+                    op: if multi {
+                        st::CellOp::DeleteComplex
+                    } else {
+                        st::CellOp::Delete
+                    },
                 }),
                 Some(SubPath::Element(k)) => {
                     let kt = match &c.cql_type {
                         CqlType::Map { key, .. } => (**key).clone(),
                         CqlType::Set { element, .. } => (**element).clone(),
-                        _ => return invalid(format!("Deleting list elements by index on {} is not supported yet", c.name)),
+                        _ => {
+                            return invalid(format!(
+                                "Deleting list elements by index on {} is not supported yet",
+                                c.name
+                            ))
+                        }
                     };
                     if let Bound::Value(kb) = values::eval(&k, &kt, &c.name, binds)? {
-                        out.push(st::CellUpdate { column: id, path: Some(kb), timestamp_us: ts, op: st::CellOp::Delete });
+                        out.push(st::CellUpdate {
+                            column: id,
+                            path: Some(kb),
+                            timestamp_us: ts,
+                            op: st::CellOp::Delete,
+                        });
                     }
                 }
                 Some(SubPath::Field(f)) => {
                     if let CqlType::Udt { def, .. } = &c.cql_type {
                         if let Some(i) = def.fields.iter().position(|(n, _)| n == &f.name) {
-                            out.push(st::CellUpdate { column: id, path: Some(field_path(i)), timestamp_us: ts, op: st::CellOp::Delete });
+                            out.push(st::CellUpdate {
+                                column: id,
+                                path: Some(field_path(i)),
+                                timestamp_us: ts,
+                                op: st::CellOp::Delete,
+                            });
                         }
                     }
                 }
@@ -563,10 +833,17 @@ fn row_cells(
 }
 
 /// Decodes `INSERT ... JSON` into (column, value) pairs; key columns come back separately.
-fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<(Vec<(usize, Bound)>, Vec<Bytes>, Vec<Bytes>)>> {
-    let WriteKind::InsertJson { json, default_unset } = &plan.kind else { return Ok(None) };
+fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<JsonRow>> {
+    let WriteKind::InsertJson {
+        json,
+        default_unset,
+    } = &plan.kind
+    else {
+        return Ok(None);
+    };
     let t = &plan.table;
-    let text = match values::to_value(json, &CqlType::Native(NativeType::Varchar), "[json]", binds)? {
+    let text = match values::to_value(json, &CqlType::Native(NativeType::Varchar), "[json]", binds)?
+    {
         Some(CqlValue::Text(s)) => s,
         _ => return invalid("Got null for INSERT JSON values"),
     };
@@ -578,14 +855,20 @@ fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<(Vec<(u
     let mut seen_ck = vec![false; ck.len()];
     for (name, _) in &parsed {
         if t.column(name).is_none() {
-            return invalid(format!("JSON values map contains unrecognized column: {name}"));
+            return invalid(format!(
+                "JSON values map contains unrecognized column: {name}"
+            ));
         }
     }
     for (i, c) in t.columns.iter().enumerate() {
         let v = parsed.iter().find(|(n, _)| n == &c.name).map(|(_, v)| v);
         let bound = match v {
             None => {
-                if *default_unset { Bound::Unset } else { Bound::Null }
+                if *default_unset {
+                    Bound::Unset
+                } else {
+                    Bound::Null
+                }
             }
             Some(j) => match super::json::from_json(&c.cql_type, j)? {
                 Some(v) => Bound::Value(values::serialize(&v)),
@@ -595,11 +878,17 @@ fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<(Vec<(u
         match c.kind {
             ColumnKind::PartitionKey | ColumnKind::Clustering => {
                 let Bound::Value(b) = bound else {
-                    return invalid(format!("Invalid null value in condition for column {}", c.name));
+                    return invalid(format!(
+                        "Invalid null value in condition for column {}",
+                        c.name
+                    ));
                 };
                 let p = c.position.max(0) as usize;
                 if c.kind == ColumnKind::PartitionKey {
-                    if let Some(slot) = pk.get_mut(p) { *slot = b; seen_pk[p] = true; }
+                    if let Some(slot) = pk.get_mut(p) {
+                        *slot = b;
+                        seen_pk[p] = true;
+                    }
                 } else if let Some(slot) = ck.get_mut(p) {
                     *slot = b;
                     seen_ck[p] = true;
@@ -613,16 +902,28 @@ fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<(Vec<(u
 }
 
 /// The mutations a planned write makes (one per partition), for a given execution.
-pub fn mutations(plan: &WritePlan, binds: &Binds<'_>, ctx: &WriteContext) -> ExecResult<Vec<st::Mutation>> {
+pub fn mutations(
+    plan: &WritePlan,
+    binds: &Binds<'_>,
+    ctx: &WriteContext,
+) -> ExecResult<Vec<st::Mutation>> {
     let t = &plan.table;
     let ts = match &plan.using.timestamp {
-        Some(term) => int_of(term, NativeType::Bigint, "[timestamp]", binds)?.unwrap_or(ctx.timestamp_us),
+        Some(term) => {
+            int_of(term, NativeType::Bigint, "[timestamp]", binds)?.unwrap_or(ctx.timestamp_us)
+        }
         None => ctx.timestamp_us,
     };
     let ttl = match &plan.using.ttl {
         Some(term) => match int_of(term, NativeType::Int, "[ttl]", binds)? {
-            Some(v) if v < 0 => return invalid(format!("A TTL must be greater or equal to 0, but was {v}")),
-            Some(v) if v > MAX_TTL_S => return invalid(format!("ttl is too large. requested ({v}) maximum ({MAX_TTL_S})")),
+            Some(v) if v < 0 => {
+                return invalid(format!("A TTL must be greater or equal to 0, but was {v}"))
+            }
+            Some(v) if v > MAX_TTL_S => {
+                return invalid(format!(
+                    "ttl is too large. requested ({v}) maximum ({MAX_TTL_S})"
+                ))
+            }
             Some(v) => v as u32,
             None => t.params.default_time_to_live.max(0) as u32,
         },
@@ -630,7 +931,10 @@ pub fn mutations(plan: &WritePlan, binds: &Binds<'_>, ctx: &WriteContext) -> Exe
     };
     let json = json_values(plan, binds)?;
     let (pk_lists, ck_lists): (Vec<Vec<Bytes>>, Vec<Vec<Bytes>>) = match &json {
-        Some((_, pk, ck)) => (pk.iter().map(|b| vec![b.clone()]).collect(), ck.iter().map(|b| vec![b.clone()]).collect()),
+        Some((_, pk, ck)) => (
+            pk.iter().map(|b| vec![b.clone()]).collect(),
+            ck.iter().map(|b| vec![b.clone()]).collect(),
+        ),
         None => {
             let pkc: Vec<&helenus_schema::ColumnMeta> = t.partition_key().collect();
             let ckc: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
@@ -664,7 +968,10 @@ pub fn mutations(plan: &WritePlan, binds: &Binds<'_>, ctx: &WriteContext) -> Exe
             static_row: None,
             rows: Vec::new(),
         };
-        let deletion = st::DeletionTime { marked_for_delete_at_us: ts, local_deletion_time_s: ctx.now_s };
+        let deletion = st::DeletionTime {
+            marked_for_delete_at_us: ts,
+            local_deletion_time_s: ctx.now_s,
+        };
         match plan.kind {
             WriteKind::Delete if plan.ops.is_empty() => {
                 if !plan.ck_slice.is_empty() {
@@ -676,12 +983,24 @@ pub fn mutations(plan: &WritePlan, binds: &Binds<'_>, ctx: &WriteContext) -> Exe
                     m.partition_deletion = Some(deletion);
                 } else if full_clustering {
                     for c in &clusterings {
-                        m.rows.push(st::RowUpdate { clustering: c.clone(), liveness: None, deletion: Some(deletion), cells: Vec::new() });
+                        m.rows.push(st::RowUpdate {
+                            clustering: c.clone(),
+                            liveness: None,
+                            deletion: Some(deletion),
+                            cells: Vec::new(),
+                        });
                     }
                 } else {
                     for prefix in &clusterings {
-                        let b = |kind| st::ClusteringBound { prefix: prefix.clone(), kind };
-                        m.range_tombstones.push((b(st::BoundKind::Inclusive), b(st::BoundKind::Inclusive), deletion));
+                        let b = |kind| st::ClusteringBound {
+                            prefix: prefix.clone(),
+                            kind,
+                        };
+                        m.range_tombstones.push((
+                            b(st::BoundKind::Inclusive),
+                            b(st::BoundKind::Inclusive),
+                            deletion,
+                        ));
                     }
                 }
             }
@@ -691,7 +1010,10 @@ pub fn mutations(plan: &WritePlan, binds: &Binds<'_>, ctx: &WriteContext) -> Exe
                 let mut all = Vec::new();
                 row_cells(plan, binds, ts, ttl, &json_cols, &mut all)?;
                 for cell in all {
-                    let is_static = t.columns.iter().any(|c| c.id == cell.column && c.kind == ColumnKind::Static);
+                    let is_static = t
+                        .columns
+                        .iter()
+                        .any(|c| c.id == cell.column && c.kind == ColumnKind::Static);
                     if is_static {
                         static_cells.push(cell);
                     } else {
@@ -699,15 +1021,33 @@ pub fn mutations(plan: &WritePlan, binds: &Binds<'_>, ctx: &WriteContext) -> Exe
                     }
                 }
                 if !static_cells.is_empty() {
-                    m.static_row = Some(st::RowUpdate { clustering: Vec::new(), liveness: None, deletion: None, cells: static_cells });
+                    m.static_row = Some(st::RowUpdate {
+                        clustering: Vec::new(),
+                        liveness: None,
+                        deletion: None,
+                        cells: static_cells,
+                    });
                 }
                 let insert = matches!(plan.kind, WriteKind::Insert | WriteKind::InsertJson { .. });
                 let needs_row = insert || !regular_cells.is_empty();
                 if needs_row && (t.clustering_len() == 0 || full_clustering) {
-                    let liveness = insert.then_some(st::Liveness { timestamp_us: ts, ttl_s: ttl, expires_at_s: expires });
-                    let cl = if t.clustering_len() == 0 { vec![Vec::new()] } else { clusterings.clone() };
+                    let liveness = insert.then_some(st::Liveness {
+                        timestamp_us: ts,
+                        ttl_s: ttl,
+                        expires_at_s: expires,
+                    });
+                    let cl = if t.clustering_len() == 0 {
+                        vec![Vec::new()]
+                    } else {
+                        clusterings.clone()
+                    };
                     for c in cl {
-                        m.rows.push(st::RowUpdate { clustering: c, liveness, deletion: None, cells: regular_cells.clone() });
+                        m.rows.push(st::RowUpdate {
+                            clustering: c,
+                            liveness,
+                            deletion: None,
+                            cells: regular_cells.clone(),
+                        });
                     }
                 }
             }
@@ -723,16 +1063,32 @@ fn slice_bounds(
     t: &TableMeta,
     binds: &Binds<'_>,
 ) -> ExecResult<(st::ClusteringBound, st::ClusteringBound)> {
-    let c = t.clustering().nth(prefix.len()).ok_or_else(|| ExecError::Invalid("bad range deletion".into()))?;
-    let mut start = st::ClusteringBound { prefix: prefix.to_vec(), kind: st::BoundKind::Inclusive };
-    let mut end = st::ClusteringBound { prefix: prefix.to_vec(), kind: st::BoundKind::Inclusive };
+    let c = t
+        .clustering()
+        .nth(prefix.len())
+        .ok_or_else(|| ExecError::Invalid("bad range deletion".into()))?;
+    let mut start = st::ClusteringBound {
+        prefix: prefix.to_vec(),
+        kind: st::BoundKind::Inclusive,
+    };
+    let mut end = st::ClusteringBound {
+        prefix: prefix.to_vec(),
+        kind: st::BoundKind::Inclusive,
+    };
     for (op, term) in slice {
         let Bound::Value(v) = values::eval(term, &c.cql_type, &c.name, binds)? else {
-            return invalid(format!("Invalid null value in condition for column {}", c.name));
+            return invalid(format!(
+                "Invalid null value in condition for column {}",
+                c.name
+            ));
         };
         let mut p = prefix.to_vec();
         p.push(v);
-        let kind = if matches!(op, Operator::Gte | Operator::Lte) { st::BoundKind::Inclusive } else { st::BoundKind::Exclusive };
+        let kind = if matches!(op, Operator::Gte | Operator::Lte) {
+            st::BoundKind::Inclusive
+        } else {
+            st::BoundKind::Exclusive
+        };
         if matches!(op, Operator::Gt | Operator::Gte) {
             start = st::ClusteringBound { prefix: p, kind };
         } else {

@@ -18,7 +18,10 @@ pub struct RowBuilder<'a> {
 
 impl<'a> RowBuilder<'a> {
     pub fn new(table: &'a TableMeta) -> Self {
-        RowBuilder { table, cells: vec![None; table.columns.len()] }
+        RowBuilder {
+            table,
+            cells: vec![None; table.columns.len()],
+        }
     }
 
     /// Sets a column; names that the table does not have are ignored, so a generator can be written
@@ -57,7 +60,9 @@ pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> 
     let mut rows = match (table.keyspace.as_str(), table.name.as_str()) {
         ("system", "local") => vec![schema_tables::local_row(state, table)],
         ("system", "peers") | ("system", "peers_v2") => Vec::new(),
-        ("system", "size_estimates") | ("system", "table_estimates") => schema_tables::size_estimates(state, table),
+        ("system", "size_estimates") | ("system", "table_estimates") => {
+            schema_tables::size_estimates(state, table)
+        }
         ("system_schema", "keyspaces") => schema_tables::keyspaces(state, table),
         ("system_schema", "tables") => schema_tables::tables(state, table),
         ("system_schema", "columns") => schema_tables::columns(state, table),
@@ -88,10 +93,19 @@ fn sort_by_primary_key(table: &TableMeta, rows: &mut [Vec<Option<Bytes>>]) {
         .iter()
         .enumerate()
         .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
-        .map(|(i, c)| (i, &c.cql_type, c.order == helenus_schema::ClusteringOrder::Desc))
+        .map(|(i, c)| {
+            (
+                i,
+                &c.cql_type,
+                c.order == helenus_schema::ClusteringOrder::Desc,
+            )
+        })
         .collect();
     let token = |row: &Vec<Option<Bytes>>| {
-        let parts: Vec<&[u8]> = pk.iter().map(|&i| row.get(i).and_then(|c| c.as_deref()).unwrap_or(&[])).collect();
+        let parts: Vec<&[u8]> = pk
+            .iter()
+            .map(|&i| row.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
+            .collect();
         crate::keys::token_of_components(&parts)
     };
     rows.sort_by(|a, b| {

@@ -9,7 +9,11 @@ use helenus_types::CqlValue;
 type Rows = Vec<Vec<Option<Bytes>>>;
 
 fn string_map(m: &std::collections::BTreeMap<String, String>) -> CqlValue {
-    CqlValue::Map(m.iter().map(|(k, v)| (text(k.clone()), text(v.clone()))).collect())
+    CqlValue::Map(
+        m.iter()
+            .map(|(k, v)| (text(k.clone()), text(v.clone())))
+            .collect(),
+    )
 }
 
 pub fn local_row(state: &NodeState, t: &TableMeta) -> Vec<Option<Bytes>> {
@@ -24,12 +28,18 @@ pub fn local_row(state: &NodeState, t: &TableMeta) -> Vec<Option<Bytes>> {
         .set("cluster_name", text(cfg.cluster_name.clone()))
         .set("cql_version", text(crate::CQL_VERSION))
         .set("data_center", text(cfg.data_center.clone()))
-        .set("gossip_generation", CqlValue::Int(state.started_at_s as i32))
+        .set(
+            "gossip_generation",
+            CqlValue::Int(state.started_at_s as i32),
+        )
         .set("host_id", CqlValue::Uuid(id.host_id))
         .set("listen_address", CqlValue::Inet(cfg.listen_address))
         .set("listen_port", CqlValue::Int(7000))
         .set("native_protocol_version", text("5"))
-        .set("partitioner", text("org.apache.cassandra.dht.Murmur3Partitioner"))
+        .set(
+            "partitioner",
+            text("org.apache.cassandra.dht.Murmur3Partitioner"),
+        )
         .set("rack", text(cfg.rack.clone()))
         .set("release_version", text(crate::RELEASE_VERSION))
         .set("rpc_address", CqlValue::Inet(cfg.rpc_address))
@@ -50,7 +60,10 @@ pub fn size_estimates(state: &NodeState, t: &TableMeta) -> Rows {
             let (partitions, mean_size) = state.estimate_partitions(table);
             let n = tokens.len().max(1) as i64;
             for (i, start) in tokens.iter().enumerate() {
-                let end = tokens.get(i + 1).copied().unwrap_or(tokens.first().copied().unwrap_or(0));
+                let end = tokens
+                    .get(i + 1)
+                    .copied()
+                    .unwrap_or(tokens.first().copied().unwrap_or(0));
                 out.push(
                     RowBuilder::new(t)
                         .set("keyspace_name", text(ks.name.clone()))
@@ -69,7 +82,13 @@ pub fn size_estimates(state: &NodeState, t: &TableMeta) -> Rows {
 }
 
 fn schema_keyspaces(state: &NodeState) -> Vec<std::sync::Arc<KeyspaceMeta>> {
-    state.schema().keyspaces.values().filter(|k| k.kind != KeyspaceKind::Virtual).cloned().collect()
+    state
+        .schema()
+        .keyspaces
+        .values()
+        .filter(|k| k.kind != KeyspaceKind::Virtual)
+        .cloned()
+        .collect()
 }
 
 pub fn keyspaces(state: &NodeState, t: &TableMeta) -> Rows {
@@ -87,33 +106,54 @@ pub fn keyspaces(state: &NodeState, t: &TableMeta) -> Rows {
 
 pub fn table_option_cells<'a>(b: RowBuilder<'a>, table: &TableMeta) -> RowBuilder<'a> {
     let p = &table.params;
-    b.set("additional_write_policy", text(p.additional_write_policy.clone()))
-        .set_opt("allow_auto_snapshot", p.allow_auto_snapshot.map(CqlValue::Boolean))
-        .set("bloom_filter_fp_chance", CqlValue::Double(p.bloom_filter_fp_chance))
-        .set("caching", string_map(&p.caching))
-        .set_opt("cdc", p.cdc.map(CqlValue::Boolean))
-        .set("comment", text(p.comment.clone()))
-        .set("compaction", string_map(&p.compaction))
-        .set("compression", string_map(&p.compression))
-        .set("crc_check_chance", CqlValue::Double(p.crc_check_chance))
-        .set("dclocal_read_repair_chance", CqlValue::Double(0.0))
-        .set("default_time_to_live", CqlValue::Int(p.default_time_to_live))
-        .set(
-            "extensions",
-            CqlValue::Map(
-                p.extensions.iter().map(|(k, v)| (text(k.clone()), CqlValue::Blob(Bytes::from(v.clone())))).collect(),
-            ),
-        )
-        .set("gc_grace_seconds", CqlValue::Int(p.gc_grace_seconds))
-        .set("id", CqlValue::Uuid(table.id))
-        .set_opt("incremental_backups", p.incremental_backups.map(CqlValue::Boolean))
-        .set("max_index_interval", CqlValue::Int(p.max_index_interval))
-        .set_opt("memtable", p.memtable.clone().map(text))
-        .set("memtable_flush_period_in_ms", CqlValue::Int(p.memtable_flush_period_in_ms))
-        .set("min_index_interval", CqlValue::Int(p.min_index_interval))
-        .set("read_repair", text(p.read_repair.clone()))
-        .set("read_repair_chance", CqlValue::Double(0.0))
-        .set("speculative_retry", text(p.speculative_retry.clone()))
+    b.set(
+        "additional_write_policy",
+        text(p.additional_write_policy.clone()),
+    )
+    .set_opt(
+        "allow_auto_snapshot",
+        p.allow_auto_snapshot.map(CqlValue::Boolean),
+    )
+    .set(
+        "bloom_filter_fp_chance",
+        CqlValue::Double(p.bloom_filter_fp_chance),
+    )
+    .set("caching", string_map(&p.caching))
+    .set_opt("cdc", p.cdc.map(CqlValue::Boolean))
+    .set("comment", text(p.comment.clone()))
+    .set("compaction", string_map(&p.compaction))
+    .set("compression", string_map(&p.compression))
+    .set("crc_check_chance", CqlValue::Double(p.crc_check_chance))
+    .set("dclocal_read_repair_chance", CqlValue::Double(0.0))
+    .set(
+        "default_time_to_live",
+        CqlValue::Int(p.default_time_to_live),
+    )
+    .set(
+        "extensions",
+        CqlValue::Map(
+            p.extensions
+                .iter()
+                .map(|(k, v)| (text(k.clone()), CqlValue::Blob(Bytes::from(v.clone()))))
+                .collect(),
+        ),
+    )
+    .set("gc_grace_seconds", CqlValue::Int(p.gc_grace_seconds))
+    .set("id", CqlValue::Uuid(table.id))
+    .set_opt(
+        "incremental_backups",
+        p.incremental_backups.map(CqlValue::Boolean),
+    )
+    .set("max_index_interval", CqlValue::Int(p.max_index_interval))
+    .set_opt("memtable", p.memtable.clone().map(text))
+    .set(
+        "memtable_flush_period_in_ms",
+        CqlValue::Int(p.memtable_flush_period_in_ms),
+    )
+    .set("min_index_interval", CqlValue::Int(p.min_index_interval))
+    .set("read_repair", text(p.read_repair.clone()))
+    .set("read_repair_chance", CqlValue::Double(0.0))
+    .set("speculative_retry", text(p.speculative_retry.clone()))
 }
 
 pub fn tables(state: &NodeState, t: &TableMeta) -> Rows {
@@ -123,7 +163,10 @@ pub fn tables(state: &NodeState, t: &TableMeta) -> Rows {
             let b = RowBuilder::new(t)
                 .set("keyspace_name", text(ks.name.clone()))
                 .set("table_name", text(table.name.clone()))
-                .set("flags", CqlValue::Set(table.flags.iter().map(|f| text(f.clone())).collect()));
+                .set(
+                    "flags",
+                    CqlValue::Set(table.flags.iter().map(|f| text(f.clone())).collect()),
+                );
             out.push(table_option_cells(b, table).build());
         }
     }
@@ -140,7 +183,10 @@ fn column_rows(t: &TableMeta, ks_name: &str, table: &TableMeta) -> Rows {
                 .set("table_name", text(table.name.clone()))
                 .set("column_name", text(c.name.clone()))
                 .set("clustering_order", text(c.order.as_str()))
-                .set("column_name_bytes", CqlValue::Blob(Bytes::from(c.name.clone().into_bytes())))
+                .set(
+                    "column_name_bytes",
+                    CqlValue::Blob(Bytes::from(c.name.clone().into_bytes())),
+                )
                 .set("kind", text(c.kind.as_str()))
                 .set("position", CqlValue::Int(c.position))
                 .set("type", text(c.cql_type.to_string()))
@@ -167,8 +213,19 @@ pub fn types(state: &NodeState, t: &TableMeta) -> Rows {
                 RowBuilder::new(t)
                     .set("keyspace_name", text(ks.name.clone()))
                     .set("type_name", text(ut.name.clone()))
-                    .set("field_names", CqlValue::List(ut.fields.iter().map(|(n, _)| text(n.clone())).collect()))
-                    .set("field_types", CqlValue::List(ut.fields.iter().map(|(_, ty)| text(ty.to_string())).collect()))
+                    .set(
+                        "field_names",
+                        CqlValue::List(ut.fields.iter().map(|(n, _)| text(n.clone())).collect()),
+                    )
+                    .set(
+                        "field_types",
+                        CqlValue::List(
+                            ut.fields
+                                .iter()
+                                .map(|(_, ty)| text(ty.to_string()))
+                                .collect(),
+                        ),
+                    )
                     .build(),
             );
         }
@@ -197,13 +254,23 @@ pub fn indexes(state: &NodeState, t: &TableMeta) -> Rows {
 }
 
 fn virtual_keyspace_list(state: &NodeState) -> Vec<std::sync::Arc<KeyspaceMeta>> {
-    state.schema().keyspaces.values().filter(|k| k.kind == KeyspaceKind::Virtual).cloned().collect()
+    state
+        .schema()
+        .keyspaces
+        .values()
+        .filter(|k| k.kind == KeyspaceKind::Virtual)
+        .cloned()
+        .collect()
 }
 
 pub fn virtual_keyspaces(state: &NodeState, t: &TableMeta) -> Rows {
     virtual_keyspace_list(state)
         .iter()
-        .map(|ks| RowBuilder::new(t).set("keyspace_name", text(ks.name.clone())).build())
+        .map(|ks| {
+            RowBuilder::new(t)
+                .set("keyspace_name", text(ks.name.clone()))
+                .build()
+        })
         .collect()
 }
 
@@ -239,20 +306,46 @@ pub fn settings(state: &NodeState, t: &TableMeta) -> Rows {
         ("cluster_name".into(), cfg.cluster_name.clone()),
         ("listen_address".into(), cfg.listen_address.to_string()),
         ("rpc_address".into(), cfg.rpc_address.to_string()),
-        ("native_transport_port".into(), cfg.native_transport_port.to_string()),
+        (
+            "native_transport_port".into(),
+            cfg.native_transport_port.to_string(),
+        ),
         ("num_tokens".into(), cfg.num_tokens.to_string()),
-        ("commitlog_sync".into(), format!("{:?}", cfg.commitlog_sync).to_lowercase()),
-        ("commitlog_sync_period".into(), format!("{}ms", cfg.commitlog_sync_period_ms)),
-        ("concurrent_compactors".into(), cfg.concurrent_compactors.to_string()),
-        ("compaction_throughput".into(), format!("{}MiB/s", cfg.compaction_throughput_mib_per_s)),
-        ("partitioner".into(), "org.apache.cassandra.dht.Murmur3Partitioner".into()),
+        (
+            "commitlog_sync".into(),
+            format!("{:?}", cfg.commitlog_sync).to_lowercase(),
+        ),
+        (
+            "commitlog_sync_period".into(),
+            format!("{}ms", cfg.commitlog_sync_period_ms),
+        ),
+        (
+            "concurrent_compactors".into(),
+            cfg.concurrent_compactors.to_string(),
+        ),
+        (
+            "compaction_throughput".into(),
+            format!("{}MiB/s", cfg.compaction_throughput_mib_per_s),
+        ),
+        (
+            "partitioner".into(),
+            "org.apache.cassandra.dht.Murmur3Partitioner".into(),
+        ),
     ];
     for (k, v) in &cfg.raw {
         if !pairs.iter().any(|(n, _)| n == k) {
             pairs.push((k.clone(), v.clone()));
         }
     }
-    pairs.into_iter().map(|(k, v)| RowBuilder::new(t).set("name", text(k)).set("value", text(v)).build()).collect()
+    pairs
+        .into_iter()
+        .map(|(k, v)| {
+            RowBuilder::new(t)
+                .set("name", text(k))
+                .set("value", text(v))
+                .build()
+        })
+        .collect()
 }
 
 pub fn clients(state: &NodeState, t: &TableMeta) -> Rows {

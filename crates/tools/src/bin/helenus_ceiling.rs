@@ -1,6 +1,8 @@
 //! `helenus-ceiling [ADDR:PORT]`: the protocol-ceiling test server (see `helenus_tools::ceiling`).
 fn main() {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.3:9042".to_string());
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.3:9042".to_string());
     let addr: std::net::SocketAddr = match addr.parse() {
         Ok(a) => a,
         Err(e) => {
@@ -8,8 +10,15 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let threads = std::env::var("CEILING_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(2);
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build() {
+    let threads = std::env::var("CEILING_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(2);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: {e}");

@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use crate::dist::DistSpec;
 
+mod values;
+use values::parse_range;
+pub use values::{parse_count, parse_dist, parse_duration, parse_rate};
+
 /// What went wrong on the command line.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OptionError {
@@ -21,9 +25,16 @@ pub enum OptionError {
     /// An option that the command or group does not take.
     UnknownOption { group: String, option: String },
     /// A value that does not parse.
-    BadValue { option: String, value: String, expected: &'static str },
+    BadValue {
+        option: String,
+        value: String,
+        expected: &'static str,
+    },
     /// A required value is missing.
-    Missing { option: String, expected: &'static str },
+    Missing {
+        option: String,
+        expected: &'static str,
+    },
     /// Two options that exclude each other.
     Conflict(String),
 }
@@ -246,7 +257,10 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
         });
         rest = &rest[1..];
     }
-    let command = rest.first().ok_or(OptionError::MissingCommand)?.to_ascii_lowercase();
+    let command = rest
+        .first()
+        .ok_or(OptionError::MissingCommand)?
+        .to_ascii_lowercase();
     match command.as_str() {
         "write" | "read" | "mixed" | "user" => {}
         _ => return Err(OptionError::UnknownCommand(command)),
@@ -286,12 +300,23 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
                 });
             }
             "cl" => {
-                opts.consistency = ConsistencyLevel::parse(value).ok_or_else(|| bad(arg, value, "a consistency level such as ONE, QUORUM, LOCAL_ONE"))?
+                opts.consistency = ConsistencyLevel::parse(value).ok_or_else(|| {
+                    bad(
+                        arg,
+                        value,
+                        "a consistency level such as ONE, QUORUM, LOCAL_ONE",
+                    )
+                })?
             }
             "profile" => profile_arg = Some(value.to_string()),
             _ => match sla.as_mut() {
                 Some(s) => parse_sla_option(s, arg, key, value)?,
-                None => return Err(OptionError::UnknownOption { group: command.clone(), option: arg.clone() }),
+                None => {
+                    return Err(OptionError::UnknownOption {
+                        group: command.clone(),
+                        option: arg.clone(),
+                    })
+                }
             },
         }
     }
@@ -300,20 +325,33 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
     }
     opts.profile = match (command.as_str(), profile_arg) {
         ("user", Some(p)) => ProfileKind::User(PathBuf::from(p)),
-        ("user", None) => return Err(OptionError::Missing { option: "user profile=".into(), expected: "a YAML profile path" }),
+        ("user", None) => {
+            return Err(OptionError::Missing {
+                option: "user profile=".into(),
+                expected: "a YAML profile path",
+            })
+        }
         (_, None) => ProfileKind::Standard,
         (_, Some(p)) => match p.to_ascii_lowercase().as_str() {
             "standard1" | "standard" => ProfileKind::Standard,
             "timeseries" => ProfileKind::TimeSeries,
             "widettl" => ProfileKind::WideTtl,
             _ if p.ends_with(".yaml") || p.ends_with(".yml") => ProfileKind::User(PathBuf::from(p)),
-            _ => return Err(bad("profile=", &p, "standard1, timeseries, widettl or a .yaml file")),
+            _ => {
+                return Err(bad(
+                    "profile=",
+                    &p,
+                    "standard1, timeseries, widettl or a .yaml file",
+                ))
+            }
         },
     };
     opts.ops = default_ops(&command, &opts.profile, explicit_ops)?;
     if let Some(s) = sla.as_ref() {
         if matches!(s.step, SlaStep::FractionOfMax(_)) && s.start_rate_per_s.is_some() {
-            return Err(OptionError::Conflict("sla start=R needs step=R (a rate), not a percentage".into()));
+            return Err(OptionError::Conflict(
+                "sla start=R needs step=R (a rate), not a percentage".into(),
+            ));
         }
     }
     opts.sla = sla;
@@ -321,7 +359,11 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
     Ok(opts)
 }
 
-fn default_ops(command: &str, profile: &ProfileKind, explicit: Option<Vec<(String, u32)>>) -> Result<Vec<(String, u32)>, OptionError> {
+fn default_ops(
+    command: &str,
+    profile: &ProfileKind,
+    explicit: Option<Vec<(String, u32)>>,
+) -> Result<Vec<(String, u32)>, OptionError> {
     let (write, read) = match profile {
         ProfileKind::Standard => ("write", "read"),
         _ => ("insert", "select"),
@@ -338,19 +380,30 @@ fn default_ops(command: &str, profile: &ProfileKind, explicit: Option<Vec<(Strin
         _ => return Err(OptionError::UnknownCommand(command.to_string())),
     };
     if ops.iter().all(|(_, w)| *w == 0) {
-        return Err(OptionError::BadValue { option: "ratio".into(), value: "all zero".into(), expected: "at least one positive weight" });
+        return Err(OptionError::BadValue {
+            option: "ratio".into(),
+            value: "all zero".into(),
+            expected: "at least one positive weight",
+        });
     }
     Ok(ops)
 }
 
-fn parse_sla_option(s: &mut SlaOptions, arg: &str, key: &str, value: &str) -> Result<(), OptionError> {
+fn parse_sla_option(
+    s: &mut SlaOptions,
+    arg: &str,
+    key: &str,
+    value: &str,
+) -> Result<(), OptionError> {
     match key {
         "load" => s.load_ops = parse_count(arg, value)?,
         "start" => s.start_rate_per_s = Some(parse_rate(arg, value)?),
         "step" => {
             s.step = match value.strip_suffix('%') {
                 Some(p) => {
-                    let pct: f64 = p.parse().map_err(|_| bad(arg, value, "a percentage like 10% or a rate like 1000"))?;
+                    let pct: f64 = p.parse().map_err(|_| {
+                        bad(arg, value, "a percentage like 10% or a rate like 1000")
+                    })?;
                     if !(pct > 0.0 && pct <= 100.0) {
                         return Err(bad(arg, value, "a percentage in (0, 100]"));
                     }
@@ -362,9 +415,15 @@ fn parse_sla_option(s: &mut SlaOptions, arg: &str, key: &str, value: &str) -> Re
         "step_duration" => s.step_duration = parse_duration(arg, value)?,
         "probe_duration" => s.probe_duration = parse_duration(arg, value)?,
         "max_steps" => {
-            s.max_steps = u32::try_from(parse_count(arg, value)?).map_err(|_| bad(arg, value, "a step count below 2^32"))?
+            s.max_steps = u32::try_from(parse_count(arg, value)?)
+                .map_err(|_| bad(arg, value, "a step count below 2^32"))?
         }
-        _ => return Err(OptionError::UnknownOption { group: "sla".into(), option: arg.to_string() }),
+        _ => {
+            return Err(OptionError::UnknownOption {
+                group: "sla".into(),
+                option: arg.to_string(),
+            })
+        }
     }
     Ok(())
 }
@@ -386,10 +445,18 @@ fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionE
                 for item in items {
                     // cassandra-stress also accepts `-node file=...`; we only take host lists.
                     let hosts = item.strip_prefix("hosts=").unwrap_or(item);
-                    nodes.extend(hosts.split(',').filter(|h| !h.is_empty()).map(str::to_string));
+                    nodes.extend(
+                        hosts
+                            .split(',')
+                            .filter(|h| !h.is_empty())
+                            .map(str::to_string),
+                    );
                 }
                 if nodes.is_empty() {
-                    return Err(OptionError::Missing { option: "-node".into(), expected: "HOST[,HOST]" });
+                    return Err(OptionError::Missing {
+                        option: "-node".into(),
+                        expected: "HOST[,HOST]",
+                    });
                 }
                 opts.nodes = nodes;
             }
@@ -397,9 +464,16 @@ fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionE
                 for item in items {
                     let (k, v) = split_kv(item, "-port")?;
                     match k {
-                        "native" => opts.port = v.parse().map_err(|_| bad(item, v, "a TCP port"))?,
+                        "native" => {
+                            opts.port = v.parse().map_err(|_| bad(item, v, "a TCP port"))?
+                        }
                         "jmx" | "thrift" => {}
-                        _ => return Err(OptionError::UnknownOption { group: "-port".into(), option: item.clone() }),
+                        _ => {
+                            return Err(OptionError::UnknownOption {
+                                group: "-port".into(),
+                                option: item.clone(),
+                            })
+                        }
                     }
                 }
             }
@@ -410,7 +484,12 @@ fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionE
                     match k {
                         "size" => opts.col_size = parse_dist(item, v)?,
                         "n" => opts.col_count = parse_dist(item, v)?,
-                        _ => return Err(OptionError::UnknownOption { group: "-col".into(), option: item.clone() }),
+                        _ => {
+                            return Err(OptionError::UnknownOption {
+                                group: "-col".into(),
+                                option: item.clone(),
+                            })
+                        }
                     }
                 }
             }
@@ -423,7 +502,12 @@ fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionE
                     match k {
                         "file" => opts.log_file = Some(PathBuf::from(v)),
                         "interval" => opts.log_interval = parse_duration(item, v)?,
-                        _ => return Err(OptionError::UnknownOption { group: "-log".into(), option: item.clone() }),
+                        _ => {
+                            return Err(OptionError::UnknownOption {
+                                group: "-log".into(),
+                                option: item.clone(),
+                            })
+                        }
                     }
                 }
                 if opts.log_interval.is_zero() {
@@ -435,9 +519,19 @@ fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionE
             "-mode" => {
                 for item in items {
                     if let Some(v) = item.strip_prefix("connectionsPerHost=") {
-                        opts.connections_per_host = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad(item, v, "a positive number"))?;
-                    } else if !matches!(item.as_str(), "native" | "cql3" | "prepared" | "simplenative") {
-                        return Err(OptionError::UnknownOption { group: "-mode".into(), option: item.clone() });
+                        opts.connections_per_host = v
+                            .parse()
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| bad(item, v, "a positive number"))?;
+                    } else if !matches!(
+                        item.as_str(),
+                        "native" | "cql3" | "prepared" | "simplenative"
+                    ) {
+                        return Err(OptionError::UnknownOption {
+                            group: "-mode".into(),
+                            option: item.clone(),
+                        });
                     }
                 }
             }
@@ -447,10 +541,17 @@ fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionE
     Ok(())
 }
 
-fn single<'a>(items: &'a [String], option: &str, expected: &'static str) -> Result<&'a str, OptionError> {
+fn single<'a>(
+    items: &'a [String],
+    option: &str,
+    expected: &'static str,
+) -> Result<&'a str, OptionError> {
     match items {
         [one] => Ok(one.as_str()),
-        _ => Err(OptionError::Missing { option: option.into(), expected }),
+        _ => Err(OptionError::Missing {
+            option: option.into(),
+            expected,
+        }),
     }
 }
 
@@ -463,7 +564,12 @@ fn parse_pop(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionErr
                 let (min, max) = parse_range(item, v)?;
                 opts.population = Some(DistSpec::Seq { min, max });
             }
-            _ => return Err(OptionError::UnknownOption { group: "-pop".into(), option: item.clone() }),
+            _ => {
+                return Err(OptionError::UnknownOption {
+                    group: "-pop".into(),
+                    option: item.clone(),
+                })
+            }
         }
     }
     Ok(())
@@ -474,16 +580,31 @@ fn parse_rate_group(opts: &mut StressOptions, items: &[String]) -> Result<(), Op
         let (k, v) = split_kv(item, "-rate")?;
         match k {
             "threads" => {
-                opts.threads = v.parse().ok().filter(|n| *n > 0 && *n <= 100_000).ok_or_else(|| bad(item, v, "a thread count in 1..=100000"))?
+                opts.threads = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0 && *n <= 100_000)
+                    .ok_or_else(|| bad(item, v, "a thread count in 1..=100000"))?
             }
             "fixed" | "throttle" => {
                 if opts.rate != RateMode::Unlimited {
-                    return Err(OptionError::Conflict("-rate fixed= and throttle= both given".into()));
+                    return Err(OptionError::Conflict(
+                        "-rate fixed= and throttle= both given".into(),
+                    ));
                 }
                 let rate_per_s = parse_rate(item, v)?;
-                opts.rate = if k == "fixed" { RateMode::Fixed { rate_per_s } } else { RateMode::Throttle { rate_per_s } };
+                opts.rate = if k == "fixed" {
+                    RateMode::Fixed { rate_per_s }
+                } else {
+                    RateMode::Throttle { rate_per_s }
+                };
             }
-            _ => return Err(OptionError::UnknownOption { group: "-rate".into(), option: item.clone() }),
+            _ => {
+                return Err(OptionError::UnknownOption {
+                    group: "-rate".into(),
+                    option: item.clone(),
+                })
+            }
         }
     }
     Ok(())
@@ -495,10 +616,19 @@ fn parse_schema(opts: &mut StressOptions, items: &[String]) -> Result<(), Option
             for (k, v) in parse_pairs(item, inner)? {
                 match k.as_str() {
                     "factor" | "replication_factor" => {
-                        opts.replication_factor = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad(item, &v, "a positive replication factor"))?
+                        opts.replication_factor = v
+                            .parse()
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| bad(item, &v, "a positive replication factor"))?
                     }
                     "strategy" | "class" => opts.replication_class = v,
-                    _ => return Err(OptionError::UnknownOption { group: "-schema replication".into(), option: k }),
+                    _ => {
+                        return Err(OptionError::UnknownOption {
+                            group: "-schema replication".into(),
+                            option: k,
+                        })
+                    }
                 }
             }
         } else if let Some(inner) = call_args(item, "compaction") {
@@ -511,7 +641,10 @@ fn parse_schema(opts: &mut StressOptions, items: &[String]) -> Result<(), Option
                     rest.push((k, v));
                 }
             }
-            let strategy = strategy.ok_or(OptionError::Missing { option: "-schema compaction(strategy=)".into(), expected: "a compaction strategy class" })?;
+            let strategy = strategy.ok_or(OptionError::Missing {
+                option: "-schema compaction(strategy=)".into(),
+                expected: "a compaction strategy class",
+            })?;
             opts.compaction = Some((strategy, rest));
         } else {
             let (k, v) = split_kv(item, "-schema")?;
@@ -522,7 +655,12 @@ fn parse_schema(opts: &mut StressOptions, items: &[String]) -> Result<(), Option
                     }
                     opts.keyspace = v.to_string();
                 }
-                _ => return Err(OptionError::UnknownOption { group: "-schema".into(), option: item.clone() }),
+                _ => {
+                    return Err(OptionError::UnknownOption {
+                        group: "-schema".into(),
+                        option: item.clone(),
+                    })
+                }
             }
         }
     }
@@ -530,11 +668,19 @@ fn parse_schema(opts: &mut StressOptions, items: &[String]) -> Result<(), Option
 }
 
 fn bad(option: &str, value: &str, expected: &'static str) -> OptionError {
-    OptionError::BadValue { option: option.to_string(), value: value.to_string(), expected }
+    OptionError::BadValue {
+        option: option.to_string(),
+        value: value.to_string(),
+        expected,
+    }
 }
 
 fn split_kv<'a>(arg: &'a str, group: &str) -> Result<(&'a str, &'a str), OptionError> {
-    arg.split_once('=').ok_or_else(|| OptionError::UnknownOption { group: group.to_string(), option: arg.to_string() })
+    arg.split_once('=')
+        .ok_or_else(|| OptionError::UnknownOption {
+            group: group.to_string(),
+            option: arg.to_string(),
+        })
 }
 
 /// `name(inner)` -> `inner` (case-insensitive name).
@@ -549,7 +695,9 @@ fn call_args<'a>(arg: &'a str, name: &str) -> Option<&'a str> {
 fn parse_pairs(arg: &str, inner: &str) -> Result<Vec<(String, String)>, OptionError> {
     let mut out = Vec::new();
     for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part.split_once('=').ok_or_else(|| bad(arg, part, "name=value pairs separated by commas"))?;
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| bad(arg, part, "name=value pairs separated by commas"))?;
         out.push((k.trim().to_string(), v.trim().to_string()));
     }
     Ok(out)
@@ -558,113 +706,21 @@ fn parse_pairs(arg: &str, inner: &str) -> Result<Vec<(String, String)>, OptionEr
 fn parse_weights(arg: &str, inner: &str) -> Result<Vec<(String, u32)>, OptionError> {
     let pairs = parse_pairs(arg, inner)?;
     if pairs.is_empty() {
-        return Err(bad(arg, inner, "op=weight pairs, e.g. ratio(write=1,read=3)"));
+        return Err(bad(
+            arg,
+            inner,
+            "op=weight pairs, e.g. ratio(write=1,read=3)",
+        ));
     }
     pairs
         .into_iter()
         .map(|(k, v)| {
-            let w: u32 = v.parse().map_err(|_| bad(arg, &v, "a whole-number weight"))?;
+            let w: u32 = v
+                .parse()
+                .map_err(|_| bad(arg, &v, "a whole-number weight"))?;
             Ok((k, w))
         })
         .collect()
-}
-
-/// A count with an optional k/m/b suffix (`1M` = 1,000,000, as cassandra-stress accepts).
-pub fn parse_count(option: &str, value: &str) -> Result<u64, OptionError> {
-    let v = value.trim();
-    let (digits, mult) = match v.char_indices().last() {
-        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&v[..i], 1_000),
-        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&v[..i], 1_000_000),
-        Some((i, c)) if c.eq_ignore_ascii_case(&'b') => (&v[..i], 1_000_000_000),
-        _ => (v, 1),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| bad(option, value, "a whole number, optionally with k, m or b"))
-}
-
-/// `30s`, `5m`, `1h`, `250ms`, or plain seconds.
-pub fn parse_duration(option: &str, value: &str) -> Result<Duration, OptionError> {
-    let v = value.trim();
-    let err = || bad(option, value, "a duration like 30s, 5m, 1h or 250ms");
-    let (num, scale_ms) = if let Some(n) = v.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1e3)
-    } else if let Some(n) = v.strip_suffix('m') {
-        (n, 60e3)
-    } else if let Some(n) = v.strip_suffix('h') {
-        (n, 3600e3)
-    } else {
-        (v, 1e3)
-    };
-    let n: f64 = num.parse().map_err(|_| err())?;
-    if !n.is_finite() || n < 0.0 || n * scale_ms > 1e12 {
-        return Err(err());
-    }
-    Ok(Duration::from_secs_f64(n * scale_ms / 1e3))
-}
-
-/// `1000/s`, `1000` or `2k/s`.
-pub fn parse_rate(option: &str, value: &str) -> Result<f64, OptionError> {
-    let v = value.trim();
-    let v = v.strip_suffix("/s").unwrap_or(v);
-    let rate = parse_count(option, v)? as f64;
-    if rate <= 0.0 {
-        return Err(bad(option, value, "a positive rate like 5000/s"));
-    }
-    Ok(rate)
-}
-
-fn parse_range(option: &str, value: &str) -> Result<(u64, u64), OptionError> {
-    let (a, b) = value.split_once("..").ok_or_else(|| bad(option, value, "a range MIN..MAX"))?;
-    let min = parse_count(option, a)?;
-    let max = parse_count(option, b)?;
-    if min > max {
-        return Err(bad(option, value, "a range MIN..MAX with MIN <= MAX"));
-    }
-    Ok((min, max))
-}
-
-/// `UNIFORM(1..N)`, `GAUSSIAN(1..N,mean,stdev)`, `GAUSSIAN(1..N,stdvrng)`, `SEQ(1..N)`, `FIXED(V)`.
-pub fn parse_dist(option: &str, value: &str) -> Result<DistSpec, OptionError> {
-    const EXPECTED: &str = "UNIFORM(MIN..MAX), GAUSSIAN(MIN..MAX,MEAN,STDEV), GAUSSIAN(MIN..MAX,STDVRNG), SEQ(MIN..MAX) or FIXED(V)";
-    let v = value.trim().trim_start_matches('~');
-    let open = v.find('(').ok_or_else(|| bad(option, value, EXPECTED))?;
-    let name = v[..open].to_ascii_uppercase();
-    let inner = v[open + 1..].strip_suffix(')').ok_or_else(|| bad(option, value, EXPECTED))?;
-    let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
-    match (name.as_str(), parts.as_slice()) {
-        ("FIXED", [n]) => Ok(DistSpec::Fixed(parse_count(option, n)?)),
-        ("UNIFORM", [r]) => {
-            let (min, max) = parse_range(option, r)?;
-            Ok(DistSpec::Uniform { min, max })
-        }
-        ("SEQ", [r]) => {
-            let (min, max) = parse_range(option, r)?;
-            Ok(DistSpec::Seq { min, max })
-        }
-        ("GAUSSIAN" | "NORMAL" | "GAUSS", [r, rest @ ..]) => {
-            let (min, max) = parse_range(option, r)?;
-            let num = |s: &str| -> Result<f64, OptionError> {
-                s.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0).ok_or_else(|| bad(option, value, EXPECTED))
-            };
-            let (mean, stdev) = match rest {
-                // cassandra-stress's default: mean in the middle, 3 standard deviations to each end.
-                [] => ((min as f64 + max as f64) / 2.0, (max - min) as f64 / 6.0),
-                [stdvrng] => {
-                    let mean = (min as f64 + max as f64) / 2.0;
-                    (mean, (mean - min as f64) / num(stdvrng)?)
-                }
-                [mean, stdev] => (num(mean)?, num(stdev)?),
-                _ => return Err(bad(option, value, EXPECTED)),
-            };
-            Ok(DistSpec::Gaussian { min, max, mean, stdev: stdev.max(f64::MIN_POSITIVE) })
-        }
-        _ => Err(bad(option, value, EXPECTED)),
-    }
 }
 
 #[cfg(test)]
@@ -685,14 +741,26 @@ mod tests {
         .unwrap();
         assert_eq!(o.stop, StopCondition::Ops(100_000));
         assert_eq!(o.consistency, ConsistencyLevel::Quorum);
-        assert_eq!(o.population, Some(DistSpec::Uniform { min: 1, max: 1_000_000 }));
+        assert_eq!(
+            o.population,
+            Some(DistSpec::Uniform {
+                min: 1,
+                max: 1_000_000
+            })
+        );
         assert_eq!(o.threads, 50);
         assert_eq!(o.rate, RateMode::Fixed { rate_per_s: 2000.0 });
         assert_eq!(o.nodes, vec!["127.0.0.2", "127.0.0.3"]);
         assert_eq!(o.port, 9043);
         assert_eq!(o.keyspace, "ks1");
         assert_eq!(o.replication_factor, 3);
-        assert_eq!(o.compaction, Some(("LeveledCompactionStrategy".into(), vec![("sstable_size_in_mb".into(), "160".into())])));
+        assert_eq!(
+            o.compaction,
+            Some((
+                "LeveledCompactionStrategy".into(),
+                vec![("sstable_size_in_mb".into(), "160".into())]
+            ))
+        );
         assert_eq!(o.log_interval, Duration::from_secs(2));
         assert_eq!(o.json_file, Some(PathBuf::from("r.json")));
         assert_eq!(o.connections_per_host, 4);
@@ -702,37 +770,37 @@ mod tests {
     #[test]
     fn mixed_takes_ratio_and_profiles_default_to_their_mix() {
         let o = parse_args(&args("mixed ratio(write=1,read=3) duration=30s")).unwrap();
-        assert_eq!(o.ops, vec![("write".to_string(), 1), ("read".to_string(), 3)]);
+        assert_eq!(
+            o.ops,
+            vec![("write".to_string(), 1), ("read".to_string(), 3)]
+        );
         assert_eq!(o.stop, StopCondition::Duration(Duration::from_secs(30)));
         let ts = parse_args(&args("mixed profile=timeseries")).unwrap();
         assert_eq!(ts.profile, ProfileKind::TimeSeries);
-        assert_eq!(ts.ops, vec![("insert".to_string(), 8), ("select".to_string(), 2)]);
+        assert_eq!(
+            ts.ops,
+            vec![("insert".to_string(), 8), ("select".to_string(), 2)]
+        );
     }
 
     #[test]
     fn user_needs_a_profile_and_takes_ops() {
-        assert!(matches!(parse_args(&args("user ops(insert=1)")), Err(OptionError::Missing { .. })));
+        assert!(matches!(
+            parse_args(&args("user ops(insert=1)")),
+            Err(OptionError::Missing { .. })
+        ));
         let o = parse_args(&args("user profile=p.yaml ops(insert=1,q1=2)")).unwrap();
         assert_eq!(o.profile, ProfileKind::User(PathBuf::from("p.yaml")));
-        assert_eq!(o.ops, vec![("insert".to_string(), 1), ("q1".to_string(), 2)]);
+        assert_eq!(
+            o.ops,
+            vec![("insert".to_string(), 1), ("q1".to_string(), 2)]
+        );
     }
 
     #[test]
-    fn pop_accepts_seq_and_all_distributions() {
+    fn pop_accepts_seq() {
         let o = parse_args(&args("write -pop seq=1..1000")).unwrap();
         assert_eq!(o.population, Some(DistSpec::Seq { min: 1, max: 1000 }));
-        assert_eq!(parse_dist("d", "SEQ(1..10)").unwrap(), DistSpec::Seq { min: 1, max: 10 });
-        assert_eq!(
-            parse_dist("d", "GAUSSIAN(1..100,50,10)").unwrap(),
-            DistSpec::Gaussian { min: 1, max: 100, mean: 50.0, stdev: 10.0 }
-        );
-        match parse_dist("d", "gaussian(0..100,5)").unwrap() {
-            DistSpec::Gaussian { mean, stdev, .. } => {
-                assert_eq!(mean, 50.0);
-                assert_eq!(stdev, 10.0);
-            }
-            other => panic!("{other:?}"),
-        }
     }
 
     #[test]
@@ -774,24 +842,20 @@ mod tests {
 
     #[test]
     fn sla_options_parse() {
-        let o = parse_args(&args("sla mixed load=1M start=1000 step=500 step_duration=20s max_steps=8")).unwrap();
+        let o = parse_args(&args(
+            "sla mixed load=1M start=1000 step=500 step_duration=20s max_steps=8",
+        ))
+        .unwrap();
         let s = o.sla.unwrap();
         assert_eq!(s.load_ops, 1_000_000);
         assert_eq!(s.start_rate_per_s, Some(1000.0));
         assert_eq!(s.step, SlaStep::Rate(500.0));
         assert_eq!(s.step_duration, Duration::from_secs(20));
         assert_eq!(s.max_steps, 8);
-        let p = parse_args(&args("sla write step=10%")).unwrap().sla.unwrap();
+        let p = parse_args(&args("sla write step=10%"))
+            .unwrap()
+            .sla
+            .unwrap();
         assert_eq!(p.step, SlaStep::FractionOfMax(0.1));
-    }
-
-    #[test]
-    fn durations_and_counts_accept_units() {
-        assert_eq!(parse_duration("d", "250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("d", "2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("d", "1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(parse_duration("d", "7").unwrap(), Duration::from_secs(7));
-        assert_eq!(parse_count("n", "3k").unwrap(), 3000);
-        assert_eq!(parse_rate("r", "2k/s").unwrap(), 2000.0);
     }
 }
