@@ -197,7 +197,9 @@ def gen_alter(c):
         ("add_dup_in_list", ["ALTER TABLE t ADD (x int, x text)"]),
     ]
     for slug, st in cases:
-        c.add("ddl_alter", slug, base + st + ["SELECT * FROM t", tq()])
+        # Reading after a DROP ... USING TIMESTAMP races Cassandra's own read path (sometimes a ReadFailure).
+        sel = ("-- @ignore\n" if slug == "drop_with_timestamp" else "") + "SELECT * FROM t"
+        c.add("ddl_alter", slug, base + st + [sel, tq()])
     for t in ALL:
         vs = vals(t)
         c.add("ddl_alter", "add_%s_then_write" % t,

@@ -364,7 +364,8 @@ def gen_select(c):
     for p in range(3):
         for c1 in range(3):
             for c2 in range(2):
-                gb.append("INSERT INTO t (p, c1, c2, v) VALUES (%d, %d, %d, %d)" % (p, c1, c2, p + c1 * c2))
+                gb.append("INSERT INTO t (p, c1, c2, v) VALUES (%d, %d, %d, %d) USING TIMESTAMP %d"
+                          % (p, c1, c2, p + c1 * c2, 1000 + p * 10 + c1 * 2 + c2))
     for i, q in enumerate([
         "SELECT p, count(*) FROM t GROUP BY p", "SELECT p, c1, count(*) FROM t GROUP BY p, c1",
         "SELECT p, c1, c2, v FROM t GROUP BY p, c1, c2", "SELECT p, max(v), min(v), sum(v), avg(v) FROM t GROUP BY p",

@@ -25,7 +25,10 @@ fn standard1(k: u64) -> Mutation {
             column: c,
             path: None,
             timestamp_us: 1,
-            op: CellOp::Set { value: Bytes::from(vec![(k as u8).wrapping_add(c as u8); 34]), ttl_s: 0 },
+            op: CellOp::Set {
+                value: Bytes::from(vec![(k as u8).wrapping_add(c as u8); 34]),
+                ttl_s: 0,
+            },
         })
         .collect();
     Mutation {
@@ -37,7 +40,11 @@ fn standard1(k: u64) -> Mutation {
         static_row: None,
         rows: vec![RowUpdate {
             clustering: Vec::new(),
-            liveness: Some(Liveness { timestamp_us: 1, ttl_s: 0, expires_at_s: 0 }),
+            liveness: Some(Liveness {
+                timestamp_us: 1,
+                ttl_s: 0,
+                expires_at_s: 0,
+            }),
             deletion: None,
             cells,
         }],
@@ -59,18 +66,44 @@ fn config(dir: &std::path::Path) -> StorageConfig {
 }
 
 fn tables(e: &Engine) {
-    let cols = (1..=5).map(|id| ColumnDef { id, is_static: false, multi_cell: None, is_counter: false }).collect();
-    let mut opts = TableOptions::default();
-    // Keep background compaction out of the measurements; the bench compacts explicitly.
-    opts.compaction = CompactionOptions::SizeTiered { min_threshold: 1000, max_threshold: 1000 };
-    e.create_table(TableDef { id: [1; 16], keyspace: "b".into(), name: "standard1".into(), clustering: vec![], columns: cols, options: opts.clone() })
-        .unwrap();
+    let cols = (1..=5)
+        .map(|id| ColumnDef {
+            id,
+            is_static: false,
+            multi_cell: None,
+            is_counter: false,
+        })
+        .collect();
+    let opts = TableOptions {
+        compaction: CompactionOptions::SizeTiered {
+            min_threshold: 1000,
+            max_threshold: 1000,
+        },
+        ..TableOptions::default()
+    };
+    e.create_table(TableDef {
+        id: [1; 16],
+        keyspace: "b".into(),
+        name: "standard1".into(),
+        clustering: vec![],
+        columns: cols,
+        options: opts.clone(),
+    })
+    .unwrap();
     e.create_table(TableDef {
         id: [2; 16],
         keyspace: "b".into(),
         name: "wide".into(),
-        clustering: vec![ClusteringColumn { cmp: Arc::new(Bytewise), descending: false }],
-        columns: vec![ColumnDef { id: 1, is_static: false, multi_cell: None, is_counter: false }],
+        clustering: vec![ClusteringColumn {
+            cmp: Arc::new(Bytewise),
+            descending: false,
+        }],
+        columns: vec![ColumnDef {
+            id: 1,
+            is_static: false,
+            multi_cell: None,
+            is_counter: false,
+        }],
         options: opts,
     })
     .unwrap();
@@ -81,7 +114,11 @@ fn dir_bytes(d: &std::path::Path) -> u64 {
     if let Ok(rd) = std::fs::read_dir(d) {
         for e in rd.flatten() {
             let p = e.path();
-            n += if p.is_dir() { dir_bytes(&p) } else { std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0) };
+            n += if p.is_dir() {
+                dir_bytes(&p)
+            } else {
+                std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0)
+            };
         }
     }
     n
@@ -89,7 +126,10 @@ fn dir_bytes(d: &std::path::Path) -> u64 {
 
 fn point(k: u64) -> ReadQuery {
     ReadQuery {
-        partitions: PartitionRange::Single { key: Bytes::from(format!("{k:010}").into_bytes()), token: token(k) },
+        partitions: PartitionRange::Single {
+            key: Bytes::from(format!("{k:010}").into_bytes()),
+            token: token(k),
+        },
         slices: vec![],
         reversed: false,
         row_limit: None,
@@ -100,7 +140,10 @@ fn point(k: u64) -> ReadQuery {
 }
 
 fn main() {
-    let rows: u64 = std::env::var("HELENUS_BENCH_ROWS").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let rows: u64 = std::env::var("HELENUS_BENCH_ROWS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
     let dir = std::env::temp_dir().join(format!("helenus-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let e = Engine::open(config(&dir)).unwrap();
@@ -122,8 +165,9 @@ fn main() {
     // Three more overlapping generations (overwrites), then a major compaction.
     for round in 0..3u64 {
         for start in (0..rows / 4).step_by(batch as usize) {
-            let ms: Vec<Mutation> =
-                (start..(start + batch).min(rows / 4)).map(|k| standard1(k * 4 + round)).collect();
+            let ms: Vec<Mutation> = (start..(start + batch).min(rows / 4))
+                .map(|k| standard1(k * 4 + round))
+                .collect();
             e.apply_blocking(&ms).unwrap();
         }
         e.flush(None).unwrap();
@@ -159,10 +203,26 @@ fn main() {
                 clustering: vec![Bytes::copy_from_slice(&i.to_be_bytes())],
                 liveness: None,
                 deletion: None,
-                cells: vec![CellUpdate { column: 1, path: None, timestamp_us: 1, op: CellOp::Set { value: Bytes::from(vec![1u8; 100]), ttl_s: 0 } }],
+                cells: vec![CellUpdate {
+                    column: 1,
+                    path: None,
+                    timestamp_us: 1,
+                    op: CellOp::Set {
+                        value: Bytes::from(vec![1u8; 100]),
+                        ttl_s: 0,
+                    },
+                }],
             })
             .collect();
-        let m = Mutation { table: [2; 16], key: Bytes::from_static(b"wide"), token: 0, partition_deletion: None, range_tombstones: vec![], static_row: None, rows: rows_v };
+        let m = Mutation {
+            table: [2; 16],
+            key: Bytes::from_static(b"wide"),
+            token: 0,
+            partition_deletion: None,
+            range_tombstones: vec![],
+            static_row: None,
+            rows: rows_v,
+        };
         e.apply_blocking(&[m]).unwrap();
     }
     e.flush(None).unwrap();
@@ -170,9 +230,15 @@ fn main() {
     let t = Instant::now();
     for i in 0..slices {
         let lo = (i * 997) % (wide_rows - 100);
-        let b = |v: u32| ClusteringBound { prefix: vec![Bytes::copy_from_slice(&v.to_be_bytes())], kind: BoundKind::Inclusive };
+        let b = |v: u32| ClusteringBound {
+            prefix: vec![Bytes::copy_from_slice(&v.to_be_bytes())],
+            kind: BoundKind::Inclusive,
+        };
         let q = ReadQuery {
-            partitions: PartitionRange::Single { key: Bytes::from_static(b"wide"), token: 0 },
+            partitions: PartitionRange::Single {
+                key: Bytes::from_static(b"wide"),
+                token: 0,
+            },
             slices: vec![(b(lo), b(lo + 99))],
             ..point(0)
         };

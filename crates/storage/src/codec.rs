@@ -263,6 +263,17 @@ fn decode_row(r: &mut Reader<'_>) -> Result<Row, StorageError> {
 
 /// Appends the encoding of `p` to `out`.
 pub fn encode_partition(out: &mut Vec<u8>, p: &Partition) {
+    encode_partition_indexed(out, p, &mut Vec::new());
+}
+
+/// Like `encode_partition`, also recording where each row starts (relative to the partition's
+/// first byte) in `row_starts`; returns the header length (everything before the first row).
+pub fn encode_partition_indexed(
+    out: &mut Vec<u8>,
+    p: &Partition,
+    row_starts: &mut Vec<usize>,
+) -> usize {
+    let base = out.len();
     let mut w = Writer(out);
     w.bytes(&p.key);
     w.i64(p.token);
@@ -277,10 +288,13 @@ pub fn encode_partition(out: &mut Vec<u8>, p: &Partition) {
     }
     encode_row(&mut w, &p.static_row);
     w.u32(p.rows.len() as u32);
+    let header_len = w.0.len() - base;
     for (k, r) in &p.rows {
+        row_starts.push(w.0.len() - base);
         w.prefix(&k.values);
         encode_row(&mut w, r);
     }
+    header_len
 }
 
 /// Decodes one partition from `r`.
@@ -313,12 +327,58 @@ pub fn decode_partition(
         p.range_tombstones.push((s, e, d));
     }
     p.static_row = decode_row(r)?;
-    for _ in 0..r.count(11)? {
+    let n = r.count(11)?;
+    decode_rows(r, cmp, n, &mut p)?;
+    Ok(p)
+}
+
+/// Decodes the partition header (everything but the rows); returns it and the row count.
+pub fn decode_partition_header(
+    r: &mut Reader<'_>,
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<(Partition, usize), StorageError> {
+    let key = r.bytes()?;
+    let token = r.i64()?;
+    let mut p = Partition::new(key, token);
+    p.deletion = r.opt_dt()?;
+    for _ in 0..r.count(22)? {
+        let mut bounds = Vec::with_capacity(2);
+        for _ in 0..2 {
+            let weight = r.u8()? as i8;
+            let values = r.prefix()?;
+            bounds.push(CKey {
+                values,
+                weight,
+                cmp: cmp.clone(),
+            });
+        }
+        let d = r.dt()?;
+        let e = bounds.pop().ok_or(StorageError::Decode {
+            what: "range tombstone",
+        })?;
+        let s = bounds.pop().ok_or(StorageError::Decode {
+            what: "range tombstone",
+        })?;
+        p.range_tombstones.push((s, e, d));
+    }
+    p.static_row = decode_row(r)?;
+    let n = r.u32()? as usize;
+    Ok((p, n))
+}
+
+/// Decodes `n` rows into `p`.
+pub fn decode_rows(
+    r: &mut Reader<'_>,
+    cmp: &Arc<ClusteringComparator>,
+    n: usize,
+    p: &mut Partition,
+) -> Result<(), StorageError> {
+    for _ in 0..n {
         let values = r.prefix()?;
         let row = decode_row(r)?;
         p.rows.insert(CKey::row(values, cmp), row);
     }
-    Ok(p)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -456,7 +456,10 @@ impl Engine {
         for s in &sstables {
             if let Some(i) = s.find(token, key) {
                 touched += 1;
-                let p = s.read_partition(i, Some(&self.chunk_cache))?;
+                let p = match ranges {
+                    Some(r) => s.read_partition_sliced(i, r, Some(&self.chunk_cache))?,
+                    None => s.read_partition(i, Some(&self.chunk_cache))?,
+                };
                 add(restrict(&p, ranges));
             }
         }

@@ -23,9 +23,10 @@ mod memtable;
 mod partition;
 mod reconcile;
 mod sstable;
+mod sstable_tools;
 mod types;
 
 pub use engine::Engine;
 pub use error::StorageError;
-pub use sstable::{dump_sstable, verify_sstable, VerifyReport};
+pub use sstable_tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

@@ -5,8 +5,11 @@
 //!   `[u32 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored bytes)][stored bytes]`.
 //! * `CompressionInfo.db` — `"hl-1" | u8 algorithm (0 none, 1 lz4) | u32 chunk_len |
 //!   u64 uncompressed_len | u32 n_chunks | n_chunks * u64 file offset of the chunk | u32 crc32c`.
-//! * `Index.db` — `"hl-1" | u32 n | n * (key: u32 len + bytes, token i64, position u64 in the
-//!   logical stream, length u32) | u32 crc32c`, in (token, key) order. It is small relative to
+//! * `Index.db` — `"hl-1" | u32 n | n * entry | u32 crc32c`, in (token, key) order;
+//!   `entry = key: u32 len + bytes, token i64, position u64 in the logical stream, length u32,
+//!   header_len u32, u32 n_blocks, n_blocks * (first clustering: u16 count + count * (u32 len +
+//!   bytes), u32 offset in partition, u32 length, u32 rows)`. Partitions over 64 KiB get a row
+//!   index of ~64 KiB blocks, so a slice reads only the header and the blocks it overlaps. It is small relative to
 //!   the data and is held in memory whole, which makes it its own Summary.
 //! * `Filter.db` — bloom filter (bloom.rs).
 //! * `Statistics.db` — see `SSTableStats::encode`.
@@ -15,8 +18,11 @@
 
 use crate::bloom::BloomFilter;
 use crate::cache::ByteCache;
-use crate::clustering::ClusteringComparator;
-use crate::codec::{crc32c, decode_partition, encode_partition, Reader, Writer};
+use crate::clustering::{CKey, ClusteringComparator};
+use crate::codec::{
+    crc32c, decode_partition, decode_partition_header, decode_rows, encode_partition_indexed,
+    Reader, Writer,
+};
 use crate::error::StorageError;
 use crate::partition::Partition;
 use crate::types::{CompressionAlgorithm, CompressionOptions};
@@ -158,7 +164,25 @@ pub struct IndexEntry {
     pub key: Bytes,
     pub position: u64,
     pub length: u32,
+    /// Bytes before the first row (key, deletions, static row, row count).
+    pub header_len: u32,
+    /// Row index (empty for partitions under `ROW_INDEX_THRESHOLD_BYTES`).
+    pub blocks: Vec<RowBlock>,
 }
+
+/// A run of consecutive rows of one partition.
+#[derive(Debug, Clone)]
+pub struct RowBlock {
+    pub first: Vec<Bytes>,
+    pub offset: u32,
+    pub length: u32,
+    pub rows: u32,
+}
+
+/// Partitions larger than this get a row index.
+const ROW_INDEX_THRESHOLD_BYTES: usize = 64 << 10;
+/// Target size of one row-index block.
+const ROW_INDEX_BLOCK_BYTES: usize = 64 << 10;
 
 /// Writes one SSTable generation.
 pub struct SSTableWriter {
@@ -232,13 +256,39 @@ impl SSTableWriter {
             }
         }
         self.scratch.clear();
-        encode_partition(&mut self.scratch, p);
+        let mut starts = Vec::new();
+        let header_len = encode_partition_indexed(&mut self.scratch, p, &mut starts);
         let len = self.scratch.len() as u64;
+        let mut blocks: Vec<RowBlock> = Vec::new();
+        if self.scratch.len() > ROW_INDEX_THRESHOLD_BYTES {
+            for (k, start) in p.rows.keys().zip(starts.iter().copied()) {
+                match blocks.last_mut() {
+                    Some(b) if (start - b.offset as usize) < ROW_INDEX_BLOCK_BYTES => b.rows += 1,
+                    _ => blocks.push(RowBlock {
+                        first: k.values.clone(),
+                        offset: start as u32,
+                        length: 0,
+                        rows: 1,
+                    }),
+                }
+            }
+            let ends: Vec<u32> = blocks
+                .iter()
+                .skip(1)
+                .map(|b| b.offset)
+                .chain(std::iter::once(len as u32))
+                .collect();
+            for (b, end) in blocks.iter_mut().zip(ends) {
+                b.length = end - b.offset;
+            }
+        }
         self.index.push(IndexEntry {
             token: p.token,
             key: p.key.clone(),
             position: self.logical_pos,
             length: len as u32,
+            header_len: header_len as u32,
+            blocks,
         });
         self.filter.insert(p.token, &p.key);
         let s = &mut self.stats;
@@ -335,6 +385,17 @@ impl SSTableWriter {
                 w.i64(e.token);
                 w.u64(e.position);
                 w.u32(e.length);
+                w.u32(e.header_len);
+                w.u32(e.blocks.len() as u32);
+                for b in &e.blocks {
+                    w.u16(b.first.len() as u16);
+                    for v in &b.first {
+                        w.bytes(v);
+                    }
+                    w.u32(b.offset);
+                    w.u32(b.length);
+                    w.u32(b.rows);
+                }
             }
         }
         let crc = crc32c(&ix);
@@ -457,11 +518,29 @@ impl SSTableReader {
         let mut index = Vec::with_capacity(n.min(ix.len() / 24 + 1));
         for _ in 0..n {
             let key = r.bytes()?;
+            let (token, position, length, header_len) = (r.i64()?, r.u64()?, r.u32()?, r.u32()?);
+            let nb = r.u32()? as usize;
+            if nb.saturating_mul(14) > r.remaining() {
+                return Err(StorageError::Decode { what: "row index" });
+            }
+            let mut blocks = Vec::with_capacity(nb);
+            for _ in 0..nb {
+                let nv = r.u16()? as usize;
+                let first = (0..nv).map(|_| r.bytes()).collect::<Result<Vec<_>, _>>()?;
+                blocks.push(RowBlock {
+                    first,
+                    offset: r.u32()?,
+                    length: r.u32()?,
+                    rows: r.u32()?,
+                });
+            }
             index.push(IndexEntry {
                 key,
-                token: r.i64()?,
-                position: r.u64()?,
-                length: r.u32()?,
+                token,
+                position,
+                length,
+                header_len,
+                blocks,
             });
         }
         let fpath = component_path(dir, gen, "Filter.db");
@@ -580,9 +659,71 @@ impl SSTableReader {
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
         let e = self.index.get(i).ok_or_else(|| self.corrupt(0))?;
-        let mut buf = Vec::with_capacity(e.length as usize);
-        let mut pos = e.position;
-        let end = e.position + u64::from(e.length);
+        let buf = self.read_bytes(e.position, e.length, cache)?;
+        let mut r = Reader::new(&buf, "sstable partition");
+        let p = decode_partition(&mut r, &self.cmp).map_err(|_| self.corrupt(e.position))?;
+        if p.token != e.token || p.key != e.key {
+            return Err(self.corrupt(e.position));
+        }
+        Ok(p)
+    }
+
+    /// Reads the partition at index position `i`, decoding only the row blocks that overlap
+    /// `ranges` when it has a row index (the result may hold extra rows; callers filter).
+    pub fn read_partition_sliced(
+        &self,
+        i: usize,
+        ranges: &[(CKey, CKey)],
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+    ) -> Result<Partition, StorageError> {
+        let e = self.index.get(i).ok_or_else(|| self.corrupt(0))?;
+        if e.blocks.is_empty() {
+            return self.read_partition(i, cache);
+        }
+        let head = self.read_bytes(e.position, e.header_len, cache)?;
+        let (mut p, _) = decode_partition_header(
+            &mut Reader::new(&head, "sstable partition header"),
+            &self.cmp,
+        )
+        .map_err(|_| self.corrupt(e.position))?;
+        if p.token != e.token || p.key != e.key {
+            return Err(self.corrupt(e.position));
+        }
+        for (bi, b) in e.blocks.iter().enumerate() {
+            let first = CKey::row(b.first.clone(), &self.cmp);
+            let next = e
+                .blocks
+                .get(bi + 1)
+                .map(|n| CKey::row(n.first.clone(), &self.cmp));
+            let overlaps = ranges
+                .iter()
+                .any(|(s, en)| first <= *en && !matches!(&next, Some(n) if n <= s));
+            if !overlaps {
+                continue;
+            }
+            let pos = e.position + u64::from(b.offset);
+            let bytes = self.read_bytes(pos, b.length, cache)?;
+            decode_rows(
+                &mut Reader::new(&bytes, "sstable row block"),
+                &self.cmp,
+                b.rows as usize,
+                &mut p,
+            )
+            .map_err(|_| self.corrupt(pos))?;
+        }
+        Ok(p)
+    }
+
+    /// Reads `length` bytes of the logical data stream at `position`.
+    fn read_bytes(
+        &self,
+        position: u64,
+        length: u32,
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+    ) -> Result<Vec<u8>, StorageError> {
+        let mut buf = Vec::with_capacity(length as usize);
+        let mut pos = position;
+        let end = position + u64::from(length);
         while pos < end {
             let ci = (pos / self.chunk_len) as usize;
             let chunk = self.read_chunk(ci, cache)?;
@@ -597,12 +738,12 @@ impl SSTableReader {
             buf.extend_from_slice(piece);
             pos += take as u64;
         }
-        let mut r = Reader::new(&buf, "sstable partition");
-        let p = decode_partition(&mut r, &self.cmp).map_err(|_| self.corrupt(e.position))?;
-        if p.token != e.token || p.key != e.key {
-            return Err(self.corrupt(e.position));
-        }
-        Ok(p)
+        Ok(buf)
+    }
+
+    /// Number of chunks in the Data component.
+    pub fn chunk_count(&self) -> usize {
+        self.chunk_offsets.len()
     }
 
     /// Index positions of partitions in the key range, up to `limit`.
@@ -634,117 +775,4 @@ impl SSTableReader {
         let hi = hi.max(lo).min(lo.saturating_add(limit));
         lo..hi
     }
-}
-
-/// Result of `verify_sstable`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VerifyReport {
-    pub partitions: u64,
-    pub chunks: u64,
-    /// Human-readable problems; empty = the SSTable is sound.
-    pub errors: Vec<String>,
-}
-
-fn gen_of(path: &Path) -> Result<(PathBuf, u64), StorageError> {
-    let bad = || {
-        StorageError::InvalidRequest(format!("not an hl-1 sstable component: {}", path.display()))
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(bad)?
-        .to_string_lossy()
-        .to_string();
-    let rest = name.strip_prefix("hl-1-").ok_or_else(bad)?;
-    let (gen, _) = rest.split_once('-').ok_or_else(bad)?;
-    let gen = gen.parse::<u64>().map_err(|_| bad())?;
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    Ok((dir, gen))
-}
-
-/// A comparator for tools that have no schema: clustering values compare bytewise.
-fn schemaless_cmp() -> Arc<ClusteringComparator> {
-    Arc::new(ClusteringComparator::new(Vec::new()))
-}
-
-/// Checks every chunk checksum and decodes every partition of the SSTable that `path` (any of its
-/// component files) belongs to.
-pub fn verify_sstable(path: &Path) -> Result<VerifyReport, StorageError> {
-    let (dir, gen) = gen_of(path)?;
-    let r = SSTableReader::open(&dir, gen, &schemaless_cmp())?;
-    let mut rep = VerifyReport::default();
-    for i in 0..r.chunk_offsets.len() {
-        rep.chunks += 1;
-        if let Err(e) = r.read_chunk(i, None) {
-            rep.errors.push(e.to_string());
-        }
-    }
-    for i in 0..r.index.len() {
-        match r.read_partition(i, None) {
-            Ok(_) => rep.partitions += 1,
-            Err(e) => rep.errors.push(format!("partition {i}: {e}")),
-        }
-    }
-    Ok(rep)
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// Writes a human-readable dump (one partition per block, values in hex) of the SSTable.
-pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError> {
-    let (dir, gen) = gen_of(path)?;
-    let r = SSTableReader::open(&dir, gen, &schemaless_cmp())?;
-    let io = |e| StorageError::io(path, e);
-    writeln!(out, "sstable {} stats {:?}", path.display(), r.stats).map_err(io)?;
-    for i in 0..r.index.len() {
-        let p = r.read_partition(i, None)?;
-        writeln!(
-            out,
-            "partition key=0x{} token={} deletion={:?}",
-            hex(&p.key),
-            p.token,
-            p.deletion
-        )
-        .map_err(io)?;
-        for (s, e, d) in &p.range_tombstones {
-            writeln!(out, "  range_tombstone {:?} .. {:?} {:?}", s, e, d).map_err(io)?;
-        }
-        let rows =
-            std::iter::once((None, &p.static_row)).chain(p.rows.iter().map(|(k, r)| (Some(k), r)));
-        for (k, row) in rows {
-            if k.is_none() && row.is_empty() {
-                continue;
-            }
-            let ck = k.map_or("static".to_string(), |k| {
-                k.values
-                    .iter()
-                    .map(|v| hex(v))
-                    .collect::<Vec<_>>()
-                    .join(":")
-            });
-            writeln!(
-                out,
-                "  row [{ck}] liveness={:?} deletion={:?}",
-                row.liveness, row.deletion
-            )
-            .map_err(io)?;
-            for (col, d) in &row.complex_deletions {
-                writeln!(out, "    column {col} complex_deletion={d:?}").map_err(io)?;
-            }
-            for ((col, path), c) in &row.cells {
-                let path = path
-                    .as_ref()
-                    .map(|p| format!("[0x{}]", hex(p)))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "    column {col}{path} ts={} {:?}",
-                    c.timestamp_us, c.kind
-                )
-                .map_err(io)?;
-            }
-        }
-    }
-    Ok(())
 }

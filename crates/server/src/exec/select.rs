@@ -195,6 +195,8 @@ pub fn plan(
     let mut token: (TokenBound, TokenBound) = (None, None);
     let mut filters = Vec::new();
     let mut need_filtering = false;
+    // One restriction on an indexed column is served by the index (here: a scan that filters).
+    let mut used_index = false;
 
     for r in &s.where_clause {
         match r {
@@ -285,7 +287,21 @@ pub fn plan(
                                 note_binds(term, col_spec(t, &c.name, c.cql_type.clone()), specs);
                             }
                         }
-                        if !system && c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static
+                        if !system && *op == Operator::Neq {
+                            let shown = match value {
+                                RelationValue::Single(term) => term.to_string(),
+                                _ => String::new(),
+                            };
+                            return invalid(format!(
+                                "Unsupported \"!=\" relation: {} != {shown}",
+                                c.name
+                            ));
+                        }
+                        let indexed = !used_index && index_serves(t, &c.name, *op);
+                        if indexed {
+                            used_index = true;
+                        } else if !system
+                            && (c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static)
                         {
                             need_filtering = true;
                         }
@@ -754,6 +770,8 @@ pub fn clustering_slices(
             out.push((start, end));
         }
     }
+    // Storage wants slices in its own order, which is descending for DESC clustering columns.
+    out.sort_by(|a, b| compare_clustering(t, &a.0.prefix, &b.0.prefix));
     Ok(out)
 }
 
@@ -959,4 +977,24 @@ pub fn compare_clustering(t: &TableMeta, a: &[Bytes], b: &[Bytes]) -> Ordering {
         }
     }
     a.len().cmp(&b.len())
+}
+
+/// Whether a secondary index on `column` answers `op` (Cassandra's index target kinds).
+fn index_serves(t: &TableMeta, column: &str, op: Operator) -> bool {
+    let quoted = super::describe::maybe_quote(column);
+    t.indexes.iter().any(|i| {
+        let target = i
+            .options
+            .get("target")
+            .map(String::as_str)
+            .unwrap_or_default();
+        match op {
+            Operator::Eq => target == quoted || target == format!("full({quoted})"),
+            Operator::Contains => target == format!("values({quoted})"),
+            Operator::ContainsKey => target == format!("keys({quoted})"),
+            _ => {
+                i.kind == "CUSTOM" && (target == quoted || target.contains(&format!("({quoted})")))
+            }
+        }
+    })
 }

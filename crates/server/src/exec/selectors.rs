@@ -24,6 +24,23 @@ pub enum Sel {
     WriteTime(usize),
     Ttl(usize),
     Token(Vec<usize>),
+    Field {
+        inner: Box<Sel>,
+        index: usize,
+        udt: CqlType,
+    },
+    Arith {
+        op: helenus_cql::ast::ArithOp,
+        left: Box<Sel>,
+        right: Box<Sel>,
+        lt: CqlType,
+        rt: CqlType,
+    },
+    Negate(Box<Sel>),
+    ToJson {
+        inner: Box<Sel>,
+        ty: CqlType,
+    },
     Func {
         name: String,
         args: Vec<Sel>,
@@ -88,11 +105,21 @@ fn selector_name(s: &Selector) -> String {
         Selector::Cast { selector, ty } => {
             format!("cast({} as {})", selector_name(selector), ty_text(ty))
         }
-        Selector::Term(t) => match t {
-            helenus_cql::ast::Term::Integer(s) | helenus_cql::ast::Term::Float(s) => s.clone(),
-            helenus_cql::ast::Term::String(s) => format!("'{s}'"),
-            _ => "literal".into(),
-        },
+        Selector::Term(t) => t.to_string(),
+        Selector::Binary { op, left, right } => {
+            let sym = match op {
+                helenus_cql::ast::ArithOp::Add => "+",
+                helenus_cql::ast::ArithOp::Sub => "-",
+                helenus_cql::ast::ArithOp::Mul => "*",
+                helenus_cql::ast::ArithOp::Div => "/",
+                helenus_cql::ast::ArithOp::Rem => "%",
+            };
+            format!("{} {sym} {}", selector_name(left), selector_name(right))
+        }
+        Selector::Negate(inner) => format!("-{}", selector_name(inner)),
+        Selector::TypeHint { ty, selector } => {
+            format!("({}){}", ty_text(ty), selector_name(selector))
+        }
         Selector::Field { selector, field } => {
             format!("{}.{}", selector_name(selector), field.name)
         }
@@ -243,6 +270,22 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                     out_ty,
                 ));
             }
+            if fname == "tojson" {
+                let [arg] = args.as_slice() else {
+                    return Err(ExecError::Invalid(format!(
+                        "toJson() only accepts one argument ({} given)",
+                        args.len()
+                    )));
+                };
+                let (inner, ty) = compile_one(t, arg, binds)?;
+                return Ok((
+                    Sel::ToJson {
+                        inner: Box::new(inner),
+                        ty,
+                    },
+                    CqlType::Native(NativeType::Varchar),
+                ));
+            }
             let mut sels = Vec::new();
             let mut types = Vec::new();
             for a in args {
@@ -282,6 +325,64 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
             (Sel::Constant(b), ty)
         }
         Selector::TypeHint { selector, .. } => compile_one(t, selector, binds)?,
+        Selector::Field { selector, field } => {
+            let (inner, ty) = compile_one(t, selector, binds)?;
+            let CqlType::Udt { def, .. } = &ty else {
+                return Err(ExecError::Invalid(format!(
+                    "Invalid field selection: {} of type {ty} is not a user type",
+                    selector_name(selector)
+                )));
+            };
+            let index = def
+                .fields
+                .iter()
+                .position(|(n, _)| n == &field.name)
+                .ok_or_else(|| {
+                    ExecError::Invalid(format!(
+                        "{} of type {} has no field {}",
+                        selector_name(selector),
+                        def.name,
+                        field.name
+                    ))
+                })?;
+            let fty = def.fields[index].1.clone();
+            (
+                Sel::Field {
+                    inner: Box::new(inner),
+                    index,
+                    udt: ty.clone(),
+                },
+                fty,
+            )
+        }
+        Selector::Binary { op, left, right } => {
+            let (l, lt) = compile_one(t, left, binds)?;
+            let (r, rt) = compile_one(t, right, binds)?;
+            let out = wider_numeric(&lt, &rt).ok_or_else(|| {
+                ExecError::Invalid(format!(
+                    "the '{} {} {}' operation is not supported between {} and {}",
+                    lt,
+                    "op",
+                    rt,
+                    selector_name(left),
+                    selector_name(right)
+                ))
+            })?;
+            (
+                Sel::Arith {
+                    op: *op,
+                    left: Box::new(l),
+                    right: Box::new(r),
+                    lt,
+                    rt,
+                },
+                out,
+            )
+        }
+        Selector::Negate(inner) => {
+            let (s, ty) = compile_one(t, inner, binds)?;
+            (Sel::Negate(Box::new(s)), ty)
+        }
         other => {
             return Err(ExecError::Invalid(format!(
                 "Unsupported selector {}",
@@ -330,6 +431,43 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
             }
         }),
         Sel::Token(_) => Some(serialize(&CqlValue::Bigint(row.token))),
+        Sel::Field { inner, index, udt } => {
+            let b = eval(inner, udt, row, now_s)?;
+            match decode(udt, &b)? {
+                Some(CqlValue::Udt(fields)) => fields
+                    .get(*index)
+                    .and_then(|(_, v)| v.as_ref())
+                    .map(serialize),
+                _ => None,
+            }
+        }
+        Sel::Arith {
+            op,
+            left,
+            right,
+            lt,
+            rt,
+        } => {
+            let l = decode(lt, &eval(left, lt, row, now_s)?)?;
+            let r = decode(rt, &eval(right, rt, row, now_s)?)?;
+            match (l, r) {
+                (Some(l), Some(r)) => arith(*op, &l, &r, ty)?.map(|v| serialize(&v)),
+                _ => None,
+            }
+        }
+        Sel::Negate(inner) => match decode(ty, &eval(inner, ty, row, now_s)?)? {
+            Some(v) => arith(helenus_cql::ast::ArithOp::Sub, &CqlValue::Int(0), &v, ty)?
+                .map(|v| serialize(&v)),
+            None => None,
+        },
+        Sel::ToJson { inner, ty: ity } => {
+            let b = eval(inner, ity, row, now_s)?;
+            let text = match decode(ity, &b)? {
+                Some(v) => helenus_types::to_json(&v),
+                None => "null".to_string(),
+            };
+            Some(serialize(&CqlValue::Text(text)))
+        }
         Sel::Constant(b) => b.clone(),
         Sel::Func {
             name,
@@ -528,4 +666,55 @@ pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
         (AggState::First(b), _) => b.clone(),
         _ => None,
     }
+}
+
+fn numeric_rank(t: &CqlType) -> Option<u8> {
+    Some(match t {
+        CqlType::Native(NativeType::Tinyint) => 0,
+        CqlType::Native(NativeType::Smallint) => 1,
+        CqlType::Native(NativeType::Int) => 2,
+        CqlType::Native(NativeType::Bigint) | CqlType::Native(NativeType::Counter) => 3,
+        CqlType::Native(NativeType::Float) => 4,
+        CqlType::Native(NativeType::Double) => 5,
+        _ => return None,
+    })
+}
+
+/// The result type of arithmetic between two numeric types (the wider one, as Cassandra's
+/// operators promote).
+fn wider_numeric(a: &CqlType, b: &CqlType) -> Option<CqlType> {
+    let (ra, rb) = (numeric_rank(a)?, numeric_rank(b)?);
+    Some(if ra >= rb { a.clone() } else { b.clone() })
+}
+
+fn arith(
+    op: helenus_cql::ast::ArithOp,
+    l: &CqlValue,
+    r: &CqlValue,
+    out: &CqlType,
+) -> ExecResult<Option<CqlValue>> {
+    use helenus_cql::ast::ArithOp::*;
+    let (lf, li) = as_num(l);
+    let (rf, ri) = as_num(r);
+    if matches!(out, CqlType::Native(NativeType::Float | NativeType::Double)) {
+        let v = match op {
+            Add => lf + rf,
+            Sub => lf - rf,
+            Mul => lf * rf,
+            Div => lf / rf,
+            Rem => lf % rf,
+        };
+        return Ok(Some(num_value(out, v, 0)));
+    }
+    let v = match op {
+        Add => li.wrapping_add(ri),
+        Sub => li.wrapping_sub(ri),
+        Mul => li.wrapping_mul(ri),
+        Div | Rem if ri == 0 => {
+            return Err(ExecError::Invalid("the operation failed: / by zero".into()))
+        }
+        Div => li / ri,
+        Rem => li % ri,
+    };
+    Ok(Some(num_value(out, v as f64, v)))
 }

@@ -423,6 +423,22 @@ pub fn to_value(
             let v = to_value(term, &hinted, receiver, binds)?;
             Ok(v)
         }
+        Term::FunctionCall { name, args } if name.name.name.eq_ignore_ascii_case("fromjson") => {
+            let [arg] = args.as_slice() else {
+                return Err(bad(format!(
+                    "fromJson() only accepts one argument ({} given)",
+                    args.len()
+                )));
+            };
+            let text = match to_value(arg, &CqlType::Native(NativeType::Varchar), receiver, binds)?
+            {
+                Some(CqlValue::Text(s)) | Some(CqlValue::Ascii(s)) => s,
+                _ => return Ok(None),
+            };
+            let json: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| bad(format!("Could not decode JSON string '{text}': {e}")))?;
+            super::json::from_json(ty, &json)
+        }
         Term::FunctionCall { name, args } => {
             let fname = name.name.name.as_str();
             let mut vals = Vec::new();

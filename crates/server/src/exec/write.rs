@@ -262,7 +262,11 @@ pub fn plan_insert(
                 .filter(|c| !ck.iter().any(|(p, _)| *p == c.position))
                 .map(|c| c.name.as_str())
                 .collect();
-            if !missing_ck.is_empty() {
+            let only_static = !ops.is_empty()
+                && ops
+                    .iter()
+                    .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
+            if !missing_ck.is_empty() && !(only_static && ck.is_empty()) {
                 return invalid(format!(
                     "Some clustering keys are missing: {}",
                     missing_ck.join(", ")
@@ -370,6 +374,25 @@ pub fn plan_update(
             return invalid(format!("PRIMARY KEY part {} found in SET part", c.name));
         }
         let counter = c.cql_type.is_counter();
+        let frozen_collection = matches!(
+            &c.cql_type,
+            CqlType::List { frozen: true, .. }
+                | CqlType::Set { frozen: true, .. }
+                | CqlType::Map { frozen: true, .. }
+        );
+        if frozen_collection && !matches!(op, Op::Set(_)) {
+            let shown = match a {
+                Assignment::Add { value, .. } => format!("{0} = {0} + {value}", c.name),
+                Assignment::Subtract { value, .. } => format!("{0} = {0} - {value}", c.name),
+                Assignment::Prepend { value, .. } => format!("{0} = {value} + {0}", c.name),
+                Assignment::SetElement { key, value, .. } => format!("{}[{key}] = {value}", c.name),
+                _ => c.name.clone(),
+            };
+            return invalid(format!(
+                "Invalid operation ({shown}) for frozen collection column {}",
+                c.name
+            ));
+        }
         match (&op, counter) {
             (Op::Set(_), true) => return invalid(format!("Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)", c.name)),
             (Op::Add(_) | Op::Subtract(_), false) if !matches!(c.cql_type, CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }) => {
@@ -525,6 +548,9 @@ fn expand(
             for term in terms {
                 match values::eval(term, &c.cql_type, &c.name, binds)? {
                     Bound::Value(b) => {
+                        if c.kind == ColumnKind::PartitionKey && b.is_empty() {
+                            return invalid("Key may not be empty");
+                        }
                         if c.kind == ColumnKind::PartitionKey && b.len() > u16::MAX as usize {
                             return invalid(format!(
                                 "Key length of {} is longer than maximum of 65535",

@@ -1,0 +1,90 @@
+//! Wide partitions: slices read through the per-partition row index.
+//! The ~200 MB case is `#[ignore]`d (slow): run it with
+//! `cargo test -p helenus-storage --release --test wide -- --ignored`.
+
+mod common;
+use bytes::Bytes;
+use common::*;
+use helenus_storage::*;
+
+fn write_wide(e: &Engine, rows: u32, value_bytes: usize, flush_every: u32) {
+    for start in (0..rows).step_by(1000) {
+        let mut m = mutation(b"wide");
+        for i in start..(start + 1000).min(rows) {
+            m.rows.push(row(
+                &i.to_be_bytes(),
+                vec![set(1, 1, &vec![(i % 251) as u8; value_bytes])],
+            ));
+        }
+        e.apply_blocking(&[m]).unwrap();
+        if (start + 1000) % flush_every == 0 {
+            e.flush(None).unwrap();
+        }
+    }
+    e.flush(None).unwrap();
+}
+
+fn slice(e: &Engine, lo: u32, hi: u32) -> Vec<u32> {
+    let bd = |v: u32| ClusteringBound {
+        prefix: vec![Bytes::copy_from_slice(&v.to_be_bytes())],
+        kind: BoundKind::Inclusive,
+    };
+    let q = ReadQuery {
+        slices: vec![(bd(lo), bd(hi))],
+        ..point(b"wide", now())
+    };
+    let r = e.read(TABLE, &q).unwrap();
+    r.partitions[0]
+        .rows
+        .iter()
+        .map(|row| {
+            let v = u32::from_be_bytes(row.clustering[0].as_ref().try_into().unwrap());
+            assert_eq!(row.cells[0].value[0], (v % 251) as u8);
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn slices_of_an_indexed_wide_partition_return_exactly_the_range() {
+    let dir = tempdir("wide-small");
+    let e = open(&dir, 864000);
+    write_wide(&e, 20_000, 100, 7000);
+    for (lo, hi) in [(0, 10), (6990, 7010), (12_345, 12_999), (19_990, 30_000)] {
+        let want: Vec<u32> = (lo..=hi.min(19_999)).collect();
+        assert_eq!(slice(&e, lo, hi), want, "slice {lo}..={hi}");
+    }
+    e.compact(TABLE).unwrap();
+    assert_eq!(slice(&e, 6990, 7010), (6990..=7010).collect::<Vec<_>>());
+    let stats = e.table_stats(TABLE);
+    assert!(stats.max_partition_size_bytes > 1 << 20);
+}
+
+fn vm_hwm_kb() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+#[ignore]
+fn two_hundred_megabyte_partition_is_sliced_with_bounded_memory() {
+    let dir = tempdir("wide-200mb");
+    let e = open(&dir, 864000);
+    // 200k rows * ~1 KiB = ~200 MB, flushed every 20k rows.
+    write_wide(&e, 200_000, 1000, 20_000);
+    let before = vm_hwm_kb();
+    for i in 0..200u32 {
+        let lo = (i * 997) % 199_000;
+        assert_eq!(slice(&e, lo, lo + 99).len(), 100);
+    }
+    let after = vm_hwm_kb();
+    eprintln!("RSS before slices {before} KiB, after {after} KiB");
+    assert!(
+        after.saturating_sub(before) < 100 * 1024,
+        "slices must not load the whole partition"
+    );
+}
