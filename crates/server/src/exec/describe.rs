@@ -244,7 +244,18 @@ pub fn table_statement(t: &TableMeta) -> String {
     let ck: Vec<_> = t.clustering().collect();
     let inline_pk = pk.len() == 1 && ck.is_empty();
     let mut lines = Vec::new();
-    for c in &t.columns {
+    // DESCRIBE lists simple columns before complex (multi-cell) ones within each kind.
+    let mut ordered: Vec<&helenus_schema::ColumnMeta> = t.columns.iter().collect();
+    ordered.sort_by(|a, b| {
+        a.kind.cmp(&b.kind).then_with(|| {
+            if a.kind.is_primary_key() {
+                std::cmp::Ordering::Equal
+            } else {
+                a.cql_type.is_multi_cell().cmp(&b.cql_type.is_multi_cell())
+            }
+        })
+    });
+    for c in ordered {
         let mut line = format!("    {} {}", maybe_quote(&c.name), type_text(&c.cql_type));
         if c.kind == ColumnKind::Static {
             line.push_str(" static");

@@ -134,8 +134,9 @@ pub fn call(
                 V::Double(_) => V::Double(y),
                 V::Int(_) => V::Int(y as i32),
                 V::Bigint(_) => V::Bigint(y as i64),
-                V::Smallint(_) => V::Smallint(y as i16),
-                V::Tinyint(_) => V::Tinyint(y as i8),
+                // Java narrows a double to short/byte through int (NaN and infinities included).
+                V::Smallint(_) => V::Smallint((y as i32) as i16),
+                V::Tinyint(_) => V::Tinyint((y as i32) as i8),
                 _ => V::Double(y),
             })
         }

@@ -181,6 +181,19 @@ pub fn plan(
     let t = &*table;
     let no_binds = Binds { values: &[] };
     let compiled = selectors::compile(t, &s.projection, &no_binds)?;
+    if s.distinct {
+        for c in &compiled.columns {
+            if let Sel::Column(i) = c.sel {
+                let col = &t.columns[i];
+                if !matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                    return invalid(format!(
+                        "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                        col.name
+                    ));
+                }
+            }
+        }
+    }
     let system = t.kind != TableKind::User;
     let pk_cols: Vec<usize> = (0..t.columns.len())
         .filter(|&i| t.columns[i].kind == ColumnKind::PartitionKey)

@@ -256,6 +256,17 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                     }
                 }
                 let (inner, ty) = compile_one(t, arg, binds)?;
+                if matches!(kind, AggKind::Sum | AggKind::Avg)
+                    && numeric_rank(&ty).is_none()
+                    && !matches!(
+                        ty,
+                        CqlType::Native(NativeType::Varint | NativeType::Decimal)
+                    )
+                {
+                    return Err(ExecError::Invalid(format!(
+                        "Invalid call to function {fname}, none of its type signatures match (known type signatures: system.{fname} : (tinyint) -> tinyint, system.{fname} : (smallint) -> smallint, system.{fname} : (int) -> int, system.{fname} : (bigint) -> bigint, system.{fname} : (float) -> float, system.{fname} : (double) -> double, system.{fname} : (decimal) -> decimal, system.{fname} : (varint) -> varint, system.{fname} : (counter) -> counter)"
+                    )));
+                }
                 let out_ty = if kind == AggKind::Count {
                     bigint
                 } else {
@@ -509,6 +520,23 @@ fn cast(v: &CqlValue, to: &CqlType) -> ExecResult<CqlValue> {
             CqlValue::Text(s)
         });
     }
+    // Integer sources narrow like Java's primitive casts (wrapping), not through a double.
+    let int_src = match v {
+        CqlValue::Int(x) => Some(*x as i64),
+        CqlValue::Bigint(x) | CqlValue::Counter(x) => Some(*x),
+        CqlValue::Smallint(x) => Some(*x as i64),
+        CqlValue::Tinyint(x) => Some(*x as i64),
+        _ => None,
+    };
+    if let Some(i) = int_src {
+        match to {
+            CqlType::Native(NativeType::Int) => return Ok(CqlValue::Int(i as i32)),
+            CqlType::Native(NativeType::Bigint) => return Ok(CqlValue::Bigint(i)),
+            CqlType::Native(NativeType::Smallint) => return Ok(CqlValue::Smallint(i as i16)),
+            CqlType::Native(NativeType::Tinyint) => return Ok(CqlValue::Tinyint(i as i8)),
+            _ => {}
+        }
+    }
     let f = match v {
         CqlValue::Int(x) => *x as f64,
         CqlValue::Bigint(x) | CqlValue::Counter(x) => *x as f64,
@@ -522,8 +550,9 @@ fn cast(v: &CqlValue, to: &CqlType) -> ExecResult<CqlValue> {
     Ok(match to {
         CqlType::Native(NativeType::Int) => CqlValue::Int(f as i32),
         CqlType::Native(NativeType::Bigint) => CqlValue::Bigint(f as i64),
-        CqlType::Native(NativeType::Smallint) => CqlValue::Smallint(f as i16),
-        CqlType::Native(NativeType::Tinyint) => CqlValue::Tinyint(f as i8),
+        // Java's shortValue()/byteValue() of a double go through int.
+        CqlType::Native(NativeType::Smallint) => CqlValue::Smallint((f as i32) as i16),
+        CqlType::Native(NativeType::Tinyint) => CqlValue::Tinyint((f as i32) as i8),
         CqlType::Native(NativeType::Float) => CqlValue::Float(f as f32),
         CqlType::Native(NativeType::Double) => CqlValue::Double(f),
         _ => return Err(ExecError::Invalid(format!("cannot cast to {to}"))),
