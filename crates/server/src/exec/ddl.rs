@@ -149,6 +149,10 @@ fn replication_of(
                         "org.apache.cassandra.locator.SimpleStrategy"
                     }
                     "NetworkTopologyStrategy" => {
+                        // A bare replication_factor means every known datacenter (this node's).
+                        if let Some(rf) = m.remove("replication_factor") {
+                            m.entry("datacenter1".to_string()).or_insert(rf);
+                        }
                         for (dc, rf) in &m {
                             if rf.parse::<u32>().is_err() {
                                 return Err(ExecError::Config(format!("Replication factor must be non-negative integer; found {rf} for {dc}")));
@@ -350,6 +354,11 @@ fn check_pk_type(name: &str, t: &CqlType) -> ExecResult<()> {
     if t.is_multi_cell() {
         return invalid(format!(
             "Invalid non-frozen collection type {t} for PRIMARY KEY component {name}"
+        ));
+    }
+    if matches!(t, CqlType::Native(helenus_types::NativeType::Duration)) {
+        return invalid(format!(
+            "duration type is not supported for PRIMARY KEY column '{name}'"
         ));
     }
     if t.is_counter() {

@@ -121,6 +121,9 @@ impl<'a> RowSource<'a> {
                     for (c, v) in pk.iter().zip(values_of) {
                         lists.push(expand_values(v, &c.cql_type, &c.name, binds)?);
                     }
+                    if pk.len() == 1 && lists.iter().flatten().any(|b| b.is_empty()) {
+                        return Err(ExecError::Invalid("Key may not be empty".into()));
+                    }
                     let mut keys: VecDeque<(i64, Bytes)> = cartesian(&lists)
                         .into_iter()
                         .map(|comps| {

@@ -41,6 +41,12 @@ pub enum Sel {
         inner: Box<Sel>,
         ty: CqlType,
     },
+    /// `s[e]` / `m[k]`: the element (set) or value (map) for a key, null if absent.
+    Element {
+        inner: Box<Sel>,
+        coll: CqlType,
+        key: Option<Bytes>,
+    },
     Func {
         name: String,
         args: Vec<Sel>,
@@ -390,6 +396,31 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                 out,
             )
         }
+        Selector::Element { selector, key } => {
+            let (inner, coll) = compile_one(t, selector, binds)?;
+            let (key_ty, out) = match &coll {
+                CqlType::Set { element, .. } => ((**element).clone(), (**element).clone()),
+                CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
+                other => {
+                    return Err(ExecError::Invalid(format!(
+                        "Element selection is only allowed on sets and maps, but {} is a {other}",
+                        selector_name(selector)
+                    )))
+                }
+            };
+            let key = match values::eval(key, &key_ty, &selector_name(selector), binds)? {
+                Bound::Value(b) => Some(b),
+                _ => None,
+            };
+            (
+                Sel::Element {
+                    inner: Box::new(inner),
+                    coll,
+                    key,
+                },
+                out,
+            )
+        }
         Selector::Negate(inner) => {
             let (s, ty) = compile_one(t, inner, binds)?;
             (Sel::Negate(Box::new(s)), ty)
@@ -471,6 +502,19 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
                 .map(|v| serialize(&v)),
             None => None,
         },
+        Sel::Element { inner, coll, key } => {
+            let Some(key) = key else { return Ok(None) };
+            match decode(coll, &eval(inner, coll, row, now_s)?)? {
+                Some(CqlValue::Set(items)) => {
+                    items.into_iter().map(|v| serialize(&v)).find(|b| b == key)
+                }
+                Some(CqlValue::Map(entries)) => entries
+                    .into_iter()
+                    .find(|(k, _)| serialize(k) == *key)
+                    .map(|(_, v)| serialize(&v)),
+                _ => None,
+            }
+        }
         Sel::ToJson { inner, ty: ity } => {
             let b = eval(inner, ity, row, now_s)?;
             let text = match decode(ity, &b)? {

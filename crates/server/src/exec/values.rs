@@ -439,6 +439,20 @@ pub fn to_value(
                 .map_err(|e| bad(format!("Could not decode JSON string '{text}': {e}")))?;
             super::json::from_json(ty, &json)
         }
+        Term::FunctionCall { name, args } if name.name.name.eq_ignore_ascii_case("tojson") => {
+            let [arg] = args.as_slice() else {
+                return Err(bad(format!(
+                    "toJson() only accepts one argument ({} given)",
+                    args.len()
+                )));
+            };
+            let at = infer_type(arg).unwrap_or(CqlType::Native(NativeType::Varchar));
+            let text = match to_value(arg, &at, receiver, binds)? {
+                Some(v) => helenus_types::to_json(&v),
+                None => "null".to_string(),
+            };
+            Ok(Some(CqlValue::Text(text)))
+        }
         Term::FunctionCall { name, args } => {
             let fname = name.name.name.as_str();
             let mut vals = Vec::new();

@@ -349,6 +349,12 @@ pub fn plan_update(
                 value,
             } => {
                 let i = column_idx(&t, &column.name)?;
+                if let CqlType::Udt { frozen: true, .. } = &t.columns[i].cql_type {
+                    return invalid(format!(
+                        "Invalid operation ({}.{} = {value}) for frozen UDT column {}",
+                        column.name, field.name, column.name
+                    ));
+                }
                 let CqlType::Udt { def, .. } = &t.columns[i].cql_type else {
                     return invalid(format!(
                         "Invalid operation ({}.{} = ...) for non-UDT column {}",
@@ -540,6 +546,7 @@ const MAX_TTL_S: i64 = 20 * 365 * 24 * 60 * 60;
 fn expand(
     v: &ValuesOf,
     c: &helenus_schema::ColumnMeta,
+    single_key: bool,
     binds: &Binds<'_>,
 ) -> ExecResult<Vec<Bytes>> {
     let mut out = Vec::new();
@@ -548,7 +555,7 @@ fn expand(
             for term in terms {
                 match values::eval(term, &c.cql_type, &c.name, binds)? {
                     Bound::Value(b) => {
-                        if c.kind == ColumnKind::PartitionKey && b.is_empty() {
+                        if c.kind == ColumnKind::PartitionKey && b.is_empty() && single_key {
                             return invalid("Key may not be empty");
                         }
                         if c.kind == ColumnKind::PartitionKey && b.len() > u16::MAX as usize {
@@ -966,11 +973,11 @@ pub fn mutations(
             let ckc: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
             let mut p = Vec::new();
             for (c, v) in pkc.iter().zip(&plan.pk) {
-                p.push(expand(v, c, binds)?);
+                p.push(expand(v, c, pkc.len() == 1, binds)?);
             }
             let mut k = Vec::new();
             for (c, v) in ckc.iter().zip(&plan.ck) {
-                k.push(expand(v, c, binds)?);
+                k.push(expand(v, c, false, binds)?);
             }
             (p, k)
         }
