@@ -27,6 +27,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Inspect SSTables: `helenus sstable dump FILE` / `helenus sstable verify FILE`.
+    Sstable {
+        /// dump | verify
+        action: String,
+        /// Path of the SSTable's Data file (or any component of it).
+        file: PathBuf,
+    },
     /// cassandra-stress compatible load generator (`helenus stress write n=100000 -rate threads=8`).
     #[command(disable_help_flag = true)]
     Stress {
@@ -114,6 +121,23 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::Sstable { action, file } => {
+            let result = match action.as_str() {
+                "dump" => helenus_storage::dump_sstable(&file, &mut std::io::stdout().lock()).map_err(|e| e.to_string()),
+                "verify" => helenus_storage::verify_sstable(&file).map_err(|e| e.to_string()).and_then(|r| {
+                    println!("{r:?}");
+                    if r.errors.is_empty() { Ok(()) } else { Err(format!("{} errors found", r.errors.len())) }
+                }),
+                other => Err(format!("unknown sstable action '{other}' (dump | verify)")),
+            };
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ERROR {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::Stress { args } => {
             let code = helenus_tools::stress_main(args);
             ExitCode::from(code.clamp(0, 255) as u8)
