@@ -14,9 +14,10 @@ CASS="${CASS_TOOLS:-/work/shared/cassandra}"
 CACHE="${HOME}/.cache/helenus"
 WORK="$CACHE/bench/run-$$"
 VENV="$CACHE/bench-venv"
-STRESS="$ROOT/target/release/helenus-stress"
-CEILING="$ROOT/target/release/helenus-ceiling"
-HELENUS="$ROOT/target/release/helenus"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+STRESS="$TARGET_DIR/release/helenus-stress"
+CEILING="$TARGET_DIR/release/helenus-ceiling"
+HELENUS="$TARGET_DIR/release/helenus"
 
 case "$MODE" in
   quick) : "${ROWS:=200000}"; STEP=25%; STEP_DUR=5s; PROBE=5s; MAX_STEPS=8; SETTLE_MAX=30 ;;

@@ -664,9 +664,13 @@ pub fn apply(
                 }
                 return invalid(format!("Table '{ks_name}.{tname}' doesn't exist"));
             };
-            let t = alter_table(&ks, t, &s.action)?;
+            let altered = alter_table(&ks, t, &s.action)?;
+            if altered == **t {
+                // ADD IF NOT EXISTS / DROP IF EXISTS that matched: nothing changes, nothing is announced.
+                return Ok(None);
+            }
             let mut new = (*ks).clone();
-            new.tables.insert(tname.clone(), Arc::new(t));
+            new.tables.insert(tname.clone(), Arc::new(altered));
             (
                 schema.with_keyspace(new),
                 changed("UPDATED", "TABLE", &ks_name, Some(&tname)),
@@ -733,6 +737,66 @@ pub fn apply(
                 changed("CREATED", "TYPE", &ks_name, Some(&tname)),
             )
         }
+        S::AlterType(s) => {
+            let ks_name = keyspace_of(&s.name, session_ks)?;
+            let ks = user_ks(&ks_name)?;
+            let tname = s.name.name.name.clone();
+            let Some(old) = ks.types.get(&tname).cloned() else {
+                if s.if_exists {
+                    return Ok(None);
+                }
+                return invalid(format!("Unknown user type {ks_name}.{tname}"));
+            };
+            let mut ut = (*old).clone();
+            match &s.action {
+                ast::AlterTypeAction::Add { if_not_exists, field, ty } => {
+                    if ut.fields.iter().any(|(n, _)| n == &field.name) {
+                        if *if_not_exists {
+                            return Ok(None);
+                        }
+                        return invalid(format!(
+                            "Cannot add new field {} to type {ks_name}.{tname}: a field with name {} already exists",
+                            field.name, field.name
+                        ));
+                    }
+                    ut.fields.push((field.name.clone(), resolve_type(ty, Some(&ks))?));
+                }
+                ast::AlterTypeAction::Rename { if_exists, renames } => {
+                    for (from, to) in renames {
+                        match ut.fields.iter().position(|(n, _)| n == &from.name) {
+                            Some(i) => ut.fields[i].0 = to.name.clone(),
+                            None if *if_exists => {}
+                            None => {
+                                return invalid(format!(
+                                    "Unkown field {} in user type {ks_name}.{tname}",
+                                    from.name
+                                ))
+                            }
+                        }
+                    }
+                }
+                ast::AlterTypeAction::AlterField { field, .. } => {
+                    return invalid(format!(
+                        "Alterting field types is no longer supported (field {} of {tname})",
+                        field.name
+                    ))
+                }
+            }
+            let ut = Arc::new(ut);
+            let mut new = (*ks).clone();
+            new.types.insert(tname.clone(), ut.clone());
+            // Tables carry the type's definition; give them the new one.
+            for t in new.tables.values_mut() {
+                if t.columns.iter().any(|c| mentions_type(&c.cql_type, &tname)) {
+                    let mut nt = (**t).clone();
+                    for c in nt.columns.iter_mut() {
+                        c.cql_type = replace_udt(&c.cql_type, &ut);
+                    }
+                    *t = Arc::new(nt);
+                }
+            }
+            (schema.with_keyspace(new), changed("UPDATED", "TYPE", &ks_name, Some(&tname)))
+        }
         S::DropType { if_exists, name } => {
             let ks_name = keyspace_of(name, session_ks)?;
             let ks = user_ks(&ks_name)?;
@@ -746,7 +810,7 @@ pub fn apply(
             let used = ks.tables.values().any(|t| {
                 t.columns
                     .iter()
-                    .any(|c| c.cql_type.to_string().contains(&tname))
+                    .any(|c| mentions_type(&c.cql_type, &tname))
             });
             if used {
                 return invalid(format!(
@@ -890,7 +954,7 @@ fn alter_table(
                     return invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column");
                 }
                 if ty.is_counter() != t.is_counter_table() {
-                    return invalid(if ty.is_counter() {
+                    return Err(ExecError::Config(if ty.is_counter() {
                         format!(
                             "Cannot add a counter column ({}) in a non counter column family",
                             c.name.name
@@ -900,7 +964,7 @@ fn alter_table(
                             "Cannot add a non counter column ({}) in a counter column family",
                             c.name.name
                         )
-                    });
+                    }));
                 }
                 columns.push(ColumnMeta {
                     name: c.name.name.clone(),
@@ -985,4 +1049,32 @@ fn alter_table(
     nt.flags = t.flags.clone();
     nt.next_column_id = next_id.max(nt.next_column_id);
     Ok(nt)
+}
+
+fn mentions_type(t: &CqlType, name: &str) -> bool {
+    match t {
+        CqlType::Udt { def, .. } => def.name == name || def.fields.iter().any(|(_, f)| mentions_type(f, name)),
+        CqlType::List { element, .. } | CqlType::Set { element, .. } | CqlType::Vector { element, .. } => {
+            mentions_type(element, name)
+        }
+        CqlType::Map { key, value, .. } => mentions_type(key, name) || mentions_type(value, name),
+        CqlType::Tuple(items) => items.iter().any(|i| mentions_type(i, name)),
+        _ => false,
+    }
+}
+
+/// `t` with every use of the user type `ut` replaced by its new definition.
+fn replace_udt(t: &CqlType, ut: &UserType) -> CqlType {
+    match t {
+        CqlType::Udt { def, frozen } if def.name == ut.name => CqlType::Udt { def: Box::new(ut.clone()), frozen: *frozen },
+        CqlType::List { element, frozen } => CqlType::List { element: Box::new(replace_udt(element, ut)), frozen: *frozen },
+        CqlType::Set { element, frozen } => CqlType::Set { element: Box::new(replace_udt(element, ut)), frozen: *frozen },
+        CqlType::Map { key, value, frozen } => CqlType::Map {
+            key: Box::new(replace_udt(key, ut)),
+            value: Box::new(replace_udt(value, ut)),
+            frozen: *frozen,
+        },
+        CqlType::Tuple(items) => CqlType::Tuple(items.iter().map(|i| replace_udt(i, ut)).collect()),
+        other => other.clone(),
+    }
 }

@@ -17,79 +17,13 @@ pub struct DescribeRow {
     pub statement: Option<String>,
 }
 
-/// Words that must be quoted when used as identifiers (Cassandra's reserved keywords).
-const RESERVED: &[&str] = &[
-    "add",
-    "allow",
-    "alter",
-    "and",
-    "apply",
-    "asc",
-    "authorize",
-    "batch",
-    "begin",
-    "by",
-    "columnfamily",
-    "create",
-    "default",
-    "delete",
-    "desc",
-    "describe",
-    "drop",
-    "entries",
-    "execute",
-    "from",
-    "full",
-    "grant",
-    "if",
-    "in",
-    "index",
-    "infinity",
-    "insert",
-    "into",
-    "is",
-    "keyspace",
-    "limit",
-    "materialized",
-    "mbean",
-    "mbeans",
-    "modify",
-    "nan",
-    "norecursive",
-    "not",
-    "null",
-    "of",
-    "on",
-    "or",
-    "order",
-    "primary",
-    "rename",
-    "replace",
-    "revoke",
-    "schema",
-    "select",
-    "set",
-    "table",
-    "to",
-    "token",
-    "truncate",
-    "unlogged",
-    "unset",
-    "update",
-    "use",
-    "using",
-    "view",
-    "where",
-    "with",
-];
-
 /// Quotes an identifier the way Cassandra's `ColumnIdentifier.maybeQuote` does.
 pub fn maybe_quote(name: &str) -> String {
     let simple = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if simple && !RESERVED.contains(&name) {
+    if simple && !helenus_cql::is_reserved_keyword(name) {
         name.to_string()
     } else {
         format!("\"{}\"", name.replace('"', "\"\""))
