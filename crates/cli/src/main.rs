@@ -123,11 +123,18 @@ fn main() -> ExitCode {
         },
         Command::Sstable { action, file } => {
             let result = match action.as_str() {
-                "dump" => helenus_storage::dump_sstable(&file, &mut std::io::stdout().lock()).map_err(|e| e.to_string()),
-                "verify" => helenus_storage::verify_sstable(&file).map_err(|e| e.to_string()).and_then(|r| {
-                    println!("{r:?}");
-                    if r.errors.is_empty() { Ok(()) } else { Err(format!("{} errors found", r.errors.len())) }
-                }),
+                "dump" => helenus_storage::dump_sstable(&file, &mut std::io::stdout().lock())
+                    .map_err(|e| e.to_string()),
+                "verify" => helenus_storage::verify_sstable(&file)
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| {
+                        println!("{r:?}");
+                        if r.errors.is_empty() {
+                            Ok(())
+                        } else {
+                            Err(format!("{} errors found", r.errors.len()))
+                        }
+                    }),
                 other => Err(format!("unknown sstable action '{other}' (dump | verify)")),
             };
             match result {

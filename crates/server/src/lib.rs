@@ -91,7 +91,9 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     }
     let serving = tokio::spawn(transport::serve(node.clone(), listener));
     shutdown_signal().await;
-    println!("Helenus shutting down: syncing the commitlog (memtables replay from it at the next start)");
+    println!(
+        "Helenus shutting down: syncing the commitlog (memtables replay from it at the next start)"
+    );
     serving.abort();
     let engine = node.engine.clone();
     let _ = tokio::task::spawn_blocking(move || engine.shutdown()).await;

@@ -749,7 +749,11 @@ pub fn apply(
             };
             let mut ut = (*old).clone();
             match &s.action {
-                ast::AlterTypeAction::Add { if_not_exists, field, ty } => {
+                ast::AlterTypeAction::Add {
+                    if_not_exists,
+                    field,
+                    ty,
+                } => {
                     if ut.fields.iter().any(|(n, _)| n == &field.name) {
                         if *if_not_exists {
                             return Ok(None);
@@ -759,7 +763,8 @@ pub fn apply(
                             field.name, field.name
                         ));
                     }
-                    ut.fields.push((field.name.clone(), resolve_type(ty, Some(&ks))?));
+                    ut.fields
+                        .push((field.name.clone(), resolve_type(ty, Some(&ks))?));
                 }
                 ast::AlterTypeAction::Rename { if_exists, renames } => {
                     for (from, to) in renames {
@@ -795,7 +800,10 @@ pub fn apply(
                     *t = Arc::new(nt);
                 }
             }
-            (schema.with_keyspace(new), changed("UPDATED", "TYPE", &ks_name, Some(&tname)))
+            (
+                schema.with_keyspace(new),
+                changed("UPDATED", "TYPE", &ks_name, Some(&tname)),
+            )
         }
         S::DropType { if_exists, name } => {
             let ks_name = keyspace_of(name, session_ks)?;
@@ -807,11 +815,10 @@ pub fn apply(
                 }
                 return invalid(format!("Type '{ks_name}.{tname}' doesn't exist"));
             }
-            let used = ks.tables.values().any(|t| {
-                t.columns
-                    .iter()
-                    .any(|c| mentions_type(&c.cql_type, &tname))
-            });
+            let used = ks
+                .tables
+                .values()
+                .any(|t| t.columns.iter().any(|c| mentions_type(&c.cql_type, &tname)));
             if used {
                 return invalid(format!(
                     "Cannot drop user type '{ks_name}.{tname}' as it is still used by a table"
@@ -1053,10 +1060,12 @@ fn alter_table(
 
 fn mentions_type(t: &CqlType, name: &str) -> bool {
     match t {
-        CqlType::Udt { def, .. } => def.name == name || def.fields.iter().any(|(_, f)| mentions_type(f, name)),
-        CqlType::List { element, .. } | CqlType::Set { element, .. } | CqlType::Vector { element, .. } => {
-            mentions_type(element, name)
+        CqlType::Udt { def, .. } => {
+            def.name == name || def.fields.iter().any(|(_, f)| mentions_type(f, name))
         }
+        CqlType::List { element, .. }
+        | CqlType::Set { element, .. }
+        | CqlType::Vector { element, .. } => mentions_type(element, name),
         CqlType::Map { key, value, .. } => mentions_type(key, name) || mentions_type(value, name),
         CqlType::Tuple(items) => items.iter().any(|i| mentions_type(i, name)),
         _ => false,
@@ -1066,9 +1075,18 @@ fn mentions_type(t: &CqlType, name: &str) -> bool {
 /// `t` with every use of the user type `ut` replaced by its new definition.
 fn replace_udt(t: &CqlType, ut: &UserType) -> CqlType {
     match t {
-        CqlType::Udt { def, frozen } if def.name == ut.name => CqlType::Udt { def: Box::new(ut.clone()), frozen: *frozen },
-        CqlType::List { element, frozen } => CqlType::List { element: Box::new(replace_udt(element, ut)), frozen: *frozen },
-        CqlType::Set { element, frozen } => CqlType::Set { element: Box::new(replace_udt(element, ut)), frozen: *frozen },
+        CqlType::Udt { def, frozen } if def.name == ut.name => CqlType::Udt {
+            def: Box::new(ut.clone()),
+            frozen: *frozen,
+        },
+        CqlType::List { element, frozen } => CqlType::List {
+            element: Box::new(replace_udt(element, ut)),
+            frozen: *frozen,
+        },
+        CqlType::Set { element, frozen } => CqlType::Set {
+            element: Box::new(replace_udt(element, ut)),
+            frozen: *frozen,
+        },
         CqlType::Map { key, value, frozen } => CqlType::Map {
             key: Box::new(replace_udt(key, ut)),
             value: Box::new(replace_udt(value, ut)),

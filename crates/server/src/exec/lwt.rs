@@ -25,7 +25,7 @@ pub async fn execute(
     node: &NodeState,
     plan: &WritePlan,
     binds: &Binds<'_>,
-    ctx: &WriteContext,
+    ctx: &WriteContext<'_>,
 ) -> ExecResult<Outcome> {
     let _guard = LWT_LOCK.lock().await;
     let t = &plan.table;

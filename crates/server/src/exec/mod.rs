@@ -429,9 +429,16 @@ pub async fn execute(
             })
         }
         Planned::Write(plan) => {
+            let table_id = *plan.table.id.as_bytes();
+            let now = now_s();
+            let lookup =
+                move |key: &bytes::Bytes, token: i64, clustering: &[bytes::Bytes], col: u32| {
+                    current_list_paths(node, table_id, key, token, clustering, col, now)
+                };
             let ctx = write::WriteContext {
                 timestamp_us: opts.timestamp_us,
-                now_s: now_s(),
+                now_s: now,
+                lists: Some(&lookup),
             };
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
@@ -460,6 +467,7 @@ pub async fn execute(
             let ctx = write::WriteContext {
                 timestamp_us: ts,
                 now_s: now_s(),
+                lists: None,
             };
             let mut muts = Vec::new();
             for c in children {
@@ -528,4 +536,52 @@ pub fn exec_options(params: &proto::QueryParameters) -> ExecOptions {
             .filter(|&t| t != i64::MIN)
             .unwrap_or_else(now_us),
     }
+}
+
+/// The element paths a list column holds now in one row (read before a write by index).
+fn current_list_paths(
+    node: &NodeState,
+    table: [u8; 16],
+    key: &bytes::Bytes,
+    token: i64,
+    clustering: &[bytes::Bytes],
+    column: u32,
+    now_s: i64,
+) -> ExecResult<Vec<(bytes::Bytes, bytes::Bytes)>> {
+    use helenus_storage as st;
+    let bound = |kind| st::ClusteringBound {
+        prefix: clustering.to_vec(),
+        kind,
+    };
+    let slices = if clustering.is_empty() {
+        Vec::new()
+    } else {
+        vec![(
+            bound(st::BoundKind::Inclusive),
+            bound(st::BoundKind::Inclusive),
+        )]
+    };
+    let q = st::ReadQuery {
+        partitions: st::PartitionRange::Single {
+            key: key.clone(),
+            token,
+        },
+        slices,
+        reversed: false,
+        row_limit: Some(1),
+        per_partition_limit: None,
+        partition_limit: None,
+        now_s,
+    };
+    let r = node
+        .engine
+        .read(table, &q)
+        .map_err(|e| ExecError::Server(e.to_string()))?;
+    Ok(r.partitions
+        .iter()
+        .flat_map(|p| p.static_row.iter().chain(p.rows.iter()))
+        .flat_map(|row| row.cells.iter())
+        .filter(|c| c.column == column)
+        .filter_map(|c| c.path.clone().map(|p| (p, c.value.clone())))
+        .collect())
 }

@@ -303,6 +303,7 @@ async fn run_batch(
         let ctx = super::write::WriteContext {
             timestamp_us,
             now_s: super::now_s(),
+            lists: None,
         };
         muts.extend(super::write::mutations(plan, &binds, &ctx)?);
     }

@@ -41,6 +41,13 @@ pub enum Sel {
         inner: Box<Sel>,
         ty: CqlType,
     },
+    /// `s[a..b]` / `m[a..b]`: the elements or entries with keys in the inclusive range.
+    Slice {
+        inner: Box<Sel>,
+        coll: CqlType,
+        from: Option<Bytes>,
+        to: Option<Bytes>,
+    },
     /// `s[e]` / `m[k]`: the element (set) or value (map) for a key, null if absent.
     Element {
         inner: Box<Sel>,
@@ -123,6 +130,13 @@ fn selector_name(s: &Selector) -> String {
             format!("{} {sym} {}", selector_name(left), selector_name(right))
         }
         Selector::Negate(inner) => format!("-{}", selector_name(inner)),
+        Selector::Element { selector, key } => format!("{}[{key}]", selector_name(selector)),
+        Selector::Slice { selector, from, to } => format!(
+            "{}[{}..{}]",
+            selector_name(selector),
+            from.as_ref().map(|t| t.to_string()).unwrap_or_default(),
+            to.as_ref().map(|t| t.to_string()).unwrap_or_default()
+        ),
         Selector::TypeHint { ty, selector } => {
             format!("({}){}", ty_text(ty), selector_name(selector))
         }
@@ -341,7 +355,20 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
             };
             (Sel::Constant(b), ty)
         }
-        Selector::TypeHint { selector, .. } => compile_one(t, selector, binds)?,
+        Selector::TypeHint { ty, selector } => {
+            let hinted = values::resolve_type(ty, None)?;
+            match &**selector {
+                // A hinted literal takes the hinted type: `(bigint)3` is a bigint.
+                Selector::Term(term) => {
+                    let b = match values::eval(term, &hinted, "selector", binds)? {
+                        Bound::Value(b) => Some(b),
+                        _ => None,
+                    };
+                    (Sel::Constant(b), hinted)
+                }
+                other => compile_one(t, other, binds)?,
+            }
+        }
         Selector::Field { selector, field } => {
             let (inner, ty) = compile_one(t, selector, binds)?;
             let CqlType::Udt { def, .. } = &ty else {
@@ -394,6 +421,40 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                     rt,
                 },
                 out,
+            )
+        }
+        Selector::Slice { selector, from, to } => {
+            let (inner, coll) = compile_one(t, selector, binds)?;
+            let key_ty = match &coll {
+                CqlType::Set { element, .. } => (**element).clone(),
+                CqlType::Map { key, .. } => (**key).clone(),
+                other => {
+                    return Err(ExecError::Invalid(format!(
+                        "Slice selection is only allowed on sets and maps, but {} is a {other}",
+                        selector_name(selector)
+                    )))
+                }
+            };
+            let bound = |term: &Option<helenus_cql::ast::Term>| -> ExecResult<Option<Bytes>> {
+                Ok(match term {
+                    Some(term) => {
+                        match values::eval(term, &key_ty, &selector_name(selector), binds)? {
+                            Bound::Value(b) => Some(b),
+                            _ => None,
+                        }
+                    }
+                    None => None,
+                })
+            };
+            let (from, to) = (bound(from)?, bound(to)?);
+            (
+                Sel::Slice {
+                    inner: Box::new(inner),
+                    coll: coll.clone(),
+                    from,
+                    to,
+                },
+                coll,
             )
         }
         Selector::Element { selector, key } => {
@@ -502,6 +563,38 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
                 .map(|v| serialize(&v)),
             None => None,
         },
+        Sel::Slice {
+            inner,
+            coll,
+            from,
+            to,
+        } => {
+            let key_ty = match coll {
+                CqlType::Set { element, .. } => (**element).clone(),
+                CqlType::Map { key, .. } => (**key).clone(),
+                other => other.clone(),
+            };
+            let inside = |k: &CqlValue| {
+                let b = serialize(k);
+                from.as_ref()
+                    .is_none_or(|f| helenus_types::compare_serialized(&key_ty, &b, f).is_ge())
+                    && to
+                        .as_ref()
+                        .is_none_or(|t| helenus_types::compare_serialized(&key_ty, &b, t).is_le())
+            };
+            match decode(coll, &eval(inner, coll, row, now_s)?)? {
+                Some(CqlValue::Set(items)) => {
+                    let kept: Vec<CqlValue> = items.into_iter().filter(|v| inside(v)).collect();
+                    (!kept.is_empty()).then(|| serialize(&CqlValue::Set(kept)))
+                }
+                Some(CqlValue::Map(entries)) => {
+                    let kept: Vec<(CqlValue, CqlValue)> =
+                        entries.into_iter().filter(|(k, _)| inside(k)).collect();
+                    (!kept.is_empty()).then(|| serialize(&CqlValue::Map(kept)))
+                }
+                _ => None,
+            }
+        }
         Sel::Element { inner, coll, key } => {
             let Some(key) = key else { return Ok(None) };
             match decode(coll, &eval(inner, coll, row, now_s)?)? {

@@ -266,7 +266,7 @@ pub fn plan_insert(
                 && ops
                     .iter()
                     .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
-            if !missing_ck.is_empty() && !(only_static && ck.is_empty()) {
+            if !missing_ck.is_empty() && (!only_static || !ck.is_empty()) {
                 return invalid(format!(
                     "Some clustering keys are missing: {}",
                     missing_ck.join(", ")
@@ -520,9 +520,56 @@ pub fn plan_delete(
 }
 
 /// Per-execution settings from the protocol.
-pub struct WriteContext {
+/// Reads the current element paths of a list column of one row (partition key, token,
+/// clustering, column id), for the list operations that address elements by position.
+pub type ListLookup<'a> =
+    dyn Fn(&Bytes, i64, &[Bytes], u32) -> ExecResult<Vec<(Bytes, Bytes)>> + Sync + 'a;
+
+pub struct WriteContext<'a> {
     pub timestamp_us: i64,
     pub now_s: i64,
+    pub lists: Option<&'a ListLookup<'a>>,
+}
+
+/// Where a row being written lives, for read-before-write list operations.
+struct RowAt<'a> {
+    key: &'a Bytes,
+    token: i64,
+    clustering: &'a [Bytes],
+}
+
+fn list_paths(
+    ctx: &WriteContext<'_>,
+    at: &Option<RowAt<'_>>,
+    col: u32,
+    name: &str,
+) -> ExecResult<Vec<Bytes>> {
+    Ok(list_cells(ctx, at, col, name)?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect())
+}
+
+/// (path, value) of every element of a list column of the row being written.
+fn list_cells(
+    ctx: &WriteContext<'_>,
+    at: &Option<RowAt<'_>>,
+    col: u32,
+    name: &str,
+) -> ExecResult<Vec<(Bytes, Bytes)>> {
+    match (ctx.lists, at) {
+        (Some(lookup), Some(at)) => lookup(at.key, at.token, at.clustering, col),
+        _ => invalid(format!(
+            "List operations by index on {name} need a single row"
+        )),
+    }
+}
+
+fn list_index(k: &Term, name: &str, binds: &Binds<'_>) -> ExecResult<i64> {
+    match values::eval(k, &CqlType::Native(NativeType::Int), name, binds)? {
+        Bound::Value(b) if b.len() == 4 => Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]) as i64),
+        _ => invalid(format!("Invalid null value for list index of {name}")),
+    }
 }
 
 fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecResult<Option<i64>> {
@@ -641,9 +688,12 @@ fn collection_cells(col: u32, v: &CqlValue, ts: i64, ttl: u32, out: &mut Vec<st:
 }
 
 /// Builds the cells of one row for the plan's operations.
+#[allow(clippy::too_many_arguments)]
 fn row_cells(
     plan: &WritePlan,
     binds: &Binds<'_>,
+    ctx: &WriteContext<'_>,
+    at: Option<RowAt<'_>>,
     ts: i64,
     ttl: u32,
     json_values: &Option<Vec<(usize, Bound)>>,
@@ -751,11 +801,18 @@ fn row_cells(
                             });
                         }
                     }
-                    Some(CqlValue::List(_)) => {
-                        return invalid(format!(
-                            "Removing elements by value from list {} is not supported yet",
-                            c.name
-                        ));
+                    Some(CqlValue::List(items)) => {
+                        let remove: Vec<Bytes> = items.iter().map(values::serialize).collect();
+                        for (path, value) in list_cells(ctx, &at, id, &c.name)? {
+                            if remove.contains(&value) {
+                                out.push(st::CellUpdate {
+                                    column: id,
+                                    path: Some(path),
+                                    timestamp_us: ts,
+                                    op: st::CellOp::Delete,
+                                });
+                            }
+                        }
                     }
                     _ => {}
                 }
@@ -785,10 +842,37 @@ fn row_cells(
                         Bound::Unset => {}
                     }
                 }
+                CqlType::List { .. } => {
+                    let idx = list_index(&k, &c.name, binds)?;
+                    let paths = list_paths(ctx, &at, id, &c.name)?;
+                    let Some(path) = usize::try_from(idx).ok().and_then(|i| paths.get(i)) else {
+                        return invalid(format!(
+                            "List index {idx} out of bound, list has size {}",
+                            paths.len()
+                        ));
+                    };
+                    let element_ty = match &c.cql_type {
+                        CqlType::List { element, .. } => (**element).clone(),
+                        other => other.clone(),
+                    };
+                    let op = match values::eval(&v, &element_ty, &c.name, binds)? {
+                        Bound::Value(vb) => st::CellOp::Set {
+                            value: vb,
+                            ttl_s: ttl,
+                        },
+                        _ => st::CellOp::Delete,
+                    };
+                    out.push(st::CellUpdate {
+                        column: id,
+                        path: Some(path.clone()),
+                        timestamp_us: ts,
+                        op,
+                    });
+                }
                 _ => {
                     return invalid(format!(
-                        "Setting list elements by index on {} is not supported yet",
-                        c.name
+                        "Invalid operation ({}[?] = ?) for non collection column {}",
+                        c.name, c.name
                     ))
                 }
             },
@@ -831,9 +915,27 @@ fn row_cells(
                     let kt = match &c.cql_type {
                         CqlType::Map { key, .. } => (**key).clone(),
                         CqlType::Set { element, .. } => (**element).clone(),
+                        CqlType::List { .. } => {
+                            let idx = list_index(&k, &c.name, binds)?;
+                            let paths = list_paths(ctx, &at, id, &c.name)?;
+                            let Some(path) = usize::try_from(idx).ok().and_then(|i| paths.get(i))
+                            else {
+                                return invalid(format!(
+                                    "List index {idx} out of bound, list has size {}",
+                                    paths.len()
+                                ));
+                            };
+                            out.push(st::CellUpdate {
+                                column: id,
+                                path: Some(path.clone()),
+                                timestamp_us: ts,
+                                op: st::CellOp::Delete,
+                            });
+                            continue;
+                        }
                         _ => {
                             return invalid(format!(
-                                "Deleting list elements by index on {} is not supported yet",
+                                "Invalid deletion of element of non collection column {}",
                                 c.name
                             ))
                         }
@@ -1041,7 +1143,17 @@ pub fn mutations(
                 let mut static_cells = Vec::new();
                 let mut regular_cells = Vec::new();
                 let mut all = Vec::new();
-                row_cells(plan, binds, ts, ttl, &json_cols, &mut all)?;
+                let single =
+                    if clusterings.len() == 1 && (full_clustering || t.clustering_len() == 0) {
+                        clusterings.first().map(|c| RowAt {
+                            key: &m.key,
+                            token: m.token,
+                            clustering: c,
+                        })
+                    } else {
+                        None
+                    };
+                row_cells(plan, binds, ctx, single, ts, ttl, &json_cols, &mut all)?;
                 for cell in all {
                     let is_static = t
                         .columns
