@@ -21,17 +21,19 @@ impl Drop for Node {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
+/// Tests run in parallel: each uses its own loopback address, so two nodes never meet even if the
+/// OS hands out the same free port twice.
+fn free_port(addr: &str) -> u16 {
+    std::net::TcpListener::bind((addr, 0))
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
 }
 
-fn start(dir: &std::path::Path, port: u16, extra: &[&str]) -> Node {
-    let addr = "127.0.0.1".to_string();
-    let admin_port = free_port().to_string();
+fn start(addr: &str, dir: &std::path::Path, port: u16, extra: &[&str]) -> Node {
+    let addr = addr.to_string();
+    let admin_port = free_port(&addr).to_string();
     let mut args = vec![
         "server".to_string(),
         "--listen-address".into(),
@@ -139,7 +141,8 @@ fn tempdir(name: &str) -> std::path::PathBuf {
 #[test]
 fn system_local_and_basic_crud_over_v4_and_v5() {
     let dir = tempdir("crud");
-    let node = start(&dir, free_port(), &[]);
+    let addr = "127.0.0.21";
+    let node = start(addr, &dir, free_port(addr), &[]);
     for version in [4u8, 5] {
         let mut c = Client::connect(&node, version);
         let local =
@@ -182,11 +185,12 @@ fn system_local_and_basic_crud_over_v4_and_v5() {
 #[test]
 fn acknowledged_writes_survive_kill_9_in_batch_mode() {
     let dir = tempdir("kill9");
-    let port = free_port();
+    let addr = "127.0.0.22";
+    let port = free_port(addr);
     let cycles = 5;
     let mut acknowledged = 0;
     for cycle in 0..cycles {
-        let mut node = start(&dir, port, &["commitlog_sync=batch"]);
+        let mut node = start(addr, &dir, port, &["commitlog_sync=batch"]);
         let mut c = Client::connect(&node, 4);
         if cycle == 0 {
             c.ok("CREATE KEYSPACE crash WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
@@ -215,7 +219,8 @@ fn acknowledged_writes_survive_kill_9_in_batch_mode() {
 #[test]
 fn malformed_frames_get_protocol_errors_and_the_node_keeps_serving() {
     let dir = tempdir("bad");
-    let node = start(&dir, free_port(), &[]);
+    let addr = "127.0.0.23";
+    let node = start(addr, &dir, free_port(addr), &[]);
     let mut good = Client::connect(&node, 4);
     // An unsupported version probe is answered with PROTOCOL_ERROR.
     let mut s = TcpStream::connect((node.addr.as_str(), node.port)).unwrap();
