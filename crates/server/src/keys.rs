@@ -10,7 +10,3 @@ pub fn partition_key(components: &[&[u8]]) -> Bytes {
         many => helenus_types::composite_partition_key(many),
     }
 }
-
-pub fn token_of_components(components: &[&[u8]]) -> i64 {
-    helenus_types::murmur3_token(&partition_key(components))
-}

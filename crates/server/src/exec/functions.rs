@@ -77,13 +77,8 @@ fn as_f64(v: &CqlValue) -> Option<f64> {
     })
 }
 
-/// Applies a scalar function. `args` are decoded argument values (None = null); `arg_types` their
-/// types (needed by blob conversions).
-pub fn call(
-    name: &str,
-    args: &[Option<CqlValue>],
-    arg_types: &[CqlType],
-) -> ExecResult<Option<CqlValue>> {
+/// Applies a scalar function to decoded argument values (None = null).
+pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue>> {
     use CqlValue as V;
     let lower = name.to_ascii_lowercase();
     let unsupported = || ExecError::Invalid(format!("Unknown function '{name}'"));
@@ -191,7 +186,6 @@ pub fn call(
                     Some(v) => {
                         let mut out = bytes::BytesMut::new();
                         helenus_types::serialize(v, &mut out);
-                        let _ = arg_types;
                         Some(V::Blob(out.freeze()))
                     }
                 }

@@ -43,6 +43,18 @@ pub struct BindSpec {
     pub ty: CqlType,
 }
 
+impl BindSpec {
+    /// A marker bound to `name` (a column, or a pseudo-name like `[limit]`) of `table`.
+    pub fn new(table: &helenus_schema::TableMeta, name: &str, ty: CqlType) -> BindSpec {
+        BindSpec {
+            keyspace: table.keyspace.clone(),
+            table: table.name.clone(),
+            name: name.to_string(),
+            ty,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum Planned {
     Select(Box<select::SelectPlan>),
@@ -264,10 +276,6 @@ pub fn prepare(
                 ty: CqlType::Native(helenus_types::NativeType::Blob),
             })
         })
-        .map(|mut s| {
-            s.name = s.name.clone();
-            s
-        })
         .collect();
     let binds: Vec<BindSpec> = binds
         .into_iter()
@@ -331,17 +339,26 @@ pub fn prepare(
 }
 
 /// Maps named values to positions using the statement's marker names.
-fn positional(p: &Prepared, values: &proto::QueryValues) -> ExecResult<Vec<proto::Value>> {
+fn check_value_count(p: &Prepared, given: usize) -> ExecResult<()> {
+    if given != p.binds.len() {
+        return Err(ExecError::Invalid(format!(
+            "There were {} markers(?) in CQL but {given} bound variables",
+            p.binds.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Positional values are borrowed as they are (the common case, on the hot path); named ones are
+/// reordered into a new vector.
+fn positional<'v>(
+    p: &Prepared,
+    values: &'v proto::QueryValues,
+) -> ExecResult<std::borrow::Cow<'v, [proto::Value]>> {
     match values {
         proto::QueryValues::Positional(v) => {
-            if v.len() != p.binds.len() {
-                return Err(ExecError::Invalid(format!(
-                    "There were {} markers(?) in CQL but {} bound variables",
-                    p.binds.len(),
-                    v.len()
-                )));
-            }
-            Ok(v.clone())
+            check_value_count(p, v.len())?;
+            Ok(std::borrow::Cow::Borrowed(v.as_slice()))
         }
         proto::QueryValues::Named(named) => {
             let mut out = vec![proto::Value::Unset; p.binds.len()];
@@ -359,7 +376,7 @@ fn positional(p: &Prepared, values: &proto::QueryValues) -> ExecResult<Vec<proto
                     }
                 }
             }
-            Ok(out)
+            Ok(std::borrow::Cow::Owned(out))
         }
     }
 }
@@ -392,14 +409,41 @@ fn now_s() -> i64 {
     now_us() / 1_000_000
 }
 
-async fn apply_mutations(node: &NodeState, muts: Vec<helenus_storage::Mutation>) -> ExecResult<()> {
-    for m in muts {
-        node.engine
-            .apply(m)
-            .await
-            .map_err(|e| ExecError::Server(e.to_string()))?;
-    }
-    Ok(())
+fn has_counter_ops(m: &helenus_storage::Mutation) -> bool {
+    m.rows
+        .iter()
+        .chain(m.static_row.iter())
+        .flat_map(|r| r.cells.iter())
+        .any(|c| matches!(c.op, helenus_storage::CellOp::CounterAdd(_)))
+}
+
+/// Applies a statement's or a batch's mutations as one commitlog entry, so a batch (or an IN
+/// write) is replayed all-or-nothing after a crash, as a logged batch is on one node.
+async fn apply_mutations(
+    node: &NodeState,
+    mut muts: Vec<helenus_storage::Mutation>,
+) -> ExecResult<()> {
+    let result = match muts.len() {
+        0 => return Ok(()),
+        1 => match muts.pop() {
+            Some(m) => node.engine.apply(m).await,
+            None => return Ok(()),
+        },
+        // The engine resolves every counter of one commitlog entry against the state before the
+        // entry, so two increments of the same counter in one batch would lose one: apply counter
+        // batches mutation by mutation until the engine sums them itself.
+        _ if muts.iter().any(has_counter_ops) => {
+            for m in muts {
+                node.engine
+                    .apply(m)
+                    .await
+                    .map_err(|e| ExecError::Server(e.to_string()))?;
+            }
+            Ok(())
+        }
+        _ => node.engine.apply_batch(muts).await,
+    };
+    result.map_err(|e| ExecError::Server(e.to_string()))
 }
 
 /// Executes a prepared statement with its values.
@@ -471,12 +515,7 @@ pub async fn execute(
             };
             let mut muts = Vec::new();
             for c in children {
-                if c.condition.is_some() {
-                    return Err(ExecError::Invalid(
-                        "Conditional batches are not supported by Helenus yet".into(),
-                    ));
-                }
-                muts.extend(write::mutations(c, &binds, &ctx)?);
+                muts.extend(write::batch_child_mutations(c, &binds, &ctx)?);
             }
             apply_mutations(node, muts).await?;
             Ok(Outcome::Void)

@@ -138,16 +138,6 @@ fn outcome_response(o: Outcome, skip_metadata: bool) -> proto::Response {
 }
 
 fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
-    let (ks, table) = p
-        .binds
-        .first()
-        .map(|b| (b.keyspace.clone(), b.table.clone()))
-        .unwrap_or_else(|| (p.keyspace.clone().unwrap_or_default(), String::new()));
-    let bind_cols: Vec<(String, CqlType)> = p
-        .binds
-        .iter()
-        .map(|b| (b.name.clone(), b.ty.clone()))
-        .collect();
     let variables = proto::PreparedMetadata {
         pk_indexes: p.pk_indexes.clone(),
         global_table_spec: None,
@@ -162,7 +152,6 @@ fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
             })
             .collect(),
     };
-    let _ = (ks, table, bind_cols);
     let result = match &p.result {
         Some((ks, t, cols)) => proto::RowsMetadata {
             columns_count: cols.len(),
@@ -293,19 +282,14 @@ async fn run_batch(
         let super::Planned::Write(plan) = &p.plan else {
             return Err(ExecError::Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.".into()));
         };
-        if plan.condition.is_some() {
-            return Err(ExecError::Invalid(
-                "Conditional batches are not supported by Helenus yet".into(),
-            ));
-        }
-        let values = super::positional(&p, &proto::QueryValues::Positional(s.values.clone()))?;
-        let binds = super::values::Binds { values: &values };
+        super::check_value_count(&p, s.values.len())?;
+        let binds = super::values::Binds { values: &s.values };
         let ctx = super::write::WriteContext {
             timestamp_us,
             now_s: super::now_s(),
             lists: None,
         };
-        muts.extend(super::write::mutations(plan, &binds, &ctx)?);
+        muts.extend(super::write::batch_child_mutations(plan, &binds, &ctx)?);
     }
     super::apply_mutations(node, muts).await
 }

@@ -104,6 +104,13 @@ impl<'a> RowSource<'a> {
                     clustering,
                 });
             }
+            // Ordered as a scan of a stored table would return them: token, key, clustering.
+            buffered.make_contiguous().sort_by(|a, b| {
+                a.token
+                    .cmp(&b.token)
+                    .then_with(|| a.partition_key.cmp(&b.partition_key))
+                    .then_with(|| compare_clustering(t, &a.clustering, &b.clustering))
+            });
             if let Some(r) = resume {
                 // Skip up to and including the last row returned.
                 while let Some(row) = buffered.pop_front() {
@@ -121,9 +128,7 @@ impl<'a> RowSource<'a> {
                     for (c, v) in pk.iter().zip(values_of) {
                         lists.push(expand_values(v, &c.cql_type, &c.name, binds)?);
                     }
-                    if pk.len() == 1 && lists.iter().flatten().any(|b| b.is_empty()) {
-                        return Err(ExecError::Invalid("Key may not be empty".into()));
-                    }
+                    check_key_components(&lists)?;
                     let mut keys: VecDeque<(i64, Bytes)> = cartesian(&lists)
                         .into_iter()
                         .map(|comps| {
@@ -352,10 +357,15 @@ pub fn expand_values(
                 element: Box::new(ty.clone()),
                 frozen: false,
             };
-            if let Some(helenus_types::CqlValue::List(items)) =
-                values::to_value(term, &list_ty, name, binds)?
-            {
-                out.extend(items.iter().map(values::serialize));
+            match values::to_value(term, &list_ty, name, binds)? {
+                Some(helenus_types::CqlValue::List(items)) => {
+                    out.extend(items.iter().map(values::serialize))
+                }
+                _ => {
+                    return Err(ExecError::Invalid(format!(
+                        "Invalid null value for IN restriction on {name}"
+                    )))
+                }
             }
         }
     }
@@ -364,6 +374,23 @@ pub fn expand_values(
         out.dedup();
     }
     Ok(out)
+}
+
+/// Cassandra's limits on partition key values: a single-component key may not be empty, and no
+/// component may exceed 64 KiB (its length is a u16 in the composite encoding).
+pub fn check_key_components(lists: &[Vec<Bytes>]) -> ExecResult<()> {
+    for b in lists.iter().flatten() {
+        if lists.len() == 1 && b.is_empty() {
+            return Err(ExecError::Invalid("Key may not be empty".into()));
+        }
+        if b.len() > u16::MAX as usize {
+            return Err(ExecError::Invalid(format!(
+                "Key length of {} is longer than maximum of 65535",
+                b.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub fn cartesian(lists: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {

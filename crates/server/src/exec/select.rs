@@ -69,15 +69,6 @@ pub struct SelectPlan {
     pub group_by: usize,
 }
 
-fn col_spec(t: &TableMeta, name: &str, ty: CqlType) -> BindSpec {
-    BindSpec {
-        keyspace: t.keyspace.clone(),
-        table: t.name.clone(),
-        name: name.to_string(),
-        ty,
-    }
-}
-
 /// Records the receiver type of every bind marker in `term`.
 pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>) {
     match term {
@@ -153,17 +144,21 @@ fn values_of(
 ) -> ExecResult<ValuesOf> {
     match (op, v) {
         (Operator::Eq, RelationValue::Single(term)) => {
-            note_binds(term, col_spec(t, col, ty.clone()), specs);
+            note_binds(term, BindSpec::new(t, col, ty.clone()), specs);
             Ok(ValuesOf::Terms(vec![term.clone()]))
         }
         (Operator::In, RelationValue::List(terms)) => {
             for term in terms {
-                note_binds(term, col_spec(t, col, ty.clone()), specs);
+                note_binds(term, BindSpec::new(t, col, ty.clone()), specs);
             }
             Ok(ValuesOf::Terms(terms.clone()))
         }
         (Operator::In, RelationValue::Single(term)) => {
-            note_binds(term, col_spec(t, &format!("in({col})"), list_of(ty)), specs);
+            note_binds(
+                term,
+                BindSpec::new(t, &format!("in({col})"), list_of(ty)),
+                specs,
+            );
             Ok(ValuesOf::BindList(term.clone()))
         }
         _ => invalid(format!("Unsupported restriction on {col}")),
@@ -248,11 +243,15 @@ pub fn plan(
                             } else {
                                 c.name.clone()
                             };
-                            note_binds(term, col_spec(t, &name, ty), specs);
+                            note_binds(term, BindSpec::new(t, &name, ty), specs);
                         }
                         if let RelationValue::List(terms) = value {
                             for term in terms {
-                                note_binds(term, col_spec(t, &c.name, c.cql_type.clone()), specs);
+                                note_binds(
+                                    term,
+                                    BindSpec::new(t, &c.name, c.cql_type.clone()),
+                                    specs,
+                                );
                             }
                         }
                         match &mut ck_restr[p] {
@@ -293,11 +292,15 @@ pub fn plan(
                                 },
                                 _ => c.cql_type.clone(),
                             };
-                            note_binds(term, col_spec(t, &c.name, ty), specs);
+                            note_binds(term, BindSpec::new(t, &c.name, ty), specs);
                         }
                         if let RelationValue::List(terms) = value {
                             for term in terms {
-                                note_binds(term, col_spec(t, &c.name, c.cql_type.clone()), specs);
+                                note_binds(
+                                    term,
+                                    BindSpec::new(t, &c.name, c.cql_type.clone()),
+                                    specs,
+                                );
                             }
                         }
                         if !system && *op == Operator::Neq {
@@ -344,7 +347,7 @@ pub fn plan(
                 };
                 note_binds(
                     term,
-                    col_spec(
+                    BindSpec::new(
                         t,
                         "partition key token",
                         CqlType::Native(helenus_types::NativeType::Bigint),
@@ -394,11 +397,11 @@ pub fn plan(
                         } else {
                             tuple_ty.clone()
                         };
-                        note_binds(term, col_spec(t, &name, ty), specs);
+                        note_binds(term, BindSpec::new(t, &name, ty), specs);
                     }
                     RelationValue::List(terms) => {
                         for term in terms {
-                            note_binds(term, col_spec(t, &name, tuple_ty.clone()), specs);
+                            note_binds(term, BindSpec::new(t, &name, tuple_ty.clone()), specs);
                         }
                     }
                     RelationValue::Between(..) => {
@@ -425,12 +428,12 @@ pub fn plan(
                 {
                     note_binds(
                         key,
-                        col_spec(t, &format!("key({})", column.name), (**kt).clone()),
+                        BindSpec::new(t, &format!("key({})", column.name), (**kt).clone()),
                         specs,
                     );
                     note_binds(
                         value,
-                        col_spec(t, &format!("value({})", column.name), (**vt).clone()),
+                        BindSpec::new(t, &format!("value({})", column.name), (**vt).clone()),
                         specs,
                     );
                 }
@@ -617,7 +620,7 @@ pub fn plan(
     for term in s.limit.iter() {
         note_binds(
             term,
-            col_spec(
+            BindSpec::new(
                 t,
                 "[limit]",
                 CqlType::Native(helenus_types::NativeType::Int),
@@ -628,7 +631,7 @@ pub fn plan(
     for term in s.per_partition_limit.iter() {
         note_binds(
             term,
-            col_spec(
+            BindSpec::new(
                 t,
                 "[per_partition_limit]",
                 CqlType::Native(helenus_types::NativeType::Int),

@@ -627,7 +627,7 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
                 let b = eval(a, t, row, now_s)?;
                 vals.push(decode(t, &b)?);
             }
-            functions::call(name, &vals, arg_types)?.map(|v| serialize(&v))
+            functions::call(name, &vals)?.map(|v| serialize(&v))
         }
         Sel::Cast { inner, from, to } => {
             let b = eval(inner, from, row, now_s)?;

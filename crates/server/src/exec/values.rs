@@ -62,17 +62,8 @@ fn literal_accepted(kind: &str, t: NativeType) -> bool {
         "STRING" => {
             matches!(
                 t,
-                Ascii
-                    | Varchar
-                    | Timestamp
-                    | Date
-                    | Time
-                    | Inet
-                    | Uuid
-                    | Timeuuid
-                    | Duration
-                    | Blob
-            ) && t != Blob
+                Ascii | Varchar | Timestamp | Date | Time | Inet | Uuid | Timeuuid | Duration
+            )
         }
         "INTEGER" => matches!(
             t,
@@ -462,7 +453,7 @@ pub fn to_value(
                 vals.push(to_value(a, &t, receiver, binds)?);
                 types.push(t);
             }
-            let out = functions::call(fname, &vals, &types)?;
+            let out = functions::call(fname, &vals)?;
             match (&out, functions::return_type(fname, &types)) {
                 (Some(v), Some(rt)) if &rt != ty && !compatible(&rt, ty) => {
                     let _ = v;

@@ -5,7 +5,7 @@ use super::error::{invalid, ExecError, ExecResult};
 use super::select::{note_binds, ValuesOf};
 use super::values::{self, Binds, Bound};
 use super::BindSpec;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use helenus_cql::ast::{
     Assignment, DeleteStatement, InsertStatement, InsertValues, JsonDefault, Operator, Relation,
     RelationValue, SubPath, Term, UpdateStatement, UsingClause, WriteCondition,
@@ -55,16 +55,7 @@ type KeyRestrictions = (Vec<ValuesOf>, Vec<ValuesOf>, Vec<(Operator, Term)>);
 /// INSERT JSON decoded: regular columns, partition key components, clustering values.
 type JsonRow = (Vec<(usize, Bound)>, Vec<Bytes>, Vec<Bytes>);
 
-fn spec(t: &TableMeta, name: &str, ty: CqlType) -> BindSpec {
-    BindSpec {
-        keyspace: t.keyspace.clone(),
-        table: t.name.clone(),
-        name: name.to_string(),
-        ty,
-    }
-}
-
-fn column(t: &TableMeta, name: &str) -> ExecResult<usize> {
+fn column_index_of(t: &TableMeta, name: &str) -> ExecResult<usize> {
     t.column_index(name)
         .ok_or_else(|| ExecError::Invalid(format!("Undefined column name {name}")))
 }
@@ -73,14 +64,14 @@ fn note_using(t: &TableMeta, using: &UsingClause, specs: &mut Vec<Option<BindSpe
     if let Some(ttl) = &using.ttl {
         note_binds(
             ttl,
-            spec(t, "[ttl]", CqlType::Native(NativeType::Int)),
+            BindSpec::new(t, "[ttl]", CqlType::Native(NativeType::Int)),
             specs,
         );
     }
     if let Some(ts) = &using.timestamp {
         note_binds(
             ts,
-            spec(t, "[timestamp]", CqlType::Native(NativeType::Bigint)),
+            BindSpec::new(t, "[timestamp]", CqlType::Native(NativeType::Bigint)),
             specs,
         );
     }
@@ -122,16 +113,16 @@ fn where_keys(
         else {
             return invalid("Only EQ and IN relation are supported on the partition key (unless you use the token() function)");
         };
-        let i = column(t, &id.name)?;
+        let i = column_index_of(t, &id.name)?;
         let c = &t.columns[i];
         let vals = match (op, value) {
             (Operator::Eq, RelationValue::Single(term)) => {
-                note_binds(term, spec(t, &c.name, c.cql_type.clone()), specs);
+                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
                 Some(ValuesOf::Terms(vec![term.clone()]))
             }
             (Operator::In, RelationValue::List(terms)) => {
                 for term in terms {
-                    note_binds(term, spec(t, &c.name, c.cql_type.clone()), specs);
+                    note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
                 }
                 Some(ValuesOf::Terms(terms.clone()))
             }
@@ -140,14 +131,18 @@ fn where_keys(
                     element: Box::new(c.cql_type.clone()),
                     frozen: false,
                 };
-                note_binds(term, spec(t, &format!("in({})", c.name), lt), specs);
+                note_binds(
+                    term,
+                    BindSpec::new(t, &format!("in({})", c.name), lt),
+                    specs,
+                );
                 Some(ValuesOf::BindList(term.clone()))
             }
             (
                 Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte,
                 RelationValue::Single(term),
             ) if allow_slice && c.kind == ColumnKind::Clustering => {
-                note_binds(term, spec(t, &c.name, c.cql_type.clone()), specs);
+                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
                 slice.push((*op, term.clone()));
                 None
             }
@@ -230,12 +225,12 @@ pub fn plan_insert(
             }
             let mut seen = std::collections::HashSet::new();
             for (id, term) in columns.iter().zip(values) {
-                let i = column(&t, &id.name)?;
+                let i = column_index_of(&t, &id.name)?;
                 if !seen.insert(i) {
                     return invalid(format!("Multiple definitions found for column {}", id.name));
                 }
                 let c = &t.columns[i];
-                note_binds(term, spec(&t, &c.name, c.cql_type.clone()), specs);
+                note_binds(term, BindSpec::new(&t, &c.name, c.cql_type.clone()), specs);
                 match c.kind {
                     ColumnKind::PartitionKey => {
                         pk.push((c.position, ValuesOf::Terms(vec![term.clone()])))
@@ -277,7 +272,7 @@ pub fn plan_insert(
         InsertValues::Json { value, default } => {
             note_binds(
                 value,
-                spec(&t, "[json]", CqlType::Native(NativeType::Varchar)),
+                BindSpec::new(&t, "[json]", CqlType::Native(NativeType::Varchar)),
                 specs,
             );
             WriteKind::InsertJson {
@@ -311,7 +306,7 @@ fn note_condition(
 ) -> ExecResult<()> {
     if let Some(WriteCondition::Columns(conds)) = c {
         for cond in conds {
-            let i = column(t, &cond.column.name)?;
+            let i = column_index_of(t, &cond.column.name)?;
             let col = &t.columns[i];
             if col.kind.is_primary_key() {
                 return invalid(format!(
@@ -320,7 +315,11 @@ fn note_condition(
                 ));
             }
             if let RelationValue::Single(term) = &cond.value {
-                note_binds(term, spec(t, &col.name, col.cql_type.clone()), specs);
+                note_binds(
+                    term,
+                    BindSpec::new(t, &col.name, col.cql_type.clone()),
+                    specs,
+                );
             }
         }
     }
@@ -348,7 +347,7 @@ pub fn plan_update(
                 field,
                 value,
             } => {
-                let i = column_idx(&t, &column.name)?;
+                let i = column_index_of(&t, &column.name)?;
                 if let CqlType::Udt { frozen: true, .. } = &t.columns[i].cql_type {
                     return invalid(format!(
                         "Invalid operation ({}.{} = {value}) for frozen UDT column {}",
@@ -374,7 +373,7 @@ pub fn plan_update(
                 (column, Op::SetField(f, value.clone()))
             }
         };
-        let i = column(&t, &name.name)?;
+        let i = column_index_of(&t, &name.name)?;
         let c = &t.columns[i];
         if c.kind.is_primary_key() {
             return invalid(format!("PRIMARY KEY part {} found in SET part", c.name));
@@ -407,9 +406,11 @@ pub fn plan_update(
             _ => {}
         }
         match &op {
-            Op::Set(v) | Op::Add(v) | Op::Prepend(v) | Op::Subtract(v) => {
-                note_binds(v, spec(&t, &c.name, op_value_type(&c.cql_type, &op)), specs)
-            }
+            Op::Set(v) | Op::Add(v) | Op::Prepend(v) | Op::Subtract(v) => note_binds(
+                v,
+                BindSpec::new(&t, &c.name, op_value_type(&c.cql_type, &op)),
+                specs,
+            ),
             Op::SetElement(k, v) => {
                 let (kt, vt) = match &c.cql_type {
                     CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
@@ -423,13 +424,17 @@ pub fn plan_update(
                         ))
                     }
                 };
-                note_binds(k, spec(&t, &format!("key({})", c.name), kt), specs);
-                note_binds(v, spec(&t, &format!("value({})", c.name), vt), specs);
+                note_binds(k, BindSpec::new(&t, &format!("key({})", c.name), kt), specs);
+                note_binds(
+                    v,
+                    BindSpec::new(&t, &format!("value({})", c.name), vt),
+                    specs,
+                );
             }
             Op::SetField(f, v) => {
                 if let CqlType::Udt { def, .. } = &c.cql_type {
                     if let Some((n, ft)) = def.fields.get(*f) {
-                        note_binds(v, spec(&t, n, ft.clone()), specs);
+                        note_binds(v, BindSpec::new(&t, n, ft.clone()), specs);
                     }
                 }
             }
@@ -466,10 +471,6 @@ pub fn plan_update(
     })
 }
 
-fn column_idx(t: &TableMeta, name: &str) -> ExecResult<usize> {
-    column(t, name)
-}
-
 pub fn plan_delete(
     t: Arc<TableMeta>,
     s: &DeleteStatement,
@@ -481,7 +482,7 @@ pub fn plan_delete(
     note_using(&t, &s.using, specs);
     let mut ops = Vec::new();
     for item in &s.columns {
-        let i = column(&t, &item.column.name)?;
+        let i = column_index_of(&t, &item.column.name)?;
         let c = &t.columns[i];
         if c.kind.is_primary_key() {
             return invalid(format!(
@@ -501,7 +502,7 @@ pub fn plan_delete(
                     ))
                 }
             };
-            note_binds(k, spec(&t, &format!("key({})", c.name), kt), specs);
+            note_binds(k, BindSpec::new(&t, &format!("key({})", c.name), kt), specs);
         }
         ops.push((i, Op::Delete(item.path.clone())));
     }
@@ -589,60 +590,6 @@ fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecRes
 
 /// The maximum TTL Cassandra accepts (20 years).
 const MAX_TTL_S: i64 = 20 * 365 * 24 * 60 * 60;
-
-fn expand(
-    v: &ValuesOf,
-    c: &helenus_schema::ColumnMeta,
-    single_key: bool,
-    binds: &Binds<'_>,
-) -> ExecResult<Vec<Bytes>> {
-    let mut out = Vec::new();
-    match v {
-        ValuesOf::Terms(terms) => {
-            for term in terms {
-                match values::eval(term, &c.cql_type, &c.name, binds)? {
-                    Bound::Value(b) => {
-                        if c.kind == ColumnKind::PartitionKey && b.is_empty() && single_key {
-                            return invalid("Key may not be empty");
-                        }
-                        if c.kind == ColumnKind::PartitionKey && b.len() > u16::MAX as usize {
-                            return invalid(format!(
-                                "Key length of {} is longer than maximum of 65535",
-                                b.len()
-                            ));
-                        }
-                        out.push(b)
-                    }
-                    Bound::Null => {
-                        return invalid(format!(
-                            "Invalid null value in condition for column {}",
-                            c.name
-                        ))
-                    }
-                    Bound::Unset => {
-                        return invalid(format!("Invalid unset value for column {}", c.name))
-                    }
-                }
-            }
-        }
-        ValuesOf::BindList(term) => {
-            let lt = CqlType::List {
-                element: Box::new(c.cql_type.clone()),
-                frozen: false,
-            };
-            match values::to_value(term, &lt, &c.name, binds)? {
-                Some(CqlValue::List(items)) => out.extend(items.iter().map(values::serialize)),
-                _ => {
-                    return invalid(format!(
-                        "Invalid null value for IN restriction on {}",
-                        c.name
-                    ))
-                }
-            }
-        }
-    }
-    Ok(out)
-}
 
 fn list_path() -> Bytes {
     Bytes::copy_from_slice(helenus_types::new_timeuuid().as_bytes())
@@ -986,8 +933,6 @@ fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<JsonRow
     let mut cols = Vec::new();
     let mut pk = vec![Bytes::new(); t.partition_key_len()];
     let mut ck = vec![Bytes::new(); t.clustering_len()];
-    let mut seen_pk = vec![false; pk.len()];
-    let mut seen_ck = vec![false; ck.len()];
     for (name, _) in &parsed {
         if t.column(name).is_none() {
             return invalid(format!(
@@ -1022,18 +967,27 @@ fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<JsonRow
                 if c.kind == ColumnKind::PartitionKey {
                     if let Some(slot) = pk.get_mut(p) {
                         *slot = b;
-                        seen_pk[p] = true;
                     }
                 } else if let Some(slot) = ck.get_mut(p) {
                     *slot = b;
-                    seen_ck[p] = true;
                 }
             }
             _ => cols.push((i, bound)),
         }
     }
-    let _ = (seen_pk, seen_ck);
     Ok(Some((cols, pk, ck)))
+}
+
+/// The mutations of one statement of a BATCH (conditional statements are not supported in batches yet).
+pub fn batch_child_mutations(
+    plan: &WritePlan,
+    binds: &Binds<'_>,
+    ctx: &WriteContext<'_>,
+) -> ExecResult<Vec<st::Mutation>> {
+    if plan.condition.is_some() {
+        return invalid("Conditional batches are not supported by Helenus yet");
+    }
+    mutations(plan, binds, ctx)
 }
 
 /// The mutations a planned write makes (one per partition), for a given execution.
@@ -1075,15 +1029,16 @@ pub fn mutations(
             let ckc: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
             let mut p = Vec::new();
             for (c, v) in pkc.iter().zip(&plan.pk) {
-                p.push(expand(v, c, pkc.len() == 1, binds)?);
+                p.push(super::scan::expand_values(v, &c.cql_type, &c.name, binds)?);
             }
             let mut k = Vec::new();
             for (c, v) in ckc.iter().zip(&plan.ck) {
-                k.push(expand(v, c, false, binds)?);
+                k.push(super::scan::expand_values(v, &c.cql_type, &c.name, binds)?);
             }
             (p, k)
         }
     };
+    super::scan::check_key_components(&pk_lists)?;
     let json_cols = json.map(|(c, _, _)| c);
     let keys = super::scan::cartesian(&pk_lists);
     let clusterings = super::scan::cartesian(&ck_lists);
@@ -1244,10 +1199,4 @@ fn slice_bounds(
         return Ok((end, start));
     }
     Ok((start, end))
-}
-
-#[allow(dead_code)]
-fn put_len(out: &mut BytesMut, b: &[u8]) {
-    out.put_i32(b.len() as i32);
-    out.put_slice(b);
 }

@@ -53,11 +53,11 @@ pub fn text(s: impl Into<String>) -> CqlValue {
     CqlValue::Text(s.into())
 }
 
-/// All rows of a system or virtual table, in clustering order, each a vector of serialized cells in
+/// All rows of a system or virtual table (unordered; the scan orders them), each a vector of serialized cells in
 /// the table's column order. `None` when Helenus computes no rows for that table (it is then empty,
 /// as many of Cassandra's are on a fresh node).
 pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> {
-    let mut rows = match (table.keyspace.as_str(), table.name.as_str()) {
+    let rows = match (table.keyspace.as_str(), table.name.as_str()) {
         ("system", "local") => vec![schema_tables::local_row(state, table)],
         ("system", "peers") | ("system", "peers_v2") => Vec::new(),
         ("system", "size_estimates") | ("system", "table_estimates") => {
@@ -75,51 +75,5 @@ pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> 
         ("system_views", "clients") => schema_tables::clients(state, table),
         _ => Vec::new(),
     };
-    sort_by_primary_key(table, &mut rows);
     rows
-}
-
-/// Orders rows as Cassandra would return them from a scan: by partition token, then clustering.
-fn sort_by_primary_key(table: &TableMeta, rows: &mut [Vec<Option<Bytes>>]) {
-    let pk: Vec<usize> = table
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
-        .map(|(i, _)| i)
-        .collect();
-    let ck: Vec<(usize, &helenus_types::CqlType, bool)> = table
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
-        .map(|(i, c)| {
-            (
-                i,
-                &c.cql_type,
-                c.order == helenus_schema::ClusteringOrder::Desc,
-            )
-        })
-        .collect();
-    let token = |row: &Vec<Option<Bytes>>| {
-        let parts: Vec<&[u8]> = pk
-            .iter()
-            .map(|&i| row.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
-            .collect();
-        crate::keys::token_of_components(&parts)
-    };
-    rows.sort_by(|a, b| {
-        token(a).cmp(&token(b)).then_with(|| {
-            for &(i, t, desc) in &ck {
-                let x = a.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]);
-                let y = b.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]);
-                let o = helenus_types::compare_serialized(t, x, y);
-                let o = if desc { o.reverse() } else { o };
-                if o != std::cmp::Ordering::Equal {
-                    return o;
-                }
-            }
-            std::cmp::Ordering::Equal
-        })
-    });
 }
