@@ -350,6 +350,87 @@ fn keyspace_of(q: &ast::QualifiedName, session_ks: Option<&str>) -> ExecResult<S
     }
 }
 
+/// Cassandra's rules for what a declared type may contain (`CQL3Type.Raw.prepare`), checked on
+/// the written type so messages quote it as the user wrote it.
+fn check_declared_type(expr: &ast::CqlTypeExpr) -> ExecResult<()> {
+    check_type_expr(expr, false)
+}
+
+fn check_type_expr(expr: &ast::CqlTypeExpr, frozen: bool) -> ExecResult<()> {
+    use ast::CqlTypeExpr as E;
+    use helenus_types::NativeType as N;
+    let shown = || {
+        if frozen {
+            format!("frozen<{expr}>")
+        } else {
+            expr.to_string()
+        }
+    };
+    let is_nonfrozen_collection = |e: &E| matches!(e, E::List(_) | E::Set(_) | E::Map(..));
+    let in_collection = |e: &E| -> ExecResult<()> {
+        if matches!(e, E::Native(N::Counter)) {
+            return invalid(format!(
+                "Counters are not allowed inside collections: {}",
+                shown()
+            ));
+        }
+        if !frozen && is_nonfrozen_collection(e) {
+            return invalid(format!(
+                "Non-frozen collections are not allowed inside collections: {}",
+                shown()
+            ));
+        }
+        if !frozen && matches!(e, E::UserDefined(_)) {
+            return invalid(format!(
+                "Non-frozen UDTs are not allowed inside collections: {}",
+                shown()
+            ));
+        }
+        check_type_expr(e, frozen)
+    };
+    match expr {
+        E::List(e) => in_collection(e),
+        E::Set(e) => {
+            if matches!(**e, E::Native(N::Duration)) {
+                return invalid(format!(
+                    "Durations are not allowed inside sets: {}",
+                    shown()
+                ));
+            }
+            in_collection(e)
+        }
+        E::Map(k, v) => {
+            if matches!(**k, E::Native(N::Duration)) {
+                return invalid(format!(
+                    "Durations are not allowed as map keys: {}",
+                    shown()
+                ));
+            }
+            in_collection(k)?;
+            in_collection(v)
+        }
+        E::Frozen(inner) => {
+            if matches!(**inner, E::Native(_) | E::Custom(_) | E::Vector(..)) {
+                return Err(ExecError::Syntax(format!(
+                    "frozen<> is only allowed on collections, tuples, and user-defined types (got {inner})"
+                )));
+            }
+            check_type_expr(inner, true)
+        }
+        E::Tuple(items) => {
+            for i in items {
+                if matches!(i, E::Native(N::Counter)) {
+                    return invalid("Counters are not allowed inside tuples");
+                }
+                check_type_expr(i, true)?;
+            }
+            Ok(())
+        }
+        E::Vector(e, _) => check_type_expr(e, true),
+        _ => Ok(()),
+    }
+}
+
 fn check_pk_type(name: &str, t: &CqlType) -> ExecResult<()> {
     if t.is_multi_cell() {
         return invalid(format!(
@@ -390,6 +471,7 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
                 c.name.name, ks.name, tname
             ));
         }
+        check_declared_type(&c.ty)?;
         let ty = resolve_type(&c.ty, Some(ks))?;
         let pk_pos = pk.partition_key.iter().position(|p| p.name == c.name.name);
         let ck_pos = pk.clustering.iter().position(|p| p.name == c.name.name);
@@ -708,17 +790,14 @@ pub fn apply(
                 if s.if_not_exists {
                     return Ok(None);
                 }
-                return Err(ExecError::AlreadyExists {
-                    message: format!("A user type with name '{tname}' already exists"),
-                    keyspace: ks_name,
-                    table: tname,
-                });
+                return invalid(format!("A user type with name '{tname}' already exists"));
             }
             let mut fields = Vec::new();
             for (f, ty) in &s.fields {
                 if fields.iter().any(|(n, _): &(String, CqlType)| n == &f.name) {
                     return invalid(format!("Duplicate field name {} in type {tname}", f.name));
                 }
+                check_udt_field(ty)?;
                 // Fields are stored inside one cell, so collections in them are frozen in effect.
                 let t = resolve_type(ty, Some(&ks))?;
                 fields.push((f.name.clone(), t));
@@ -763,13 +842,18 @@ pub fn apply(
                             field.name, field.name
                         ));
                     }
+                    check_udt_field(ty)?;
                     ut.fields
                         .push((field.name.clone(), resolve_type(ty, Some(&ks))?));
                 }
                 ast::AlterTypeAction::Rename { if_exists, renames } => {
+                    let mut renamed = 0;
                     for (from, to) in renames {
                         match ut.fields.iter().position(|(n, _)| n == &from.name) {
-                            Some(i) => ut.fields[i].0 = to.name.clone(),
+                            Some(i) => {
+                                ut.fields[i].0 = to.name.clone();
+                                renamed += 1;
+                            }
                             None if *if_exists => {}
                             None => {
                                 return invalid(format!(
@@ -778,6 +862,9 @@ pub fn apply(
                                 ))
                             }
                         }
+                    }
+                    if renamed == 0 {
+                        return Ok(None);
                     }
                 }
                 ast::AlterTypeAction::AlterField { field, .. } => {
@@ -822,6 +909,21 @@ pub fn apply(
             if used {
                 return invalid(format!(
                     "Cannot drop user type '{ks_name}.{tname}' as it is still used by a table"
+                ));
+            }
+            let mut users: Vec<&str> = ks
+                .types
+                .values()
+                .filter(|u| {
+                    u.name != tname && u.fields.iter().any(|(_, f)| mentions_type(f, &tname))
+                })
+                .map(|u| u.name.as_str())
+                .collect();
+            if !users.is_empty() {
+                users.sort_unstable();
+                return invalid(format!(
+                    "Cannot drop user type '{ks_name}.{tname}' as it is still used by user types {}",
+                    users.join(", ")
                 ));
             }
             let mut new = (*ks).clone();
@@ -956,6 +1058,7 @@ fn alter_table(
                     }
                     return invalid(format!("Column with name '{}' already exists", c.name.name));
                 }
+                check_declared_type(&c.ty)?;
                 let ty = resolve_type(&c.ty, Some(ks))?;
                 if c.is_static && t.clustering_len() == 0 {
                     return invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column");
@@ -1056,6 +1159,18 @@ fn alter_table(
     nt.flags = t.flags.clone();
     nt.next_column_id = next_id.max(nt.next_column_id);
     Ok(nt)
+}
+
+/// A user type's field may hold neither counters nor non-frozen user types.
+fn check_udt_field(ty: &ast::CqlTypeExpr) -> ExecResult<()> {
+    use ast::CqlTypeExpr as E;
+    match ty {
+        E::Native(helenus_types::NativeType::Counter) => {
+            invalid("A user type cannot contain counters")
+        }
+        E::UserDefined(_) => invalid("A user type cannot contain non-frozen UDTs"),
+        _ => check_declared_type(ty),
+    }
 }
 
 fn mentions_type(t: &CqlType, name: &str) -> bool {

@@ -1,7 +1,8 @@
 //! Row filters: restrictions evaluated on each row (ALLOW FILTERING, system tables, partial keys).
 
 use super::error::{invalid, ExecResult};
-use super::select::Filter;
+use super::rows::Row;
+use super::select::{Filter, MultiFilter};
 use super::values::{self, Binds, Bound};
 use bytes::Bytes;
 use helenus_cql::ast::{Operator, RelationValue};
@@ -25,6 +26,110 @@ fn cmp_op(op: Operator, o: Ordering) -> bool {
         Operator::Gt => o == Ordering::Greater,
         Operator::Gte => o != Ordering::Less,
         _ => false,
+    }
+}
+
+/// Whether a row satisfies a multi-column relation: tuples compare component by component in
+/// each type's natural order, whatever the clustering order (as Cassandra defines them).
+pub fn matches_multi(
+    t: &helenus_schema::TableMeta,
+    row: &Row,
+    f: &MultiFilter,
+    binds: &Binds<'_>,
+) -> ExecResult<bool> {
+    let cmp_with = |term: &helenus_cql::ast::Term| -> ExecResult<Option<Ordering>> {
+        let helenus_cql::ast::Term::Tuple(items) = term else {
+            let tuple_ty = CqlType::Tuple(
+                f.columns
+                    .iter()
+                    .map(|&i| t.columns[i].cql_type.clone())
+                    .collect(),
+            );
+            // A bound tuple: compare its serialized components.
+            let Bound::Value(b) = values::eval(term, &tuple_ty, "tuple", binds)? else {
+                return Ok(None);
+            };
+            let Ok(CqlValue::Tuple(parts)) = helenus_types::deserialize(&tuple_ty, &b) else {
+                return Ok(None);
+            };
+            let mut o = Ordering::Equal;
+            for (&i, part) in f.columns.iter().zip(parts) {
+                let (Some(cell), Some(part)) = (row.cells.get(i).cloned().flatten(), part) else {
+                    return Ok(None);
+                };
+                o = helenus_types::compare_serialized(
+                    &t.columns[i].cql_type,
+                    &cell,
+                    &values::serialize(&part),
+                );
+                if o != Ordering::Equal {
+                    break;
+                }
+            }
+            return Ok(Some(o));
+        };
+        for (&i, item) in f.columns.iter().zip(items) {
+            let c = &t.columns[i];
+            let Bound::Value(want) = values::eval(item, &c.cql_type, &c.name, binds)? else {
+                return invalid(format!(
+                    "Invalid null value in condition for column {}",
+                    c.name
+                ));
+            };
+            let Some(cell) = row.cells.get(i).cloned().flatten() else {
+                return Ok(None);
+            };
+            let o = helenus_types::compare_serialized(&c.cql_type, &cell, &want);
+            if o != Ordering::Equal {
+                return Ok(Some(o));
+            }
+        }
+        Ok(Some(Ordering::Equal))
+    };
+    match (&f.op, &f.value) {
+        (Operator::In, RelationValue::List(terms)) => {
+            for term in terms {
+                if cmp_with(term)? == Some(Ordering::Equal) {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        (Operator::In, RelationValue::Single(term)) => {
+            let list_ty = CqlType::List {
+                element: Box::new(CqlType::Tuple(
+                    f.columns
+                        .iter()
+                        .map(|&i| t.columns[i].cql_type.clone())
+                        .collect(),
+                )),
+                frozen: true,
+            };
+            let Bound::Value(b) = values::eval(term, &list_ty, "in", binds)? else {
+                return Ok(false);
+            };
+            let Ok(CqlValue::List(items)) = helenus_types::deserialize(&list_ty, &b) else {
+                return Ok(false);
+            };
+            for it in items {
+                let CqlValue::Tuple(parts) = it else { continue };
+                let mut all = true;
+                for (&i, part) in f.columns.iter().zip(parts) {
+                    let cell = row.cells.get(i).cloned().flatten();
+                    let part = part.map(|p| values::serialize(&p));
+                    if cell != part {
+                        all = false;
+                        break;
+                    }
+                }
+                if all {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        (op, RelationValue::Single(term)) => Ok(cmp_with(term)?.is_some_and(|o| cmp_op(*op, o))),
+        _ => invalid("Unsupported multi-column relation"),
     }
 }
 

@@ -67,6 +67,19 @@ pub struct SelectPlan {
     pub distinct: bool,
     pub json: bool,
     pub group_by: usize,
+    /// With `IN` on the partition key and ORDER BY, rows of the partitions are merged by these
+    /// (column index, descending) keys, as Cassandra sorts them in memory.
+    pub merge_order: Vec<(usize, bool)>,
+    /// Multi-column relations evaluated on each row (tuple order is the types' natural order).
+    pub multi_filters: Vec<MultiFilter>,
+}
+
+/// `(c1, c2) op (v1, v2)` / `(c1, c2) IN (...)` checked row by row.
+#[derive(Debug, Clone)]
+pub struct MultiFilter {
+    pub columns: Vec<usize>,
+    pub op: Operator,
+    pub value: RelationValue,
 }
 
 /// Records the receiver type of every bind marker in `term`.
@@ -188,6 +201,26 @@ pub fn plan(
                 }
             }
         }
+        let mut names = Vec::new();
+        if let ast::Projection::Items(items) = &s.projection {
+            for it in items {
+                referenced_columns(&it.selector, &mut names);
+            }
+        }
+        let selected: Vec<usize> = names.iter().filter_map(|n| t.column_index(n)).collect();
+        let missing: Vec<&str> = (0..t.columns.len())
+            .filter(|&i| t.columns[i].kind == ColumnKind::PartitionKey && !selected.contains(&i))
+            .map(|i| t.columns[i].name.as_str())
+            .collect();
+        if !missing.is_empty() && s.where_clause.is_empty() {
+            return invalid(format!(
+                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                missing.join(", ")
+            ));
+        }
+        if s.per_partition_limit.is_some() {
+            return invalid("PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries");
+        }
     }
     let system = t.kind != TableKind::User;
     let pk_cols: Vec<usize> = (0..t.columns.len())
@@ -199,7 +232,7 @@ pub fn plan(
 
     let mut pk_vals: Vec<Option<ValuesOf>> = vec![None; pk_cols.len()];
     let mut ck_restr: Vec<Option<(Operator, RelationValue)>> = vec![None; ck_cols.len()];
-    let mut multi: Option<(Vec<usize>, Operator, RelationValue)> = None;
+    let mut multis: Vec<(Vec<usize>, Operator, RelationValue)> = Vec::new();
     let mut token: (TokenBound, TokenBound) = (None, None);
     let mut filters = Vec::new();
     let mut need_filtering = false;
@@ -368,11 +401,14 @@ pub fn plan(
             }
             Relation::MultiColumn { columns, op, value } => {
                 let mut idx = Vec::new();
+                let mut start = None;
                 for (n, c) in columns.iter().enumerate() {
                     let i = t.column_index(&c.name).ok_or_else(|| {
                         ExecError::Invalid(format!("Undefined column name {}", c.name))
                     })?;
-                    if ck_cols.get(n) != Some(&i) {
+                    let pos = ck_cols.iter().position(|&x| x == i);
+                    let first = *start.get_or_insert(pos.unwrap_or(usize::MAX));
+                    if pos.is_none() || pos != first.checked_add(n) {
                         return invalid(format!(
                             "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {}",
                             columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>().join(", ")
@@ -390,6 +426,23 @@ pub fn plan(
                         .collect::<Vec<_>>()
                         .join(",")
                 );
+                let arity_check = |term: &Term| -> ExecResult<()> {
+                    if let Term::Tuple(items) = term {
+                        if items.len() != idx.len() {
+                            return invalid(format!(
+                                "Expected {} elements in value tuple, but got {}: {term}",
+                                idx.len(),
+                                items.len()
+                            ));
+                        }
+                    }
+                    Ok(())
+                };
+                match value {
+                    RelationValue::Single(term) if *op != Operator::In => arity_check(term)?,
+                    RelationValue::List(terms) => terms.iter().try_for_each(arity_check)?,
+                    _ => {}
+                }
                 match value {
                     RelationValue::Single(term) => {
                         let ty = if *op == Operator::In {
@@ -408,7 +461,7 @@ pub fn plan(
                         return invalid("BETWEEN is not supported on multi-column relations")
                     }
                 }
-                multi = Some((idx, *op, value.clone()));
+                multis.push((idx, *op, value.clone()));
             }
             Relation::CustomIndexExpression { .. } => {
                 return invalid("Custom index expressions are not supported by Helenus yet");
@@ -489,6 +542,26 @@ pub fn plan(
     // Clustering: an = / IN prefix, then at most one slice; anything after a gap becomes a filter.
     let mut clustering_eq = Vec::new();
     let mut clustering_slice = None;
+    let mut multi_filters = Vec::new();
+    // One multi-column `=` or slice from the first clustering column, all ascending, maps onto
+    // storage bounds; anything else is checked row by row (after the single-column prefix).
+    let fast_multi = multis.len() == 1
+        && ck_restr.iter().all(Option::is_none)
+        && multis.iter().all(|(idx, op, value)| {
+            idx.first() == ck_cols.first()
+                && matches!(
+                    op,
+                    Operator::Eq | Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte
+                )
+                && matches!(value, RelationValue::Single(Term::Tuple(_)))
+                && idx
+                    .iter()
+                    .all(|&i| t.columns[i].order != helenus_schema::ClusteringOrder::Desc)
+        });
+    let multi = if fast_multi { multis.pop() } else { None };
+    for (columns, op, value) in multis {
+        multi_filters.push(MultiFilter { columns, op, value });
+    }
     if let Some((idx, op, value)) = multi {
         let single_terms = |v: &RelationValue| -> Vec<Term> {
             match v {
@@ -596,6 +669,7 @@ pub fn plan(
 
     // ORDER BY
     let mut reversed = false;
+    let mut merge_order = Vec::new();
     if !s.order_by.is_empty() {
         if !keyed {
             return invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.");
@@ -610,6 +684,7 @@ pub fn plan(
             let desc_declared = t.columns[i].order == helenus_schema::ClusteringOrder::Desc;
             let desc_wanted = matches!(o.direction, OrderDirection::Desc);
             let rev = desc_declared != desc_wanted;
+            merge_order.push((i, desc_wanted));
             if n == 0 {
                 reversed = rev;
             } else if rev != reversed {
@@ -639,19 +714,47 @@ pub fn plan(
             specs,
         );
     }
+    // IN on one partition key column means several partitions to merge.
+    let multi_partition = match &partitions {
+        PartitionSelection::Keys(vals) => vals.iter().any(|v| match v {
+            ValuesOf::Terms(ts) => ts.len() > 1,
+            ValuesOf::BindList(_) => true,
+        }),
+        _ => false,
+    };
+    if !multi_partition {
+        merge_order.clear();
+    }
+    // GROUP BY follows the primary key order; columns restricted by `=` may be skipped.
+    let key_cols: Vec<usize> = pk_cols.iter().chain(ck_cols.iter()).copied().collect();
+    let eq_restricted = |pos: usize| -> bool {
+        if pos < pk_cols.len() {
+            match &partitions {
+                PartitionSelection::Keys(vals) => {
+                    matches!(vals.get(pos), Some(ValuesOf::Terms(ts)) if ts.len() == 1)
+                }
+                _ => false,
+            }
+        } else {
+            matches!(clustering_eq.get(pos - pk_cols.len()), Some(ValuesOf::Terms(ts)) if ts.len() == 1)
+        }
+    };
     let mut group_by = 0;
-    for (n, g) in s.group_by.iter().enumerate() {
+    for g in s.group_by.iter() {
         let ast::Selector::Column(id) = g else {
             return invalid("Only column names are supported in GROUP BY");
         };
         let i = t
             .column_index(&id.name)
             .ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", id.name)))?;
-        let expected = pk_cols.iter().chain(ck_cols.iter()).nth(n);
-        if expected != Some(&i) {
+        let mut pos = group_by;
+        while pos < key_cols.len() && key_cols[pos] != i && eq_restricted(pos) {
+            pos += 1;
+        }
+        if key_cols.get(pos) != Some(&i) {
             return invalid("Group by currently only support groups of columns following their declared order in the PRIMARY KEY");
         }
-        group_by = n + 1;
+        group_by = pos + 1;
     }
     Ok(SelectPlan {
         table,
@@ -666,6 +769,8 @@ pub fn plan(
         distinct: s.distinct,
         json: s.json,
         group_by,
+        merge_order,
+        multi_filters,
     })
 }
 
@@ -799,6 +904,11 @@ fn now_s() -> i64 {
 }
 
 fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
+    for f in &plan.multi_filters {
+        if !super::filter::matches_multi(&plan.table, row, f, binds)? {
+            return Ok(false);
+        }
+    }
     for f in &plan.filters {
         let c = &plan.table.columns[f.column];
         let cell = row.cells.get(f.column).cloned().flatten();
@@ -842,7 +952,9 @@ pub fn execute(
         (None, Some(p)) => Some(p),
         (None, None) => None,
     };
-    if aggregate || plan.group_by > 0 {
+    let grouped = aggregate || plan.group_by > 0;
+    let merging = !plan.merge_order.is_empty();
+    if grouped || merging {
         want = None;
     }
     let mut source = super::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
@@ -861,7 +973,8 @@ pub fn execute(
         if plan.distinct && per_partition_count > 0 {
             continue;
         }
-        if ppl.is_some_and(|p| per_partition_count >= p) {
+        // With GROUP BY the per-partition limit counts groups, applied after aggregation.
+        if plan.group_by == 0 && ppl.is_some_and(|p| per_partition_count >= p) {
             continue;
         }
         if !passes_filters(plan, &row, binds)? {
@@ -899,8 +1012,32 @@ pub fn execute(
     } else {
         None
     };
-    let rows = if aggregate || plan.group_by > 0 {
-        aggregate_rows(plan, &collected, now)?
+    if merging {
+        merge_partitions(plan, &mut collected);
+        if let Some(l) = limit {
+            collected.truncate(l);
+        }
+    }
+    let rows = if grouped {
+        let mut groups = aggregate_rows(plan, &collected, now)?;
+        if plan.group_by > 0 {
+            if let Some(p) = ppl {
+                let mut seen = 0usize;
+                let mut last: Option<Bytes> = None;
+                groups.retain(|(pk, _)| {
+                    if last.as_ref() != Some(pk) {
+                        last = Some(pk.clone());
+                        seen = 0;
+                    }
+                    seen += 1;
+                    seen <= p
+                });
+            }
+            if let Some(l) = limit {
+                groups.truncate(l);
+            }
+        }
+        groups.into_iter().map(|(_, r)| r).collect()
     } else {
         let mut out = Vec::with_capacity(collected.len());
         for r in &collected {
@@ -922,6 +1059,47 @@ pub fn execute(
     })
 }
 
+/// Names of the columns a selector reads, however deeply nested in function calls.
+fn referenced_columns(sel: &ast::Selector, out: &mut Vec<String>) {
+    match sel {
+        ast::Selector::Column(id) => out.push(id.name.clone()),
+        ast::Selector::FunctionCall { args, .. } => {
+            for a in args {
+                referenced_columns(a, out);
+            }
+        }
+        ast::Selector::Cast { selector, .. }
+        | ast::Selector::WriteTime(selector)
+        | ast::Selector::MaxWriteTime(selector)
+        | ast::Selector::Ttl(selector)
+        | ast::Selector::Field { selector, .. } => referenced_columns(selector, out),
+        _ => {}
+    }
+}
+
+/// Cassandra sorts the rows of an `IN` query with ORDER BY in memory by the ordering columns
+/// only, keeping the partitions' order among equal keys (a stable sort).
+fn merge_partitions(plan: &SelectPlan, rows: &mut [Row]) {
+    let t = &plan.table;
+    rows.sort_by(|a, b| {
+        for &(i, desc) in &plan.merge_order {
+            let ty = &t.columns[i].cql_type;
+            let o = match (
+                a.cells.get(i).cloned().flatten(),
+                b.cells.get(i).cloned().flatten(),
+            ) {
+                (Some(x), Some(y)) => helenus_types::compare_serialized(ty, &x, &y),
+                (x, y) => x.is_some().cmp(&y.is_some()),
+            };
+            let o = if desc { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    });
+}
+
 fn group_key(plan: &SelectPlan, r: &Row) -> Vec<Option<Bytes>> {
     let t = &plan.table;
     t.columns
@@ -933,11 +1111,10 @@ fn group_key(plan: &SelectPlan, r: &Row) -> Vec<Option<Bytes>> {
         .collect()
 }
 
-fn aggregate_rows(
-    plan: &SelectPlan,
-    rows: &[Row],
-    now: i64,
-) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
+/// One output row per group, with the partition key of the group (for PER PARTITION LIMIT).
+type Groups = Vec<(Bytes, Vec<Option<Bytes>>)>;
+
+fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Groups> {
     let cols = &plan.compiled.columns;
     let mut out = Vec::new();
     let mut i = 0;
@@ -946,17 +1123,19 @@ fn aggregate_rows(
             return Ok(out);
         }
         let states: Vec<_> = cols.iter().map(|c| selectors::agg_init(&c.sel)).collect();
-        return Ok(vec![cols
-            .iter()
-            .zip(&states)
-            .map(|(c, s)| {
-                if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
-                    selectors::agg_finish(s, &c.sel)
-                } else {
-                    None
-                }
-            })
-            .collect()]);
+        return Ok(vec![(
+            Bytes::new(),
+            cols.iter()
+                .zip(&states)
+                .map(|(c, s)| {
+                    if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
+                        selectors::agg_finish(s, &c.sel)
+                    } else {
+                        None
+                    }
+                })
+                .collect(),
+        )]);
     }
     while i < rows.len() {
         let key = group_key(plan, &rows[i]);
@@ -968,12 +1147,13 @@ fn aggregate_rows(
             }
             j += 1;
         }
-        out.push(
+        out.push((
+            rows[i].partition_key.clone(),
             cols.iter()
                 .zip(&states)
                 .map(|(c, s)| selectors::agg_finish(s, &c.sel))
                 .collect(),
-        );
+        ));
         i = j;
     }
     Ok(out)
