@@ -948,6 +948,7 @@ pub fn apply(
             let col = t.column(&target.column.name).ok_or_else(|| {
                 ExecError::Invalid(format!("Column '{}' doesn't exist", target.column.name))
             })?;
+            check_index_target(t, col, target.kind, s.using.as_deref())?;
             let name = s
                 .name
                 .as_ref()
@@ -982,17 +983,28 @@ pub fn apply(
                 ast::IndexTargetKind::Simple => quoted,
             };
             let mut options = BTreeMap::new();
+            if let Some(dup) = t.indexes.iter().find(|i| {
+                i.options.get("target") == Some(&target_text)
+                    && i.options.get("class_name").map(|c| is_sai_class(c))
+                        == s.using.as_deref().map(is_sai_class)
+            }) {
+                if s.if_not_exists {
+                    return Ok(None);
+                }
+                return invalid(format!("Index {name} is a duplicate of existing index {}", dup.name));
+            }
             options.insert("target".to_string(), target_text);
+            for (k, v) in &s.properties {
+                if k == "options" {
+                    for (ok, ov) in map_value(v, "options")? {
+                        options.insert(ok, ov);
+                    }
+                }
+            }
             let kind = match &s.using {
                 Some(class) => {
-                    let full = if class.eq_ignore_ascii_case("sai")
-                        || class.ends_with("StorageAttachedIndex")
-                    {
-                        "org.apache.cassandra.index.sai.StorageAttachedIndex".to_string()
-                    } else {
-                        class.clone()
-                    };
-                    options.insert("class_name".to_string(), full);
+                    // Kept as written: Cassandra shows `USING 'sai'` back as given.
+                    options.insert("class_name".to_string(), class.clone());
                     "CUSTOM"
                 }
                 None => "COMPOSITES",
@@ -1159,6 +1171,71 @@ fn alter_table(
     nt.flags = t.flags.clone();
     nt.next_column_id = next_id.max(nt.next_column_id);
     Ok(nt)
+}
+
+/// Whether an index class name designates a storage-attached index.
+pub fn is_sai_class(class: &str) -> bool {
+    class.eq_ignore_ascii_case("sai") || class.ends_with("StorageAttachedIndex")
+}
+
+/// Cassandra's checks on what an index may target (`CreateIndexStatement`, SAI's type support).
+fn check_index_target(
+    t: &TableMeta,
+    col: &helenus_schema::ColumnMeta,
+    kind: ast::IndexTargetKind,
+    using: Option<&str>,
+) -> ExecResult<()> {
+    use ast::IndexTargetKind as K;
+    if let Some(class) = using {
+        if class.ends_with("SASIIndex") {
+            return invalid("SASI indexes are disabled. Enable in cassandra.yaml to use.");
+        }
+        if !is_sai_class(class) {
+            return Err(ExecError::Config(format!(
+                "Unable to find custom indexer class '{class}'"
+            )));
+        }
+    }
+    if t.is_counter_table() {
+        return invalid("Secondary indexes on counter tables aren't supported");
+    }
+    let pk_count = t
+        .columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::PartitionKey)
+        .count();
+    if col.kind == ColumnKind::PartitionKey && pk_count == 1 {
+        return invalid(format!(
+            "Cannot create secondary index on the only partition key column {}",
+            col.name
+        ));
+    }
+    let frozen_collection = matches!(
+        col.cql_type,
+        CqlType::List { frozen: true, .. }
+            | CqlType::Set { frozen: true, .. }
+            | CqlType::Map { frozen: true, .. }
+    );
+    let is_map = matches!(col.cql_type, CqlType::Map { .. });
+    match kind {
+        K::Full if !frozen_collection => {
+            return invalid("full() indexes can only be created on frozen collections")
+        }
+        K::Keys | K::Entries if !is_map => {
+            let what = if kind == K::Keys { "keys" } else { "entries" };
+            return invalid(format!(
+                "Cannot create index on {what} of column {} with non-map type",
+                col.name
+            ));
+        }
+        _ => {}
+    }
+    if using.is_some_and(is_sai_class)
+        && matches!(col.cql_type, CqlType::Native(helenus_types::NativeType::Blob))
+    {
+        return invalid("Unsupported type: blob");
+    }
+    Ok(())
 }
 
 /// A user type's field may hold neither counters nor non-frozen user types.

@@ -346,10 +346,16 @@ pub fn plan(
                                 c.name
                             ));
                         }
-                        let indexed = !used_index && index_serves(t, &c.name, *op);
-                        if indexed {
-                            used_index = true;
-                        } else if !system
+                        let indexed = match index_serves(t, i, *op) {
+                            Some(true) => true,
+                            Some(false) if !used_index => {
+                                used_index = true;
+                                true
+                            }
+                            _ => false,
+                        };
+                        if !indexed
+                            && !system
                             && (c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static)
                         {
                             need_filtering = true;
@@ -490,7 +496,11 @@ pub fn plan(
                         specs,
                     );
                 }
-                need_filtering = true;
+                if *op != Operator::Eq || used_index || !entries_indexed(t, i) {
+                    need_filtering = true;
+                } else {
+                    used_index = true;
+                }
                 filters.push(Filter {
                     column: i,
                     op: *op,
@@ -540,6 +550,10 @@ pub fn plan(
     let keyed = matches!(partitions, PartitionSelection::Keys(_));
 
     // Clustering: an = / IN prefix, then at most one slice; anything after a gap becomes a filter.
+    let ck_indexed = ck_restr.iter().enumerate().any(|(p, r)| {
+        r.as_ref()
+            .is_some_and(|(op, _)| index_serves(t, ck_cols[p], *op).is_some())
+    });
     let mut clustering_eq = Vec::new();
     let mut clustering_slice = None;
     let mut multi_filters = Vec::new();
@@ -660,7 +674,7 @@ pub fn plan(
             }
         });
     }
-    if !system && !keyed && (!clustering_eq.is_empty() || clustering_slice.is_some()) {
+    if !system && !keyed && !ck_indexed && (!clustering_eq.is_empty() || clustering_slice.is_some()) {
         need_filtering = true;
     }
     if need_filtering && !s.allow_filtering && !system {
@@ -1175,22 +1189,45 @@ pub fn compare_clustering(t: &TableMeta, a: &[Bytes], b: &[Bytes]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-/// Whether a secondary index on `column` answers `op` (Cassandra's index target kinds).
-fn index_serves(t: &TableMeta, column: &str, op: Operator) -> bool {
-    let quoted = super::describe::maybe_quote(column);
-    t.indexes.iter().any(|i| {
+/// Whether a secondary index on column `col` answers `op`: `Some(true)` for a storage-attached
+/// index (several of which combine in one query), `Some(false)` for a legacy index (one per query).
+fn index_serves(t: &TableMeta, col: usize, op: Operator) -> Option<bool> {
+    use helenus_types::NativeType as N;
+    let c = &t.columns[col];
+    let quoted = super::describe::maybe_quote(&c.name);
+    // SAI indexes literal types by term: equality only.
+    let literal = matches!(
+        c.cql_type,
+        CqlType::Native(N::Ascii | N::Varchar | N::Boolean | N::Uuid)
+    );
+    t.indexes.iter().find_map(|i| {
         let target = i
             .options
             .get("target")
             .map(String::as_str)
             .unwrap_or_default();
-        match op {
+        let sai = i
+            .options
+            .get("class_name")
+            .is_some_and(|cl| super::ddl::is_sai_class(cl));
+        let served = match op {
             Operator::Eq => target == quoted || target == format!("full({quoted})"),
             Operator::Contains => target == format!("values({quoted})"),
             Operator::ContainsKey => target == format!("keys({quoted})"),
-            _ => {
-                i.kind == "CUSTOM" && (target == quoted || target.contains(&format!("({quoted})")))
+            Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                sai && !literal && target == quoted
             }
-        }
+            _ => false,
+        };
+        served.then_some(sai)
     })
+}
+
+/// Whether an `entries(m)` index answers `m[key] = value`.
+fn entries_indexed(t: &TableMeta, col: usize) -> bool {
+    let quoted = super::describe::maybe_quote(&t.columns[col].name);
+    let want = format!("entries({quoted})");
+    t.indexes
+        .iter()
+        .any(|i| i.options.get("target").is_some_and(|x| *x == want))
 }
