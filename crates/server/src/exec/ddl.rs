@@ -991,7 +991,10 @@ pub fn apply(
                 if s.if_not_exists {
                     return Ok(None);
                 }
-                return invalid(format!("Index {name} is a duplicate of existing index {}", dup.name));
+                return invalid(format!(
+                    "Index {name} is a duplicate of existing index {}",
+                    dup.name
+                ));
             }
             options.insert("target".to_string(), target_text);
             for (k, v) in &s.properties {
@@ -1231,7 +1234,10 @@ fn check_index_target(
         _ => {}
     }
     if using.is_some_and(is_sai_class)
-        && matches!(col.cql_type, CqlType::Native(helenus_types::NativeType::Blob))
+        && matches!(
+            col.cql_type,
+            CqlType::Native(helenus_types::NativeType::Blob)
+        )
     {
         return invalid("Unsupported type: blob");
     }

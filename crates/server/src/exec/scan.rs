@@ -46,7 +46,39 @@ pub struct RowSource<'a> {
     now_s: i64,
 }
 
-fn token_value(term: &helenus_cql::ast::Term, binds: &Binds<'_>) -> ExecResult<i64> {
+pub(super) fn token_value(
+    t: &helenus_schema::TableMeta,
+    term: &helenus_cql::ast::Term,
+    binds: &Binds<'_>,
+) -> ExecResult<i64> {
+    // `token(p) > token(1)`: the token of the given partition key values.
+    if let helenus_cql::ast::Term::FunctionCall { name, args } = term {
+        if name.name.name.eq_ignore_ascii_case("token") {
+            let pk: Vec<_> = t
+                .columns
+                .iter()
+                .filter(|c| c.kind == helenus_schema::ColumnKind::PartitionKey)
+                .collect();
+            if pk.len() != args.len() {
+                return Err(ExecError::Invalid(format!(
+                    "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                    pk.len(),
+                    args.len()
+                )));
+            }
+            let mut parts = Vec::with_capacity(args.len());
+            for (c, a) in pk.iter().zip(args) {
+                match values::eval(a, &c.cql_type, &c.name, binds)? {
+                    Bound::Value(b) => parts.push(b),
+                    _ => return Err(ExecError::Invalid("Invalid null token value".into())),
+                }
+            }
+            let refs: Vec<&[u8]> = parts.iter().map(|b| b.as_ref()).collect();
+            return Ok(helenus_types::murmur3_token(&crate::keys::partition_key(
+                &refs,
+            )));
+        }
+    }
     let ty = CqlType::Native(helenus_types::NativeType::Bigint);
     match values::eval(term, &ty, "partition key token", binds)? {
         Bound::Value(b) => {
@@ -147,11 +179,11 @@ impl<'a> RowSource<'a> {
                 PartitionSelection::TokenRange { lower, upper } => {
                     let lower = lower
                         .as_ref()
-                        .map(|(t, inc)| token_value(t, binds).map(|v| (v, *inc)))
+                        .map(|(t, inc)| token_value(&plan.table, t, binds).map(|v| (v, *inc)))
                         .transpose()?;
                     let upper = upper
                         .as_ref()
-                        .map(|(t, inc)| token_value(t, binds).map(|v| (v, *inc)))
+                        .map(|(t, inc)| token_value(&plan.table, t, binds).map(|v| (v, *inc)))
                         .transpose()?;
                     Mode::Range {
                         next_start: resume.map(|r| (r.token, r.partition_key.clone())),

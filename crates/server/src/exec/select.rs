@@ -70,6 +70,8 @@ pub struct SelectPlan {
     /// With `IN` on the partition key and ORDER BY, rows of the partitions are merged by these
     /// (column index, descending) keys, as Cassandra sorts them in memory.
     pub merge_order: Vec<(usize, bool)>,
+    /// A token range given together with partition key values: checked on each partition.
+    pub token_filter: (TokenBound, TokenBound),
     /// Multi-column relations evaluated on each row (tuple order is the types' natural order).
     pub multi_filters: Vec<MultiFilter>,
 }
@@ -354,9 +356,18 @@ pub fn plan(
                             }
                             _ => false,
                         };
+                        if !system && *op == Operator::Eq && c.cql_type.is_multi_cell() {
+                            return invalid(format!(
+                                "Collection column '{}' ({}) cannot be restricted by a '=' relation",
+                                c.name, c.cql_type
+                            ));
+                        }
                         if !indexed
                             && !system
-                            && (c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static)
+                            && matches!(
+                                c.kind,
+                                ColumnKind::Regular | ColumnKind::Static | ColumnKind::PartitionKey
+                            )
                         {
                             need_filtering = true;
                         }
@@ -512,10 +523,10 @@ pub fn plan(
     }
 
     // Partition selection.
+    let mut token_filter = (None, None);
     let partitions = if !system && pk_vals.iter().all(Option::is_some) && !pk_vals.is_empty() {
-        if token.0.is_some() || token.1.is_some() {
-            return invalid("Columns \"partition key\" cannot be restricted by both a normal relation and a token relation");
-        }
+        // Both kinds of restriction: the keys select, the token range filters.
+        token_filter = std::mem::take(&mut token);
         PartitionSelection::Keys(pk_vals.into_iter().flatten().collect())
     } else {
         if pk_vals.iter().any(Option::is_some) {
@@ -674,7 +685,8 @@ pub fn plan(
             }
         });
     }
-    if !system && !keyed && !ck_indexed && (!clustering_eq.is_empty() || clustering_slice.is_some()) {
+    if !system && !keyed && !ck_indexed && (!clustering_eq.is_empty() || clustering_slice.is_some())
+    {
         need_filtering = true;
     }
     if need_filtering && !s.allow_filtering && !system {
@@ -785,6 +797,7 @@ pub fn plan(
         group_by,
         merge_order,
         multi_filters,
+        token_filter,
     })
 }
 
@@ -918,6 +931,18 @@ fn now_s() -> i64 {
 }
 
 fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
+    if let Some((term, inclusive)) = &plan.token_filter.0 {
+        let v = super::scan::token_value(&plan.table, term, binds)?;
+        if row.token < v || (!inclusive && row.token == v) {
+            return Ok(false);
+        }
+    }
+    if let Some((term, inclusive)) = &plan.token_filter.1 {
+        let v = super::scan::token_value(&plan.table, term, binds)?;
+        if row.token > v || (!inclusive && row.token == v) {
+            return Ok(false);
+        }
+    }
     for f in &plan.multi_filters {
         if !super::filter::matches_multi(&plan.table, row, f, binds)? {
             return Ok(false);
