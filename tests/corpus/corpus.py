@@ -17,6 +17,7 @@ Statement annotations are `--` comments directly before a statement:
 
 import argparse
 import concurrent.futures
+import re
 import datetime
 import decimal
 import ipaddress
@@ -379,6 +380,14 @@ def dump_json(obj):
     return "\n".join(lines) + "\n"
 
 
+GLOBAL_SCHEMA_RE = re.compile(r"\bDESC(RIBE)?\s+(FULL\s+)?(TABLES|TYPES|KEYSPACES|FUNCTIONS|AGGREGATES|SCHEMA|CLUSTER)\b", re.I)
+
+
+def reads_global_schema(fam, name):
+    with open(os.path.join(SCRIPTS, fam, name + ".cql"), encoding="utf-8") as f:
+        return bool(GLOBAL_SCHEMA_RE.search(f.read()))
+
+
 def run_all(args, scripts, on_done):
     if getattr(args, "shuffle", False):
         # Interleaves families so that a --deadline cut still samples all of them.
@@ -407,9 +416,15 @@ def run_all(args, scripts, on_done):
                 sys.stderr.write("  %d/%d scripts (%.0fs)\n" % (done[0], len(scripts), time.time() - start))
         return res
 
+    # Scripts that look at the whole cluster (DESCRIBE TABLES, TYPES, ...) see other scripts'
+    # keyspaces when run beside them: they run alone, after the others.
+    serial = [s for s in scripts if reads_global_schema(*s)]
+    parallel = [s for s in scripts if s not in serial]
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(task, scripts))
+            list(pool.map(task, parallel))
+        for item in serial:
+            task(item)
     finally:
         runner.close()
 

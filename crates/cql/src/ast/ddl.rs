@@ -94,6 +94,8 @@ pub struct CreateTableStatement {
     /// The primary key from the `PRIMARY KEY (...)` clause or the inline column marker; None when
     /// neither was written (the executor reports Cassandra's "No PRIMARY KEY specifed" error).
     pub primary_key: Option<PrimaryKey>,
+    /// Both an inline `PRIMARY KEY` marker and a `PRIMARY KEY (...)` clause were written.
+    pub primary_key_twice: bool,
     /// `WITH ...`
     pub options: TableOptions,
 }

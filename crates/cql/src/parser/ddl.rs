@@ -111,6 +111,7 @@ impl Parser<'_> {
             }
         }
         self.expect_sym(")")?;
+        let primary_key_twice = primary_key.is_some() && columns.iter().any(|c| c.primary_key);
         if primary_key.is_none() {
             let inline: Vec<Ident> = columns
                 .iter()
@@ -134,6 +135,7 @@ impl Parser<'_> {
             name,
             columns,
             primary_key,
+            primary_key_twice,
             options,
         })))
     }

@@ -73,9 +73,15 @@ fn check_name(kind: &str, name: &str) -> ExecResult<()> {
         || name.len() > 48
         || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     {
-        return invalid(format!(
+        let msg = format!(
             "{kind} name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")"
-        ));
+        );
+        // Cassandra validates table names with the table's configuration (ConfigurationException).
+        return Err(if kind == "Table" {
+            ExecError::Config(msg)
+        } else {
+            ExecError::Invalid(msg)
+        });
     }
     Ok(())
 }
@@ -135,9 +141,10 @@ fn replication_of(
                 let short = class.rsplit('.').next().unwrap_or(&class).to_string();
                 let full = match short.as_str() {
                     "SimpleStrategy" => {
-                        let rf = m.get("replication_factor").ok_or_else(|| {
-                            ExecError::Config("SimpleStrategy requires a replication_factor strategy option.".into())
-                        })?;
+                        // Cassandra 5.0 falls back to default_replication_factor (1).
+                        let rf = m
+                            .entry("replication_factor".to_string())
+                            .or_insert_with(|| "1".to_string());
                         if rf.parse::<u32>().is_err() {
                             return Err(ExecError::Config(format!("Replication factor must be non-negative; found {rf}")));
                         }
@@ -153,7 +160,13 @@ fn replication_of(
                         if let Some(rf) = m.remove("replication_factor") {
                             m.entry("datacenter1".to_string()).or_insert(rf);
                         }
+                        if m.is_empty() {
+                            m.insert("datacenter1".to_string(), "1".to_string());
+                        }
                         for (dc, rf) in &m {
+                            if dc != "datacenter1" {
+                                return Err(ExecError::Config(format!("Unrecognized strategy option {{{dc}}} passed to NetworkTopologyStrategy for keyspace")));
+                            }
                             if rf.parse::<u32>().is_err() {
                                 return Err(ExecError::Config(format!("Replication factor must be non-negative integer; found {rf} for {dc}")));
                             }
@@ -161,7 +174,7 @@ fn replication_of(
                         "org.apache.cassandra.locator.NetworkTopologyStrategy"
                     }
                     "LocalStrategy" | "EverywhereStrategy" => {
-                        return Err(ExecError::Config("Unable to use given strategy class: LocalStrategy is reserved for internal use.".to_string()))
+                        return invalid("Unable to use given strategy class: LocalStrategy is reserved for internal use.")
                     }
                     _ => return Err(ExecError::Config(format!("Unable to find replication strategy class 'org.apache.cassandra.locator.{short}'"))),
                 };
@@ -189,6 +202,14 @@ fn replication_of(
 
 /// Applies `WITH` properties to table params, with Cassandra's validation and defaults.
 pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> ExecResult<()> {
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in props {
+        if !seen.insert(name.as_str()) {
+            return Err(ExecError::Syntax(format!(
+                "Multiple definitions for property '{name}'"
+            )));
+        }
+    }
     let num = |v: &OptionValue, name: &str| -> ExecResult<f64> {
         scalar(v, name)?
             .parse::<f64>()
@@ -248,7 +269,16 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
             "cdc" => params.cdc = Some(boolean(v, name)?),
             "allow_auto_snapshot" => params.allow_auto_snapshot = Some(boolean(v, name)?),
             "incremental_backups" => params.incremental_backups = Some(boolean(v, name)?),
-            "memtable" => params.memtable = Some(scalar(v, name)?),
+            "memtable" => {
+                // Only the configurations a stock cassandra.yaml defines.
+                let m = scalar(v, name)?;
+                if !matches!(m.as_str(), "default" | "skiplist" | "trie") {
+                    return Err(ExecError::Config(format!(
+                        "Memtable configuration \"{m}\" not found."
+                    )));
+                }
+                params.memtable = Some(m)
+            }
             "caching" => {
                 let m = map_value(v, name)?;
                 let mut c = BTreeMap::new();
@@ -325,8 +355,14 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
                 if let Some(kb) = m.remove("chunk_length_kb") {
                     m.insert("chunk_length_in_kb".into(), kb);
                 }
-                m.entry("chunk_length_in_kb".into())
+                let kb = m
+                    .entry("chunk_length_in_kb".into())
                     .or_insert_with(|| "16".into());
+                if !kb.parse::<u32>().is_ok_and(|k| k.is_power_of_two()) {
+                    return Err(ExecError::Config(
+                        "chunk_length_in_kb must be a power of 2".into(),
+                    ));
+                }
                 params.compression = m;
             }
             "extensions" => {
@@ -338,6 +374,12 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
             "id" => {}
             other => return Err(ExecError::Syntax(format!("Unknown property '{other}'"))),
         }
+    }
+    if params.max_index_interval < params.min_index_interval {
+        return Err(ExecError::Config(format!(
+            "max_index_interval must be greater than or equal to min_index_interval ({}) (got {})",
+            params.min_index_interval, params.max_index_interval
+        )));
     }
     Ok(())
 }
@@ -459,6 +501,11 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
         ))
     })?;
     let inline_count = s.columns.iter().filter(|c| c.primary_key).count();
+    if s.primary_key_twice {
+        return invalid(format!(
+            "Multiple PRIMARY KEY specified for table '{tname}' (exactly one required)"
+        ));
+    }
     if inline_count > 1 {
         return invalid("Multiple PRIMARY KEYs specifed (exactly one required)".to_string());
     }
@@ -663,6 +710,9 @@ pub fn apply(
         S::CreateKeyspace(s) => {
             let name = s.name.name.clone();
             check_name("Keyspace", &name)?;
+            if is_system(&name) {
+                return invalid(format!("System keyspace '{name}' is not user-modifiable"));
+            }
             if schema.keyspaces.contains_key(&name) {
                 if s.if_not_exists {
                     return Ok(None);
@@ -672,11 +722,6 @@ pub fn apply(
                     keyspace: name,
                     table: String::new(),
                 });
-            }
-            if is_system(&name) {
-                return Err(ExecError::Unauthorized(format!(
-                    "{name} keyspace is not user-modifiable."
-                )));
             }
             let (replication, durable) = replication_of(&s.properties, None)?;
             let ks = KeyspaceMeta::new(&name, KeyspaceKind::User, replication, durable);
@@ -692,6 +737,10 @@ pub fn apply(
             }
             let ks = user_ks(&name)?;
             let (replication, durable) = replication_of(&s.properties, Some(&ks))?;
+            // Cassandra answers a schema change that changes nothing with a plain Void.
+            if replication == ks.replication && durable == ks.durable_writes {
+                return Ok(None);
+            }
             let mut new = (*ks).clone();
             new.replication = replication;
             new.durable_writes = durable;
@@ -1049,6 +1098,9 @@ pub fn apply(
                 changed("UPDATED", "TABLE", &ks_name, Some(&nt.name)),
             )
         }
+        S::DropMaterializedView {
+            if_exists: true, ..
+        } => return Ok(None),
         _ => return invalid("This statement is not supported by Helenus yet"),
     }))
 }
@@ -1127,14 +1179,12 @@ fn alter_table(
                 columns.remove(pos);
             }
         }
-        AlterTableAction::Rename { if_exists, renames } => {
+        AlterTableAction::Rename { renames, .. } => {
+            // Cassandra 5.0 rejects an unknown column even with IF EXISTS (which names the table).
             for (from, to) in renames {
                 let Some(pos) = columns.iter().position(|c| c.name == from.name) else {
-                    if *if_exists {
-                        continue;
-                    }
                     return invalid(format!(
-                        "Column {} was not found in table {}.{}",
+                        "Undefined column name {} in table {}.{}",
                         from.name, t.keyspace, t.name
                     ));
                 };

@@ -334,9 +334,13 @@ pub fn schema_rows(schema: &Schema, full: bool) -> Vec<DescribeRow> {
 }
 
 /// `DESCRIBE KEYSPACES` / `TABLES` / `TYPES`: name listings without statements.
-pub fn listing(schema: &Schema, kind: &'static str) -> Vec<DescribeRow> {
+/// Tables and types are listed for the session's keyspace only when it has one, as Cassandra does.
+pub fn listing(schema: &Schema, kind: &'static str, session_ks: Option<&str>) -> Vec<DescribeRow> {
     let mut rows = Vec::new();
     for ks in schema.keyspaces.values() {
+        if kind != "keyspace" && session_ks.is_some_and(|s| s != ks.name) {
+            continue;
+        }
         let names: Vec<&String> = match kind {
             "keyspace" => vec![&ks.name],
             "table" => sorted_ci(ks.tables.iter())

@@ -367,9 +367,15 @@ pub fn describe(
         DescribeTarget::Schema { full } => {
             describe_output(describe::schema_rows(&schema, *full), true)
         }
-        DescribeTarget::Keyspaces => describe_output(describe::listing(&schema, "keyspace"), false),
-        DescribeTarget::Tables => describe_output(describe::listing(&schema, "table"), false),
-        DescribeTarget::Types => describe_output(describe::listing(&schema, "type"), false),
+        DescribeTarget::Keyspaces => {
+            describe_output(describe::listing(&schema, "keyspace", None), false)
+        }
+        DescribeTarget::Tables => {
+            describe_output(describe::listing(&schema, "table", session_ks), false)
+        }
+        DescribeTarget::Types => {
+            describe_output(describe::listing(&schema, "type", session_ks), false)
+        }
         DescribeTarget::Functions | DescribeTarget::Aggregates => {
             describe_output(Vec::new(), false)
         }

@@ -170,7 +170,38 @@ pub fn resolve_type(
                 frozen: false,
             }
         }
-        CqlTypeExpr::Custom(c) => CqlType::Custom(c.clone()),
+        CqlTypeExpr::Custom(c) => {
+            native_of_marshal(c).map_or_else(|| CqlType::Custom(c.clone()), CqlType::Native)
+        }
+    })
+}
+
+/// The native type a custom type's Java class stands for (`'org.apache.cassandra.db.marshal.BytesType'`
+/// is a blob), as Cassandra resolves them.
+fn native_of_marshal(class: &str) -> Option<NativeType> {
+    let short = class.strip_prefix("org.apache.cassandra.db.marshal.")?;
+    Some(match short {
+        "AsciiType" => NativeType::Ascii,
+        "LongType" => NativeType::Bigint,
+        "BytesType" => NativeType::Blob,
+        "BooleanType" => NativeType::Boolean,
+        "CounterColumnType" => NativeType::Counter,
+        "SimpleDateType" => NativeType::Date,
+        "DecimalType" => NativeType::Decimal,
+        "DoubleType" => NativeType::Double,
+        "DurationType" => NativeType::Duration,
+        "FloatType" => NativeType::Float,
+        "InetAddressType" => NativeType::Inet,
+        "Int32Type" => NativeType::Int,
+        "ShortType" => NativeType::Smallint,
+        "UTF8Type" => NativeType::Varchar,
+        "TimeType" => NativeType::Time,
+        "TimestampType" => NativeType::Timestamp,
+        "TimeUUIDType" => NativeType::Timeuuid,
+        "ByteType" => NativeType::Tinyint,
+        "UUIDType" => NativeType::Uuid,
+        "IntegerType" => NativeType::Varint,
+        _ => return None,
     })
 }
 
