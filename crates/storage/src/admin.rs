@@ -173,7 +173,11 @@ impl Engine {
             local_write_count: t.counters.writes.load(Ordering::Relaxed),
             bloom_filter_false_positives: t.counters.bloom_false_positives.load(Ordering::Relaxed),
             chunk_cache_hit_rate: self.chunk_cache.hit_rate(),
-            key_cache_hit_rate: 0.0,
+            key_cache_hits: t.counters.key_cache_hits.load(Ordering::Relaxed),
+            key_cache_requests: t.counters.key_cache_requests.load(Ordering::Relaxed),
+            key_cache_hit_rate: self.key_cache.hit_rate(),
+            row_cache_hits: t.counters.row_cache_hits.load(Ordering::Relaxed),
+            row_cache_requests: t.counters.row_cache_requests.load(Ordering::Relaxed),
             sstables_per_read_max: t.counters.max_sstables_per_read.load(Ordering::Relaxed),
             ..TableStats::default()
         };

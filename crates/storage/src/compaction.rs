@@ -382,7 +382,7 @@ pub(crate) fn compact_sstables(
     }
     t.compacting.lock().retain(|g| !input_gens.contains(g));
     let uids: HashSet<u64> = inputs.iter().map(|s| s.uid).collect();
-    engine.chunk_cache.retain(|k| !uids.contains(&k.0));
+    engine.forget_sstables(&uids);
     for s in &inputs {
         for p in s.component_paths() {
             let _ = std::fs::remove_file(p);

@@ -13,10 +13,12 @@
 mod admin;
 mod bloom;
 mod cache;
+mod caches;
 mod clustering;
 mod codec;
 mod commitlog;
 mod compaction;
+mod compression;
 mod engine;
 mod error;
 mod memtable;

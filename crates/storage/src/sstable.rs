@@ -2,8 +2,10 @@
 //!
 //! * `Data.db` — the partitions (codec.rs encoding) back to back as one logical stream, cut into
 //!   chunks of `chunk_length_in_kb`. Each chunk on disk:
-//!   `[u32 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored bytes)][stored bytes]`.
-//! * `CompressionInfo.db` — `"hl-1" | u8 algorithm (0 none, 1 lz4) | u32 chunk_len |
+//!   `[u8 chunk algorithm][u24 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored
+//!   bytes)][stored bytes]`; chunk algorithm 0 = the file's (files written before it existed),
+//!   1 raw, 2 lz4, 3 zstd, 4 deflate (compression.rs).
+//! * `CompressionInfo.db` — `"hl-1" | u8 algorithm (0 none, 1 lz4, 2 zstd, 3 deflate) | u32 chunk_len |
 //!   u64 uncompressed_len | u32 n_chunks | n_chunks * u64 file offset of the chunk | u32 crc32c`.
 //! * `Index.db` — `"hl-1" | u32 n | n * entry | u32 crc32c`, in (token, key) order;
 //!   `entry = key: u32 len + bytes, token i64, position u64 in the logical stream, length u32,
@@ -23,9 +25,10 @@ use crate::codec::{
     crc32c, decode_partition, decode_partition_header, decode_rows, encode_partition_indexed,
     Reader, Writer,
 };
+use crate::compression::{self, ChunkCodec, STORED_LEN_MASK};
 use crate::error::StorageError;
 use crate::partition::Partition;
-use crate::types::{CompressionAlgorithm, CompressionOptions};
+use crate::types::CompressionOptions;
 use bytes::Bytes;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -188,7 +191,7 @@ const ROW_INDEX_BLOCK_BYTES: usize = 64 << 10;
 pub struct SSTableWriter {
     dir: PathBuf,
     gen: u64,
-    algorithm: u8,
+    codec: ChunkCodec,
     chunk_len: usize,
     data: BufWriter<File>,
     data_offset: u64,
@@ -199,14 +202,6 @@ pub struct SSTableWriter {
     filter: BloomFilter,
     stats: SSTableStats,
     scratch: Vec<u8>,
-}
-
-fn algorithm_code(c: &CompressionOptions) -> u8 {
-    match c.algorithm {
-        CompressionAlgorithm::None => 0,
-        // Zstd and Deflate are stored as LZ4 until those codecs are linked (see lib.rs).
-        _ => 1,
-    }
 }
 
 impl SSTableWriter {
@@ -225,7 +220,7 @@ impl SSTableWriter {
         Ok(SSTableWriter {
             dir: dir.to_path_buf(),
             gen,
-            algorithm: algorithm_code(compression),
+            codec: ChunkCodec::new(compression),
             chunk_len,
             data: BufWriter::with_capacity(1 << 16, f),
             data_offset: 0,
@@ -319,13 +314,13 @@ impl SSTableWriter {
     }
 
     fn write_chunk(&mut self, chunk: &[u8]) -> Result<(), StorageError> {
-        let stored = if self.algorithm == 1 {
-            lz4_flex::block::compress(chunk)
-        } else {
-            chunk.to_vec()
-        };
+        let (code, stored) = self.codec.compress(chunk);
+        // Chunks are at most 4 MiB and stored raw when compression does not shrink them, so the
+        // length always fits below the code byte.
+        debug_assert!(stored.len() as u32 <= STORED_LEN_MASK);
+        let word = (u32::from(code) << 24) | (stored.len() as u32 & STORED_LEN_MASK);
         let mut hdr = Vec::with_capacity(12);
-        hdr.extend_from_slice(&(stored.len() as u32).to_be_bytes());
+        hdr.extend_from_slice(&word.to_be_bytes());
         hdr.extend_from_slice(&(chunk.len() as u32).to_be_bytes());
         hdr.extend_from_slice(&crc32c(&stored).to_be_bytes());
         self.chunk_offsets.push(self.data_offset);
@@ -361,7 +356,7 @@ impl SSTableWriter {
         let mut ci = MAGIC.to_vec();
         {
             let mut w = Writer(&mut ci);
-            w.u8(self.algorithm);
+            w.u8(self.codec.file_code());
             w.u32(self.chunk_len as u32);
             w.u64(self.logical_pos);
             w.u32(self.chunk_offsets.len() as u32);
@@ -587,12 +582,21 @@ impl SSTableReader {
 
     /// Index position of the partition, if present.
     pub fn find(&self, token: i64, key: &Bytes) -> Option<usize> {
-        if token < self.stats.min_token
-            || token > self.stats.max_token
-            || !self.filter.may_contain(token, key)
-        {
+        if !self.may_contain(token, key) {
             return None;
         }
+        self.search(token, key)
+    }
+
+    /// Token range and bloom filter check: false means the partition is surely absent.
+    pub fn may_contain(&self, token: i64, key: &Bytes) -> bool {
+        token >= self.stats.min_token
+            && token <= self.stats.max_token
+            && self.filter.may_contain(token, key)
+    }
+
+    /// Index position of the partition by binary search (the key cache's miss path).
+    pub fn search(&self, token: i64, key: &Bytes) -> Option<usize> {
         self.index
             .binary_search_by(|e| (e.token, &e.key).cmp(&(token, key)))
             .ok()
@@ -617,7 +621,9 @@ impl SSTableReader {
         self.data
             .read_exact_at(&mut hdr, offset)
             .map_err(|_| corrupt())?;
-        let stored_len = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
+        let word = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+        let chunk_code = (word >> 24) as u8;
+        let stored_len = (word & STORED_LEN_MASK) as usize;
         let raw_len = u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]) as usize;
         let crc = u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]);
         if stored_len > MAX_CHUNK_BYTES || raw_len > MAX_CHUNK_BYTES {
@@ -630,14 +636,8 @@ impl SSTableReader {
         if crc32c(&stored) != crc {
             return Err(corrupt());
         }
-        let raw = if self.algorithm == 1 {
-            lz4_flex::block::decompress(&stored, raw_len).map_err(|_| corrupt())?
-        } else {
-            stored
-        };
-        if raw.len() != raw_len {
-            return Err(corrupt());
-        }
+        let raw = compression::decompress(chunk_code, self.algorithm, stored, raw_len)
+            .ok_or_else(corrupt)?;
         let raw = Arc::new(raw);
         if let Some(c) = cache {
             c.insert(key, raw.clone(), raw_len as u64);
