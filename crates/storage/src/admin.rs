@@ -75,6 +75,16 @@ impl Engine {
         r
     }
 
+    /// Runs the table's compaction strategy once, now (including single-SSTable tombstone
+    /// compaction); None when it has nothing to do.
+    pub fn run_background_compaction(
+        &self,
+        table: TableId,
+    ) -> Result<Option<CompactionStats>, StorageError> {
+        let t = self.table(table)?;
+        compaction::background_compaction(self, &t)
+    }
+
     /// nodetool garbagecollect: rewrites each SSTable alone, dropping shadowed data and purgeable
     /// tombstones.
     pub fn garbage_collect(&self, table: TableId) -> Result<CompactionStats, StorageError> {

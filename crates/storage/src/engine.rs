@@ -56,6 +56,9 @@ pub(crate) struct Table {
     pub flush_lock: Mutex<()>,
     /// Generations taken by a running compaction.
     pub compacting: Mutex<HashSet<u64>>,
+    /// Outputs of single-SSTable tombstone compactions that purged nothing: not retried, or
+    /// every flush would rewrite them again.
+    pub futile_tombstone_gens: Mutex<HashSet<u64>>,
     pub counters: TableCounters,
     pub dropped: AtomicBool,
 }
@@ -182,6 +185,7 @@ impl Engine {
             next_gen: AtomicU64::new(gens.last().map_or(1, |g| g + 1)),
             flush_lock: Mutex::new(()),
             compacting: Mutex::new(HashSet::new()),
+            futile_tombstone_gens: Mutex::new(HashSet::new()),
             counters: TableCounters::default(),
             dropped: AtomicBool::new(false),
         });
@@ -483,6 +487,9 @@ impl Engine {
         let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
         let mut touched = 0u64;
         for s in &sstables {
+            if matches!(ranges, Some(r) if !s.may_have_rows_in(r)) {
+                continue;
+            }
             if let Some(i) = self.find_in_sstable(t, s, token, key) {
                 touched += 1;
                 let p = match ranges {

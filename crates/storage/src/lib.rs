@@ -26,6 +26,7 @@ mod partition;
 mod reconcile;
 mod sstable;
 mod sstable_tools;
+mod stats;
 mod types;
 
 pub use engine::Engine;

@@ -14,7 +14,7 @@
 //!   index of ~64 KiB blocks, so a slice reads only the header and the blocks it overlaps. It is small relative to
 //!   the data and is held in memory whole, which makes it its own Summary.
 //! * `Filter.db` — bloom filter (bloom.rs).
-//! * `Statistics.db` — see `SSTableStats::encode`.
+//! * `Statistics.db` — see stats.rs.
 //! * `TOC.txt` — the component names, written last: a generation without it is incomplete and
 //!   deleted at load.
 
@@ -28,6 +28,7 @@ use crate::codec::{
 use crate::compression::{self, ChunkCodec, STORED_LEN_MASK};
 use crate::error::StorageError;
 use crate::partition::Partition;
+pub use crate::stats::SSTableStats;
 use crate::types::CompressionOptions;
 use bytes::Bytes;
 use std::fs::{self, File};
@@ -88,78 +89,6 @@ pub fn list_generations(dir: &Path) -> Result<Vec<u64>, StorageError> {
     Ok(complete)
 }
 
-/// Per-SSTable statistics (the Statistics component).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SSTableStats {
-    pub partitions: u64,
-    pub rows: u64,
-    pub min_timestamp_us: i64,
-    pub max_timestamp_us: i64,
-    pub min_token: i64,
-    pub max_token: i64,
-    pub tombstones: u64,
-    /// Latest local deletion time of any tombstone or TTL (for droppable-tombstone estimates).
-    pub max_local_deletion_time_s: i64,
-    pub uncompressed_bytes: u64,
-    pub data_file_bytes: u64,
-    pub max_partition_bytes: u64,
-    /// Compaction level (LCS) or 0.
-    pub level: u32,
-}
-
-impl SSTableStats {
-    /// `"hl-1" | u64 partitions | u64 rows | i64 min_ts | i64 max_ts | i64 min_token | i64 max_token |
-    /// u64 tombstones | i64 max_ldt | u64 uncompressed | u64 data_file | u64 max_partition | u32 level`
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(MAGIC);
-        let mut w = Writer(out);
-        for v in [self.partitions, self.rows] {
-            w.u64(v);
-        }
-        for v in [
-            self.min_timestamp_us,
-            self.max_timestamp_us,
-            self.min_token,
-            self.max_token,
-        ] {
-            w.i64(v);
-        }
-        w.u64(self.tombstones);
-        w.i64(self.max_local_deletion_time_s);
-        for v in [
-            self.uncompressed_bytes,
-            self.data_file_bytes,
-            self.max_partition_bytes,
-        ] {
-            w.u64(v);
-        }
-        w.u32(self.level);
-    }
-
-    fn decode(buf: &[u8]) -> Result<Self, StorageError> {
-        let mut r = Reader::new(buf, "statistics");
-        if r.take(4)? != MAGIC {
-            return Err(StorageError::Decode {
-                what: "statistics magic",
-            });
-        }
-        Ok(SSTableStats {
-            partitions: r.u64()?,
-            rows: r.u64()?,
-            min_timestamp_us: r.i64()?,
-            max_timestamp_us: r.i64()?,
-            min_token: r.i64()?,
-            max_token: r.i64()?,
-            tombstones: r.u64()?,
-            max_local_deletion_time_s: r.i64()?,
-            uncompressed_bytes: r.u64()?,
-            data_file_bytes: r.u64()?,
-            max_partition_bytes: r.u64()?,
-            level: r.u32()?,
-        })
-    }
-}
-
 /// One index entry: where a partition lives in the logical data stream.
 #[derive(Debug, Clone)]
 pub struct IndexEntry {
@@ -201,6 +130,9 @@ pub struct SSTableWriter {
     index: Vec<IndexEntry>,
     filter: BloomFilter,
     stats: SSTableStats,
+    /// Smallest / largest row clustering so far (for the statistics' clustering bounds).
+    min_ck: Option<CKey>,
+    max_ck: Option<CKey>,
     scratch: Vec<u8>,
 }
 
@@ -229,14 +161,9 @@ impl SSTableWriter {
             logical_pos: 0,
             index: Vec::new(),
             filter: BloomFilter::new(expected_keys, fp_chance),
-            stats: SSTableStats {
-                min_timestamp_us: i64::MAX,
-                max_timestamp_us: i64::MIN,
-                min_token: i64::MAX,
-                max_token: i64::MIN,
-                level,
-                ..SSTableStats::default()
-            },
+            stats: SSTableStats::empty(level),
+            min_ck: None,
+            max_ck: None,
             scratch: Vec::new(),
         })
     }
@@ -298,6 +225,7 @@ impl SSTableWriter {
         s.max_token = s.max_token.max(p.token);
         s.max_partition_bytes = s.max_partition_bytes.max(len);
         s.max_local_deletion_time_s = s.max_local_deletion_time_s.max(max_ldt(p));
+        s.note_partition(p, &mut self.min_ck, &mut self.max_ck);
         self.logical_pos += len;
         self.pending.extend_from_slice(&self.scratch);
         while self.pending.len() >= self.chunk_len {
@@ -352,6 +280,8 @@ impl SSTableWriter {
             .map_err(|e| StorageError::io(&data_path, e))?;
         self.stats.uncompressed_bytes = self.logical_pos;
         self.stats.data_file_bytes = self.data_offset;
+        self.stats.min_clustering = self.min_ck.take().map(|k| k.values).unwrap_or_default();
+        self.stats.max_clustering = self.max_ck.take().map(|k| k.values).unwrap_or_default();
 
         let mut ci = MAGIC.to_vec();
         {
@@ -480,6 +410,8 @@ pub struct SSTableReader {
     pub index: Vec<IndexEntry>,
     pub filter: BloomFilter,
     pub stats: SSTableStats,
+    /// Row clustering bounds as comparator positions (None when unknown or no rows).
+    clustering_bounds: Option<(CKey, CKey)>,
     cmp: Arc<ClusteringComparator>,
 }
 
@@ -546,6 +478,15 @@ impl SSTableReader {
             SSTableStats::decode(&fs::read(&spath).map_err(|e| StorageError::io(&spath, e))?)?;
         let data_path = component_path(dir, gen, "Data.db");
         let data = File::open(&data_path).map_err(|e| StorageError::io(&data_path, e))?;
+        let clustering_bounds = (stats.has_clustering_bounds()
+            && stats.min_clustering.len() == cmp.len()
+            && stats.max_clustering.len() == cmp.len())
+        .then(|| {
+            (
+                CKey::row(stats.min_clustering.clone(), cmp),
+                CKey::row(stats.max_clustering.clone(), cmp),
+            )
+        });
         Ok(Arc::new(SSTableReader {
             dir: dir.to_path_buf(),
             gen,
@@ -558,6 +499,7 @@ impl SSTableReader {
             index,
             filter,
             stats,
+            clustering_bounds,
             cmp: cmp.clone(),
         }))
     }
@@ -586,6 +528,20 @@ impl SSTableReader {
             return None;
         }
         self.search(token, key)
+    }
+
+    /// False when no row of this SSTable can fall in `ranges` and nothing else in it can
+    /// matter to a slice read: no partition or range deletion (it may shadow rows of other
+    /// SSTables inside the slice) and no static rows (always returned). Row and cell
+    /// tombstones sit at row clusterings, inside the bounds.
+    pub fn may_have_rows_in(&self, ranges: &[(CKey, CKey)]) -> bool {
+        let Some((lo, hi)) = &self.clustering_bounds else {
+            return true;
+        };
+        if self.stats.wide_deletions > 0 || self.stats.static_rows > 0 {
+            return true;
+        }
+        ranges.iter().any(|(s, e)| s <= hi && lo <= e)
     }
 
     /// Token range and bloom filter check: false means the partition is surely absent.

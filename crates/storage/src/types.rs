@@ -339,6 +339,8 @@ pub struct CompactionStats {
     pub bytes_written: u64,
     pub partitions_written: u64,
     pub tombstones_purged: u64,
+    /// Generations written (for strategies that remember what they produced).
+    pub output_generations: Vec<u64>,
 }
 
 /// A running compaction (nodetool compactionstats).
