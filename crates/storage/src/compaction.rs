@@ -80,7 +80,15 @@ pub(crate) fn start_workers(engine: &Arc<Engine>) -> Result<(), StorageError> {
 
 /// Flushes a table's memtable to a new SSTable (blocking).
 pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), StorageError> {
+    /// Wakes writers waiting on backpressure however the flush ends.
+    struct Done<'a>(&'a Engine);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.note_flush_done();
+        }
+    }
     let _f = t.flush_lock.lock();
+    let _done = Done(engine);
     if t.dropped.load(Ordering::Relaxed) {
         return Ok(());
     }

@@ -97,6 +97,18 @@ pub struct Engine {
     pub(crate) progress: Mutex<HashMap<u64, CompactionProgress>>,
     pub(crate) next_task_id: AtomicU64,
     pub(crate) workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Completed flush attempts, for writers waiting on backpressure (backpressure.rs).
+    pub(crate) flushes_done: tokio::sync::watch::Sender<u64>,
+    pub(crate) flush_wait: (Mutex<()>, parking_lot::Condvar),
+    pub(crate) stalls: StallCounters,
+}
+
+/// Write backpressure counters.
+#[derive(Default)]
+pub(crate) struct StallCounters {
+    pub stalled_writes: AtomicU64,
+    pub stall_ms: AtomicU64,
+    pub stall_timeouts: AtomicU64,
 }
 
 fn now_s() -> i64 {
@@ -142,6 +154,9 @@ impl Engine {
             progress: Mutex::new(HashMap::new()),
             next_task_id: AtomicU64::new(1),
             workers: Mutex::new(Vec::new()),
+            flushes_done: tokio::sync::watch::Sender::new(0),
+            flush_wait: (Mutex::new(()), parking_lot::Condvar::new()),
+            stalls: StallCounters::default(),
         });
         crate::compaction::start_workers(&engine)?;
         Ok(engine)
@@ -303,18 +318,21 @@ impl Engine {
 
     /// Applies one mutation; when this returns the write is durable as `commitlog_sync` promises.
     pub async fn apply(&self, m: Mutation) -> Result<(), StorageError> {
+        self.wait_for_memtable_space().await;
         let seq = self.apply_local(std::slice::from_ref(&m))?;
         self.log.wait_durable(seq).await
     }
 
     /// Applies several mutations atomically (one commitlog entry): a logged batch on one node.
     pub async fn apply_batch(&self, ms: Vec<Mutation>) -> Result<(), StorageError> {
+        self.wait_for_memtable_space().await;
         let seq = self.apply_local(&ms)?;
         self.log.wait_durable(seq).await
     }
 
     /// Blocking `apply_batch` for callers outside an async runtime (tools, tests).
     pub fn apply_blocking(&self, ms: &[Mutation]) -> Result<(), StorageError> {
+        self.wait_for_memtable_space_blocking();
         let seq = self.apply_local(ms)?;
         self.log.wait_durable_blocking(seq)
     }
@@ -644,7 +662,7 @@ impl Engine {
             .sum()
     }
 
-    fn maybe_trigger_flush(&self) {
+    pub(crate) fn maybe_trigger_flush(&self) {
         if self.memtable_bytes() < self.config.memtable_space_bytes.max(1 << 20) {
             return;
         }

@@ -11,6 +11,7 @@
 //! index yet); the key cache is not implemented (its hit rate reads 0).
 
 mod admin;
+mod backpressure;
 mod bloom;
 mod cache;
 mod caches;
@@ -29,6 +30,7 @@ mod sstable_tools;
 mod stats;
 mod types;
 
+pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use engine::Engine;
 pub use error::StorageError;
 pub use sstable_tools::{dump_sstable, verify_sstable, VerifyReport};
