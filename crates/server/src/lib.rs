@@ -91,12 +91,16 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     }
     let serving = tokio::spawn(transport::serve(node.clone(), listener));
     shutdown_signal().await;
-    println!(
-        "Helenus shutting down: syncing the commitlog (memtables replay from it at the next start)"
-    );
+    println!("Helenus shutting down: flushing memtables and syncing the commitlog");
     serving.abort();
     let engine = node.engine.clone();
-    let _ = tokio::task::spawn_blocking(move || engine.shutdown()).await;
+    match tokio::task::spawn_blocking(move || engine.shutdown()).await {
+        Ok(Ok(())) => println!("Helenus stopped cleanly: nothing to replay at the next start"),
+        Ok(Err(e)) => {
+            println!("Helenus stopped; unflushed data replays from the commitlog at the next start ({e})")
+        }
+        Err(e) => println!("Helenus stopped; storage shutdown did not finish ({e})"),
+    }
     Ok(())
 }
 

@@ -60,6 +60,7 @@ fn config(dir: &std::path::Path) -> StorageConfig {
         memtable_space_bytes: 1 << 30,
         key_cache_bytes: 16 << 20,
         chunk_cache_bytes: 64 << 20,
+        row_cache_bytes: 0,
         concurrent_compactors: 1,
         compaction_throughput_mib_per_s: 0,
     }

@@ -75,6 +75,16 @@ impl Engine {
         r
     }
 
+    /// Runs the table's compaction strategy once, now (including single-SSTable tombstone
+    /// compaction); None when it has nothing to do.
+    pub fn run_background_compaction(
+        &self,
+        table: TableId,
+    ) -> Result<Option<CompactionStats>, StorageError> {
+        let t = self.table(table)?;
+        compaction::background_compaction(self, &t)
+    }
+
     /// nodetool garbagecollect: rewrites each SSTable alone, dropping shadowed data and purgeable
     /// tombstones.
     pub fn garbage_collect(&self, table: TableId) -> Result<CompactionStats, StorageError> {
@@ -173,7 +183,11 @@ impl Engine {
             local_write_count: t.counters.writes.load(Ordering::Relaxed),
             bloom_filter_false_positives: t.counters.bloom_false_positives.load(Ordering::Relaxed),
             chunk_cache_hit_rate: self.chunk_cache.hit_rate(),
-            key_cache_hit_rate: 0.0,
+            key_cache_hits: t.counters.key_cache_hits.load(Ordering::Relaxed),
+            key_cache_requests: t.counters.key_cache_requests.load(Ordering::Relaxed),
+            key_cache_hit_rate: self.key_cache.hit_rate(),
+            row_cache_hits: t.counters.row_cache_hits.load(Ordering::Relaxed),
+            row_cache_requests: t.counters.row_cache_requests.load(Ordering::Relaxed),
             sstables_per_read_max: t.counters.max_sstables_per_read.load(Ordering::Relaxed),
             ..TableStats::default()
         };
@@ -208,11 +222,41 @@ impl Engine {
         v
     }
 
-    /// Syncs the commitlog and stops background threads. Memtables are not flushed: the
-    /// commitlog replays them at next start.
+    /// Clean shutdown: flushes every memtable, lets a running flush or compaction finish,
+    /// stops background threads, syncs the commitlog and, when everything was flushed, deletes
+    /// its segments so the next start replays nothing. If a flush fails, the commitlog is kept
+    /// and replays the unflushed data at the next start; the first error is returned.
     pub fn shutdown(&self) -> Result<(), StorageError> {
+        let mut first_err = None;
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        for t in &tables {
+            if let Err(e) = compaction::flush_table(self, t) {
+                first_err.get_or_insert(e);
+            }
+        }
+        let synced = self.stop_background();
+        if first_err.is_none() && synced.is_ok() {
+            self.log.close_clean();
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => synced,
+        }
+    }
+
+    /// Stops without flushing memtables (as a crash after the last commitlog sync would): the
+    /// commitlog replays them at the next start. For tests of replay and for callers that must
+    /// stop fast.
+    pub fn shutdown_without_flush(&self) -> Result<(), StorageError> {
+        self.stop_background()
+    }
+
+    /// Stops the flush and compaction threads (letting running work finish) and the commitlog.
+    fn stop_background(&self) -> Result<(), StorageError> {
         self.jobs.lock().take();
         self.compaction_jobs.lock().take();
+        // Wake writers waiting on backpressure: there is no flush thread to wait for now.
+        self.note_flush_done();
         // Let a running flush or compaction finish so no half-replaced SSTable set is left.
         let workers: Vec<_> = std::mem::take(&mut *self.workers.lock());
         let me = std::thread::current().id();

@@ -1,4 +1,5 @@
-//! Byte-budgeted caches: decompressed SSTable chunks and partition index entries. Sharded to
+//! Byte-budgeted caches: decompressed SSTable chunks, partition index positions (the key cache)
+//! and merged partitions (the row cache). Sharded to
 //! keep lock hold times short; eviction is FIFO within a shard (cheap, scan-resistant enough for
 //! chunk-sized entries, and with no per-hit bookkeeping).
 
@@ -9,6 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const SHARDS: usize = 16;
+
+pub use crate::types::CacheCounters;
 
 struct Shard<K, V> {
     map: HashMap<K, (Arc<V>, u64)>,
@@ -79,6 +82,32 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
             if let Some((_, sz)) = s.map.remove(&old) {
                 s.bytes -= sz;
             }
+        }
+    }
+
+    /// Removes one entry (row cache invalidation on write).
+    pub fn remove(&self, k: &K) {
+        let Some(shard) = self.shard(k) else { return };
+        let mut s = shard.lock();
+        if let Some((_, sz)) = s.map.remove(k) {
+            s.bytes -= sz;
+            // The FIFO order keeps the key until it reaches the front; `insert` and eviction
+            // skip keys that are no longer mapped.
+            if s.order.len() > 2 * s.map.len() + 64 {
+                let Shard { map, order, .. } = &mut *s;
+                order.retain(|k| map.contains_key(k));
+            }
+        }
+    }
+
+    /// (hits, requests, bytes held) since start.
+    pub fn counters(&self) -> CacheCounters {
+        let hits = self.hits.load(Ordering::Relaxed);
+        CacheCounters {
+            hits,
+            requests: hits + self.misses.load(Ordering::Relaxed),
+            size_bytes: self.shards.iter().map(|s| s.lock().bytes).sum(),
+            capacity_bytes: self.shard_budget_bytes * SHARDS as u64,
         }
     }
 

@@ -162,6 +162,10 @@ impl Commitlog {
             )));
         }
         let mut st = self.state.lock();
+        // After shutdown the segment may be deleted (`close_clean`): an append would be lost.
+        if self.stop.load(Ordering::Acquire) {
+            return Err(StorageError::ShuttingDown);
+        }
         let entry_len = HEADER_BYTES + payload.len() as u64;
         if st.offset > 0 && st.offset + entry_len > self.segment_size_bytes {
             self.rotate(&mut st)?;
@@ -323,12 +327,38 @@ impl Commitlog {
         }
     }
 
-    /// Final fsync; stops the syncer.
+    /// Final fsync; stops the syncer and refuses further appends.
     pub fn shutdown(&self) -> Result<(), StorageError> {
+        {
+            // Under the writer lock, so no append is between its check and its write.
+            let _st = self.state.lock();
+            self.stop.store(true, Ordering::Release);
+        }
         let r = self.sync_now();
-        self.stop.store(true, Ordering::Relaxed);
         self.sync_cv.notify_all();
         r
+    }
+
+    /// After `shutdown`, once every table was flushed: deletes every segment whose entries are
+    /// all in SSTables, the current one included, so the next start replays nothing. Returns
+    /// true when no segment is left.
+    pub fn close_clean(&self) -> bool {
+        let mut st = self.state.lock();
+        if !self.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        self.delete_clean_segments(&mut st);
+        let flushed = &st.flushed;
+        let cur = &st.current;
+        let clean = cur
+            .dirty
+            .iter()
+            .all(|(t, off)| flushed.get(t).is_some_and(|p| *p >= (cur.id, *off)));
+        if clean && st.old.is_empty() {
+            let _ = fs::remove_file(&st.current.path);
+            return true;
+        }
+        false
     }
 }
 

@@ -80,7 +80,15 @@ pub(crate) fn start_workers(engine: &Arc<Engine>) -> Result<(), StorageError> {
 
 /// Flushes a table's memtable to a new SSTable (blocking).
 pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), StorageError> {
+    /// Wakes writers waiting on backpressure however the flush ends.
+    struct Done<'a>(&'a Engine);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.note_flush_done();
+        }
+    }
     let _f = t.flush_lock.lock();
+    let _done = Done(engine);
     if t.dropped.load(Ordering::Relaxed) {
         return Ok(());
     }
@@ -371,6 +379,7 @@ pub(crate) fn compact_sstables(
     engine.end_task(task);
     let outputs = result?;
     stats.output_sstables = outputs.len();
+    stats.output_generations = outputs.iter().map(|s| s.gen).collect();
     stats.bytes_written = outputs.iter().map(|s| s.stats.data_file_bytes).sum();
     stats.partitions_written = outputs.iter().map(|s| s.stats.partitions).sum();
     stats.tombstones_purged = purged;
@@ -382,7 +391,7 @@ pub(crate) fn compact_sstables(
     }
     t.compacting.lock().retain(|g| !input_gens.contains(g));
     let uids: HashSet<u64> = inputs.iter().map(|s| s.uid).collect();
-    engine.chunk_cache.retain(|k| !uids.contains(&k.0));
+    engine.forget_sstables(&uids);
     for s in &inputs {
         for p in s.component_paths() {
             let _ = std::fs::remove_file(p);
@@ -518,7 +527,7 @@ pub(crate) fn background_compaction(
     if cands.len() < 2 && !matches!(def.options.compaction, CompactionOptions::Leveled { .. })
         || cands.is_empty()
     {
-        return Ok(None);
+        return tombstone_compaction(engine, t, &def, &free);
     }
     let inputs = reserve(t, cands);
     if inputs.is_empty() {
@@ -536,6 +545,61 @@ pub(crate) fn background_compaction(
     let stats = r?;
     // The outputs may make another round worthwhile.
     if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
+        let _ = tx.send(Job::Compact(def.id));
+    }
+    Ok(Some(stats))
+}
+
+/// Single-SSTable tombstone compaction (Cassandra's `worthDroppingTombstones`): when the strategy
+/// has nothing to do, rewrite alone the SSTable with the highest estimated droppable-tombstone
+/// ratio above `tombstone_threshold`. Unless `unchecked_tombstone_compaction`, only when no
+/// other SSTable overlapping its tokens holds data as old as its own, since such data would keep
+/// the tombstones from being purged.
+fn tombstone_compaction(
+    engine: &Engine,
+    t: &Arc<Table>,
+    def: &TableDef,
+    free: &[Arc<SSTableReader>],
+) -> Result<Option<CompactionStats>, StorageError> {
+    let gc_before = now_s() - i64::from(def.options.gc_grace_seconds);
+    let threshold = def.options.tombstone_threshold;
+    let all: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+    let futile = t.futile_tombstone_gens.lock().clone();
+    let pick = free
+        .iter()
+        .filter(|s| !futile.contains(&s.gen))
+        .map(|s| (s.stats.estimated_droppable_tombstones(gc_before), s))
+        .filter(|(ratio, _)| *ratio > threshold)
+        .filter(|(_, s)| {
+            def.options.unchecked_tombstone_compaction
+                || !all.iter().any(|o| {
+                    o.gen != s.gen
+                        && overlaps(o, s)
+                        && o.stats.min_timestamp_us <= s.stats.max_timestamp_us
+                })
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, s)| s.clone());
+    let Some(s) = pick else { return Ok(None) };
+    let inputs = reserve(t, vec![s.clone()]);
+    if inputs.is_empty() {
+        return Ok(None);
+    }
+    let r = compact_sstables(
+        engine,
+        t,
+        inputs.clone(),
+        CompactionKind::Background,
+        s.stats.level,
+        u64::MAX,
+    );
+    release(t, &inputs);
+    let stats = r?;
+    if stats.tombstones_purged == 0 {
+        t.futile_tombstone_gens
+            .lock()
+            .extend(stats.output_generations.iter().copied());
+    } else if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
         let _ = tx.send(Job::Compact(def.id));
     }
     Ok(Some(stats))

@@ -2,6 +2,7 @@
 //! SSTables merged), and the admin operations.
 
 use crate::cache::ByteCache;
+use crate::caches::{KeyCacheKey, RowCacheKey};
 use crate::clustering::CKey;
 use crate::codec::{decode_partition, encode_partition, Reader, Writer};
 use crate::commitlog::{self, Commitlog};
@@ -22,6 +23,8 @@ use std::sync::Arc;
 
 /// Stripes of the per-partition lock that serialises counter read-modify-write.
 const COUNTER_LOCK_STRIPES: usize = 1024;
+/// Stripes of the row cache's write epochs.
+pub(crate) const ROW_CACHE_EPOCH_STRIPES: usize = 1024;
 /// Partitions fetched per source per round of a range scan.
 const RANGE_BATCH: usize = 256;
 
@@ -33,6 +36,10 @@ pub(crate) struct TableCounters {
     pub memtable_switches: AtomicU64,
     pub bloom_false_positives: AtomicU64,
     pub max_sstables_per_read: AtomicU64,
+    pub key_cache_hits: AtomicU64,
+    pub key_cache_requests: AtomicU64,
+    pub row_cache_hits: AtomicU64,
+    pub row_cache_requests: AtomicU64,
 }
 
 /// One table's state.
@@ -49,6 +56,9 @@ pub(crate) struct Table {
     pub flush_lock: Mutex<()>,
     /// Generations taken by a running compaction.
     pub compacting: Mutex<HashSet<u64>>,
+    /// Outputs of single-SSTable tombstone compactions that purged nothing: not retried, or
+    /// every flush would rewrite them again.
+    pub futile_tombstone_gens: Mutex<HashSet<u64>>,
     pub counters: TableCounters,
     pub dropped: AtomicBool,
 }
@@ -71,9 +81,14 @@ pub struct Engine {
     pub(crate) log: Arc<Commitlog>,
     pub(crate) tables: RwLock<HashMap<TableId, Arc<Table>>>,
     counter_locks: Vec<Mutex<()>>,
-    lock_hasher: RandomState,
+    pub(crate) lock_hasher: RandomState,
     replay_segments: Mutex<Vec<u64>>,
     pub(crate) chunk_cache: ByteCache<ChunkKey, Vec<u8>>,
+    pub(crate) key_cache: ByteCache<KeyCacheKey, usize>,
+    pub(crate) row_cache: ByteCache<RowCacheKey, Partition>,
+    /// Bumped (per stripe of partitions) by every write, so a read that merged sources before
+    /// the write cannot leave a stale partition in the row cache (see `caches.rs`).
+    pub(crate) row_cache_epochs: Vec<AtomicU64>,
     /// Flush requests (one flush thread).
     pub(crate) jobs: Mutex<Option<mpsc::Sender<Job>>>,
     /// Compaction requests (a pool of `concurrent_compactors` threads).
@@ -82,6 +97,18 @@ pub struct Engine {
     pub(crate) progress: Mutex<HashMap<u64, CompactionProgress>>,
     pub(crate) next_task_id: AtomicU64,
     pub(crate) workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Completed flush attempts, for writers waiting on backpressure (backpressure.rs).
+    pub(crate) flushes_done: tokio::sync::watch::Sender<u64>,
+    pub(crate) flush_wait: (Mutex<()>, parking_lot::Condvar),
+    pub(crate) stalls: StallCounters,
+}
+
+/// Write backpressure counters.
+#[derive(Default)]
+pub(crate) struct StallCounters {
+    pub stalled_writes: AtomicU64,
+    pub stall_ms: AtomicU64,
+    pub stall_timeouts: AtomicU64,
 }
 
 fn now_s() -> i64 {
@@ -110,6 +137,11 @@ impl Engine {
         )?;
         let engine = Arc::new(Engine {
             chunk_cache: ByteCache::new(config.chunk_cache_bytes.max(1 << 20)),
+            key_cache: ByteCache::new(config.key_cache_bytes),
+            row_cache: ByteCache::new(config.row_cache_bytes),
+            row_cache_epochs: (0..ROW_CACHE_EPOCH_STRIPES)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             config,
             log,
             tables: RwLock::new(HashMap::new()),
@@ -122,6 +154,9 @@ impl Engine {
             progress: Mutex::new(HashMap::new()),
             next_task_id: AtomicU64::new(1),
             workers: Mutex::new(Vec::new()),
+            flushes_done: tokio::sync::watch::Sender::new(0),
+            flush_wait: (Mutex::new(()), parking_lot::Condvar::new()),
+            stalls: StallCounters::default(),
         });
         crate::compaction::start_workers(&engine)?;
         Ok(engine)
@@ -165,6 +200,7 @@ impl Engine {
             next_gen: AtomicU64::new(gens.last().map_or(1, |g| g + 1)),
             flush_lock: Mutex::new(()),
             compacting: Mutex::new(HashSet::new()),
+            futile_tombstone_gens: Mutex::new(HashSet::new()),
             counters: TableCounters::default(),
             dropped: AtomicBool::new(false),
         });
@@ -193,7 +229,8 @@ impl Engine {
         let _f = t.flush_lock.lock();
         self.log.forget_table(id);
         let uids: HashSet<u64> = t.sstables.read().iter().map(|s| s.uid).collect();
-        self.chunk_cache.retain(|k| !uids.contains(&k.0));
+        self.forget_sstables(&uids);
+        self.row_cache.retain(|k| k.0 != id);
         match std::fs::remove_dir_all(&t.dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -218,7 +255,8 @@ impl Engine {
             }
         }
         let uids: HashSet<u64> = old.iter().map(|s| s.uid).collect();
-        self.chunk_cache.retain(|k| !uids.contains(&k.0));
+        self.forget_sstables(&uids);
+        self.row_cache.retain(|k| k.0 != id);
         Ok(())
     }
 
@@ -280,18 +318,21 @@ impl Engine {
 
     /// Applies one mutation; when this returns the write is durable as `commitlog_sync` promises.
     pub async fn apply(&self, m: Mutation) -> Result<(), StorageError> {
+        self.wait_for_memtable_space().await;
         let seq = self.apply_local(std::slice::from_ref(&m))?;
         self.log.wait_durable(seq).await
     }
 
     /// Applies several mutations atomically (one commitlog entry): a logged batch on one node.
     pub async fn apply_batch(&self, ms: Vec<Mutation>) -> Result<(), StorageError> {
+        self.wait_for_memtable_space().await;
         let seq = self.apply_local(&ms)?;
         self.log.wait_durable(seq).await
     }
 
     /// Blocking `apply_batch` for callers outside an async runtime (tools, tests).
     pub fn apply_blocking(&self, ms: &[Mutation]) -> Result<(), StorageError> {
+        self.wait_for_memtable_space_blocking();
         let seq = self.apply_local(ms)?;
         self.log.wait_durable_blocking(seq)
     }
@@ -317,11 +358,14 @@ impl Engine {
             .map(|l| l.lock())
             .collect();
         let mut parts: Vec<(Arc<Table>, Partition)> = Vec::with_capacity(ms.len());
+        // Counter values already resolved in this entry: a later increment of the same cell must
+        // build on them, not on the pre-entry state, or one of the two increments is lost.
+        let mut resolved: HashMap<CounterCellKey, (i64, i64)> = HashMap::new();
         for m in ms {
             let t = self.table(m.table)?;
             let layout = t.layout.read().clone();
             let mut p = if has_counter_ops(m) {
-                self.resolve_counters(&t, &layout, m)?
+                self.resolve_counters(&t, &layout, m, &mut resolved)?
             } else {
                 Partition::from_mutation(m, &layout)?
             };
@@ -350,25 +394,30 @@ impl Engine {
         let guards: Vec<(TableId, parking_lot::RwLockReadGuard<'_, Arc<Memtable>>)> =
             tables.iter().map(|t| (t.id(), t.memtable.read())).collect();
         let (seq, pos) = self.log.append(&payload, &ids)?;
+        let mut written: Vec<(TableId, i64, Bytes)> = Vec::with_capacity(parts.len());
         for ((t, p), size) in parts.into_iter().zip(sizes) {
             if let Some((_, mt)) = guards.iter().find(|(id, _)| *id == t.id()) {
+                written.push((t.id(), p.token, p.key.clone()));
                 mt.apply(p, size);
                 mt.note_log_position(pos);
             }
             t.counters.writes.fetch_add(1, Ordering::Relaxed);
         }
         drop(guards);
+        self.invalidate_row_cache(&written);
         self.maybe_trigger_flush();
         Ok(seq)
     }
 
     /// Counter read-modify-write (under the partition's counter lock): each increment becomes an
-    /// absolute cell with the next logical clock.
+    /// absolute cell with the next logical clock. `resolved` carries the (clock, total) of cells
+    /// already resolved earlier in the same commitlog entry, so increments within one entry add up.
     fn resolve_counters(
         &self,
         t: &Arc<Table>,
         layout: &TableLayout,
         m: &Mutation,
+        resolved: &mut HashMap<CounterCellKey, (i64, i64)>,
     ) -> Result<Partition, StorageError> {
         let mut plain = m.clone();
         let mut adds: Vec<CounterAdd> = Vec::new();
@@ -390,37 +439,39 @@ impl Engine {
         let mut p = Partition::from_mutation(&plain, layout)?;
         let current = self.merged_partition(t, m.token, &m.key, None)?;
         for (ck, col, path, ts, delta) in adds {
-            let (clock, total) = current
-                .as_ref()
-                .and_then(|cp| {
-                    let row = match &ck {
-                        None => Some(&cp.static_row),
-                        Some(v) => cp.rows.get(&CKey::row(v.clone(), &layout.cmp)),
-                    }?;
-                    let d = match &ck {
-                        None => cp.deletion,
-                        Some(v) => cp.covering_deletion(&CKey::row(v.clone(), &layout.cmp)),
-                    };
-                    let d = crate::reconcile::max_deletion(d, row.deletion);
-                    let cell = row.cells.get(&(col, path.clone()))?;
-                    match cell.kind {
-                        // A deleted counter restarts from zero but keeps its clock moving forward.
-                        CellKind::Counter { clock, .. }
-                            if crate::reconcile::deletes(d, cell.timestamp_us) =>
-                        {
-                            Some((clock, 0))
+            let cell_key: CounterCellKey = (m.table, m.key.clone(), ck.clone(), col, path.clone());
+            let base = resolved.get(&cell_key).copied();
+            let (clock, total) = base
+                .or_else(|| {
+                    current.as_ref().and_then(|cp| {
+                        let row = match &ck {
+                            None => Some(&cp.static_row),
+                            Some(v) => cp.rows.get(&CKey::row(v.clone(), &layout.cmp)),
+                        }?;
+                        let d = match &ck {
+                            None => cp.deletion,
+                            Some(v) => cp.covering_deletion(&CKey::row(v.clone(), &layout.cmp)),
+                        };
+                        let d = crate::reconcile::max_deletion(d, row.deletion);
+                        let cell = row.cells.get(&(col, path.clone()))?;
+                        match cell.kind {
+                            // A deleted counter restarts from zero but keeps its clock moving forward.
+                            CellKind::Counter { clock, .. }
+                                if crate::reconcile::deletes(d, cell.timestamp_us) =>
+                            {
+                                Some((clock, 0))
+                            }
+                            CellKind::Counter { clock, total } => Some((clock, total)),
+                            _ => None,
                         }
-                        CellKind::Counter { clock, total } => Some((clock, total)),
-                        _ => None,
-                    }
+                    })
                 })
                 .unwrap_or((0, 0));
+            let (clock, total) = (clock + 1, total.wrapping_add(delta));
+            resolved.insert(cell_key, (clock, total));
             let cell = Cell {
                 timestamp_us: ts,
-                kind: CellKind::Counter {
-                    clock: clock + 1,
-                    total: total.wrapping_add(delta),
-                },
+                kind: CellKind::Counter { clock, total },
             };
             let row = match ck {
                 None => &mut p.static_row,
@@ -454,7 +505,10 @@ impl Engine {
         let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
         let mut touched = 0u64;
         for s in &sstables {
-            if let Some(i) = s.find(token, key) {
+            if matches!(ranges, Some(r) if !s.may_have_rows_in(r)) {
+                continue;
+            }
+            if let Some(i) = self.find_in_sstable(t, s, token, key) {
                 touched += 1;
                 let p = match ranges {
                     Some(r) => s.read_partition_sliced(i, r, Some(&self.chunk_cache))?,
@@ -486,7 +540,15 @@ impl Engine {
         let ranges = slice_ranges(q, &layout);
         match &q.partitions {
             PartitionRange::Single { key, token } => {
-                if let Some(p) = self.merged_partition(&t, *token, key, Some(&ranges))? {
+                let merged = if t.def.read().options.rows_per_partition_to_cache > 0
+                    && self.config.row_cache_bytes > 0
+                {
+                    self.merged_partition_cached(&t, *token, key)?
+                        .map(|p| restrict(&p, Some(&ranges)))
+                } else {
+                    self.merged_partition(&t, *token, key, Some(&ranges))?
+                };
+                if let Some(p) = merged {
                     if let Some(d) = partition::live_partition(&p, q, &layout, &mut limits) {
                         out.partitions.push(d);
                     }
@@ -600,7 +662,7 @@ impl Engine {
             .sum()
     }
 
-    fn maybe_trigger_flush(&self) {
+    pub(crate) fn maybe_trigger_flush(&self) {
         if self.memtable_bytes() < self.config.memtable_space_bytes.max(1 << 20) {
             return;
         }
@@ -626,6 +688,8 @@ impl Engine {
 
 /// A pending increment: (clustering or None for static, column, cell path, timestamp, delta).
 type CounterAdd = (Option<Vec<Bytes>>, ColumnId, Option<Bytes>, i64, i64);
+/// One counter cell: (table, partition key, clustering or None for static, column, cell path).
+type CounterCellKey = (TableId, Bytes, Option<Vec<Bytes>>, ColumnId, Option<Bytes>);
 
 fn has_counter_ops(m: &Mutation) -> bool {
     m.static_row.iter().chain(m.rows.iter()).any(|r| {

@@ -11,12 +11,15 @@
 //! index yet); the key cache is not implemented (its hit rate reads 0).
 
 mod admin;
+mod backpressure;
 mod bloom;
 mod cache;
+mod caches;
 mod clustering;
 mod codec;
 mod commitlog;
 mod compaction;
+mod compression;
 mod engine;
 mod error;
 mod memtable;
@@ -24,8 +27,10 @@ mod partition;
 mod reconcile;
 mod sstable;
 mod sstable_tools;
+mod stats;
 mod types;
 
+pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use engine::Engine;
 pub use error::StorageError;
 pub use sstable_tools::{dump_sstable, verify_sstable, VerifyReport};

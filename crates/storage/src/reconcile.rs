@@ -67,7 +67,7 @@ impl Cell {
         }
     }
 
-    fn value_bytes(&self) -> &[u8] {
+    pub(crate) fn value_bytes(&self) -> &[u8] {
         match &self.kind {
             CellKind::Live { value, .. } => value,
             _ => &[],

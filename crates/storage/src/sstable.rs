@@ -2,8 +2,10 @@
 //!
 //! * `Data.db` — the partitions (codec.rs encoding) back to back as one logical stream, cut into
 //!   chunks of `chunk_length_in_kb`. Each chunk on disk:
-//!   `[u32 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored bytes)][stored bytes]`.
-//! * `CompressionInfo.db` — `"hl-1" | u8 algorithm (0 none, 1 lz4) | u32 chunk_len |
+//!   `[u8 chunk algorithm][u24 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored
+//!   bytes)][stored bytes]`; chunk algorithm 0 = the file's (files written before it existed),
+//!   1 raw, 2 lz4, 3 zstd, 4 deflate (compression.rs).
+//! * `CompressionInfo.db` — `"hl-1" | u8 algorithm (0 none, 1 lz4, 2 zstd, 3 deflate) | u32 chunk_len |
 //!   u64 uncompressed_len | u32 n_chunks | n_chunks * u64 file offset of the chunk | u32 crc32c`.
 //! * `Index.db` — `"hl-1" | u32 n | n * entry | u32 crc32c`, in (token, key) order;
 //!   `entry = key: u32 len + bytes, token i64, position u64 in the logical stream, length u32,
@@ -12,7 +14,7 @@
 //!   index of ~64 KiB blocks, so a slice reads only the header and the blocks it overlaps. It is small relative to
 //!   the data and is held in memory whole, which makes it its own Summary.
 //! * `Filter.db` — bloom filter (bloom.rs).
-//! * `Statistics.db` — see `SSTableStats::encode`.
+//! * `Statistics.db` — see stats.rs.
 //! * `TOC.txt` — the component names, written last: a generation without it is incomplete and
 //!   deleted at load.
 
@@ -23,9 +25,11 @@ use crate::codec::{
     crc32c, decode_partition, decode_partition_header, decode_rows, encode_partition_indexed,
     Reader, Writer,
 };
+use crate::compression::{self, ChunkCodec, STORED_LEN_MASK};
 use crate::error::StorageError;
 use crate::partition::Partition;
-use crate::types::{CompressionAlgorithm, CompressionOptions};
+pub use crate::stats::SSTableStats;
+use crate::types::CompressionOptions;
 use bytes::Bytes;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -85,78 +89,6 @@ pub fn list_generations(dir: &Path) -> Result<Vec<u64>, StorageError> {
     Ok(complete)
 }
 
-/// Per-SSTable statistics (the Statistics component).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SSTableStats {
-    pub partitions: u64,
-    pub rows: u64,
-    pub min_timestamp_us: i64,
-    pub max_timestamp_us: i64,
-    pub min_token: i64,
-    pub max_token: i64,
-    pub tombstones: u64,
-    /// Latest local deletion time of any tombstone or TTL (for droppable-tombstone estimates).
-    pub max_local_deletion_time_s: i64,
-    pub uncompressed_bytes: u64,
-    pub data_file_bytes: u64,
-    pub max_partition_bytes: u64,
-    /// Compaction level (LCS) or 0.
-    pub level: u32,
-}
-
-impl SSTableStats {
-    /// `"hl-1" | u64 partitions | u64 rows | i64 min_ts | i64 max_ts | i64 min_token | i64 max_token |
-    /// u64 tombstones | i64 max_ldt | u64 uncompressed | u64 data_file | u64 max_partition | u32 level`
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(MAGIC);
-        let mut w = Writer(out);
-        for v in [self.partitions, self.rows] {
-            w.u64(v);
-        }
-        for v in [
-            self.min_timestamp_us,
-            self.max_timestamp_us,
-            self.min_token,
-            self.max_token,
-        ] {
-            w.i64(v);
-        }
-        w.u64(self.tombstones);
-        w.i64(self.max_local_deletion_time_s);
-        for v in [
-            self.uncompressed_bytes,
-            self.data_file_bytes,
-            self.max_partition_bytes,
-        ] {
-            w.u64(v);
-        }
-        w.u32(self.level);
-    }
-
-    fn decode(buf: &[u8]) -> Result<Self, StorageError> {
-        let mut r = Reader::new(buf, "statistics");
-        if r.take(4)? != MAGIC {
-            return Err(StorageError::Decode {
-                what: "statistics magic",
-            });
-        }
-        Ok(SSTableStats {
-            partitions: r.u64()?,
-            rows: r.u64()?,
-            min_timestamp_us: r.i64()?,
-            max_timestamp_us: r.i64()?,
-            min_token: r.i64()?,
-            max_token: r.i64()?,
-            tombstones: r.u64()?,
-            max_local_deletion_time_s: r.i64()?,
-            uncompressed_bytes: r.u64()?,
-            data_file_bytes: r.u64()?,
-            max_partition_bytes: r.u64()?,
-            level: r.u32()?,
-        })
-    }
-}
-
 /// One index entry: where a partition lives in the logical data stream.
 #[derive(Debug, Clone)]
 pub struct IndexEntry {
@@ -188,7 +120,7 @@ const ROW_INDEX_BLOCK_BYTES: usize = 64 << 10;
 pub struct SSTableWriter {
     dir: PathBuf,
     gen: u64,
-    algorithm: u8,
+    codec: ChunkCodec,
     chunk_len: usize,
     data: BufWriter<File>,
     data_offset: u64,
@@ -198,15 +130,10 @@ pub struct SSTableWriter {
     index: Vec<IndexEntry>,
     filter: BloomFilter,
     stats: SSTableStats,
+    /// Smallest / largest row clustering so far (for the statistics' clustering bounds).
+    min_ck: Option<CKey>,
+    max_ck: Option<CKey>,
     scratch: Vec<u8>,
-}
-
-fn algorithm_code(c: &CompressionOptions) -> u8 {
-    match c.algorithm {
-        CompressionAlgorithm::None => 0,
-        // Zstd and Deflate are stored as LZ4 until those codecs are linked (see lib.rs).
-        _ => 1,
-    }
 }
 
 impl SSTableWriter {
@@ -225,7 +152,7 @@ impl SSTableWriter {
         Ok(SSTableWriter {
             dir: dir.to_path_buf(),
             gen,
-            algorithm: algorithm_code(compression),
+            codec: ChunkCodec::new(compression),
             chunk_len,
             data: BufWriter::with_capacity(1 << 16, f),
             data_offset: 0,
@@ -234,14 +161,9 @@ impl SSTableWriter {
             logical_pos: 0,
             index: Vec::new(),
             filter: BloomFilter::new(expected_keys, fp_chance),
-            stats: SSTableStats {
-                min_timestamp_us: i64::MAX,
-                max_timestamp_us: i64::MIN,
-                min_token: i64::MAX,
-                max_token: i64::MIN,
-                level,
-                ..SSTableStats::default()
-            },
+            stats: SSTableStats::empty(level),
+            min_ck: None,
+            max_ck: None,
             scratch: Vec::new(),
         })
     }
@@ -303,6 +225,7 @@ impl SSTableWriter {
         s.max_token = s.max_token.max(p.token);
         s.max_partition_bytes = s.max_partition_bytes.max(len);
         s.max_local_deletion_time_s = s.max_local_deletion_time_s.max(max_ldt(p));
+        s.note_partition(p, &mut self.min_ck, &mut self.max_ck);
         self.logical_pos += len;
         self.pending.extend_from_slice(&self.scratch);
         while self.pending.len() >= self.chunk_len {
@@ -319,13 +242,13 @@ impl SSTableWriter {
     }
 
     fn write_chunk(&mut self, chunk: &[u8]) -> Result<(), StorageError> {
-        let stored = if self.algorithm == 1 {
-            lz4_flex::block::compress(chunk)
-        } else {
-            chunk.to_vec()
-        };
+        let (code, stored) = self.codec.compress(chunk);
+        // Chunks are at most 4 MiB and stored raw when compression does not shrink them, so the
+        // length always fits below the code byte.
+        debug_assert!(stored.len() as u32 <= STORED_LEN_MASK);
+        let word = (u32::from(code) << 24) | (stored.len() as u32 & STORED_LEN_MASK);
         let mut hdr = Vec::with_capacity(12);
-        hdr.extend_from_slice(&(stored.len() as u32).to_be_bytes());
+        hdr.extend_from_slice(&word.to_be_bytes());
         hdr.extend_from_slice(&(chunk.len() as u32).to_be_bytes());
         hdr.extend_from_slice(&crc32c(&stored).to_be_bytes());
         self.chunk_offsets.push(self.data_offset);
@@ -357,11 +280,13 @@ impl SSTableWriter {
             .map_err(|e| StorageError::io(&data_path, e))?;
         self.stats.uncompressed_bytes = self.logical_pos;
         self.stats.data_file_bytes = self.data_offset;
+        self.stats.min_clustering = self.min_ck.take().map(|k| k.values).unwrap_or_default();
+        self.stats.max_clustering = self.max_ck.take().map(|k| k.values).unwrap_or_default();
 
         let mut ci = MAGIC.to_vec();
         {
             let mut w = Writer(&mut ci);
-            w.u8(self.algorithm);
+            w.u8(self.codec.file_code());
             w.u32(self.chunk_len as u32);
             w.u64(self.logical_pos);
             w.u32(self.chunk_offsets.len() as u32);
@@ -485,6 +410,8 @@ pub struct SSTableReader {
     pub index: Vec<IndexEntry>,
     pub filter: BloomFilter,
     pub stats: SSTableStats,
+    /// Row clustering bounds as comparator positions (None when unknown or no rows).
+    clustering_bounds: Option<(CKey, CKey)>,
     cmp: Arc<ClusteringComparator>,
 }
 
@@ -551,6 +478,15 @@ impl SSTableReader {
             SSTableStats::decode(&fs::read(&spath).map_err(|e| StorageError::io(&spath, e))?)?;
         let data_path = component_path(dir, gen, "Data.db");
         let data = File::open(&data_path).map_err(|e| StorageError::io(&data_path, e))?;
+        let clustering_bounds = (stats.has_clustering_bounds()
+            && stats.min_clustering.len() == cmp.len()
+            && stats.max_clustering.len() == cmp.len())
+        .then(|| {
+            (
+                CKey::row(stats.min_clustering.clone(), cmp),
+                CKey::row(stats.max_clustering.clone(), cmp),
+            )
+        });
         Ok(Arc::new(SSTableReader {
             dir: dir.to_path_buf(),
             gen,
@@ -563,6 +499,7 @@ impl SSTableReader {
             index,
             filter,
             stats,
+            clustering_bounds,
             cmp: cmp.clone(),
         }))
     }
@@ -587,12 +524,35 @@ impl SSTableReader {
 
     /// Index position of the partition, if present.
     pub fn find(&self, token: i64, key: &Bytes) -> Option<usize> {
-        if token < self.stats.min_token
-            || token > self.stats.max_token
-            || !self.filter.may_contain(token, key)
-        {
+        if !self.may_contain(token, key) {
             return None;
         }
+        self.search(token, key)
+    }
+
+    /// False when no row of this SSTable can fall in `ranges` and nothing else in it can
+    /// matter to a slice read: no partition or range deletion (it may shadow rows of other
+    /// SSTables inside the slice) and no static rows (always returned). Row and cell
+    /// tombstones sit at row clusterings, inside the bounds.
+    pub fn may_have_rows_in(&self, ranges: &[(CKey, CKey)]) -> bool {
+        let Some((lo, hi)) = &self.clustering_bounds else {
+            return true;
+        };
+        if self.stats.wide_deletions > 0 || self.stats.static_rows > 0 {
+            return true;
+        }
+        ranges.iter().any(|(s, e)| s <= hi && lo <= e)
+    }
+
+    /// Token range and bloom filter check: false means the partition is surely absent.
+    pub fn may_contain(&self, token: i64, key: &Bytes) -> bool {
+        token >= self.stats.min_token
+            && token <= self.stats.max_token
+            && self.filter.may_contain(token, key)
+    }
+
+    /// Index position of the partition by binary search (the key cache's miss path).
+    pub fn search(&self, token: i64, key: &Bytes) -> Option<usize> {
         self.index
             .binary_search_by(|e| (e.token, &e.key).cmp(&(token, key)))
             .ok()
@@ -617,7 +577,9 @@ impl SSTableReader {
         self.data
             .read_exact_at(&mut hdr, offset)
             .map_err(|_| corrupt())?;
-        let stored_len = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
+        let word = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+        let chunk_code = (word >> 24) as u8;
+        let stored_len = (word & STORED_LEN_MASK) as usize;
         let raw_len = u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]) as usize;
         let crc = u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]);
         if stored_len > MAX_CHUNK_BYTES || raw_len > MAX_CHUNK_BYTES {
@@ -630,14 +592,8 @@ impl SSTableReader {
         if crc32c(&stored) != crc {
             return Err(corrupt());
         }
-        let raw = if self.algorithm == 1 {
-            lz4_flex::block::decompress(&stored, raw_len).map_err(|_| corrupt())?
-        } else {
-            stored
-        };
-        if raw.len() != raw_len {
-            return Err(corrupt());
-        }
+        let raw = compression::decompress(chunk_code, self.algorithm, stored, raw_len)
+            .ok_or_else(corrupt)?;
         let raw = Arc::new(raw);
         if let Some(c) = cache {
             c.insert(key, raw.clone(), raw_len as u64);

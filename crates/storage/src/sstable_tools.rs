@@ -68,6 +68,42 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
     let r = SSTableReader::open(&dir, gen, &schemaless_cmp())?;
     let io = |e| StorageError::io(path, e);
     writeln!(out, "sstable {} stats {:?}", path.display(), r.stats).map_err(io)?;
+    let st = &r.stats;
+    let ck = |c: &[bytes::Bytes]| c.iter().map(|v| hex(v)).collect::<Vec<_>>().join(":");
+    writeln!(
+        out,
+        "statistics version={} min_clustering=[{}] max_clustering=[{}]",
+        st.version,
+        ck(&st.min_clustering),
+        ck(&st.max_clustering)
+    )
+    .map_err(io)?;
+    let hist = |h: &crate::stats::StreamingHistogram| {
+        h.bins()
+            .map(|(p, c)| format!("{p}:{c}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    writeln!(out, "ttl_histogram_s {}", hist(&st.ttl_histogram)).map_err(io)?;
+    writeln!(
+        out,
+        "tombstone_drop_time_histogram_s {}",
+        hist(&st.drop_time_histogram)
+    )
+    .map_err(io)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    writeln!(
+        out,
+        "estimated_droppable_tombstones gc_grace=0:{:.3} gc_grace=864000:{:.3} \
+         (of {} cells; {} tombstones and expiring cells)",
+        st.estimated_droppable_tombstones(now),
+        st.estimated_droppable_tombstones(now - 864_000),
+        st.cells,
+        st.drop_time_histogram.total()
+    )
+    .map_err(io)?;
     for i in 0..r.index.len() {
         let p = r.read_partition(i, None)?;
         writeln!(

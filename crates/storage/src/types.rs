@@ -12,9 +12,15 @@ pub struct StorageConfig {
     pub commitlog_dir: PathBuf,
     pub commitlog_sync: CommitlogSync,
     pub commitlog_segment_size_bytes: u64,
+    /// Memtable budget: a flush starts when all memtables together reach it, and writes wait
+    /// (bounded) when unflushed memtables reach `MEMTABLE_BACKPRESSURE_FACTOR` times it.
     pub memtable_space_bytes: u64,
+    /// Key cache (partition index positions per SSTable), Cassandra's `key_cache_size`.
     pub key_cache_bytes: u64,
     pub chunk_cache_bytes: u64,
+    /// Row cache (merged partitions of tables whose `caching` asks for rows); 0 = off, as in
+    /// Cassandra.
+    pub row_cache_bytes: u64,
     pub concurrent_compactors: usize,
     /// 0 = unthrottled.
     pub compaction_throughput_mib_per_s: u64,
@@ -80,11 +86,11 @@ pub enum CompactionOptions {
 pub enum CompressionAlgorithm {
     None,
     Lz4,
-    /// Stored as LZ4 until zstd is linked (see crate docs); the level is kept for DESCRIBE.
+    /// zstd at `compression_level` (0 = zstd's default, 3).
     Zstd {
         level: i32,
     },
-    /// Stored as LZ4 until flate2 is linked.
+    /// Deflate (raw stream, default level).
     Deflate,
 }
 
@@ -103,6 +109,15 @@ pub struct TableOptions {
     pub gc_grace_seconds: u32,
     pub bloom_filter_fp_chance: f64,
     pub default_time_to_live: u32,
+    /// `caching = {'rows_per_partition': ...}`: 0 = 'NONE', `u32::MAX` = 'ALL'. A partition is
+    /// row-cached whole when it has at most this many rows.
+    pub rows_per_partition_to_cache: u32,
+    /// Compaction sub-option `tombstone_threshold`: a single SSTable whose droppable-tombstone
+    /// ratio exceeds it is compacted alone (Cassandra's default 0.2).
+    pub tombstone_threshold: f64,
+    /// Compaction sub-option `unchecked_tombstone_compaction`: run single-SSTable tombstone
+    /// compaction even when other SSTables overlap its token range.
+    pub unchecked_tombstone_compaction: bool,
 }
 
 impl Default for TableOptions {
@@ -119,6 +134,9 @@ impl Default for TableOptions {
             gc_grace_seconds: 864_000,
             bloom_filter_fp_chance: 0.01,
             default_time_to_live: 0,
+            rows_per_partition_to_cache: 0,
+            tombstone_threshold: 0.2,
+            unchecked_tombstone_compaction: false,
         }
     }
 }
@@ -321,6 +339,8 @@ pub struct CompactionStats {
     pub bytes_written: u64,
     pub partitions_written: u64,
     pub tombstones_purged: u64,
+    /// Generations written (for strategies that remember what they produced).
+    pub output_generations: Vec<u64>,
 }
 
 /// A running compaction (nodetool compactionstats).
@@ -351,9 +371,30 @@ pub struct TableStats {
     pub bloom_filter_false_positives: u64,
     pub bloom_filter_space_bytes: u64,
     pub key_cache_hit_rate: f64,
+    pub key_cache_hits: u64,
+    pub key_cache_requests: u64,
     pub chunk_cache_hit_rate: f64,
+    pub row_cache_hits: u64,
+    pub row_cache_requests: u64,
     pub tombstone_count: u64,
     pub compression_ratio: f64,
     /// Read latency histogram buckets are kept by the server; the engine reports SSTables per read.
     pub sstables_per_read_max: u64,
+}
+
+/// Counters of one cache (engine-wide).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheCounters {
+    pub hits: u64,
+    pub requests: u64,
+    pub size_bytes: u64,
+    pub capacity_bytes: u64,
+}
+
+/// The engine's caches, for metrics and `nodetool info`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub key: CacheCounters,
+    pub chunk: CacheCounters,
+    pub row: CacheCounters,
 }

@@ -232,7 +232,7 @@ fn commitlog_replay_restores_unflushed_writes() {
         let mut m = mutation(b"p");
         m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
         e.apply_blocking(&[m]).unwrap();
-        e.shutdown().unwrap();
+        e.shutdown_without_flush().unwrap();
     }
     let e = Engine::open(config(&dir, CommitlogSync::Batch)).unwrap();
     e.create_table(table_def(864000)).unwrap();
@@ -254,7 +254,7 @@ fn torn_commitlog_tail_is_skipped_not_half_applied() {
             m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
             e.apply_blocking(&[m]).unwrap();
         }
-        e.shutdown().unwrap();
+        e.shutdown_without_flush().unwrap();
     }
     let seg = std::fs::read_dir(dir.join("commitlog"))
         .unwrap()
@@ -502,4 +502,71 @@ fn snapshot_truncate_and_drop() {
         e.read(TABLE, &point(b"p", now())),
         Err(StorageError::UnknownTable(_))
     ));
+}
+
+/// A counter increment of `delta` to `cell` of partition `pk`.
+fn counter_add(pk: &[u8], ts: i64, deltas: &[i64]) -> Mutation {
+    Mutation {
+        table: COUNTERS,
+        key: b(pk),
+        token: token(pk),
+        partition_deletion: None,
+        range_tombstones: Vec::new(),
+        static_row: None,
+        rows: vec![RowUpdate {
+            clustering: Vec::new(),
+            liveness: None,
+            deletion: None,
+            cells: deltas
+                .iter()
+                .map(|d| CellUpdate {
+                    column: 1,
+                    path: None,
+                    timestamp_us: ts,
+                    op: CellOp::CounterAdd(*d),
+                })
+                .collect(),
+        }],
+    }
+}
+
+fn counter_total(e: &Engine, pk: &[u8]) -> i64 {
+    let r = e.read(COUNTERS, &point(pk, now())).unwrap();
+    i64::from_be_bytes(
+        r.partitions[0].rows[0].cells[0]
+            .value
+            .as_ref()
+            .try_into()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn increments_of_one_counter_in_one_batch_all_count() {
+    let dir = tempdir("counter-batch");
+    {
+        let e = open(&dir, 864000);
+        e.apply_blocking(&[counter_add(b"c", 1, &[1])]).unwrap();
+        // Two mutations of the same cell in one entry, and two increments inside one mutation.
+        e.apply_blocking(&[
+            counter_add(b"c", 2, &[10]),
+            counter_add(b"c", 3, &[100]),
+            counter_add(b"d", 3, &[5]),
+        ])
+        .unwrap();
+        e.apply_blocking(&[counter_add(b"c", 4, &[1000, 10000])])
+            .unwrap();
+        assert_eq!(counter_total(&e, b"c"), 11111);
+        assert_eq!(counter_total(&e, b"d"), 5);
+        e.flush(None).unwrap();
+        e.apply_blocking(&[counter_add(b"c", 5, &[-1]), counter_add(b"c", 5, &[-10])])
+            .unwrap();
+        assert_eq!(counter_total(&e, b"c"), 11100);
+        e.shutdown().unwrap();
+    }
+    // Replay of the same entries gives the same totals.
+    let e = open(&dir, 864000);
+    assert_eq!(counter_total(&e, b"c"), 11100);
+    assert_eq!(counter_total(&e, b"d"), 5);
+    e.shutdown().unwrap();
 }

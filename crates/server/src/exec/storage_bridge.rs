@@ -91,6 +91,21 @@ pub fn table_options(t: &TableMeta) -> st::TableOptions {
         gc_grace_seconds: p.gc_grace_seconds.max(0) as u32,
         bloom_filter_fp_chance: p.bloom_filter_fp_chance,
         default_time_to_live: p.default_time_to_live.max(0) as u32,
+        rows_per_partition_to_cache: rows_per_partition(&p.caching),
+        tombstone_threshold: map_of(&p.compaction, "tombstone_threshold")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.2),
+        unchecked_tombstone_compaction: map_of(&p.compaction, "unchecked_tombstone_compaction")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+    }
+}
+
+/// `caching = {'rows_per_partition': 'NONE' | 'ALL' | N}` as the engine's row count.
+fn rows_per_partition(caching: &std::collections::BTreeMap<String, String>) -> u32 {
+    match map_of(caching, "rows_per_partition") {
+        Some(v) if v.eq_ignore_ascii_case("ALL") => u32::MAX,
+        Some(v) => v.parse().unwrap_or(0),
+        None => 0,
     }
 }
 
@@ -141,6 +156,7 @@ pub fn storage_config(cfg: &NodeConfig) -> st::StorageConfig {
         memtable_space_bytes: cfg.memtable_space_bytes,
         key_cache_bytes: cfg.key_cache_size_bytes,
         chunk_cache_bytes: cfg.file_cache_size_bytes,
+        row_cache_bytes: cfg.row_cache_size_bytes,
         concurrent_compactors: cfg.concurrent_compactors,
         compaction_throughput_mib_per_s: cfg.compaction_throughput_mib_per_s,
     }

@@ -26,6 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         memtable_space_bytes: 2 << 20,
         key_cache_bytes: 1 << 20,
         chunk_cache_bytes: 1 << 20,
+        row_cache_bytes: 0,
         concurrent_compactors: 1,
         compaction_throughput_mib_per_s: 0,
     })?;

@@ -28,6 +28,7 @@ pub fn config(dir: &Path, sync: CommitlogSync) -> StorageConfig {
         memtable_space_bytes: 64 << 20,
         key_cache_bytes: 1 << 20,
         chunk_cache_bytes: 4 << 20,
+        row_cache_bytes: 0,
         concurrent_compactors: 1,
         compaction_throughput_mib_per_s: 0,
     }
