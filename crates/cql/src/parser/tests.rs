@@ -294,6 +294,15 @@ fn conditions_on_updates_and_inserts() {
 }
 
 #[test]
+fn repeated_using_attribute_keeps_the_last() {
+    // Cassandra's grammar assigns each attribute as it is read, so a repeat is not an error.
+    let Statement::Insert(i) = stmt("INSERT INTO t (a) VALUES (1) USING TTL 5 AND TTL 6") else {
+        panic!()
+    };
+    assert_eq!(i.using.ttl, Some(Term::Integer("6".into())));
+}
+
+#[test]
 fn literals_keep_their_text_and_fold_signs() {
     assert_eq!(insert_value("-12"), Term::Integer("-12".into()));
     assert_eq!(insert_value("1.5e3"), Term::Float("1.5e3".into()));

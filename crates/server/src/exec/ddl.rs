@@ -492,6 +492,16 @@ fn check_pk_type(name: &str, t: &CqlType) -> ExecResult<()> {
     Ok(())
 }
 
+/// Whether a collection type has a counter somewhere inside (Cassandra rejects it).
+fn counter_inside(t: &CqlType) -> bool {
+    let nested = |e: &CqlType| e.is_counter() || counter_inside(e);
+    match t {
+        CqlType::List { element, .. } | CqlType::Set { element, .. } => nested(element),
+        CqlType::Map { key, value, .. } => nested(key) || nested(value),
+        _ => false,
+    }
+}
+
 pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<TableMeta> {
     let tname = s.name.name.name.clone();
     check_name("Table", &tname)?;
@@ -595,6 +605,14 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
         .collect();
     if !order_names.is_empty() && order_names != ck_names {
         return invalid("The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns".to_string());
+    }
+    for c in &columns {
+        if counter_inside(&c.cql_type) {
+            return invalid(format!(
+                "Counters are not allowed inside collections: {}",
+                c.cql_type
+            ));
+        }
     }
     let has_counter = columns.iter().any(|c| c.cql_type.is_counter());
     let non_counter_regular = columns
@@ -1342,5 +1360,27 @@ fn replace_udt(t: &CqlType, ut: &UserType) -> CqlType {
         },
         CqlType::Tuple(items) => CqlType::Tuple(items.iter().map(|i| replace_udt(i, ut)).collect()),
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_inside_collections_are_found() {
+        let counter = CqlType::Native(helenus_types::NativeType::Counter);
+        let list = CqlType::List {
+            element: Box::new(counter.clone()),
+            frozen: false,
+        };
+        assert!(counter_inside(&list));
+        let map = CqlType::Map {
+            key: Box::new(CqlType::Native(helenus_types::NativeType::Int)),
+            value: Box::new(list),
+            frozen: true,
+        };
+        assert!(counter_inside(&map));
+        assert!(!counter_inside(&counter));
     }
 }

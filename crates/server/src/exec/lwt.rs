@@ -1,18 +1,39 @@
-//! Lightweight transactions on one node: the condition is read and the write applied under one
-//! lock, so conditional writes are linearizable with each other. (Across nodes this becomes Paxos.)
+//! Lightweight transactions on one node: conditional statements and conditional batches.
+//!
+//! Linearizability: every compare-and-set takes the lock of its partition's stripe (a fixed array
+//! of async mutexes indexed by a hash of table id and token) for the read of the current state,
+//! the evaluation of the conditions and the write, so two LWTs on the same partition never
+//! interleave. Unrelated partitions that share a stripe are merely serialised too. Plain writes do
+//! not take the lock, as in Cassandra, where only Paxos rounds are ordered with each other.
+//! (Across nodes this becomes Paxos.)
 
-use super::error::{ExecError, ExecResult};
-use super::select::SelectOutput;
-use super::values::{self, Binds, Bound};
-use super::write::{mutations, WriteContext, WritePlan};
+use super::error::{invalid, ExecError, ExecResult};
+use super::lwt_cond::holds;
+use super::rows::{partition_rows, ColumnLayout, Row};
+use super::select::{compare_clustering, SelectOutput};
+use super::values::{self, Binds};
+use super::write::{mutations, Op, WriteContext, WritePlan};
 use super::Outcome;
 use crate::node::NodeState;
 use bytes::Bytes;
-use helenus_cql::ast::{Operator, RelationValue, WriteCondition};
+use helenus_cql::ast::WriteCondition;
+use helenus_schema::{ColumnKind, TableMeta};
 use helenus_storage as st;
 use helenus_types::{CqlType, CqlValue, NativeType};
+use std::sync::OnceLock;
 
-static LWT_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+const STRIPES: usize = 256;
+
+fn stripe(t: &TableMeta, token: i64) -> &'static tokio::sync::Mutex<()> {
+    static LOCKS: OnceLock<Vec<tokio::sync::Mutex<()>>> = OnceLock::new();
+    let locks = LOCKS.get_or_init(|| (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect());
+    let table_hash =
+        t.id.as_bytes()
+            .iter()
+            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(*b)));
+    let h = (token as u64) ^ table_hash;
+    &locks[(h % STRIPES as u64) as usize]
+}
 
 fn applied_column() -> (String, CqlType) {
     (
@@ -21,134 +42,378 @@ fn applied_column() -> (String, CqlType) {
     )
 }
 
+fn applied_cell(applied: bool) -> Option<Bytes> {
+    Some(values::serialize(&CqlValue::Boolean(applied)))
+}
+
+/// Operations that read the current list before writing; they must be computed under the lock.
+fn reads_before_write(plan: &WritePlan) -> bool {
+    plan.ops.iter().any(|(i, op)| {
+        matches!(
+            plan.table.columns[*i].cql_type,
+            CqlType::List { frozen: false, .. }
+        ) && matches!(
+            op,
+            Op::SetElement(..) | Op::Subtract(_) | Op::Delete(Some(_))
+        )
+    })
+}
+
+/// One conditional statement (`IF ...` on an INSERT, UPDATE or DELETE).
 pub async fn execute(
     node: &NodeState,
     plan: &WritePlan,
     binds: &Binds<'_>,
     ctx: &WriteContext<'_>,
 ) -> ExecResult<Outcome> {
-    let _guard = LWT_LOCK.lock().await;
-    let t = &plan.table;
-    let muts = mutations(plan, binds, ctx)?;
-    let [m] = muts.as_slice() else {
-        return Err(ExecError::Invalid(
-            "IN on the partition key is not supported with conditional updates".into(),
-        ));
-    };
-    // The current row (or static row) the condition is about.
-    let clustering = m
-        .rows
-        .first()
-        .map(|r| r.clustering.clone())
-        .unwrap_or_default();
-    let slices = if clustering.is_empty() {
-        Vec::new()
-    } else {
-        let b = |kind| st::ClusteringBound {
-            prefix: clustering.clone(),
-            kind,
-        };
-        vec![(b(st::BoundKind::Inclusive), b(st::BoundKind::Inclusive))]
-    };
-    let q = st::ReadQuery {
-        partitions: st::PartitionRange::Single {
-            key: m.key.clone(),
-            token: m.token,
-        },
-        slices,
-        reversed: false,
-        row_limit: Some(1),
-        per_partition_limit: None,
-        partition_limit: None,
-        now_s: ctx.now_s,
-    };
-    let current = node
-        .engine
-        .read(*t.id.as_bytes(), &q)
-        .map_err(|e| ExecError::Server(e.to_string()))?;
-    let layout = super::rows::ColumnLayout::new(t);
-    let mut rows = Vec::new();
-    for p in &current.partitions {
-        super::rows::partition_rows(t, &layout, p, &mut rows);
-    }
-    let existing = rows.into_iter().next();
-    let exists = existing
-        .as_ref()
-        .is_some_and(|r| clustering.is_empty() || !r.clustering.is_empty());
-    let (applied, shown): (bool, Vec<usize>) = match &plan.condition {
-        Some(WriteCondition::NotExists) => (!exists, (0..t.columns.len()).collect()),
-        Some(WriteCondition::Exists) => (exists, (0..t.columns.len()).collect()),
-        Some(WriteCondition::Columns(conds)) => {
-            let mut ok = exists;
-            let mut shown = Vec::new();
-            for c in conds {
-                let i = t.column_index(&c.column.name).ok_or_else(|| {
-                    ExecError::Invalid(format!("Undefined column name {}", c.column.name))
-                })?;
-                shown.push(i);
-                let col = &t.columns[i];
-                let cell = existing
-                    .as_ref()
-                    .and_then(|r| r.cells.get(i).cloned().flatten());
-                let RelationValue::Single(term) = &c.value else {
-                    ok = false;
-                    continue;
-                };
-                let want = values::eval(term, &col.cql_type, &col.name, binds)?;
-                let pass = match (&want, &cell) {
-                    (Bound::Null, None) => matches!(c.op, Operator::Eq),
-                    (Bound::Null, Some(_)) => matches!(c.op, Operator::Neq),
-                    (Bound::Value(w), Some(v)) => {
-                        let o = helenus_types::compare_serialized(&col.cql_type, v, w);
-                        match c.op {
-                            Operator::Eq => o.is_eq(),
-                            Operator::Neq => !o.is_eq(),
-                            Operator::Lt => o.is_lt(),
-                            Operator::Lte => o.is_le(),
-                            Operator::Gt => o.is_gt(),
-                            Operator::Gte => o.is_ge(),
-                            _ => false,
-                        }
-                    }
-                    (Bound::Value(_), None) => matches!(c.op, Operator::Neq),
-                    (Bound::Unset, _) => false,
-                };
-                // A missing row makes conditions on its columns compare against null.
-                ok = if exists {
-                    ok && pass
-                } else {
-                    pass && matches!(want, Bound::Null)
-                };
+    cas(node, &[plan], binds, ctx, false).await
+}
+
+/// A BATCH with at least one conditional statement: every statement must write the same partition
+/// of the same table; the conditions are evaluated together and the batch applies all or nothing.
+pub async fn execute_batch(
+    node: &NodeState,
+    children: &[WritePlan],
+    binds: &Binds<'_>,
+    ctx: &WriteContext<'_>,
+) -> ExecResult<Outcome> {
+    let plans: Vec<&WritePlan> = children.iter().collect();
+    cas(node, &plans, binds, ctx, true).await
+}
+
+fn all_mutations(
+    plans: &[&WritePlan],
+    binds: &Binds<'_>,
+    ctx: &WriteContext<'_>,
+    is_batch: bool,
+) -> ExecResult<Vec<Vec<st::Mutation>>> {
+    let mut out = Vec::with_capacity(plans.len());
+    let mut key: Option<Bytes> = None;
+    for p in plans {
+        let muts = mutations(p, binds, ctx)?;
+        for m in &muts {
+            match &key {
+                Some(k) if *k != m.key => {
+                    return invalid(if is_batch {
+                        "Batch with conditions cannot span multiple partitions"
+                    } else {
+                        "IN on the partition key is not supported with conditional updates"
+                    })
+                }
+                Some(_) => {}
+                None => key = Some(m.key.clone()),
             }
-            (ok, shown)
         }
-        None => (true, Vec::new()),
+        out.push(muts);
+    }
+    Ok(out)
+}
+
+/// What a conditional statement is about: a clustering row, or (`None`) the partition's static row.
+fn target_row(t: &TableMeta, muts: &[st::Mutation]) -> Option<Vec<Bytes>> {
+    let m = muts.first()?;
+    match m.rows.first() {
+        Some(r) => Some(r.clustering.clone()),
+        None if t.clustering_len() == 0 => Some(Vec::new()),
+        None => None,
+    }
+}
+
+async fn cas(
+    node: &NodeState,
+    plans: &[&WritePlan],
+    binds: &Binds<'_>,
+    ctx: &WriteContext<'_>,
+    is_batch: bool,
+) -> ExecResult<Outcome> {
+    let Some(first) = plans.first() else {
+        return Ok(Outcome::Void);
     };
+    let t = &first.table;
+    if plans.iter().any(|p| p.table.id != t.id) {
+        return invalid("Batch with conditions cannot span multiple tables");
+    }
+    let mut muts = all_mutations(plans, binds, ctx, is_batch)?;
+    let Some((key, token)) = muts
+        .iter()
+        .flatten()
+        .next()
+        .map(|m| (m.key.clone(), m.token))
+    else {
+        return invalid("Conditional updates need a partition key");
+    };
+    let _guard = stripe(t, token).lock().await;
+    if plans.iter().any(|p| reads_before_write(p)) {
+        // List positions must be those of the state the conditions are checked against.
+        muts = all_mutations(plans, binds, ctx, is_batch)?;
+    }
+    let targets: Vec<Option<Vec<Bytes>>> = plans
+        .iter()
+        .zip(&muts)
+        .map(|(p, m)| {
+            if p.condition.is_some() {
+                target_row(t, m)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let mut clusterings: Vec<Vec<Bytes>> = plans
+        .iter()
+        .zip(&targets)
+        .filter(|(p, _)| p.condition.is_some())
+        .filter_map(|(_, c)| c.clone())
+        .collect();
+    clusterings.sort_by(|a, b| compare_clustering(t, a, b));
+    clusterings.dedup();
+    let current = read_current(node, t, &key, token, &clusterings, ctx.now_s)?;
+
+    let mut applied = true;
+    for (p, target) in plans.iter().zip(&targets) {
+        let Some(cond) = &p.condition else { continue };
+        if !condition_holds(t, cond, target, &current, binds)? {
+            applied = false;
+        }
+    }
     if applied {
-        for m in muts {
-            node.engine
-                .apply(m)
-                .await
-                .map_err(|e| ExecError::Server(e.to_string()))?;
-        }
+        super::apply_mutations(node, muts.into_iter().flatten().collect()).await?;
+        return Ok(rows_outcome(
+            t,
+            vec![applied_column()],
+            vec![vec![applied_cell(true)]],
+        ));
     }
-    let mut columns = vec![applied_column()];
-    let mut row: Vec<Option<Bytes>> = vec![Some(values::serialize(&CqlValue::Boolean(applied)))];
-    if !applied {
-        if let Some(r) = &existing {
-            for i in shown {
-                columns.push((t.columns[i].name.clone(), t.columns[i].cql_type.clone()));
-                row.push(r.cells.get(i).cloned().flatten());
-            }
-        }
-    }
-    Ok(Outcome::Rows {
+    let (columns, rows) = failure_result(t, plans, &targets, &clusterings, &current, is_batch);
+    Ok(rows_outcome(t, columns, rows))
+}
+
+fn rows_outcome(
+    t: &TableMeta,
+    columns: Vec<(String, CqlType)>,
+    rows: Vec<Vec<Option<Bytes>>>,
+) -> Outcome {
+    Outcome::Rows {
         keyspace: t.keyspace.clone(),
         table: t.name.clone(),
         out: SelectOutput {
             columns,
-            rows: vec![row],
+            rows,
             paging_state: None,
         },
-    })
+    }
+}
+
+/// The partition's current state as far as the conditions need it.
+struct Current {
+    /// Live clustering rows read (each carries the static values too).
+    rows: Vec<Row>,
+    /// A row with the partition key and static values only, when the static row is live.
+    statics: Option<Row>,
+}
+
+impl Current {
+    fn row(&self, clustering: &[Bytes]) -> Option<&Row> {
+        self.rows.iter().find(|r| r.clustering == clustering)
+    }
+
+    /// The current cell of column `i` for a statement about `target`.
+    fn cell(&self, t: &TableMeta, i: usize, target: &Option<Vec<Bytes>>) -> Option<&Bytes> {
+        let row = if t.columns[i].kind == ColumnKind::Static {
+            self.statics.as_ref()
+        } else {
+            target.as_ref().and_then(|c| self.row(c))
+        };
+        row.and_then(|r| r.cells.get(i)).and_then(|c| c.as_ref())
+    }
+}
+
+fn read_current(
+    node: &NodeState,
+    t: &TableMeta,
+    key: &Bytes,
+    token: i64,
+    clusterings: &[Vec<Bytes>],
+    now_s: i64,
+) -> ExecResult<Current> {
+    let has_clustering = t.clustering_len() > 0;
+    let slices = if has_clustering {
+        clusterings
+            .iter()
+            .map(|c| {
+                let b = |kind| st::ClusteringBound {
+                    prefix: c.clone(),
+                    kind,
+                };
+                (b(st::BoundKind::Inclusive), b(st::BoundKind::Inclusive))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // No clustering row asked for: only the static row matters, one row is enough to carry it.
+    let row_limit = (has_clustering && clusterings.is_empty()).then_some(1);
+    let q = st::ReadQuery {
+        partitions: st::PartitionRange::Single {
+            key: key.clone(),
+            token,
+        },
+        slices,
+        reversed: false,
+        row_limit,
+        per_partition_limit: None,
+        partition_limit: None,
+        now_s,
+    };
+    let read = node
+        .engine
+        .read(*t.id.as_bytes(), &q)
+        .map_err(|e| ExecError::Server(e.to_string()))?;
+    let layout = ColumnLayout::new(t);
+    let mut all = Vec::new();
+    let mut static_live = false;
+    for p in &read.partitions {
+        static_live |= p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty());
+        partition_rows(t, &layout, p, &mut all);
+    }
+    let statics = if static_live {
+        all.first().map(|r| {
+            let mut r = r.clone();
+            for (i, c) in t.columns.iter().enumerate() {
+                if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                    r.cells[i] = None;
+                }
+            }
+            r.clustering = Vec::new();
+            r
+        })
+    } else {
+        None
+    };
+    let rows = all
+        .into_iter()
+        .filter(|r| !has_clustering || !r.clustering.is_empty())
+        .filter(|r| !has_clustering || clusterings.contains(&r.clustering))
+        .collect();
+    Ok(Current { rows, statics })
+}
+
+fn condition_holds(
+    t: &TableMeta,
+    cond: &WriteCondition,
+    target: &Option<Vec<Bytes>>,
+    current: &Current,
+    binds: &Binds<'_>,
+) -> ExecResult<bool> {
+    let exists = match target {
+        Some(c) => current.row(c).is_some(),
+        None => current.statics.is_some(),
+    };
+    match cond {
+        WriteCondition::NotExists => Ok(!exists),
+        WriteCondition::Exists => Ok(exists),
+        WriteCondition::Columns(conds) => {
+            for c in conds {
+                let i = t.column_index(&c.column.name).ok_or_else(|| {
+                    ExecError::Invalid(format!("Undefined column name {}", c.column.name))
+                })?;
+                if !holds(&t.columns[i], c, current.cell(t, i, target), binds)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// The columns Cassandra returns with `[applied] = false`: the whole row after IF (NOT) EXISTS,
+/// otherwise the conditioned columns (regular ones first, then static ones, each in IF order),
+/// preceded by the primary key in a batch so that rows of different statements can be told apart.
+fn failure_columns(t: &TableMeta, plans: &[&WritePlan], is_batch: bool) -> Vec<usize> {
+    if plans.iter().any(|p| {
+        matches!(
+            p.condition,
+            Some(WriteCondition::Exists | WriteCondition::NotExists)
+        )
+    }) {
+        return (0..t.columns.len()).collect();
+    }
+    let mut out: Vec<usize> = Vec::new();
+    if is_batch {
+        out.extend((0..t.columns.len()).filter(|&i| t.columns[i].kind.is_primary_key()));
+    }
+    for p in plans {
+        let Some(WriteCondition::Columns(conds)) = &p.condition else {
+            continue;
+        };
+        let idx: Vec<usize> = conds
+            .iter()
+            .filter_map(|c| t.column_index(&c.column.name))
+            .collect();
+        let (statics, regular): (Vec<usize>, Vec<usize>) = idx
+            .into_iter()
+            .partition(|&i| t.columns[i].kind == ColumnKind::Static);
+        for i in regular.into_iter().chain(statics) {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
+type ResultRows = (Vec<(String, CqlType)>, Vec<Vec<Option<Bytes>>>);
+
+/// The rows read for the conditions, as Cassandra returns them when they do not hold. Static
+/// values are only read (and so only shown) when a condition is about the static row.
+fn failure_result(
+    t: &TableMeta,
+    plans: &[&WritePlan],
+    targets: &[Option<Vec<Bytes>>],
+    clusterings: &[Vec<Bytes>],
+    current: &Current,
+    is_batch: bool,
+) -> ResultRows {
+    let static_condition = plans
+        .iter()
+        .zip(targets)
+        .any(|(p, target)| match &p.condition {
+            Some(WriteCondition::Columns(conds)) => {
+                target.is_none()
+                    || conds.iter().any(|c| {
+                        t.column(&c.column.name)
+                            .is_some_and(|col| col.kind == ColumnKind::Static)
+                    })
+            }
+            Some(_) => target.is_none(),
+            None => false,
+        });
+    let shown = failure_columns(t, plans, is_batch);
+    let mut source: Vec<&Row> = clusterings.iter().filter_map(|c| current.row(c)).collect();
+    if source.is_empty() && static_condition {
+        source.extend(current.statics.as_ref());
+    }
+    if source.is_empty() {
+        return (vec![applied_column()], vec![vec![applied_cell(false)]]);
+    }
+    let mut columns = vec![applied_column()];
+    columns.extend(
+        shown
+            .iter()
+            .map(|&i| (t.columns[i].name.clone(), t.columns[i].cql_type.clone())),
+    );
+    let rows = source
+        .into_iter()
+        .map(|r| {
+            let mut out = vec![applied_cell(false)];
+            out.extend(shown.iter().map(|&i| {
+                if t.columns[i].kind == ColumnKind::Static && !static_condition {
+                    None
+                } else {
+                    r.cells.get(i).cloned().flatten()
+                }
+            }));
+            out
+        })
+        .collect();
+    (columns, rows)
 }

@@ -8,6 +8,7 @@ mod filter;
 mod functions;
 mod json;
 mod lwt;
+mod lwt_cond;
 mod paging;
 mod respond;
 mod rows;
@@ -17,6 +18,7 @@ mod selectors;
 pub mod storage_bridge;
 mod values;
 mod write;
+mod write_checks;
 
 pub use error::{ExecError, ExecResult};
 pub use respond::{error_response, handle_request};
@@ -180,6 +182,9 @@ fn plan_statement(
             Planned::Write(Box::new(write::plan_delete(t, s, specs)?))
         }
         Statement::Batch(b) => {
+            if b.using.ttl.is_some() {
+                return Err(ExecError::Invalid("Global TTL on the BATCH statement is not supported.".into()));
+            }
             let mut children = Vec::new();
             for child in &b.statements {
                 let p = match child {
@@ -205,6 +210,15 @@ fn plan_statement(
                 children.push(p);
             }
             let counter = b.kind == ast::BatchKind::Counter;
+            if children.iter().any(|c| c.condition.is_some()) {
+                if b.using.timestamp.is_some() {
+                    return Err(ExecError::Invalid("Cannot provide custom timestamp for conditional BATCH".into()));
+                }
+                let first = children.first().map(|c| c.table.id);
+                if children.iter().any(|c| Some(c.table.id) != first) {
+                    return Err(ExecError::Invalid("Batch with conditions cannot span multiple tables".into()));
+                }
+            }
             for c in &children {
                 if c.table.is_counter_table() != counter {
                     return Err(ExecError::Invalid(if counter {
@@ -513,6 +527,9 @@ pub async fn execute(
                 now_s: now_s(),
                 lists: None,
             };
+            if children.iter().any(|c| c.condition.is_some()) {
+                return lwt::execute_batch(node, children, &binds, &ctx).await;
+            }
             let mut muts = Vec::new();
             for c in children {
                 muts.extend(write::batch_child_mutations(c, &binds, &ctx)?);

@@ -104,7 +104,7 @@ fn where_keys(
     let mut pk_vals: Vec<Option<ValuesOf>> = vec![None; pk.len()];
     let mut ck_vals: Vec<Option<ValuesOf>> = vec![None; ck.len()];
     let mut slice = Vec::new();
-    for r in where_clause {
+    for r in &super::write_checks::single_column_relations(where_clause) {
         let Relation::Column {
             column: id,
             op,
@@ -283,7 +283,7 @@ pub fn plan_insert(
     };
     pk.sort_by_key(|(p, _)| *p);
     ck.sort_by_key(|(p, _)| *p);
-    Ok(WritePlan {
+    let plan = WritePlan {
         table: t,
         kind,
         ops,
@@ -296,34 +296,9 @@ pub fn plan_insert(
         } else {
             None
         },
-    })
-}
-
-fn note_condition(
-    t: &TableMeta,
-    c: &Option<WriteCondition>,
-    specs: &mut Vec<Option<BindSpec>>,
-) -> ExecResult<()> {
-    if let Some(WriteCondition::Columns(conds)) = c {
-        for cond in conds {
-            let i = column_index_of(t, &cond.column.name)?;
-            let col = &t.columns[i];
-            if col.kind.is_primary_key() {
-                return invalid(format!(
-                    "PRIMARY KEY column '{}' cannot have IF conditions",
-                    col.name
-                ));
-            }
-            if let RelationValue::Single(term) = &cond.value {
-                note_binds(
-                    term,
-                    BindSpec::new(t, &col.name, col.cql_type.clone()),
-                    specs,
-                );
-            }
-        }
-    }
-    Ok(())
+    };
+    super::lwt_cond::validate_plan(&plan)?;
+    Ok(plan)
 }
 
 pub fn plan_update(
@@ -399,6 +374,8 @@ pub fn plan_update(
             ));
         }
         match (&op, counter) {
+            // Cassandra's own wording, minus sign included.
+            (Op::Prepend(v), true) => return invalid(format!("Invalid operation ({0} = {v} - {0}) for non list column {0}", c.name)),
             (Op::Set(_), true) => return invalid(format!("Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)", c.name)),
             (Op::Add(_) | Op::Subtract(_), false) if !matches!(c.cql_type, CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }) => {
                 return invalid(format!("Invalid operation ({0} = {0} + ?) for non counter column {0}", c.name))
@@ -442,6 +419,14 @@ pub fn plan_update(
         }
         ops.push((i, op));
     }
+    if ops.iter().any(|(i, _)| t.columns[*i].cql_type.is_counter()) {
+        if s.using.ttl.is_some() {
+            return invalid("Cannot provide custom TTL for counter updates");
+        }
+        if s.using.timestamp.is_some() {
+            return invalid("Cannot provide custom timestamp for counter updates");
+        }
+    }
     let (pk, ck, _) = where_keys(&t, &s.where_clause, specs, false)?;
     if ck.len() < t.clustering_len()
         && ops
@@ -458,8 +443,8 @@ pub fn plan_update(
             missing.join(", ")
         ));
     }
-    note_condition(&t, &s.condition, specs)?;
-    Ok(WritePlan {
+    super::lwt_cond::note_condition(&t, &s.condition, specs)?;
+    let plan = WritePlan {
         table: t,
         kind: WriteKind::Update,
         ops,
@@ -468,7 +453,9 @@ pub fn plan_update(
         ck_slice: Vec::new(),
         using: s.using.clone(),
         condition: s.condition.clone(),
-    })
+    };
+    super::lwt_cond::validate_plan(&plan)?;
+    Ok(plan)
 }
 
 pub fn plan_delete(
@@ -507,8 +494,8 @@ pub fn plan_delete(
         ops.push((i, Op::Delete(item.path.clone())));
     }
     let (pk, ck, slice) = where_keys(&t, &s.where_clause, specs, true)?;
-    note_condition(&t, &s.condition, specs)?;
-    Ok(WritePlan {
+    super::lwt_cond::note_condition(&t, &s.condition, specs)?;
+    let plan = WritePlan {
         table: t,
         kind: WriteKind::Delete,
         ops,
@@ -517,7 +504,9 @@ pub fn plan_delete(
         ck_slice: slice,
         using: s.using.clone(),
         condition: s.condition.clone(),
-    })
+    };
+    super::lwt_cond::validate_plan(&plan)?;
+    Ok(plan)
 }
 
 /// Per-execution settings from the protocol.
@@ -725,7 +714,11 @@ fn row_cells(
             Op::Add(term) | Op::Prepend(term) => {
                 if c.cql_type.is_counter() {
                     let ty = CqlType::Native(NativeType::Bigint);
-                    if let Bound::Value(b) = values::eval(&term, &ty, &c.name, binds)? {
+                    let delta = values::eval(&term, &ty, &c.name, binds)?;
+                    if matches!(delta, Bound::Null) {
+                        return invalid("Invalid null value for counter increment/decrement");
+                    }
+                    if let Bound::Value(b) = delta {
                         let d = i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]));
                         out.push(st::CellUpdate {
                             column: id,
@@ -743,7 +736,11 @@ fn row_cells(
             Op::Subtract(term) => {
                 if c.cql_type.is_counter() {
                     let ty = CqlType::Native(NativeType::Bigint);
-                    if let Bound::Value(b) = values::eval(&term, &ty, &c.name, binds)? {
+                    let delta = values::eval(&term, &ty, &c.name, binds)?;
+                    if matches!(delta, Bound::Null) {
+                        return invalid("Invalid null value for counter increment/decrement");
+                    }
+                    if let Bound::Value(b) = delta {
                         let d = i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]));
                         out.push(st::CellUpdate {
                             column: id,
@@ -996,15 +993,12 @@ fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<JsonRow
     Ok(Some((cols, pk, ck)))
 }
 
-/// The mutations of one statement of a BATCH (conditional statements are not supported in batches yet).
+/// The mutations of one statement of an unconditional BATCH (conditional ones go through `lwt`).
 pub fn batch_child_mutations(
     plan: &WritePlan,
     binds: &Binds<'_>,
     ctx: &WriteContext<'_>,
 ) -> ExecResult<Vec<st::Mutation>> {
-    if plan.condition.is_some() {
-        return invalid("Conditional batches are not supported by Helenus yet");
-    }
     mutations(plan, binds, ctx)
 }
 
@@ -1016,9 +1010,18 @@ pub fn mutations(
 ) -> ExecResult<Vec<st::Mutation>> {
     let t = &plan.table;
     let ts = match &plan.using.timestamp {
-        Some(term) => {
-            int_of(term, NativeType::Bigint, "[timestamp]", binds)?.unwrap_or(ctx.timestamp_us)
-        }
+        Some(term) => match int_of(term, NativeType::Bigint, "[timestamp]", binds)? {
+            // Long.MIN_VALUE is Cassandra's "no timestamp" marker.
+            Some(i64::MIN) => {
+                return invalid(format!(
+                    "Out of bound timestamp, must be in [{}, {}]",
+                    i64::MIN + 1,
+                    i64::MAX
+                ))
+            }
+            Some(v) => v,
+            None => ctx.timestamp_us,
+        },
         None => ctx.timestamp_us,
     };
     let ttl = match &plan.using.ttl {
@@ -1036,6 +1039,7 @@ pub fn mutations(
         },
         None => t.params.default_time_to_live.max(0) as u32,
     };
+    super::write_checks::check_expiration(t, ttl, ctx.now_s)?;
     let json = json_values(plan, binds)?;
     let (pk_lists, ck_lists): (Vec<Vec<Bytes>>, Vec<Vec<Bytes>>) = match &json {
         Some((_, pk, ck)) => (
