@@ -42,8 +42,8 @@ impl Parser<'_> {
         })
     }
 
-    /// `USING TTL t AND TIMESTAMP t`, either order, each at most once (as Cassandra's
-    /// Attributes reject duplicates, a repeat is reported here).
+    /// `USING TTL t AND TIMESTAMP t`, either order. Cassandra 5.0's grammar assigns each
+    /// objective in turn, so a repeated one is accepted and the last value wins.
     pub(super) fn using_clause(&mut self) -> Result<UsingClause, ParseError> {
         let mut using = UsingClause::default();
         if !self.eat_kw("using") {
@@ -51,15 +51,9 @@ impl Parser<'_> {
         }
         loop {
             if self.is_kw("ttl") {
-                if using.ttl.is_some() {
-                    return Err(self.err_here("Multiple TTL definitions".into()));
-                }
                 self.bump();
                 using.ttl = Some(self.int_value()?);
             } else if self.is_kw("timestamp") {
-                if using.timestamp.is_some() {
-                    return Err(self.err_here("Multiple TIMESTAMP definitions".into()));
-                }
                 self.bump();
                 using.timestamp = Some(self.int_value()?);
             } else {
