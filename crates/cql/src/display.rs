@@ -187,7 +187,9 @@ impl Display for Selector {
                 f.write_char(')')
             }
             Selector::CountStar => f.write_str("count(*)"),
-            Selector::Cast { selector, ty } => write!(f, "cast({selector} AS {ty})"),
+            Selector::Cast {
+                selector, written, ..
+            } => write!(f, "cast({selector} AS {written})"),
             Selector::WriteTime(s) => write!(f, "writetime({s})"),
             Selector::MaxWriteTime(s) => write!(f, "maxwritetime({s})"),
             Selector::Ttl(s) => write!(f, "ttl({s})"),

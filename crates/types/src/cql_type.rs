@@ -84,15 +84,16 @@ impl NativeType {
         Some(t)
     }
 
-    /// Fixed serialized width in bytes, for the types that have one.
+    /// Fixed serialized width in bytes, as Cassandra's `valueLengthIfFixed` declares it (what
+    /// decides whether vector elements are packed). `smallint`, `tinyint`, `date` and `time`
+    /// have a constant width but do not declare it, so vectors length-prefix them.
     pub fn fixed_size_bytes(self) -> Option<usize> {
         match self {
             NativeType::Bigint | NativeType::Counter | NativeType::Double => Some(8),
-            NativeType::Timestamp | NativeType::Time => Some(8),
-            NativeType::Int | NativeType::Float | NativeType::Date => Some(4),
+            NativeType::Timestamp => Some(8),
+            NativeType::Int | NativeType::Float => Some(4),
             NativeType::Uuid | NativeType::Timeuuid => Some(16),
-            NativeType::Smallint => Some(2),
-            NativeType::Tinyint | NativeType::Boolean => Some(1),
+            NativeType::Boolean => Some(1),
             _ => None,
         }
     }

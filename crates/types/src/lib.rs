@@ -10,6 +10,7 @@ mod cql_type;
 mod decode;
 mod error;
 mod format;
+pub mod numeric;
 mod parse;
 pub mod time;
 mod token;

@@ -106,7 +106,10 @@ pub fn timeuuid_ticks(u: &Uuid) -> i64 {
 
 /// Unix milliseconds of a version-1 UUID (`toUnixTimestamp(timeuuid)`).
 pub fn timeuuid_to_unix_ms(u: &Uuid) -> i64 {
-    timeuuid_ticks(u).div_euclid(10_000) - UUID_EPOCH_OFFSET_MS
+    // Cassandra goes through microseconds and divides by 1000 with Java's truncation, so a
+    // pre-1970 uuid rounds towards the epoch (1582's first uuid is ...773156, not ...773157).
+    let micros = timeuuid_ticks(u) / 10 - UUID_EPOCH_OFFSET_MS * 1000;
+    micros / 1000
 }
 
 /// The smallest timeuuid (under TimeUUIDType ordering) at `ms`: Cassandra's `minTimeuuid`.

@@ -169,16 +169,12 @@ fn value_is_fixed_size(v: &CqlValue) -> bool {
         CqlValue::Bigint(_)
         | CqlValue::Counter(_)
         | CqlValue::Timestamp(_)
-        | CqlValue::Time(_)
         | CqlValue::Boolean(_)
         | CqlValue::Double(_)
         | CqlValue::Float(_)
         | CqlValue::Int(_)
         | CqlValue::Uuid(_)
-        | CqlValue::Timeuuid(_)
-        | CqlValue::Date(_)
-        | CqlValue::Smallint(_)
-        | CqlValue::Tinyint(_) => true,
+        | CqlValue::Timeuuid(_) => true,
         CqlValue::Vector(items) => match items.first() {
             Some(first) => value_is_fixed_size(first),
             None => true,

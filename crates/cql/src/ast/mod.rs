@@ -176,6 +176,9 @@ pub enum Selector {
         selector: Box<Selector>,
         /// The target native type.
         ty: CqlTypeExpr,
+        /// The target type's keyword as written, lowercased: `varchar` and `text` are the same
+        /// type but only `text` names a cast function.
+        written: String,
     },
     /// `writetime(c)` (possibly `writetime(c[k])`).
     WriteTime(Box<Selector>),

@@ -333,11 +333,20 @@ impl Parser<'_> {
                     self.bump();
                     let inner = Box::new(self.selector()?);
                     self.expect_kw("as")?;
-                    let ty = self.cql_type()?;
+                    // Cassandra's grammar only takes a native type here.
+                    let written = self.peek().text.to_ascii_lowercase();
+                    let native = (self.peek().kind == TokenKind::Word)
+                        .then(|| NativeType::from_cql_name(&written))
+                        .flatten();
+                    let Some(native) = native else {
+                        return Err(self.err_no_viable());
+                    };
+                    self.bump();
                     self.expect_sym(")")?;
                     return Ok(Selector::Cast {
                         selector: inner,
-                        ty,
+                        ty: CqlTypeExpr::Native(native),
+                        written,
                     });
                 }
                 _ => {}

@@ -44,6 +44,15 @@ pub enum ExecError {
     /// 0x2100
     #[error("{0}")]
     Unauthorized(String),
+    /// 0x1400: a function (or an operator, which Cassandra runs as a function) threw while
+    /// executing, e.g. a division by zero.
+    #[error("{message}")]
+    FunctionFailure {
+        keyspace: String,
+        function: String,
+        arg_types: Vec<String>,
+        message: String,
+    },
     /// 0x0000: a bug or an I/O failure on this node.
     #[error("{0}")]
     Server(String),

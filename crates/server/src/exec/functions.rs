@@ -1,43 +1,126 @@
 //! Native scalar functions of CQL (Cassandra 5.0's set), evaluated on decoded values.
 
+use super::cast;
 use super::error::{ExecError, ExecResult};
+use helenus_types::numeric::{self, JavaNumber, Signed};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
 fn native(t: NativeType) -> CqlType {
     CqlType::Native(t)
 }
 
-/// The return type of a native function given its argument types, or None if unknown.
-pub fn return_type(name: &str, args: &[CqlType]) -> Option<CqlType> {
+/// The class Cassandra 5.0 reports for the timeuuid results of `blobAsTimeuuid` and of
+/// `min`/`max` over timeuuids (their result type is the legacy marshal class, which drivers
+/// see as a custom type).
+pub const LEGACY_TIMEUUID: &str = "org.apache.cassandra.db.marshal.LegacyTimeUUIDType";
+
+fn is_numeric(t: &CqlType) -> bool {
+    use NativeType::*;
+    matches!(
+        t,
+        CqlType::Native(
+            Tinyint | Smallint | Int | Bigint | Counter | Float | Double | Varint | Decimal
+        )
+    )
+}
+
+/// "none of its type signatures match", listing the signatures Cassandra knows.
+fn no_signature(name: &str, inputs: &[&str], ret: &str) -> ExecError {
+    let known: Vec<String> = inputs
+        .iter()
+        .map(|i| format!("system.{name} : ({i}) -> {ret}"))
+        .collect();
+    ExecError::Invalid(format!(
+        "Invalid call to function {name}, none of its type signatures match (known type signatures: {})",
+        known.join(", ")
+    ))
+}
+
+/// One-argument functions over a fixed set of native input types.
+fn unary(
+    name: &str,
+    args: &[CqlType],
+    inputs: &[NativeType],
+    ret: NativeType,
+) -> ExecResult<CqlType> {
+    match args {
+        [CqlType::Native(n)] if inputs.contains(n) => Ok(native(ret)),
+        _ => {
+            let names: Vec<&str> = inputs.iter().map(|i| i.cql_name()).collect();
+            Err(no_signature(name, &names, ret.cql_name()))
+        }
+    }
+}
+
+/// Resolves a native scalar function call: its return type given the argument types, or the
+/// error Cassandra gives (unknown function, no matching signature).
+pub fn resolve(name: &str, args: &[CqlType]) -> ExecResult<CqlType> {
     use NativeType::*;
     let lower = name.to_ascii_lowercase();
-    let t = match lower.as_str() {
-        "now" | "mintimeuuid" | "maxtimeuuid" => native(Timeuuid),
+    let unknown = || ExecError::Invalid(format!("Unknown function '{lower}'"));
+    Ok(match lower.as_str() {
+        "now" | "currenttimeuuid" | "current_timeuuid" => native(Timeuuid),
+        // Literal arguments are typed by the call (a string or an integer is a timestamp).
+        "mintimeuuid" | "maxtimeuuid" | "min_timeuuid" | "max_timeuuid" => native(Timeuuid),
         "uuid" => native(Uuid),
-        "currenttimestamp" | "totimestamp" | "dateof" => native(Timestamp),
-        "currentdate" | "todate" => native(Date),
-        "currenttime" => native(Time),
-        "currenttimeuuid" => native(Timeuuid),
-        "tounixtimestamp" | "unixtimestampof" => native(Bigint),
-        "abs" | "exp" | "log" | "log10" | "round" => args.first().cloned()?,
+        "currenttimestamp" | "current_timestamp" => native(Timestamp),
+        "currentdate" | "current_date" => native(Date),
+        "currenttime" | "current_time" => native(Time),
+        "totimestamp" | "to_timestamp" => unary(&lower, args, &[Timeuuid, Date], Timestamp)?,
+        "todate" | "to_date" => unary(&lower, args, &[Timestamp, Timeuuid], Date)?,
+        "tounixtimestamp" | "to_unix_timestamp" => {
+            unary(&lower, args, &[Timeuuid, Timestamp, Date], Bigint)?
+        }
+        "abs" | "exp" | "log" | "log10" | "round" => match args {
+            [t] if is_numeric(t) => t.clone(),
+            _ => {
+                let inputs = [
+                    "varint", "counter", "decimal", "double", "float", "bigint", "int", "smallint",
+                    "tinyint",
+                ];
+                return Err(ExecError::Invalid(format!(
+                    "Invalid call to function {lower}, none of its type signatures match (known type signatures: {})",
+                    inputs
+                        .iter()
+                        .map(|i| format!("system.{lower} : ({i}) -> {i}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        },
         "token" => native(Bigint),
         "writetime" | "maxwritetime" | "minwritetime" => native(Bigint),
         "ttl" => native(Int),
         "count" => native(Bigint),
-        "min" | "max" | "sum" => args.first().cloned()?,
-        "avg" => args.first().cloned()?,
+        "min" | "max" | "sum" | "avg" => args.first().cloned().ok_or_else(unknown)?,
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => native(Float),
         _ => {
             if let Some(target) = lower.strip_prefix("blobas") {
-                native(NativeType::from_cql_name(target)?)
-            } else if lower.ends_with("asblob") {
-                native(Blob)
+                match NativeType::from_cql_name(target) {
+                    // There is no blobAsBlob: blob is the identity.
+                    Some(Blob) | None => return Err(unknown()),
+                    Some(Timeuuid) => CqlType::Custom(LEGACY_TIMEUUID.into()),
+                    Some(t) => native(t),
+                }
+            } else if let Some(source) = lower.strip_suffix("asblob") {
+                match NativeType::from_cql_name(source) {
+                    Some(Blob) | None => return Err(unknown()),
+                    Some(_) => native(Blob),
+                }
             } else {
-                return None;
+                return Err(unknown());
             }
         }
-    };
-    Some(t)
+    })
+}
+
+/// The return type of a native function given its argument types, or None if unknown.
+/// (Values bound into statements see the legacy timeuuid class as plain `timeuuid`.)
+pub fn return_type(name: &str, args: &[CqlType]) -> Option<CqlType> {
+    match resolve(name, args).ok()? {
+        CqlType::Custom(c) if c == LEGACY_TIMEUUID => Some(native(NativeType::Timeuuid)),
+        t => Some(t),
+    }
 }
 
 fn now_ms() -> i64 {
@@ -60,8 +143,84 @@ fn as_ms(v: &CqlValue) -> Option<i64> {
     match v {
         CqlValue::Timestamp(ms) => Some(*ms),
         CqlValue::Timeuuid(u) => Some(helenus_types::timeuuid_to_unix_ms(u)),
-        CqlValue::Date(d) => Some((*d as i64 - (1i64 << 31)) * 86_400_000),
+        CqlValue::Date(d) => Some(cast::raw_date_to_millis(*d)),
         _ => None,
+    }
+}
+
+/// The timestamp argument of `minTimeuuid`/`maxTimeuuid`: literals arrive untyped, so a
+/// string is parsed as a timestamp and an integer taken as milliseconds.
+fn timestamp_arg(v: &CqlValue) -> ExecResult<Option<i64>> {
+    Ok(match v {
+        CqlValue::Text(s) | CqlValue::Ascii(s) => {
+            match helenus_types::from_string(&native(NativeType::Timestamp), s) {
+                Ok(CqlValue::Timestamp(ms)) => Some(ms),
+                Ok(_) => None,
+                Err(e) => return Err(ExecError::Invalid(e.to_string())),
+            }
+        }
+        CqlValue::Int(x) => Some(i64::from(*x)),
+        CqlValue::Bigint(x) => Some(*x),
+        other => as_ms(other),
+    })
+}
+
+fn arithmetic_error(msg: &str) -> ExecError {
+    ExecError::Server(format!("java.lang.ArithmeticException: {msg}"))
+}
+
+/// exp/log/log10 of a varint or decimal, as Cassandra's big-number math: computed on the
+/// double value, failing where the exact function fails (overflow, non-positive logarithm).
+fn big_math(f: &str, v: &CqlValue) -> ExecResult<CqlValue> {
+    let Some(n) = JavaNumber::of(v) else {
+        return Ok(v.clone());
+    };
+    let x = n.double_value();
+    let y = match f {
+        "exp" => x.exp(),
+        "log" if x <= 0.0 => return Err(arithmetic_error("Natural log of number zero or less")),
+        "log" => x.ln(),
+        _ if x <= 0.0 => return Err(arithmetic_error("Log10 of number zero or less")),
+        _ => x.log10(),
+    };
+    if !y.is_finite() {
+        return Err(arithmetic_error("Overflow"));
+    }
+    let d = JavaNumber::Double(y);
+    Ok(match v {
+        CqlValue::Varint(_) => CqlValue::Varint(d.to_integer()),
+        _ => {
+            let (unscaled, scale) = d.to_decimal().ok_or_else(|| arithmetic_error("Overflow"))?;
+            CqlValue::Decimal { unscaled, scale }
+        }
+    })
+}
+
+/// `round`: Java's `Math.round` (half up, saturating) for floating point, half-up to scale 0
+/// for decimals, the identity for integers.
+fn round(v: &CqlValue) -> CqlValue {
+    match v {
+        CqlValue::Float(x) => {
+            let r = if x.is_nan() {
+                0
+            } else {
+                (x + 0.5).floor() as i32
+            };
+            CqlValue::Float(r as f32)
+        }
+        CqlValue::Double(x) => {
+            let r = if x.is_nan() {
+                0
+            } else {
+                (x + 0.5).floor() as i64
+            };
+            CqlValue::Double(r as f64)
+        }
+        CqlValue::Decimal { unscaled, scale } => {
+            let (unscaled, scale) = numeric::decimal_round_half_up(&(unscaled.clone(), *scale));
+            CqlValue::Decimal { unscaled, scale }
+        }
+        other => other.clone(),
     }
 }
 
@@ -83,46 +242,79 @@ pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue
     let lower = name.to_ascii_lowercase();
     let unsupported = || ExecError::Invalid(format!("Unknown function '{name}'"));
     Ok(match lower.as_str() {
-        "now" | "currenttimeuuid" => Some(V::Timeuuid(helenus_types::new_timeuuid())),
+        "now" | "currenttimeuuid" | "current_timeuuid" => {
+            Some(V::Timeuuid(helenus_types::new_timeuuid()))
+        }
         "uuid" => Some(V::Uuid(uuid::Uuid::new_v4())),
-        "currenttimestamp" => Some(V::Timestamp(now_ms())),
-        "currentdate" => Some(V::Date(
+        "currenttimestamp" | "current_timestamp" => Some(V::Timestamp(now_ms())),
+        "currentdate" | "current_date" => Some(V::Date(
             ((now_ms().div_euclid(86_400_000)) + (1i64 << 31)) as u32,
         )),
-        "currenttime" => Some(V::Time(now_ms().rem_euclid(86_400_000) * 1_000_000)),
-        "totimestamp" | "dateof" => arg(args, 0, &lower)?.and_then(as_ms).map(V::Timestamp),
-        "todate" => arg(args, 0, &lower)?
+        "currenttime" | "current_time" => {
+            Some(V::Time(now_ms().rem_euclid(86_400_000) * 1_000_000))
+        }
+        "totimestamp" | "to_timestamp" => arg(args, 0, &lower)?.and_then(as_ms).map(V::Timestamp),
+        "todate" | "to_date" => arg(args, 0, &lower)?
             .and_then(as_ms)
-            .map(|ms| V::Date((ms.div_euclid(86_400_000) + (1i64 << 31)) as u32)),
-        "tounixtimestamp" | "unixtimestampof" => {
+            .map(|ms| V::Date(cast::millis_to_raw_date(ms))),
+        "tounixtimestamp" | "to_unix_timestamp" => {
             arg(args, 0, &lower)?.and_then(as_ms).map(V::Bigint)
         }
-        "mintimeuuid" => arg(args, 0, &lower)?
-            .and_then(as_ms)
-            .map(|ms| V::Timeuuid(helenus_types::min_timeuuid(ms))),
-        "maxtimeuuid" => arg(args, 0, &lower)?
-            .and_then(as_ms)
-            .map(|ms| V::Timeuuid(helenus_types::max_timeuuid(ms))),
+        "mintimeuuid" | "min_timeuuid" => match arg(args, 0, &lower)? {
+            Some(v) => timestamp_arg(v)?.map(|ms| V::Timeuuid(helenus_types::min_timeuuid(ms))),
+            None => None,
+        },
+        "maxtimeuuid" | "max_timeuuid" => match arg(args, 0, &lower)? {
+            Some(v) => timestamp_arg(v)?.map(|ms| V::Timeuuid(helenus_types::max_timeuuid(ms))),
+            None => None,
+        },
+        "token" => {
+            // token() over values of the partition key's types: the token of that key.
+            let parts: Vec<bytes::Bytes> = args
+                .iter()
+                .map(|a| {
+                    a.as_ref()
+                        .map(helenus_types::serialize_to_bytes)
+                        .unwrap_or_default()
+                })
+                .collect();
+            let key = if parts.len() == 1 {
+                parts[0].clone()
+            } else {
+                let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
+                helenus_types::composite_partition_key(&refs)
+            };
+            Some(V::Bigint(helenus_types::murmur3_token(&key)))
+        }
         "abs" => match arg(args, 0, &lower)? {
             None => None,
             Some(V::Int(x)) => Some(V::Int(x.wrapping_abs())),
             Some(V::Bigint(x)) => Some(V::Bigint(x.wrapping_abs())),
+            Some(V::Counter(x)) => Some(V::Counter(x.wrapping_abs())),
             Some(V::Smallint(x)) => Some(V::Smallint(x.wrapping_abs())),
             Some(V::Tinyint(x)) => Some(V::Tinyint(x.wrapping_abs())),
             Some(V::Float(x)) => Some(V::Float(x.abs())),
             Some(V::Double(x)) => Some(V::Double(x.abs())),
+            Some(V::Varint(x)) => Some(V::Varint(x.abs())),
+            Some(V::Decimal { unscaled, scale }) => Some(V::Decimal {
+                unscaled: unscaled.abs(),
+                scale: *scale,
+            }),
             Some(_) => return Err(unsupported()),
         },
-        "exp" | "log" | "log10" | "round" => {
+        "round" => arg(args, 0, &lower)?.map(round),
+        "exp" | "log" | "log10" => {
             let Some(v) = arg(args, 0, &lower)? else {
                 return Ok(None);
             };
+            if matches!(v, V::Varint(_) | V::Decimal { .. }) {
+                return big_math(&lower, v).map(Some);
+            }
             let x = as_f64(v).ok_or_else(unsupported)?;
             let y = match lower.as_str() {
                 "exp" => x.exp(),
                 "log" => x.ln(),
-                "log10" => x.log10(),
-                _ => x.round(),
+                _ => x.log10(),
             };
             Some(match v {
                 V::Float(_) => V::Float(y as f32),
@@ -174,6 +366,10 @@ pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue
                 let t = NativeType::from_cql_name(target).ok_or_else(unsupported)?;
                 match arg(args, 0, &lower)? {
                     None => None,
+                    // An empty duration has no valid encoding (other types read it as empty).
+                    Some(V::Blob(b)) if b.is_empty() && t == NativeType::Duration => {
+                        return Err(ExecError::Invalid(format!("In call to function system.{lower}, value 0x is not a valid binary representation for type duration")))
+                    }
                     Some(V::Blob(b)) => Some(
                         helenus_types::deserialize(&native(t), b)
                             .map_err(|e| ExecError::Invalid(format!("In call to function system.{lower}, value 0x{} is not a valid binary representation for type {}: {e}", hex(b), t.cql_name())))?,

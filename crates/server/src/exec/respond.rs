@@ -60,6 +60,19 @@ pub fn error_response(e: ExecError) -> proto::Response {
         ),
         ExecError::Truncate(_) => (ErrorCode::TRUNCATE, ErrorExtra::None),
         ExecError::Unauthorized(_) => (ErrorCode::UNAUTHORIZED, ErrorExtra::None),
+        ExecError::FunctionFailure {
+            keyspace,
+            function,
+            arg_types,
+            ..
+        } => (
+            ErrorCode::FUNCTION_FAILURE,
+            ErrorExtra::FunctionFailure {
+                keyspace: keyspace.clone(),
+                function: function.clone(),
+                arg_types: arg_types.clone(),
+            },
+        ),
         ExecError::Server(_) => (ErrorCode::SERVER, ErrorExtra::None),
     };
     proto::Response::Error(ErrorBody {

@@ -1,5 +1,7 @@
 //! Compiled SELECT selectors: what each result column is and how it is computed from a row.
 
+use super::arith;
+use super::cast;
 use super::error::{ExecError, ExecResult};
 use super::functions;
 use super::rows::Row;
@@ -7,6 +9,7 @@ use super::values::{self, serialize, Binds, Bound};
 use bytes::Bytes;
 use helenus_cql::ast::{Projection, Selector};
 use helenus_schema::{ColumnKind, TableMeta};
+use helenus_types::numeric::{self, BigInt, JavaNumber};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,10 +62,12 @@ pub enum Sel {
         args: Vec<Sel>,
         arg_types: Vec<CqlType>,
     },
+    /// A resolved `cast_as_<to>` call; the argument is read as `input` (see [`cast::CastPlan`]).
     Cast {
         inner: Box<Sel>,
         from: CqlType,
-        to: CqlType,
+        input: CqlType,
+        to: NativeType,
     },
     Constant(Option<Bytes>),
     CountStar,
@@ -115,7 +120,7 @@ fn selector_name(s: &Selector) -> String {
                 .unwrap_or_else(|| "system".into());
             format!("{ks}.{n}({})", a.join(", "))
         }
-        Selector::Cast { selector, ty } => {
+        Selector::Cast { selector, ty, .. } => {
             format!("cast({} as {})", selector_name(selector), ty_text(ty))
         }
         Selector::Term(t) => t.to_string(),
@@ -130,6 +135,14 @@ fn selector_name(s: &Selector) -> String {
             format!("{} {sym} {}", selector_name(left), selector_name(right))
         }
         Selector::Negate(inner) => format!("-{}", selector_name(inner)),
+        Selector::List(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(selector_name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Selector::Element { selector, key } => format!("{}[{key}]", selector_name(selector)),
         Selector::Slice { selector, from, to } => format!(
             "{}[{}..{}]",
@@ -144,6 +157,46 @@ fn selector_name(s: &Selector) -> String {
             format!("{}.{}", selector_name(selector), field.name)
         }
         _ => "expr".into(),
+    }
+}
+
+/// A literal selector as a term (`[1.0, 2.0]` parses as a selector list of terms).
+fn as_term(s: &Selector) -> Option<helenus_cql::ast::Term> {
+    use helenus_cql::ast::Term;
+    Some(match s {
+        Selector::Term(t) => t.clone(),
+        Selector::List(items) => Term::List(items.iter().map(as_term).collect::<Option<_>>()?),
+        _ => return None,
+    })
+}
+
+/// The first column a selector reads (what Cassandra names in "cannot be cast" errors).
+fn first_column(s: &Selector) -> String {
+    match s {
+        Selector::Column(i) => i.name.clone(),
+        Selector::FunctionCall { args, .. } => args
+            .iter()
+            .map(first_column)
+            .find(|n| !n.is_empty())
+            .unwrap_or_default(),
+        Selector::Cast { selector, .. }
+        | Selector::WriteTime(selector)
+        | Selector::MaxWriteTime(selector)
+        | Selector::Ttl(selector)
+        | Selector::Field { selector, .. }
+        | Selector::Element { selector, .. }
+        | Selector::Slice { selector, .. }
+        | Selector::TypeHint { selector, .. }
+        | Selector::Negate(selector) => first_column(selector),
+        Selector::Binary { left, right, .. } => {
+            let l = first_column(left);
+            if l.is_empty() {
+                first_column(right)
+            } else {
+                l
+            }
+        }
+        _ => String::new(),
     }
 }
 
@@ -173,11 +226,17 @@ pub fn compile(
         Projection::Items(items) => {
             for item in items {
                 let (sel, ty) = compile_one(t, &item.selector, binds_none)?;
-                let name = item
-                    .alias
-                    .as_ref()
-                    .map(|a| a.name.clone())
-                    .unwrap_or_else(|| selector_name(&item.selector));
+                let name =
+                    item.alias
+                        .as_ref()
+                        .map(|a| a.name.clone())
+                        .unwrap_or_else(|| match &item.selector {
+                            // A cast to the argument's own type is dropped, name included.
+                            Selector::Cast { selector, .. } if !matches!(sel, Sel::Cast { .. }) => {
+                                selector_name(selector)
+                            }
+                            other => selector_name(other),
+                        });
                 columns.push(OutColumn { name, ty, sel });
             }
         }
@@ -250,13 +309,29 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                     .filter(|(_, c)| c.kind == ColumnKind::PartitionKey)
                     .map(|(i, _)| i)
                     .collect();
-                if idx != pk {
+                if idx == pk {
+                    return Ok((Sel::Token(idx), bigint));
+                }
+                // Other columns of the partition key's types are hashed as a key would be.
+                let same_types = idx.len() == pk.len()
+                    && idx
+                        .iter()
+                        .zip(&pk)
+                        .all(|(a, b)| t.columns[*a].cql_type == t.columns[*b].cql_type);
+                if !same_types {
                     return Err(ExecError::Invalid(format!(
                         "Type error: token() arguments must be the partition key columns of {}",
                         t.name
                     )));
                 }
-                return Ok((Sel::Token(idx), bigint));
+                return Ok((
+                    Sel::Func {
+                        name: fname,
+                        args: idx.iter().map(|i| Sel::Column(*i)).collect(),
+                        arg_types: idx.iter().map(|i| t.columns[*i].cql_type.clone()).collect(),
+                    },
+                    bigint,
+                ));
             }
             let agg = match fname.as_str() {
                 "count" => Some(AggKind::Count),
@@ -287,10 +362,12 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                         "Invalid call to function {fname}, none of its type signatures match (known type signatures: system.{fname} : (tinyint) -> tinyint, system.{fname} : (smallint) -> smallint, system.{fname} : (int) -> int, system.{fname} : (bigint) -> bigint, system.{fname} : (float) -> float, system.{fname} : (double) -> double, system.{fname} : (decimal) -> decimal, system.{fname} : (varint) -> varint, system.{fname} : (counter) -> counter)"
                     )));
                 }
-                let out_ty = if kind == AggKind::Count {
-                    bigint
-                } else {
-                    ty.clone()
+                let out_ty = match (kind, &ty) {
+                    (AggKind::Count, _) => bigint,
+                    (AggKind::Min | AggKind::Max, CqlType::Native(NativeType::Timeuuid)) => {
+                        CqlType::Custom(functions::LEGACY_TIMEUUID.into())
+                    }
+                    _ => ty.clone(),
                 };
                 return Ok((
                     Sel::Agg {
@@ -319,13 +396,33 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
             }
             let mut sels = Vec::new();
             let mut types = Vec::new();
+            let similarity = fname.starts_with("similarity_");
+            // A vector literal passed to a similarity function takes the other argument's type.
+            let vector_ty = if similarity {
+                args.iter()
+                    .filter(|a| as_term(a).is_none())
+                    .map(|a| compile_one(t, a, binds).map(|(_, ty)| ty))
+                    .collect::<ExecResult<Vec<_>>>()?
+                    .into_iter()
+                    .find(|ty| matches!(ty, CqlType::Vector { .. }))
+            } else {
+                None
+            };
             for a in args {
-                let (s, ty) = compile_one(t, a, binds)?;
+                let (s, ty) = match (as_term(a), &vector_ty) {
+                    (Some(term), Some(vt)) => {
+                        let b = match values::eval(&term, vt, "selector", binds)? {
+                            Bound::Value(b) => Some(b),
+                            _ => None,
+                        };
+                        (Sel::Constant(b), vt.clone())
+                    }
+                    _ => compile_one(t, a, binds)?,
+                };
                 sels.push(s);
                 types.push(ty);
             }
-            let rt = functions::return_type(&fname, &types)
-                .ok_or_else(|| ExecError::Invalid(format!("Unknown function '{fname}'")))?;
+            let rt = functions::resolve(&fname, &types)?;
             (
                 Sel::Func {
                     name: fname,
@@ -335,17 +432,27 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                 rt,
             )
         }
-        Selector::Cast { selector, ty } => {
+        Selector::Cast {
+            selector,
+            ty,
+            written,
+        } => {
             let (inner, from) = compile_one(t, selector, binds)?;
-            let to = values::resolve_type(ty, None)?;
-            (
-                Sel::Cast {
-                    inner: Box::new(inner),
-                    from,
-                    to: to.clone(),
-                },
-                to,
-            )
+            let CqlType::Native(to) = values::resolve_type(ty, None)? else {
+                return Err(ExecError::Invalid(format!("Cannot cast to {written}")));
+            };
+            match cast::plan(&from, to, written, &first_column(selector))? {
+                cast::CastPlan::Identity => (inner, from),
+                cast::CastPlan::Convert { input, to } => (
+                    Sel::Cast {
+                        inner: Box::new(inner),
+                        from,
+                        input: CqlType::Native(input),
+                        to,
+                    },
+                    CqlType::Native(to),
+                ),
+            }
         }
         Selector::Term(term) => {
             let ty = values::infer_type(term).unwrap_or(CqlType::Native(NativeType::Varchar));
@@ -402,7 +509,7 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
         Selector::Binary { op, left, right } => {
             let (l, lt) = compile_one(t, left, binds)?;
             let (r, rt) = compile_one(t, right, binds)?;
-            let out = wider_numeric(&lt, &rt).ok_or_else(|| {
+            let out = arith::result_type(&lt, &rt).ok_or_else(|| {
                 ExecError::Invalid(format!(
                     "the '{} {} {}' operation is not supported between {} and {}",
                     lt,
@@ -506,6 +613,9 @@ fn kind_word(t: &CqlType) -> &'static str {
 }
 
 fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlValue>> {
+    if matches!(ty, CqlType::Custom(c) if c == functions::LEGACY_TIMEUUID) {
+        return decode(&CqlType::Native(NativeType::Timeuuid), b);
+    }
     match b {
         None => Ok(None),
         Some(b) => helenus_types::deserialize(ty, b)
@@ -554,13 +664,21 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
             let l = decode(lt, &eval(left, lt, row, now_s)?)?;
             let r = decode(rt, &eval(right, rt, row, now_s)?)?;
             match (l, r) {
-                (Some(l), Some(r)) => arith(*op, &l, &r, ty)?.map(|v| serialize(&v)),
+                (Some(l), Some(r)) => {
+                    arith::apply(*op, &l, &r, (lt, rt), ty)?.map(|v| serialize(&v))
+                }
                 _ => None,
             }
         }
         Sel::Negate(inner) => match decode(ty, &eval(inner, ty, row, now_s)?)? {
-            Some(v) => arith(helenus_cql::ast::ArithOp::Sub, &CqlValue::Int(0), &v, ty)?
-                .map(|v| serialize(&v)),
+            Some(v) => arith::apply(
+                helenus_cql::ast::ArithOp::Sub,
+                &CqlValue::Tinyint(0),
+                &v,
+                (ty, ty),
+                ty,
+            )?
+            .map(|v| serialize(&v)),
             None => None,
         },
         Sel::Slice {
@@ -629,70 +747,23 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
             }
             functions::call(name, &vals)?.map(|v| serialize(&v))
         }
-        Sel::Cast { inner, from, to } => {
+        Sel::Cast {
+            inner,
+            from,
+            input,
+            to,
+        } => {
+            // The argument's bytes are handed to the matched signature as they are.
             let b = eval(inner, from, row, now_s)?;
-            match decode(from, &b)? {
+            match decode(input, &b)? {
                 None => None,
-                Some(v) => Some(serialize(&cast(&v, to)?)),
+                Some(v) => Some(serialize(&cast::apply(&v, *to)?)),
             }
         }
         Sel::CountStar | Sel::Agg { .. } => {
             let _ = ty;
             None
         }
-    })
-}
-
-fn cast(v: &CqlValue, to: &CqlType) -> ExecResult<CqlValue> {
-    if let CqlType::Native(NativeType::Varchar) | CqlType::Native(NativeType::Ascii) = to {
-        let s = match v {
-            CqlValue::Text(s) | CqlValue::Ascii(s) => s.clone(),
-            other => helenus_types::to_cql_literal(other)
-                .trim_matches('\'')
-                .to_string(),
-        };
-        return Ok(if matches!(to, CqlType::Native(NativeType::Ascii)) {
-            CqlValue::Ascii(s)
-        } else {
-            CqlValue::Text(s)
-        });
-    }
-    // Integer sources narrow like Java's primitive casts (wrapping), not through a double.
-    let int_src = match v {
-        CqlValue::Int(x) => Some(*x as i64),
-        CqlValue::Bigint(x) | CqlValue::Counter(x) => Some(*x),
-        CqlValue::Smallint(x) => Some(*x as i64),
-        CqlValue::Tinyint(x) => Some(*x as i64),
-        _ => None,
-    };
-    if let Some(i) = int_src {
-        match to {
-            CqlType::Native(NativeType::Int) => return Ok(CqlValue::Int(i as i32)),
-            CqlType::Native(NativeType::Bigint) => return Ok(CqlValue::Bigint(i)),
-            CqlType::Native(NativeType::Smallint) => return Ok(CqlValue::Smallint(i as i16)),
-            CqlType::Native(NativeType::Tinyint) => return Ok(CqlValue::Tinyint(i as i8)),
-            _ => {}
-        }
-    }
-    let f = match v {
-        CqlValue::Int(x) => *x as f64,
-        CqlValue::Bigint(x) | CqlValue::Counter(x) => *x as f64,
-        CqlValue::Smallint(x) => *x as f64,
-        CqlValue::Tinyint(x) => *x as f64,
-        CqlValue::Float(x) => *x as f64,
-        CqlValue::Double(x) => *x,
-        CqlValue::Timestamp(ms) => *ms as f64,
-        _ => return Err(ExecError::Invalid(format!("cannot cast to {to}"))),
-    };
-    Ok(match to {
-        CqlType::Native(NativeType::Int) => CqlValue::Int(f as i32),
-        CqlType::Native(NativeType::Bigint) => CqlValue::Bigint(f as i64),
-        // Java's shortValue()/byteValue() of a double go through int.
-        CqlType::Native(NativeType::Smallint) => CqlValue::Smallint((f as i32) as i16),
-        CqlType::Native(NativeType::Tinyint) => CqlValue::Tinyint((f as i32) as i8),
-        CqlType::Native(NativeType::Float) => CqlValue::Float(f as f32),
-        CqlType::Native(NativeType::Double) => CqlValue::Double(f),
-        _ => return Err(ExecError::Invalid(format!("cannot cast to {to}"))),
     })
 }
 
@@ -703,7 +774,21 @@ pub enum AggState {
     Extreme(Option<Bytes>),
     Sum(f64, i128, bool),
     Avg(f64, i128, i64, bool),
+    /// sum/avg over varint or decimal, exact: the running sum, Cassandra's running decimal
+    /// average (updated per row with half-even rounding, so the row order shows in the last
+    /// digits exactly as in Cassandra) and the row count.
+    Big {
+        sum: Dec,
+        avg: Dec,
+        n: i64,
+    },
     First(Option<Bytes>),
+}
+
+type Dec = (BigInt, i32);
+
+fn is_big(t: &CqlType) -> bool {
+    matches!(t, CqlType::Native(NativeType::Varint | NativeType::Decimal))
 }
 
 pub fn agg_init(sel: &Sel) -> AggState {
@@ -717,6 +802,15 @@ pub fn agg_init(sel: &Sel) -> AggState {
             kind: AggKind::Min | AggKind::Max,
             ..
         } => AggState::Extreme(None),
+        Sel::Agg {
+            kind: AggKind::Sum | AggKind::Avg,
+            ty,
+            ..
+        } if is_big(ty) => AggState::Big {
+            sum: (BigInt::from(0), 0),
+            avg: (BigInt::from(0), 0),
+            n: 0,
+        },
         Sel::Agg {
             kind: AggKind::Sum, ..
         } => AggState::Sum(0.0, 0, false),
@@ -793,6 +887,20 @@ pub fn agg_update(
                 *seen = true;
             }
         }
+        (AggState::Big { sum, avg, n }, Sel::Agg { arg, ty, .. }) => {
+            let value = decode(ty, &eval(arg, ty, row, now_s)?)?;
+            if let Some(x) = value
+                .as_ref()
+                .and_then(JavaNumber::of)
+                .and_then(|x| x.to_decimal())
+            {
+                *n += 1;
+                *sum = numeric::decimal_add(sum, &x);
+                // DecimalAvg: avg += (x - avg) / n, keeping the difference's scale.
+                let step = numeric::decimal_div_keep_scale(&numeric::decimal_sub(&x, avg), *n);
+                *avg = numeric::decimal_add(avg, &step);
+            }
+        }
         (AggState::First(cur), s) if cur.is_none() => {
             *cur = eval(s, ty, row, now_s)?;
         }
@@ -829,6 +937,28 @@ pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
             };
             Some(serialize(&v))
         }
+        (AggState::Big { sum, avg, n }, Sel::Agg { kind, ty, .. }) => {
+            let v = match (ty, kind) {
+                (CqlType::Native(NativeType::Varint), AggKind::Sum) => {
+                    CqlValue::Varint(sum.0.clone())
+                }
+                // The varint average is the truncated quotient of the exact sum.
+                (CqlType::Native(NativeType::Varint), _) => CqlValue::Varint(if *n == 0 {
+                    BigInt::from(0)
+                } else {
+                    &sum.0 / BigInt::from(*n)
+                }),
+                (_, AggKind::Sum) => CqlValue::Decimal {
+                    unscaled: sum.0.clone(),
+                    scale: sum.1,
+                },
+                _ => CqlValue::Decimal {
+                    unscaled: avg.0.clone(),
+                    scale: avg.1,
+                },
+            };
+            Some(serialize(&v))
+        }
         (AggState::First(b), _) => b.clone(),
         _ => None,
     }
@@ -844,43 +974,4 @@ fn numeric_rank(t: &CqlType) -> Option<u8> {
         CqlType::Native(NativeType::Double) => 5,
         _ => return None,
     })
-}
-
-/// The result type of arithmetic between two numeric types (the wider one, as Cassandra's
-/// operators promote).
-fn wider_numeric(a: &CqlType, b: &CqlType) -> Option<CqlType> {
-    let (ra, rb) = (numeric_rank(a)?, numeric_rank(b)?);
-    Some(if ra >= rb { a.clone() } else { b.clone() })
-}
-
-fn arith(
-    op: helenus_cql::ast::ArithOp,
-    l: &CqlValue,
-    r: &CqlValue,
-    out: &CqlType,
-) -> ExecResult<Option<CqlValue>> {
-    use helenus_cql::ast::ArithOp::*;
-    let (lf, li) = as_num(l);
-    let (rf, ri) = as_num(r);
-    if matches!(out, CqlType::Native(NativeType::Float | NativeType::Double)) {
-        let v = match op {
-            Add => lf + rf,
-            Sub => lf - rf,
-            Mul => lf * rf,
-            Div => lf / rf,
-            Rem => lf % rf,
-        };
-        return Ok(Some(num_value(out, v, 0)));
-    }
-    let v = match op {
-        Add => li.wrapping_add(ri),
-        Sub => li.wrapping_sub(ri),
-        Mul => li.wrapping_mul(ri),
-        Div | Rem if ri == 0 => {
-            return Err(ExecError::Invalid("the operation failed: / by zero".into()))
-        }
-        Div => li / ri,
-        Rem => li % ri,
-    };
-    Ok(Some(num_value(out, v as f64, v)))
 }

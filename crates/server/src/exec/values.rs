@@ -145,8 +145,10 @@ pub fn resolve_type(
                     "vectors may only have positive dimensions; given 0".into(),
                 ));
             }
+            // The element keeps its type as written: Cassandra reports `vector<list<int>, 2>`
+            // and `vector<frozen<list<int>>, 2>` differently (the value is frozen either way).
             CqlType::Vector {
-                element: Box::new(resolve_type(e, ks)?.frozen()),
+                element: Box::new(resolve_type(e, ks)?),
                 dimension: *n,
             }
         }
