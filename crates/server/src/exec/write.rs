@@ -650,6 +650,7 @@ fn row_cells(
         let c = &t.columns[i];
         let id = c.id;
         let multi = c.cql_type.is_multi_cell();
+        let is_prepend = matches!(op, Op::Prepend(_));
         match op {
             Op::Set(term) => {
                 let bound = match pre {
@@ -729,8 +730,24 @@ fn row_cells(
                     }
                     continue;
                 }
-                if let Some(v) = values::to_value(&term, &c.cql_type, &c.name, binds)? {
-                    collection_cells(id, &v, ts, ttl, out);
+                match values::to_value(&term, &c.cql_type, &c.name, binds)? {
+                    // Prepended elements get paths that sort before every existing one.
+                    Some(CqlValue::List(items)) if is_prepend => {
+                        let paths = super::write_checks::prepend_paths(items.len());
+                        for (path, it) in paths.into_iter().zip(&items) {
+                            out.push(st::CellUpdate {
+                                column: id,
+                                path: Some(path),
+                                timestamp_us: ts,
+                                op: st::CellOp::Set {
+                                    value: values::serialize(it),
+                                    ttl_s: ttl,
+                                },
+                            });
+                        }
+                    }
+                    Some(v) => collection_cells(id, &v, ts, ttl, out),
+                    None => {}
                 }
             }
             Op::Subtract(term) => {
