@@ -157,32 +157,6 @@ pub fn new_timeuuid() -> Uuid {
     Uuid::from_u64_pair(time_msb(ticks as i64), clock_seq_and_node())
 }
 
-/// Cassandra's reference time for list prepends (2010-01-01T00:00:00Z, `Lists.PrecisionTime`).
-const PREPEND_REFERENCE_MS: i64 = 1_262_304_000_000;
-
-/// Cell paths for prepending `n` elements to a list: version-1 UUIDs whose times mirror "now"
-/// around 2010 so that each prepend sorts before every earlier append and prepend, as Cassandra's
-/// `Lists.Prepender` does; the first of the returned UUIDs sorts first.
-pub fn prepend_timeuuids(n: usize) -> Vec<Uuid> {
-    static LAST_START: AtomicU64 = AtomicU64::new(u64::MAX);
-    let now_ms = now_micros() / 1000;
-    let mirrored =
-        uuid_ticks_from_unix_ms(PREPEND_REFERENCE_MS - (now_ms - PREPEND_REFERENCE_MS)) as u64;
-    let n64 = n as u64;
-    let mut prev = LAST_START.load(Ordering::Relaxed);
-    let start = loop {
-        // Strictly below the previous prepend, even within the same millisecond.
-        let start = mirrored.min(prev.saturating_sub(n64));
-        match LAST_START.compare_exchange_weak(prev, start, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => break start,
-            Err(p) => prev = p,
-        }
-    };
-    (0..n64)
-        .map(|i| Uuid::from_u64_pair(time_msb((start + i) as i64), clock_seq_and_node()))
-        .collect()
-}
-
 /// A version-1 UUID at a given Unix millisecond time with this process's clock sequence and
 /// node (used by `now()`-like functions that take an explicit time).
 pub fn timeuuid_at_unix_ms(ms: i64) -> Uuid {
@@ -192,18 +166,6 @@ pub fn timeuuid_at_unix_ms(ms: i64) -> Uuid {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prepends_sort_before_appends_and_earlier_prepends() {
-        let append = timeuuid_ticks(&new_timeuuid());
-        let first = prepend_timeuuids(3);
-        let second = prepend_timeuuids(2);
-        let ticks = |v: &[Uuid]| v.iter().map(timeuuid_ticks).collect::<Vec<_>>();
-        let (a, b) = (ticks(&first), ticks(&second));
-        assert!(a.windows(2).all(|w| w[0] < w[1]));
-        assert!(b.windows(2).all(|w| w[0] < w[1]));
-        assert!(b[1] < a[0] && a[2] < append);
-    }
 
     #[test]
     fn civil_round_trips_around_the_epoch_and_far_away() {

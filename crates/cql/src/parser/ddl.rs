@@ -4,6 +4,7 @@
 use super::Parser;
 use crate::ast::*;
 use crate::error::ParseError;
+use crate::lexer::TokenKind;
 
 impl Parser<'_> {
     /// `KEYSPACE` or its alias `SCHEMA`.
@@ -49,6 +50,17 @@ impl Parser<'_> {
         }
         if self.eat_kw("type") {
             let if_not_exists = self.if_not_exists()?;
+            // A native type's name cannot name a user type (Cassandra's `non_type_ident`).
+            if self.peek().kind == TokenKind::Word
+                && helenus_types::NativeType::from_cql_name(&self.peek().text.to_ascii_lowercase())
+                    .is_some()
+            {
+                let next = self.peek_at(1).clone();
+                if next.text != "." {
+                    self.bump();
+                    return Err(self.err_mismatched("'.'"));
+                }
+            }
             let name = self.qualified_name()?;
             self.expect_sym("(")?;
             let mut fields = Vec::new();

@@ -521,8 +521,15 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 self.expect_sym(",")?;
+                // A negative dimension parses (as in Cassandra's grammar) and is rejected by
+                // the executor as an invalid request; it is carried as 0.
+                let negative = self.is_sym("-");
+                if negative {
+                    self.bump();
+                }
                 let t = self.peek().clone();
                 let dim = match t.kind {
+                    TokenKind::Integer if negative => Some(0),
                     TokenKind::Integer => t.text.parse::<u32>().ok(),
                     _ => return Err(self.err_mismatched("INTEGER")),
                 };

@@ -452,7 +452,7 @@ fn check_type_expr(expr: &ast::CqlTypeExpr, frozen: bool) -> ExecResult<()> {
             in_collection(v)
         }
         E::Frozen(inner) => {
-            if matches!(**inner, E::Native(_) | E::Custom(_) | E::Vector(..)) {
+            if matches!(**inner, E::Native(_) | E::Custom(_)) {
                 return Err(ExecError::Syntax(format!(
                     "frozen<> is only allowed on collections, tuples, and user-defined types (got {inner})"
                 )));

@@ -273,7 +273,7 @@ fn read_current(
     let mut static_live = false;
     for p in &read.partitions {
         static_live |= p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty());
-        partition_rows(t, &layout, p, &mut all);
+        partition_rows(t, &layout, p, true, &mut all);
     }
     let statics = if static_live {
         all.first().map(|r| {

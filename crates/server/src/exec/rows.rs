@@ -138,11 +138,13 @@ pub fn key_components(t: &TableMeta, key: &Bytes) -> Vec<Bytes> {
 }
 
 /// The CQL rows of one partition. A partition with live static cells and no live rows yields one
-/// row with null clustering and regular columns, as Cassandra returns it.
+/// row with null clustering and regular columns, as Cassandra returns it — unless the query
+/// restricts clustering columns (`statics_alone` false): then no row matched.
 pub fn partition_rows(
     t: &TableMeta,
     layout: &ColumnLayout,
     p: &st::PartitionData,
+    statics_alone: bool,
     out: &mut Vec<Row>,
 ) {
     let n = t.columns.len();
@@ -162,7 +164,7 @@ pub fn partition_rows(
         fill_cells(t, layout, &s.cells, &mut base);
     }
     if p.rows.is_empty() {
-        if p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty()) {
+        if statics_alone && p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty()) {
             out.push(base);
         }
         return;

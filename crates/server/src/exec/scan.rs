@@ -91,6 +91,11 @@ pub(super) fn token_value(
 }
 
 impl<'a> RowSource<'a> {
+    /// A partition's static row stands alone only when the query selects whole partitions.
+    fn statics_alone(&self) -> bool {
+        self.plan.clustering_eq.is_empty() && self.plan.clustering_slice.is_none()
+    }
+
     pub fn new(
         node: &'a NodeState,
         plan: &'a SelectPlan,
@@ -264,7 +269,7 @@ impl<'a> RowSource<'a> {
                         .read(*t.id.as_bytes(), &q)
                         .map_err(storage_err)?;
                     for p in &result.partitions {
-                        rows::partition_rows(&t, &self.layout, p, &mut rows);
+                        rows::partition_rows(&t, &self.layout, p, self.statics_alone(), &mut rows);
                     }
                 }
                 Mode::Range {
@@ -326,7 +331,7 @@ impl<'a> RowSource<'a> {
                         }
                     }
                     for p in &result.partitions {
-                        rows::partition_rows(&t, &self.layout, p, &mut rows);
+                        rows::partition_rows(&t, &self.layout, p, self.statics_alone(), &mut rows);
                     }
                 }
             }

@@ -561,6 +561,32 @@ pub fn plan(
     let keyed = matches!(partitions, PartitionSelection::Keys(_));
 
     // Clustering: an = / IN prefix, then at most one slice; anything after a gap becomes a filter.
+    let selects_only_statics = {
+        let cols: Vec<usize> = compiled
+            .columns
+            .iter()
+            .filter_map(|c| match c.sel {
+                Sel::Column(i) => Some(i),
+                _ => None,
+            })
+            .collect();
+        cols.len() == compiled.columns.len()
+            && cols
+                .iter()
+                .any(|&i| t.columns[i].kind == ColumnKind::Static)
+            && cols.iter().all(|&i| {
+                matches!(
+                    t.columns[i].kind,
+                    ColumnKind::Static | ColumnKind::PartitionKey
+                )
+            })
+    };
+    if !system
+        && selects_only_statics
+        && (ck_restr.iter().any(Option::is_some) || !multis.is_empty())
+    {
+        return invalid("Cannot restrict clustering columns when selecting only static columns");
+    }
     let ck_indexed = ck_restr.iter().enumerate().any(|(p, r)| {
         r.as_ref()
             .is_some_and(|(op, _)| index_serves(t, ck_cols[p], *op).is_some())

@@ -694,24 +694,6 @@ fn row_cells(
                     }
                 }
             }
-            Op::Prepend(term) if !c.cql_type.is_counter() => {
-                if let Some(CqlValue::List(items)) =
-                    values::to_value(&term, &c.cql_type, &c.name, binds)?
-                {
-                    let paths = helenus_types::time::prepend_timeuuids(items.len());
-                    for (it, path) in items.iter().zip(paths) {
-                        out.push(st::CellUpdate {
-                            column: id,
-                            path: Some(Bytes::copy_from_slice(path.as_bytes())),
-                            timestamp_us: ts,
-                            op: st::CellOp::Set {
-                                value: values::serialize(it),
-                                ttl_s: ttl,
-                            },
-                        });
-                    }
-                }
-            }
             Op::Add(term) | Op::Prepend(term) => {
                 if c.cql_type.is_counter() {
                     let ty = CqlType::Native(NativeType::Bigint);
