@@ -22,8 +22,8 @@ HELENUS="$TARGET_DIR/release/helenus"
 case "$MODE" in
   quick) : "${ROWS:=200000}"; STEP=25%; STEP_DUR=5s; PROBE=5s; MAX_STEPS=8; SETTLE_MAX=30 ;;
   # The record run. 60 s steps x 12 steps x 9 workloads x 2 servers would take over 4 hours on this
-  # 2-core machine; 20 s steps at 20% increments keep it near 45 minutes with the same matrix.
-  full)  : "${ROWS:=1000000}"; STEP=20%; STEP_DUR=20s; PROBE=20s; MAX_STEPS=6; SETTLE_MAX=120 ;;
+  # 2-core machine; 15 s steps at 20% increments keep it near 40 minutes with the same matrix.
+  full)  : "${ROWS:=1000000}"; STEP=20%; STEP_DUR=15s; PROBE=15s; MAX_STEPS=6; SETTLE_MAX=120 ;;
   *) echo "usage: bench/run.sh [quick|full]" >&2; exit 2 ;;
 esac
 THREADS="${THREADS:-64}"; HEAP="${HEAP:-1G}"; NOISE_MAX_CORES="${NOISE_MAX_CORES:-0.25}"
