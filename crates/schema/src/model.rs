@@ -121,6 +121,10 @@ pub struct TableMeta {
     pub flags: Vec<String>,
     pub indexes: Vec<IndexMeta>,
     pub next_column_id: u32,
+    /// Columns dropped from the table: name -> (type, drop time in µs), as
+    /// `system_schema.dropped_columns` shows them; a column re-added later must keep a
+    /// serialization-compatible type.
+    pub dropped_columns: std::collections::BTreeMap<String, (helenus_types::CqlType, i64)>,
     by_name: HashMap<String, usize>,
 }
 
@@ -156,6 +160,7 @@ impl TableMeta {
             flags: vec!["compound".to_string()],
             indexes: Vec::new(),
             next_column_id,
+            dropped_columns: Default::default(),
             by_name,
         }
     }

@@ -46,6 +46,9 @@ struct TableRec {
     next_column_id: u32,
     #[serde(default)]
     indexes: Vec<(String, String, BTreeMap<String, String>)>,
+    /// (column name, type, drop time in µs)
+    #[serde(default)]
+    dropped: Vec<(String, String, i64)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -97,6 +100,11 @@ pub fn save_user_schema(schema: &Schema, path: &Path) -> Result<(), SchemaError>
                         id: t.id,
                         params: t.params.clone(),
                         next_column_id: t.next_column_id,
+                        dropped: t
+                            .dropped_columns
+                            .iter()
+                            .map(|(n, (ty, at))| (n.clone(), ty.to_string(), *at))
+                            .collect(),
                         indexes: t
                             .indexes
                             .iter()
@@ -212,6 +220,10 @@ pub fn load_user_schema(path: &Path) -> Result<Vec<KeyspaceMeta>, SchemaError> {
                     options,
                 })
                 .collect();
+            for (name, ty, at) in t.dropped {
+                let ty = parse_type_string(&ty, &ks).map_err(|e| io_err(path, e))?;
+                meta.dropped_columns.insert(name, (ty, at));
+            }
             ks.tables.insert(t.name, Arc::new(meta));
         }
         out.push(ks);

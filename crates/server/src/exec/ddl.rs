@@ -1131,6 +1131,7 @@ fn alter_table(
     let mut columns = t.columns.clone();
     let mut params = t.params.clone();
     let mut next_id = t.next_column_id;
+    let mut dropped = t.dropped_columns.clone();
     match action {
         AlterTableAction::Add {
             if_not_exists,
@@ -1145,6 +1146,15 @@ fn alter_table(
                 }
                 check_declared_type(&c.ty)?;
                 let ty = resolve_type(&c.ty, Some(ks))?;
+                if let Some((old, _)) = dropped.get(&c.name.name) {
+                    // Old cells of the dropped column may still be on disk under its name.
+                    if old.to_string() != ty.to_string() {
+                        return invalid(format!(
+                            "Cannot add a column '{}' of type {ty}, incompatible with previously dropped column '{}' of type {old}",
+                            c.name.name, c.name.name
+                        ));
+                    }
+                }
                 if c.is_static && t.clustering_len() == 0 {
                     return invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column");
                 }
@@ -1194,7 +1204,8 @@ fn alter_table(
                 if columns[pos].kind.is_primary_key() {
                     return invalid(format!("Cannot drop PRIMARY KEY part {}", d.name));
                 }
-                columns.remove(pos);
+                let gone = columns.remove(pos);
+                dropped.insert(gone.name, (gone.cql_type, helenus_types::now_micros()));
             }
         }
         AlterTableAction::Rename { renames, .. } => {
@@ -1241,6 +1252,7 @@ fn alter_table(
     nt.indexes = t.indexes.clone();
     nt.flags = t.flags.clone();
     nt.next_column_id = next_id.max(nt.next_column_id);
+    nt.dropped_columns = dropped;
     Ok(nt)
 }
 

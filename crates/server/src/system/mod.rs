@@ -68,6 +68,7 @@ pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> 
         ("system_schema", "columns") => schema_tables::columns(state, table),
         ("system_schema", "types") => schema_tables::types(state, table),
         ("system_schema", "indexes") => schema_tables::indexes(state, table),
+        ("system_schema", "dropped_columns") => schema_tables::dropped_columns(state, table),
         ("system_virtual_schema", "keyspaces") => schema_tables::virtual_keyspaces(state, table),
         ("system_virtual_schema", "tables") => schema_tables::virtual_tables(state, table),
         ("system_virtual_schema", "columns") => schema_tables::virtual_columns(state, table),

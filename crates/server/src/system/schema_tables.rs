@@ -253,6 +253,27 @@ pub fn indexes(state: &NodeState, t: &TableMeta) -> Rows {
     out
 }
 
+pub fn dropped_columns(state: &NodeState, t: &TableMeta) -> Rows {
+    let mut out = Vec::new();
+    for ks in schema_keyspaces(state) {
+        for table in ks.tables.values() {
+            for (name, (ty, at_us)) in &table.dropped_columns {
+                out.push(
+                    RowBuilder::new(t)
+                        .set("keyspace_name", text(ks.name.clone()))
+                        .set("table_name", text(table.name.clone()))
+                        .set("column_name", text(name.clone()))
+                        .set("dropped_time", CqlValue::Timestamp(at_us / 1000))
+                        .set("kind", text("regular".to_string()))
+                        .set("type", text(ty.to_string()))
+                        .build(),
+                );
+            }
+        }
+    }
+    out
+}
+
 fn virtual_keyspace_list(state: &NodeState) -> Vec<std::sync::Arc<KeyspaceMeta>> {
     state
         .schema()
