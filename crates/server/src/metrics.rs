@@ -21,7 +21,11 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
         "bloom_filter_false_positives": s.bloom_filter_false_positives,
         "bloom_filter_space_bytes": s.bloom_filter_space_bytes,
         "key_cache_hit_rate": s.key_cache_hit_rate,
+        "key_cache_hits": s.key_cache_hits,
+        "key_cache_requests": s.key_cache_requests,
         "chunk_cache_hit_rate": s.chunk_cache_hit_rate,
+        "row_cache_hits": s.row_cache_hits,
+        "row_cache_requests": s.row_cache_requests,
         "tombstone_count": s.tombstone_count,
         "compression_ratio": s.compression_ratio,
         "sstables_per_read_max": s.sstables_per_read_max,
@@ -78,7 +82,7 @@ pub fn render(node: &NodeState) -> String {
         node.clients().len()
     );
     type Gauge = (&'static str, fn(&st::TableStats) -> f64);
-    let metrics: [Gauge; 8] = [
+    let metrics: [Gauge; 12] = [
         ("helenus_table_sstables", |s| s.sstable_count as f64),
         ("helenus_table_live_disk_bytes", |s| {
             s.live_disk_space_bytes as f64
@@ -97,6 +101,18 @@ pub fn render(node: &NodeState) -> String {
         }),
         ("helenus_table_chunk_cache_hit_ratio", |s| {
             s.chunk_cache_hit_rate
+        }),
+        ("helenus_table_key_cache_hits_total", |s| {
+            s.key_cache_hits as f64
+        }),
+        ("helenus_table_key_cache_requests_total", |s| {
+            s.key_cache_requests as f64
+        }),
+        ("helenus_table_row_cache_hits_total", |s| {
+            s.row_cache_hits as f64
+        }),
+        ("helenus_table_row_cache_requests_total", |s| {
+            s.row_cache_requests as f64
         }),
         ("helenus_table_estimated_partitions", |s| {
             s.estimated_partitions as f64
