@@ -81,6 +81,34 @@ pub fn render(node: &NodeState) -> String {
         "# TYPE helenus_connected_clients gauge\nhelenus_connected_clients {}",
         node.clients().len()
     );
+    // Engine-wide: caches (hits / requests / bytes) and write backpressure.
+    let caches = node.engine.cache_stats();
+    for (cache, c) in [
+        ("key", caches.key),
+        ("chunk", caches.chunk),
+        ("row", caches.row),
+    ] {
+        let _ = writeln!(
+            out,
+            "# TYPE helenus_{cache}_cache_hits_total counter\nhelenus_{cache}_cache_hits_total {}\n\
+             # TYPE helenus_{cache}_cache_requests_total counter\nhelenus_{cache}_cache_requests_total {}\n\
+             # TYPE helenus_{cache}_cache_bytes gauge\nhelenus_{cache}_cache_bytes {}\n\
+             # TYPE helenus_{cache}_cache_capacity_bytes gauge\nhelenus_{cache}_cache_capacity_bytes {}",
+            c.hits, c.requests, c.size_bytes, c.capacity_bytes
+        );
+    }
+    let stalls = node.engine.write_stall_stats();
+    let _ = writeln!(
+        out,
+        "# TYPE helenus_write_stalls_total counter\nhelenus_write_stalls_total {}\n\
+         # TYPE helenus_write_stall_ms_total counter\nhelenus_write_stall_ms_total {}\n\
+         # TYPE helenus_write_stall_timeouts_total counter\nhelenus_write_stall_timeouts_total {}\n\
+         # TYPE helenus_unflushed_memtable_bytes gauge\nhelenus_unflushed_memtable_bytes {}",
+        stalls.stalled_writes,
+        stalls.stall_ms,
+        stalls.stall_timeouts,
+        node.engine.unflushed_memtable_bytes()
+    );
     type Gauge = (&'static str, fn(&st::TableStats) -> f64);
     let metrics: [Gauge; 12] = [
         ("helenus_table_sstables", |s| s.sstable_count as f64),
