@@ -21,7 +21,11 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
         "bloom_filter_false_positives": s.bloom_filter_false_positives,
         "bloom_filter_space_bytes": s.bloom_filter_space_bytes,
         "key_cache_hit_rate": s.key_cache_hit_rate,
+        "key_cache_hits": s.key_cache_hits,
+        "key_cache_requests": s.key_cache_requests,
         "chunk_cache_hit_rate": s.chunk_cache_hit_rate,
+        "row_cache_hits": s.row_cache_hits,
+        "row_cache_requests": s.row_cache_requests,
         "tombstone_count": s.tombstone_count,
         "compression_ratio": s.compression_ratio,
         "sstables_per_read_max": s.sstables_per_read_max,
@@ -77,8 +81,36 @@ pub fn render(node: &NodeState) -> String {
         "# TYPE helenus_connected_clients gauge\nhelenus_connected_clients {}",
         node.clients().len()
     );
+    // Engine-wide: caches (hits / requests / bytes) and write backpressure.
+    let caches = node.engine.cache_stats();
+    for (cache, c) in [
+        ("key", caches.key),
+        ("chunk", caches.chunk),
+        ("row", caches.row),
+    ] {
+        let _ = writeln!(
+            out,
+            "# TYPE helenus_{cache}_cache_hits_total counter\nhelenus_{cache}_cache_hits_total {}\n\
+             # TYPE helenus_{cache}_cache_requests_total counter\nhelenus_{cache}_cache_requests_total {}\n\
+             # TYPE helenus_{cache}_cache_bytes gauge\nhelenus_{cache}_cache_bytes {}\n\
+             # TYPE helenus_{cache}_cache_capacity_bytes gauge\nhelenus_{cache}_cache_capacity_bytes {}",
+            c.hits, c.requests, c.size_bytes, c.capacity_bytes
+        );
+    }
+    let stalls = node.engine.write_stall_stats();
+    let _ = writeln!(
+        out,
+        "# TYPE helenus_write_stalls_total counter\nhelenus_write_stalls_total {}\n\
+         # TYPE helenus_write_stall_ms_total counter\nhelenus_write_stall_ms_total {}\n\
+         # TYPE helenus_write_stall_timeouts_total counter\nhelenus_write_stall_timeouts_total {}\n\
+         # TYPE helenus_unflushed_memtable_bytes gauge\nhelenus_unflushed_memtable_bytes {}",
+        stalls.stalled_writes,
+        stalls.stall_ms,
+        stalls.stall_timeouts,
+        node.engine.unflushed_memtable_bytes()
+    );
     type Gauge = (&'static str, fn(&st::TableStats) -> f64);
-    let metrics: [Gauge; 8] = [
+    let metrics: [Gauge; 12] = [
         ("helenus_table_sstables", |s| s.sstable_count as f64),
         ("helenus_table_live_disk_bytes", |s| {
             s.live_disk_space_bytes as f64
@@ -97,6 +129,18 @@ pub fn render(node: &NodeState) -> String {
         }),
         ("helenus_table_chunk_cache_hit_ratio", |s| {
             s.chunk_cache_hit_rate
+        }),
+        ("helenus_table_key_cache_hits_total", |s| {
+            s.key_cache_hits as f64
+        }),
+        ("helenus_table_key_cache_requests_total", |s| {
+            s.key_cache_requests as f64
+        }),
+        ("helenus_table_row_cache_hits_total", |s| {
+            s.row_cache_hits as f64
+        }),
+        ("helenus_table_row_cache_requests_total", |s| {
+            s.row_cache_requests as f64
         }),
         ("helenus_table_estimated_partitions", |s| {
             s.estimated_partitions as f64

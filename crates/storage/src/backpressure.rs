@@ -5,7 +5,9 @@
 //! Never a deadlock: writers wait before taking any engine lock (memtable, counter stripe), the
 //! flush thread needs none of theirs, every flush attempt (success or failure) wakes waiters,
 //! and a writer gives up waiting after `MAX_WRITE_STALL_MS` or when no flush thread is left,
-//! then writes anyway: memory beyond the budget is preferred to an unavailable node.
+//! then writes anyway: memory beyond the budget is preferred to an unavailable node. Async
+//! writers check the deadline at each flush completion (this crate has no timer), so a single
+//! flush that runs longer than the deadline holds them until it ends.
 
 use crate::engine::Engine;
 use std::sync::atomic::Ordering;

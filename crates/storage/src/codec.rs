@@ -274,6 +274,18 @@ pub fn encode_partition_indexed(
     row_starts: &mut Vec<usize>,
 ) -> usize {
     let base = out.len();
+    let header_len = encode_partition_header(out, p, p.rows.len() as u32);
+    for (k, r) in &p.rows {
+        row_starts.push(out.len() - base);
+        encode_keyed_row(out, k, r);
+    }
+    header_len
+}
+
+/// Appends everything of `p` but its rows, announcing `row_count` rows to follow; returns the
+/// bytes written. With `encode_keyed_row` it writes a partition a row at a time.
+pub fn encode_partition_header(out: &mut Vec<u8>, p: &Partition, row_count: u32) -> usize {
+    let base = out.len();
     let mut w = Writer(out);
     w.bytes(&p.key);
     w.i64(p.token);
@@ -287,14 +299,15 @@ pub fn encode_partition_indexed(
         w.dt(d);
     }
     encode_row(&mut w, &p.static_row);
-    w.u32(p.rows.len() as u32);
-    let header_len = w.0.len() - base;
-    for (k, r) in &p.rows {
-        row_starts.push(w.0.len() - base);
-        w.prefix(&k.values);
-        encode_row(&mut w, r);
-    }
-    header_len
+    w.u32(row_count);
+    w.0.len() - base
+}
+
+/// Appends one row with its clustering.
+pub fn encode_keyed_row(out: &mut Vec<u8>, k: &CKey, r: &Row) {
+    let mut w = Writer(out);
+    w.prefix(&k.values);
+    encode_row(&mut w, r);
 }
 
 /// Decodes one partition from `r`.
@@ -364,6 +377,21 @@ pub fn decode_partition_header(
     p.static_row = decode_row(r)?;
     let n = r.u32()? as usize;
     Ok((p, n))
+}
+
+/// Decodes `n` rows in stored (clustering) order.
+pub fn decode_keyed_rows(
+    r: &mut Reader<'_>,
+    cmp: &Arc<ClusteringComparator>,
+    n: usize,
+    out: &mut std::collections::VecDeque<(CKey, Row)>,
+) -> Result<(), StorageError> {
+    for _ in 0..n {
+        let values = r.prefix()?;
+        let row = decode_row(r)?;
+        out.push_back((CKey::row(values, cmp), row));
+    }
+    Ok(())
 }
 
 /// Decodes `n` rows into `p`.

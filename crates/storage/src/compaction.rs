@@ -4,7 +4,7 @@
 use crate::cache::ByteCache;
 use crate::engine::{Engine, Job, Table};
 use crate::memtable::Memtable;
-use crate::partition::Partition;
+use crate::partition::{Partition, Row};
 use crate::reconcile::CellKind;
 use crate::sstable::{ChunkKey, SSTableReader, SSTableWriter};
 use crate::types::*;
@@ -110,7 +110,7 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
         engine,
         t,
         &def,
-        parts.into_iter().map(Ok),
+        parts.into_iter().map(|p| Ok(Merged::Whole(p))),
         parts_len_hint(&old),
         0,
         u64::MAX,
@@ -131,14 +131,34 @@ fn parts_len_hint(m: &Memtable) -> usize {
     m.partition_count() as usize
 }
 
+/// Summed input bytes of one partition above which compaction streams its rows instead of
+/// merging it in memory.
+pub(crate) const STREAM_PARTITION_BYTES: u64 = 8 << 20;
+
+/// When purging may drop a tombstone (see `purge`).
+#[derive(Clone, Copy)]
+pub(crate) struct PurgeAt {
+    pub gc_before_s: i64,
+    pub max_purgeable_ts: i64,
+    pub now_s: i64,
+}
+
+/// A partition ready to write: whole in memory, or a writer of its streamed rows.
+pub(crate) enum Merged<'a> {
+    Whole(Partition),
+    Streamed(Box<StreamedWrite<'a>>),
+}
+
+type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageError> + 'a;
+
 /// Writes partitions (in order) into one or more SSTables, splitting at partition boundaries once
 /// an output exceeds `max_output_bytes`.
 #[allow(clippy::too_many_arguments)]
-fn write_outputs(
+fn write_outputs<'a>(
     engine: &Engine,
     t: &Table,
     def: &TableDef,
-    parts: impl Iterator<Item = Result<Partition, StorageError>>,
+    parts: impl Iterator<Item = Result<Merged<'a>, StorageError>>,
     expected_keys: usize,
     level: u32,
     max_output_bytes: u64,
@@ -160,13 +180,15 @@ fn write_outputs(
                 return Err(e);
             }
         };
-        p.drop_shadowed();
-        if p.deletion.is_none()
-            && p.range_tombstones.is_empty()
-            && p.static_row.is_empty()
-            && p.rows.is_empty()
-        {
-            continue;
+        if let Merged::Whole(p) = &mut p {
+            p.drop_shadowed();
+            if p.deletion.is_none()
+                && p.range_tombstones.is_empty()
+                && p.static_row.is_empty()
+                && p.rows.is_empty()
+            {
+                continue;
+            }
         }
         if writer.is_none() {
             let gen = t.next_gen.fetch_add(1, Ordering::Relaxed);
@@ -182,7 +204,11 @@ fn write_outputs(
         }
         let Some(w) = writer.as_mut() else { continue };
         let before = w.uncompressed_bytes();
-        if let Err(e) = w.append(&p) {
+        let appended = match p {
+            Merged::Whole(p) => w.append(&p),
+            Merged::Streamed(f) => f(w),
+        };
+        if let Err(e) = appended {
             if let Some(w) = writer.take() {
                 w.abort();
             }
@@ -204,7 +230,12 @@ fn write_outputs(
         }
     }
     if let Some(w) = writer.take() {
-        outputs.push(w.finish(&cmp)?);
+        // A streamed partition that merged to nothing may leave a writer with no partition.
+        if w.is_empty() {
+            w.abort();
+        } else {
+            outputs.push(w.finish(&cmp)?);
+        }
     }
     Ok(outputs)
 }
@@ -212,6 +243,21 @@ fn write_outputs(
 /// Removes tombstones older than gc_grace whose timestamp is below `max_purgeable_ts` (no older
 /// data for this partition exists outside the compaction), and expired TTL data in the same case.
 pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, now: i64) -> u64 {
+    let mut purged = purge_header(p, gc_before_s, max_purgeable_ts, now);
+    for r in p.rows.values_mut() {
+        purged += purge_row(r, gc_before_s, max_purgeable_ts, now);
+    }
+    p.rows.retain(|_, r| !r.is_empty());
+    purged
+}
+
+/// `purge` for the partition deletion, range tombstones and static row (not the rows).
+pub(crate) fn purge_header(
+    p: &mut Partition,
+    gc_before_s: i64,
+    max_purgeable_ts: i64,
+    now: i64,
+) -> u64 {
     let purgeable = |d: &DeletionTime| {
         d.local_deletion_time_s < gc_before_s && d.marked_for_delete_at_us < max_purgeable_ts
     };
@@ -223,48 +269,54 @@ pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, 
     let before = p.range_tombstones.len();
     p.range_tombstones.retain(|rt| !purgeable(&rt.2));
     purged += (before - p.range_tombstones.len()) as u64;
-    for r in std::iter::once(&mut p.static_row).chain(p.rows.values_mut()) {
-        if r.deletion.is_some_and(|d| purgeable(&d)) {
-            r.deletion = None;
+    purged + purge_row(&mut p.static_row, gc_before_s, max_purgeable_ts, now)
+}
+
+/// `purge` for one row.
+pub(crate) fn purge_row(r: &mut Row, gc_before_s: i64, max_purgeable_ts: i64, now: i64) -> u64 {
+    let purgeable = |d: &DeletionTime| {
+        d.local_deletion_time_s < gc_before_s && d.marked_for_delete_at_us < max_purgeable_ts
+    };
+    let mut purged = 0u64;
+    if r.deletion.is_some_and(|d| purgeable(&d)) {
+        r.deletion = None;
+        purged += 1;
+    }
+    if let Some(l) = r.liveness {
+        let dead_at = l.expires_at_s;
+        if l.ttl_s > 0
+            && dead_at <= now
+            && dead_at < gc_before_s
+            && l.timestamp_us < max_purgeable_ts
+        {
+            r.liveness = None;
             purged += 1;
         }
-        if let Some(l) = r.liveness {
-            let dead_at = l.expires_at_s;
-            if l.ttl_s > 0
-                && dead_at <= now
-                && dead_at < gc_before_s
-                && l.timestamp_us < max_purgeable_ts
-            {
-                r.liveness = None;
-                purged += 1;
-            }
-        }
-        let nb = r.complex_deletions.len();
-        r.complex_deletions.retain(|_, d| !purgeable(d));
-        purged += (nb - r.complex_deletions.len()) as u64;
-        let nc = r.cells.len();
-        r.cells.retain(|_, c| match c.tombstone_time_s(now) {
-            Some(t) => !(t < gc_before_s && c.timestamp_us < max_purgeable_ts),
-            None => true,
-        });
-        purged += (nc - r.cells.len()) as u64;
-        // Expired cells that must stay (not yet purgeable) become plain tombstones: smaller, same effect.
-        for c in r.cells.values_mut() {
-            if let CellKind::Live {
-                ttl_s,
-                expires_at_s,
-                ..
-            } = c.kind
-            {
-                if ttl_s > 0 && expires_at_s <= now {
-                    c.kind = CellKind::Tombstone {
-                        local_deletion_time_s: expires_at_s,
-                    };
-                }
+    }
+    let nb = r.complex_deletions.len();
+    r.complex_deletions.retain(|_, d| !purgeable(d));
+    purged += (nb - r.complex_deletions.len()) as u64;
+    let nc = r.cells.len();
+    r.cells.retain(|_, c| match c.tombstone_time_s(now) {
+        Some(t) => !(t < gc_before_s && c.timestamp_us < max_purgeable_ts),
+        None => true,
+    });
+    purged += (nc - r.cells.len()) as u64;
+    // Expired cells that must stay (not yet purgeable) become plain tombstones: smaller, same effect.
+    for c in r.cells.values_mut() {
+        if let CellKind::Live {
+            ttl_s,
+            expires_at_s,
+            ..
+        } = c.kind
+        {
+            if ttl_s > 0 && expires_at_s <= now {
+                c.kind = CellKind::Tombstone {
+                    local_deletion_time_s: expires_at_s,
+                };
             }
         }
     }
-    p.rows.retain(|_, r| !r.is_empty());
     purged
 }
 
@@ -322,8 +374,8 @@ pub(crate) fn compact_sstables(
         bytes_read: total,
         ..CompactionStats::default()
     };
-    let mut purged = 0u64;
-    let mut keys = 0usize;
+    let purged = std::cell::Cell::new(0u64);
+    let (inputs_ref, memo_ref, purged_ref) = (&inputs, &memo, &purged);
     let merged = std::iter::from_fn(|| {
         let Reverse((key, si, ii)) = heap.pop()?;
         let mut batch = vec![(si, ii)];
@@ -332,24 +384,14 @@ pub(crate) fn compact_sstables(
                 batch.push((s, i));
             }
         }
-        let mut acc: Option<Partition> = None;
-        for (si, ii) in batch {
+        let mut input_bytes = 0u64;
+        for &(si, ii) in &batch {
             let Some(s) = inputs.get(si) else { continue };
-            let p = match s.read_partition(ii, Some(&memo)) {
-                Ok(p) => p,
-                Err(e) => return Some(Err(e)),
-            };
-            match &mut acc {
-                Some(a) => a.merge(p),
-                None => acc = Some(p),
-            }
+            input_bytes += s.index.get(ii).map_or(0, |e| u64::from(e.length));
             if let Some(e) = s.index.get(ii + 1) {
                 heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
             }
         }
-        let mut p = acc?;
-        keys += 1;
-        p.drop_shadowed();
         let mut max_purgeable = i64::MAX;
         for s in &others {
             if s.find(key.0, &key.1).is_some() {
@@ -362,8 +404,37 @@ pub(crate) fn compact_sstables(
                 max_purgeable = max_purgeable.min(lo);
             }
         }
-        purged += purge(&mut p, gc_before, max_purgeable, now);
-        Some(Ok(p))
+        let purge_at = PurgeAt {
+            gc_before_s: gc_before,
+            max_purgeable_ts: max_purgeable,
+            now_s: now,
+        };
+        if input_bytes > STREAM_PARTITION_BYTES {
+            // Too large to merge in memory: stream its rows (wide_merge.rs).
+            let f = move |w: &mut SSTableWriter| {
+                let n =
+                    crate::wide_merge::write_streamed(w, inputs_ref, &batch, memo_ref, purge_at)?;
+                purged_ref.set(purged_ref.get() + n);
+                Ok(())
+            };
+            return Some(Ok(Merged::Streamed(Box::new(f))));
+        }
+        let mut acc: Option<Partition> = None;
+        for (si, ii) in batch {
+            let Some(s) = inputs.get(si) else { continue };
+            let p = match s.read_partition(ii, Some(&memo)) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            match &mut acc {
+                Some(a) => a.merge(p),
+                None => acc = Some(p),
+            }
+        }
+        let mut p = acc?;
+        p.drop_shadowed();
+        purged.set(purged.get() + purge(&mut p, gc_before, max_purgeable, now));
+        Some(Ok(Merged::Whole(p)))
     });
     let expected: usize = inputs.iter().map(|s| s.index.len()).sum();
     let result = write_outputs(
@@ -382,8 +453,7 @@ pub(crate) fn compact_sstables(
     stats.output_generations = outputs.iter().map(|s| s.gen).collect();
     stats.bytes_written = outputs.iter().map(|s| s.stats.data_file_bytes).sum();
     stats.partitions_written = outputs.iter().map(|s| s.stats.partitions).sum();
-    stats.tombstones_purged = purged;
-    let _ = keys;
+    stats.tombstones_purged = purged.get();
     {
         let mut set = t.sstables.write();
         set.retain(|s| !input_gens.contains(&s.gen));

@@ -1,14 +1,25 @@
 //! helenus-storage: the node-local storage engine for user data, with Cassandra's semantics.
 //!
-//! Owns: the commitlog (durability), memtables, SSTables (format "hl-1"), compaction
-//! (SizeTiered / Leveled / TimeWindow, major, garbagecollect), caches, snapshots, and the
-//! reconciliation rules (`reconcile.rs`) that make every merge order-independent.
+//! Owns: the commitlog (durability), memtables, SSTables (format "hl-1": chunked Data with LZ4,
+//! zstd or Deflate per table, an in-memory partition index with a per-partition row index for
+//! wide partitions, bloom filter, versioned statistics with clustering bounds and tombstone
+//! histograms), compaction (SizeTiered / Leveled / TimeWindow, single-SSTable tombstone
+//! compaction, major, garbagecollect; wide partitions streamed), the key, chunk and row caches,
+//! write backpressure, snapshots, clean shutdown, and the reconciliation rules (`reconcile.rs`)
+//! that make every merge order-independent.
 //! Does not own: schemas or CQL types (callers pass a `TableDef` with comparators), tokens
 //! (callers pass the Murmur3 token), replication or consistency levels.
 //!
-//! Known gaps: Zstd and Deflate table options are accepted but chunks are stored with LZ4; the
-//! whole partition index of an SSTable is kept in memory (no separate Summary, no per-partition row
-//! index yet); the key cache is not implemented (its hit rate reads 0).
+//! Dependencies, chosen deliberately: `lz4_flex` (pure Rust), `flate2` on the pure-Rust
+//! `miniz_oxide` backend for Deflate, and `zstd` (bindings to the C reference library, ~33 s of
+//! C build once) because the pure-Rust `ruzstd` cannot encode at the levels
+//! `compression_level` asks for (see compression.rs).
+//!
+//! Known gaps: the partition index of an SSTable is held in memory whole (it is its own
+//! Summary, so the key cache saves a binary search, not a disk read); the row cache keeps whole
+//! partitions of at most `rows_per_partition` rows rather than a partition's head. Compaction
+//! merges partitions in memory up to `STREAM_PARTITION_BYTES` of input and streams larger ones
+//! row by row (wide_merge.rs), so a partition's size does not bound its memory.
 
 mod admin;
 mod backpressure;
@@ -29,6 +40,7 @@ mod sstable;
 mod sstable_tools;
 mod stats;
 mod types;
+mod wide_merge;
 
 pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use engine::Engine;

@@ -37,6 +37,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[path = "sstable_wide.rs"]
+pub(crate) mod wide;
+
 const MAGIC: &[u8; 4] = b"hl-1";
 const COMPONENTS: [&str; 5] = [
     "Data.db",
@@ -213,8 +216,19 @@ impl SSTableWriter {
             blocks,
         });
         self.filter.insert(p.token, &p.key);
+        self.stats.partitions += 1;
+        self.stats.max_partition_bytes = self.stats.max_partition_bytes.max(len);
+        self.note_stats(p);
+        let scratch = std::mem::take(&mut self.scratch);
+        let r = self.emit(&scratch);
+        self.scratch = scratch;
+        r
+    }
+
+    /// Adds `p`'s rows, tombstones, timestamps and bounds to the statistics (not the partition
+    /// count or size: a wide partition is noted a row at a time).
+    fn note_stats(&mut self, p: &Partition) {
         let s = &mut self.stats;
-        s.partitions += 1;
         s.rows += p.rows.len() as u64;
         s.tombstones += p.tombstone_count();
         if let Some((lo, hi)) = p.timestamp_range() {
@@ -223,15 +237,25 @@ impl SSTableWriter {
         }
         s.min_token = s.min_token.min(p.token);
         s.max_token = s.max_token.max(p.token);
-        s.max_partition_bytes = s.max_partition_bytes.max(len);
         s.max_local_deletion_time_s = s.max_local_deletion_time_s.max(max_ldt(p));
         s.note_partition(p, &mut self.min_ck, &mut self.max_ck);
-        self.logical_pos += len;
-        self.pending.extend_from_slice(&self.scratch);
-        while self.pending.len() >= self.chunk_len {
-            let rest = self.pending.split_off(self.chunk_len);
-            let chunk = std::mem::replace(&mut self.pending, rest);
-            self.write_chunk(&chunk)?;
+    }
+
+    /// Appends bytes to the logical data stream, writing every full chunk.
+    fn emit(&mut self, bytes: &[u8]) -> Result<(), StorageError> {
+        self.logical_pos += bytes.len() as u64;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let room = self.chunk_len - self.pending.len();
+            let (now, later) = rest.split_at(room.min(rest.len()));
+            self.pending.extend_from_slice(now);
+            rest = later;
+            if self.pending.len() >= self.chunk_len {
+                let chunk = std::mem::take(&mut self.pending);
+                self.write_chunk(&chunk)?;
+                self.pending = chunk;
+                self.pending.clear();
+            }
         }
         Ok(())
     }
@@ -671,7 +695,7 @@ impl SSTableReader {
     }
 
     /// Reads `length` bytes of the logical data stream at `position`.
-    fn read_bytes(
+    pub(crate) fn read_bytes(
         &self,
         position: u64,
         length: u32,

@@ -1,0 +1,181 @@
+//! Wide partitions a row at a time: reading one input's rows block by block (through the row
+//! index) and writing a partition whose rows arrive as a stream. Compaction uses both for
+//! partitions too large to merge in memory, so its memory is bounded by row-index blocks and
+//! chunks, not by the partition.
+
+use super::{
+    IndexEntry, RowBlock, SSTableReader, SSTableWriter, ROW_INDEX_BLOCK_BYTES,
+    ROW_INDEX_THRESHOLD_BYTES,
+};
+use crate::cache::ByteCache;
+use crate::clustering::CKey;
+use crate::codec::{
+    decode_keyed_rows, decode_partition_header, encode_keyed_row, encode_partition_header, Reader,
+};
+use crate::error::StorageError;
+use crate::partition::{Partition, Row};
+use crate::sstable::ChunkKey;
+use std::collections::VecDeque;
+
+/// The rows of one partition of one SSTable, decoded one row-index block at a time.
+pub struct RowCursor<'a> {
+    s: &'a SSTableReader,
+    cache: &'a ByteCache<ChunkKey, Vec<u8>>,
+    /// (position in the data stream, length, rows) of each block still to read.
+    blocks: VecDeque<(u64, u32, u32)>,
+    rows: VecDeque<(CKey, Row)>,
+}
+
+impl<'a> RowCursor<'a> {
+    /// Opens partition `i` of `s`: returns its header (rows empty) and a cursor over its rows.
+    pub fn open(
+        s: &'a SSTableReader,
+        i: usize,
+        cache: &'a ByteCache<ChunkKey, Vec<u8>>,
+    ) -> Result<(Partition, RowCursor<'a>), StorageError> {
+        let e: &IndexEntry = s.index.get(i).ok_or_else(|| s.corrupt(0))?;
+        let head = s.read_bytes(e.position, e.header_len, Some(cache))?;
+        let (p, n) =
+            decode_partition_header(&mut Reader::new(&head, "sstable partition header"), &s.cmp)
+                .map_err(|_| s.corrupt(e.position))?;
+        if p.token != e.token || p.key != e.key || e.header_len > e.length {
+            return Err(s.corrupt(e.position));
+        }
+        let blocks: VecDeque<(u64, u32, u32)> = if e.blocks.is_empty() {
+            std::iter::once((
+                e.position + u64::from(e.header_len),
+                e.length - e.header_len,
+                n as u32,
+            ))
+            .collect()
+        } else {
+            e.blocks
+                .iter()
+                .map(|b| (e.position + u64::from(b.offset), b.length, b.rows))
+                .collect()
+        };
+        let cursor = RowCursor {
+            s,
+            cache,
+            blocks,
+            rows: VecDeque::new(),
+        };
+        Ok((p, cursor))
+    }
+
+    /// The next row's clustering, loading the next block when needed.
+    pub fn peek(&mut self) -> Result<Option<&CKey>, StorageError> {
+        while self.rows.is_empty() {
+            let Some((pos, len, n)) = self.blocks.pop_front() else {
+                return Ok(None);
+            };
+            let bytes = self.s.read_bytes(pos, len, Some(self.cache))?;
+            decode_keyed_rows(
+                &mut Reader::new(&bytes, "sstable row block"),
+                &self.s.cmp,
+                n as usize,
+                &mut self.rows,
+            )
+            .map_err(|_| self.s.corrupt(pos))?;
+        }
+        Ok(self.rows.front().map(|(k, _)| k))
+    }
+
+    pub fn pop(&mut self) -> Option<(CKey, Row)> {
+        self.rows.pop_front()
+    }
+}
+
+impl SSTableWriter {
+    /// Appends a partition whose rows come from `next_row`, in clustering order; `header` holds
+    /// everything but the rows, and `row_count` must be exactly the number of rows produced
+    /// (the format announces it before the rows).
+    pub fn append_streamed(
+        &mut self,
+        header: &Partition,
+        row_count: u32,
+        next_row: &mut dyn FnMut() -> Option<Result<(CKey, Row), StorageError>>,
+    ) -> Result<(), StorageError> {
+        if let Some(last) = self.index.last() {
+            if (last.token, &last.key) >= (header.token, &header.key) {
+                return Err(StorageError::InvalidRequest(
+                    "sstable partitions out of order".into(),
+                ));
+            }
+        }
+        let start = self.logical_pos;
+        let mut buf = Vec::new();
+        let header_len = encode_partition_header(&mut buf, header, row_count);
+        self.emit(&buf)?;
+        self.note_stats(header);
+        let mut blocks: Vec<RowBlock> = Vec::new();
+        let mut produced = 0u32;
+        let mut last: Option<CKey> = None;
+        while let Some(item) = next_row() {
+            let (k, r) = item?;
+            if last.as_ref().is_some_and(|l| *l >= k) {
+                return Err(StorageError::InvalidRequest(
+                    "streamed rows out of order".into(),
+                ));
+            }
+            let offset = (self.logical_pos - start) as usize;
+            match blocks.last_mut() {
+                Some(b) if offset - (b.offset as usize) < ROW_INDEX_BLOCK_BYTES => b.rows += 1,
+                _ => blocks.push(RowBlock {
+                    first: k.values.clone(),
+                    offset: offset as u32,
+                    length: 0,
+                    rows: 1,
+                }),
+            }
+            buf.clear();
+            encode_keyed_row(&mut buf, &k, &r);
+            self.emit(&buf)?;
+            // Statistics through a one-row partition: the same code as whole partitions.
+            let mut one = Partition::new(header.key.clone(), header.token);
+            one.rows.insert(k.clone(), r);
+            self.note_stats(&one);
+            last = Some(k);
+            produced += 1;
+        }
+        if produced != row_count {
+            return Err(StorageError::InvalidRequest(format!(
+                "streamed partition announced {row_count} rows, produced {produced}"
+            )));
+        }
+        let len = self.logical_pos - start;
+        let len32 = u32::try_from(len).map_err(|_| {
+            StorageError::InvalidRequest(format!("partition of {len} bytes is too large"))
+        })?;
+        if len as usize > ROW_INDEX_THRESHOLD_BYTES {
+            let ends: Vec<u32> = blocks
+                .iter()
+                .skip(1)
+                .map(|b| b.offset)
+                .chain(std::iter::once(len32))
+                .collect();
+            for (b, end) in blocks.iter_mut().zip(ends) {
+                b.length = end - b.offset;
+            }
+        } else {
+            blocks.clear();
+        }
+        self.index.push(IndexEntry {
+            token: header.token,
+            key: header.key.clone(),
+            position: start,
+            length: len32,
+            header_len: header_len as u32,
+            blocks,
+        });
+        self.filter.insert(header.token, &header.key);
+        self.stats.partitions += 1;
+        self.stats.max_partition_bytes = self.stats.max_partition_bytes.max(len);
+        Ok(())
+    }
+
+    /// True when nothing was appended.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+}
