@@ -425,14 +425,6 @@ fn now_s() -> i64 {
     now_us() / 1_000_000
 }
 
-fn has_counter_ops(m: &helenus_storage::Mutation) -> bool {
-    m.rows
-        .iter()
-        .chain(m.static_row.iter())
-        .flat_map(|r| r.cells.iter())
-        .any(|c| matches!(c.op, helenus_storage::CellOp::CounterAdd(_)))
-}
-
 /// Applies a statement's or a batch's mutations as one commitlog entry, so a batch (or an IN
 /// write) is replayed all-or-nothing after a crash, as a logged batch is on one node.
 async fn apply_mutations(
@@ -445,18 +437,6 @@ async fn apply_mutations(
             Some(m) => node.engine.apply(m).await,
             None => return Ok(()),
         },
-        // The engine resolves every counter of one commitlog entry against the state before the
-        // entry, so two increments of the same counter in one batch would lose one: apply counter
-        // batches mutation by mutation until the engine sums them itself.
-        _ if muts.iter().any(has_counter_ops) => {
-            for m in muts {
-                node.engine
-                    .apply(m)
-                    .await
-                    .map_err(|e| ExecError::Server(e.to_string()))?;
-            }
-            Ok(())
-        }
         _ => node.engine.apply_batch(muts).await,
     };
     result.map_err(|e| ExecError::Server(e.to_string()))
