@@ -177,12 +177,6 @@ const INVALID: &[(&str, usize, usize, &str)] = &[
     ),
     ("SELECT \"\" FROM t", 1, 7, "Empty quoted names"),
     ("USE", 1, 3, "no viable alternative"),
-    (
-        "INSERT INTO t (a) VALUES (1) USING TTL 1 AND TTL 2",
-        1,
-        45,
-        "Multiple TTL definitions",
-    ),
     ("", 1, 0, "no viable alternative at input '<EOF>'"),
 ];
 
