@@ -278,8 +278,8 @@ pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue
                         .unwrap_or_default()
                 })
                 .collect();
-            let key = if parts.len() == 1 {
-                parts[0].clone()
+            let key = if let [single] = parts.as_slice() {
+                single.clone()
             } else {
                 let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
                 helenus_types::composite_partition_key(&refs)
