@@ -156,6 +156,9 @@ fn write_json(v: &CqlValue, out: &mut String) {
             out.push('"');
         }
         CqlValue::Timestamp(ms) => quote_json(&format_timestamp_json(*ms), out),
+        // JSON has no NaN or infinities: Cassandra writes null.
+        CqlValue::Double(d) if !d.is_finite() => out.push_str("null"),
+        CqlValue::Float(f) if !f.is_finite() => out.push_str("null"),
         CqlValue::Uuid(_)
         | CqlValue::Timeuuid(_)
         | CqlValue::Inet(_)

@@ -66,6 +66,9 @@ impl JavaNumber {
             JavaNumber::Long(x) => *x,
             JavaNumber::Float(f) => *f as i64,
             JavaNumber::Double(d) => *d as i64,
+            // 10^64 is a multiple of 2^64: with a scale of -64 or less the low 64 bits are 0
+            // (Java short-cuts the same way instead of building the huge integer).
+            JavaNumber::Decimal(_, s) if *s <= -64 => 0,
             JavaNumber::Decimal(u, s) => low_i64(&decimal_to_integer(u, *s)),
             JavaNumber::Integer(n) => low_i64(n),
         }
@@ -298,6 +301,7 @@ mod tests {
         assert_eq!(n.long_value(), 4362896299872285998);
         assert_eq!(n.int_value(), -1312754386);
         assert_eq!(n.byte_value(), 46);
+        assert_eq!(JavaNumber::Decimal(BigInt::from(3), -100).long_value(), 0);
     }
 
     #[test]

@@ -521,15 +521,16 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 self.expect_sym(",")?;
-                // A negative dimension parses (as in Cassandra's grammar) and is rejected by
-                // the executor as an invalid request; it is carried as 0.
-                let negative = self.is_sym("-");
-                if negative {
+                // Cassandra lexes `-1` as an INTEGER and rejects non-positive dimensions when
+                // preparing the type (an invalid request, not a syntax error); a negative one
+                // is carried as 0, which the executor rejects the same way.
+                if self.is_sym("-") && self.peek_at(1).kind == TokenKind::Integer {
                     self.bump();
+                    self.bump();
+                    return Ok(CqlTypeExpr::Vector(Box::new(first), 0));
                 }
                 let t = self.peek().clone();
                 let dim = match t.kind {
-                    TokenKind::Integer if negative => Some(0),
                     TokenKind::Integer => t.text.parse::<u32>().ok(),
                     _ => return Err(self.err_mismatched("INTEGER")),
                 };

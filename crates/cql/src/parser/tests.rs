@@ -502,3 +502,27 @@ fn auth_statements_parse_to_their_variants() {
         vec![RoleOption::Password("p".into()), RoleOption::Login(true)]
     );
 }
+
+#[test]
+fn repeated_using_objectives_keep_the_last_value() {
+    // Cassandra 5.0 accepts `USING TTL 1 AND TTL 2` (recorded in the corpus): the last wins.
+    let p = parse("INSERT INTO t (a) VALUES (1) USING TTL 1 AND TTL 2").map(|p| p.statement);
+    let Ok(Statement::Insert(i)) = p else {
+        panic!("not an insert: {p:?}");
+    };
+    assert_eq!(i.using.ttl, Some(Term::Integer("2".into())));
+}
+
+#[test]
+fn cast_keeps_the_written_type_and_takes_only_native_types() {
+    let p = parse("SELECT CAST(v AS varchar) FROM t").map(|p| p.statement);
+    let Ok(Statement::Select(s)) = p else {
+        panic!("not a select: {p:?}");
+    };
+    let Projection::Items(items) = &s.projection else {
+        panic!("no items");
+    };
+    assert!(matches!(&items[0].selector, Selector::Cast { written, .. } if written == "varchar"));
+    assert!(parse("SELECT CAST(v AS nosuchtype) FROM t").is_err());
+    assert!(parse("SELECT CAST(v AS list<int>) FROM t").is_err());
+}

@@ -46,7 +46,7 @@ fn signatures(to: NativeType) -> Vec<NativeType> {
 
 /// Whether a value of type `arg` is accepted where `param` is expected without being its exact
 /// type (Cassandra's `isValueCompatibleWith`: same bytes, compatible meaning).
-fn value_compatible(param: NativeType, arg: &CqlType) -> bool {
+pub fn value_compatible(param: NativeType, arg: &CqlType) -> bool {
     let CqlType::Native(arg) = arg else {
         return false;
     };

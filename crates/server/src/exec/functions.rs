@@ -278,8 +278,8 @@ pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue
                         .unwrap_or_default()
                 })
                 .collect();
-            let key = if parts.len() == 1 {
-                parts[0].clone()
+            let key = if let [single] = parts.as_slice() {
+                single.clone()
             } else {
                 let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
                 helenus_types::composite_partition_key(&refs)
@@ -394,4 +394,48 @@ pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_is_java_math_round() {
+        assert_eq!(round(&CqlValue::Float(-1.5)), CqlValue::Float(-1.0));
+        assert_eq!(
+            round(&CqlValue::Float(f32::MAX)),
+            CqlValue::Float(2147483648.0)
+        );
+        assert_eq!(
+            round(&CqlValue::Double(f64::MAX)),
+            CqlValue::Double(9.223372036854776e18)
+        );
+    }
+
+    #[test]
+    fn big_math_fails_where_java_does() {
+        let big = CqlValue::Decimal {
+            unscaled: 1.into(),
+            scale: -10,
+        };
+        assert!(matches!(big_math("exp", &big), Err(ExecError::Server(_))));
+        let neg = CqlValue::Varint((-1).into());
+        assert!(matches!(big_math("log", &neg), Err(ExecError::Server(_))));
+        assert!(matches!(big_math("log10", &neg), Err(ExecError::Server(_))));
+    }
+
+    #[test]
+    fn signatures_are_checked() {
+        let ts = native(NativeType::Timestamp);
+        assert!(resolve("totimestamp", std::slice::from_ref(&ts)).is_err());
+        assert!(resolve("to_date", std::slice::from_ref(&ts)).is_ok());
+        assert!(resolve("dateof", std::slice::from_ref(&ts)).is_err());
+        assert!(resolve("abs", &[ts.clone(), ts.clone()]).is_err());
+        assert!(resolve("blobasblob", &[native(NativeType::Blob)]).is_err());
+        assert_eq!(
+            resolve("blobastimeuuid", &[native(NativeType::Blob)]).ok(),
+            Some(CqlType::Custom(LEGACY_TIMEUUID.into()))
+        );
+    }
 }

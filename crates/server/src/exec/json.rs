@@ -56,8 +56,29 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
                 (_, Value::String(s)) => {
                     helenus_types::from_string(t, s).map_err(|e| err(&e.to_string()))?
                 }
-                (_, Value::Number(num)) => helenus_types::from_string(t, &num.to_string())
-                    .map_err(|e| err(&e.to_string()))?,
+                // Jackson hands an int-sized number over as an Integer, which timestamps reject.
+                (NativeType::Timestamp, Value::Number(num))
+                    if num.as_i64().is_some_and(|n| i32::try_from(n).is_ok()) =>
+                {
+                    return Err(err(&format!("Expected a long or a datestring representation of a timestamp value, but got a Integer: {num}")));
+                }
+                (_, Value::Number(num)) => {
+                    // Jackson reads integers exactly (BigInteger when needed) but any other
+                    // number as a double, so `1.000000000000000000001` is the decimal 1.0.
+                    let raw = num.to_string();
+                    let integral = raw
+                        .strip_prefix('-')
+                        .unwrap_or(&raw)
+                        .bytes()
+                        .all(|b| b.is_ascii_digit());
+                    let text = match num.as_f64() {
+                        Some(f) if !integral => {
+                            helenus_types::to_plain_string(&CqlValue::Double(f))
+                        }
+                        _ => raw,
+                    };
+                    helenus_types::from_string(t, &text).map_err(|e| err(&e.to_string()))?
+                }
                 (_, Value::Bool(b)) => helenus_types::from_string(t, &b.to_string())
                     .map_err(|e| err(&e.to_string()))?,
                 _ => return Err(err("unexpected JSON type")),
@@ -109,6 +130,12 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
             let Value::Object(m) = v else {
                 return Err(err("expected a map for a user type"));
             };
+            if let Some(unknown) = m.keys().find(|k| !def.fields.iter().any(|(n, _)| n == *k)) {
+                return Err(err(&format!(
+                    "Unknown field '{unknown}' in value of user defined type {}",
+                    def.name
+                )));
+            }
             let mut out = Vec::new();
             for (name, ty) in &def.fields {
                 out.push((
@@ -126,9 +153,11 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
 }
 
 fn quote_name(n: &str) -> String {
-    let simple = n
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    // Names Cassandra generates for selectors (`writetime(v)`, `system.min(v)`) stay as they
+    // are; only identifiers that need it (`"Value"`) are quoted.
+    let simple = n.contains('(')
+        || n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if simple {
         n.to_string()
     } else {

@@ -1,6 +1,7 @@
 //! Statement execution: parse, prepare (bind-marker types, result metadata, partition-key indexes),
 //! and run each statement kind against the schema, the storage engine or the system tables.
 
+mod aggregates;
 mod arith;
 mod cast;
 pub mod ddl;

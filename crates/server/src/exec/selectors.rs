@@ -9,7 +9,6 @@ use super::values::{self, serialize, Binds, Bound};
 use bytes::Bytes;
 use helenus_cql::ast::{Projection, Selector};
 use helenus_schema::{ColumnKind, TableMeta};
-use helenus_types::numeric::{self, BigInt, JavaNumber};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -225,6 +224,24 @@ pub fn compile(
         }
         Projection::Items(items) => {
             for item in items {
+                if let Selector::Term(term) = &item.selector {
+                    use helenus_cql::ast::Term as T;
+                    // A bare literal has no receiver to take a type from.
+                    if matches!(
+                        term,
+                        T::Integer(_)
+                            | T::Float(_)
+                            | T::String(_)
+                            | T::Bool(_)
+                            | T::Uuid(_)
+                            | T::Blob(_)
+                            | T::Duration(_)
+                    ) {
+                        return Err(ExecError::Invalid(format!(
+                            "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
+                        )));
+                    }
+                }
                 let (sel, ty) = compile_one(t, &item.selector, binds_none)?;
                 let name =
                     item.alias
@@ -362,9 +379,16 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                         "Invalid call to function {fname}, none of its type signatures match (known type signatures: system.{fname} : (tinyint) -> tinyint, system.{fname} : (smallint) -> smallint, system.{fname} : (int) -> int, system.{fname} : (bigint) -> bigint, system.{fname} : (float) -> float, system.{fname} : (double) -> double, system.{fname} : (decimal) -> decimal, system.{fname} : (varint) -> varint, system.{fname} : (counter) -> counter)"
                     )));
                 }
+                // min/max over a timeuuid report the legacy class, except over a descending
+                // clustering column (Cassandra resolves those on the reversed type).
+                let descending = matches!(arg, Selector::Column(id)
+                    if t.column(&id.name).is_some_and(|c| c.kind == ColumnKind::Clustering
+                        && c.order == helenus_schema::ClusteringOrder::Desc));
                 let out_ty = match (kind, &ty) {
                     (AggKind::Count, _) => bigint,
-                    (AggKind::Min | AggKind::Max, CqlType::Native(NativeType::Timeuuid)) => {
+                    (AggKind::Min | AggKind::Max, CqlType::Native(NativeType::Timeuuid))
+                        if !descending =>
+                    {
                         CqlType::Custom(functions::LEGACY_TIMEUUID.into())
                     }
                     _ => ty.clone(),
@@ -463,6 +487,7 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
             (Sel::Constant(b), ty)
         }
         Selector::TypeHint { ty, selector } => {
+            let ty_expr = ty;
             let hinted = values::resolve_type(ty, None)?;
             match &**selector {
                 // A hinted literal takes the hinted type: `(bigint)3` is a bigint.
@@ -473,7 +498,18 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                     };
                     (Sel::Constant(b), hinted)
                 }
-                other => compile_one(t, other, binds)?,
+                other => {
+                    let (sel, ty) = compile_one(t, other, binds)?;
+                    let assignable = ty == hinted
+                        || matches!(&hinted, CqlType::Native(n) if cast::value_compatible(*n, &ty));
+                    if !assignable {
+                        let shown = format!("({}){}", ty_text(ty_expr), selector_name(other));
+                        return Err(ExecError::Invalid(format!(
+                            "Cannot assign value {shown} to {shown} of type {hinted}"
+                        )));
+                    }
+                    (sel, ty)
+                }
             }
         }
         Selector::Field { selector, field } => {
@@ -612,7 +648,7 @@ fn kind_word(t: &CqlType) -> &'static str {
     }
 }
 
-fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlValue>> {
+pub(super) fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlValue>> {
     if matches!(ty, CqlType::Custom(c) if c == functions::LEGACY_TIMEUUID) {
         return decode(&CqlType::Native(NativeType::Timeuuid), b);
     }
@@ -767,202 +803,7 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
     })
 }
 
-/// Running state of one aggregate column.
-#[derive(Debug, Clone)]
-pub enum AggState {
-    Count(i64),
-    Extreme(Option<Bytes>),
-    Sum(f64, i128, bool),
-    Avg(f64, i128, i64, bool),
-    /// sum/avg over varint or decimal, exact: the running sum, Cassandra's running decimal
-    /// average (updated per row with half-even rounding, so the row order shows in the last
-    /// digits exactly as in Cassandra) and the row count.
-    Big {
-        sum: Dec,
-        avg: Dec,
-        n: i64,
-    },
-    First(Option<Bytes>),
-}
-
-type Dec = (BigInt, i32);
-
-fn is_big(t: &CqlType) -> bool {
-    matches!(t, CqlType::Native(NativeType::Varint | NativeType::Decimal))
-}
-
-pub fn agg_init(sel: &Sel) -> AggState {
-    match sel {
-        Sel::CountStar
-        | Sel::Agg {
-            kind: AggKind::Count,
-            ..
-        } => AggState::Count(0),
-        Sel::Agg {
-            kind: AggKind::Min | AggKind::Max,
-            ..
-        } => AggState::Extreme(None),
-        Sel::Agg {
-            kind: AggKind::Sum | AggKind::Avg,
-            ty,
-            ..
-        } if is_big(ty) => AggState::Big {
-            sum: (BigInt::from(0), 0),
-            avg: (BigInt::from(0), 0),
-            n: 0,
-        },
-        Sel::Agg {
-            kind: AggKind::Sum, ..
-        } => AggState::Sum(0.0, 0, false),
-        Sel::Agg {
-            kind: AggKind::Avg, ..
-        } => AggState::Avg(0.0, 0, 0, false),
-        _ => AggState::First(None),
-    }
-}
-
-fn is_float(t: &CqlType) -> bool {
-    matches!(
-        t,
-        CqlType::Native(NativeType::Float | NativeType::Double | NativeType::Decimal)
-    )
-}
-
-fn as_num(v: &CqlValue) -> (f64, i128) {
-    match v {
-        CqlValue::Int(x) => (*x as f64, *x as i128),
-        CqlValue::Bigint(x) | CqlValue::Counter(x) => (*x as f64, *x as i128),
-        CqlValue::Smallint(x) => (*x as f64, *x as i128),
-        CqlValue::Tinyint(x) => (*x as f64, *x as i128),
-        CqlValue::Float(x) => (*x as f64, 0),
-        CqlValue::Double(x) => (*x, 0),
-        _ => (0.0, 0),
-    }
-}
-
-pub fn agg_update(
-    state: &mut AggState,
-    sel: &Sel,
-    ty: &CqlType,
-    row: &Row,
-    now_s: i64,
-) -> ExecResult<()> {
-    match (state, sel) {
-        (AggState::Count(n), Sel::CountStar) => *n += 1,
-        (AggState::Count(n), Sel::Agg { arg, ty, .. }) if eval(arg, ty, row, now_s)?.is_some() => {
-            *n += 1;
-        }
-        (AggState::Extreme(cur), Sel::Agg { kind, arg, ty }) => {
-            if let Some(b) = eval(arg, ty, row, now_s)? {
-                let replace = match cur {
-                    None => true,
-                    Some(c) => {
-                        let o = helenus_types::compare_serialized(ty, &b, c);
-                        if *kind == AggKind::Min {
-                            o.is_lt()
-                        } else {
-                            o.is_gt()
-                        }
-                    }
-                };
-                if replace {
-                    *cur = Some(b);
-                }
-            }
-        }
-        (AggState::Sum(f, i, seen), Sel::Agg { arg, ty, .. }) => {
-            if let Some(v) = decode(ty, &eval(arg, ty, row, now_s)?)? {
-                let (x, y) = as_num(&v);
-                *f += x;
-                *i = i.wrapping_add(y);
-                *seen = true;
-            }
-        }
-        (AggState::Avg(f, i, n, seen), Sel::Agg { arg, ty, .. }) => {
-            if let Some(v) = decode(ty, &eval(arg, ty, row, now_s)?)? {
-                let (x, y) = as_num(&v);
-                *f += x;
-                *i = i.wrapping_add(y);
-                *n += 1;
-                *seen = true;
-            }
-        }
-        (AggState::Big { sum, avg, n }, Sel::Agg { arg, ty, .. }) => {
-            let value = decode(ty, &eval(arg, ty, row, now_s)?)?;
-            if let Some(x) = value
-                .as_ref()
-                .and_then(JavaNumber::of)
-                .and_then(|x| x.to_decimal())
-            {
-                *n += 1;
-                *sum = numeric::decimal_add(sum, &x);
-                // DecimalAvg: avg += (x - avg) / n, keeping the difference's scale.
-                let step = numeric::decimal_div_keep_scale(&numeric::decimal_sub(&x, avg), *n);
-                *avg = numeric::decimal_add(avg, &step);
-            }
-        }
-        (AggState::First(cur), s) if cur.is_none() => {
-            *cur = eval(s, ty, row, now_s)?;
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-fn num_value(ty: &CqlType, f: f64, i: i128) -> CqlValue {
-    match ty {
-        CqlType::Native(NativeType::Int) => CqlValue::Int(i as i32),
-        CqlType::Native(NativeType::Bigint) => CqlValue::Bigint(i as i64),
-        CqlType::Native(NativeType::Counter) => CqlValue::Counter(i as i64),
-        CqlType::Native(NativeType::Smallint) => CqlValue::Smallint(i as i16),
-        CqlType::Native(NativeType::Tinyint) => CqlValue::Tinyint(i as i8),
-        CqlType::Native(NativeType::Float) => CqlValue::Float(f as f32),
-        _ => CqlValue::Double(f),
-    }
-}
-
-pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
-    match (state, sel) {
-        (AggState::Count(n), _) => Some(serialize(&CqlValue::Bigint(*n))),
-        (AggState::Extreme(b), _) => b.clone(),
-        (AggState::Sum(f, i, _), Sel::Agg { ty, .. }) => Some(serialize(&num_value(ty, *f, *i))),
-        (AggState::Avg(f, i, n, _), Sel::Agg { ty, .. }) => {
-            if *n == 0 {
-                return Some(serialize(&num_value(ty, 0.0, 0)));
-            }
-            let v = if is_float(ty) {
-                num_value(ty, f / *n as f64, 0)
-            } else {
-                num_value(ty, 0.0, i / *n as i128)
-            };
-            Some(serialize(&v))
-        }
-        (AggState::Big { sum, avg, n }, Sel::Agg { kind, ty, .. }) => {
-            let v = match (ty, kind) {
-                (CqlType::Native(NativeType::Varint), AggKind::Sum) => {
-                    CqlValue::Varint(sum.0.clone())
-                }
-                // The varint average is the truncated quotient of the exact sum.
-                (CqlType::Native(NativeType::Varint), _) => CqlValue::Varint(if *n == 0 {
-                    BigInt::from(0)
-                } else {
-                    &sum.0 / BigInt::from(*n)
-                }),
-                (_, AggKind::Sum) => CqlValue::Decimal {
-                    unscaled: sum.0.clone(),
-                    scale: sum.1,
-                },
-                _ => CqlValue::Decimal {
-                    unscaled: avg.0.clone(),
-                    scale: avg.1,
-                },
-            };
-            Some(serialize(&v))
-        }
-        (AggState::First(b), _) => b.clone(),
-        _ => None,
-    }
-}
+pub use super::aggregates::{agg_finish, agg_init, agg_update};
 
 fn numeric_rank(t: &CqlType) -> Option<u8> {
     Some(match t {

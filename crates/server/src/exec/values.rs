@@ -93,7 +93,10 @@ fn literal_accepted(kind: &str, t: NativeType) -> bool {
 pub fn literal_default_type(t: &Term) -> Option<CqlType> {
     Some(CqlType::Native(match t {
         Term::String(_) => NativeType::Varchar,
-        Term::Integer(_) => NativeType::Int,
+        // Cassandra prefers the smallest of int, bigint and varint that holds the literal.
+        Term::Integer(text) if text.parse::<i32>().is_ok() => NativeType::Int,
+        Term::Integer(text) if text.parse::<i64>().is_ok() => NativeType::Bigint,
+        Term::Integer(_) => NativeType::Varint,
         Term::Float(_) => NativeType::Double,
         Term::Bool(_) => NativeType::Boolean,
         Term::Uuid(_) => NativeType::Uuid,
@@ -461,7 +464,16 @@ pub fn to_value(
             };
             let json: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| bad(format!("Could not decode JSON string '{text}': {e}")))?;
-            super::json::from_json(ty, &json)
+            // A value the type rejects is a MarshalException thrown by the function (0x1400).
+            super::json::from_json(ty, &json).map_err(|e| match e {
+                ExecError::Invalid(m) => ExecError::FunctionFailure {
+                    keyspace: "system".into(),
+                    function: "fromjson".into(),
+                    arg_types: vec!["text".into()],
+                    message: format!("org.apache.cassandra.serializers.MarshalException: {m}"),
+                },
+                other => other,
+            })
         }
         Term::FunctionCall { name, args } if name.name.name.eq_ignore_ascii_case("tojson") => {
             let [arg] = args.as_slice() else {
@@ -470,6 +482,10 @@ pub fn to_value(
                     args.len()
                 )));
             };
+            if matches!(arg, Term::Blob(h) if h.trim_start_matches("0x").is_empty()) {
+                // Cassandra types an empty blob literal as tinyint here and fails on it.
+                return Err(ExecError::Server("java.lang.NullPointerException: Cannot invoke \"java.lang.Byte.toString()\" because the return value of \"org.apache.cassandra.serializers.TypeSerializer.deserialize(java.nio.ByteBuffer)\" is null".into()));
+            }
             let at = infer_type(arg).unwrap_or(CqlType::Native(NativeType::Varchar));
             let text = match to_value(arg, &at, receiver, binds)? {
                 Some(v) => helenus_types::to_json(&v),

@@ -1,0 +1,206 @@
+//! Aggregates in selections (`count`, `min`, `max`, `sum`, `avg`), folded row by row.
+
+use super::error::ExecResult;
+use super::rows::Row;
+use super::selectors::{decode, eval, AggKind, Sel};
+use super::values::serialize;
+use bytes::Bytes;
+use helenus_types::numeric::{self, BigInt, JavaNumber};
+use helenus_types::{CqlType, CqlValue, NativeType};
+
+/// Running state of one aggregate column.
+#[derive(Debug, Clone)]
+pub enum AggState {
+    Count(i64),
+    Extreme(Option<Bytes>),
+    Sum(f64, i128, bool),
+    Avg(f64, i128, i64, bool),
+    /// sum/avg over varint or decimal, exact: the running sum, Cassandra's running decimal
+    /// average (updated per row with half-even rounding, so the row order shows in the last
+    /// digits exactly as in Cassandra) and the row count.
+    Big {
+        sum: Dec,
+        avg: Dec,
+        n: i64,
+    },
+    First(Option<Bytes>),
+}
+
+type Dec = (BigInt, i32);
+
+fn is_big(t: &CqlType) -> bool {
+    matches!(t, CqlType::Native(NativeType::Varint | NativeType::Decimal))
+}
+
+pub fn agg_init(sel: &Sel) -> AggState {
+    match sel {
+        Sel::CountStar
+        | Sel::Agg {
+            kind: AggKind::Count,
+            ..
+        } => AggState::Count(0),
+        Sel::Agg {
+            kind: AggKind::Min | AggKind::Max,
+            ..
+        } => AggState::Extreme(None),
+        Sel::Agg {
+            kind: AggKind::Sum | AggKind::Avg,
+            ty,
+            ..
+        } if is_big(ty) => AggState::Big {
+            sum: (BigInt::from(0), 0),
+            avg: (BigInt::from(0), 0),
+            n: 0,
+        },
+        Sel::Agg {
+            kind: AggKind::Sum, ..
+        } => AggState::Sum(0.0, 0, false),
+        Sel::Agg {
+            kind: AggKind::Avg, ..
+        } => AggState::Avg(0.0, 0, 0, false),
+        _ => AggState::First(None),
+    }
+}
+
+fn is_float(t: &CqlType) -> bool {
+    matches!(
+        t,
+        CqlType::Native(NativeType::Float | NativeType::Double | NativeType::Decimal)
+    )
+}
+
+fn as_num(v: &CqlValue) -> (f64, i128) {
+    match v {
+        CqlValue::Int(x) => (*x as f64, *x as i128),
+        CqlValue::Bigint(x) | CqlValue::Counter(x) => (*x as f64, *x as i128),
+        CqlValue::Smallint(x) => (*x as f64, *x as i128),
+        CqlValue::Tinyint(x) => (*x as f64, *x as i128),
+        CqlValue::Float(x) => (*x as f64, 0),
+        CqlValue::Double(x) => (*x, 0),
+        _ => (0.0, 0),
+    }
+}
+
+pub fn agg_update(
+    state: &mut AggState,
+    sel: &Sel,
+    ty: &CqlType,
+    row: &Row,
+    now_s: i64,
+) -> ExecResult<()> {
+    match (state, sel) {
+        (AggState::Count(n), Sel::CountStar) => *n += 1,
+        (AggState::Count(n), Sel::Agg { arg, ty, .. }) if eval(arg, ty, row, now_s)?.is_some() => {
+            *n += 1;
+        }
+        (AggState::Extreme(cur), Sel::Agg { kind, arg, ty }) => {
+            if let Some(b) = eval(arg, ty, row, now_s)? {
+                let replace = match cur {
+                    None => true,
+                    Some(c) => {
+                        let o = helenus_types::compare_serialized(ty, &b, c);
+                        if *kind == AggKind::Min {
+                            o.is_lt()
+                        } else {
+                            o.is_gt()
+                        }
+                    }
+                };
+                if replace {
+                    *cur = Some(b);
+                }
+            }
+        }
+        (AggState::Sum(f, i, seen), Sel::Agg { arg, ty, .. }) => {
+            if let Some(v) = decode(ty, &eval(arg, ty, row, now_s)?)? {
+                let (x, y) = as_num(&v);
+                *f += x;
+                *i = i.wrapping_add(y);
+                *seen = true;
+            }
+        }
+        (AggState::Avg(f, i, n, seen), Sel::Agg { arg, ty, .. }) => {
+            if let Some(v) = decode(ty, &eval(arg, ty, row, now_s)?)? {
+                let (x, y) = as_num(&v);
+                *f += x;
+                *i = i.wrapping_add(y);
+                *n += 1;
+                *seen = true;
+            }
+        }
+        (AggState::Big { sum, avg, n }, Sel::Agg { arg, ty, .. }) => {
+            let value = decode(ty, &eval(arg, ty, row, now_s)?)?;
+            if let Some(x) = value
+                .as_ref()
+                .and_then(JavaNumber::of)
+                .and_then(|x| x.to_decimal())
+            {
+                *n += 1;
+                *sum = numeric::decimal_add(sum, &x);
+                // DecimalAvg: avg += (x - avg) / n, keeping the difference's scale.
+                let step = numeric::decimal_div_keep_scale(&numeric::decimal_sub(&x, avg), *n);
+                *avg = numeric::decimal_add(avg, &step);
+            }
+        }
+        (AggState::First(cur), s) if cur.is_none() => {
+            *cur = eval(s, ty, row, now_s)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn num_value(ty: &CqlType, f: f64, i: i128) -> CqlValue {
+    match ty {
+        CqlType::Native(NativeType::Int) => CqlValue::Int(i as i32),
+        CqlType::Native(NativeType::Bigint) => CqlValue::Bigint(i as i64),
+        CqlType::Native(NativeType::Counter) => CqlValue::Counter(i as i64),
+        CqlType::Native(NativeType::Smallint) => CqlValue::Smallint(i as i16),
+        CqlType::Native(NativeType::Tinyint) => CqlValue::Tinyint(i as i8),
+        CqlType::Native(NativeType::Float) => CqlValue::Float(f as f32),
+        _ => CqlValue::Double(f),
+    }
+}
+
+pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
+    match (state, sel) {
+        (AggState::Count(n), _) => Some(serialize(&CqlValue::Bigint(*n))),
+        (AggState::Extreme(b), _) => b.clone(),
+        (AggState::Sum(f, i, _), Sel::Agg { ty, .. }) => Some(serialize(&num_value(ty, *f, *i))),
+        (AggState::Avg(f, i, n, _), Sel::Agg { ty, .. }) => {
+            if *n == 0 {
+                return Some(serialize(&num_value(ty, 0.0, 0)));
+            }
+            let v = if is_float(ty) {
+                num_value(ty, f / *n as f64, 0)
+            } else {
+                num_value(ty, 0.0, i / *n as i128)
+            };
+            Some(serialize(&v))
+        }
+        (AggState::Big { sum, avg, n }, Sel::Agg { kind, ty, .. }) => {
+            let v = match (ty, kind) {
+                (CqlType::Native(NativeType::Varint), AggKind::Sum) => {
+                    CqlValue::Varint(sum.0.clone())
+                }
+                // The varint average is the truncated quotient of the exact sum.
+                (CqlType::Native(NativeType::Varint), _) => CqlValue::Varint(if *n == 0 {
+                    BigInt::from(0)
+                } else {
+                    &sum.0 / BigInt::from(*n)
+                }),
+                (_, AggKind::Sum) => CqlValue::Decimal {
+                    unscaled: sum.0.clone(),
+                    scale: sum.1,
+                },
+                _ => CqlValue::Decimal {
+                    unscaled: avg.0.clone(),
+                    scale: avg.1,
+                },
+            };
+            Some(serialize(&v))
+        }
+        (AggState::First(b), _) => b.clone(),
+        _ => None,
+    }
+}
