@@ -19,6 +19,8 @@ pub struct CellMeta {
 pub struct Row {
     pub cells: Vec<Option<Bytes>>,
     pub meta: Vec<Option<CellMeta>>,
+    /// Per-element write times and TTLs of multi-cell columns (`writetime(l)` is a list in 5.0).
+    pub element_meta: Vec<Option<Vec<CellMeta>>>,
     /// The token of the row's partition key.
     pub token: i64,
     /// The serialized partition key (for paging).
@@ -114,6 +116,16 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row:
                 if c.cql_type.is_multi_cell() {
                     let group: Vec<&st::LiveCell> = cells[i..j].iter().collect();
                     row.cells[idx] = assemble_complex(&c.cql_type, &group);
+                    row.element_meta[idx] = Some(
+                        group
+                            .iter()
+                            .map(|cell| CellMeta {
+                                timestamp_us: cell.timestamp_us,
+                                ttl_s: cell.ttl_s,
+                                expires_at_s: cell.expires_at_s,
+                            })
+                            .collect(),
+                    );
                 } else if let Some(cell) = cells.get(j - 1) {
                     row.cells[idx] = Some(cell.value.clone());
                     row.meta[idx] = Some(CellMeta {
@@ -151,6 +163,7 @@ pub fn partition_rows(
     let mut base = Row {
         cells: vec![None; n],
         meta: vec![None; n],
+        element_meta: vec![None; n],
         token: p.token,
         partition_key: p.key.clone(),
         clustering: Vec::new(),

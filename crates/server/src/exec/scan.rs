@@ -136,6 +136,7 @@ impl<'a> RowSource<'a> {
                 buffered.push_back(Row {
                     cells,
                     meta: vec![None; n],
+                    element_meta: vec![None; n],
                     token,
                     partition_key,
                     clustering,

@@ -6,7 +6,7 @@ use super::error::{ExecError, ExecResult};
 use super::functions;
 use super::rows::Row;
 use super::values::{self, serialize, Binds, Bound};
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 use helenus_cql::ast::{Projection, Selector};
 use helenus_schema::{ColumnKind, TableMeta};
 use helenus_types::{CqlType, CqlValue, NativeType};
@@ -25,6 +25,12 @@ pub enum Sel {
     Column(usize),
     WriteTime(usize),
     Ttl(usize),
+    /// `writetime(c)` of a multi-cell column: one write time per element.
+    WriteTimes(usize),
+    /// `ttl(c)` of a multi-cell column: one remaining TTL (or null) per element.
+    Ttls(usize),
+    /// `maxwritetime(c)` of a multi-cell column.
+    MaxWriteTimeOf(usize),
     Token(Vec<usize>),
     Field {
         inner: Box<Sel>,
@@ -295,11 +301,16 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                 )));
             }
             if c.cql_type.is_multi_cell() {
-                return Err(ExecError::Invalid(format!(
-                    "Cannot use selection function {fname} on non-frozen {} {}",
-                    kind_word(&c.cql_type),
-                    c.name
-                )));
+                // Cassandra 5.0: one value per element of a non-frozen collection or UDT.
+                let list_of = |e: NativeType| CqlType::List {
+                    element: Box::new(CqlType::Native(e)),
+                    frozen: false,
+                };
+                return Ok(match s {
+                    Selector::Ttl(_) => (Sel::Ttls(i), list_of(NativeType::Int)),
+                    Selector::MaxWriteTime(_) => (Sel::MaxWriteTimeOf(i), bigint),
+                    _ => (Sel::WriteTimes(i), list_of(NativeType::Bigint)),
+                });
             }
             if matches!(s, Selector::Ttl(_)) {
                 (Sel::Ttl(i), CqlType::Native(NativeType::Int))
@@ -638,16 +649,6 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
     })
 }
 
-fn kind_word(t: &CqlType) -> &'static str {
-    match t {
-        CqlType::List { .. } => "list",
-        CqlType::Set { .. } => "set",
-        CqlType::Map { .. } => "map",
-        CqlType::Udt { .. } => "user type",
-        _ => "column",
-    }
-}
-
 pub(super) fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlValue>> {
     if matches!(ty, CqlType::Custom(c) if c == functions::LEGACY_TIMEUUID) {
         return decode(&CqlType::Native(NativeType::Timeuuid), b);
@@ -679,6 +680,31 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
                 )))
             }
         }),
+        Sel::WriteTimes(i) | Sel::Ttls(i) => {
+            row.element_meta.get(*i).cloned().flatten().map(|metas| {
+                let mut out = bytes::BytesMut::new();
+                out.put_i32(metas.len() as i32);
+                for m in metas {
+                    if matches!(sel, Sel::WriteTimes(_)) {
+                        out.put_i32(8);
+                        out.put_i64(m.timestamp_us);
+                    } else if m.ttl_s == 0 {
+                        out.put_i32(-1);
+                    } else {
+                        out.put_i32(4);
+                        out.put_i32((m.expires_at_s - now_s).max(0) as i32);
+                    }
+                }
+                out.freeze()
+            })
+        }
+        Sel::MaxWriteTimeOf(i) => row
+            .element_meta
+            .get(*i)
+            .cloned()
+            .flatten()
+            .and_then(|metas| metas.iter().map(|m| m.timestamp_us).max())
+            .map(|ts| serialize(&CqlValue::Bigint(ts))),
         Sel::Token(_) => Some(serialize(&CqlValue::Bigint(row.token))),
         Sel::Field { inner, index, udt } => {
             let b = eval(inner, udt, row, now_s)?;
