@@ -79,11 +79,13 @@ pub fn from_string(t: &CqlType, s: &str) -> Result<CqlValue, TypeError> {
             }
             CqlValue::Timeuuid(u)
         }
-        NativeType::Inet => {
-            CqlValue::Inet(IpAddr::from_str(s.trim()).map_err(|_| {
-                TypeError::Marshal(format!("Unable to make inet address from '{s}'"))
-            })?)
-        }
+        NativeType::Inet => CqlValue::Inet(
+            IpAddr::from_str(s.trim())
+                .map(canonical_inet)
+                .map_err(|_| {
+                    TypeError::Marshal(format!("Unable to make inet address from '{s}'"))
+                })?,
+        ),
         NativeType::Timestamp => CqlValue::Timestamp(parse_timestamp(s)?),
         NativeType::Date => CqlValue::Date(parse_date(s)?),
         NativeType::Time => CqlValue::Time(parse_time(s)?),
@@ -253,9 +255,9 @@ fn parse_civil(c: &mut Cursor<'_>) -> Option<i64> {
     is_valid_civil(year, month, day).then(|| days_from_civil(year, month, day))
 }
 
-/// `HH:mm[:ss[.f{1,9}]]` to nanoseconds since midnight. With `fraction_is_millis` the fraction
-/// is read the way `SimpleDateFormat`'s `SSS` reads it for timestamps: as a count of
-/// milliseconds (so `.1` is 1 ms, not 100 ms), at most 3 digits.
+/// `HH:mm[:ss[.f{1,9}]]` to nanoseconds since midnight. With `fraction_is_millis` (timestamps)
+/// the fraction has at most 3 digits and is a decimal fraction of a second (`.5` is 500 ms, as
+/// Cassandra 5.0's date-time parser reads it).
 fn parse_clock(
     c: &mut Cursor<'_>,
     seconds_required: bool,
@@ -265,14 +267,18 @@ fn parse_clock(
     if !c.eat(b':') {
         return None;
     }
-    let (m, _) = c.digits(2, 2)?;
+    // `time` values are split on ':' and read as integers by Cassandra, so `1:2:3` is valid;
+    // timestamps follow a date-time pattern with two-digit fields.
+    let min_digits = if fraction_is_millis { 2 } else { 1 };
+    let (m, _) = c.digits(min_digits, 2)?;
     let mut s = 0;
     let mut frac_ns = 0;
     if c.eat(b':') {
-        s = c.digits(2, 2)?.0;
+        s = c.digits(min_digits, 2)?.0;
         if c.eat(b'.') {
             if fraction_is_millis {
-                frac_ns = c.digits(1, 3)?.0 * 1_000_000;
+                let (f, n) = c.digits(1, 3)?;
+                frac_ns = f * 10i64.pow(3 - n as u32) * 1_000_000;
             } else {
                 let (f, n) = c.digits(1, 9)?;
                 frac_ns = f * 10i64.pow(9 - n as u32);
@@ -310,6 +316,15 @@ fn parse_zone(c: &mut Cursor<'_>) -> Option<i64> {
     c.eat(b':');
     let m = if c.done() { 0 } else { c.digits(2, 2)?.0 };
     (h <= 18 && m <= 59).then_some(sign * (h * 60 + m))
+}
+
+/// Java's `InetAddress` turns an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) into the IPv4
+/// address, so Cassandra stores 4 bytes for it.
+fn canonical_inet(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 /// Every timestamp form `TimestampSerializer` accepts: integer milliseconds, or a date with an
@@ -571,8 +586,9 @@ mod tests {
         assert_eq!(ts("2011-02-03+0000"), base - 4 * 3_600_000 - 5 * 60_000);
         assert_eq!(ts("1296705900000"), base);
         assert_eq!(ts("-5"), -5);
-        // SimpleDateFormat's SSS: the fraction is a millisecond count.
-        assert_eq!(ts("2011-02-03 04:05:00.1Z"), base + 1);
+        // A decimal fraction of a second, as Cassandra 5.0 reads it.
+        assert_eq!(ts("2011-02-03 04:05:00.1Z"), base + 100);
+        assert_eq!(ts("2011-02-03 04:05:00.05Z"), base + 50);
         assert!((ts("now") - crate::time::now_ms()).abs() < 60_000);
         assert!(parse_timestamp("2011-02-30").is_err());
         assert!(parse_timestamp("yesterday").is_err());

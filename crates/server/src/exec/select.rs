@@ -356,6 +356,17 @@ pub fn plan(
                             }
                             _ => false,
                         };
+                        if matches!(
+                            op,
+                            Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+                        ) && matches!(
+                            c.cql_type,
+                            CqlType::Native(helenus_types::NativeType::Duration)
+                        ) {
+                            return invalid(
+                                "Slice restrictions are not supported on duration columns",
+                            );
+                        }
                         if !system && *op == Operator::Eq && c.cql_type.is_multi_cell() {
                             return invalid(format!(
                                 "Collection column '{}' ({}) cannot be restricted by a '=' relation",
