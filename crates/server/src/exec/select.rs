@@ -70,6 +70,9 @@ pub struct SelectPlan {
     /// With `IN` on the partition key and ORDER BY, rows of the partitions are merged by these
     /// (column index, descending) keys, as Cassandra sorts them in memory.
     pub merge_order: Vec<(usize, bool)>,
+    /// `ORDER BY v ANN OF [...]`: the vector column, the query vector and the similarity
+    /// function of its storage-attached index.
+    pub ann: Option<(usize, Term, &'static str)>,
     /// A token range given together with partition key values: checked on each partition.
     pub token_filter: (TokenBound, TokenBound),
     /// Multi-column relations evaluated on each row (tuple order is the types' natural order).
@@ -733,7 +736,14 @@ pub fn plan(
     // ORDER BY
     let mut reversed = false;
     let mut merge_order = Vec::new();
-    if !s.order_by.is_empty() {
+    let mut ann = None;
+    if let [ast::Ordering {
+        column,
+        direction: OrderDirection::Ann(vector),
+    }] = s.order_by.as_slice()
+    {
+        ann = Some(plan_ann(t, column, vector, s.limit.is_some(), specs)?);
+    } else if !s.order_by.is_empty() {
         if !keyed {
             return invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN.");
         }
@@ -835,6 +845,7 @@ pub fn plan(
         merge_order,
         multi_filters,
         token_filter,
+        ann,
     })
 }
 
@@ -1029,7 +1040,7 @@ pub fn execute(
         (None, None) => None,
     };
     let grouped = aggregate || plan.group_by > 0;
-    let merging = !plan.merge_order.is_empty();
+    let merging = !plan.merge_order.is_empty() || plan.ann.is_some();
     if grouped || merging {
         want = None;
     }
@@ -1089,7 +1100,11 @@ pub fn execute(
         None
     };
     if merging {
-        merge_partitions(plan, &mut collected);
+        if plan.ann.is_some() {
+            rank_by_similarity(plan, &mut collected, binds)?;
+        } else {
+            merge_partitions(plan, &mut collected);
+        }
         if let Some(l) = limit {
             collected.truncate(l);
         }
@@ -1133,6 +1148,83 @@ pub fn execute(
         rows,
         paging_state: paging,
     })
+}
+
+/// Checks an `ORDER BY v ANN OF [...]` as Cassandra 5.0 does: the column must have a
+/// storage-attached index (whose `similarity_function` ranks rows) and the query a LIMIT.
+fn plan_ann(
+    t: &TableMeta,
+    column: &ast::Ident,
+    vector: &Term,
+    has_limit: bool,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<(usize, Term, &'static str)> {
+    let i = t
+        .column_index(&column.name)
+        .ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", column.name)))?;
+    let c = &t.columns[i];
+    if !matches!(c.cql_type, CqlType::Vector { .. }) {
+        return invalid("ANN ordering is only supported on float vector indexes");
+    }
+    let quoted = super::describe::maybe_quote(&c.name);
+    let index = t.indexes.iter().find(|idx| {
+        idx.options.get("target") == Some(&quoted)
+            && idx
+                .options
+                .get("class_name")
+                .is_some_and(|cl| super::ddl::is_sai_class(cl))
+    });
+    let Some(index) = index else {
+        return invalid(format!(
+            "Order By clause for column {} requires a storage-attached index on it",
+            c.name
+        ));
+    };
+    if !has_limit {
+        return invalid(
+            "SAI based ORDER BY clause requires a LIMIT that is not greater than 1000. LIMIT was NO LIMIT",
+        );
+    }
+    note_binds(vector, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+    let function = match index
+        .options
+        .get("similarity_function")
+        .map(|f| f.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("euclidean") => "similarity_euclidean",
+        Some("dot_product") => "similarity_dot_product",
+        _ => "similarity_cosine",
+    };
+    Ok((i, vector.clone(), function))
+}
+
+/// Ranks rows by the similarity of their vector to the query's, most similar first (rows
+/// without a vector last), as an ANN query over a storage-attached index returns them.
+fn rank_by_similarity(plan: &SelectPlan, rows: &mut Vec<Row>, binds: &Binds<'_>) -> ExecResult<()> {
+    let Some((col, term, function)) = &plan.ann else {
+        return Ok(());
+    };
+    let c = &plan.table.columns[*col];
+    let query = values::to_value(term, &c.cql_type, &c.name, binds)?;
+    let mut scored = Vec::with_capacity(rows.len());
+    for row in rows.drain(..) {
+        let v = match row.cells.get(*col).cloned().flatten() {
+            Some(b) => helenus_types::deserialize(&c.cql_type, &b).ok(),
+            None => None,
+        };
+        let score = match v {
+            Some(v) => match super::functions::call(function, &[Some(v), query.clone()])? {
+                Some(helenus_types::CqlValue::Float(f)) => f as f64,
+                _ => f64::NEG_INFINITY,
+            },
+            None => f64::NEG_INFINITY,
+        };
+        scored.push((score, row));
+    }
+    scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(Ordering::Equal));
+    rows.extend(scored.into_iter().map(|(_, r)| r));
+    Ok(())
 }
 
 /// Names of the columns a selector reads, however deeply nested in function calls.
