@@ -257,7 +257,28 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
     d
 }
 
-/// Writes two partitions in the given format (the old writer when `fixed`) and reads them back.
+/// A partition over the row-index threshold (64 KiB), so it gets row-index blocks.
+fn wide(cmp: &Arc<ClusteringComparator>) -> Partition {
+    let mut p = Partition::new(Bytes::from_static(b"k3"), 7);
+    for i in 0..1500u32 {
+        let mut r = Row::default();
+        let cell = Cell {
+            timestamp_us: 1_700_000_000_000_000 + i64::from(i),
+            kind: CellKind::Live {
+                value: Bytes::from(vec![i as u8; 100]),
+                ttl_s: 0,
+                expires_at_s: 0,
+            },
+        };
+        r.cells.insert((1, None), cell);
+        let k = vec![Bytes::from(i.to_be_bytes().to_vec()), Bytes::new()];
+        p.rows.insert(CKey::row(k, cmp), r);
+    }
+    p
+}
+
+/// Writes three partitions in the given format (the old writer when `fixed`) and reads them
+/// back; an old file also gets the version 2 statistics old writers wrote.
 fn write_and_read(fixed: bool) -> Arc<SSTableReader> {
     let cmp = cmp2(false);
     let dir = temp_dir(if fixed { "fmt1" } else { "fmt2" });
@@ -268,11 +289,20 @@ fn write_and_read(fixed: bool) -> Arc<SSTableReader> {
     }
     w.append(&everything(&cmp, b"k1", 5)).unwrap();
     w.append(&everything(&cmp, b"k2", 6)).unwrap();
+    w.append(&wide(&cmp)).unwrap();
     let r = w.finish(&cmp).unwrap();
+    if fixed {
+        // Statistics as version 2 wrote them: version byte 2, no data format or base.
+        let path = crate::sstable::component_path(&dir, 1, "Statistics.db");
+        let mut st = std::fs::read(&path).unwrap();
+        st[4 + 8 * 2 + 8 * 4 + 8 + 8 + 8 * 3 + 4] = 2;
+        st.truncate(st.len() - 9);
+        std::fs::write(&path, st).unwrap();
+    }
     let reopened = SSTableReader::open(&dir, 1, &cmp).unwrap();
     for s in [&r, &reopened] {
         assert_eq!(s.stats.data_format, if fixed { 1 } else { 2 });
-        assert_eq!(s.index.len(), 2);
+        assert_eq!(s.index.len(), 3);
         same(
             &s.read_partition(0, None).unwrap(),
             &everything(&cmp, b"k1", 5),
@@ -284,6 +314,26 @@ fn write_and_read(fixed: bool) -> Arc<SSTableReader> {
         let ranges = [(ck(&[b"b"], &cmp), ck(&[b"c"], &cmp))];
         let sliced = s.read_partition_sliced(1, &ranges, None).unwrap();
         assert_eq!(sliced.rows.len(), 6);
+        same(&s.read_partition(2, None).unwrap(), &wide(&cmp));
+        // Compaction's streaming path reads the wide partition block by block.
+        let cache = crate::cache::ByteCache::new(1 << 20);
+        let (_, mut cursor) = crate::sstable::wide::RowCursor::open(s, 2, &cache).unwrap();
+        let mut streamed = 0;
+        while cursor.peek().unwrap().is_some() {
+            cursor.pop();
+            streamed += 1;
+        }
+        assert_eq!(streamed, 1500);
+        assert!(s.index[2].blocks.len() > 1);
+        let k = |i: u32| CKey::row(vec![Bytes::from(i.to_be_bytes().to_vec())], &cmp);
+        let sliced = s.read_partition_sliced(2, &[(k(10), k(11))], None).unwrap();
+        assert!(
+            sliced.rows.len() < 1500
+                && sliced.rows.contains_key(&CKey::row(
+                    vec![Bytes::from(10u32.to_be_bytes().to_vec()), Bytes::new()],
+                    &cmp
+                ))
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
     reopened
