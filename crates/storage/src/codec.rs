@@ -1,4 +1,5 @@
-//! Binary encoding of partitions, shared by the commitlog and SSTable data blocks, plus CRC32C.
+//! Binary encoding of partitions, used by the commitlog and by SSTables of data format 1 (new
+//! SSTables use the compact format 2, codec_compact.rs), plus CRC32C.
 //!
 //! Layout of an encoded partition (all integers big-endian, `bytes` = u32 length + data):
 //! ```text

@@ -1,6 +1,7 @@
 //! helenus-storage: the node-local storage engine for user data, with Cassandra's semantics.
 //!
-//! Owns: the commitlog (durability), memtables, SSTables (format "hl-1": chunked Data with LZ4,
+//! Owns: the commitlog (durability), memtables, SSTables (format "hl-1", data format 2 with
+//! varint cells (codec_compact.rs; format 1 still read): chunked Data with LZ4,
 //! zstd or Deflate per table, an in-memory partition index with a per-partition row index for
 //! wide partitions, bloom filter, versioned statistics with clustering bounds and tombstone
 //! histograms), compaction (SizeTiered / Leveled / TimeWindow, single-SSTable tombstone
@@ -28,6 +29,7 @@ mod cache;
 mod caches;
 mod clustering;
 mod codec;
+mod codec_compact;
 mod commitlog;
 mod compaction;
 mod compression;

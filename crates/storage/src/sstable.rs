@@ -1,13 +1,15 @@
 //! SSTables, format "hl-1". One generation is a set of files `hl-1-<gen>-<Component>`:
 //!
-//! * `Data.db` — the partitions (codec.rs encoding) back to back as one logical stream, cut into
+//! * `Data.db` — the partitions (codec_compact.rs encoding; codec.rs in data format 1, see
+//!   sstable_format.rs) back to back as one logical stream, cut into
 //!   chunks of `chunk_length_in_kb`. Each chunk on disk:
 //!   `[u8 chunk algorithm][u24 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored
 //!   bytes)][stored bytes]`; chunk algorithm 0 = the file's (files written before it existed),
 //!   1 raw, 2 lz4, 3 zstd, 4 deflate (compression.rs).
 //! * `CompressionInfo.db` — `"hl-1" | u8 algorithm (0 none, 1 lz4, 2 zstd, 3 deflate) | u32 chunk_len |
 //!   u64 uncompressed_len | u32 n_chunks | n_chunks * u64 file offset of the chunk | u32 crc32c`.
-//! * `Index.db` — `"hl-1" | u32 n | n * entry | u32 crc32c`, in (token, key) order;
+//! * `Index.db` — in data format 1 (format 2: sstable_format.rs)
+//!   `"hl-1" | u32 n | n * entry | u32 crc32c`, in (token, key) order;
 //!   `entry = key: u32 len + bytes, token i64, position u64 in the logical stream, length u32,
 //!   header_len u32, u32 n_blocks, n_blocks * (first clustering: u16 count + count * (u32 len +
 //!   bytes), u32 offset in partition, u32 length, u32 rows)`. Partitions over 64 KiB get a row
@@ -21,10 +23,7 @@
 use crate::bloom::BloomFilter;
 use crate::cache::ByteCache;
 use crate::clustering::{CKey, ClusteringComparator};
-use crate::codec::{
-    crc32c, decode_partition, decode_partition_header, decode_rows, encode_partition_indexed,
-    Reader, Writer,
-};
+use crate::codec::{crc32c, Reader, Writer};
 use crate::compression::{self, ChunkCodec, STORED_LEN_MASK};
 use crate::error::StorageError;
 use crate::partition::Partition;
@@ -37,8 +36,12 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[path = "sstable_format.rs"]
+pub(crate) mod format;
 #[path = "sstable_wide.rs"]
 pub(crate) mod wide;
+
+use format::{DataFormat, CURRENT_DATA_FORMAT};
 
 const MAGIC: &[u8; 4] = b"hl-1";
 const COMPONENTS: [&str; 5] = [
@@ -137,6 +140,9 @@ pub struct SSTableWriter {
     min_ck: Option<CKey>,
     max_ck: Option<CKey>,
     scratch: Vec<u8>,
+    format: DataFormat,
+    /// Whether the timestamp base of `format` is fixed (it is, once the first partition is in).
+    base_chosen: bool,
 }
 
 impl SSTableWriter {
@@ -168,7 +174,37 @@ impl SSTableWriter {
             min_ck: None,
             max_ck: None,
             scratch: Vec::new(),
+            format: DataFormat::from_stats(CURRENT_DATA_FORMAT, 0)?,
+            base_chosen: false,
         })
+    }
+
+    /// Writes data format 1, as writers did before format 2 (tests of old files).
+    #[cfg(test)]
+    pub fn use_fixed_format(&mut self) {
+        self.format = DataFormat::Fixed;
+    }
+
+    /// The format for the next partition. The timestamp base is the first partition's smallest
+    /// timestamp: data is written before its statistics, so the true minimum is not known yet,
+    /// and deltas are signed, so any nearby base keeps them short. A partition with no
+    /// timestamps (a streamed header) falls back to the clock, near which writes are.
+    fn format_for(&mut self, p: &Partition) -> DataFormat {
+        if !self.base_chosen {
+            self.base_chosen = true;
+            if let DataFormat::Compact { .. } = self.format {
+                let base_us = p.timestamp_range().map_or_else(
+                    || {
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_micros() as i64)
+                    },
+                    |(lo, _)| lo,
+                );
+                self.format = DataFormat::Compact { base_us };
+            }
+        }
+        self.format
     }
 
     /// Appends a partition; partitions must arrive in (token, key) order.
@@ -182,7 +218,9 @@ impl SSTableWriter {
         }
         self.scratch.clear();
         let mut starts = Vec::new();
-        let header_len = encode_partition_indexed(&mut self.scratch, p, &mut starts);
+        let header_len =
+            self.format_for(p)
+                .encode_partition_indexed(&mut self.scratch, p, &mut starts);
         let len = self.scratch.len() as u64;
         let mut blocks: Vec<RowBlock> = Vec::new();
         if self.scratch.len() > ROW_INDEX_THRESHOLD_BYTES {
@@ -306,6 +344,8 @@ impl SSTableWriter {
         self.stats.data_file_bytes = self.data_offset;
         self.stats.min_clustering = self.min_ck.take().map(|k| k.values).unwrap_or_default();
         self.stats.max_clustering = self.max_ck.take().map(|k| k.values).unwrap_or_default();
+        self.stats.data_format = self.format.code();
+        self.stats.timestamp_base_us = self.format.base_us();
 
         let mut ci = MAGIC.to_vec();
         {
@@ -326,27 +366,7 @@ impl SSTableWriter {
         )?;
 
         let mut ix = MAGIC.to_vec();
-        {
-            let mut w = Writer(&mut ix);
-            w.u32(self.index.len() as u32);
-            for e in &self.index {
-                w.bytes(&e.key);
-                w.i64(e.token);
-                w.u64(e.position);
-                w.u32(e.length);
-                w.u32(e.header_len);
-                w.u32(e.blocks.len() as u32);
-                for b in &e.blocks {
-                    w.u16(b.first.len() as u16);
-                    for v in &b.first {
-                        w.bytes(v);
-                    }
-                    w.u32(b.offset);
-                    w.u32(b.length);
-                    w.u32(b.rows);
-                }
-            }
-        }
+        self.format.encode_index(&mut ix, &self.index);
         let crc = crc32c(&ix);
         ix.extend_from_slice(&crc.to_be_bytes());
         write_file(&component_path(&self.dir, self.gen, "Index.db"), &ix)?;
@@ -437,6 +457,7 @@ pub struct SSTableReader {
     /// Row clustering bounds as comparator positions (None when unknown or no rows).
     clustering_bounds: Option<(CKey, CKey)>,
     cmp: Arc<ClusteringComparator>,
+    pub(crate) format: DataFormat,
 }
 
 static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -463,43 +484,15 @@ impl SSTableReader {
         }
         let chunk_offsets = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
 
-        let ix = read_checked(&component_path(dir, gen, "Index.db"))?;
-        let mut r = Reader::new(&ix, "index");
-        let n = r.u32()? as usize;
-        let mut index = Vec::with_capacity(n.min(ix.len() / 24 + 1));
-        for _ in 0..n {
-            let key = r.bytes()?;
-            let (token, position, length, header_len) = (r.i64()?, r.u64()?, r.u32()?, r.u32()?);
-            let nb = r.u32()? as usize;
-            if nb.saturating_mul(14) > r.remaining() {
-                return Err(StorageError::Decode { what: "row index" });
-            }
-            let mut blocks = Vec::with_capacity(nb);
-            for _ in 0..nb {
-                let nv = r.u16()? as usize;
-                let first = (0..nv).map(|_| r.bytes()).collect::<Result<Vec<_>, _>>()?;
-                blocks.push(RowBlock {
-                    first,
-                    offset: r.u32()?,
-                    length: r.u32()?,
-                    rows: r.u32()?,
-                });
-            }
-            index.push(IndexEntry {
-                key,
-                token,
-                position,
-                length,
-                header_len,
-                blocks,
-            });
-        }
-        let fpath = component_path(dir, gen, "Filter.db");
-        let filter =
-            BloomFilter::decode(&fs::read(&fpath).map_err(|e| StorageError::io(&fpath, e))?)?;
         let spath = component_path(dir, gen, "Statistics.db");
         let stats =
             SSTableStats::decode(&fs::read(&spath).map_err(|e| StorageError::io(&spath, e))?)?;
+        let format = DataFormat::from_stats(stats.data_format, stats.timestamp_base_us)?;
+        let ix = read_checked(&component_path(dir, gen, "Index.db"))?;
+        let index = format.decode_index(&ix)?;
+        let fpath = component_path(dir, gen, "Filter.db");
+        let filter =
+            BloomFilter::decode(&fs::read(&fpath).map_err(|e| StorageError::io(&fpath, e))?)?;
         let data_path = component_path(dir, gen, "Data.db");
         let data = File::open(&data_path).map_err(|e| StorageError::io(&data_path, e))?;
         let clustering_bounds = (stats.has_clustering_bounds()
@@ -525,6 +518,7 @@ impl SSTableReader {
             stats,
             clustering_bounds,
             cmp: cmp.clone(),
+            format,
         }))
     }
 
@@ -641,11 +635,9 @@ impl SSTableReader {
         let e = self.index.get(i).ok_or_else(|| self.corrupt(0))?;
         let buf = self.read_bytes(e.position, e.length, cache)?;
         let mut r = Reader::new(&buf, "sstable partition");
-        let p = decode_partition(&mut r, &self.cmp).map_err(|_| self.corrupt(e.position))?;
-        if p.token != e.token || p.key != e.key {
-            return Err(self.corrupt(e.position));
-        }
-        Ok(p)
+        self.format
+            .decode_partition(&mut r, &self.cmp, e)
+            .map_err(|_| self.corrupt(e.position))
     }
 
     /// Reads the partition at index position `i`, decoding only the row blocks that overlap
@@ -661,14 +653,14 @@ impl SSTableReader {
             return self.read_partition(i, cache);
         }
         let head = self.read_bytes(e.position, e.header_len, cache)?;
-        let (mut p, _) = decode_partition_header(
-            &mut Reader::new(&head, "sstable partition header"),
-            &self.cmp,
-        )
-        .map_err(|_| self.corrupt(e.position))?;
-        if p.token != e.token || p.key != e.key {
-            return Err(self.corrupt(e.position));
-        }
+        let (mut p, _) = self
+            .format
+            .decode_partition_header(
+                &mut Reader::new(&head, "sstable partition header"),
+                &self.cmp,
+                e,
+            )
+            .map_err(|_| self.corrupt(e.position))?;
         for (bi, b) in e.blocks.iter().enumerate() {
             let first = CKey::row(b.first.clone(), &self.cmp);
             let next = e
@@ -683,13 +675,14 @@ impl SSTableReader {
             }
             let pos = e.position + u64::from(b.offset);
             let bytes = self.read_bytes(pos, b.length, cache)?;
-            decode_rows(
-                &mut Reader::new(&bytes, "sstable row block"),
-                &self.cmp,
-                b.rows as usize,
-                &mut p,
-            )
-            .map_err(|_| self.corrupt(pos))?;
+            self.format
+                .decode_rows(
+                    &mut Reader::new(&bytes, "sstable row block"),
+                    &self.cmp,
+                    b.rows as usize,
+                    &mut p,
+                )
+                .map_err(|_| self.corrupt(pos))?;
         }
         Ok(p)
     }

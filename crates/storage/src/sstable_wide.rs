@@ -9,9 +9,7 @@ use super::{
 };
 use crate::cache::ByteCache;
 use crate::clustering::CKey;
-use crate::codec::{
-    decode_keyed_rows, decode_partition_header, encode_keyed_row, encode_partition_header, Reader,
-};
+use crate::codec::Reader;
 use crate::error::StorageError;
 use crate::partition::{Partition, Row};
 use crate::sstable::ChunkKey;
@@ -35,10 +33,15 @@ impl<'a> RowCursor<'a> {
     ) -> Result<(Partition, RowCursor<'a>), StorageError> {
         let e: &IndexEntry = s.index.get(i).ok_or_else(|| s.corrupt(0))?;
         let head = s.read_bytes(e.position, e.header_len, Some(cache))?;
-        let (p, n) =
-            decode_partition_header(&mut Reader::new(&head, "sstable partition header"), &s.cmp)
-                .map_err(|_| s.corrupt(e.position))?;
-        if p.token != e.token || p.key != e.key || e.header_len > e.length {
+        let (p, n) = s
+            .format
+            .decode_partition_header(
+                &mut Reader::new(&head, "sstable partition header"),
+                &s.cmp,
+                e,
+            )
+            .map_err(|_| s.corrupt(e.position))?;
+        if e.header_len > e.length {
             return Err(s.corrupt(e.position));
         }
         let blocks: VecDeque<(u64, u32, u32)> = if e.blocks.is_empty() {
@@ -70,13 +73,15 @@ impl<'a> RowCursor<'a> {
                 return Ok(None);
             };
             let bytes = self.s.read_bytes(pos, len, Some(self.cache))?;
-            decode_keyed_rows(
-                &mut Reader::new(&bytes, "sstable row block"),
-                &self.s.cmp,
-                n as usize,
-                &mut self.rows,
-            )
-            .map_err(|_| self.s.corrupt(pos))?;
+            self.s
+                .format
+                .decode_keyed_rows(
+                    &mut Reader::new(&bytes, "sstable row block"),
+                    &self.s.cmp,
+                    n as usize,
+                    &mut self.rows,
+                )
+                .map_err(|_| self.s.corrupt(pos))?;
         }
         Ok(self.rows.front().map(|(k, _)| k))
     }
@@ -105,7 +110,8 @@ impl SSTableWriter {
         }
         let start = self.logical_pos;
         let mut buf = Vec::new();
-        let header_len = encode_partition_header(&mut buf, header, row_count);
+        let format = self.format_for(header);
+        let header_len = format.encode_partition_header(&mut buf, header, row_count);
         self.emit(&buf)?;
         self.note_stats(header);
         let mut blocks: Vec<RowBlock> = Vec::new();
@@ -129,7 +135,7 @@ impl SSTableWriter {
                 }),
             }
             buf.clear();
-            encode_keyed_row(&mut buf, &k, &r);
+            format.encode_keyed_row(&mut buf, &k, &r);
             self.emit(&buf)?;
             // Statistics through a one-row partition: the same code as whole partitions.
             let mut one = Partition::new(header.key.clone(), header.token);

@@ -9,6 +9,8 @@
 //! u16 n + n * (u32 len + bytes) min clustering | same for max clustering |
 //! histogram ttl_s | histogram drop_time_s`, where `histogram = u16 n | n * (i64 point, u64 count)`.
 //! Files written before version 2 end after `level` and read with empty bounds and histograms.
+//! From version 3 on: `u8 data_format | i64 timestamp_base_us` (the encoding of Data.db and
+//! Index.db, see sstable_format.rs); earlier files are data format 1.
 
 use crate::clustering::CKey;
 use crate::codec::{Reader, Writer};
@@ -20,7 +22,7 @@ use std::collections::BTreeMap;
 
 const MAGIC: &[u8; 4] = b"hl-1";
 /// Current statistics version (the extension byte after `level`).
-const STATS_VERSION: u8 = 2;
+const STATS_VERSION: u8 = 3;
 /// Bins kept by a streaming histogram (Cassandra keeps 100 for tombstone drop times).
 pub const HISTOGRAM_MAX_BINS: usize = 100;
 /// Drop times are rounded up to this many seconds before binning. Cassandra rounds to 60 s to
@@ -139,6 +141,10 @@ pub struct SSTableStats {
     pub ttl_histogram: StreamingHistogram,
     /// When each tombstone (and each expiring cell) becomes purgeable, before gc_grace.
     pub drop_time_histogram: StreamingHistogram,
+    /// Encoding of Data.db and Index.db: 1 fixed-width (codec.rs), 2 compact (codec_compact.rs).
+    pub data_format: u8,
+    /// Timestamps in format-2 data are deltas from this.
+    pub timestamp_base_us: i64,
 }
 
 impl SSTableStats {
@@ -151,6 +157,7 @@ impl SSTableStats {
             max_token: i64::MIN,
             level,
             version: STATS_VERSION,
+            data_format: 1,
             ..SSTableStats::default()
         }
     }
@@ -206,6 +213,8 @@ impl SSTableStats {
         }
         self.ttl_histogram.encode(&mut w);
         self.drop_time_histogram.encode(&mut w);
+        w.u8(self.data_format);
+        w.i64(self.timestamp_base_us);
     }
 
     pub fn decode(buf: &[u8]) -> Result<Self, StorageError> {
@@ -229,6 +238,7 @@ impl SSTableStats {
             max_partition_bytes: r.u64()?,
             level: r.u32()?,
             version: 1,
+            data_format: 1,
             ..SSTableStats::default()
         };
         if r.remaining() == 0 {
@@ -254,6 +264,10 @@ impl SSTableStats {
         }
         s.ttl_histogram = StreamingHistogram::decode(&mut r)?;
         s.drop_time_histogram = StreamingHistogram::decode(&mut r)?;
+        if s.version >= 3 {
+            s.data_format = r.u8()?;
+            s.timestamp_base_us = r.i64()?;
+        }
         // Later versions append after this; what we know is read, the rest is ignored.
         Ok(s)
     }
@@ -377,6 +391,26 @@ mod tests {
         assert_eq!((old.partitions, old.level), (5, 3));
         assert!(old.min_clustering.is_empty() && old.drop_time_histogram.total() == 0);
         assert_eq!(old.estimated_droppable_tombstones(i64::MAX), 0.0);
+    }
+
+    #[test]
+    fn version_2_statistics_read_as_data_format_1() {
+        let mut s = SSTableStats::empty(0);
+        s.data_format = 2;
+        s.timestamp_base_us = 1_700_000_000_000_000;
+        let mut buf = Vec::new();
+        s.encode(&mut buf);
+        let back = SSTableStats::decode(&buf).unwrap();
+        assert_eq!(
+            (back.data_format, back.timestamp_base_us),
+            (2, s.timestamp_base_us)
+        );
+        // A version 2 file: version byte 2 and no data format / base at the end.
+        let v1_len = 4 + 8 * 2 + 8 * 4 + 8 + 8 + 8 * 3 + 4;
+        buf[v1_len] = 2;
+        buf.truncate(buf.len() - 9);
+        let old = SSTableStats::decode(&buf).unwrap();
+        assert_eq!((old.version, old.data_format), (2, 1));
     }
 
     #[test]
