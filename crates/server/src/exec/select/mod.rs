@@ -1,0 +1,115 @@
+//! SELECT: restrictions analysed at prepare time (partition keys, clustering slices, filters) with
+//! Cassandra's rules for when ALLOW FILTERING is required; execution over the storage engine or the
+//! system tables, with paging.
+//!
+//! This module owns the plan and output types shared by the submodules and by other executors:
+//! `plan` builds a `SelectPlan`, `restrictions` holds the helpers for reading WHERE terms and
+//! index support, `execute` runs a plan, and `order` does ANN ranking, IN merging and GROUP BY.
+
+use super::selectors::Compiled;
+use bytes::Bytes;
+use helenus_cql::ast::{Operator, RelationValue, Term};
+use helenus_schema::TableMeta;
+use helenus_types::CqlType;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+mod execute;
+mod order;
+mod plan;
+mod restrictions;
+
+pub use execute::{clustering_slices, execute};
+pub use plan::plan;
+pub use restrictions::note_binds;
+
+/// The values one column is restricted to: `=` gives one term, `IN (...)` several, `IN ?` a list.
+#[derive(Debug, Clone)]
+pub enum ValuesOf {
+    Terms(Vec<Term>),
+    BindList(Term),
+}
+
+#[derive(Debug, Clone)]
+pub struct Filter {
+    pub column: usize,
+    pub op: Operator,
+    pub value: RelationValue,
+    pub key: Option<Term>,
+}
+
+#[derive(Debug, Clone)]
+pub enum PartitionSelection {
+    /// Every partition key column restricted by = or IN.
+    Keys(Vec<ValuesOf>),
+    /// `token(pk) > x AND token(pk) <= y` (either side optional), or a full scan.
+    TokenRange {
+        lower: Option<(Term, bool)>,
+        upper: Option<(Term, bool)>,
+    },
+}
+
+/// One side of a clustering slice: the bound's values and whether it is inclusive.
+pub type SliceBound = Option<(Vec<Term>, bool)>;
+/// One side of a token range: the token term and whether it is inclusive.
+pub type TokenBound = Option<(Term, bool)>;
+
+#[derive(Debug, Clone)]
+pub struct SelectPlan {
+    pub table: Arc<TableMeta>,
+    pub compiled: Arc<Compiled>,
+    pub partitions: PartitionSelection,
+    /// = / IN restrictions on a clustering prefix.
+    pub clustering_eq: Vec<ValuesOf>,
+    /// A slice on the column after the prefix: (lower, upper) with inclusivity; multi-column
+    /// slices carry several terms.
+    pub clustering_slice: Option<(SliceBound, SliceBound)>,
+    pub filters: Vec<Filter>,
+    pub limit: Option<Term>,
+    pub per_partition_limit: Option<Term>,
+    pub reversed: bool,
+    pub distinct: bool,
+    pub json: bool,
+    pub group_by: usize,
+    /// With `IN` on the partition key and ORDER BY, rows of the partitions are merged by these
+    /// (column index, descending) keys, as Cassandra sorts them in memory.
+    pub merge_order: Vec<(usize, bool)>,
+    /// `ORDER BY v ANN OF [...]`: the vector column, the query vector and the similarity
+    /// function of its storage-attached index.
+    pub ann: Option<(usize, Term, &'static str)>,
+    /// A token range given together with partition key values: checked on each partition.
+    pub token_filter: (TokenBound, TokenBound),
+    /// Multi-column relations evaluated on each row (tuple order is the types' natural order).
+    pub multi_filters: Vec<MultiFilter>,
+}
+
+/// `(c1, c2) op (v1, v2)` / `(c1, c2) IN (...)` checked row by row.
+#[derive(Debug, Clone)]
+pub struct MultiFilter {
+    pub columns: Vec<usize>,
+    pub op: Operator,
+    pub value: RelationValue,
+}
+
+/// What a SELECT execution returns: result columns, rows, and where the next page starts.
+pub struct SelectOutput {
+    pub columns: Vec<(String, CqlType)>,
+    pub rows: Vec<Vec<Option<Bytes>>>,
+    pub paging_state: Option<Bytes>,
+}
+
+/// Compares two clustering prefixes with the table's comparators (for paging in a partition).
+pub fn compare_clustering(t: &TableMeta, a: &[Bytes], b: &[Bytes]) -> Ordering {
+    for (c, (x, y)) in t.clustering().zip(a.iter().zip(b.iter())) {
+        let o = helenus_types::compare_serialized(&c.cql_type, x, y);
+        let o = if c.order == helenus_schema::ClusteringOrder::Desc {
+            o.reverse()
+        } else {
+            o
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    a.len().cmp(&b.len())
+}

@@ -1,0 +1,178 @@
+//! Row ordering and grouping done in memory: `ORDER BY ... ANN OF` (planning and similarity
+//! ranking), merging the partitions of an `IN` query with ORDER BY, and GROUP BY aggregation.
+
+use super::restrictions::note_binds;
+use super::SelectPlan;
+use crate::exec::error::{invalid, ExecError, ExecResult};
+use crate::exec::rows::Row;
+use crate::exec::selectors::{self, Sel};
+use crate::exec::values::{self, Binds};
+use crate::exec::BindSpec;
+use bytes::Bytes;
+use helenus_cql::ast::{self, Term};
+use helenus_schema::TableMeta;
+use helenus_types::CqlType;
+use std::cmp::Ordering;
+
+/// Checks an `ORDER BY v ANN OF [...]` as Cassandra 5.0 does: the column must have a
+/// storage-attached index (whose `similarity_function` ranks rows) and the query a LIMIT.
+pub(super) fn plan_ann(
+    t: &TableMeta,
+    column: &ast::Ident,
+    vector: &Term,
+    has_limit: bool,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<(usize, Term, &'static str)> {
+    let i = t
+        .column_index(&column.name)
+        .ok_or_else(|| ExecError::Invalid(format!("Undefined column name {}", column.name)))?;
+    let c = &t.columns[i];
+    if !matches!(c.cql_type, CqlType::Vector { .. }) {
+        return invalid("ANN ordering is only supported on float vector indexes");
+    }
+    let quoted = crate::exec::describe::maybe_quote(&c.name);
+    let index = t.indexes.iter().find(|idx| {
+        idx.options.get("target") == Some(&quoted)
+            && idx
+                .options
+                .get("class_name")
+                .is_some_and(|cl| crate::exec::ddl::is_sai_class(cl))
+    });
+    let Some(index) = index else {
+        return invalid(format!(
+            "Order By clause for column {} requires a storage-attached index on it",
+            c.name
+        ));
+    };
+    if !has_limit {
+        return invalid(
+            "SAI based ORDER BY clause requires a LIMIT that is not greater than 1000. LIMIT was NO LIMIT",
+        );
+    }
+    note_binds(vector, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+    let function = match index
+        .options
+        .get("similarity_function")
+        .map(|f| f.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("euclidean") => "similarity_euclidean",
+        Some("dot_product") => "similarity_dot_product",
+        _ => "similarity_cosine",
+    };
+    Ok((i, vector.clone(), function))
+}
+
+/// Ranks rows by the similarity of their vector to the query's, most similar first (rows
+/// without a vector last), as an ANN query over a storage-attached index returns them.
+pub(super) fn rank_by_similarity(
+    plan: &SelectPlan,
+    rows: &mut Vec<Row>,
+    binds: &Binds<'_>,
+) -> ExecResult<()> {
+    let Some((col, term, function)) = &plan.ann else {
+        return Ok(());
+    };
+    let c = &plan.table.columns[*col];
+    let query = values::to_value(term, &c.cql_type, &c.name, binds)?;
+    let mut scored = Vec::with_capacity(rows.len());
+    for row in rows.drain(..) {
+        let v = match row.cells.get(*col).cloned().flatten() {
+            Some(b) => helenus_types::deserialize(&c.cql_type, &b).ok(),
+            None => None,
+        };
+        let score = match v {
+            Some(v) => match crate::exec::functions::call(function, &[Some(v), query.clone()])? {
+                Some(helenus_types::CqlValue::Float(f)) => f as f64,
+                _ => f64::NEG_INFINITY,
+            },
+            None => f64::NEG_INFINITY,
+        };
+        scored.push((score, row));
+    }
+    scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(Ordering::Equal));
+    rows.extend(scored.into_iter().map(|(_, r)| r));
+    Ok(())
+}
+
+/// Cassandra sorts the rows of an `IN` query with ORDER BY in memory by the ordering columns
+/// only, keeping the partitions' order among equal keys (a stable sort).
+pub(super) fn merge_partitions(plan: &SelectPlan, rows: &mut [Row]) {
+    let t = &plan.table;
+    rows.sort_by(|a, b| {
+        for &(i, desc) in &plan.merge_order {
+            let ty = &t.columns[i].cql_type;
+            let o = match (
+                a.cells.get(i).cloned().flatten(),
+                b.cells.get(i).cloned().flatten(),
+            ) {
+                (Some(x), Some(y)) => helenus_types::compare_serialized(ty, &x, &y),
+                (x, y) => x.is_some().cmp(&y.is_some()),
+            };
+            let o = if desc { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    });
+}
+
+fn group_key(plan: &SelectPlan, r: &Row) -> Vec<Option<Bytes>> {
+    let t = &plan.table;
+    t.columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind.is_primary_key())
+        .take(plan.group_by)
+        .map(|(i, _)| r.cells.get(i).cloned().flatten())
+        .collect()
+}
+
+/// One output row per group, with the partition key of the group (for PER PARTITION LIMIT).
+pub(super) type Groups = Vec<(Bytes, Vec<Option<Bytes>>)>;
+
+pub(super) fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Groups> {
+    let cols = &plan.compiled.columns;
+    let mut out = Vec::new();
+    let mut i = 0;
+    if rows.is_empty() {
+        if plan.group_by > 0 {
+            return Ok(out);
+        }
+        let states: Vec<_> = cols.iter().map(|c| selectors::agg_init(&c.sel)).collect();
+        return Ok(vec![(
+            Bytes::new(),
+            cols.iter()
+                .zip(&states)
+                .map(|(c, s)| {
+                    if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
+                        selectors::agg_finish(s, &c.sel)
+                    } else {
+                        None
+                    }
+                })
+                .collect(),
+        )]);
+    }
+    while i < rows.len() {
+        let key = group_key(plan, &rows[i]);
+        let mut states: Vec<_> = cols.iter().map(|c| selectors::agg_init(&c.sel)).collect();
+        let mut j = i;
+        while j < rows.len() && (plan.group_by == 0 || group_key(plan, &rows[j]) == key) {
+            for (c, s) in cols.iter().zip(states.iter_mut()) {
+                selectors::agg_update(s, &c.sel, &c.ty, &rows[j], now)?;
+            }
+            j += 1;
+        }
+        out.push((
+            rows[i].partition_key.clone(),
+            cols.iter()
+                .zip(&states)
+                .map(|(c, s)| selectors::agg_finish(s, &c.sel))
+                .collect(),
+        ));
+        i = j;
+    }
+    Ok(out)
+}

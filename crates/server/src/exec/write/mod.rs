@@ -1,0 +1,329 @@
+//! INSERT, UPDATE and DELETE: validated against the schema at prepare time, turned into storage
+//! mutations at execution (one per partition), with Cassandra's timestamp, TTL and collection rules.
+//!
+//! This module owns the plan types (`WritePlan`, `Op`, `WriteContext`) and turning a plan into
+//! mutations (keys, timestamp, TTL, range deletions); `plan` builds plans from statements and
+//! `cells` builds the cells of one row.
+
+use super::error::{invalid, ExecError, ExecResult};
+use super::select::ValuesOf;
+use super::values::{self, Binds, Bound};
+use bytes::Bytes;
+use helenus_cql::ast::{Operator, SubPath, Term, UsingClause, WriteCondition};
+use helenus_schema::{ColumnKind, TableMeta};
+use helenus_storage as st;
+use helenus_types::{CqlType, NativeType};
+use std::sync::Arc;
+
+mod cells;
+mod plan;
+
+use cells::{json_values, row_cells, RowAt};
+pub use plan::{plan_delete, plan_insert, plan_update};
+
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// `c = t` (also INSERT values).
+    Set(Term),
+    Add(Term),
+    Prepend(Term),
+    Subtract(Term),
+    SetElement(Term, Term),
+    SetField(usize, Term),
+    /// DELETE c / DELETE c[k] / DELETE c.f
+    Delete(Option<SubPath>),
+}
+
+#[derive(Debug, Clone)]
+pub enum WriteKind {
+    Insert,
+    InsertJson { json: Term, default_unset: bool },
+    Update,
+    Delete,
+}
+
+#[derive(Debug, Clone)]
+pub struct WritePlan {
+    pub table: Arc<TableMeta>,
+    pub kind: WriteKind,
+    pub ops: Vec<(usize, Op)>,
+    pub pk: Vec<ValuesOf>,
+    /// = / IN on a clustering prefix.
+    pub ck: Vec<ValuesOf>,
+    /// DELETE ... WHERE c > x: a range of rows.
+    pub ck_slice: Vec<(Operator, Term)>,
+    pub using: UsingClause,
+    pub condition: Option<WriteCondition>,
+}
+
+/// The element type an operation's value has for a collection column.
+fn op_value_type(ty: &CqlType, op: &Op) -> CqlType {
+    match (ty, op) {
+        (CqlType::Map { key, .. }, Op::Subtract(_)) => CqlType::Set {
+            element: key.clone(),
+            frozen: false,
+        },
+        (CqlType::Native(NativeType::Counter), _) => CqlType::Native(NativeType::Bigint),
+        _ => ty.clone(),
+    }
+}
+
+/// Per-execution settings from the protocol.
+/// Reads the current element paths of a list column of one row (partition key, token,
+/// clustering, column id), for the list operations that address elements by position.
+pub type ListLookup<'a> =
+    dyn Fn(&Bytes, i64, &[Bytes], u32) -> ExecResult<Vec<(Bytes, Bytes)>> + Sync + 'a;
+
+pub struct WriteContext<'a> {
+    pub timestamp_us: i64,
+    pub now_s: i64,
+    pub lists: Option<&'a ListLookup<'a>>,
+}
+
+fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecResult<Option<i64>> {
+    match values::eval(term, &CqlType::Native(ty), name, binds)? {
+        Bound::Value(b) => Ok(Some(match b.len() {
+            4 => i32::from_be_bytes([b[0], b[1], b[2], b[3]]) as i64,
+            8 => i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8])),
+            _ => return invalid(format!("Invalid value for {name}")),
+        })),
+        Bound::Unset => Ok(None),
+        Bound::Null => invalid(format!(
+            "Invalid null value of {}",
+            if name == "[ttl]" { "TTL" } else { "timestamp" }
+        )),
+    }
+}
+
+/// The maximum TTL Cassandra accepts (20 years).
+const MAX_TTL_S: i64 = 20 * 365 * 24 * 60 * 60;
+
+/// The mutations of one statement of an unconditional BATCH (conditional ones go through `lwt`).
+pub fn batch_child_mutations(
+    plan: &WritePlan,
+    binds: &Binds<'_>,
+    ctx: &WriteContext<'_>,
+) -> ExecResult<Vec<st::Mutation>> {
+    mutations(plan, binds, ctx)
+}
+
+/// The mutations a planned write makes (one per partition), for a given execution.
+pub fn mutations(
+    plan: &WritePlan,
+    binds: &Binds<'_>,
+    ctx: &WriteContext,
+) -> ExecResult<Vec<st::Mutation>> {
+    let t = &plan.table;
+    let ts = match &plan.using.timestamp {
+        Some(term) => match int_of(term, NativeType::Bigint, "[timestamp]", binds)? {
+            // Long.MIN_VALUE is Cassandra's "no timestamp" marker.
+            Some(i64::MIN) => {
+                return invalid(format!(
+                    "Out of bound timestamp, must be in [{}, {}]",
+                    i64::MIN + 1,
+                    i64::MAX
+                ))
+            }
+            Some(v) => v,
+            None => ctx.timestamp_us,
+        },
+        None => ctx.timestamp_us,
+    };
+    let ttl = match &plan.using.ttl {
+        Some(term) => match int_of(term, NativeType::Int, "[ttl]", binds)? {
+            Some(v) if v < 0 => {
+                return invalid(format!("A TTL must be greater or equal to 0, but was {v}"))
+            }
+            Some(v) if v > MAX_TTL_S => {
+                return invalid(format!(
+                    "ttl is too large. requested ({v}) maximum ({MAX_TTL_S})"
+                ))
+            }
+            Some(v) => v as u32,
+            None => t.params.default_time_to_live.max(0) as u32,
+        },
+        None => t.params.default_time_to_live.max(0) as u32,
+    };
+    super::write_checks::check_expiration(t, ttl, ctx.now_s)?;
+    let json = json_values(plan, binds)?;
+    let (pk_lists, ck_lists): (Vec<Vec<Bytes>>, Vec<Vec<Bytes>>) = match &json {
+        Some((_, pk, ck)) => (
+            pk.iter().map(|b| vec![b.clone()]).collect(),
+            ck.iter().map(|b| vec![b.clone()]).collect(),
+        ),
+        None => {
+            let pkc: Vec<&helenus_schema::ColumnMeta> = t.partition_key().collect();
+            let ckc: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
+            let mut p = Vec::new();
+            for (c, v) in pkc.iter().zip(&plan.pk) {
+                p.push(super::scan::expand_values(v, &c.cql_type, &c.name, binds)?);
+            }
+            let mut k = Vec::new();
+            for (c, v) in ckc.iter().zip(&plan.ck) {
+                k.push(super::scan::expand_values(v, &c.cql_type, &c.name, binds)?);
+            }
+            (p, k)
+        }
+    };
+    super::scan::check_key_components(&pk_lists)?;
+    let json_cols = json.map(|(c, _, _)| c);
+    let keys = super::scan::cartesian(&pk_lists);
+    let clusterings = super::scan::cartesian(&ck_lists);
+    let full_clustering = ck_lists.len() == t.clustering_len();
+    let expires = if ttl > 0 { ctx.now_s + ttl as i64 } else { 0 };
+    let mut out = Vec::with_capacity(keys.len());
+    for comps in keys {
+        let refs: Vec<&[u8]> = comps.iter().map(|b| b.as_ref()).collect();
+        let key = crate::keys::partition_key(&refs);
+        let token = helenus_types::murmur3_token(&key);
+        let mut m = st::Mutation {
+            table: *t.id.as_bytes(),
+            key,
+            token,
+            partition_deletion: None,
+            range_tombstones: Vec::new(),
+            static_row: None,
+            rows: Vec::new(),
+        };
+        let deletion = st::DeletionTime {
+            marked_for_delete_at_us: ts,
+            local_deletion_time_s: ctx.now_s,
+        };
+        match plan.kind {
+            WriteKind::Delete if plan.ops.is_empty() => {
+                if !plan.ck_slice.is_empty() {
+                    for prefix in &clusterings {
+                        let (start, end) = slice_bounds(prefix, &plan.ck_slice, t, binds)?;
+                        m.range_tombstones.push((start, end, deletion));
+                    }
+                } else if ck_lists.is_empty() {
+                    m.partition_deletion = Some(deletion);
+                } else if full_clustering {
+                    for c in &clusterings {
+                        m.rows.push(st::RowUpdate {
+                            clustering: c.clone(),
+                            liveness: None,
+                            deletion: Some(deletion),
+                            cells: Vec::new(),
+                        });
+                    }
+                } else {
+                    for prefix in &clusterings {
+                        let b = |kind| st::ClusteringBound {
+                            prefix: prefix.clone(),
+                            kind,
+                        };
+                        m.range_tombstones.push((
+                            b(st::BoundKind::Inclusive),
+                            b(st::BoundKind::Inclusive),
+                            deletion,
+                        ));
+                    }
+                }
+            }
+            _ => {
+                let mut static_cells = Vec::new();
+                let mut regular_cells = Vec::new();
+                let mut all = Vec::new();
+                let single =
+                    if clusterings.len() == 1 && (full_clustering || t.clustering_len() == 0) {
+                        clusterings.first().map(|c| RowAt {
+                            key: &m.key,
+                            token: m.token,
+                            clustering: c,
+                        })
+                    } else {
+                        None
+                    };
+                row_cells(plan, binds, ctx, single, ts, ttl, &json_cols, &mut all)?;
+                for cell in all {
+                    let is_static = t
+                        .columns
+                        .iter()
+                        .any(|c| c.id == cell.column && c.kind == ColumnKind::Static);
+                    if is_static {
+                        static_cells.push(cell);
+                    } else {
+                        regular_cells.push(cell);
+                    }
+                }
+                if !static_cells.is_empty() {
+                    m.static_row = Some(st::RowUpdate {
+                        clustering: Vec::new(),
+                        liveness: None,
+                        deletion: None,
+                        cells: static_cells,
+                    });
+                }
+                let insert = matches!(plan.kind, WriteKind::Insert | WriteKind::InsertJson { .. });
+                let needs_row = insert || !regular_cells.is_empty();
+                if needs_row && (t.clustering_len() == 0 || full_clustering) {
+                    let liveness = insert.then_some(st::Liveness {
+                        timestamp_us: ts,
+                        ttl_s: ttl,
+                        expires_at_s: expires,
+                    });
+                    let cl = if t.clustering_len() == 0 {
+                        vec![Vec::new()]
+                    } else {
+                        clusterings.clone()
+                    };
+                    for c in cl {
+                        m.rows.push(st::RowUpdate {
+                            clustering: c,
+                            liveness,
+                            deletion: None,
+                            cells: regular_cells.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        out.push(m);
+    }
+    Ok(out)
+}
+
+fn slice_bounds(
+    prefix: &[Bytes],
+    slice: &[(Operator, Term)],
+    t: &TableMeta,
+    binds: &Binds<'_>,
+) -> ExecResult<(st::ClusteringBound, st::ClusteringBound)> {
+    let c = t
+        .clustering()
+        .nth(prefix.len())
+        .ok_or_else(|| ExecError::Invalid("bad range deletion".into()))?;
+    let mut start = st::ClusteringBound {
+        prefix: prefix.to_vec(),
+        kind: st::BoundKind::Inclusive,
+    };
+    let mut end = st::ClusteringBound {
+        prefix: prefix.to_vec(),
+        kind: st::BoundKind::Inclusive,
+    };
+    for (op, term) in slice {
+        let Bound::Value(v) = values::eval(term, &c.cql_type, &c.name, binds)? else {
+            return invalid(format!(
+                "Invalid null value in condition for column {}",
+                c.name
+            ));
+        };
+        let mut p = prefix.to_vec();
+        p.push(v);
+        let kind = if matches!(op, Operator::Gte | Operator::Lte) {
+            st::BoundKind::Inclusive
+        } else {
+            st::BoundKind::Exclusive
+        };
+        if matches!(op, Operator::Gt | Operator::Gte) {
+            start = st::ClusteringBound { prefix: p, kind };
+        } else {
+            end = st::ClusteringBound { prefix: p, kind };
+        }
+    }
+    if c.order == helenus_schema::ClusteringOrder::Desc {
+        return Ok((end, start));
+    }
+    Ok((start, end))
+}
