@@ -8,6 +8,7 @@
 # after the major compaction. Writes bench/results/storage-<date>-<commit>.json and .md (with Helenus/Cassandra
 # ratios).
 # Env: N (rows), PARTS (3), THREADS (32), HEAP (Cassandra heap, 1G), SERVERS ("helenus cassandra"),
+#      THROUGHPUT (compaction_throughput MiB/s on both servers; 0 = unthrottled, the default here),
 #      HEL_ADDR (127.0.0.32), CASS_ADDR (127.0.0.31), SETTLE_MAX (seconds to wait for compactions).
 set -euo pipefail
 MODE="${1:-quick}"
@@ -22,6 +23,9 @@ case "$MODE" in
   *) echo "usage: bench/storage.sh [quick|full]" >&2; exit 2 ;;
 esac
 THREADS="${THREADS:-32}"; HEAP="${HEAP:-1G}"; PARTS="${PARTS:-3}"
+# compaction_throughput in MiB/s for both servers; 0 (the default here) lifts the cap on both, so
+# the time of `nodetool compact` measures the engines and not the 64 MiB/s default throttle.
+THROUGHPUT="${THROUGHPUT:-0}"
 SERVERS="${SERVERS:-helenus cassandra}"
 # Loopback addresses reserved for this benchmark (Cassandra's JMX port is 7099 + 100 x last octet).
 HEL_ADDR="${HEL_ADDR:-127.0.0.32}"; CASS_ADDR="${CASS_ADDR:-127.0.0.31}"
@@ -61,7 +65,7 @@ start() {
       ADDR="$HEL_ADDR"
       port_open "$ADDR" 9042 && { log "$ADDR:9042 already in use"; return 1; }
       "$HELENUS" server --listen-address "$ADDR" --native-transport-port 9042 --data-dir "$DIR" \
-        > "$WORK/helenus.log" 2>&1 &
+        --set compaction_throughput_mb_per_sec="$THROUGHPUT" > "$WORK/helenus.log" 2>&1 &
       PID=$!
       wait_port "$ADDR" 9042 60 || { log "helenus did not start; see $WORK/helenus.log"; return 1; } ;;
     cassandra)
@@ -116,6 +120,7 @@ for s in $SERVERS; do
   settle "$s"
   pre_bytes=$(table_bytes "$DIR"); pre_sstables=$(table_files "$DIR")
   log "$s: before major compaction: $pre_sstables sstables, $pre_bytes bytes"
+  [ "$s" = cassandra ] && nodetool "$s" setcompactionthroughput "$THROUGHPUT" >/dev/null
   # The nodetool client's own start-up (a JVM for Cassandra's) is timed apart and subtracted.
   t0=$(now_ms); nodetool "$s" version >/dev/null 2>&1 || true; nodetool_ms=$(( $(now_ms) - t0 ))
   t0=$(now_ms); nodetool "$s" compact keyspace1 standard1 >/dev/null; compact_ms=$(( $(now_ms) - t0 ))
@@ -137,6 +142,7 @@ out, mode, commit, date, cores = sys.argv[2:7]
 by = {r["server"]: r for r in rows}
 doc = {"benchmark": "storage", "mode": mode, "commit": commit, "date": date, "cores": int(cores),
        "workload": "helenus-stress write standard1, flush, nodetool compact keyspace1 standard1",
+       "compaction_throughput_mib_s": int(__import__("os").environ.get("THROUGHPUT", "0")),
        "servers": by}
 h, c = by.get("helenus"), by.get("cassandra")
 keys = ["load_ms", "flush_ms", "nodetool_startup_ms", "compact_ms", "compact_net_ms",

@@ -47,12 +47,19 @@ pub fn stress_main(args: Vec<String>) -> i32 {
             return 2;
         }
     };
-    // Two worker threads match this project's machines; the client must leave the server room.
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // Two worker threads by default match this project's machines; one thread (`clientThreads=1`)
+    // avoids cross-thread wake-ups and is the cheapest per request.
+    let built = if opts.client_threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.client_threads as usize)
+            .enable_all()
+            .build()
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

@@ -172,6 +172,9 @@ pub struct StressOptions {
     pub nodes: Vec<String>,
     pub port: u16,
     pub connections_per_host: u32,
+    /// OS threads of the client's async runtime (`-mode clientThreads=N`); 1 runs the driver and
+    /// every worker on one thread, as latte's `-t 1` does, which costs the least CPU per request.
+    pub client_threads: u32,
     pub keyspace: String,
     pub replication_factor: u32,
     pub replication_class: String,
@@ -206,6 +209,7 @@ impl Default for StressOptions {
             nodes: vec!["127.0.0.1".into()],
             port: 9042,
             connections_per_host: 1,
+            client_threads: 2,
             keyspace: "keyspace1".into(),
             replication_factor: 1,
             replication_class: "SimpleStrategy".into(),
@@ -235,7 +239,7 @@ command options: n=N | duration=60s, cl=ONE|QUORUM|LOCAL_ONE|..., profile=NAME, 
 groups:
   -pop dist=UNIFORM(1..N)|GAUSSIAN(1..N,mean,stdev)|GAUSSIAN(1..N,stdvrng)|SEQ(1..N) | seq=1..N
   -rate threads=N [fixed=R/s | throttle=R/s]
-  -node HOST[,HOST]     -port native=P     -mode connectionsPerHost=N
+  -node HOST[,HOST]     -port native=P     -mode connectionsPerHost=N clientThreads=N (default 2)
   -schema keyspace=K \"replication(factor=1)\" \"compaction(strategy=LeveledCompactionStrategy)\"
   -col size=FIXED(34) n=FIXED(5)
   -log file=FILE interval=1s     -json FILE     -hdr FILE (HdrHistogram interval log)";
@@ -524,6 +528,12 @@ fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionE
                             .ok()
                             .filter(|n| *n > 0)
                             .ok_or_else(|| bad(item, v, "a positive number"))?;
+                    } else if let Some(v) = item.strip_prefix("clientThreads=") {
+                        opts.client_threads = v
+                            .parse()
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| bad(item, v, "a positive number"))?;
                     } else if !matches!(
                         item.as_str(),
                         "native" | "cql3" | "prepared" | "simplenative"
@@ -729,6 +739,14 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn client_threads_default_to_two_and_must_be_positive() {
+        assert_eq!(parse_args(&args("write")).unwrap().client_threads, 2);
+        let one = parse_args(&args("write -mode native clientThreads=1")).unwrap();
+        assert_eq!(one.client_threads, 1);
+        assert!(parse_args(&args("write -mode clientThreads=0")).is_err());
     }
 
     #[test]
