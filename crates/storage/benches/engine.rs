@@ -63,6 +63,7 @@ fn config(dir: &std::path::Path) -> StorageConfig {
         row_cache_bytes: 0,
         concurrent_compactors: 1,
         compaction_throughput_mib_per_s: 0,
+        flush_throughput_mib_per_s: 0,
     }
 }
 

@@ -115,7 +115,8 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
         0,
         u64::MAX,
         task,
-        false,
+        // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
+        engine.config.flush_throughput_mib_per_s,
     );
     engine.end_task(task);
     let readers = result?;
@@ -164,19 +165,13 @@ fn write_outputs<'a>(
     level: u32,
     max_output_bytes: u64,
     task: u64,
-    throttled: bool,
+    cap: u64,
 ) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
     let cmp = t.layout.read().cmp.clone();
     let mut outputs = Vec::new();
     let mut writer: Option<SSTableWriter> = None;
     let started = Instant::now();
     let mut written = 0u64;
-    // Flushes are never throttled (as in Cassandra): a slow flush only makes writes wait.
-    let cap = if throttled {
-        engine.config.compaction_throughput_mib_per_s
-    } else {
-        0
-    };
     for p in parts {
         let mut p = match p {
             Ok(p) => p,
@@ -453,7 +448,7 @@ pub(crate) fn compact_sstables(
         level,
         max_output_bytes,
         task,
-        true,
+        engine.config.compaction_throughput_mib_per_s,
     );
     engine.end_task(task);
     let outputs = result?;

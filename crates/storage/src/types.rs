@@ -24,6 +24,9 @@ pub struct StorageConfig {
     pub concurrent_compactors: usize,
     /// 0 = unthrottled.
     pub compaction_throughput_mib_per_s: u64,
+    /// Cap on flush writing; 0 (the default, as in Cassandra) = unthrottled. Tests use it to make
+    /// flushing fall behind on purpose.
+    pub flush_throughput_mib_per_s: u64,
 }
 
 /// When an acknowledged write is on disk.

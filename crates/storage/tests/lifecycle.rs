@@ -47,7 +47,7 @@ fn writes_wait_for_flushes_when_memtables_exceed_twice_the_budget() {
     let mut cfg = config(&dir, CommitlogSync::Periodic { period_ms: 1000 });
     // 1 MiB memtable budget; flushes throttled to 1 MiB/s so they fall behind the writers.
     cfg.memtable_space_bytes = 1 << 20;
-    cfg.compaction_throughput_mib_per_s = 1;
+    cfg.flush_throughput_mib_per_s = 1;
     cfg.commitlog_segment_size_bytes = 8 << 20;
     let e = Engine::open(cfg).unwrap();
     e.create_table(table_def(864000)).unwrap();

@@ -159,6 +159,7 @@ pub fn storage_config(cfg: &NodeConfig) -> st::StorageConfig {
         row_cache_bytes: cfg.row_cache_size_bytes,
         concurrent_compactors: cfg.concurrent_compactors,
         compaction_throughput_mib_per_s: cfg.compaction_throughput_mib_per_s,
+        flush_throughput_mib_per_s: 0,
     }
 }
 

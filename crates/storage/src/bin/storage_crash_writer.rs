@@ -29,6 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         row_cache_bytes: 0,
         concurrent_compactors: 1,
         compaction_throughput_mib_per_s: 0,
+        flush_throughput_mib_per_s: 0,
     })?;
     engine.create_table(TableDef {
         id: [1; 16],
