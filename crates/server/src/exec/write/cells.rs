@@ -170,20 +170,7 @@ pub(super) fn row_cells(
             }
             Op::Add(term) | Op::Prepend(term) => {
                 if c.cql_type.is_counter() {
-                    let ty = CqlType::Native(NativeType::Bigint);
-                    let delta = values::eval(&term, &ty, &c.name, binds)?;
-                    if matches!(delta, Bound::Null) {
-                        return invalid("Invalid null value for counter increment/decrement");
-                    }
-                    if let Bound::Value(b) = delta {
-                        let d = i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]));
-                        out.push(st::CellUpdate {
-                            column: id,
-                            path: None,
-                            timestamp_us: ts,
-                            op: st::CellOp::CounterAdd(d),
-                        });
-                    }
+                    out.extend(counter_update(c, id, ts, &term, binds, false)?);
                     continue;
                 }
                 match values::to_value(&term, &c.cql_type, &c.name, binds)? {
@@ -208,20 +195,7 @@ pub(super) fn row_cells(
             }
             Op::Subtract(term) => {
                 if c.cql_type.is_counter() {
-                    let ty = CqlType::Native(NativeType::Bigint);
-                    let delta = values::eval(&term, &ty, &c.name, binds)?;
-                    if matches!(delta, Bound::Null) {
-                        return invalid("Invalid null value for counter increment/decrement");
-                    }
-                    if let Bound::Value(b) = delta {
-                        let d = i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]));
-                        out.push(st::CellUpdate {
-                            column: id,
-                            path: None,
-                            timestamp_us: ts,
-                            op: st::CellOp::CounterAdd(d.wrapping_neg()),
-                        });
-                    }
+                    out.extend(counter_update(c, id, ts, &term, binds, true)?);
                     continue;
                 }
                 let vt = op_value_type(&c.cql_type, &Op::Subtract(Term::Null));
@@ -464,4 +438,29 @@ pub(super) fn json_values(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Opt
         }
     }
     Ok(Some((cols, pk, ck)))
+}
+
+/// `n = n + d` / `n = n - d` on a counter: one delta cell (none for an unset value).
+fn counter_update(
+    c: &helenus_schema::ColumnMeta,
+    id: u32,
+    ts: i64,
+    term: &Term,
+    binds: &Binds<'_>,
+    subtract: bool,
+) -> ExecResult<Option<st::CellUpdate>> {
+    let ty = CqlType::Native(NativeType::Bigint);
+    match values::eval(term, &ty, &c.name, binds)? {
+        Bound::Null => invalid("Invalid null value for counter increment/decrement"),
+        Bound::Unset => Ok(None),
+        Bound::Value(b) => {
+            let d = i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]));
+            Ok(Some(st::CellUpdate {
+                column: id,
+                path: None,
+                timestamp_us: ts,
+                op: st::CellOp::CounterAdd(if subtract { d.wrapping_neg() } else { d }),
+            }))
+        }
+    }
 }
