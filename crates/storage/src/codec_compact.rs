@@ -40,26 +40,26 @@ use std::sync::Arc;
 
 use crate::codec::Reader;
 
-const P_DELETION: u8 = 1;
-const P_RANGE_TOMBSTONES: u8 = 2;
-const P_STATIC: u8 = 4;
+pub(crate) const P_DELETION: u8 = 1;
+pub(crate) const P_RANGE_TOMBSTONES: u8 = 2;
+pub(crate) const P_STATIC: u8 = 4;
 
-const R_LIVENESS: u8 = 1;
-const R_LIVENESS_EXPIRING: u8 = 2;
-const R_DELETION: u8 = 4;
-const R_COMPLEX: u8 = 8;
-const R_SIMPLE: u8 = 16;
+pub(crate) const R_LIVENESS: u8 = 1;
+pub(crate) const R_LIVENESS_EXPIRING: u8 = 2;
+pub(crate) const R_DELETION: u8 = 4;
+pub(crate) const R_COMPLEX: u8 = 8;
+pub(crate) const R_SIMPLE: u8 = 16;
 /// Bits 6-7 of the row flags: the clustering value count when below 3.
-const R_CLUSTERING_SHIFT: u8 = 6;
-const R_CLUSTERING_COUNTED: usize = 3;
+pub(crate) const R_CLUSTERING_SHIFT: u8 = 6;
+pub(crate) const R_CLUSTERING_COUNTED: usize = 3;
 
-const C_PATH: u8 = 1;
-const C_TOMBSTONE: u8 = 2;
-const C_EXPIRING: u8 = 4;
-const C_COUNTER: u8 = 8;
-const C_ROW_TIMESTAMP: u8 = 16;
-const C_NEXT_COLUMN: u8 = 32;
-const C_SAME_COLUMN: u8 = 64;
+pub(crate) const C_PATH: u8 = 1;
+pub(crate) const C_TOMBSTONE: u8 = 2;
+pub(crate) const C_EXPIRING: u8 = 4;
+pub(crate) const C_COUNTER: u8 = 8;
+pub(crate) const C_ROW_TIMESTAMP: u8 = 16;
+pub(crate) const C_NEXT_COLUMN: u8 = 32;
+pub(crate) const C_SAME_COLUMN: u8 = 64;
 
 fn err(what: &'static str) -> StorageError {
     StorageError::Decode { what }

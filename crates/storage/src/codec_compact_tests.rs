@@ -346,3 +346,118 @@ fn sstables_of_the_old_fixed_format_stay_readable() {
     assert!(new.stats.uncompressed_bytes < old.stats.uncompressed_bytes);
     assert_eq!(new.index[1].position, new.index[0].length as u64);
 }
+
+/// `everything` without what compaction may purge or shadow: deletions, TTLs, tombstones.
+fn plain(cmp: &Arc<ClusteringComparator>) -> Partition {
+    let mut p = everything(cmp, b"plain", 11);
+    p.deletion = None;
+    p.range_tombstones.clear();
+    for r in p.rows.values_mut() {
+        r.deletion = None;
+        r.complex_deletions.clear();
+        if let Some(l) = &mut r.liveness {
+            l.ttl_s = 0;
+            l.expires_at_s = 0;
+        }
+        r.cells.retain(|_, c| {
+            !matches!(
+                c.kind,
+                CellKind::Tombstone { .. } | CellKind::Live { ttl_s: 1.., .. }
+            )
+        });
+    }
+    p.rows.retain(|_, r| !r.is_empty());
+    p
+}
+
+#[test]
+fn raw_copy_rebases_timestamps_and_keeps_everything_else() {
+    use crate::sstable::raw::rebase;
+    let cmp = cmp2(false);
+    for p in [plain(&cmp), wide(&cmp), standard1(1_700_000_000_000_000).0] {
+        let t = 1_700_000_000_000_000i64;
+        for (from, to) in [
+            (t, t),
+            (t, t + 5_000_000),
+            (t, 0),
+            (0, t),
+            (i64::MIN, i64::MAX),
+        ] {
+            let src = encode(&p, from);
+            let mut starts = Vec::new();
+            let header_len = Enc {
+                out: &mut Vec::new(),
+                base_us: to,
+            }
+            .partition_indexed(&p, &mut starts);
+            let r = rebase(p.token, p.key.clone(), &src, from, to)
+                .unwrap()
+                .expect("plain partitions are copied");
+            assert_eq!(r.bytes, encode(&p, to), "{from} -> {to}");
+            assert_eq!((r.header_len, &r.row_starts), (header_len, &starts));
+            assert_eq!(r.timestamps, p.timestamp_range());
+            assert_eq!(r.static_row, !p.static_row.is_empty());
+            let cells: usize = std::iter::once(&p.static_row)
+                .chain(p.rows.values())
+                .map(|r| r.cells.len() + usize::from(r.liveness.is_some()))
+                .sum();
+            assert_eq!(r.cells, cells as u64);
+        }
+    }
+}
+
+#[test]
+fn raw_copy_declines_what_compaction_must_decode_and_rejects_garbage() {
+    use crate::sstable::raw::rebase;
+    let cmp = cmp2(false);
+    let t = 1_700_000_000_000_000i64;
+    let full = encode(&everything(&cmp, b"k", 1), t);
+    assert!(rebase(1, Bytes::new(), &full, t, 0).unwrap().is_none());
+    // One expiring cell, one cell tombstone or one row deletion is enough to decline.
+    let base = plain(&cmp);
+    let first = base.rows.keys().next().unwrap().clone();
+    let mut variants = Vec::new();
+    let mut p = base.clone();
+    p.rows.get_mut(&first).unwrap().cells.insert(
+        (40, None),
+        Cell {
+            timestamp_us: t,
+            kind: CellKind::Tombstone {
+                local_deletion_time_s: 1,
+            },
+        },
+    );
+    variants.push(p);
+    let mut p = base.clone();
+    p.rows.get_mut(&first).unwrap().deletion = Some(dt(t, 1));
+    variants.push(p);
+    let mut p = base.clone();
+    p.rows.get_mut(&first).unwrap().liveness = Some(Liveness {
+        timestamp_us: t,
+        ttl_s: 10,
+        expires_at_s: 100,
+    });
+    variants.push(p);
+    for p in variants {
+        assert!(rebase(1, Bytes::new(), &encode(&p, t), t, 0)
+            .unwrap()
+            .is_none());
+    }
+    let src = encode(&base, t);
+    for cut in 0..src.len() {
+        assert!(
+            rebase(1, Bytes::new(), &src[..cut], t, 0).is_err(),
+            "cut {cut}"
+        );
+    }
+    let mut long = src.clone();
+    long.push(0);
+    assert!(rebase(1, Bytes::new(), &long, t, 0).is_err());
+    for i in 0..src.len() {
+        for x in [0x01u8, 0x80, 0xff] {
+            let mut b = src.clone();
+            b[i] ^= x;
+            let _ = rebase(1, Bytes::new(), &b, t, 0);
+        }
+    }
+}

@@ -6,6 +6,8 @@ use crate::engine::{Engine, Job, Table};
 use crate::memtable::Memtable;
 use crate::partition::{Partition, Row};
 use crate::reconcile::CellKind;
+use crate::sstable::format::DataFormat;
+use crate::sstable::raw::{rebase, EncodedPartition};
 use crate::sstable::{ChunkKey, SSTableReader, SSTableWriter};
 use crate::types::*;
 use bytes::Bytes;
@@ -105,20 +107,25 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
     t.counters.memtable_switches.fetch_add(1, Ordering::Relaxed);
     let def = t.def.read().clone();
     let task = engine.start_task(&def, "Flush", old.size_bytes());
-    let parts = old.sorted_partitions();
+    let shards = old.read_shards();
     let result = write_outputs(
         engine,
         t,
         &def,
-        parts.into_iter().map(|p| Ok(Merged::Whole(p))),
+        shards
+            .iter()
+            .flat_map(|m| m.values())
+            .map(|p| Ok(Merged::Memtable(p))),
         parts_len_hint(&old),
         0,
         u64::MAX,
         task,
         // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
         engine.config.flush_throughput_mib_per_s,
+        None,
     );
     engine.end_task(task);
+    drop(shards);
     let readers = result?;
     t.sstables.write().extend(readers);
     t.flushing.write().retain(|m| !Arc::ptr_eq(m, &old));
@@ -148,7 +155,11 @@ pub(crate) struct PurgeAt {
 /// A partition ready to write: whole in memory, or a writer of its streamed rows.
 pub(crate) enum Merged<'a> {
     Whole(Partition),
+    /// A memtable's partition, written as it is.
+    Memtable(&'a Partition),
     Streamed(Box<StreamedWrite<'a>>),
+    /// Copied from one input in encoded form (sstable_raw.rs), with that input for its bounds.
+    Encoded(EncodedPartition, Arc<SSTableReader>),
 }
 
 type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageError> + 'a;
@@ -166,6 +177,7 @@ fn write_outputs<'a>(
     max_output_bytes: u64,
     task: u64,
     cap: u64,
+    timestamp_base: Option<i64>,
 ) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
     let cmp = t.layout.read().cmp.clone();
     let mut outputs = Vec::new();
@@ -184,31 +196,41 @@ fn write_outputs<'a>(
         };
         if let Merged::Whole(p) = &mut p {
             p.drop_shadowed();
-            if p.deletion.is_none()
+        }
+        let nothing = |p: &Partition| {
+            p.deletion.is_none()
                 && p.range_tombstones.is_empty()
                 && p.static_row.is_empty()
                 && p.rows.is_empty()
-            {
-                continue;
-            }
+        };
+        match &p {
+            Merged::Whole(p) if nothing(p) => continue,
+            Merged::Memtable(p) if nothing(p) => continue,
+            _ => {}
         }
         if writer.is_none() {
             let gen = t.next_gen.fetch_add(1, Ordering::Relaxed);
             let fp = def.options.bloom_filter_fp_chance;
-            writer = Some(SSTableWriter::create(
+            let mut w = SSTableWriter::create(
                 &t.dir,
                 gen,
                 &def.options.compression,
                 expected_keys,
                 fp,
                 level,
-            )?);
+            )?;
+            if let Some(base) = timestamp_base {
+                w.set_timestamp_base(base);
+            }
+            writer = Some(w);
         }
         let Some(w) = writer.as_mut() else { continue };
         let before = w.uncompressed_bytes();
         let appended = match p {
             Merged::Whole(p) => w.append(&p),
+            Merged::Memtable(p) => w.append(p),
             Merged::Streamed(f) => f(w),
+            Merged::Encoded(enc, src) => append_encoded(w, enc, &src),
         };
         if let Err(e) = appended {
             if let Some(w) = writer.take() {
@@ -240,6 +262,26 @@ fn write_outputs<'a>(
         }
     }
     Ok(outputs)
+}
+
+/// Appends a partition re-encoded for `timestamp_base`; one encoded for another base (an output
+/// whose base was not set up front) is re-encoded again.
+fn append_encoded(
+    w: &mut SSTableWriter,
+    enc: EncodedPartition,
+    src: &SSTableReader,
+) -> Result<(), StorageError> {
+    let enc = match w.timestamp_base() {
+        Some(base) if base != enc.base_us => {
+            rebase(enc.token, enc.key, &enc.bytes, enc.base_us, base)?.ok_or(
+                StorageError::Decode {
+                    what: "raw partition changed",
+                },
+            )?
+        }
+        _ => enc,
+    };
+    w.append_encoded(&enc, src.clustering_bounds())
 }
 
 /// Removes tombstones older than gc_grace whose timestamp is below `max_purgeable_ts` (no older
@@ -377,6 +419,14 @@ pub(crate) fn compact_sstables(
         ..CompactionStats::default()
     };
     let purged = std::cell::Cell::new(0u64);
+    let copied = std::cell::Cell::new(0u64);
+    // Outputs share the timestamp base of the largest input, whose partitions then copy with
+    // their timestamp deltas unchanged.
+    let raw_base = inputs
+        .iter()
+        .filter(|s| raw_copyable(s))
+        .max_by_key(|s| s.stats.uncompressed_bytes)
+        .map(|s| s.format.base_us());
     let (inputs_ref, memo_ref, purged_ref) = (&inputs, &memo, &purged);
     let merged = std::iter::from_fn(|| {
         let Reverse((key, si, ii)) = heap.pop()?;
@@ -392,6 +442,19 @@ pub(crate) fn compact_sstables(
             input_bytes += s.index.get(ii).map_or(0, |e| u64::from(e.length));
             if let Some(e) = s.index.get(ii + 1) {
                 heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
+            }
+        }
+        if let (Some(to_base), [(si, ii)]) = (raw_base, batch.as_slice()) {
+            if input_bytes <= STREAM_PARTITION_BYTES {
+                match raw_copy(inputs_ref, *si, *ii, &key, to_base, memo_ref) {
+                    Ok(Some(enc)) => {
+                        let src = inputs.get(*si).cloned()?;
+                        copied.set(copied.get() + 1);
+                        return Some(Ok(Merged::Encoded(enc, src)));
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Some(Err(e)),
+                }
             }
         }
         let mut max_purgeable = i64::MAX;
@@ -449,6 +512,7 @@ pub(crate) fn compact_sstables(
         max_output_bytes,
         task,
         engine.config.compaction_throughput_mib_per_s,
+        raw_base,
     );
     engine.end_task(task);
     let outputs = result?;
@@ -457,6 +521,7 @@ pub(crate) fn compact_sstables(
     stats.bytes_written = outputs.iter().map(|s| s.stats.data_file_bytes).sum();
     stats.partitions_written = outputs.iter().map(|s| s.stats.partitions).sum();
     stats.tombstones_purged = purged.get();
+    stats.partitions_copied = copied.get();
     {
         let mut set = t.sstables.write();
         set.retain(|s| !input_gens.contains(&s.gen));
@@ -471,6 +536,32 @@ pub(crate) fn compact_sstables(
         }
     }
     Ok(stats)
+}
+
+/// Whether partitions of `s` can be copied without decoding: format 2, and clustering bounds that
+/// the output can inherit.
+fn raw_copyable(s: &SSTableReader) -> bool {
+    matches!(s.format, DataFormat::Compact { .. }) && s.clustering_bounds().is_some()
+}
+
+/// The partition at index position `ii` of input `si` re-encoded for `to_base`, when it needs no
+/// decoding (see sstable_raw.rs).
+fn raw_copy(
+    inputs: &[Arc<SSTableReader>],
+    si: usize,
+    ii: usize,
+    key: &(i64, Bytes),
+    to_base: i64,
+    memo: &ByteCache<ChunkKey, Vec<u8>>,
+) -> Result<Option<EncodedPartition>, StorageError> {
+    let Some(s) = inputs.get(si).filter(|s| raw_copyable(s)) else {
+        return Ok(None);
+    };
+    let Some(e) = s.index.get(ii) else {
+        return Ok(None);
+    };
+    let bytes = s.read_bytes(e.position, e.length, Some(memo))?;
+    rebase(key.0, key.1.clone(), &bytes, s.format.base_us(), to_base)
 }
 
 /// Reserves SSTables for a compaction; returns those not already taken.

@@ -163,14 +163,12 @@ impl Memtable {
         self.partition_count() == 0
     }
 
-    /// All partitions in order (for flush), cloned: the memtable stays readable until the SSTable
-    /// replaces it.
-    pub fn sorted_partitions(&self) -> Vec<Partition> {
-        let mut out = Vec::new();
-        for shard in &self.shards {
-            out.extend(shard.read().values().cloned());
-        }
-        out
+    /// Read access to every shard, in token order, for flush: iterating them yields all
+    /// partitions in order without copying them. The memtable stays readable meanwhile, and
+    /// nothing writes to it: writers apply under the table's memtable lock, which the switch to a
+    /// new memtable takes first.
+    pub fn read_shards(&self) -> Vec<parking_lot::RwLockReadGuard<'_, BTreeMap<PKey, Partition>>> {
+        self.shards.iter().map(|s| s.read()).collect()
     }
 
     /// Notes that entries up to this commitlog position are in this memtable.

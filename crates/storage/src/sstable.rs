@@ -38,6 +38,8 @@ use std::sync::Arc;
 
 #[path = "sstable_format.rs"]
 pub(crate) mod format;
+#[path = "sstable_raw.rs"]
+pub(crate) mod raw;
 #[path = "sstable_wide.rs"]
 pub(crate) mod wide;
 
@@ -121,6 +123,31 @@ pub struct RowBlock {
 const ROW_INDEX_THRESHOLD_BYTES: usize = 64 << 10;
 /// Target size of one row-index block.
 const ROW_INDEX_BLOCK_BYTES: usize = 64 << 10;
+
+/// The row-index blocks of a partition of `len` encoded bytes whose rows start at `starts`
+/// (relative offsets): (first row's number, offset, length, rows). None below the threshold.
+fn block_spans(starts: &[usize], len: usize) -> Vec<(usize, u32, u32, u32)> {
+    if len <= ROW_INDEX_THRESHOLD_BYTES {
+        return Vec::new();
+    }
+    let mut spans: Vec<(usize, u32, u32, u32)> = Vec::new();
+    for (row, &start) in starts.iter().enumerate() {
+        match spans.last_mut() {
+            Some(b) if start - (b.1 as usize) < ROW_INDEX_BLOCK_BYTES => b.3 += 1,
+            _ => spans.push((row, start as u32, 0, 1)),
+        }
+    }
+    let ends: Vec<u32> = spans
+        .iter()
+        .skip(1)
+        .map(|b| b.1)
+        .chain(std::iter::once(len as u32))
+        .collect();
+    for (b, end) in spans.iter_mut().zip(ends) {
+        b.2 = end - b.1;
+    }
+    spans
+}
 
 /// Writes one SSTable generation.
 pub struct SSTableWriter {
@@ -209,58 +236,70 @@ impl SSTableWriter {
 
     /// Appends a partition; partitions must arrive in (token, key) order.
     pub fn append(&mut self, p: &Partition) -> Result<(), StorageError> {
-        if let Some(last) = self.index.last() {
-            if (last.token, &last.key) >= (p.token, &p.key) {
-                return Err(StorageError::InvalidRequest(
-                    "sstable partitions out of order".into(),
-                ));
-            }
-        }
+        self.check_order(p.token, &p.key)?;
         self.scratch.clear();
         let mut starts = Vec::new();
         let header_len =
             self.format_for(p)
                 .encode_partition_indexed(&mut self.scratch, p, &mut starts);
-        let len = self.scratch.len() as u64;
-        let mut blocks: Vec<RowBlock> = Vec::new();
-        if self.scratch.len() > ROW_INDEX_THRESHOLD_BYTES {
-            for (k, start) in p.rows.keys().zip(starts.iter().copied()) {
-                match blocks.last_mut() {
-                    Some(b) if (start - b.offset as usize) < ROW_INDEX_BLOCK_BYTES => b.rows += 1,
-                    _ => blocks.push(RowBlock {
-                        first: k.values.clone(),
-                        offset: start as u32,
-                        length: 0,
-                        rows: 1,
-                    }),
-                }
-            }
-            let ends: Vec<u32> = blocks
-                .iter()
-                .skip(1)
-                .map(|b| b.offset)
-                .chain(std::iter::once(len as u32))
-                .collect();
-            for (b, end) in blocks.iter_mut().zip(ends) {
-                b.length = end - b.offset;
-            }
+        let spans = block_spans(&starts, self.scratch.len());
+        let mut keys = p.rows.keys().enumerate();
+        let mut blocks = Vec::with_capacity(spans.len());
+        for (row, offset, length, rows) in spans {
+            let first = keys
+                .find(|(i, _)| *i == row)
+                .map(|(_, k)| k.values.clone())
+                .unwrap_or_default();
+            blocks.push(RowBlock {
+                first,
+                offset,
+                length,
+                rows,
+            });
         }
+        self.note_stats(p);
+        let scratch = std::mem::take(&mut self.scratch);
+        let r = self.push_partition(p.token, &p.key, &scratch, header_len, blocks);
+        self.scratch = scratch;
+        r
+    }
+
+    fn check_order(&self, token: i64, key: &Bytes) -> Result<(), StorageError> {
+        match self.index.last() {
+            Some(last) if (last.token, &last.key) >= (token, key) => Err(
+                StorageError::InvalidRequest("sstable partitions out of order".into()),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Indexes and writes one encoded partition (its statistics are noted by the caller).
+    fn push_partition(
+        &mut self,
+        token: i64,
+        key: &Bytes,
+        encoded: &[u8],
+        header_len: usize,
+        blocks: Vec<RowBlock>,
+    ) -> Result<(), StorageError> {
+        let len = encoded.len() as u64;
+        let length = u32::try_from(len).map_err(|_| {
+            StorageError::InvalidRequest(format!("partition of {len} bytes is too large"))
+        })?;
         self.index.push(IndexEntry {
-            token: p.token,
-            key: p.key.clone(),
+            token,
+            key: key.clone(),
             position: self.logical_pos,
-            length: len as u32,
+            length,
             header_len: header_len as u32,
             blocks,
         });
-        self.filter.insert(p.token, &p.key);
+        self.filter.insert(token, key);
         self.stats.partitions += 1;
         self.stats.max_partition_bytes = self.stats.max_partition_bytes.max(len);
-        self.note_stats(p);
-        let scratch = std::mem::take(&mut self.scratch);
-        let r = self.emit(&scratch);
-        self.scratch = scratch;
-        r
+        self.stats.min_token = self.stats.min_token.min(token);
+        self.stats.max_token = self.stats.max_token.max(token);
+        self.emit(encoded)
     }
 
     /// Adds `p`'s rows, tombstones, timestamps and bounds to the statistics (not the partition
@@ -273,8 +312,6 @@ impl SSTableWriter {
             s.min_timestamp_us = s.min_timestamp_us.min(lo);
             s.max_timestamp_us = s.max_timestamp_us.max(hi);
         }
-        s.min_token = s.min_token.min(p.token);
-        s.max_token = s.max_token.max(p.token);
         s.max_local_deletion_time_s = s.max_local_deletion_time_s.max(max_ldt(p));
         s.note_partition(p, &mut self.min_ck, &mut self.max_ck);
     }
@@ -538,6 +575,11 @@ impl SSTableReader {
             .filter_map(|p| fs::metadata(p).ok())
             .map(|m| m.len())
             .sum()
+    }
+
+    /// Row clustering bounds as comparator positions (None when unknown or there are no rows).
+    pub(crate) fn clustering_bounds(&self) -> Option<&(CKey, CKey)> {
+        self.clustering_bounds.as_ref()
     }
 
     /// Index position of the partition, if present.

@@ -101,13 +101,7 @@ impl SSTableWriter {
         row_count: u32,
         next_row: &mut dyn FnMut() -> Option<Result<(CKey, Row), StorageError>>,
     ) -> Result<(), StorageError> {
-        if let Some(last) = self.index.last() {
-            if (last.token, &last.key) >= (header.token, &header.key) {
-                return Err(StorageError::InvalidRequest(
-                    "sstable partitions out of order".into(),
-                ));
-            }
-        }
+        self.check_order(header.token, &header.key)?;
         let start = self.logical_pos;
         let mut buf = Vec::new();
         let format = self.format_for(header);
@@ -177,6 +171,8 @@ impl SSTableWriter {
         self.filter.insert(header.token, &header.key);
         self.stats.partitions += 1;
         self.stats.max_partition_bytes = self.stats.max_partition_bytes.max(len);
+        self.stats.min_token = self.stats.min_token.min(header.token);
+        self.stats.max_token = self.stats.max_token.max(header.token);
         Ok(())
     }
 

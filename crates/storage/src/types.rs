@@ -342,6 +342,8 @@ pub struct CompactionStats {
     pub bytes_written: u64,
     pub partitions_written: u64,
     pub tombstones_purged: u64,
+    /// Partitions copied in encoded form, without a decode and re-encode (sstable_raw.rs).
+    pub partitions_copied: u64,
     /// Generations written (for strategies that remember what they produced).
     pub output_generations: Vec<u64>,
 }

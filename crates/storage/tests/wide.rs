@@ -60,6 +60,39 @@ fn slices_of_an_indexed_wide_partition_return_exactly_the_range() {
     assert!(stats.max_partition_size_bytes > 1 << 20);
 }
 
+#[test]
+fn a_wide_partition_alone_in_its_input_is_copied_with_its_row_index() {
+    let dir = tempdir("wide-copied");
+    let e = open(&dir, 864000);
+    write_wide(&e, 20_000, 100, u32::MAX);
+    // Another SSTable, with timestamps far from the first's: its partition is re-encoded for
+    // the output's timestamp base.
+    let mut m = mutation(b"other");
+    m.rows.push(row(b"x", vec![set(1, 1 << 50, b"late")]));
+    e.apply_blocking(&[m]).unwrap();
+    e.flush(None).unwrap();
+    let cs = e.compact(TABLE).unwrap();
+    assert_eq!((cs.input_sstables, cs.output_sstables), (2, 1));
+    assert_eq!(cs.partitions_copied, 2, "both partitions skip the decode");
+    for (lo, hi) in [(0, 10), (6990, 7010), (12_345, 12_999), (19_990, 30_000)] {
+        let want: Vec<u32> = (lo..=hi.min(19_999)).collect();
+        assert_eq!(slice(&e, lo, hi), want, "slice {lo}..={hi}");
+    }
+    let r = e.read(TABLE, &point(b"other", now())).unwrap();
+    assert_eq!(r.partitions[0].rows[0].cells[0].value.as_ref(), b"late");
+    assert_eq!(r.partitions[0].rows[0].cells[0].timestamp_us, 1 << 50);
+    // A write shadowing one row makes that partition go through the decoding path.
+    let mut m = mutation(b"wide");
+    m.rows
+        .push(row(&5u32.to_be_bytes(), vec![set(1, 2, &[5u8; 100])]));
+    e.apply_blocking(&[m]).unwrap();
+    e.flush(None).unwrap();
+    let cs = e.compact(TABLE).unwrap();
+    assert_eq!(cs.partitions_copied, 1, "only 'other' is in one input");
+    let got = slice(&e, 4, 6);
+    assert_eq!(got, vec![4, 5, 6]);
+}
+
 fn vm_hwm_kb() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     s.lines()

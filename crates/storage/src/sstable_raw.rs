@@ -1,0 +1,296 @@
+//! Compaction's fast path: a partition that only one input SSTable holds, and that holds nothing
+//! compaction could purge or reconcile (no deletion of any kind, no TTL), moves to the output in
+//! its encoded form. Only its timestamps are rewritten: format-2 timestamps are deltas from a
+//! base each SSTable picks for itself (codec_compact.rs). Decoding into a `Partition` (a BTreeMap
+//! of rows, each a BTreeMap of cells) and encoding it again costs several times this walk over
+//! the bytes, and most partitions of a SizeTiered or major compaction are in one input only.
+
+use super::{block_spans, format::DataFormat, RowBlock, SSTableWriter};
+use crate::clustering::CKey;
+use crate::codec::Reader;
+use crate::codec_compact::*;
+use crate::error::StorageError;
+use bytes::Bytes;
+
+/// A partition re-encoded for the output by [`rebase`], with what its index entry and the
+/// output's statistics need.
+#[derive(Debug)]
+pub(crate) struct EncodedPartition {
+    pub token: i64,
+    pub key: Bytes,
+    pub bytes: Vec<u8>,
+    pub header_len: usize,
+    /// Start of each row, relative to the partition's first byte.
+    pub row_starts: Vec<usize>,
+    pub static_row: bool,
+    /// Row markers plus cells (the statistics' cell count).
+    pub cells: u64,
+    /// Smallest and largest timestamp (None when the partition has none).
+    pub timestamps: Option<(i64, i64)>,
+    /// The timestamp base `bytes` are encoded for.
+    pub base_us: i64,
+}
+
+fn decode_err() -> StorageError {
+    StorageError::Decode {
+        what: "partition (raw copy)",
+    }
+}
+
+fn put_uv(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_uv(r: &mut Reader<'_>) -> Result<u64, StorageError> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = r.u8()?;
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(decode_err())
+}
+
+/// A walk over one encoded partition that copies it to `out`, rewriting timestamps.
+struct Walk<'a, 'b> {
+    r: Reader<'a>,
+    out: &'b mut Vec<u8>,
+    from_base: i64,
+    to_base: i64,
+    timestamps: Option<(i64, i64)>,
+    cells: u64,
+}
+
+impl Walk<'_, '_> {
+    fn byte(&mut self) -> Result<u8, StorageError> {
+        let b = self.r.u8()?;
+        self.out.push(b);
+        Ok(b)
+    }
+
+    fn read_uv(&mut self) -> Result<u64, StorageError> {
+        read_uv(&mut self.r)
+    }
+
+    fn uv(&mut self) -> Result<u64, StorageError> {
+        let v = self.read_uv()?;
+        put_uv(self.out, v);
+        Ok(v)
+    }
+
+    fn vbytes(&mut self) -> Result<(), StorageError> {
+        let n = usize::try_from(self.uv()?).map_err(|_| decode_err())?;
+        let v = self.r.take(n)?;
+        self.out.extend_from_slice(v);
+        Ok(())
+    }
+
+    fn timestamp(&mut self) -> Result<(), StorageError> {
+        let u = self.read_uv()?;
+        let delta = ((u >> 1) as i64) ^ -((u & 1) as i64);
+        let ts = self.from_base.wrapping_add(delta);
+        self.timestamps = Some(match self.timestamps {
+            Some((lo, hi)) => (lo.min(ts), hi.max(ts)),
+            None => (ts, ts),
+        });
+        let d = ts.wrapping_sub(self.to_base);
+        put_uv(self.out, ((d << 1) ^ (d >> 63)) as u64);
+        Ok(())
+    }
+
+    /// A row body (flags already copied); false when the row holds something only a decoding
+    /// compaction may handle.
+    fn row_body(&mut self, flags: u8) -> Result<bool, StorageError> {
+        if flags & (R_LIVENESS_EXPIRING | R_DELETION | R_COMPLEX) != 0 {
+            return Ok(false);
+        }
+        if flags & R_LIVENESS != 0 {
+            self.timestamp()?;
+            self.cells += 1;
+        }
+        let n = self.uv()?;
+        if flags & R_SIMPLE != 0 {
+            self.uv()?;
+            for _ in 0..n {
+                self.vbytes()?;
+            }
+            self.cells += n;
+            return Ok(true);
+        }
+        for _ in 0..n {
+            let f = self.byte()?;
+            if f & (C_TOMBSTONE | C_EXPIRING) != 0 {
+                return Ok(false);
+            }
+            if f & (C_NEXT_COLUMN | C_SAME_COLUMN) == 0 {
+                self.uv()?;
+            }
+            if f & C_PATH != 0 {
+                self.vbytes()?;
+            }
+            if f & C_ROW_TIMESTAMP == 0 {
+                self.timestamp()?;
+            }
+            if f & C_COUNTER != 0 {
+                self.uv()?;
+                self.uv()?;
+            } else {
+                self.vbytes()?;
+            }
+            self.cells += 1;
+        }
+        Ok(true)
+    }
+
+    fn keyed_row(&mut self) -> Result<bool, StorageError> {
+        let flags = self.byte()?;
+        let mut n = u64::from(flags >> R_CLUSTERING_SHIFT);
+        if n == R_CLUSTERING_COUNTED as u64 {
+            n = self.uv()?;
+        }
+        for _ in 0..n {
+            self.vbytes()?;
+        }
+        self.row_body(flags)
+    }
+}
+
+/// Re-encodes the format-2 partition `src` (timestamps relative to `from_base`) with timestamps
+/// relative to `to_base`. `Ok(None)` when the partition has a deletion, a tombstone or TTL data
+/// of any kind: purging and shadowing need the decoded form.
+pub(crate) fn rebase(
+    token: i64,
+    key: Bytes,
+    src: &[u8],
+    from_base: i64,
+    to_base: i64,
+) -> Result<Option<EncodedPartition>, StorageError> {
+    let mut out = Vec::with_capacity(src.len() + 8);
+    let mut w = Walk {
+        r: Reader::new(src, "partition (raw copy)"),
+        out: &mut out,
+        from_base,
+        to_base,
+        timestamps: None,
+        cells: 0,
+    };
+    let flags = w.byte()?;
+    if flags & (P_DELETION | P_RANGE_TOMBSTONES) != 0 {
+        return Ok(None);
+    }
+    let static_row = flags & P_STATIC != 0;
+    if static_row {
+        let row_flags = w.byte()?;
+        if !w.row_body(row_flags)? {
+            return Ok(None);
+        }
+    }
+    let rows = w.uv()?;
+    let header_len = w.out.len();
+    let mut row_starts = Vec::new();
+    for _ in 0..rows {
+        row_starts.push(w.out.len());
+        if !w.keyed_row()? {
+            return Ok(None);
+        }
+    }
+    if w.r.remaining() != 0 {
+        return Err(decode_err());
+    }
+    let (timestamps, cells) = (w.timestamps, w.cells);
+    Ok(Some(EncodedPartition {
+        token,
+        key,
+        bytes: out,
+        header_len,
+        row_starts,
+        static_row,
+        cells,
+        timestamps,
+        base_us: to_base,
+    }))
+}
+
+/// The clustering values of the encoded row at the start of `row`.
+fn row_clustering(row: &[u8]) -> Result<Vec<Bytes>, StorageError> {
+    let mut r = Reader::new(row, "row clustering");
+    let flags = r.u8()?;
+    let mut n = u64::from(flags >> R_CLUSTERING_SHIFT);
+    if n == R_CLUSTERING_COUNTED as u64 {
+        n = read_uv(&mut r)?;
+    }
+    let mut values = Vec::new();
+    for _ in 0..n {
+        let len = usize::try_from(read_uv(&mut r)?).map_err(|_| decode_err())?;
+        values.push(Bytes::copy_from_slice(r.take(len)?));
+    }
+    Ok(values)
+}
+
+impl SSTableWriter {
+    /// Fixes the timestamp base of a format-2 output before its first partition, so that a
+    /// compaction can re-encode inputs for it ahead of time. False when the base is already
+    /// chosen or this writer does not write format 2.
+    pub(crate) fn set_timestamp_base(&mut self, base_us: i64) -> bool {
+        if self.base_chosen || !matches!(self.format, DataFormat::Compact { .. }) {
+            return false;
+        }
+        self.base_chosen = true;
+        self.format = DataFormat::Compact { base_us };
+        true
+    }
+
+    /// The timestamp base of a format-2 writer whose base is chosen.
+    pub(crate) fn timestamp_base(&self) -> Option<i64> {
+        match self.format {
+            DataFormat::Compact { base_us } if self.base_chosen => Some(base_us),
+            _ => None,
+        }
+    }
+
+    /// Appends a partition that [`rebase`] encoded for this writer's timestamp base;
+    /// `clustering_bounds` are its input's (the output's bounds stay a superset of its rows').
+    pub(crate) fn append_encoded(
+        &mut self,
+        p: &EncodedPartition,
+        clustering_bounds: Option<&(CKey, CKey)>,
+    ) -> Result<(), StorageError> {
+        self.check_order(p.token, &p.key)?;
+        let mut blocks = Vec::new();
+        for (row, offset, length, rows) in block_spans(&p.row_starts, p.bytes.len()) {
+            let start = p.row_starts.get(row).copied().ok_or_else(decode_err)?;
+            let first = row_clustering(p.bytes.get(start..).ok_or_else(decode_err)?)?;
+            blocks.push(RowBlock {
+                first,
+                offset,
+                length,
+                rows,
+            });
+        }
+        let s = &mut self.stats;
+        s.rows += p.row_starts.len() as u64;
+        s.cells += p.cells;
+        if p.static_row {
+            s.static_rows += 1;
+        }
+        if let Some((lo, hi)) = p.timestamps {
+            s.min_timestamp_us = s.min_timestamp_us.min(lo);
+            s.max_timestamp_us = s.max_timestamp_us.max(hi);
+        }
+        if let (Some((lo, hi)), false) = (clustering_bounds, p.row_starts.is_empty()) {
+            if self.min_ck.as_ref().is_none_or(|m| lo < m) {
+                self.min_ck = Some(lo.clone());
+            }
+            if self.max_ck.as_ref().is_none_or(|m| hi > m) {
+                self.max_ck = Some(hi.clone());
+            }
+        }
+        self.push_partition(p.token, &p.key, &p.bytes, p.header_len, blocks)
+    }
+}
