@@ -2,6 +2,7 @@
 //! garbagecollect) with tombstone purge after gc_grace_seconds where it cannot resurrect data.
 
 use crate::cache::ByteCache;
+use crate::compaction_control::{background_rate_mib_s, lower_thread_priority, Throttle};
 use crate::engine::{Engine, Job, Table};
 use crate::memtable::Memtable;
 use crate::partition::{Partition, Row};
@@ -15,7 +16,6 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Weak};
-use std::time::{Duration, Instant};
 
 /// Size-tiered defaults (Cassandra's).
 const BUCKET_LOW: f64 = 0.5;
@@ -38,11 +38,15 @@ fn spawn_loop(
     engine: &Arc<Engine>,
     rx: Arc<parking_lot::Mutex<mpsc::Receiver<Job>>>,
     name: String,
+    low_priority: bool,
 ) -> Result<std::thread::JoinHandle<()>, StorageError> {
     let weak: Weak<Engine> = Arc::downgrade(engine);
     std::thread::Builder::new()
         .name(name)
         .spawn(move || loop {
+            if low_priority {
+                lower_thread_priority();
+            }
             let job = rx.lock().recv();
             let Ok(job) = job else { return };
             let Some(engine) = weak.upgrade() else { return };
@@ -70,9 +74,14 @@ pub(crate) fn start_workers(engine: &Arc<Engine>) -> Result<(), StorageError> {
     let (ctx, crx) = mpsc::channel();
     let frx = Arc::new(parking_lot::Mutex::new(frx));
     let crx = Arc::new(parking_lot::Mutex::new(crx));
-    let mut handles = vec![spawn_loop(engine, frx, "memtable-flush".into())?];
+    let mut handles = vec![spawn_loop(engine, frx, "memtable-flush".into(), false)?];
     for i in 0..engine.config.concurrent_compactors.clamp(1, 16) {
-        handles.push(spawn_loop(engine, crx.clone(), format!("compaction-{i}"))?);
+        handles.push(spawn_loop(
+            engine,
+            crx.clone(),
+            format!("compaction-{i}"),
+            true,
+        )?);
     }
     *engine.jobs.lock() = Some(ftx);
     *engine.compaction_jobs.lock() = Some(ctx);
@@ -121,7 +130,7 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
         u64::MAX,
         task,
         // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
-        engine.config.flush_throughput_mib_per_s,
+        &|| engine.config.flush_throughput_mib_per_s,
         None,
     );
     engine.end_task(task);
@@ -130,6 +139,11 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
     t.sstables.write().extend(readers);
     t.flushing.write().retain(|m| !Arc::ptr_eq(m, &old));
     engine.log.discard(def.id, pos);
+    // Freeing millions of rows and cells takes a good part of a flush's CPU; nothing waits
+    // for it, so it runs beside the next flush or compaction instead of before it.
+    let _ = std::thread::Builder::new()
+        .name("memtable-free".into())
+        .spawn(move || drop(old));
     if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
         let _ = tx.send(Job::Compact(def.id));
     }
@@ -176,13 +190,13 @@ fn write_outputs<'a>(
     level: u32,
     max_output_bytes: u64,
     task: u64,
-    cap: u64,
+    rate_mib_s: &dyn Fn() -> u64,
     timestamp_base: Option<i64>,
 ) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
     let cmp = t.layout.read().cmp.clone();
     let mut outputs = Vec::new();
     let mut writer: Option<SSTableWriter> = None;
-    let started = Instant::now();
+    let mut throttle = Throttle::new(rate_mib_s);
     let mut written = 0u64;
     for p in parts {
         let mut p = match p {
@@ -245,13 +259,7 @@ fn write_outputs<'a>(
                 outputs.push(w.finish(&cmp)?);
             }
         }
-        if cap > 0 {
-            // Throttle: stay under cap MiB/s measured over the whole task.
-            let allowed = Duration::from_secs_f64(written as f64 / (cap as f64 * 1048576.0));
-            if let Some(wait) = allowed.checked_sub(started.elapsed()) {
-                std::thread::sleep(wait.min(Duration::from_secs(1)));
-            }
-        }
+        throttle.wrote(written);
     }
     if let Some(w) = writer.take() {
         // A streamed partition that merged to nothing may leave a writer with no partition.
@@ -502,6 +510,18 @@ pub(crate) fn compact_sstables(
         Some(Ok(Merged::Whole(p)))
     });
     let expected: usize = inputs.iter().map(|s| s.index.len()).sum();
+    let cap = engine.config.compaction_throughput_mib_per_s;
+    let min_threshold = match def.options.compaction {
+        CompactionOptions::SizeTiered { min_threshold, .. } => min_threshold as usize,
+        _ => 4,
+    };
+    // Only background compactions follow the backlog; one an operator asked for keeps the cap.
+    let rate = || match kind {
+        CompactionKind::Background => {
+            background_rate_mib_s(cap, t.sstables.read().len(), min_threshold)
+        }
+        _ => cap,
+    };
     let result = write_outputs(
         engine,
         t,
@@ -511,7 +531,7 @@ pub(crate) fn compact_sstables(
         level,
         max_output_bytes,
         task,
-        engine.config.compaction_throughput_mib_per_s,
+        &rate,
         raw_base,
     );
     engine.end_task(task);

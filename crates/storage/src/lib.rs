@@ -32,6 +32,7 @@ mod codec;
 mod codec_compact;
 mod commitlog;
 mod compaction;
+mod compaction_control;
 mod compression;
 mod engine;
 mod error;

@@ -31,13 +31,16 @@ pub use crate::stats::SSTableStats;
 use crate::types::CompressionOptions;
 use bytes::Bytes;
 use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[path = "sstable_format.rs"]
 pub(crate) mod format;
+#[path = "sstable_sink.rs"]
+mod sink;
+use sink::ChunkSink;
 #[path = "sstable_raw.rs"]
 pub(crate) mod raw;
 #[path = "sstable_wide.rs"]
@@ -153,11 +156,10 @@ fn block_spans(starts: &[usize], len: usize) -> Vec<(usize, u32, u32, u32)> {
 pub struct SSTableWriter {
     dir: PathBuf,
     gen: u64,
-    codec: ChunkCodec,
+    /// The CompressionInfo code of the table's compression.
+    file_code: u8,
     chunk_len: usize,
-    data: BufWriter<File>,
-    data_offset: u64,
-    chunk_offsets: Vec<u64>,
+    sink: ChunkSink,
     pending: Vec<u8>,
     logical_pos: u64,
     index: Vec<IndexEntry>,
@@ -182,18 +184,15 @@ impl SSTableWriter {
         level: u32,
     ) -> Result<Self, StorageError> {
         fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
-        let path = component_path(dir, gen, "Data.db");
-        let f = File::create(&path).map_err(|e| StorageError::io(&path, e))?;
         let chunk_len = (compression.chunk_length_in_kb.clamp(1, 4096) as usize) * 1024;
+        let codec = ChunkCodec::new(compression);
         Ok(SSTableWriter {
             dir: dir.to_path_buf(),
             gen,
-            codec: ChunkCodec::new(compression),
+            file_code: codec.file_code(),
             chunk_len,
-            data: BufWriter::with_capacity(1 << 16, f),
-            data_offset: 0,
-            chunk_offsets: Vec::new(),
-            pending: Vec::new(),
+            sink: ChunkSink::create(dir, gen, codec)?,
+            pending: Vec::with_capacity(chunk_len),
             logical_pos: 0,
             index: Vec::new(),
             filter: BloomFilter::new(expected_keys, fp_chance),
@@ -326,10 +325,9 @@ impl SSTableWriter {
             self.pending.extend_from_slice(now);
             rest = later;
             if self.pending.len() >= self.chunk_len {
-                let chunk = std::mem::take(&mut self.pending);
-                self.write_chunk(&chunk)?;
-                self.pending = chunk;
-                self.pending.clear();
+                let chunk =
+                    std::mem::replace(&mut self.pending, Vec::with_capacity(self.chunk_len));
+                self.sink.write_chunk(chunk)?;
             }
         }
         Ok(())
@@ -340,26 +338,6 @@ impl SSTableWriter {
         self.logical_pos
     }
 
-    fn write_chunk(&mut self, chunk: &[u8]) -> Result<(), StorageError> {
-        let (code, stored) = self.codec.compress(chunk);
-        // Chunks are at most 4 MiB and stored raw when compression does not shrink them, so the
-        // length always fits below the code byte.
-        debug_assert!(stored.len() as u32 <= STORED_LEN_MASK);
-        let word = (u32::from(code) << 24) | (stored.len() as u32 & STORED_LEN_MASK);
-        let mut hdr = Vec::with_capacity(12);
-        hdr.extend_from_slice(&word.to_be_bytes());
-        hdr.extend_from_slice(&(chunk.len() as u32).to_be_bytes());
-        hdr.extend_from_slice(&crc32c(&stored).to_be_bytes());
-        self.chunk_offsets.push(self.data_offset);
-        let path = component_path(&self.dir, self.gen, "Data.db");
-        self.data
-            .write_all(&hdr)
-            .and_then(|_| self.data.write_all(&stored))
-            .map_err(|e| StorageError::io(&path, e))?;
-        self.data_offset += (hdr.len() + stored.len()) as u64;
-        Ok(())
-    }
-
     /// Writes the remaining components and the TOC; returns the opened reader.
     pub fn finish(
         mut self,
@@ -367,18 +345,11 @@ impl SSTableWriter {
     ) -> Result<Arc<SSTableReader>, StorageError> {
         if !self.pending.is_empty() {
             let chunk = std::mem::take(&mut self.pending);
-            self.write_chunk(&chunk)?;
+            self.sink.write_chunk(chunk)?;
         }
-        let data_path = component_path(&self.dir, self.gen, "Data.db");
-        self.data
-            .flush()
-            .map_err(|e| StorageError::io(&data_path, e))?;
-        self.data
-            .get_ref()
-            .sync_all()
-            .map_err(|e| StorageError::io(&data_path, e))?;
+        let data = self.sink.finish()?;
         self.stats.uncompressed_bytes = self.logical_pos;
-        self.stats.data_file_bytes = self.data_offset;
+        self.stats.data_file_bytes = data.bytes;
         self.stats.min_clustering = self.min_ck.take().map(|k| k.values).unwrap_or_default();
         self.stats.max_clustering = self.max_ck.take().map(|k| k.values).unwrap_or_default();
         self.stats.data_format = self.format.code();
@@ -387,11 +358,11 @@ impl SSTableWriter {
         let mut ci = MAGIC.to_vec();
         {
             let mut w = Writer(&mut ci);
-            w.u8(self.codec.file_code());
+            w.u8(self.file_code);
             w.u32(self.chunk_len as u32);
             w.u64(self.logical_pos);
-            w.u32(self.chunk_offsets.len() as u32);
-            for o in &self.chunk_offsets {
+            w.u32(data.chunk_offsets.len() as u32);
+            for o in &data.chunk_offsets {
                 w.u64(*o);
             }
         }
@@ -427,6 +398,7 @@ impl SSTableWriter {
 
     /// Removes a half-written generation (error path).
     pub fn abort(self) {
+        let _ = self.sink.finish();
         for c in std::iter::once(&"TOC.txt").chain(COMPONENTS.iter()) {
             let _ = fs::remove_file(component_path(&self.dir, self.gen, c));
         }
