@@ -1,19 +1,19 @@
 //! Background work: memtable flush, and compaction (SizeTiered, Leveled, TimeWindow, major,
 //! garbagecollect) with tombstone purge after gc_grace_seconds where it cannot resurrect data.
 
-use crate::cache::ByteCache;
-use crate::compaction_control::{background_rate_mib_s, lower_thread_priority, Throttle};
+use crate::compaction_control::{lower_thread_priority, Throttle};
+use crate::compaction_merge::{
+    merge_range, parallel_major_bytes, raw_copyable, token_splits, MergeCtx, RangeOutput,
+    TokenRange,
+};
 use crate::engine::{Engine, Job, Table};
 use crate::memtable::Memtable;
 use crate::partition::{Partition, Row};
 use crate::reconcile::CellKind;
-use crate::sstable::format::DataFormat;
 use crate::sstable::raw::{rebase, EncodedPartition};
-use crate::sstable::{ChunkKey, SSTableReader, SSTableWriter};
+use crate::sstable::{SSTableReader, SSTableWriter};
 use crate::types::*;
-use bytes::Bytes;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Weak};
 
@@ -23,8 +23,6 @@ const BUCKET_HIGH: f64 = 1.5;
 const MIN_SSTABLE_SIZE_BYTES: u64 = 50 << 20;
 /// Output split size for strategies that do not set one.
 const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 30;
-/// Decompressed-chunk memo per compaction (inputs are read sequentially).
-const COMPACTION_CHUNK_MEMO_BYTES: u64 = 16 << 20;
 /// LCS: L0 count that triggers compaction into L1.
 const LCS_L0_TRIGGER: usize = 4;
 
@@ -181,7 +179,7 @@ type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageErr
 /// Writes partitions (in order) into one or more SSTables, splitting at partition boundaries once
 /// an output exceeds `max_output_bytes`.
 #[allow(clippy::too_many_arguments)]
-fn write_outputs<'a>(
+pub(crate) fn write_outputs<'a>(
     engine: &Engine,
     t: &Table,
     def: &TableDef,
@@ -373,7 +371,6 @@ pub(crate) fn purge_row(r: &mut Row, gc_before_s: i64, max_purgeable_ts: i64, no
 }
 
 /// Next partition of one compaction input: (key, input index, index position).
-type MergeHead = ((i64, Bytes), usize, usize);
 
 /// The kind of a compaction task.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -384,6 +381,9 @@ pub(crate) enum CompactionKind {
 }
 
 /// Merges `inputs` into new SSTables, replacing them atomically in the table's SSTable set.
+/// A major compaction of more than `PARALLEL_MAJOR_BYTES` runs one merge per token range on
+/// `concurrent_compactors` threads; the outputs split at those token boundaries, as whole files
+/// that a new owner of a range could take.
 pub(crate) fn compact_sstables(
     engine: &Engine,
     t: &Arc<Table>,
@@ -395,14 +395,7 @@ pub(crate) fn compact_sstables(
     let def = t.def.read().clone();
     let input_gens: HashSet<u64> = inputs.iter().map(|s| s.gen).collect();
     let total: u64 = inputs.iter().map(|s| s.stats.uncompressed_bytes).sum();
-    let label = match kind {
-        CompactionKind::Background => "Compaction",
-        CompactionKind::Major => "Major compaction",
-        CompactionKind::GarbageCollect => "Garbage collection",
-    };
-    let task = engine.start_task(&def, label, total);
     let now = now_s();
-    let gc_before = now - i64::from(def.options.gc_grace_seconds);
     let others: Vec<Arc<SSTableReader>> = t
         .sstables
         .read()
@@ -413,135 +406,85 @@ pub(crate) fn compact_sstables(
     let memtables: Vec<Arc<Memtable>> = std::iter::once(t.memtable.read().clone())
         .chain(t.flushing.read().iter().cloned())
         .collect();
-    let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
-    // Min-heap of (next key, input index, index position).
-    let mut heap: BinaryHeap<Reverse<MergeHead>> = BinaryHeap::new();
-    for (si, s) in inputs.iter().enumerate() {
-        if let Some(e) = s.index.first() {
-            heap.push(Reverse(((e.token, e.key.clone()), si, 0)));
+    let ranges = match kind {
+        CompactionKind::Major if total > parallel_major_bytes() => {
+            token_splits(&inputs, engine.config.concurrent_compactors.clamp(1, 8))
         }
-    }
+        _ => vec![TokenRange::ALL],
+    };
+    let ctx = MergeCtx {
+        engine,
+        t,
+        def: &def,
+        inputs: &inputs,
+        others: &others,
+        memtables: &memtables,
+        now_s: now,
+        gc_before_s: now - i64::from(def.options.gc_grace_seconds),
+        kind,
+        level,
+        max_output_bytes,
+        // Outputs share the timestamp base of the largest input, whose partitions then copy
+        // with their timestamp deltas unchanged.
+        raw_base: inputs
+            .iter()
+            .filter(|s| raw_copyable(s))
+            .max_by_key(|s| s.stats.uncompressed_bytes)
+            .map(|s| s.format.base_us()),
+    };
+    let results: Vec<Result<RangeOutput, StorageError>> = if ranges.len() == 1 {
+        ranges.iter().map(|r| merge_range(&ctx, r)).collect()
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges
+                .iter()
+                .map(|r| {
+                    let ctx = &ctx;
+                    scope.spawn(move || merge_range(ctx, r))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(StorageError::InvalidRequest(
+                            "compaction thread panicked".into(),
+                        ))
+                    })
+                })
+                .collect()
+        })
+    };
     let mut stats = CompactionStats {
         input_sstables: inputs.len(),
         bytes_read: total,
         ..CompactionStats::default()
     };
-    let purged = std::cell::Cell::new(0u64);
-    let copied = std::cell::Cell::new(0u64);
-    // Outputs share the timestamp base of the largest input, whose partitions then copy with
-    // their timestamp deltas unchanged.
-    let raw_base = inputs
-        .iter()
-        .filter(|s| raw_copyable(s))
-        .max_by_key(|s| s.stats.uncompressed_bytes)
-        .map(|s| s.format.base_us());
-    let (inputs_ref, memo_ref, purged_ref) = (&inputs, &memo, &purged);
-    let merged = std::iter::from_fn(|| {
-        let Reverse((key, si, ii)) = heap.pop()?;
-        let mut batch = vec![(si, ii)];
-        while heap.peek().is_some_and(|Reverse((k, _, _))| *k == key) {
-            if let Some(Reverse((_, s, i))) = heap.pop() {
-                batch.push((s, i));
+    let mut outputs = Vec::new();
+    let mut failure = None;
+    for r in results {
+        match r {
+            Ok(o) => {
+                outputs.extend(o.sstables);
+                stats.tombstones_purged += o.purged;
+                stats.partitions_copied += o.copied;
+            }
+            Err(e) => failure = Some(e),
+        }
+    }
+    if let Some(e) = failure {
+        // The inputs stay; what the other ranges wrote goes.
+        for s in &outputs {
+            for p in s.component_paths() {
+                let _ = std::fs::remove_file(p);
             }
         }
-        let mut input_bytes = 0u64;
-        for &(si, ii) in &batch {
-            let Some(s) = inputs.get(si) else { continue };
-            input_bytes += s.index.get(ii).map_or(0, |e| u64::from(e.length));
-            if let Some(e) = s.index.get(ii + 1) {
-                heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
-            }
-        }
-        if let (Some(to_base), [(si, ii)]) = (raw_base, batch.as_slice()) {
-            if input_bytes <= STREAM_PARTITION_BYTES {
-                match raw_copy(inputs_ref, *si, *ii, &key, to_base, memo_ref) {
-                    Ok(Some(enc)) => {
-                        let src = inputs.get(*si).cloned()?;
-                        copied.set(copied.get() + 1);
-                        return Some(Ok(Merged::Encoded(enc, src)));
-                    }
-                    Ok(None) => {}
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-        }
-        let mut max_purgeable = i64::MAX;
-        for s in &others {
-            if s.find(key.0, &key.1).is_some() {
-                max_purgeable = max_purgeable.min(s.stats.min_timestamp_us);
-            }
-        }
-        for m in &memtables {
-            if let Some(Some((lo, _))) = m.with_partition(key.0, &key.1, |mp| mp.timestamp_range())
-            {
-                max_purgeable = max_purgeable.min(lo);
-            }
-        }
-        let purge_at = PurgeAt {
-            gc_before_s: gc_before,
-            max_purgeable_ts: max_purgeable,
-            now_s: now,
-        };
-        if input_bytes > STREAM_PARTITION_BYTES {
-            // Too large to merge in memory: stream its rows (wide_merge.rs).
-            let f = move |w: &mut SSTableWriter| {
-                let n =
-                    crate::wide_merge::write_streamed(w, inputs_ref, &batch, memo_ref, purge_at)?;
-                purged_ref.set(purged_ref.get() + n);
-                Ok(())
-            };
-            return Some(Ok(Merged::Streamed(Box::new(f))));
-        }
-        let mut acc: Option<Partition> = None;
-        for (si, ii) in batch {
-            let Some(s) = inputs.get(si) else { continue };
-            let p = match s.read_partition(ii, Some(&memo)) {
-                Ok(p) => p,
-                Err(e) => return Some(Err(e)),
-            };
-            match &mut acc {
-                Some(a) => a.merge(p),
-                None => acc = Some(p),
-            }
-        }
-        let mut p = acc?;
-        p.drop_shadowed();
-        purged.set(purged.get() + purge(&mut p, gc_before, max_purgeable, now));
-        Some(Ok(Merged::Whole(p)))
-    });
-    let expected: usize = inputs.iter().map(|s| s.index.len()).sum();
-    let cap = engine.config.compaction_throughput_mib_per_s;
-    let min_threshold = match def.options.compaction {
-        CompactionOptions::SizeTiered { min_threshold, .. } => min_threshold as usize,
-        _ => 4,
-    };
-    // Only background compactions follow the backlog; one an operator asked for keeps the cap.
-    let rate = || match kind {
-        CompactionKind::Background => {
-            background_rate_mib_s(cap, t.sstables.read().len(), min_threshold)
-        }
-        _ => cap,
-    };
-    let result = write_outputs(
-        engine,
-        t,
-        &def,
-        merged,
-        expected,
-        level,
-        max_output_bytes,
-        task,
-        &rate,
-        raw_base,
-    );
-    engine.end_task(task);
-    let outputs = result?;
+        return Err(e);
+    }
     stats.output_sstables = outputs.len();
     stats.output_generations = outputs.iter().map(|s| s.gen).collect();
     stats.bytes_written = outputs.iter().map(|s| s.stats.data_file_bytes).sum();
     stats.partitions_written = outputs.iter().map(|s| s.stats.partitions).sum();
-    stats.tombstones_purged = purged.get();
-    stats.partitions_copied = copied.get();
     {
         let mut set = t.sstables.write();
         set.retain(|s| !input_gens.contains(&s.gen));
@@ -556,32 +499,6 @@ pub(crate) fn compact_sstables(
         }
     }
     Ok(stats)
-}
-
-/// Whether partitions of `s` can be copied without decoding: format 2, and clustering bounds that
-/// the output can inherit.
-fn raw_copyable(s: &SSTableReader) -> bool {
-    matches!(s.format, DataFormat::Compact { .. }) && s.clustering_bounds().is_some()
-}
-
-/// The partition at index position `ii` of input `si` re-encoded for `to_base`, when it needs no
-/// decoding (see sstable_raw.rs).
-fn raw_copy(
-    inputs: &[Arc<SSTableReader>],
-    si: usize,
-    ii: usize,
-    key: &(i64, Bytes),
-    to_base: i64,
-    memo: &ByteCache<ChunkKey, Vec<u8>>,
-) -> Result<Option<EncodedPartition>, StorageError> {
-    let Some(s) = inputs.get(si).filter(|s| raw_copyable(s)) else {
-        return Ok(None);
-    };
-    let Some(e) = s.index.get(ii) else {
-        return Ok(None);
-    };
-    let bytes = s.read_bytes(e.position, e.length, Some(memo))?;
-    rebase(key.0, key.1.clone(), &bytes, s.format.base_us(), to_base)
 }
 
 /// Reserves SSTables for a compaction; returns those not already taken.

@@ -33,6 +33,7 @@ mod codec_compact;
 mod commitlog;
 mod compaction;
 mod compaction_control;
+mod compaction_merge;
 mod compression;
 mod engine;
 mod error;
@@ -44,6 +45,10 @@ mod sstable_tools;
 mod stats;
 mod types;
 mod wide_merge;
+
+// Unit tests share the integration tests' helpers, which name the crate.
+#[cfg(test)]
+extern crate self as helenus_storage;
 
 pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use engine::Engine;

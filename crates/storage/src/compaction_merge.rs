@@ -1,0 +1,331 @@
+//! One compaction merge: the inputs' partitions of one token range, in order, merged (or copied
+//! in encoded form when only one input has them) into new SSTables.
+
+use crate::cache::ByteCache;
+use crate::compaction::{
+    purge, write_outputs, CompactionKind, Merged, PurgeAt, STREAM_PARTITION_BYTES,
+};
+use crate::compaction_control::background_rate_mib_s;
+use crate::engine::{Engine, Table};
+use crate::error::StorageError;
+use crate::memtable::Memtable;
+use crate::partition::Partition;
+use crate::sstable::format::DataFormat;
+use crate::sstable::raw::{rebase, EncodedPartition};
+use crate::sstable::{ChunkKey, SSTableReader, SSTableWriter};
+use crate::types::*;
+use bytes::Bytes;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Decompressed input chunks kept while merging (inputs are read in order, a few chunks each).
+const COMPACTION_CHUNK_MEMO_BYTES: u64 = 16 << 20;
+/// Major compactions above this many (uncompressed) bytes merge token ranges in parallel
+/// (a variable so tests can parallelise small compactions).
+static PARALLEL_MAJOR_BYTES: AtomicU64 = AtomicU64::new(32 << 20);
+
+pub(crate) fn parallel_major_bytes() -> u64 {
+    PARALLEL_MAJOR_BYTES.load(Ordering::Relaxed)
+}
+
+/// (next key, input index, index position) of one input in the merge heap.
+type MergeHead = ((i64, Bytes), usize, usize);
+
+/// Tokens from `lo` (inclusive) to `hi` (exclusive); None is unbounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TokenRange {
+    pub lo: Option<i64>,
+    pub hi: Option<i64>,
+}
+
+impl TokenRange {
+    pub(crate) const ALL: TokenRange = TokenRange { lo: None, hi: None };
+}
+
+/// `n` token ranges with about as many partitions of the largest input each.
+pub(crate) fn token_splits(inputs: &[Arc<SSTableReader>], n: usize) -> Vec<TokenRange> {
+    let Some(largest) = inputs.iter().max_by_key(|s| s.index.len()) else {
+        return vec![TokenRange::ALL];
+    };
+    let len = largest.index.len();
+    let mut bounds: Vec<i64> = (1..n.max(1))
+        .filter_map(|i| largest.index.get(len * i / n).map(|e| e.token))
+        .collect();
+    bounds.dedup();
+    let mut ranges = Vec::with_capacity(bounds.len() + 1);
+    let mut lo = None;
+    for b in bounds {
+        if lo.is_some_and(|l| l >= b) {
+            continue;
+        }
+        ranges.push(TokenRange { lo, hi: Some(b) });
+        lo = Some(b);
+    }
+    ranges.push(TokenRange { lo, hi: None });
+    ranges
+}
+
+/// What every range of one compaction shares.
+pub(crate) struct MergeCtx<'a> {
+    pub engine: &'a Engine,
+    pub t: &'a Arc<Table>,
+    pub def: &'a TableDef,
+    pub inputs: &'a [Arc<SSTableReader>],
+    /// SSTables and memtables outside the compaction: they bound what may be purged.
+    pub others: &'a [Arc<SSTableReader>],
+    pub memtables: &'a [Arc<Memtable>],
+    pub now_s: i64,
+    pub gc_before_s: i64,
+    pub kind: CompactionKind,
+    pub level: u32,
+    pub max_output_bytes: u64,
+    /// The outputs' timestamp base, when inputs can be copied in encoded form.
+    pub raw_base: Option<i64>,
+}
+
+/// What one range produced.
+pub(crate) struct RangeOutput {
+    pub sstables: Vec<Arc<SSTableReader>>,
+    pub purged: u64,
+    pub copied: u64,
+}
+
+/// Whether partitions of `s` can be copied without decoding: format 2, and clustering bounds that
+/// the output can inherit.
+pub(crate) fn raw_copyable(s: &SSTableReader) -> bool {
+    matches!(s.format, DataFormat::Compact { .. }) && s.clustering_bounds().is_some()
+}
+
+/// The partition at index position `ii` of input `si` re-encoded for `to_base`, when it needs no
+/// decoding (see sstable_raw.rs).
+fn raw_copy(
+    inputs: &[Arc<SSTableReader>],
+    si: usize,
+    ii: usize,
+    key: &(i64, Bytes),
+    to_base: i64,
+    memo: &ByteCache<ChunkKey, Vec<u8>>,
+) -> Result<Option<EncodedPartition>, StorageError> {
+    let Some(s) = inputs.get(si).filter(|s| raw_copyable(s)) else {
+        return Ok(None);
+    };
+    let Some(e) = s.index.get(ii) else {
+        return Ok(None);
+    };
+    let bytes = s.read_bytes(e.position, e.length, Some(memo))?;
+    rebase(key.0, key.1.clone(), &bytes, s.format.base_us(), to_base)
+}
+
+/// The newest timestamp a tombstone of partition `key` may have to be purged: below the oldest
+/// data for the partition outside the compaction.
+fn max_purgeable(ctx: &MergeCtx<'_>, key: &(i64, Bytes)) -> i64 {
+    let mut max_purgeable = i64::MAX;
+    for s in ctx.others {
+        if s.find(key.0, &key.1).is_some() {
+            max_purgeable = max_purgeable.min(s.stats.min_timestamp_us);
+        }
+    }
+    for m in ctx.memtables {
+        if let Some(Some((lo, _))) = m.with_partition(key.0, &key.1, |mp| mp.timestamp_range()) {
+            max_purgeable = max_purgeable.min(lo);
+        }
+    }
+    max_purgeable
+}
+
+/// Merges the inputs' partitions in `range` into new SSTables (not yet in the table's set).
+pub(crate) fn merge_range(
+    ctx: &MergeCtx<'_>,
+    range: &TokenRange,
+) -> Result<RangeOutput, StorageError> {
+    let inputs = ctx.inputs;
+    let label = match ctx.kind {
+        CompactionKind::Background => "Compaction",
+        CompactionKind::Major => "Major compaction",
+        CompactionKind::GarbageCollect => "Garbage collection",
+    };
+    let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
+    let mut heap: BinaryHeap<Reverse<MergeHead>> = BinaryHeap::new();
+    let mut expected = 0usize;
+    let mut total = 0u64;
+    for (si, s) in inputs.iter().enumerate() {
+        let first = range
+            .lo
+            .map_or(0, |lo| s.index.partition_point(|e| e.token < lo));
+        let end = range.hi.map_or(s.index.len(), |hi| {
+            s.index.partition_point(|e| e.token < hi)
+        });
+        expected += end.saturating_sub(first);
+        if let (Some(a), Some(b)) = (s.index.get(first), s.index.get(end.max(1) - 1)) {
+            total += (b.position + u64::from(b.length)).saturating_sub(a.position);
+        }
+        if let Some(e) = s.index.get(first).filter(|_| first < end) {
+            heap.push(Reverse(((e.token, e.key.clone()), si, first)));
+        }
+    }
+    let task = ctx.engine.start_task(ctx.def, label, total);
+    let purged = std::cell::Cell::new(0u64);
+    let copied = std::cell::Cell::new(0u64);
+    let (memo_ref, purged_ref) = (&memo, &purged);
+    let (gc_before, now) = (ctx.gc_before_s, ctx.now_s);
+    let merged = std::iter::from_fn(|| {
+        let Reverse((key, si, ii)) = heap.pop()?;
+        let mut batch = vec![(si, ii)];
+        while heap.peek().is_some_and(|Reverse((k, _, _))| *k == key) {
+            if let Some(Reverse((_, s, i))) = heap.pop() {
+                batch.push((s, i));
+            }
+        }
+        let mut input_bytes = 0u64;
+        for &(si, ii) in &batch {
+            let Some(s) = inputs.get(si) else { continue };
+            input_bytes += s.index.get(ii).map_or(0, |e| u64::from(e.length));
+            if let Some(e) = s.index.get(ii + 1) {
+                if range.hi.is_none_or(|hi| e.token < hi) {
+                    heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
+                }
+            }
+        }
+        if let (Some(to_base), [(si, ii)]) = (ctx.raw_base, batch.as_slice()) {
+            if input_bytes <= STREAM_PARTITION_BYTES {
+                match raw_copy(inputs, *si, *ii, &key, to_base, memo_ref) {
+                    Ok(Some(enc)) => {
+                        let src = inputs.get(*si).cloned()?;
+                        copied.set(copied.get() + 1);
+                        return Some(Ok(Merged::Encoded(enc, src)));
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+        }
+        let max_purgeable = max_purgeable(ctx, &key);
+        let purge_at = PurgeAt {
+            gc_before_s: gc_before,
+            max_purgeable_ts: max_purgeable,
+            now_s: now,
+        };
+        if input_bytes > STREAM_PARTITION_BYTES {
+            // Too large to merge in memory: stream its rows (wide_merge.rs).
+            let f = move |w: &mut SSTableWriter| {
+                let n = crate::wide_merge::write_streamed(w, inputs, &batch, memo_ref, purge_at)?;
+                purged_ref.set(purged_ref.get() + n);
+                Ok(())
+            };
+            return Some(Ok(Merged::Streamed(Box::new(f))));
+        }
+        let mut acc: Option<Partition> = None;
+        for (si, ii) in batch {
+            let Some(s) = inputs.get(si) else { continue };
+            let p = match s.read_partition(ii, Some(memo_ref)) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            match &mut acc {
+                Some(a) => a.merge(p),
+                None => acc = Some(p),
+            }
+        }
+        let mut p = acc?;
+        p.drop_shadowed();
+        purged.set(purged.get() + purge(&mut p, gc_before, max_purgeable, now));
+        Some(Ok(Merged::Whole(p)))
+    });
+    let cap = ctx.engine.config.compaction_throughput_mib_per_s;
+    let min_threshold = match ctx.def.options.compaction {
+        CompactionOptions::SizeTiered { min_threshold, .. } => min_threshold as usize,
+        _ => 4,
+    };
+    // Only background compactions follow the backlog; one an operator asked for keeps the cap.
+    let kind = ctx.kind;
+    let t = ctx.t;
+    let rate = || match kind {
+        CompactionKind::Background => {
+            background_rate_mib_s(cap, t.sstables.read().len(), min_threshold)
+        }
+        _ => cap,
+    };
+    let result = write_outputs(
+        ctx.engine,
+        ctx.t,
+        ctx.def,
+        merged,
+        expected,
+        ctx.level,
+        ctx.max_output_bytes,
+        task,
+        &rate,
+        ctx.raw_base,
+    );
+    ctx.engine.end_task(task);
+    Ok(RangeOutput {
+        sstables: result?,
+        purged: purged.get(),
+        copied: copied.get(),
+    })
+}
+
+#[cfg(test)]
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+#[cfg(test)]
+mod tests {
+    use super::common::*;
+    use super::*;
+
+    #[test]
+    fn an_unbounded_range_is_all_tokens() {
+        assert_eq!(token_splits(&[], 4), vec![TokenRange::ALL]);
+    }
+
+    #[test]
+    fn a_large_major_compaction_merges_token_ranges_in_parallel() {
+        PARALLEL_MAJOR_BYTES.store(0, Ordering::Relaxed);
+        let dir = tempdir("parallel-major");
+        let mut config = config(&dir, CommitlogSync::Batch);
+        config.concurrent_compactors = 2;
+        let e = Engine::open(config).unwrap();
+        e.create_table(table_def(0)).unwrap();
+        // Three SSTables: disjoint keys (copied encoded), overwrites and deletions (merged).
+        for round in 0..3u32 {
+            for i in 0..400u32 {
+                let key = format!("k{}", i + round * 300);
+                let mut m = mutation(key.as_bytes());
+                let ts = i64::from(round) + 1;
+                m.rows
+                    .push(row(b"a", vec![set(1, ts, &round.to_be_bytes())]));
+                if round == 2 && i % 7 == 0 {
+                    m.rows.push(RowUpdate {
+                        deletion: Some(DeletionTime {
+                            marked_for_delete_at_us: ts,
+                            local_deletion_time_s: 1,
+                        }),
+                        ..row(b"b", vec![])
+                    });
+                } else {
+                    m.rows.push(row(b"b", vec![set(2, ts, &i.to_be_bytes())]));
+                }
+                e.apply_blocking(&[m]).unwrap();
+            }
+            e.flush(None).unwrap();
+        }
+        let before = e.read(TABLE, &scan_all(now())).unwrap();
+        let cs = e.compact(TABLE).unwrap();
+        assert_eq!((cs.input_sstables, cs.output_sstables), (3, 2));
+        assert!(cs.partitions_copied > 0 && cs.partitions_copied < cs.partitions_written);
+        let after = e.read(TABLE, &scan_all(now())).unwrap();
+        assert_eq!(after, before);
+        assert_eq!(after.partitions.len(), 1000);
+        // The two outputs hold disjoint token ranges.
+        let t = e.table(TABLE).unwrap();
+        let set = t.sstables.read();
+        let (a, b) = (&set[0].stats, &set[1].stats);
+        assert!(a.max_token < b.min_token || b.max_token < a.min_token);
+        drop(set);
+        e.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
