@@ -11,11 +11,11 @@
 #              whether it worked), then `helenus-stress read duration=READ_DURATION -pop dist=UNIFORM(1..N)
 #              -rate threads=THREADS` twice: "cold" (right after the restart) and "warm" (the same again).
 #   wide       bench_wide.t (pk int, ck int, v text, PRIMARY KEY ((pk), ck)): WIDE_PARTITIONS x WIDE_ROWS rows of
-#              100-byte values loaded by bench/storage_client.py, flushed, major-compacted; then slices with
+#              100-byte values loaded by bench/storage_client.py in PARTS clustering ranges, each flushed, major-compacted; then slices with
 #              random starting points for SLICE_DURATION each: `WHERE pk = ? AND ck >= ? LIMIT 100` and
 #              `WHERE pk = ? AND ck >= ? AND ck < ?+100` (32 requests in flight, Python driver).
 #   gdelt      GDELT_ROWS GDELT 1.0-shaped events (57 columns, one row per partition, seeded generator in
-#              storage_client.py) loaded with prepared INSERTs, flushed, major-compacted; ingest rate and
+#              storage_client.py) loaded with prepared INSERTs in PARTS ranges, each flushed, major-compacted; ingest rate and
 #              on-disk bytes.
 # Writes bench/results/storage-<date>-<commit>.json and .md: a section per part, each metric with the
 # Helenus and Cassandra values and the Helenus/Cassandra ratio. A failed part is recorded as failed (with
@@ -215,13 +215,26 @@ part_reads() {
 }
 
 # --- part: wide partitions, slices ----------------------------------------------------------------------
+# Sums the per-part load outputs (one JSON line each) of FILE into one object.
+sum_loads() { jq -cs '{rows: (map(.rows) | add), load_s: (map(.load_s) | add), errors: (map(.errors) | add),
+  first_error: (map(.first_error) | map(select(. != null)) | first), client_cpu_s: (map(.client_cpu_s) | add),
+  parts: length} | .rows_per_s = (if .load_s > 0 then .rows / .load_s else null end)' "$1"; }
 part_wide() {
-  local s="$1" load q
-  log "$s: loading $WIDE_PARTITIONS x $WIDE_ROWS rows into bench_wide.t"
-  load="$(timeout 3600 "$PY" "$CLIENT" wide-load "$ADDR" --partitions "$WIDE_PARTITIONS" --rows "$WIDE_ROWS" 2>"$WORK/$s-wide-load.err")" \
-    || { why "wide-load failed: $(tail -3 "$WORK/$s-wide-load.err")"; return 1; }
+  local s="$1" load q part t0 flush_ms=0 per=$(( WIDE_ROWS / PARTS ))
+  log "$s: loading $WIDE_PARTITIONS x $WIDE_ROWS rows into bench_wide.t in $PARTS parts (clustering ranges)"
+  : > "$WORK/$s-wide-load.jsonl"
+  for part in $(seq 1 "$PARTS"); do
+    timeout 3600 "$PY" "$CLIENT" wide-load "$ADDR" --partitions "$WIDE_PARTITIONS" --rows "$WIDE_ROWS" \
+      --ck-from $(( (part - 1) * per )) --ck-to $(( part == PARTS ? WIDE_ROWS : part * per )) \
+      >> "$WORK/$s-wide-load.jsonl" 2>"$WORK/$s-wide-load.err" \
+      || { why "wide-load failed: $(tail -3 "$WORK/$s-wide-load.err")"; return 1; }
+    t0=$(now_ms); nodetool "$s" flush bench_wide t >/dev/null || { why "flush failed"; return 1; }
+    flush_ms=$(( flush_ms + $(now_ms) - t0 ))
+  done
+  load="$(sum_loads "$WORK/$s-wide-load.jsonl")"
   log "$s: wide load: $load"
   flush_compact "$s" bench_wide t || { why "flush/compact failed"; return 1; }
+  FC_FLUSH_MS=$flush_ms
   # A short unrecorded warm-up (same for both servers), then each slice query for SLICE_DURATION.
   timeout 120 "$PY" "$CLIENT" wide-slice "$ADDR" --partitions "$WIDE_PARTITIONS" --rows "$WIDE_ROWS" --query limit \
     --duration 5 > "$WORK/$s-wide-warmup.json" 2>&1 || true
@@ -237,13 +250,21 @@ part_wide() {
 # --- part: GDELT-shaped events, on-disk size after major compaction -------------------------------------
 GDELT_FILE="$WORK/gdelt-$GDELT_ROWS.pkl"; GDELT_GEN=""
 part_gdelt() {
-  local s="$1" load
+  local s="$1" load part t0 flush_ms=0
   [ -n "$GDELT_GEN" ] || { why "the GDELT generator failed"; return 1; }
-  log "$s: loading $GDELT_ROWS GDELT-shaped rows into bench_gdelt.events"
-  load="$(timeout 3600 "$PY" "$CLIENT" gdelt-load "$ADDR" "$GDELT_FILE" 2>"$WORK/$s-gdelt-load.err")" \
-    || { why "gdelt-load failed: $(tail -3 "$WORK/$s-gdelt-load.err")"; return 1; }
+  log "$s: loading $GDELT_ROWS GDELT-shaped rows into bench_gdelt.events in $PARTS parts"
+  : > "$WORK/$s-gdelt-load.jsonl"
+  for part in $(seq 1 "$PARTS"); do
+    timeout 3600 "$PY" "$CLIENT" gdelt-load "$ADDR" "$GDELT_FILE" --part "$part" --parts "$PARTS" \
+      >> "$WORK/$s-gdelt-load.jsonl" 2>"$WORK/$s-gdelt-load.err" \
+      || { why "gdelt-load failed: $(tail -3 "$WORK/$s-gdelt-load.err")"; return 1; }
+    t0=$(now_ms); nodetool "$s" flush bench_gdelt events >/dev/null || { why "flush failed"; return 1; }
+    flush_ms=$(( flush_ms + $(now_ms) - t0 ))
+  done
+  load="$(sum_loads "$WORK/$s-gdelt-load.jsonl")"
   log "$s: gdelt load: $load"
   flush_compact "$s" bench_gdelt events || { why "flush/compact failed"; return 1; }
+  FC_FLUSH_MS=$flush_ms
   record gdelt "$s" "\"load\":$load,\"data_set\":$GDELT_GEN,$(fc_json)"
 }
 

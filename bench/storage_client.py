@@ -153,16 +153,17 @@ def wide_load(a):
 
         def batches():
             # Unlogged batches of `batch` rows of one partition (a single mutation), partitions interleaved.
-            for start in range(0, a.rows, a.batch):
+            end = a.rows if a.ck_to is None else min(a.rows, a.ck_to)
+            for start in range(a.ck_from, end, a.batch):
                 for pk in range(a.partitions):
                     b = BatchStatement(batch_type=BatchType.UNLOGGED)
-                    for ck in range(start, min(a.rows, start + a.batch)):
+                    for ck in range(start, min(end, start + a.batch)):
                         b.add(ins, (pk, ck, values[(pk * 7 + ck) % 64]))
                     yield b, None
 
         c0 = cpu_s()
         elapsed, errors, first = load(s, batches(), a.concurrency)
-        n = a.partitions * a.rows
+        n = a.partitions * ((a.rows if a.ck_to is None else min(a.rows, a.ck_to)) - a.ck_from)
         print(json.dumps({"rows": n, "partitions": a.partitions, "rows_per_partition": a.rows,
                           "value_bytes": a.value_size, "batch_rows": a.batch, "load_s": round(elapsed, 3),
                           "rows_per_s": round(n / elapsed, 1), "errors": errors, "first_error": first,
@@ -360,6 +361,9 @@ def gdelt_gen(a):
 def gdelt_load(a):
     with open(a.file, "rb") as f:
         rows = pickle.load(f)
+    # Part K of P: a contiguous range of event ids (one SSTable per part when each is followed by a flush).
+    lo, hi = (a.part - 1) * len(rows) // a.parts, a.part * len(rows) // a.parts
+    rows = rows[lo:hi]
     cluster, s = connect(a.host)
     try:
         s.execute(f"CREATE KEYSPACE IF NOT EXISTS {GDELT_KS} WITH replication = "
@@ -390,6 +394,8 @@ def main():
     w.add_argument("--batch", type=int, default=25)
     w.add_argument("--concurrency", type=int, default=32)
     w.add_argument("--seed", type=int, default=42)
+    w.add_argument("--ck-from", type=int, default=0, help="load clustering keys [ck-from, ck-to) only")
+    w.add_argument("--ck-to", type=int, default=None)
     r = sub.add_parser("wide-slice")
     r.add_argument("host")
     r.add_argument("--partitions", type=int, default=20)
@@ -406,6 +412,8 @@ def main():
     gl.add_argument("host")
     gl.add_argument("file")
     gl.add_argument("--concurrency", type=int, default=64)
+    gl.add_argument("--part", type=int, default=1)
+    gl.add_argument("--parts", type=int, default=1)
     a = p.parse_args()
     {"wide-load": wide_load, "wide-slice": wide_slice, "gdelt-gen": gdelt_gen, "gdelt-load": gdelt_load}[a.cmd](a)
 
