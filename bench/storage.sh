@@ -53,6 +53,7 @@ WORK="${HOME}/.cache/helenus/bench/storage-$$"
 OUT="$ROOT/bench/results"; NAME="storage-$DATE-$COMMIT"
 mkdir -p "$WORK" "$OUT"
 RESULTS="$WORK/results.jsonl"; : > "$RESULTS"
+LOADAVG_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 log() { echo "[storage-bench $(date -u +%T)] $*" >&2; }
 has_part() { [[ " $PARTS_TO_RUN " == *" $1 "* ]]; }
 
@@ -313,5 +314,8 @@ for s in $SERVERS; do
 done
 rm -f "$GDELT_FILE"
 
+N="$N" PARTS="$PARTS" THREADS="$THREADS" HEAP="$HEAP" READ_DURATION="$READ_DURATION" WIDE_PARTITIONS="$WIDE_PARTITIONS" \
+WIDE_ROWS="$WIDE_ROWS" SLICE_DURATION="$SLICE_DURATION" GDELT_ROWS="$GDELT_ROWS" PARTS_TO_RUN="$PARTS_TO_RUN" \
+SERVERS="$SERVERS" LOADAVG_START="$LOADAVG_START" \
 python3 "$ROOT/bench/storage_report.py" "$RESULTS" "$OUT/$NAME" "$MODE" "$COMMIT" "$DATE" "$(nproc)" "$THROUGHPUT"
 log "wrote $OUT/$NAME.json and .md (raw files in $WORK)"

@@ -102,7 +102,7 @@ def main():
            "compaction_throughput_mib_s": int(throughput),
            "settings": {k: os.environ.get(k) for k in ("N", "PARTS", "THREADS", "HEAP", "READ_DURATION",
                                                       "WIDE_PARTITIONS", "WIDE_ROWS", "SLICE_DURATION",
-                                                      "GDELT_ROWS", "PARTS_TO_RUN", "SERVERS")},
+                                                      "GDELT_ROWS", "PARTS_TO_RUN", "SERVERS", "LOADAVG_START")},
            "parts": {}}
     md = [f"# Storage benchmark {date} ({commit}, {mode}, {cores} cores, machine not necessarily quiet)", "",
           "Ratios are Helenus / Cassandra; `better` says which direction is good. Same data, same client and "
