@@ -546,7 +546,9 @@ impl Engine {
                     self.merged_partition_cached(&t, *token, key)?
                         .map(|p| restrict(&p, Some(&ranges)))
                 } else {
-                    self.merged_partition(&t, *token, key, Some(&ranges))?
+                    let d = self.read_single(&t, *token, key, &ranges, q, &layout, &mut limits)?;
+                    out.partitions.extend(d);
+                    return Ok(out);
                 };
                 if let Some(p) = merged {
                     if let Some(d) = partition::live_partition(&p, q, &layout, &mut limits) {
@@ -713,7 +715,7 @@ fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
 }
 
 /// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
-fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
+pub(crate) fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
     let Some(ranges) = ranges else {
         return p.clone();
     };

@@ -39,6 +39,7 @@ mod engine;
 mod error;
 mod memtable;
 mod partition;
+mod read_single;
 mod reconcile;
 mod sstable;
 mod sstable_tools;

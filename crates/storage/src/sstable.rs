@@ -662,9 +662,25 @@ impl SSTableReader {
         ranges: &[(CKey, CKey)],
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
+        self.read_partition_sliced_upto(i, ranges, false, usize::MAX, cache)
+            .map(|(p, _)| p)
+    }
+
+    /// Like `read_partition_sliced`, but stops once the blocks read (in clustering order, or
+    /// reverse order when `reversed`) hold at least `max_rows` rows inside `ranges`. Returns the
+    /// clustering up to which the result is complete when it stopped early: rows beyond it in
+    /// the read's direction were not read.
+    pub fn read_partition_sliced_upto(
+        &self,
+        i: usize,
+        ranges: &[(CKey, CKey)],
+        reversed: bool,
+        max_rows: usize,
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+    ) -> Result<(Partition, Option<CKey>), StorageError> {
         let e = self.index.get(i).ok_or_else(|| self.corrupt(0))?;
         if e.blocks.is_empty() {
-            return self.read_partition(i, cache);
+            return Ok((self.read_partition(i, cache)?, None));
         }
         let head = self.read_bytes(e.position, e.header_len, cache)?;
         let (mut p, _) = self
@@ -675,17 +691,43 @@ impl SSTableReader {
                 e,
             )
             .map_err(|_| self.corrupt(e.position))?;
-        for (bi, b) in e.blocks.iter().enumerate() {
-            let first = CKey::row(b.first.clone(), &self.cmp);
-            let next = e
-                .blocks
-                .get(bi + 1)
-                .map(|n| CKey::row(n.first.clone(), &self.cmp));
-            let overlaps = ranges
+        let overlapping: Vec<&RowBlock> = e
+            .blocks
+            .iter()
+            .enumerate()
+            .filter(|(bi, b)| {
+                let first = CKey::row(b.first.clone(), &self.cmp);
+                let next = e
+                    .blocks
+                    .get(bi + 1)
+                    .map(|n| CKey::row(n.first.clone(), &self.cmp));
+                ranges
+                    .iter()
+                    .any(|(s, en)| first <= *en && !matches!(&next, Some(n) if n <= s))
+            })
+            .map(|(_, b)| b)
+            .collect();
+        let in_ranges = |p: &Partition| -> usize {
+            ranges
                 .iter()
-                .any(|(s, en)| first <= *en && !matches!(&next, Some(n) if n <= s));
-            if !overlaps {
-                continue;
+                .filter(|(s, e)| s <= e)
+                .map(|(s, e)| p.rows.range(s.clone()..=e.clone()).count())
+                .sum()
+        };
+        let order: Box<dyn Iterator<Item = &&RowBlock>> = if reversed {
+            Box::new(overlapping.iter().rev())
+        } else {
+            Box::new(overlapping.iter())
+        };
+        for b in order {
+            if max_rows != usize::MAX && in_ranges(&p) >= max_rows {
+                let edge = if reversed {
+                    p.rows.first_key_value()
+                } else {
+                    p.rows.last_key_value()
+                }
+                .map(|(k, _)| k.clone());
+                return Ok((p, edge));
             }
             let pos = e.position + u64::from(b.offset);
             let bytes = self.read_bytes(pos, b.length, cache)?;
@@ -698,7 +740,7 @@ impl SSTableReader {
                 )
                 .map_err(|_| self.corrupt(pos))?;
         }
-        Ok(p)
+        Ok((p, None))
     }
 
     /// Reads `length` bytes of the logical data stream at `position`.

@@ -93,6 +93,95 @@ fn a_wide_partition_alone_in_its_input_is_copied_with_its_row_index() {
     assert_eq!(got, vec![4, 5, 6]);
 }
 
+/// Clusterings of a `LIMIT`ed slice read from `from` (up or down).
+fn limited(e: &Engine, from: u32, reversed: bool, limit: usize) -> Vec<u32> {
+    let bd = |v: Option<u32>| ClusteringBound {
+        prefix: v
+            .map(|v| vec![Bytes::copy_from_slice(&v.to_be_bytes())])
+            .unwrap_or_default(),
+        kind: BoundKind::Inclusive,
+    };
+    let slice = if reversed {
+        (bd(None), bd(Some(from)))
+    } else {
+        (bd(Some(from)), bd(None))
+    };
+    let q = ReadQuery {
+        slices: vec![slice],
+        reversed,
+        row_limit: Some(limit),
+        ..point(b"wide", now())
+    };
+    let r = e.read(TABLE, &q).unwrap();
+    r.partitions
+        .first()
+        .map(|p| {
+            p.rows
+                .iter()
+                .map(|row| u32::from_be_bytes(row.clustering[0].as_ref().try_into().unwrap()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn limited_slices_stay_exact_across_deletions_in_other_sstables() {
+    let dir = tempdir("wide-limited");
+    let e = open(&dir, 864000);
+    write_wide(&e, 20_000, 100, u32::MAX);
+    // A later SSTable deletes rows 1000..1049 one by one and 2000..=3000 with a range tombstone.
+    let mut m = mutation(b"wide");
+    for i in 1000..1050u32 {
+        m.rows.push(RowUpdate {
+            deletion: Some(DeletionTime {
+                marked_for_delete_at_us: 2,
+                local_deletion_time_s: now(),
+            }),
+            ..row(&i.to_be_bytes(), vec![])
+        });
+    }
+    let bound = |v: u32| ClusteringBound {
+        prefix: vec![Bytes::copy_from_slice(&v.to_be_bytes())],
+        kind: BoundKind::Inclusive,
+    };
+    m.range_tombstones.push((
+        bound(2000),
+        bound(3000),
+        DeletionTime {
+            marked_for_delete_at_us: 2,
+            local_deletion_time_s: now(),
+        },
+    ));
+    e.apply_blocking(&[m]).unwrap();
+    e.flush(None).unwrap();
+    let live = |v: &u32| !(1000..1050).contains(v) && !(2000..=3000).contains(v);
+    let expect = |from: u32, reversed: bool, n: usize| -> Vec<u32> {
+        if reversed {
+            (0..=from).rev().filter(live).take(n).collect()
+        } else {
+            (from..20_000).filter(live).take(n).collect()
+        }
+    };
+    for (from, reversed) in [
+        (990, false),
+        (1000, false),
+        (1990, false),
+        (5000, false),
+        (19_950, false),
+        (3010, true),
+        (1060, true),
+        (50, true),
+    ] {
+        for n in [1, 100, 1000] {
+            assert_eq!(
+                limited(&e, from, reversed, n),
+                expect(from, reversed, n),
+                "from {from} reversed {reversed} limit {n}"
+            );
+        }
+    }
+}
+
 fn vm_hwm_kb() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     s.lines()

@@ -1,0 +1,127 @@
+//! Single-partition reads with a row limit: a slice of a wide partition such as
+//! `WHERE pk = ? AND ck >= ? LIMIT 100` needs its first hundred rows, not the rest of the
+//! partition. SSTables with a row index are read block by block until each has given a few more
+//! rows than the limit; merged rows past the point where any SSTable stopped might be
+//! incomplete (a later block could hold a newer version or a deletion), so they are cut. If
+//! fewer live rows than the limit remain (deleted or expired rows), the read is repeated with a
+//! larger allowance, up to the whole slice.
+
+use crate::clustering::CKey;
+use crate::engine::{restrict, Engine, Table};
+use crate::error::StorageError;
+use crate::memtable::Memtable;
+use crate::partition::{self, Limits, Partition, TableLayout};
+use crate::sstable::SSTableReader;
+use crate::types::{PartitionData, ReadQuery};
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Rows per SSTable read beyond the limit on the first attempt (tombstones and expired rows
+/// take up room), and the factor by which a retry grows the allowance.
+const FIRST_EXTRA_ROWS: usize = 16;
+const RETRY_GROWTH: usize = 8;
+
+impl Engine {
+    /// The live view of one partition for `q`, within `limits`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn read_single(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+        ranges: &[(CKey, CKey)],
+        q: &ReadQuery,
+        layout: &TableLayout,
+        limits: &mut Limits,
+    ) -> Result<Option<PartitionData>, StorageError> {
+        let want = limits.rows_left.min(limits.per_partition);
+        let mut allowance = want
+            .saturating_add(want / 2)
+            .saturating_add(FIRST_EXTRA_ROWS);
+        loop {
+            let (merged, frontier) =
+                self.merged_partition_upto(t, token, key, ranges, q.reversed, allowance)?;
+            let Some(mut p) = merged else {
+                return Ok(None);
+            };
+            if let Some(f) = &frontier {
+                if q.reversed {
+                    p.rows.retain(|k, _| k >= f);
+                } else {
+                    p.rows.retain(|k, _| k <= f);
+                }
+            }
+            let mut trial = Limits {
+                rows_left: limits.rows_left,
+                per_partition: limits.per_partition,
+            };
+            let data = partition::live_partition(&p, q, layout, &mut trial);
+            let got = data.as_ref().map_or(0, |d| d.rows.len());
+            if frontier.is_none() || got >= want {
+                *limits = trial;
+                return Ok(data);
+            }
+            allowance = allowance.saturating_mul(RETRY_GROWTH);
+        }
+    }
+
+    /// Memtables and SSTables merged for a slice read, each SSTable with a row index read only
+    /// until it has given `allowance` rows of the slice. Returns the merged partition and, if an
+    /// SSTable stopped early, the clustering up to which the merge is complete.
+    fn merged_partition_upto(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+        ranges: &[(CKey, CKey)],
+        reversed: bool,
+        allowance: usize,
+    ) -> Result<(Option<Partition>, Option<CKey>), StorageError> {
+        let mut acc: Option<Partition> = None;
+        let mut add = |p: Partition| match &mut acc {
+            Some(a) => a.merge(p),
+            None => acc = Some(p),
+        };
+        let current = t.memtable.read().clone();
+        let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
+        for mt in std::iter::once(&current).chain(flushing.iter()) {
+            if let Some(p) = mt.with_partition(token, key, |p| restrict(p, Some(ranges))) {
+                add(p);
+            }
+        }
+        let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        let mut touched = 0u64;
+        let mut frontier: Option<CKey> = None;
+        for s in &sstables {
+            if !s.may_have_rows_in(ranges) {
+                continue;
+            }
+            if let Some(i) = self.find_in_sstable(t, s, token, key) {
+                touched += 1;
+                let (p, edge) = s.read_partition_sliced_upto(
+                    i,
+                    ranges,
+                    reversed,
+                    allowance,
+                    Some(&self.chunk_cache),
+                )?;
+                if let Some(edge) = edge {
+                    let tighter = match &frontier {
+                        None => true,
+                        Some(f) if reversed => edge > *f,
+                        Some(f) => edge < *f,
+                    };
+                    if tighter {
+                        frontier = Some(edge);
+                    }
+                }
+                add(restrict(&p, Some(ranges)));
+            }
+        }
+        t.counters
+            .max_sstables_per_read
+            .fetch_max(touched, Ordering::Relaxed);
+        Ok((acc, frontier))
+    }
+}
