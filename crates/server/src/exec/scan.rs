@@ -44,6 +44,8 @@ pub struct RowSource<'a> {
     buffered: VecDeque<Row>,
     resume: Option<PagingState>,
     now_s: i64,
+    /// Rows a single-partition read needs at most (see `limit_rows_per_partition_read`).
+    row_hint: Option<usize>,
 }
 
 pub(super) fn token_value(
@@ -210,7 +212,15 @@ impl<'a> RowSource<'a> {
             buffered,
             resume: resume.cloned(),
             now_s,
+            row_hint: None,
         })
+    }
+
+    /// Lets single-partition reads stop after `n` rows: storage then reads only the row-index
+    /// blocks of a wide partition that hold them. Callers promise every row counts toward what
+    /// they need (no filters, no DISTINCT, no paging resume that drops leading rows).
+    pub fn limit_rows_per_partition_read(&mut self, n: usize) {
+        self.row_hint = Some(n);
     }
 
     fn engine(&self) -> &st::Engine {
@@ -222,11 +232,15 @@ impl<'a> RowSource<'a> {
         partitions: st::PartitionRange,
         partition_limit: Option<usize>,
     ) -> st::ReadQuery {
+        let row_limit = match partitions {
+            st::PartitionRange::Single { .. } => self.row_hint,
+            st::PartitionRange::Range { .. } => None,
+        };
         st::ReadQuery {
             partitions,
             slices: self.slices.clone(),
             reversed: self.plan.reversed,
-            row_limit: None,
+            row_limit,
             per_partition_limit: None,
             partition_limit,
             now_s: self.now_s,

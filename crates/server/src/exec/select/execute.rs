@@ -208,6 +208,15 @@ pub fn execute(
         want = None;
     }
     let mut source = crate::exec::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
+    let every_row_counts = resume.is_none()
+        && plan.filters.is_empty()
+        && plan.multi_filters.is_empty()
+        && !plan.distinct
+        && ppl.is_none();
+    if let (Some(w), true) = (want, every_row_counts) {
+        // One more than the page needs, to tell whether another page follows.
+        source.limit_rows_per_partition_read(w.saturating_add(1));
+    }
     let mut collected: Vec<Row> = Vec::new();
     let mut per_partition_count = 0usize;
     let mut last_partition: Option<Bytes> = resume.as_ref().map(|r| r.partition_key.clone());
