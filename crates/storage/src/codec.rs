@@ -24,6 +24,12 @@ use std::sync::Arc;
 
 /// CRC32C (Castagnoli), table-driven; avoids a dependency for a 20-line function.
 pub fn crc32c(data: &[u8]) -> u32 {
+    crc32c_update(0, data)
+}
+
+/// Extends `crc`, the CRC32C of earlier bytes (0 for none), over `data`: a file can be checked
+/// as it streams by.
+pub fn crc32c_update(crc: u32, data: &[u8]) -> u32 {
     static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
     let table = TABLE.get_or_init(|| {
         let mut t = [0u32; 256];
@@ -40,7 +46,7 @@ pub fn crc32c(data: &[u8]) -> u32 {
         }
         t
     });
-    let mut crc = !0u32;
+    let mut crc = !crc;
     for &b in data {
         crc = table[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
     }
@@ -104,6 +110,14 @@ impl<'a> Reader<'a> {
     }
     pub fn remaining(&self) -> usize {
         self.buf.len().saturating_sub(self.pos)
+    }
+    /// Offset of the next byte in the buffer.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+    /// The bytes read since `start` (an earlier `offset()`).
+    pub fn since(&self, start: usize) -> &'a [u8] {
+        self.buf.get(start..self.pos).unwrap_or_default()
     }
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
         let end = self

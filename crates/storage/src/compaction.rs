@@ -6,7 +6,7 @@ use crate::engine::{Engine, Job, Table};
 use crate::memtable::Memtable;
 use crate::partition::{Partition, Row};
 use crate::reconcile::CellKind;
-use crate::sstable::{ChunkKey, SSTableReader, SSTableWriter};
+use crate::sstable::{ChunkKey, IndexEntry, SSTableReader, SSTableWriter};
 use crate::types::*;
 use bytes::Bytes;
 use std::cmp::Reverse;
@@ -366,9 +366,13 @@ pub(crate) fn compact_sstables(
     let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
     // Min-heap of (next key, input index, index position).
     let mut heap: BinaryHeap<Reverse<MergeHead>> = BinaryHeap::new();
-    for (si, s) in inputs.iter().enumerate() {
-        if let Some(e) = s.index.first() {
+    // Each input's index walked in order, and the entry at its heap head.
+    let mut cursors: Vec<_> = inputs.iter().map(|s| s.entries_from(0)).collect();
+    let mut heads: Vec<Option<IndexEntry>> = vec![None; inputs.len()];
+    for (si, c) in cursors.iter_mut().enumerate() {
+        if let Some(e) = c.next().transpose()? {
             heap.push(Reverse(((e.token, e.key.clone()), si, 0)));
+            heads[si] = Some(e);
         }
     }
     let mut stats = CompactionStats {
@@ -387,16 +391,27 @@ pub(crate) fn compact_sstables(
             }
         }
         let mut input_bytes = 0u64;
+        let mut entries = Vec::with_capacity(batch.len());
         for &(si, ii) in &batch {
-            let Some(s) = inputs.get(si) else { continue };
-            input_bytes += s.index.get(ii).map_or(0, |e| u64::from(e.length));
-            if let Some(e) = s.index.get(ii + 1) {
-                heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
+            let (Some(c), Some(head)) = (cursors.get_mut(si), heads.get_mut(si)) else {
+                continue;
+            };
+            let Some(e) = head.take() else { continue };
+            input_bytes += u64::from(e.length);
+            entries.push((si, e));
+            match c.next() {
+                Some(Ok(e)) => {
+                    heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
+                    *head = Some(e);
+                }
+                Some(Err(e)) => return Some(Err(e)),
+                None => {}
             }
         }
         let mut max_purgeable = i64::MAX;
         for s in &others {
-            if s.find(key.0, &key.1).is_some() {
+            // An unreadable index counts as holding the key: it only stops purging.
+            if !matches!(s.find(key.0, &key.1), Ok(None)) {
                 max_purgeable = max_purgeable.min(s.stats.min_timestamp_us);
             }
         }
@@ -422,9 +437,9 @@ pub(crate) fn compact_sstables(
             return Some(Ok(Merged::Streamed(Box::new(f))));
         }
         let mut acc: Option<Partition> = None;
-        for (si, ii) in batch {
-            let Some(s) = inputs.get(si) else { continue };
-            let p = match s.read_partition(ii, Some(&memo)) {
+        for (si, e) in &entries {
+            let Some(s) = inputs.get(*si) else { continue };
+            let p = match s.read_partition_at(e, Some(&memo)) {
                 Ok(p) => p,
                 Err(e) => return Some(Err(e)),
             };
@@ -438,7 +453,7 @@ pub(crate) fn compact_sstables(
         purged.set(purged.get() + purge(&mut p, gc_before, max_purgeable, now));
         Some(Ok(Merged::Whole(p)))
     });
-    let expected: usize = inputs.iter().map(|s| s.index.len()).sum();
+    let expected: usize = inputs.iter().map(|s| s.partition_count()).sum();
     let result = write_outputs(
         engine,
         t,

@@ -31,7 +31,7 @@ impl<'a> RowCursor<'a> {
         i: usize,
         cache: &'a ByteCache<ChunkKey, Vec<u8>>,
     ) -> Result<(Partition, RowCursor<'a>), StorageError> {
-        let e: &IndexEntry = s.index.get(i).ok_or_else(|| s.corrupt(0))?;
+        let e: &IndexEntry = &s.entry(i)?;
         let head = s.read_bytes(e.position, e.header_len, Some(cache))?;
         let (p, n) = s
             .format
