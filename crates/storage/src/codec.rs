@@ -111,13 +111,9 @@ impl<'a> Reader<'a> {
     pub fn remaining(&self) -> usize {
         self.buf.len().saturating_sub(self.pos)
     }
-    /// Offset of the next byte in the buffer.
-    pub fn offset(&self) -> usize {
-        self.pos
-    }
-    /// The bytes read since `start` (an earlier `offset()`).
-    pub fn since(&self, start: usize) -> &'a [u8] {
-        self.buf.get(start..self.pos).unwrap_or_default()
+    /// The unread bytes.
+    pub fn rest(&self) -> &'a [u8] {
+        self.buf.get(self.pos..).unwrap_or_default()
     }
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
         let end = self

@@ -462,67 +462,107 @@ impl<'a> Stream<'a> {
 }
 
 /// Parses one entry without allocating; `position` is where it starts in the data stream when
-/// the format does not store it.
+/// the format does not store it. This is the summary search's inner loop (up to
+/// `MIN_INDEX_INTERVAL` entries per key cache miss), so it reads the slice directly rather
+/// than through `Reader`'s per-field `Result`s.
 fn raw_entry<'a>(
     format: DataFormat,
     r: &mut Reader<'a>,
     position: u64,
 ) -> Result<RawEntry<'a>, StorageError> {
-    if format == DataFormat::Fixed {
-        let n = r.u32()? as usize;
-        let key = r.take(n)?;
-        let (token, position, length, header_len) = (r.i64()?, r.u64()?, r.u32()?, r.u32()?);
-        let start = r.offset();
-        let nb = r.u32()?;
-        for _ in 0..nb {
-            let nv = r.u16()?;
-            for _ in 0..nv {
-                let n = r.u32()? as usize;
-                r.take(n)?;
-            }
-            r.take(12)?;
+    let buf = r.rest();
+    let parsed = match format {
+        DataFormat::Fixed => raw_fixed(buf),
+        DataFormat::Compact { .. } => raw_compact(buf, position),
+    };
+    let (e, used) = parsed.ok_or(StorageError::Decode { what: "index" })?;
+    r.take(used)?;
+    Ok(e)
+}
+
+/// A varint of format 2 (LEB128, as codec_compact.rs writes it).
+#[inline]
+fn uv(buf: &[u8], p: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = *buf.get(*p)?;
+        *p += 1;
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(v);
         }
-        let blocks = r.since(start);
-        return Ok(RawEntry {
-            key,
-            token,
-            position,
-            length,
-            header_len,
-            blocks,
-        });
     }
-    let mut d = Dec { r, base_us: 0 };
-    let kn = usize::try_from(d.uv()?).map_err(|_| StorageError::Decode { what: "index" })?;
-    let key = d.r.take(kn)?;
-    let token = i64::from_be_bytes(
-        d.r.take(8)?
-            .try_into()
-            .map_err(|_| StorageError::Decode { what: "index" })?,
-    );
-    let length = u32_of(d.uv()?)?;
-    let header_len = u32_of(d.uv()?)?;
-    let start = d.r.offset();
-    let nb = d.uv()?;
-    for _ in 0..nb {
-        let nv = d.uv()?;
-        for _ in 0..nv {
-            let n = usize::try_from(d.uv()?).map_err(|_| StorageError::Decode { what: "index" })?;
-            d.r.take(n)?;
+    None
+}
+
+#[inline]
+fn skip<'a>(buf: &'a [u8], p: &mut usize, n: usize) -> Option<&'a [u8]> {
+    let s = buf.get(*p..p.checked_add(n)?)?;
+    *p += n;
+    Some(s)
+}
+
+#[inline]
+fn be<const N: usize>(buf: &[u8], p: &mut usize) -> Option<[u8; N]> {
+    skip(buf, p, N)?.try_into().ok()
+}
+
+fn raw_compact(buf: &[u8], position: u64) -> Option<(RawEntry<'_>, usize)> {
+    let mut p = 0usize;
+    let kn = usize::try_from(uv(buf, &mut p)?).ok()?;
+    let key = skip(buf, &mut p, kn)?;
+    let token = i64::from_be_bytes(be(buf, &mut p)?);
+    let length = u32::try_from(uv(buf, &mut p)?).ok()?;
+    let header_len = u32::try_from(uv(buf, &mut p)?).ok()?;
+    let start = p;
+    // Every block consumes bytes or fails, so a corrupt count ends at the buffer's end.
+    for _ in 0..uv(buf, &mut p)? {
+        for _ in 0..uv(buf, &mut p)? {
+            let n = usize::try_from(uv(buf, &mut p)?).ok()?;
+            skip(buf, &mut p, n)?;
         }
         for _ in 0..3 {
-            d.uv()?;
+            uv(buf, &mut p)?;
         }
     }
-    let blocks = d.r.since(start);
-    Ok(RawEntry {
+    let blocks = buf.get(start..p)?;
+    let e = RawEntry {
         key,
         token,
         position,
         length,
         header_len,
         blocks,
-    })
+    };
+    Some((e, p))
+}
+
+fn raw_fixed(buf: &[u8]) -> Option<(RawEntry<'_>, usize)> {
+    let mut p = 0usize;
+    let kn = u32::from_be_bytes(be(buf, &mut p)?) as usize;
+    let key = skip(buf, &mut p, kn)?;
+    let token = i64::from_be_bytes(be(buf, &mut p)?);
+    let position = u64::from_be_bytes(be(buf, &mut p)?);
+    let length = u32::from_be_bytes(be(buf, &mut p)?);
+    let header_len = u32::from_be_bytes(be(buf, &mut p)?);
+    let start = p;
+    for _ in 0..u32::from_be_bytes(be(buf, &mut p)?) {
+        for _ in 0..u16::from_be_bytes(be(buf, &mut p)?) {
+            let n = u32::from_be_bytes(be(buf, &mut p)?) as usize;
+            skip(buf, &mut p, n)?;
+        }
+        skip(buf, &mut p, 12)?;
+    }
+    let blocks = buf.get(start..p)?;
+    let e = RawEntry {
+        key,
+        token,
+        position,
+        length,
+        header_len,
+        blocks,
+    };
+    Some((e, p))
 }
 
 impl RawEntry<'_> {
