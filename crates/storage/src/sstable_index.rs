@@ -294,12 +294,13 @@ impl PartitionIndex {
             position: 0,
             skip: 0,
             loaded_to_page: None,
+            read_ahead_bytes: 0,
         }
     }
 }
 
-/// Index entries in order from a position, reading `INDEX_READ_BYTES` of pages per `pread`:
-/// O(1) amortised per entry.
+/// Index entries in order from a position, reading up to `INDEX_READ_BYTES` of pages per
+/// `pread`: O(1) amortised per entry.
 pub struct IndexIter<'a> {
     ix: &'a PartitionIndex,
     next: usize,
@@ -311,6 +312,9 @@ pub struct IndexIter<'a> {
     skip: usize,
     /// The page after the last loaded one; None before the first load.
     loaded_to_page: Option<usize>,
+    /// Bytes of further pages the next load may take: one page first (a range scan may need
+    /// a few entries), doubling up to `INDEX_READ_BYTES` as the walk goes on.
+    read_ahead_bytes: usize,
 }
 
 impl IndexIter<'_> {
@@ -326,7 +330,7 @@ impl IndexIter<'_> {
         };
         let mut last = first + 1;
         while let Some((s, e)) = ix.pages_range(first, last + 1) {
-            if e - s > INDEX_READ_BYTES as u64 || last >= ix.samples.len() {
+            if e - s > self.read_ahead_bytes as u64 || last >= ix.samples.len() {
                 break;
             }
             last += 1;
@@ -338,6 +342,7 @@ impl IndexIter<'_> {
         self.pos = 0;
         self.position = ix.samples.get(first).map_or(0, |s| s.position);
         self.loaded_to_page = Some(last);
+        self.read_ahead_bytes = (self.read_ahead_bytes * 2).clamp(4096, INDEX_READ_BYTES);
         Ok(())
     }
 
