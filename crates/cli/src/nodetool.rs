@@ -107,6 +107,7 @@ fn tablestats(body: &str) -> Result<(), String> {
             "\t\tBloom filter space used: {}",
             n("bloom_filter_space_bytes")
         );
+        println!("\t\tIndex summary space used: {}", n("index_summary_bytes"));
         println!("\t\tKey cache hit rate: {:.3}", f("key_cache_hit_rate"));
         println!("\t\tChunk cache hit rate: {:.3}", f("chunk_cache_hit_rate"));
         println!(
@@ -121,6 +122,10 @@ fn tablestats(body: &str) -> Result<(), String> {
         println!(
             "\t\tMaximum SSTables per read: {}",
             n("sstables_per_read_max")
+        );
+        println!(
+            "\t\tSSTables skipped by max timestamp: {}",
+            n("sstables_skipped_by_timestamp")
         );
         println!();
     }

@@ -29,6 +29,8 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
         "tombstone_count": s.tombstone_count,
         "compression_ratio": s.compression_ratio,
         "sstables_per_read_max": s.sstables_per_read_max,
+        "index_summary_bytes": s.index_summary_bytes,
+        "sstables_skipped_by_timestamp": s.sstables_skipped_by_timestamp,
     })
 }
 

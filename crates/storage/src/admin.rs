@@ -189,6 +189,10 @@ impl Engine {
             row_cache_hits: t.counters.row_cache_hits.load(Ordering::Relaxed),
             row_cache_requests: t.counters.row_cache_requests.load(Ordering::Relaxed),
             sstables_per_read_max: t.counters.max_sstables_per_read.load(Ordering::Relaxed),
+            sstables_skipped_by_timestamp: t
+                .counters
+                .sstables_skipped_by_timestamp
+                .load(Ordering::Relaxed),
             ..TableStats::default()
         };
         let mut uncompressed = 0u64;
@@ -196,6 +200,7 @@ impl Engine {
         for r in &sstables {
             s.live_disk_space_bytes += r.disk_bytes();
             s.estimated_partitions += r.stats.partitions;
+            s.index_summary_bytes += r.summary_bytes() as u64;
             s.max_partition_size_bytes =
                 s.max_partition_size_bytes.max(r.stats.max_partition_bytes);
             s.bloom_filter_space_bytes += r.filter.size_bytes();

@@ -1,9 +1,9 @@
 //! The engine's read caches beyond the chunk cache:
 //!
-//! * Key cache (`key_cache_size`): (SSTable, partition key) -> index position, consulted after
-//!   the token range and bloom filter say the partition may be there. Helenus holds each
-//!   SSTable's partition index in memory, so a hit saves a binary search rather than a disk
-//!   read; the cache bounds that work for hot keys and gives operators Cassandra's hit rate.
+//! * Key cache (`key_cache_size`): (SSTable, partition key) -> decoded index entry, consulted
+//!   after the token range and bloom filter say the partition may be there. As in Cassandra, a
+//!   hit reads no index at all; a miss binary-searches the SSTable's in-memory partition
+//!   summary and reads one Index.db page (sstable_index.rs).
 //! * Row cache (`row_cache_size`, off by default): whole merged partitions of tables whose
 //!   `caching = {'rows_per_partition': ...}` is not 'NONE'. Unlike Cassandra, which keeps the
 //!   head of a partition, a partition is cached only when it has at most `rows_per_partition`
@@ -12,7 +12,7 @@
 
 use crate::engine::{Engine, Table, ROW_CACHE_EPOCH_STRIPES};
 use crate::partition::Partition;
-use crate::sstable::SSTableReader;
+use crate::sstable::{IndexEntry, SSTableReader};
 use crate::types::{CacheStats, TableId};
 use bytes::Bytes;
 use std::collections::HashSet;
@@ -20,54 +20,52 @@ use std::hash::BuildHasher;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Key cache key: (SSTable uid, token, partition key).
+/// Key cache key: (SSTable uid, token, partition key); the value is the decoded index entry.
 pub(crate) type KeyCacheKey = (u64, i64, Bytes);
 /// Row cache key: (table, token, partition key).
 pub(crate) type RowCacheKey = (TableId, i64, Bytes);
 
 /// Bytes charged per key cache entry besides the key (tuple, map slot, FIFO slot).
-const KEY_CACHE_ENTRY_OVERHEAD_BYTES: u64 = 64;
+const KEY_CACHE_ENTRY_OVERHEAD_BYTES: u64 = 128;
+/// Bytes charged per row-index block of a cached entry besides its clustering values.
+const KEY_CACHE_BLOCK_OVERHEAD_BYTES: usize = 48;
 /// Bytes charged per cell / row of a row-cached partition besides values.
 const ROW_CACHE_CELL_OVERHEAD_BYTES: u64 = 64;
 const ROW_CACHE_ROW_OVERHEAD_BYTES: u64 = 96;
 
 impl Engine {
-    /// The index position of a partition in `s`, through the key cache.
+    /// The index entry of a partition in `s`, through the key cache.
     pub(crate) fn find_in_sstable(
         &self,
         t: &Table,
         s: &SSTableReader,
         token: i64,
         key: &Bytes,
-    ) -> Option<usize> {
+    ) -> Result<Option<Arc<IndexEntry>>, crate::StorageError> {
         if !s.may_contain(token, key) {
-            return None;
+            return Ok(None);
         }
         if self.config.key_cache_bytes == 0 {
-            return s.search(token, key);
+            return Ok(s.search(token, key)?.map(|(_, e)| Arc::new(e)));
         }
         t.counters
             .key_cache_requests
             .fetch_add(1, Ordering::Relaxed);
         let ck: KeyCacheKey = (s.uid, token, key.clone());
-        if let Some(i) = self.key_cache.get(&ck) {
+        if let Some(e) = self.key_cache.get(&ck) {
             t.counters.key_cache_hits.fetch_add(1, Ordering::Relaxed);
-            return Some(*i);
+            return Ok(Some(e));
         }
-        let found = s.search(token, key);
-        match found {
-            Some(i) => self.key_cache.insert(
-                ck,
-                Arc::new(i),
-                key.len() as u64 + KEY_CACHE_ENTRY_OVERHEAD_BYTES,
-            ),
+        let found = s.search(token, key)?.map(|(_, e)| Arc::new(e));
+        match &found {
+            Some(e) => self.key_cache.insert(ck, e.clone(), index_entry_bytes(e)),
             None => {
                 t.counters
                     .bloom_false_positives
                     .fetch_add(1, Ordering::Relaxed);
             }
         }
-        found
+        Ok(found)
     }
 
     fn row_cache_stripe(&self, table: TableId, key: &Bytes) -> usize {
@@ -148,6 +146,16 @@ impl Engine {
             row: self.row_cache.counters(),
         }
     }
+}
+
+/// Bytes charged for a key cache entry: the key twice (cache key and entry), the row index.
+fn index_entry_bytes(e: &IndexEntry) -> u64 {
+    let blocks: usize = e
+        .blocks
+        .iter()
+        .map(|b| KEY_CACHE_BLOCK_OVERHEAD_BYTES + b.first.iter().map(|v| v.len()).sum::<usize>())
+        .sum();
+    2 * e.key.len() as u64 + blocks as u64 + KEY_CACHE_ENTRY_OVERHEAD_BYTES
 }
 
 /// Approximate heap bytes of a partition (row cache accounting).

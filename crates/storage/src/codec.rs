@@ -29,6 +29,12 @@ pub fn crc32c(data: &[u8]) -> u32 {
     ::crc32c::crc32c(data)
 }
 
+/// Extends `crc`, the CRC32C of earlier bytes (0 for none), over `data`: a file can be checked
+/// as it streams by.
+pub fn crc32c_update(crc: u32, data: &[u8]) -> u32 {
+    ::crc32c::crc32c_append(crc, data)
+}
+
 /// Appends primitives to a byte buffer.
 pub struct Writer<'a>(pub &'a mut Vec<u8>);
 
@@ -86,6 +92,10 @@ impl<'a> Reader<'a> {
     }
     pub fn remaining(&self) -> usize {
         self.buf.len().saturating_sub(self.pos)
+    }
+    /// The unread bytes.
+    pub fn rest(&self) -> &'a [u8] {
+        self.buf.get(self.pos..).unwrap_or_default()
     }
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
         let end = self

@@ -302,7 +302,7 @@ fn write_and_read(fixed: bool) -> Arc<SSTableReader> {
     let reopened = SSTableReader::open(&dir, 1, &cmp).unwrap();
     for s in [&r, &reopened] {
         assert_eq!(s.stats.data_format, if fixed { 1 } else { 2 });
-        assert_eq!(s.index.len(), 3);
+        assert_eq!(s.partition_count(), 3);
         same(
             &s.read_partition(0, None).unwrap(),
             &everything(&cmp, b"k1", 5),
@@ -312,7 +312,9 @@ fn write_and_read(fixed: bool) -> Arc<SSTableReader> {
             &everything(&cmp, b"k2", 6),
         );
         let ranges = [(ck(&[b"b"], &cmp), ck(&[b"c"], &cmp))];
-        let sliced = s.read_partition_sliced(1, &ranges, None).unwrap();
+        let sliced = s
+            .read_partition_sliced(&s.entry(1).unwrap(), &ranges, None)
+            .unwrap();
         assert_eq!(sliced.rows.len(), 6);
         same(&s.read_partition(2, None).unwrap(), &wide(&cmp));
         // Compaction's streaming path reads the wide partition block by block.
@@ -324,9 +326,11 @@ fn write_and_read(fixed: bool) -> Arc<SSTableReader> {
             streamed += 1;
         }
         assert_eq!(streamed, 1500);
-        assert!(s.index[2].blocks.len() > 1);
+        assert!(s.entry(2).unwrap().blocks.len() > 1);
         let k = |i: u32| CKey::row(vec![Bytes::from(i.to_be_bytes().to_vec())], &cmp);
-        let sliced = s.read_partition_sliced(2, &[(k(10), k(11))], None).unwrap();
+        let sliced = s
+            .read_partition_sliced(&s.entry(2).unwrap(), &[(k(10), k(11))], None)
+            .unwrap();
         assert!(
             sliced.rows.len() < 1500
                 && sliced.rows.contains_key(&CKey::row(
@@ -344,7 +348,10 @@ fn sstables_of_the_old_fixed_format_stay_readable() {
     let old = write_and_read(true);
     let new = write_and_read(false);
     assert!(new.stats.uncompressed_bytes < old.stats.uncompressed_bytes);
-    assert_eq!(new.index[1].position, new.index[0].length as u64);
+    assert_eq!(
+        new.entry(1).unwrap().position,
+        u64::from(new.entry(0).unwrap().length)
+    );
 }
 
 /// `everything` without what compaction may purge or shadow: deletions, TTLs, tombstones.

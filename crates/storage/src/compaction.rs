@@ -408,7 +408,7 @@ pub(crate) fn compact_sstables(
         .collect();
     let ranges = match kind {
         CompactionKind::Major if total > parallel_major_bytes() => {
-            token_splits(&inputs, engine.config.concurrent_compactors.clamp(1, 8))
+            token_splits(&inputs, engine.config.concurrent_compactors.clamp(1, 8))?
         }
         _ => vec![TokenRange::ALL],
     };

@@ -12,7 +12,7 @@ use crate::memtable::Memtable;
 use crate::partition::Partition;
 use crate::sstable::format::DataFormat;
 use crate::sstable::raw::{rebase, EncodedPartition};
-use crate::sstable::{ChunkKey, SSTableReader, SSTableWriter};
+use crate::sstable::{ChunkKey, IndexEntry, SSTableReader, SSTableWriter};
 use crate::types::*;
 use bytes::Bytes;
 use std::cmp::Reverse;
@@ -45,14 +45,20 @@ impl TokenRange {
 }
 
 /// `n` token ranges with about as many partitions of the largest input each.
-pub(crate) fn token_splits(inputs: &[Arc<SSTableReader>], n: usize) -> Vec<TokenRange> {
-    let Some(largest) = inputs.iter().max_by_key(|s| s.index.len()) else {
-        return vec![TokenRange::ALL];
+pub(crate) fn token_splits(
+    inputs: &[Arc<SSTableReader>],
+    n: usize,
+) -> Result<Vec<TokenRange>, StorageError> {
+    let Some(largest) = inputs.iter().max_by_key(|s| s.partition_count()) else {
+        return Ok(vec![TokenRange::ALL]);
     };
-    let len = largest.index.len();
-    let mut bounds: Vec<i64> = (1..n.max(1))
-        .filter_map(|i| largest.index.get(len * i / n).map(|e| e.token))
-        .collect();
+    let len = largest.partition_count();
+    let mut bounds = Vec::new();
+    for i in 1..n.max(1) {
+        if len * i / n < len {
+            bounds.push(largest.entry(len * i / n)?.token);
+        }
+    }
     bounds.dedup();
     let mut ranges = Vec::with_capacity(bounds.len() + 1);
     let mut lo = None;
@@ -64,7 +70,7 @@ pub(crate) fn token_splits(inputs: &[Arc<SSTableReader>], n: usize) -> Vec<Token
         lo = Some(b);
     }
     ranges.push(TokenRange { lo, hi: None });
-    ranges
+    Ok(ranges)
 }
 
 /// What every range of one compaction shares.
@@ -98,24 +104,19 @@ pub(crate) fn raw_copyable(s: &SSTableReader) -> bool {
     matches!(s.format, DataFormat::Compact { .. }) && s.clustering_bounds().is_some()
 }
 
-/// The partition at index position `ii` of input `si` re-encoded for `to_base`, when it needs no
-/// decoding (see sstable_raw.rs).
+/// The partition `e` of `s` re-encoded for `to_base`, when it needs no decoding (see
+/// sstable_raw.rs).
 fn raw_copy(
-    inputs: &[Arc<SSTableReader>],
-    si: usize,
-    ii: usize,
-    key: &(i64, Bytes),
+    s: &SSTableReader,
+    e: &IndexEntry,
     to_base: i64,
     memo: &ByteCache<ChunkKey, Vec<u8>>,
 ) -> Result<Option<EncodedPartition>, StorageError> {
-    let Some(s) = inputs.get(si).filter(|s| raw_copyable(s)) else {
+    if !raw_copyable(s) {
         return Ok(None);
-    };
-    let Some(e) = s.index.get(ii) else {
-        return Ok(None);
-    };
+    }
     let bytes = s.read_bytes(e.position, e.length, Some(memo))?;
-    rebase(key.0, key.1.clone(), &bytes, s.format.base_us(), to_base)
+    rebase(e.token, e.key.clone(), &bytes, s.format.base_us(), to_base)
 }
 
 /// The newest timestamp a tombstone of partition `key` may have to be purged: below the oldest
@@ -123,7 +124,8 @@ fn raw_copy(
 fn max_purgeable(ctx: &MergeCtx<'_>, key: &(i64, Bytes)) -> i64 {
     let mut max_purgeable = i64::MAX;
     for s in ctx.others {
-        if s.find(key.0, &key.1).is_some() {
+        // An unreadable index counts as holding the key: it only stops purging.
+        if !matches!(s.find(key.0, &key.1), Ok(None)) {
             max_purgeable = max_purgeable.min(s.stats.min_timestamp_us);
         }
     }
@@ -150,20 +152,33 @@ pub(crate) fn merge_range(
     let mut heap: BinaryHeap<Reverse<MergeHead>> = BinaryHeap::new();
     let mut expected = 0usize;
     let mut total = 0u64;
+    // Each input's index walked in order, where its part of the range ends, and the entry at its
+    // heap head.
+    let mut cursors = Vec::with_capacity(inputs.len());
+    let mut ends = Vec::with_capacity(inputs.len());
+    let mut heads: Vec<Option<IndexEntry>> = vec![None; inputs.len()];
     for (si, s) in inputs.iter().enumerate() {
-        let first = range
-            .lo
-            .map_or(0, |lo| s.index.partition_point(|e| e.token < lo));
-        let end = range.hi.map_or(s.index.len(), |hi| {
-            s.index.partition_point(|e| e.token < hi)
-        });
+        let count = s.partition_count();
+        let first = range.lo.map_or(Ok(0), |lo| s.first_at_or_after_token(lo))?;
+        let end = range
+            .hi
+            .map_or(Ok(count), |hi| s.first_at_or_after_token(hi))?;
         expected += end.saturating_sub(first);
-        if let (Some(a), Some(b)) = (s.index.get(first), s.index.get(end.max(1) - 1)) {
-            total += (b.position + u64::from(b.length)).saturating_sub(a.position);
+        let mut cursor = s.entries_from(first);
+        if first < end {
+            if let Some(e) = cursor.next().transpose()? {
+                let last = if end == count {
+                    s.stats.uncompressed_bytes
+                } else {
+                    s.entry(end)?.position
+                };
+                total += last.saturating_sub(e.position);
+                heap.push(Reverse(((e.token, e.key.clone()), si, first)));
+                heads[si] = Some(e);
+            }
         }
-        if let Some(e) = s.index.get(first).filter(|_| first < end) {
-            heap.push(Reverse(((e.token, e.key.clone()), si, first)));
-        }
+        cursors.push(cursor);
+        ends.push(end);
     }
     let task = ctx.engine.start_task(ctx.def, label, total);
     let purged = std::cell::Cell::new(0u64);
@@ -179,22 +194,32 @@ pub(crate) fn merge_range(
             }
         }
         let mut input_bytes = 0u64;
+        let mut entries = Vec::with_capacity(batch.len());
         for &(si, ii) in &batch {
-            let Some(s) = inputs.get(si) else { continue };
-            input_bytes += s.index.get(ii).map_or(0, |e| u64::from(e.length));
-            if let Some(e) = s.index.get(ii + 1) {
-                if range.hi.is_none_or(|hi| e.token < hi) {
-                    heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
+            let (Some(c), Some(head)) = (cursors.get_mut(si), heads.get_mut(si)) else {
+                continue;
+            };
+            let Some(e) = head.take() else { continue };
+            input_bytes += u64::from(e.length);
+            entries.push((si, e));
+            if ends.get(si).is_some_and(|end| ii + 1 < *end) {
+                match c.next() {
+                    Some(Ok(e)) => {
+                        heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
+                        *head = Some(e);
+                    }
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => {}
                 }
             }
         }
-        if let (Some(to_base), [(si, ii)]) = (ctx.raw_base, batch.as_slice()) {
+        if let (Some(to_base), [(si, e)]) = (ctx.raw_base, entries.as_slice()) {
             if input_bytes <= STREAM_PARTITION_BYTES {
-                match raw_copy(inputs, *si, *ii, &key, to_base, memo_ref) {
+                let src = inputs.get(*si)?;
+                match raw_copy(src, e, to_base, memo_ref) {
                     Ok(Some(enc)) => {
-                        let src = inputs.get(*si).cloned()?;
                         copied.set(copied.get() + 1);
-                        return Some(Ok(Merged::Encoded(enc, src)));
+                        return Some(Ok(Merged::Encoded(enc, src.clone())));
                     }
                     Ok(None) => {}
                     Err(e) => return Some(Err(e)),
@@ -217,9 +242,9 @@ pub(crate) fn merge_range(
             return Some(Ok(Merged::Streamed(Box::new(f))));
         }
         let mut acc: Option<Partition> = None;
-        for (si, ii) in batch {
-            let Some(s) = inputs.get(si) else { continue };
-            let p = match s.read_partition(ii, Some(memo_ref)) {
+        for (si, e) in &entries {
+            let Some(s) = inputs.get(*si) else { continue };
+            let p = match s.read_partition_at(e, Some(memo_ref)) {
                 Ok(p) => p,
                 Err(e) => return Some(Err(e)),
             };
@@ -278,7 +303,7 @@ mod tests {
 
     #[test]
     fn an_unbounded_range_is_all_tokens() {
-        assert_eq!(token_splits(&[], 4), vec![TokenRange::ALL]);
+        assert_eq!(token_splits(&[], 4).unwrap(), vec![TokenRange::ALL]);
     }
 
     #[test]

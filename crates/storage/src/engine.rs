@@ -40,6 +40,9 @@ pub(crate) struct TableCounters {
     pub key_cache_requests: AtomicU64,
     pub row_cache_hits: AtomicU64,
     pub row_cache_requests: AtomicU64,
+    /// SSTables a single-partition read did not visit thanks to the max-timestamp
+    /// short-circuit (read_shortcut.rs), counting only those whose bloom filter said maybe.
+    pub sstables_skipped_by_timestamp: AtomicU64,
 }
 
 /// One table's state.
@@ -84,7 +87,7 @@ pub struct Engine {
     pub(crate) lock_hasher: RandomState,
     replay_segments: Mutex<Vec<u64>>,
     pub(crate) chunk_cache: ByteCache<ChunkKey, Vec<u8>>,
-    pub(crate) key_cache: ByteCache<KeyCacheKey, usize>,
+    pub(crate) key_cache: ByteCache<KeyCacheKey, sstable::IndexEntry>,
     pub(crate) row_cache: ByteCache<RowCacheKey, Partition>,
     /// Bumped (per stripe of partitions) by every write, so a read that merged sources before
     /// the write cannot leave a stale partition in the row cache (see `caches.rs`).
@@ -101,6 +104,8 @@ pub struct Engine {
     pub(crate) flushes_done: tokio::sync::watch::Sender<u64>,
     pub(crate) flush_wait: (Mutex<()>, parking_lot::Condvar),
     pub(crate) stalls: StallCounters,
+    /// Whether single-partition reads use the max-timestamp short-circuit (on; tests compare).
+    pub(crate) read_shortcut: AtomicBool,
 }
 
 /// Write backpressure counters.
@@ -157,6 +162,7 @@ impl Engine {
             flushes_done: tokio::sync::watch::Sender::new(0),
             flush_wait: (Mutex::new(()), parking_lot::Condvar::new()),
             stalls: StallCounters::default(),
+            read_shortcut: AtomicBool::new(true),
         });
         crate::compaction::start_workers(&engine)?;
         Ok(engine)
@@ -490,37 +496,14 @@ impl Engine {
         key: &Bytes,
         ranges: Option<&[(CKey, CKey)]>,
     ) -> Result<Option<Partition>, StorageError> {
-        let mut acc: Option<Partition> = None;
-        let mut add = |p: Partition| match &mut acc {
-            Some(a) => a.merge(p),
-            None => acc = Some(p),
-        };
-        let current = t.memtable.read().clone();
-        let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
-        for mt in std::iter::once(&current).chain(flushing.iter()) {
-            if let Some(p) = mt.with_partition(token, key, |p| restrict(p, ranges)) {
-                add(p);
-            }
-        }
-        let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
-        let mut touched = 0u64;
-        for s in &sstables {
-            if matches!(ranges, Some(r) if !s.may_have_rows_in(r)) {
-                continue;
-            }
-            if let Some(i) = self.find_in_sstable(t, s, token, key) {
-                touched += 1;
-                let p = match ranges {
-                    Some(r) => s.read_partition_sliced(i, r, Some(&self.chunk_cache))?,
-                    None => s.read_partition(i, Some(&self.chunk_cache))?,
-                };
-                add(restrict(&p, ranges));
-            }
-        }
-        t.counters
-            .max_sstables_per_read
-            .fetch_max(touched, Ordering::Relaxed);
-        Ok(acc)
+        self.merged_partition_upto(t, token, key, ranges, false, usize::MAX)
+            .map(|(p, _)| p)
+    }
+
+    /// Turns the max-timestamp short-circuit of single-partition reads on or off (on by
+    /// default; off is for tests that compare both and for diagnosis).
+    pub fn set_read_shortcut(&self, on: bool) {
+        self.read_shortcut.store(on, Ordering::Relaxed);
     }
 
     /// Reads live data.
@@ -613,15 +596,7 @@ impl Engine {
             }
             let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
             for s in &sstables {
-                let r = s.range_positions(&cursor, &end, RANGE_BATCH);
-                let ks = s
-                    .index
-                    .get(r)
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|e| (e.token, e.key.clone()))
-                    .collect();
-                note(ks, &mut keys);
+                note(s.keys_in_range(&cursor, &end, RANGE_BATCH)?, &mut keys);
             }
             keys.sort();
             keys.dedup();

@@ -2,8 +2,8 @@
 //!
 //! Owns: the commitlog (durability), memtables, SSTables (format "hl-1", data format 2 with
 //! varint cells (codec_compact.rs; format 1 still read): chunked Data with LZ4,
-//! zstd or Deflate per table, an in-memory partition index with a per-partition row index for
-//! wide partitions, bloom filter, versioned statistics with clustering bounds and tombstone
+//! zstd or Deflate per table, a partition index on disk behind an in-memory summary of every
+//! 128th entry, a per-partition row index for wide partitions, bloom filter, versioned statistics with clustering bounds and tombstone
 //! histograms), compaction (SizeTiered / Leveled / TimeWindow, single-SSTable tombstone
 //! compaction, major, garbagecollect; wide partitions streamed), the key, chunk and row caches,
 //! write backpressure, snapshots, clean shutdown, and the reconciliation rules (`reconcile.rs`)
@@ -16,8 +16,7 @@
 //! C build once) because the pure-Rust `ruzstd` cannot encode at the levels
 //! `compression_level` asks for (see compression.rs).
 //!
-//! Known gaps: the partition index of an SSTable is held in memory whole (it is its own
-//! Summary, so the key cache saves a binary search, not a disk read); the row cache keeps whole
+//! Known gaps: the row cache keeps whole
 //! partitions of at most `rows_per_partition` rows rather than a partition's head. Compaction
 //! merges partitions in memory up to `STREAM_PARTITION_BYTES` of input and streams larger ones
 //! row by row (wide_merge.rs), so a partition's size does not bound its memory.
@@ -39,6 +38,7 @@ mod engine;
 mod error;
 mod memtable;
 mod partition;
+mod read_shortcut;
 mod read_single;
 mod reconcile;
 mod sstable;

@@ -11,6 +11,7 @@ use crate::engine::{restrict, Engine, Table};
 use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::{self, Limits, Partition, TableLayout};
+use crate::read_shortcut::Shortcut;
 use crate::sstable::SSTableReader;
 use crate::types::{PartitionData, ReadQuery};
 use bytes::Bytes;
@@ -41,7 +42,7 @@ impl Engine {
             .saturating_add(FIRST_EXTRA_ROWS);
         loop {
             let (merged, frontier) =
-                self.merged_partition_upto(t, token, key, ranges, q.reversed, allowance)?;
+                self.merged_partition_upto(t, token, key, Some(ranges), q.reversed, allowance)?;
             let Some(mut p) = merged else {
                 return Ok(None);
             };
@@ -66,58 +67,77 @@ impl Engine {
         }
     }
 
-    /// Memtables and SSTables merged for a slice read, each SSTable with a row index read only
-    /// until it has given `allowance` rows of the slice. Returns the merged partition and, if an
-    /// SSTable stopped early, the clustering up to which the merge is complete.
-    fn merged_partition_upto(
+    /// Memtables and SSTables merged for a read of one partition (of `ranges` of it), newest
+    /// SSTables first, stopping at older ones the data so far shadows (the max-timestamp
+    /// short-circuit, read_shortcut.rs); an SSTable with a row index is read only until it has
+    /// given `allowance` rows of the slice. Returns the merged partition and, if an SSTable
+    /// stopped early, the clustering up to which the merge is complete.
+    pub(crate) fn merged_partition_upto(
         &self,
         t: &Table,
         token: i64,
         key: &Bytes,
-        ranges: &[(CKey, CKey)],
+        ranges: Option<&[(CKey, CKey)]>,
         reversed: bool,
         allowance: usize,
     ) -> Result<(Option<Partition>, Option<CKey>), StorageError> {
         let mut acc: Option<Partition> = None;
-        let mut add = |p: Partition| match &mut acc {
+        let add = |acc: &mut Option<Partition>, p: Partition| match acc {
             Some(a) => a.merge(p),
-            None => acc = Some(p),
+            None => *acc = Some(p),
         };
         let current = t.memtable.read().clone();
         let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
         for mt in std::iter::once(&current).chain(flushing.iter()) {
-            if let Some(p) = mt.with_partition(token, key, |p| restrict(p, Some(ranges))) {
-                add(p);
+            if let Some(p) = mt.with_partition(token, key, |p| restrict(p, ranges)) {
+                add(&mut acc, p);
             }
         }
-        let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        let mut sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        let shortcut = Shortcut::new(
+            &t.def.read(),
+            ranges,
+            self.read_shortcut.load(Ordering::Relaxed),
+        );
+        shortcut.order(&mut sstables);
         let mut touched = 0u64;
         let mut frontier: Option<CKey> = None;
-        for s in &sstables {
-            if !s.may_have_rows_in(ranges) {
+        for (n, s) in sstables.iter().enumerate() {
+            if matches!(ranges, Some(r) if !s.may_have_rows_in(r)) {
                 continue;
             }
-            if let Some(i) = self.find_in_sstable(t, s, token, key) {
-                touched += 1;
-                let (p, edge) = s.read_partition_sliced_upto(
-                    i,
-                    ranges,
-                    reversed,
-                    allowance,
-                    Some(&self.chunk_cache),
-                )?;
-                if let Some(edge) = edge {
-                    let tighter = match &frontier {
-                        None => true,
-                        Some(f) if reversed => edge > *f,
-                        Some(f) => edge < *f,
-                    };
-                    if tighter {
-                        frontier = Some(edge);
-                    }
-                }
-                add(restrict(&p, Some(ranges)));
+            if matches!(&acc, Some(a) if shortcut.covers(a, s.stats.max_timestamp_us)) {
+                let skipped = sstables.iter().skip(n);
+                let skipped = skipped.filter(|s| s.may_contain(token, key)).count();
+                t.counters
+                    .sstables_skipped_by_timestamp
+                    .fetch_add(skipped as u64, Ordering::Relaxed);
+                break;
             }
+            let Some(e) = self.find_in_sstable(t, s, token, key)? else {
+                continue;
+            };
+            touched += 1;
+            let cache = Some(&self.chunk_cache);
+            let p = match ranges {
+                Some(r) => {
+                    let (p, edge) =
+                        s.read_partition_sliced_upto(&e, r, reversed, allowance, cache)?;
+                    if let Some(edge) = edge {
+                        let tighter = match &frontier {
+                            None => true,
+                            Some(f) if reversed => edge > *f,
+                            Some(f) => edge < *f,
+                        };
+                        if tighter {
+                            frontier = Some(edge);
+                        }
+                    }
+                    p
+                }
+                None => s.read_partition_at(&e, cache)?,
+            };
+            add(&mut acc, restrict(&p, ranges));
         }
         t.counters
             .max_sstables_per_read

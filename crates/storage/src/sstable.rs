@@ -13,8 +13,9 @@
 //!   `entry = key: u32 len + bytes, token i64, position u64 in the logical stream, length u32,
 //!   header_len u32, u32 n_blocks, n_blocks * (first clustering: u16 count + count * (u32 len +
 //!   bytes), u32 offset in partition, u32 length, u32 rows)`. Partitions over 64 KiB get a row
-//!   index of ~64 KiB blocks, so a slice reads only the header and the blocks it overlaps. It is small relative to
-//!   the data and is held in memory whole, which makes it its own Summary.
+//!   index of ~64 KiB blocks, so a slice reads only the header and the blocks it overlaps. It
+//!   stays on disk; a reader holds only a partition summary of every 128th entry
+//!   (sstable_index.rs).
 //! * `Filter.db` — bloom filter (bloom.rs).
 //! * `Statistics.db` — see stats.rs.
 //! * `TOC.txt` — the component names, written last: a generation without it is incomplete and
@@ -38,15 +39,19 @@ use std::sync::Arc;
 
 #[path = "sstable_format.rs"]
 pub(crate) mod format;
+#[path = "sstable_index.rs"]
+pub(crate) mod index;
+#[path = "sstable_raw.rs"]
+pub(crate) mod raw;
 #[path = "sstable_sink.rs"]
 mod sink;
 use sink::ChunkSink;
-#[path = "sstable_raw.rs"]
-pub(crate) mod raw;
 #[path = "sstable_wide.rs"]
 pub(crate) mod wide;
 
 use format::{DataFormat, CURRENT_DATA_FORMAT};
+pub use index::IndexIter;
+use index::PartitionIndex;
 
 const MAGIC: &[u8; 4] = b"hl-1";
 const COMPONENTS: [&str; 5] = [
@@ -460,7 +465,8 @@ pub struct SSTableReader {
     algorithm: u8,
     chunk_len: u64,
     chunk_offsets: Vec<u64>,
-    pub index: Vec<IndexEntry>,
+    /// Index.db on disk behind an in-memory summary: use `entry`, `search`, `entries_from`.
+    index: PartitionIndex,
     pub filter: BloomFilter,
     pub stats: SSTableStats,
     /// Row clustering bounds as comparator positions (None when unknown or no rows).
@@ -497,8 +503,7 @@ impl SSTableReader {
         let stats =
             SSTableStats::decode(&fs::read(&spath).map_err(|e| StorageError::io(&spath, e))?)?;
         let format = DataFormat::from_stats(stats.data_format, stats.timestamp_base_us)?;
-        let ix = read_checked(&component_path(dir, gen, "Index.db"))?;
-        let index = format.decode_index(&ix)?;
+        let index = PartitionIndex::open(&component_path(dir, gen, "Index.db"), format)?;
         let fpath = component_path(dir, gen, "Filter.db");
         let filter =
             BloomFilter::decode(&fs::read(&fpath).map_err(|e| StorageError::io(&fpath, e))?)?;
@@ -555,11 +560,38 @@ impl SSTableReader {
     }
 
     /// Index position of the partition, if present.
-    pub fn find(&self, token: i64, key: &Bytes) -> Option<usize> {
+    pub fn find(&self, token: i64, key: &Bytes) -> Result<Option<usize>, StorageError> {
         if !self.may_contain(token, key) {
-            return None;
+            return Ok(None);
         }
-        self.search(token, key)
+        Ok(self.search(token, key)?.map(|(i, _)| i))
+    }
+
+    /// Number of partitions.
+    pub fn partition_count(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Index entry `i` (decoded from Index.db: one page read). Walks use `entries_from`.
+    pub fn entry(&self, i: usize) -> Result<IndexEntry, StorageError> {
+        self.index.entry(i)
+    }
+
+    /// Position of the first partition whose token is `token` or above (`partition_count`
+    /// when none).
+    pub fn first_at_or_after_token(&self, token: i64) -> Result<usize, StorageError> {
+        self.index
+            .lower_bound(&std::ops::Bound::Included((token, Bytes::new())))
+    }
+
+    /// Index entries from position `i` on, in (token, key) order, O(1) amortised each.
+    pub fn entries_from(&self, i: usize) -> IndexIter<'_> {
+        self.index.iter_from(i)
+    }
+
+    /// Bytes the in-memory partition summary takes.
+    pub fn summary_bytes(&self) -> usize {
+        self.index.summary_bytes()
     }
 
     /// False when no row of this SSTable can fall in `ranges` and nothing else in it can
@@ -583,11 +615,14 @@ impl SSTableReader {
             && self.filter.may_contain(token, key)
     }
 
-    /// Index position of the partition by binary search (the key cache's miss path).
-    pub fn search(&self, token: i64, key: &Bytes) -> Option<usize> {
-        self.index
-            .binary_search_by(|e| (e.token, &e.key).cmp(&(token, key)))
-            .ok()
+    /// Index position and entry of the partition: a binary search of the summary and one index
+    /// page read (the key cache's miss path).
+    pub fn search(
+        &self,
+        token: i64,
+        key: &Bytes,
+    ) -> Result<Option<(usize, IndexEntry)>, StorageError> {
+        self.index.search(token, key)
     }
 
     /// Reads and decompresses one chunk, verifying its checksum.
@@ -640,13 +675,23 @@ impl SSTableReader {
         }
     }
 
-    /// Reads the partition at index position `i`.
+    /// Reads the partition at index position `i` (one index page read; walks use
+    /// `entries_from` and `read_partition_at`).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn read_partition(
         &self,
         i: usize,
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
-        let e = self.index.get(i).ok_or_else(|| self.corrupt(0))?;
+        self.read_partition_at(&self.entry(i)?, cache)
+    }
+
+    /// Reads the partition `e` (an entry of this SSTable's index) points to.
+    pub fn read_partition_at(
+        &self,
+        e: &IndexEntry,
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+    ) -> Result<Partition, StorageError> {
         let buf = self.read_bytes(e.position, e.length, cache)?;
         let mut r = Reader::new(&buf, "sstable partition");
         self.format
@@ -654,93 +699,17 @@ impl SSTableReader {
             .map_err(|_| self.corrupt(e.position))
     }
 
-    /// Reads the partition at index position `i`, decoding only the row blocks that overlap
+    /// Reads the partition `e` points to, decoding only the row blocks that overlap
     /// `ranges` when it has a row index (the result may hold extra rows; callers filter).
+    #[cfg(test)]
     pub fn read_partition_sliced(
         &self,
-        i: usize,
+        e: &IndexEntry,
         ranges: &[(CKey, CKey)],
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
-        self.read_partition_sliced_upto(i, ranges, false, usize::MAX, cache)
+        self.read_partition_sliced_upto(e, ranges, false, usize::MAX, cache)
             .map(|(p, _)| p)
-    }
-
-    /// Like `read_partition_sliced`, but stops once the blocks read (in clustering order, or
-    /// reverse order when `reversed`) hold at least `max_rows` rows inside `ranges`. Returns the
-    /// clustering up to which the result is complete when it stopped early: rows beyond it in
-    /// the read's direction were not read.
-    pub fn read_partition_sliced_upto(
-        &self,
-        i: usize,
-        ranges: &[(CKey, CKey)],
-        reversed: bool,
-        max_rows: usize,
-        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
-    ) -> Result<(Partition, Option<CKey>), StorageError> {
-        let e = self.index.get(i).ok_or_else(|| self.corrupt(0))?;
-        if e.blocks.is_empty() {
-            return Ok((self.read_partition(i, cache)?, None));
-        }
-        let head = self.read_bytes(e.position, e.header_len, cache)?;
-        let (mut p, _) = self
-            .format
-            .decode_partition_header(
-                &mut Reader::new(&head, "sstable partition header"),
-                &self.cmp,
-                e,
-            )
-            .map_err(|_| self.corrupt(e.position))?;
-        let overlapping: Vec<&RowBlock> = e
-            .blocks
-            .iter()
-            .enumerate()
-            .filter(|(bi, b)| {
-                let first = CKey::row(b.first.clone(), &self.cmp);
-                let next = e
-                    .blocks
-                    .get(bi + 1)
-                    .map(|n| CKey::row(n.first.clone(), &self.cmp));
-                ranges
-                    .iter()
-                    .any(|(s, en)| first <= *en && !matches!(&next, Some(n) if n <= s))
-            })
-            .map(|(_, b)| b)
-            .collect();
-        let in_ranges = |p: &Partition| -> usize {
-            ranges
-                .iter()
-                .filter(|(s, e)| s <= e)
-                .map(|(s, e)| p.rows.range(s.clone()..=e.clone()).count())
-                .sum()
-        };
-        let order: Box<dyn Iterator<Item = &&RowBlock>> = if reversed {
-            Box::new(overlapping.iter().rev())
-        } else {
-            Box::new(overlapping.iter())
-        };
-        for b in order {
-            if max_rows != usize::MAX && in_ranges(&p) >= max_rows {
-                let edge = if reversed {
-                    p.rows.first_key_value()
-                } else {
-                    p.rows.last_key_value()
-                }
-                .map(|(k, _)| k.clone());
-                return Ok((p, edge));
-            }
-            let pos = e.position + u64::from(b.offset);
-            let bytes = self.read_bytes(pos, b.length, cache)?;
-            self.format
-                .decode_rows(
-                    &mut Reader::new(&bytes, "sstable row block"),
-                    &self.cmp,
-                    b.rows as usize,
-                    &mut p,
-                )
-                .map_err(|_| self.corrupt(pos))?;
-        }
-        Ok((p, None))
     }
 
     /// Reads `length` bytes of the logical data stream at `position`.
@@ -775,33 +744,29 @@ impl SSTableReader {
         self.chunk_offsets.len()
     }
 
-    /// Index positions of partitions in the key range, up to `limit`.
-    pub fn range_positions(
+    /// (token, key) of the partitions in the key range, up to `limit`, in order.
+    pub fn keys_in_range(
         &self,
         start: &std::ops::Bound<(i64, Bytes)>,
         end: &std::ops::Bound<(i64, Bytes)>,
         limit: usize,
-    ) -> std::ops::Range<usize> {
+    ) -> Result<Vec<(i64, Bytes)>, StorageError> {
         use std::ops::Bound;
-        let lo = match start {
-            Bound::Unbounded => 0,
-            Bound::Included(k) => self
-                .index
-                .partition_point(|e| (e.token, &e.key) < (k.0, &k.1)),
-            Bound::Excluded(k) => self
-                .index
-                .partition_point(|e| (e.token, &e.key) <= (k.0, &k.1)),
-        };
-        let hi = match end {
-            Bound::Unbounded => self.index.len(),
-            Bound::Included(k) => self
-                .index
-                .partition_point(|e| (e.token, &e.key) <= (k.0, &k.1)),
-            Bound::Excluded(k) => self
-                .index
-                .partition_point(|e| (e.token, &e.key) < (k.0, &k.1)),
-        };
-        let hi = hi.max(lo).min(lo.saturating_add(limit));
-        lo..hi
+        let lo = self.index.lower_bound(start)?;
+        let mut out = Vec::new();
+        for e in self.entries_from(lo).take(limit) {
+            let e = e?;
+            let k = (e.token, &e.key);
+            let inside = match end {
+                Bound::Unbounded => true,
+                Bound::Included(b) => k <= (b.0, &b.1),
+                Bound::Excluded(b) => k < (b.0, &b.1),
+            };
+            if !inside {
+                break;
+            }
+            out.push((e.token, e.key));
+        }
+        Ok(out)
     }
 }

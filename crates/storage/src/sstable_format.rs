@@ -7,9 +7,12 @@
 //! `entry = vbytes key | i64 token | uv length | uv header_len | uv n_blocks | n_blocks *
 //! (uv count + count * vbytes first clustering, uv offset, uv length, uv rows)`. Positions are
 //! not stored: partitions are back to back in the data stream, so each starts where the
-//! previous one ends.
+//! previous one ends. Readers decode entries on demand (sstable_index.rs); `decode_index` (the
+//! whole index at once) remains as the tests' reference.
 
-use super::{IndexEntry, RowBlock};
+use super::IndexEntry;
+#[cfg(test)]
+use super::RowBlock;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::{self, Reader, Writer};
 use crate::codec_compact::{Dec, Enc};
@@ -188,6 +191,7 @@ impl DataFormat {
         }
     }
 
+    #[cfg(test)]
     /// Decodes an Index.db body.
     pub fn decode_index(self, buf: &[u8]) -> Result<Vec<IndexEntry>, StorageError> {
         let mut r = Reader::new(buf, "index");
@@ -237,10 +241,12 @@ impl DataFormat {
     }
 }
 
+#[cfg(test)]
 fn u32_of(v: u64) -> Result<u32, StorageError> {
     u32::try_from(v).map_err(|_| StorageError::Decode { what: "index" })
 }
 
+#[cfg(test)]
 fn decode_fixed_index(r: &mut Reader<'_>, len: usize) -> Result<Vec<IndexEntry>, StorageError> {
     let n = r.u32()? as usize;
     let mut index = Vec::with_capacity(n.min(len / 24 + 1));

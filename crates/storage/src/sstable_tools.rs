@@ -49,8 +49,8 @@ pub fn verify_sstable(path: &Path) -> Result<VerifyReport, StorageError> {
             rep.errors.push(e.to_string());
         }
     }
-    for i in 0..r.index.len() {
-        match r.read_partition(i, None) {
+    for (i, e) in r.entries_from(0).enumerate() {
+        match e.and_then(|e| r.read_partition_at(&e, None)) {
             Ok(_) => rep.partitions += 1,
             Err(e) => rep.errors.push(format!("partition {i}: {e}")),
         }
@@ -104,8 +104,8 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
         st.drop_time_histogram.total()
     )
     .map_err(io)?;
-    for i in 0..r.index.len() {
-        let p = r.read_partition(i, None)?;
+    for e in r.entries_from(0) {
+        let p = r.read_partition_at(&e?, None)?;
         writeln!(
             out,
             "partition key=0x{} token={} deletion={:?}",

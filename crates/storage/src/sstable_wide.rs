@@ -31,7 +31,7 @@ impl<'a> RowCursor<'a> {
         i: usize,
         cache: &'a ByteCache<ChunkKey, Vec<u8>>,
     ) -> Result<(Partition, RowCursor<'a>), StorageError> {
-        let e: &IndexEntry = s.index.get(i).ok_or_else(|| s.corrupt(0))?;
+        let e: &IndexEntry = &s.entry(i)?;
         let head = s.read_bytes(e.position, e.header_len, Some(cache))?;
         let (p, n) = s
             .format
@@ -179,5 +179,83 @@ impl SSTableWriter {
     /// True when nothing was appended.
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
+    }
+}
+
+impl SSTableReader {
+    /// Like `read_partition_sliced`, but stops once the blocks read (in clustering order, or
+    /// reverse order when `reversed`) hold at least `max_rows` rows inside `ranges`. Returns the
+    /// clustering up to which the result is complete when it stopped early: rows beyond it in
+    /// the read's direction were not read.
+    pub fn read_partition_sliced_upto(
+        &self,
+        e: &IndexEntry,
+        ranges: &[(CKey, CKey)],
+        reversed: bool,
+        max_rows: usize,
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+    ) -> Result<(Partition, Option<CKey>), StorageError> {
+        if e.blocks.is_empty() {
+            return Ok((self.read_partition_at(e, cache)?, None));
+        }
+        let head = self.read_bytes(e.position, e.header_len, cache)?;
+        let (mut p, _) = self
+            .format
+            .decode_partition_header(
+                &mut Reader::new(&head, "sstable partition header"),
+                &self.cmp,
+                e,
+            )
+            .map_err(|_| self.corrupt(e.position))?;
+        let overlapping: Vec<&RowBlock> = e
+            .blocks
+            .iter()
+            .enumerate()
+            .filter(|(bi, b)| {
+                let first = CKey::row(b.first.clone(), &self.cmp);
+                let next = e
+                    .blocks
+                    .get(bi + 1)
+                    .map(|n| CKey::row(n.first.clone(), &self.cmp));
+                ranges
+                    .iter()
+                    .any(|(s, en)| first <= *en && !matches!(&next, Some(n) if n <= s))
+            })
+            .map(|(_, b)| b)
+            .collect();
+        let in_ranges = |p: &Partition| -> usize {
+            ranges
+                .iter()
+                .filter(|(s, e)| s <= e)
+                .map(|(s, e)| p.rows.range(s.clone()..=e.clone()).count())
+                .sum()
+        };
+        let order: Box<dyn Iterator<Item = &&RowBlock>> = if reversed {
+            Box::new(overlapping.iter().rev())
+        } else {
+            Box::new(overlapping.iter())
+        };
+        for b in order {
+            if max_rows != usize::MAX && in_ranges(&p) >= max_rows {
+                let edge = if reversed {
+                    p.rows.first_key_value()
+                } else {
+                    p.rows.last_key_value()
+                }
+                .map(|(k, _)| k.clone());
+                return Ok((p, edge));
+            }
+            let pos = e.position + u64::from(b.offset);
+            let bytes = self.read_bytes(pos, b.length, cache)?;
+            self.format
+                .decode_rows(
+                    &mut Reader::new(&bytes, "sstable row block"),
+                    &self.cmp,
+                    b.rows as usize,
+                    &mut p,
+                )
+                .map_err(|_| self.corrupt(pos))?;
+        }
+        Ok((p, None))
     }
 }

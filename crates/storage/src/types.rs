@@ -385,6 +385,10 @@ pub struct TableStats {
     pub compression_ratio: f64,
     /// Read latency histogram buckets are kept by the server; the engine reports SSTables per read.
     pub sstables_per_read_max: u64,
+    /// Memory of the SSTables' partition summaries (Cassandra's "Index summary" memory).
+    pub index_summary_bytes: u64,
+    /// SSTables single-partition reads skipped by the max-timestamp short-circuit.
+    pub sstables_skipped_by_timestamp: u64,
 }
 
 /// Counters of one cache (engine-wide).
