@@ -101,11 +101,11 @@ impl<'a> Reader<'a> {
         let end = self
             .pos
             .checked_add(n)
-            .ok_or_else(|| StorageError::Decode { what: self.what })?;
+            .ok_or(StorageError::Decode { what: self.what })?;
         let s = self
             .buf
             .get(self.pos..end)
-            .ok_or_else(|| StorageError::Decode { what: self.what })?;
+            .ok_or(StorageError::Decode { what: self.what })?;
         self.pos = end;
         Ok(s)
     }

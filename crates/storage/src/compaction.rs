@@ -370,8 +370,6 @@ pub(crate) fn purge_row(r: &mut Row, gc_before_s: i64, max_purgeable_ts: i64, no
     purged
 }
 
-/// Next partition of one compaction input: (key, input index, index position).
-
 /// The kind of a compaction task.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CompactionKind {
