@@ -11,7 +11,6 @@
 //! whole index at once) remains as the tests' reference.
 
 use super::IndexEntry;
-#[cfg(test)]
 use super::RowBlock;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::{self, Reader, Writer};
@@ -246,6 +245,27 @@ fn u32_of(v: u64) -> Result<u32, StorageError> {
     u32::try_from(v).map_err(|_| StorageError::Decode { what: "index" })
 }
 
+/// The row index of one format-1 index entry: u32 count, then per block a u16-counted
+/// clustering prefix of u32-length values, u32 offset, u32 length, u32 rows.
+pub(crate) fn decode_fixed_blocks(r: &mut Reader<'_>) -> Result<Vec<RowBlock>, StorageError> {
+    let nb = r.u32()? as usize;
+    if nb.saturating_mul(14) > r.remaining() {
+        return Err(StorageError::Decode { what: "row index" });
+    }
+    let mut blocks = Vec::with_capacity(nb);
+    for _ in 0..nb {
+        let nv = r.u16()? as usize;
+        let first = (0..nv).map(|_| r.bytes()).collect::<Result<Vec<_>, _>>()?;
+        blocks.push(RowBlock {
+            first,
+            offset: r.u32()?,
+            length: r.u32()?,
+            rows: r.u32()?,
+        });
+    }
+    Ok(blocks)
+}
+
 #[cfg(test)]
 fn decode_fixed_index(r: &mut Reader<'_>, len: usize) -> Result<Vec<IndexEntry>, StorageError> {
     let n = r.u32()? as usize;
@@ -253,21 +273,7 @@ fn decode_fixed_index(r: &mut Reader<'_>, len: usize) -> Result<Vec<IndexEntry>,
     for _ in 0..n {
         let key = r.bytes()?;
         let (token, position, length, header_len) = (r.i64()?, r.u64()?, r.u32()?, r.u32()?);
-        let nb = r.u32()? as usize;
-        if nb.saturating_mul(14) > r.remaining() {
-            return Err(StorageError::Decode { what: "row index" });
-        }
-        let mut blocks = Vec::with_capacity(nb);
-        for _ in 0..nb {
-            let nv = r.u16()? as usize;
-            let first = (0..nv).map(|_| r.bytes()).collect::<Result<Vec<_>, _>>()?;
-            blocks.push(RowBlock {
-                first,
-                offset: r.u32()?,
-                length: r.u32()?,
-                rows: r.u32()?,
-            });
-        }
+        let blocks = decode_fixed_blocks(r)?;
         index.push(IndexEntry {
             key,
             token,

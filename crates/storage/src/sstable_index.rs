@@ -574,22 +574,7 @@ impl RawEntry<'_> {
     fn to_entry(&self, format: DataFormat) -> Result<IndexEntry, StorageError> {
         let mut r = Reader::new(self.blocks, "row index");
         let blocks = if format == DataFormat::Fixed {
-            let nb = r.u32()? as usize;
-            if nb.saturating_mul(14) > r.remaining() {
-                return Err(StorageError::Decode { what: "row index" });
-            }
-            let mut blocks = Vec::with_capacity(nb);
-            for _ in 0..nb {
-                let nv = r.u16()? as usize;
-                let first = (0..nv).map(|_| r.bytes()).collect::<Result<Vec<_>, _>>()?;
-                blocks.push(RowBlock {
-                    first,
-                    offset: r.u32()?,
-                    length: r.u32()?,
-                    rows: r.u32()?,
-                });
-            }
-            blocks
+            super::format::decode_fixed_blocks(&mut r)?
         } else {
             let mut d = Dec {
                 r: &mut r,
