@@ -468,3 +468,69 @@ fn raw_copy_declines_what_compaction_must_decode_and_rejects_garbage() {
         }
     }
 }
+
+#[test]
+fn raw_copy_joins_inputs_whose_rows_do_not_interleave() {
+    use crate::sstable::raw::{concat, rebase};
+    let cmp = cmp2(false);
+    let whole = wide(&cmp);
+    let t = 1_700_000_000_000_000i64;
+    let mut pieces: Vec<Partition> = Vec::new();
+    for (n, (k, r)) in whole.rows.iter().enumerate() {
+        if n % 500 == 0 {
+            pieces.push(Partition::new(whole.key.clone(), whole.token));
+        }
+        if let Some(p) = pieces.last_mut() {
+            p.rows.insert(k.clone(), r.clone());
+        }
+    }
+    let to = t + 7;
+    // Inputs arrive in any order, each with its own timestamp base.
+    let encoded = |order: &[usize]| -> Vec<_> {
+        order
+            .iter()
+            .map(|&i| {
+                let base = t - 1000 * i as i64;
+                let src = encode(&pieces[i], base);
+                rebase(whole.token, whole.key.clone(), &src, base, to)
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (joined, bounds) = concat(encoded(&[2, 0, 1]), &cmp).unwrap().unwrap();
+    assert_eq!(joined.bytes, encode(&whole, to));
+    let mut starts = Vec::new();
+    let header_len = Enc {
+        out: &mut Vec::new(),
+        base_us: to,
+    }
+    .partition_indexed(&whole, &mut starts);
+    assert_eq!(
+        (joined.header_len, &joined.row_starts),
+        (header_len, &starts)
+    );
+    assert_eq!(joined.timestamps, whole.timestamp_range());
+    let (lo, hi) = bounds.unwrap();
+    assert_eq!(
+        (&lo, &hi),
+        (
+            whole.rows.keys().next().unwrap(),
+            whole.rows.keys().last().unwrap()
+        )
+    );
+    // Overlapping rows, or a static row, need the decoding merge.
+    let mut overlap = encoded(&[0, 1]);
+    overlap.extend(encoded(&[1]));
+    assert!(concat(overlap, &cmp).unwrap().is_none());
+    let mut with_static = pieces[0].clone();
+    with_static
+        .static_row
+        .cells
+        .insert((7, None), live(t, b"s"));
+    let src = encode(&with_static, t);
+    let s = rebase(1, Bytes::new(), &src, t, to).unwrap().unwrap();
+    let mut parts = encoded(&[1]);
+    parts.push(s);
+    assert!(concat(parts, &cmp).unwrap().is_none());
+}

@@ -1,6 +1,7 @@
 //! Background work: memtable flush, and compaction (SizeTiered, Leveled, TimeWindow, major,
 //! garbagecollect) with tombstone purge after gc_grace_seconds where it cannot resurrect data.
 
+use crate::clustering::CKey;
 use crate::compaction_control::{lower_thread_priority, Throttle};
 use crate::compaction_merge::{
     merge_range, parallel_major_bytes, raw_copyable, token_splits, MergeCtx, RangeOutput,
@@ -170,8 +171,9 @@ pub(crate) enum Merged<'a> {
     /// A memtable's partition, written as it is.
     Memtable(&'a Partition),
     Streamed(Box<StreamedWrite<'a>>),
-    /// Copied from one input in encoded form (sstable_raw.rs), with that input for its bounds.
-    Encoded(EncodedPartition, Arc<SSTableReader>),
+    /// Copied in encoded form (sstable_raw.rs), with bounds of its rows' clusterings (None when
+    /// it has no rows).
+    Encoded(EncodedPartition, Option<(CKey, CKey)>),
 }
 
 type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageError> + 'a;
@@ -242,7 +244,7 @@ pub(crate) fn write_outputs<'a>(
             Merged::Whole(p) => w.append(&p),
             Merged::Memtable(p) => w.append(p),
             Merged::Streamed(f) => f(w),
-            Merged::Encoded(enc, src) => append_encoded(w, enc, &src),
+            Merged::Encoded(enc, bounds) => append_encoded(w, enc, bounds.as_ref()),
         };
         if let Err(e) = appended {
             if let Some(w) = writer.take() {
@@ -275,7 +277,7 @@ pub(crate) fn write_outputs<'a>(
 fn append_encoded(
     w: &mut SSTableWriter,
     enc: EncodedPartition,
-    src: &SSTableReader,
+    bounds: Option<&(CKey, CKey)>,
 ) -> Result<(), StorageError> {
     let enc = match w.timestamp_base() {
         Some(base) if base != enc.base_us => {
@@ -287,7 +289,7 @@ fn append_encoded(
         }
         _ => enc,
     };
-    w.append_encoded(&enc, src.clustering_bounds())
+    w.append_encoded(&enc, bounds)
 }
 
 /// Removes tombstones older than gc_grace whose timestamp is below `max_purgeable_ts` (no older

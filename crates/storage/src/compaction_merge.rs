@@ -2,6 +2,7 @@
 //! in encoded form when only one input has them) into new SSTables.
 
 use crate::cache::ByteCache;
+use crate::clustering::{CKey, ClusteringComparator};
 use crate::compaction::{
     purge, write_outputs, CompactionKind, Merged, PurgeAt, STREAM_PARTITION_BYTES,
 };
@@ -11,7 +12,7 @@ use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::Partition;
 use crate::sstable::format::DataFormat;
-use crate::sstable::raw::{rebase, EncodedPartition};
+use crate::sstable::raw::{concat, rebase, EncodedPartition};
 use crate::sstable::{ChunkKey, IndexEntry, SSTableReader, SSTableWriter};
 use crate::types::*;
 use bytes::Bytes;
@@ -104,19 +105,33 @@ pub(crate) fn raw_copyable(s: &SSTableReader) -> bool {
     matches!(s.format, DataFormat::Compact { .. }) && s.clustering_bounds().is_some()
 }
 
-/// The partition `e` of `s` re-encoded for `to_base`, when it needs no decoding (see
-/// sstable_raw.rs).
-fn raw_copy(
-    s: &SSTableReader,
-    e: &IndexEntry,
+/// The partition of `entries` (one per input holding it) re-encoded for `to_base` without
+/// decoding it, when that is possible (see sstable_raw.rs): one input, or several whose rows do
+/// not interleave; with the bounds of its rows' clusterings.
+fn raw_merge(
+    inputs: &[Arc<SSTableReader>],
+    entries: &[(usize, IndexEntry)],
     to_base: i64,
     memo: &ByteCache<ChunkKey, Vec<u8>>,
-) -> Result<Option<EncodedPartition>, StorageError> {
-    if !raw_copyable(s) {
-        return Ok(None);
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<Option<(EncodedPartition, Option<(CKey, CKey)>)>, StorageError> {
+    let mut parts = Vec::with_capacity(entries.len());
+    for (si, e) in entries {
+        let Some(s) = inputs.get(*si).filter(|s| raw_copyable(s)) else {
+            return Ok(None);
+        };
+        let bytes = s.read_bytes(e.position, e.length, Some(memo))?;
+        let Some(enc) = rebase(e.token, e.key.clone(), &bytes, s.format.base_us(), to_base)? else {
+            return Ok(None);
+        };
+        if entries.len() == 1 {
+            let has_rows = !enc.row_starts.is_empty();
+            let bounds = s.clustering_bounds().cloned().filter(|_| has_rows);
+            return Ok(Some((enc, bounds)));
+        }
+        parts.push(enc);
     }
-    let bytes = s.read_bytes(e.position, e.length, Some(memo))?;
-    rebase(e.token, e.key.clone(), &bytes, s.format.base_us(), to_base)
+    concat(parts, cmp)
 }
 
 /// The newest timestamp a tombstone of partition `key` may have to be purged: below the oldest
@@ -181,6 +196,7 @@ pub(crate) fn merge_range(
         ends.push(end);
     }
     let task = ctx.engine.start_task(ctx.def, label, total);
+    let cmp = ctx.t.layout.read().cmp.clone();
     let purged = std::cell::Cell::new(0u64);
     let copied = std::cell::Cell::new(0u64);
     let (memo_ref, purged_ref) = (&memo, &purged);
@@ -213,17 +229,14 @@ pub(crate) fn merge_range(
                 }
             }
         }
-        if let (Some(to_base), [(si, e)]) = (ctx.raw_base, entries.as_slice()) {
-            if input_bytes <= STREAM_PARTITION_BYTES {
-                let src = inputs.get(*si)?;
-                match raw_copy(src, e, to_base, memo_ref) {
-                    Ok(Some(enc)) => {
-                        copied.set(copied.get() + 1);
-                        return Some(Ok(Merged::Encoded(enc, src.clone())));
-                    }
-                    Ok(None) => {}
-                    Err(e) => return Some(Err(e)),
+        if let (Some(to_base), true) = (ctx.raw_base, input_bytes <= STREAM_PARTITION_BYTES) {
+            match raw_merge(inputs, &entries, to_base, memo_ref, &cmp) {
+                Ok(Some((enc, bounds))) => {
+                    copied.set(copied.get() + 1);
+                    return Some(Ok(Merged::Encoded(enc, bounds)));
                 }
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
             }
         }
         let max_purgeable = max_purgeable(ctx, &key);

@@ -6,11 +6,12 @@
 //! the bytes, and most partitions of a SizeTiered or major compaction are in one input only.
 
 use super::{block_spans, format::DataFormat, RowBlock, SSTableWriter};
-use crate::clustering::CKey;
+use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::Reader;
 use crate::codec_compact::*;
 use crate::error::StorageError;
 use bytes::Bytes;
+use std::sync::Arc;
 
 /// A partition re-encoded for the output by [`rebase`], with what its index entry and the
 /// output's statistics need.
@@ -215,6 +216,81 @@ pub(crate) fn rebase(
         timestamps,
         base_us: to_base,
     }))
+}
+
+/// Joins one partition's encodings from several inputs (each from [`rebase`], same base) whose
+/// rows do not interleave, as appending to a partition across flushes leaves them: the rows of
+/// each, in clustering order, behind one header. `Ok(None)` when rows interleave or a static
+/// row would need merging. Returns the joined partition and its first and last clustering.
+pub(crate) fn concat(
+    mut parts: Vec<EncodedPartition>,
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<Option<(EncodedPartition, Option<(CKey, CKey)>)>, StorageError> {
+    let mut spans = Vec::with_capacity(parts.len());
+    for p in &parts {
+        // With no deletion and no static row, the header is the flags byte and the row count.
+        if p.static_row || p.bytes.first() != Some(&0) {
+            return Ok(None);
+        }
+        let (Some(&first), Some(&last)) = (p.row_starts.first(), p.row_starts.last()) else {
+            spans.push(None);
+            continue;
+        };
+        let key = |at: usize| -> Result<CKey, StorageError> {
+            let row = p.bytes.get(at..).ok_or_else(decode_err)?;
+            Ok(CKey::row(row_clustering(row)?, cmp))
+        };
+        spans.push(Some((key(first)?, key(last)?)));
+    }
+    let mut order: Vec<usize> = (0..parts.len()).filter(|i| spans[*i].is_some()).collect();
+    order.sort_by(|a, b| match (&spans[*a], &spans[*b]) {
+        (Some((x, _)), Some((y, _))) => x.cmp(y),
+        _ => std::cmp::Ordering::Equal,
+    });
+    let mut bounds: Option<(CKey, CKey)> = None;
+    for i in &order {
+        let Some((first, last)) = spans[*i].take() else {
+            continue;
+        };
+        bounds = match bounds {
+            Some((lo, prev_last)) if prev_last < first => Some((lo, last)),
+            Some(_) => return Ok(None),
+            None => Some((first, last)),
+        };
+    }
+    let Some(head) = parts.first() else {
+        return Ok(None);
+    };
+    let (token, key, base_us) = (head.token, head.key.clone(), head.base_us);
+    let rows: usize = parts.iter().map(|p| p.row_starts.len()).sum();
+    let mut bytes = vec![0u8];
+    put_uv(&mut bytes, rows as u64);
+    let header_len = bytes.len();
+    let mut row_starts = Vec::with_capacity(rows);
+    let (mut cells, mut timestamps) = (0, None::<(i64, i64)>);
+    for i in order {
+        let Some(p) = parts.get_mut(i) else { continue };
+        let shift = bytes.len() - p.header_len;
+        row_starts.extend(p.row_starts.iter().map(|s| s + shift));
+        bytes.extend_from_slice(p.bytes.get(p.header_len..).ok_or_else(decode_err)?);
+        cells += p.cells;
+        timestamps = match (timestamps, p.timestamps) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (t, None) | (None, t) => t,
+        };
+    }
+    let joined = EncodedPartition {
+        token,
+        key,
+        bytes,
+        header_len,
+        row_starts,
+        static_row: false,
+        cells,
+        timestamps,
+        base_us,
+    };
+    Ok(Some((joined, bounds)))
 }
 
 /// The clustering values of the encoded row at the start of `row`.
