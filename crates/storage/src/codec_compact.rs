@@ -14,10 +14,10 @@
 //!           bound, dt)] | [row] | uv n_rows
 //! keyed   = row flags | clustering: [uv count when flags say 3+] + count * vbytes | row body
 //! row     = flags u8 (1 liveness, 2 liveness expiring, 4 deletion, 8 complex deletions,
-//!           16 simple, bits 6-7: clustering value count 0-2, or 3 = a uv count follows)
+//!           16 simple, 32 sparse, bits 6-7: clustering value count 0-2, or 3 = a uv count follows)
 //!           | row body
 //! body    = [ts] | [uv ttl, sv expires] | [dt] | [uv n + n * (uv column, dt)]
-//!           | uv n_cells | simple: uv first column + n_cells * vbytes value
+//!           | uv n_cells | simple: uv first column + [sparse: uv bitmap] + n_cells * vbytes value
 //!                        | else: n_cells * cell
 //! bound   = weight i8 | prefix      prefix = uv count + count * vbytes
 //! dt      = ts marked_for_delete_at | sv local_deletion_time
@@ -27,7 +27,10 @@
 //!           | counter: sv clock, sv total
 //! ```
 //! A "simple" row (the common CQL insert: a row marker and live, non-expiring cells of
-//! consecutive columns at the marker's timestamp) stores each cell as just its value.
+//! consecutive columns at the marker's timestamp) stores each cell as just its value. A
+//! "sparse" simple row (some columns null, as in wide analytic tables) adds one bitmap of the
+//! columns present (bit i = first column + i, within 64 columns), as Cassandra's row encoding
+//! does, instead of a flags byte and a column id per cell.
 
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::error::StorageError;
@@ -49,6 +52,9 @@ pub(crate) const R_LIVENESS_EXPIRING: u8 = 2;
 pub(crate) const R_DELETION: u8 = 4;
 pub(crate) const R_COMPLEX: u8 = 8;
 pub(crate) const R_SIMPLE: u8 = 16;
+pub(crate) const R_SPARSE: u8 = 32;
+/// Widest column span a sparse row's bitmap covers.
+const SPARSE_SPAN: u32 = 64;
 /// Bits 6-7 of the row flags: the clustering value count when below 3.
 pub(crate) const R_CLUSTERING_SHIFT: u8 = 6;
 pub(crate) const R_CLUSTERING_COUNTED: usize = 3;
@@ -121,12 +127,11 @@ impl Enc<'_> {
             flags |= R_COMPLEX;
         }
         let first_col = r.cells.keys().next().map(|(c, _)| *c);
-        let simple = live_ts.is_some()
+        let plain = live_ts.is_some()
             && first_col.is_some()
-            && r.cells.iter().enumerate().all(|(i, ((col, path), c))| {
+            && r.cells.iter().all(|((_, path), c)| {
                 path.is_none()
                     && Some(c.timestamp_us) == live_ts
-                    && first_col.and_then(|f| f.checked_add(i as u32)) == Some(*col)
                     && matches!(
                         c.kind,
                         CellKind::Live {
@@ -136,8 +141,19 @@ impl Enc<'_> {
                         }
                     )
             });
-        if simple {
+        let consecutive = r
+            .cells
+            .keys()
+            .enumerate()
+            .all(|(i, (col, _))| first_col.and_then(|f| f.checked_add(i as u32)) == Some(*col));
+        let span_fits = match (first_col, r.cells.keys().last()) {
+            (Some(f), Some((l, _))) => l - f < SPARSE_SPAN,
+            _ => false,
+        };
+        if plain && consecutive {
             flags |= R_SIMPLE;
+        } else if plain && span_fits {
+            flags |= R_SIMPLE | R_SPARSE;
         }
         flags
     }
@@ -171,7 +187,15 @@ impl Enc<'_> {
         }
         self.uv(r.cells.len() as u64);
         if simple {
-            self.uv(u64::from(first_col.unwrap_or(0)));
+            let first = first_col.unwrap_or(0);
+            self.uv(u64::from(first));
+            if flags & R_SPARSE != 0 {
+                let bitmap = r
+                    .cells
+                    .keys()
+                    .fold(0u64, |m, (c, _)| m | (1u64 << ((c - first) % SPARSE_SPAN)));
+                self.uv(bitmap);
+            }
             for c in r.cells.values() {
                 if let CellKind::Live { value, .. } = &c.kind {
                     self.vbytes(value);
@@ -402,11 +426,21 @@ impl Dec<'_, '_> {
             let n = self.count(1)?;
             let first = self.u32()?;
             let timestamp_us = live_ts.ok_or(err("simple row without liveness"))?;
+            // Column offsets from the first: 0, 1, 2... or the bitmap's set bits.
+            let sparse = flags & R_SPARSE != 0;
+            let mut bitmap = if sparse { self.uv()? } else { 0 };
+            if sparse && bitmap.count_ones() as usize != n {
+                return Err(err("sparse row bitmap"));
+            }
             for i in 0..n {
-                let col = u32::try_from(i)
-                    .ok()
-                    .and_then(|i| first.checked_add(i))
-                    .ok_or(err("column id"))?;
+                let offset = if sparse {
+                    let b = bitmap.trailing_zeros();
+                    bitmap &= bitmap - 1;
+                    b
+                } else {
+                    u32::try_from(i).map_err(|_| err("column id"))?
+                };
+                let col = first.checked_add(offset).ok_or(err("column id"))?;
                 let kind = CellKind::Live {
                     value: self.vbytes()?,
                     ttl_s: 0,

@@ -118,6 +118,9 @@ impl Walk<'_, '_> {
         let n = self.uv()?;
         if flags & R_SIMPLE != 0 {
             self.uv()?;
+            if flags & R_SPARSE != 0 {
+                self.uv()?;
+            }
             for _ in 0..n {
                 self.vbytes()?;
             }
