@@ -5,13 +5,19 @@
 //! zstd or Deflate per table, a partition index on disk behind an in-memory summary of every
 //! 128th entry, a per-partition row index for wide partitions, bloom filter, versioned statistics with clustering bounds and tombstone
 //! histograms), compaction (SizeTiered / Leveled / TimeWindow, single-SSTable tombstone
-//! compaction, major, garbagecollect; wide partitions streamed), the key, chunk and row caches,
+//! compaction, major, garbagecollect; wide partitions streamed; partitions that need no merge
+//! copied in encoded form (sstable_raw.rs); major compactions split by token range across
+//! `concurrent_compactors` threads; a backlog controller for rate and CPU priority,
+//! compaction_control.rs), the key, chunk and row caches, the max-timestamp short-circuit and
+//! `LIMIT`ed slices that read only the row-index blocks they need,
 //! write backpressure, snapshots, clean shutdown, and the reconciliation rules (`reconcile.rs`)
 //! that make every merge order-independent.
 //! Does not own: schemas or CQL types (callers pass a `TableDef` with comparators), tokens
 //! (callers pass the Murmur3 token), replication or consistency levels.
 //!
-//! Dependencies, chosen deliberately: `lz4_flex` (pure Rust), `flate2` on the pure-Rust
+//! Dependencies, chosen deliberately: `lz4_flex` (pure Rust), `crc32c` (the CPU's CRC
+//! instruction; the table-driven loop it replaced was a sixth of compaction's CPU), `libc`
+//! (thread priority of compaction threads), `flate2` on the pure-Rust
 //! `miniz_oxide` backend for Deflate, and `zstd` (bindings to the C reference library, ~33 s of
 //! C build once) because the pure-Rust `ruzstd` cannot encode at the levels
 //! `compression_level` asks for (see compression.rs).
