@@ -178,6 +178,9 @@ pub(crate) enum Merged<'a> {
 
 type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageError> + 'a;
 
+/// How much a compaction writes between progress reports.
+const PROGRESS_STEP_BYTES: u64 = 1 << 20;
+
 /// Writes partitions (in order) into one or more SSTables, splitting at partition boundaries once
 /// an output exceeds `max_output_bytes`.
 #[allow(clippy::too_many_arguments)]
@@ -197,7 +200,7 @@ pub(crate) fn write_outputs<'a>(
     let mut outputs = Vec::new();
     let mut writer: Option<SSTableWriter> = None;
     let mut throttle = Throttle::new(rate_mib_s);
-    let mut written = 0u64;
+    let (mut written, mut reported) = (0u64, 0u64);
     for p in parts {
         let mut p = match p {
             Ok(p) => p,
@@ -253,7 +256,11 @@ pub(crate) fn write_outputs<'a>(
             return Err(e);
         }
         written += w.uncompressed_bytes() - before;
-        engine.update_task(task, written);
+        // Progress is for compactionstats: a lock per partition cost more than the copy itself.
+        if written - reported >= PROGRESS_STEP_BYTES {
+            engine.update_task(task, written);
+            reported = written;
+        }
         if w.uncompressed_bytes() >= max_output_bytes {
             if let Some(w) = writer.take() {
                 outputs.push(w.finish(&cmp)?);

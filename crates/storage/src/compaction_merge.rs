@@ -31,6 +31,9 @@ pub(crate) fn parallel_major_bytes() -> u64 {
     PARALLEL_MAJOR_BYTES.load(Ordering::Relaxed)
 }
 
+/// The decompressed chunk an input's walk read last (inputs are read in file order).
+type LastChunk = Option<(usize, Arc<Vec<u8>>)>;
+
 /// (next key, input index, index position) of one input in the merge heap.
 type MergeHead = ((i64, Bytes), usize, usize);
 
@@ -112,15 +115,18 @@ fn raw_merge(
     inputs: &[Arc<SSTableReader>],
     entries: &[(usize, IndexEntry)],
     to_base: i64,
-    memo: &ByteCache<ChunkKey, Vec<u8>>,
+    last_chunks: &mut [LastChunk],
     cmp: &Arc<ClusteringComparator>,
 ) -> Result<Option<(EncodedPartition, Option<(CKey, CKey)>)>, StorageError> {
     let mut parts = Vec::with_capacity(entries.len());
     for (si, e) in entries {
-        let Some(s) = inputs.get(*si).filter(|s| raw_copyable(s)) else {
+        let (Some(s), Some(last)) = (
+            inputs.get(*si).filter(|s| raw_copyable(s)),
+            last_chunks.get_mut(*si),
+        ) else {
             return Ok(None);
         };
-        let bytes = s.read_bytes(e.position, e.length, Some(memo))?;
+        let bytes = s.read_span(e.position, e.length, last)?;
         let Some(enc) = rebase(e.token, e.key.clone(), &bytes, s.format.base_us(), to_base)? else {
             return Ok(None);
         };
@@ -163,7 +169,10 @@ pub(crate) fn merge_range(
         CompactionKind::Major => "Major compaction",
         CompactionKind::GarbageCollect => "Garbage collection",
     };
+    // Wide partitions streamed row block by row block read through a shared memo; everything
+    // else through each input's last chunk.
     let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
+    let mut last_chunks: Vec<LastChunk> = vec![None; inputs.len()];
     let mut heap: BinaryHeap<Reverse<MergeHead>> = BinaryHeap::new();
     let mut expected = 0usize;
     let mut total = 0u64;
@@ -230,7 +239,7 @@ pub(crate) fn merge_range(
             }
         }
         if let (Some(to_base), true) = (ctx.raw_base, input_bytes <= STREAM_PARTITION_BYTES) {
-            match raw_merge(inputs, &entries, to_base, memo_ref, &cmp) {
+            match raw_merge(inputs, &entries, to_base, &mut last_chunks, &cmp) {
                 Ok(Some((enc, bounds))) => {
                     copied.set(copied.get() + 1);
                     return Some(Ok(Merged::Encoded(enc, bounds)));
@@ -257,7 +266,13 @@ pub(crate) fn merge_range(
         let mut acc: Option<Partition> = None;
         for (si, e) in &entries {
             let Some(s) = inputs.get(*si) else { continue };
-            let p = match s.read_partition_at(e, Some(memo_ref)) {
+            let Some(last) = last_chunks.get_mut(*si) else {
+                continue;
+            };
+            let p = match s
+                .read_span(e.position, e.length, last)
+                .and_then(|bytes| s.decode_partition_bytes(&bytes, e))
+            {
                 Ok(p) => p,
                 Err(e) => return Some(Err(e)),
             };

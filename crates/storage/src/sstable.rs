@@ -456,6 +456,23 @@ fn read_checked(path: &Path) -> Result<Vec<u8>, StorageError> {
 /// Key for the decompressed-chunk cache: (SSTable identity, chunk index).
 pub type ChunkKey = (u64, u32);
 
+/// Bytes of a Data component: a range of one cached chunk, or copied from several.
+pub(crate) enum Span {
+    Chunk(Arc<Vec<u8>>, std::ops::Range<usize>),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Span {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            // The range was checked against the chunk when the span was made.
+            Span::Chunk(c, r) => c.get(r.clone()).unwrap_or_default(),
+            Span::Owned(v) => v,
+        }
+    }
+}
+
 /// An open SSTable.
 pub struct SSTableReader {
     pub dir: PathBuf,
@@ -695,7 +712,16 @@ impl SSTableReader {
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
         let buf = self.read_bytes(e.position, e.length, cache)?;
-        let mut r = Reader::new(&buf, "sstable partition");
+        self.decode_partition_bytes(&buf, e)
+    }
+
+    /// Decodes the partition `e` points to from its bytes (as `read_bytes`/`read_span` give them).
+    pub(crate) fn decode_partition_bytes(
+        &self,
+        buf: &[u8],
+        e: &IndexEntry,
+    ) -> Result<Partition, StorageError> {
+        let mut r = Reader::new(buf, "sstable partition");
         self.format
             .decode_partition(&mut r, &self.cmp, e)
             .map_err(|_| self.corrupt(e.position))
@@ -739,6 +765,52 @@ impl SSTableReader {
             pos += take as u64;
         }
         Ok(buf)
+    }
+
+    /// The bytes at `position..position + length`, borrowed from the decompressed chunk when they
+    /// lie in one (a sequential walk's common case). `last` keeps the most recently read chunk,
+    /// so a walk in file order decompresses each chunk once without a shared cache.
+    pub(crate) fn read_span(
+        &self,
+        position: u64,
+        length: u32,
+        last: &mut Option<(usize, Arc<Vec<u8>>)>,
+    ) -> Result<Span, StorageError> {
+        let end = position + u64::from(length);
+        let mut chunk_at = |ci: usize| -> Result<Arc<Vec<u8>>, StorageError> {
+            if let Some((i, c)) = last.as_ref() {
+                if *i == ci {
+                    return Ok(c.clone());
+                }
+            }
+            let c = self.read_chunk(ci, None)?;
+            *last = Some((ci, c.clone()));
+            Ok(c)
+        };
+        let first = (position / self.chunk_len) as usize;
+        let start_in = (position % self.chunk_len) as usize;
+        if length > 0 && (end - 1) / self.chunk_len == position / self.chunk_len {
+            let chunk = chunk_at(first)?;
+            let range = start_in..start_in + length as usize;
+            if chunk.get(range.clone()).is_none() {
+                return Err(self.corrupt(position));
+            }
+            return Ok(Span::Chunk(chunk, range));
+        }
+        let mut buf = Vec::with_capacity(length as usize);
+        let mut pos = position;
+        while pos < end {
+            let chunk = chunk_at((pos / self.chunk_len) as usize)?;
+            let start_in = (pos % self.chunk_len) as usize;
+            let take = ((end - pos) as usize).min(chunk.len().saturating_sub(start_in));
+            let piece = chunk
+                .get(start_in..start_in + take)
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| self.corrupt(pos))?;
+            buf.extend_from_slice(piece);
+            pos += take as u64;
+        }
+        Ok(Span::Owned(buf))
     }
 
     /// Number of chunks in the Data component.

@@ -58,9 +58,13 @@ fn read_uv(r: &mut Reader<'_>) -> Result<u64, StorageError> {
     Err(decode_err())
 }
 
-/// A walk over one encoded partition that copies it to `out`, rewriting timestamps.
+/// A walk over one encoded partition that splices rewritten timestamps into a copy of it: the
+/// bytes between timestamps are copied in runs, not parsed into the output.
 struct Walk<'a, 'b> {
-    r: Reader<'a>,
+    src: &'a [u8],
+    pos: usize,
+    /// `src[..copied]` is in `out` already (with its timestamps rewritten).
+    copied: usize,
     out: &'b mut Vec<u8>,
     from_base: i64,
     to_base: i64,
@@ -70,42 +74,71 @@ struct Walk<'a, 'b> {
 
 impl Walk<'_, '_> {
     fn byte(&mut self) -> Result<u8, StorageError> {
-        let b = self.r.u8()?;
-        self.out.push(b);
+        let b = *self.src.get(self.pos).ok_or_else(decode_err)?;
+        self.pos += 1;
         Ok(b)
     }
 
-    fn read_uv(&mut self) -> Result<u64, StorageError> {
-        read_uv(&mut self.r)
-    }
-
     fn uv(&mut self) -> Result<u64, StorageError> {
-        let v = self.read_uv()?;
-        put_uv(self.out, v);
-        Ok(v)
+        let b = self.byte()?;
+        if b < 0x80 {
+            return Ok(u64::from(b));
+        }
+        let mut v = u64::from(b & 0x7f);
+        for i in 1..10 {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(decode_err())
     }
 
     fn vbytes(&mut self) -> Result<(), StorageError> {
         let n = usize::try_from(self.uv()?).map_err(|_| decode_err())?;
-        let v = self.r.take(n)?;
-        self.out.extend_from_slice(v);
-        Ok(())
+        match self.pos.checked_add(n) {
+            Some(end) if end <= self.src.len() => {
+                self.pos = end;
+                Ok(())
+            }
+            _ => Err(decode_err()),
+        }
+    }
+
+    /// Where the byte at `pos` lands in the output.
+    fn out_pos(&self) -> usize {
+        self.out.len() + (self.pos - self.copied)
     }
 
     fn timestamp(&mut self) -> Result<(), StorageError> {
-        let u = self.read_uv()?;
+        let at = self.pos;
+        let u = self.uv()?;
         let delta = ((u >> 1) as i64) ^ -((u & 1) as i64);
         let ts = self.from_base.wrapping_add(delta);
         self.timestamps = Some(match self.timestamps {
             Some((lo, hi)) => (lo.min(ts), hi.max(ts)),
             None => (ts, ts),
         });
-        let d = ts.wrapping_sub(self.to_base);
-        put_uv(self.out, ((d << 1) ^ (d >> 63)) as u64);
+        if self.from_base != self.to_base {
+            let run = self.src.get(self.copied..at).ok_or_else(decode_err)?;
+            self.out.extend_from_slice(run);
+            let d = ts.wrapping_sub(self.to_base);
+            put_uv(self.out, ((d << 1) ^ (d >> 63)) as u64);
+            self.copied = self.pos;
+        }
         Ok(())
     }
 
-    /// A row body (flags already copied); false when the row holds something only a decoding
+    /// Copies what is left after the last rewritten timestamp.
+    fn finish(&mut self) -> Result<(), StorageError> {
+        let run = self.src.get(self.copied..).ok_or_else(decode_err)?;
+        self.out.extend_from_slice(run);
+        self.copied = self.src.len();
+        Ok(())
+    }
+
+    /// A row body (flags already read); false when the row holds something only a decoding
     /// compaction may handle.
     fn row_body(&mut self, flags: u8) -> Result<bool, StorageError> {
         if flags & (R_LIVENESS_EXPIRING | R_DELETION | R_COMPLEX) != 0 {
@@ -177,7 +210,9 @@ pub(crate) fn rebase(
 ) -> Result<Option<EncodedPartition>, StorageError> {
     let mut out = Vec::with_capacity(src.len() + 8);
     let mut w = Walk {
-        r: Reader::new(src, "partition (raw copy)"),
+        src,
+        pos: 0,
+        copied: 0,
         out: &mut out,
         from_base,
         to_base,
@@ -196,17 +231,18 @@ pub(crate) fn rebase(
         }
     }
     let rows = w.uv()?;
-    let header_len = w.out.len();
-    let mut row_starts = Vec::new();
+    let header_len = w.out_pos();
+    let mut row_starts = Vec::with_capacity(usize::try_from(rows).unwrap_or(0).min(1 << 16));
     for _ in 0..rows {
-        row_starts.push(w.out.len());
+        row_starts.push(w.out_pos());
         if !w.keyed_row()? {
             return Ok(None);
         }
     }
-    if w.r.remaining() != 0 {
+    if w.pos != src.len() {
         return Err(decode_err());
     }
+    w.finish()?;
     let (timestamps, cells) = (w.timestamps, w.cells);
     Ok(Some(EncodedPartition {
         token,

@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-/// Chunks in flight between the encoder and the writing thread (bounds the memory it holds).
-const CHUNKS_IN_FLIGHT: usize = 4;
+/// Batches in flight between the encoder and the writing thread (bounds the memory it holds).
+const BATCHES_IN_FLIGHT: usize = 4;
+/// Chunks go over in batches of about this many bytes: one wake-up of the writing thread per
+/// 16 KiB chunk cost more than compressing it.
+const BATCH_BYTES: usize = 256 << 10;
 
 /// What the Data component looks like once written.
 pub(crate) struct DataFile {
@@ -62,9 +65,11 @@ impl ChunkFile {
         Ok(self.written)
     }
 
-    fn run(mut self, rx: Receiver<Vec<u8>>) -> Result<DataFile, StorageError> {
-        for chunk in rx {
-            self.write_chunk(&chunk)?;
+    fn run(mut self, rx: Receiver<Vec<Vec<u8>>>) -> Result<DataFile, StorageError> {
+        for batch in rx {
+            for chunk in batch {
+                self.write_chunk(&chunk)?;
+            }
         }
         self.finish()
     }
@@ -73,8 +78,10 @@ impl ChunkFile {
 /// The writer's end: a thread when one could be started, else the calling thread.
 pub(crate) enum ChunkSink {
     Thread {
-        tx: SyncSender<Vec<u8>>,
+        tx: SyncSender<Vec<Vec<u8>>>,
         handle: JoinHandle<Result<DataFile, StorageError>>,
+        batch: Vec<Vec<u8>>,
+        batch_bytes: usize,
     },
     Inline(ChunkFile),
 }
@@ -96,7 +103,7 @@ impl ChunkSink {
                 bytes: 0,
             },
         };
-        let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
+        let (tx, rx) = sync_channel(BATCHES_IN_FLIGHT);
         // The file moves into the thread only if it starts; a failed spawn hands it back
         // through this slot so the writer carries on inline.
         let slot = std::sync::Arc::new(parking_lot::Mutex::new(Some(file)));
@@ -108,7 +115,12 @@ impl ChunkSink {
                 None => Err(StorageError::InvalidRequest("sstable sink taken".into())),
             });
         match spawned {
-            Ok(handle) => Ok(ChunkSink::Thread { tx, handle }),
+            Ok(handle) => Ok(ChunkSink::Thread {
+                tx,
+                handle,
+                batch: Vec::new(),
+                batch_bytes: 0,
+            }),
             Err(_) => match slot.lock().take() {
                 Some(file) => Ok(ChunkSink::Inline(file)),
                 None => Err(StorageError::InvalidRequest("sstable sink lost".into())),
@@ -121,8 +133,18 @@ impl ChunkSink {
         match self {
             ChunkSink::Inline(f) => f.write_chunk(&chunk),
             // A closed channel means the thread stopped on an error, which `finish` reports.
-            ChunkSink::Thread { tx, .. } => {
-                let _ = tx.send(chunk);
+            ChunkSink::Thread {
+                tx,
+                batch,
+                batch_bytes,
+                ..
+            } => {
+                *batch_bytes += chunk.len();
+                batch.push(chunk);
+                if *batch_bytes >= BATCH_BYTES {
+                    *batch_bytes = 0;
+                    let _ = tx.send(std::mem::take(batch));
+                }
                 Ok(())
             }
         }
@@ -132,7 +154,12 @@ impl ChunkSink {
     pub(crate) fn finish(self) -> Result<DataFile, StorageError> {
         match self {
             ChunkSink::Inline(f) => f.finish(),
-            ChunkSink::Thread { tx, handle } => {
+            ChunkSink::Thread {
+                tx, handle, batch, ..
+            } => {
+                if !batch.is_empty() {
+                    let _ = tx.send(batch);
+                }
                 drop(tx);
                 handle.join().map_err(|_| {
                     StorageError::InvalidRequest("sstable writer thread died".into())
