@@ -72,6 +72,7 @@ impl Engine {
             max_out,
         );
         release_all(&t, &inputs);
+        compaction::close_in_background(inputs);
         r
     }
 

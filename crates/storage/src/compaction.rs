@@ -11,7 +11,7 @@ use crate::engine::{Engine, Job, Table};
 use crate::memtable::Memtable;
 use crate::partition::{Partition, Row};
 use crate::reconcile::CellKind;
-use crate::sstable::raw::{rebase, EncodedPartition};
+use crate::sstable::raw::{rebase_within, EncodedPartition, Horizon};
 use crate::sstable::{SSTableReader, SSTableWriter};
 use crate::types::*;
 use std::collections::HashSet;
@@ -173,7 +173,7 @@ pub(crate) enum Merged<'a> {
     Streamed(Box<StreamedWrite<'a>>),
     /// Copied in encoded form (sstable_raw.rs), with bounds of its rows' clusterings (None when
     /// it has no rows).
-    Encoded(EncodedPartition, Option<(CKey, CKey)>),
+    Encoded(EncodedPartition, Option<Arc<(CKey, CKey)>>),
 }
 
 type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageError> + 'a;
@@ -247,7 +247,7 @@ pub(crate) fn write_outputs<'a>(
             Merged::Whole(p) => w.append(&p),
             Merged::Memtable(p) => w.append(p),
             Merged::Streamed(f) => f(w),
-            Merged::Encoded(enc, bounds) => append_encoded(w, enc, bounds.as_ref()),
+            Merged::Encoded(enc, bounds) => append_encoded(w, enc, bounds.as_deref()),
         };
         if let Err(e) = appended {
             if let Some(w) = writer.take() {
@@ -287,13 +287,17 @@ fn append_encoded(
     bounds: Option<&(CKey, CKey)>,
 ) -> Result<(), StorageError> {
     let enc = match w.timestamp_base() {
-        Some(base) if base != enc.base_us => {
-            rebase(enc.token, enc.key, &enc.bytes, enc.base_us, base)?.ok_or(
-                StorageError::Decode {
-                    what: "raw partition changed",
-                },
-            )?
-        }
+        Some(base) if base != enc.base_us => rebase_within(
+            enc.token,
+            enc.key,
+            &enc.bytes,
+            enc.base_us,
+            base,
+            Horizon::ALL,
+        )?
+        .ok_or(StorageError::Decode {
+            what: "raw partition changed",
+        })?,
         _ => enc,
     };
     w.append_encoded(&enc, bounds)
@@ -505,7 +509,20 @@ pub(crate) fn compact_sstables(
             let _ = std::fs::remove_file(p);
         }
     }
+    close_in_background(inputs);
     Ok(stats)
+}
+
+/// Drops readers on a thread of their own: closing the last descriptor of a deleted SSTable frees
+/// its page cache there and then (tens of milliseconds for a large one), which nobody waits for.
+pub(crate) fn close_in_background(readers: Vec<Arc<SSTableReader>>) {
+    if readers.is_empty() {
+        return;
+    }
+    // A failed spawn drops them here.
+    let _ = std::thread::Builder::new()
+        .name("sstable-close".into())
+        .spawn(move || drop(readers));
 }
 
 /// Reserves SSTables for a compaction; returns those not already taken.

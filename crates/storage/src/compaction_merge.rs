@@ -12,12 +12,10 @@ use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::Partition;
 use crate::sstable::format::DataFormat;
-use crate::sstable::raw::{concat, rebase, EncodedPartition};
+use crate::sstable::raw::{concat, rebase_within, EncodedPartition, Horizon};
 use crate::sstable::{ChunkKey, IndexEntry, SSTableReader, SSTableWriter};
 use crate::types::*;
 use bytes::Bytes;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -34,8 +32,26 @@ pub(crate) fn parallel_major_bytes() -> u64 {
 /// The decompressed chunk an input's walk read last (inputs are read in file order).
 type LastChunk = Option<(usize, Arc<Vec<u8>>)>;
 
-/// (next key, input index, index position) of one input in the merge heap.
-type MergeHead = ((i64, Bytes), usize, usize);
+/// The inputs holding the smallest partition key among `heads` (an input's index position and
+/// entry at its head). A scan, not a heap: compactions merge a handful of inputs, and a heap
+/// would clone every key it orders.
+fn smallest(heads: &[Option<(usize, IndexEntry)>], batch: &mut Vec<usize>) {
+    batch.clear();
+    let mut min: Option<&IndexEntry> = None;
+    for (si, head) in heads.iter().enumerate() {
+        let Some((_, e)) = head else { continue };
+        let order = min.map(|m| (e.token, &e.key).cmp(&(m.token, &m.key)));
+        match order {
+            None | Some(std::cmp::Ordering::Less) => {
+                min = Some(e);
+                batch.clear();
+                batch.push(si);
+            }
+            Some(std::cmp::Ordering::Equal) => batch.push(si),
+            Some(std::cmp::Ordering::Greater) => {}
+        }
+    }
+}
 
 /// Tokens from `lo` (inclusive) to `hi` (exclusive); None is unbounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,8 +132,10 @@ fn raw_merge(
     entries: &[(usize, IndexEntry)],
     to_base: i64,
     last_chunks: &mut [LastChunk],
+    input_bounds: &[Option<Arc<(CKey, CKey)>>],
+    horizon: Horizon,
     cmp: &Arc<ClusteringComparator>,
-) -> Result<Option<(EncodedPartition, Option<(CKey, CKey)>)>, StorageError> {
+) -> Result<Option<(EncodedPartition, Option<Arc<(CKey, CKey)>>)>, StorageError> {
     let mut parts = Vec::with_capacity(entries.len());
     for (si, e) in entries {
         let (Some(s), Some(last)) = (
@@ -127,31 +145,37 @@ fn raw_merge(
             return Ok(None);
         };
         let bytes = s.read_span(e.position, e.length, last)?;
-        let Some(enc) = rebase(e.token, e.key.clone(), &bytes, s.format.base_us(), to_base)? else {
+        let from_base = s.format.base_us();
+        let Some(enc) = rebase_within(e.token, e.key.clone(), &bytes, from_base, to_base, horizon)?
+        else {
             return Ok(None);
         };
         if entries.len() == 1 {
             let has_rows = !enc.row_starts.is_empty();
-            let bounds = s.clustering_bounds().cloned().filter(|_| has_rows);
+            let bounds = input_bounds
+                .get(*si)
+                .cloned()
+                .flatten()
+                .filter(|_| has_rows);
             return Ok(Some((enc, bounds)));
         }
         parts.push(enc);
     }
-    concat(parts, cmp)
+    Ok(concat(parts, cmp)?.map(|(enc, bounds)| (enc, bounds.map(Arc::new))))
 }
 
 /// The newest timestamp a tombstone of partition `key` may have to be purged: below the oldest
 /// data for the partition outside the compaction.
-fn max_purgeable(ctx: &MergeCtx<'_>, key: &(i64, Bytes)) -> i64 {
+fn max_purgeable(ctx: &MergeCtx<'_>, token: i64, key: &Bytes) -> i64 {
     let mut max_purgeable = i64::MAX;
     for s in ctx.others {
         // An unreadable index counts as holding the key: it only stops purging.
-        if !matches!(s.find(key.0, &key.1), Ok(None)) {
+        if !matches!(s.find(token, key), Ok(None)) {
             max_purgeable = max_purgeable.min(s.stats.min_timestamp_us);
         }
     }
     for m in ctx.memtables {
-        if let Some(Some((lo, _))) = m.with_partition(key.0, &key.1, |mp| mp.timestamp_range()) {
+        if let Some(Some((lo, _))) = m.with_partition(token, key, |mp| mp.timestamp_range()) {
             max_purgeable = max_purgeable.min(lo);
         }
     }
@@ -173,14 +197,18 @@ pub(crate) fn merge_range(
     // else through each input's last chunk.
     let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
     let mut last_chunks: Vec<LastChunk> = vec![None; inputs.len()];
-    let mut heap: BinaryHeap<Reverse<MergeHead>> = BinaryHeap::new();
+    // Shared, not cloned per partition copied.
+    let input_bounds: Vec<Option<Arc<(CKey, CKey)>>> = inputs
+        .iter()
+        .map(|s| s.clustering_bounds().cloned().map(Arc::new))
+        .collect();
     let mut expected = 0usize;
     let mut total = 0u64;
-    // Each input's index walked in order, where its part of the range ends, and the entry at its
-    // heap head.
+    // Each input's index walked in order, where its part of the range ends, and the position and
+    // entry at its head.
     let mut cursors = Vec::with_capacity(inputs.len());
     let mut ends = Vec::with_capacity(inputs.len());
-    let mut heads: Vec<Option<IndexEntry>> = vec![None; inputs.len()];
+    let mut heads: Vec<Option<(usize, IndexEntry)>> = vec![None; inputs.len()];
     for (si, s) in inputs.iter().enumerate() {
         let count = s.partition_count();
         let first = range.lo.map_or(Ok(0), |lo| s.first_at_or_after_token(lo))?;
@@ -197,8 +225,7 @@ pub(crate) fn merge_range(
                     s.entry(end)?.position
                 };
                 total += last.saturating_sub(e.position);
-                heap.push(Reverse(((e.token, e.key.clone()), si, first)));
-                heads[si] = Some(e);
+                heads[si] = Some((first, e));
             }
         }
         cursors.push(cursor);
@@ -210,36 +237,45 @@ pub(crate) fn merge_range(
     let copied = std::cell::Cell::new(0u64);
     let (memo_ref, purged_ref) = (&memo, &purged);
     let (gc_before, now) = (ctx.gc_before_s, ctx.now_s);
+    let horizon = Horizon {
+        gc_before_s: gc_before,
+        now_s: now,
+    };
     let merged = std::iter::from_fn(|| {
-        let Reverse((key, si, ii)) = heap.pop()?;
-        let mut batch = vec![(si, ii)];
-        while heap.peek().is_some_and(|Reverse((k, _, _))| *k == key) {
-            if let Some(Reverse((_, s, i))) = heap.pop() {
-                batch.push((s, i));
-            }
+        let mut batch_inputs = Vec::with_capacity(2);
+        smallest(&heads, &mut batch_inputs);
+        if batch_inputs.is_empty() {
+            return None;
         }
+        let mut batch = Vec::with_capacity(batch_inputs.len());
         let mut input_bytes = 0u64;
-        let mut entries = Vec::with_capacity(batch.len());
-        for &(si, ii) in &batch {
+        let mut entries = Vec::with_capacity(batch_inputs.len());
+        for &si in &batch_inputs {
             let (Some(c), Some(head)) = (cursors.get_mut(si), heads.get_mut(si)) else {
                 continue;
             };
-            let Some(e) = head.take() else { continue };
+            let Some((ii, e)) = head.take() else { continue };
             input_bytes += u64::from(e.length);
             entries.push((si, e));
+            batch.push((si, ii));
             if ends.get(si).is_some_and(|end| ii + 1 < *end) {
                 match c.next() {
-                    Some(Ok(e)) => {
-                        heap.push(Reverse(((e.token, e.key.clone()), si, ii + 1)));
-                        *head = Some(e);
-                    }
+                    Some(Ok(e)) => *head = Some((ii + 1, e)),
                     Some(Err(e)) => return Some(Err(e)),
                     None => {}
                 }
             }
         }
         if let (Some(to_base), true) = (ctx.raw_base, input_bytes <= STREAM_PARTITION_BYTES) {
-            match raw_merge(inputs, &entries, to_base, &mut last_chunks, &cmp) {
+            match raw_merge(
+                inputs,
+                &entries,
+                to_base,
+                &mut last_chunks,
+                &input_bounds,
+                horizon,
+                &cmp,
+            ) {
                 Ok(Some((enc, bounds))) => {
                     copied.set(copied.get() + 1);
                     return Some(Ok(Merged::Encoded(enc, bounds)));
@@ -248,7 +284,14 @@ pub(crate) fn merge_range(
                 Err(e) => return Some(Err(e)),
             }
         }
-        let max_purgeable = max_purgeable(ctx, &key);
+        let max_purgeable = match entries.first() {
+            Some((_, e)) => max_purgeable(ctx, e.token, &e.key),
+            None => {
+                return Some(Err(StorageError::Decode {
+                    what: "compaction merge",
+                }))
+            }
+        };
         let purge_at = PurgeAt {
             gc_before_s: gc_before,
             max_purgeable_ts: max_purgeable,
@@ -328,6 +371,7 @@ mod common;
 mod tests {
     use super::common::*;
     use super::*;
+    use crate::sstable::SSTableStats;
 
     #[test]
     fn an_unbounded_range_is_all_tokens() {
@@ -378,6 +422,108 @@ mod tests {
         let (a, b) = (&set[0].stats, &set[1].stats);
         assert!(a.max_token < b.min_token || b.max_token < a.min_token);
         drop(set);
+        e.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Cell tombstones within gc_grace_seconds and unexpired TTL data copy in encoded form, and
+    /// the outputs' statistics count them as the flushes that wrote the inputs did.
+    #[test]
+    fn live_tombstones_and_ttl_data_are_copied_with_their_statistics() {
+        let dir = tempdir("raw-tombstones");
+        let e = Engine::open(config(&dir, CommitlogSync::Batch)).unwrap();
+        e.create_table(table_def(864_000)).unwrap();
+        for round in 0..3u32 {
+            for i in 0..300u32 {
+                let key = format!("k{}", i + round * 1000);
+                let ts = i64::from(round) * 10 + 1;
+                let mut m = mutation(key.as_bytes());
+                let mut cells = vec![set(1, ts, &i.to_be_bytes())];
+                match i % 3 {
+                    0 => cells.push(CellUpdate {
+                        op: CellOp::Delete,
+                        ..set(2, ts, b"")
+                    }),
+                    1 => cells.push(CellUpdate {
+                        op: CellOp::Set {
+                            value: b(b"ttl"),
+                            ttl_s: 3600 + i,
+                        },
+                        ..set(2, ts, b"")
+                    }),
+                    _ => cells.push(set(2, ts, b"plain")),
+                }
+                m.rows.push(row(b"a", cells));
+                e.apply_blocking(&[m]).unwrap();
+            }
+            e.flush(None).unwrap();
+        }
+        let t = e.table(TABLE).unwrap();
+        let sum = |f: &dyn Fn(&SSTableStats) -> u64| -> u64 {
+            t.sstables.read().iter().map(|s| f(&s.stats)).sum()
+        };
+        let stats_of = |sum: &dyn Fn(&dyn Fn(&SSTableStats) -> u64) -> u64| {
+            (
+                sum(&|s| s.tombstones),
+                sum(&|s| s.cells),
+                sum(&|s| s.ttl_histogram.total()),
+                sum(&|s| s.drop_time_histogram.total()),
+            )
+        };
+        let before_stats = stats_of(&sum);
+        let max_ldt = |t: &Table| {
+            t.sstables
+                .read()
+                .iter()
+                .map(|s| s.stats.max_local_deletion_time_s)
+                .max()
+        };
+        let before_ldt = max_ldt(&t);
+        let before = e.read(TABLE, &scan_all(now())).unwrap();
+        let cs = e.compact(TABLE).unwrap();
+        assert_eq!(cs.partitions_copied, 900, "every partition is in one input");
+        assert_eq!(cs.tombstones_purged, 0);
+        assert_eq!(e.read(TABLE, &scan_all(now())).unwrap(), before);
+        assert_eq!(stats_of(&sum), before_stats);
+        assert_eq!(before_stats.0, 300);
+        assert_eq!(max_ldt(&t), before_ldt);
+        drop(t);
+        e.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A tombstone past gc_grace_seconds goes through the decoding merge, which purges it.
+    #[test]
+    fn purgeable_tombstones_are_not_copied() {
+        let dir = tempdir("raw-purgeable");
+        let e = Engine::open(config(&dir, CommitlogSync::Batch)).unwrap();
+        e.create_table(table_def(0)).unwrap();
+        for round in 0..2u32 {
+            for i in 0..50u32 {
+                let key = format!("k{}", i + round * 100);
+                let mut m = mutation(key.as_bytes());
+                let mut cells = vec![set(1, 5, b"v")];
+                if i % 2 == 0 {
+                    cells.push(CellUpdate {
+                        op: CellOp::Delete,
+                        ..set(2, 5, b"")
+                    });
+                }
+                m.rows.push(row(b"a", cells));
+                e.apply_blocking(&[m]).unwrap();
+            }
+            e.flush(None).unwrap();
+        }
+        // Deletion times are whole seconds: let gc_grace_seconds = 0 pass them.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let before = e.read(TABLE, &scan_all(now())).unwrap();
+        let cs = e.compact(TABLE).unwrap();
+        assert_eq!(
+            cs.partitions_copied, 50,
+            "only partitions without tombstones"
+        );
+        assert_eq!(cs.tombstones_purged, 50);
+        assert_eq!(e.read(TABLE, &scan_all(now())).unwrap(), before);
         e.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -25,7 +25,7 @@ pub const FILE_DEFLATE: u8 = 3;
 /// Per-chunk codes in the top byte of the chunk header's first word. 0 means "the file's
 /// algorithm" (files written before per-chunk codes); new files always write a non-zero code.
 const CHUNK_AS_FILE: u8 = 0;
-const CHUNK_RAW: u8 = 1;
+pub(crate) const CHUNK_RAW: u8 = 1;
 const CHUNK_LZ4: u8 = 2;
 const CHUNK_ZSTD: u8 = 3;
 const CHUNK_DEFLATE: u8 = 4;
@@ -61,7 +61,16 @@ impl ChunkCodec {
 
     /// Compresses one chunk; returns (per-chunk code, stored bytes). A chunk that would not get
     /// smaller is stored raw, which also bounds the stored size by the chunk length.
+    #[cfg(test)]
     pub fn compress(&self, chunk: &[u8]) -> (u8, Vec<u8>) {
+        match self.pack(chunk) {
+            Some((code, v)) => (code, v),
+            None => (CHUNK_RAW, chunk.to_vec()),
+        }
+    }
+
+    /// The chunk compressed, with its per-chunk code; None when it is to be stored raw.
+    pub fn pack(&self, chunk: &[u8]) -> Option<(u8, Vec<u8>)> {
         let packed = match self.algorithm {
             CompressionAlgorithm::None => None,
             CompressionAlgorithm::Lz4 => Some((CHUNK_LZ4, lz4_flex::block::compress(chunk))),
@@ -84,10 +93,7 @@ impl ChunkCodec {
                     .map(|v| (CHUNK_DEFLATE, v))
             }
         };
-        match packed {
-            Some((code, v)) if v.len() < chunk.len() => (code, v),
-            _ => (CHUNK_RAW, chunk.to_vec()),
-        }
+        packed.filter(|(_, v)| v.len() < chunk.len())
     }
 }
 

@@ -690,6 +690,16 @@ fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
 }
 
 /// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
+/// `restrict` for a partition the caller owns (one just read from an SSTable): rows outside
+/// the ranges are dropped in place instead of the rest being copied.
+pub(crate) fn restrict_owned(mut p: Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
+    if let Some(ranges) = ranges {
+        p.rows
+            .retain(|k, _| ranges.iter().any(|(s, e)| s <= k && k <= e));
+    }
+    p
+}
+
 pub(crate) fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
     let Some(ranges) = ranges else {
         return p.clone();

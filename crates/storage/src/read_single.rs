@@ -7,7 +7,7 @@
 //! larger allowance, up to the whole slice.
 
 use crate::clustering::CKey;
-use crate::engine::{restrict, Engine, Table};
+use crate::engine::{restrict, restrict_owned, Engine, Table};
 use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::{self, Limits, Partition, TableLayout};
@@ -137,7 +137,7 @@ impl Engine {
                 }
                 None => s.read_partition_at(&e, cache)?,
             };
-            add(&mut acc, restrict(&p, ranges));
+            add(&mut acc, restrict_owned(p, ranges));
         }
         t.counters
             .max_sstables_per_read

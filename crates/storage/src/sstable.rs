@@ -354,6 +354,18 @@ impl SSTableWriter {
             let chunk = std::mem::take(&mut self.pending);
             self.sink.write_chunk(chunk)?;
         }
+        // The index and filter do not depend on where the chunks landed: they are encoded and
+        // written while the writing thread finishes the data and syncs it.
+        let mut ix = MAGIC.to_vec();
+        self.format.encode_index(&mut ix, &self.index);
+        let crc = crc32c(&ix);
+        ix.extend_from_slice(&crc.to_be_bytes());
+        write_file(&component_path(&self.dir, self.gen, "Index.db"), &ix)?;
+        drop(ix);
+        let mut fb = Vec::new();
+        self.filter.encode(&mut fb);
+        write_file(&component_path(&self.dir, self.gen, "Filter.db"), &fb)?;
+
         let data = self.sink.finish()?;
         self.stats.uncompressed_bytes = self.logical_pos;
         self.stats.data_file_bytes = data.bytes;
@@ -379,16 +391,6 @@ impl SSTableWriter {
             &component_path(&self.dir, self.gen, "CompressionInfo.db"),
             &ci,
         )?;
-
-        let mut ix = MAGIC.to_vec();
-        self.format.encode_index(&mut ix, &self.index);
-        let crc = crc32c(&ix);
-        ix.extend_from_slice(&crc.to_be_bytes());
-        write_file(&component_path(&self.dir, self.gen, "Index.db"), &ix)?;
-
-        let mut fb = Vec::new();
-        self.filter.encode(&mut fb);
-        write_file(&component_path(&self.dir, self.gen, "Filter.db"), &fb)?;
         let mut sb = Vec::new();
         self.stats.encode(&mut sb);
         write_file(&component_path(&self.dir, self.gen, "Statistics.db"), &sb)?;

@@ -127,19 +127,22 @@ impl PartitionIndex {
         let format = self.format;
         for i in 0..count {
             let offset = s.offset();
+            let sampled = i % self.interval == 0;
+            // Only sampled entries' keys are copied out of the read buffer.
             let (token, key, length, pos) = s.with(|r| {
                 let e = raw_entry(format, r, position)?;
-                Ok((e.token, e.key.to_vec(), e.length, e.position))
+                let key = sampled.then(|| e.key.to_vec());
+                Ok((e.token, key, e.length, e.position))
             })?;
-            if let Some(prev) = samples.last().filter(|_| i % self.interval == 0) {
-                // Cheap ordering check at sample points (the whole index is checked by the
-                // writer); a disordered index would make searches miss.
-                let prev: &Sample = prev;
-                if (prev.token, prev.key.as_ref()) >= (token, key.as_slice()) {
-                    return Err(self.corrupt("entries out of order"));
+            if let Some(key) = key {
+                if let Some(prev) = samples.last() {
+                    // Cheap ordering check at sample points (the whole index is checked by the
+                    // writer); a disordered index would make searches miss.
+                    let prev: &Sample = prev;
+                    if (prev.token, prev.key.as_ref()) >= (token, key.as_slice()) {
+                        return Err(self.corrupt("entries out of order"));
+                    }
                 }
-            }
-            if i % self.interval == 0 {
                 samples.push(Sample {
                     token,
                     key: Bytes::from(key),

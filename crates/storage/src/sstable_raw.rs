@@ -1,9 +1,11 @@
-//! Compaction's fast path: a partition that only one input SSTable holds, and that holds nothing
-//! compaction could purge or reconcile (no deletion of any kind, no TTL), moves to the output in
-//! its encoded form. Only its timestamps are rewritten: format-2 timestamps are deltas from a
-//! base each SSTable picks for itself (codec_compact.rs). Decoding into a `Partition` (a BTreeMap
-//! of rows, each a BTreeMap of cells) and encoding it again costs several times this walk over
-//! the bytes, and most partitions of a SizeTiered or major compaction are in one input only.
+//! Compaction's fast path: a partition that only one input SSTable holds (or several whose rows
+//! do not interleave), and that holds nothing compaction could purge or reconcile (no partition,
+//! range, row or collection deletion; cell tombstones still within gc_grace_seconds and TTL data
+//! not yet expired are fine), moves to the output in its encoded form. Only its timestamps are
+//! rewritten: format-2 timestamps are deltas from a base each SSTable picks for itself
+//! (codec_compact.rs). Decoding into a `Partition` (a BTreeMap of rows, each a BTreeMap of
+//! cells) and encoding it again costs several times this walk over the bytes, and most
+//! partitions of a SizeTiered or major compaction are in one input only.
 
 use super::{block_spans, format::DataFormat, RowBlock, SSTableWriter};
 use crate::clustering::{CKey, ClusteringComparator};
@@ -30,6 +32,42 @@ pub(crate) struct EncodedPartition {
     pub timestamps: Option<(i64, i64)>,
     /// The timestamp base `bytes` are encoded for.
     pub base_us: i64,
+    /// Tombstones and expiring data in it, for the output's statistics.
+    pub deaths: Vec<Death>,
+}
+
+/// Something in a copied partition that the statistics' tombstone and TTL histograms count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Death {
+    /// A cell tombstone and its local deletion time.
+    Tombstone(i64),
+    /// A cell with a TTL: (ttl, expiry).
+    ExpiringCell(u32, i64),
+    /// A row marker with a TTL: (ttl, expiry).
+    ExpiringRow(u32, i64),
+}
+
+/// What a copy may carry unchanged: tombstones that are not yet purgeable (deleted after
+/// `gc_before_s`) and TTL data not yet expired at `now_s`. Anything else needs the decoding
+/// merge, which purges and converts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Horizon {
+    pub gc_before_s: i64,
+    pub now_s: i64,
+}
+
+impl Horizon {
+    /// Carries no tombstone and no TTL data.
+    #[cfg(test)]
+    pub(crate) const NONE: Horizon = Horizon {
+        gc_before_s: i64::MAX,
+        now_s: i64::MAX,
+    };
+    /// Carries everything (for partitions a walk has checked already).
+    pub(crate) const ALL: Horizon = Horizon {
+        gc_before_s: i64::MIN,
+        now_s: i64::MIN,
+    };
 }
 
 fn decode_err() -> StorageError {
@@ -70,6 +108,8 @@ struct Walk<'a, 'b> {
     to_base: i64,
     timestamps: Option<(i64, i64)>,
     cells: u64,
+    horizon: Horizon,
+    deaths: Vec<Death>,
 }
 
 impl Walk<'_, '_> {
@@ -104,6 +144,18 @@ impl Walk<'_, '_> {
             }
             _ => Err(decode_err()),
         }
+    }
+
+    fn sv(&mut self) -> Result<i64, StorageError> {
+        let u = self.uv()?;
+        Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
+    }
+
+    /// A TTL and expiry; None when the data expired (the merge turns it into a tombstone).
+    fn expiry(&mut self) -> Result<Option<(u32, i64)>, StorageError> {
+        let ttl = u32::try_from(self.uv()?).map_err(|_| decode_err())?;
+        let expires_at = self.sv()?;
+        Ok((ttl == 0 || expires_at > self.horizon.now_s).then_some((ttl, expires_at)))
     }
 
     /// Where the byte at `pos` lands in the output.
@@ -141,12 +193,19 @@ impl Walk<'_, '_> {
     /// A row body (flags already read); false when the row holds something only a decoding
     /// compaction may handle.
     fn row_body(&mut self, flags: u8) -> Result<bool, StorageError> {
-        if flags & (R_LIVENESS_EXPIRING | R_DELETION | R_COMPLEX) != 0 {
+        if flags & (R_DELETION | R_COMPLEX) != 0 {
             return Ok(false);
         }
         if flags & R_LIVENESS != 0 {
             self.timestamp()?;
             self.cells += 1;
+            if flags & R_LIVENESS_EXPIRING != 0 {
+                match self.expiry()? {
+                    Some((0, _)) => {}
+                    Some((ttl, at)) => self.deaths.push(Death::ExpiringRow(ttl, at)),
+                    None => return Ok(false),
+                }
+            }
         }
         let n = self.uv()?;
         if flags & R_SIMPLE != 0 {
@@ -162,9 +221,6 @@ impl Walk<'_, '_> {
         }
         for _ in 0..n {
             let f = self.byte()?;
-            if f & (C_TOMBSTONE | C_EXPIRING) != 0 {
-                return Ok(false);
-            }
             if f & (C_NEXT_COLUMN | C_SAME_COLUMN) == 0 {
                 self.uv()?;
             }
@@ -174,13 +230,33 @@ impl Walk<'_, '_> {
             if f & C_ROW_TIMESTAMP == 0 {
                 self.timestamp()?;
             }
-            if f & C_COUNTER != 0 {
-                self.uv()?;
-                self.uv()?;
-            } else {
-                self.vbytes()?;
+            match f & (C_TOMBSTONE | C_COUNTER) {
+                0 => {
+                    self.vbytes()?;
+                    if f & C_EXPIRING != 0 {
+                        match self.expiry()? {
+                            Some((0, _)) => {}
+                            Some((ttl, at)) => self.deaths.push(Death::ExpiringCell(ttl, at)),
+                            None => return Ok(false),
+                        }
+                    }
+                    self.cells += 1;
+                }
+                C_TOMBSTONE => {
+                    // Counted as a cell by the statistics' tombstone note.
+                    let deleted_at = self.sv()?;
+                    if deleted_at < self.horizon.gc_before_s {
+                        return Ok(false);
+                    }
+                    self.deaths.push(Death::Tombstone(deleted_at));
+                }
+                C_COUNTER => {
+                    self.uv()?;
+                    self.uv()?;
+                    self.cells += 1;
+                }
+                _ => return Err(decode_err()),
             }
-            self.cells += 1;
         }
         Ok(true)
     }
@@ -201,12 +277,26 @@ impl Walk<'_, '_> {
 /// Re-encodes the format-2 partition `src` (timestamps relative to `from_base`) with timestamps
 /// relative to `to_base`. `Ok(None)` when the partition has a deletion, a tombstone or TTL data
 /// of any kind: purging and shadowing need the decoded form.
+#[cfg(test)]
 pub(crate) fn rebase(
     token: i64,
     key: Bytes,
     src: &[u8],
     from_base: i64,
     to_base: i64,
+) -> Result<Option<EncodedPartition>, StorageError> {
+    rebase_within(token, key, src, from_base, to_base, Horizon::NONE)
+}
+
+/// [`rebase`] for a partition that may carry the cell tombstones and TTL data `horizon` allows;
+/// partition, range, row and collection deletions still need the decoded form.
+pub(crate) fn rebase_within(
+    token: i64,
+    key: Bytes,
+    src: &[u8],
+    from_base: i64,
+    to_base: i64,
+    horizon: Horizon,
 ) -> Result<Option<EncodedPartition>, StorageError> {
     let mut out = Vec::with_capacity(src.len() + 8);
     let mut w = Walk {
@@ -218,6 +308,8 @@ pub(crate) fn rebase(
         to_base,
         timestamps: None,
         cells: 0,
+        horizon,
+        deaths: Vec::new(),
     };
     let flags = w.byte()?;
     if flags & (P_DELETION | P_RANGE_TOMBSTONES) != 0 {
@@ -243,7 +335,7 @@ pub(crate) fn rebase(
         return Err(decode_err());
     }
     w.finish()?;
-    let (timestamps, cells) = (w.timestamps, w.cells);
+    let (timestamps, cells, deaths) = (w.timestamps, w.cells, std::mem::take(&mut w.deaths));
     Ok(Some(EncodedPartition {
         token,
         key,
@@ -254,6 +346,7 @@ pub(crate) fn rebase(
         cells,
         timestamps,
         base_us: to_base,
+        deaths,
     }))
 }
 
@@ -306,13 +399,14 @@ pub(crate) fn concat(
     put_uv(&mut bytes, rows as u64);
     let header_len = bytes.len();
     let mut row_starts = Vec::with_capacity(rows);
-    let (mut cells, mut timestamps) = (0, None::<(i64, i64)>);
+    let (mut cells, mut timestamps, mut deaths) = (0, None::<(i64, i64)>, Vec::new());
     for i in order {
         let Some(p) = parts.get_mut(i) else { continue };
         let shift = bytes.len() - p.header_len;
         row_starts.extend(p.row_starts.iter().map(|s| s + shift));
         bytes.extend_from_slice(p.bytes.get(p.header_len..).ok_or_else(decode_err)?);
         cells += p.cells;
+        deaths.append(&mut p.deaths);
         timestamps = match (timestamps, p.timestamps) {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (t, None) | (None, t) => t,
@@ -328,6 +422,7 @@ pub(crate) fn concat(
         cells,
         timestamps,
         base_us,
+        deaths,
     };
     Ok(Some((joined, bounds)))
 }
@@ -397,6 +492,20 @@ impl SSTableWriter {
         if let Some((lo, hi)) = p.timestamps {
             s.min_timestamp_us = s.min_timestamp_us.min(lo);
             s.max_timestamp_us = s.max_timestamp_us.max(hi);
+        }
+        for d in &p.deaths {
+            match *d {
+                Death::Tombstone(at) => {
+                    s.tombstones += 1;
+                    s.note_tombstone(at);
+                    s.max_local_deletion_time_s = s.max_local_deletion_time_s.max(at);
+                }
+                Death::ExpiringCell(ttl, at) => {
+                    s.note_expiring(ttl, at);
+                    s.max_local_deletion_time_s = s.max_local_deletion_time_s.max(at);
+                }
+                Death::ExpiringRow(ttl, at) => s.note_expiring(ttl, at),
+            }
         }
         if let (Some((lo, hi)), false) = (clustering_bounds, p.row_starts.is_empty()) {
             if self.min_ck.as_ref().is_none_or(|m| lo < m) {

@@ -306,13 +306,13 @@ impl SSTableStats {
         }
     }
 
-    fn note_tombstone(&mut self, local_deletion_time_s: i64) {
+    pub(crate) fn note_tombstone(&mut self, local_deletion_time_s: i64) {
         self.cells += 1;
         let t = round_up(local_deletion_time_s, DROP_TIME_ROUND_S);
         self.drop_time_histogram.add(t, 1);
     }
 
-    fn note_expiring(&mut self, ttl_s: u32, expires_at_s: i64) {
+    pub(crate) fn note_expiring(&mut self, ttl_s: u32, expires_at_s: i64) {
         self.ttl_histogram.add(i64::from(ttl_s), 1);
         self.drop_time_histogram
             .add(round_up(expires_at_s, DROP_TIME_ROUND_S), 1);
