@@ -24,7 +24,7 @@
 use crate::bloom::BloomFilter;
 use crate::cache::ByteCache;
 use crate::clustering::{CKey, ClusteringComparator};
-use crate::codec::{crc32c, Reader, Writer};
+use crate::codec::{crc32c, crc32c_update, Reader, Writer};
 use crate::compression::{self, ChunkCodec, STORED_LEN_MASK};
 use crate::error::StorageError;
 use crate::partition::Partition;
@@ -169,7 +169,11 @@ pub struct SSTableWriter {
     sink: ChunkSink,
     pending: Vec<u8>,
     logical_pos: u64,
-    index: Vec<IndexEntry>,
+    /// Index.db entries encoded as partitions arrive (the count goes in front at the end).
+    index_body: Vec<u8>,
+    index_count: usize,
+    /// The last partition's (token, key), for the order check.
+    last_key: Option<(i64, Bytes)>,
     filter: BloomFilter,
     stats: SSTableStats,
     /// Smallest / largest row clustering so far (for the statistics' clustering bounds).
@@ -201,7 +205,9 @@ impl SSTableWriter {
             sink: ChunkSink::create(dir, gen, codec)?,
             pending: Vec::with_capacity(chunk_len),
             logical_pos: 0,
-            index: Vec::new(),
+            index_body: Vec::new(),
+            index_count: 0,
+            last_key: None,
             filter: BloomFilter::new(expected_keys, fp_chance),
             stats: SSTableStats::empty(level),
             min_ck: None,
@@ -271,8 +277,8 @@ impl SSTableWriter {
     }
 
     fn check_order(&self, token: i64, key: &Bytes) -> Result<(), StorageError> {
-        match self.index.last() {
-            Some(last) if (last.token, &last.key) >= (token, key) => Err(
+        match &self.last_key {
+            Some((last_token, last_key)) if (*last_token, last_key) >= (token, key) => Err(
                 StorageError::InvalidRequest("sstable partitions out of order".into()),
             ),
             _ => Ok(()),
@@ -292,7 +298,7 @@ impl SSTableWriter {
         let length = u32::try_from(len).map_err(|_| {
             StorageError::InvalidRequest(format!("partition of {len} bytes is too large"))
         })?;
-        self.index.push(IndexEntry {
+        self.index_partition(&IndexEntry {
             token,
             key: key.clone(),
             position: self.logical_pos,
@@ -300,12 +306,20 @@ impl SSTableWriter {
             header_len: header_len as u32,
             blocks,
         });
-        self.filter.insert(token, key);
-        self.stats.partitions += 1;
-        self.stats.max_partition_bytes = self.stats.max_partition_bytes.max(len);
-        self.stats.min_token = self.stats.min_token.min(token);
-        self.stats.max_token = self.stats.max_token.max(token);
         self.emit(encoded)
+    }
+
+    /// Adds a partition's entry to the index, the bloom filter and the statistics.
+    fn index_partition(&mut self, e: &IndexEntry) {
+        self.format.encode_index_entry(&mut self.index_body, e);
+        self.index_count += 1;
+        self.filter.insert(e.token, &e.key);
+        let s = &mut self.stats;
+        s.partitions += 1;
+        s.max_partition_bytes = s.max_partition_bytes.max(u64::from(e.length));
+        s.min_token = s.min_token.min(e.token);
+        s.max_token = s.max_token.max(e.token);
+        self.last_key = Some((e.token, e.key.clone()));
     }
 
     /// Adds `p`'s rows, tombstones, timestamps and bounds to the statistics (not the partition
@@ -356,12 +370,14 @@ impl SSTableWriter {
         }
         // The index and filter do not depend on where the chunks landed: they are encoded and
         // written while the writing thread finishes the data and syncs it.
-        let mut ix = MAGIC.to_vec();
-        self.format.encode_index(&mut ix, &self.index);
-        let crc = crc32c(&ix);
-        ix.extend_from_slice(&crc.to_be_bytes());
-        write_file(&component_path(&self.dir, self.gen, "Index.db"), &ix)?;
-        drop(ix);
+        let mut head = MAGIC.to_vec();
+        self.format.encode_index_count(&mut head, self.index_count);
+        let crc = crc32c_update(crc32c(&head), &self.index_body);
+        write_file_parts(
+            &component_path(&self.dir, self.gen, "Index.db"),
+            &[&head, &self.index_body, &crc.to_be_bytes()],
+        )?;
+        self.index_body = Vec::new();
         let mut fb = Vec::new();
         self.filter.encode(&mut fb);
         write_file(&component_path(&self.dir, self.gen, "Filter.db"), &fb)?;
@@ -433,8 +449,15 @@ fn max_ldt(p: &Partition) -> i64 {
 }
 
 fn write_file(path: &Path, data: &[u8]) -> Result<(), StorageError> {
+    write_file_parts(path, &[data])
+}
+
+/// Writes `parts` one after the other as the whole file, and syncs it.
+fn write_file_parts(path: &Path, parts: &[&[u8]]) -> Result<(), StorageError> {
     let mut f = File::create(path).map_err(|e| StorageError::io(path, e))?;
-    f.write_all(data)
+    parts
+        .iter()
+        .try_for_each(|p| f.write_all(p))
         .and_then(|_| f.sync_all())
         .map_err(|e| StorageError::io(path, e))
 }

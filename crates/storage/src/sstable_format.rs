@@ -147,45 +147,57 @@ impl DataFormat {
     }
 
     /// The Index.db body (after the magic, before the checksum).
+    #[cfg(test)]
     pub fn encode_index(self, out: &mut Vec<u8>, index: &[IndexEntry]) {
+        self.encode_index_count(out, index.len());
+        for e in index {
+            self.encode_index_entry(out, e);
+        }
+    }
+
+    /// The entry count that starts an Index.db body.
+    pub fn encode_index_count(self, out: &mut Vec<u8>, count: usize) {
+        if self == DataFormat::Fixed {
+            Writer(out).u32(count as u32);
+        } else {
+            Enc { out, base_us: 0 }.uv(count as u64);
+        }
+    }
+
+    /// One Index.db entry (entries follow the count, in partition order).
+    pub fn encode_index_entry(self, out: &mut Vec<u8>, e: &IndexEntry) {
         if self == DataFormat::Fixed {
             let mut w = Writer(out);
-            w.u32(index.len() as u32);
-            for e in index {
-                w.bytes(&e.key);
-                w.i64(e.token);
-                w.u64(e.position);
-                w.u32(e.length);
-                w.u32(e.header_len);
-                w.u32(e.blocks.len() as u32);
-                for b in &e.blocks {
-                    w.u16(b.first.len() as u16);
-                    for v in &b.first {
-                        w.bytes(v);
-                    }
-                    w.u32(b.offset);
-                    w.u32(b.length);
-                    w.u32(b.rows);
+            w.bytes(&e.key);
+            w.i64(e.token);
+            w.u64(e.position);
+            w.u32(e.length);
+            w.u32(e.header_len);
+            w.u32(e.blocks.len() as u32);
+            for b in &e.blocks {
+                w.u16(b.first.len() as u16);
+                for v in &b.first {
+                    w.bytes(v);
                 }
+                w.u32(b.offset);
+                w.u32(b.length);
+                w.u32(b.rows);
             }
             return;
         }
         let mut w = Enc { out, base_us: 0 };
-        w.uv(index.len() as u64);
-        for e in index {
-            w.vbytes(&e.key);
-            w.out.extend_from_slice(&e.token.to_be_bytes());
-            w.uv(u64::from(e.length));
-            w.uv(u64::from(e.header_len));
-            w.uv(e.blocks.len() as u64);
-            for b in &e.blocks {
-                w.uv(b.first.len() as u64);
-                for v in &b.first {
-                    w.vbytes(v);
-                }
-                for v in [b.offset, b.length, b.rows] {
-                    w.uv(u64::from(v));
-                }
+        w.vbytes(&e.key);
+        w.out.extend_from_slice(&e.token.to_be_bytes());
+        w.uv(u64::from(e.length));
+        w.uv(u64::from(e.header_len));
+        w.uv(e.blocks.len() as u64);
+        for b in &e.blocks {
+            w.uv(b.first.len() as u64);
+            for v in &b.first {
+                w.vbytes(v);
+            }
+            for v in [b.offset, b.length, b.rows] {
+                w.uv(u64::from(v));
             }
         }
     }

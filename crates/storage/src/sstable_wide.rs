@@ -160,7 +160,7 @@ impl SSTableWriter {
         } else {
             blocks.clear();
         }
-        self.index.push(IndexEntry {
+        self.index_partition(&IndexEntry {
             token: header.token,
             key: header.key.clone(),
             position: start,
@@ -168,17 +168,12 @@ impl SSTableWriter {
             header_len: header_len as u32,
             blocks,
         });
-        self.filter.insert(header.token, &header.key);
-        self.stats.partitions += 1;
-        self.stats.max_partition_bytes = self.stats.max_partition_bytes.max(len);
-        self.stats.min_token = self.stats.min_token.min(header.token);
-        self.stats.max_token = self.stats.max_token.max(header.token);
         Ok(())
     }
 
     /// True when nothing was appended.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.index_count == 0
     }
 }
 
