@@ -33,7 +33,13 @@ fn free_port(addr: &str) -> u16 {
 
 fn start(addr: &str, dir: &std::path::Path, port: u16, extra: &[&str]) -> Node {
     let addr = addr.to_string();
-    let admin_port = free_port(&addr).to_string();
+    // The OS may hand out the CQL port again: the admin API would then take it first.
+    let admin_port = loop {
+        let p = free_port(&addr);
+        if p != port {
+            break p.to_string();
+        }
+    };
     let mut args = vec![
         "server".to_string(),
         "--listen-address".into(),

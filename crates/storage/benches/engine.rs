@@ -138,6 +138,7 @@ fn point(k: u64) -> ReadQuery {
         per_partition_limit: None,
         partition_limit: None,
         now_s: 0,
+        resume_after: None,
     }
 }
 

@@ -551,6 +551,119 @@ impl Dec<'_, '_> {
         }
         Ok(())
     }
+    /// Steps over a row body (flags already read) without building it: the bytes a skipped row
+    /// takes, checked as `row_body` checks them.
+    fn skip_row_body(&mut self, flags: u8) -> Result<(), StorageError> {
+        let skip_bytes = |d: &mut Self| -> Result<(), StorageError> {
+            let n = usize::try_from(d.uv()?).map_err(|_| err("length"))?;
+            d.r.take(n).map(|_| ())
+        };
+        if flags & R_LIVENESS != 0 {
+            self.sv()?;
+            if flags & R_LIVENESS_EXPIRING != 0 {
+                self.uv()?;
+                self.sv()?;
+            }
+        }
+        if flags & R_DELETION != 0 {
+            self.sv()?;
+            self.sv()?;
+        }
+        if flags & R_COMPLEX != 0 {
+            for _ in 0..self.count(3)? {
+                self.uv()?;
+                self.sv()?;
+                self.sv()?;
+            }
+        }
+        if flags & R_SIMPLE != 0 {
+            if flags & R_LIVENESS == 0 {
+                return Err(err("simple row without liveness"));
+            }
+            let n = self.count(1)?;
+            self.uv()?;
+            if flags & R_SPARSE != 0 {
+                self.uv()?;
+            }
+            for _ in 0..n {
+                skip_bytes(self)?;
+            }
+            return Ok(());
+        }
+        for _ in 0..self.count(2)? {
+            let f = self.r.u8()?;
+            if f & (C_NEXT_COLUMN | C_SAME_COLUMN) == 0 {
+                self.uv()?;
+            }
+            if f & C_PATH != 0 {
+                skip_bytes(self)?;
+            }
+            if f & C_ROW_TIMESTAMP == 0 {
+                self.sv()?;
+            }
+            match f & (C_TOMBSTONE | C_COUNTER) {
+                0 => {
+                    skip_bytes(self)?;
+                    if f & C_EXPIRING != 0 {
+                        self.uv()?;
+                        self.sv()?;
+                    }
+                }
+                C_TOMBSTONE => {
+                    self.sv()?;
+                }
+                C_COUNTER => {
+                    self.sv()?;
+                    self.sv()?;
+                }
+                _ => return Err(err("cell kind")),
+            }
+        }
+        Ok(())
+    }
+
+    /// `rows`, keeping only rows inside `ranges` (the others are stepped over, not built), and
+    /// stopping once `keep` rows are kept. Returns the rows kept and whether it stopped before
+    /// the `n`-th row.
+    pub fn rows_in(
+        &mut self,
+        cmp: &Arc<ClusteringComparator>,
+        n: usize,
+        p: &mut Partition,
+        ranges: &[(CKey, CKey)],
+        keep: usize,
+    ) -> Result<(usize, bool), StorageError> {
+        let mut rows = Vec::new();
+        let mut stopped = false;
+        for i in 0..n {
+            if rows.len() >= keep {
+                stopped = i < n;
+                break;
+            }
+            let flags = self.r.u8()?;
+            let mut nv = usize::from(flags >> R_CLUSTERING_SHIFT);
+            if nv == R_CLUSTERING_COUNTED {
+                nv = self.count(1)?;
+            }
+            let values = (0..nv)
+                .map(|_| self.vbytes())
+                .collect::<Result<Vec<_>, _>>()?;
+            let k = CKey::row(values, cmp);
+            if ranges.iter().any(|(s, e)| *s <= k && k <= *e) {
+                rows.push((k, self.row_body(flags)?));
+            } else {
+                self.skip_row_body(flags)?;
+            }
+        }
+        let kept = rows.len();
+        let mut block: std::collections::BTreeMap<CKey, Row> = rows.into_iter().collect();
+        if p.rows.is_empty() {
+            p.rows = block;
+        } else {
+            p.rows.append(&mut block);
+        }
+        Ok((kept, stopped))
+    }
 
     /// `n` rows into `p`.
     pub fn rows(
@@ -559,9 +672,17 @@ impl Dec<'_, '_> {
         n: usize,
         p: &mut Partition,
     ) -> Result<(), StorageError> {
+        // Rows come in clustering order: building the map from them in one go compares each
+        // row with its neighbour instead of descending the tree per row.
+        let mut rows = Vec::with_capacity(n.min(self.r.remaining()));
         for _ in 0..n {
-            let (k, row) = self.keyed_row(cmp)?;
-            p.rows.insert(k, row);
+            rows.push(self.keyed_row(cmp)?);
+        }
+        let mut block: std::collections::BTreeMap<CKey, Row> = rows.into_iter().collect();
+        if p.rows.is_empty() {
+            p.rows = block;
+        } else {
+            p.rows.append(&mut block);
         }
         Ok(())
     }

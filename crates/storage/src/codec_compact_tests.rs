@@ -542,3 +542,53 @@ fn raw_copy_joins_inputs_whose_rows_do_not_interleave() {
     parts.push(s);
     assert!(concat(parts, &cmp).unwrap().is_none());
 }
+
+/// Rows outside the slice are stepped over without being built, and the walk lands where a full
+/// decode does: every kind of row, for slices that take none, some or all of them.
+#[test]
+fn rows_outside_a_slice_are_skipped_exactly() {
+    let cmp = cmp2(false);
+    for p in [everything(&cmp, b"k", 1), wide(&cmp)] {
+        let t = 1_700_000_000_000_000i64;
+        let buf = encode(&p, t);
+        let keys: Vec<CKey> = p.rows.keys().cloned().collect();
+        let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+            continue;
+        };
+        let mid = &keys[keys.len() / 2];
+        let slices: Vec<(Vec<(CKey, CKey)>, usize)> = vec![
+            (vec![(first.clone(), last.clone())], usize::MAX),
+            (vec![(mid.clone(), last.clone())], usize::MAX),
+            (vec![(first.clone(), mid.clone())], usize::MAX),
+            (vec![(last.clone(), first.clone())], usize::MAX),
+            (vec![(first.clone(), last.clone())], 3),
+            (
+                vec![(mid.clone(), mid.clone()), (last.clone(), last.clone())],
+                usize::MAX,
+            ),
+        ];
+        for (ranges, keep) in slices {
+            let mut r = Reader::new(&buf, "t");
+            let mut d = Dec {
+                r: &mut r,
+                base_us: t,
+            };
+            let (mut back, n) = d.partition_header(&cmp, p.key.clone(), p.token).unwrap();
+            let (kept, stopped) = d.rows_in(&cmp, n, &mut back, &ranges, keep).unwrap();
+            let expected: Vec<&CKey> = keys
+                .iter()
+                .filter(|k| ranges.iter().any(|(s, e)| s <= *k && *k <= e))
+                .take(keep)
+                .collect();
+            assert_eq!(back.rows.keys().collect::<Vec<_>>(), expected);
+            assert_eq!(kept, expected.len());
+            for k in expected {
+                assert_eq!(back.rows.get(k), p.rows.get(k));
+            }
+            if !stopped {
+                assert_eq!(r.remaining(), 0, "the walk ends where the partition does");
+            }
+            assert_eq!(stopped, keep < n && kept == keep && keep < keys.len());
+        }
+    }
+}

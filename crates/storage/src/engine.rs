@@ -523,6 +523,13 @@ impl Engine {
         let ranges = slice_ranges(q, &layout);
         match &q.partitions {
             PartitionRange::Single { key, token } => {
+                let ranges = match &q.resume_after {
+                    Some(r) => resume_ranges(ranges, r, q.reversed, &layout),
+                    None => ranges,
+                };
+                if ranges.is_empty() {
+                    return Ok(out);
+                }
                 let merged = if t.def.read().options.rows_per_partition_to_cache > 0
                     && self.config.row_cache_bytes > 0
                 {
@@ -677,6 +684,33 @@ fn has_counter_ops(m: &Mutation) -> bool {
 }
 
 /// The query's slices as comparator positions (all rows when none).
+/// `ranges` cut to what follows `resume` in the read's order (a paged read resumed inside a
+/// partition): what the last page returned is not read again.
+fn resume_ranges(
+    ranges: Vec<(CKey, CKey)>,
+    resume: &[Bytes],
+    reversed: bool,
+    layout: &TableLayout,
+) -> Vec<(CKey, CKey)> {
+    let at = |weight| CKey {
+        values: resume.to_vec(),
+        weight,
+        cmp: layout.cmp.clone(),
+    };
+    let (after, before) = (at(1), at(-1));
+    ranges
+        .into_iter()
+        .filter_map(|(s, e)| {
+            let (s, e) = if reversed {
+                (s, e.min(before.clone()))
+            } else {
+                (s.max(after.clone()), e)
+            };
+            (s <= e).then_some((s, e))
+        })
+        .collect()
+}
+
 fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
     if q.slices.is_empty() {
         let u = ClusteringBound::unbounded();
@@ -689,7 +723,6 @@ fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
         .collect()
 }
 
-/// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
 /// `restrict` for a partition the caller owns (one just read from an SSTable): rows outside
 /// the ranges are dropped in place instead of the rest being copied.
 pub(crate) fn restrict_owned(mut p: Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
@@ -700,6 +733,7 @@ pub(crate) fn restrict_owned(mut p: Partition, ranges: Option<&[(CKey, CKey)]>) 
     p
 }
 
+/// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
 pub(crate) fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
     let Some(ranges) = ranges else {
         return p.clone();

@@ -37,9 +37,7 @@ impl Engine {
         limits: &mut Limits,
     ) -> Result<Option<PartitionData>, StorageError> {
         let want = limits.rows_left.min(limits.per_partition);
-        let mut allowance = want
-            .saturating_add(want / 2)
-            .saturating_add(FIRST_EXTRA_ROWS);
+        let mut allowance = want.saturating_add(FIRST_EXTRA_ROWS);
         loop {
             let (merged, frontier) =
                 self.merged_partition_upto(t, token, key, Some(ranges), q.reversed, allowance)?;

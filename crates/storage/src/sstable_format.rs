@@ -133,6 +133,23 @@ impl DataFormat {
         }
     }
 
+    /// `decode_rows` restricted to `ranges` and at most `keep` kept rows (format 2; format 1
+    /// decodes every row). Returns the rows decoded and whether it stopped early.
+    pub fn decode_rows_in(
+        self,
+        r: &mut Reader<'_>,
+        cmp: &Arc<ClusteringComparator>,
+        n: usize,
+        p: &mut Partition,
+        ranges: &[(CKey, CKey)],
+        keep: usize,
+    ) -> Result<(usize, bool), StorageError> {
+        match self {
+            DataFormat::Fixed => codec::decode_rows(r, cmp, n, p).map(|_| (n, false)),
+            DataFormat::Compact { base_us } => Dec { r, base_us }.rows_in(cmp, n, p, ranges, keep),
+        }
+    }
+
     pub fn decode_keyed_rows(
         self,
         r: &mut Reader<'_>,

@@ -8,7 +8,7 @@ use super::{
     ROW_INDEX_THRESHOLD_BYTES,
 };
 use crate::cache::ByteCache;
-use crate::clustering::CKey;
+use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::Reader;
 use crate::error::StorageError;
 use crate::partition::{Partition, Row};
@@ -202,21 +202,9 @@ impl SSTableReader {
                 e,
             )
             .map_err(|_| self.corrupt(e.position))?;
-        let overlapping: Vec<&RowBlock> = e
-            .blocks
-            .iter()
-            .enumerate()
-            .filter(|(bi, b)| {
-                let first = CKey::row(b.first.clone(), &self.cmp);
-                let next = e
-                    .blocks
-                    .get(bi + 1)
-                    .map(|n| CKey::row(n.first.clone(), &self.cmp));
-                ranges
-                    .iter()
-                    .any(|(s, en)| first <= *en && !matches!(&next, Some(n) if n <= s))
-            })
-            .map(|(_, b)| b)
+        let overlapping: Vec<&RowBlock> = overlapping_blocks(&e.blocks, ranges, &self.cmp)
+            .into_iter()
+            .filter_map(|i| e.blocks.get(i))
             .collect();
         let in_ranges = |p: &Partition| -> usize {
             ranges
@@ -230,27 +218,140 @@ impl SSTableReader {
         } else {
             Box::new(overlapping.iter())
         };
-        for b in order {
-            if max_rows != usize::MAX && in_ranges(&p) >= max_rows {
-                let edge = if reversed {
-                    p.rows.first_key_value()
-                } else {
-                    p.rows.last_key_value()
-                }
-                .map(|(k, _)| k.clone());
-                return Ok((p, edge));
+        let edge = |p: &Partition| {
+            if reversed {
+                p.rows.first_key_value()
+            } else {
+                p.rows.last_key_value()
             }
+            .map(|(k, _)| k.clone())
+        };
+        for b in order {
+            let have = in_ranges(&p);
+            if max_rows != usize::MAX && have >= max_rows {
+                let at = edge(&p);
+                return Ok((p, at));
+            }
+            // Forward, a block can stop at the row that completes the allowance; reversed, the
+            // rows wanted are the block's last ones, so it is read whole.
+            let keep = if reversed {
+                usize::MAX
+            } else {
+                max_rows.saturating_sub(have)
+            };
             let pos = e.position + u64::from(b.offset);
             let bytes = self.read_bytes(pos, b.length, cache)?;
-            self.format
-                .decode_rows(
+            let (_, stopped) = self
+                .format
+                .decode_rows_in(
                     &mut Reader::new(&bytes, "sstable row block"),
                     &self.cmp,
                     b.rows as usize,
                     &mut p,
+                    ranges,
+                    keep,
                 )
                 .map_err(|_| self.corrupt(pos))?;
+            if stopped {
+                let at = edge(&p);
+                return Ok((p, at));
+            }
         }
         Ok((p, None))
+    }
+}
+
+/// Indexes of the row-index blocks that may hold rows of `ranges`, in order: a binary search per
+/// range over the blocks' first clusterings (a block runs up to the next block's first).
+fn overlapping_blocks(
+    blocks: &[RowBlock],
+    ranges: &[(CKey, CKey)],
+    cmp: &ClusteringComparator,
+) -> Vec<usize> {
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (start, end) in ranges {
+        if start > end {
+            continue;
+        }
+        let at_or_before = |k: &CKey| {
+            blocks.partition_point(|b| {
+                cmp.compare(&b.first, 0, &k.values, k.weight) != std::cmp::Ordering::Greater
+            })
+        };
+        let first = at_or_before(start).saturating_sub(1);
+        let past = at_or_before(end);
+        if past > first {
+            spans.push((first, past));
+        }
+    }
+    spans.sort_unstable();
+    let mut out: Vec<usize> = Vec::new();
+    for (first, past) in spans {
+        let from = out.last().map_or(first, |&l| first.max(l + 1));
+        out.extend(from..past);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clustering::tests::Bytewise;
+    use crate::types::ClusteringColumn;
+    use bytes::Bytes;
+    use std::sync::Arc;
+
+    #[test]
+    fn overlapping_blocks_match_a_linear_check() {
+        let cmp = Arc::new(ClusteringComparator::new(vec![ClusteringColumn {
+            cmp: Arc::new(Bytewise),
+            descending: false,
+        }]));
+        // Offset so that big-endian bytes order as the numbers do.
+        let key = |v: i32| {
+            CKey::row(
+                vec![Bytes::copy_from_slice(&(v + 1000).to_be_bytes())],
+                &cmp,
+            )
+        };
+        // Blocks starting at 0, 10, 20, ... 90.
+        let blocks: Vec<RowBlock> = (0..10)
+            .map(|i| RowBlock {
+                first: key(i * 10).values,
+                offset: 0,
+                length: 0,
+                rows: 10,
+            })
+            .collect();
+        let linear = |ranges: &[(CKey, CKey)]| -> Vec<usize> {
+            (0..blocks.len())
+                .filter(|&i| {
+                    let first = key(i as i32 * 10);
+                    let next = (i + 1 < blocks.len()).then(|| key(i as i32 * 10 + 10));
+                    ranges
+                        .iter()
+                        .any(|(s, e)| s <= e && first <= *e && !matches!(&next, Some(n) if n <= s))
+                })
+                .collect()
+        };
+        for (a, b) in [
+            (-5, -1),
+            (-5, 0),
+            (0, 0),
+            (5, 15),
+            (10, 10),
+            (9, 10),
+            (95, 200),
+            (30, 20),
+        ] {
+            let r = vec![(key(a), key(b))];
+            assert_eq!(
+                overlapping_blocks(&blocks, &r, &cmp),
+                linear(&r),
+                "{a}..{b}"
+            );
+        }
+        let r = vec![(key(5), key(12)), (key(11), key(25)), (key(70), key(71))];
+        assert_eq!(overlapping_blocks(&blocks, &r, &cmp), linear(&r));
     }
 }

@@ -283,6 +283,9 @@ pub struct ReadQuery {
     pub partition_limit: Option<usize>,
     /// "Now" for TTL expiry.
     pub now_s: i64,
+    /// For a single-partition read: only rows after this clustering in the read's order (a
+    /// page resumed inside the partition reads from where the last one stopped).
+    pub resume_after: Option<Vec<Bytes>>,
 }
 
 /// Live data of a read.

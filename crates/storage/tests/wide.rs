@@ -220,3 +220,52 @@ fn two_hundred_megabyte_partition_is_sliced_with_bounded_memory() {
         "slices must not load the whole partition"
     );
 }
+
+/// A paged read resumes after the last row of the previous page (or before it, reversed):
+/// the pages, each read with a row limit, join up to the whole partition with nothing twice,
+/// across SSTables and the memtable.
+#[test]
+fn pages_resume_after_the_last_row_returned() {
+    let dir = tempdir("wide-pages");
+    let e = open(&dir, 864000);
+    write_wide(&e, 5_000, 50, 2000);
+    // Newer versions of some rows in the memtable.
+    let mut m = mutation(b"wide");
+    for i in (0..5_000u32).step_by(97) {
+        m.rows.push(row(
+            &i.to_be_bytes(),
+            vec![set(1, 2, &[(i % 251) as u8; 10])],
+        ));
+    }
+    e.apply_blocking(&[m]).unwrap();
+    for reversed in [false, true] {
+        let mut seen: Vec<u32> = Vec::new();
+        let mut resume: Option<Vec<Bytes>> = None;
+        loop {
+            let q = ReadQuery {
+                reversed,
+                row_limit: Some(700),
+                resume_after: resume.clone(),
+                ..point(b"wide", now())
+            };
+            let r = e.read(TABLE, &q).unwrap();
+            let Some(p) = r.partitions.first() else { break };
+            if p.rows.is_empty() {
+                break;
+            }
+            assert!(p.rows.len() <= 700);
+            for row in &p.rows {
+                seen.push(u32::from_be_bytes(
+                    row.clustering[0].as_ref().try_into().unwrap(),
+                ));
+            }
+            resume = p.rows.last().map(|row| row.clustering.clone());
+        }
+        let mut want: Vec<u32> = (0..5_000).collect();
+        if reversed {
+            want.reverse();
+        }
+        assert_eq!(seen, want, "reversed: {reversed}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -160,6 +160,15 @@ def test_paging_10000_rows_fetch_size_100(session):
     sel.fetch_size = 100
     cs = [r.c for r in session.execute(sel, [3])]
     assert cs == sorted(cs) and len(cs) == 1000
+    # Pages resume where the last stopped: in reverse order, and inside a slice.
+    sel = session.prepare("SELECT c FROM paged WHERE p = ? ORDER BY c DESC")
+    sel.fetch_size = 70
+    cs = [r.c for r in session.execute(sel, [3])]
+    assert cs == sorted(cs, reverse=True) and len(cs) == 1000
+    sel = session.prepare("SELECT c FROM paged WHERE p = ? AND c >= ? AND c < ?")
+    sel.fetch_size = 33
+    cs = [r.c for r in session.execute(sel, [3, 2003, 7003])]
+    assert cs == [c for c in range(2003, 7003) if c % 10 == 3]
 
 
 def test_logged_and_unlogged_batches(session):

@@ -263,6 +263,7 @@ fn read_current(
         per_partition_limit: None,
         partition_limit: None,
         now_s,
+        resume_after: None,
     };
     let read = node
         .engine

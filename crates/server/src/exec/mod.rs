@@ -611,6 +611,7 @@ fn current_list_paths(
         per_partition_limit: None,
         partition_limit: None,
         now_s,
+        resume_after: None,
     };
     let r = node
         .engine

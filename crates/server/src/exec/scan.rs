@@ -218,7 +218,8 @@ impl<'a> RowSource<'a> {
 
     /// Lets single-partition reads stop after `n` rows: storage then reads only the row-index
     /// blocks of a wide partition that hold them. Callers promise every row counts toward what
-    /// they need (no filters, no DISTINCT, no paging resume that drops leading rows).
+    /// they need (no filters, no DISTINCT); a page resumed inside a partition reads from after
+    /// its last row, so leading rows are not dropped.
     pub fn limit_rows_per_partition_read(&mut self, n: usize) {
         self.row_hint = Some(n);
     }
@@ -232,9 +233,16 @@ impl<'a> RowSource<'a> {
         partitions: st::PartitionRange,
         partition_limit: Option<usize>,
     ) -> st::ReadQuery {
-        let row_limit = match partitions {
-            st::PartitionRange::Single { .. } => self.row_hint,
-            st::PartitionRange::Range { .. } => None,
+        let (row_limit, resume_after) = match &partitions {
+            st::PartitionRange::Single { key, .. } => {
+                // A page that stopped inside this partition resumes after its last row.
+                let resume = self
+                    .resume
+                    .as_ref()
+                    .filter(|r| r.partition_key == *key && !r.clustering.is_empty());
+                (self.row_hint, resume.map(|r| r.clustering.clone()))
+            }
+            st::PartitionRange::Range { .. } => (None, None),
         };
         st::ReadQuery {
             partitions,
@@ -244,6 +252,7 @@ impl<'a> RowSource<'a> {
             per_partition_limit: None,
             partition_limit,
             now_s: self.now_s,
+            resume_after,
         }
     }
 

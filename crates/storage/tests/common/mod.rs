@@ -149,6 +149,7 @@ pub fn point(pk: &[u8], now_s: i64) -> ReadQuery {
         per_partition_limit: None,
         partition_limit: None,
         now_s,
+        resume_after: None,
     }
 }
 

@@ -208,11 +208,9 @@ pub fn execute(
         want = None;
     }
     let mut source = crate::exec::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
-    let every_row_counts = resume.is_none()
-        && plan.filters.is_empty()
-        && plan.multi_filters.is_empty()
-        && !plan.distinct
-        && ppl.is_none();
+    // A resumed page starts after the last row returned (scan.rs), so every row read counts.
+    let every_row_counts =
+        plan.filters.is_empty() && plan.multi_filters.is_empty() && !plan.distinct && ppl.is_none();
     if let (Some(w), true) = (want, every_row_counts) {
         // One more than the page needs, to tell whether another page follows.
         source.limit_rows_per_partition_read(w.saturating_add(1));
