@@ -241,15 +241,18 @@ pub(crate) fn merge_range(
         gc_before_s: gc_before,
         now_s: now,
     };
+    // Reused across partitions: most partitions are in one input.
+    let mut batch_inputs = Vec::with_capacity(inputs.len());
+    let mut batch = Vec::with_capacity(inputs.len());
+    let mut entries: Vec<(usize, IndexEntry)> = Vec::with_capacity(inputs.len());
     let merged = std::iter::from_fn(|| {
-        let mut batch_inputs = Vec::with_capacity(2);
         smallest(&heads, &mut batch_inputs);
         if batch_inputs.is_empty() {
             return None;
         }
-        let mut batch = Vec::with_capacity(batch_inputs.len());
+        batch.clear();
+        entries.clear();
         let mut input_bytes = 0u64;
-        let mut entries = Vec::with_capacity(batch_inputs.len());
         for &si in &batch_inputs {
             let (Some(c), Some(head)) = (cursors.get_mut(si), heads.get_mut(si)) else {
                 continue;
@@ -299,6 +302,7 @@ pub(crate) fn merge_range(
         };
         if input_bytes > STREAM_PARTITION_BYTES {
             // Too large to merge in memory: stream its rows (wide_merge.rs).
+            let batch = batch.clone();
             let f = move |w: &mut SSTableWriter| {
                 let n = crate::wide_merge::write_streamed(w, inputs, &batch, memo_ref, purge_at)?;
                 purged_ref.set(purged_ref.get() + n);

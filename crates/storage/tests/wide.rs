@@ -1,6 +1,5 @@
 //! Wide partitions: slices read through the per-partition row index.
-//! The ~200 MB case is `#[ignore]`d (slow): run it with
-//! `cargo test -p helenus-storage --release --test wide -- --ignored`.
+//! One partition is ~200 MB, sliced and paged through with bounded memory.
 
 mod common;
 use bytes::Bytes;
@@ -202,7 +201,6 @@ fn vm_hwm_kb() -> u64 {
 }
 
 #[test]
-#[ignore]
 fn two_hundred_megabyte_partition_is_sliced_with_bounded_memory() {
     let dir = tempdir("wide-200mb");
     let e = open(&dir, 864000);
@@ -218,6 +216,30 @@ fn two_hundred_megabyte_partition_is_sliced_with_bounded_memory() {
     assert!(
         after.saturating_sub(before) < 100 * 1024,
         "slices must not load the whole partition"
+    );
+    // Paging through all of it, 5,000 rows a page, each page resuming after the last.
+    let (mut seen, mut resume) = (0u32, None::<Vec<Bytes>>);
+    loop {
+        let q = ReadQuery {
+            row_limit: Some(5_000),
+            resume_after: resume.take(),
+            ..point(b"wide", now())
+        };
+        let r = e.read(TABLE, &q).unwrap();
+        let Some(last) = r.partitions.first().and_then(|p| p.rows.last()) else {
+            break;
+        };
+        let v = u32::from_be_bytes(last.clustering[0].as_ref().try_into().unwrap());
+        seen += r.partitions[0].rows.len() as u32;
+        assert_eq!(v + 1, seen, "pages join up");
+        resume = Some(last.clustering.clone());
+    }
+    assert_eq!(seen, 200_000);
+    let paged = vm_hwm_kb();
+    eprintln!("RSS after paging through it {paged} KiB");
+    assert!(
+        paged.saturating_sub(before) < 100 * 1024,
+        "pages must not load the whole partition"
     );
 }
 
