@@ -145,6 +145,19 @@ settle() {  # waits until no compaction is pending (bounded)
   done
   log "$s: compactions still pending after ${SETTLE_MAX}s"
 }
+# Waits (bounded) until the server process is idle: work a flush leaves behind (Helenus frees the
+# flushed memtable on a thread of its own; Cassandra's GC and bookkeeping) would otherwise run
+# during the timed compaction. Both servers get the same treatment.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+settle_cpu() {
+  local t0=$SECONDS a b hz; hz=$(getconf CLK_TCK)
+  while (( SECONDS - t0 < ${IDLE_MAX:-30} )); do
+    a=$(cpu_ticks "$PID"); sleep 1; b=$(cpu_ticks "$PID")
+    # Under 5% of one core over the last second.
+    (( (b - a) * 100 < hz * 5 )) && return 0
+  done
+  log "$CURRENT: still busy after ${IDLE_MAX:-30}s; timing the compaction anyway"
+}
 # The nodetool client's own start-up (a JVM for Cassandra's) is timed apart and subtracted from compact times.
 nodetool_startup_ms() {
   local t0; t0=$(now_ms); nodetool "$1" version >/dev/null 2>&1 || true; echo $(( $(now_ms) - t0 ))
@@ -154,6 +167,7 @@ flush_compact() {  # server keyspace table
   local s="$1" ks="$2" t="$3" t0
   t0=$(now_ms); nodetool "$s" flush "$ks" "$t" >/dev/null || return 1; FC_FLUSH_MS=$(( $(now_ms) - t0 ))
   settle "$s"
+  settle_cpu
   FC_PRE_BYTES=$(table_bytes "$DIR" "$ks" "$t"); FC_PRE_SSTABLES=$(table_files "$DIR" "$ks" "$t")
   FC_NODETOOL_MS=$(nodetool_startup_ms "$s")
   local logf="$DIR/logs/system.log" loglines=0

@@ -139,10 +139,15 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
     t.flushing.write().retain(|m| !Arc::ptr_eq(m, &old));
     engine.log.discard(def.id, pos);
     // Freeing millions of rows and cells takes a good part of a flush's CPU; nothing waits
-    // for it, so it runs beside the next flush or compaction instead of before it.
+    // for it, so it runs beside the next flush or compaction instead of before it, at the
+    // compaction threads' lower priority so that requests (or a compaction an operator asked
+    // for) come first.
     let _ = std::thread::Builder::new()
         .name("memtable-free".into())
-        .spawn(move || drop(old));
+        .spawn(move || {
+            lower_thread_priority();
+            drop(old)
+        });
     if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
         let _ = tx.send(Job::Compact(def.id));
     }
@@ -522,7 +527,10 @@ pub(crate) fn close_in_background(readers: Vec<Arc<SSTableReader>>) {
     // A failed spawn drops them here.
     let _ = std::thread::Builder::new()
         .name("sstable-close".into())
-        .spawn(move || drop(readers));
+        .spawn(move || {
+            lower_thread_priority();
+            drop(readers)
+        });
 }
 
 /// Reserves SSTables for a compaction; returns those not already taken.

@@ -2,16 +2,19 @@
 //!
 //! Owns: the commitlog (durability), memtables, SSTables (format "hl-1", data format 2 with
 //! varint cells (codec_compact.rs; format 1 still read): chunked Data with LZ4,
-//! zstd or Deflate per table, a partition index on disk behind an in-memory summary of every
-//! 128th entry, a per-partition row index for wide partitions, bloom filter, versioned statistics with clustering bounds and tombstone
-//! histograms), compaction (SizeTiered / Leveled / TimeWindow, single-SSTable tombstone
-//! compaction, major, garbagecollect; wide partitions streamed; partitions that need no merge
-//! copied in encoded form (sstable_raw.rs); major compactions split by token range across
-//! `concurrent_compactors` threads; a backlog controller for rate and CPU priority,
-//! compaction_control.rs), the key, chunk and row caches, the max-timestamp short-circuit and
-//! `LIMIT`ed slices that read only the row-index blocks they need,
-//! write backpressure, snapshots, clean shutdown, and the reconciliation rules (`reconcile.rs`)
-//! that make every merge order-independent.
+//! zstd or Deflate per table (chunks that do not compress are stored raw, and after a run of
+//! them the writer only probes), a partition index on disk written as partitions arrive and
+//! read behind an in-memory summary of every 128th entry, a per-partition row index for wide
+//! partitions, a cache-line-blocked bloom filter, versioned statistics with clustering bounds and
+//! tombstone histograms), compaction (SizeTiered / Leveled / TimeWindow, single-SSTable tombstone
+//! compaction, major, garbagecollect; wide partitions streamed; partitions that need no merge,
+//! including live cell tombstones and unexpired TTL data, copied in encoded form
+//! (sstable_raw.rs); major compactions split by token range across `concurrent_compactors`
+//! threads; a backlog controller for rate and CPU priority, compaction_control.rs), the key,
+//! chunk and row caches, the max-timestamp short-circuit, slices that find their row-index
+//! blocks by binary search and build only the rows they return, paged reads that resume after
+//! the last row returned, write backpressure, snapshots, clean shutdown, and the reconciliation
+//! rules (`reconcile.rs`) that make every merge order-independent.
 //! Does not own: schemas or CQL types (callers pass a `TableDef` with comparators), tokens
 //! (callers pass the Murmur3 token), replication or consistency levels.
 //!

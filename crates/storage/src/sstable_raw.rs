@@ -36,6 +36,9 @@ pub(crate) struct EncodedPartition {
     pub deaths: Vec<Death>,
 }
 
+/// A partition's first and last row clustering.
+pub(crate) type ClusteringSpan = (CKey, CKey);
+
 /// Something in a copied partition that the statistics' tombstone and TTL histograms count.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Death {
@@ -357,7 +360,7 @@ pub(crate) fn rebase_within(
 pub(crate) fn concat(
     mut parts: Vec<EncodedPartition>,
     cmp: &Arc<ClusteringComparator>,
-) -> Result<Option<(EncodedPartition, Option<(CKey, CKey)>)>, StorageError> {
+) -> Result<Option<(EncodedPartition, Option<ClusteringSpan>)>, StorageError> {
     let mut spans = Vec::with_capacity(parts.len());
     for p in &parts {
         // With no deletion and no static row, the header is the flags byte and the row count.

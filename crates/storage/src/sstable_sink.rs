@@ -49,7 +49,7 @@ impl ChunkFile {
         // only every PROBE_EVERY-th chunk tries again: a failed attempt costs as much as a
         // successful one and saves nothing.
         let probe = self.incompressible_run < INCOMPRESSIBLE_RUN
-            || self.written.chunk_offsets.len() % PROBE_EVERY == 0;
+            || self.written.chunk_offsets.len().is_multiple_of(PROBE_EVERY);
         let packed = if probe { self.codec.pack(chunk) } else { None };
         self.incompressible_run = match packed {
             Some(_) => 0,
