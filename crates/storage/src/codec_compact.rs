@@ -385,6 +385,12 @@ impl Dec<'_, '_> {
 
     /// A row with its clustering (see `Enc::keyed_row`).
     fn keyed_row(&mut self, cmp: &Arc<ClusteringComparator>) -> Result<(CKey, Row), StorageError> {
+        let (flags, k) = self.row_head(cmp)?;
+        Ok((k, self.row_body(flags)?))
+    }
+
+    /// A row's flags and clustering.
+    fn row_head(&mut self, cmp: &Arc<ClusteringComparator>) -> Result<(u8, CKey), StorageError> {
         let flags = self.r.u8()?;
         let mut n = usize::from(flags >> R_CLUSTERING_SHIFT);
         if n == R_CLUSTERING_COUNTED {
@@ -393,7 +399,7 @@ impl Dec<'_, '_> {
         let values = (0..n)
             .map(|_| self.vbytes())
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((CKey::row(values, cmp), self.row_body(flags)?))
+        Ok((flags, CKey::row(values, cmp)))
     }
 
     fn row_body(&mut self, flags: u8) -> Result<Row, StorageError> {
@@ -640,15 +646,7 @@ impl Dec<'_, '_> {
                 stopped = i < n;
                 break;
             }
-            let flags = self.r.u8()?;
-            let mut nv = usize::from(flags >> R_CLUSTERING_SHIFT);
-            if nv == R_CLUSTERING_COUNTED {
-                nv = self.count(1)?;
-            }
-            let values = (0..nv)
-                .map(|_| self.vbytes())
-                .collect::<Result<Vec<_>, _>>()?;
-            let k = CKey::row(values, cmp);
+            let (flags, k) = self.row_head(cmp)?;
             if ranges.iter().any(|(s, e)| *s <= k && k <= *e) {
                 rows.push((k, self.row_body(flags)?));
             } else {
@@ -656,12 +654,7 @@ impl Dec<'_, '_> {
             }
         }
         let kept = rows.len();
-        let mut block: std::collections::BTreeMap<CKey, Row> = rows.into_iter().collect();
-        if p.rows.is_empty() {
-            p.rows = block;
-        } else {
-            p.rows.append(&mut block);
-        }
+        add_sorted_rows(p, rows);
         Ok((kept, stopped))
     }
 
@@ -672,19 +665,23 @@ impl Dec<'_, '_> {
         n: usize,
         p: &mut Partition,
     ) -> Result<(), StorageError> {
-        // Rows come in clustering order: building the map from them in one go compares each
-        // row with its neighbour instead of descending the tree per row.
         let mut rows = Vec::with_capacity(n.min(self.r.remaining()));
         for _ in 0..n {
             rows.push(self.keyed_row(cmp)?);
         }
-        let mut block: std::collections::BTreeMap<CKey, Row> = rows.into_iter().collect();
-        if p.rows.is_empty() {
-            p.rows = block;
-        } else {
-            p.rows.append(&mut block);
-        }
+        add_sorted_rows(p, rows);
         Ok(())
+    }
+}
+
+/// Adds rows decoded in clustering order: building the map from them in one go compares each
+/// row with its neighbour instead of descending the tree per row.
+fn add_sorted_rows(p: &mut Partition, rows: Vec<(CKey, Row)>) {
+    let mut block: std::collections::BTreeMap<CKey, Row> = rows.into_iter().collect();
+    if p.rows.is_empty() {
+        p.rows = block;
+    } else {
+        p.rows.append(&mut block);
     }
 }
 

@@ -139,7 +139,7 @@ pub fn decompress(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn sample() -> Vec<u8> {
@@ -177,17 +177,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn incompressible_chunk_is_stored_raw() {
+    /// `n` bytes no codec can shrink (xorshift).
+    pub(crate) fn noise(n: usize) -> Vec<u8> {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let data: Vec<u8> = (0..4096)
+        (0..n)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 x as u8
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn incompressible_chunk_is_stored_raw() {
+        let data = noise(4096);
         for alg in [
             CompressionAlgorithm::Deflate,
             CompressionAlgorithm::Zstd { level: 3 },

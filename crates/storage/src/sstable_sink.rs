@@ -248,15 +248,7 @@ mod tests {
             writeback_from: 0,
             incompressible_run: 0,
         };
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let random: Vec<u8> = (0..4096)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let random = crate::compression::tests::noise(4096);
         for _ in 0..INCOMPRESSIBLE_RUN + 3 {
             f.write_chunk(&random).unwrap();
         }
