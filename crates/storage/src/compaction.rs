@@ -507,8 +507,10 @@ pub(crate) fn compact_sstables(
         set.extend(outputs);
     }
     t.compacting.lock().retain(|g| !input_gens.contains(g));
-    let uids: HashSet<u64> = inputs.iter().map(|s| s.uid).collect();
-    engine.forget_sstables(&uids);
+    // The inputs' key and chunk cache entries are not purged here: a purge scans the whole
+    // caches under their locks (hundreds of milliseconds once the key cache is warm), and
+    // nothing looks them up again (SSTable uids are never reused), so FIFO eviction ages them
+    // out.
     for s in &inputs {
         for p in s.component_paths() {
             let _ = std::fs::remove_file(p);
