@@ -145,15 +145,17 @@ def test_paging_10000_rows_fetch_size_100(session):
         session, ins, [(i % 10, i, "v") for i in range(10_000)], concurrency=100
     )
     rs = session.execute(SimpleStatement("SELECT p, c FROM paged", fetch_size=100))
-    pages, rows = 0, 0
+    pages, rows, seen = 0, 0, set()
     while True:
         pages += 1
         rows += len(rs.current_rows)
+        seen.update((r.p, r.c) for r in rs.current_rows)
         assert len(rs.current_rows) <= 100
         if not rs.has_more_pages:
             break
         rs.fetch_next_page()
-    assert rows == 10_000
+    # Pages end inside partitions: each resumes after its last row, nothing twice or missed.
+    assert rows == 10_000 and len(seen) == 10_000
     assert pages in (100, 101)  # Cassandra may send a final empty page
     # Paging inside one partition, with a prepared statement, and iteration across pages.
     sel = session.prepare("SELECT c FROM paged WHERE p = ?")

@@ -306,8 +306,40 @@ impl<'a> RowSource<'a> {
                     if *done {
                         return Ok(false);
                     }
+                    // A page that stopped inside a partition: that partition is read alone,
+                    // from after its last row and with the page's row limit, and the range goes
+                    // on after it.
+                    let inside = self
+                        .resume
+                        .as_ref()
+                        .filter(|r| !r.clustering.is_empty())
+                        .map(|r| (r.token, r.partition_key.clone()));
+                    if let (true, Some((token, key))) = (*first, inside) {
+                        *first = false;
+                        let q = self.query(st::PartitionRange::Single { key, token }, None);
+                        let result = self
+                            .engine()
+                            .read(*t.id.as_bytes(), &q)
+                            .map_err(storage_err)?;
+                        for p in &result.partitions {
+                            rows::partition_rows(
+                                &t,
+                                &self.layout,
+                                p,
+                                self.statics_alone(),
+                                &mut rows,
+                            );
+                        }
+                        self.trim_resumed(&mut rows);
+                        if !rows.is_empty() {
+                            self.buffered.extend(rows);
+                            return Ok(true);
+                        }
+                        continue;
+                    }
                     let start = match (next_start.clone(), *first) {
-                        // Resuming: the paged partition itself is read again and trimmed.
+                        // Resuming after a partition's last row: it is read again and trimmed
+                        // (it may have a static row alone to give).
                         (Some((tok, key)), true) => st::PartitionBound::Key {
                             token: tok,
                             key,
