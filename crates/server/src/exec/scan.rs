@@ -256,6 +256,20 @@ impl<'a> RowSource<'a> {
         }
     }
 
+    /// The rows of one partition (after the paging position if the page stopped inside it).
+    fn read_partition(&self, token: i64, key: Bytes, rows: &mut Vec<Row>) -> ExecResult<()> {
+        let t = &self.plan.table;
+        let q = self.query(st::PartitionRange::Single { key, token }, None);
+        let result = self
+            .engine()
+            .read(*t.id.as_bytes(), &q)
+            .map_err(storage_err)?;
+        for p in &result.partitions {
+            rows::partition_rows(t, &self.layout, p, self.statics_alone(), rows);
+        }
+        Ok(())
+    }
+
     /// Drops rows of the resumed partition up to the paging position.
     fn trim_resumed(&mut self, rows: &mut Vec<Row>) {
         if let Some(r) = self.resume.take() {
@@ -287,14 +301,7 @@ impl<'a> RowSource<'a> {
                     let Some((token, key)) = keys.pop_front() else {
                         return Ok(false);
                     };
-                    let q = self.query(st::PartitionRange::Single { key, token }, None);
-                    let result = self
-                        .engine()
-                        .read(*t.id.as_bytes(), &q)
-                        .map_err(storage_err)?;
-                    for p in &result.partitions {
-                        rows::partition_rows(&t, &self.layout, p, self.statics_alone(), &mut rows);
-                    }
+                    self.read_partition(token, key, &mut rows)?;
                 }
                 Mode::Range {
                     next_start,
@@ -316,20 +323,7 @@ impl<'a> RowSource<'a> {
                         .map(|r| (r.token, r.partition_key.clone()));
                     if let (true, Some((token, key))) = (*first, inside) {
                         *first = false;
-                        let q = self.query(st::PartitionRange::Single { key, token }, None);
-                        let result = self
-                            .engine()
-                            .read(*t.id.as_bytes(), &q)
-                            .map_err(storage_err)?;
-                        for p in &result.partitions {
-                            rows::partition_rows(
-                                &t,
-                                &self.layout,
-                                p,
-                                self.statics_alone(),
-                                &mut rows,
-                            );
-                        }
+                        self.read_partition(token, key, &mut rows)?;
                         self.trim_resumed(&mut rows);
                         if !rows.is_empty() {
                             self.buffered.extend(rows);
