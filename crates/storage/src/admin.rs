@@ -63,17 +63,7 @@ impl Engine {
             } => (1, u64::from(sstable_size_in_mb).max(1) << 20),
             _ => (0, u64::MAX),
         };
-        let r = compaction::compact_sstables(
-            self,
-            &t,
-            inputs.clone(),
-            CompactionKind::Major,
-            level,
-            max_out,
-        );
-        release_all(&t, &inputs);
-        compaction::close_in_background(inputs);
-        r
+        compaction::compact_sstables(self, &t, inputs, CompactionKind::Major, level, max_out)
     }
 
     /// Runs the table's compaction strategy once, now (including single-SSTable tombstone
@@ -98,16 +88,14 @@ impl Engine {
                 continue;
             }
             let level = s.stats.level;
-            let r = compaction::compact_sstables(
+            let st = compaction::compact_sstables(
                 self,
                 &t,
-                inputs.clone(),
+                inputs,
                 CompactionKind::GarbageCollect,
                 level,
                 u64::MAX,
-            );
-            release_all(&t, &inputs);
-            let st = r?;
+            )?;
             total.input_sstables += st.input_sstables;
             total.output_sstables += st.output_sstables;
             total.bytes_read += st.bytes_read;
@@ -272,12 +260,5 @@ impl Engine {
             }
         }
         self.log.shutdown()
-    }
-}
-
-fn release_all(t: &Table, set: &[Arc<crate::sstable::SSTableReader>]) {
-    let mut taken = t.compacting.lock();
-    for s in set {
-        taken.remove(&s.gen);
     }
 }

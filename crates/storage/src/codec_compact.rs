@@ -629,8 +629,7 @@ impl Dec<'_, '_> {
     }
 
     /// `rows`, keeping only rows inside `ranges` (the others are stepped over, not built), and
-    /// stopping once `keep` rows are kept. Returns the rows kept and whether it stopped before
-    /// the `n`-th row.
+    /// stopping once `keep` rows are kept. Returns whether it stopped before the `n`-th row.
     pub fn rows_in(
         &mut self,
         cmp: &Arc<ClusteringComparator>,
@@ -638,12 +637,12 @@ impl Dec<'_, '_> {
         p: &mut Partition,
         ranges: &[(CKey, CKey)],
         keep: usize,
-    ) -> Result<(usize, bool), StorageError> {
+    ) -> Result<bool, StorageError> {
         let mut rows = Vec::new();
         let mut stopped = false;
-        for i in 0..n {
+        for _ in 0..n {
             if rows.len() >= keep {
-                stopped = i < n;
+                stopped = true;
                 break;
             }
             let (flags, k) = self.row_head(cmp)?;
@@ -653,9 +652,8 @@ impl Dec<'_, '_> {
                 self.skip_row_body(flags)?;
             }
         }
-        let kept = rows.len();
         add_sorted_rows(p, rows);
-        Ok((kept, stopped))
+        Ok(stopped)
     }
 
     /// `n` rows into `p`.

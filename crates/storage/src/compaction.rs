@@ -11,7 +11,7 @@ use crate::engine::{Engine, Job, Table};
 use crate::memtable::Memtable;
 use crate::partition::{Partition, Row};
 use crate::reconcile::CellKind;
-use crate::sstable::raw::{rebase_within, EncodedPartition, Horizon};
+use crate::sstable::raw::{rebase_within, ClusteringSpan, EncodedPartition, Horizon};
 use crate::sstable::{SSTableReader, SSTableWriter};
 use crate::types::*;
 use std::collections::HashSet;
@@ -138,16 +138,9 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
     t.sstables.write().extend(readers);
     t.flushing.write().retain(|m| !Arc::ptr_eq(m, &old));
     engine.log.discard(def.id, pos);
-    // Freeing millions of rows and cells takes a good part of a flush's CPU; nothing waits
-    // for it, so it runs beside the next flush or compaction instead of before it, at the
-    // compaction threads' lower priority so that requests (or a compaction an operator asked
-    // for) come first.
-    let _ = std::thread::Builder::new()
-        .name("memtable-free".into())
-        .spawn(move || {
-            lower_thread_priority();
-            drop(old)
-        });
+    // Freeing millions of rows and cells takes a good part of a flush's CPU: it runs beside the
+    // next flush or compaction instead of before it, and after requests.
+    drop_in_background("memtable-free", old);
     if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
         let _ = tx.send(Job::Compact(def.id));
     }
@@ -178,7 +171,7 @@ pub(crate) enum Merged<'a> {
     Streamed(Box<StreamedWrite<'a>>),
     /// Copied in encoded form (sstable_raw.rs), with bounds of its rows' clusterings (None when
     /// it has no rows).
-    Encoded(EncodedPartition, Option<Arc<(CKey, CKey)>>),
+    Encoded(EncodedPartition, Option<Arc<ClusteringSpan>>),
 }
 
 type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageError> + 'a;
@@ -396,7 +389,8 @@ pub(crate) enum CompactionKind {
     GarbageCollect,
 }
 
-/// Merges `inputs` into new SSTables, replacing them atomically in the table's SSTable set.
+/// Merges `inputs` (reserved with [`reserve`]) into new SSTables, replacing them atomically in
+/// the table's SSTable set, and releases their reservation whatever the outcome.
 /// A major compaction of more than `PARALLEL_MAJOR_BYTES` runs one merge per token range on
 /// `concurrent_compactors` threads; the outputs split at those token boundaries, as whole files
 /// that a new owner of a range could take.
@@ -410,6 +404,10 @@ pub(crate) fn compact_sstables(
 ) -> Result<CompactionStats, StorageError> {
     let def = t.def.read().clone();
     let input_gens: HashSet<u64> = inputs.iter().map(|s| s.gen).collect();
+    let _reserved = Reserved {
+        t,
+        gens: &input_gens,
+    };
     let total: u64 = inputs.iter().map(|s| s.stats.uncompressed_bytes).sum();
     let now = now_s();
     let others: Vec<Arc<SSTableReader>> = t
@@ -506,7 +504,6 @@ pub(crate) fn compact_sstables(
         set.retain(|s| !input_gens.contains(&s.gen));
         set.extend(outputs);
     }
-    t.compacting.lock().retain(|g| !input_gens.contains(g));
     // The inputs' key and chunk cache entries are not purged here: a purge scans the whole
     // caches under their locks (hundreds of milliseconds once the key cache is warm), and
     // nothing looks them up again (SSTable uids are never reused), so FIFO eviction ages them
@@ -516,22 +513,32 @@ pub(crate) fn compact_sstables(
             let _ = std::fs::remove_file(p);
         }
     }
-    close_in_background(inputs);
+    drop_in_background("sstable-close", inputs);
     Ok(stats)
 }
 
-/// Drops readers on a thread of their own: closing the last descriptor of a deleted SSTable frees
-/// its page cache there and then (tens of milliseconds for a large one), which nobody waits for.
-pub(crate) fn close_in_background(readers: Vec<Arc<SSTableReader>>) {
-    if readers.is_empty() {
-        return;
+/// A compaction's hold on its inputs (see [`reserve`]), given back when it ends.
+struct Reserved<'a> {
+    t: &'a Table,
+    gens: &'a HashSet<u64>,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.t.compacting.lock().retain(|g| !self.gens.contains(g));
     }
-    // A failed spawn drops them here.
+}
+
+/// Drops `value` on a thread of its own at the compaction threads' lower priority: freeing a
+/// flushed memtable's millions of rows, or closing the last descriptor of a deleted SSTable
+/// (which frees its page cache there and then), is work nobody waits for.
+fn drop_in_background<T: Send + 'static>(name: &str, value: T) {
+    // A failed spawn drops it here.
     let _ = std::thread::Builder::new()
-        .name("sstable-close".into())
+        .name(name.into())
         .spawn(move || {
             lower_thread_priority();
-            drop(readers)
+            drop(value)
         });
 }
 
@@ -546,13 +553,6 @@ pub(crate) fn reserve(t: &Table, cands: Vec<Arc<SSTableReader>>) -> Vec<Arc<SSTa
         taken.insert(s.gen);
     }
     free
-}
-
-fn release(t: &Table, set: &[Arc<SSTableReader>]) {
-    let mut taken = t.compacting.lock();
-    for s in set {
-        taken.remove(&s.gen);
-    }
 }
 
 /// Size-tiered buckets (Cassandra's `getBuckets`): similar sizes group together.
@@ -668,16 +668,14 @@ pub(crate) fn background_compaction(
     if inputs.is_empty() {
         return Ok(None);
     }
-    let r = compact_sstables(
+    let stats = compact_sstables(
         engine,
         t,
-        inputs.clone(),
+        inputs,
         CompactionKind::Background,
         level,
         max_out,
-    );
-    release(t, &inputs);
-    let stats = r?;
+    )?;
     // The outputs may make another round worthwhile.
     if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
         let _ = tx.send(Job::Compact(def.id));
@@ -720,16 +718,14 @@ fn tombstone_compaction(
     if inputs.is_empty() {
         return Ok(None);
     }
-    let r = compact_sstables(
+    let stats = compact_sstables(
         engine,
         t,
-        inputs.clone(),
+        inputs,
         CompactionKind::Background,
         s.stats.level,
         u64::MAX,
-    );
-    release(t, &inputs);
-    let stats = r?;
+    )?;
     if stats.tombstones_purged == 0 {
         t.futile_tombstone_gens
             .lock()

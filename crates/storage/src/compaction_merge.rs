@@ -2,7 +2,7 @@
 //! in encoded form when only one input has them) into new SSTables.
 
 use crate::cache::ByteCache;
-use crate::clustering::{CKey, ClusteringComparator};
+use crate::clustering::ClusteringComparator;
 use crate::compaction::{
     purge, write_outputs, CompactionKind, Merged, PurgeAt, STREAM_PARTITION_BYTES,
 };
@@ -31,6 +31,9 @@ pub(crate) fn parallel_major_bytes() -> u64 {
 
 /// A partition copied in encoded form, with its clustering span (shared with its input's).
 type RawCopy = (EncodedPartition, Option<Arc<ClusteringSpan>>);
+
+/// An input's part in one merged partition: input, index position, entry.
+type Head = (usize, usize, IndexEntry);
 
 /// The decompressed chunk an input's walk read last (inputs are read in file order).
 type LastChunk = Option<(usize, Arc<Vec<u8>>)>;
@@ -132,15 +135,15 @@ pub(crate) fn raw_copyable(s: &SSTableReader) -> bool {
 /// not interleave; with the bounds of its rows' clusterings.
 fn raw_merge(
     inputs: &[Arc<SSTableReader>],
-    entries: &[(usize, IndexEntry)],
+    entries: &[Head],
     to_base: i64,
     last_chunks: &mut [LastChunk],
-    input_bounds: &[Option<Arc<(CKey, CKey)>>],
+    input_bounds: &[Option<Arc<ClusteringSpan>>],
     horizon: Horizon,
     cmp: &Arc<ClusteringComparator>,
 ) -> Result<Option<RawCopy>, StorageError> {
     let mut parts = Vec::with_capacity(entries.len());
-    for (si, e) in entries {
+    for (si, _, e) in entries {
         let (Some(s), Some(last)) = (
             inputs.get(*si).filter(|s| raw_copyable(s)),
             last_chunks.get_mut(*si),
@@ -201,7 +204,7 @@ pub(crate) fn merge_range(
     let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
     let mut last_chunks: Vec<LastChunk> = vec![None; inputs.len()];
     // Shared, not cloned per partition copied.
-    let input_bounds: Vec<Option<Arc<(CKey, CKey)>>> = inputs
+    let input_bounds: Vec<Option<Arc<ClusteringSpan>>> = inputs
         .iter()
         .map(|s| s.clustering_bounds().cloned().map(Arc::new))
         .collect();
@@ -246,14 +249,12 @@ pub(crate) fn merge_range(
     };
     // Reused across partitions: most partitions are in one input.
     let mut batch_inputs = Vec::with_capacity(inputs.len());
-    let mut batch = Vec::with_capacity(inputs.len());
-    let mut entries: Vec<(usize, IndexEntry)> = Vec::with_capacity(inputs.len());
+    let mut entries: Vec<Head> = Vec::with_capacity(inputs.len());
     let merged = std::iter::from_fn(|| {
         smallest(&heads, &mut batch_inputs);
         if batch_inputs.is_empty() {
             return None;
         }
-        batch.clear();
         entries.clear();
         let mut input_bytes = 0u64;
         for &si in &batch_inputs {
@@ -262,8 +263,7 @@ pub(crate) fn merge_range(
             };
             let Some((ii, e)) = head.take() else { continue };
             input_bytes += u64::from(e.length);
-            entries.push((si, e));
-            batch.push((si, ii));
+            entries.push((si, ii, e));
             if ends.get(si).is_some_and(|end| ii + 1 < *end) {
                 match c.next() {
                     Some(Ok(e)) => *head = Some((ii + 1, e)),
@@ -291,7 +291,7 @@ pub(crate) fn merge_range(
             }
         }
         let max_purgeable = match entries.first() {
-            Some((_, e)) => max_purgeable(ctx, e.token, &e.key),
+            Some((_, _, e)) => max_purgeable(ctx, e.token, &e.key),
             None => {
                 return Some(Err(StorageError::Decode {
                     what: "compaction merge",
@@ -305,7 +305,7 @@ pub(crate) fn merge_range(
         };
         if input_bytes > STREAM_PARTITION_BYTES {
             // Too large to merge in memory: stream its rows (wide_merge.rs).
-            let batch = batch.clone();
+            let batch: Vec<(usize, usize)> = entries.iter().map(|(si, ii, _)| (*si, *ii)).collect();
             let f = move |w: &mut SSTableWriter| {
                 let n = crate::wide_merge::write_streamed(w, inputs, &batch, memo_ref, purge_at)?;
                 purged_ref.set(purged_ref.get() + n);
@@ -314,7 +314,7 @@ pub(crate) fn merge_range(
             return Some(Ok(Merged::Streamed(Box::new(f))));
         }
         let mut acc: Option<Partition> = None;
-        for (si, e) in &entries {
+        for (si, _, e) in &entries {
             let Some(s) = inputs.get(*si) else { continue };
             let Some(last) = last_chunks.get_mut(*si) else {
                 continue;

@@ -683,7 +683,6 @@ fn has_counter_ops(m: &Mutation) -> bool {
     })
 }
 
-/// The query's slices as comparator positions (all rows when none).
 /// `ranges` cut to what follows `resume` in the read's order (a paged read resumed inside a
 /// partition): what the last page returned is not read again.
 fn resume_ranges(
@@ -711,6 +710,7 @@ fn resume_ranges(
         .collect()
 }
 
+/// The query's slices as comparator positions (all rows when none).
 fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
     if q.slices.is_empty() {
         let u = ClusteringBound::unbounded();

@@ -772,20 +772,27 @@ impl SSTableReader {
         length: u32,
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Vec<u8>, StorageError> {
+        self.gather(position, length, |ci| self.read_chunk(ci, cache))
+    }
+
+    /// The bytes at `position..position + length` copied out of the chunks `chunk_at` gives.
+    fn gather(
+        &self,
+        position: u64,
+        length: u32,
+        mut chunk_at: impl FnMut(usize) -> Result<Arc<Vec<u8>>, StorageError>,
+    ) -> Result<Vec<u8>, StorageError> {
         let mut buf = Vec::with_capacity(length as usize);
         let mut pos = position;
         let end = position + u64::from(length);
         while pos < end {
-            let ci = (pos / self.chunk_len) as usize;
-            let chunk = self.read_chunk(ci, cache)?;
+            let chunk = chunk_at((pos / self.chunk_len) as usize)?;
             let start_in = (pos % self.chunk_len) as usize;
             let take = ((end - pos) as usize).min(chunk.len().saturating_sub(start_in));
             let piece = chunk
                 .get(start_in..start_in + take)
+                .filter(|p| !p.is_empty())
                 .ok_or_else(|| self.corrupt(pos))?;
-            if piece.is_empty() {
-                return Err(self.corrupt(pos));
-            }
             buf.extend_from_slice(piece);
             pos += take as u64;
         }
@@ -822,20 +829,7 @@ impl SSTableReader {
             }
             return Ok(Span::Chunk(chunk, range));
         }
-        let mut buf = Vec::with_capacity(length as usize);
-        let mut pos = position;
-        while pos < end {
-            let chunk = chunk_at((pos / self.chunk_len) as usize)?;
-            let start_in = (pos % self.chunk_len) as usize;
-            let take = ((end - pos) as usize).min(chunk.len().saturating_sub(start_in));
-            let piece = chunk
-                .get(start_in..start_in + take)
-                .filter(|p| !p.is_empty())
-                .ok_or_else(|| self.corrupt(pos))?;
-            buf.extend_from_slice(piece);
-            pos += take as u64;
-        }
-        Ok(Span::Owned(buf))
+        self.gather(position, length, chunk_at).map(Span::Owned)
     }
 
     /// Number of chunks in the Data component.

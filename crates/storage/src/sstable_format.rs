@@ -134,7 +134,7 @@ impl DataFormat {
     }
 
     /// `decode_rows` restricted to `ranges` and at most `keep` kept rows (format 2; format 1
-    /// decodes every row). Returns the rows decoded and whether it stopped early.
+    /// decodes every row). Returns whether it stopped early.
     pub fn decode_rows_in(
         self,
         r: &mut Reader<'_>,
@@ -143,9 +143,9 @@ impl DataFormat {
         p: &mut Partition,
         ranges: &[(CKey, CKey)],
         keep: usize,
-    ) -> Result<(usize, bool), StorageError> {
+    ) -> Result<bool, StorageError> {
         match self {
-            DataFormat::Fixed => codec::decode_rows(r, cmp, n, p).map(|_| (n, false)),
+            DataFormat::Fixed => codec::decode_rows(r, cmp, n, p).map(|_| false),
             DataFormat::Compact { base_us } => Dec { r, base_us }.rows_in(cmp, n, p, ranges, keep),
         }
     }

@@ -241,7 +241,7 @@ impl SSTableReader {
             };
             let pos = e.position + u64::from(b.offset);
             let bytes = self.read_bytes(pos, b.length, cache)?;
-            let (_, stopped) = self
+            let stopped = self
                 .format
                 .decode_rows_in(
                     &mut Reader::new(&bytes, "sstable row block"),

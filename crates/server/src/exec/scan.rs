@@ -264,10 +264,21 @@ impl<'a> RowSource<'a> {
             .engine()
             .read(*t.id.as_bytes(), &q)
             .map_err(storage_err)?;
-        for p in &result.partitions {
-            rows::partition_rows(t, &self.layout, p, self.statics_alone(), rows);
-        }
+        self.push_rows(&result, rows);
         Ok(())
+    }
+
+    /// The CQL rows of a storage read's partitions.
+    fn push_rows(&self, result: &st::ReadResult, rows: &mut Vec<Row>) {
+        for p in &result.partitions {
+            rows::partition_rows(
+                &self.plan.table,
+                &self.layout,
+                p,
+                self.statics_alone(),
+                rows,
+            );
+        }
     }
 
     /// Drops rows of the resumed partition up to the paging position.
@@ -324,64 +335,57 @@ impl<'a> RowSource<'a> {
                     if let (true, Some((token, key))) = (*first, inside) {
                         *first = false;
                         self.read_partition(token, key, &mut rows)?;
-                        self.trim_resumed(&mut rows);
-                        if !rows.is_empty() {
-                            self.buffered.extend(rows);
-                            return Ok(true);
-                        }
-                        continue;
-                    }
-                    let start = match (next_start.clone(), *first) {
-                        // Resuming after a partition's last row: it is read again and trimmed
-                        // (it may have a static row alone to give).
-                        (Some((tok, key)), true) => st::PartitionBound::Key {
-                            token: tok,
-                            key,
-                            inclusive: true,
-                        },
-                        (Some((tok, key)), false) => st::PartitionBound::Key {
-                            token: tok,
-                            key,
-                            inclusive: false,
-                        },
-                        (None, _) => match lower {
+                    } else {
+                        let start = match (next_start.clone(), *first) {
+                            // Resuming after a partition's last row: it is read again and trimmed
+                            // (it may have a static row alone to give).
+                            (Some((tok, key)), true) => st::PartitionBound::Key {
+                                token: tok,
+                                key,
+                                inclusive: true,
+                            },
+                            (Some((tok, key)), false) => st::PartitionBound::Key {
+                                token: tok,
+                                key,
+                                inclusive: false,
+                            },
+                            (None, _) => match lower {
+                                Some((tok, inc)) => st::PartitionBound::Token {
+                                    token: *tok,
+                                    inclusive: *inc,
+                                },
+                                None => st::PartitionBound::Unbounded,
+                            },
+                        };
+                        let end = match upper {
                             Some((tok, inc)) => st::PartitionBound::Token {
                                 token: *tok,
                                 inclusive: *inc,
                             },
                             None => st::PartitionBound::Unbounded,
-                        },
-                    };
-                    let end = match upper {
-                        Some((tok, inc)) => st::PartitionBound::Token {
-                            token: *tok,
-                            inclusive: *inc,
-                        },
-                        None => st::PartitionBound::Unbounded,
-                    };
-                    *first = false;
-                    let q = self.query(
-                        st::PartitionRange::Range { start, end },
-                        Some(RANGE_BATCH_PARTITIONS),
-                    );
-                    let result = self
-                        .engine()
-                        .read(*t.id.as_bytes(), &q)
-                        .map_err(storage_err)?;
-                    let n = result.partitions.len();
-                    if let Mode::Range {
-                        next_start, done, ..
-                    } = &mut self.mode
-                    {
-                        if let Some(last) = result.partitions.last() {
-                            *next_start = Some((last.token, last.key.clone()));
+                        };
+                        *first = false;
+                        let q = self.query(
+                            st::PartitionRange::Range { start, end },
+                            Some(RANGE_BATCH_PARTITIONS),
+                        );
+                        let result = self
+                            .engine()
+                            .read(*t.id.as_bytes(), &q)
+                            .map_err(storage_err)?;
+                        let n = result.partitions.len();
+                        if let Mode::Range {
+                            next_start, done, ..
+                        } = &mut self.mode
+                        {
+                            if let Some(last) = result.partitions.last() {
+                                *next_start = Some((last.token, last.key.clone()));
+                            }
+                            if n < RANGE_BATCH_PARTITIONS {
+                                *done = true;
+                            }
                         }
-                        if n < RANGE_BATCH_PARTITIONS {
-                            *done = true;
-                        }
-                    }
-                    for p in &result.partitions {
-                        rows::partition_rows(&t, &self.layout, p, self.statics_alone(), &mut rows);
+                        self.push_rows(&result, &mut rows);
                     }
                 }
             }
