@@ -391,6 +391,12 @@ impl Dec<'_, '_> {
 
     /// A row's flags and clustering.
     fn row_head(&mut self, cmp: &Arc<ClusteringComparator>) -> Result<(u8, CKey), StorageError> {
+        let (flags, values) = self.row_clustering()?;
+        Ok((flags, CKey::row(values, cmp)))
+    }
+
+    /// A row's flags and clustering values.
+    pub fn row_clustering(&mut self) -> Result<(u8, Vec<Bytes>), StorageError> {
         let flags = self.r.u8()?;
         let mut n = usize::from(flags >> R_CLUSTERING_SHIFT);
         if n == R_CLUSTERING_COUNTED {
@@ -399,7 +405,7 @@ impl Dec<'_, '_> {
         let values = (0..n)
             .map(|_| self.vbytes())
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((flags, CKey::row(values, cmp)))
+        Ok((flags, values))
     }
 
     fn row_body(&mut self, flags: u8) -> Result<Row, StorageError> {

@@ -87,18 +87,6 @@ fn put_uv(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn read_uv(r: &mut Reader<'_>) -> Result<u64, StorageError> {
-    let mut v = 0u64;
-    for i in 0..10 {
-        let b = r.u8()?;
-        v |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
-    Err(decode_err())
-}
-
 /// A walk over one encoded partition that splices rewritten timestamps into a copy of it: the
 /// bytes between timestamps are copied in runs, not parsed into the output.
 struct Walk<'a, 'b> {
@@ -433,17 +421,12 @@ pub(crate) fn concat(
 /// The clustering values of the encoded row at the start of `row`.
 fn row_clustering(row: &[u8]) -> Result<Vec<Bytes>, StorageError> {
     let mut r = Reader::new(row, "row clustering");
-    let flags = r.u8()?;
-    let mut n = u64::from(flags >> R_CLUSTERING_SHIFT);
-    if n == R_CLUSTERING_COUNTED as u64 {
-        n = read_uv(&mut r)?;
+    Dec {
+        r: &mut r,
+        base_us: 0,
     }
-    let mut values = Vec::new();
-    for _ in 0..n {
-        let len = usize::try_from(read_uv(&mut r)?).map_err(|_| decode_err())?;
-        values.push(Bytes::copy_from_slice(r.take(len)?));
-    }
-    Ok(values)
+    .row_clustering()
+    .map(|(_, values)| values)
 }
 
 impl SSTableWriter {
