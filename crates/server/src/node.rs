@@ -33,6 +33,9 @@ pub struct NodeState {
     pub identity: LocalIdentity,
     pub started_at_s: u64,
     schema: RwLock<Arc<Schema>>,
+    /// Bumped after every schema replacement, so cached statements can tell cheaply whether the
+    /// tables they were planned against may have changed since they were last checked.
+    schema_generation: AtomicU64,
     /// Serialises schema changes (DDL is rare; reads never take this).
     pub schema_change_lock: tokio::sync::Mutex<()>,
     pub engine: Arc<helenus_storage::Engine>,
@@ -58,6 +61,7 @@ impl NodeState {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             schema: RwLock::new(Arc::new(schema)),
+            schema_generation: AtomicU64::new(0),
             schema_change_lock: tokio::sync::Mutex::new(()),
             engine,
             events,
@@ -74,6 +78,13 @@ impl NodeState {
 
     pub fn replace_schema(&self, schema: Schema) {
         *self.schema.write() = Arc::new(schema);
+        // After the swap: a reader that sees the new generation also sees the new schema.
+        self.schema_generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Changes with every schema replacement (see [`NodeState::replace_schema`]).
+    pub fn schema_generation(&self) -> u64 {
+        self.schema_generation.load(Ordering::Acquire)
     }
 
     pub fn keyspace(&self, name: &str) -> Option<Arc<KeyspaceMeta>> {

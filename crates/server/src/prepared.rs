@@ -38,9 +38,26 @@ impl PreparedCache {
         }
     }
 
-    pub fn get(&self, id: &[u8]) -> Option<Arc<crate::exec::Prepared>> {
+    /// The cached statement under `id`, if it is still valid: `is_current` says whether the
+    /// schema it was planned against still holds. A stale statement is evicted and reported
+    /// absent, so QUERY re-plans it and EXECUTE answers UNPREPARED (drivers then re-prepare), as
+    /// Cassandra evicts statements whose table, keyspace, type or function changed.
+    pub fn get(
+        &self,
+        id: &[u8],
+        is_current: impl FnOnce(&crate::exec::Prepared) -> bool,
+    ) -> Option<Arc<crate::exec::Prepared>> {
         let key: PreparedId = id.try_into().ok()?;
-        self.entries.read().get(&key).map(|(_, p)| p.clone())
+        let p = self.entries.read().get(&key).map(|(_, p)| p.clone())?;
+        if is_current(&p) {
+            return Some(p);
+        }
+        let mut map = self.entries.write();
+        // Only evict the entry we judged: a fresh one may have replaced it meanwhile.
+        if map.get(&key).is_some_and(|(_, cur)| Arc::ptr_eq(cur, &p)) {
+            map.remove(&key);
+        }
+        None
     }
 
     pub fn insert(&self, id: PreparedId, p: Arc<crate::exec::Prepared>) {
@@ -57,10 +74,20 @@ impl PreparedCache {
         map.insert(id, (tick, p));
     }
 
-    /// Drops statements on a keyspace or table whose schema changed: their metadata may be stale.
+    /// Drops every statement that reads or writes a table of `keyspace`, or that was prepared
+    /// with it as the session keyspace: a type or function of it may have changed under them.
     pub fn invalidate_keyspace(&self, keyspace: &str) {
-        self.entries
-            .write()
-            .retain(|_, (_, p)| p.keyspace.as_deref() != Some(keyspace));
+        self.entries.write().retain(|_, (_, p)| {
+            p.keyspace.as_deref() != Some(keyspace)
+                && !p.tables.iter().any(|t| t.keyspace == keyspace)
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }

@@ -94,6 +94,51 @@ pub struct Prepared {
     pub pk_indexes: Vec<u16>,
     pub id: [u8; 16],
     pub result_metadata_id: [u8; 16],
+    /// The tables the plan was built against; a change to any of them makes the plan stale.
+    pub tables: Vec<Arc<helenus_schema::TableMeta>>,
+    /// The schema generation at which `tables` were last found current (see [`cached`]).
+    checked_generation: std::sync::atomic::AtomicU64,
+}
+
+impl Prepared {
+    /// Whether every table the plan was built against is still the schema's table of that
+    /// name, unchanged. Checked in full only once per schema generation.
+    fn is_current(&self, node: &NodeState) -> bool {
+        use std::sync::atomic::Ordering;
+        let generation = node.schema_generation();
+        if self.checked_generation.load(Ordering::Acquire) == generation {
+            return true;
+        }
+        let schema = node.schema();
+        let current = self.tables.iter().all(|t| {
+            schema
+                .keyspaces
+                .get(&t.keyspace)
+                .and_then(|k| k.tables.get(&t.name))
+                .is_some_and(|now| Arc::ptr_eq(now, t) || **now == **t)
+        });
+        if current {
+            self.checked_generation.store(generation, Ordering::Release);
+        }
+        current
+    }
+}
+
+/// The statement cached under `id`, unless the schema it was planned against has changed.
+pub fn cached(node: &NodeState, id: &[u8]) -> Option<Arc<Prepared>> {
+    node.prepared.get(id, |p| p.is_current(node))
+}
+
+/// The tables a plan reads or writes.
+fn planned_tables(plan: &Planned) -> Vec<Arc<helenus_schema::TableMeta>> {
+    let mut out: Vec<Arc<helenus_schema::TableMeta>> = match plan {
+        Planned::Select(s) => vec![s.table.clone()],
+        Planned::Write(w) => vec![w.table.clone()],
+        Planned::Batch { children, .. } => children.iter().map(|c| c.table.clone()).collect(),
+        _ => Vec::new(),
+    };
+    out.dedup_by(|a, b| Arc::ptr_eq(a, b));
+    out
 }
 
 /// The result of one statement.
@@ -271,9 +316,12 @@ pub fn prepare(
     query: &str,
 ) -> ExecResult<Arc<Prepared>> {
     let id = crate::prepared::prepared_id(session_ks, query);
-    if let Some(p) = node.prepared.get(&id) {
+    if let Some(p) = cached(node, &id) {
         return Ok(p);
     }
+    // Read before planning: if the schema changes while we plan, the statement is re-checked on
+    // its next use instead of being trusted at a generation it was not planned against.
+    let generation = node.schema_generation();
     let parsed = helenus_cql::parse(query).map_err(|e| ExecError::Syntax(e.to_string()))?;
     let mut specs: Vec<Option<BindSpec>> = vec![None; parsed.bind_count];
     let plan = plan_statement(node, &parsed.statement, session_ks, &mut specs)?;
@@ -334,6 +382,7 @@ pub fn prepare(
         ctx.compute().0
     };
     let pk_indexes = pk_indexes_of(&plan);
+    let tables = planned_tables(&plan);
     let p = Arc::new(Prepared {
         query: query.to_string(),
         keyspace: session_ks.map(str::to_string),
@@ -344,6 +393,8 @@ pub fn prepare(
         pk_indexes,
         id,
         result_metadata_id,
+        tables,
+        checked_generation: std::sync::atomic::AtomicU64::new(generation),
     });
     // DDL and USE are cheap to re-plan and depend on schema state at execution: don't cache them.
     if matches!(

@@ -232,10 +232,8 @@ pub async fn handle_request(
                 result_metadata_id,
                 params,
             } => {
-                let p = node
-                    .prepared
-                    .get(&id)
-                    .ok_or_else(|| ExecError::Unprepared(id.to_vec()))?;
+                let p =
+                    super::cached(node, &id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?;
                 let out = execute(node, session, &p, &params.values, exec_options(&params)).await?;
                 let stale = version >= 5
                     && result_metadata_id
@@ -287,10 +285,9 @@ async fn run_batch(
     for s in &b.statements {
         let p = match &s.query {
             proto::BatchQuery::Query(q) => prepare(node, ks.as_deref(), q)?,
-            proto::BatchQuery::Prepared(id) => node
-                .prepared
-                .get(id)
-                .ok_or_else(|| ExecError::Unprepared(id.to_vec()))?,
+            proto::BatchQuery::Prepared(id) => {
+                super::cached(node, id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?
+            }
         };
         let super::Planned::Write(plan) = &p.plan else {
             return Err(ExecError::Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.".into()));

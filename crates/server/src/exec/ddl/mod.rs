@@ -188,6 +188,8 @@ pub async fn execute(
         }
     }
     node.replace_schema(new_schema);
+    // Statements on a changed table are caught by their own check (`exec::cached`); this covers
+    // what that check does not see, such as a type of the keyspace.
     node.prepared.invalidate_keyspace(&change.keyspace);
     Ok(Some(change))
 }
