@@ -42,6 +42,12 @@ pub struct NodeConfig {
     pub api_port: u16,
     pub read_request_timeout_ms: u64,
     pub write_request_timeout_ms: u64,
+    /// A multi-partition batch larger than this gets a client warning (Cassandra: 5 KiB).
+    pub batch_size_warn_threshold_bytes: u64,
+    /// ... and one larger than this is refused with InvalidRequest "Batch too large" (50 KiB).
+    pub batch_size_fail_threshold_bytes: u64,
+    /// An unlogged batch over more partitions than this gets a client warning (10).
+    pub unlogged_batch_across_partitions_warn_threshold: u64,
     /// Settings as given (name -> value text), for `system_views.settings`.
     pub raw: BTreeMap<String, String>,
 }
@@ -80,6 +86,9 @@ impl Default for NodeConfig {
             api_port: 10000,
             read_request_timeout_ms: 5000,
             write_request_timeout_ms: 2000,
+            batch_size_warn_threshold_bytes: 5 * 1024,
+            batch_size_fail_threshold_bytes: 50 * 1024,
+            unlogged_batch_across_partitions_warn_threshold: 10,
             raw: BTreeMap::new(),
         }
     }
@@ -292,6 +301,21 @@ impl NodeConfig {
             }
             "write_request_timeout" => {
                 self.write_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
+            }
+            "batch_size_warn_threshold" => {
+                self.batch_size_warn_threshold_bytes = parse_size_bytes(value, 1024).map_err(bad)?
+            }
+            "batch_size_warn_threshold_in_kb" => {
+                self.batch_size_warn_threshold_bytes = int(value)? * 1024
+            }
+            "batch_size_fail_threshold" => {
+                self.batch_size_fail_threshold_bytes = parse_size_bytes(value, 1024).map_err(bad)?
+            }
+            "batch_size_fail_threshold_in_kb" => {
+                self.batch_size_fail_threshold_bytes = int(value)? * 1024
+            }
+            "unlogged_batch_across_partitions_warn_threshold" => {
+                self.unlogged_batch_across_partitions_warn_threshold = int(value)?
             }
             "api_address" => self.api_address = Some(ip(value)?),
             "api_port" => self.api_port = int(value)? as u16,

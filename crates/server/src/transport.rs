@@ -234,9 +234,15 @@ async fn serve_connection(
                         let _permit = permit;
                         let version = frame.version;
                         let stream = frame.stream;
-                        let response =
-                            exec::handle_request(&node, &session, client_id, frame).await;
-                        let out = proto::ResponseFrame::new(version, stream, response);
+                        let (response, warnings) = exec::client_warn::collecting(
+                            exec::handle_request(&node, &session, client_id, frame),
+                        )
+                        .await;
+                        let mut out = proto::ResponseFrame::new(version, stream, response);
+                        // Protocol v3 has no WARNING flag.
+                        if version >= 4 {
+                            out.warnings = warnings;
+                        }
                         let _ = tx
                             .send(Outgoing {
                                 frame: out,

@@ -66,30 +66,28 @@ pub async fn execute(
     binds: &Binds<'_>,
     ctx: &WriteContext<'_>,
 ) -> ExecResult<Outcome> {
-    cas(node, &[plan], binds, ctx, false).await
+    cas(node, &[(plan, binds)], ctx, false).await
 }
 
 /// A BATCH with at least one conditional statement: every statement must write the same partition
 /// of the same table; the conditions are evaluated together and the batch applies all or nothing.
+/// Each statement comes with its own bound values (a BATCH request binds each statement apart).
 pub async fn execute_batch(
     node: &NodeState,
-    children: &[WritePlan],
-    binds: &Binds<'_>,
+    children: &[(&WritePlan, &Binds<'_>)],
     ctx: &WriteContext<'_>,
 ) -> ExecResult<Outcome> {
-    let plans: Vec<&WritePlan> = children.iter().collect();
-    cas(node, &plans, binds, ctx, true).await
+    cas(node, children, ctx, true).await
 }
 
 fn all_mutations(
-    plans: &[&WritePlan],
-    binds: &Binds<'_>,
+    statements: &[(&WritePlan, &Binds<'_>)],
     ctx: &WriteContext<'_>,
     is_batch: bool,
 ) -> ExecResult<Vec<Vec<st::Mutation>>> {
-    let mut out = Vec::with_capacity(plans.len());
+    let mut out = Vec::with_capacity(statements.len());
     let mut key: Option<Bytes> = None;
-    for p in plans {
+    for (p, binds) in statements {
         let muts = mutations(p, binds, ctx)?;
         for m in &muts {
             match &key {
@@ -121,11 +119,12 @@ fn target_row(t: &TableMeta, muts: &[st::Mutation]) -> Option<Vec<Bytes>> {
 
 async fn cas(
     node: &NodeState,
-    plans: &[&WritePlan],
-    binds: &Binds<'_>,
+    statements: &[(&WritePlan, &Binds<'_>)],
     ctx: &WriteContext<'_>,
     is_batch: bool,
 ) -> ExecResult<Outcome> {
+    let plans: Vec<&WritePlan> = statements.iter().map(|(p, _)| *p).collect();
+    let plans = plans.as_slice();
     let Some(first) = plans.first() else {
         return Ok(Outcome::Void);
     };
@@ -133,7 +132,7 @@ async fn cas(
     if plans.iter().any(|p| p.table.id != t.id) {
         return invalid("Batch with conditions cannot span multiple tables");
     }
-    let mut muts = all_mutations(plans, binds, ctx, is_batch)?;
+    let mut muts = all_mutations(statements, ctx, is_batch)?;
     let Some((key, token)) = muts
         .iter()
         .flatten()
@@ -145,7 +144,7 @@ async fn cas(
     let _guard = stripe(t, token).lock().await;
     if plans.iter().any(|p| reads_before_write(p)) {
         // List positions must be those of the state the conditions are checked against.
-        muts = all_mutations(plans, binds, ctx, is_batch)?;
+        muts = all_mutations(statements, ctx, is_batch)?;
     }
     let targets: Vec<Option<Vec<Bytes>>> = plans
         .iter()
@@ -169,7 +168,7 @@ async fn cas(
     let current = read_current(node, t, &key, token, &clusterings, ctx.now_s)?;
 
     let mut applied = true;
-    for (p, target) in plans.iter().zip(&targets) {
+    for ((p, binds), target) in statements.iter().zip(&targets) {
         let Some(cond) = &p.condition else { continue };
         if !condition_holds(t, cond, target, &current, binds)? {
             applied = false;

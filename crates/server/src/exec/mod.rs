@@ -3,7 +3,9 @@
 
 mod aggregates;
 mod arith;
+mod batch;
 mod cast;
+pub mod client_warn;
 pub mod ddl;
 pub mod describe;
 mod error;
@@ -67,7 +69,7 @@ pub enum Planned {
     Batch {
         children: Vec<write::WritePlan>,
         using: ast::UsingClause,
-        counter: bool,
+        kind: ast::BatchKind,
     },
     Use(String),
     Ddl(Box<Statement>),
@@ -257,7 +259,6 @@ fn plan_statement(
                 }
                 children.push(p);
             }
-            let counter = b.kind == ast::BatchKind::Counter;
             if children.iter().any(|c| c.condition.is_some()) {
                 if b.using.timestamp.is_some() {
                     return Err(ExecError::Invalid("Cannot provide custom timestamp for conditional BATCH".into()));
@@ -267,16 +268,8 @@ fn plan_statement(
                     return Err(ExecError::Invalid("Batch with conditions cannot span multiple tables".into()));
                 }
             }
-            for c in &children {
-                if c.table.is_counter_table() != counter {
-                    return Err(ExecError::Invalid(if counter {
-                        "Cannot include non-counter statement in a counter batch".into()
-                    } else {
-                        "Cannot include a counter statement in a logged batch".into()
-                    }));
-                }
-            }
-            Planned::Batch { children, using: b.using.clone(), counter }
+            batch::check_kind(b.kind, &children.iter().collect::<Vec<_>>())?;
+            Planned::Batch { children, using: b.using.clone(), kind: b.kind }
         }
         Statement::Use(ks) => {
             if node.keyspace(&ks.name).is_none() {
@@ -540,7 +533,9 @@ pub async fn execute(
             Ok(Outcome::Void)
         }
         Planned::Batch {
-            children, using, ..
+            children,
+            using,
+            kind,
         } => {
             let ts = match &using.timestamp {
                 Some(t) => match values::eval(
@@ -562,12 +557,14 @@ pub async fn execute(
                 lists: None,
             };
             if children.iter().any(|c| c.condition.is_some()) {
-                return lwt::execute_batch(node, children, &binds, &ctx).await;
+                let statements: Vec<_> = children.iter().map(|c| (c, &binds)).collect();
+                return lwt::execute_batch(node, &statements, &ctx).await;
             }
             let mut muts = Vec::new();
             for c in children {
                 muts.extend(write::batch_child_mutations(c, &binds, &ctx)?);
             }
+            batch::check_limits(node, *kind, &children.iter().collect::<Vec<_>>(), &muts)?;
             apply_mutations(node, muts).await?;
             Ok(Outcome::Void)
         }

@@ -255,8 +255,8 @@ pub async fn handle_request(
                 })
             }
             proto::Request::Batch(b) => {
-                run_batch(node, session, b).await?;
-                Ok(proto::Response::Result(proto::ResultBody::Void))
+                let out = run_batch(node, session, b).await?;
+                Ok(outcome_response(out, false))
             }
             proto::Request::AuthResponse { .. } => Ok(proto::Response::AuthSuccess { token: None }),
             proto::Request::Startup(_) | proto::Request::Register { .. } => {
@@ -272,7 +272,7 @@ async fn run_batch(
     node: &NodeState,
     session: &parking_lot::Mutex<Session>,
     b: proto::Batch,
-) -> ExecResult<()> {
+) -> ExecResult<Outcome> {
     let ks = b
         .keyspace
         .clone()
@@ -281,7 +281,7 @@ async fn run_batch(
         .default_timestamp
         .filter(|&t| t != i64::MIN)
         .unwrap_or_else(super::now_us);
-    let mut muts = Vec::new();
+    let mut prepared = Vec::with_capacity(b.statements.len());
     for s in &b.statements {
         let p = match &s.query {
             proto::BatchQuery::Query(q) => prepare(node, ks.as_deref(), q)?,
@@ -289,19 +289,43 @@ async fn run_batch(
                 super::cached(node, id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?
             }
         };
+        super::check_value_count(&p, s.values.len())?;
+        prepared.push(p);
+    }
+    let mut plans = Vec::with_capacity(prepared.len());
+    for p in &prepared {
         let super::Planned::Write(plan) = &p.plan else {
             return Err(ExecError::Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.".into()));
         };
-        super::check_value_count(&p, s.values.len())?;
-        let binds = super::values::Binds { values: &s.values };
-        let ctx = super::write::WriteContext {
-            timestamp_us,
-            now_s: super::now_s(),
-            lists: None,
-        };
-        muts.extend(super::write::batch_child_mutations(plan, &binds, &ctx)?);
+        plans.push(plan.as_ref());
     }
-    super::apply_mutations(node, muts).await
+    let kind = match b.batch_type {
+        proto::BatchType::Logged => helenus_cql::ast::BatchKind::Logged,
+        proto::BatchType::Unlogged => helenus_cql::ast::BatchKind::Unlogged,
+        proto::BatchType::Counter => helenus_cql::ast::BatchKind::Counter,
+    };
+    super::batch::check_kind(kind, &plans)?;
+    let ctx = super::write::WriteContext {
+        timestamp_us,
+        now_s: super::now_s(),
+        lists: None,
+    };
+    let binds: Vec<super::values::Binds> = b
+        .statements
+        .iter()
+        .map(|s| super::values::Binds { values: &s.values })
+        .collect();
+    if plans.iter().any(|p| p.condition.is_some()) {
+        let statements: Vec<_> = plans.iter().copied().zip(&binds).collect();
+        return super::lwt::execute_batch(node, &statements, &ctx).await;
+    }
+    let mut muts = Vec::new();
+    for (plan, binds) in plans.iter().zip(&binds) {
+        muts.extend(super::write::batch_child_mutations(plan, binds, &ctx)?);
+    }
+    super::batch::check_limits(node, kind, &plans, &muts)?;
+    super::apply_mutations(node, muts).await?;
+    Ok(Outcome::Void)
 }
 
 fn text(s: &str) -> Option<Bytes> {
