@@ -109,6 +109,34 @@ pub struct IndexMeta {
     pub options: BTreeMap<String, String>,
 }
 
+fn has_flag(flags: &[String], flag: &str) -> bool {
+    flags.iter().any(|f| f == flag)
+}
+
+fn is_compact(flags: &[String]) -> bool {
+    !has_flag(flags, "compound") || has_flag(flags, "dense") || has_flag(flags, "super")
+}
+
+fn is_hidden(flags: &[String], column: &ColumnMeta) -> bool {
+    if !is_compact(flags) {
+        return false;
+    }
+    if has_flag(flags, "dense") {
+        column.kind == ColumnKind::Regular && column.cql_type.is_empty_type()
+    } else {
+        matches!(column.kind, ColumnKind::Clustering | ColumnKind::Regular)
+    }
+}
+
+fn names_by_index(columns: &[ColumnMeta], flags: &[String]) -> HashMap<String, usize> {
+    columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !is_hidden(flags, c))
+        .map(|(i, c)| (c.name.clone(), i))
+        .collect()
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableMeta {
     pub keyspace: String,
@@ -145,11 +173,8 @@ impl TableMeta {
             })
         });
         let next_column_id = columns.iter().map(|c| c.id + 1).max().unwrap_or(0);
-        let by_name = columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.name.clone(), i))
-            .collect();
+        let flags = vec!["compound".to_string()];
+        let by_name = names_by_index(&columns, &flags);
         TableMeta {
             keyspace: keyspace.to_string(),
             name: name.to_string(),
@@ -157,7 +182,7 @@ impl TableMeta {
             kind,
             columns,
             params,
-            flags: vec!["compound".to_string()],
+            flags,
             indexes: Vec::new(),
             next_column_id,
             dropped_columns: Default::default(),
@@ -165,6 +190,39 @@ impl TableMeta {
         }
     }
 
+    /// Sets `system_schema.tables.flags` (`compound`, `dense`, `super`), which decide whether the
+    /// table is a COMPACT STORAGE one and so which of its columns CQL can name.
+    pub fn set_flags(&mut self, flags: Vec<String>) {
+        self.by_name = names_by_index(&self.columns, &flags);
+        self.flags = flags;
+    }
+
+    /// A COMPACT STORAGE table: anything but a CQL table, which is compound and neither dense nor
+    /// super (Cassandra's `TableMetadata.isCompactTable`).
+    pub fn is_compact(&self) -> bool {
+        is_compact(&self.flags)
+    }
+
+    /// A dense COMPACT STORAGE table: clustering columns and at most one value column.
+    pub fn is_dense(&self) -> bool {
+        has_flag(&self.flags, "dense")
+    }
+
+    /// Whether CQL statements cannot name the column: the `column1`/`value` pair of a static
+    /// compact table, or the empty value column of a dense one, until DROP COMPACT STORAGE.
+    pub fn is_hidden(&self, column: &ColumnMeta) -> bool {
+        is_hidden(&self.flags, column)
+    }
+
+    /// Columns as `SELECT *` returns them (hidden columns left out).
+    pub fn visible_columns(&self) -> impl Iterator<Item = (usize, &ColumnMeta)> {
+        self.columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !self.is_hidden(c))
+    }
+
+    /// The column CQL names `name`; hidden columns are not found, as in Cassandra.
     pub fn column(&self, name: &str) -> Option<&ColumnMeta> {
         self.by_name.get(name).and_then(|&i| self.columns.get(i))
     }

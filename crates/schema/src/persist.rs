@@ -49,6 +49,10 @@ struct TableRec {
     /// (column name, type, drop time in µs)
     #[serde(default)]
     dropped: Vec<(String, String, i64)>,
+    /// `system_schema.tables.flags`; absent in files written before COMPACT STORAGE existed,
+    /// which held CQL (compound) tables only.
+    #[serde(default)]
+    flags: Option<Vec<String>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -100,6 +104,7 @@ pub fn save_user_schema(schema: &Schema, path: &Path) -> Result<(), SchemaError>
                         id: t.id,
                         params: t.params.clone(),
                         next_column_id: t.next_column_id,
+                        flags: Some(t.flags.clone()),
                         dropped: t
                             .dropped_columns
                             .iter()
@@ -211,6 +216,9 @@ pub fn load_user_schema(path: &Path) -> Result<Vec<KeyspaceMeta>, SchemaError> {
             }
             let mut meta = TableMeta::new(&k.name, &t.name, t.id, TableKind::User, cols, t.params);
             meta.next_column_id = meta.next_column_id.max(t.next_column_id);
+            if let Some(flags) = t.flags {
+                meta.set_flags(flags);
+            }
             meta.indexes = t
                 .indexes
                 .into_iter()

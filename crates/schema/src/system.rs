@@ -170,10 +170,12 @@ pub fn system_keyspaces() -> Vec<KeyspaceMeta> {
             }
             let mut meta = TableMeta::new(ks_name, tname, id, kind, tcols, params);
             if let Some(flags) = t.get("flags").and_then(Value::as_array) {
-                meta.flags = flags
-                    .iter()
-                    .filter_map(|f| f.as_str().map(str::to_string))
-                    .collect();
+                meta.set_flags(
+                    flags
+                        .iter()
+                        .filter_map(|f| f.as_str().map(str::to_string))
+                        .collect(),
+                );
             }
             ks.tables.insert(tname.to_string(), Arc::new(meta));
         }

@@ -131,6 +131,9 @@ impl Parser<'_> {
         }
         let name = self.ident()?;
         let lower = name.to_ascii_lowercase();
+        if lower == "empty" {
+            return Ok(CqlType::empty());
+        }
         if let Some(n) = NativeType::from_cql_name(&lower) {
             return Ok(CqlType::Native(n));
         }

@@ -48,6 +48,8 @@ pub struct NodeConfig {
     pub batch_size_fail_threshold_bytes: u64,
     /// An unlogged batch over more partitions than this gets a client warning (10).
     pub unlogged_batch_across_partitions_warn_threshold: u64,
+    /// Whether `ALTER TABLE ... DROP COMPACT STORAGE` is allowed (Cassandra 5.0: off).
+    pub drop_compact_storage_enabled: bool,
     /// Settings as given (name -> value text), for `system_views.settings`.
     pub raw: BTreeMap<String, String>,
 }
@@ -89,6 +91,7 @@ impl Default for NodeConfig {
             batch_size_warn_threshold_bytes: 5 * 1024,
             batch_size_fail_threshold_bytes: 50 * 1024,
             unlogged_batch_across_partitions_warn_threshold: 10,
+            drop_compact_storage_enabled: false,
             raw: BTreeMap::new(),
         }
     }
@@ -316,6 +319,13 @@ impl NodeConfig {
             }
             "unlogged_batch_across_partitions_warn_threshold" => {
                 self.unlogged_batch_across_partitions_warn_threshold = int(value)?
+            }
+            "drop_compact_storage_enabled" => {
+                self.drop_compact_storage_enabled = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    other => return Err(bad(format!("'{other}' is not true or false"))),
+                }
             }
             "api_address" => self.api_address = Some(ip(value)?),
             "api_port" => self.api_port = int(value)? as u16,

@@ -107,6 +107,21 @@ pub struct UserType {
     pub fields: Vec<(String, CqlType)>,
 }
 
+/// Cassandra's type of values that are always empty: the hidden value column of a dense COMPACT
+/// STORAGE table with no column outside its primary key (`system_schema` calls it `empty`).
+pub const EMPTY_TYPE_CLASS: &str = "org.apache.cassandra.db.marshal.EmptyType";
+
+impl CqlType {
+    /// The hidden value column type of a dense COMPACT STORAGE table.
+    pub fn empty() -> CqlType {
+        CqlType::Custom(EMPTY_TYPE_CLASS.to_string())
+    }
+
+    pub fn is_empty_type(&self) -> bool {
+        matches!(self, CqlType::Custom(c) if c == EMPTY_TYPE_CLASS)
+    }
+}
+
 /// A full CQL type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CqlType {
@@ -216,6 +231,7 @@ impl fmt::Display for CqlType {
             }
             CqlType::Udt { def, frozen } => wrap(f, *frozen, &|f| f.write_str(&def.name)),
             CqlType::Vector { element, dimension } => write!(f, "vector<{element}, {dimension}>"),
+            CqlType::Custom(class) if class == EMPTY_TYPE_CLASS => f.write_str("empty"),
             CqlType::Custom(class) => write!(f, "'{class}'"),
         }
     }

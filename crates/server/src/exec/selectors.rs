@@ -220,7 +220,7 @@ pub fn compile(
     let mut columns = Vec::new();
     match projection {
         Projection::Star => {
-            for (i, c) in t.columns.iter().enumerate() {
+            for (i, c) in t.visible_columns() {
                 columns.push(OutColumn {
                     name: c.name.clone(),
                     ty: c.cql_type.clone(),

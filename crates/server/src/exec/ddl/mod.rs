@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+mod compact;
 mod index;
 mod keyspace;
 mod table;
@@ -150,6 +151,13 @@ pub async fn execute(
     session_ks: Option<&str>,
 ) -> ExecResult<Option<SchemaChanged>> {
     let _guard = node.schema_change_lock.lock().await;
+    if let ast::Statement::AlterTable(a) = stmt {
+        if matches!(a.action, ast::AlterTableAction::DropCompactStorage)
+            && !node.config.drop_compact_storage_enabled
+        {
+            return invalid("DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.");
+        }
+    }
     let schema = node.schema();
     let (new_schema, change) = match apply(&schema, stmt, session_ks)? {
         Some(x) => x,

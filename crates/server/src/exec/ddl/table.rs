@@ -344,25 +344,34 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
     if has_counter && non_counter_regular {
         return invalid("Cannot mix counter and non counter columns in the same table");
     }
-    if pk.clustering.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
+    let compact_flags = if s.options.compact_storage {
+        Some(super::compact::layout(&mut columns)?)
+    } else {
+        None
+    };
+    if pk.clustering.is_empty()
+        && columns.iter().any(|c| c.kind == ColumnKind::Static)
+        && compact_flags.is_none()
+    {
         return invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column".to_string());
-    }
-    if s.options.compact_storage {
-        return invalid("COMPACT STORAGE tables are not allowed starting with version 4.0");
     }
     let mut params = TableParams::default();
     apply_table_properties(&mut params, &s.options.properties)?;
     if has_counter && params.default_time_to_live > 0 {
         return invalid("Cannot set default_time_to_live on a table with counters");
     }
-    Ok(TableMeta::new(
+    let mut table = TableMeta::new(
         &ks.name,
         &tname,
         uuid::Uuid::new_v4(),
         TableKind::User,
         columns,
         params,
-    ))
+    );
+    if let Some(flags) = compact_flags {
+        table.set_flags(flags);
+    }
+    Ok(table)
 }
 
 pub(super) fn alter_table(
@@ -379,6 +388,9 @@ pub(super) fn alter_table(
             if_not_exists,
             columns: adds,
         } => {
+            if t.is_compact() {
+                return invalid("Cannot add new column to a COMPACT STORAGE table");
+            }
             for c in adds {
                 if columns.iter().any(|x| x.name == c.name.name) {
                     if *if_not_exists {
@@ -433,8 +445,12 @@ pub(super) fn alter_table(
             columns: drops,
             ..
         } => {
+            if t.is_compact() && t.is_dense() {
+                return invalid("Cannot drop columns from a non-CQL3 table");
+            }
             for d in drops {
-                let Some(pos) = columns.iter().position(|c| c.name == d.name) else {
+                let visible = |c: &ColumnMeta| c.name == d.name && !t.is_hidden(c);
+                let Some(pos) = columns.iter().position(visible) else {
                     if *if_exists {
                         continue;
                     }
@@ -453,7 +469,8 @@ pub(super) fn alter_table(
         AlterTableAction::Rename { renames, .. } => {
             // Cassandra 5.0 rejects an unknown column even with IF EXISTS (which names the table).
             for (from, to) in renames {
-                let Some(pos) = columns.iter().position(|c| c.name == from.name) else {
+                let visible = |c: &ColumnMeta| c.name == from.name && !t.is_hidden(c);
+                let Some(pos) = columns.iter().position(visible) else {
                     return invalid(format!(
                         "Undefined column name {} in table {}.{}",
                         from.name, t.keyspace, t.name
@@ -477,8 +494,16 @@ pub(super) fn alter_table(
                 column.name
             ));
         }
-        AlterTableAction::DropCompactStorage => {
+        AlterTableAction::DropCompactStorage if !t.is_compact() => {
             return invalid("Cannot DROP COMPACT STORAGE as table does not use COMPACT STORAGE")
+        }
+        AlterTableAction::DropCompactStorage => {
+            // The hidden columns become ordinary ones; the data stays as it is.
+            let mut nt = TableMeta::new(&t.keyspace, &t.name, t.id, t.kind, columns, params);
+            nt.indexes = t.indexes.clone();
+            nt.next_column_id = next_id.max(nt.next_column_id);
+            nt.dropped_columns = dropped;
+            return Ok(nt);
         }
         AlterTableAction::Mask { .. } => {
             return invalid("Dynamic data masking is not supported by Helenus yet")
@@ -492,7 +517,7 @@ pub(super) fn alter_table(
     }
     let mut nt = TableMeta::new(&t.keyspace, &t.name, t.id, t.kind, columns, params);
     nt.indexes = t.indexes.clone();
-    nt.flags = t.flags.clone();
+    nt.set_flags(t.flags.clone());
     nt.next_column_id = next_id.max(nt.next_column_id);
     nt.dropped_columns = dropped;
     Ok(nt)

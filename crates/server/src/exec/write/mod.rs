@@ -258,11 +258,26 @@ pub fn mutations(
                 let insert = matches!(plan.kind, WriteKind::Insert | WriteKind::InsertJson { .. });
                 let needs_row = insert || !regular_cells.is_empty();
                 if needs_row && (t.clustering_len() == 0 || full_clustering) {
-                    let liveness = insert.then_some(st::Liveness {
+                    // COMPACT STORAGE rows have no marker: they live through their cells (a
+                    // dense table with no declared value writes its hidden empty value).
+                    let liveness = (insert && !t.is_compact()).then_some(st::Liveness {
                         timestamp_us: ts,
                         ttl_s: ttl,
                         expires_at_s: expires,
                     });
+                    if insert && t.is_compact() && t.is_dense() {
+                        if let Some(empty) = t.columns.iter().find(|c| c.cql_type.is_empty_type()) {
+                            regular_cells.push(st::CellUpdate {
+                                column: empty.id,
+                                path: None,
+                                timestamp_us: ts,
+                                op: st::CellOp::Set {
+                                    value: Bytes::new(),
+                                    ttl_s: ttl,
+                                },
+                            });
+                        }
+                    }
                     let cl = if t.clustering_len() == 0 {
                         vec![Vec::new()]
                     } else {

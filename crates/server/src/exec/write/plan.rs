@@ -216,6 +216,11 @@ pub fn plan_insert(
                     missing_ck.join(", ")
                 ));
             }
+            if let Some(value) = missing_compact_value(&t, &ops) {
+                return invalid(format!(
+                    "Column {value} is mandatory for this COMPACT STORAGE table"
+                ));
+            }
             WriteKind::Insert
         }
         InsertValues::Json { value, default } => {
@@ -248,6 +253,18 @@ pub fn plan_insert(
     };
     crate::exec::lwt_cond::validate_plan(&plan)?;
     Ok(plan)
+}
+
+/// The declared value column of a dense COMPACT STORAGE table when an INSERT leaves it out:
+/// with no row marker, the row would not exist without it.
+fn missing_compact_value<'t>(t: &'t TableMeta, ops: &[(usize, Op)]) -> Option<&'t str> {
+    if !t.is_compact() || !t.is_dense() {
+        return None;
+    }
+    let (i, value) = t
+        .visible_columns()
+        .find(|(_, c)| c.kind == ColumnKind::Regular)?;
+    (!ops.iter().any(|(j, _)| *j == i)).then_some(value.name.as_str())
 }
 
 pub fn plan_update(
