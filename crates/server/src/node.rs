@@ -43,6 +43,8 @@ pub struct NodeState {
     clients: Mutex<HashMap<u64, ClientInfo>>,
     next_client_id: AtomicU64,
     pub prepared: crate::prepared::PreparedCache,
+    /// Recent traced requests, served as `system_traces.sessions` and `events`.
+    pub traces: crate::exec::trace::TraceStore,
 }
 
 impl NodeState {
@@ -68,6 +70,7 @@ impl NodeState {
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
             prepared: crate::prepared::PreparedCache::new(),
+            traces: Default::default(),
         }
     }
 

@@ -234,11 +234,25 @@ async fn serve_connection(
                         let _permit = permit;
                         let version = frame.version;
                         let stream = frame.stream;
-                        let (response, warnings) = exec::client_warn::collecting(
-                            exec::handle_request(&node, &session, client_id, frame),
-                        )
-                        .await;
+                        let trace = frame.tracing().then(|| {
+                            let coordinator = SocketAddr::new(
+                                node.config.rpc_address,
+                                node.config.native_transport_port,
+                            );
+                            exec::trace::TraceRequest::of(&frame.request, peer.ip(), coordinator)
+                        });
+                        let run = exec::client_warn::collecting(exec::handle_request(
+                            &node, &session, client_id, frame,
+                        ));
+                        let ((response, warnings), trace_id) = match trace {
+                            Some(what) => {
+                                let (out, id) = exec::trace::traced(&node.traces, what, run).await;
+                                (out, Some(*id.as_bytes()))
+                            }
+                            None => (run.await, None),
+                        };
                         let mut out = proto::ResponseFrame::new(version, stream, response);
+                        out.tracing_id = trace_id;
                         // Protocol v3 has no WARNING flag.
                         if version >= 4 {
                             out.warnings = warnings;

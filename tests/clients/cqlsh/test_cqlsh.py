@@ -75,3 +75,12 @@ def test_file_with_several_statements(tmp_path):
     )
     out = cqlsh("-f", str(f))
     assert "TWO" in out and "one" in out and "(2 rows)" in out, out
+
+
+def test_tracing_on_shows_the_trace():
+    """cqlsh's TRACING ON prints the session read back from system_traces, as against Cassandra."""
+    out = cqlsh("-e", "TRACING ON; SELECT release_version FROM system.local WHERE key = 'local';")
+    assert "Tracing session:" in out, out
+    assert "activity" in out and "source_elapsed" in out, out
+    assert "Execute CQL3 query" in out, out
+    assert "Request complete" in out, out

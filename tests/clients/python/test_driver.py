@@ -257,3 +257,19 @@ def test_schema_change_seen_by_second_session(cluster, session):
         assert [c.name for c in t.partition_key] == ["k"]
     finally:
         other.shutdown()
+
+
+def test_query_trace_is_readable_from_system_traces(session):
+    session.execute("CREATE TABLE IF NOT EXISTS traced (k int PRIMARY KEY, v int)")
+    session.execute("INSERT INTO traced (k, v) VALUES (1, 1)")
+    result = session.execute("SELECT v FROM traced WHERE k = 1", trace=True)
+    trace = result.get_query_trace(max_wait_sec=10)
+    assert trace.request_type == "Execute CQL3 query"
+    assert trace.parameters["query"] == "SELECT v FROM traced WHERE k = 1"
+    assert trace.duration is not None and trace.coordinator
+    activities = [e.description for e in trace.events]
+    assert activities[0] == "Execute CQL3 query received"
+    assert "Read 1 live rows" in activities
+    assert activities[-1] == "Request complete"
+    # An untraced request carries no trace id.
+    assert session.execute("SELECT v FROM traced WHERE k = 1").get_all_query_traces() == []

@@ -21,6 +21,7 @@ mod scan;
 mod select;
 mod selectors;
 pub mod storage_bridge;
+pub mod trace;
 mod values;
 mod write;
 mod write_checks;
@@ -310,13 +311,16 @@ pub fn prepare(
 ) -> ExecResult<Arc<Prepared>> {
     let id = crate::prepared::prepared_id(session_ks, query);
     if let Some(p) = cached(node, &id) {
+        trace::event(|| "Statement found in the prepared cache".to_string());
         return Ok(p);
     }
+    trace::event(|| "Parsing statement".to_string());
     // Read before planning: if the schema changes while we plan, the statement is re-checked on
     // its next use instead of being trusted at a generation it was not planned against.
     let generation = node.schema_generation();
     let parsed = helenus_cql::parse(query).map_err(|e| ExecError::Syntax(e.to_string()))?;
     let mut specs: Vec<Option<BindSpec>> = vec![None; parsed.bind_count];
+    trace::event(|| "Preparing statement".to_string());
     let plan = plan_statement(node, &parsed.statement, session_ks, &mut specs)?;
     let binds: Vec<BindSpec> = specs
         .into_iter()
@@ -476,6 +480,12 @@ async fn apply_mutations(
     node: &NodeState,
     mut muts: Vec<helenus_storage::Mutation>,
 ) -> ExecResult<()> {
+    trace::event(|| {
+        format!(
+            "Appending {} partition update(s) to the commitlog and memtables",
+            muts.len()
+        )
+    });
     let result = match muts.len() {
         0 => return Ok(()),
         1 => match muts.pop() {
@@ -500,6 +510,12 @@ pub async fn execute(
     let session_ks = p.keyspace.clone();
     match &p.plan {
         Planned::Select(plan) => {
+            trace::event(|| {
+                format!(
+                    "Executing read on {}.{}",
+                    plan.table.keyspace, plan.table.name
+                )
+            });
             let out = select::execute(
                 node,
                 plan,
@@ -507,6 +523,7 @@ pub async fn execute(
                 opts.page_size,
                 opts.paging_state.as_deref(),
             )?;
+            trace::event(|| format!("Read {} live rows", out.rows.len()));
             Ok(Outcome::Rows {
                 keyspace: plan.table.keyspace.clone(),
                 table: plan.table.name.clone(),

@@ -1,6 +1,6 @@
 //! System and virtual tables, computed on read from the node's state: `system.local`, `system.peers`,
 //! `system.peers_v2`, `system.size_estimates`, `system_schema.*`, `system_virtual_schema.*` and
-//! `system_views.*`. Their definitions come from the schema crate's golden file (recorded from
+//! `system_views.*` and `system_traces.*`. Their definitions come from the schema crate's golden file (recorded from
 //! Cassandra 5.0), so every column a driver expects exists with the type it expects.
 
 mod schema_tables;
@@ -74,6 +74,8 @@ pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> 
         ("system_virtual_schema", "columns") => schema_tables::virtual_columns(state, table),
         ("system_views", "settings") => schema_tables::settings(state, table),
         ("system_views", "clients") => schema_tables::clients(state, table),
+        ("system_traces", "sessions") => schema_tables::trace_sessions(state, table),
+        ("system_traces", "events") => schema_tables::trace_events(state, table),
         _ => Vec::new(),
     };
     rows

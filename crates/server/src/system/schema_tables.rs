@@ -390,3 +390,52 @@ pub fn clients(state: &NodeState, t: &TableMeta) -> Rows {
         })
         .collect()
 }
+
+/// `system_traces.sessions`: the node's recent traced requests.
+pub fn trace_sessions(state: &NodeState, t: &TableMeta) -> Rows {
+    state
+        .traces
+        .sessions()
+        .iter()
+        .map(|s| {
+            let parameters = s
+                .parameters
+                .iter()
+                .map(|(k, v)| (text(k.clone()), text(v.clone())))
+                .collect();
+            RowBuilder::new(t)
+                .set("session_id", CqlValue::Uuid(s.session_id))
+                .set("client", CqlValue::Inet(s.client))
+                .set("command", text(s.command))
+                .set("coordinator", CqlValue::Inet(s.coordinator))
+                .set("coordinator_port", CqlValue::Int(s.coordinator_port))
+                .set("duration", CqlValue::Int(s.duration_us))
+                .set("parameters", CqlValue::Map(parameters))
+                .set("request", text(s.request.clone()))
+                .set("started_at", CqlValue::Timestamp(s.started_at_ms))
+                .build()
+        })
+        .collect()
+}
+
+/// `system_traces.events`: the steps of the node's recent traced requests.
+pub fn trace_events(state: &NodeState, t: &TableMeta) -> Rows {
+    state
+        .traces
+        .sessions()
+        .iter()
+        .flat_map(|s| {
+            s.events.iter().map(|e| {
+                RowBuilder::new(t)
+                    .set("session_id", CqlValue::Uuid(s.session_id))
+                    .set("event_id", CqlValue::Timeuuid(e.event_id))
+                    .set("activity", text(e.activity.clone()))
+                    .set("source", CqlValue::Inet(s.coordinator))
+                    .set("source_elapsed", CqlValue::Int(e.source_elapsed_us))
+                    .set("source_port", CqlValue::Int(s.coordinator_port))
+                    .set("thread", text(e.thread.clone()))
+                    .build()
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,257 @@
+//! Query tracing: a request sent with the protocol's TRACING flag (cqlsh's `TRACING ON`, a driver's
+//! `trace=True`) records what the node did, with the time each step took, and its response carries
+//! the session id. Drivers then read `system_traces.sessions` and `system_traces.events` by that id,
+//! as on Cassandra. Sessions live in a bounded in-memory ring (Cassandra keeps them 24 h in a
+//! table): tracing is for looking at a request just run, not for an audit trail.
+//!
+//! Steps are recorded through a task-local, like client warnings, so execution code calls
+//! [`event`] without threading a tracer through every layer; it costs a task-local lookup when the
+//! request is not traced.
+
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use uuid::Uuid;
+
+/// Sessions kept for reading back; older ones are dropped first.
+const MAX_SESSIONS: usize = 1024;
+/// Events kept per session: a statement must not grow its trace without limit.
+const MAX_EVENTS_PER_SESSION: usize = 256;
+
+/// One step of a traced request, as a row of `system_traces.events`.
+#[derive(Debug, Clone)]
+pub struct TraceEvent {
+    pub event_id: Uuid,
+    pub activity: String,
+    pub source_elapsed_us: i32,
+    pub thread: String,
+}
+
+/// One traced request, as a row of `system_traces.sessions` with its events.
+#[derive(Debug, Clone)]
+pub struct TraceSession {
+    pub session_id: Uuid,
+    pub client: IpAddr,
+    pub coordinator: IpAddr,
+    pub coordinator_port: i32,
+    pub command: &'static str,
+    pub request: String,
+    pub parameters: Vec<(String, String)>,
+    pub started_at_ms: i64,
+    pub duration_us: i32,
+    pub events: Vec<TraceEvent>,
+}
+
+/// What a traced request is, known before it runs.
+pub struct TraceRequest {
+    pub client: IpAddr,
+    pub coordinator: IpAddr,
+    pub coordinator_port: u16,
+    pub request: String,
+    pub parameters: Vec<(String, String)>,
+}
+
+impl TraceRequest {
+    /// Describes `request` as Cassandra names requests and their parameters in
+    /// `system_traces.sessions`.
+    pub fn of(
+        request: &helenus_protocol::Request,
+        client: IpAddr,
+        coordinator: std::net::SocketAddr,
+    ) -> TraceRequest {
+        use helenus_protocol::Request as R;
+        let mut parameters = Vec::new();
+        let mut with_params = |p: &helenus_protocol::QueryParameters| {
+            parameters.push((
+                "consistency_level".to_string(),
+                p.consistency.name().to_string(),
+            ));
+            if let Some(n) = p.page_size {
+                parameters.push(("page_size".to_string(), n.to_string()));
+            }
+            if let Some(c) = p.serial_consistency {
+                parameters.push(("serial_consistency_level".to_string(), c.name().to_string()));
+            }
+        };
+        let request = match request {
+            R::Query { query, params } => {
+                with_params(params);
+                parameters.push(("query".to_string(), query.clone()));
+                "Execute CQL3 query"
+            }
+            R::Execute { params, .. } => {
+                with_params(params);
+                "Execute CQL3 prepared query"
+            }
+            R::Prepare { query, .. } => {
+                parameters.push(("query".to_string(), query.clone()));
+                "Preparing CQL3 query"
+            }
+            R::Batch(_) => "Execute batch of CQL3 queries",
+            _ => "Request",
+        };
+        TraceRequest {
+            client,
+            coordinator: coordinator.ip(),
+            coordinator_port: coordinator.port(),
+            request: request.to_string(),
+            parameters,
+        }
+    }
+}
+
+/// The recent trace sessions of this node.
+#[derive(Default)]
+pub struct TraceStore {
+    sessions: Mutex<VecDeque<Arc<TraceSession>>>,
+}
+
+impl TraceStore {
+    fn record(&self, session: TraceSession) {
+        let mut sessions = self.sessions.lock();
+        if sessions.len() >= MAX_SESSIONS {
+            sessions.pop_front();
+        }
+        sessions.push_back(Arc::new(session));
+    }
+
+    /// Every kept session (the system table scan filters and orders them).
+    pub fn sessions(&self) -> Vec<Arc<TraceSession>> {
+        self.sessions.lock().iter().cloned().collect()
+    }
+}
+
+struct Recorder {
+    started: Instant,
+    events: Vec<TraceEvent>,
+}
+
+tokio::task_local! {
+    static ACTIVE: RefCell<Recorder>;
+}
+
+/// Records a step of the traced request being run; `activity` is only built when tracing.
+pub fn event(activity: impl FnOnce() -> String) {
+    let _ = ACTIVE.try_with(|r| {
+        let mut r = r.borrow_mut();
+        if r.events.len() < MAX_EVENTS_PER_SESSION {
+            let elapsed = r.started.elapsed().as_micros().min(i32::MAX as u128) as i32;
+            r.events.push(TraceEvent {
+                event_id: helenus_types::new_timeuuid(),
+                activity: activity(),
+                source_elapsed_us: elapsed,
+                thread: "Native-Transport-Requests".to_string(),
+            });
+        }
+    });
+}
+
+/// Runs `request` traced: its steps are recorded and the session is stored in `store` before
+/// this returns, so a client that reads the trace right after the response finds it whole.
+pub async fn traced<F: Future>(
+    store: &TraceStore,
+    what: TraceRequest,
+    request: F,
+) -> (F::Output, Uuid) {
+    let session_id = helenus_types::new_timeuuid();
+    let started_at_ms = helenus_types::now_micros() / 1000;
+    let recorder = Recorder {
+        started: Instant::now(),
+        events: Vec::new(),
+    };
+    let (out, recorder) = ACTIVE
+        .scope(RefCell::new(recorder), async {
+            event(|| format!("{} received", what.request));
+            let out = request.await;
+            event(|| "Request complete".to_string());
+            let recorder = ACTIVE.try_with(|r| {
+                let mut r = r.borrow_mut();
+                Recorder {
+                    started: r.started,
+                    events: std::mem::take(&mut r.events),
+                }
+            });
+            (out, recorder.ok())
+        })
+        .await;
+    let (duration_us, events) = match recorder {
+        Some(r) => (
+            r.started.elapsed().as_micros().min(i32::MAX as u128) as i32,
+            r.events,
+        ),
+        None => (0, Vec::new()),
+    };
+    store.record(TraceSession {
+        session_id,
+        client: what.client,
+        coordinator: what.coordinator,
+        coordinator_port: i32::from(what.coordinator_port),
+        command: "QUERY",
+        request: what.request,
+        parameters: what.parameters,
+        started_at_ms,
+        duration_us,
+        events,
+    });
+    (out, session_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> TraceRequest {
+        TraceRequest {
+            client: [127, 0, 0, 1].into(),
+            coordinator: [127, 0, 0, 2].into(),
+            coordinator_port: 9042,
+            request: "Execute CQL3 query".into(),
+            parameters: vec![("query".into(), "SELECT 1".into())],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_traced_request_is_stored_with_its_events_in_order() {
+        let store = TraceStore::default();
+        let (out, id) = traced(&store, request(), async {
+            event(|| "Parsing SELECT 1".into());
+            event(|| "Preparing statement".into());
+            5
+        })
+        .await;
+        assert_eq!(out, 5);
+        let sessions = store.sessions();
+        assert_eq!(sessions.len(), 1);
+        let s = &sessions[0];
+        assert_eq!(s.session_id, id);
+        let activities: Vec<&str> = s.events.iter().map(|e| e.activity.as_str()).collect();
+        assert_eq!(
+            activities,
+            vec![
+                "Execute CQL3 query received",
+                "Parsing SELECT 1",
+                "Preparing statement",
+                "Request complete"
+            ]
+        );
+        assert!(s
+            .events
+            .windows(2)
+            .all(|w| w[0].source_elapsed_us <= w[1].source_elapsed_us));
+        assert!(s.events.windows(2).all(|w| w[0].event_id != w[1].event_id));
+    }
+
+    #[tokio::test]
+    async fn untraced_requests_record_nothing_and_the_store_is_bounded() {
+        event(|| unreachable!("not built outside a traced request"));
+        let store = TraceStore::default();
+        for _ in 0..(MAX_SESSIONS + 10) {
+            let _ = traced(&store, request(), async {}).await;
+        }
+        assert_eq!(store.sessions().len(), MAX_SESSIONS);
+    }
+}
