@@ -48,6 +48,8 @@ pub struct NodeConfig {
     pub batch_size_fail_threshold_bytes: u64,
     /// An unlogged batch over more partitions than this gets a client warning (10).
     pub unlogged_batch_across_partitions_warn_threshold: u64,
+    /// Budget of the prepared-statement cache, by estimated bytes held.
+    pub prepared_statements_cache_size_bytes: u64,
     /// Whether `ALTER TABLE ... DROP COMPACT STORAGE` is allowed (Cassandra 5.0: off).
     pub drop_compact_storage_enabled: bool,
     /// Settings as given (name -> value text), for `system_views.settings`.
@@ -92,6 +94,7 @@ impl Default for NodeConfig {
             batch_size_fail_threshold_bytes: 50 * 1024,
             unlogged_batch_across_partitions_warn_threshold: 10,
             drop_compact_storage_enabled: false,
+            prepared_statements_cache_size_bytes: 64 * MIB,
             raw: BTreeMap::new(),
         }
     }
@@ -319,6 +322,16 @@ impl NodeConfig {
             }
             "unlogged_batch_across_partitions_warn_threshold" => {
                 self.unlogged_batch_across_partitions_warn_threshold = int(value)?
+            }
+            "prepared_statements_cache_size" => {
+                // Cassandra's "auto" sizes it from the JVM heap; Helenus has none, so the default.
+                if value.trim() != "auto" {
+                    self.prepared_statements_cache_size_bytes =
+                        parse_size_bytes(value, MIB).map_err(bad)?
+                }
+            }
+            "prepared_statements_cache_size_mb" => {
+                self.prepared_statements_cache_size_bytes = int(value)? * MIB
             }
             "drop_compact_storage_enabled" => {
                 self.drop_compact_storage_enabled = match value.trim() {

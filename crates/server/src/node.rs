@@ -55,6 +55,7 @@ impl NodeState {
         engine: Arc<helenus_storage::Engine>,
     ) -> NodeState {
         let (events, _) = broadcast::channel(1024);
+        let prepared_cache_bytes = config.prepared_statements_cache_size_bytes;
         NodeState {
             config,
             identity,
@@ -69,7 +70,7 @@ impl NodeState {
             events,
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
-            prepared: crate::prepared::PreparedCache::new(),
+            prepared: crate::prepared::PreparedCache::new(prepared_cache_bytes),
             traces: Default::default(),
         }
     }

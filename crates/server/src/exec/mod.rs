@@ -127,6 +127,26 @@ impl Prepared {
     }
 }
 
+#[cfg(test)]
+impl Prepared {
+    /// A statement with a trivial plan, for cache tests.
+    pub(crate) fn for_test(query: &str) -> Prepared {
+        Prepared {
+            query: query.to_string(),
+            keyspace: None,
+            plan: Planned::Use("ks".into()),
+            binds: Vec::new(),
+            bind_names: Vec::new(),
+            result: None,
+            pk_indexes: Vec::new(),
+            id: crate::prepared::prepared_id(None, query),
+            result_metadata_id: [0; 16],
+            tables: Vec::new(),
+            checked_generation: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
 /// The statement cached under `id`, unless the schema it was planned against has changed.
 pub fn cached(node: &NodeState, id: &[u8]) -> Option<Arc<Prepared>> {
     node.prepared.get(id, |p| p.is_current(node))
@@ -398,7 +418,8 @@ pub fn prepare(
         p.plan,
         Planned::Select(_) | Planned::Write(_) | Planned::Batch { .. }
     ) {
-        node.prepared.insert(id, p.clone());
+        // Too large to cache: still runs, and a PREPARE of it is refused by the caller.
+        let _ = node.prepared.insert(id, p.clone());
     }
     Ok(p)
 }

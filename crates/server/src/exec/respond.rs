@@ -224,7 +224,14 @@ pub async fn handle_request(
                 let ks = keyspace.or_else(|| session.lock().keyspace.clone());
                 let p = prepare(node, ks.as_deref(), &query)?;
                 // Keep prepared statements that are not cached (DDL) reachable for EXECUTE.
-                node.prepared.insert(p.id, p.clone());
+                node.prepared.insert(p.id, p.clone()).map_err(|e| {
+                    let head: String = query.chars().take(200).collect();
+                    ExecError::Invalid(format!(
+                        "Prepared statement of size {} bytes is larger than allowed maximum of {} MB: {head}...",
+                        e.weight_bytes,
+                        e.capacity_bytes / (1024 * 1024)
+                    ))
+                })?;
                 Ok(prepared_response(&p, version))
             }
             proto::Request::Execute {
