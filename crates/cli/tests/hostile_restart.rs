@@ -161,20 +161,32 @@ fn tables_with_types_at_the_nesting_limit_load_after_a_restart() {
     let (port, admin_port) = (free_port(addr), free_port(addr));
     let limit = helenus_types::MAX_TYPE_NESTING;
     let (ty, literal) = nested_list(limit);
-    let tuple_ty = format!("{}int{}", "tuple<".repeat((limit - 1) / 2), ">".repeat((limit - 1) / 2));
+    let tuple_ty = format!(
+        "{}int{}",
+        "tuple<".repeat((limit - 1) / 2),
+        ">".repeat((limit - 1) / 2)
+    );
     {
         let node = start(addr, &dir, port, admin_port);
         let mut c = Client::connect(&node);
         c.ok("CREATE KEYSPACE h WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
-        c.ok(&format!("CREATE TABLE h.deep (k int PRIMARY KEY, v {ty}, t {tuple_ty})"));
+        c.ok(&format!(
+            "CREATE TABLE h.deep (k int PRIMARY KEY, v {ty}, t {tuple_ty})"
+        ));
         c.ok(&format!("INSERT INTO h.deep (k, v) VALUES (1, {literal})"));
         for over in [
             format!("list<frozen<{ty}>>"),
             format!("frozen<{ty}>"),
             format!("tuple<{tuple_ty}>"),
-            format!("frozen<list<{}int{}>>", "list<".repeat(limit), ">".repeat(limit)),
+            format!(
+                "frozen<list<{}int{}>>",
+                "list<".repeat(limit),
+                ">".repeat(limit)
+            ),
         ] {
-            match c.query(&format!("CREATE TABLE h.over (k int PRIMARY KEY, v {over})")) {
+            match c.query(&format!(
+                "CREATE TABLE h.over (k int PRIMARY KEY, v {over})"
+            )) {
                 proto::Response::Error(e) => assert!(
                     e.code == proto::ErrorCode::INVALID || e.code == proto::ErrorCode::SYNTAX,
                     "{e:?}"
@@ -257,7 +269,10 @@ fn unsupported_security_settings_stop_the_node_at_start() {
         let stderr = refuses_to_start(addr, &dir.join("data"), &config);
         assert!(stderr.contains(key), "{key}: {stderr}");
     }
-    let set = vec!["--set".to_string(), "authenticator=PasswordAuthenticator".to_string()];
+    let set = vec![
+        "--set".to_string(),
+        "authenticator=PasswordAuthenticator".to_string(),
+    ];
     let stderr = refuses_to_start(addr, &dir.join("data"), &set);
     assert!(stderr.contains("authenticator"), "{stderr}");
     // Cassandra's own defaults still start.

@@ -380,7 +380,10 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
             "list<".repeat(depth),
             ">".repeat(depth)
         );
-        assert!(parse(&types).unwrap_err().message.contains("nested too deeply"));
+        assert!(parse(&types)
+            .unwrap_err()
+            .message
+            .contains("nested too deeply"));
         let rels = format!(
             "SELECT * FROM t WHERE {}a = 1{}",
             "(".repeat(depth),

@@ -230,7 +230,11 @@ mod tests {
             assert_eq!(loads, t.nesting_depth() <= MAX_TYPE_NESTING, "{spelled}");
             let spelled = tuple.to_string();
             let loads = parse_type_string(&spelled, &()).is_ok();
-            assert_eq!(loads, tuple.nesting_depth() <= MAX_TYPE_NESTING, "{spelled}");
+            assert_eq!(
+                loads,
+                tuple.nesting_depth() <= MAX_TYPE_NESTING,
+                "{spelled}"
+            );
             t = CqlType::List {
                 element: Box::new(t),
                 frozen: true,

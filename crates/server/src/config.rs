@@ -410,7 +410,10 @@ mod tests {
         ] {
             std::fs::write(&p, text).unwrap();
             let err = NodeConfig::load(&p).unwrap_err();
-            assert!(matches!(err, ConfigError::Unsupported { .. }), "{text}: {err}");
+            assert!(
+                matches!(err, ConfigError::Unsupported { .. }),
+                "{text}: {err}"
+            );
         }
         std::fs::write(
             &p,

@@ -113,14 +113,26 @@ mod tests {
     fn cassandra_defaults_are_accepted() {
         for (k, v) in [
             ("authenticator", "AllowAllAuthenticator"),
-            ("authenticator", "org.apache.cassandra.auth.AllowAllAuthenticator"),
-            ("authenticator", "class_name: org.apache.cassandra.auth.AllowAllAuthenticator"),
+            (
+                "authenticator",
+                "org.apache.cassandra.auth.AllowAllAuthenticator",
+            ),
+            (
+                "authenticator",
+                "class_name: org.apache.cassandra.auth.AllowAllAuthenticator",
+            ),
             ("authorizer", "AllowAllAuthorizer"),
             ("role_manager", "CassandraRoleManager"),
             ("network_authorizer", "AllowAllNetworkAuthorizer"),
             ("cidr_authorizer", "class_name: AllowAllCIDRAuthorizer"),
-            ("client_encryption_options", "enabled: false\nkeystore: conf/.keystore"),
-            ("server_encryption_options", "internode_encryption: none\nenabled: false"),
+            (
+                "client_encryption_options",
+                "enabled: false\nkeystore: conf/.keystore",
+            ),
+            (
+                "server_encryption_options",
+                "internode_encryption: none\nenabled: false",
+            ),
         ] {
             check_security_setting(k, &yaml(v)).unwrap_or_else(|e| panic!("{k}: {v}: {e}"));
         }

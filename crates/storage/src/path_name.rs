@@ -79,7 +79,13 @@ mod tests {
 
     #[test]
     fn ordinary_names_are_accepted() {
-        for good in ["1732480000000", "before-upgrade", "ks_1", "v1.2", &"x".repeat(255)] {
+        for good in [
+            "1732480000000",
+            "before-upgrade",
+            "ks_1",
+            "v1.2",
+            &"x".repeat(255),
+        ] {
             assert_eq!(PathName::new("tag", good).unwrap().as_str(), good);
         }
     }

@@ -519,7 +519,10 @@ fn clear_snapshot_refuses_tags_that_leave_the_snapshot_directory() {
     let abs = victim.to_string_lossy().into_owned();
     for tag in [abs.as_str(), "..", "../..", "../../data", "a/../.."] {
         assert!(
-            matches!(e.clear_snapshot(Some(tag)), Err(StorageError::InvalidRequest(_))),
+            matches!(
+                e.clear_snapshot(Some(tag)),
+                Err(StorageError::InvalidRequest(_))
+            ),
             "{tag}"
         );
         assert!(e.snapshot(Some(TABLE), tag).is_err(), "{tag}");

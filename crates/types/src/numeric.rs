@@ -488,12 +488,24 @@ mod tests {
         let big = dec("1E50000000");
         assert!(show(decimal_add(&big, &one).unwrap()).ends_with("E+50000000"));
         assert!(show(decimal_sub(&one, &dec("1E-2147483647")).unwrap()).starts_with("1.000"));
-        assert_eq!(decimal_mul(&huge, &huge), Err(DecimalError::ScaleOutOfRange));
+        assert_eq!(
+            decimal_mul(&huge, &huge),
+            Err(DecimalError::ScaleOutOfRange)
+        );
         let tiny = dec("1E-2147483647");
         assert_eq!(show(decimal_rem(&huge, &dec("7")).unwrap()), "3");
-        assert_eq!(show(decimal_rem(&tiny, &dec("7")).unwrap()), "1E-2147483647");
-        assert_eq!(JavaNumber::Decimal(huge.0.clone(), huge.1).to_integer(), None);
-        assert_eq!(JavaNumber::Decimal(tiny.0.clone(), tiny.1).to_integer(), Some(0.into()));
+        assert_eq!(
+            show(decimal_rem(&tiny, &dec("7")).unwrap()),
+            "1E-2147483647"
+        );
+        assert_eq!(
+            JavaNumber::Decimal(huge.0.clone(), huge.1).to_integer(),
+            None
+        );
+        assert_eq!(
+            JavaNumber::Decimal(tiny.0.clone(), tiny.1).to_integer(),
+            Some(0.into())
+        );
         assert_eq!(decimal_round_half_up(&huge), huge);
         assert_eq!(show(decimal_round_half_up(&tiny)), "0");
         assert!(decimal_div(&huge, &dec("3")).is_some());
@@ -516,8 +528,14 @@ mod tests {
 
     #[test]
     fn decimal_arithmetic() {
-        assert_eq!(show(decimal_add(&dec("1"), &dec("0.001")).unwrap()), "1.001");
-        assert_eq!(show(decimal_add(&dec("1E+10"), &dec("1E+10")).unwrap()), "2E+10");
+        assert_eq!(
+            show(decimal_add(&dec("1"), &dec("0.001")).unwrap()),
+            "1.001"
+        );
+        assert_eq!(
+            show(decimal_add(&dec("1E+10"), &dec("1E+10")).unwrap()),
+            "2E+10"
+        );
         assert_eq!(show(decimal_mul(&dec("3"), &dec("4")).unwrap()), "12");
         assert_eq!(
             show(decimal_div(&dec("1"), &dec("4")).unwrap_or_default()),

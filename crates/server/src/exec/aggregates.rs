@@ -136,8 +136,9 @@ pub fn agg_update(
                 .and_then(|x| x.to_decimal())
             {
                 *n += 1;
-                let out_of_range =
-                    |e: numeric::DecimalError| ExecError::Invalid(format!("decimal aggregate: {e}"));
+                let out_of_range = |e: numeric::DecimalError| {
+                    ExecError::Invalid(format!("decimal aggregate: {e}"))
+                };
                 *sum = numeric::decimal_add(sum, &x).map_err(out_of_range)?;
                 // DecimalAvg: avg += (x - avg) / n, keeping the difference's scale.
                 let diff = numeric::decimal_sub(&x, avg).map_err(out_of_range)?;
