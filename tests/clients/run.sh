@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real-client integration suites against a CQL node at HELENUS_HOST:HELENUS_PORT
-# (default 127.0.0.1:9042). Usage: tests/clients/run.sh [python cqlsh rust go java node badinput]
+# (default 127.0.0.1:9042). Usage: tests/clients/run.sh [python cqlsh rust go java node badinput hostile]
 # Installs pinned clients on first use (cached: venv and cargo target under HELENUS_CACHE, Go
 # module cache, ~/.m2, node_modules), runs each suite under a timeout, prints one summary line per
 # suite and finally "N passed, N failed". Exits non-zero if any suite failed. Never reads stdin.
@@ -14,7 +14,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1 NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
 mkdir -p "$CACHE"
 
-ALL=(python cqlsh rust go java node badinput)
+ALL=(python cqlsh rust go java node badinput hostile)
 SUITES=("$@"); [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "missing tool: $1"; return 1; }; }
@@ -36,6 +36,8 @@ setup_venv() {
 suite_python()   { setup_venv && cd "$DIR/python" && timeout -k 10 900 "$VENV/bin/pytest" -q -p no:cacheprovider; }
 suite_cqlsh()    { setup_venv && cd "$DIR/cqlsh" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider; }
 suite_badinput() { setup_venv && cd "$DIR/badinput" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider; }
+# Issue 11's hostile inputs; the admin API must be on HELENUS_HOST:10000.
+suite_hostile()  { setup_venv && cd "$DIR/hostile" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider; }
 suite_rust() {
   need cargo && cd "$DIR/rust" && timeout -k 10 1800 cargo build -q --locked \
     && timeout -k 10 600 cargo run -q --locked

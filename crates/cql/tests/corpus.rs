@@ -298,6 +298,71 @@ fn mutated_statements_never_panic() {
     );
 }
 
+/// Issue 11: operator and selector chains are built by loops, so the parenthesis guard did not
+/// see them and a 6 KB `1+1+...+1` built an AST that crashed the node when walked.
+#[test]
+fn operator_and_selector_chains_count_toward_nesting_depth() {
+    let chain = |n: usize, link: &str| link.repeat(n);
+    for n in [MAX_NESTING_DEPTH + 1, 3_000, 200_000] {
+        let plus = vec!["1"; n].join("+");
+        for cql in [
+            format!("SELECT release_version FROM system.local WHERE key = {plus}"),
+            format!("SELECT {plus} FROM system.local"),
+            format!("SELECT * FROM t WHERE nosuch = {plus}"),
+            format!("SELECT key{} FROM system.local", chain(n, ".a")),
+            format!("SELECT key{} FROM system.local", chain(n, "[1]")),
+            format!("SELECT a{} FROM t", chain(n, "*2")),
+            format!("INSERT INTO t (a) VALUES ({})", vec!["?"; n].join(" - ")),
+            format!("UPDATE t SET a = {plus} WHERE k = 1"),
+        ] {
+            let err = parse(&cql).unwrap_err();
+            assert!(err.message.contains("nesting depth"), "{err}");
+        }
+    }
+    // Ordinary lengths still parse.
+    let plus = vec!["1"; 40].join("+");
+    parse(&format!("SELECT {plus} FROM t WHERE k = {plus}")).unwrap();
+    parse(&format!("SELECT m{} FROM t", chain(20, "[1]"))).unwrap();
+    parse(&format!("SELECT u{} FROM t", chain(20, ".f"))).unwrap();
+}
+
+/// A chain's height adds to the nesting it sits in, so parentheses each holding a chain cannot
+/// stack up an AST far taller than the bound (the first operand of a chain is as tall as it
+/// was parsed, and the chain grows on top of it).
+#[test]
+fn nested_chains_are_bounded_by_their_total_height() {
+    let inner = vec!["1"; 40].join("+");
+    let mut term = inner.clone();
+    for _ in 0..10 {
+        term = format!("({term}) + {inner}");
+    }
+    let err = parse(&format!("SELECT * FROM t WHERE k = {term}")).unwrap_err();
+    assert!(err.message.contains("nesting depth"), "{err}");
+    let mut sel = "a".to_string();
+    for _ in 0..10 {
+        sel = format!("f({sel}){}", ".x".repeat(20));
+    }
+    let err = parse(&format!("SELECT {sel} FROM t")).unwrap_err();
+    assert!(err.message.contains("nesting depth"), "{err}");
+}
+
+/// Issue 11: a type the parser accepted could be one the schema loader refused at the next
+/// start; both now share `MAX_TYPE_NESTING`.
+#[test]
+fn types_nest_up_to_the_shared_limit() {
+    let limit = helenus_types::MAX_TYPE_NESTING;
+    let nested = |levels: usize| {
+        format!(
+            "CREATE TABLE t (k int PRIMARY KEY, v {}int{})",
+            "frozen<".repeat(levels - 1),
+            ">".repeat(levels - 1)
+        )
+    };
+    parse(&nested(limit)).unwrap();
+    let err = parse(&nested(limit + 1)).unwrap_err();
+    assert!(err.message.contains("nested too deeply"), "{err}");
+}
+
 #[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
     for depth in [MAX_NESTING_DEPTH + 1, 10_000, 100_000] {
@@ -315,7 +380,10 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
             "list<".repeat(depth),
             ">".repeat(depth)
         );
-        assert!(parse(&types).unwrap_err().message.contains("nesting depth"));
+        assert!(parse(&types)
+            .unwrap_err()
+            .message
+            .contains("nested too deeply"));
         let rels = format!(
             "SELECT * FROM t WHERE {}a = 1{}",
             "(".repeat(depth),

@@ -106,6 +106,23 @@ pub enum ErrorExtra {
     },
 }
 
+/// Longest error message sent: a [string] holds at most 65535 bytes. Messages quote the input
+/// (`Invalid FLOAT constant (<3 MB of digits>) ...`), and one that did not fit used to turn a
+/// clean InvalidRequest into a "cannot encode the response" server error.
+const MAX_ERROR_MESSAGE_BYTES: usize = 8 * 1024;
+
+/// `message` cut at a character boundary to at most [`MAX_ERROR_MESSAGE_BYTES`].
+fn truncated_message(message: &str) -> &str {
+    if message.len() <= MAX_ERROR_MESSAGE_BYTES {
+        return message;
+    }
+    let mut end = MAX_ERROR_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message.get(..end).unwrap_or_default()
+}
+
 /// An ERROR body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorBody {
@@ -126,7 +143,7 @@ impl ErrorBody {
 
     fn encode(&self, version: u8, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_i32(self.code.0);
-        write_string(out, &self.message)?;
+        write_string(out, truncated_message(&self.message))?;
         match &self.extra {
             ErrorExtra::None => {}
             ErrorExtra::Unavailable {
@@ -645,5 +662,31 @@ impl Response {
             },
             other => return Err(WireError::UnexpectedOpcode(other as u8)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 11: an InvalidRequest quoting a 3 MB literal could not be encoded at all.
+    #[test]
+    fn an_error_message_longer_than_a_string_is_cut_not_refused() {
+        let long = format!("Invalid FLOAT constant ({}é.5)", "7".repeat(3_000_000));
+        let body = ErrorBody::new(ErrorCode::INVALID, long.clone());
+        let mut out = BytesMut::new();
+        Response::Error(body).encode(4, &mut out).unwrap();
+        let mut r = Reader::new(out.freeze());
+        match Response::decode(Opcode::Error as u8, 4, &mut r).unwrap() {
+            Response::Error(e) => {
+                assert_eq!(e.code, ErrorCode::INVALID);
+                assert!(e.message.len() <= MAX_ERROR_MESSAGE_BYTES);
+                assert!(long.starts_with(&e.message));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(truncated_message("short"), "short");
+        let accents = "é".repeat(MAX_ERROR_MESSAGE_BYTES);
+        assert!(truncated_message(&accents).len() <= MAX_ERROR_MESSAGE_BYTES);
     }
 }

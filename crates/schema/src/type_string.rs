@@ -1,7 +1,7 @@
 //! Parses CQL type strings as Cassandra prints them in `system_schema` (`frozen<map<text, int>>`,
 //! `tuple<int, text>`, `vector<float, 3>`, user type names).
 
-use helenus_types::{CqlType, NativeType, UserType};
+use helenus_types::{CqlType, NativeType, UserType, MAX_TYPE_NESTING};
 
 /// Looks user types up by name while parsing a type string.
 pub trait TypeResolver {
@@ -36,8 +36,6 @@ struct Parser<'a> {
     resolver: &'a dyn TypeResolver,
     depth: usize,
 }
-
-const MAX_TYPE_DEPTH: usize = 32;
 
 impl Parser<'_> {
     fn skip_ws(&mut self) {
@@ -110,8 +108,10 @@ impl Parser<'_> {
 
     fn parse_type(&mut self) -> Result<CqlType, String> {
         self.depth += 1;
-        if self.depth > MAX_TYPE_DEPTH {
-            return Err("type nested too deeply".into());
+        if self.depth > MAX_TYPE_NESTING {
+            return Err(format!(
+                "type nested too deeply (more than {MAX_TYPE_NESTING} levels)"
+            ));
         }
         let r = self.parse_type_inner();
         self.depth -= 1;
@@ -218,6 +218,31 @@ mod tests {
         ] {
             let t = parse_type_string(s, &()).unwrap();
             assert_eq!(t.to_string(), s);
+        }
+    }
+
+    /// Issue 11: the loader's limit was lower than what CREATE TABLE accepted, so the node
+    /// refused to start. Every type within `MAX_TYPE_NESTING` must load back.
+    #[test]
+    fn the_loader_reads_back_every_type_within_the_shared_limit() {
+        let mut t = CqlType::Native(NativeType::Int);
+        let mut tuple = CqlType::Native(NativeType::Int);
+        for _ in 0..40 {
+            let spelled = t.to_string();
+            let loads = parse_type_string(&spelled, &()).is_ok();
+            assert_eq!(loads, t.nesting_depth() <= MAX_TYPE_NESTING, "{spelled}");
+            let spelled = tuple.to_string();
+            let loads = parse_type_string(&spelled, &()).is_ok();
+            assert_eq!(
+                loads,
+                tuple.nesting_depth() <= MAX_TYPE_NESTING,
+                "{spelled}"
+            );
+            t = CqlType::List {
+                element: Box::new(t),
+                frozen: true,
+            };
+            tuple = CqlType::Tuple(vec![tuple]);
         }
     }
 

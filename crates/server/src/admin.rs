@@ -183,8 +183,13 @@ fn tables_of(
     Ok(out)
 }
 
-fn storage_err(e: impl std::fmt::Display) -> (u16, String) {
-    (500, e.to_string())
+/// A refused input (a bad snapshot tag) is the caller's error (400); anything else is ours.
+fn storage_err(e: helenus_storage::StorageError) -> (u16, String) {
+    let status = match e {
+        helenus_storage::StorageError::InvalidRequest(_) => 400,
+        _ => 500,
+    };
+    (status, e.to_string())
 }
 
 fn route(node: &NodeState, req: &HttpRequest) -> RouteResult {

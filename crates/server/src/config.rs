@@ -108,6 +108,9 @@ pub enum ConfigError {
     Yaml { path: String, message: String },
     #[error("invalid value for {key}: {message}")]
     Value { key: String, message: String },
+    /// A setting asks for something Helenus does not do and must not silently skip (security).
+    #[error("unsupported setting {key}: {message}")]
+    Unsupported { key: String, message: String },
 }
 
 /// Parses a duration in Cassandra 5.0's syntax (`10000ms`, `10s`, `2m`, `1h`, `15ms`, bare number in
@@ -198,6 +201,12 @@ impl NodeConfig {
                 if key == "seed_provider" {
                     continue;
                 }
+                if crate::config_security::is_security_setting(key) {
+                    crate::config_security::check_security_setting(key, &v)?;
+                    let text = scalar_text(&v).unwrap_or_else(|| format!("{v:?}"));
+                    cfg.raw.insert(key.to_string(), text);
+                    continue;
+                }
                 match scalar_text(&v) {
                     Some(value) => {
                         if !cfg.set(key, &value)? {
@@ -228,6 +237,11 @@ impl NodeConfig {
                 .parse::<u64>()
                 .map_err(|e| bad(format!("{v}: {e}")))
         };
+        if crate::config_security::is_security_setting(key) {
+            let parsed = serde_yaml::from_str(value)
+                .unwrap_or_else(|_| serde_yaml::Value::String(value.to_string()));
+            crate::config_security::check_security_setting(key, &parsed)?;
+        }
         match key {
             "cluster_name" => self.cluster_name = value.to_string(),
             "num_tokens" => self.num_tokens = int(value)?.clamp(1, 1024) as usize,
@@ -351,6 +365,13 @@ impl NodeConfig {
             | "authenticator"
             | "authorizer"
             | "role_manager"
+            | "network_authorizer"
+            | "cidr_authorizer"
+            | "crypto_provider"
+            | "client_encryption_options"
+            | "server_encryption_options"
+            | "transparent_data_encryption_options"
+            | "jmx_encryption_options"
             | "storage_port"
             | "ssl_storage_port"
             | "concurrent_reads"
@@ -418,6 +439,39 @@ mod tests {
         assert_eq!(cfg.commitlog_sync_period_ms, 2000);
         assert_eq!(cfg.data_file_directories, vec![PathBuf::from("/tmp/x")]);
         assert_eq!(warnings.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 11: `authenticator: PasswordAuthenticator` was ignored and the node served everyone.
+    #[test]
+    fn unsupported_security_settings_refuse_to_load() {
+        let dir = std::env::temp_dir().join(format!("helenus-cfg-sec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("helenus.yaml");
+        for text in [
+            "authenticator: PasswordAuthenticator\n",
+            "authorizer: CassandraAuthorizer\n",
+            "client_encryption_options:\n  enabled: true\n  keystore: k\n",
+            "server_encryption_options:\n  internode_encryption: all\n",
+            "authenticator:\n  class_name: org.apache.cassandra.auth.PasswordAuthenticator\n",
+        ] {
+            std::fs::write(&p, text).unwrap();
+            let err = NodeConfig::load(&p).unwrap_err();
+            assert!(
+                matches!(err, ConfigError::Unsupported { .. }),
+                "{text}: {err}"
+            );
+        }
+        std::fs::write(
+            &p,
+            "authenticator: AllowAllAuthenticator\nclient_encryption_options:\n  enabled: false\n",
+        )
+        .unwrap();
+        let (_, warnings) = NodeConfig::load(&p).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let mut cfg = NodeConfig::default();
+        assert!(cfg.set("authenticator", "PasswordAuthenticator").is_err());
+        assert!(cfg.set("authenticator", "AllowAllAuthenticator").unwrap());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

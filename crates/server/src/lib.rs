@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod config;
+mod config_security;
 pub mod exec;
 mod keys;
 mod local_node;

@@ -3,6 +3,7 @@
 
 use crate::compaction::{self, CompactionKind};
 use crate::engine::{Engine, Table};
+use crate::path_name::PathName;
 use crate::types::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -108,14 +109,10 @@ impl Engine {
 
     /// Flushes, then hard-links every SSTable component into `<table dir>/snapshots/<tag>/`.
     pub fn snapshot(&self, table: Option<TableId>, tag: &str) -> Result<(), StorageError> {
-        if tag.is_empty() || tag.contains('/') || tag.contains("..") {
-            return Err(StorageError::InvalidRequest(format!(
-                "invalid snapshot tag {tag:?}"
-            )));
-        }
+        let tag = PathName::new("snapshot tag", tag)?;
         for t in self.tables_for(table)? {
             compaction::flush_table(self, &t)?;
-            let dest = t.dir.join("snapshots").join(tag);
+            let dest = t.dir.join("snapshots").join(&tag);
             std::fs::create_dir_all(&dest).map_err(|e| StorageError::io(&dest, e))?;
             let sstables: Vec<_> = t.sstables.read().clone();
             for s in sstables {
@@ -132,8 +129,14 @@ impl Engine {
         Ok(())
     }
 
-    /// Removes snapshots with `tag` (all snapshots when None) of every table on disk.
+    /// Removes snapshots with `tag` (all snapshots when None or empty) of every table on disk.
     pub fn clear_snapshot(&self, tag: Option<&str>) -> Result<(), StorageError> {
+        // Validated before anything is touched: the tag is joined to paths that are then
+        // deleted recursively.
+        let tag = match tag {
+            Some(tag) if !tag.is_empty() => Some(PathName::new("snapshot tag", tag)?),
+            _ => None,
+        };
         let data = &self.config.data_dir;
         let Ok(keyspaces) = std::fs::read_dir(data) else {
             return Ok(());
@@ -144,9 +147,9 @@ impl Engine {
             };
             for t in tables.flatten() {
                 let snaps = t.path().join("snapshots");
-                let target = match tag {
-                    Some(tag) if !tag.is_empty() => snaps.join(tag),
-                    _ => snaps,
+                let target = match &tag {
+                    Some(tag) => snaps.join(tag),
+                    None => snaps,
                 };
                 if target.exists() {
                     std::fs::remove_dir_all(&target).map_err(|e| StorageError::io(&target, e))?;

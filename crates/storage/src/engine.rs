@@ -8,6 +8,7 @@ use crate::codec::{decode_partition, encode_partition, Reader, Writer};
 use crate::commitlog::{self, Commitlog};
 use crate::memtable::{self, Memtable, PKey};
 use crate::partition::{self, Limits, Partition, TableLayout};
+use crate::path_name::PathName;
 use crate::reconcile::{Cell, CellKind};
 use crate::sstable::{self, ChunkKey, SSTableReader};
 use crate::types::*;
@@ -176,11 +177,12 @@ impl Engine {
             .ok_or(StorageError::UnknownTable(id))
     }
 
-    pub(crate) fn table_dir(&self, def: &TableDef) -> PathBuf {
-        self.config
-            .data_dir
-            .join(&def.keyspace)
-            .join(format!("{}-{}", def.name, hex(&def.id)))
+    /// `<data>/<keyspace>/<table>-<id hex>`; the names are validated here too (CQL already
+    /// restricts them) because a table directory is created and later deleted recursively.
+    pub(crate) fn table_dir(&self, def: &TableDef) -> Result<PathBuf, StorageError> {
+        let keyspace = PathName::new("keyspace name", &def.keyspace)?;
+        let table = PathName::new("table name", &format!("{}-{}", def.name, hex(&def.id)))?;
+        Ok(self.config.data_dir.join(keyspace).join(table))
     }
 
     /// Registers a table (at CREATE TABLE and at startup) and loads its SSTables.
@@ -188,7 +190,7 @@ impl Engine {
         if self.tables.read().contains_key(&def.id) {
             return self.alter_table(def);
         }
-        let dir = self.table_dir(&def);
+        let dir = self.table_dir(&def)?;
         std::fs::create_dir_all(&dir).map_err(|e| StorageError::io(&dir, e))?;
         let layout = Arc::new(TableLayout::new(&def));
         let gens = sstable::list_generations(&dir)?;

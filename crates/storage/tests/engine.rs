@@ -504,6 +504,39 @@ fn snapshot_truncate_and_drop() {
     ));
 }
 
+/// Issue 11: `DELETE snapshots?tag=/abs/dir` deleted any directory and `tag=..` a table's
+/// SSTables; tags are now validated before anything is removed.
+#[test]
+fn clear_snapshot_refuses_tags_that_leave_the_snapshot_directory() {
+    let dir = tempdir("snaptag");
+    let e = open(&dir, 864000);
+    let mut m = mutation(b"p");
+    m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
+    e.apply_blocking(&[m]).unwrap();
+    e.flush(None).unwrap();
+    let victim = dir.join("victim");
+    std::fs::create_dir_all(victim.join("inner")).unwrap();
+    let abs = victim.to_string_lossy().into_owned();
+    for tag in [abs.as_str(), "..", "../..", "../../data", "a/../.."] {
+        assert!(
+            matches!(
+                e.clear_snapshot(Some(tag)),
+                Err(StorageError::InvalidRequest(_))
+            ),
+            "{tag}"
+        );
+        assert!(e.snapshot(Some(TABLE), tag).is_err(), "{tag}");
+    }
+    assert!(victim.join("inner").is_dir());
+    assert_eq!(
+        e.read(TABLE, &point(b"p", now())).unwrap().partitions.len(),
+        1
+    );
+    assert!(walk(&dir.join("data"))
+        .iter()
+        .any(|p| p.to_string_lossy().ends_with("-Data.db")));
+}
+
 /// A counter increment of `delta` to `cell` of partition `pk`.
 fn counter_add(pk: &[u8], ts: i64, deltas: &[i64]) -> Mutation {
     Mutation {

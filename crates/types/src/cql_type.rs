@@ -154,9 +154,37 @@ pub enum CqlType {
     Custom(String),
 }
 
+/// How many levels a type may nest, counted as [`CqlType::nesting_depth`] counts them. One
+/// limit for the CQL parser, the DDL checks and the schema loader (`type_string.rs`), so that
+/// any type a statement can create is one the node can load again at its next start.
+pub const MAX_TYPE_NESTING: usize = 32;
+
 impl CqlType {
     pub fn native(t: NativeType) -> CqlType {
         CqlType::Native(t)
+    }
+
+    /// Levels of nesting: one per `name<...>` in the type's spelling as stored in the schema
+    /// (so `frozen<list<int>>` is 3 and a tuple, always spelled `frozen<tuple<...>>`, is 2 plus
+    /// its items), and through a user type's fields, which recursive walks also descend into.
+    /// Recursion here is safe only on types built under [`MAX_TYPE_NESTING`] level by level.
+    pub fn nesting_depth(&self) -> usize {
+        let frozen_level = |frozen: &bool| usize::from(*frozen);
+        match self {
+            CqlType::Native(_) | CqlType::Custom(_) => 1,
+            CqlType::List { element, frozen } | CqlType::Set { element, frozen } => {
+                1 + frozen_level(frozen) + element.nesting_depth()
+            }
+            CqlType::Map { key, value, frozen } => {
+                1 + frozen_level(frozen) + key.nesting_depth().max(value.nesting_depth())
+            }
+            CqlType::Tuple(items) => 2 + items.iter().map(Self::nesting_depth).max().unwrap_or(0),
+            CqlType::Udt { def, frozen } => {
+                let fields = def.fields.iter().map(|(_, t)| t.nesting_depth());
+                1 + frozen_level(frozen) + fields.max().unwrap_or(0)
+            }
+            CqlType::Vector { element, .. } => 1 + element.nesting_depth(),
+        }
     }
 
     /// True when the value is stored as one cell (native, frozen collection/UDT, tuple, vector);

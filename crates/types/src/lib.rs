@@ -18,7 +18,7 @@ mod value;
 mod vint;
 
 pub use compare::compare_serialized;
-pub use cql_type::{CqlType, NativeType, UserType, EMPTY_TYPE_CLASS};
+pub use cql_type::{CqlType, NativeType, UserType, EMPTY_TYPE_CLASS, MAX_TYPE_NESTING};
 pub use decode::{deserialize, validate};
 pub use error::TypeError;
 pub use format::{maybe_quote_identifier, to_cql_literal, to_json, to_plain_string};

@@ -63,9 +63,11 @@ pub fn from_string(t: &CqlType, s: &str) -> Result<CqlValue, TypeError> {
             CqlValue::Float(parse_java_float(s).ok_or_else(|| err("float"))? as f32)
         }
         NativeType::Varint => {
+            check_literal_length(s, "BigInteger")?;
             CqlValue::Varint(BigInt::from_str(s.trim_start_matches('+')).map_err(|_| err("int"))?)
         }
         NativeType::Decimal => {
+            check_literal_length(s, "BigDecimal")?;
             let (unscaled, scale) = parse_decimal(s).ok_or_else(|| err("BigDecimal"))?;
             CqlValue::Decimal { unscaled, scale }
         }
@@ -155,8 +157,29 @@ fn parse_java_float(s: &str) -> Option<f64> {
     t.parse().ok()
 }
 
-/// `new BigDecimal(s)`: `[sign]digits[.digits][E[sign]digits]`.
+/// Longest number literal (`varint` or `decimal`, counted in characters) parsed from text.
+/// Decimal-to-binary conversion is quadratic in the digit count: a 3M-digit literal held a node
+/// for minutes. 100,000 digits (a 41 KB number) take milliseconds; larger numbers can still be
+/// sent as bound values, which arrive in binary.
+pub const MAX_NUMBER_LITERAL_CHARS: usize = 100_000;
+
+fn check_literal_length(s: &str, java_type: &str) -> Result<(), TypeError> {
+    if s.len() > MAX_NUMBER_LITERAL_CHARS {
+        return Err(TypeError::marshal(format!(
+            "unable to make {java_type} from a literal of {} characters (at most \
+             {MAX_NUMBER_LITERAL_CHARS} are parsed; bind larger values)",
+            s.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `new BigDecimal(s)`: `[sign]digits[.digits][E[sign]digits]`; `None` past
+/// [`MAX_NUMBER_LITERAL_CHARS`].
 pub(crate) fn parse_decimal(s: &str) -> Option<(BigInt, i32)> {
+    if s.len() > MAX_NUMBER_LITERAL_CHARS {
+        return None;
+    }
     let (mantissa, exp) = match s.find(['e', 'E']) {
         Some(i) => (&s[..i], Some(&s[i + 1..])),
         None => (s, None),
@@ -635,6 +658,15 @@ mod tests {
         assert_eq!(parse_decimal("123.45"), Some((BigInt::from(12345), 2)));
         assert_eq!(parse_decimal("-1.2E+4"), Some((BigInt::from(-12), -3)));
         assert_eq!(parse_decimal(".5"), Some((BigInt::from(5), 1)));
+        // Issue 11: a 3M-digit literal took minutes to convert; past the cap it is refused.
+        let long = "9".repeat(MAX_NUMBER_LITERAL_CHARS + 1);
+        assert_eq!(parse_decimal(&long), None);
+        let t = |n| CqlType::Native(n);
+        for n in [NativeType::Varint, NativeType::Decimal] {
+            let err = from_string(&t(n), &"7".repeat(3_000_000)).unwrap_err();
+            assert!(err.to_string().contains("at most"), "{err}");
+            assert!(from_string(&t(n), &"7".repeat(MAX_NUMBER_LITERAL_CHARS)).is_ok());
+        }
         assert_eq!(parse_decimal("abc"), None);
     }
 

@@ -131,6 +131,12 @@ pub(crate) struct Parser<'a> {
     tokens: Vec<Token>,
     pos: usize,
     depth: usize,
+    /// The deepest `depth` reached since the current measurement began (see `measured`): how
+    /// tall the subtree just parsed is, so left-deep operator and selector chains, which are
+    /// built by loops rather than recursion, still count against the nesting bound.
+    high_water: usize,
+    /// Levels of `name<...>` entered in the type being parsed, bounded by `MAX_TYPE_NESTING`.
+    type_depth: usize,
     bind_names: Vec<Option<String>>,
     /// Returned by lookahead past the end (the token list itself also ends with Eof).
     eof: Token,
@@ -153,6 +159,8 @@ impl<'a> Parser<'a> {
             tokens,
             pos: 0,
             depth: 0,
+            high_water: 0,
+            type_depth: 0,
             bind_names: Vec::new(),
         })
     }
@@ -160,6 +168,8 @@ impl<'a> Parser<'a> {
     fn statement(&mut self) -> Result<Parsed, ParseError> {
         self.bind_names.clear();
         self.depth = 0;
+        self.high_water = 0;
+        self.type_depth = 0;
         let statement = self.statement_body()?;
         let bind_names = std::mem::take(&mut self.bind_names);
         Ok(Parsed {
@@ -302,11 +312,41 @@ impl<'a> Parser<'a> {
             )));
         }
         self.depth += 1;
+        self.high_water = self.high_water.max(self.depth);
         Ok(())
     }
 
     fn leave(&mut self) {
         self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Runs one rule and returns what it parsed with the height of the AST it built (how many
+    /// nesting levels below the current one it reached).
+    fn measured<T>(
+        &mut self,
+        rule: impl FnOnce(&mut Self) -> Result<T, ParseError>,
+    ) -> Result<(T, usize), ParseError> {
+        let outer = self.high_water;
+        self.high_water = self.depth;
+        let r = rule(self);
+        let height = self.high_water.saturating_sub(self.depth);
+        self.high_water = outer.max(self.high_water);
+        Ok((r?, height))
+    }
+
+    /// Grows a left-deep chain (`a + b + c`, `s.f.g`, `s[1][2]`) by one node over an operand
+    /// of height `operand`: the chain's new height, or an error once the chain would nest past
+    /// the bound. Without this a 6 KB `1+1+...+1` built an AST that every later recursive walk
+    /// (type checking, evaluation, printing, even dropping it) overflowed the stack on.
+    fn link(&mut self, chain: usize, operand: usize) -> Result<usize, ParseError> {
+        let height = chain.max(operand) + 1;
+        if self.depth + height > MAX_NESTING_DEPTH {
+            return Err(self.err_here(format!(
+                "maximum nesting depth of {MAX_NESTING_DEPTH} exceeded"
+            )));
+        }
+        self.high_water = self.high_water.max(self.depth + height);
+        Ok(height)
     }
 
     fn new_bind(&mut self, name: Option<String>) -> BindMarker {
@@ -463,8 +503,18 @@ impl<'a> Parser<'a> {
 
     /// A CQL type (`comparatorType` in Parser.g).
     fn cql_type(&mut self) -> Result<CqlTypeExpr, ParseError> {
+        // The schema loader refuses types nested past this limit, so the parser refuses them
+        // too: a table created with one could never be loaded again.
+        if self.type_depth >= helenus_types::MAX_TYPE_NESTING {
+            return Err(self.err_here(format!(
+                "type nested too deeply (more than {} levels)",
+                helenus_types::MAX_TYPE_NESTING
+            )));
+        }
         self.enter()?;
+        self.type_depth += 1;
         let r = self.cql_type_inner();
+        self.type_depth -= 1;
         self.leave();
         r
     }

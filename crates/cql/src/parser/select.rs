@@ -138,7 +138,7 @@ impl Parser<'_> {
     }
 
     fn selector_addition(&mut self) -> Result<Selector, ParseError> {
-        let mut left = self.selector_multiplication()?;
+        let (mut left, mut height) = self.measured(Self::selector_multiplication)?;
         loop {
             let op = if self.eat_sym("+") {
                 ArithOp::Add
@@ -147,7 +147,8 @@ impl Parser<'_> {
             } else {
                 return Ok(left);
             };
-            let right = self.selector_multiplication()?;
+            let (right, right_height) = self.measured(Self::selector_multiplication)?;
+            height = self.link(height, right_height)?;
             left = Selector::Binary {
                 op,
                 left: Box::new(left),
@@ -157,7 +158,7 @@ impl Parser<'_> {
     }
 
     fn selector_multiplication(&mut self) -> Result<Selector, ParseError> {
-        let mut left = self.selector_group()?;
+        let (mut left, mut height) = self.measured(Self::selector_group)?;
         loop {
             let op = if self.eat_sym("*") {
                 ArithOp::Mul
@@ -168,7 +169,8 @@ impl Parser<'_> {
             } else {
                 return Ok(left);
             };
-            let right = self.selector_group()?;
+            let (right, right_height) = self.measured(Self::selector_group)?;
+            height = self.link(height, right_height)?;
             left = Selector::Binary {
                 op,
                 left: Box::new(left),
@@ -185,16 +187,19 @@ impl Parser<'_> {
             self.leave();
             return Ok(Selector::Negate(Box::new(inner?)));
         }
-        let mut s = self.selector_without_field()?;
+        let (mut s, mut height) = self.measured(Self::selector_without_field)?;
         loop {
             if self.eat_sym(".") {
+                height = self.link(height, 0)?;
                 let field = self.ident()?;
                 s = Selector::Field {
                     selector: Box::new(s),
                     field,
                 };
             } else if self.eat_sym("[") {
-                s = self.sub_selection(s)?;
+                let (sub, key_height) = self.measured(|p| p.sub_selection(s))?;
+                height = self.link(height, key_height)?;
+                s = sub;
                 self.expect_sym("]")?;
             } else {
                 return Ok(s);

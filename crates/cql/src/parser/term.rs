@@ -111,7 +111,7 @@ impl Parser<'_> {
     }
 
     fn term_addition(&mut self) -> Result<Term, ParseError> {
-        let mut left = self.term_multiplication()?;
+        let (mut left, mut height) = self.measured(Self::term_multiplication)?;
         loop {
             let op = if self.is_sym("+") {
                 ArithOp::Add
@@ -124,7 +124,8 @@ impl Parser<'_> {
                 return Ok(left);
             }
             self.bump();
-            let right = self.term_multiplication()?;
+            let (right, right_height) = self.measured(Self::term_multiplication)?;
+            height = self.link(height, right_height)?;
             left = Term::Binary {
                 op,
                 left: Box::new(left),
@@ -134,7 +135,7 @@ impl Parser<'_> {
     }
 
     fn term_multiplication(&mut self) -> Result<Term, ParseError> {
-        let mut left = self.term_group()?;
+        let (mut left, mut height) = self.measured(Self::term_group)?;
         loop {
             let op = match self.peek().text.as_str() {
                 "*" if self.peek().kind == TokenKind::Symbol => ArithOp::Mul,
@@ -143,7 +144,8 @@ impl Parser<'_> {
                 _ => return Ok(left),
             };
             self.bump();
-            let right = self.term_group()?;
+            let (right, right_height) = self.measured(Self::term_group)?;
+            height = self.link(height, right_height)?;
             left = Term::Binary {
                 op,
                 left: Box::new(left),
@@ -311,13 +313,14 @@ impl Parser<'_> {
             return None;
         }
         self.bump();
-        let depth = self.depth;
+        let (depth, type_depth) = (self.depth, self.type_depth);
         if let Ok(ty) = self.cql_type() {
             if self.eat_sym(")") && (self.operand_starts_at(0) || self.is_ident_at(0)) {
                 return Some(ty);
             }
         }
         self.depth = depth;
+        self.type_depth = type_depth;
         self.pos = start;
         None
     }

@@ -1,6 +1,6 @@
 //! Aggregates in selections (`count`, `min`, `max`, `sum`, `avg`), folded row by row.
 
-use super::error::ExecResult;
+use super::error::{ExecError, ExecResult};
 use super::rows::Row;
 use super::selectors::{decode, eval, AggKind, Sel};
 use super::values::serialize;
@@ -136,10 +136,14 @@ pub fn agg_update(
                 .and_then(|x| x.to_decimal())
             {
                 *n += 1;
-                *sum = numeric::decimal_add(sum, &x);
+                let out_of_range = |e: numeric::DecimalError| {
+                    ExecError::Invalid(format!("decimal aggregate: {e}"))
+                };
+                *sum = numeric::decimal_add(sum, &x).map_err(out_of_range)?;
                 // DecimalAvg: avg += (x - avg) / n, keeping the difference's scale.
-                let step = numeric::decimal_div_keep_scale(&numeric::decimal_sub(&x, avg), *n);
-                *avg = numeric::decimal_add(avg, &step);
+                let diff = numeric::decimal_sub(&x, avg).map_err(out_of_range)?;
+                let step = numeric::decimal_div_keep_scale(&diff, *n);
+                *avg = numeric::decimal_add(avg, &step).map_err(out_of_range)?;
             }
         }
         (AggState::First(cur), s) if cur.is_none() => {

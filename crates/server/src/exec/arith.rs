@@ -92,17 +92,20 @@ pub fn apply(
             let a = x.to_decimal().ok_or_else(overflow)?;
             let b = y.to_decimal().ok_or_else(overflow)?;
             let zero = || failed(op, lt, rt, "BigInteger divide by zero");
+            let range = |e: numeric::DecimalError| failed(op, lt, rt, &e.to_string());
             let (unscaled, scale) = match op {
-                ArithOp::Add => numeric::decimal_add(&a, &b),
-                ArithOp::Sub => numeric::decimal_sub(&a, &b),
-                ArithOp::Mul => numeric::decimal_mul(&a, &b),
+                ArithOp::Add => numeric::decimal_add(&a, &b).map_err(range)?,
+                ArithOp::Sub => numeric::decimal_sub(&a, &b).map_err(range)?,
+                ArithOp::Mul => numeric::decimal_mul(&a, &b).map_err(range)?,
                 ArithOp::Div => numeric::decimal_div(&a, &b).ok_or_else(zero)?,
                 ArithOp::Rem => numeric::decimal_rem(&a, &b).ok_or_else(zero)?,
             };
             Ok(Some(CqlValue::Decimal { unscaled, scale }))
         }
         CqlType::Native(NativeType::Varint) => {
-            let (a, b) = (x.to_integer(), y.to_integer());
+            let too_big = || failed(op, lt, rt, "BigInteger would overflow supported range");
+            let a = x.to_integer().ok_or_else(too_big)?;
+            let b = y.to_integer().ok_or_else(too_big)?;
             let zero = b == 0.into();
             let v = match op {
                 ArithOp::Add => a + b,

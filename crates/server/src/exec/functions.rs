@@ -188,7 +188,9 @@ fn big_math(f: &str, v: &CqlValue) -> ExecResult<CqlValue> {
     }
     let d = JavaNumber::Double(y);
     Ok(match v {
-        CqlValue::Varint(_) => CqlValue::Varint(d.to_integer()),
+        CqlValue::Varint(_) => {
+            CqlValue::Varint(d.to_integer().ok_or_else(|| arithmetic_error("Overflow"))?)
+        }
         _ => {
             let (unscaled, scale) = d.to_decimal().ok_or_else(|| arithmetic_error("Overflow"))?;
             CqlValue::Decimal { unscaled, scale }

@@ -117,29 +117,46 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// Converts a CQL type expression from the AST to a type, resolving user types in `keyspace`.
+/// Refuses a type nested past `MAX_TYPE_NESTING` as stored (freezing and user types' fields
+/// add levels the written type does not show): the schema loader could not read it back.
 pub fn resolve_type(
+    expr: &CqlTypeExpr,
+    ks: Option<&helenus_schema::KeyspaceMeta>,
+) -> ExecResult<CqlType> {
+    let ty = resolve_type_unchecked(expr, ks)?;
+    let depth = ty.nesting_depth();
+    if depth > helenus_types::MAX_TYPE_NESTING {
+        return Err(ExecError::Invalid(format!(
+            "type {expr} is nested {depth} levels deep; at most {} are supported",
+            helenus_types::MAX_TYPE_NESTING
+        )));
+    }
+    Ok(ty)
+}
+
+fn resolve_type_unchecked(
     expr: &CqlTypeExpr,
     ks: Option<&helenus_schema::KeyspaceMeta>,
 ) -> ExecResult<CqlType> {
     Ok(match expr {
         CqlTypeExpr::Native(n) => CqlType::Native(*n),
         CqlTypeExpr::List(e) => CqlType::List {
-            element: Box::new(resolve_type(e, ks)?),
+            element: Box::new(resolve_type_unchecked(e, ks)?),
             frozen: false,
         },
         CqlTypeExpr::Set(e) => CqlType::Set {
-            element: Box::new(resolve_type(e, ks)?),
+            element: Box::new(resolve_type_unchecked(e, ks)?),
             frozen: false,
         },
         CqlTypeExpr::Map(k, v) => CqlType::Map {
-            key: Box::new(resolve_type(k, ks)?),
-            value: Box::new(resolve_type(v, ks)?),
+            key: Box::new(resolve_type_unchecked(k, ks)?),
+            value: Box::new(resolve_type_unchecked(v, ks)?),
             frozen: false,
         },
         CqlTypeExpr::Tuple(items) => CqlType::Tuple(
             items
                 .iter()
-                .map(|i| resolve_type(i, ks).map(|t| t.frozen()))
+                .map(|i| resolve_type_unchecked(i, ks).map(|t| t.frozen()))
                 .collect::<ExecResult<_>>()?,
         ),
         CqlTypeExpr::Vector(e, n) => {
@@ -151,11 +168,11 @@ pub fn resolve_type(
             // The element keeps its type as written: Cassandra reports `vector<list<int>, 2>`
             // and `vector<frozen<list<int>>, 2>` differently (the value is frozen either way).
             CqlType::Vector {
-                element: Box::new(resolve_type(e, ks)?),
+                element: Box::new(resolve_type_unchecked(e, ks)?),
                 dimension: *n,
             }
         }
-        CqlTypeExpr::Frozen(inner) => freeze_deep(resolve_type(inner, ks)?),
+        CqlTypeExpr::Frozen(inner) => freeze_deep(resolve_type_unchecked(inner, ks)?),
         CqlTypeExpr::UserDefined(q) => {
             let ks_meta =
                 ks.ok_or_else(|| ExecError::Invalid(format!("Unknown type {}", q.name.name)))?;

@@ -62,7 +62,7 @@ pub fn clustering_slices(
             binds,
         )?);
     }
-    let prefixes = crate::exec::scan::cartesian(&lists);
+    let prefixes = crate::exec::scan::cartesian(&lists, "clustering columns")?;
     let mut out = Vec::new();
     let bound_values = |terms: &[Term], from: usize| -> ExecResult<Vec<Bytes>> {
         let mut vals = Vec::new();

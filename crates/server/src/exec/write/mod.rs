@@ -167,8 +167,8 @@ pub fn mutations(
     };
     super::scan::check_key_components(&pk_lists)?;
     let json_cols = json.map(|(c, _, _)| c);
-    let keys = super::scan::cartesian(&pk_lists);
-    let clusterings = super::scan::cartesian(&ck_lists);
+    let keys = super::scan::cartesian(&pk_lists, "partition key")?;
+    let clusterings = super::scan::cartesian(&ck_lists, "clustering columns")?;
     let full_clustering = ck_lists.len() == t.clustering_len();
     let expires = if ttl > 0 { ctx.now_s + ttl as i64 } else { 0 };
     let mut out = Vec::with_capacity(keys.len());

@@ -1,0 +1,261 @@
+"""Hostile input: issue 11's findings, each probed against a running node.
+
+Runs against HELENUS_HOST:HELENUS_PORT (admin API on HELENUS_HOST:10000) and starts nothing. A
+canary table with rows is created first; after every probe the node must still be alive, answer
+`SELECT release_version FROM system.local` on a brand-new connection within 5 s, and the canary
+must be intact. Each probe must get a clean answer (a value or an error) within a time bound;
+a crash, an abort or a hang fails the probe and the checks after it.
+
+The restart-related findings (a CREATE TABLE the node cannot load again, security settings that
+were ignored) need a node of their own: crates/cli/tests/hostile_restart.rs.
+"""
+
+import os
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from cassandra import FunctionFailure, InvalidRequest
+from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.protocol import ServerError, SyntaxException
+
+# Decimal results keep up to 10,000 significant digits (Cassandra's MathContext for +, -, *); the
+# driver decodes them through Python ints, which refuse more than 4,300 digits by default.
+sys.set_int_max_str_digits(0)
+
+HOST = os.environ.get("HELENUS_HOST", "127.0.0.1")
+PORT = int(os.environ.get("HELENUS_PORT", "9042"))
+ADMIN = f"http://{HOST}:10000"
+# One keyspace per run: a node must also survive the probes when an earlier run left its
+# keyspace behind (or was killed before dropping it).
+KS = f"hostile_probe_{os.getpid()}"
+CANARY_ROWS = 50
+# How long one probe may take to be answered: far above a normal reply, far below "hung".
+PROBE_BOUND_S = 20
+CLEAN_ERRORS = (InvalidRequest, SyntaxException, FunctionFailure)
+
+
+def new_session(timeout_s):
+    profile = ExecutionProfile(request_timeout=timeout_s)
+    cluster = Cluster(
+        [HOST], port=PORT, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        connect_timeout=5, control_connection_timeout=5,
+    )
+    return cluster, cluster.connect()
+
+
+@pytest.fixture(scope="module")
+def session():
+    cluster, s = new_session(PROBE_BOUND_S)
+    s.execute(f"DROP KEYSPACE IF EXISTS {KS}")
+    s.execute(
+        f"CREATE KEYSPACE {KS} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+    )
+    s.execute(f"CREATE TABLE {KS}.canary (k int PRIMARY KEY, v text)")
+    for k in range(CANARY_ROWS):
+        s.execute(f"INSERT INTO {KS}.canary (k, v) VALUES (%s, %s)", (k, f"row-{k}"))
+    admin("POST", f"/storage_service/keyspace_flush/{KS}")
+    yield s
+    try:
+        s.execute(f"DROP KEYSPACE IF EXISTS {KS}")
+    finally:
+        cluster.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def node_survives(session):
+    """After each probe: alive, answers system.local within 5 s, canary intact."""
+    yield
+    started = time.monotonic()
+    cluster, fresh = new_session(5)
+    try:
+        row = fresh.execute("SELECT release_version FROM system.local").one()
+        assert row.release_version
+        assert time.monotonic() - started < 5 + 5, "system.local took too long"
+        rows = sorted((r.k, r.v) for r in fresh.execute(f"SELECT k, v FROM {KS}.canary"))
+        assert rows == [(k, f"row-{k}") for k in range(CANARY_ROWS)]
+    finally:
+        cluster.shutdown()
+
+
+def admin(method, path):
+    req = urllib.request.Request(ADMIN + path, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=PROBE_BOUND_S) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def bounded_error(session, cql, params=None):
+    """Runs `cql`, expecting a clean error within the bound; returns the error."""
+    started = time.monotonic()
+    with pytest.raises(CLEAN_ERRORS) as info:
+        session.execute(cql, params, timeout=PROBE_BOUND_S)
+    assert time.monotonic() - started < PROBE_BOUND_S
+    return info.value
+
+
+def bounded(session, cql):
+    """Runs `cql`; a value or a clean error within the bound are both acceptable answers."""
+    started = time.monotonic()
+    try:
+        result = session.execute(cql, timeout=PROBE_BOUND_S).all()
+    except CLEAN_ERRORS + (ServerError,) as e:
+        result = e
+    assert time.monotonic() - started < PROBE_BOUND_S
+    return result
+
+
+# ---- Finding 1: any directory deleted through the snapshot tag -----------------------------
+
+
+def test_delete_snapshot_with_absolute_tag_deletes_nothing(session):
+    victim = tempfile.mkdtemp(prefix="helenus-hostile-")
+    open(os.path.join(victim, "keep"), "w").close()
+    try:
+        status, body = admin("DELETE", f"/storage_service/snapshots?tag={victim}")
+        assert status == 400, body
+        assert os.path.exists(os.path.join(victim, "keep"))
+    finally:
+        os.remove(os.path.join(victim, "keep"))
+        os.rmdir(victim)
+
+
+@pytest.mark.parametrize("tag", ["..", "../..", "../../..", "a/../..", "%2e%2e", ".", "x/y"])
+def test_delete_snapshot_with_relative_tag_keeps_sstables(session, tag):
+    status, body = admin("DELETE", f"/storage_service/snapshots?tag={tag}")
+    assert status == 400, body
+
+
+def test_delete_snapshot_with_table_dir_tag_keeps_sstables(session):
+    table_id = session.execute(
+        "SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'canary'",
+        (KS,),
+    ).one().id
+    tag = f"../../canary-{table_id.hex}"
+    status, body = admin("DELETE", f"/storage_service/snapshots?tag={tag}")
+    assert status == 400, body
+
+
+def test_snapshot_tags_are_validated_on_create_too(session):
+    status, body = admin("POST", f"/storage_service/snapshots?tag=../x&kn={KS}")
+    assert status == 400, body
+    status, body = admin("POST", f"/storage_service/snapshots?tag=hostile-ok&kn={KS}")
+    assert status == 200, body
+    status, body = admin("DELETE", "/storage_service/snapshots?tag=hostile-ok")
+    assert status == 200, body
+
+
+# ---- Finding 2: stack overflow from operator and selector chains ---------------------------
+
+
+def plus_chain(n):
+    return "+".join(["1"] * n)
+
+
+@pytest.mark.parametrize(
+    "cql",
+    [
+        f"SELECT release_version FROM system.local WHERE key = {plus_chain(3000)}",
+        f"SELECT {plus_chain(3000)} FROM system.local",
+        "SELECT key" + ".a" * 5000 + " FROM system.local",
+        "SELECT key" + "[1]" * 5000 + " FROM system.local",
+        f"SELECT * FROM {KS}.canary WHERE nosuch = {plus_chain(200_000)}",
+        f"UPDATE {KS}.canary SET v = 'x' WHERE k = {plus_chain(3000)}",
+        "SELECT " + "(int)" * 5000 + "1 FROM system.local",
+    ],
+    ids=["where-plus", "select-plus", "field-chain", "subscript-chain", "unknown-column-200k",
+         "update-plus", "cast-chain"],
+)
+def test_deep_statements_are_refused_cleanly(session, cql):
+    err = bounded_error(session, cql)
+    assert "nest" in str(err) or isinstance(err, SyntaxException), err
+
+
+def test_moderate_chains_still_work(session):
+    row = session.execute(f"SELECT {plus_chain(40)} AS s FROM system.local").one()
+    assert row.s == 40
+
+
+# ---- Finding 3 (without restart): type nesting limit ----------------------------------------
+
+
+def nested_list_type(levels):
+    """frozen<list<...int...>>: each list level is two levels (frozen + list) as stored."""
+    return "frozen<list<" * levels + "int" + ">>" * levels
+
+
+def test_type_nesting_at_the_limit_is_accepted_and_over_it_refused(session):
+    session.execute(f"CREATE TABLE {KS}.deep_ok (k int PRIMARY KEY, v {nested_list_type(15)})")
+    session.execute(f"INSERT INTO {KS}.deep_ok (k, v) VALUES (1, {'[' * 15}1{']' * 15})")
+    bounded_error(
+        session, f"CREATE TABLE {KS}.deep_bad (k int PRIMARY KEY, v {nested_list_type(16)})"
+    )
+    bounded_error(
+        session,
+        f"CREATE TABLE {KS}.deep_bad2 (k int PRIMARY KEY, v frozen<{'list<' * 20}int{'>' * 20}>)",
+    )
+
+
+# ---- Finding 4: exponent and digit bombs ----------------------------------------------------
+
+
+def test_huge_decimal_exponent_in_aggregates_is_bounded(session):
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.dec (k int PRIMARY KEY, d decimal)")
+    session.execute(f"INSERT INTO {KS}.dec (k, d) VALUES (1, 1e2147483647)")
+    session.execute(f"INSERT INTO {KS}.dec (k, d) VALUES (2, 1)")
+    session.execute(f"INSERT INTO {KS}.dec (k, d) VALUES (3, 1e-2147483647)")
+    for agg in ("sum(d)", "avg(d)", "max(d)"):
+        bounded(session, f"SELECT {agg} FROM {KS}.dec")
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "(decimal)1e50000000 + 1",
+        "(decimal)1e2147483647 - (decimal)1e-2147483647",
+        "(decimal)1e2147483647 * (decimal)1e2147483647",
+        "(decimal)1e2147483647 % 7",
+        "(decimal)1e-2147483647 % 7",
+        "(decimal)1e2147483647 / 3",
+        "CAST((decimal)1e2147483647 AS varint)",
+        "round((decimal)1e-2147483647)",
+    ],
+)
+def test_decimal_arithmetic_on_extreme_exponents_is_bounded(session, expr):
+    bounded(session, f"SELECT {expr} FROM system.local")
+
+
+def test_huge_varint_literal_is_refused_quickly(session):
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.vi (k int PRIMARY KEY, v varint)")
+    bounded_error(session, f"INSERT INTO {KS}.vi (k, v) VALUES (1, {'7' * 3_000_000})")
+    bounded_error(session, f"INSERT INTO {KS}.vi (k, v) VALUES (1, {'7' * 3_000_000}.5)")
+
+
+def test_in_cartesian_product_bomb_is_refused(session):
+    session.execute(
+        f"CREATE TABLE IF NOT EXISTS {KS}.wide "
+        "(pk int, c1 int, c2 int, c3 int, v int, PRIMARY KEY (pk, c1, c2, c3))"
+    )
+    values = ", ".join(str(i) for i in range(60))
+    err = bounded_error(
+        session,
+        f"SELECT * FROM {KS}.wide WHERE pk IN ({values}) AND c1 IN ({values}) "
+        f"AND c2 IN ({values}) AND c3 IN ({values})",
+    )
+    assert "cartesian product" in str(err), err
+    # Writes expand IN restrictions the same way.
+    bounded_error(
+        session,
+        f"UPDATE {KS}.wide SET v = 1 WHERE pk = 1 AND c1 IN ({values}) "
+        f"AND c2 IN ({values}) AND c3 IN ({values})",
+    )
+    # A modest product still works.
+    rows = session.execute(
+        f"SELECT * FROM {KS}.wide WHERE pk IN (1, 2) AND c1 IN (1, 2) AND c2 IN (1, 2) AND c3 = 1"
+    ).all()
+    assert rows == []
