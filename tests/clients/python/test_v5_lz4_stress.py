@@ -212,3 +212,27 @@ def test_pipelined_small_responses_share_segments(expected):
                 envelopes += 1
     assert stored == 0, f"{stored} of {segments} lz4 segments stored uncompressed"
     assert segments <= n // 10, f"{segments} segments for {n} pipelined responses"
+
+
+def test_corrupt_segment_is_answered_inside_a_segment(expected):
+    """A bad segment is fatal, but the PROTOCOL_ERROR still goes out in segment framing.
+
+    A plain envelope in a v5 stream reads as a segment header with a bad CRC24, which is the
+    error the driver reported in the issue.
+    """
+    with socket.create_connection((HOST, PORT), timeout=20) as sock:
+        startup = {"CQL_VERSION": "3.0.0", "COMPRESSION": "lz4"}
+        sock.sendall(envelope(0x01, 0, string_map(startup)))
+        assert recv_exactly(sock, 9)[4] == 0x02
+        wire = io.BytesIO()
+        segment_codec_lz4.encode(wire, envelope(0x05, 1, b""))
+        bad = bytearray(wire.getvalue())
+        bad[-1] ^= 0xFF  # payload CRC32
+        sock.sendall(bytes(bad))
+        head = recv_exactly(sock, 8)
+        header = segment_codec_lz4.decode_header(io.BytesIO(head))
+        rest = recv_exactly(sock, header.payload_length + 4)
+        payload = segment_codec_lz4.decode(io.BytesIO(rest), header).payload
+        assert payload[4] == 0x00, "expected an ERROR envelope"
+        assert struct.unpack(">i", payload[9:13])[0] == 0x000A  # PROTOCOL_ERROR
+        assert sock.recv(1) == b"", "the connection should close after a fatal error"
