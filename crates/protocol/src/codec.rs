@@ -334,7 +334,11 @@ impl ServerConnectionCodec {
         ResponseBatch { codec: self, out }
     }
 
-    fn encode_open(&mut self, frame: &ResponseFrame, out: &mut BytesMut) -> Result<(), EncodeError> {
+    fn encode_open(
+        &mut self,
+        frame: &ResponseFrame,
+        out: &mut BytesMut,
+    ) -> Result<(), EncodeError> {
         let header = response_header(
             frame.version,
             frame.stream,
@@ -515,7 +519,9 @@ impl ClientConnectionCodec {
         };
         // Requests go out one segment each (as the Python driver sends them): a client
         // codec has no batch to close, so the segment closes here.
-        let r = self.framing.encode_with(header, out, |b| frame.write_body(b));
+        let r = self
+            .framing
+            .encode_with(header, out, |b| frame.write_body(b));
         self.framing.close_segment(out);
         r
     }

@@ -26,9 +26,8 @@ pub const MAX_SEGMENT_PAYLOAD: usize = (1 << 17) - 1;
 /// Largest uncompressed payload Helenus puts in one lz4 segment: lz4's worst case for `n`
 /// incompressible bytes is `n + n / 255 + 16`, which for 127 KiB is 130,574 <= 131,071.
 pub const MAX_LZ4_SEGMENT_PAYLOAD: usize = 127 * 1024;
-const _: () = assert!(
-    MAX_LZ4_SEGMENT_PAYLOAD + MAX_LZ4_SEGMENT_PAYLOAD / 255 + 16 <= MAX_SEGMENT_PAYLOAD
-);
+const _: () =
+    assert!(MAX_LZ4_SEGMENT_PAYLOAD + MAX_LZ4_SEGMENT_PAYLOAD / 255 + 16 <= MAX_SEGMENT_PAYLOAD);
 
 /// The largest payload the writer puts in one segment of this kind.
 pub fn max_segment_payload(lz4: bool) -> usize {
