@@ -21,6 +21,14 @@ use crate::segment::{
     MAX_SEGMENT_PAYLOAD,
 };
 
+/// v5: envelopes up to this size share self-contained segments; larger ones get their own.
+/// The Python driver (3.30) takes one envelope out of its reassembly buffer per segment it
+/// reads while a partial segment is pending, and copies the rest of that buffer each time:
+/// packing large envelopes lets megabytes pile up there for a slow reader and stalls it,
+/// while packing small ones is what keeps segment headers (which it cannot survive being
+/// split by a TCP read) rare.
+pub const SHARED_SEGMENT_MAX_ENVELOPE_BYTES: usize = 4 * 1024;
+
 /// Cassandra 5.0's default `native_transport_max_frame_size`.
 pub const DEFAULT_MAX_FRAME_SIZE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -206,11 +214,12 @@ impl Framing {
     }
 
     /// Adds one envelope to the open self-contained segment, as Cassandra's v5 encoder packs
-    /// envelopes: segments close only when full or when the batch ends, so `out` carries one
-    /// segment boundary per ~128 KiB rather than one per response. That matters beyond
-    /// overhead: the Python driver (3.30) drops a segment header that a TCP read splits, so
-    /// every boundary is a chance to lose the connection. An envelope too large for one
-    /// segment closes the open one and goes out alone in non-self-contained segments.
+    /// envelopes: segments close only when full or when the batch ends, so a burst of small
+    /// responses carries one segment boundary per ~128 KiB rather than one per response.
+    /// That matters beyond overhead: the Python driver (3.30) drops a segment header that a
+    /// TCP read splits, so every boundary is a chance to lose the connection. An envelope over
+    /// [`SHARED_SEGMENT_MAX_ENVELOPE_BYTES`] closes the open segment and goes out alone (in
+    /// non-self-contained segments if it does not fit one).
     fn gather_envelope(
         &mut self,
         header: FrameHeader,
@@ -221,12 +230,13 @@ impl Framing {
         let mark = self.open_segment.len();
         // On error write_envelope truncates back to `mark`: the open segment stays whole.
         write_envelope(header, &mut self.open_segment, write_body)?;
-        if self.open_segment.len() <= max {
+        let envelope_len = self.open_segment.len() - mark;
+        if envelope_len <= SHARED_SEGMENT_MAX_ENVELOPE_BYTES && self.open_segment.len() <= max {
             return Ok(());
         }
         let envelope = self.open_segment.split_off(mark);
         self.close_segment(out);
-        if envelope.len() <= max {
+        if envelope.len() <= SHARED_SEGMENT_MAX_ENVELOPE_BYTES {
             self.open_segment = envelope;
         } else {
             write_envelope_segments(out, &envelope, self.lz4_segments());

@@ -53,7 +53,7 @@ mod types;
 
 pub use codec::{
     encode_fatal_error, ClientConnectionCodec, ResponseBatch, ServerConnectionCodec,
-    DEFAULT_MAX_FRAME_SIZE_BYTES,
+    DEFAULT_MAX_FRAME_SIZE_BYTES, SHARED_SEGMENT_MAX_ENVELOPE_BYTES,
 };
 pub use compression::Compression;
 pub use error::{DecodeError, DecodeErrorKind, EncodeError, WireError};

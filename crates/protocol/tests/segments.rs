@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use helenus_protocol::{
     ClientConnectionCodec, Compression, QueryParameters, QueryValues, Request, RequestFrame,
     Response, ResponseFrame, ResultBody, Rows, RowsMetadata, ServerConnectionCodec, Value,
-    MAX_LZ4_SEGMENT_PAYLOAD, MAX_SEGMENT_PAYLOAD,
+    MAX_LZ4_SEGMENT_PAYLOAD, MAX_SEGMENT_PAYLOAD, SHARED_SEGMENT_MAX_ENVELOPE_BYTES,
 };
 
 const MAX_FRAME: usize = 1 << 20;
@@ -259,11 +259,12 @@ fn plain_envelope(frame: &ResponseFrame) -> Vec<u8> {
     out.to_vec()
 }
 
-/// Segments a greedy packer needs for envelopes of these lengths written in one batch.
+/// Segments a greedy packer needs for envelopes of these lengths written in one batch
+/// (envelopes over SHARED_SEGMENT_MAX_ENVELOPE_BYTES go alone).
 fn greedy_segments(lens: &[usize], max: usize) -> usize {
     let (mut open, mut n) = (0, 0);
     for &len in lens {
-        if len > max {
+        if len > SHARED_SEGMENT_MAX_ENVELOPE_BYTES {
             n += usize::from(open > 0) + len.div_ceil(max);
             open = 0;
         } else if open + len > max {
@@ -284,7 +285,12 @@ fn random_response(rng: &mut Rng, stream: i16, max: usize) -> ResponseFrame {
     let compressible = rng.chance(2);
     let size = if rng.chance(8) {
         let overhead = plain_envelope(&blob_response(stream, Vec::new())).len();
-        (max + rng.below(5)).saturating_sub(2 + overhead)
+        let limit = if rng.chance(2) {
+            max
+        } else {
+            SHARED_SEGMENT_MAX_ENVELOPE_BYTES
+        };
+        (limit + rng.below(5)).saturating_sub(2 + overhead)
     } else {
         rng.size()
     };
@@ -371,14 +377,25 @@ fn a_batch_of_small_responses_shares_one_segment() {
         server.enable_segments();
         let mut wire = BytesMut::new();
         let mut batch = server.batch(&mut wire);
-        for i in 0..500 {
-            batch.encode(&blob_response(i, vec![i as u8; 40])).unwrap();
+        let frames: Vec<_> = (0..3000)
+            .map(|i| blob_response(i, vec![i as u8; 60]))
+            .collect();
+        for f in &frames {
+            batch.encode(f).unwrap();
         }
         drop(batch);
         let mut reader = SpecReader::new(lz4);
         reader.feed(&wire);
-        assert_eq!(reader.envelopes.len(), 500);
-        assert_eq!(reader.segments, 1, "lz4={lz4}");
+        assert_eq!(reader.envelopes.len(), 3000);
+        let lens: Vec<_> = frames.iter().map(|f| plain_envelope(f).len()).collect();
+        let max = if lz4 {
+            MAX_LZ4_SEGMENT_PAYLOAD
+        } else {
+            MAX_SEGMENT_PAYLOAD
+        };
+        // ~250 KB of envelopes: two full segments and a partial one.
+        assert_eq!(reader.segments, greedy_segments(&lens, max), "lz4={lz4}");
+        assert_eq!(reader.segments, 3, "lz4={lz4}");
     }
 }
 
