@@ -16,7 +16,18 @@ use crate::frame::{
     ResponseFrame, FLAG_COMPRESSION, HEADER_LEN, RESPONSE_BIT,
 };
 use crate::result::{RowsMetadata, RowsWriter};
-use crate::segment::{decode_segment, write_envelope_segments, MAX_SEGMENT_PAYLOAD};
+use crate::segment::{
+    decode_segment, max_segment_payload, write_envelope_segments, write_segment,
+    MAX_SEGMENT_PAYLOAD,
+};
+
+/// v5: envelopes up to this size share self-contained segments; larger ones get their own.
+/// The Python driver (3.30) takes one envelope out of its reassembly buffer per segment it
+/// reads while a partial segment is pending, and copies the rest of that buffer each time:
+/// packing large envelopes lets megabytes pile up there for a slow reader and stalls it,
+/// while packing small ones is what keeps segment headers (which it cannot survive being
+/// split by a TCP read) rare.
+pub const SHARED_SEGMENT_MAX_ENVELOPE_BYTES: usize = 4 * 1024;
 
 /// Cassandra 5.0's default `native_transport_max_frame_size`.
 pub const DEFAULT_MAX_FRAME_SIZE_BYTES: usize = 16 * 1024 * 1024;
@@ -29,8 +40,11 @@ struct Framing {
     segments: bool,
     /// v5: segment payload bytes not yet consumed as envelopes.
     reassembly: BytesMut,
-    /// Envelope bytes being built before compression / segmentation.
+    /// Envelope bytes being built before v3/v4 body compression.
     scratch: BytesMut,
+    /// v5 outbound: whole envelopes gathered for the next self-contained segment. Empty
+    /// whenever no [`ResponseBatch`] is alive: every public encode closes it before returning.
+    open_segment: BytesMut,
     failed: bool,
     /// Incoming envelopes must carry this direction bit.
     incoming_is_response: bool,
@@ -44,6 +58,7 @@ impl Framing {
             segments: false,
             reassembly: BytesMut::new(),
             scratch: BytesMut::new(),
+            open_segment: BytesMut::new(),
             failed: false,
             incoming_is_response,
         }
@@ -160,46 +175,85 @@ impl Framing {
             .map_err(|k| DecodeError::body(k, h.stream, h.version))
     }
 
+    fn lz4_segments(&self) -> bool {
+        self.compression == Some(Compression::Lz4)
+    }
+
     /// Writes one envelope whose body is produced by `write_body`, applying compression or
-    /// segmentation. Without either, the body is written straight into `out`.
+    /// segmentation. Without either, the body is written straight into `out`. In v5 the
+    /// envelope joins the open segment; [`Framing::close_segment`] must follow before `out`
+    /// is sent.
     fn encode_with(
         &mut self,
         mut header: FrameHeader,
         out: &mut BytesMut,
         write_body: impl FnOnce(&mut BytesMut) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
-        let compress = match self.compression {
-            Some(c) if !self.segments && header.version < 5 && header.version >= 3 => Some(c),
-            _ => None,
-        };
-        if compress.is_none() && !self.segments {
-            return write_envelope(header, out, write_body);
+        if self.segments {
+            return self.gather_envelope(header, out, write_body);
         }
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        let r = (|| {
-            if let Some(c) = compress {
-                let mut plain = BytesMut::new();
-                write_body(&mut plain)?;
-                header.flags |= FLAG_COMPRESSION;
-                write_envelope(header, &mut scratch, |b| {
-                    compress_body(c, &plain, b).map_err(EncodeError::Invalid)
-                })?;
-            } else {
-                write_envelope(header, &mut scratch, write_body)?;
-            }
-            if self.segments {
-                write_envelope_segments(out, &scratch, self.compression == Some(Compression::Lz4));
-            } else {
-                out.extend_from_slice(&scratch);
-            }
-            Ok(())
-        })();
+        let Some(c) = self
+            .compression
+            .filter(|_| (3..5).contains(&header.version))
+        else {
+            return write_envelope(header, out, write_body);
+        };
+        let mut plain = std::mem::take(&mut self.scratch);
+        plain.clear();
+        let r = write_body(&mut plain).and_then(|()| {
+            header.flags |= FLAG_COMPRESSION;
+            write_envelope(header, out, |b| {
+                compress_body(c, &plain, b).map_err(EncodeError::Invalid)
+            })
+        });
         // Keep the scratch allocation for the next frame unless one huge frame inflated it.
-        if scratch.capacity() <= 1 << 20 {
-            self.scratch = scratch;
+        if plain.capacity() <= 1 << 20 {
+            self.scratch = plain;
         }
         r
+    }
+
+    /// Adds one envelope to the open self-contained segment, as Cassandra's v5 encoder packs
+    /// envelopes: segments close only when full or when the batch ends, so a burst of small
+    /// responses carries one segment boundary per ~128 KiB rather than one per response.
+    /// That matters beyond overhead: the Python driver (3.30) drops a segment header that a
+    /// TCP read splits, so every boundary is a chance to lose the connection. An envelope over
+    /// [`SHARED_SEGMENT_MAX_ENVELOPE_BYTES`] closes the open segment and goes out alone (in
+    /// non-self-contained segments if it does not fit one).
+    fn gather_envelope(
+        &mut self,
+        header: FrameHeader,
+        out: &mut BytesMut,
+        write_body: impl FnOnce(&mut BytesMut) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let max = max_segment_payload(self.lz4_segments());
+        let mark = self.open_segment.len();
+        // On error write_envelope truncates back to `mark`: the open segment stays whole.
+        write_envelope(header, &mut self.open_segment, write_body)?;
+        let envelope_len = self.open_segment.len() - mark;
+        if envelope_len <= SHARED_SEGMENT_MAX_ENVELOPE_BYTES && self.open_segment.len() <= max {
+            return Ok(());
+        }
+        let envelope = self.open_segment.split_off(mark);
+        self.close_segment(out);
+        if envelope.len() <= SHARED_SEGMENT_MAX_ENVELOPE_BYTES {
+            self.open_segment = envelope;
+        } else {
+            write_envelope_segments(out, &envelope, self.lz4_segments());
+        }
+        Ok(())
+    }
+
+    /// Writes the open segment (if any) to `out`.
+    fn close_segment(&mut self, out: &mut BytesMut) {
+        if self.open_segment.is_empty() {
+            return;
+        }
+        write_segment(out, &self.open_segment, true, self.lz4_segments());
+        self.open_segment.clear();
+        if self.open_segment.capacity() > 1 << 20 {
+            self.open_segment = BytesMut::new();
+        }
     }
 }
 
@@ -276,8 +330,25 @@ impl ServerConnectionCodec {
         Ok(Some(frame))
     }
 
-    /// Appends one response (compressed / segmented as negotiated).
+    /// Appends one response (compressed / segmented as negotiated). To send many responses
+    /// in one write, encode them through [`ServerConnectionCodec::batch`] instead: in v5 they
+    /// then share segments.
     pub fn encode(&mut self, frame: &ResponseFrame, out: &mut BytesMut) -> Result<(), EncodeError> {
+        self.batch(out).encode(frame)
+    }
+
+    /// A batch of responses appended to `out`. In v5 they are packed into shared
+    /// self-contained segments; the last one is closed when the batch is dropped, so `out`
+    /// is whole once the batch is gone.
+    pub fn batch<'a>(&'a mut self, out: &'a mut BytesMut) -> ResponseBatch<'a> {
+        ResponseBatch { codec: self, out }
+    }
+
+    fn encode_open(
+        &mut self,
+        frame: &ResponseFrame,
+        out: &mut BytesMut,
+    ) -> Result<(), EncodeError> {
         let header = response_header(
             frame.version,
             frame.stream,
@@ -301,11 +372,13 @@ impl ServerConnectionCodec {
         fill: impl FnOnce(&mut RowsWriter<'_>) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         let header = response_header(version, stream, 0, Opcode::Result);
-        self.framing.encode_with(header, out, |b| {
+        let r = self.framing.encode_with(header, out, |b| {
             let mut w = RowsWriter::begin(b, version, metadata)?;
             fill(&mut w)?;
             w.finish().map(|_| ())
-        })
+        });
+        self.framing.close_segment(out);
+        r
     }
 
     /// Appends a response whose body (including any tracing/warning/payload prefix matching
@@ -320,7 +393,9 @@ impl ServerConnectionCodec {
         write_body: impl FnOnce(&mut BytesMut) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         let header = response_header(version, stream, flags & !FLAG_COMPRESSION, opcode);
-        self.framing.encode_with(header, out, write_body)
+        let r = self.framing.encode_with(header, out, write_body);
+        self.framing.close_segment(out);
+        r
     }
 
     /// Appends the PROTOCOL_ERROR answer for a decode failure in the framing the client can
@@ -332,6 +407,14 @@ impl ServerConnectionCodec {
         err: &DecodeError,
         out: &mut BytesMut,
     ) -> Result<(), EncodeError> {
+        self.batch(out).encode_decode_error(err)
+    }
+
+    fn encode_decode_error_open(
+        &mut self,
+        err: &DecodeError,
+        out: &mut BytesMut,
+    ) -> Result<(), EncodeError> {
         let plain = matches!(
             err.kind,
             DecodeErrorKind::UnsupportedVersion(_) | DecodeErrorKind::WrongDirection
@@ -339,18 +422,21 @@ impl ServerConnectionCodec {
         match err.to_error_frame() {
             None => Ok(()),
             Some(_) if plain => encode_fatal_error(err, out),
-            Some(frame) => self.encode(&frame, out),
+            Some(frame) => self.encode_open(&frame, out),
         }
     }
 
     /// Sets body compression (after STARTUP asked for it and READY was written). In v5 only
     /// lz4 applies, and only to segments; the server must refuse snappy for v5 at STARTUP.
     pub fn set_compression(&mut self, c: Option<Compression>) {
+        debug_assert!(self.framing.open_segment.is_empty());
         self.framing.compression = c;
     }
 
-    /// Switches both directions to v5 segments; call right after writing READY/AUTH_SUCCESS.
+    /// Switches both directions to v5 segments; call right after writing READY/AUTH_SUCCESS
+    /// (and sending everything encoded before it, which stays in the old framing).
     pub fn enable_segments(&mut self) {
+        debug_assert!(self.framing.open_segment.is_empty());
         self.framing.segments = true;
     }
 
@@ -372,6 +458,37 @@ impl ServerConnectionCodec {
     /// The configured maximum envelope body size.
     pub fn max_frame_size_bytes(&self) -> usize {
         self.framing.max_frame_size_bytes
+    }
+}
+
+/// Responses being appended to one output buffer; see [`ServerConnectionCodec::batch`].
+#[derive(Debug)]
+pub struct ResponseBatch<'a> {
+    codec: &'a mut ServerConnectionCodec,
+    out: &'a mut BytesMut,
+}
+
+impl ResponseBatch<'_> {
+    /// Appends one response.
+    pub fn encode(&mut self, frame: &ResponseFrame) -> Result<(), EncodeError> {
+        self.codec.encode_open(frame, self.out)
+    }
+
+    /// Appends the answer to a decode failure, as
+    /// [`ServerConnectionCodec::encode_decode_error`] does.
+    pub fn encode_decode_error(&mut self, err: &DecodeError) -> Result<(), EncodeError> {
+        self.codec.encode_decode_error_open(err, self.out)
+    }
+
+    /// Bytes encoded so far, including those waiting in the open segment.
+    pub fn len_bytes(&self) -> usize {
+        self.out.len() + self.codec.framing.open_segment.len()
+    }
+}
+
+impl Drop for ResponseBatch<'_> {
+    fn drop(&mut self) {
+        self.codec.framing.close_segment(self.out);
     }
 }
 
@@ -410,8 +527,13 @@ impl ClientConnectionCodec {
             opcode: frame.request.opcode() as u8,
             body_len: 0,
         };
-        self.framing
-            .encode_with(header, out, |b| frame.write_body(b))
+        // Requests go out one segment each (as the Python driver sends them): a client
+        // codec has no batch to close, so the segment closes here.
+        let r = self
+            .framing
+            .encode_with(header, out, |b| frame.write_body(b));
+        self.framing.close_segment(out);
+        r
     }
 
     /// Consumes one whole response from `buf`. `Ok(None)`: need more bytes.

@@ -52,7 +52,8 @@ mod segment;
 mod types;
 
 pub use codec::{
-    encode_fatal_error, ClientConnectionCodec, ServerConnectionCodec, DEFAULT_MAX_FRAME_SIZE_BYTES,
+    encode_fatal_error, ClientConnectionCodec, ResponseBatch, ServerConnectionCodec,
+    DEFAULT_MAX_FRAME_SIZE_BYTES, SHARED_SEGMENT_MAX_ENVELOPE_BYTES,
 };
 pub use compression::Compression;
 pub use error::{DecodeError, DecodeErrorKind, EncodeError, WireError};
@@ -77,7 +78,7 @@ pub use result::{
     ColumnSpec, Prepared, PreparedMetadata, ResultBody, Rows, RowsMetadata, RowsWriter, TableSpec,
 };
 pub use segment::{
-    crc24, crc32, decode_segment, write_envelope_segments, write_segment, Segment,
-    MAX_SEGMENT_PAYLOAD,
+    crc24, crc32, decode_segment, max_segment_payload, write_envelope_segments, write_segment,
+    Segment, MAX_LZ4_SEGMENT_PAYLOAD, MAX_SEGMENT_PAYLOAD,
 };
 pub use types::{read_type, write_type, Consistency, Value, MAX_TYPE_DEPTH};

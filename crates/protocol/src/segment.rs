@@ -9,6 +9,12 @@
 //! means the payload was stored uncompressed (it did not shrink).
 //! A self-contained segment holds one or more whole envelopes; a larger envelope is split over
 //! consecutive non-self-contained segments. Payloads are at most 128 KiB - 1.
+//!
+//! Helenus writes lz4 segments always compressed, never with the `uncompressed_len == 0`
+//! fallback Cassandra uses when a payload does not shrink: the Python driver (3.30) sizes such
+//! a segment as if its header were the 3-byte uncompressed one, so a read that ends in the
+//! segment's last two bytes fails inside the driver. Uncompressed lz4 payloads are therefore
+//! capped at [`MAX_LZ4_SEGMENT_PAYLOAD`], whose worst-case lz4 output still fits 17 bits.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -17,6 +23,20 @@ use crate::error::DecodeErrorKind;
 
 /// Largest segment payload (17-bit length).
 pub const MAX_SEGMENT_PAYLOAD: usize = (1 << 17) - 1;
+/// Largest uncompressed payload Helenus puts in one lz4 segment: lz4's worst case for `n`
+/// incompressible bytes is `n + n / 255 + 16`, which for 127 KiB is 130,574 <= 131,071.
+pub const MAX_LZ4_SEGMENT_PAYLOAD: usize = 127 * 1024;
+const _: () =
+    assert!(MAX_LZ4_SEGMENT_PAYLOAD + MAX_LZ4_SEGMENT_PAYLOAD / 255 + 16 <= MAX_SEGMENT_PAYLOAD);
+
+/// The largest payload the writer puts in one segment of this kind.
+pub fn max_segment_payload(lz4: bool) -> usize {
+    if lz4 {
+        MAX_LZ4_SEGMENT_PAYLOAD
+    } else {
+        MAX_SEGMENT_PAYLOAD
+    }
+}
 const CRC24_INIT: u32 = 0x875060;
 const CRC24_POLY: u32 = 0x1974F0B;
 /// Cassandra primes its CRC32 with these bytes so an all-zero segment does not checksum to 0.
@@ -59,16 +79,20 @@ fn get_le(b: &[u8]) -> u64 {
         .fold(0u64, |acc, x| (acc << 8) | u64::from(*x))
 }
 
-/// Appends one segment holding `payload` (at most [`MAX_SEGMENT_PAYLOAD`] bytes).
+/// Appends one segment holding `payload` (at most [`MAX_SEGMENT_PAYLOAD`] bytes; lz4 payloads
+/// up to [`MAX_LZ4_SEGMENT_PAYLOAD`] always go out compressed, see the module comment).
 pub fn write_segment(out: &mut BytesMut, payload: &[u8], self_contained: bool, lz4: bool) {
     debug_assert!(payload.len() <= MAX_SEGMENT_PAYLOAD);
     let sc = u64::from(self_contained);
     if lz4 {
         let compressed = lz4_flex::block::compress(payload);
-        let (body, uncompressed_len): (&[u8], usize) = if compressed.len() < payload.len() {
-            (&compressed, payload.len())
-        } else {
+        // The stored fallback is only for an empty payload (nothing to decompress) or one
+        // too large for its lz4 form to fit the 17-bit length, which this crate never writes.
+        let store = payload.is_empty() || compressed.len() > MAX_SEGMENT_PAYLOAD;
+        let (body, uncompressed_len): (&[u8], usize) = if store {
             (payload, 0)
+        } else {
+            (&compressed, payload.len())
         };
         let header = body.len() as u64 | ((uncompressed_len as u64) << 17) | (sc << 34);
         put_le(out, header, 5);
@@ -85,13 +109,14 @@ pub fn write_segment(out: &mut BytesMut, payload: &[u8], self_contained: bool, l
 }
 
 /// Appends one envelope as segments: one self-contained segment if it fits, otherwise
-/// consecutive non-self-contained segments of at most [`MAX_SEGMENT_PAYLOAD`] bytes.
+/// consecutive non-self-contained segments of at most [`max_segment_payload`] bytes.
 pub fn write_envelope_segments(out: &mut BytesMut, envelope: &[u8], lz4: bool) {
-    if envelope.len() <= MAX_SEGMENT_PAYLOAD {
+    let max = max_segment_payload(lz4);
+    if envelope.len() <= max {
         write_segment(out, envelope, true, lz4);
         return;
     }
-    for chunk in envelope.chunks(MAX_SEGMENT_PAYLOAD) {
+    for chunk in envelope.chunks(max) {
         write_segment(out, chunk, false, lz4);
     }
 }

@@ -16,6 +16,8 @@ const MAX_IN_FLIGHT_PER_CONNECTION: usize = 2048;
 /// Responses queued for the writer of one connection.
 const WRITE_QUEUE_DEPTH: usize = 4096;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// Encoded responses gathered before one write syscall.
+const WRITE_BATCH_BYTES: usize = 256 * 1024;
 
 /// What the writer must change after writing a frame (compression and v5 framing start after the
 /// STARTUP exchange, exactly at a frame boundary).
@@ -32,8 +34,9 @@ enum AfterWrite {
 struct Outgoing {
     frame: proto::ResponseFrame,
     after: AfterWrite,
-    /// Already-encoded bytes to send instead of `frame` (fatal errors).
-    raw: Option<BytesMut>,
+    /// A decode failure to answer instead of `frame`: the writer's codec knows the framing
+    /// the client expects (plain before the STARTUP exchange, segments after it in v5).
+    decode_error: Option<proto::DecodeError>,
 }
 
 pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
@@ -99,21 +102,14 @@ async fn serve_connection(
                     let Some(response) = e.to_error_frame() else {
                         break 'read;
                     };
-                    let out = if fatal {
-                        // Answered in plain framing (the client may not speak what we negotiated).
-                        let mut raw = BytesMut::new();
-                        let _ = proto::encode_fatal_error(&e, &mut raw);
-                        Outgoing {
-                            frame: response,
-                            after: AfterWrite::Close,
-                            raw: Some(raw),
-                        }
-                    } else {
-                        Outgoing {
-                            frame: response,
-                            after: AfterWrite::Nothing,
-                            raw: None,
-                        }
+                    let out = Outgoing {
+                        frame: response,
+                        after: if fatal {
+                            AfterWrite::Close
+                        } else {
+                            AfterWrite::Nothing
+                        },
+                        decode_error: Some(e),
                     };
                     if tx.send(out).await.is_err() || fatal {
                         break 'read;
@@ -141,7 +137,7 @@ async fn serve_connection(
                     .send(Outgoing {
                         frame: out,
                         after: AfterWrite::Close,
-                        raw: None,
+                        decode_error: None,
                     })
                     .await;
                 break 'read;
@@ -194,7 +190,7 @@ async fn serve_connection(
                         .send(Outgoing {
                             frame: out,
                             after,
-                            raw: None,
+                            decode_error: None,
                         })
                         .await
                         .is_err()
@@ -215,7 +211,7 @@ async fn serve_connection(
                         .send(Outgoing {
                             frame: out,
                             after: AfterWrite::Nothing,
-                            raw: None,
+                            decode_error: None,
                         })
                         .await
                         .is_err()
@@ -261,7 +257,7 @@ async fn serve_connection(
                             .send(Outgoing {
                                 frame: out,
                                 after: AfterWrite::Nothing,
-                                raw: None,
+                                decode_error: None,
                             })
                             .await;
                     });
@@ -304,7 +300,7 @@ fn spawn_event_forwarder(
                         .send(Outgoing {
                             frame,
                             after: AfterWrite::Nothing,
-                            raw: None,
+                            decode_error: None,
                         })
                         .await
                         .is_err()
@@ -328,64 +324,76 @@ async fn write_loop(
     let mut codec = proto::ServerConnectionCodec::new(max_frame);
     let mut out = BytesMut::with_capacity(64 * 1024);
     while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        let mut close = false;
-        while let Some(item) = next.take() {
-            match &item.raw {
-                Some(raw) => out.extend_from_slice(raw),
-                None => {
-                    if let Err(e) = codec.encode(&item.frame, &mut out) {
-                        tracing::warn!("cannot encode a response: {e}");
-                        let body = proto::ErrorBody::new(
-                            proto::ErrorCode::SERVER,
-                            format!("cannot encode the response: {e}"),
-                        );
-                        let fallback = proto::ResponseFrame::new(
-                            item.frame.version,
-                            item.frame.stream,
-                            proto::Response::Error(body),
-                        );
-                        let _ = codec.encode(&fallback, &mut out);
-                    }
-                }
-            }
-            match item.after {
-                AfterWrite::Nothing => {}
-                AfterWrite::Negotiated {
-                    compression,
-                    segments,
-                } => {
-                    // Frames encoded so far go out in the old format; flush them before switching.
-                    if writer.write_all(&out).await.is_err() {
-                        return;
-                    }
-                    out.clear();
-                    codec.set_compression(compression);
-                    if segments {
-                        codec.enable_segments();
-                    }
-                }
-                AfterWrite::Close => {
-                    close = true;
-                    break;
-                }
-            }
-            if out.len() > 256 * 1024 {
-                break;
-            }
-            next = rx.try_recv().ok();
-        }
+        // Let responses completing alongside this one join its batch: in v5 they then share
+        // a segment and a syscall instead of each paying for its own.
+        tokio::task::yield_now().await;
+        let after = encode_queued(&mut codec, first, &mut rx, &mut out);
+        // `out` is whole here: the batch closed its last segment when encode_queued returned.
         if !out.is_empty() {
             if writer.write_all(&out).await.is_err() {
                 return;
             }
             out.clear();
         }
-        if close {
-            let _ = writer.shutdown().await;
-            return;
+        match after {
+            AfterWrite::Nothing => {}
+            // Everything before this point went out in the old framing; what follows uses
+            // the negotiated one, so the switch sits exactly at the READY boundary.
+            AfterWrite::Negotiated {
+                compression,
+                segments,
+            } => {
+                codec.set_compression(compression);
+                if segments {
+                    codec.enable_segments();
+                }
+            }
+            AfterWrite::Close => {
+                let _ = writer.shutdown().await;
+                return;
+            }
         }
     }
+}
+
+/// Encodes `first` and whatever else is queued into `out` (one batch: in v5 the responses
+/// share segments), stopping at [`WRITE_BATCH_BYTES`] or at a response after which the
+/// framing changes or the connection closes; returns what must happen after the write.
+fn encode_queued(
+    codec: &mut proto::ServerConnectionCodec,
+    first: Outgoing,
+    rx: &mut mpsc::Receiver<Outgoing>,
+    out: &mut BytesMut,
+) -> AfterWrite {
+    let mut batch = codec.batch(out);
+    let mut next = Some(first);
+    while let Some(item) = next.take() {
+        let encoded = match &item.decode_error {
+            Some(e) => batch.encode_decode_error(e),
+            None => batch.encode(&item.frame),
+        };
+        if let Err(e) = encoded {
+            tracing::warn!("cannot encode a response: {e}");
+            let body = proto::ErrorBody::new(
+                proto::ErrorCode::SERVER,
+                format!("cannot encode the response: {e}"),
+            );
+            let fallback = proto::ResponseFrame::new(
+                item.frame.version,
+                item.frame.stream,
+                proto::Response::Error(body),
+            );
+            let _ = batch.encode(&fallback);
+        }
+        if !matches!(item.after, AfterWrite::Nothing) {
+            return item.after;
+        }
+        if batch.len_bytes() > WRITE_BATCH_BYTES {
+            break;
+        }
+        next = rx.try_recv().ok();
+    }
+    AfterWrite::Nothing
 }
 
 fn request_name(r: &proto::Request) -> &'static str {
