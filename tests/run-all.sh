@@ -26,6 +26,9 @@ step() {  # step NAME TIMEOUT_S CMD...
   fi
 }
 
+step "cargo fmt --check" 300 cargo fmt --all -- --check
+# [workspace.lints] denies unwrap/expect/panic outside tests; clippy enforces it with the rest.
+step "cargo clippy" 1800 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 step "build (release)" 2400 cargo build --release --locked --bin helenus || true
 BIN="$CARGO_TARGET_DIR/release/helenus"
 step "cargo test" 1800 cargo test --release --locked --workspace

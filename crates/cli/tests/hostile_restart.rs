@@ -2,6 +2,7 @@
 //! tests/clients/hostile against a shared node): a table the node accepted must load again after
 //! a restart, and security settings Helenus cannot honour must stop the node at start.
 //! Nodes here use only 127.0.0.70-79.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
 
 use bytes::{Bytes, BytesMut};
 use helenus_protocol as proto;

@@ -1,6 +1,7 @@
 //! Micro-benchmark: decode of a typical EXECUTE frame and encode of a 100-row RESULT.
 //! Plain `main` (no criterion); prints ns/op as one JSON object.
 //! Run: `cargo bench -p helenus-protocol --bench codec`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
 
 use std::hint::black_box;
 use std::time::Instant;

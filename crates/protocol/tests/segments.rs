@@ -4,6 +4,7 @@
 //! random TCP read chunkings; and the reverse, segments built here in every legal shape
 //! (stored, compressed, compressed-but-larger, envelopes spanning segments) decoded by the
 //! server codec. Seeded, so a failure names the seed that reproduces it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
 
 use bytes::{Bytes, BytesMut};
 use helenus_protocol::{

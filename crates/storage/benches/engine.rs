@@ -1,6 +1,7 @@
 //! Storage engine benchmark (std::time, JSON on stdout). Default run is short (~100k rows);
 //! `HELENUS_BENCH_ROWS=1000000 cargo bench -p helenus-storage --bench engine` gives the 1M-row
 //! on-disk figure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
 
 use bytes::Bytes;
 use helenus_storage::*;

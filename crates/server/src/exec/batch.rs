@@ -105,10 +105,9 @@ fn data_size(m: &st::Mutation) -> u64 {
                     st::CellOp::CounterAdd(_) => 8,
                     st::CellOp::Delete | st::CellOp::DeleteComplex => 0,
                 };
-                if c.path.is_some() || matches!(c.op, st::CellOp::DeleteComplex) {
-                    if !complex_columns.contains(&c.column) {
-                        complex_columns.push(c.column);
-                    }
+                let complex = c.path.is_some() || matches!(c.op, st::CellOp::DeleteComplex);
+                if complex && !complex_columns.contains(&c.column) {
+                    complex_columns.push(c.column);
                 }
                 let path = c.path.as_ref().map_or(0, |p| p.len() as u64);
                 CELL_OVERHEAD + value + path
