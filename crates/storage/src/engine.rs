@@ -43,6 +43,9 @@ pub(crate) struct TableCounters {
     /// SSTables a single-partition read did not visit thanks to the max-timestamp
     /// short-circuit (read_shortcut.rs), counting only those whose bloom filter said maybe.
     pub sstables_skipped_by_timestamp: AtomicU64,
+    /// Rows (live or deleted) merged from memtables and SSTables by reads, before deletions,
+    /// TTLs and limits apply: what reads cost in rows, whatever they return.
+    pub rows_merged: AtomicU64,
 }
 
 /// One table's state.
@@ -614,12 +617,13 @@ impl Engine {
                 return Ok(());
             };
             for (token, key) in keys {
-                if let Some(p) = self.merged_partition(t, token, &key, Some(ranges))? {
-                    if let Some(d) = partition::live_partition(&p, q, layout, limits) {
-                        out.partitions.push(d);
-                        if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
-                            return Ok(());
-                        }
+                // Read as a single partition is, so a row limit bounds what is read of a huge
+                // partition, not only what is returned (a page stops inside it and the next
+                // page resumes there).
+                if let Some(d) = self.read_single(t, token, &key, ranges, q, layout, limits)? {
+                    out.partitions.push(d);
+                    if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
+                        return Ok(());
                     }
                 }
             }

@@ -84,10 +84,29 @@ impl Engine {
             Some(a) => a.merge(p),
             None => *acc = Some(p),
         };
+        let mut frontier: Option<CKey> = None;
+        let tighten = |frontier: &mut Option<CKey>, edge: Option<CKey>| {
+            let Some(edge) = edge else { return };
+            let tighter = match &*frontier {
+                None => true,
+                Some(f) if reversed => edge > *f,
+                Some(f) => edge < *f,
+            };
+            if tighter {
+                *frontier = Some(edge);
+            }
+        };
         let current = t.memtable.read().clone();
         let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
         for mt in std::iter::once(&current).chain(flushing.iter()) {
-            if let Some(p) = mt.with_partition(token, key, |p| restrict(p, ranges)) {
+            let copied = mt.with_partition(token, key, |p| match ranges {
+                // Only the rows the read may use are copied: a page of a huge memtable
+                // partition costs its own size, not the size of what follows it.
+                Some(r) => restrict_upto(p, r, reversed, allowance),
+                None => (restrict(p, None), None),
+            });
+            if let Some((p, edge)) = copied {
+                tighten(&mut frontier, edge);
                 add(&mut acc, p);
             }
         }
@@ -99,7 +118,6 @@ impl Engine {
         );
         shortcut.order(&mut sstables);
         let mut touched = 0u64;
-        let mut frontier: Option<CKey> = None;
         for (n, s) in sstables.iter().enumerate() {
             if matches!(ranges, Some(r) if !s.may_have_rows_in(r)) {
                 continue;
@@ -121,16 +139,7 @@ impl Engine {
                 Some(r) => {
                     let (p, edge) =
                         s.read_partition_sliced_upto(&e, r, reversed, allowance, cache)?;
-                    if let Some(edge) = edge {
-                        let tighter = match &frontier {
-                            None => true,
-                            Some(f) if reversed => edge > *f,
-                            Some(f) => edge < *f,
-                        };
-                        if tighter {
-                            frontier = Some(edge);
-                        }
-                    }
+                    tighten(&mut frontier, edge);
                     p
                 }
                 None => s.read_partition_at(&e, cache)?,
@@ -140,6 +149,49 @@ impl Engine {
         t.counters
             .max_sstables_per_read
             .fetch_max(touched, Ordering::Relaxed);
+        let merged = acc.as_ref().map_or(0, |p| p.rows.len() as u64);
+        t.counters.rows_merged.fetch_add(merged, Ordering::Relaxed);
         Ok((acc, frontier))
     }
+}
+
+/// `restrict` that copies at most `allowance` rows, taken in the read's order, and returns the
+/// clustering up to which the copy is complete when rows were left out (as an SSTable's
+/// `read_partition_sliced_upto` does). Deletions and the static row are always kept.
+pub(crate) fn restrict_upto(
+    p: &Partition,
+    ranges: &[(CKey, CKey)],
+    reversed: bool,
+    allowance: usize,
+) -> (Partition, Option<CKey>) {
+    if allowance == usize::MAX {
+        return (restrict(p, Some(ranges)), None);
+    }
+    let mut out = Partition::new(p.key.clone(), p.token);
+    out.deletion = p.deletion;
+    out.range_tombstones = p.range_tombstones.clone();
+    out.static_row = p.static_row.clone();
+    let mut ordered: Vec<&(CKey, CKey)> = ranges.iter().filter(|(s, e)| s <= e).collect();
+    ordered.sort_by(|a, b| a.0.cmp(&b.0));
+    if reversed {
+        ordered.reverse();
+    }
+    let mut last: Option<&CKey> = None;
+    for (s, e) in ordered {
+        let it = p.rows.range(s.clone()..=e.clone());
+        let it: Box<dyn Iterator<Item = _>> = if reversed {
+            Box::new(it.rev())
+        } else {
+            Box::new(it)
+        };
+        for (k, r) in it {
+            if out.rows.len() >= allowance {
+                // A row is left out: the copy is complete only up to the last one taken.
+                return (out, last.cloned());
+            }
+            out.rows.insert(k.clone(), r.clone());
+            last = Some(k);
+        }
+    }
+    (out, None)
 }
