@@ -119,7 +119,11 @@ impl Engine {
         shortcut.order(&mut sstables);
         let mut touched = 0u64;
         for (n, s) in sstables.iter().enumerate() {
-            if matches!(ranges, Some(r) if !s.may_have_rows_in(r)) {
+            // Rows past the frontier are cut from the result, so no source reads them: a
+            // huge partition spread over SSTables costs one allowance, not one per SSTable.
+            let clipped = ranges.map(|r| clip(r, frontier.as_ref(), reversed));
+            let ranges = clipped.as_deref();
+            if matches!(ranges, Some(r) if r.is_empty() || !s.may_have_rows_in(r)) {
                 continue;
             }
             if matches!(&acc, Some(a) if shortcut.covers(a, s.stats.max_timestamp_us)) {
@@ -194,4 +198,22 @@ pub(crate) fn restrict_upto(
         }
     }
     (out, None)
+}
+
+/// `ranges` cut at `frontier` (inclusive) in the read's direction.
+fn clip(ranges: &[(CKey, CKey)], frontier: Option<&CKey>, reversed: bool) -> Vec<(CKey, CKey)> {
+    let Some(f) = frontier else {
+        return ranges.to_vec();
+    };
+    ranges
+        .iter()
+        .filter_map(|(s, e)| {
+            let (s, e) = if reversed {
+                (s.clone().max(f.clone()), e.clone())
+            } else {
+                (s.clone(), e.clone().min(f.clone()))
+            };
+            (s <= e).then_some((s, e))
+        })
+        .collect()
 }
