@@ -281,14 +281,19 @@ impl<'a> RowSource<'a> {
     /// (the read may have stopped inside it). Rows are counted as storage counts them: a
     /// partition with only static data counts one.
     fn cut_at(&self, result: &st::ReadResult) -> Option<(i64, Bytes, Vec<Bytes>)> {
-        let limit = self.row_hint?;
-        let used: usize = result.partitions.iter().map(|p| p.rows.len().max(1)).sum();
-        if used < limit {
+        if !self.used_row_limit(result) {
             return None;
         }
         let last = result.partitions.last()?;
         let row = last.rows.last()?;
         Some((last.token, last.key.clone(), row.clustering.clone()))
+    }
+
+    /// Whether a read returned as many rows as its limit: partitions may follow it even when
+    /// it returned fewer partitions than asked for.
+    fn used_row_limit(&self, result: &st::ReadResult) -> bool {
+        let used: usize = result.partitions.iter().map(|p| p.rows.len().max(1)).sum();
+        self.row_hint.is_some_and(|limit| used >= limit)
     }
 
     /// The CQL rows of a storage read's partitions.
@@ -420,6 +425,7 @@ impl<'a> RowSource<'a> {
             .read(*t.id.as_bytes(), &q)
             .map_err(storage_err)?;
         self.inside = self.cut_at(&result);
+        let cut = self.used_row_limit(&result);
         let n = result.partitions.len();
         if let Mode::Range {
             next_start, done, ..
@@ -430,7 +436,7 @@ impl<'a> RowSource<'a> {
             }
             // A read cut by the row limit may have left rows of its last partition (read next
             // through `inside`) and partitions after it.
-            if n < RANGE_BATCH_PARTITIONS && self.inside.is_none() {
+            if n < RANGE_BATCH_PARTITIONS && !cut {
                 *done = true;
             }
         }
