@@ -12,11 +12,14 @@ use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::{self, Limits, Partition, TableLayout};
 use crate::read_shortcut::Shortcut;
-use crate::sstable::SSTableReader;
+use crate::sstable::{IndexEntry, SSTableReader};
 use crate::types::{PartitionData, ReadQuery};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// An SSTable that holds a partition, with the partition's index entry when already known.
+pub(crate) type Located = (Arc<SSTableReader>, Option<Arc<IndexEntry>>);
 
 /// Rows per SSTable read beyond the limit on the first attempt (tombstones and expired rows
 /// take up room), and the factor by which a retry grows the allowance.
@@ -35,12 +38,20 @@ impl Engine {
         q: &ReadQuery,
         layout: &TableLayout,
         limits: &mut Limits,
+        located: Option<&[Located]>,
     ) -> Result<Option<PartitionData>, StorageError> {
         let want = limits.rows_left.min(limits.per_partition);
         let mut allowance = want.saturating_add(FIRST_EXTRA_ROWS);
         loop {
-            let (merged, frontier) =
-                self.merged_partition_upto(t, token, key, Some(ranges), q.reversed, allowance)?;
+            let (merged, frontier) = self.merged_partition_upto(
+                t,
+                token,
+                key,
+                Some(ranges),
+                q.reversed,
+                allowance,
+                located,
+            )?;
             let Some(mut p) = merged else {
                 return Ok(None);
             };
@@ -69,7 +80,10 @@ impl Engine {
     /// SSTables first, stopping at older ones the data so far shadows (the max-timestamp
     /// short-circuit, read_shortcut.rs); an SSTable with a row index is read only until it has
     /// given `allowance` rows of the slice. Returns the merged partition and, if an SSTable
-    /// stopped early, the clustering up to which the merge is complete.
+    /// stopped early, the clustering up to which the merge is complete. `located`: the SSTables
+    /// holding the partition with its index entries, when the caller has them already (a range
+    /// scan); otherwise every SSTable is searched.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn merged_partition_upto(
         &self,
         t: &Table,
@@ -78,6 +92,7 @@ impl Engine {
         ranges: Option<&[(CKey, CKey)]>,
         reversed: bool,
         allowance: usize,
+        located: Option<&[Located]>,
     ) -> Result<(Option<Partition>, Option<CKey>), StorageError> {
         let mut acc: Option<Partition> = None;
         let add = |acc: &mut Option<Partition>, p: Partition| match acc {
@@ -110,13 +125,30 @@ impl Engine {
                 add(&mut acc, p);
             }
         }
-        let mut sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        let sources: Vec<Located> = match located {
+            Some(l) => l.to_vec(),
+            None => t
+                .sstables
+                .read()
+                .iter()
+                .map(|s| (s.clone(), None))
+                .collect(),
+        };
+        let (mut sstables, mut entries): (Vec<Arc<SSTableReader>>, Vec<_>) =
+            sources.into_iter().unzip();
         let shortcut = Shortcut::new(
             &t.def.read(),
             ranges,
             self.read_shortcut.load(Ordering::Relaxed),
         );
-        shortcut.order(&mut sstables);
+        if located.is_some() {
+            // Newest first, as `order` sorts (entries stay beside their SSTable).
+            let mut both: Vec<_> = sstables.into_iter().zip(entries).collect();
+            both.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
+            (sstables, entries) = both.into_iter().unzip();
+        } else {
+            shortcut.order(&mut sstables);
+        }
         let mut touched = 0u64;
         for (n, s) in sstables.iter().enumerate() {
             // Rows past the frontier are cut from the result, so no source reads them: a
@@ -134,8 +166,13 @@ impl Engine {
                     .fetch_add(skipped as u64, Ordering::Relaxed);
                 break;
             }
-            let Some(e) = self.find_in_sstable(t, s, token, key)? else {
-                continue;
+            let e = match entries.get_mut(n).and_then(Option::take) {
+                Some(e) => e,
+                None if located.is_some() => continue,
+                None => match self.find_in_sstable(t, s, token, key)? {
+                    Some(e) => e,
+                    None => continue,
+                },
             };
             touched += 1;
             let cache = Some(&self.chunk_cache);

@@ -68,7 +68,8 @@ fn load(e: &Engine) {
     }
     let mut m = mutation(b"wide");
     for i in (0..WIDE_ROWS).step_by(97) {
-        m.rows.push(row(&i.to_be_bytes(), vec![set(1, 3, b"newer")]));
+        m.rows
+            .push(row(&i.to_be_bytes(), vec![set(1, 3, b"newer")]));
     }
     for i in 40_000..40_100u32 {
         m.rows.push(RowUpdate {
@@ -201,8 +202,16 @@ fn paged_range_scan_reads_bounded_rows_of_a_huge_partition_and_resumes_inside_it
             let got = scan(&e, reversed, limit);
             let want = expected(reversed);
             let distinct: BTreeSet<&(Bytes, u32)> = got.rows.iter().collect();
-            assert_eq!(distinct.len(), got.rows.len(), "no row twice (limit {limit})");
-            assert_eq!(got.rows.len(), want.len(), "limit {limit} reversed {reversed}");
+            assert_eq!(
+                distinct.len(),
+                got.rows.len(),
+                "no row twice (limit {limit})"
+            );
+            assert_eq!(
+                got.rows.len(),
+                want.len(),
+                "limit {limit} reversed {reversed}"
+            );
             assert!(got.rows == want, "limit {limit} reversed {reversed}");
             if limit > 1000 {
                 continue; // a page of 5,001 rows retried over a deleted run may read most of it

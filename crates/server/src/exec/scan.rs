@@ -268,7 +268,11 @@ impl<'a> RowSource<'a> {
         rows: &mut Vec<Row>,
     ) -> ExecResult<st::ReadResult> {
         let t = &self.plan.table;
-        let q = self.query(st::PartitionRange::Single { key, token }, None, resume_after);
+        let q = self.query(
+            st::PartitionRange::Single { key, token },
+            None,
+            resume_after,
+        );
         let result = self
             .engine()
             .read(*t.id.as_bytes(), &q)
