@@ -12,7 +12,8 @@
 # Env: ROWS (200000), PARTITIONS (350), WIDE_ROWS (100000), FETCH_SIZES (1000,5000), SCAN_LIMIT_S (300: a
 #      scan slower than this stops and is recorded as timed out), SERVERS ("helenus cassandra"),
 #      HEL_ADDR (127.0.0.60), CASS_ADDR (127.0.0.6), HEAP (Cassandra heap, 1G), HELENUS (binary),
-#      PY (python with cassandra-driver, default ~/.cache/helenus/venv/bin/python).
+#      PY (python with cassandra-driver, default ~/.cache/helenus/venv/bin/python), LABEL (names the results
+#      instead of the commit, e.g. for an older HELENUS binary).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CASS="${CASS_TOOLS:-/work/shared/cassandra}"
@@ -25,7 +26,7 @@ SERVERS="${SERVERS:-helenus cassandra}"; HEAP="${HEAP:-1G}"
 HEL_ADDR="${HEL_ADDR:-127.0.0.60}"; CASS_ADDR="${CASS_ADDR:-127.0.0.6}"
 DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 WORK="${HOME}/.cache/helenus/bench/scan-$$"
-OUT="$ROOT/bench/results"; NAME="scan-$DATE-$COMMIT"
+OUT="$ROOT/bench/results"; NAME="scan-$DATE-${LABEL:-$COMMIT}"
 mkdir -p "$WORK" "$OUT"
 log() { echo "[scan-bench $(date -u +%T)] $*" >&2; }
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
@@ -36,10 +37,10 @@ if [ ! -x "$HELENUS" ]; then
   (cd "$ROOT" && cargo build -q --release --bin helenus)
 fi
 
-HPID=""
+HPID=""; CASS_UP=""
 cleanup() {
   if [ -n "$HPID" ] && kill -0 "$HPID" 2>/dev/null; then kill -TERM "$HPID"; wait "$HPID" 2>/dev/null || true; fi
-  if [[ " $SERVERS " == *" cassandra "* ]]; then "$CASS/stop.sh" "$CASS_ADDR" "$WORK/cassandra" >&2 || true; fi
+  if [ -n "$CASS_UP" ]; then "$CASS/stop.sh" "$CASS_ADDR" "$WORK/cassandra" >&2 || true; fi
 }
 trap cleanup EXIT
 
@@ -61,9 +62,10 @@ for s in $SERVERS; do
       run_client helenus "$HEL_ADDR" "$HELENUS nodetool -h $HEL_ADDR flush bench_scan"
       kill -TERM "$HPID"; wait "$HPID" 2>/dev/null || true; HPID="" ;;
     cassandra)
+      CASS_UP=1
       HEAP="$HEAP" "$CASS/start.sh" "$CASS_ADDR" 9042 "$WORK/cassandra" >&2
       run_client cassandra "$CASS_ADDR" "$CASS/nodetool.sh $CASS_ADDR -- flush bench_scan"
-      "$CASS/stop.sh" "$CASS_ADDR" "$WORK/cassandra" >&2 || true ;;
+      "$CASS/stop.sh" "$CASS_ADDR" "$WORK/cassandra" >&2 || true; CASS_UP="" ;;
     *) log "unknown server $s"; exit 2 ;;
   esac
 done
