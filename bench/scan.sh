@@ -70,6 +70,6 @@ for s in $SERVERS; do
   esac
 done
 
-"$PY" "$ROOT/bench/scan_report.py" "$WORK" "$OUT/$NAME" "$COMMIT" "$(cut -d' ' -f1-3 /proc/loadavg)" $SERVERS
+"$PY" "$ROOT/bench/scan_report.py" "$WORK" "$OUT/$NAME" "${LABEL:-$COMMIT}" "$(cut -d' ' -f1-3 /proc/loadavg)" $SERVERS
 log "wrote $OUT/$NAME.json and .md"
 rm -rf "$WORK"
