@@ -31,6 +31,7 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
         "sstables_per_read_max": s.sstables_per_read_max,
         "index_summary_bytes": s.index_summary_bytes,
         "sstables_skipped_by_timestamp": s.sstables_skipped_by_timestamp,
+        "rows_merged_by_reads": s.rows_merged_by_reads,
     })
 }
 

@@ -185,6 +185,7 @@ impl Engine {
                 .counters
                 .sstables_skipped_by_timestamp
                 .load(Ordering::Relaxed),
+            rows_merged_by_reads: t.counters.rows_merged.load(Ordering::Relaxed),
             ..TableStats::default()
         };
         let mut uncompressed = 0u64;

@@ -44,6 +44,9 @@ pub(crate) struct TableCounters {
     /// SSTables a single-partition read did not visit thanks to the max-timestamp
     /// short-circuit (read_shortcut.rs), counting only those whose bloom filter said maybe.
     pub sstables_skipped_by_timestamp: AtomicU64,
+    /// Rows (live or deleted) merged from memtables and SSTables by reads, before deletions,
+    /// TTLs and limits apply: what reads cost in rows, whatever they return.
+    pub rows_merged: AtomicU64,
 }
 
 /// One table's state.
@@ -498,7 +501,7 @@ impl Engine {
         key: &Bytes,
         ranges: Option<&[(CKey, CKey)]>,
     ) -> Result<Option<Partition>, StorageError> {
-        self.merged_partition_upto(t, token, key, ranges, false, usize::MAX)
+        self.merged_partition_upto(t, token, key, ranges, false, usize::MAX, None)
             .map(|(p, _)| p)
     }
 
@@ -538,7 +541,8 @@ impl Engine {
                     self.merged_partition_cached(&t, *token, key)?
                         .map(|p| restrict(&p, Some(&ranges)))
                 } else {
-                    let d = self.read_single(&t, *token, key, &ranges, q, &layout, &mut limits)?;
+                    let d =
+                        self.read_single(&t, *token, key, &ranges, q, &layout, &mut limits, None)?;
                     out.partitions.extend(d);
                     return Ok(out);
                 };
@@ -604,8 +608,14 @@ impl Engine {
                 note(mt.keys_in_range(&cursor, &end, RANGE_BATCH), &mut keys);
             }
             let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+            let mut entries = Vec::with_capacity(sstables.len());
             for s in &sstables {
-                note(s.keys_in_range(&cursor, &end, RANGE_BATCH)?, &mut keys);
+                let es = s.entries_in_range(&cursor, &end, RANGE_BATCH)?;
+                note(
+                    es.iter().map(|e| (e.token, e.key.clone())).collect(),
+                    &mut keys,
+                );
+                entries.push(es.into_iter().peekable());
             }
             keys.sort();
             keys.dedup();
@@ -616,12 +626,26 @@ impl Engine {
                 return Ok(());
             };
             for (token, key) in keys {
-                if let Some(p) = self.merged_partition(t, token, &key, Some(ranges))? {
-                    if let Some(d) = partition::live_partition(&p, q, layout, limits) {
-                        out.partitions.push(d);
-                        if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
-                            return Ok(());
-                        }
+                // The SSTables holding this key, with their index entries (keys come in order,
+                // so each SSTable's entries are walked once).
+                let mut located = Vec::new();
+                for (s, es) in sstables.iter().zip(entries.iter_mut()) {
+                    while es.peek().is_some_and(|e| (e.token, &e.key) < (token, &key)) {
+                        es.next();
+                    }
+                    if let Some(e) = es.next_if(|e| e.token == token && e.key == key) {
+                        located.push((s.clone(), Some(e)));
+                    }
+                }
+                // Read as a single partition is, so a row limit bounds what is read of a huge
+                // partition, not only what is returned (a page stops inside it and the next
+                // page resumes there).
+                let d =
+                    self.read_single(t, token, &key, ranges, q, layout, limits, Some(&located))?;
+                if let Some(d) = d {
+                    out.partitions.push(d);
+                    if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
+                        return Ok(());
                     }
                 }
             }

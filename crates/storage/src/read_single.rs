@@ -12,11 +12,14 @@ use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::{self, Limits, Partition, TableLayout};
 use crate::read_shortcut::Shortcut;
-use crate::sstable::SSTableReader;
+use crate::sstable::{IndexEntry, SSTableReader};
 use crate::types::{PartitionData, ReadQuery};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// An SSTable that holds a partition, with the partition's index entry when already known.
+pub(crate) type Located = (Arc<SSTableReader>, Option<Arc<IndexEntry>>);
 
 /// Rows per SSTable read beyond the limit on the first attempt (tombstones and expired rows
 /// take up room), and the factor by which a retry grows the allowance.
@@ -35,12 +38,20 @@ impl Engine {
         q: &ReadQuery,
         layout: &TableLayout,
         limits: &mut Limits,
+        located: Option<&[Located]>,
     ) -> Result<Option<PartitionData>, StorageError> {
         let want = limits.rows_left.min(limits.per_partition);
         let mut allowance = want.saturating_add(FIRST_EXTRA_ROWS);
         loop {
-            let (merged, frontier) =
-                self.merged_partition_upto(t, token, key, Some(ranges), q.reversed, allowance)?;
+            let (merged, frontier) = self.merged_partition_upto(
+                t,
+                token,
+                key,
+                Some(ranges),
+                q.reversed,
+                allowance,
+                located,
+            )?;
             let Some(mut p) = merged else {
                 return Ok(None);
             };
@@ -69,7 +80,10 @@ impl Engine {
     /// SSTables first, stopping at older ones the data so far shadows (the max-timestamp
     /// short-circuit, read_shortcut.rs); an SSTable with a row index is read only until it has
     /// given `allowance` rows of the slice. Returns the merged partition and, if an SSTable
-    /// stopped early, the clustering up to which the merge is complete.
+    /// stopped early, the clustering up to which the merge is complete. `located`: the SSTables
+    /// holding the partition with its index entries, when the caller has them already (a range
+    /// scan); otherwise every SSTable is searched.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn merged_partition_upto(
         &self,
         t: &Table,
@@ -78,30 +92,70 @@ impl Engine {
         ranges: Option<&[(CKey, CKey)]>,
         reversed: bool,
         allowance: usize,
+        located: Option<&[Located]>,
     ) -> Result<(Option<Partition>, Option<CKey>), StorageError> {
         let mut acc: Option<Partition> = None;
         let add = |acc: &mut Option<Partition>, p: Partition| match acc {
             Some(a) => a.merge(p),
             None => *acc = Some(p),
         };
+        let mut frontier: Option<CKey> = None;
+        let tighten = |frontier: &mut Option<CKey>, edge: Option<CKey>| {
+            let Some(edge) = edge else { return };
+            let tighter = match &*frontier {
+                None => true,
+                Some(f) if reversed => edge > *f,
+                Some(f) => edge < *f,
+            };
+            if tighter {
+                *frontier = Some(edge);
+            }
+        };
         let current = t.memtable.read().clone();
         let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
         for mt in std::iter::once(&current).chain(flushing.iter()) {
-            if let Some(p) = mt.with_partition(token, key, |p| restrict(p, ranges)) {
+            let copied = mt.with_partition(token, key, |p| match ranges {
+                // Only the rows the read may use are copied: a page of a huge memtable
+                // partition costs its own size, not the size of what follows it.
+                Some(r) => restrict_upto(p, r, reversed, allowance),
+                None => (restrict(p, None), None),
+            });
+            if let Some((p, edge)) = copied {
+                tighten(&mut frontier, edge);
                 add(&mut acc, p);
             }
         }
-        let mut sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        let sources: Vec<Located> = match located {
+            Some(l) => l.to_vec(),
+            None => t
+                .sstables
+                .read()
+                .iter()
+                .map(|s| (s.clone(), None))
+                .collect(),
+        };
+        let (mut sstables, mut entries): (Vec<Arc<SSTableReader>>, Vec<_>) =
+            sources.into_iter().unzip();
         let shortcut = Shortcut::new(
             &t.def.read(),
             ranges,
             self.read_shortcut.load(Ordering::Relaxed),
         );
-        shortcut.order(&mut sstables);
+        if located.is_some() {
+            // Newest first, as `order` sorts (entries stay beside their SSTable).
+            let mut both: Vec<_> = sstables.into_iter().zip(entries).collect();
+            both.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
+            (sstables, entries) = both.into_iter().unzip();
+        } else {
+            shortcut.order(&mut sstables);
+        }
         let mut touched = 0u64;
-        let mut frontier: Option<CKey> = None;
         for (n, s) in sstables.iter().enumerate() {
-            if matches!(ranges, Some(r) if !s.may_have_rows_in(r)) {
+            // Rows past the frontier are cut from the result, so no source reads them: a
+            // huge partition spread over SSTables costs one allowance, not one per SSTable.
+            let clipped = ranges.map(|r| clip(r, frontier.as_ref(), reversed));
+            let ranges = clipped.as_deref();
+            if matches!(ranges, Some(r) if r.is_empty() || !s.may_have_rows_in(r)) {
                 continue;
             }
             if matches!(&acc, Some(a) if shortcut.covers(a, s.stats.max_timestamp_us)) {
@@ -112,8 +166,13 @@ impl Engine {
                     .fetch_add(skipped as u64, Ordering::Relaxed);
                 break;
             }
-            let Some(e) = self.find_in_sstable(t, s, token, key)? else {
-                continue;
+            let e = match entries.get_mut(n).and_then(Option::take) {
+                Some(e) => e,
+                None if located.is_some() => continue,
+                None => match self.find_in_sstable(t, s, token, key)? {
+                    Some(e) => e,
+                    None => continue,
+                },
             };
             touched += 1;
             let cache = Some(&self.chunk_cache);
@@ -121,16 +180,7 @@ impl Engine {
                 Some(r) => {
                     let (p, edge) =
                         s.read_partition_sliced_upto(&e, r, reversed, allowance, cache)?;
-                    if let Some(edge) = edge {
-                        let tighter = match &frontier {
-                            None => true,
-                            Some(f) if reversed => edge > *f,
-                            Some(f) => edge < *f,
-                        };
-                        if tighter {
-                            frontier = Some(edge);
-                        }
-                    }
+                    tighten(&mut frontier, edge);
                     p
                 }
                 None => s.read_partition_at(&e, cache)?,
@@ -140,6 +190,67 @@ impl Engine {
         t.counters
             .max_sstables_per_read
             .fetch_max(touched, Ordering::Relaxed);
+        let merged = acc.as_ref().map_or(0, |p| p.rows.len() as u64);
+        t.counters.rows_merged.fetch_add(merged, Ordering::Relaxed);
         Ok((acc, frontier))
     }
+}
+
+/// `restrict` that copies at most `allowance` rows, taken in the read's order, and returns the
+/// clustering up to which the copy is complete when rows were left out (as an SSTable's
+/// `read_partition_sliced_upto` does). Deletions and the static row are always kept.
+pub(crate) fn restrict_upto(
+    p: &Partition,
+    ranges: &[(CKey, CKey)],
+    reversed: bool,
+    allowance: usize,
+) -> (Partition, Option<CKey>) {
+    if allowance == usize::MAX {
+        return (restrict(p, Some(ranges)), None);
+    }
+    let mut out = Partition::new(p.key.clone(), p.token);
+    out.deletion = p.deletion;
+    out.range_tombstones = p.range_tombstones.clone();
+    out.static_row = p.static_row.clone();
+    let mut ordered: Vec<&(CKey, CKey)> = ranges.iter().filter(|(s, e)| s <= e).collect();
+    ordered.sort_by(|a, b| a.0.cmp(&b.0));
+    if reversed {
+        ordered.reverse();
+    }
+    let mut last: Option<&CKey> = None;
+    for (s, e) in ordered {
+        let it = p.rows.range(s.clone()..=e.clone());
+        let it: Box<dyn Iterator<Item = _>> = if reversed {
+            Box::new(it.rev())
+        } else {
+            Box::new(it)
+        };
+        for (k, r) in it {
+            if out.rows.len() >= allowance {
+                // A row is left out: the copy is complete only up to the last one taken.
+                return (out, last.cloned());
+            }
+            out.rows.insert(k.clone(), r.clone());
+            last = Some(k);
+        }
+    }
+    (out, None)
+}
+
+/// `ranges` cut at `frontier` (inclusive) in the read's direction.
+fn clip(ranges: &[(CKey, CKey)], frontier: Option<&CKey>, reversed: bool) -> Vec<(CKey, CKey)> {
+    let Some(f) = frontier else {
+        return ranges.to_vec();
+    };
+    ranges
+        .iter()
+        .filter_map(|(s, e)| {
+            let (s, e) = if reversed {
+                (s.clone().max(f.clone()), e.clone())
+            } else {
+                (s.clone(), e.clone().min(f.clone()))
+            };
+            (s <= e).then_some((s, e))
+        })
+        .collect()
 }

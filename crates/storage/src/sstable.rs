@@ -837,13 +837,14 @@ impl SSTableReader {
         self.chunk_offsets.len()
     }
 
-    /// (token, key) of the partitions in the key range, up to `limit`, in order.
-    pub fn keys_in_range(
+    /// Index entries of the partitions in the key range, up to `limit`, in order (a range scan
+    /// reads the partitions through them without looking each key up again).
+    pub fn entries_in_range(
         &self,
         start: &std::ops::Bound<(i64, Bytes)>,
         end: &std::ops::Bound<(i64, Bytes)>,
         limit: usize,
-    ) -> Result<Vec<(i64, Bytes)>, StorageError> {
+    ) -> Result<Vec<Arc<IndexEntry>>, StorageError> {
         use std::ops::Bound;
         let lo = self.index.lower_bound(start)?;
         let mut out = Vec::new();
@@ -858,7 +859,7 @@ impl SSTableReader {
             if !inside {
                 break;
             }
-            out.push((e.token, e.key));
+            out.push(Arc::new(e));
         }
         Ok(out)
     }

@@ -392,6 +392,8 @@ pub struct TableStats {
     pub index_summary_bytes: u64,
     /// SSTables single-partition reads skipped by the max-timestamp short-circuit.
     pub sstables_skipped_by_timestamp: u64,
+    /// Rows reads merged from memtables and SSTables (live or not), before limits applied.
+    pub rows_merged_by_reads: u64,
 }
 
 /// Counters of one cache (engine-wide).

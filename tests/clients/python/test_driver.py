@@ -173,6 +173,38 @@ def test_paging_10000_rows_fetch_size_100(session):
     assert cs == [c for c in range(2003, 7003) if c % 10 == 3]
 
 
+def test_range_scan_pages_stop_inside_partitions_with_static_only_ones(session):
+    """A range page stops after its row limit inside a partition and the next resumes there,
+    also when partitions that give no row (static data only, under a clustering slice) lie
+    between, when a deleted run sits inside a big partition, and over token sub-ranges."""
+    session.execute(
+        "CREATE TABLE scanned (p int, c int, s text static, v int, PRIMARY KEY (p, c))"
+    )
+    ins = session.prepare("INSERT INTO scanned (p, c, v) VALUES (?, ?, ?)")
+    rows = [(p, c, c) for p in range(12) for c in range(300 if p == 5 else 7)]
+    execute_concurrent_with_args(session, ins, rows, concurrency=100)
+    for p in range(12, 40):
+        session.execute("INSERT INTO scanned (p, s) VALUES (%s, 'only static')", (p,))
+    session.execute("DELETE FROM scanned WHERE p = 5 AND c >= 100 AND c < 200")
+
+    def scan(cql, fetch_size):
+        got = [(r.p, r.c) for r in session.execute(SimpleStatement(cql, fetch_size=fetch_size))]
+        assert len(got) == len(set(got)), "no row twice"
+        return got
+
+    for cql in (
+        "SELECT p, c FROM scanned",
+        "SELECT p, c FROM scanned WHERE c >= 3 ALLOW FILTERING",
+        "SELECT p, c FROM scanned WHERE token(p) > -3000000000000000000 "
+        "AND token(p) <= 4000000000000000000",
+    ):
+        whole = scan(cql, 100_000)
+        for fetch_size in (1, 3, 50, 199):
+            assert scan(cql, fetch_size) == whole, (cql, fetch_size)
+    live = [(p, c) for (p, c, _) in rows if not (p == 5 and 100 <= c < 200)]
+    assert sorted(scan("SELECT p, c FROM scanned WHERE c >= 0 ALLOW FILTERING", 7)) == sorted(live)
+
+
 def test_logged_and_unlogged_batches(session):
     session.execute("CREATE TABLE batched (k int, c int, v text, PRIMARY KEY (k, c))")
     ins = session.prepare("INSERT INTO batched (k, c, v) VALUES (?, ?, ?)")

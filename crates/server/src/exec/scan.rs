@@ -44,8 +44,11 @@ pub struct RowSource<'a> {
     buffered: VecDeque<Row>,
     resume: Option<PagingState>,
     now_s: i64,
-    /// Rows a single-partition read needs at most (see `limit_rows_per_partition_read`).
+    /// Rows a storage read needs at most (see `limit_rows_per_partition_read`).
     row_hint: Option<usize>,
+    /// A partition a read stopped inside (token, key, last row read): it is read alone from
+    /// after that row before the scan goes on after it.
+    inside: Option<(i64, Bytes, Vec<Bytes>)>,
 }
 
 pub(super) fn token_value(
@@ -203,7 +206,16 @@ impl<'a> RowSource<'a> {
                 }
             }
         };
+        // A range page that stopped inside a partition resumes inside it; key lists resume
+        // through their key list (the resumed key is read from after the last row).
+        let inside = match (&mode, resume) {
+            (Mode::Range { .. }, Some(r)) if !r.clustering.is_empty() => {
+                Some((r.token, r.partition_key.clone(), r.clustering.clone()))
+            }
+            _ => None,
+        };
         Ok(RowSource {
+            inside,
             node,
             plan,
             layout: ColumnLayout::new(t),
@@ -216,10 +228,11 @@ impl<'a> RowSource<'a> {
         })
     }
 
-    /// Lets single-partition reads stop after `n` rows: storage then reads only the row-index
-    /// blocks of a wide partition that hold them. Callers promise every row counts toward what
-    /// they need (no filters, no DISTINCT); a page resumed inside a partition reads from after
-    /// its last row, so leading rows are not dropped.
+    /// Lets storage reads stop after `n` rows: storage then reads only the row-index blocks of
+    /// a wide partition that hold them, and a range scan stops inside a partition (the next
+    /// read resumes there). Callers promise every row counts toward what they need (no
+    /// filters, no DISTINCT); a page resumed inside a partition reads from after its last row,
+    /// so leading rows are not dropped.
     pub fn limit_rows_per_partition_read(&mut self, n: usize) {
         self.row_hint = Some(n);
     }
@@ -232,23 +245,13 @@ impl<'a> RowSource<'a> {
         &self,
         partitions: st::PartitionRange,
         partition_limit: Option<usize>,
+        resume_after: Option<Vec<Bytes>>,
     ) -> st::ReadQuery {
-        let (row_limit, resume_after) = match &partitions {
-            st::PartitionRange::Single { key, .. } => {
-                // A page that stopped inside this partition resumes after its last row.
-                let resume = self
-                    .resume
-                    .as_ref()
-                    .filter(|r| r.partition_key == *key && !r.clustering.is_empty());
-                (self.row_hint, resume.map(|r| r.clustering.clone()))
-            }
-            st::PartitionRange::Range { .. } => (None, None),
-        };
         st::ReadQuery {
             partitions,
             slices: self.slices.clone(),
             reversed: self.plan.reversed,
-            row_limit,
+            row_limit: self.row_hint,
             per_partition_limit: None,
             partition_limit,
             now_s: self.now_s,
@@ -256,16 +259,45 @@ impl<'a> RowSource<'a> {
         }
     }
 
-    /// The rows of one partition (after the paging position if the page stopped inside it).
-    fn read_partition(&self, token: i64, key: Bytes, rows: &mut Vec<Row>) -> ExecResult<()> {
+    /// The rows of one partition, after `resume_after` (in the read's order) when given.
+    fn read_partition(
+        &self,
+        token: i64,
+        key: Bytes,
+        resume_after: Option<Vec<Bytes>>,
+        rows: &mut Vec<Row>,
+    ) -> ExecResult<st::ReadResult> {
         let t = &self.plan.table;
-        let q = self.query(st::PartitionRange::Single { key, token }, None);
+        let q = self.query(
+            st::PartitionRange::Single { key, token },
+            None,
+            resume_after,
+        );
         let result = self
             .engine()
             .read(*t.id.as_bytes(), &q)
             .map_err(storage_err)?;
         self.push_rows(&result, rows);
-        Ok(())
+        Ok(result)
+    }
+
+    /// Where a read stopped when it used up its row limit: the last partition and its last row
+    /// (the read may have stopped inside it). Rows are counted as storage counts them: a
+    /// partition with only static data counts one.
+    fn cut_at(&self, result: &st::ReadResult) -> Option<(i64, Bytes, Vec<Bytes>)> {
+        if !self.used_row_limit(result) {
+            return None;
+        }
+        let last = result.partitions.last()?;
+        let row = last.rows.last()?;
+        Some((last.token, last.key.clone(), row.clustering.clone()))
+    }
+
+    /// Whether a read returned as many rows as its limit: partitions may follow it even when
+    /// it returned fewer partitions than asked for.
+    fn used_row_limit(&self, result: &st::ReadResult) -> bool {
+        let used: usize = result.partitions.iter().map(|p| p.rows.len().max(1)).sum();
+        self.row_hint.is_some_and(|limit| used >= limit)
     }
 
     /// The CQL rows of a storage read's partitions.
@@ -303,90 +335,38 @@ impl<'a> RowSource<'a> {
     }
 
     fn fill(&mut self) -> ExecResult<bool> {
-        let t = self.plan.table.clone();
         loop {
             let mut rows = Vec::new();
-            match &mut self.mode {
-                Mode::System => return Ok(false),
-                Mode::Keys { keys } => {
-                    let Some((token, key)) = keys.pop_front() else {
-                        return Ok(false);
-                    };
-                    self.read_partition(token, key, &mut rows)?;
+            if let Some((token, key, after)) = self.inside.take() {
+                let result = self.read_partition(token, key.clone(), Some(after), &mut rows)?;
+                self.inside = self.cut_at(&result);
+                if self.inside.is_none() {
+                    // The range goes on after this partition.
+                    if let Mode::Range {
+                        next_start, first, ..
+                    } = &mut self.mode
+                    {
+                        *next_start = Some((token, key));
+                        *first = false;
+                    }
                 }
-                Mode::Range {
-                    next_start,
-                    first,
-                    lower,
-                    upper,
-                    done,
-                } => {
-                    if *done {
-                        return Ok(false);
-                    }
-                    // A page that stopped inside a partition: that partition is read alone,
-                    // from after its last row and with the page's row limit, and the range goes
-                    // on after it.
-                    let inside = self
-                        .resume
-                        .as_ref()
-                        .filter(|r| !r.clustering.is_empty())
-                        .map(|r| (r.token, r.partition_key.clone()));
-                    if let (true, Some((token, key))) = (*first, inside) {
-                        *first = false;
-                        self.read_partition(token, key, &mut rows)?;
-                    } else {
-                        let start = match (next_start.clone(), *first) {
-                            // Resuming after a partition's last row: it is read again and trimmed
-                            // (it may have a static row alone to give).
-                            (Some((tok, key)), true) => st::PartitionBound::Key {
-                                token: tok,
-                                key,
-                                inclusive: true,
-                            },
-                            (Some((tok, key)), false) => st::PartitionBound::Key {
-                                token: tok,
-                                key,
-                                inclusive: false,
-                            },
-                            (None, _) => match lower {
-                                Some((tok, inc)) => st::PartitionBound::Token {
-                                    token: *tok,
-                                    inclusive: *inc,
-                                },
-                                None => st::PartitionBound::Unbounded,
-                            },
+            } else {
+                match &mut self.mode {
+                    Mode::System => return Ok(false),
+                    Mode::Keys { keys } => {
+                        let Some((token, key)) = keys.pop_front() else {
+                            return Ok(false);
                         };
-                        let end = match upper {
-                            Some((tok, inc)) => st::PartitionBound::Token {
-                                token: *tok,
-                                inclusive: *inc,
-                            },
-                            None => st::PartitionBound::Unbounded,
-                        };
-                        *first = false;
-                        let q = self.query(
-                            st::PartitionRange::Range { start, end },
-                            Some(RANGE_BATCH_PARTITIONS),
-                        );
-                        let result = self
-                            .engine()
-                            .read(*t.id.as_bytes(), &q)
-                            .map_err(storage_err)?;
-                        let n = result.partitions.len();
-                        if let Mode::Range {
-                            next_start, done, ..
-                        } = &mut self.mode
-                        {
-                            if let Some(last) = result.partitions.last() {
-                                *next_start = Some((last.token, last.key.clone()));
-                            }
-                            if n < RANGE_BATCH_PARTITIONS {
-                                *done = true;
-                            }
-                        }
-                        self.push_rows(&result, &mut rows);
+                        let after = self
+                            .resume
+                            .as_ref()
+                            .filter(|r| r.partition_key == key && !r.clustering.is_empty())
+                            .map(|r| r.clustering.clone());
+                        let result = self.read_partition(token, key, after, &mut rows)?;
+                        self.inside = self.cut_at(&result);
                     }
+                    Mode::Range { done: true, .. } => return Ok(false),
+                    Mode::Range { .. } => self.read_range_batch(&mut rows)?,
                 }
             }
             self.trim_resumed(&mut rows);
@@ -395,6 +375,77 @@ impl<'a> RowSource<'a> {
                 return Ok(true);
             }
         }
+    }
+
+    /// The next batch of partitions of a token-range scan, up to the row limit.
+    fn read_range_batch(&mut self, rows: &mut Vec<Row>) -> ExecResult<()> {
+        let Mode::Range {
+            next_start,
+            first,
+            lower,
+            upper,
+            ..
+        } = &mut self.mode
+        else {
+            return Ok(());
+        };
+        let start = match (next_start.clone(), *first) {
+            // Resuming after a partition's last row: it is read again and trimmed (it may have
+            // a static row alone to give).
+            (Some((token, key)), true) => st::PartitionBound::Key {
+                token,
+                key,
+                inclusive: true,
+            },
+            (Some((token, key)), false) => st::PartitionBound::Key {
+                token,
+                key,
+                inclusive: false,
+            },
+            (None, _) => match lower {
+                Some((token, inclusive)) => st::PartitionBound::Token {
+                    token: *token,
+                    inclusive: *inclusive,
+                },
+                None => st::PartitionBound::Unbounded,
+            },
+        };
+        let end = match upper {
+            Some((token, inclusive)) => st::PartitionBound::Token {
+                token: *token,
+                inclusive: *inclusive,
+            },
+            None => st::PartitionBound::Unbounded,
+        };
+        *first = false;
+        let q = self.query(
+            st::PartitionRange::Range { start, end },
+            Some(RANGE_BATCH_PARTITIONS),
+            None,
+        );
+        let t = &self.plan.table;
+        let result = self
+            .engine()
+            .read(*t.id.as_bytes(), &q)
+            .map_err(storage_err)?;
+        self.inside = self.cut_at(&result);
+        let cut = self.used_row_limit(&result);
+        let n = result.partitions.len();
+        if let Mode::Range {
+            next_start, done, ..
+        } = &mut self.mode
+        {
+            if let Some(last) = result.partitions.last() {
+                *next_start = Some((last.token, last.key.clone()));
+            }
+            // A read cut by the row limit may have left rows of its last partition (read next
+            // through `inside`) and partitions after it.
+            if n < RANGE_BATCH_PARTITIONS && !cut {
+                *done = true;
+            }
+        }
+        self.push_rows(&result, rows);
+        Ok(())
     }
 
     pub fn next_row(&mut self) -> ExecResult<Option<Row>> {
@@ -411,8 +462,8 @@ impl<'a> RowSource<'a> {
         }
         match &self.mode {
             Mode::System => false,
-            Mode::Keys { keys } => !keys.is_empty(),
-            Mode::Range { done, .. } => !*done,
+            Mode::Keys { keys } => !keys.is_empty() || self.inside.is_some(),
+            Mode::Range { done, .. } => !*done || self.inside.is_some(),
         }
     }
 }

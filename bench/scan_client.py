@@ -1,0 +1,145 @@
+"""Full-scan and paged-read client for bench/scan.sh: loads the scan tables into one server, then times
+unrestricted scans (and the paged read of one wide partition) at two fetch sizes, before and after a
+flush. Prints one JSON object per line: {"phase", "scan", "fetch_size", "rows", "seconds",
+"client_cpu_s"} and a final {"load_s"}.
+
+  scan_client.py HOST PORT --flush-cmd 'helenus nodetool -h 127.0.0.60 flush bench_scan'
+"""
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+
+from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.concurrent import execute_concurrent
+from cassandra.query import BatchStatement, BatchType, SimpleStatement
+
+KS = "bench_scan"
+LOAD_CONCURRENCY = 32
+# Rows per unlogged batch while loading (under Cassandra's 50 KiB batch size failure threshold).
+BATCH_ROWS = 50
+REQUEST_TIMEOUT_S = 120
+
+
+def schema(session):
+    session.execute(
+        f"CREATE KEYSPACE IF NOT EXISTS {KS} WITH replication = "
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+    )
+    cols = "actor text, eventcode int, goldstein double, day int"
+    # 350 partitions of ~570 clustered rows (the issue's Spark table shape).
+    session.execute(
+        f"CREATE TABLE IF NOT EXISTS {KS}.events (part int, globaleventid bigint, {cols}, "
+        "PRIMARY KEY (part, globaleventid))"
+    )
+    # One row per partition.
+    session.execute(
+        f"CREATE TABLE IF NOT EXISTS {KS}.single (globaleventid bigint PRIMARY KEY, {cols})"
+    )
+    # One partition read page by page.
+    session.execute(
+        f"CREATE TABLE IF NOT EXISTS {KS}.wide (part int, globaleventid bigint, {cols}, "
+        "PRIMARY KEY (part, globaleventid))"
+    )
+
+
+def row_values(i):
+    return (f"actor-{i % 977}", i % 400, (i % 200) / 10.0 - 10.0, 20260000 + i % 365)
+
+
+def load(session, rows, partitions, wide_rows):
+    """Unlogged batches of BATCH_ROWS rows (one partition each for the clustered tables): a client
+    starved of CPU loads as fast as the servers take it."""
+    cols = "actor, eventcode, goldstein, day"
+    ins_events = session.prepare(
+        f"INSERT INTO {KS}.events (part, globaleventid, {cols}) VALUES (?, ?, ?, ?, ?, ?)"
+    )
+    ins_single = session.prepare(
+        f"INSERT INTO {KS}.single (globaleventid, {cols}) VALUES (?, ?, ?, ?, ?)"
+    )
+    ins_wide = session.prepare(
+        f"INSERT INTO {KS}.wide (part, globaleventid, {cols}) VALUES (?, ?, ?, ?, ?, ?)"
+    )
+    events = sorted(range(rows), key=lambda i: (i % partitions, i))
+    jobs = [
+        (ins_events, [(i % partitions, i) + row_values(i) for i in events]),
+        (ins_single, [(i,) + row_values(i) for i in range(rows)]),
+        (ins_wide, [(0, i) + row_values(i) for i in range(wide_rows)]),
+    ]
+    for stmt, args in jobs:
+        batches = []
+        for at in range(0, len(args), BATCH_ROWS):
+            b = BatchStatement(batch_type=BatchType.UNLOGGED)
+            for a in args[at:at + BATCH_ROWS]:
+                b.add(stmt, a)
+            batches.append((b,))
+        for r in execute_concurrent(
+            session, [(b, ()) for (b,) in batches], concurrency=LOAD_CONCURRENCY,
+            raise_on_first_error=True,
+        ):
+            if not r.success:
+                raise RuntimeError(r.result_or_exc)
+
+
+def timed_scan(session, cql, fetch_size, limit_s):
+    stmt = SimpleStatement(cql, fetch_size=fetch_size)
+    t0, c0 = time.monotonic(), time.process_time()
+    n = 0
+    timed_out = False
+    for _ in session.execute(stmt, timeout=REQUEST_TIMEOUT_S):
+        n += 1
+        # Checked per row, so a scan far slower than expected ends within one page of the limit.
+        if n % 1000 == 0 and time.monotonic() - t0 > limit_s:
+            timed_out = True
+            break
+    return n, time.monotonic() - t0, time.process_time() - c0, timed_out
+
+
+SCANS = [
+    ("one-row partitions", f"SELECT globaleventid FROM {KS}.single"),
+    ("clustered partitions", f"SELECT globaleventid FROM {KS}.events"),
+    ("one wide partition", f"SELECT globaleventid FROM {KS}.wide WHERE part = 0"),
+]
+
+
+def scans(session, phase, fetch_sizes, limit_s):
+    for name, cql in SCANS:
+        for fs in fetch_sizes:
+            n, secs, cpu, timed_out = timed_scan(session, cql, fs, limit_s)
+            out = {"phase": phase, "scan": name, "fetch_size": fs, "rows": n,
+                   "seconds": round(secs, 3), "client_cpu_s": round(cpu, 3), "timed_out": timed_out}
+            print(json.dumps(out), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("host")
+    ap.add_argument("port", type=int)
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--partitions", type=int, default=350)
+    ap.add_argument("--wide-rows", type=int, default=100_000)
+    ap.add_argument("--fetch-sizes", default="1000,5000")
+    ap.add_argument("--scan-limit-s", type=float, default=300.0)
+    ap.add_argument("--flush-cmd", required=True)
+    ap.add_argument("--skip-load", action="store_true")
+    a = ap.parse_args()
+    profile = ExecutionProfile(request_timeout=REQUEST_TIMEOUT_S)
+    cluster = Cluster([a.host], port=a.port, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                      protocol_version=5)
+    session = cluster.connect()
+    fetch_sizes = [int(x) for x in a.fetch_sizes.split(",")]
+    if not a.skip_load:
+        schema(session)
+        t0 = time.monotonic()
+        load(session, a.rows, a.partitions, a.wide_rows)
+        print(json.dumps({"load_s": round(time.monotonic() - t0, 3)}), flush=True)
+        scans(session, "memtable", fetch_sizes, a.scan_limit_s)
+    subprocess.run(shlex.split(a.flush_cmd), check=True, stdout=sys.stderr, timeout=600)
+    scans(session, "flushed", fetch_sizes, a.scan_limit_s)
+    cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()

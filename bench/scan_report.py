@@ -1,0 +1,73 @@
+"""Combines bench/scan.sh's per-server JSON lines into results JSON and a Markdown table of
+Helenus/Cassandra time ratios (below 1: Helenus is faster).
+
+  scan_report.py WORKDIR OUT_PREFIX COMMIT LOADAVG SERVER...
+"""
+import json
+import os
+import sys
+
+
+def read(path):
+    out, load_s = {}, None
+    if not os.path.exists(path):
+        return out, load_s
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            if "load_s" in r:
+                load_s = r["load_s"]
+            else:
+                out[(r["phase"], r["scan"], r["fetch_size"])] = r
+    return out, load_s
+
+
+def main():
+    work, prefix, commit, loadavg, *servers = sys.argv[1:]
+    data = {s: read(os.path.join(work, f"{s}.jsonl")) for s in servers}
+    keys = []
+    for s in servers:
+        for k in data[s][0]:
+            if k not in keys:
+                keys.append(k)
+    rows = []
+    for k in keys:
+        row = {"phase": k[0], "scan": k[1], "fetch_size": k[2]}
+        for s in servers:
+            r = data[s][0].get(k)
+            if r:
+                row[s] = {x: r[x] for x in ("rows", "seconds", "client_cpu_s", "timed_out")}
+        h, c = row.get("helenus"), row.get("cassandra")
+        if h and c and c["seconds"] > 0 and not h["timed_out"] and not c["timed_out"]:
+            row["ratio_helenus_over_cassandra"] = round(h["seconds"] / c["seconds"], 3)
+        rows.append(row)
+    result = {"commit": commit, "loadavg_at_end": loadavg,
+              "load_s": {s: data[s][1] for s in servers}, "scans": rows}
+    with open(prefix + ".json", "w") as f:
+        json.dump(result, f, indent=1)
+    lines = [f"# Scan benchmark at {commit}", "",
+             f"Load average at the end: {loadavg}. Load time (s): "
+             + ", ".join(f"{s} {data[s][1]}" for s in servers), "",
+             "| phase | scan | fetch | rows | "
+             + " | ".join(f"{s} s (client CPU s)" for s in servers) + " | Helenus/Cassandra |",
+             "|---|---|---|---|" + "---|" * len(servers) + "---|"]
+    for r in rows:
+        cells = []
+        n = ""
+        for s in servers:
+            v = r.get(s)
+            if v:
+                n = v["rows"]
+                t = ">" if v["timed_out"] else ""
+                cells.append(f"{t}{v['seconds']} ({v['client_cpu_s']})")
+            else:
+                cells.append("-")
+        ratio = r.get("ratio_helenus_over_cassandra", "-")
+        lines.append(f"| {r['phase']} | {r['scan']} | {r['fetch_size']} | {n} | "
+                     + " | ".join(cells) + f" | {ratio} |")
+    with open(prefix + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
