@@ -17,6 +17,9 @@
 #   gdelt      GDELT_ROWS GDELT 1.0-shaped events (57 columns, one row per partition, seeded generator in
 #              storage_client.py) loaded with prepared INSERTs in PARTS ranges, each flushed, major-compacted; ingest rate and
 #              on-disk bytes.
+#   gdelt_memtable  (not in the default PARTS_TO_RUN) restarts the server on a fresh data dir and loads
+#              GDELT_MEM_ROWS (400000) GDELT-shaped rows with no flush asked for (the server's default memtable
+#              budget decides): peak RSS (VmHWM) and RSS after the load, Helenus vs Cassandra (HEAP).
 # Writes bench/results/storage-<date>-<commit>.json and .md: a section per part, each metric with the
 # Helenus and Cassandra values and the Helenus/Cassandra ratio. A failed part is recorded as failed (with
 # the reason) and the other parts go on.
@@ -24,6 +27,8 @@
 #      THROUGHPUT (compaction_throughput MiB/s on both servers; 0 = unthrottled, the default here),
 #      HEL_ADDR (127.0.0.32), CASS_ADDR (127.0.0.31), SETTLE_MAX (seconds to wait for compactions),
 #      PARTS_TO_RUN, READ_DURATION (20), WIDE_PARTITIONS (20), WIDE_ROWS, SLICE_DURATION, GDELT_ROWS (200000),
+#      GDELT_MEM_ROWS (400000), HEL_MEMTABLE_SPACE (Helenus's memtable_heap_space, e.g. 256MiB = Cassandra's
+#      heap/4 default at HEAP=1G; empty = the server default, 1024MiB),
 #      PY (python with cassandra-driver, default ~/.cache/helenus/venv/bin/python).
 set -euo pipefail
 MODE="${1:-quick}"
@@ -41,6 +46,7 @@ case "$MODE" in
 esac
 THREADS="${THREADS:-32}"; HEAP="${HEAP:-1G}"; PARTS="${PARTS:-3}"
 READ_DURATION="${READ_DURATION:-20}"; WIDE_PARTITIONS="${WIDE_PARTITIONS:-20}"; GDELT_ROWS="${GDELT_ROWS:-200000}"
+GDELT_MEM_ROWS="${GDELT_MEM_ROWS:-400000}"
 PARTS_TO_RUN="${PARTS_TO_RUN:-standard1 reads wide gdelt}"
 # compaction_throughput in MiB/s for both servers; 0 (the default here) lifts the cap on both, so
 # the time of `nodetool compact` measures the engines and not the 64 MiB/s default throttle.
@@ -98,8 +104,9 @@ start() {  # server [keep]  (keep: reuse the data dir of the previous start)
     helenus)
       ADDR="$HEL_ADDR"
       port_open "$ADDR" 9042 && { log "$ADDR:9042 already in use"; return 1; }
+      local mem=(); [ -z "${HEL_MEMTABLE_SPACE:-}" ] || mem=(--set memtable_heap_space="$HEL_MEMTABLE_SPACE")
       "$HELENUS" server --listen-address "$ADDR" --native-transport-port 9042 --data-dir "$DIR" \
-        --set compaction_throughput_mb_per_sec="$THROUGHPUT" >> "$WORK/helenus.log" 2>&1 &
+        --set compaction_throughput_mb_per_sec="$THROUGHPUT" "${mem[@]}" >> "$WORK/helenus.log" 2>&1 &
       PID=$!
       wait_port "$ADDR" 9042 120 || { log "helenus did not start; see $WORK/helenus.log"; return 1; } ;;
     cassandra)
@@ -293,7 +300,25 @@ part_gdelt() {
   log "$s: gdelt load: $load"
   flush_compact "$s" bench_gdelt events || { why "flush/compact failed"; return 1; }
   FC_FLUSH_MS=$flush_ms
-  record gdelt "$s" "\"load\":$load,\"data_set\":$GDELT_GEN,$(fc_json)"
+  local rss_kb; rss_kb=$(awk '/VmHWM/{print $2}' "/proc/$PID/status" 2>/dev/null || echo 0)
+  record gdelt "$s" "\"load\":$load,\"data_set\":$GDELT_GEN,\"peak_rss_kb\":${rss_kb:-0},$(fc_json)"
+}
+
+# --- part: GDELT-shaped rows held in memtables: the server's memory --------------------------------------
+GDELT_MEM_FILE="$WORK/gdelt-mem-$GDELT_MEM_ROWS.pkl"; GDELT_MEM_GEN=""
+part_gdelt_memtable() {
+  local s="$1" load peak after
+  [ -n "$GDELT_MEM_GEN" ] || { why "the GDELT generator failed"; return 1; }
+  # A fresh process, so VmHWM is this load's peak and not an earlier part's.
+  stop; start "$s" || { why "restart failed"; return 1; }
+  log "$s: loading $GDELT_MEM_ROWS GDELT-shaped rows with no flush asked for"
+  load="$(timeout 3600 "$PY" "$CLIENT" gdelt-load "$ADDR" "$GDELT_MEM_FILE" 2>"$WORK/$s-gdelt-mem.err")" \
+    || { why "gdelt-load failed: $(tail -3 "$WORK/$s-gdelt-mem.err")"; return 1; }
+  sleep 5  # let a flush the load started finish and its memtable be freed
+  peak=$(awk '/VmHWM/{print $2}' "/proc/$PID/status" 2>/dev/null || echo 0)
+  after=$(awk '/VmRSS/{print $2}' "/proc/$PID/status" 2>/dev/null || echo 0)
+  log "$s: gdelt memtable load: $load, peak RSS ${peak} kB, after ${after} kB"
+  record gdelt_memtable "$s" "\"load\":$load,\"data_set\":$GDELT_MEM_GEN,\"peak_rss_kb\":${peak:-0},\"rss_after_load_kb\":${after:-0}"
 }
 
 # Part functions run in this shell (they may restart the server): on failure they set FAIL_REASON and return 1.
@@ -316,6 +341,11 @@ if has_part gdelt; then
     || { GDELT_GEN=""; log "GDELT generator failed: $(tail -3 "$WORK/gdelt-gen.err")"; }
   log "GDELT data set: $GDELT_GEN"
 fi
+if has_part gdelt_memtable; then
+  log "generating $GDELT_MEM_ROWS GDELT-shaped rows (seeded) for gdelt_memtable"
+  GDELT_MEM_GEN="$(timeout 1800 "$PY" "$CLIENT" gdelt-gen "$GDELT_MEM_FILE" --rows "$GDELT_MEM_ROWS" 2>"$WORK/gdelt-mem-gen.err")" \
+    || { GDELT_MEM_GEN=""; log "GDELT generator failed: $(tail -3 "$WORK/gdelt-mem-gen.err")"; }
+fi
 
 for s in $SERVERS; do
   if ! start "$s"; then
@@ -323,13 +353,13 @@ for s in $SERVERS; do
     stop; continue
   fi
   if has_part standard1 || has_part reads; then run_part standard1 "$s"; fi
-  for p in reads wide gdelt; do if has_part "$p"; then run_part "$p" "$s"; fi; done
+  for p in reads wide gdelt gdelt_memtable; do if has_part "$p"; then run_part "$p" "$s"; fi; done
   stop
 done
-rm -f "$GDELT_FILE"
+rm -f "$GDELT_FILE" "$GDELT_MEM_FILE"
 
 N="$N" PARTS="$PARTS" THREADS="$THREADS" HEAP="$HEAP" READ_DURATION="$READ_DURATION" WIDE_PARTITIONS="$WIDE_PARTITIONS" \
-WIDE_ROWS="$WIDE_ROWS" SLICE_DURATION="$SLICE_DURATION" GDELT_ROWS="$GDELT_ROWS" PARTS_TO_RUN="$PARTS_TO_RUN" \
+WIDE_ROWS="$WIDE_ROWS" SLICE_DURATION="$SLICE_DURATION" GDELT_ROWS="$GDELT_ROWS" GDELT_MEM_ROWS="$GDELT_MEM_ROWS" HEL_MEMTABLE_SPACE="${HEL_MEMTABLE_SPACE:-}" PARTS_TO_RUN="$PARTS_TO_RUN" \
 SERVERS="$SERVERS" LOADAVG_START="$LOADAVG_START" \
 python3 "$ROOT/bench/storage_report.py" "$RESULTS" "$OUT/$NAME" "$MODE" "$COMMIT" "$DATE" "$(nproc)" "$THROUGHPUT"
 log "wrote $OUT/$NAME.json and .md (raw files in $WORK)"

@@ -65,7 +65,15 @@ PARTS = {
         "title": "GDELT 1.0-shaped events (57 columns, one row per partition): ingest, on-disk size",
         "metrics": [("load.rows", "load.rows", None), ("load.rows_per_s", "load.rows_per_s", "higher"),
                     ("load.errors", "load.errors", "lower")] + COMPACTION
-                   + [("bytes_per_row", lambda r: r["post_compact_bytes"] / r["load"]["rows"], "lower")],
+                   + [("bytes_per_row", lambda r: r["post_compact_bytes"] / r["load"]["rows"], "lower"),
+                      ("peak_rss_kb", "peak_rss_kb", "lower")],
+    },
+    "gdelt_memtable": {
+        "title": "GDELT-shaped rows loaded into a fresh server with no flush asked for: memory held",
+        "metrics": [("load.rows", "load.rows", None), ("load.rows_per_s", "load.rows_per_s", "higher"),
+                    ("load.errors", "load.errors", "lower"), ("peak_rss_kb", "peak_rss_kb", "lower"),
+                    ("rss_after_load_kb", "rss_after_load_kb", "lower"),
+                    ("rss_per_row_b", lambda r: r["peak_rss_kb"] * 1024 / r["load"]["rows"], "lower")],
     },
 }
 
@@ -102,7 +110,7 @@ def main():
            "compaction_throughput_mib_s": int(throughput),
            "settings": {k: os.environ.get(k) for k in ("N", "PARTS", "THREADS", "HEAP", "READ_DURATION",
                                                       "WIDE_PARTITIONS", "WIDE_ROWS", "SLICE_DURATION",
-                                                      "GDELT_ROWS", "PARTS_TO_RUN", "SERVERS", "LOADAVG_START")},
+                                                      "GDELT_ROWS", "GDELT_MEM_ROWS", "HEL_MEMTABLE_SPACE", "PARTS_TO_RUN", "SERVERS", "LOADAVG_START")},
            "parts": {}}
     md = [f"# Storage benchmark {date} ({commit}, {mode}, {cores} cores, machine not necessarily quiet)", "",
           "Ratios are Helenus / Cassandra; `better` says which direction is good. Same data, same client and "

@@ -96,6 +96,10 @@ fn tablestats(body: &str) -> Result<(), String> {
         );
         println!("\t\tMemtable cell count: {}", n("memtable_partitions"));
         println!("\t\tMemtable data size: {}", n("memtable_data_size_bytes"));
+        println!(
+            "\t\tMemtable off heap memory used: {}",
+            n("memtable_heap_bytes")
+        );
         println!("\t\tMemtable switch count: {}", n("memtable_switch_count"));
         println!("\t\tLocal read count: {}", n("local_read_count"));
         println!("\t\tLocal write count: {}", n("local_write_count"));

@@ -11,6 +11,7 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
         "sstable_count": s.sstable_count,
         "live_disk_space_bytes": s.live_disk_space_bytes,
         "memtable_data_size_bytes": s.memtable_data_size_bytes,
+        "memtable_heap_bytes": s.memtable_heap_bytes,
         "memtable_partitions": s.memtable_partitions,
         "memtable_switch_count": s.memtable_switch_count,
         "estimated_partitions": s.estimated_partitions,

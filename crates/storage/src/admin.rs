@@ -169,6 +169,7 @@ impl Engine {
         let mut s = TableStats {
             sstable_count: sstables.len(),
             memtable_data_size_bytes: mt.size_bytes(),
+            memtable_heap_bytes: mt.heap_bytes(),
             memtable_partitions: mt.partition_count(),
             memtable_switch_count: t.counters.memtable_switches.load(Ordering::Relaxed),
             local_read_count: t.counters.reads.load(Ordering::Relaxed),

@@ -136,11 +136,20 @@ pub(crate) fn flush_table(engine: &Engine, t: &Arc<Table>) -> Result<(), Storage
     drop(shards);
     let readers = result?;
     t.sstables.write().extend(readers);
+    // The memtable is freed here, before writers waiting for memory are woken (`Done`), and
+    // stays counted until then: freed on a thread of its own it could lag behind the load,
+    // uncounted, and memory outgrow the budget. With values in arena chunks and a row's cells in
+    // one vector, freeing is a few frees per row, not one per cell.
+    let freeing = old.heap_bytes();
+    engine
+        .freeing_memtable_bytes
+        .fetch_add(freeing, Ordering::Relaxed);
     t.flushing.write().retain(|m| !Arc::ptr_eq(m, &old));
     engine.log.discard(def.id, pos);
-    // Freeing millions of rows and cells takes a good part of a flush's CPU: it runs beside the
-    // next flush or compaction instead of before it, and after requests.
-    drop_in_background("memtable-free", old);
+    drop(old);
+    engine
+        .freeing_memtable_bytes
+        .fetch_sub(freeing, Ordering::Relaxed);
     if let Some(tx) = engine.compaction_jobs.lock().as_ref() {
         let _ = tx.send(Job::Compact(def.id));
     }

@@ -101,6 +101,8 @@ pub struct Engine {
     /// Compaction requests (a pool of `concurrent_compactors` threads).
     pub(crate) compaction_jobs: Mutex<Option<mpsc::Sender<Job>>>,
     pub(crate) flush_pending: AtomicBool,
+    /// Bytes of flushed memtables being freed (still held; counted by `memtable_bytes`).
+    pub(crate) freeing_memtable_bytes: AtomicU64,
     pub(crate) progress: Mutex<HashMap<u64, CompactionProgress>>,
     pub(crate) next_task_id: AtomicU64,
     pub(crate) workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
@@ -160,6 +162,7 @@ impl Engine {
             jobs: Mutex::new(None),
             compaction_jobs: Mutex::new(None),
             flush_pending: AtomicBool::new(false),
+            freeing_memtable_bytes: AtomicU64::new(0),
             progress: Mutex::new(HashMap::new()),
             next_task_id: AtomicU64::new(1),
             workers: Mutex::new(Vec::new()),
@@ -656,20 +659,22 @@ impl Engine {
         }
     }
 
-    /// Approximate bytes in all memtables (active and flushing).
+    /// Bytes held by all memtables (active, flushing and being freed), allocator overhead
+    /// included: what `memtable_space_bytes` bounds.
     pub(crate) fn memtable_bytes(&self) -> u64 {
         self.tables
             .read()
             .values()
             .map(|t| {
-                t.memtable.read().size_bytes()
+                t.memtable.read().heap_bytes()
                     + t.flushing
                         .read()
                         .iter()
-                        .map(|m| m.size_bytes())
+                        .map(|m| m.heap_bytes())
                         .sum::<u64>()
             })
-            .sum()
+            .sum::<u64>()
+            + self.freeing_memtable_bytes.load(Ordering::Relaxed)
     }
 
     pub(crate) fn maybe_trigger_flush(&self) {
@@ -683,7 +688,7 @@ impl Engine {
             .tables
             .read()
             .values()
-            .max_by_key(|t| t.memtable.read().size_bytes())
+            .max_by_key(|t| t.memtable.read().heap_bytes())
             .map(|t| t.id());
         match (largest, self.jobs.lock().as_ref()) {
             (Some(id), Some(tx)) => {

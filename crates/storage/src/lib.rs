@@ -25,6 +25,26 @@
 //! C build once) because the pure-Rust `ruzstd` cannot encode at the levels
 //! `compression_level` asks for (see compression.rs).
 //!
+//! Memory bound. Memtables count the bytes they hold, allocator overhead included (values in
+//! per-shard arena chunks, structures estimated from the real types' sizes:
+//! memtable_memory.rs, checked within a few percent of a counting allocator by
+//! tests/memtable_memory.rs). A flush starts when they reach `memtable_space_bytes`
+//! (`memtable_heap_space`), writes wait when active plus flushing plus being-freed memtables
+//! reach `MEMTABLE_BACKPRESSURE_FACTOR` (2) times it, and a flushed memtable is freed before
+//! waiting writers are woken. So the resident memory of a node is at most
+//!
+//! ```text
+//! RSS <= fixed + key_cache + chunk_cache (file_cache_size) + row_cache
+//!        + 2 (allocator slack) x MEMTABLE_BACKPRESSURE_FACTOR x memtable_space_bytes
+//! ```
+//!
+//! where the allocator slack is memory mimalloc keeps after a memtable is freed until it reuses
+//! or returns it, and `fixed` (about 100 MiB: binary, thread stacks, 64 KiB read buffer per
+//! connection, flush and compaction buffers, SSTable summaries and bloom filters) grows with
+//! connections and SSTables, not with data in memtables. tests/rss_bound.rs holds a loaded
+//! engine to it. In practice the peak stays near `fixed + caches in use + 1.5 x
+//! memtable_space_bytes`; bench/storage.sh's `gdelt_memtable` part records it beside Cassandra.
+//!
 //! Known gaps: the row cache keeps whole
 //! partitions of at most `rows_per_partition` rows rather than a partition's head. Compaction
 //! merges partitions in memory up to `STREAM_PARTITION_BYTES` of input and streams larger ones
@@ -35,6 +55,7 @@ mod backpressure;
 mod bloom;
 mod cache;
 mod caches;
+mod cellmap;
 mod clustering;
 mod codec;
 mod codec_compact;
@@ -46,6 +67,7 @@ mod compression;
 mod engine;
 mod error;
 mod memtable;
+mod memtable_memory;
 mod partition;
 mod path_name;
 mod read_shortcut;

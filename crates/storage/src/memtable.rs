@@ -1,6 +1,7 @@
 //! Memtable: partitions in (token, key) order, sharded by contiguous token ranges so writers to
 //! different ranges do not contend, and so iterating shards in order yields global token order.
 
+use crate::memtable_memory::Arena;
 use crate::partition::Partition;
 use crate::types::PartitionBound;
 use bytes::Bytes;
@@ -86,7 +87,12 @@ pub fn range_is_valid(start: &Bound<PKey>, end: &Bound<PKey>) -> bool {
 /// One memtable of one table.
 pub struct Memtable {
     shards: Vec<RwLock<BTreeMap<PKey, Partition>>>,
+    /// Each shard's values, copied out of request and commitlog buffers (memtable_memory.rs).
+    arenas: Vec<parking_lot::Mutex<Arena>>,
+    /// Encoded size of the updates applied (Cassandra's "memtable data size").
     size_bytes: AtomicU64,
+    /// Estimated bytes held in memory, allocator overhead included: what the budget counts.
+    heap_bytes: AtomicU64,
     partitions: AtomicU64,
     /// Highest commitlog position (segment id, offset) whose data this memtable holds.
     pub max_log_position: parking_lot::Mutex<Option<(u64, u64)>>,
@@ -96,7 +102,9 @@ impl Default for Memtable {
     fn default() -> Self {
         Memtable {
             shards: (0..SHARDS).map(|_| RwLock::new(BTreeMap::new())).collect(),
+            arenas: (0..SHARDS).map(|_| Default::default()).collect(),
             size_bytes: AtomicU64::new(0),
+            heap_bytes: AtomicU64::new(0),
             partitions: AtomicU64::new(0),
             max_log_position: parking_lot::Mutex::new(None),
         }
@@ -104,11 +112,15 @@ impl Default for Memtable {
 }
 
 impl Memtable {
-    /// Merges an update; `size_bytes` is its encoded size (the memtable's accounting unit).
-    pub fn apply(&self, p: Partition, size_bytes: u64) {
-        let Some(shard) = self.shards.get(shard_of(p.token)) else {
+    /// Merges an update; `size_bytes` is its encoded size. Its values are copied into the
+    /// shard's arena first, so the memtable holds no reference to the caller's buffers.
+    pub fn apply(&self, mut p: Partition, size_bytes: u64) {
+        let i = shard_of(p.token);
+        let (Some(shard), Some(arena)) = (self.shards.get(i), self.arenas.get(i)) else {
             return;
         };
+        let heap = arena.lock().copy_partition(&mut p);
+        self.heap_bytes.fetch_add(heap, Ordering::Relaxed);
         let mut map = shard.write();
         let k = (p.token, p.key.clone());
         match map.get_mut(&k) {
@@ -153,6 +165,11 @@ impl Memtable {
 
     pub fn size_bytes(&self) -> u64 {
         self.size_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes this memtable holds in memory (estimated; see memtable_memory.rs).
+    pub fn heap_bytes(&self) -> u64 {
+        self.heap_bytes.load(Ordering::Relaxed)
     }
 
     pub fn partition_count(&self) -> u64 {

@@ -29,8 +29,7 @@ impl TableLayout {
     }
 }
 
-/// Cells of a row keyed by (column, cell path).
-pub type CellMap = BTreeMap<(ColumnId, Option<Bytes>), Cell>;
+pub use crate::cellmap::CellMap;
 
 /// One row (or the static row).
 #[derive(Debug, Clone, Default, PartialEq)]

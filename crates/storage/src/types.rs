@@ -369,6 +369,9 @@ pub struct TableStats {
     pub sstable_count: usize,
     pub live_disk_space_bytes: u64,
     pub memtable_data_size_bytes: u64,
+    /// Memory the active memtable holds (what the memtable budget counts); Cassandra's
+    /// "Memtable off heap memory used" line shows it.
+    pub memtable_heap_bytes: u64,
     pub memtable_partitions: u64,
     pub memtable_switch_count: u64,
     pub estimated_partitions: u64,
