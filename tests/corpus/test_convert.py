@@ -68,6 +68,16 @@ class Conversion(unittest.TestCase):
         with self.assertRaises(SkipMethod):
             convert('DatabaseDescriptor.setFoo(true);\ncreateTable("CREATE TABLE %s (k int PRIMARY KEY)");')
 
+    def test_statement_with_an_unclosed_quote_is_dropped_not_glued_to_the_next(self):
+        out, it = convert('createTable("CREATE TABLE %s (k text PRIMARY KEY)");\n'
+                          'assertInvalidSyntax("INSERT INTO %s (k) VALUES (\'it\'s\')");')
+        self.assertEqual(len(out), 1)
+        self.assertEqual(it.skipped, 1)
+
+    def test_cluster_wide_system_reads_are_not_compared(self):
+        _, it = convert('execute("SELECT * FROM system_schema.keyspaces");')
+        self.assertIn("@ignore", it.out[0][1])
+
     def test_nondeterministic_reads_are_annotated(self):
         _, it = convert('createTable("CREATE TABLE %s (k int PRIMARY KEY)");\nexecute("SELECT now() FROM %s");')
         self.assertIn("@ignore-values", it.out[1][1])

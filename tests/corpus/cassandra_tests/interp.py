@@ -62,6 +62,8 @@ CONSTANTS = {
 NONDETERMINISTIC = re.compile(r"\b(now|uuid|current_?timestamp|current_?date|current_?time|current_?timeuuid|"
                               r"writetime|maxwritetime|ttl|random)\s*\(", re.I)
 
+CLUSTER_WIDE = re.compile(r"\bFROM\s+\"?system(_schema|_views|_virtual_schema|_auth|_distributed|_traces)?\"?\.", re.I)
+
 
 class Return(Exception):
     def __init__(self, value):
@@ -673,10 +675,52 @@ class Interpreter:
             self.uses_ks2 = True
         q = re.sub(r"\b" + TEST_KEYSPACE + r"\b", self.ks, q, flags=re.I)
         q = q.strip().rstrip(";").strip()
+        if not splits_cleanly(q):
+            raise Untranslatable("statement the script splitter would cut or run on")
         notes = list(notes)
         if q[:6].upper() == "SELECT" and NONDETERMINISTIC.search(q):
             notes.append("@ignore-values")
+        if q[:6].upper() == "SELECT" and CLUSTER_WIDE.search(q) and not re.search(r"\bWHERE\b", q, re.I):
+            # Sees every keyspace of the node: other scripts run beside this one, and system keyspaces differ.
+            notes.append("@ignore")
         self.out.append((q, notes))
+
+
+def splits_cleanly(q):
+    """True when corpus.py would read q back as one whole statement: quotes, $$ bodies and block comments
+    closed, no ';' outside them, no line comment that would swallow the statement's end."""
+    i, n = 0, len(q)
+    flat = " ".join(q.upper().split())
+    batch = flat.startswith("BEGIN")
+    if batch and not flat.endswith("APPLY BATCH"):
+        return False
+    while i < n:
+        c = q[i]
+        if c in ("'", '"'):
+            j = i + 1
+            while j < n:
+                if q[j] == c:
+                    if j + 1 < n and q[j + 1] == c:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            if j >= n:
+                return False
+            i = j + 1
+            continue
+        for opener, closer in (("$$", "$$"), ("/*", "*/")):
+            if q.startswith(opener, i):
+                j = q.find(closer, i + 2)
+                if j < 0:
+                    return False
+                i = j + 2
+                break
+        else:
+            if (c == ";" and not batch) or q.startswith("--", i) or q.startswith("//", i):
+                return False
+            i += 1
+    return True
 
 
 def bind(q, args):
