@@ -77,8 +77,34 @@ def keyspace_for(family, method):
     return "cu_" + hashlib.sha1(("%s/%s" % (family, method)).encode()).hexdigest()[:12]
 
 
+KEYSPACE_NAME_RE = re.compile(r"\bCREATE\s+KEYSPACE\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z]\w*)", re.I)
+
+
+def private_keyspaces(interp):
+    """Keyspace names a test spells out (CREATE KEYSPACE testXYZ) are shared by every script that uses them, and
+    scripts run in parallel: each script gets its own copy of the name. system* names stay (their refusal is the
+    point)."""
+    names = {}
+    for cql, _ in interp.out:
+        for name in KEYSPACE_NAME_RE.findall(cql):
+            low = name.lower()
+            if low.startswith("system") or low.startswith(interp.ks) or low in names or low in ("with", "if", "not") \
+                    or len(low) > 48:  # too long to be valid: the refusal is the point, and nothing is created
+                continue
+            names[low] = ("%s_%s" % (interp.ks, low))[:48]
+    return names
+
+
+def rename_keyspaces(cql, names):
+    for low, new in names.items():
+        cql = re.sub(r"(?<![\w.\"'])%s\b(?!['\"])" % re.escape(low), new, cql, flags=re.I)
+    return cql
+
+
 def render_script(source, family, method, interp, notes_override):
     ks = interp.ks
+    renamed = private_keyspaces(interp)
+    interp.out = [(rename_keyspaces(cql, renamed), notes) for cql, notes in interp.out]
     create = "CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '1'};"
     lines = ["-- converted by cassandra_tests/convert.py from %s::%s" % (source, method),
              "DROP KEYSPACE IF EXISTS %s;" % ks, create % ks]
@@ -96,7 +122,7 @@ def render_script(source, family, method, interp, notes_override):
         if tags:
             lines.append("-- " + " ".join(tags))
         lines.append(cql + ";")
-    for k in interp.keyspaces:
+    for k in sorted(set(renamed.values()) | {k for k in interp.keyspaces if k.lower() not in renamed}):
         lines.append("DROP KEYSPACE IF EXISTS %s;" % k)
     if interp.uses_ks2:
         lines.append("DROP KEYSPACE IF EXISTS %s;" % interp.ks2)
