@@ -9,7 +9,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cassandra_tests"))
 
-from interp import Interpreter, bind  # noqa: E402
+from cqltext import bind  # noqa: E402
+from interp import Interpreter  # noqa: E402
 from javasrc import parse_class  # noqa: E402
 from values import Coll, SkipMethod, Untranslatable, to_bytes  # noqa: E402
 

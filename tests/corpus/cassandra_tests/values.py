@@ -196,3 +196,74 @@ def java_format(fmt, args):
         return s
 
     return FORMAT_RE.sub(sub, str(fmt))
+
+
+def unary(op, v):
+    if isinstance(v, Unknown):
+        return v
+    if op == "!":
+        return (not v) if isinstance(v, bool) else Unknown("!")
+    if op == "-" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return type(v)(-v) if isinstance(v, (JLong, JFloat)) else -v
+    if op == "+":
+        return v
+    if op == "~" and isinstance(v, int):
+        return ~v
+    return Unknown("unary %s" % op)
+
+
+def cast(typ, v):
+    if isinstance(v, Unknown) or isinstance(v, bool):
+        return v
+    if typ in ("int", "short", "byte") and isinstance(v, (int, float)):
+        bits = {"int": 32, "short": 16, "byte": 8}[typ]
+        x = int(v) & ((1 << bits) - 1)
+        return x - (1 << bits) if x >= 1 << (bits - 1) else x
+    if typ == "long" and isinstance(v, (int, float)):
+        return JLong(int(v))
+    if typ == "float" and isinstance(v, (int, float)):
+        return JFloat(v)
+    if typ == "double" and isinstance(v, (int, float)):
+        return float(v)
+    return v
+
+
+def string_method(s, name, args):
+    if any(isinstance(a, Unknown) for a in args):
+        return Unknown("string argument")
+    simple = {"toUpperCase": lambda: s.upper(), "toLowerCase": lambda: s.lower(), "trim": lambda: s.strip(),
+              "length": lambda: len(s), "isEmpty": lambda: not s, "toString": lambda: s, "intern": lambda: s}
+    if name in simple and not args:
+        return simple[name]()
+    if name == "replace" and len(args) == 2:
+        return s.replace(java_str(args[0]), java_str(args[1]))
+    if name == "substring" and args and all(isinstance(a, int) for a in args):
+        return s[args[0]:args[1]] if len(args) == 2 else s[args[0]:]
+    if name == "equals" and len(args) == 1:
+        return s == args[0]
+    if name == "contains":
+        return java_str(args[0]) in s
+    if name == "startsWith":
+        return s.startswith(java_str(args[0]))
+    if name == "concat":
+        return s + java_str(args[0])
+    if name == "repeat" and isinstance(args[0], int):
+        return s * args[0]
+    if name == "format" or name == "formatted":
+        return java_format(s, args)
+    return Unknown("String.%s" % name)
+
+
+def collection_method(c, name, args):
+    items = c.items if isinstance(c, Coll) else c
+    if name == "size" and not args:
+        return len(items)
+    if name == "get" and len(args) == 1 and isinstance(args[0], int) and 0 <= args[0] < len(items):
+        return items[args[0]]
+    if name == "add" and len(args) == 1:
+        items.append(args[0])
+        return True
+    if name == "put" and len(args) == 2 and isinstance(c, Coll):
+        c.items.append((args[0], args[1]))
+        return None
+    return Unknown("collection.%s" % name)
