@@ -76,5 +76,25 @@ class Compare(unittest.TestCase):
         self.assertIsNotNone(corpus.compare_script(gold, {"statements": [self.ROWS, self.ROWS]}))
 
 
+class Floors(unittest.TestCase):
+    PER_FAMILY = {"lwt": (98, 100), "json": (100, 100), "cu_select": (80, 100), "cu_json": (90, 100)}
+
+    def test_prefixed_families_are_judged_apart_from_the_main_floor(self):
+        groups, failed = corpus.judge(self.PER_FAMILY, 0.98, corpus.parse_floors(["cu_=0.85"]))
+        self.assertEqual(groups["main"], (198, 200, 0.98))
+        self.assertEqual(groups["cu_*"], (170, 200, 0.85))
+        self.assertEqual(failed, [])
+
+    def test_a_group_below_its_floor_fails_even_when_the_main_group_passes(self):
+        _, failed = corpus.judge(self.PER_FAMILY, 0.98, corpus.parse_floors(["cu_=0.9"]))
+        self.assertEqual(len(failed), 1)
+        self.assertIn("cu_*", failed[0])
+
+    def test_without_floors_every_family_counts_against_min_rate(self):
+        _, failed = corpus.judge(self.PER_FAMILY, 0.98, [])
+        self.assertEqual(len(failed), 1)
+        self.assertIn("main", failed[0])
+
+
 if __name__ == "__main__":
     unittest.main()
