@@ -31,7 +31,7 @@ step "cargo fmt --check" 300 cargo fmt --all -- --check
 step "cargo clippy" 1800 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 step "build (release)" 2400 cargo build --release --locked --bin helenus || true
 BIN="$CARGO_TARGET_DIR/release/helenus"
-step "cargo test" 1800 cargo test --release --locked --workspace
+step "cargo test" 1800 cargo test --release --locked --workspace --no-fail-fast
 if [ -x crates/protocol/fuzz/run.sh ]; then
   # Its own target dir: sanitizer flags would otherwise rebuild the shared release artifacts.
   step "protocol fuzzer (${FUZZ_SECONDS}s)" $((FUZZ_SECONDS + 900)) \

@@ -208,8 +208,8 @@ fn tables_with_types_at_the_nesting_limit_load_after_a_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs the server with `extra` arguments and expects it to exit non-zero within 20 s, before
-/// ever serving CQL; returns its stderr.
+/// Runs the server with `extra` arguments and expects it to exit non-zero within 20 s; returns
+/// its stderr.
 fn refuses_to_start(addr: &str, dir: &Path, extra: &[String]) -> String {
     let port = free_port(addr);
     let mut args = server_args(addr, dir, port, free_port(addr));
@@ -225,10 +225,12 @@ fn refuses_to_start(addr: &str, dir: &Path, extra: &[String]) -> String {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        if Instant::now() > deadline || TcpStream::connect((addr, port)).is_ok() {
+        // Judged by the exit alone: a connection test raced with other listeners on a busy
+        // machine, and a node that did start never exits by itself.
+        if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("node started with {extra:?}");
+            panic!("node still running 20 s after starting with {extra:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };

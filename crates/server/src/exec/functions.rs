@@ -52,11 +52,34 @@ fn unary(
     }
 }
 
+/// A function name lower-cased, with Cassandra 5.0's snake_case spellings (`to_json`,
+/// `text_as_blob`, `blob_as_int`) mapped to the camelCase ones they alias, so that one name is
+/// matched everywhere a function is dispatched.
+pub fn canonical_name(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    match lower.as_str() {
+        "to_json" => return "tojson".into(),
+        "from_json" => return "fromjson".into(),
+        _ => {}
+    }
+    if let Some(target) = lower.strip_prefix("blob_as_") {
+        if NativeType::from_cql_name(target).is_some() {
+            return format!("blobas{target}");
+        }
+    }
+    if let Some(source) = lower.strip_suffix("_as_blob") {
+        if NativeType::from_cql_name(source).is_some() {
+            return format!("{source}asblob");
+        }
+    }
+    lower
+}
+
 /// Resolves a native scalar function call: its return type given the argument types, or the
 /// error Cassandra gives (unknown function, no matching signature).
 pub fn resolve(name: &str, args: &[CqlType]) -> ExecResult<CqlType> {
     use NativeType::*;
-    let lower = name.to_ascii_lowercase();
+    let lower = canonical_name(name);
     let unknown = || ExecError::Invalid(format!("Unknown function '{lower}'"));
     Ok(match lower.as_str() {
         "now" | "currenttimeuuid" | "current_timeuuid" => native(Timeuuid),
@@ -241,7 +264,7 @@ fn as_f64(v: &CqlValue) -> Option<f64> {
 /// Applies a scalar function to decoded argument values (None = null).
 pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue>> {
     use CqlValue as V;
-    let lower = name.to_ascii_lowercase();
+    let lower = canonical_name(name);
     let unsupported = || ExecError::Invalid(format!("Unknown function '{name}'"));
     Ok(match lower.as_str() {
         "now" | "currenttimeuuid" | "current_timeuuid" => {
@@ -435,6 +458,14 @@ mod tests {
         assert!(resolve("dateof", std::slice::from_ref(&ts)).is_err());
         assert!(resolve("abs", &[ts.clone(), ts.clone()]).is_err());
         assert!(resolve("blobasblob", &[native(NativeType::Blob)]).is_err());
+        assert_eq!(canonical_name("text_as_blob"), "textasblob");
+        assert_eq!(canonical_name("Blob_As_Int"), "blobasint");
+        assert_eq!(canonical_name("to_json"), "tojson");
+        assert_eq!(canonical_name("blob_as_nosuchtype"), "blob_as_nosuchtype");
+        assert_eq!(
+            resolve("int_as_blob", &[native(NativeType::Int)]).ok(),
+            Some(native(NativeType::Blob))
+        );
         assert_eq!(
             resolve("blobastimeuuid", &[native(NativeType::Blob)]).ok(),
             Some(CqlType::Custom(LEGACY_TIMEUUID.into()))

@@ -319,7 +319,7 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
             }
         }
         Selector::FunctionCall { name, args } => {
-            let fname = name.name.name.to_ascii_lowercase();
+            let fname = super::functions::canonical_name(&name.name.name);
             if fname == "token" {
                 let mut idx = Vec::new();
                 for a in args {

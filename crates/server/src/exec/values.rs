@@ -467,7 +467,9 @@ pub fn to_value(
             let v = to_value(term, &hinted, receiver, binds)?;
             Ok(v)
         }
-        Term::FunctionCall { name, args } if name.name.name.eq_ignore_ascii_case("fromjson") => {
+        Term::FunctionCall { name, args }
+            if super::functions::canonical_name(&name.name.name) == "fromjson" =>
+        {
             let [arg] = args.as_slice() else {
                 return Err(bad(format!(
                     "fromJson() only accepts one argument ({} given)",
@@ -492,7 +494,9 @@ pub fn to_value(
                 other => other,
             })
         }
-        Term::FunctionCall { name, args } if name.name.name.eq_ignore_ascii_case("tojson") => {
+        Term::FunctionCall { name, args }
+            if super::functions::canonical_name(&name.name.name) == "tojson" =>
+        {
             let [arg] = args.as_slice() else {
                 return Err(bad(format!(
                     "toJson() only accepts one argument ({} given)",
