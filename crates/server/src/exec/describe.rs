@@ -179,7 +179,11 @@ pub fn table_statement(t: &TableMeta) -> String {
     let inline_pk = pk.len() == 1 && ck.is_empty();
     let mut lines = Vec::new();
     // DESCRIBE lists simple columns before complex (multi-cell) ones within each kind.
-    let mut ordered: Vec<&helenus_schema::ColumnMeta> = t.columns.iter().collect();
+    // A COMPACT STORAGE table shows what CQL sees: no hidden columns, and its static columns as
+    // the plain ones they were declared as.
+    let compact = t.is_compact();
+    let mut ordered: Vec<&helenus_schema::ColumnMeta> =
+        t.visible_columns().map(|(_, c)| c).collect();
     ordered.sort_by(|a, b| {
         a.kind.cmp(&b.kind).then_with(|| {
             if a.kind.is_primary_key() {
@@ -191,7 +195,7 @@ pub fn table_statement(t: &TableMeta) -> String {
     });
     for c in ordered {
         let mut line = format!("    {} {}", maybe_quote(&c.name), type_text(&c.cql_type));
-        if c.kind == ColumnKind::Static {
+        if c.kind == ColumnKind::Static && !compact {
             line.push_str(" static");
         }
         if inline_pk && c.kind == ColumnKind::PartitionKey {
@@ -212,7 +216,11 @@ pub fn table_statement(t: &TableMeta) -> String {
             )
         };
         let mut parts = vec![pk_text];
-        parts.extend(ck.iter().map(|c| maybe_quote(&c.name)));
+        parts.extend(
+            ck.iter()
+                .filter(|c| !t.is_hidden(c))
+                .map(|c| maybe_quote(&c.name)),
+        );
         lines.push(format!("    PRIMARY KEY ({})", parts.join(", ")));
     }
     let virtual_table = t.kind == TableKind::Virtual;
@@ -228,6 +236,9 @@ pub fn table_statement(t: &TableMeta) -> String {
         lines.join(",\n")
     );
     let mut opts = Vec::new();
+    if compact {
+        opts.push("COMPACT STORAGE".to_string());
+    }
     if !ck.is_empty() {
         let order: Vec<String> = ck
             .iter()
@@ -245,6 +256,13 @@ pub fn table_statement(t: &TableMeta) -> String {
     opts.extend(table_options(t));
     s.push_str(&opts.join("\n    AND "));
     s.push(';');
+    if compact {
+        s = format!(
+            "/*\nWarning: Table {}.{} omitted because it has constructs not compatible with CQL (was created via legacy API).\nApproximate structure, for reference:\n(this should not be used to reproduce this schema)\n\n{s}\n*/",
+            maybe_quote(&t.keyspace),
+            maybe_quote(&t.name)
+        );
+    }
     if virtual_table {
         s = format!(
             "/*\nWarning: Table {}.{} is a virtual table and cannot be recreated with CQL.\nStructure, for reference:\n{s}\n*/",
