@@ -8,6 +8,7 @@ use crate::codec::{decode_partition, encode_partition, Reader, Writer};
 use crate::commitlog::{self, Commitlog};
 use crate::memtable::{self, Memtable, PKey};
 use crate::partition::{self, Limits, Partition, TableLayout};
+use crate::read_tombstones::TombstoneScan;
 use crate::path_name::PathName;
 use crate::reconcile::{Cell, CellKind};
 use crate::sstable::{self, ChunkKey, SSTableReader};
@@ -47,6 +48,11 @@ pub(crate) struct TableCounters {
     /// Rows (live or deleted) merged from memtables and SSTables by reads, before deletions,
     /// TTLs and limits apply: what reads cost in rows, whatever they return.
     pub rows_merged: AtomicU64,
+    /// Tombstones reads scanned (read_tombstones.rs), the most one read scanned, and reads
+    /// abandoned past the tombstone failure threshold.
+    pub tombstones_scanned: AtomicU64,
+    pub tombstones_scanned_max: AtomicU64,
+    pub tombstone_failures: AtomicU64,
 }
 
 /// One table's state.
@@ -514,15 +520,53 @@ impl Engine {
         self.read_shortcut.store(on, Ordering::Relaxed);
     }
 
-    /// Reads live data.
+    /// Reads live data, however many tombstones that takes.
     pub fn read(&self, table: TableId, q: &ReadQuery) -> Result<ReadResult, StorageError> {
+        self.read_bounded(table, q, u64::MAX)
+    }
+
+    /// Reads live data, counting the tombstones scanned into the result's stats; fails with
+    /// `TombstoneOverwhelming` as soon as more than `tombstone_failure_threshold` were scanned
+    /// (Cassandra's `tombstone_failure_threshold`), without reading the rest.
+    pub fn read_bounded(
+        &self,
+        table: TableId,
+        q: &ReadQuery,
+        tombstone_failure_threshold: u64,
+    ) -> Result<ReadResult, StorageError> {
         let t = self.table(table)?;
         t.counters.reads.fetch_add(1, Ordering::Relaxed);
-        let layout = t.layout.read().clone();
         let mut limits = Limits {
             rows_left: q.row_limit.unwrap_or(usize::MAX),
             per_partition: q.per_partition_limit.unwrap_or(usize::MAX),
+            scan: TombstoneScan::new(tombstone_failure_threshold),
         };
+        let result = self.read_limited(&t, q, &mut limits);
+        let c = &t.counters;
+        let scanned = match &result {
+            Err(StorageError::TombstoneOverwhelming {
+                tombstones_scanned, ..
+            }) => {
+                c.tombstone_failures.fetch_add(1, Ordering::Relaxed);
+                *tombstones_scanned
+            }
+            _ => limits.scan.stats.tombstones_scanned,
+        };
+        c.tombstones_scanned.fetch_add(scanned, Ordering::Relaxed);
+        c.tombstones_scanned_max
+            .fetch_max(scanned, Ordering::Relaxed);
+        let mut out = result?;
+        out.stats = limits.scan.stats;
+        Ok(out)
+    }
+
+    fn read_limited(
+        &self,
+        t: &Table,
+        q: &ReadQuery,
+        limits: &mut Limits,
+    ) -> Result<ReadResult, StorageError> {
+        let layout = t.layout.read().clone();
         let partition_limit = q.partition_limit.unwrap_or(usize::MAX);
         let mut out = ReadResult::default();
         if limits.rows_left == 0 || limits.per_partition == 0 || partition_limit == 0 {
@@ -541,16 +585,16 @@ impl Engine {
                 let merged = if t.def.read().options.rows_per_partition_to_cache > 0
                     && self.config.row_cache_bytes > 0
                 {
-                    self.merged_partition_cached(&t, *token, key)?
+                    self.merged_partition_cached(t, *token, key)?
                         .map(|p| restrict(&p, Some(&ranges)))
                 } else {
                     let d =
-                        self.read_single(&t, *token, key, &ranges, q, &layout, &mut limits, None)?;
+                        self.read_single(t, *token, key, &ranges, q, &layout, limits, None)?;
                     out.partitions.extend(d);
                     return Ok(out);
                 };
                 if let Some(p) = merged {
-                    if let Some(d) = partition::live_partition(&p, q, &layout, &mut limits) {
+                    if let Some(d) = partition::live_partition(&p, q, &layout, limits)? {
                         out.partitions.push(d);
                     }
                 }
@@ -561,13 +605,13 @@ impl Engine {
                 };
                 let end = memtable::end_bound(end);
                 self.read_range(
-                    &t,
+                    t,
                     start,
                     end,
                     q,
                     &layout,
                     &ranges,
-                    &mut limits,
+                    limits,
                     partition_limit,
                     &mut out,
                 )?;

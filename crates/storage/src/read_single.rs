@@ -62,11 +62,15 @@ impl Engine {
                     p.rows.retain(|k, _| k <= f);
                 }
             }
+            // A retry reads more of the partition, so it counts what this trial counted again:
+            // only the accepted trial's counts are kept. A trial past the tombstone failure
+            // threshold ends the read, since a larger one would scan at least as many.
             let mut trial = Limits {
                 rows_left: limits.rows_left,
                 per_partition: limits.per_partition,
+                scan: limits.scan,
             };
-            let data = partition::live_partition(&p, q, layout, &mut trial);
+            let data = partition::live_partition(&p, q, layout, &mut trial)?;
             let got = data.as_ref().map_or(0, |d| d.rows.len());
             if frontier.is_none() || got >= want {
                 *limits = trial;

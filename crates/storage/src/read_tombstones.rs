@@ -1,0 +1,91 @@
+//! Counting the tombstones a read scans, as Cassandra's `ReadCommand` does for its
+//! `tombstone_warn_threshold` and `tombstone_failure_threshold`: per row of the merged partition
+//! the read visits, each cell that is not live (a cell tombstone or an expired TTL cell) counts
+//! one; a row with no live data and no such cell counts one for its deletion (a row deletion or
+//! a collection deletion); each range tombstone overlapping the read's slices counts two, for
+//! the open and close markers Cassandra's iterators yield. Data a deletion shadows is not counted
+//! (Cassandra's merge drops it before counting), but the deletions that shadow it are, even when
+//! nothing of the row reaches the result. A partition deletion is not counted, as in Cassandra.
+
+use crate::clustering::CKey;
+use crate::error::StorageError;
+use crate::partition::Row;
+use crate::reconcile::{self, CellKind};
+use crate::types::{DeletionTime, ReadStats};
+
+/// Range tombstone markers per range tombstone (open and close).
+const MARKERS_PER_RANGE_TOMBSTONE: u64 = 2;
+
+/// The running count of one read, with the threshold past which it is abandoned.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TombstoneScan {
+    pub stats: ReadStats,
+    /// The read fails once more tombstones than this were scanned (u64::MAX: never).
+    pub failure_threshold: u64,
+}
+
+impl TombstoneScan {
+    pub fn new(failure_threshold: u64) -> Self {
+        TombstoneScan {
+            stats: ReadStats::default(),
+            failure_threshold,
+        }
+    }
+
+    fn add(&mut self, n: u64) -> Result<(), StorageError> {
+        self.stats.tombstones_scanned = self.stats.tombstones_scanned.saturating_add(n);
+        if self.stats.tombstones_scanned > self.failure_threshold {
+            return Err(StorageError::TombstoneOverwhelming {
+                tombstones_scanned: self.stats.tombstones_scanned,
+                live_rows: self.stats.live_rows,
+                failure_threshold: self.failure_threshold,
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts one visited row (`outer`: the partition or range deletion covering it; `live`:
+    /// whether the read returns it).
+    pub fn row(
+        &mut self,
+        row: &Row,
+        outer: Option<DeletionTime>,
+        live: bool,
+        now_s: i64,
+    ) -> Result<(), StorageError> {
+        let d = reconcile::max_deletion(outer, row.deletion);
+        let mut dead_cells = 0u64;
+        for ((col, path), c) in row.cells.iter() {
+            let complex = path
+                .as_ref()
+                .and_then(|_| row.complex_deletions.get(col).copied());
+            if reconcile::deletes(d, c.timestamp_us) || reconcile::deletes(complex, c.timestamp_us)
+            {
+                continue; // shadowed data, dropped by the merge before Cassandra counts
+            }
+            if matches!(c.kind, CellKind::Tombstone { .. }) || !c.is_live(now_s) {
+                dead_cells += 1;
+            }
+        }
+        if live {
+            self.stats.live_rows += 1;
+        } else if dead_cells == 0 && (row.deletion.is_some() || !row.complex_deletions.is_empty())
+        {
+            dead_cells = 1;
+        }
+        self.add(dead_cells)
+    }
+
+    /// Counts the range tombstones of a partition that overlap the read's `ranges`.
+    pub fn range_tombstones(
+        &mut self,
+        rts: &[(CKey, CKey, DeletionTime)],
+        ranges: &[(CKey, CKey)],
+    ) -> Result<(), StorageError> {
+        let n = rts
+            .iter()
+            .filter(|(s, e, _)| ranges.iter().any(|(rs, re)| s <= re && rs <= e))
+            .count() as u64;
+        self.add(n * MARKERS_PER_RANGE_TOMBSTONE)
+    }
+}
