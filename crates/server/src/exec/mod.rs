@@ -20,6 +20,7 @@ mod rows;
 mod scan;
 mod select;
 mod selectors;
+mod tombstones;
 pub mod storage_bridge;
 pub mod trace;
 mod values;
