@@ -435,6 +435,18 @@ mod tests {
     }
 
     #[test]
+    fn tombstone_thresholds_default_to_cassandras_and_negative_means_none() {
+        let mut cfg = NodeConfig::default();
+        assert_eq!(cfg.tombstone_warn_threshold, 1000);
+        assert_eq!(cfg.tombstone_failure_threshold, 100_000);
+        assert!(cfg.set("tombstone_failure_threshold", "2000").unwrap());
+        assert!(cfg.set("tombstone_warn_threshold", "-1").unwrap());
+        assert_eq!(cfg.tombstone_failure_threshold, 2000);
+        assert_eq!(cfg.tombstone_warn_threshold, u64::MAX);
+        assert!(cfg.set("tombstone_warn_threshold", "many").is_err());
+    }
+
+    #[test]
     fn yaml_overrides_defaults_and_warns_on_unknown_keys() {
         let dir = std::env::temp_dir().join(format!("helenus-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

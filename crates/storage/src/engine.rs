@@ -8,8 +8,8 @@ use crate::codec::{decode_partition, encode_partition, Reader, Writer};
 use crate::commitlog::{self, Commitlog};
 use crate::memtable::{self, Memtable, PKey};
 use crate::partition::{self, Limits, Partition, TableLayout};
-use crate::read_tombstones::TombstoneScan;
 use crate::path_name::PathName;
+use crate::read_tombstones::TombstoneScan;
 use crate::reconcile::{Cell, CellKind};
 use crate::sstable::{self, ChunkKey, SSTableReader};
 use crate::types::*;
@@ -588,8 +588,7 @@ impl Engine {
                     self.merged_partition_cached(t, *token, key)?
                         .map(|p| restrict(&p, Some(&ranges)))
                 } else {
-                    let d =
-                        self.read_single(t, *token, key, &ranges, q, &layout, limits, None)?;
+                    let d = self.read_single(t, *token, key, &ranges, q, &layout, limits, None)?;
                     out.partitions.extend(d);
                     return Ok(out);
                 };

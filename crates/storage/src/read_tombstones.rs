@@ -69,8 +69,7 @@ impl TombstoneScan {
         }
         if live {
             self.stats.live_rows += 1;
-        } else if dead_cells == 0 && (row.deletion.is_some() || !row.complex_deletions.is_empty())
-        {
+        } else if dead_cells == 0 && (row.deletion.is_some() || !row.complex_deletions.is_empty()) {
             dead_cells = 1;
         }
         self.add(dead_cells)

@@ -1,6 +1,7 @@
 //! The tombstones a read scans (for `tombstone_warn_threshold` / `tombstone_failure_threshold`):
 //! counted across memtables and SSTables, per kind, and a read past the failure threshold fails
 //! with `TombstoneOverwhelming` instead of returning.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
 
 mod common;
 
@@ -32,7 +33,11 @@ fn cell_tombstone(col: ColumnId, ts: i64) -> CellUpdate {
     }
 }
 
-fn range_tombstone(from: &[u8], to: &[u8], ts: i64) -> (ClusteringBound, ClusteringBound, DeletionTime) {
+fn range_tombstone(
+    from: &[u8],
+    to: &[u8],
+    ts: i64,
+) -> (ClusteringBound, ClusteringBound, DeletionTime) {
     let bound = |v: &[u8]| ClusteringBound {
         prefix: vec![b(v)],
         kind: BoundKind::Inclusive,
@@ -57,7 +62,8 @@ fn load(e: &Engine) {
     e.flush(None).unwrap();
     let mut m = mutation(b"p");
     for i in 30..33u8 {
-        m.rows.push(row(&[i], vec![set(1, TS, b"v"), cell_tombstone(2, TS)]));
+        m.rows
+            .push(row(&[i], vec![set(1, TS, b"v"), cell_tombstone(2, TS)]));
     }
     // Shadows rows 0..=3: they vanish from the result and are not counted themselves.
     m.range_tombstones.push(range_tombstone(&[0], &[3], TS + 1));

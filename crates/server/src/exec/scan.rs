@@ -6,13 +6,13 @@ use super::error::{ExecError, ExecResult};
 use super::paging::PagingState;
 use super::rows::{self, ColumnLayout, Row};
 use super::select::{clustering_slices, compare_clustering, PartitionSelection, SelectPlan};
+use super::tombstones::TombstoneTally;
 use super::values::{self, Binds, Bound};
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_schema::TableKind;
 use helenus_storage as st;
 use helenus_types::CqlType;
-use super::tombstones::TombstoneTally;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 

@@ -51,8 +51,7 @@ impl TombstoneTally {
                 Ok(r)
             }
             Err(st::StorageError::TombstoneOverwhelming {
-                tombstones_scanned,
-                ..
+                tombstones_scanned, ..
             }) => {
                 tracing::error!(
                     "Scanned over {} tombstones during query; query aborted (see tombstone_failure_threshold)",
@@ -76,7 +75,10 @@ impl TombstoneTally {
         }
         let query = query_text(table, self.last.as_ref(), limit);
         let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
-        let token = self.last.as_ref().map_or(String::new(), |(t, _)| format!("; token {t}"));
+        let token = self
+            .last
+            .as_ref()
+            .map_or(String::new(), |(t, _)| format!("; token {t}"));
         let msg = format!(
             "Read {} live rows and {} tombstone cells for query {query}{token} (see tombstone_warn_threshold)",
             self.live_rows, self.tombstones
