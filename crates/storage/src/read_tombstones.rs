@@ -10,8 +10,8 @@
 use crate::clustering::CKey;
 use crate::error::StorageError;
 use crate::partition::Row;
-use crate::reconcile::{self, CellKind};
-use crate::types::{DeletionTime, ReadStats};
+use crate::reconcile;
+use crate::types::{ColumnId, DeletionTime, ReadStats};
 
 /// Range tombstone markers per range tombstone (open and close).
 const MARKERS_PER_RANGE_TOMBSTONE: u64 = 2;
@@ -54,19 +54,25 @@ impl TombstoneScan {
         now_s: i64,
     ) -> Result<(), StorageError> {
         let d = reconcile::max_deletion(outer, row.deletion);
-        let mut dead_cells = 0u64;
-        for ((col, path), c) in row.cells.iter() {
-            let complex = path
-                .as_ref()
-                .and_then(|_| row.complex_deletions.get(col).copied());
-            if reconcile::deletes(d, c.timestamp_us) || reconcile::deletes(complex, c.timestamp_us)
-            {
-                continue; // shadowed data, dropped by the merge before Cassandra counts
-            }
-            if matches!(c.kind, CellKind::Tombstone { .. }) || !c.is_live(now_s) {
-                dead_cells += 1;
-            }
-        }
+        // `is_live` is false for tombstones and expired cells alike.
+        let mut dead_cells = if d.is_none() && row.complex_deletions.is_empty() {
+            // The common row: nothing can shadow its cells.
+            row.cells.values().filter(|c| !c.is_live(now_s)).count() as u64
+        } else {
+            let shadowed = |col: &ColumnId, has_path: bool, ts: i64| {
+                let complex = has_path
+                    .then(|| row.complex_deletions.get(col).copied())
+                    .flatten();
+                reconcile::deletes(d, ts) || reconcile::deletes(complex, ts)
+            };
+            // Shadowed data is dropped by Cassandra's merge before it counts.
+            row.cells
+                .iter()
+                .filter(|((col, path), c)| {
+                    !shadowed(col, path.is_some(), c.timestamp_us) && !c.is_live(now_s)
+                })
+                .count() as u64
+        };
         if live {
             self.stats.live_rows += 1;
         } else if dead_cells == 0 && (row.deletion.is_some() || !row.complex_deletions.is_empty()) {
