@@ -9,7 +9,6 @@ use crate::commitlog::{self, Commitlog};
 use crate::memtable::{self, Memtable, PKey};
 use crate::partition::{self, Limits, Partition, TableLayout};
 use crate::path_name::PathName;
-use crate::read_tombstones::TombstoneScan;
 use crate::reconcile::{Cell, CellKind};
 use crate::sstable::{self, ChunkKey, SSTableReader};
 use crate::types::*;
@@ -525,42 +524,7 @@ impl Engine {
         self.read_bounded(table, q, u64::MAX)
     }
 
-    /// Reads live data, counting the tombstones scanned into the result's stats; fails with
-    /// `TombstoneOverwhelming` as soon as more than `tombstone_failure_threshold` were scanned
-    /// (Cassandra's `tombstone_failure_threshold`), without reading the rest.
-    pub fn read_bounded(
-        &self,
-        table: TableId,
-        q: &ReadQuery,
-        tombstone_failure_threshold: u64,
-    ) -> Result<ReadResult, StorageError> {
-        let t = self.table(table)?;
-        t.counters.reads.fetch_add(1, Ordering::Relaxed);
-        let mut limits = Limits {
-            rows_left: q.row_limit.unwrap_or(usize::MAX),
-            per_partition: q.per_partition_limit.unwrap_or(usize::MAX),
-            scan: TombstoneScan::new(tombstone_failure_threshold),
-        };
-        let result = self.read_limited(&t, q, &mut limits);
-        let c = &t.counters;
-        let scanned = match &result {
-            Err(StorageError::TombstoneOverwhelming {
-                tombstones_scanned, ..
-            }) => {
-                c.tombstone_failures.fetch_add(1, Ordering::Relaxed);
-                *tombstones_scanned
-            }
-            _ => limits.scan.stats.tombstones_scanned,
-        };
-        c.tombstones_scanned.fetch_add(scanned, Ordering::Relaxed);
-        c.tombstones_scanned_max
-            .fetch_max(scanned, Ordering::Relaxed);
-        let mut out = result?;
-        out.stats = limits.scan.stats;
-        Ok(out)
-    }
-
-    fn read_limited(
+    pub(crate) fn read_limited(
         &self,
         t: &Table,
         q: &ReadQuery,

@@ -8,10 +8,49 @@
 //! nothing of the row reaches the result. A partition deletion is not counted, as in Cassandra.
 
 use crate::clustering::CKey;
+use crate::engine::Engine;
 use crate::error::StorageError;
-use crate::partition::Row;
+use crate::partition::{Limits, Row};
 use crate::reconcile;
-use crate::types::{ColumnId, DeletionTime, ReadStats};
+use crate::types::{ColumnId, DeletionTime, ReadQuery, ReadResult, ReadStats, TableId};
+use std::sync::atomic::Ordering;
+
+impl Engine {
+    /// Reads live data, counting the tombstones scanned into the result's stats; fails with
+    /// `TombstoneOverwhelming` as soon as more than `tombstone_failure_threshold` were scanned
+    /// (Cassandra's `tombstone_failure_threshold`), without reading the rest.
+    pub fn read_bounded(
+        &self,
+        table: TableId,
+        q: &ReadQuery,
+        tombstone_failure_threshold: u64,
+    ) -> Result<ReadResult, StorageError> {
+        let t = self.table(table)?;
+        t.counters.reads.fetch_add(1, Ordering::Relaxed);
+        let mut limits = Limits {
+            rows_left: q.row_limit.unwrap_or(usize::MAX),
+            per_partition: q.per_partition_limit.unwrap_or(usize::MAX),
+            scan: TombstoneScan::new(tombstone_failure_threshold),
+        };
+        let result = self.read_limited(&t, q, &mut limits);
+        let c = &t.counters;
+        let scanned = match &result {
+            Err(StorageError::TombstoneOverwhelming {
+                tombstones_scanned, ..
+            }) => {
+                c.tombstone_failures.fetch_add(1, Ordering::Relaxed);
+                *tombstones_scanned
+            }
+            _ => limits.scan.stats.tombstones_scanned,
+        };
+        c.tombstones_scanned.fetch_add(scanned, Ordering::Relaxed);
+        c.tombstones_scanned_max
+            .fetch_max(scanned, Ordering::Relaxed);
+        let mut out = result?;
+        out.stats = limits.scan.stats;
+        Ok(out)
+    }
+}
 
 /// Range tombstone markers per range tombstone (open and close).
 const MARKERS_PER_RANGE_TOMBSTONE: u64 = 2;
