@@ -41,7 +41,14 @@ impl Engine {
         located: Option<&[Located]>,
     ) -> Result<Option<PartitionData>, StorageError> {
         let want = limits.rows_left.min(limits.per_partition);
-        let mut allowance = want.saturating_add(FIRST_EXTRA_ROWS);
+        // A read that fails past a tombstone threshold first reads no more rows than it may
+        // scan tombstones: an unlimited read of a partition of millions of deleted rows fails
+        // after about the threshold, not after the whole partition.
+        let scan = &limits.scan;
+        let tombstones_left =
+            scan.failure_threshold - scan.stats.tombstones_scanned.min(scan.failure_threshold);
+        let first = want.min(usize::try_from(tombstones_left).unwrap_or(usize::MAX));
+        let mut allowance = first.saturating_add(FIRST_EXTRA_ROWS);
         loop {
             let (merged, frontier) = self.merged_partition_upto(
                 t,

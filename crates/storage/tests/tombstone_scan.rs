@@ -178,3 +178,23 @@ fn read_past_the_failure_threshold_fails_typed() {
         Err(StorageError::TombstoneOverwhelming { .. })
     ));
 }
+
+#[test]
+fn unlimited_read_over_many_tombstones_fails_before_merging_the_whole_partition() {
+    let dir = tempdir("tombstone-scan-early");
+    let e = open(&dir, 864_000);
+    let mut m = mutation(b"p");
+    for i in 0..20_000u16 {
+        m.rows.push(deleted_row(&i.to_be_bytes(), TS));
+    }
+    e.apply_blocking(&[m]).unwrap();
+    e.flush(None).unwrap();
+    let before = e.table_stats(TABLE).rows_merged_by_reads;
+    let r = e.read_bounded(TABLE, &point(b"p", now()), 1000);
+    assert!(matches!(r, Err(StorageError::TombstoneOverwhelming { .. })));
+    let merged = e.table_stats(TABLE).rows_merged_by_reads - before;
+    assert!(
+        merged < 2_000,
+        "merged {merged} rows of 20000 before failing"
+    );
+}
