@@ -48,6 +48,10 @@ pub struct NodeConfig {
     pub batch_size_fail_threshold_bytes: u64,
     /// An unlogged batch over more partitions than this gets a client warning (10).
     pub unlogged_batch_across_partitions_warn_threshold: u64,
+    /// A read that scans more tombstones than this gets a client warning (Cassandra: 1000).
+    pub tombstone_warn_threshold: u64,
+    /// ... and one that scans more than this is abandoned with a ReadFailure (100000).
+    pub tombstone_failure_threshold: u64,
     /// Budget of the prepared-statement cache, by estimated bytes held.
     pub prepared_statements_cache_size_bytes: u64,
     /// Whether `ALTER TABLE ... DROP COMPACT STORAGE` is allowed (Cassandra 5.0: off).
@@ -93,6 +97,8 @@ impl Default for NodeConfig {
             batch_size_warn_threshold_bytes: 5 * 1024,
             batch_size_fail_threshold_bytes: 50 * 1024,
             unlogged_batch_across_partitions_warn_threshold: 10,
+            tombstone_warn_threshold: 1000,
+            tombstone_failure_threshold: 100_000,
             drop_compact_storage_enabled: false,
             prepared_statements_cache_size_bytes: 64 * MIB,
             raw: BTreeMap::new(),
@@ -237,6 +243,11 @@ impl NodeConfig {
                 .parse::<u64>()
                 .map_err(|e| bad(format!("{v}: {e}")))
         };
+        // Cassandra takes a negative threshold as "none".
+        let threshold = |v: &str| match v.trim().parse::<i64>() {
+            Ok(n) => Ok(u64::try_from(n).unwrap_or(u64::MAX)),
+            Err(e) => Err(bad(format!("{v}: {e}"))),
+        };
         if crate::config_security::is_security_setting(key) {
             let parsed = serde_yaml::from_str(value)
                 .unwrap_or_else(|_| serde_yaml::Value::String(value.to_string()));
@@ -337,6 +348,8 @@ impl NodeConfig {
             "unlogged_batch_across_partitions_warn_threshold" => {
                 self.unlogged_batch_across_partitions_warn_threshold = int(value)?
             }
+            "tombstone_warn_threshold" => self.tombstone_warn_threshold = threshold(value)?,
+            "tombstone_failure_threshold" => self.tombstone_failure_threshold = threshold(value)?,
             "prepared_statements_cache_size" => {
                 // Cassandra's "auto" sizes it from the JVM heap; Helenus has none, so the default.
                 if value.trim() != "auto" {
@@ -419,6 +432,18 @@ mod tests {
         assert_eq!(parse_size_bytes("32MiB", MIB).unwrap(), 32 * MIB);
         assert_eq!(parse_size_bytes("64MiB/s", MIB).unwrap(), 64 * MIB);
         assert!(parse_size_bytes("12 parsecs", 1).is_err());
+    }
+
+    #[test]
+    fn tombstone_thresholds_default_to_cassandras_and_negative_means_none() {
+        let mut cfg = NodeConfig::default();
+        assert_eq!(cfg.tombstone_warn_threshold, 1000);
+        assert_eq!(cfg.tombstone_failure_threshold, 100_000);
+        assert!(cfg.set("tombstone_failure_threshold", "2000").unwrap());
+        assert!(cfg.set("tombstone_warn_threshold", "-1").unwrap());
+        assert_eq!(cfg.tombstone_failure_threshold, 2000);
+        assert_eq!(cfg.tombstone_warn_threshold, u64::MAX);
+        assert!(cfg.set("tombstone_warn_threshold", "many").is_err());
     }
 
     #[test]

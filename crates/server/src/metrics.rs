@@ -33,6 +33,9 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
         "index_summary_bytes": s.index_summary_bytes,
         "sstables_skipped_by_timestamp": s.sstables_skipped_by_timestamp,
         "rows_merged_by_reads": s.rows_merged_by_reads,
+        "tombstones_scanned_by_reads": s.tombstones_scanned_by_reads,
+        "tombstones_scanned_max": s.tombstones_scanned_max,
+        "tombstone_failures": s.tombstone_failures,
     })
 }
 
@@ -114,7 +117,7 @@ pub fn render(node: &NodeState) -> String {
         node.engine.unflushed_memtable_bytes()
     );
     type Gauge = (&'static str, fn(&st::TableStats) -> f64);
-    let metrics: [Gauge; 12] = [
+    let metrics: [Gauge; 15] = [
         ("helenus_table_sstables", |s| s.sstable_count as f64),
         ("helenus_table_live_disk_bytes", |s| {
             s.live_disk_space_bytes as f64
@@ -148,6 +151,16 @@ pub fn render(node: &NodeState) -> String {
         }),
         ("helenus_table_estimated_partitions", |s| {
             s.estimated_partitions as f64
+        }),
+        // Cassandra's TombstoneScannedHistogram (as a total and a max) and TombstoneFailures.
+        ("helenus_table_tombstones_scanned_total", |s| {
+            s.tombstones_scanned_by_reads as f64
+        }),
+        ("helenus_table_tombstones_scanned_max", |s| {
+            s.tombstones_scanned_max as f64
+        }),
+        ("helenus_table_tombstone_failures_total", |s| {
+            s.tombstone_failures as f64
         }),
     ];
     let schema = node.schema();

@@ -187,6 +187,9 @@ impl Engine {
                 .sstables_skipped_by_timestamp
                 .load(Ordering::Relaxed),
             rows_merged_by_reads: t.counters.rows_merged.load(Ordering::Relaxed),
+            tombstones_scanned_by_reads: t.counters.tombstones_scanned.load(Ordering::Relaxed),
+            tombstones_scanned_max: t.counters.tombstones_scanned_max.load(Ordering::Relaxed),
+            tombstone_failures: t.counters.tombstone_failures.load(Ordering::Relaxed),
             ..TableStats::default()
         };
         let mut uncompressed = 0u64;

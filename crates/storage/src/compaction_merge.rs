@@ -421,7 +421,8 @@ mod tests {
         assert_eq!((cs.input_sstables, cs.output_sstables), (3, 2));
         assert!(cs.partitions_copied > 0 && cs.partitions_copied < cs.partitions_written);
         let after = e.read(TABLE, &scan_all(now())).unwrap();
-        assert_eq!(after, before);
+        // What the reads return is unchanged (what they scan may shrink: tombstones purged).
+        assert_eq!(after.partitions, before.partitions);
         assert_eq!(after.partitions.len(), 1000);
         // The two outputs hold disjoint token ranges.
         let t = e.table(TABLE).unwrap();
@@ -530,7 +531,8 @@ mod tests {
             "only partitions without tombstones"
         );
         assert_eq!(cs.tombstones_purged, 50);
-        assert_eq!(e.read(TABLE, &scan_all(now())).unwrap(), before);
+        let after = e.read(TABLE, &scan_all(now())).unwrap();
+        assert_eq!(after.partitions, before.partitions);
         e.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -47,6 +47,11 @@ pub(crate) struct TableCounters {
     /// Rows (live or deleted) merged from memtables and SSTables by reads, before deletions,
     /// TTLs and limits apply: what reads cost in rows, whatever they return.
     pub rows_merged: AtomicU64,
+    /// Tombstones reads scanned (read_tombstones.rs), the most one read scanned, and reads
+    /// abandoned past the tombstone failure threshold.
+    pub tombstones_scanned: AtomicU64,
+    pub tombstones_scanned_max: AtomicU64,
+    pub tombstone_failures: AtomicU64,
 }
 
 /// One table's state.
@@ -514,15 +519,18 @@ impl Engine {
         self.read_shortcut.store(on, Ordering::Relaxed);
     }
 
-    /// Reads live data.
+    /// Reads live data, however many tombstones that takes.
     pub fn read(&self, table: TableId, q: &ReadQuery) -> Result<ReadResult, StorageError> {
-        let t = self.table(table)?;
-        t.counters.reads.fetch_add(1, Ordering::Relaxed);
+        self.read_bounded(table, q, u64::MAX)
+    }
+
+    pub(crate) fn read_limited(
+        &self,
+        t: &Table,
+        q: &ReadQuery,
+        limits: &mut Limits,
+    ) -> Result<ReadResult, StorageError> {
         let layout = t.layout.read().clone();
-        let mut limits = Limits {
-            rows_left: q.row_limit.unwrap_or(usize::MAX),
-            per_partition: q.per_partition_limit.unwrap_or(usize::MAX),
-        };
         let partition_limit = q.partition_limit.unwrap_or(usize::MAX);
         let mut out = ReadResult::default();
         if limits.rows_left == 0 || limits.per_partition == 0 || partition_limit == 0 {
@@ -541,16 +549,15 @@ impl Engine {
                 let merged = if t.def.read().options.rows_per_partition_to_cache > 0
                     && self.config.row_cache_bytes > 0
                 {
-                    self.merged_partition_cached(&t, *token, key)?
+                    self.merged_partition_cached(t, *token, key)?
                         .map(|p| restrict(&p, Some(&ranges)))
                 } else {
-                    let d =
-                        self.read_single(&t, *token, key, &ranges, q, &layout, &mut limits, None)?;
+                    let d = self.read_single(t, *token, key, &ranges, q, &layout, limits, None)?;
                     out.partitions.extend(d);
                     return Ok(out);
                 };
                 if let Some(p) = merged {
-                    if let Some(d) = partition::live_partition(&p, q, &layout, &mut limits) {
+                    if let Some(d) = partition::live_partition(&p, q, &layout, limits)? {
                         out.partitions.push(d);
                     }
                 }
@@ -561,13 +568,13 @@ impl Engine {
                 };
                 let end = memtable::end_bound(end);
                 self.read_range(
-                    &t,
+                    t,
                     start,
                     end,
                     q,
                     &layout,
                     &ranges,
-                    &mut limits,
+                    limits,
                     partition_limit,
                     &mut out,
                 )?;

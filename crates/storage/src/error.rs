@@ -23,6 +23,13 @@ pub enum StorageError {
     InvalidRequest(String),
     /// The engine is shutting down or a background thread died.
     ShuttingDown,
+    /// A read scanned more tombstones than its failure threshold and was abandoned
+    /// (Cassandra's TombstoneOverwhelmingException).
+    TombstoneOverwhelming {
+        tombstones_scanned: u64,
+        live_rows: u64,
+        failure_threshold: u64,
+    },
 }
 
 impl StorageError {
@@ -56,6 +63,15 @@ impl fmt::Display for StorageError {
             }
             StorageError::InvalidRequest(s) => write!(f, "invalid storage request: {s}"),
             StorageError::ShuttingDown => write!(f, "storage engine is shutting down"),
+            StorageError::TombstoneOverwhelming {
+                tombstones_scanned,
+                live_rows,
+                failure_threshold,
+            } => write!(
+                f,
+                "Scanned over {failure_threshold} tombstones ({tombstones_scanned} scanned, \
+                 {live_rows} live rows); query aborted (see tombstone_failure_threshold)"
+            ),
         }
     }
 }

@@ -72,6 +72,7 @@ mod partition;
 mod path_name;
 mod read_shortcut;
 mod read_single;
+mod read_tombstones;
 mod reconcile;
 mod sstable;
 mod sstable_tools;

@@ -3,6 +3,7 @@
 //! reconciliation rules, so merge order never matters.
 
 use crate::clustering::{CKey, ClusteringComparator};
+use crate::read_tombstones::TombstoneScan;
 use crate::reconcile::{self, Cell, CellKind};
 use crate::types::*;
 use bytes::Bytes;
@@ -422,21 +423,27 @@ pub fn live_row(
     })
 }
 
-/// Row-count limits of one read, shared across partitions.
-pub struct Limits {
+/// Row-count limits of one read, shared across partitions, with the tombstones it scanned so far.
+pub(crate) struct Limits {
     pub rows_left: usize,
     pub per_partition: usize,
+    pub scan: TombstoneScan,
 }
 
 /// Applies deletions, TTLs, slices, order and limits: the live view of `p`. Returns None when
-/// nothing is live.
-pub fn live_partition(
+/// nothing is live; fails once the read has scanned more tombstones than its threshold allows,
+/// without visiting the rest of the partition.
+pub(crate) fn live_partition(
     p: &Partition,
     q: &ReadQuery,
     layout: &TableLayout,
     limits: &mut Limits,
-) -> Option<PartitionData> {
+) -> Result<Option<PartitionData>, StorageError> {
     let static_row = live_row(&[], &p.static_row, p.deletion, q.now_s, layout);
+    if !p.static_row.is_empty() {
+        let live = static_row.is_some();
+        limits.scan.row(&p.static_row, p.deletion, live, q.now_s)?;
+    }
     let mut rows = Vec::new();
     let max_rows = limits.rows_left.min(limits.per_partition);
     let mut ranges: Vec<(CKey, CKey)> = if q.slices.is_empty() {
@@ -449,44 +456,47 @@ pub fn live_partition(
             .collect()
     };
     ranges.retain(|(s, e)| s <= e);
+    limits.scan.range_tombstones(&p.range_tombstones, &ranges)?;
     if q.reversed {
         ranges.reverse();
     }
+    let scan = &mut limits.scan;
     'outer: for (s, e) in &ranges {
         if rows.len() >= max_rows {
             break;
         }
         let it = p.rows.range(s.clone()..=e.clone());
-        let mut visit = |k: &CKey, r: &Row| -> bool {
-            if let Some(lr) = live_row(&k.values, r, p.covering_deletion(k), q.now_s, layout) {
-                rows.push(lr);
-            }
-            rows.len() < max_rows
+        let mut visit = |k: &CKey, r: &Row| -> Result<bool, StorageError> {
+            let outer = p.covering_deletion(k);
+            let lr = live_row(&k.values, r, outer, q.now_s, layout);
+            scan.row(r, outer, lr.is_some(), q.now_s)?;
+            rows.extend(lr);
+            Ok(rows.len() < max_rows)
         };
         if q.reversed {
             for (k, r) in it.rev() {
-                if !visit(k, r) {
+                if !visit(k, r)? {
                     break 'outer;
                 }
             }
         } else {
             for (k, r) in it {
-                if !visit(k, r) {
+                if !visit(k, r)? {
                     break 'outer;
                 }
             }
         }
     }
     if rows.is_empty() && static_row.is_none() {
-        return None;
+        return Ok(None);
     }
     // A partition with only static data counts as one row, as in Cassandra's paging.
     let used = rows.len().max(1);
     limits.rows_left = limits.rows_left.saturating_sub(used);
-    Some(PartitionData {
+    Ok(Some(PartitionData {
         key: p.key.clone(),
         token: p.token,
         static_row,
         rows,
-    })
+    }))
 }

@@ -41,7 +41,14 @@ impl Engine {
         located: Option<&[Located]>,
     ) -> Result<Option<PartitionData>, StorageError> {
         let want = limits.rows_left.min(limits.per_partition);
-        let mut allowance = want.saturating_add(FIRST_EXTRA_ROWS);
+        // A read that fails past a tombstone threshold first reads no more rows than it may
+        // scan tombstones: an unlimited read of a partition of millions of deleted rows fails
+        // after about the threshold, not after the whole partition.
+        let scan = &limits.scan;
+        let tombstones_left =
+            scan.failure_threshold - scan.stats.tombstones_scanned.min(scan.failure_threshold);
+        let first = want.min(usize::try_from(tombstones_left).unwrap_or(usize::MAX));
+        let mut allowance = first.saturating_add(FIRST_EXTRA_ROWS);
         loop {
             let (merged, frontier) = self.merged_partition_upto(
                 t,
@@ -62,11 +69,15 @@ impl Engine {
                     p.rows.retain(|k, _| k <= f);
                 }
             }
+            // A retry reads more of the partition, so it counts what this trial counted again:
+            // only the accepted trial's counts are kept. A trial past the tombstone failure
+            // threshold ends the read, since a larger one would scan at least as many.
             let mut trial = Limits {
                 rows_left: limits.rows_left,
                 per_partition: limits.per_partition,
+                scan: limits.scan,
             };
-            let data = partition::live_partition(&p, q, layout, &mut trial);
+            let data = partition::live_partition(&p, q, layout, &mut trial)?;
             let got = data.as_ref().map_or(0, |d| d.rows.len());
             if frontier.is_none() || got >= want {
                 *limits = trial;

@@ -292,6 +292,16 @@ pub struct ReadQuery {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadResult {
     pub partitions: Vec<PartitionData>,
+    /// What the read scanned to produce them.
+    pub stats: ReadStats,
+}
+
+/// What a read scanned, counted as Cassandra counts for its tombstone thresholds (see
+/// read_tombstones.rs): the caller warns past `tombstone_warn_threshold`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    pub live_rows: u64,
+    pub tombstones_scanned: u64,
 }
 
 /// One partition's live data.
@@ -397,6 +407,11 @@ pub struct TableStats {
     pub sstables_skipped_by_timestamp: u64,
     /// Rows reads merged from memtables and SSTables (live or not), before limits applied.
     pub rows_merged_by_reads: u64,
+    /// Tombstones reads scanned (read_tombstones.rs), and the most one read scanned.
+    pub tombstones_scanned_by_reads: u64,
+    pub tombstones_scanned_max: u64,
+    /// Reads abandoned past the tombstone failure threshold.
+    pub tombstone_failures: u64,
 }
 
 /// Counters of one cache (engine-wide).

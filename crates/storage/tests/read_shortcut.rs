@@ -144,8 +144,9 @@ fn check_all(e: &Arc<Engine>, tables: &[(TableId, bool)], keys: &[&[u8]]) {
                 e.set_read_shortcut(false);
                 let full = e.read(table, &q).unwrap();
                 e.set_read_shortcut(true);
+                // Same rows; the shortcut may scan fewer tombstones (it skips SSTables).
                 assert_eq!(
-                    fast, full,
+                    fast.partitions, full.partitions,
                     "table {} key {:?} slices {:?}",
                     table[0], pk, q.slices
                 );

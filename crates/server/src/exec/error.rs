@@ -38,6 +38,18 @@ pub enum ExecError {
     /// 0x1200: the read did not complete in time.
     #[error("Operation timed out - received only 0 responses.")]
     ReadTimeout { consistency: proto::Consistency },
+    /// 0x1300: a replica failed the read; `reason` is its RequestFailureReason code
+    /// (READ_TOO_MANY_TOMBSTONES = 1). The consistency is the request's, filled in by
+    /// `handle_request` (the code that fails does not know it).
+    #[error(
+        "Operation failed - received 0 responses and 1 failures: {reason_name} from /{node}:7000"
+    )]
+    ReadFailure {
+        consistency: proto::Consistency,
+        node: std::net::IpAddr,
+        reason: u16,
+        reason_name: &'static str,
+    },
     /// 0x1003
     #[error("{0}")]
     Truncate(String),

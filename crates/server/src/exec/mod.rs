@@ -21,6 +21,7 @@ mod scan;
 mod select;
 mod selectors;
 pub mod storage_bridge;
+mod tombstones;
 pub mod trace;
 mod values;
 mod write;

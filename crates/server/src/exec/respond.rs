@@ -58,6 +58,24 @@ pub fn error_response(e: ExecError) -> proto::Response {
                 data_present: false,
             },
         ),
+        ExecError::ReadFailure {
+            consistency,
+            node,
+            reason,
+            ..
+        } => (
+            ErrorCode::READ_FAILURE,
+            ErrorExtra::ReadFailure {
+                consistency: *consistency,
+                received: 0,
+                block_for: 1,
+                failures: proto::Failures {
+                    num_failures: 1,
+                    reason_map: vec![(*node, *reason)],
+                },
+                data_present: false,
+            },
+        ),
         ExecError::Truncate(_) => (ErrorCode::TRUNCATE, ErrorExtra::None),
         ExecError::Unauthorized(_) => (ErrorCode::UNAUTHORIZED, ErrorExtra::None),
         ExecError::FunctionFailure {
@@ -210,6 +228,12 @@ pub async fn handle_request(
     frame: proto::RequestFrame,
 ) -> proto::Response {
     let version = frame.version;
+    let request_consistency = match &frame.request {
+        proto::Request::Query { params, .. } | proto::Request::Execute { params, .. } => {
+            Some(params.consistency)
+        }
+        _ => None,
+    };
     let result: ExecResult<proto::Response> = async {
         match frame.request {
             proto::Request::Options => Ok(supported()),
@@ -272,7 +296,14 @@ pub async fn handle_request(
         }
     }
     .await;
-    result.unwrap_or_else(error_response)
+    result.unwrap_or_else(|mut e| {
+        if let (ExecError::ReadFailure { consistency, .. }, Some(cl)) =
+            (&mut e, request_consistency)
+        {
+            *consistency = cl;
+        }
+        error_response(e)
+    })
 }
 
 async fn run_batch(

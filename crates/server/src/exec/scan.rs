@@ -6,20 +6,18 @@ use super::error::{ExecError, ExecResult};
 use super::paging::PagingState;
 use super::rows::{self, ColumnLayout, Row};
 use super::select::{clustering_slices, compare_clustering, PartitionSelection, SelectPlan};
+use super::tombstones::TombstoneTally;
 use super::values::{self, Binds, Bound};
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_schema::TableKind;
 use helenus_storage as st;
 use helenus_types::CqlType;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 
 /// Partitions read per storage call in a range scan.
 const RANGE_BATCH_PARTITIONS: usize = 128;
-
-fn storage_err(e: impl std::fmt::Display) -> ExecError {
-    ExecError::Server(e.to_string())
-}
 
 enum Mode {
     Keys {
@@ -49,6 +47,8 @@ pub struct RowSource<'a> {
     /// A partition a read stopped inside (token, key, last row read): it is read alone from
     /// after that row before the scan goes on after it.
     inside: Option<(i64, Bytes, Vec<Bytes>)>,
+    /// Tombstones this page's storage reads scanned (for Cassandra's tombstone thresholds).
+    tombstones: RefCell<TombstoneTally>,
 }
 
 pub(super) fn token_value(
@@ -225,6 +225,7 @@ impl<'a> RowSource<'a> {
             resume: resume.cloned(),
             now_s,
             row_hint: None,
+            tombstones: RefCell::default(),
         })
     }
 
@@ -259,6 +260,21 @@ impl<'a> RowSource<'a> {
         }
     }
 
+    /// One storage read of this page, within what is left of the tombstone failure threshold.
+    fn read(&self, q: &st::ReadQuery) -> ExecResult<st::ReadResult> {
+        let cfg = &self.node.config;
+        let mut tally = self.tombstones.borrow_mut();
+        let threshold = tally.threshold_left(cfg.tombstone_failure_threshold);
+        let result = self
+            .engine()
+            .read_bounded(*self.plan.table.id.as_bytes(), q, threshold);
+        let single_key = match &q.partitions {
+            st::PartitionRange::Single { key, .. } => Some(key),
+            st::PartitionRange::Range { .. } => None,
+        };
+        tally.note(result, cfg.listen_address, single_key)
+    }
+
     /// The rows of one partition, after `resume_after` (in the read's order) when given.
     fn read_partition(
         &self,
@@ -267,16 +283,12 @@ impl<'a> RowSource<'a> {
         resume_after: Option<Vec<Bytes>>,
         rows: &mut Vec<Row>,
     ) -> ExecResult<st::ReadResult> {
-        let t = &self.plan.table;
         let q = self.query(
             st::PartitionRange::Single { key, token },
             None,
             resume_after,
         );
-        let result = self
-            .engine()
-            .read(*t.id.as_bytes(), &q)
-            .map_err(storage_err)?;
+        let result = self.read(&q)?;
         self.push_rows(&result, rows);
         Ok(result)
     }
@@ -423,11 +435,7 @@ impl<'a> RowSource<'a> {
             Some(RANGE_BATCH_PARTITIONS),
             None,
         );
-        let t = &self.plan.table;
-        let result = self
-            .engine()
-            .read(*t.id.as_bytes(), &q)
-            .map_err(storage_err)?;
+        let result = self.read(&q)?;
         self.inside = self.cut_at(&result);
         let cut = self.used_row_limit(&result);
         let n = result.partitions.len();
@@ -573,4 +581,16 @@ fn cartesian_unchecked(lists: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
         acc = next;
     }
     acc
+}
+
+/// Like Cassandra's read command on close: once the page is done (or abandoned), the tombstones
+/// it scanned past the warn threshold reach the client as a warning. A drop rather than a call
+/// from every SELECT path, so no path forgets it.
+impl Drop for RowSource<'_> {
+    fn drop(&mut self) {
+        let warn_threshold = self.node.config.tombstone_warn_threshold;
+        self.tombstones
+            .get_mut()
+            .warn_if_over(warn_threshold, &self.plan.table, self.row_hint);
+    }
 }
