@@ -3,7 +3,7 @@
 //! reconciliation rules, so merge order never matters.
 
 use crate::clustering::{CKey, ClusteringComparator};
-use crate::read_tombstones::TombstoneScan;
+use crate::error::StorageError;
 use crate::reconcile::{self, Cell, CellKind};
 use crate::types::*;
 use bytes::Bytes;
@@ -499,4 +499,87 @@ pub(crate) fn live_partition(
         static_row,
         rows,
     }))
+}
+
+/// Range tombstone markers per range tombstone (open and close).
+const MARKERS_PER_RANGE_TOMBSTONE: u64 = 2;
+
+/// The running count of one read (the rules are in read_tombstones.rs), kept here beside the
+/// merge that feeds it so partitions need nothing from the read path, with the threshold past which it is abandoned.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TombstoneScan {
+    pub stats: ReadStats,
+    /// The read fails once more tombstones than this were scanned (u64::MAX: never).
+    pub failure_threshold: u64,
+}
+
+impl TombstoneScan {
+    pub fn new(failure_threshold: u64) -> Self {
+        TombstoneScan {
+            stats: ReadStats::default(),
+            failure_threshold,
+        }
+    }
+
+    fn add(&mut self, n: u64) -> Result<(), StorageError> {
+        self.stats.tombstones_scanned = self.stats.tombstones_scanned.saturating_add(n);
+        if self.stats.tombstones_scanned > self.failure_threshold {
+            return Err(StorageError::TombstoneOverwhelming {
+                tombstones_scanned: self.stats.tombstones_scanned,
+                live_rows: self.stats.live_rows,
+                failure_threshold: self.failure_threshold,
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts one visited row (`outer`: the partition or range deletion covering it; `live`:
+    /// whether the read returns it).
+    pub fn row(
+        &mut self,
+        row: &Row,
+        outer: Option<DeletionTime>,
+        live: bool,
+        now_s: i64,
+    ) -> Result<(), StorageError> {
+        let d = reconcile::max_deletion(outer, row.deletion);
+        // `is_live` is false for tombstones and expired cells alike.
+        let mut dead_cells = if d.is_none() && row.complex_deletions.is_empty() {
+            // The common row: nothing can shadow its cells.
+            row.cells.values().filter(|c| !c.is_live(now_s)).count() as u64
+        } else {
+            let shadowed = |col: &ColumnId, has_path: bool, ts: i64| {
+                let complex = has_path
+                    .then(|| row.complex_deletions.get(col).copied())
+                    .flatten();
+                reconcile::deletes(d, ts) || reconcile::deletes(complex, ts)
+            };
+            // Shadowed data is dropped by Cassandra's merge before it counts.
+            row.cells
+                .iter()
+                .filter(|((col, path), c)| {
+                    !shadowed(col, path.is_some(), c.timestamp_us) && !c.is_live(now_s)
+                })
+                .count() as u64
+        };
+        if live {
+            self.stats.live_rows += 1;
+        } else if dead_cells == 0 && (row.deletion.is_some() || !row.complex_deletions.is_empty()) {
+            dead_cells = 1;
+        }
+        self.add(dead_cells)
+    }
+
+    /// Counts the range tombstones of a partition that overlap the read's `ranges`.
+    pub fn range_tombstones(
+        &mut self,
+        rts: &[(CKey, CKey, DeletionTime)],
+        ranges: &[(CKey, CKey)],
+    ) -> Result<(), StorageError> {
+        let n = rts
+            .iter()
+            .filter(|(s, e, _)| ranges.iter().any(|(rs, re)| s <= re && rs <= e))
+            .count() as u64;
+        self.add(n * MARKERS_PER_RANGE_TOMBSTONE)
+    }
 }
