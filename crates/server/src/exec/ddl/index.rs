@@ -31,6 +31,7 @@ pub(super) fn check_index_target(
     if t.is_counter_table() {
         return invalid("Secondary indexes on counter tables aren't supported");
     }
+    check_column_kind(t, col, kind)?;
     let pk_count = t
         .columns
         .iter()
@@ -71,4 +72,72 @@ pub(super) fn check_index_target(
         return invalid("Unsupported type: blob");
     }
     Ok(())
+}
+
+/// Columns Cassandra never indexes: durations (no total order), the primary key and value column
+/// of COMPACT STORAGE tables, non-frozen UDTs, and frozen collections other than as a whole.
+fn check_column_kind(
+    t: &TableMeta,
+    col: &helenus_schema::ColumnMeta,
+    kind: ast::IndexTargetKind,
+) -> ExecResult<()> {
+    use ast::IndexTargetKind as K;
+    if references_duration(&col.cql_type) {
+        return invalid(match col.cql_type {
+            CqlType::Native(_) => "Secondary indexes are not supported on duration columns",
+            CqlType::Tuple(_) => "Secondary indexes are not supported on tuples containing durations",
+            CqlType::Udt { .. } => "Secondary indexes are not supported on UDTs containing durations",
+            _ => "Secondary indexes are not supported on collections containing durations",
+        });
+    }
+    if t.is_compact() {
+        if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+            return invalid(
+                "Secondary indexes are not supported on PRIMARY KEY columns in COMPACT STORAGE tables",
+            );
+        }
+        if t.is_dense() && col.kind == ColumnKind::Regular {
+            return invalid(
+                "Secondary indexes are not supported on compact value column of COMPACT STORAGE tables",
+            );
+        }
+    }
+    if matches!(col.cql_type, CqlType::Udt { frozen: false, .. }) {
+        return invalid(format!(
+            "Cannot create index on non-frozen UDT column {}",
+            col.name
+        ));
+    }
+    let frozen_collection = matches!(
+        col.cql_type,
+        CqlType::List { frozen: true, .. }
+            | CqlType::Set { frozen: true, .. }
+            | CqlType::Map { frozen: true, .. }
+    );
+    let what = match kind {
+        K::Keys => "keys",
+        K::Values => "values",
+        K::Entries => "entries",
+        _ => return Ok(()),
+    };
+    if frozen_collection {
+        return invalid(format!(
+            "Cannot create {what}() index on frozen column {0}. Frozen collections are immutable and must be fully indexed by using the 'full({0})' modifier",
+            col.name
+        ));
+    }
+    Ok(())
+}
+
+fn references_duration(ty: &CqlType) -> bool {
+    match ty {
+        CqlType::Native(n) => *n == helenus_types::NativeType::Duration,
+        CqlType::List { element, .. }
+        | CqlType::Set { element, .. }
+        | CqlType::Vector { element, .. } => references_duration(element),
+        CqlType::Map { key, value, .. } => references_duration(key) || references_duration(value),
+        CqlType::Tuple(items) => items.iter().any(references_duration),
+        CqlType::Udt { def, .. } => def.fields.iter().any(|(_, t)| references_duration(t)),
+        _ => false,
+    }
 }
