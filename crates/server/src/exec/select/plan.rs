@@ -26,6 +26,7 @@ pub fn plan(
     let t = &*table;
     let no_binds = Binds { values: &[] };
     let compiled = selectors::compile(t, &s.projection, &no_binds)?;
+    super::validate::check(t, s, &compiled)?;
     if s.distinct {
         for c in &compiled.columns {
             if let Sel::Column(i) = c.sel {
