@@ -377,8 +377,20 @@ pub fn plan(
         PartitionSelection::Keys(pk_vals.into_iter().flatten().collect())
     } else {
         if pk_vals.iter().any(Option::is_some) {
-            // A partial partition key: filtering on the given components.
-            need_filtering = true;
+            // A partial partition key: filtering on the given components, unless an index on
+            // one of them answers the query (Cassandra then reads the index, not every row).
+            let served = pk_vals.iter().enumerate().any(|(p, v)| {
+                matches!(v, Some(ValuesOf::Terms(ts)) if ts.len() == 1)
+                    && match index_serves(t, pk_cols[p], Operator::Eq) {
+                        Some(true) => true,
+                        Some(false) if !used_index => {
+                            used_index = true;
+                            true
+                        }
+                        _ => false,
+                    }
+            });
+            need_filtering |= !served;
             for (p, v) in pk_vals.into_iter().enumerate() {
                 if let Some(ValuesOf::Terms(terms)) = v {
                     let value = if terms.len() == 1 {
@@ -490,7 +502,9 @@ pub fn plan(
                 None => gap = true,
                 Some((op, value)) => {
                     if gap || clustering_slice.is_some() {
-                        if !s.allow_filtering && !system {
+                        // An index on the column answers it without its preceding columns.
+                        let indexed = index_serves(t, ck_cols[p], op).is_some();
+                        if !s.allow_filtering && !system && !indexed {
                             let prev = if p > 0 {
                                 t.columns[ck_cols[p - 1]].name.clone()
                             } else {
