@@ -71,6 +71,7 @@ pub fn plan(
     let mut pk_vals: Vec<Option<ValuesOf>> = vec![None; pk_cols.len()];
     let mut ck_restr: Vec<Option<(Operator, RelationValue)>> = vec![None; ck_cols.len()];
     let mut multis: Vec<(Vec<usize>, Operator, RelationValue)> = Vec::new();
+    let mut from_tuple = vec![false; ck_cols.len()];
     let mut token: (TokenBound, TokenBound) = (None, None);
     let mut filters = Vec::new();
     let mut need_filtering = false;
@@ -325,6 +326,22 @@ pub fn plan(
                         return invalid("BETWEEN is not supported on multi-column relations")
                     }
                 }
+                // `(b, c) = (1, 2)` is `b = 1 AND c = 2`: planned as such, it combines with the
+                // single-column relations around it into one clustering prefix.
+                if let (Operator::Eq, RelationValue::Single(Term::Tuple(items))) = (op, value) {
+                    let slots: Vec<usize> = idx
+                        .iter()
+                        .filter_map(|i| ck_cols.iter().position(|x| x == i))
+                        .collect();
+                    if slots.len() == items.len() && slots.iter().all(|&p| ck_restr[p].is_none()) {
+                        for (&p, item) in slots.iter().zip(items) {
+                            ck_restr[p] = Some((Operator::Eq, RelationValue::Single(item.clone())));
+                            // An index serves a multi-column relation only on its own column.
+                            from_tuple[p] = slots.len() > 1;
+                        }
+                        continue;
+                    }
+                }
                 multis.push((idx, *op, value.clone()));
             }
             Relation::CustomIndexExpression { .. } => {
@@ -447,7 +464,8 @@ pub fn plan(
         return invalid("Cannot restrict clustering columns when selecting only static columns");
     }
     let ck_indexed = ck_restr.iter().enumerate().any(|(p, r)| {
-        r.as_ref()
+        !from_tuple[p]
+            && r.as_ref()
             .is_some_and(|(op, _)| index_serves(t, ck_cols[p], *op).is_some())
     });
     let mut clustering_eq = Vec::new();
@@ -495,11 +513,22 @@ pub fn plan(
             _ => return invalid("Unsupported multi-column relation"),
         }
     } else {
+        // Columns under a multi-column relation checked row by row end the prefix; relations
+        // on later columns are then checked row by row too.
+        let covered = |p: usize| multi_filters.iter().any(|m| m.columns.contains(&ck_cols[p]));
         let mut gap = false;
+        let mut after_multi = false;
         for (p, r) in ck_restr.into_iter().enumerate() {
             let c = &t.columns[ck_cols[p]];
             match r {
+                None if covered(p) => after_multi = true,
                 None => gap = true,
+                Some((op, value)) if after_multi && !gap => filters.push(Filter {
+                    column: ck_cols[p],
+                    op,
+                    value,
+                    key: None,
+                }),
                 Some((op, value)) => {
                     if gap || clustering_slice.is_some() {
                         // An index on the column answers it without its preceding columns.

@@ -128,8 +128,18 @@ fn check_multi_prefix(
         return Ok(());
     };
     let restricted = |name: &str| {
-        s.where_clause.iter().any(|r| {
-            matches!(r, Relation::Column { column, op: Operator::Eq | Operator::In, .. } if column.name == name)
+        s.where_clause.iter().any(|r| match r {
+            Relation::Column {
+                column,
+                op: Operator::Eq | Operator::In,
+                ..
+            } => column.name == name,
+            Relation::MultiColumn {
+                columns,
+                op: Operator::Eq | Operator::In,
+                ..
+            } => columns.iter().any(|c| c.name == name),
+            _ => false,
         })
     };
     let Some(gap) = (0..first).find(|&p| !restricted(ck[p])) else {
