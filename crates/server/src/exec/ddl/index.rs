@@ -129,12 +129,14 @@ fn check_column_kind(
     Ok(())
 }
 
-fn references_duration(ty: &CqlType) -> bool {
+/// Whether a duration appears anywhere in the type (durations have no order to index or key by).
+pub(crate) fn references_duration(ty: &CqlType) -> bool {
     match ty {
         CqlType::Native(n) => *n == helenus_types::NativeType::Duration,
-        CqlType::List { element, .. }
-        | CqlType::Set { element, .. }
-        | CqlType::Vector { element, .. } => references_duration(element),
+        // Cassandra 5.0 accepts vector<duration, n> as a key: vectors are not looked into.
+        CqlType::List { element, .. } | CqlType::Set { element, .. } => {
+            references_duration(element)
+        }
         CqlType::Map { key, value, .. } => references_duration(key) || references_duration(value),
         CqlType::Tuple(items) => items.iter().any(references_duration),
         CqlType::Udt { def, .. } => def.fields.iter().any(|(_, t)| references_duration(t)),
