@@ -189,10 +189,7 @@ async fn cas(
 
 /// Cassandra keeps one condition per row of a conditional batch: statements on the same row may
 /// repeat `IF EXISTS` or `IF NOT EXISTS`, or all give column conditions, but not mix the kinds.
-fn check_mixed_conditions(
-    plans: &[&WritePlan],
-    targets: &[Option<Vec<Bytes>>],
-) -> ExecResult<()> {
+fn check_mixed_conditions(plans: &[&WritePlan], targets: &[Option<Vec<Bytes>>]) -> ExecResult<()> {
     use helenus_cql::ast::WriteCondition as W;
     let conds: Vec<(&W, &Vec<Bytes>)> = plans
         .iter()
@@ -207,7 +204,9 @@ fn check_mixed_conditions(
             (W::Exists, W::Exists) | (W::NotExists, W::NotExists) => {}
             (W::Columns(_), W::Columns(_)) => {}
             (W::Exists, W::NotExists) | (W::NotExists, W::Exists) => {
-                return invalid("Cannot mix IF EXISTS and IF NOT EXISTS conditions for the same row")
+                return invalid(
+                    "Cannot mix IF EXISTS and IF NOT EXISTS conditions for the same row",
+                )
             }
             (W::Columns(_), W::Exists) => {
                 return invalid("Cannot mix IF conditions and IF EXISTS for the same row")

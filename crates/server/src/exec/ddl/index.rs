@@ -85,8 +85,12 @@ fn check_column_kind(
     if references_duration(&col.cql_type) {
         return invalid(match col.cql_type {
             CqlType::Native(_) => "Secondary indexes are not supported on duration columns",
-            CqlType::Tuple(_) => "Secondary indexes are not supported on tuples containing durations",
-            CqlType::Udt { .. } => "Secondary indexes are not supported on UDTs containing durations",
+            CqlType::Tuple(_) => {
+                "Secondary indexes are not supported on tuples containing durations"
+            }
+            CqlType::Udt { .. } => {
+                "Secondary indexes are not supported on UDTs containing durations"
+            }
             _ => "Secondary indexes are not supported on collections containing durations",
         });
     }
@@ -141,5 +145,56 @@ pub(crate) fn references_duration(ty: &CqlType) -> bool {
         CqlType::Tuple(items) => items.iter().any(references_duration),
         CqlType::Udt { def, .. } => def.fields.iter().any(|(_, t)| references_duration(t)),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use helenus_cql::ast::{IndexTargetKind as K, Statement};
+    use helenus_schema::{KeyspaceKind, KeyspaceMeta};
+
+    fn table(ddl: &str) -> TableMeta {
+        let ks = KeyspaceMeta::new("ks", KeyspaceKind::User, Default::default(), true);
+        let Statement::CreateTable(c) = helenus_cql::parse(ddl).unwrap().statement else {
+            panic!("not a CREATE TABLE: {ddl}")
+        };
+        super::super::build_table(&ks, &c).unwrap()
+    }
+
+    fn refusal(t: &TableMeta, col: &str, kind: K) -> Option<String> {
+        let c = t.column(col).unwrap();
+        match check_index_target(t, c, kind, None) {
+            Ok(()) => None,
+            Err(ExecError::Invalid(m)) => Some(m),
+            Err(e) => panic!("unexpected error {e:?}"),
+        }
+    }
+
+    #[test]
+    fn durations_and_parts_of_frozen_collections_are_not_indexed() {
+        let t = table(
+            "CREATE TABLE t (k int PRIMARY KEY, d duration, l list<duration>, f frozen<map<int, int>>, m map<int, int>)",
+        );
+        let m = refusal(&t, "d", K::Simple);
+        assert_eq!(
+            m.as_deref(),
+            Some("Secondary indexes are not supported on duration columns")
+        );
+        let m = refusal(&t, "l", K::Simple);
+        assert!(m.is_some_and(|m| m.ends_with("on collections containing durations")));
+        let m = refusal(&t, "f", K::Keys);
+        assert!(m.is_some_and(|m| m.starts_with("Cannot create keys() index on frozen column f.")));
+        assert_eq!(refusal(&t, "f", K::Full), None);
+        assert_eq!(refusal(&t, "m", K::Keys), None);
+    }
+
+    #[test]
+    fn compact_storage_key_and_value_columns_are_not_indexed() {
+        let t =
+            table("CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c)) WITH COMPACT STORAGE");
+        assert!(refusal(&t, "c", K::Simple)
+            .is_some_and(|m| m.contains("PRIMARY KEY columns in COMPACT STORAGE")));
+        assert!(refusal(&t, "v", K::Simple).is_some_and(|m| m.contains("compact value column")));
     }
 }

@@ -466,7 +466,7 @@ pub fn plan(
     let ck_indexed = ck_restr.iter().enumerate().any(|(p, r)| {
         !from_tuple[p]
             && r.as_ref()
-            .is_some_and(|(op, _)| index_serves(t, ck_cols[p], *op).is_some())
+                .is_some_and(|(op, _)| index_serves(t, ck_cols[p], *op).is_some())
     });
     let mut clustering_eq = Vec::new();
     let mut clustering_slice = None;
@@ -515,7 +515,11 @@ pub fn plan(
     } else {
         // Columns under a multi-column relation checked row by row end the prefix; relations
         // on later columns are then checked row by row too.
-        let covered = |p: usize| multi_filters.iter().any(|m| m.columns.contains(&ck_cols[p]));
+        let covered = |p: usize| {
+            multi_filters
+                .iter()
+                .any(|m| m.columns.contains(&ck_cols[p]))
+        };
         let mut gap = false;
         let mut after_multi = false;
         for (p, r) in ck_restr.into_iter().enumerate() {

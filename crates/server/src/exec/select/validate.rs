@@ -32,7 +32,10 @@ pub(super) fn check(t: &TableMeta, s: &SelectStatement, compiled: &Compiled) -> 
                 column, key, value, ..
             } => {
                 if matches!(key, Term::Null) {
-                    return invalid(format!("Unsupported null map key for column {}", column.name));
+                    return invalid(format!(
+                        "Unsupported null map key for column {}",
+                        column.name
+                    ));
                 }
                 if matches!(value, Term::Null) {
                     return invalid(format!(
@@ -157,5 +160,161 @@ fn check_multi_prefix(
             invalid("Multi-column slice restrictions cannot be used for filtering.")
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::exec::error::ExecError;
+    use helenus_cql::ast::Statement;
+    use helenus_schema::{KeyspaceKind, KeyspaceMeta};
+    use std::sync::Arc;
+
+    fn table(ddl: &str) -> Arc<helenus_schema::TableMeta> {
+        let ks = KeyspaceMeta::new("ks", KeyspaceKind::User, Default::default(), true);
+        let Statement::CreateTable(c) = helenus_cql::parse(ddl).unwrap().statement else {
+            panic!("not a CREATE TABLE: {ddl}")
+        };
+        Arc::new(crate::exec::ddl::build_table(&ks, &c).unwrap())
+    }
+
+    /// Plans `select` against `t`; the InvalidRequest message, or None when it plans.
+    fn refusal(t: &Arc<helenus_schema::TableMeta>, select: &str) -> Option<String> {
+        let Statement::Select(s) = helenus_cql::parse(select).unwrap().statement else {
+            panic!("not a SELECT: {select}")
+        };
+        match super::super::plan(t.clone(), &s, &mut Vec::new()) {
+            Ok(_) => None,
+            Err(ExecError::Invalid(m)) => Some(m),
+            Err(e) => panic!("unexpected error {e:?}"),
+        }
+    }
+
+    #[test]
+    fn contains_needs_a_collection_and_contains_key_a_map() {
+        let t = table(
+            "CREATE TABLE t (k int, c int, l list<int>, m map<int, int>, PRIMARY KEY (k, c))",
+        );
+        let m = refusal(
+            &t,
+            "SELECT * FROM t WHERE k = 0 AND l CONTAINS KEY 1 ALLOW FILTERING",
+        );
+        assert_eq!(
+            m.as_deref(),
+            Some("Cannot use CONTAINS KEY on non-map column l")
+        );
+        let m = refusal(
+            &t,
+            "SELECT * FROM t WHERE k = 0 AND c CONTAINS 1 ALLOW FILTERING",
+        );
+        assert_eq!(
+            m.as_deref(),
+            Some("Cannot use CONTAINS on non-collection column c")
+        );
+        assert_eq!(
+            refusal(
+                &t,
+                "SELECT * FROM t WHERE k = 0 AND m CONTAINS KEY 1 ALLOW FILTERING"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn literal_null_restrictions_are_refused() {
+        let t = table("CREATE TABLE t (k int, c int, m map<int, int>, PRIMARY KEY (k, c))");
+        let m = refusal(
+            &t,
+            "SELECT * FROM t WHERE k = 0 AND m CONTAINS null ALLOW FILTERING",
+        );
+        assert_eq!(m.as_deref(), Some("Unsupported null value for column m"));
+        let m = refusal(
+            &t,
+            "SELECT * FROM t WHERE k = 0 AND m[1] = null ALLOW FILTERING",
+        );
+        assert_eq!(
+            m.as_deref(),
+            Some("Unsupported null map value for column m")
+        );
+    }
+
+    #[test]
+    fn per_partition_limit_and_distinct_rules() {
+        let t = table("CREATE TABLE t (k int, c int, s int static, v int, PRIMARY KEY (k, c))");
+        let m = refusal(&t, "SELECT count(*) FROM t PER PARTITION LIMIT 2");
+        assert_eq!(
+            m.as_deref(),
+            Some("PER PARTITION LIMIT is not allowed with aggregate queries.")
+        );
+        assert_eq!(
+            refusal(
+                &t,
+                "SELECT k, count(*) FROM t GROUP BY k PER PARTITION LIMIT 2"
+            ),
+            None
+        );
+        assert!(
+            refusal(&t, "SELECT DISTINCT k FROM t WHERE v = 1 ALLOW FILTERING")
+                .is_some_and(|m| m.starts_with("SELECT DISTINCT with WHERE clause"))
+        );
+        assert_eq!(
+            refusal(
+                &t,
+                "SELECT DISTINCT k, s FROM t WHERE s = 1 ALLOW FILTERING"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn multi_column_relations_follow_the_clustering_prefix() {
+        let t =
+            table("CREATE TABLE t (k int, a int, b int, c int, v int, PRIMARY KEY (k, a, b, c))");
+        let m = refusal(&t, "SELECT * FROM t WHERE k = 0 AND (b, c) IN ((1, 2))");
+        assert!(m.is_some_and(|m| m.contains("preceding column \"a\" is not restricted")));
+        let m = refusal(
+            &t,
+            "SELECT * FROM t WHERE k = 0 AND (b, c) > (1, 2) ALLOW FILTERING",
+        );
+        assert_eq!(
+            m.as_deref(),
+            Some("Multi-column slice restrictions cannot be used for filtering.")
+        );
+        // A multi-column equality is a clustering prefix the relations after it extend.
+        assert_eq!(
+            refusal(
+                &t,
+                "SELECT * FROM t WHERE k = 0 AND (a, b) = (1, 2) AND c = 3"
+            ),
+            None
+        );
+        assert_eq!(
+            refusal(
+                &t,
+                "SELECT * FROM t WHERE k = 0 AND (a) = (1) AND (b, c) = (2, 3)"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn an_index_on_a_key_component_serves_without_filtering() {
+        let t = table("CREATE TABLE t (k1 int, k2 int, c1 int, c2 int, v int, PRIMARY KEY ((k1, k2), c1, c2))");
+        assert!(refusal(&t, "SELECT * FROM t WHERE k1 = 1").is_some());
+        assert!(refusal(&t, "SELECT * FROM t WHERE k1 = 1 AND k2 = 2 AND c2 = 1").is_some());
+        let mut indexed = (*t).clone();
+        for (name, target) in [("i1", "k1"), ("i2", "c2")] {
+            indexed.indexes.push(helenus_schema::IndexMeta {
+                name: name.into(),
+                kind: "COMPOSITES".into(),
+                options: [("target".to_string(), target.to_string())].into(),
+            });
+        }
+        let t = Arc::new(indexed);
+        assert_eq!(refusal(&t, "SELECT * FROM t WHERE k1 = 1"), None);
+        assert_eq!(
+            refusal(&t, "SELECT * FROM t WHERE k1 = 1 AND k2 = 2 AND c2 = 1"),
+            None
+        );
     }
 }

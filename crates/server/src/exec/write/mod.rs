@@ -346,7 +346,11 @@ fn slice_bounds(
 
 /// A non-compound COMPACT STORAGE table stores its one clustering value as the cell name, which
 /// cannot be empty: Cassandra refuses such a row when it is written.
-fn check_compact_clustering(t: &TableMeta, kind: &WriteKind, ck_lists: &[Vec<Bytes>]) -> ExecResult<()> {
+fn check_compact_clustering(
+    t: &TableMeta,
+    kind: &WriteKind,
+    ck_lists: &[Vec<Bytes>],
+) -> ExecResult<()> {
     let compound = t.flags.iter().any(|f| f == "compound");
     if matches!(kind, WriteKind::Delete) || compound || !t.is_compact() || t.clustering_len() != 1 {
         return Ok(());

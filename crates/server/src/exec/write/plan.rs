@@ -480,14 +480,13 @@ pub fn plan_delete(
 /// of a frozen UDT cannot be deleted alone, and a field must exist.
 fn check_delete_path(c: &helenus_schema::ColumnMeta, path: Option<&SubPath>) -> ExecResult<()> {
     match (path, &c.cql_type) {
-        (Some(SubPath::Element(_)), ty @ (CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }))
-            if !ty.is_multi_cell() =>
-        {
-            invalid(format!(
-                "Invalid deletion operation for frozen collection column {}",
-                c.name
-            ))
-        }
+        (
+            Some(SubPath::Element(_)),
+            ty @ (CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }),
+        ) if !ty.is_multi_cell() => invalid(format!(
+            "Invalid deletion operation for frozen collection column {}",
+            c.name
+        )),
         (Some(SubPath::Field(_)), CqlType::Udt { frozen: true, .. }) => invalid(format!(
             "Frozen UDT column {} does not support field deletions",
             c.name
