@@ -709,6 +709,9 @@ pub fn plan(
         }
         group_by = pos + 1;
     }
+    if group_by > 0 && (group_by..pk_cols.len()).any(|p| !eq_restricted(p)) {
+        return invalid("Group by is not supported on only a part of the partition key");
+    }
     Ok(SelectPlan {
         table,
         compiled: Arc::new(compiled),

@@ -20,6 +20,11 @@ pub(super) fn check(t: &TableMeta, s: &SelectStatement, compiled: &Compiled) -> 
     if s.per_partition_limit.is_some() && compiled.has_aggregate && s.group_by.is_empty() {
         return invalid("PER PARTITION LIMIT is not allowed with aggregate queries.");
     }
+    if s.distinct && s.group_by.iter().any(|g| groups_on_clustering(t, g)) {
+        return invalid(
+            "Grouping on clustering columns is not allowed for SELECT DISTINCT queries",
+        );
+    }
     for r in &s.where_clause {
         match r {
             Relation::Column { column, op, value } => {
@@ -58,6 +63,11 @@ pub(super) fn check(t: &TableMeta, s: &SelectStatement, compiled: &Compiled) -> 
         }
     }
     Ok(())
+}
+
+fn groups_on_clustering(t: &TableMeta, g: &helenus_cql::ast::Selector) -> bool {
+    matches!(g, helenus_cql::ast::Selector::Column(id)
+        if t.column(&id.name).is_some_and(|c| c.kind == ColumnKind::Clustering))
 }
 
 const DISTINCT_WHERE: &str = "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.";
@@ -263,6 +273,28 @@ mod tests {
                 "SELECT DISTINCT k, s FROM t WHERE s = 1 ALLOW FILTERING"
             ),
             None
+        );
+    }
+
+    #[test]
+    fn group_by_covers_the_whole_partition_key_and_not_clustering_with_distinct() {
+        let t = table("CREATE TABLE t (a int, b int, c int, v int, PRIMARY KEY ((a, b), c))");
+        let m = refusal(&t, "SELECT a, max(v) FROM t GROUP BY a");
+        assert_eq!(
+            m.as_deref(),
+            Some("Group by is not supported on only a part of the partition key")
+        );
+        assert_eq!(
+            refusal(
+                &t,
+                "SELECT a, max(v) FROM t WHERE a = 1 AND b = 1 GROUP BY a"
+            ),
+            None
+        );
+        let m = refusal(&t, "SELECT DISTINCT a, b FROM t GROUP BY a, b, c");
+        assert_eq!(
+            m.as_deref(),
+            Some("Grouping on clustering columns is not allowed for SELECT DISTINCT queries")
         );
     }
 
