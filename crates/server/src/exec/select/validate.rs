@@ -100,6 +100,31 @@ fn check_column(
         }
         _ => {}
     }
+    if op == Operator::In && c.cql_type.is_multi_cell() {
+        return invalid(match c.cql_type {
+            CqlType::Udt { .. } => format!(
+                "Non-frozen UDT column '{}' ({}) cannot be restricted by any relation",
+                c.name, c.cql_type
+            ),
+            _ => format!(
+                "Collection column '{}' ({}) cannot be restricted by a 'IN' relation",
+                c.name, c.cql_type
+            ),
+        });
+    }
+    let slice = matches!(
+        op,
+        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+    );
+    if slice && crate::exec::ddl::references_duration(&c.cql_type) {
+        let what = match c.cql_type {
+            CqlType::Tuple(_) => "tuples containing durations",
+            CqlType::Udt { .. } => "UDTs containing durations",
+            CqlType::Native(_) => "duration columns",
+            _ => "collections containing durations",
+        };
+        return invalid(format!("Slice restrictions are not supported on {what}"));
+    }
     if matches!(value, RelationValue::Single(Term::Null)) && op != Operator::In {
         return invalid(format!("Unsupported null value for column {}", c.name));
     }
@@ -228,6 +253,22 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn durations_have_no_order_and_collections_no_in() {
+        let t = table(
+            "CREATE TABLE t (k int PRIMARY KEY, p frozen<tuple<int, duration>>, l list<int>)",
+        );
+        let m = refusal(&t, "SELECT * FROM t WHERE p > (1, 2s) ALLOW FILTERING");
+        assert_eq!(
+            m.as_deref(),
+            Some("Slice restrictions are not supported on tuples containing durations")
+        );
+        let m = refusal(&t, "SELECT * FROM t WHERE l IN ([1], [2]) ALLOW FILTERING");
+        assert!(m.is_some_and(|m| m.ends_with("cannot be restricted by a 'IN' relation")));
+        let m = refusal(&t, "SELECT max(sum(k)) FROM t");
+        assert!(m.is_some_and(|m| m.starts_with("aggregate functions cannot be used as arguments")));
     }
 
     #[test]
