@@ -157,6 +157,7 @@ async fn cas(
             }
         })
         .collect();
+    check_mixed_conditions(plans, &targets)?;
     let mut clusterings: Vec<Vec<Bytes>> = plans
         .iter()
         .zip(&targets)
@@ -184,6 +185,36 @@ async fn cas(
     }
     let (columns, rows) = failure_result(t, plans, &targets, &clusterings, &current, is_batch);
     Ok(rows_outcome(t, columns, rows))
+}
+
+/// Cassandra keeps one condition per row of a conditional batch: statements on the same row may
+/// repeat `IF EXISTS` or `IF NOT EXISTS`, or all give column conditions, but not mix the kinds.
+fn check_mixed_conditions(plans: &[&WritePlan], targets: &[Option<Vec<Bytes>>]) -> ExecResult<()> {
+    use helenus_cql::ast::WriteCondition as W;
+    let conds: Vec<(&W, &Vec<Bytes>)> = plans
+        .iter()
+        .zip(targets)
+        .filter_map(|(p, t)| Some((p.condition.as_ref()?, t.as_ref()?)))
+        .collect();
+    for (n, (later, row)) in conds.iter().enumerate() {
+        let Some((earlier, _)) = conds[..n].iter().find(|(_, r)| r == row) else {
+            continue;
+        };
+        match (earlier, later) {
+            (W::Exists, W::Exists) | (W::NotExists, W::NotExists) => {}
+            (W::Columns(_), W::Columns(_)) => {}
+            (W::Exists, W::NotExists) | (W::NotExists, W::Exists) => {
+                return invalid(
+                    "Cannot mix IF EXISTS and IF NOT EXISTS conditions for the same row",
+                )
+            }
+            (W::Columns(_), W::Exists) => {
+                return invalid("Cannot mix IF conditions and IF EXISTS for the same row")
+            }
+            _ => return invalid("Cannot mix IF conditions and IF NOT EXISTS for the same row"),
+        }
+    }
+    Ok(())
 }
 
 fn rows_outcome(

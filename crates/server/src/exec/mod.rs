@@ -291,6 +291,9 @@ fn plan_statement(
                 }
             }
             batch::check_kind(b.kind, &children.iter().collect::<Vec<_>>())?;
+            if b.kind == helenus_cql::ast::BatchKind::Counter && b.using.timestamp.is_some() {
+                return Err(ExecError::Invalid("Cannot provide custom timestamp for counter BATCH".into()));
+            }
             Planned::Batch { children, using: b.using.clone(), kind: b.kind }
         }
         Statement::Use(ks) => {

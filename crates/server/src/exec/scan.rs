@@ -214,12 +214,23 @@ impl<'a> RowSource<'a> {
             }
             _ => None,
         };
+        let slices = clustering_slices(plan, binds)?;
+        // `c IN ()` selects no clustering prefix at all; no slices would mean whole partitions.
+        let mode =
+            if slices.is_empty() && !plan.clustering_eq.is_empty() && !matches!(mode, Mode::System)
+            {
+                Mode::Keys {
+                    keys: VecDeque::new(),
+                }
+            } else {
+                mode
+            };
         Ok(RowSource {
             inside,
             node,
             plan,
             layout: ColumnLayout::new(t),
-            slices: clustering_slices(plan, binds)?,
+            slices,
             mode,
             buffered,
             resume: resume.cloned(),

@@ -404,6 +404,12 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
                     }
                     _ => ty.clone(),
                 };
+                if matches!(inner, Sel::Agg { .. } | Sel::CountStar) {
+                    return Err(ExecError::Invalid(
+                        "aggregate functions cannot be used as arguments of aggregate functions"
+                            .into(),
+                    ));
+                }
                 return Ok((
                     Sel::Agg {
                         kind,

@@ -23,6 +23,7 @@ mod types;
 
 use index::check_index_target;
 pub use index::is_sai_class;
+pub(crate) use index::references_duration;
 use keyspace::replication_of;
 use table::alter_table;
 pub use table::{apply_table_properties, build_table};

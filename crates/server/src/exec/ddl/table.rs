@@ -148,7 +148,8 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
             }
             "compression" => {
                 let mut m = map_value(v, name)?;
-                if m.get("enabled").map(|e| e == "false").unwrap_or(false) {
+                // Cassandra reads an empty map as no compressor class: compression off.
+                if m.is_empty() || m.get("enabled").map(|e| e == "false").unwrap_or(false) {
                     let mut off = BTreeMap::new();
                     off.insert("enabled".to_string(), "false".to_string());
                     params.compression = off;
@@ -196,13 +197,26 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
     Ok(())
 }
 
+/// A non-frozen UDT is stored field by field; Cassandra cannot store a non-frozen collection
+/// inside one of those fields. `suffix` completes the message as CREATE or ALTER words it.
+fn check_udt_nesting(ty: &CqlType, suffix: &str) -> ExecResult<()> {
+    if let CqlType::Udt { def, frozen: false } = ty {
+        if def.fields.iter().any(|(_, f)| f.is_multi_cell()) {
+            return invalid(format!(
+                "Non-frozen UDTs with nested non-frozen collections are not supported{suffix}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_pk_type(name: &str, t: &CqlType) -> ExecResult<()> {
     if t.is_multi_cell() {
         return invalid(format!(
             "Invalid non-frozen collection type {t} for PRIMARY KEY component {name}"
         ));
     }
-    if matches!(t, CqlType::Native(helenus_types::NativeType::Duration)) {
+    if super::index::references_duration(t) {
         return invalid(format!(
             "duration type is not supported for PRIMARY KEY column '{name}'"
         ));
@@ -253,6 +267,7 @@ pub fn build_table(ks: &KeyspaceMeta, s: &CreateTableStatement) -> ExecResult<Ta
         }
         check_declared_type(&c.ty)?;
         let ty = resolve_type(&c.ty, Some(ks))?;
+        check_udt_nesting(&ty, "")?;
         let pk_pos = pk.partition_key.iter().position(|p| p.name == c.name.name);
         let ck_pos = pk.clustering.iter().position(|p| p.name == c.name.name);
         let (kind, position) = match (pk_pos, ck_pos) {
@@ -400,6 +415,7 @@ pub(super) fn alter_table(
                 }
                 check_declared_type(&c.ty)?;
                 let ty = resolve_type(&c.ty, Some(ks))?;
+                check_udt_nesting(&ty, &format!(" for column {}", c.name.name))?;
                 if let Some((old, _)) = dropped.get(&c.name.name) {
                     // Old cells of the dropped column may still be on disk under its name.
                     if old.to_string() != ty.to_string() {

@@ -18,6 +18,7 @@ mod execute;
 mod order;
 mod plan;
 mod restrictions;
+mod validate;
 
 pub use execute::{clustering_slices, execute};
 pub use plan::plan;

@@ -26,6 +26,7 @@ pub fn plan(
     let t = &*table;
     let no_binds = Binds { values: &[] };
     let compiled = selectors::compile(t, &s.projection, &no_binds)?;
+    super::validate::check(t, s, &compiled)?;
     if s.distinct {
         for c in &compiled.columns {
             if let Sel::Column(i) = c.sel {
@@ -70,6 +71,7 @@ pub fn plan(
     let mut pk_vals: Vec<Option<ValuesOf>> = vec![None; pk_cols.len()];
     let mut ck_restr: Vec<Option<(Operator, RelationValue)>> = vec![None; ck_cols.len()];
     let mut multis: Vec<(Vec<usize>, Operator, RelationValue)> = Vec::new();
+    let mut from_tuple = vec![false; ck_cols.len()];
     let mut token: (TokenBound, TokenBound) = (None, None);
     let mut filters = Vec::new();
     let mut need_filtering = false;
@@ -324,6 +326,22 @@ pub fn plan(
                         return invalid("BETWEEN is not supported on multi-column relations")
                     }
                 }
+                // `(b, c) = (1, 2)` is `b = 1 AND c = 2`: planned as such, it combines with the
+                // single-column relations around it into one clustering prefix.
+                if let (Operator::Eq, RelationValue::Single(Term::Tuple(items))) = (op, value) {
+                    let slots: Vec<usize> = idx
+                        .iter()
+                        .filter_map(|i| ck_cols.iter().position(|x| x == i))
+                        .collect();
+                    if slots.len() == items.len() && slots.iter().all(|&p| ck_restr[p].is_none()) {
+                        for (&p, item) in slots.iter().zip(items) {
+                            ck_restr[p] = Some((Operator::Eq, RelationValue::Single(item.clone())));
+                            // An index serves a multi-column relation only on its own column.
+                            from_tuple[p] = slots.len() > 1;
+                        }
+                        continue;
+                    }
+                }
                 multis.push((idx, *op, value.clone()));
             }
             Relation::CustomIndexExpression { .. } => {
@@ -376,8 +394,20 @@ pub fn plan(
         PartitionSelection::Keys(pk_vals.into_iter().flatten().collect())
     } else {
         if pk_vals.iter().any(Option::is_some) {
-            // A partial partition key: filtering on the given components.
-            need_filtering = true;
+            // A partial partition key: filtering on the given components, unless an index on
+            // one of them answers the query (Cassandra then reads the index, not every row).
+            let served = pk_vals.iter().enumerate().any(|(p, v)| {
+                matches!(v, Some(ValuesOf::Terms(ts)) if ts.len() == 1)
+                    && match index_serves(t, pk_cols[p], Operator::Eq) {
+                        Some(true) => true,
+                        Some(false) if !used_index => {
+                            used_index = true;
+                            true
+                        }
+                        _ => false,
+                    }
+            });
+            need_filtering |= !served;
             for (p, v) in pk_vals.into_iter().enumerate() {
                 if let Some(ValuesOf::Terms(terms)) = v {
                     let value = if terms.len() == 1 {
@@ -434,8 +464,9 @@ pub fn plan(
         return invalid("Cannot restrict clustering columns when selecting only static columns");
     }
     let ck_indexed = ck_restr.iter().enumerate().any(|(p, r)| {
-        r.as_ref()
-            .is_some_and(|(op, _)| index_serves(t, ck_cols[p], *op).is_some())
+        !from_tuple[p]
+            && r.as_ref()
+                .is_some_and(|(op, _)| index_serves(t, ck_cols[p], *op).is_some())
     });
     let mut clustering_eq = Vec::new();
     let mut clustering_slice = None;
@@ -482,14 +513,31 @@ pub fn plan(
             _ => return invalid("Unsupported multi-column relation"),
         }
     } else {
+        // Columns under a multi-column relation checked row by row end the prefix; relations
+        // on later columns are then checked row by row too.
+        let covered = |p: usize| {
+            multi_filters
+                .iter()
+                .any(|m| m.columns.contains(&ck_cols[p]))
+        };
         let mut gap = false;
+        let mut after_multi = false;
         for (p, r) in ck_restr.into_iter().enumerate() {
             let c = &t.columns[ck_cols[p]];
             match r {
+                None if covered(p) => after_multi = true,
                 None => gap = true,
+                Some((op, value)) if after_multi && !gap => filters.push(Filter {
+                    column: ck_cols[p],
+                    op,
+                    value,
+                    key: None,
+                }),
                 Some((op, value)) => {
                     if gap || clustering_slice.is_some() {
-                        if !s.allow_filtering && !system {
+                        // An index on the column answers it without its preceding columns.
+                        let indexed = index_serves(t, ck_cols[p], op).is_some();
+                        if !s.allow_filtering && !system && !indexed {
                             let prev = if p > 0 {
                                 t.columns[ck_cols[p - 1]].name.clone()
                             } else {
@@ -660,6 +708,9 @@ pub fn plan(
             return invalid("Group by currently only support groups of columns following their declared order in the PRIMARY KEY");
         }
         group_by = pos + 1;
+    }
+    if group_by > 0 && (group_by..pk_cols.len()).any(|p| !eq_restricted(p)) {
+        return invalid("Group by is not supported on only a part of the partition key");
     }
     Ok(SelectPlan {
         table,

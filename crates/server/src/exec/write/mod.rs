@@ -166,6 +166,7 @@ pub fn mutations(
         }
     };
     super::scan::check_key_components(&pk_lists)?;
+    check_compact_clustering(t, &plan.kind, &ck_lists)?;
     let json_cols = json.map(|(c, _, _)| c);
     let keys = super::scan::cartesian(&pk_lists, "partition key")?;
     let clusterings = super::scan::cartesian(&ck_lists, "clustering columns")?;
@@ -341,4 +342,23 @@ fn slice_bounds(
         return Ok((end, start));
     }
     Ok((start, end))
+}
+
+/// A non-compound COMPACT STORAGE table stores its one clustering value as the cell name, which
+/// cannot be empty: Cassandra refuses such a row when it is written.
+fn check_compact_clustering(
+    t: &TableMeta,
+    kind: &WriteKind,
+    ck_lists: &[Vec<Bytes>],
+) -> ExecResult<()> {
+    let compound = t.flags.iter().any(|f| f == "compound");
+    if matches!(kind, WriteKind::Delete) || compound || !t.is_compact() || t.clustering_len() != 1 {
+        return Ok(());
+    }
+    if let (Some(values), Some(c)) = (ck_lists.first(), t.clustering().next()) {
+        if values.iter().any(|v| v.is_empty()) {
+            return invalid(format!("Invalid empty or null value for column {}", c.name));
+        }
+    }
+    Ok(())
 }

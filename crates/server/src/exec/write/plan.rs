@@ -443,6 +443,7 @@ pub fn plan_delete(
                 c.name
             ));
         }
+        check_delete_path(c, item.path.as_ref())?;
         if let Some(SubPath::Element(k)) = &item.path {
             let kt = match &c.cql_type {
                 CqlType::Map { key, .. } => (**key).clone(),
@@ -473,4 +474,35 @@ pub fn plan_delete(
     };
     crate::exec::lwt_cond::validate_plan(&plan)?;
     Ok(plan)
+}
+
+/// Parts of a value only multi-cell columns have: an element of a frozen collection or a field
+/// of a frozen UDT cannot be deleted alone, and a field must exist.
+fn check_delete_path(c: &helenus_schema::ColumnMeta, path: Option<&SubPath>) -> ExecResult<()> {
+    match (path, &c.cql_type) {
+        (
+            Some(SubPath::Element(_)),
+            ty @ (CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }),
+        ) if !ty.is_multi_cell() => invalid(format!(
+            "Invalid deletion operation for frozen collection column {}",
+            c.name
+        )),
+        (Some(SubPath::Field(_)), CqlType::Udt { frozen: true, .. }) => invalid(format!(
+            "Frozen UDT column {} does not support field deletions",
+            c.name
+        )),
+        (Some(SubPath::Field(_)), ty) if !matches!(ty, CqlType::Udt { .. }) => invalid(format!(
+            "Invalid field deletion operation for non-UDT column {}",
+            c.name
+        )),
+        (Some(SubPath::Field(f)), CqlType::Udt { def, .. })
+            if !def.fields.iter().any(|(n, _)| *n == f.name) =>
+        {
+            invalid(format!(
+                "UDT column {} does not have a field named {}",
+                c.name, f.name
+            ))
+        }
+        _ => Ok(()),
+    }
 }
