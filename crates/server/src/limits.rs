@@ -61,18 +61,23 @@ static STATEMENT_POOL: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 impl Limits {
     pub fn new(config: &NodeConfig) -> std::io::Result<Arc<Limits>> {
         let threads = config.native_transport_max_threads.max(1);
-        let pool = match STATEMENT_POOL.get() {
-            Some(rt) => rt.handle().clone(),
-            None => {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(threads)
-                    .thread_name("helenus-stmt")
-                    .enable_all()
-                    .build()?;
-                let handle = rt.handle().clone();
-                // A concurrent first call may have won; its runtime serves both.
-                let _ = STATEMENT_POOL.set(rt);
-                handle
+        // Built under a lock: a runtime built by a losing concurrent caller would be dropped
+        // here, inside an async context, which tokio refuses.
+        static INIT: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+        let pool = {
+            let _init = INIT.lock();
+            match STATEMENT_POOL.get() {
+                Some(rt) => rt.handle().clone(),
+                None => {
+                    let rt = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(threads)
+                        .thread_name("helenus-stmt")
+                        .enable_all()
+                        .build()?;
+                    let handle = rt.handle().clone();
+                    let _ = STATEMENT_POOL.set(rt);
+                    handle
+                }
             }
         };
         let units = (config.native_transport_max_request_data_in_flight_bytes / UNIT_BYTES)
