@@ -43,6 +43,8 @@ pub struct Limits {
     statement_slots: usize,
     pool: tokio::runtime::Handle,
     timeouts: Timeouts,
+    /// Set at shutdown: connections stop reading, so the drain sees running statements end.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +94,7 @@ impl Limits {
             statements: Arc::new(Semaphore::new(threads)),
             statement_slots: threads,
             pool,
+            closing: tokio::sync::watch::channel(false).0,
             timeouts: Timeouts {
                 read: ms(config.read_request_timeout_ms),
                 range: ms(config.range_request_timeout_ms),
@@ -111,8 +114,16 @@ impl Limits {
         &self.pool
     }
 
-    /// Waits until no statement runs, or `timeout` passes; returns how many still run.
+    /// Resolves once shutdown has begun.
+    pub async fn closing(&self) {
+        let mut rx = self.closing.subscribe();
+        let _ = rx.wait_for(|closing| *closing).await;
+    }
+
+    /// Stops every connection from reading, then waits until no statement runs, or `timeout`
+    /// passes; returns how many still run.
     pub async fn drain(&self, timeout: Duration) -> usize {
+        self.closing.send_replace(true);
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let running = self.statement_slots - self.statements.available_permits();

@@ -8,6 +8,7 @@ use bytes::BytesMut;
 use helenus_protocol as proto;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
@@ -257,16 +258,18 @@ async fn serve_connection(
         limits
             .charge_frame_bytes(&mut buffer_charge, buf.capacity())
             .await;
-        let read = if buf.is_empty() {
-            reader.read_buf(&mut buf).await
-        } else {
-            // Half a frame that stops arriving would hold its buffer (and budget) for ever.
-            match tokio::time::timeout(limits.partial_frame_timeout(), reader.read_buf(&mut buf))
-                .await
-            {
+        // Half a frame that stops arriving would hold its buffer (and budget) for ever.
+        let read_timeout = match buf.is_empty() {
+            true => Duration::MAX,
+            false => limits.partial_frame_timeout(),
+        };
+        let read = tokio::select! {
+            r = tokio::time::timeout(read_timeout, reader.read_buf(&mut buf)) => match r {
                 Ok(r) => r,
                 Err(_) => break,
-            }
+            },
+            // Shutting down: requests already read still get their answers.
+            _ = limits.closing() => break,
         };
         match read {
             Ok(0) | Err(_) => break,
