@@ -9,12 +9,12 @@ pub mod config;
 mod config_security;
 pub mod exec;
 mod keys;
+mod limits;
 mod local_node;
 pub mod metrics;
 mod node;
 mod prepared;
 mod system;
-mod limits;
 mod transport;
 
 pub use node::NodeState;

@@ -176,7 +176,9 @@ impl RequestCharge {
     /// Waits until the budget covers `bytes` in all (a charge never shrinks here); a frame
     /// larger than the whole budget is charged the whole budget, so it still goes through alone.
     pub async fn grow_to(&mut self, bytes: usize, total_units: u32) {
-        let want = (bytes as u64).div_ceil(UNIT_BYTES).min(u64::from(total_units)) as u32;
+        let want = (bytes as u64)
+            .div_ceil(UNIT_BYTES)
+            .min(u64::from(total_units)) as u32;
         if want <= self.units {
             return;
         }
@@ -488,7 +490,10 @@ mod tests {
                 write_type: "SIMPLE"
             }
         );
-        assert_eq!(kind_of_statement("CREATE TABLE t (k int)"), RequestKind::Other);
+        assert_eq!(
+            kind_of_statement("CREATE TABLE t (k int)"),
+            RequestKind::Other
+        );
     }
 
     #[tokio::test]
@@ -511,8 +516,10 @@ mod tests {
 
     #[tokio::test]
     async fn request_budget_blocks_past_its_size_and_frees_on_drop() {
-        let mut cfg = NodeConfig::default();
-        cfg.native_transport_max_request_data_in_flight_bytes = 1024 * 1024;
+        let cfg = NodeConfig {
+            native_transport_max_request_data_in_flight_bytes: 1024 * 1024,
+            ..NodeConfig::default()
+        };
         let limits = Limits::new(&cfg).unwrap();
         let mut a = limits.empty_charge();
         limits.charge_frame_bytes(&mut a, 800 * 1024).await;

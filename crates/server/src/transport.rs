@@ -334,22 +334,22 @@ impl Statement {
         };
         let handle = self.limits.pool().spawn(work);
         let abort = handle.abort_handle();
-        let ((response, warnings), trace_id) =
-            match tokio::time::timeout_at(deadline, handle).await {
-                Ok(Ok(done)) => done,
-                Ok(Err(e)) => {
-                    tracing::error!("a statement failed: {e}");
-                    let err = exec::ExecError::Server(format!("statement failed: {e}"));
-                    ((exec::error_response(err), Vec::new()), None)
+        let ((response, warnings), trace_id) = match tokio::time::timeout_at(deadline, handle).await
+        {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => {
+                tracing::error!("a statement failed: {e}");
+                let err = exec::ExecError::Server(format!("statement failed: {e}"));
+                ((exec::error_response(err), Vec::new()), None)
+            }
+            Err(_) => {
+                if limits::cancel_at_timeout(kind) {
+                    abort.abort();
                 }
-                Err(_) => {
-                    if limits::cancel_at_timeout(kind) {
-                        abort.abort();
-                    }
-                    let err = limits::timeout_error(kind, consistency, timeout);
-                    ((exec::error_response(err), Vec::new()), None)
-                }
-            };
+                let err = limits::timeout_error(kind, consistency, timeout);
+                ((exec::error_response(err), Vec::new()), None)
+            }
+        };
         response_charge.settle(limits::response_size_bytes(&response));
         let mut out = proto::ResponseFrame::new(version, stream, response);
         out.tracing_id = trace_id;
