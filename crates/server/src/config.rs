@@ -310,7 +310,11 @@ impl NodeConfig {
                 self.native_transport_max_requests_per_second = int(value)?.max(1)
             }
             "native_transport_rate_limiting_enabled" => {
-                self.native_transport_rate_limiting_enabled = value.trim() == "true"
+                self.native_transport_rate_limiting_enabled = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    other => return Err(bad(format!("'{other}' is not true or false"))),
+                }
             }
             "data_file_directories" => self.data_file_directories = vec![PathBuf::from(value)],
             "commitlog_directory" => self.commitlog_directory = PathBuf::from(value),
@@ -531,5 +535,32 @@ mod tests {
         assert!(cfg.set("authenticator", "PasswordAuthenticator").is_err());
         assert!(cfg.set("authenticator", "AllowAllAuthenticator").unwrap());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn request_path_bounds_take_cassandra_names() {
+        let mut cfg = NodeConfig::default();
+        assert_eq!(cfg.range_request_timeout_ms, 10_000);
+        assert!(cfg
+            .set("native_transport_max_request_data_in_flight", "64MiB")
+            .unwrap());
+        assert_eq!(
+            cfg.native_transport_max_request_data_in_flight_bytes,
+            64 * MIB
+        );
+        assert!(cfg
+            .set("native_transport_max_concurrent_connections", "-1")
+            .unwrap());
+        assert_eq!(
+            cfg.native_transport_max_concurrent_connections,
+            tokio::sync::Semaphore::MAX_PERMITS
+        );
+        assert!(cfg.set("range_request_timeout", "3s").unwrap());
+        assert_eq!(cfg.range_request_timeout_ms, 3000);
+        assert!(cfg.set("native_transport_max_threads", "8").unwrap());
+        assert_eq!(cfg.native_transport_max_threads, 8);
+        assert!(cfg
+            .set("native_transport_rate_limiting_enabled", "yes")
+            .is_err());
     }
 }

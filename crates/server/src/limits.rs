@@ -23,7 +23,7 @@ pub const FREE_REQUEST_BYTES: usize = 64 * 1024;
 pub const CONNECTION_RESPONSE_HIGH_WATER_BYTES: u64 = 8 * 1024 * 1024;
 /// Statements of one connection running at once: bounds the responses a connection can have
 /// materialized before the high-water mark above can see them.
-pub const MAX_RUNNING_PER_CONNECTION: usize = 16;
+pub const MAX_RUNNING_PER_CONNECTION: usize = 64;
 /// First guess of a connection's response size, before it has produced one.
 const INITIAL_RESPONSE_ESTIMATE_BYTES: u64 = 64 * 1024;
 /// The budget semaphore counts KiB so one acquire (a u32) can cover any frame.
@@ -43,6 +43,8 @@ pub struct Limits {
     statement_slots: usize,
     pool: tokio::runtime::Handle,
     timeouts: Timeouts,
+    /// `native_transport_max_requests_per_second`, when rate limiting is enabled.
+    rate: Option<parking_lot::Mutex<TokenBucket>>,
     /// Set at shutdown: connections stop reading, so the drain sees running statements end.
     closing: tokio::sync::watch::Sender<bool>,
 }
@@ -95,6 +97,11 @@ impl Limits {
             statement_slots: threads,
             pool,
             closing: tokio::sync::watch::channel(false).0,
+            rate: config.native_transport_rate_limiting_enabled.then(|| {
+                parking_lot::Mutex::new(TokenBucket::new(
+                    config.native_transport_max_requests_per_second,
+                ))
+            }),
             timeouts: Timeouts {
                 read: ms(config.read_request_timeout_ms),
                 range: ms(config.range_request_timeout_ms),
@@ -112,6 +119,22 @@ impl Limits {
     /// The pool statements run on.
     pub fn pool(&self) -> &tokio::runtime::Handle {
         &self.pool
+    }
+
+    /// Waits for the node-wide request rate to allow one more request. Like Cassandra without
+    /// THROW_ON_OVERLOAD, a client over the rate is slowed down (its connection is not read
+    /// meanwhile), not refused.
+    pub async fn admit_rate(&self) {
+        let Some(bucket) = &self.rate else {
+            return;
+        };
+        loop {
+            let wait = bucket.lock().take(tokio::time::Instant::now());
+            match wait {
+                None => return,
+                Some(d) => tokio::time::sleep(d).await,
+            }
+        }
     }
 
     /// Resolves once shutdown has begun.
@@ -162,6 +185,41 @@ impl Limits {
             RequestKind::Range => self.timeouts.range,
             RequestKind::Write { .. } => self.timeouts.write,
             RequestKind::Other => self.timeouts.other,
+        }
+    }
+}
+
+/// Requests allowed per second, with up to one second's worth saved up for a burst.
+struct TokenBucket {
+    rate_per_s: f64,
+    tokens: f64,
+    refilled_at: tokio::time::Instant,
+}
+
+impl TokenBucket {
+    fn new(rate_per_s: u64) -> TokenBucket {
+        let rate_per_s = rate_per_s.max(1) as f64;
+        TokenBucket {
+            rate_per_s,
+            tokens: rate_per_s,
+            refilled_at: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Takes a token, or says how long until one is due.
+    fn take(&mut self, now: tokio::time::Instant) -> Option<Duration> {
+        let elapsed_s = now
+            .saturating_duration_since(self.refilled_at)
+            .as_secs_f64();
+        self.tokens = (self.tokens + elapsed_s * self.rate_per_s).min(self.rate_per_s);
+        self.refilled_at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            None
+        } else {
+            Some(Duration::from_secs_f64(
+                (1.0 - self.tokens) / self.rate_per_s,
+            ))
         }
     }
 }
@@ -512,6 +570,17 @@ mod tests {
         assert_eq!(limits.queued_response_bytes(), 0);
         let admitted = tokio::time::timeout(Duration::from_secs(1), gate.admit(&limits)).await;
         assert!(matches!(admitted, Ok(Some(_))));
+    }
+
+    #[test]
+    fn token_bucket_allows_its_rate_and_no_more() {
+        let start = tokio::time::Instant::now();
+        let mut bucket = TokenBucket::new(100);
+        let allowed = (0..150).filter(|_| bucket.take(start).is_none()).count();
+        assert_eq!(allowed, 100, "a second's burst, then nothing");
+        let wait = bucket.take(start).unwrap();
+        assert!(wait <= Duration::from_millis(10), "{wait:?}");
+        assert!(bucket.take(start + Duration::from_millis(10)).is_none());
     }
 
     #[tokio::test]

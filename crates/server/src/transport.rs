@@ -228,6 +228,7 @@ async fn serve_connection(
                     let Ok(permit) = in_flight.clone().acquire_owned().await else {
                         break 'read;
                     };
+                    limits.admit_rate().await;
                     // The frame's bytes left the read buffer: its charge goes with it.
                     let frame_bytes = before_bytes.saturating_sub(buf.len());
                     limits
