@@ -231,13 +231,15 @@ pub struct RequestCharge {
 }
 
 impl RequestCharge {
-    /// Waits until the budget covers `bytes` in all (a charge never shrinks here); a frame
-    /// larger than the whole budget is charged the whole budget, so it still goes through alone.
-    pub async fn grow_to(&mut self, bytes: usize, total_units: u32) {
+    /// Makes the charge `bytes`, waiting for budget if it grows; a frame larger than the whole
+    /// budget is charged the whole budget, so it still goes through alone.
+    pub async fn set_to(&mut self, bytes: usize, total_units: u32) {
         let want = (bytes as u64)
             .div_ceil(UNIT_BYTES)
             .min(u64::from(total_units)) as u32;
         if want <= self.units {
+            self.budget.add_permits((self.units - want) as usize);
+            self.units = want;
             return;
         }
         if let Ok(permit) = self.budget.acquire_many(want - self.units).await {
@@ -270,12 +272,11 @@ impl Drop for RequestCharge {
 }
 
 impl Limits {
-    /// Grows `charge` to cover `bytes` of a frame not yet decoded (bytes past
-    /// [`FREE_REQUEST_BYTES`] only).
+    /// Sets `charge` to cover `bytes` of a frame (nothing for frames up to
+    /// [`FREE_REQUEST_BYTES`]).
     pub async fn charge_frame_bytes(&self, charge: &mut RequestCharge, bytes: usize) {
-        if bytes > FREE_REQUEST_BYTES {
-            charge.grow_to(bytes, self.request_budget_units).await;
-        }
+        let bytes = if bytes > FREE_REQUEST_BYTES { bytes } else { 0 };
+        charge.set_to(bytes, self.request_budget_units).await;
     }
 }
 
@@ -604,6 +605,10 @@ mod tests {
         let mut c = limits.empty_charge();
         limits.charge_frame_bytes(&mut c, 1000).await;
         assert_eq!(c.bytes(), 0);
+        // A buffer that shrank back gives its charge back.
+        limits.charge_frame_bytes(&mut a, 1000).await;
+        assert_eq!(limits.request_bytes_in_use(), 0);
+        limits.charge_frame_bytes(&mut a, 200 * 1024).await;
         drop(a);
         assert_eq!(limits.request_bytes_in_use(), 0);
     }

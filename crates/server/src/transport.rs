@@ -254,10 +254,11 @@ async fn serve_connection(
         if buf.capacity() - buf.len() < READ_BUFFER_BYTES / 4 {
             buf.reserve(READ_BUFFER_BYTES);
         }
-        // A large frame still arriving holds budget for the buffer it fills; when the budget
-        // is spent, this connection waits here and is not read: backpressure.
+        // A large frame still arriving holds budget for what it has filled so far (not the
+        // buffer's capacity: after a reserve every busy connection would pass 64 KiB and be
+        // charged); when the budget is spent, this connection waits here and is not read.
         limits
-            .charge_frame_bytes(&mut buffer_charge, buf.capacity())
+            .charge_frame_bytes(&mut buffer_charge, buf.len())
             .await;
         // Half a frame that stops arriving would hold its buffer (and budget) for ever.
         let read_timeout = match buf.is_empty() {
