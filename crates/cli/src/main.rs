@@ -68,6 +68,9 @@ struct ServerArgs {
     set: Vec<String>,
 }
 
+/// How long tasks still alive after the drain and the storage shutdown may hold the exit.
+const SHUTDOWN_LEFTOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 fn run_server(args: ServerArgs) -> Result<(), String> {
     use helenus_server::config::NodeConfig;
     let (mut cfg, warnings) = match &args.config {
@@ -106,9 +109,13 @@ fn run_server(args: ServerArgs) -> Result<(), String> {
         .thread_name("helenus")
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime
+    let result = runtime
         .block_on(helenus_server::run_until_shutdown(cfg))
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+    // Dropping the runtime would wait for every task and blocking job, however stuck; the
+    // drain in run_until_shutdown already gave them their time.
+    runtime.shutdown_timeout(SHUTDOWN_LEFTOVER_TIMEOUT);
+    result
 }
 
 fn main() -> ExitCode {

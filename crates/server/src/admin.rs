@@ -12,6 +12,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const MAX_REQUEST_BYTES: usize = 64 * 1024;
+/// Admin connections served at once; past it new ones are closed at once. nodetool and a
+/// metrics scraper need a handful; the cap keeps slow or hostile clients from taking the
+/// process's file descriptors, which the CQL port needs too.
+const MAX_ADMIN_CONNECTIONS: usize = 64;
+/// A request head must arrive whole within this, or the connection is dropped.
+const READ_HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Pause after a failed accept (out of file descriptors): retrying at once would spin a core.
+const ACCEPT_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub struct HttpRequest {
     pub method: String,
@@ -75,32 +83,52 @@ pub fn parse_request_line(head: &str) -> Option<HttpRequest> {
 }
 
 pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_ADMIN_CONNECTIONS));
     loop {
-        let Ok((socket, _)) = listener.accept().await else {
+        let socket = match listener.accept().await {
+            Ok((socket, _)) => socket,
+            Err(e) => {
+                tracing::warn!("admin accept failed: {e}");
+                tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
+                continue;
+            }
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            drop(socket);
             continue;
         };
         let node = node.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let _ = handle(node, socket).await;
         });
     }
 }
 
-async fn handle(node: Arc<NodeState>, mut socket: TcpStream) -> std::io::Result<()> {
+/// Reads a request head (up to the blank line); `Ok(None)` if the peer closed first.
+async fn read_head(socket: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
         let n = socket.read(&mut chunk).await?;
         if n == 0 {
-            return Ok(());
+            return Ok(None);
         }
         buf.extend_from_slice(&chunk[..n]);
-        if buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
+        if buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.len() > MAX_REQUEST_BYTES {
+            return Ok(Some(buf));
         }
-        if buf.len() > MAX_REQUEST_BYTES {
-            return respond(&mut socket, 413, "text/plain", "request too large").await;
-        }
+    }
+}
+
+async fn handle(node: Arc<NodeState>, mut socket: TcpStream) -> std::io::Result<()> {
+    let buf = match tokio::time::timeout(READ_HEAD_TIMEOUT, read_head(&mut socket)).await {
+        Ok(Ok(Some(buf))) => buf,
+        Ok(Ok(None)) | Err(_) => return Ok(()),
+        Ok(Err(e)) => return Err(e),
+    };
+    if buf.len() > MAX_REQUEST_BYTES {
+        return respond(&mut socket, 413, "text/plain", "request too large").await;
     }
     let head = String::from_utf8_lossy(&buf).into_owned();
     let Some(req) = parse_request_line(&head) else {

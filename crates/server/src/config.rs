@@ -22,6 +22,19 @@ pub struct NodeConfig {
     pub native_transport_port: u16,
     pub native_transport_max_frame_size_bytes: usize,
     pub native_transport_max_concurrent_connections: usize,
+    /// Bytes of request frames read but not yet answered, node-wide (Cassandra:
+    /// `native_transport_max_request_data_in_flight`, a tenth of its heap; Helenus has no heap,
+    /// so a fixed 128 MiB). Past it connections stop being read: TCP backpressure.
+    pub native_transport_max_request_data_in_flight_bytes: u64,
+    /// Bytes of responses produced but not yet written to their sockets, node-wide (no Cassandra
+    /// name: Netty's write buffers play this part there). Past it no new statement starts.
+    pub native_transport_max_response_data_queued_bytes: u64,
+    /// Statements running at once, node-wide, on the statement pool (Cassandra:
+    /// `native_transport_max_threads`, 128).
+    pub native_transport_max_threads: usize,
+    /// Requests per second admitted when rate limiting is enabled (Cassandra: 1,000,000).
+    pub native_transport_max_requests_per_second: u64,
+    pub native_transport_rate_limiting_enabled: bool,
     pub data_file_directories: Vec<PathBuf>,
     pub commitlog_directory: PathBuf,
     pub saved_caches_directory: PathBuf,
@@ -42,6 +55,10 @@ pub struct NodeConfig {
     pub api_port: u16,
     pub read_request_timeout_ms: u64,
     pub write_request_timeout_ms: u64,
+    /// Reads without a single partition key (Cassandra: `range_request_timeout`, 10 s).
+    pub range_request_timeout_ms: u64,
+    /// Anything else: DDL, USE, ... (Cassandra: `request_timeout`, 10 s).
+    pub request_timeout_ms: u64,
     /// A multi-partition batch larger than this gets a client warning (Cassandra: 5 KiB).
     pub batch_size_warn_threshold_bytes: u64,
     /// ... and one larger than this is refused with InvalidRequest "Batch too large" (50 KiB).
@@ -74,6 +91,11 @@ impl Default for NodeConfig {
             native_transport_port: 9042,
             native_transport_max_frame_size_bytes: (16 * MIB) as usize,
             native_transport_max_concurrent_connections: 4096,
+            native_transport_max_request_data_in_flight_bytes: 128 * MIB,
+            native_transport_max_response_data_queued_bytes: 128 * MIB,
+            native_transport_max_threads: 128,
+            native_transport_max_requests_per_second: 1_000_000,
+            native_transport_rate_limiting_enabled: false,
             data_file_directories: vec![base.join("data")],
             commitlog_directory: base.join("commitlog"),
             saved_caches_directory: base.join("saved_caches"),
@@ -94,6 +116,8 @@ impl Default for NodeConfig {
             api_port: 10000,
             read_request_timeout_ms: 5000,
             write_request_timeout_ms: 2000,
+            range_request_timeout_ms: 10_000,
+            request_timeout_ms: 10_000,
             batch_size_warn_threshold_bytes: 5 * 1024,
             batch_size_fail_threshold_bytes: 50 * 1024,
             unlogged_batch_across_partitions_warn_threshold: 10,
@@ -273,7 +297,35 @@ impl NodeConfig {
                 self.native_transport_max_frame_size_bytes = (int(value)? * MIB) as usize
             }
             "native_transport_max_concurrent_connections" => {
-                self.native_transport_max_concurrent_connections = int(value)? as usize
+                // Cassandra's -1 means no limit; the semaphore's own maximum stands in for it.
+                self.native_transport_max_concurrent_connections = match value.trim() {
+                    "-1" => tokio::sync::Semaphore::MAX_PERMITS,
+                    _ => int(value)? as usize,
+                }
+            }
+            "native_transport_max_request_data_in_flight" => {
+                self.native_transport_max_request_data_in_flight_bytes =
+                    parse_size_bytes(value, 1).map_err(bad)?
+            }
+            "native_transport_max_request_data_in_flight_in_bytes" => {
+                self.native_transport_max_request_data_in_flight_bytes = int(value)?
+            }
+            "native_transport_max_response_data_queued" => {
+                self.native_transport_max_response_data_queued_bytes =
+                    parse_size_bytes(value, 1).map_err(bad)?
+            }
+            "native_transport_max_threads" => {
+                self.native_transport_max_threads = int(value)?.max(1) as usize
+            }
+            "native_transport_max_requests_per_second" => {
+                self.native_transport_max_requests_per_second = int(value)?.max(1)
+            }
+            "native_transport_rate_limiting_enabled" => {
+                self.native_transport_rate_limiting_enabled = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    other => return Err(bad(format!("'{other}' is not true or false"))),
+                }
             }
             "data_file_directories" => self.data_file_directories = vec![PathBuf::from(value)],
             "commitlog_directory" => self.commitlog_directory = PathBuf::from(value),
@@ -333,6 +385,16 @@ impl NodeConfig {
             "write_request_timeout" => {
                 self.write_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
             }
+            "read_request_timeout_in_ms" => self.read_request_timeout_ms = int(value)?,
+            "write_request_timeout_in_ms" => self.write_request_timeout_ms = int(value)?,
+            "range_request_timeout" => {
+                self.range_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
+            }
+            "range_request_timeout_in_ms" => self.range_request_timeout_ms = int(value)?,
+            "request_timeout" => {
+                self.request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
+            }
+            "request_timeout_in_ms" => self.request_timeout_ms = int(value)?,
             "batch_size_warn_threshold" => {
                 self.batch_size_warn_threshold_bytes = parse_size_bytes(value, 1024).map_err(bad)?
             }
@@ -498,5 +560,32 @@ mod tests {
         assert!(cfg.set("authenticator", "PasswordAuthenticator").is_err());
         assert!(cfg.set("authenticator", "AllowAllAuthenticator").unwrap());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn request_path_bounds_take_cassandra_names() {
+        let mut cfg = NodeConfig::default();
+        assert_eq!(cfg.range_request_timeout_ms, 10_000);
+        assert!(cfg
+            .set("native_transport_max_request_data_in_flight", "64MiB")
+            .unwrap());
+        assert_eq!(
+            cfg.native_transport_max_request_data_in_flight_bytes,
+            64 * MIB
+        );
+        assert!(cfg
+            .set("native_transport_max_concurrent_connections", "-1")
+            .unwrap());
+        assert_eq!(
+            cfg.native_transport_max_concurrent_connections,
+            tokio::sync::Semaphore::MAX_PERMITS
+        );
+        assert!(cfg.set("range_request_timeout", "3s").unwrap());
+        assert_eq!(cfg.range_request_timeout_ms, 3000);
+        assert!(cfg.set("native_transport_max_threads", "8").unwrap());
+        assert_eq!(cfg.native_transport_max_threads, 8);
+        assert!(cfg
+            .set("native_transport_rate_limiting_enabled", "yes")
+            .is_err());
     }
 }

@@ -9,6 +9,7 @@ pub mod config;
 mod config_security;
 pub mod exec;
 mod keys;
+mod limits;
 mod local_node;
 pub mod metrics;
 mod node;
@@ -90,10 +91,26 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
         }
         Err(e) => tracing::warn!("admin API not started on {admin_addr}: {e}"),
     }
-    let serving = tokio::spawn(transport::serve(node.clone(), listener));
+    let limits = limits::Limits::new(&node.config).map_err(|e| StartError::Listen {
+        addr: addr.to_string(),
+        message: format!("cannot start the statement pool: {e}"),
+    })?;
+    let serving = tokio::spawn(transport::serve(node.clone(), limits.clone(), listener));
     shutdown_signal().await;
-    println!("Helenus shutting down: flushing memtables and syncing the commitlog");
+    // Like `nodetool drain`: no new connections, then running statements get a bounded time
+    // to finish; one that does not is left behind rather than holding the shutdown for ever.
     serving.abort();
+    let drain_timeout = std::time::Duration::from_millis(
+        node.config
+            .write_request_timeout_ms
+            .max(node.config.read_request_timeout_ms)
+            .max(node.config.range_request_timeout_ms),
+    );
+    let unfinished = limits.drain(drain_timeout).await;
+    if unfinished > 0 {
+        println!("Helenus shutting down: {unfinished} statements still running were abandoned");
+    }
+    println!("Helenus shutting down: flushing memtables and syncing the commitlog");
     let engine = node.engine.clone();
     match tokio::task::spawn_blocking(move || engine.shutdown()).await {
         Ok(Ok(())) => println!("Helenus stopped cleanly: nothing to replay at the next start"),

@@ -2,11 +2,13 @@
 //! go back out of order, matched by stream id), and writes many responses per syscall.
 
 use crate::exec::{self, Session};
+use crate::limits::{self, Limits, RequestCharge, ResponseCharge, ResponseGate};
 use crate::node::{ClientInfo, NodeEvent, NodeState};
 use bytes::BytesMut;
 use helenus_protocol as proto;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
@@ -37,9 +39,22 @@ struct Outgoing {
     /// A decode failure to answer instead of `frame`: the writer's codec knows the framing
     /// the client expects (plain before the STARTUP exchange, segments after it in v5).
     decode_error: Option<proto::DecodeError>,
+    /// The request's and the response's bytes stay counted until the response is written.
+    charges: Option<(RequestCharge, ResponseCharge)>,
 }
 
-pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
+impl Outgoing {
+    fn plain(frame: proto::ResponseFrame, after: AfterWrite) -> Outgoing {
+        Outgoing {
+            frame,
+            after,
+            decode_error: None,
+            charges: None,
+        }
+    }
+}
+
+pub async fn serve(node: Arc<NodeState>, limits: Arc<Limits>, listener: TcpListener) {
     let connections = Arc::new(Semaphore::new(
         node.config.native_transport_max_concurrent_connections,
     ));
@@ -47,8 +62,9 @@ pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
         let (socket, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
+                // Out of file descriptors, typically: retrying at once would spin.
                 tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             }
         };
@@ -57,9 +73,10 @@ pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
             continue;
         };
         let node = node.clone();
+        let limits = limits.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            if let Err(e) = serve_connection(node, socket, peer).await {
+            if let Err(e) = serve_connection(node, limits, socket, peer).await {
                 tracing::debug!("connection {peer} closed: {e}");
             }
         });
@@ -68,6 +85,7 @@ pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
 
 async fn serve_connection(
     node: Arc<NodeState>,
+    limits: Arc<Limits>,
     socket: TcpStream,
     peer: SocketAddr,
 ) -> std::io::Result<()> {
@@ -91,9 +109,13 @@ async fn serve_connection(
     let mut buf = BytesMut::with_capacity(READ_BUFFER_BYTES);
     let mut events_task: Option<tokio::task::JoinHandle<()>> = None;
     let mut started = false;
+    let gate = Arc::new(ResponseGate::default());
+    // What the read buffer holds past FREE_REQUEST_BYTES: a large frame still arriving.
+    let mut buffer_charge = limits.empty_charge();
 
     'read: loop {
         loop {
+            let before_bytes = buf.len();
             let frame = match codec.decode(&mut buf) {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
@@ -110,6 +132,7 @@ async fn serve_connection(
                             AfterWrite::Nothing
                         },
                         decode_error: Some(e),
+                        charges: None,
                     };
                     if tx.send(out).await.is_err() || fatal {
                         break 'read;
@@ -133,13 +156,7 @@ async fn serve_connection(
                     frame.stream,
                     proto::Response::Error(body),
                 );
-                let _ = tx
-                    .send(Outgoing {
-                        frame: out,
-                        after: AfterWrite::Close,
-                        decode_error: None,
-                    })
-                    .await;
+                let _ = tx.send(Outgoing::plain(out, AfterWrite::Close)).await;
                 break 'read;
             }
             if matches!(frame.request, proto::Request::Startup(_)) {
@@ -186,15 +203,7 @@ async fn serve_connection(
                         ),
                     };
                     let out = proto::ResponseFrame::new(frame.version, frame.stream, response);
-                    if tx
-                        .send(Outgoing {
-                            frame: out,
-                            after,
-                            decode_error: None,
-                        })
-                        .await
-                        .is_err()
-                    {
+                    if tx.send(Outgoing::plain(out, after)).await.is_err() {
                         break 'read;
                     }
                 }
@@ -208,11 +217,7 @@ async fn serve_connection(
                         proto::Response::Ready,
                     );
                     if tx
-                        .send(Outgoing {
-                            frame: out,
-                            after: AfterWrite::Nothing,
-                            decode_error: None,
-                        })
+                        .send(Outgoing::plain(out, AfterWrite::Nothing))
                         .await
                         .is_err()
                     {
@@ -223,43 +228,25 @@ async fn serve_connection(
                     let Ok(permit) = in_flight.clone().acquire_owned().await else {
                         break 'read;
                     };
-                    let node = node.clone();
-                    let tx = tx.clone();
-                    let session = session.clone();
+                    limits.admit_rate().await;
+                    // The frame's bytes left the read buffer: its charge goes with it.
+                    let frame_bytes = before_bytes.saturating_sub(buf.len());
+                    limits
+                        .charge_frame_bytes(&mut buffer_charge, frame_bytes)
+                        .await;
+                    let request_charge = buffer_charge.take();
+                    let statement = Statement {
+                        node: node.clone(),
+                        limits: limits.clone(),
+                        gate: gate.clone(),
+                        session: session.clone(),
+                        tx: tx.clone(),
+                        client_id,
+                        peer,
+                    };
                     tokio::spawn(async move {
                         let _permit = permit;
-                        let version = frame.version;
-                        let stream = frame.stream;
-                        let trace = frame.tracing().then(|| {
-                            let coordinator = SocketAddr::new(
-                                node.config.rpc_address,
-                                node.config.native_transport_port,
-                            );
-                            exec::trace::TraceRequest::of(&frame.request, peer.ip(), coordinator)
-                        });
-                        let run = exec::client_warn::collecting(exec::handle_request(
-                            &node, &session, client_id, frame,
-                        ));
-                        let ((response, warnings), trace_id) = match trace {
-                            Some(what) => {
-                                let (out, id) = exec::trace::traced(&node.traces, what, run).await;
-                                (out, Some(*id.as_bytes()))
-                            }
-                            None => (run.await, None),
-                        };
-                        let mut out = proto::ResponseFrame::new(version, stream, response);
-                        out.tracing_id = trace_id;
-                        // Protocol v3 has no WARNING flag.
-                        if version >= 4 {
-                            out.warnings = warnings;
-                        }
-                        let _ = tx
-                            .send(Outgoing {
-                                frame: out,
-                                after: AfterWrite::Nothing,
-                                decode_error: None,
-                            })
-                            .await;
+                        statement.run(frame, request_charge).await;
                     });
                 }
             }
@@ -267,7 +254,26 @@ async fn serve_connection(
         if buf.capacity() - buf.len() < READ_BUFFER_BYTES / 4 {
             buf.reserve(READ_BUFFER_BYTES);
         }
-        match reader.read_buf(&mut buf).await {
+        // A large frame still arriving holds budget for what it has filled so far (not the
+        // buffer's capacity: after a reserve every busy connection would pass 64 KiB and be
+        // charged); when the budget is spent, this connection waits here and is not read.
+        limits
+            .charge_frame_bytes(&mut buffer_charge, buf.len())
+            .await;
+        // Half a frame that stops arriving would hold its buffer (and budget) for ever.
+        let read_timeout = match buf.is_empty() {
+            true => Duration::MAX,
+            false => limits.partial_frame_timeout(),
+        };
+        let read = tokio::select! {
+            r = tokio::time::timeout(read_timeout, reader.read_buf(&mut buf)) => match r {
+                Ok(r) => r,
+                Err(_) => break,
+            },
+            // Shutting down: requests already read still get their answers.
+            _ = limits.closing() => break,
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
@@ -279,6 +285,110 @@ async fn serve_connection(
     drop(tx);
     let _ = write_task.await;
     Ok(())
+}
+
+/// One request on its way through admission, the statement pool and back to the writer.
+struct Statement {
+    node: Arc<NodeState>,
+    limits: Arc<Limits>,
+    gate: Arc<ResponseGate>,
+    session: Arc<parking_lot::Mutex<Session>>,
+    tx: mpsc::Sender<Outgoing>,
+    client_id: u64,
+    peer: SocketAddr,
+}
+
+impl Statement {
+    async fn run(self, frame: proto::RequestFrame, request_charge: RequestCharge) {
+        let version = frame.version;
+        let stream = frame.stream;
+        let (kind, consistency) = classify(&self.node, &frame.request);
+        let timeout = limits::timeout_for(&self.limits, kind);
+        let deadline = tokio::time::Instant::now() + timeout;
+        // Waits while this connection's (or the node's) unwritten responses are over their
+        // bound: a client that does not read stops getting statements run for it.
+        let Some(admission) = self.gate.admit(&self.limits).await else {
+            return;
+        };
+        let (mut response_charge, slots) = admission.split();
+        let node = self.node.clone();
+        let session = self.session.clone();
+        let (client_id, peer) = (self.client_id, self.peer);
+        let work = async move {
+            // The slots are held by the work itself: a write that runs on past its timeout
+            // still counts against the pool.
+            let _slots = slots;
+            let trace = frame.tracing().then(|| {
+                let coordinator =
+                    SocketAddr::new(node.config.rpc_address, node.config.native_transport_port);
+                exec::trace::TraceRequest::of(&frame.request, peer.ip(), coordinator)
+            });
+            let run = exec::client_warn::collecting(exec::handle_request(
+                &node, &session, client_id, frame,
+            ));
+            match trace {
+                Some(what) => {
+                    let (out, id) = exec::trace::traced(&node.traces, what, run).await;
+                    (out, Some(*id.as_bytes()))
+                }
+                None => (run.await, None),
+            }
+        };
+        let handle = self.limits.pool().spawn(work);
+        let abort = handle.abort_handle();
+        let ((response, warnings), trace_id) = match tokio::time::timeout_at(deadline, handle).await
+        {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => {
+                tracing::error!("a statement failed: {e}");
+                let err = exec::ExecError::Server(format!("statement failed: {e}"));
+                ((exec::error_response(err), Vec::new()), None)
+            }
+            Err(_) => {
+                if limits::cancel_at_timeout(kind) {
+                    abort.abort();
+                }
+                let err = limits::timeout_error(kind, consistency, timeout);
+                ((exec::error_response(err), Vec::new()), None)
+            }
+        };
+        response_charge.settle(limits::response_size_bytes(&response));
+        let mut out = proto::ResponseFrame::new(version, stream, response);
+        out.tracing_id = trace_id;
+        // Protocol v3 has no WARNING flag.
+        if version >= 4 {
+            out.warnings = warnings;
+        }
+        let _ = self
+            .tx
+            .send(Outgoing {
+                frame: out,
+                after: AfterWrite::Nothing,
+                decode_error: None,
+                charges: Some((request_charge, response_charge)),
+            })
+            .await;
+    }
+}
+
+/// The kind of a request (for its timeout) and the consistency its timeout error reports.
+fn classify(
+    node: &NodeState,
+    request: &proto::Request,
+) -> (limits::RequestKind, proto::Consistency) {
+    use limits::RequestKind;
+    match request {
+        proto::Request::Query { query, params } => {
+            (limits::kind_of_statement(query), params.consistency)
+        }
+        proto::Request::Execute { id, params, .. } => {
+            let kind = exec::cached(node, id)
+                .map_or(RequestKind::Other, |p| limits::kind_of_statement(&p.query));
+            (kind, params.consistency)
+        }
+        proto::Request::Batch(b) => (limits::kind_of_batch(b.batch_type), b.consistency),
+        _ => (RequestKind::Other, proto::Consistency::One),
+    }
 }
 
 fn spawn_event_forwarder(
@@ -297,11 +407,7 @@ fn spawn_event_forwarder(
                         proto::Response::Event(proto::Event::SchemaChange(change)),
                     );
                     if tx
-                        .send(Outgoing {
-                            frame,
-                            after: AfterWrite::Nothing,
-                            decode_error: None,
-                        })
+                        .send(Outgoing::plain(frame, AfterWrite::Nothing))
                         .await
                         .is_err()
                     {
@@ -323,17 +429,24 @@ async fn write_loop(
 ) {
     let mut codec = proto::ServerConnectionCodec::new(max_frame);
     let mut out = BytesMut::with_capacity(64 * 1024);
+    let mut written_charges = Vec::new();
     while let Some(first) = rx.recv().await {
         // Let responses completing alongside this one join its batch: in v5 they then share
         // a segment and a syscall instead of each paying for its own.
         tokio::task::yield_now().await;
-        let after = encode_queued(&mut codec, first, &mut rx, &mut out);
+        let after = encode_queued(&mut codec, first, &mut rx, &mut out, &mut written_charges);
         // `out` is whole here: the batch closed its last segment when encode_queued returned.
         if !out.is_empty() {
             if writer.write_all(&out).await.is_err() {
                 return;
             }
             out.clear();
+        }
+        // Written: these responses' bytes (and their requests') no longer count.
+        written_charges.clear();
+        // A batch of one huge response must not leave a huge buffer behind.
+        if out.capacity() > 4 * WRITE_BATCH_BYTES {
+            out = BytesMut::with_capacity(64 * 1024);
         }
         match after {
             AfterWrite::Nothing => {}
@@ -364,10 +477,12 @@ fn encode_queued(
     first: Outgoing,
     rx: &mut mpsc::Receiver<Outgoing>,
     out: &mut BytesMut,
+    charges: &mut Vec<(RequestCharge, ResponseCharge)>,
 ) -> AfterWrite {
     let mut batch = codec.batch(out);
     let mut next = Some(first);
-    while let Some(item) = next.take() {
+    while let Some(mut item) = next.take() {
+        charges.extend(item.charges.take());
         let encoded = match &item.decode_error {
             Some(e) => batch.encode_decode_error(e),
             None => batch.encode(&item.frame),

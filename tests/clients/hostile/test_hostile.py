@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from cassandra import FunctionFailure, InvalidRequest
+from cassandra import FunctionFailure, InvalidRequest, WriteTimeout
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
 from cassandra.protocol import ServerError, SyntaxException
 
@@ -259,3 +259,240 @@ def test_in_cartesian_product_bomb_is_refused(session):
         f"SELECT * FROM {KS}.wide WHERE pk IN (1, 2) AND c1 IN (1, 2) AND c2 IN (1, 2) AND c3 = 1"
     ).all()
     assert rows == []
+
+
+# ---- Resource bounds on the request path (issue 11, part 2) -------------------------------------
+# Each probe holds its sockets only inside the test, closes them in a `finally`, and finishes in
+# well under 30 s. With HELENUS_PID set, the node's resident memory is sampled during the probe
+# and its growth must stay under RSS_GROWTH_BOUND_MIB (README.md, "Resource bounds").
+
+import socket
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+NODE_PID = os.environ.get("HELENUS_PID")
+RSS_GROWTH_BOUND_MIB = 512
+BLOB_BYTES = 10 * 1024 * 1024
+
+
+def rss_kib():
+    with open(f"/proc/{NODE_PID}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class RssWatch:
+    """Samples the node's RSS in the background; `growth_mib` is the peak over the start."""
+
+    def __enter__(self):
+        self.stop = threading.Event()
+        self.start = self.peak = rss_kib() if NODE_PID else 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self):
+        while NODE_PID and not self.stop.wait(0.05):
+            self.peak = max(self.peak, rss_kib())
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        if NODE_PID:
+            growth = (self.peak - self.start) / 1024
+            print(f"peak RSS growth {growth:.0f} MiB (peak {self.peak / 1024:.0f} MiB)")
+            assert growth < RSS_GROWTH_BOUND_MIB, f"RSS grew {growth:.0f} MiB"
+        return False
+
+
+def frame(opcode, body, stream=0):
+    return struct.pack(">BBhBi", 4, 0, stream, opcode, len(body)) + body
+
+
+def startup_body():
+    pairs = [(b"CQL_VERSION", b"3.0.0")]
+    out = struct.pack(">H", len(pairs))
+    for k, v in pairs:
+        out += struct.pack(">H", len(k)) + k + struct.pack(">H", len(v)) + v
+    return out
+
+
+def query_body(cql):
+    q = cql.encode()
+    # consistency ONE, no flags
+    return struct.pack(">i", len(q)) + q + struct.pack(">HB", 1, 0)
+
+
+def raw_connection(timeout_s=5, rcvbuf=None):
+    """A native-protocol v4 connection past STARTUP, read by hand."""
+    s = socket.socket()
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(timeout_s)
+    s.connect((HOST, PORT))
+    s.sendall(frame(0x01, startup_body()))
+    header = b""
+    while len(header) < 9:
+        chunk = s.recv(9 - len(header))
+        assert chunk, "closed during STARTUP"
+        header += chunk
+    assert header[4] == 0x02, f"expected READY, got opcode {header[4]:#x}"
+    return s
+
+
+def quick_query_s():
+    """Seconds a brand-new client takes to connect and read system.local."""
+    started = time.monotonic()
+    cluster, fresh = new_session(5)
+    try:
+        assert fresh.execute("SELECT release_version FROM system.local").one()
+    finally:
+        cluster.shutdown()
+    return time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def big_blob(session):
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.blobs (k int PRIMARY KEY, b blob)")
+    insert = session.prepare(f"INSERT INTO {KS}.blobs (k, b) VALUES (?, ?)")
+    session.execute(insert, (0, b"x" * BLOB_BYTES), timeout=PROBE_BOUND_S)
+    # Read from an SSTable, each response is its own copy of the blob (from a memtable the
+    # responses may share one buffer, and the probe would measure nothing).
+    admin("POST", f"/storage_service/keyspace_flush/{KS}")
+    return f"SELECT b FROM {KS}.blobs WHERE k = 0"
+
+
+def test_unread_responses_are_bounded(big_blob):
+    """250 pipelined 10 MB SELECTs whose responses are never read: before, +2.35 GiB."""
+    sock = raw_connection(rcvbuf=64 * 1024)
+    try:
+        with RssWatch():
+            request = frame(0x07, query_body(big_blob))
+            sock.settimeout(0.5)
+            sent = 0
+            deadline = time.monotonic() + 10
+            # The node stops reading a connection whose responses pile up: the sends may
+            # block, which is the backpressure this probe is after.
+            while sent < 250 and time.monotonic() < deadline:
+                try:
+                    sock.sendall(request)
+                    sent += 1
+                except socket.timeout:
+                    break
+            time.sleep(3)
+            # Other clients are still served while this one holds its responses.
+            assert quick_query_s() < 5
+    finally:
+        sock.close()
+
+
+def test_unfinished_frames_are_bounded():
+    """40 connections each holding 15 MiB of an unfinished frame: before, +675 MiB."""
+    socks = []
+    try:
+        with RssWatch():
+            declared = 15 * 1024 * 1024
+            chunk = b"\0" * (256 * 1024)
+            deadline = time.monotonic() + 12
+            for i in range(40):
+                if time.monotonic() > deadline:
+                    break
+                s = raw_connection()
+                socks.append(s)
+                s.settimeout(0.2)
+                try:
+                    s.sendall(struct.pack(">BBhBi", 4, 0, 1, 0x07, declared))
+                    left = declared - 1024
+                    while left > 0 and time.monotonic() < deadline:
+                        n = s.send(chunk[: min(len(chunk), left)])
+                        left -= n
+                except socket.timeout:
+                    # The node stopped reading this connection: its budget is spent.
+                    continue
+            assert quick_query_s() < 5
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_half_sent_admin_requests_are_bounded():
+    """300 admin connections each with half a request head: before, no timeout and no cap."""
+    socks = []
+    try:
+        for _ in range(300):
+            s = socket.socket()
+            s.settimeout(2)
+            try:
+                s.connect((HOST, 10000))
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+        cpu_before = node_cpu_s()
+        # The CQL port keeps accepting while the admin port is flooded.
+        assert quick_query_s() < 5
+        time.sleep(1)
+        if cpu_before is not None:
+            assert node_cpu_s() - cpu_before < 1.5, "node busy while admin clients idle"
+    finally:
+        for s in socks:
+            s.close()
+    # Once the flood is gone (or timed out), the admin API answers again.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            status, _ = admin("GET", "/metrics")
+            assert status == 200
+            break
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            assert time.monotonic() < deadline, "admin API did not recover"
+            time.sleep(0.5)
+
+
+def node_cpu_s():
+    if not NODE_PID:
+        return None
+    with open(f"/proc/{NODE_PID}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_two_slow_statements_do_not_stall_a_third_client(session):
+    """Statements ran on the I/O workers (2 here): two slow ones stalled every client."""
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.big_list (k int PRIMARY KEY, v list<tinyint>)")
+    insert = session.prepare(f"INSERT INTO {KS}.big_list (k, v) VALUES (?, ?)")
+    values = [1] * 1_000_000
+    # Measure how long one slow statement takes alone, so the check below is relative.
+    started = time.monotonic()
+    session.execute(insert, (0, values), timeout=PROBE_BOUND_S)
+    slow_s = time.monotonic() - started
+    cluster, other = new_session(PROBE_BOUND_S)
+    try:
+        probe = other.prepare("SELECT release_version FROM system.local")
+        other.execute(probe)
+        with ThreadPoolExecutor(2) as pool:
+            slow = [
+                pool.submit(session.execute, insert, (k, values), timeout=PROBE_BOUND_S)
+                for k in (1, 2)
+            ]
+            time.sleep(min(0.2, slow_s / 4))
+            latencies = []
+            while not all(f.done() for f in slow) and len(latencies) < 20:
+                t = time.monotonic()
+                other.execute(probe, timeout=PROBE_BOUND_S)
+                latencies.append(time.monotonic() - t)
+            for f in slow:
+                try:
+                    f.result()
+                except WriteTimeout:
+                    # Past write_request_timeout (2 s) the client is told so, as Cassandra does.
+                    pass
+        print(f"slow statement {slow_s:.2f} s; third client's latencies {latencies}")
+        if slow_s > 0.5 and latencies:
+            assert max(latencies) < max(0.3, slow_s / 2), latencies
+    finally:
+        cluster.shutdown()

@@ -1,0 +1,615 @@
+//! Resource bounds on the native transport's request path: a node-wide byte budget for request
+//! frames being read or run, a node-wide and a per-connection byte count of responses produced
+//! but not yet written, a statement pool apart from the I/O workers with a fixed number of
+//! statements running at once, and the per-kind request timeouts.
+//!
+//! Every limit here turns into backpressure (the connection stops being read, or the statement
+//! waits to start), never into an unbounded queue. The memory bound these give is documented in
+//! README.md ("Resource bounds").
+
+use crate::config::NodeConfig;
+use helenus_protocol as proto;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore};
+
+/// Request frames up to this size are not charged to the byte budget: they fit the connection's
+/// base read buffer, their number is bounded per connection, and leaving them free keeps small
+/// requests (a health check, a canary) flowing while large ones wait for budget.
+pub const FREE_REQUEST_BYTES: usize = 64 * 1024;
+/// Bytes of unwritten responses one connection may hold before its statements stop starting:
+/// a client that does not read its responses holds at most this plus what is already running.
+pub const CONNECTION_RESPONSE_HIGH_WATER_BYTES: u64 = 8 * 1024 * 1024;
+/// Statements of one connection running at once: bounds the responses a connection can have
+/// materialized before the high-water mark above can see them.
+pub const MAX_RUNNING_PER_CONNECTION: usize = 64;
+/// First guess of a connection's response size, before it has produced one.
+const INITIAL_RESPONSE_ESTIMATE_BYTES: u64 = 64 * 1024;
+/// The budget semaphore counts KiB so one acquire (a u32) can cover any frame.
+const UNIT_BYTES: u64 = 1024;
+/// A waiter re-checks the response counters at least this often, so a missed wake-up costs a
+/// short delay rather than a stall.
+const RECHECK: Duration = Duration::from_millis(20);
+
+/// The node-wide half of the bounds, shared by every connection.
+pub struct Limits {
+    request_budget: Arc<Semaphore>,
+    request_budget_units: u32,
+    queued_response_bytes: AtomicU64,
+    max_queued_response_bytes: u64,
+    response_freed: Notify,
+    statements: Arc<Semaphore>,
+    statement_slots: usize,
+    pool: tokio::runtime::Handle,
+    timeouts: Timeouts,
+    /// `native_transport_max_requests_per_second`, when rate limiting is enabled.
+    rate: Option<parking_lot::Mutex<TokenBucket>>,
+    /// Set at shutdown: connections stop reading, so the drain sees running statements end.
+    closing: tokio::sync::watch::Sender<bool>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Timeouts {
+    read: Duration,
+    range: Duration,
+    write: Duration,
+    other: Duration,
+}
+
+/// Statements run here, not on the I/O workers: a slow statement then holds one of these
+/// threads, and connections keep being read and answered. Kept in a static so the runtime is
+/// never dropped from inside another runtime (which tokio refuses).
+static STATEMENT_POOL: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+
+impl Limits {
+    pub fn new(config: &NodeConfig) -> std::io::Result<Arc<Limits>> {
+        let threads = config.native_transport_max_threads.max(1);
+        // Built under a lock: a runtime built by a losing concurrent caller would be dropped
+        // here, inside an async context, which tokio refuses.
+        static INIT: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+        let pool = {
+            let _init = INIT.lock();
+            match STATEMENT_POOL.get() {
+                Some(rt) => rt.handle().clone(),
+                None => {
+                    let rt = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(threads)
+                        .thread_name("helenus-stmt")
+                        .enable_all()
+                        .build()?;
+                    let handle = rt.handle().clone();
+                    let _ = STATEMENT_POOL.set(rt);
+                    handle
+                }
+            }
+        };
+        let units = (config.native_transport_max_request_data_in_flight_bytes / UNIT_BYTES)
+            .clamp(1, u64::from(u32::MAX >> 4)) as u32;
+        let ms = Duration::from_millis;
+        Ok(Arc::new(Limits {
+            request_budget: Arc::new(Semaphore::new(units as usize)),
+            request_budget_units: units,
+            queued_response_bytes: AtomicU64::new(0),
+            max_queued_response_bytes: config.native_transport_max_response_data_queued_bytes,
+            response_freed: Notify::new(),
+            statements: Arc::new(Semaphore::new(threads)),
+            statement_slots: threads,
+            pool,
+            closing: tokio::sync::watch::channel(false).0,
+            rate: config.native_transport_rate_limiting_enabled.then(|| {
+                parking_lot::Mutex::new(TokenBucket::new(
+                    config.native_transport_max_requests_per_second,
+                ))
+            }),
+            timeouts: Timeouts {
+                read: ms(config.read_request_timeout_ms),
+                range: ms(config.range_request_timeout_ms),
+                write: ms(config.write_request_timeout_ms),
+                other: ms(config.request_timeout_ms),
+            },
+        }))
+    }
+
+    /// How long half a frame may wait for its next bytes (Cassandra's `request_timeout`).
+    pub fn partial_frame_timeout(&self) -> Duration {
+        self.timeouts.other
+    }
+
+    /// The pool statements run on.
+    pub fn pool(&self) -> &tokio::runtime::Handle {
+        &self.pool
+    }
+
+    /// Waits for the node-wide request rate to allow one more request. Like Cassandra without
+    /// THROW_ON_OVERLOAD, a client over the rate is slowed down (its connection is not read
+    /// meanwhile), not refused.
+    pub async fn admit_rate(&self) {
+        let Some(bucket) = &self.rate else {
+            return;
+        };
+        loop {
+            let wait = bucket.lock().take(tokio::time::Instant::now());
+            match wait {
+                None => return,
+                Some(d) => tokio::time::sleep(d).await,
+            }
+        }
+    }
+
+    /// Resolves once shutdown has begun.
+    pub async fn closing(&self) {
+        let mut rx = self.closing.subscribe();
+        let _ = rx.wait_for(|closing| *closing).await;
+    }
+
+    /// Stops every connection from reading, then waits until no statement runs, or `timeout`
+    /// passes; returns how many still run.
+    pub async fn drain(&self, timeout: Duration) -> usize {
+        self.closing.send_replace(true);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let running = self.statement_slots - self.statements.available_permits();
+            if running == 0 || tokio::time::Instant::now() >= deadline {
+                return running;
+            }
+            tokio::time::sleep(RECHECK).await;
+        }
+    }
+
+    /// Bytes of requests charged to the budget now.
+    #[cfg(test)]
+    pub fn request_bytes_in_use(&self) -> u64 {
+        let free = self.request_budget.available_permits() as u64;
+        (u64::from(self.request_budget_units) - free.min(u64::from(self.request_budget_units)))
+            * UNIT_BYTES
+    }
+
+    #[cfg(test)]
+    pub fn queued_response_bytes(&self) -> u64 {
+        self.queued_response_bytes.load(Ordering::Acquire)
+    }
+
+    /// A charge of zero bytes, to grow as a frame arrives.
+    pub fn empty_charge(self: &Arc<Self>) -> RequestCharge {
+        RequestCharge {
+            budget: self.request_budget.clone(),
+            units: 0,
+        }
+    }
+
+    /// How long a request of this kind may run before it is answered with a timeout.
+    fn timeout_of(&self, kind: RequestKind) -> Duration {
+        match kind {
+            RequestKind::Read => self.timeouts.read,
+            RequestKind::Range => self.timeouts.range,
+            RequestKind::Write { .. } => self.timeouts.write,
+            RequestKind::Other => self.timeouts.other,
+        }
+    }
+}
+
+/// Requests allowed per second, with up to one second's worth saved up for a burst.
+struct TokenBucket {
+    rate_per_s: f64,
+    tokens: f64,
+    refilled_at: tokio::time::Instant,
+}
+
+impl TokenBucket {
+    fn new(rate_per_s: u64) -> TokenBucket {
+        let rate_per_s = rate_per_s.max(1) as f64;
+        TokenBucket {
+            rate_per_s,
+            tokens: rate_per_s,
+            refilled_at: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Takes a token, or says how long until one is due.
+    fn take(&mut self, now: tokio::time::Instant) -> Option<Duration> {
+        let elapsed_s = now
+            .saturating_duration_since(self.refilled_at)
+            .as_secs_f64();
+        self.tokens = (self.tokens + elapsed_s * self.rate_per_s).min(self.rate_per_s);
+        self.refilled_at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            None
+        } else {
+            Some(Duration::from_secs_f64(
+                (1.0 - self.tokens) / self.rate_per_s,
+            ))
+        }
+    }
+}
+
+/// Bytes held against the node's request budget; given back when dropped.
+pub struct RequestCharge {
+    budget: Arc<Semaphore>,
+    units: u32,
+}
+
+impl RequestCharge {
+    /// Makes the charge `bytes`, waiting for budget if it grows; a frame larger than the whole
+    /// budget is charged the whole budget, so it still goes through alone.
+    pub async fn set_to(&mut self, bytes: usize, total_units: u32) {
+        let want = (bytes as u64)
+            .div_ceil(UNIT_BYTES)
+            .min(u64::from(total_units)) as u32;
+        if want <= self.units {
+            self.budget.add_permits((self.units - want) as usize);
+            self.units = want;
+            return;
+        }
+        if let Ok(permit) = self.budget.acquire_many(want - self.units).await {
+            permit.forget();
+            self.units = want;
+        }
+    }
+
+    /// Splits off the charge of a decoded frame, leaving the rest with the read buffer.
+    pub fn take(&mut self) -> RequestCharge {
+        let units = std::mem::take(&mut self.units);
+        RequestCharge {
+            budget: self.budget.clone(),
+            units,
+        }
+    }
+
+    #[cfg(test)]
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.units) * UNIT_BYTES
+    }
+}
+
+impl Drop for RequestCharge {
+    fn drop(&mut self) {
+        if self.units > 0 {
+            self.budget.add_permits(self.units as usize);
+        }
+    }
+}
+
+impl Limits {
+    /// Sets `charge` to cover `bytes` of a frame (nothing for frames up to
+    /// [`FREE_REQUEST_BYTES`]).
+    pub async fn charge_frame_bytes(&self, charge: &mut RequestCharge, bytes: usize) {
+        let bytes = if bytes > FREE_REQUEST_BYTES { bytes } else { 0 };
+        charge.set_to(bytes, self.request_budget_units).await;
+    }
+}
+
+/// The per-connection half: bytes of this connection's responses not yet written.
+pub struct ResponseGate {
+    queued_bytes: AtomicU64,
+    estimate_bytes: AtomicU64,
+    freed: Notify,
+    running: Arc<Semaphore>,
+}
+
+impl Default for ResponseGate {
+    fn default() -> Self {
+        ResponseGate {
+            queued_bytes: AtomicU64::new(0),
+            estimate_bytes: AtomicU64::new(INITIAL_RESPONSE_ESTIMATE_BYTES),
+            freed: Notify::new(),
+            running: Arc::new(Semaphore::new(MAX_RUNNING_PER_CONNECTION)),
+        }
+    }
+}
+
+/// Response bytes counted against a connection and the node until the writer has written them.
+pub struct ResponseCharge {
+    gate: Arc<ResponseGate>,
+    limits: Arc<Limits>,
+    bytes: u64,
+}
+
+impl ResponseCharge {
+    /// Replaces the reserved estimate with the response's actual size.
+    pub fn settle(&mut self, actual_bytes: u64) {
+        let old = self.bytes;
+        self.bytes = actual_bytes;
+        if actual_bytes >= old {
+            let more = actual_bytes - old;
+            self.gate.queued_bytes.fetch_add(more, Ordering::AcqRel);
+            self.limits
+                .queued_response_bytes
+                .fetch_add(more, Ordering::AcqRel);
+        } else {
+            self.release(old - actual_bytes);
+        }
+        // The next statement of this connection reserves about what this one produced; the
+        // old estimate decays so one large answer does not throttle the connection for ever.
+        let est = self.gate.estimate_bytes.load(Ordering::Relaxed);
+        let next = actual_bytes.max(est / 2).max(1024);
+        self.gate.estimate_bytes.store(next, Ordering::Relaxed);
+    }
+
+    fn release(&self, bytes: u64) {
+        self.gate.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        self.limits
+            .queued_response_bytes
+            .fetch_sub(bytes, Ordering::AcqRel);
+        self.gate.freed.notify_waiters();
+        self.limits.response_freed.notify_waiters();
+    }
+}
+
+impl Drop for ResponseCharge {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            self.release(self.bytes);
+        }
+    }
+}
+
+/// Leave to run one statement: a per-connection running slot, a node-wide statement slot and
+/// a reservation of response bytes.
+pub struct Admission {
+    pub response: ResponseCharge,
+    _running: tokio::sync::OwnedSemaphorePermit,
+    _statement: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl ResponseGate {
+    fn over(&self, limits: &Limits) -> bool {
+        self.queued_bytes.load(Ordering::Acquire) >= CONNECTION_RESPONSE_HIGH_WATER_BYTES
+            || limits.queued_response_bytes.load(Ordering::Acquire)
+                >= limits.max_queued_response_bytes
+    }
+
+    /// Waits until this connection and the node have room for another response, then takes a
+    /// running slot and a statement slot. `None` only if the semaphores were closed.
+    pub async fn admit(self: &Arc<Self>, limits: &Arc<Limits>) -> Option<Admission> {
+        let running = self.running.clone().acquire_owned().await.ok()?;
+        loop {
+            while self.over(limits) {
+                let conn = self.freed.notified();
+                let node = limits.response_freed.notified();
+                tokio::select! {
+                    _ = conn => {}
+                    _ = node => {}
+                    _ = tokio::time::sleep(RECHECK) => {}
+                }
+            }
+            let statement = limits.statements.clone().acquire_owned().await.ok()?;
+            // Another statement may have filled the queue while this one waited for a slot.
+            if self.over(limits) {
+                drop(statement);
+                continue;
+            }
+            let bytes = self.estimate_bytes.load(Ordering::Relaxed);
+            self.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+            limits
+                .queued_response_bytes
+                .fetch_add(bytes, Ordering::AcqRel);
+            return Some(Admission {
+                response: ResponseCharge {
+                    gate: self.clone(),
+                    limits: limits.clone(),
+                    bytes,
+                },
+                _running: running,
+                _statement: statement,
+            });
+        }
+    }
+}
+
+/// The running and statement slots of an admitted statement, held while it runs.
+pub struct Slots {
+    _running: tokio::sync::OwnedSemaphorePermit,
+    _statement: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Admission {
+    /// Separates the slots (held while the statement runs) from the response bytes (held
+    /// until the writer has written them).
+    pub fn split(self) -> (ResponseCharge, Slots) {
+        (
+            self.response,
+            Slots {
+                _running: self._running,
+                _statement: self._statement,
+            },
+        )
+    }
+
+    #[cfg(test)]
+    fn into_response_charge(self) -> ResponseCharge {
+        self.response
+    }
+}
+
+/// What a request does, for its timeout and the error that reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    Read,
+    Range,
+    Write { write_type: &'static str },
+    Other,
+}
+
+/// Classifies a CQL statement by its text: enough to pick Cassandra's timeout for it.
+pub fn kind_of_statement(query: &str) -> RequestKind {
+    let q = query.trim_start();
+    let first: String = q
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase();
+    match first.as_str() {
+        "SELECT" => {
+            let upper = q.to_ascii_uppercase();
+            // Without a WHERE, or with one that scans (token ranges, filtering), Cassandra
+            // runs a range read, which gets the longer range timeout.
+            if !upper.contains("WHERE")
+                || upper.contains("ALLOW FILTERING")
+                || upper.contains("TOKEN(")
+            {
+                RequestKind::Range
+            } else {
+                RequestKind::Read
+            }
+        }
+        "INSERT" | "UPDATE" | "DELETE" => RequestKind::Write {
+            write_type: "SIMPLE",
+        },
+        "BEGIN" => RequestKind::Write {
+            write_type: "BATCH",
+        },
+        _ => RequestKind::Other,
+    }
+}
+
+/// The kind of a BATCH request (Cassandra's write types).
+pub fn kind_of_batch(batch_type: proto::BatchType) -> RequestKind {
+    RequestKind::Write {
+        write_type: match batch_type {
+            proto::BatchType::Logged => "BATCH",
+            proto::BatchType::Unlogged => "UNLOGGED_BATCH",
+            proto::BatchType::Counter => "COUNTER",
+        },
+    }
+}
+
+/// The timeout for `kind` and the error a client gets when it passes; reads are cancelled at
+/// the timeout, writes and schema changes run on (Cassandra does not undo a timed-out write
+/// either, and stopping one halfway would leave it half applied).
+pub fn timeout_for(limits: &Limits, kind: RequestKind) -> Duration {
+    limits.timeout_of(kind)
+}
+
+/// The error answering a request of `kind` that passed its timeout.
+pub fn timeout_error(
+    kind: RequestKind,
+    consistency: proto::Consistency,
+    timeout: Duration,
+) -> crate::exec::ExecError {
+    use crate::exec::ExecError;
+    match kind {
+        RequestKind::Read | RequestKind::Range => ExecError::ReadTimeout { consistency },
+        RequestKind::Write { write_type } => ExecError::WriteTimeout {
+            consistency,
+            write_type: write_type.to_string(),
+        },
+        RequestKind::Other => ExecError::Server(format!(
+            "Request did not complete within request_timeout ({} ms)",
+            timeout.as_millis()
+        )),
+    }
+}
+
+/// Whether a request of `kind` is stopped at its timeout (see [`timeout_for`]).
+pub fn cancel_at_timeout(kind: RequestKind) -> bool {
+    matches!(kind, RequestKind::Read | RequestKind::Range)
+}
+
+/// A close upper estimate of a response's encoded size, counted before the writer encodes it.
+pub fn response_size_bytes(response: &proto::Response) -> u64 {
+    const HEADER_AND_METADATA: u64 = 512;
+    match response {
+        proto::Response::Result(proto::ResultBody::Rows(rows)) => {
+            let cells: u64 = rows
+                .rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|c| 4 + c.as_ref().map_or(0, |b| b.len() as u64))
+                        .sum::<u64>()
+                })
+                .sum();
+            let columns = rows.metadata.columns.len() as u64 * 64;
+            HEADER_AND_METADATA + cells + columns
+        }
+        _ => HEADER_AND_METADATA,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_classified_for_their_timeout() {
+        assert_eq!(
+            kind_of_statement("select * from ks.t where k = 1"),
+            RequestKind::Read
+        );
+        assert_eq!(kind_of_statement("SELECT * FROM ks.t"), RequestKind::Range);
+        assert_eq!(
+            kind_of_statement("SELECT * FROM t WHERE v = 1 ALLOW FILTERING"),
+            RequestKind::Range
+        );
+        assert_eq!(
+            kind_of_statement("  insert into t (k) values (1)"),
+            RequestKind::Write {
+                write_type: "SIMPLE"
+            }
+        );
+        assert_eq!(
+            kind_of_statement("CREATE TABLE t (k int)"),
+            RequestKind::Other
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_over_its_high_water_mark_waits_to_start_statements() {
+        let limits = Limits::new(&NodeConfig::default()).unwrap();
+        let gate = Arc::new(ResponseGate::default());
+        let mut first = gate.admit(&limits).await.unwrap().into_response_charge();
+        first.settle(CONNECTION_RESPONSE_HIGH_WATER_BYTES + 1);
+        assert_eq!(
+            limits.queued_response_bytes(),
+            CONNECTION_RESPONSE_HIGH_WATER_BYTES + 1
+        );
+        let waiting = tokio::time::timeout(Duration::from_millis(100), gate.admit(&limits)).await;
+        assert!(waiting.is_err(), "admitted past the high-water mark");
+        drop(first);
+        assert_eq!(limits.queued_response_bytes(), 0);
+        let admitted = tokio::time::timeout(Duration::from_secs(1), gate.admit(&limits)).await;
+        assert!(matches!(admitted, Ok(Some(_))));
+    }
+
+    #[test]
+    fn token_bucket_allows_its_rate_and_no_more() {
+        let start = tokio::time::Instant::now();
+        let mut bucket = TokenBucket::new(100);
+        let allowed = (0..150).filter(|_| bucket.take(start).is_none()).count();
+        assert_eq!(allowed, 100, "a second's burst, then nothing");
+        let wait = bucket.take(start).unwrap();
+        assert!(wait <= Duration::from_millis(10), "{wait:?}");
+        assert!(bucket.take(start + Duration::from_millis(10)).is_none());
+    }
+
+    #[tokio::test]
+    async fn request_budget_blocks_past_its_size_and_frees_on_drop() {
+        let cfg = NodeConfig {
+            native_transport_max_request_data_in_flight_bytes: 1024 * 1024,
+            ..NodeConfig::default()
+        };
+        let limits = Limits::new(&cfg).unwrap();
+        let mut a = limits.empty_charge();
+        limits.charge_frame_bytes(&mut a, 800 * 1024).await;
+        assert_eq!(limits.request_bytes_in_use(), 800 * 1024);
+        let mut b = limits.empty_charge();
+        let blocked = tokio::time::timeout(
+            Duration::from_millis(100),
+            limits.charge_frame_bytes(&mut b, 400 * 1024),
+        )
+        .await;
+        assert!(blocked.is_err(), "the budget was overdrawn");
+        // A small frame is never charged, so it is never held up by large ones.
+        let mut c = limits.empty_charge();
+        limits.charge_frame_bytes(&mut c, 1000).await;
+        assert_eq!(c.bytes(), 0);
+        // A buffer that shrank back gives its charge back.
+        limits.charge_frame_bytes(&mut a, 1000).await;
+        assert_eq!(limits.request_bytes_in_use(), 0);
+        limits.charge_frame_bytes(&mut a, 200 * 1024).await;
+        drop(a);
+        assert_eq!(limits.request_bytes_in_use(), 0);
+    }
+}
