@@ -422,6 +422,9 @@ fn spawn_event_forwarder(
 }
 
 /// Encodes every queued response into one buffer and writes it with one syscall where possible.
+/// Most scheduler turns the writer waits for a burst of responses to gather (see write_loop).
+const GATHER_TURNS: usize = 32;
+
 async fn write_loop(
     mut writer: tokio::net::tcp::OwnedWriteHalf,
     mut rx: mpsc::Receiver<Outgoing>,
@@ -432,8 +435,18 @@ async fn write_loop(
     let mut written_charges = Vec::new();
     while let Some(first) = rx.recv().await {
         // Let responses completing alongside this one join its batch: in v5 they then share
-        // a segment and a syscall instead of each paying for its own.
-        tokio::task::yield_now().await;
+        // a segment and a syscall instead of each paying for its own. Statements finish on their
+        // own pool, so a burst arrives over a few scheduler turns: keep yielding while the queue
+        // grows, a bounded number of times (each turn costs microseconds, not a timer).
+        let mut queued = rx.len();
+        for _ in 0..GATHER_TURNS {
+            tokio::task::yield_now().await;
+            let now = rx.len();
+            if now == queued {
+                break;
+            }
+            queued = now;
+        }
         let after = encode_queued(&mut codec, first, &mut rx, &mut out, &mut written_charges);
         // `out` is whole here: the batch closed its last segment when encode_queued returned.
         if !out.is_empty() {
