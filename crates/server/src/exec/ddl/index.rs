@@ -43,12 +43,7 @@ pub(super) fn check_index_target(
             col.name
         ));
     }
-    let frozen_collection = matches!(
-        col.cql_type,
-        CqlType::List { frozen: true, .. }
-            | CqlType::Set { frozen: true, .. }
-            | CqlType::Map { frozen: true, .. }
-    );
+    let frozen_collection = is_frozen_collection(&col.cql_type);
     let is_map = matches!(col.cql_type, CqlType::Map { .. });
     match kind {
         K::Full if !frozen_collection => {
@@ -112,12 +107,7 @@ fn check_column_kind(
             col.name
         ));
     }
-    let frozen_collection = matches!(
-        col.cql_type,
-        CqlType::List { frozen: true, .. }
-            | CqlType::Set { frozen: true, .. }
-            | CqlType::Map { frozen: true, .. }
-    );
+    let frozen_collection = is_frozen_collection(&col.cql_type);
     let what = match kind {
         K::Keys => "keys",
         K::Values => "values",
@@ -146,6 +136,15 @@ pub(crate) fn references_duration(ty: &CqlType) -> bool {
         CqlType::Udt { def, .. } => def.fields.iter().any(|(_, t)| references_duration(t)),
         _ => false,
     }
+}
+
+fn is_frozen_collection(t: &CqlType) -> bool {
+    matches!(
+        t,
+        CqlType::List { frozen: true, .. }
+            | CqlType::Set { frozen: true, .. }
+            | CqlType::Map { frozen: true, .. }
+    )
 }
 
 #[cfg(test)]
