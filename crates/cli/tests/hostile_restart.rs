@@ -4,139 +4,17 @@
 //! Nodes here use only 127.0.0.70-79.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
 
-use bytes::{Bytes, BytesMut};
 use helenus_protocol as proto;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Node {
-    child: Child,
-    addr: String,
-    port: u16,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port(addr: &str) -> u16 {
-    std::net::TcpListener::bind((addr, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn server_args(addr: &str, dir: &Path, port: u16, admin_port: u16) -> Vec<String> {
-    vec![
-        "server".into(),
-        "--listen-address".into(),
-        addr.into(),
-        "--native-transport-port".into(),
-        port.to_string(),
-        "--data-dir".into(),
-        dir.display().to_string(),
-        "--set".into(),
-        format!("api_port={admin_port}"),
-    ]
-}
-
-fn start(addr: &str, dir: &Path, port: u16, admin_port: u16) -> Node {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_helenus"))
-        .args(server_args(addr, dir, port, admin_port))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn helenus");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if TcpStream::connect((addr, port)).is_ok() {
-            return Node {
-                child,
-                addr: addr.to_string(),
-                port,
-            };
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("node exited at start: {status}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("node did not start");
-}
-
-struct Client {
-    s: TcpStream,
-    codec: proto::ClientConnectionCodec,
-    buf: BytesMut,
-}
-
-impl Client {
-    fn connect(node: &Node) -> Client {
-        let s = TcpStream::connect((node.addr.as_str(), node.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut c = Client {
-            s,
-            codec: proto::ClientConnectionCodec::new(64 << 20),
-            buf: BytesMut::new(),
-        };
-        let mut opts = proto::StringMap::new();
-        opts.insert("CQL_VERSION".into(), "3.0.0".into());
-        let r = c.call(proto::Request::Startup(opts));
-        assert!(matches!(r, proto::Response::Ready), "{r:?}");
-        c
-    }
-
-    fn call(&mut self, req: proto::Request) -> proto::Response {
-        let mut out = BytesMut::new();
-        self.codec
-            .encode(&proto::RequestFrame::new(4, 1, req), &mut out)
-            .unwrap();
-        self.s.write_all(&out).unwrap();
-        loop {
-            if let Some(f) = self.codec.decode(&mut self.buf).unwrap() {
-                return f.response;
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.s.read(&mut chunk).unwrap();
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-
-    fn query(&mut self, q: &str) -> proto::Response {
-        self.call(proto::Request::Query {
-            query: q.to_string(),
-            params: proto::QueryParameters::default(),
-        })
-    }
-
-    fn ok(&mut self, q: &str) {
-        let r = self.query(q);
-        assert!(matches!(r, proto::Response::Result(_)), "{q}: {r:?}");
-    }
-
-    fn rows(&mut self, q: &str) -> Vec<Vec<Option<Bytes>>> {
-        match self.query(q) {
-            proto::Response::Result(proto::ResultBody::Rows(r)) => r.rows,
-            other => panic!("{q}: {other:?}"),
-        }
-    }
-}
+mod common;
+use common::{free_port, server_args, serving, start, Client};
 
 fn tempdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("helenus-hostile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tempdir("hostile", name)
 }
 
 /// `list<frozen<list<...<int>...>>>` nested `levels` deep as stored (each frozen list is two
@@ -159,7 +37,7 @@ fn nested_list(levels: usize) -> (String, String) {
 fn tables_with_types_at_the_nesting_limit_load_after_a_restart() {
     let dir = tempdir("types");
     let addr = "127.0.0.70";
-    let (port, admin_port) = (free_port(addr), free_port(addr));
+    let port = free_port(addr);
     let limit = helenus_types::MAX_TYPE_NESTING;
     let (ty, literal) = nested_list(limit);
     let tuple_ty = format!(
@@ -168,8 +46,8 @@ fn tables_with_types_at_the_nesting_limit_load_after_a_restart() {
         ">".repeat((limit - 1) / 2)
     );
     {
-        let node = start(addr, &dir, port, admin_port);
-        let mut c = Client::connect(&node);
+        let node = start(addr, &dir, port, &[]);
+        let mut c = Client::connect(&node, 4);
         c.ok("CREATE KEYSPACE h WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
         c.ok(&format!(
             "CREATE TABLE h.deep (k int PRIMARY KEY, v {ty}, t {tuple_ty})"
@@ -197,8 +75,8 @@ fn tables_with_types_at_the_nesting_limit_load_after_a_restart() {
         }
         // Dropped without a clean shutdown: the schema must load from what was written.
     }
-    let node = start(addr, &dir, port, admin_port);
-    let mut c = Client::connect(&node);
+    let node = start(addr, &dir, port, &[]);
+    let mut c = Client::connect(&node, 4);
     let rows = c.rows("SELECT k FROM h.deep");
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0][0].as_deref(), Some(&1i32.to_be_bytes()[..]));
@@ -212,7 +90,7 @@ fn tables_with_types_at_the_nesting_limit_load_after_a_restart() {
 /// its stderr.
 fn refuses_to_start(addr: &str, dir: &Path, extra: &[String]) -> String {
     let port = free_port(addr);
-    let mut args = server_args(addr, dir, port, free_port(addr));
+    let mut args = server_args(addr, dir, port, &[]);
     args.extend(extra.iter().cloned());
     let mut child = Command::new(env!("CARGO_BIN_EXE_helenus"))
         .args(&args)
@@ -286,32 +164,15 @@ fn unsupported_security_settings_stop_the_node_at_start() {
     )
     .unwrap();
     let port = free_port(addr);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_helenus"))
-        .args(server_args(addr, &dir.join("data"), port, free_port(addr)))
+    let child = Command::new(env!("CARGO_BIN_EXE_helenus"))
+        .args(server_args(addr, &dir.join("data"), port, &[]))
         .args(["--config", &yaml.display().to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn helenus");
-    let node = {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if TcpStream::connect((addr, port)).is_ok() {
-                break Node {
-                    child,
-                    addr: addr.to_string(),
-                    port,
-                };
-            }
-            if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("node with Cassandra's default security settings did not start");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
-    let mut c = Client::connect(&node);
+    let node = serving(child, addr, port);
+    let mut c = Client::connect(&node, 4);
     assert_eq!(c.rows("SELECT release_version FROM system.local").len(), 1);
     drop(node);
     let _ = std::fs::remove_dir_all(&dir);

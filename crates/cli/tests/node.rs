@@ -2,147 +2,16 @@
 //! codec, and kill it with SIGKILL to check that acknowledged writes survive (commitlog batch mode).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
 
-use bytes::{Bytes, BytesMut};
 use helenus_protocol as proto;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-struct Node {
-    child: Child,
-    addr: String,
-    port: u16,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Tests run in parallel: each uses its own loopback address, so two nodes never meet even if the
-/// OS hands out the same free port twice.
-fn free_port(addr: &str) -> u16 {
-    std::net::TcpListener::bind((addr, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start(addr: &str, dir: &std::path::Path, port: u16, extra: &[&str]) -> Node {
-    let addr = addr.to_string();
-    // The OS may hand out the CQL port again: the admin API would then take it first.
-    let admin_port = loop {
-        let p = free_port(&addr);
-        if p != port {
-            break p.to_string();
-        }
-    };
-    let mut args = vec![
-        "server".to_string(),
-        "--listen-address".into(),
-        addr.clone(),
-        "--native-transport-port".into(),
-        port.to_string(),
-        "--data-dir".into(),
-        dir.display().to_string(),
-        "--set".into(),
-        format!("api_port={admin_port}"),
-    ];
-    for e in extra {
-        args.push("--set".into());
-        args.push(e.to_string());
-    }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_helenus"))
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn helenus");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if TcpStream::connect((addr.as_str(), port)).is_ok() {
-            return Node { child, addr, port };
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("node did not start");
-}
-
-struct Client {
-    s: TcpStream,
-    codec: proto::ClientConnectionCodec,
-    buf: BytesMut,
-    version: u8,
-}
-
-impl Client {
-    fn connect(node: &Node, version: u8) -> Client {
-        let s = TcpStream::connect((node.addr.as_str(), node.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut c = Client {
-            s,
-            codec: proto::ClientConnectionCodec::new(64 << 20),
-            buf: BytesMut::new(),
-            version,
-        };
-        let mut opts = proto::StringMap::new();
-        opts.insert("CQL_VERSION".into(), "3.0.0".into());
-        let r = c.call(proto::Request::Startup(opts));
-        assert!(matches!(r, proto::Response::Ready), "{r:?}");
-        if version >= 5 {
-            c.codec.enable_segments();
-        }
-        c
-    }
-
-    fn call(&mut self, req: proto::Request) -> proto::Response {
-        let mut out = BytesMut::new();
-        self.codec
-            .encode(&proto::RequestFrame::new(self.version, 1, req), &mut out)
-            .unwrap();
-        self.s.write_all(&out).unwrap();
-        loop {
-            if let Some(f) = self.codec.decode(&mut self.buf).unwrap() {
-                return f.response;
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.s.read(&mut chunk).unwrap();
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-
-    fn query(&mut self, q: &str) -> proto::Response {
-        self.call(proto::Request::Query {
-            query: q.to_string(),
-            params: proto::QueryParameters::default(),
-        })
-    }
-
-    fn ok(&mut self, q: &str) {
-        let r = self.query(q);
-        assert!(matches!(r, proto::Response::Result(_)), "{q}: {r:?}");
-    }
-
-    fn rows(&mut self, q: &str) -> Vec<Vec<Option<Bytes>>> {
-        match self.query(q) {
-            proto::Response::Result(proto::ResultBody::Rows(r)) => r.rows,
-            other => panic!("{q}: {other:?}"),
-        }
-    }
-}
+mod common;
+use common::{free_port, start, Client};
 
 fn tempdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("helenus-it-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tempdir("it", name)
 }
 
 #[test]

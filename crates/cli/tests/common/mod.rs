@@ -1,0 +1,172 @@
+//! What the node-level tests share: start the real `helenus` binary on a loopback address of the
+//! test's own, and talk CQL to it with the protocol crate's client codec.
+// Each test crate uses a different part of this module.
+#![allow(dead_code)]
+
+use bytes::{Bytes, BytesMut};
+use helenus_protocol as proto;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Node {
+    pub child: Child,
+    pub addr: String,
+    pub port: u16,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Tests run in parallel: each uses its own loopback address, so two nodes never meet even if the
+/// OS hands out the same free port twice.
+pub fn free_port(addr: &str) -> u16 {
+    std::net::TcpListener::bind((addr, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `helenus server` arguments for a node at `addr:port` keeping its data in `dir`, with each of
+/// `settings` passed as `--set NAME=VALUE`.
+pub fn server_args(addr: &str, dir: &Path, port: u16, settings: &[&str]) -> Vec<String> {
+    // The OS may hand out the CQL port again: the admin API would then take it first.
+    let admin_port = loop {
+        let p = free_port(addr);
+        if p != port {
+            break p;
+        }
+    };
+    let mut args = vec![
+        "server".to_string(),
+        "--listen-address".into(),
+        addr.into(),
+        "--native-transport-port".into(),
+        port.to_string(),
+        "--data-dir".into(),
+        dir.display().to_string(),
+        "--set".into(),
+        format!("api_port={admin_port}"),
+    ];
+    for s in settings {
+        args.push("--set".into());
+        args.push(s.to_string());
+    }
+    args
+}
+
+/// Waits until `child` serves CQL at `addr:port`; panics if it exits or takes too long.
+pub fn serving(mut child: Child, addr: &str, port: u16) -> Node {
+    let deadline = Instant::now() + START_TIMEOUT;
+    while Instant::now() < deadline {
+        if TcpStream::connect((addr, port)).is_ok() {
+            return Node {
+                child,
+                addr: addr.to_string(),
+                port,
+            };
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("node exited at start: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("node did not start");
+}
+
+pub fn start(addr: &str, dir: &Path, port: u16, settings: &[&str]) -> Node {
+    let child = Command::new(env!("CARGO_BIN_EXE_helenus"))
+        .args(server_args(addr, dir, port, settings))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn helenus");
+    serving(child, addr, port)
+}
+
+pub struct Client {
+    s: TcpStream,
+    codec: proto::ClientConnectionCodec,
+    buf: BytesMut,
+    version: u8,
+}
+
+impl Client {
+    pub fn connect(node: &Node, version: u8) -> Client {
+        Client::connect_to(&node.addr, node.port, version)
+    }
+
+    pub fn connect_to(addr: &str, port: u16, version: u8) -> Client {
+        let s = TcpStream::connect((addr, port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut c = Client {
+            s,
+            codec: proto::ClientConnectionCodec::new(64 << 20),
+            buf: BytesMut::new(),
+            version,
+        };
+        let mut opts = proto::StringMap::new();
+        opts.insert("CQL_VERSION".into(), "3.0.0".into());
+        let r = c.call(proto::Request::Startup(opts));
+        assert!(matches!(r, proto::Response::Ready), "{r:?}");
+        if version >= 5 {
+            c.codec.enable_segments();
+        }
+        c
+    }
+
+    pub fn call(&mut self, req: proto::Request) -> proto::Response {
+        let mut out = BytesMut::new();
+        self.codec
+            .encode(&proto::RequestFrame::new(self.version, 1, req), &mut out)
+            .unwrap();
+        self.s.write_all(&out).unwrap();
+        loop {
+            if let Some(f) = self.codec.decode(&mut self.buf).unwrap() {
+                return f.response;
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.s.read(&mut chunk).unwrap();
+            assert!(n > 0, "connection closed");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    pub fn query(&mut self, q: &str) -> proto::Response {
+        self.call(proto::Request::Query {
+            query: q.to_string(),
+            params: proto::QueryParameters::default(),
+        })
+    }
+
+    pub fn ok(&mut self, q: &str) {
+        let r = self.query(q);
+        assert!(matches!(r, proto::Response::Result(_)), "{q}: {r:?}");
+    }
+
+    pub fn rows(&mut self, q: &str) -> Vec<Vec<Option<Bytes>>> {
+        match self.query(q) {
+            proto::Response::Result(proto::ResultBody::Rows(r)) => r.rows,
+            other => panic!("{q}: {other:?}"),
+        }
+    }
+}
+
+/// A fresh directory `helenus-<prefix>-<name>-<pid>` under the system temp dir.
+pub fn tempdir(prefix: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("helenus-{prefix}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
