@@ -34,24 +34,8 @@ const GDELT: TableId = [0x6d; 16];
 const COLUMNS: u32 = 57;
 const ROWS: usize = 20_000;
 
-/// A table shaped like bench/storage_client.py's GDELT events: one row per partition, no
-/// clustering, 57 regular columns.
 fn gdelt_def() -> TableDef {
-    TableDef {
-        id: GDELT,
-        keyspace: "bench_gdelt".into(),
-        name: "events".into(),
-        clustering: Vec::new(),
-        columns: (1..=COLUMNS)
-            .map(|id| ColumnDef {
-                id,
-                is_static: false,
-                multi_cell: None,
-                is_counter: false,
-            })
-            .collect(),
-        options: TableOptions::default(),
-    }
+    common::gdelt_def(GDELT, COLUMNS)
 }
 
 /// Row `i`: about 63% of the columns set (the generator leaves 37% of cells empty), values of

@@ -36,21 +36,7 @@ fn rss_bytes() -> u64 {
 }
 
 fn def() -> TableDef {
-    TableDef {
-        id: TABLE_ID,
-        keyspace: "bench_gdelt".into(),
-        name: "events".into(),
-        clustering: Vec::new(),
-        columns: (1..=COLUMNS)
-            .map(|id| ColumnDef {
-                id,
-                is_static: false,
-                multi_cell: None,
-                is_counter: false,
-            })
-            .collect(),
-        options: TableOptions::default(),
-    }
+    common::gdelt_def(TABLE_ID, COLUMNS)
 }
 
 fn wide_row(i: usize) -> Mutation {

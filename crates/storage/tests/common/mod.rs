@@ -67,6 +67,26 @@ pub fn table_def(gc_grace_seconds: u32) -> TableDef {
     }
 }
 
+/// A table shaped like bench/storage_client.py's GDELT events: one row per partition, no
+/// clustering, `columns` regular columns numbered from 1.
+pub fn gdelt_def(id: TableId, columns: u32) -> TableDef {
+    TableDef {
+        id,
+        keyspace: "bench_gdelt".into(),
+        name: "events".into(),
+        clustering: Vec::new(),
+        columns: (1..=columns)
+            .map(|id| ColumnDef {
+                id,
+                is_static: false,
+                multi_cell: None,
+                is_counter: false,
+            })
+            .collect(),
+        options: TableOptions::default(),
+    }
+}
+
 pub fn counter_def() -> TableDef {
     TableDef {
         id: COUNTERS,
