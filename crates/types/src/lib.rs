@@ -1,10 +1,11 @@
 //! CQL value types: the type tree (`CqlType`), values (`CqlValue`) and their serialized form,
 //! comparators over serialized values, literal/JSON formatting and parsing, timeuuid and date
-//! helpers, and Cassandra's Murmur3 token function.
+//! helpers, Cassandra's Murmur3 token function, and the injected `Clock`.
 //!
 //! This crate owns what a CQL value *is*; it does not know about frames (`protocol`),
 //! statements (`cql`) or tables (`schema`).
 
+pub mod clock;
 mod compare;
 mod cql_type;
 mod decode;
@@ -17,6 +18,7 @@ mod token;
 mod value;
 mod vint;
 
+pub use clock::{Clock, ManualClock, SharedClock, SystemClock, WriteTimestamps};
 pub use compare::compare_serialized;
 pub use cql_type::{CqlType, NativeType, UserType, EMPTY_TYPE_CLASS, MAX_TYPE_NESTING};
 pub use decode::{deserialize, validate};
