@@ -1,0 +1,10 @@
+//! The cluster layer (see `../shared/design/CLUSTER.md`): ring and placement (`locator`), failure
+//! detection (`gossip`) and internode messaging (`messaging`).
+//!
+//! Rules: this crate never executes a client request and knows nothing of CQL or the protocol;
+//! the coordinator asks it where replicas are and sends data-path messages through its transport.
+//! Time comes from an injected `helenus_types::Clock`, so a simulated cluster controls it.
+
+pub mod gossip;
+pub mod locator;
+pub mod messaging;
