@@ -13,7 +13,7 @@ use helenus_types::SharedClock;
 use crate::locator::NodeId;
 
 /// Cassandra's `1 / ln(10)`.
-const PHI_FACTOR: f64 = 0.434_294_481_903_251_8;
+const PHI_FACTOR: f64 = std::f64::consts::LOG10_E;
 /// Samples kept per peer (Cassandra's SAMPLE_SIZE).
 const SAMPLE_SIZE: usize = 1000;
 

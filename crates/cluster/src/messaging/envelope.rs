@@ -1,0 +1,219 @@
+//! Internode messages on the wire: a small versioned header, then the verb's payload.
+//!
+//! ```text
+//! [version u8][verb u8][flags u8][id u64][from: host id 16 bytes][payload length u32][payload]
+//! ```
+//! Big-endian throughout. A receiver refuses a version it does not speak rather than guessing.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use uuid::Uuid;
+
+use crate::locator::NodeId;
+
+/// The message format this build writes and reads.
+pub const MESSAGING_VERSION: u8 = 1;
+/// Largest payload accepted (a frame bigger than this is a peer bug or an attack).
+pub const MAX_PAYLOAD_BYTES: usize = 256 << 20;
+const HEADER_BYTES: usize = 1 + 1 + 1 + 8 + 16 + 4;
+
+/// What a message asks for. Numbers are part of the wire format: never reuse one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Verb {
+    GossipDigestSyn = 1,
+    GossipDigestAck = 2,
+    GossipDigestAck2 = 3,
+    MutationRequest = 10,
+    MutationResponse = 11,
+    ReadRequest = 12,
+    ReadResponse = 13,
+    RangeReadRequest = 14,
+    RangeReadResponse = 15,
+    HintRequest = 16,
+    BatchStore = 17,
+    BatchRemove = 18,
+    PaxosPrepare = 20,
+    PaxosPropose = 21,
+    PaxosCommit = 22,
+    PaxosResponse = 23,
+    TruncateRequest = 24,
+    SchemaPull = 30,
+    SchemaPush = 31,
+    Failure = 40,
+}
+
+impl Verb {
+    pub fn from_u8(v: u8) -> Option<Verb> {
+        use Verb::*;
+        Some(match v {
+            1 => GossipDigestSyn,
+            2 => GossipDigestAck,
+            3 => GossipDigestAck2,
+            10 => MutationRequest,
+            11 => MutationResponse,
+            12 => ReadRequest,
+            13 => ReadResponse,
+            14 => RangeReadRequest,
+            15 => RangeReadResponse,
+            16 => HintRequest,
+            17 => BatchStore,
+            18 => BatchRemove,
+            20 => PaxosPrepare,
+            21 => PaxosPropose,
+            22 => PaxosCommit,
+            23 => PaxosResponse,
+            24 => TruncateRequest,
+            30 => SchemaPull,
+            31 => SchemaPush,
+            40 => Failure,
+            _ => return None,
+        })
+    }
+}
+
+/// Header flags.
+pub mod flags {
+    /// The message answers request `id` of the receiver.
+    pub const RESPONSE: u8 = 1;
+}
+
+/// One internode message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    pub verb: Verb,
+    pub flags: u8,
+    /// Request id, echoed by the response so the sender can match it.
+    pub id: u64,
+    pub from: NodeId,
+    pub payload: Bytes,
+}
+
+impl Envelope {
+    pub fn is_response(&self) -> bool {
+        self.flags & flags::RESPONSE != 0
+    }
+
+    /// The wire form: header then payload.
+    pub fn encode(&self, out: &mut BytesMut) -> Result<(), EnvelopeError> {
+        if self.payload.len() > MAX_PAYLOAD_BYTES {
+            return Err(EnvelopeError::TooLarge(self.payload.len()));
+        }
+        out.reserve(HEADER_BYTES + self.payload.len());
+        out.put_u8(MESSAGING_VERSION);
+        out.put_u8(self.verb as u8);
+        out.put_u8(self.flags);
+        out.put_u64(self.id);
+        out.put_slice(self.from.0.as_bytes());
+        out.put_u32(
+            u32::try_from(self.payload.len())
+                .map_err(|_| EnvelopeError::TooLarge(self.payload.len()))?,
+        );
+        out.put_slice(&self.payload);
+        Ok(())
+    }
+
+    /// One message from the front of `buf`, or `Ok(None)` if it holds only part of one yet.
+    pub fn decode(buf: &mut BytesMut) -> Result<Option<Envelope>, EnvelopeError> {
+        if buf.len() < HEADER_BYTES {
+            return Ok(None);
+        }
+        let mut header = &buf[..HEADER_BYTES];
+        let version = header.get_u8();
+        if version != MESSAGING_VERSION {
+            return Err(EnvelopeError::Version(version));
+        }
+        let verb_byte = header.get_u8();
+        let verb = Verb::from_u8(verb_byte).ok_or(EnvelopeError::UnknownVerb(verb_byte))?;
+        let flags = header.get_u8();
+        let id = header.get_u64();
+        let mut host = [0u8; 16];
+        header.copy_to_slice(&mut host);
+        let len = header.get_u32() as usize;
+        if len > MAX_PAYLOAD_BYTES {
+            return Err(EnvelopeError::TooLarge(len));
+        }
+        if buf.len() < HEADER_BYTES + len {
+            return Ok(None);
+        }
+        buf.advance(HEADER_BYTES);
+        let payload = buf.split_to(len).freeze();
+        Ok(Some(Envelope {
+            verb,
+            flags,
+            id,
+            from: NodeId(Uuid::from_bytes(host)),
+            payload,
+        }))
+    }
+}
+
+/// Why bytes from a peer are not a message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("messaging version {0} is not spoken here (this node speaks {MESSAGING_VERSION})")]
+    Version(u8),
+    #[error("unknown verb {0}")]
+    UnknownVerb(u8),
+    #[error("payload of {0} bytes is over the {MAX_PAYLOAD_BYTES}-byte limit")]
+    TooLarge(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Envelope {
+        Envelope {
+            verb: Verb::MutationRequest,
+            flags: 0,
+            id: 42,
+            from: NodeId(Uuid::from_u128(0xabc)),
+            payload: Bytes::from_static(b"hello"),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_partial_input() {
+        let mut buf = BytesMut::new();
+        sample().encode(&mut buf).unwrap();
+        let whole = buf.clone();
+        for cut in 0..whole.len() {
+            let mut part = BytesMut::from(&whole[..cut]);
+            assert_eq!(Envelope::decode(&mut part).unwrap(), None, "cut at {cut}");
+        }
+        sample().encode(&mut buf).unwrap();
+        assert_eq!(Envelope::decode(&mut buf).unwrap(), Some(sample()));
+        assert_eq!(Envelope::decode(&mut buf).unwrap(), Some(sample()));
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn unknown_version_verb_and_oversized_length_are_refused() {
+        let mut buf = BytesMut::new();
+        sample().encode(&mut buf).unwrap();
+        let mut v = buf.clone();
+        v[0] = 9;
+        assert_eq!(Envelope::decode(&mut v), Err(EnvelopeError::Version(9)));
+        let mut verb = buf.clone();
+        verb[1] = 250;
+        assert_eq!(
+            Envelope::decode(&mut verb),
+            Err(EnvelopeError::UnknownVerb(250))
+        );
+        let mut len = buf.clone();
+        len[HEADER_BYTES - 4..HEADER_BYTES].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            Envelope::decode(&mut len),
+            Err(EnvelopeError::TooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn every_verb_number_maps_back() {
+        for v in 0..=255u8 {
+            if let Some(verb) = Verb::from_u8(v) {
+                assert_eq!(verb as u8, v);
+            }
+        }
+    }
+}
