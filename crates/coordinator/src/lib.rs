@@ -1,0 +1,14 @@
+//! The coordinator (Cassandra's `StorageProxy`/`ReplicaPlans`, see `../shared/design/CLUSTER.md`):
+//! how many replicas a consistency level needs (`consistency`) and which replicas a read or write
+//! contacts, or why it cannot (`replica_plan`).
+//!
+//! Rules: the coordinator is the only crate that sends or receives data-path internode messages;
+//! it asks `helenus-cluster` where replicas are and who is alive, and never parses CQL. Errors are
+//! typed (`Unavailable` keeps the level, required and alive counts) so the server maps them to
+//! protocol errors exactly as Cassandra reports them.
+
+pub mod consistency;
+pub mod replica_plan;
+
+pub use consistency::{ConsistencyLevel, InvalidConsistency};
+pub use replica_plan::{plan_read, plan_write, LiveReplicas, ReadPlan, Unavailable, WritePlan};
