@@ -4,9 +4,11 @@
 
 mod envelope;
 mod simulated;
+mod tcp;
 
 pub use envelope::{flags, Envelope, EnvelopeError, Verb, MAX_PAYLOAD_BYTES, MESSAGING_VERSION};
 pub use simulated::{SimulatedNetwork, SimulatedTransport};
+pub use tcp::{AddressBook, TcpConfig, TcpTransport};
 
 use crate::locator::NodeId;
 
