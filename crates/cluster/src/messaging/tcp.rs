@@ -381,7 +381,10 @@ mod tests {
     async fn a_stray_client_is_refused_and_the_listener_keeps_serving() {
         let (a, _ra, b, mut rb) = pair().await;
         let mut stray = TcpStream::connect(b.listen_address()).await.unwrap();
-        stray.write_all(b"GET / HTTP/1.1\r\nHost: helenus\r\n\r\n").await.unwrap();
+        stray
+            .write_all(b"GET / HTTP/1.1\r\nHost: helenus\r\n\r\n")
+            .await
+            .unwrap();
         let mut sink = Vec::new();
         let read = tokio::time::timeout(Duration::from_secs(5), stray.read_to_end(&mut sink)).await;
         assert!(

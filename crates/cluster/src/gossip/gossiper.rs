@@ -1,0 +1,393 @@
+//! The gossip protocol (Cassandra's `Gossiper`): every interval a node bumps its heartbeat and
+//! sends a digest of everything it knows to one live peer, sometimes to an unreachable one and to
+//! a seed; three messages reconcile the two views. Heartbeats that move feed the failure
+//! detector; a peer whose heartbeat stops is convicted and reported down.
+//!
+//! The protocol is a plain state machine (`tick`, `handle`) that returns the messages to send, so
+//! it runs unchanged over TCP or on the simulated network under a manual clock.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use helenus_types::SharedClock;
+
+use super::failure_detector::{FailureDetector, FailureDetectorConfig};
+use super::message::{Ack, Ack2, Digest, GossipDecodeError, Syn};
+use super::state::{AppKey, EndpointState, Generation, Version, VersionedValue};
+use crate::locator::NodeId;
+use crate::messaging::{Envelope, Verb};
+
+/// Gossip settings, with Cassandra's names where it has them.
+#[derive(Clone, Debug)]
+pub struct GossipConfig {
+    /// `cluster_name`: peers of another cluster are ignored.
+    pub cluster_name: String,
+    /// How often a round runs (Cassandra: 1 s).
+    pub interval: Duration,
+    /// Nodes contacted to join and to keep partitions from persisting.
+    pub seeds: Vec<NodeId>,
+    pub failure_detector: FailureDetectorConfig,
+    /// Seeds the choice of gossip partners (deterministic simulations).
+    pub random_seed: u64,
+}
+
+impl Default for GossipConfig {
+    fn default() -> Self {
+        GossipConfig {
+            cluster_name: "Test Cluster".into(),
+            interval: Duration::from_secs(1),
+            seeds: Vec::new(),
+            failure_detector: FailureDetectorConfig::default(),
+            random_seed: 0x5eed,
+        }
+    }
+}
+
+/// A change in what this node knows of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GossipEvent {
+    /// First heard of.
+    Joined(NodeId),
+    /// Restarted: a new generation replaced the old state.
+    Restarted(NodeId),
+    Up(NodeId),
+    Down(NodeId),
+    Changed(NodeId, AppKey),
+}
+
+/// Why an incoming gossip message was dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GossipError {
+    #[error("{0}")]
+    Decode(#[from] GossipDecodeError),
+    #[error("gossip from cluster {theirs:?}, this is {ours:?}")]
+    ClusterName { ours: String, theirs: String },
+    #[error("{0:?} is not a gossip verb")]
+    NotGossip(Verb),
+}
+
+/// One node's view of the cluster and the protocol that keeps it current.
+#[derive(Debug)]
+pub struct Gossiper {
+    local: NodeId,
+    config: GossipConfig,
+    version: Version,
+    states: BTreeMap<NodeId, EndpointState>,
+    live: BTreeSet<NodeId>,
+    detector: FailureDetector,
+    rng: u64,
+    events: Vec<GossipEvent>,
+}
+
+impl Gossiper {
+    pub fn new(
+        local: NodeId,
+        generation: Generation,
+        config: GossipConfig,
+        clock: SharedClock,
+    ) -> Self {
+        let detector = FailureDetector::new(config.failure_detector.clone(), clock);
+        let mut states = BTreeMap::new();
+        states.insert(local, EndpointState::new(generation));
+        Gossiper {
+            local,
+            rng: config.random_seed | 1,
+            config,
+            version: 0,
+            states,
+            live: BTreeSet::new(),
+            detector,
+            events: Vec::new(),
+        }
+    }
+
+    pub fn local(&self) -> NodeId {
+        self.local
+    }
+
+    /// Sets one of this node's application states; peers learn it within a few rounds.
+    pub fn set_local(&mut self, key: AppKey, value: impl Into<String>) {
+        self.version += 1;
+        let version = self.version;
+        if let Some(me) = self.states.get_mut(&self.local) {
+            me.states.insert(
+                key,
+                VersionedValue {
+                    value: value.into(),
+                    version,
+                },
+            );
+        }
+    }
+
+    /// Every known node's state, this node's included.
+    pub fn states(&self) -> &BTreeMap<NodeId, EndpointState> {
+        &self.states
+    }
+
+    pub fn is_alive(&self, node: NodeId) -> bool {
+        node == self.local || self.live.contains(&node)
+    }
+
+    /// Peers currently up.
+    pub fn live_peers(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.live.iter().copied()
+    }
+
+    /// Peers known but down.
+    pub fn unreachable_peers(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.states
+            .keys()
+            .copied()
+            .filter(|n| *n != self.local && !self.live.contains(n))
+    }
+
+    /// What happened since the last call.
+    pub fn drain_events(&mut self) -> Vec<GossipEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// One gossip round: heartbeat, convictions, and the Syn messages to send.
+    pub fn tick(&mut self) -> Vec<(NodeId, Envelope)> {
+        self.version += 1;
+        let version = self.version;
+        if let Some(me) = self.states.get_mut(&self.local) {
+            me.heartbeat = version;
+        }
+        self.convict();
+        let syn = self.syn_envelope();
+        self.partners()
+            .into_iter()
+            .map(|to| (to, syn.clone()))
+            .collect()
+    }
+
+    /// Handles one gossip message; returns the replies to send.
+    pub fn handle(&mut self, envelope: &Envelope) -> Result<Vec<(NodeId, Envelope)>, GossipError> {
+        let from = envelope.from;
+        match envelope.verb {
+            Verb::GossipDigestSyn => {
+                let syn = Syn::decode(envelope.payload.clone())?;
+                if syn.cluster_name != self.config.cluster_name {
+                    return Err(GossipError::ClusterName {
+                        ours: self.config.cluster_name.clone(),
+                        theirs: syn.cluster_name,
+                    });
+                }
+                let ack = self.answer_syn(&syn.digests);
+                Ok(vec![(
+                    from,
+                    self.envelope(Verb::GossipDigestAck, ack.encode()),
+                )])
+            }
+            Verb::GossipDigestAck => {
+                let ack = Ack::decode(envelope.payload.clone())?;
+                for (node, delta) in &ack.deltas {
+                    self.apply(*node, delta);
+                }
+                if ack.requests.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let deltas = self.deltas_for(&ack.requests);
+                let ack2 = Ack2 { deltas };
+                Ok(vec![(
+                    from,
+                    self.envelope(Verb::GossipDigestAck2, ack2.encode()),
+                )])
+            }
+            Verb::GossipDigestAck2 => {
+                let ack2 = Ack2::decode(envelope.payload.clone())?;
+                for (node, delta) in &ack2.deltas {
+                    self.apply(*node, delta);
+                }
+                Ok(Vec::new())
+            }
+            other => Err(GossipError::NotGossip(other)),
+        }
+    }
+
+    fn envelope(&self, verb: Verb, payload: bytes::Bytes) -> Envelope {
+        Envelope {
+            verb,
+            flags: 0,
+            id: 0,
+            from: self.local,
+            payload,
+        }
+    }
+
+    fn syn_envelope(&self) -> Envelope {
+        let digests = self
+            .states
+            .iter()
+            .map(|(node, s)| Digest {
+                node: *node,
+                generation: s.generation,
+                max_version: s.max_version(),
+            })
+            .collect();
+        let syn = Syn {
+            cluster_name: self.config.cluster_name.clone(),
+            digests,
+        };
+        self.envelope(Verb::GossipDigestSyn, syn.encode())
+    }
+
+    /// One live peer; an unreachable one with probability unreachable/(live+1); a seed when none
+    /// of those was one and the live set is small or by chance (Cassandra's rules, which keep a
+    /// partitioned cluster from staying split).
+    fn partners(&mut self) -> Vec<NodeId> {
+        let live: Vec<NodeId> = self.live.iter().copied().collect();
+        let unreachable: Vec<NodeId> = self.unreachable_peers().collect();
+        let mut chosen = Vec::new();
+        if let Some(p) = self.pick(&live) {
+            chosen.push(p);
+        }
+        if !unreachable.is_empty() {
+            let roll = self.next_random() % (live.len() as u64 + 1);
+            if roll < unreachable.len() as u64 {
+                if let Some(p) = self.pick(&unreachable) {
+                    chosen.push(p);
+                }
+            }
+        }
+        let seeds: Vec<NodeId> = self
+            .config
+            .seeds
+            .iter()
+            .copied()
+            .filter(|s| *s != self.local)
+            .collect();
+        let met_a_seed = chosen.iter().any(|c| seeds.contains(c));
+        if !seeds.is_empty() && !met_a_seed {
+            let known = (live.len() + unreachable.len()).max(1) as u64;
+            let by_chance = self.next_random() % known < seeds.len() as u64;
+            if live.len() < seeds.len() || by_chance {
+                if let Some(s) = self.pick(&seeds) {
+                    if !chosen.contains(&s) {
+                        chosen.push(s);
+                    }
+                }
+            }
+        }
+        chosen
+    }
+
+    fn answer_syn(&self, digests: &[Digest]) -> Ack {
+        let mut requests = Vec::new();
+        let mut deltas = Vec::new();
+        let mut mentioned = BTreeSet::new();
+        for d in digests {
+            mentioned.insert(d.node);
+            let Some(mine) = self.states.get(&d.node) else {
+                requests.push(Digest {
+                    max_version: 0,
+                    ..*d
+                });
+                continue;
+            };
+            if d.generation > mine.generation {
+                requests.push(Digest {
+                    max_version: 0,
+                    ..*d
+                });
+            } else if d.generation < mine.generation {
+                deltas.push((d.node, mine.newer_than(0)));
+            } else if d.max_version > mine.max_version() {
+                requests.push(Digest {
+                    max_version: mine.max_version(),
+                    ..*d
+                });
+            } else if d.max_version < mine.max_version() {
+                deltas.push((d.node, mine.newer_than(d.max_version)));
+            }
+        }
+        for (node, state) in &self.states {
+            if !mentioned.contains(node) {
+                deltas.push((*node, state.newer_than(0)));
+            }
+        }
+        Ack { requests, deltas }
+    }
+
+    fn deltas_for(&self, requests: &[Digest]) -> Vec<(NodeId, EndpointState)> {
+        requests
+            .iter()
+            .filter_map(|r| {
+                let mine = self.states.get(&r.node)?;
+                let since = if mine.generation == r.generation {
+                    r.max_version
+                } else {
+                    0
+                };
+                Some((r.node, mine.newer_than(since)))
+            })
+            .collect()
+    }
+
+    fn apply(&mut self, node: NodeId, delta: &EndpointState) {
+        if node == self.local {
+            return; // only this node speaks for itself
+        }
+        match self.states.get_mut(&node) {
+            None => {
+                self.states.insert(node, delta.clone());
+                self.events.push(GossipEvent::Joined(node));
+                self.heard_from(node);
+            }
+            Some(mine) if delta.generation > mine.generation => {
+                *mine = delta.clone();
+                self.events.push(GossipEvent::Restarted(node));
+                self.detector.remove(node);
+                self.heard_from(node);
+            }
+            Some(mine) if delta.generation == mine.generation => {
+                let beat = delta.heartbeat > mine.heartbeat;
+                let changed = mine.apply(delta);
+                self.events
+                    .extend(changed.into_iter().map(|k| GossipEvent::Changed(node, k)));
+                if beat {
+                    self.heard_from(node);
+                }
+            }
+            Some(_) => {} // an older incarnation: stale news
+        }
+    }
+
+    fn heard_from(&mut self, node: NodeId) {
+        self.detector.report(node);
+        if self.live.insert(node) {
+            self.events.push(GossipEvent::Up(node));
+        }
+    }
+
+    fn convict(&mut self) {
+        let convicted: Vec<NodeId> = self
+            .live
+            .iter()
+            .copied()
+            .filter(|n| !self.detector.is_alive(*n))
+            .collect();
+        for node in convicted {
+            self.live.remove(&node);
+            self.events.push(GossipEvent::Down(node));
+        }
+    }
+
+    fn pick(&mut self, from: &[NodeId]) -> Option<NodeId> {
+        if from.is_empty() {
+            return None;
+        }
+        let i = (self.next_random() % from.len() as u64) as usize;
+        from.get(i).copied()
+    }
+
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
