@@ -1,5 +1,6 @@
 //! The cluster layer (see `../shared/design/CLUSTER.md`): ring and placement (`locator`), failure
-//! detection (`gossip`) and internode messaging (`messaging`).
+//! detection and gossip (`gossip`), internode messaging (`messaging`), and a running member that
+//! ties them together (`service`).
 //!
 //! Rules: this crate never executes a client request and knows nothing of CQL or the protocol;
 //! the coordinator asks it where replicas are and sends data-path messages through its transport.
@@ -8,3 +9,4 @@
 pub mod gossip;
 pub mod locator;
 pub mod messaging;
+pub mod service;

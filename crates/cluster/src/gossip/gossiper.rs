@@ -13,7 +13,7 @@ use helenus_types::SharedClock;
 
 use super::failure_detector::{FailureDetector, FailureDetectorConfig};
 use super::message::{Ack, Ack2, Digest, GossipDecodeError, Syn};
-use super::state::{AppKey, EndpointState, Generation, Version, VersionedValue};
+use super::state::{status, AppKey, EndpointState, Generation, Version, VersionedValue};
 use crate::locator::NodeId;
 use crate::messaging::{Envelope, Verb};
 
@@ -352,9 +352,27 @@ impl Gossiper {
             }
             Some(_) => {} // an older incarnation: stale news
         }
+        // A node stopping cleanly says so, and is down at once rather than after conviction.
+        let stopped = self
+            .states
+            .get(&node)
+            .and_then(|s| s.get(AppKey::Status))
+            .is_some_and(|v| v == status::SHUTDOWN);
+        if stopped && self.live.remove(&node) {
+            self.detector.remove(node);
+            self.events.push(GossipEvent::Down(node));
+        }
     }
 
     fn heard_from(&mut self, node: NodeId) {
+        let stopped = self
+            .states
+            .get(&node)
+            .and_then(|s| s.get(AppKey::Status))
+            .is_some_and(|v| v == status::SHUTDOWN);
+        if stopped {
+            return;
+        }
         self.detector.report(node);
         if self.live.insert(node) {
             self.events.push(GossipEvent::Up(node));

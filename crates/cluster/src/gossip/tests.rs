@@ -208,3 +208,19 @@ fn a_node_of_another_cluster_is_ignored() {
     assert!(matches!(a.handle(&e), Err(GossipError::ClusterName { .. })));
     assert_eq!(a.states().len(), 1);
 }
+
+#[test]
+fn a_clean_shutdown_is_seen_at_once_and_a_restart_revives_the_node() {
+    let mut sim = Sim::new(3, 9);
+    sim.rounds(8);
+    assert!(sim.knows_everyone());
+    sim.nodes[2].0.set_local(AppKey::Status, status::SHUTDOWN);
+    sim.rounds(3);
+    assert!(
+        !sim.nodes[0].0.is_alive(node(2)),
+        "down without waiting for conviction"
+    );
+    sim.add(2, 2, 9);
+    sim.rounds(6);
+    assert!(sim.knows_everyone());
+}

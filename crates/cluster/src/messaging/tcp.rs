@@ -4,8 +4,10 @@
 //! the peer). A broken connection loses what it had in flight, as Cassandra's does: the sender's
 //! request times out and is retried or hinted by the coordinator.
 //!
-//! A connection opens with a preamble: `HLNS`, the messaging version, and the sender's host id,
-//! so a stray client or a peer of another version is refused before any message is read.
+//! A connection opens with a preamble: `HLNS`, the messaging version, the sender's host id and the
+//! address it listens on (a length byte, then `ip:port` as text), so a stray client or a peer of
+//! another version is refused before any message is read, and the receiver can answer a peer it
+//! has never heard of (a node joining through a seed).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -88,7 +90,7 @@ impl TcpTransport {
         let listen_address = listener.local_addr()?;
         let (inbox_tx, inbox_rx) = mpsc::channel(config.inbox.max(1));
         let runtime = tokio::runtime::Handle::current();
-        let accept = runtime.spawn(accept_loop(listener, inbox_tx));
+        let accept = runtime.spawn(accept_loop(listener, inbox_tx, addresses.clone()));
         let inner = Arc::new(Inner {
             local,
             config,
@@ -139,6 +141,7 @@ impl TcpTransport {
         let (tx, rx) = mpsc::channel(self.inner.config.queue_per_peer.max(1));
         let writer = self.inner.runtime.spawn(write_loop(
             self.inner.local,
+            self.listen_address,
             address,
             self.inner.config.connect_timeout,
             rx,
@@ -181,7 +184,7 @@ impl Transport for TcpTransport {
     }
 }
 
-async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>) {
+async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>, addresses: AddressBook) {
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -189,8 +192,9 @@ async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>) {
         };
         let _ = stream.set_nodelay(true);
         let inbox = inbox.clone();
+        let addresses = addresses.clone();
         tokio::spawn(async move {
-            if let Err(e) = read_loop(stream, inbox).await {
+            if let Err(e) = read_loop(stream, inbox, addresses).await {
                 tracing::debug!(%peer, error = %e, "internode connection closed");
             }
         });
@@ -213,6 +217,7 @@ enum InboundError {
 async fn read_loop(
     mut stream: TcpStream,
     inbox: mpsc::Sender<Envelope>,
+    addresses: AddressBook,
 ) -> Result<(), InboundError> {
     let mut preamble = [0u8; PREAMBLE_BYTES];
     // A connection that never says who it is must not hold a reader forever.
@@ -226,7 +231,16 @@ async fn read_loop(
     if version != MESSAGING_VERSION {
         return Err(InboundError::Version(version));
     }
-    tracing::debug!(peer = ?preamble_host(&preamble), "internode connection accepted");
+    let peer = preamble_host(&preamble).ok_or(InboundError::Preamble)?;
+    let peer_listen = tokio::time::timeout(PREAMBLE_TIMEOUT, read_listen_address(&mut stream))
+        .await
+        .map_err(|_| InboundError::Preamble)??;
+    addresses
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(peer)
+        .or_insert(peer_listen);
+    tracing::debug!(?peer, %peer_listen, "internode connection accepted");
     let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
         while let Some(envelope) = Envelope::decode(&mut buf)? {
@@ -240,8 +254,19 @@ async fn read_loop(
     }
 }
 
+async fn read_listen_address(stream: &mut TcpStream) -> Result<SocketAddr, InboundError> {
+    let len = stream.read_u8().await? as usize;
+    let mut text = vec![0u8; len];
+    stream.read_exact(&mut text).await?;
+    std::str::from_utf8(&text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or(InboundError::Preamble)
+}
+
 async fn write_loop(
     local: NodeId,
+    local_listen: SocketAddr,
     address: SocketAddr,
     connect_timeout: Duration,
     mut queue: mpsc::Receiver<Envelope>,
@@ -258,7 +283,7 @@ async fn write_loop(
         }
     };
     let _ = stream.set_nodelay(true);
-    if let Err(e) = write_messages(stream, local, &mut queue).await {
+    if let Err(e) = write_messages(stream, local, local_listen, &mut queue).await {
         tracing::debug!(%address, error = %e, "internode connection lost");
     }
 }
@@ -266,12 +291,16 @@ async fn write_loop(
 async fn write_messages(
     mut stream: TcpStream,
     local: NodeId,
+    local_listen: SocketAddr,
     queue: &mut mpsc::Receiver<Envelope>,
 ) -> std::io::Result<()> {
     let mut buf = BytesMut::with_capacity(64 * 1024);
     buf.extend_from_slice(MAGIC);
     buf.extend_from_slice(&[MESSAGING_VERSION]);
     buf.extend_from_slice(local.0.as_bytes());
+    let listen = local_listen.to_string();
+    buf.extend_from_slice(&[listen.len() as u8]);
+    buf.extend_from_slice(listen.as_bytes());
     stream.write_all(&buf).await?;
     buf.clear();
     while let Some(first) = queue.recv().await {
@@ -366,6 +395,29 @@ mod tests {
             .unwrap();
         let big = recv(&mut ra).await;
         assert_eq!(big.payload.len(), 3 << 20, "a payload larger than one read");
+    }
+
+    #[tokio::test]
+    async fn a_receiver_can_answer_a_sender_it_never_heard_of() {
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let (a, _ra) = TcpTransport::bind(node(1), any, Arc::default(), TcpConfig::default())
+            .await
+            .unwrap();
+        let b_book: AddressBook = Arc::default();
+        let (b, mut rb) = TcpTransport::bind(node(2), any, b_book.clone(), TcpConfig::default())
+            .await
+            .unwrap();
+        a.inner
+            .addresses
+            .write()
+            .unwrap()
+            .insert(node(2), b.listen_address());
+        a.send(node(2), message(node(1), 1, Bytes::new())).unwrap();
+        assert_eq!(recv(&mut rb).await.from, node(1));
+        assert_eq!(
+            b_book.read().unwrap().get(&node(1)),
+            Some(&a.listen_address())
+        );
     }
 
     #[tokio::test]

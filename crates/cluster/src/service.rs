@@ -1,0 +1,481 @@
+//! A running cluster member: gossip over TCP on the node's storage port, a ring snapshot rebuilt
+//! whenever membership changes, and the non-gossip messages handed to the caller (the coordinator).
+//!
+//! Seeds are given as addresses; until a seed answers, its host id is unknown, so each seed gets a
+//! stand-in id in the address book (`seed_stand_in`). Gossip state, not the stand-in, names the
+//! seed from then on.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use crate::gossip::{status, AppKey, GossipConfig, GossipEvent, Gossiper};
+use crate::locator::{Location, Member, NodeId, Ring, Token};
+use crate::messaging::{AddressBook, Envelope, TcpConfig, TcpTransport, Transport, Verb};
+use helenus_types::SharedClock;
+
+/// What a node announces and how it joins.
+#[derive(Clone, Debug)]
+pub struct ServiceSettings {
+    pub host_id: NodeId,
+    /// `listen_address:storage_port`.
+    pub listen: SocketAddr,
+    /// Where clients reach this node (`rpc_address:native_transport_port`).
+    pub native: SocketAddr,
+    pub location: Location,
+    pub tokens: Vec<Token>,
+    pub seeds: Vec<SocketAddr>,
+    pub gossip: GossipConfig,
+    pub schema_version: String,
+    pub release_version: String,
+    /// Incarnation: start time in seconds, larger on every restart.
+    pub generation: i64,
+}
+
+/// A peer as `system.peers_v2` and `nodetool status` show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerInfo {
+    pub host_id: NodeId,
+    pub address: Option<SocketAddr>,
+    pub native: Option<SocketAddr>,
+    pub location: Location,
+    pub tokens: Vec<Token>,
+    pub status: String,
+    pub schema_version: Option<String>,
+    pub release_version: Option<String>,
+    pub alive: bool,
+}
+
+struct Shared {
+    settings: ServiceSettings,
+    gossiper: Mutex<Gossiper>,
+    ring: RwLock<Arc<Ring>>,
+    addresses: AddressBook,
+    transport: TcpTransport,
+    events: broadcast::Sender<GossipEvent>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A cluster member's running services. Cloning shares them.
+#[derive(Clone)]
+pub struct ClusterService {
+    shared: Arc<Shared>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The id a seed is reached by before its real host id is known.
+pub fn seed_stand_in(address: SocketAddr) -> NodeId {
+    let mut h: u128 = 0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834;
+    for b in address.to_string().bytes() {
+        h = (h ^ u128::from(b)).wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    NodeId(Uuid::from_u128(h))
+}
+
+/// Tokens as gossip carries them.
+pub fn encode_tokens(tokens: &[Token]) -> String {
+    tokens
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn decode_tokens(s: &str) -> Vec<Token> {
+    s.split(',').filter_map(|t| t.trim().parse().ok()).collect()
+}
+
+impl ClusterService {
+    /// Binds the storage port, announces this node and starts gossiping. Non-gossip messages
+    /// arrive on the returned receiver.
+    pub async fn start(
+        settings: ServiceSettings,
+        clock: SharedClock,
+    ) -> std::io::Result<(ClusterService, mpsc::Receiver<Envelope>)> {
+        let addresses: AddressBook = Arc::default();
+        let (transport, mut inbox) = TcpTransport::bind(
+            settings.host_id,
+            settings.listen,
+            addresses.clone(),
+            TcpConfig::default(),
+        )
+        .await?;
+        let mut gossip = settings.gossip.clone();
+        for seed in &settings.seeds {
+            if *seed == transport.listen_address() {
+                continue;
+            }
+            let stand_in = seed_stand_in(*seed);
+            write_book(&addresses).insert(stand_in, *seed);
+            gossip.seeds.push(stand_in);
+        }
+        let mut gossiper = Gossiper::new(settings.host_id, settings.generation, gossip, clock);
+        announce(&mut gossiper, &settings, transport.listen_address());
+        let (events, _) = broadcast::channel(1024);
+        let shared = Arc::new(Shared {
+            gossiper: Mutex::new(gossiper),
+            ring: RwLock::new(Arc::new(Ring::default())),
+            addresses,
+            transport,
+            events,
+            tasks: Mutex::new(Vec::new()),
+            settings,
+        });
+        let service = ClusterService { shared };
+        service.rebuild_ring();
+        let (app_tx, app_rx) = mpsc::channel(8192);
+        let receiver = service.clone();
+        let inbound = tokio::spawn(async move {
+            while let Some(envelope) = inbox.recv().await {
+                if is_gossip(envelope.verb) {
+                    receiver.on_gossip(&envelope);
+                } else if app_tx.send(envelope).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let ticker = service.clone();
+        let interval = service.shared.settings.gossip.interval;
+        let timer = tokio::spawn(async move {
+            let mut every = tokio::time::interval(interval);
+            loop {
+                every.tick().await;
+                ticker.gossip_round();
+            }
+        });
+        lock(&service.shared.tasks).extend([inbound, timer]);
+        Ok((service, app_rx))
+    }
+
+    pub fn host_id(&self) -> NodeId {
+        self.shared.settings.host_id
+    }
+
+    pub fn listen_address(&self) -> SocketAddr {
+        self.shared.transport.listen_address()
+    }
+
+    /// Sends data-path messages to peers.
+    pub fn transport(&self) -> &TcpTransport {
+        &self.shared.transport
+    }
+
+    /// The current ring (members in NORMAL state with their tokens).
+    pub fn ring(&self) -> Arc<Ring> {
+        self.shared
+            .ring
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    pub fn is_alive(&self, node: NodeId) -> bool {
+        lock(&self.shared.gossiper).is_alive(node)
+    }
+
+    /// Membership changes as they happen.
+    pub fn subscribe(&self) -> broadcast::Receiver<GossipEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// Announces a new schema version (after a schema change here or a pull from a peer).
+    pub fn set_schema_version(&self, version: &str) {
+        lock(&self.shared.gossiper).set_local(AppKey::SchemaVersion, version);
+    }
+
+    /// Every other node known, up or down.
+    pub fn peers(&self) -> Vec<PeerInfo> {
+        let g = lock(&self.shared.gossiper);
+        g.states()
+            .iter()
+            .filter(|(id, _)| **id != self.host_id())
+            .map(|(id, s)| PeerInfo {
+                host_id: *id,
+                address: s.get(AppKey::InternalAddress).and_then(|a| a.parse().ok()),
+                native: s.get(AppKey::NativeAddress).and_then(|a| a.parse().ok()),
+                location: Location::new(
+                    s.get(AppKey::Dc).unwrap_or("datacenter1"),
+                    s.get(AppKey::Rack).unwrap_or("rack1"),
+                ),
+                tokens: s.get(AppKey::Tokens).map(decode_tokens).unwrap_or_default(),
+                status: s.get(AppKey::Status).unwrap_or("").to_string(),
+                schema_version: s.get(AppKey::SchemaVersion).map(str::to_string),
+                release_version: s.get(AppKey::ReleaseVersion).map(str::to_string),
+                alive: g.is_alive(*id),
+            })
+            .collect()
+    }
+
+    /// Tells peers this node is stopping, gives gossip a moment to carry it, and stops.
+    pub async fn shutdown(&self) {
+        lock(&self.shared.gossiper).set_local(AppKey::Status, status::SHUTDOWN);
+        self.gossip_round();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.stop();
+    }
+
+    /// Stops at once, as a crash would (peers convict this node later).
+    pub fn stop(&self) {
+        for t in lock(&self.shared.tasks).drain(..) {
+            t.abort();
+        }
+        self.shared.transport.shutdown();
+    }
+
+    fn gossip_round(&self) {
+        let (messages, events) = {
+            let mut g = lock(&self.shared.gossiper);
+            let messages = g.tick();
+            (messages, g.drain_events())
+        };
+        self.send_all(messages);
+        self.on_events(events);
+    }
+
+    fn on_gossip(&self, envelope: &Envelope) {
+        let (replies, events) = {
+            let mut g = lock(&self.shared.gossiper);
+            let replies = match g.handle(envelope) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::debug!(error = %e, from = %envelope.from, "gossip message dropped");
+                    Vec::new()
+                }
+            };
+            (replies, g.drain_events())
+        };
+        self.send_all(replies);
+        self.on_events(events);
+    }
+
+    fn send_all(&self, messages: Vec<(NodeId, Envelope)>) {
+        for (to, e) in messages {
+            // Loss and backpressure are normal for gossip: the next round repeats everything.
+            let _ = self.shared.transport.send(to, e);
+        }
+    }
+
+    fn on_events(&self, events: Vec<GossipEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        let mut ring_changed = false;
+        for event in &events {
+            match event {
+                GossipEvent::Joined(n) | GossipEvent::Restarted(n) => {
+                    self.learn_address(*n);
+                    ring_changed = true;
+                }
+                GossipEvent::Changed(n, key) => {
+                    if *key == AppKey::InternalAddress {
+                        self.learn_address(*n);
+                    }
+                    ring_changed |= matches!(
+                        key,
+                        AppKey::Tokens | AppKey::Status | AppKey::Dc | AppKey::Rack
+                    );
+                }
+                GossipEvent::Up(_) | GossipEvent::Down(_) => {}
+            }
+        }
+        if ring_changed {
+            self.rebuild_ring();
+        }
+        for event in events {
+            let _ = self.shared.events.send(event);
+        }
+    }
+
+    fn learn_address(&self, node: NodeId) {
+        let address = lock(&self.shared.gossiper)
+            .states()
+            .get(&node)
+            .and_then(|s| s.get(AppKey::InternalAddress))
+            .and_then(|a| a.parse::<SocketAddr>().ok());
+        if let Some(address) = address {
+            write_book(&self.shared.addresses).insert(node, address);
+        }
+    }
+
+    fn rebuild_ring(&self) {
+        let members: BTreeMap<NodeId, (Member, Vec<Token>)> = {
+            let g = lock(&self.shared.gossiper);
+            g.states()
+                .iter()
+                .filter(|(_, s)| {
+                    matches!(
+                        s.get(AppKey::Status),
+                        Some(status::NORMAL) | Some(status::SHUTDOWN)
+                    )
+                })
+                .filter_map(|(id, s)| {
+                    let address: SocketAddr = s.get(AppKey::InternalAddress)?.parse().ok()?;
+                    let member = Member {
+                        id: *id,
+                        address: address.ip(),
+                        location: Location::new(
+                            s.get(AppKey::Dc).unwrap_or("datacenter1"),
+                            s.get(AppKey::Rack).unwrap_or("rack1"),
+                        ),
+                    };
+                    Some((
+                        *id,
+                        (
+                            member,
+                            s.get(AppKey::Tokens).map(decode_tokens).unwrap_or_default(),
+                        ),
+                    ))
+                })
+                .collect()
+        };
+        match Ring::new(members.into_values()) {
+            Ok(ring) => {
+                *self
+                    .shared
+                    .ring
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(ring);
+            }
+            // Two nodes claiming one token: keep the last consistent ring and say why.
+            Err(e) => tracing::warn!(error = %e, "ring not updated"),
+        }
+    }
+}
+
+fn write_book(
+    book: &AddressBook,
+) -> std::sync::RwLockWriteGuard<'_, std::collections::HashMap<NodeId, SocketAddr>> {
+    book.write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn is_gossip(verb: Verb) -> bool {
+    matches!(
+        verb,
+        Verb::GossipDigestSyn | Verb::GossipDigestAck | Verb::GossipDigestAck2
+    )
+}
+
+fn announce(g: &mut Gossiper, s: &ServiceSettings, listen: SocketAddr) {
+    g.set_local(AppKey::HostId, s.host_id.to_string());
+    g.set_local(AppKey::InternalAddress, listen.to_string());
+    g.set_local(AppKey::NativeAddress, s.native.to_string());
+    g.set_local(AppKey::NativePort, s.native.port().to_string());
+    g.set_local(AppKey::Dc, s.location.datacenter.clone());
+    g.set_local(AppKey::Rack, s.location.rack.clone());
+    g.set_local(AppKey::Tokens, encode_tokens(&s.tokens));
+    g.set_local(AppKey::SchemaVersion, s.schema_version.clone());
+    g.set_local(AppKey::ReleaseVersion, s.release_version.clone());
+    g.set_local(AppKey::Status, status::NORMAL);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gossip::FailureDetectorConfig;
+    use helenus_types::SystemClock;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    fn settings(n: u8, seeds: Vec<SocketAddr>) -> ServiceSettings {
+        let ip = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+        ServiceSettings {
+            host_id: NodeId(Uuid::from_u128(u128::from(n) + 1)),
+            listen: SocketAddr::new(ip, 0),
+            native: SocketAddr::new(ip, 9042),
+            location: Location::default(),
+            tokens: (0..4).map(|t| i64::from(n) * 1000 + t * 10 + 1).collect(),
+            seeds,
+            gossip: GossipConfig {
+                interval: Duration::from_millis(50),
+                failure_detector: FailureDetectorConfig {
+                    phi_convict_threshold: 8.0,
+                    initial_interval: Duration::from_millis(100),
+                },
+                ..GossipConfig::default()
+            },
+            schema_version: "59adb24e-f3cd-3e02-97f0-5b395827453f".into(),
+            release_version: "5.0.9".into(),
+            generation: 1,
+        }
+    }
+
+    async fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while !check() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn three_processes_worth_of_services_form_one_ring_over_tcp() {
+        let (first, _r0) = ClusterService::start(settings(0, vec![]), SystemClock::shared())
+            .await
+            .unwrap();
+        let seed = first.listen_address();
+        let (second, _r1) = ClusterService::start(settings(1, vec![seed]), SystemClock::shared())
+            .await
+            .unwrap();
+        let (third, _r2) = ClusterService::start(settings(2, vec![seed]), SystemClock::shared())
+            .await
+            .unwrap();
+        let all = [first.clone(), second.clone(), third.clone()];
+        wait_for("a ring of 12 tokens everywhere", || {
+            all.iter().all(|s| s.ring().len() == 12)
+        })
+        .await;
+        let peers = third.peers();
+        assert_eq!(peers.len(), 2);
+        assert!(peers
+            .iter()
+            .all(|p| p.alive && p.tokens.len() == 4 && p.status == status::NORMAL));
+        assert_eq!(
+            peers
+                .iter()
+                .find(|p| p.host_id == first.host_id())
+                .and_then(|p| p.address),
+            Some(seed)
+        );
+
+        // A crash: the others convict it after a few silent intervals.
+        third.stop();
+        wait_for("node 3 seen down", || {
+            !first.is_alive(third.host_id()) && !second.is_alive(third.host_id())
+        })
+        .await;
+        assert_eq!(first.ring().len(), 12, "down is not gone: its tokens stay");
+
+        // A clean stop is seen at once.
+        let mut events = first.subscribe();
+        second.shutdown().await;
+        let seen = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                if let Ok(GossipEvent::Down(n)) = events.recv().await {
+                    if n == second.host_id() {
+                        return;
+                    }
+                }
+            }
+        })
+        .await;
+        assert!(seen.is_ok(), "shutdown announced");
+        first.stop();
+    }
+
+    #[test]
+    fn tokens_round_trip_through_their_gossip_form() {
+        let tokens = vec![i64::MIN + 1, -5, 0, i64::MAX];
+        assert_eq!(decode_tokens(&encode_tokens(&tokens)), tokens);
+    }
+}
