@@ -1,6 +1,6 @@
 //! The coordinator (Cassandra's `StorageProxy`/`ReplicaPlans`, see `../shared/design/CLUSTER.md`):
 //! how many replicas a consistency level needs (`consistency`) and which replicas a read or write
-//! contacts, or why it cannot (`replica_plan`).
+//! contacts, or why it cannot (`replica_plan`); the write path across replicas (`write`).
 //!
 //! Rules: the coordinator is the only crate that sends or receives data-path internode messages;
 //! it asks `helenus-cluster` where replicas are and who is alive, and never parses CQL. Errors are
@@ -9,6 +9,8 @@
 
 pub mod consistency;
 pub mod replica_plan;
+pub mod write;
 
 pub use consistency::{ConsistencyLevel, InvalidConsistency};
 pub use replica_plan::{plan_read, plan_write, LiveReplicas, ReadPlan, Unavailable, WritePlan};
+pub use write::{write, HintSink, LocalWriter, ReplicaWriteError, WriteError, WriteType};

@@ -3,10 +3,12 @@
 //! partitions) before it runs over TCP between processes.
 
 mod envelope;
+mod rpc;
 mod simulated;
 mod tcp;
 
 pub use envelope::{flags, Envelope, EnvelopeError, Verb, MAX_PAYLOAD_BYTES, MESSAGING_VERSION};
+pub use rpc::Messenger;
 pub use simulated::{SimulatedNetwork, SimulatedTransport};
 pub use tcp::{AddressBook, TcpConfig, TcpTransport};
 
