@@ -1,6 +1,7 @@
 //! The coordinator (Cassandra's `StorageProxy`/`ReplicaPlans`, see `../shared/design/CLUSTER.md`):
 //! how many replicas a consistency level needs (`consistency`) and which replicas a read or write
-//! contacts, or why it cannot (`replica_plan`); the write path across replicas (`write`).
+//! contacts, or why it cannot (`replica_plan`); the write path across replicas (`write`) and the
+//! hints kept for replicas that missed a write (`hints`).
 //!
 //! Rules: the coordinator is the only crate that sends or receives data-path internode messages;
 //! it asks `helenus-cluster` where replicas are and who is alive, and never parses CQL. Errors are
@@ -8,6 +9,7 @@
 //! protocol errors exactly as Cassandra reports them.
 
 pub mod consistency;
+pub mod hints;
 pub mod replica_plan;
 pub mod write;
 
