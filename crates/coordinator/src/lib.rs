@@ -1,7 +1,8 @@
 //! The coordinator (Cassandra's `StorageProxy`/`ReplicaPlans`, see `../shared/design/CLUSTER.md`):
 //! how many replicas a consistency level needs (`consistency`) and which replicas a read or write
 //! contacts, or why it cannot (`replica_plan`); the write path across replicas (`write`) and the
-//! hints kept for replicas that missed a write (`hints`).
+//! hints kept for replicas that missed a write (`hints`); lightweight transactions across replicas
+//! (`paxos`).
 //!
 //! Rules: the coordinator is the only crate that sends or receives data-path internode messages;
 //! it asks `helenus-cluster` where replicas are and who is alive, and never parses CQL. Errors are
@@ -10,6 +11,7 @@
 
 pub mod consistency;
 pub mod hints;
+pub mod paxos;
 pub mod replica_plan;
 pub mod write;
 
