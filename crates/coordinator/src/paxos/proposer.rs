@@ -143,7 +143,7 @@ fn newest_value(granted: &[&Promise], latest_commit: Option<&Commit>) -> Option<
 
 async fn contention_pause(attempt: u32, ballots: &BallotGenerator) {
     // Randomised so two coordinators racing for one partition stop colliding.
-    let jitter = (ballots.next().micros.unsigned_abs() % 1000) as u64;
+    let jitter = ballots.next().micros.unsigned_abs() % 1000;
     let millis = (u64::from(attempt.min(6)) * 2).saturating_mul(jitter) / 1000;
     tokio::time::sleep(Duration::from_millis(millis.max(1))).await;
 }
