@@ -1,6 +1,7 @@
 //! The coordinator (Cassandra's `StorageProxy`/`ReplicaPlans`, see `../shared/design/CLUSTER.md`):
 //! how many replicas a consistency level needs (`consistency`) and which replicas a read or write
-//! contacts, or why it cannot (`replica_plan`); the write path across replicas (`write`) and the
+//! contacts, or why it cannot (`replica_plan`); the write and read paths across replicas (`write`,
+//! `read`: digests, blocking read repair, speculative retry) and the
 //! hints kept for replicas that missed a write (`hints`); lightweight transactions across replicas
 //! (`paxos`).
 //!
@@ -12,6 +13,7 @@
 pub mod consistency;
 pub mod hints;
 pub mod paxos;
+pub mod read;
 pub mod replica_plan;
 pub mod write;
 
