@@ -1,7 +1,7 @@
 //! The coordinator (Cassandra's `StorageProxy`/`ReplicaPlans`, see `../shared/design/CLUSTER.md`):
 //! how many replicas a consistency level needs (`consistency`) and which replicas a read or write
 //! contacts, or why it cannot (`replica_plan`); the write and read paths across replicas (`write`,
-//! `read`: digests, blocking read repair, speculative retry) and the
+//! `read`: digests, blocking read repair, speculative retry), range scans split by owner (`range`) and the
 //! hints kept for replicas that missed a write (`hints`); lightweight transactions across replicas
 //! (`paxos`).
 //!
@@ -13,6 +13,7 @@
 pub mod consistency;
 pub mod hints;
 pub mod paxos;
+pub mod range;
 pub mod read;
 pub mod replica_plan;
 pub mod write;
