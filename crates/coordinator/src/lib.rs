@@ -11,6 +11,7 @@
 //! protocol errors exactly as Cassandra reports them.
 
 pub mod consistency;
+pub mod hint_delivery;
 pub mod hints;
 pub mod paxos;
 pub mod range;
