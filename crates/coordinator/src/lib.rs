@@ -2,7 +2,8 @@
 //! how many replicas a consistency level needs (`consistency`) and which replicas a read or write
 //! contacts, or why it cannot (`replica_plan`); the write and read paths across replicas (`write`,
 //! `read`: digests, blocking read repair, speculative retry), range scans split by owner (`range`) and the
-//! hints kept for replicas that missed a write (`hints`); lightweight transactions across replicas
+//! hints kept for replicas that missed a write (`hints`, `hint_delivery`); logged batches made
+//! all-or-nothing by a batchlog on other nodes (`batchlog`); lightweight transactions across replicas
 //! (`paxos`).
 //!
 //! Rules: the coordinator is the only crate that sends or receives data-path internode messages;
@@ -10,6 +11,7 @@
 //! typed (`Unavailable` keeps the level, required and alive counts) so the server maps them to
 //! protocol errors exactly as Cassandra reports them.
 
+pub mod batchlog;
 pub mod consistency;
 pub mod hint_delivery;
 pub mod hints;
