@@ -3,6 +3,7 @@
 //! is a pure function of an immutable ring snapshot, so placement is tested without a cluster.
 
 mod allocation;
+mod movement;
 mod replication_map;
 mod ring;
 mod strategy;
@@ -11,6 +12,7 @@ mod testing;
 mod topology;
 
 pub use allocation::allocate_tokens;
+pub use movement::{pending_replicas, range_moves, RangeMove};
 pub use replication_map::ReplicationMap;
 pub use ring::{DatacenterShape, Ring, RingError, Token, TokenRange, RING_SIZE};
 pub use strategy::ReplicationStrategy;
