@@ -1,7 +1,7 @@
 //! The cluster layer (see `../shared/design/CLUSTER.md`): ring and placement (`locator`), failure
 //! detection and gossip (`gossip`), internode messaging (`messaging`), and a running member that
 //! ties them together (`service`), and what a node remembers of itself across restarts
-//! (`local_state`: host id, tokens, generation).
+//! (`local_state`: host id, tokens, generation); Merkle trees for repair (`repair`).
 //!
 //! Rules: this crate never executes a client request and knows nothing of CQL or the protocol;
 //! the coordinator asks it where replicas are and sends data-path messages through its transport.
@@ -11,4 +11,5 @@ pub mod gossip;
 pub mod local_state;
 pub mod locator;
 pub mod messaging;
+pub mod repair;
 pub mod service;
