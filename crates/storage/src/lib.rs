@@ -50,43 +50,26 @@
 //! merges partitions in memory up to `STREAM_PARTITION_BYTES` of input and streams larger ones
 //! row by row (wide_merge.rs), so a partition's size does not bound its memory.
 
-mod admin;
-mod backpressure;
-mod bloom;
-mod cache;
-mod caches;
-mod cellmap;
+mod byte_cache;
 mod clustering;
 mod codec;
-mod codec_compact;
 mod commitlog;
 mod compaction;
-mod compaction_control;
-mod compaction_merge;
-mod compression;
 mod engine;
 mod error;
 mod memtable;
-mod memtable_memory;
 mod partition;
 mod path_name;
-mod read_shortcut;
-mod read_single;
-mod read_tombstones;
+mod read;
 mod reconcile;
 mod sstable;
-mod sstable_tools;
-mod stats;
-mod types;
-mod wide_merge;
-
-// Unit tests share the integration tests' helpers, which name the crate.
 #[cfg(test)]
-extern crate self as helenus_storage;
+mod test_support;
+mod types;
 
-pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use engine::Engine;
+pub use engine::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use error::StorageError;
 pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
-pub use sstable_tools::{dump_sstable, verify_sstable, VerifyReport};
+pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

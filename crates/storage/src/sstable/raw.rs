@@ -9,8 +9,8 @@
 
 use super::{block_spans, format::DataFormat, RowBlock, SSTableWriter};
 use crate::clustering::{CKey, ClusteringComparator};
+use crate::codec::compact::*;
 use crate::codec::Reader;
-use crate::codec_compact::*;
 use crate::error::StorageError;
 use bytes::Bytes;
 use std::sync::Arc;

@@ -1,17 +1,21 @@
 //! The engine: tables, the write path (commitlog then memtable), the read path (memtables and
 //! SSTables merged), and the admin operations.
 
-use crate::cache::ByteCache;
-use crate::caches::{KeyCacheKey, RowCacheKey};
+mod admin;
+mod backpressure;
+
+use crate::byte_cache::ByteCache;
 use crate::clustering::CKey;
 use crate::codec::{decode_partition, encode_partition, Reader, Writer};
 use crate::commitlog::{self, Commitlog};
 use crate::memtable::{self, Memtable, PKey};
 use crate::partition::{self, Limits, Partition, TableLayout};
 use crate::path_name::PathName;
+use crate::read::caches::{KeyCacheKey, RowCacheKey};
 use crate::reconcile::{Cell, CellKind};
 use crate::sstable::{self, ChunkKey, SSTableReader};
 use crate::types::*;
+pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};

@@ -14,6 +14,8 @@
 //!         0 live: value bytes, ttl u32, expires i64 | 1 tombstone: ldt i64 | 2 counter: clock i64, total i64
 //! ```
 
+pub(crate) mod compact;
+
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::error::StorageError;
 use crate::partition::{Partition, Row};

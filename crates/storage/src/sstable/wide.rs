@@ -7,7 +7,7 @@ use super::{
     IndexEntry, RowBlock, SSTableReader, SSTableWriter, ROW_INDEX_BLOCK_BYTES,
     ROW_INDEX_THRESHOLD_BYTES,
 };
-use crate::cache::ByteCache;
+use crate::byte_cache::ByteCache;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::Reader;
 use crate::error::StorageError;

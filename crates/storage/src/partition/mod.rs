@@ -2,6 +2,8 @@
 //! hold, the commitlog logs, SSTables store and reads merge. Merging two `Partition`s applies the
 //! reconciliation rules, so merge order never matters.
 
+pub(crate) mod cellmap;
+
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::error::StorageError;
 use crate::reconcile::{self, Cell, CellKind};
@@ -30,7 +32,7 @@ impl TableLayout {
     }
 }
 
-pub use crate::cellmap::CellMap;
+pub use crate::partition::cellmap::CellMap;
 
 /// One row (or the static row).
 #[derive(Debug, Clone, Default, PartialEq)]

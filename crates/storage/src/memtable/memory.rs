@@ -78,7 +78,7 @@ impl Arena {
 
     fn copy_row(&mut self, r: &mut Row) -> u64 {
         r.cells.shrink_to_fit();
-        let mut n = vec_bytes::<(crate::cellmap::CellKey, Cell)>(r.cells.capacity());
+        let mut n = vec_bytes::<(crate::partition::cellmap::CellKey, Cell)>(r.cells.capacity());
         n += btree_bytes::<u32, crate::types::DeletionTime>(r.complex_deletions.len());
         for ((_, path), c) in r.cells.iter_mut_for_copy() {
             if let Some(p) = path {

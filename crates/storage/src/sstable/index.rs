@@ -17,8 +17,8 @@
 
 use super::format::DataFormat;
 use super::{IndexEntry, RowBlock};
+use crate::codec::compact::Dec;
 use crate::codec::{crc32c_update, Reader};
-use crate::codec_compact::Dec;
 use crate::error::StorageError;
 use bytes::Bytes;
 use std::fs::File;
@@ -613,5 +613,4 @@ fn u32_of(v: u64) -> Result<u32, StorageError> {
 }
 
 #[cfg(test)]
-#[path = "sstable_index_tests.rs"]
 mod tests;

@@ -5,8 +5,8 @@
 
 use super::{component_path, STORED_LEN_MASK};
 use crate::codec::crc32c;
-use crate::compression::{ChunkCodec, CHUNK_RAW};
 use crate::error::StorageError;
+use crate::sstable::compression::{ChunkCodec, CHUNK_RAW};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -248,7 +248,7 @@ mod tests {
             writeback_from: 0,
             incompressible_run: 0,
         };
-        let random = crate::compression::tests::noise(4096);
+        let random = crate::sstable::compression::tests::noise(4096);
         for _ in 0..INCOMPRESSIBLE_RUN + 3 {
             f.write_chunk(&random).unwrap();
         }

@@ -78,7 +78,7 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
         ck(&st.max_clustering)
     )
     .map_err(io)?;
-    let hist = |h: &crate::stats::StreamingHistogram| {
+    let hist = |h: &crate::sstable::statistics::StreamingHistogram| {
         h.bins()
             .map(|(p, c)| format!("{p}:{c}"))
             .collect::<Vec<_>>()

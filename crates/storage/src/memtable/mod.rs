@@ -1,10 +1,12 @@
 //! Memtable: partitions in (token, key) order, sharded by contiguous token ranges so writers to
 //! different ranges do not contend, and so iterating shards in order yields global token order.
 
-use crate::memtable_memory::Arena;
+pub(crate) mod memory;
+
 use crate::partition::Partition;
 use crate::types::PartitionBound;
 use bytes::Bytes;
+use memory::Arena;
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::ops::Bound;

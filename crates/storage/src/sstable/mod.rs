@@ -21,32 +21,33 @@
 //! * `TOC.txt` — the component names, written last: a generation without it is incomplete and
 //!   deleted at load.
 
-use crate::bloom::BloomFilter;
-use crate::cache::ByteCache;
+use crate::byte_cache::ByteCache;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::{crc32c, crc32c_update, Reader, Writer};
-use crate::compression::{self, ChunkCodec, STORED_LEN_MASK};
 use crate::error::StorageError;
 use crate::partition::Partition;
-pub use crate::stats::SSTableStats;
+use crate::sstable::bloom::BloomFilter;
 use crate::types::CompressionOptions;
 use bytes::Bytes;
+use compression::{ChunkCodec, STORED_LEN_MASK};
+pub use statistics::SSTableStats;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-#[path = "sstable_format.rs"]
+pub(crate) mod bloom;
+pub(crate) mod compression;
 pub(crate) mod format;
-#[path = "sstable_index.rs"]
 pub(crate) mod index;
-#[path = "sstable_raw.rs"]
 pub(crate) mod raw;
-#[path = "sstable_sink.rs"]
 mod sink;
 use sink::ChunkSink;
-#[path = "sstable_wide.rs"]
+pub(crate) mod statistics;
+#[cfg(test)]
+mod tests;
+pub(crate) mod tools;
 pub(crate) mod wide;
 
 use format::{DataFormat, CURRENT_DATA_FORMAT};

@@ -11,7 +11,7 @@ use crate::engine::{restrict, restrict_owned, Engine, Table};
 use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::{self, Limits, Partition, TableLayout};
-use crate::read_shortcut::Shortcut;
+use crate::read::shortcut::Shortcut;
 use crate::sstable::{IndexEntry, SSTableReader};
 use crate::types::{PartitionData, ReadQuery};
 use bytes::Bytes;

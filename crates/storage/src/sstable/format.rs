@@ -13,8 +13,8 @@
 use super::IndexEntry;
 use super::RowBlock;
 use crate::clustering::{CKey, ClusteringComparator};
+use crate::codec::compact::{Dec, Enc};
 use crate::codec::{self, Reader, Writer};
-use crate::codec_compact::{Dec, Enc};
 use crate::error::StorageError;
 use crate::partition::{Partition, Row};
 use std::collections::VecDeque;

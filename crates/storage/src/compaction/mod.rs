@@ -1,9 +1,13 @@
 //! Background work: memtable flush, and compaction (SizeTiered, Leveled, TimeWindow, major,
 //! garbagecollect) with tombstone purge after gc_grace_seconds where it cannot resurrect data.
 
+mod control;
+mod merge;
+mod wide_merge;
+
 use crate::clustering::CKey;
-use crate::compaction_control::{lower_thread_priority, Throttle};
-use crate::compaction_merge::{
+use crate::compaction::control::{lower_thread_priority, Throttle};
+use crate::compaction::merge::{
     merge_range, parallel_major_bytes, raw_copyable, token_splits, MergeCtx, RangeOutput,
     TokenRange,
 };

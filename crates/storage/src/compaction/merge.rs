@@ -1,12 +1,12 @@
 //! One compaction merge: the inputs' partitions of one token range, in order, merged (or copied
 //! in encoded form when only one input has them) into new SSTables.
 
-use crate::cache::ByteCache;
+use crate::byte_cache::ByteCache;
 use crate::clustering::ClusteringComparator;
+use crate::compaction::control::background_rate_mib_s;
 use crate::compaction::{
     purge, write_outputs, CompactionKind, Merged, PurgeAt, STREAM_PARTITION_BYTES,
 };
-use crate::compaction_control::background_rate_mib_s;
 use crate::engine::{Engine, Table};
 use crate::error::StorageError;
 use crate::memtable::Memtable;
@@ -307,7 +307,9 @@ pub(crate) fn merge_range(
             // Too large to merge in memory: stream its rows (wide_merge.rs).
             let batch: Vec<(usize, usize)> = entries.iter().map(|(si, ii, _)| (*si, *ii)).collect();
             let f = move |w: &mut SSTableWriter| {
-                let n = crate::wide_merge::write_streamed(w, inputs, &batch, memo_ref, purge_at)?;
+                let n = crate::compaction::wide_merge::write_streamed(
+                    w, inputs, &batch, memo_ref, purge_at,
+                )?;
                 purged_ref.set(purged_ref.get() + n);
                 Ok(())
             };
@@ -371,14 +373,10 @@ pub(crate) fn merge_range(
 }
 
 #[cfg(test)]
-#[path = "../tests/common/mod.rs"]
-mod common;
-
-#[cfg(test)]
 mod tests {
-    use super::common::*;
     use super::*;
     use crate::sstable::SSTableStats;
+    use crate::test_support::*;
 
     #[test]
     fn an_unbounded_range_is_all_tokens() {

@@ -690,5 +690,4 @@ fn add_sorted_rows(p: &mut Partition, rows: Vec<(CKey, Row)>) {
 }
 
 #[cfg(test)]
-#[path = "codec_compact_tests.rs"]
-mod tests;
+pub(crate) mod tests;
