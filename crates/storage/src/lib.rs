@@ -63,6 +63,7 @@ mod path_name;
 mod read;
 mod reconcile;
 mod sstable;
+mod table;
 #[cfg(test)]
 mod test_support;
 mod types;

@@ -1,19 +1,20 @@
 //! One compaction merge: the inputs' partitions of one token range, in order, merged (or copied
 //! in encoded form when only one input has them) into new SSTables.
 
+use super::control::background_rate_mib_s;
+use super::output::{write_outputs, Merged};
+use super::purge::{purge, PurgeAt};
+use super::worker::Background;
+use super::{CompactionKind, STREAM_PARTITION_BYTES};
 use crate::byte_cache::ByteCache;
 use crate::clustering::ClusteringComparator;
-use crate::compaction::control::background_rate_mib_s;
-use crate::compaction::{
-    purge, write_outputs, CompactionKind, Merged, PurgeAt, STREAM_PARTITION_BYTES,
-};
-use crate::engine::{Engine, Table};
 use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::Partition;
 use crate::sstable::format::DataFormat;
 use crate::sstable::raw::{concat, rebase_within, ClusteringSpan, EncodedPartition, Horizon};
 use crate::sstable::{ChunkKey, IndexEntry, SSTableReader, SSTableWriter};
+use crate::table::Table;
 use crate::types::*;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,7 +102,7 @@ pub(crate) fn token_splits(
 
 /// What every range of one compaction shares.
 pub(crate) struct MergeCtx<'a> {
-    pub engine: &'a Engine,
+    pub bg: &'a Background,
     pub t: &'a Arc<Table>,
     pub def: &'a TableDef,
     pub inputs: &'a [Arc<SSTableReader>],
@@ -237,7 +238,7 @@ pub(crate) fn merge_range(
         cursors.push(cursor);
         ends.push(end);
     }
-    let task = ctx.engine.start_task(ctx.def, label, total);
+    let task = ctx.bg.progress.start(ctx.def, label, total);
     let cmp = ctx.t.layout.read().cmp.clone();
     let purged = std::cell::Cell::new(0u64);
     let copied = std::cell::Cell::new(0u64);
@@ -338,7 +339,7 @@ pub(crate) fn merge_range(
         purged.set(purged.get() + purge(&mut p, gc_before, max_purgeable, now));
         Some(Ok(Merged::Whole(p)))
     });
-    let cap = ctx.engine.config.compaction_throughput_mib_per_s;
+    let cap = ctx.bg.config.compaction_throughput_mib_per_s;
     let min_threshold = match ctx.def.options.compaction {
         CompactionOptions::SizeTiered { min_threshold, .. } => min_threshold as usize,
         _ => 4,
@@ -353,7 +354,7 @@ pub(crate) fn merge_range(
         _ => cap,
     };
     let result = write_outputs(
-        ctx.engine,
+        &ctx.bg.progress,
         ctx.t,
         ctx.def,
         merged,
@@ -364,7 +365,7 @@ pub(crate) fn merge_range(
         &rate,
         ctx.raw_base,
     );
-    ctx.engine.end_task(task);
+    ctx.bg.progress.end(task);
     Ok(RangeOutput {
         sstables: result?,
         purged: purged.get(),
@@ -377,6 +378,7 @@ mod tests {
     use super::*;
     use crate::sstable::SSTableStats;
     use crate::test_support::*;
+    use crate::Engine;
 
     #[test]
     fn an_unbounded_range_is_all_tokens() {

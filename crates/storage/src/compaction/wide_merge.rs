@@ -4,9 +4,9 @@
 //! that survive shadowing and purge, once to write them. Twice the reads of that partition buy
 //! memory bounded by blocks and the chunk memo instead of the partition's size.
 
+use super::purge::{purge_header, purge_row, PurgeAt};
 use crate::byte_cache::ByteCache;
 use crate::clustering::CKey;
-use crate::compaction::{purge_header, purge_row, PurgeAt};
 use crate::error::StorageError;
 use crate::partition::{Partition, Row};
 use crate::sstable::wide::RowCursor;

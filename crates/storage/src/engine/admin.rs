@@ -9,32 +9,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Engine {
-    pub(crate) fn start_task(&self, def: &TableDef, kind: &str, total_bytes: u64) -> u64 {
-        let id = self.next_task_id.fetch_add(1, Ordering::Relaxed);
-        self.progress.lock().insert(
-            id,
-            CompactionProgress {
-                id,
-                keyspace: def.keyspace.clone(),
-                table: def.name.clone(),
-                kind: kind.to_string(),
-                completed_bytes: 0,
-                total_bytes,
-            },
-        );
-        id
-    }
-
-    pub(crate) fn update_task(&self, id: u64, completed_bytes: u64) {
-        if let Some(p) = self.progress.lock().get_mut(&id) {
-            p.completed_bytes = completed_bytes;
-        }
-    }
-
-    pub(crate) fn end_task(&self, id: u64) {
-        self.progress.lock().remove(&id);
-    }
-
     fn tables_for(&self, table: Option<TableId>) -> Result<Vec<Arc<Table>>, StorageError> {
         match table {
             Some(id) => Ok(vec![self.table(id)?]),
@@ -45,7 +19,7 @@ impl Engine {
     /// Flushes memtables to SSTables; blocks until written.
     pub fn flush(&self, table: Option<TableId>) -> Result<(), StorageError> {
         for t in self.tables_for(table)? {
-            compaction::flush_table(self, &t)?;
+            compaction::flush_table(&self.background, &t)?;
         }
         Ok(())
     }
@@ -64,7 +38,14 @@ impl Engine {
             } => (1, u64::from(sstable_size_in_mb).max(1) << 20),
             _ => (0, u64::MAX),
         };
-        compaction::compact_sstables(self, &t, inputs, CompactionKind::Major, level, max_out)
+        compaction::compact_sstables(
+            &self.background,
+            &t,
+            inputs,
+            CompactionKind::Major,
+            level,
+            max_out,
+        )
     }
 
     /// Runs the table's compaction strategy once, now (including single-SSTable tombstone
@@ -74,7 +55,7 @@ impl Engine {
         table: TableId,
     ) -> Result<Option<CompactionStats>, StorageError> {
         let t = self.table(table)?;
-        compaction::background_compaction(self, &t)
+        compaction::background_compaction(&self.background, &t)
     }
 
     /// nodetool garbagecollect: rewrites each SSTable alone, dropping shadowed data and purgeable
@@ -90,7 +71,7 @@ impl Engine {
             }
             let level = s.stats.level;
             let st = compaction::compact_sstables(
-                self,
+                &self.background,
                 &t,
                 inputs,
                 CompactionKind::GarbageCollect,
@@ -111,7 +92,7 @@ impl Engine {
     pub fn snapshot(&self, table: Option<TableId>, tag: &str) -> Result<(), StorageError> {
         let tag = PathName::new("snapshot tag", tag)?;
         for t in self.tables_for(table)? {
-            compaction::flush_table(self, &t)?;
+            compaction::flush_table(&self.background, &t)?;
             let dest = t.dir.join("snapshots").join(&tag);
             std::fs::create_dir_all(&dest).map_err(|e| StorageError::io(&dest, e))?;
             let sstables: Vec<_> = t.sstables.read().clone();
@@ -175,10 +156,10 @@ impl Engine {
             local_read_count: t.counters.reads.load(Ordering::Relaxed),
             local_write_count: t.counters.writes.load(Ordering::Relaxed),
             bloom_filter_false_positives: t.counters.bloom_false_positives.load(Ordering::Relaxed),
-            chunk_cache_hit_rate: self.chunk_cache.hit_rate(),
+            chunk_cache_hit_rate: self.reads.caches.chunk.hit_rate(),
             key_cache_hits: t.counters.key_cache_hits.load(Ordering::Relaxed),
             key_cache_requests: t.counters.key_cache_requests.load(Ordering::Relaxed),
-            key_cache_hit_rate: self.key_cache.hit_rate(),
+            key_cache_hit_rate: self.reads.caches.key.hit_rate(),
             row_cache_hits: t.counters.row_cache_hits.load(Ordering::Relaxed),
             row_cache_requests: t.counters.row_cache_requests.load(Ordering::Relaxed),
             sstables_per_read_max: t.counters.max_sstables_per_read.load(Ordering::Relaxed),
@@ -219,9 +200,7 @@ impl Engine {
 
     /// Running flushes and compactions.
     pub fn compaction_stats(&self) -> Vec<CompactionProgress> {
-        let mut v: Vec<_> = self.progress.lock().values().cloned().collect();
-        v.sort_by_key(|p| p.id);
-        v
+        self.background.progress.snapshot()
     }
 
     /// Clean shutdown: flushes every memtable, lets a running flush or compaction finish,
@@ -232,7 +211,7 @@ impl Engine {
         let mut first_err = None;
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         for t in &tables {
-            if let Err(e) = compaction::flush_table(self, t) {
+            if let Err(e) = compaction::flush_table(&self.background, t) {
                 first_err.get_or_insert(e);
             }
         }
@@ -255,18 +234,7 @@ impl Engine {
 
     /// Stops the flush and compaction threads (letting running work finish) and the commitlog.
     fn stop_background(&self) -> Result<(), StorageError> {
-        self.jobs.lock().take();
-        self.compaction_jobs.lock().take();
-        // Wake writers waiting on backpressure: there is no flush thread to wait for now.
-        self.note_flush_done();
-        // Let a running flush or compaction finish so no half-replaced SSTable set is left.
-        let workers: Vec<_> = std::mem::take(&mut *self.workers.lock());
-        let me = std::thread::current().id();
-        for w in workers {
-            if w.thread().id() != me {
-                let _ = w.join();
-            }
-        }
+        self.background.stop();
         self.log.shutdown()
     }
 }

@@ -10,7 +10,7 @@
 //! flush that runs longer than the deadline holds them until it ends.
 
 use crate::engine::Engine;
-use std::sync::atomic::Ordering;
+pub use crate::memtable::budget::WriteStallStats;
 use std::time::{Duration, Instant};
 
 /// Unflushed memtable bytes, as a multiple of `memtable_space_bytes`, at which writes wait.
@@ -19,17 +19,6 @@ pub const MEMTABLE_BACKPRESSURE_FACTOR: u64 = 2;
 pub const MAX_WRITE_STALL_MS: u64 = 10_000;
 /// Blocking waiters re-check at least this often (a flush may complete on another table).
 const STALL_POLL_MS: u64 = 50;
-
-/// Wait statistics since start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WriteStallStats {
-    /// Writes that had to wait.
-    pub stalled_writes: u64,
-    /// Total time writes spent waiting.
-    pub stall_ms: u64,
-    /// Writes that gave up waiting after `MAX_WRITE_STALL_MS`.
-    pub stall_timeouts: u64,
-}
 
 impl Engine {
     fn memtable_limit_bytes(&self) -> u64 {
@@ -44,24 +33,7 @@ impl Engine {
     }
 
     fn flush_thread_alive(&self) -> bool {
-        self.jobs.lock().is_some()
-    }
-
-    /// Called after every flush attempt: wakes writers waiting for memtable space.
-    pub(crate) fn note_flush_done(&self) {
-        self.flushes_done.send_modify(|n| *n += 1);
-        let _g = self.flush_wait.0.lock();
-        self.flush_wait.1.notify_all();
-    }
-
-    fn note_stall(&self, started: Instant, timed_out: bool) {
-        let s = &self.stalls;
-        s.stalled_writes.fetch_add(1, Ordering::Relaxed);
-        s.stall_ms
-            .fetch_add(started.elapsed().as_millis() as u64, Ordering::Relaxed);
-        if timed_out {
-            s.stall_timeouts.fetch_add(1, Ordering::Relaxed);
-        }
+        self.background.flush_thread_alive()
     }
 
     /// Async writers: waits (bounded) while unflushed memtables are over the limit.
@@ -71,7 +43,7 @@ impl Engine {
         }
         let started = Instant::now();
         let deadline = Duration::from_millis(MAX_WRITE_STALL_MS);
-        let mut rx = self.flushes_done.subscribe();
+        let mut rx = self.budget.flushes_done.subscribe();
         let mut timed_out = false;
         while self.over_memtable_limit() && self.flush_thread_alive() {
             if started.elapsed() >= deadline {
@@ -85,7 +57,7 @@ impl Engine {
                 break;
             }
         }
-        self.note_stall(started, timed_out);
+        self.budget.note_stall(started, timed_out);
     }
 
     /// Blocking writers (tools, tests): as `wait_for_memtable_space`.
@@ -96,7 +68,7 @@ impl Engine {
         let started = Instant::now();
         let deadline = started + Duration::from_millis(MAX_WRITE_STALL_MS);
         let mut timed_out = false;
-        let mut g = self.flush_wait.0.lock();
+        let mut g = self.budget.flush_wait.0.lock();
         while self.over_memtable_limit() && self.flush_thread_alive() {
             let now = Instant::now();
             if now >= deadline {
@@ -105,10 +77,10 @@ impl Engine {
             }
             self.maybe_trigger_flush();
             let wait = (deadline - now).min(Duration::from_millis(STALL_POLL_MS));
-            self.flush_wait.1.wait_for(&mut g, wait);
+            self.budget.flush_wait.1.wait_for(&mut g, wait);
         }
         drop(g);
-        self.note_stall(started, timed_out);
+        self.budget.note_stall(started, timed_out);
     }
 
     /// Bytes in memtables not yet written to SSTables (active and flushing), all tables.
@@ -118,10 +90,6 @@ impl Engine {
 
     /// Writes that waited for flushes, and for how long.
     pub fn write_stall_stats(&self) -> WriteStallStats {
-        WriteStallStats {
-            stalled_writes: self.stalls.stalled_writes.load(Ordering::Relaxed),
-            stall_ms: self.stalls.stall_ms.load(Ordering::Relaxed),
-            stall_timeouts: self.stalls.stall_timeouts.load(Ordering::Relaxed),
-        }
+        self.budget.stall_stats()
     }
 }

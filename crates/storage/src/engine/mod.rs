@@ -4,131 +4,49 @@
 mod admin;
 mod backpressure;
 
-use crate::byte_cache::ByteCache;
 use crate::clustering::CKey;
 use crate::codec::{decode_partition, encode_partition, Reader, Writer};
 use crate::commitlog::{self, Commitlog};
-use crate::memtable::{self, Memtable, PKey};
-use crate::partition::{self, Limits, Partition, TableLayout};
+use crate::compaction::{Background, WorkerConfig};
+use crate::memtable::budget::MemtableBudget;
+use crate::memtable::Memtable;
+use crate::partition::{self, Partition, TableLayout};
 use crate::path_name::PathName;
-use crate::read::caches::{KeyCacheKey, RowCacheKey};
+use crate::read::caches::Caches;
+use crate::read::ReadPath;
 use crate::reconcile::{Cell, CellKind};
-use crate::sstable::{self, ChunkKey, SSTableReader};
+use crate::sstable::{self, SSTableReader};
+use crate::table::{Table, TableCounters, Tables};
 use crate::types::*;
 pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
-use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 
 /// Stripes of the per-partition lock that serialises counter read-modify-write.
 const COUNTER_LOCK_STRIPES: usize = 1024;
-/// Stripes of the row cache's write epochs.
-pub(crate) const ROW_CACHE_EPOCH_STRIPES: usize = 1024;
-/// Partitions fetched per source per round of a range scan.
-const RANGE_BATCH: usize = 256;
 
-/// Per-table counters for TableStats.
-#[derive(Default)]
-pub(crate) struct TableCounters {
-    pub reads: AtomicU64,
-    pub writes: AtomicU64,
-    pub memtable_switches: AtomicU64,
-    pub bloom_false_positives: AtomicU64,
-    pub max_sstables_per_read: AtomicU64,
-    pub key_cache_hits: AtomicU64,
-    pub key_cache_requests: AtomicU64,
-    pub row_cache_hits: AtomicU64,
-    pub row_cache_requests: AtomicU64,
-    /// SSTables a single-partition read did not visit thanks to the max-timestamp
-    /// short-circuit (read_shortcut.rs), counting only those whose bloom filter said maybe.
-    pub sstables_skipped_by_timestamp: AtomicU64,
-    /// Rows (live or deleted) merged from memtables and SSTables by reads, before deletions,
-    /// TTLs and limits apply: what reads cost in rows, whatever they return.
-    pub rows_merged: AtomicU64,
-    /// Tombstones reads scanned (read_tombstones.rs), the most one read scanned, and reads
-    /// abandoned past the tombstone failure threshold.
-    pub tombstones_scanned: AtomicU64,
-    pub tombstones_scanned_max: AtomicU64,
-    pub tombstone_failures: AtomicU64,
-}
-
-/// One table's state.
-pub(crate) struct Table {
-    pub def: RwLock<TableDef>,
-    pub layout: RwLock<Arc<TableLayout>>,
-    pub dir: PathBuf,
-    /// The active memtable; writers hold the read lock across commitlog append + insert, so a
-    /// switch (write lock) sees a log position that covers exactly the old memtable's entries.
-    pub memtable: RwLock<Arc<Memtable>>,
-    pub flushing: RwLock<Vec<Arc<Memtable>>>,
-    pub sstables: RwLock<Vec<Arc<SSTableReader>>>,
-    pub next_gen: AtomicU64,
-    pub flush_lock: Mutex<()>,
-    /// Generations taken by a running compaction.
-    pub compacting: Mutex<HashSet<u64>>,
-    /// Outputs of single-SSTable tombstone compactions that purged nothing: not retried, or
-    /// every flush would rewrite them again.
-    pub futile_tombstone_gens: Mutex<HashSet<u64>>,
-    pub counters: TableCounters,
-    pub dropped: AtomicBool,
-}
-
-impl Table {
-    pub fn id(&self) -> TableId {
-        self.def.read().id
-    }
-}
-
-/// Background work requests.
-pub(crate) enum Job {
-    Flush(TableId),
-    Compact(TableId),
-}
-
-/// The storage engine of one node.
+/// The storage engine of one node: the public API over its parts, each of which the others
+/// reach without the engine.
 pub struct Engine {
-    pub(crate) config: StorageConfig,
-    pub(crate) log: Arc<Commitlog>,
-    pub(crate) tables: RwLock<HashMap<TableId, Arc<Table>>>,
+    config: StorageConfig,
+    /// Shared with the flush thread, which discards segments once their data is flushed.
+    log: Arc<Commitlog>,
+    /// Shared with the background threads, which look tables up by the id of their job.
+    tables: Arc<Tables>,
+    /// The caches and the read path over memtables and SSTables.
+    reads: ReadPath,
+    /// Memtable memory: flush requests, memtables being freed, writers waiting for flushes.
+    budget: Arc<MemtableBudget>,
+    /// The flush thread and compaction pool, with their job queues and running tasks.
+    background: Arc<Background>,
     counter_locks: Vec<Mutex<()>>,
-    pub(crate) lock_hasher: RandomState,
+    lock_hasher: RandomState,
     replay_segments: Mutex<Vec<u64>>,
-    pub(crate) chunk_cache: ByteCache<ChunkKey, Vec<u8>>,
-    pub(crate) key_cache: ByteCache<KeyCacheKey, sstable::IndexEntry>,
-    pub(crate) row_cache: ByteCache<RowCacheKey, Partition>,
-    /// Bumped (per stripe of partitions) by every write, so a read that merged sources before
-    /// the write cannot leave a stale partition in the row cache (see `caches.rs`).
-    pub(crate) row_cache_epochs: Vec<AtomicU64>,
-    /// Flush requests (one flush thread).
-    pub(crate) jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    /// Compaction requests (a pool of `concurrent_compactors` threads).
-    pub(crate) compaction_jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    pub(crate) flush_pending: AtomicBool,
-    /// Bytes of flushed memtables being freed (still held; counted by `memtable_bytes`).
-    pub(crate) freeing_memtable_bytes: AtomicU64,
-    pub(crate) progress: Mutex<HashMap<u64, CompactionProgress>>,
-    pub(crate) next_task_id: AtomicU64,
-    pub(crate) workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
-    /// Completed flush attempts, for writers waiting on backpressure (backpressure.rs).
-    pub(crate) flushes_done: tokio::sync::watch::Sender<u64>,
-    pub(crate) flush_wait: (Mutex<()>, parking_lot::Condvar),
-    pub(crate) stalls: StallCounters,
-    /// Whether single-partition reads use the max-timestamp short-circuit (on; tests compare).
-    pub(crate) read_shortcut: AtomicBool,
-}
-
-/// Write backpressure counters.
-#[derive(Default)]
-pub(crate) struct StallCounters {
-    pub stalled_writes: AtomicU64,
-    pub stall_ms: AtomicU64,
-    pub stall_timeouts: AtomicU64,
 }
 
 fn now_s() -> i64 {
@@ -155,41 +73,30 @@ impl Engine {
             config.commitlog_sync,
             config.commitlog_segment_size_bytes,
         )?;
+        let tables = Arc::new(Tables::default());
+        let budget = Arc::new(MemtableBudget::default());
+        let background = Background::start(
+            WorkerConfig::of(&config),
+            tables.clone(),
+            log.clone(),
+            budget.clone(),
+        )?;
         let engine = Arc::new(Engine {
-            chunk_cache: ByteCache::new(config.chunk_cache_bytes.max(1 << 20)),
-            key_cache: ByteCache::new(config.key_cache_bytes),
-            row_cache: ByteCache::new(config.row_cache_bytes),
-            row_cache_epochs: (0..ROW_CACHE_EPOCH_STRIPES)
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+            reads: ReadPath::new(Caches::new(&config)),
             config,
             log,
-            tables: RwLock::new(HashMap::new()),
+            tables,
+            budget,
+            background,
             counter_locks: (0..COUNTER_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             lock_hasher: RandomState::new(),
             replay_segments: Mutex::new(existing),
-            jobs: Mutex::new(None),
-            compaction_jobs: Mutex::new(None),
-            flush_pending: AtomicBool::new(false),
-            freeing_memtable_bytes: AtomicU64::new(0),
-            progress: Mutex::new(HashMap::new()),
-            next_task_id: AtomicU64::new(1),
-            workers: Mutex::new(Vec::new()),
-            flushes_done: tokio::sync::watch::Sender::new(0),
-            flush_wait: (Mutex::new(()), parking_lot::Condvar::new()),
-            stalls: StallCounters::default(),
-            read_shortcut: AtomicBool::new(true),
         });
-        crate::compaction::start_workers(&engine)?;
         Ok(engine)
     }
 
     pub(crate) fn table(&self, id: TableId) -> Result<Arc<Table>, StorageError> {
-        self.tables
-            .read()
-            .get(&id)
-            .cloned()
-            .ok_or(StorageError::UnknownTable(id))
+        self.tables.get(id)
     }
 
     /// `<data>/<keyspace>/<table>-<id hex>`; the names are validated here too (CQL already
@@ -252,8 +159,8 @@ impl Engine {
         let _f = t.flush_lock.lock();
         self.log.forget_table(id);
         let uids: HashSet<u64> = t.sstables.read().iter().map(|s| s.uid).collect();
-        self.forget_sstables(&uids);
-        self.row_cache.retain(|k| k.0 != id);
+        self.reads.caches.forget_sstables(&uids);
+        self.reads.caches.row.retain(|k| k.0 != id);
         match std::fs::remove_dir_all(&t.dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -278,8 +185,8 @@ impl Engine {
             }
         }
         let uids: HashSet<u64> = old.iter().map(|s| s.uid).collect();
-        self.forget_sstables(&uids);
-        self.row_cache.retain(|k| k.0 != id);
+        self.reads.caches.forget_sstables(&uids);
+        self.reads.caches.row.retain(|k| k.0 != id);
         Ok(())
     }
 
@@ -427,7 +334,7 @@ impl Engine {
             t.counters.writes.fetch_add(1, Ordering::Relaxed);
         }
         drop(guards);
-        self.invalidate_row_cache(&written);
+        self.reads.caches.invalidate_row_cache(&written);
         self.maybe_trigger_flush();
         Ok(seq)
     }
@@ -460,7 +367,7 @@ impl Engine {
             });
         }
         let mut p = Partition::from_mutation(&plain, layout)?;
-        let current = self.merged_partition(t, m.token, &m.key, None)?;
+        let current = self.reads.merged_partition(t, m.token, &m.key, None)?;
         for (ck, col, path, ts, delta) in adds {
             let cell_key: CounterCellKey = (m.table, m.key.clone(), ck.clone(), col, path.clone());
             let base = resolved.get(&cell_key).copied();
@@ -505,22 +412,15 @@ impl Engine {
         Ok(p)
     }
 
-    /// Merges one partition from every source; `ranges` restricts which rows are cloned.
-    pub(crate) fn merged_partition(
-        &self,
-        t: &Table,
-        token: i64,
-        key: &Bytes,
-        ranges: Option<&[(CKey, CKey)]>,
-    ) -> Result<Option<Partition>, StorageError> {
-        self.merged_partition_upto(t, token, key, ranges, false, usize::MAX, None)
-            .map(|(p, _)| p)
-    }
-
     /// Turns the max-timestamp short-circuit of single-partition reads on or off (on by
     /// default; off is for tests that compare both and for diagnosis).
     pub fn set_read_shortcut(&self, on: bool) {
-        self.read_shortcut.store(on, Ordering::Relaxed);
+        self.reads.shortcut.store(on, Ordering::Relaxed);
+    }
+
+    /// Hits, requests and sizes of the key, chunk and row caches (engine-wide).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.reads.caches.stats()
     }
 
     /// Reads live data, however many tombstones that takes.
@@ -528,146 +428,17 @@ impl Engine {
         self.read_bounded(table, q, u64::MAX)
     }
 
-    pub(crate) fn read_limited(
+    /// Reads live data, counting the tombstones scanned into the result's stats; fails with
+    /// `TombstoneOverwhelming` as soon as more than `tombstone_failure_threshold` were scanned
+    /// (Cassandra's `tombstone_failure_threshold`), without reading the rest.
+    pub fn read_bounded(
         &self,
-        t: &Table,
+        table: TableId,
         q: &ReadQuery,
-        limits: &mut Limits,
+        tombstone_failure_threshold: u64,
     ) -> Result<ReadResult, StorageError> {
-        let layout = t.layout.read().clone();
-        let partition_limit = q.partition_limit.unwrap_or(usize::MAX);
-        let mut out = ReadResult::default();
-        if limits.rows_left == 0 || limits.per_partition == 0 || partition_limit == 0 {
-            return Ok(out);
-        }
-        let ranges = slice_ranges(q, &layout);
-        match &q.partitions {
-            PartitionRange::Single { key, token } => {
-                let ranges = match &q.resume_after {
-                    Some(r) => resume_ranges(ranges, r, q.reversed, &layout),
-                    None => ranges,
-                };
-                if ranges.is_empty() {
-                    return Ok(out);
-                }
-                let merged = if t.def.read().options.rows_per_partition_to_cache > 0
-                    && self.config.row_cache_bytes > 0
-                {
-                    self.merged_partition_cached(t, *token, key)?
-                        .map(|p| restrict(&p, Some(&ranges)))
-                } else {
-                    let d = self.read_single(t, *token, key, &ranges, q, &layout, limits, None)?;
-                    out.partitions.extend(d);
-                    return Ok(out);
-                };
-                if let Some(p) = merged {
-                    if let Some(d) = partition::live_partition(&p, q, &layout, limits)? {
-                        out.partitions.push(d);
-                    }
-                }
-            }
-            PartitionRange::Range { start, end } => {
-                let Some(start) = memtable::start_bound(start) else {
-                    return Ok(out);
-                };
-                let end = memtable::end_bound(end);
-                self.read_range(
-                    t,
-                    start,
-                    end,
-                    q,
-                    &layout,
-                    &ranges,
-                    limits,
-                    partition_limit,
-                    &mut out,
-                )?;
-            }
-        }
-        Ok(out)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn read_range(
-        &self,
-        t: &Table,
-        mut cursor: Bound<PKey>,
-        end: Bound<PKey>,
-        q: &ReadQuery,
-        layout: &TableLayout,
-        ranges: &[(CKey, CKey)],
-        limits: &mut Limits,
-        partition_limit: usize,
-        out: &mut ReadResult,
-    ) -> Result<(), StorageError> {
-        loop {
-            if !memtable::range_is_valid(&cursor, &end) {
-                return Ok(());
-            }
-            let mut keys: Vec<PKey> = Vec::new();
-            let mut safe_max: Option<PKey> = None;
-            let mut note = |ks: Vec<PKey>, keys: &mut Vec<PKey>| {
-                if ks.len() >= RANGE_BATCH {
-                    if let Some(last) = ks.last() {
-                        if !matches!(&safe_max, Some(s) if last >= s) {
-                            safe_max = Some(last.clone());
-                        }
-                    }
-                }
-                keys.extend(ks);
-            };
-            let current = t.memtable.read().clone();
-            let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
-            for mt in std::iter::once(&current).chain(flushing.iter()) {
-                note(mt.keys_in_range(&cursor, &end, RANGE_BATCH), &mut keys);
-            }
-            let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
-            let mut entries = Vec::with_capacity(sstables.len());
-            for s in &sstables {
-                let es = s.entries_in_range(&cursor, &end, RANGE_BATCH)?;
-                note(
-                    es.iter().map(|e| (e.token, e.key.clone())).collect(),
-                    &mut keys,
-                );
-                entries.push(es.into_iter().peekable());
-            }
-            keys.sort();
-            keys.dedup();
-            if let Some(s) = &safe_max {
-                keys.retain(|k| k <= s);
-            }
-            let Some(last) = keys.last().cloned() else {
-                return Ok(());
-            };
-            for (token, key) in keys {
-                // The SSTables holding this key, with their index entries (keys come in order,
-                // so each SSTable's entries are walked once).
-                let mut located = Vec::new();
-                for (s, es) in sstables.iter().zip(entries.iter_mut()) {
-                    while es.peek().is_some_and(|e| (e.token, &e.key) < (token, &key)) {
-                        es.next();
-                    }
-                    if let Some(e) = es.next_if(|e| e.token == token && e.key == key) {
-                        located.push((s.clone(), Some(e)));
-                    }
-                }
-                // Read as a single partition is, so a row limit bounds what is read of a huge
-                // partition, not only what is returned (a page stops inside it and the next
-                // page resumes there).
-                let d =
-                    self.read_single(t, token, &key, ranges, q, layout, limits, Some(&located))?;
-                if let Some(d) = d {
-                    out.partitions.push(d);
-                    if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
-                        return Ok(());
-                    }
-                }
-            }
-            if safe_max.is_none() {
-                return Ok(());
-            }
-            cursor = Bound::Excluded(last);
-        }
+        let t = self.table(table)?;
+        self.reads.read_counted(&t, q, tombstone_failure_threshold)
     }
 
     /// Bytes held by all memtables (active, flushing and being freed), allocator overhead
@@ -685,14 +456,14 @@ impl Engine {
                         .sum::<u64>()
             })
             .sum::<u64>()
-            + self.freeing_memtable_bytes.load(Ordering::Relaxed)
+            + self.budget.freeing_bytes.load(Ordering::Relaxed)
     }
 
     pub(crate) fn maybe_trigger_flush(&self) {
         if self.memtable_bytes() < self.config.memtable_space_bytes.max(1 << 20) {
             return;
         }
-        if self.flush_pending.swap(true, Ordering::AcqRel) {
+        if self.budget.flush_pending.swap(true, Ordering::AcqRel) {
             return;
         }
         let largest = self
@@ -701,13 +472,9 @@ impl Engine {
             .values()
             .max_by_key(|t| t.memtable.read().heap_bytes())
             .map(|t| t.id());
-        match (largest, self.jobs.lock().as_ref()) {
-            (Some(id), Some(tx)) => {
-                if tx.send(Job::Flush(id)).is_err() {
-                    self.flush_pending.store(false, Ordering::Release);
-                }
-            }
-            _ => self.flush_pending.store(false, Ordering::Release),
+        let sent = largest.is_some_and(|id| self.background.request_flush(id));
+        if !sent {
+            self.budget.flush_pending.store(false, Ordering::Release);
         }
     }
 }
@@ -723,73 +490,4 @@ fn has_counter_ops(m: &Mutation) -> bool {
             .iter()
             .any(|c| matches!(c.op, CellOp::CounterAdd(_)))
     })
-}
-
-/// `ranges` cut to what follows `resume` in the read's order (a paged read resumed inside a
-/// partition): what the last page returned is not read again.
-fn resume_ranges(
-    ranges: Vec<(CKey, CKey)>,
-    resume: &[Bytes],
-    reversed: bool,
-    layout: &TableLayout,
-) -> Vec<(CKey, CKey)> {
-    let at = |weight| CKey {
-        values: resume.to_vec(),
-        weight,
-        cmp: layout.cmp.clone(),
-    };
-    let (after, before) = (at(1), at(-1));
-    ranges
-        .into_iter()
-        .filter_map(|(s, e)| {
-            let (s, e) = if reversed {
-                (s, e.min(before.clone()))
-            } else {
-                (s.max(after.clone()), e)
-            };
-            (s <= e).then_some((s, e))
-        })
-        .collect()
-}
-
-/// The query's slices as comparator positions (all rows when none).
-fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
-    if q.slices.is_empty() {
-        let u = ClusteringBound::unbounded();
-        return vec![(CKey::start(&u, &layout.cmp), CKey::end(&u, &layout.cmp))];
-    }
-    q.slices
-        .iter()
-        .map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp)))
-        .filter(|(s, e)| s <= e)
-        .collect()
-}
-
-/// `restrict` for a partition the caller owns (one just read from an SSTable): rows outside
-/// the ranges are dropped in place instead of the rest being copied.
-pub(crate) fn restrict_owned(mut p: Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
-    if let Some(ranges) = ranges {
-        p.rows
-            .retain(|k, _| ranges.iter().any(|(s, e)| s <= k && k <= e));
-    }
-    p
-}
-
-/// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
-pub(crate) fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
-    let Some(ranges) = ranges else {
-        return p.clone();
-    };
-    let mut out = Partition::new(p.key.clone(), p.token);
-    out.deletion = p.deletion;
-    out.range_tombstones = p.range_tombstones.clone();
-    out.static_row = p.static_row.clone();
-    for (s, e) in ranges {
-        if s <= e {
-            for (k, r) in p.rows.range(s.clone()..=e.clone()) {
-                out.rows.insert(k.clone(), r.clone());
-            }
-        }
-    }
-    out
 }

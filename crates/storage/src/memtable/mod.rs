@@ -1,6 +1,7 @@
 //! Memtable: partitions in (token, key) order, sharded by contiguous token ranges so writers to
 //! different ranges do not contend, and so iterating shards in order yields global token order.
 
+pub(crate) mod budget;
 pub(crate) mod memory;
 
 use crate::partition::Partition;

@@ -6,13 +6,14 @@
 //! fewer live rows than the limit remain (deleted or expired rows), the read is repeated with a
 //! larger allowance, up to the whole slice.
 
+use super::{restrict, restrict_owned, ReadPath};
 use crate::clustering::CKey;
-use crate::engine::{restrict, restrict_owned, Engine, Table};
 use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::{self, Limits, Partition, TableLayout};
 use crate::read::shortcut::Shortcut;
 use crate::sstable::{IndexEntry, SSTableReader};
+use crate::table::Table;
 use crate::types::{PartitionData, ReadQuery};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -26,7 +27,19 @@ pub(crate) type Located = (Arc<SSTableReader>, Option<Arc<IndexEntry>>);
 const FIRST_EXTRA_ROWS: usize = 16;
 const RETRY_GROWTH: usize = 8;
 
-impl Engine {
+impl ReadPath {
+    /// Merges one partition from every source; `ranges` restricts which rows are cloned.
+    pub(crate) fn merged_partition(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+        ranges: Option<&[(CKey, CKey)]>,
+    ) -> Result<Option<Partition>, StorageError> {
+        self.merged_partition_upto(t, token, key, ranges, false, usize::MAX, None)
+            .map(|(p, _)| p)
+    }
+
     /// The live view of one partition for `q`, within `limits`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn read_single(
@@ -147,11 +160,7 @@ impl Engine {
         };
         let (mut sstables, mut entries): (Vec<Arc<SSTableReader>>, Vec<_>) =
             sources.into_iter().unzip();
-        let shortcut = Shortcut::new(
-            &t.def.read(),
-            ranges,
-            self.read_shortcut.load(Ordering::Relaxed),
-        );
+        let shortcut = Shortcut::new(&t.def.read(), ranges, self.shortcut.load(Ordering::Relaxed));
         if located.is_some() {
             // Newest first, as `order` sorts (entries stay beside their SSTable).
             let mut both: Vec<_> = sstables.into_iter().zip(entries).collect();
@@ -180,13 +189,13 @@ impl Engine {
             let e = match entries.get_mut(n).and_then(Option::take) {
                 Some(e) => e,
                 None if located.is_some() => continue,
-                None => match self.find_in_sstable(t, s, token, key)? {
+                None => match self.caches.find_in_sstable(t, s, token, key)? {
                     Some(e) => e,
                     None => continue,
                 },
             };
             touched += 1;
-            let cache = Some(&self.chunk_cache);
+            let cache = Some(&self.caches.chunk);
             let p = match ranges {
                 Some(r) => {
                     let (p, edge) =

@@ -7,30 +7,30 @@
 //! (Cassandra's merge drops it before counting), but the deletions that shadow it are, even when
 //! nothing of the row reaches the result. A partition deletion is not counted, as in Cassandra.
 
-use crate::engine::Engine;
+use super::ReadPath;
 use crate::error::StorageError;
 use crate::partition::{Limits, TombstoneScan};
-use crate::types::{ReadQuery, ReadResult, TableId};
+use crate::table::Table;
+use crate::types::{ReadQuery, ReadResult};
 use std::sync::atomic::Ordering;
 
-impl Engine {
+impl ReadPath {
     /// Reads live data, counting the tombstones scanned into the result's stats; fails with
     /// `TombstoneOverwhelming` as soon as more than `tombstone_failure_threshold` were scanned
     /// (Cassandra's `tombstone_failure_threshold`), without reading the rest.
-    pub fn read_bounded(
+    pub(crate) fn read_counted(
         &self,
-        table: TableId,
+        t: &Table,
         q: &ReadQuery,
         tombstone_failure_threshold: u64,
     ) -> Result<ReadResult, StorageError> {
-        let t = self.table(table)?;
         t.counters.reads.fetch_add(1, Ordering::Relaxed);
         let mut limits = Limits {
             rows_left: q.row_limit.unwrap_or(usize::MAX),
             per_partition: q.per_partition_limit.unwrap_or(usize::MAX),
             scan: TombstoneScan::new(tombstone_failure_threshold),
         };
-        let result = self.read_limited(&t, q, &mut limits);
+        let result = self.read_limited(t, q, &mut limits);
         let c = &t.counters;
         let scanned = match &result {
             Err(StorageError::TombstoneOverwhelming {
