@@ -4,6 +4,7 @@
 use super::control::background_rate_mib_s;
 use super::output::{write_outputs, Merged};
 use super::purge::{purge, PurgeAt};
+use super::wide_merge::write_streamed;
 use super::worker::Background;
 use super::{CompactionKind, STREAM_PARTITION_BYTES};
 use crate::byte_cache::ByteCache;
@@ -13,7 +14,7 @@ use crate::memtable::Memtable;
 use crate::partition::Partition;
 use crate::sstable::format::DataFormat;
 use crate::sstable::raw::{concat, rebase_within, ClusteringSpan, EncodedPartition, Horizon};
-use crate::sstable::{ChunkKey, IndexEntry, SSTableReader, SSTableWriter};
+use crate::sstable::{ChunkKey, IndexEntry, IndexIter, SSTableReader, SSTableWriter};
 use crate::table::Table;
 use crate::types::*;
 use bytes::Bytes;
@@ -132,7 +133,7 @@ pub(crate) fn raw_copyable(s: &SSTableReader) -> bool {
 }
 
 /// The partition of `entries` (one per input holding it) re-encoded for `to_base` without
-/// decoding it, when that is possible (see sstable_raw.rs): one input, or several whose rows do
+/// decoding it, when that is possible (see sstable/raw.rs): one input, or several whose rows do
 /// not interleave; with the bounds of its rows' clusterings.
 fn raw_merge(
     inputs: &[Arc<SSTableReader>],
@@ -194,7 +195,6 @@ pub(crate) fn merge_range(
     ctx: &MergeCtx<'_>,
     range: &TokenRange,
 ) -> Result<RangeOutput, StorageError> {
-    let inputs = ctx.inputs;
     let label = match ctx.kind {
         CompactionKind::Background => "Compaction",
         CompactionKind::Major => "Major compaction",
@@ -203,156 +203,13 @@ pub(crate) fn merge_range(
     // Wide partitions streamed row block by row block read through a shared memo; everything
     // else through each input's last chunk.
     let memo: ByteCache<ChunkKey, Vec<u8>> = ByteCache::new(COMPACTION_CHUNK_MEMO_BYTES);
-    let mut last_chunks: Vec<LastChunk> = vec![None; inputs.len()];
-    // Shared, not cloned per partition copied.
-    let input_bounds: Vec<Option<Arc<ClusteringSpan>>> = inputs
-        .iter()
-        .map(|s| s.clustering_bounds().cloned().map(Arc::new))
-        .collect();
-    let mut expected = 0usize;
-    let mut total = 0u64;
-    // Each input's index walked in order, where its part of the range ends, and the position and
-    // entry at its head.
-    let mut cursors = Vec::with_capacity(inputs.len());
-    let mut ends = Vec::with_capacity(inputs.len());
-    let mut heads: Vec<Option<(usize, IndexEntry)>> = vec![None; inputs.len()];
-    for (si, s) in inputs.iter().enumerate() {
-        let count = s.partition_count();
-        let first = range.lo.map_or(Ok(0), |lo| s.first_at_or_after_token(lo))?;
-        let end = range
-            .hi
-            .map_or(Ok(count), |hi| s.first_at_or_after_token(hi))?;
-        expected += end.saturating_sub(first);
-        let mut cursor = s.entries_from(first);
-        if first < end {
-            if let Some(e) = cursor.next().transpose()? {
-                let last = if end == count {
-                    s.stats.uncompressed_bytes
-                } else {
-                    s.entry(end)?.position
-                };
-                total += last.saturating_sub(e.position);
-                heads[si] = Some((first, e));
-            }
-        }
-        cursors.push(cursor);
-        ends.push(end);
-    }
-    let task = ctx.bg.progress.start(ctx.def, label, total);
-    let cmp = ctx.t.layout.read().cmp.clone();
     let purged = std::cell::Cell::new(0u64);
     let copied = std::cell::Cell::new(0u64);
-    let (memo_ref, purged_ref) = (&memo, &purged);
-    let (gc_before, now) = (ctx.gc_before_s, ctx.now_s);
-    let horizon = Horizon {
-        gc_before_s: gc_before,
-        now_s: now,
-    };
-    // Reused across partitions: most partitions are in one input.
-    let mut batch_inputs = Vec::with_capacity(inputs.len());
-    let mut entries: Vec<Head> = Vec::with_capacity(inputs.len());
-    let merged = std::iter::from_fn(|| {
-        smallest(&heads, &mut batch_inputs);
-        if batch_inputs.is_empty() {
-            return None;
-        }
-        entries.clear();
-        let mut input_bytes = 0u64;
-        for &si in &batch_inputs {
-            let (Some(c), Some(head)) = (cursors.get_mut(si), heads.get_mut(si)) else {
-                continue;
-            };
-            let Some((ii, e)) = head.take() else { continue };
-            input_bytes += u64::from(e.length);
-            entries.push((si, ii, e));
-            if ends.get(si).is_some_and(|end| ii + 1 < *end) {
-                match c.next() {
-                    Some(Ok(e)) => *head = Some((ii + 1, e)),
-                    Some(Err(e)) => return Some(Err(e)),
-                    None => {}
-                }
-            }
-        }
-        if let (Some(to_base), true) = (ctx.raw_base, input_bytes <= STREAM_PARTITION_BYTES) {
-            match raw_merge(
-                inputs,
-                &entries,
-                to_base,
-                &mut last_chunks,
-                &input_bounds,
-                horizon,
-                &cmp,
-            ) {
-                Ok(Some((enc, bounds))) => {
-                    copied.set(copied.get() + 1);
-                    return Some(Ok(Merged::Encoded(enc, bounds)));
-                }
-                Ok(None) => {}
-                Err(e) => return Some(Err(e)),
-            }
-        }
-        let max_purgeable = match entries.first() {
-            Some((_, _, e)) => max_purgeable(ctx, e.token, &e.key),
-            None => {
-                return Some(Err(StorageError::Decode {
-                    what: "compaction merge",
-                }))
-            }
-        };
-        let purge_at = PurgeAt {
-            gc_before_s: gc_before,
-            max_purgeable_ts: max_purgeable,
-            now_s: now,
-        };
-        if input_bytes > STREAM_PARTITION_BYTES {
-            // Too large to merge in memory: stream its rows (wide_merge.rs).
-            let batch: Vec<(usize, usize)> = entries.iter().map(|(si, ii, _)| (*si, *ii)).collect();
-            let f = move |w: &mut SSTableWriter| {
-                let n = crate::compaction::wide_merge::write_streamed(
-                    w, inputs, &batch, memo_ref, purge_at,
-                )?;
-                purged_ref.set(purged_ref.get() + n);
-                Ok(())
-            };
-            return Some(Ok(Merged::Streamed(Box::new(f))));
-        }
-        let mut acc: Option<Partition> = None;
-        for (si, _, e) in &entries {
-            let Some(s) = inputs.get(*si) else { continue };
-            let Some(last) = last_chunks.get_mut(*si) else {
-                continue;
-            };
-            let p = match s
-                .read_span(e.position, e.length, last)
-                .and_then(|bytes| s.decode_partition_bytes(&bytes, e))
-            {
-                Ok(p) => p,
-                Err(e) => return Some(Err(e)),
-            };
-            match &mut acc {
-                Some(a) => a.merge(p),
-                None => acc = Some(p),
-            }
-        }
-        let mut p = acc?;
-        p.drop_shadowed();
-        purged.set(purged.get() + purge(&mut p, gc_before, max_purgeable, now));
-        Some(Ok(Merged::Whole(p)))
-    });
-    let cap = ctx.bg.config.compaction_throughput_mib_per_s;
-    let min_threshold = match ctx.def.options.compaction {
-        CompactionOptions::SizeTiered { min_threshold, .. } => min_threshold as usize,
-        _ => 4,
-    };
-    // Only background compactions follow the backlog; one an operator asked for keeps the cap.
-    let kind = ctx.kind;
-    let t = ctx.t;
-    let rate = || match kind {
-        CompactionKind::Background => {
-            background_rate_mib_s(cap, t.sstables.read().len(), min_threshold)
-        }
-        _ => cap,
-    };
+    let walk = Walk::open(ctx.inputs, range)?;
+    let (expected, total) = (walk.expected, walk.total);
+    let task = ctx.bg.progress.start(ctx.def, label, total);
+    let merged = RangeMerge::new(ctx, walk, &memo, &purged, &copied);
+    let rate = rate_mib_s(ctx);
     let result = write_outputs(
         &ctx.bg.progress,
         ctx.t,
@@ -371,6 +228,252 @@ pub(crate) fn merge_range(
         purged: purged.get(),
         copied: copied.get(),
     })
+}
+
+/// The write rate of a compaction: only background compactions follow the backlog; one an
+/// operator asked for keeps the cap.
+fn rate_mib_s<'c>(ctx: &'c MergeCtx<'_>) -> impl Fn() -> u64 + 'c {
+    let cap = ctx.bg.config.compaction_throughput_mib_per_s;
+    let min_threshold = match ctx.def.options.compaction {
+        CompactionOptions::SizeTiered { min_threshold, .. } => min_threshold as usize,
+        _ => 4,
+    };
+    let (kind, t) = (ctx.kind, ctx.t);
+    move || match kind {
+        CompactionKind::Background => {
+            background_rate_mib_s(cap, t.sstables.read().len(), min_threshold)
+        }
+        _ => cap,
+    }
+}
+
+/// Each input's index walked in order over one token range: where its part of the range ends,
+/// and the position and entry at its head.
+struct Walk<'a> {
+    cursors: Vec<IndexIter<'a>>,
+    ends: Vec<usize>,
+    heads: Vec<Option<(usize, IndexEntry)>>,
+    /// Partitions of the range, summed over the inputs.
+    expected: usize,
+    /// Bytes of the range, summed over the inputs.
+    total: u64,
+}
+
+impl<'a> Walk<'a> {
+    fn open(inputs: &'a [Arc<SSTableReader>], range: &TokenRange) -> Result<Self, StorageError> {
+        let mut walk = Walk {
+            cursors: Vec::with_capacity(inputs.len()),
+            ends: Vec::with_capacity(inputs.len()),
+            heads: vec![None; inputs.len()],
+            expected: 0,
+            total: 0,
+        };
+        for (si, s) in inputs.iter().enumerate() {
+            let count = s.partition_count();
+            let first = range.lo.map_or(Ok(0), |lo| s.first_at_or_after_token(lo))?;
+            let end = range
+                .hi
+                .map_or(Ok(count), |hi| s.first_at_or_after_token(hi))?;
+            walk.expected += end.saturating_sub(first);
+            let mut cursor = s.entries_from(first);
+            if first < end {
+                if let Some(e) = cursor.next().transpose()? {
+                    let last = if end == count {
+                        s.stats.uncompressed_bytes
+                    } else {
+                        s.entry(end)?.position
+                    };
+                    walk.total += last.saturating_sub(e.position);
+                    walk.heads[si] = Some((first, e));
+                }
+            }
+            walk.cursors.push(cursor);
+            walk.ends.push(end);
+        }
+        Ok(walk)
+    }
+
+    /// Moves the inputs' entries of the next partition (the smallest key at their heads) into
+    /// `entries` and advances those inputs; returns the partition's summed input bytes, None at
+    /// the end of the range.
+    fn next_partition(
+        &mut self,
+        batch: &mut Vec<usize>,
+        entries: &mut Vec<Head>,
+    ) -> Option<Result<u64, StorageError>> {
+        smallest(&self.heads, batch);
+        if batch.is_empty() {
+            return None;
+        }
+        entries.clear();
+        let mut input_bytes = 0u64;
+        for &si in batch.iter() {
+            let (Some(c), Some(head)) = (self.cursors.get_mut(si), self.heads.get_mut(si)) else {
+                continue;
+            };
+            let Some((ii, e)) = head.take() else { continue };
+            input_bytes += u64::from(e.length);
+            entries.push((si, ii, e));
+            if self.ends.get(si).is_some_and(|end| ii + 1 < *end) {
+                match c.next() {
+                    Some(Ok(e)) => *head = Some((ii + 1, e)),
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => {}
+                }
+            }
+        }
+        Some(Ok(input_bytes))
+    }
+}
+
+/// The merged partitions of one range, in order: copied encoded, streamed, or merged in memory.
+struct RangeMerge<'m, 'a> {
+    ctx: &'m MergeCtx<'a>,
+    walk: Walk<'a>,
+    memo: &'m ByteCache<ChunkKey, Vec<u8>>,
+    purged: &'m std::cell::Cell<u64>,
+    copied: &'m std::cell::Cell<u64>,
+    last_chunks: Vec<LastChunk>,
+    /// Shared, not cloned per partition copied.
+    input_bounds: Vec<Option<Arc<ClusteringSpan>>>,
+    cmp: Arc<ClusteringComparator>,
+    /// Reused across partitions: most partitions are in one input.
+    batch: Vec<usize>,
+    entries: Vec<Head>,
+}
+
+impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
+    fn new(
+        ctx: &'m MergeCtx<'a>,
+        walk: Walk<'a>,
+        memo: &'m ByteCache<ChunkKey, Vec<u8>>,
+        purged: &'m std::cell::Cell<u64>,
+        copied: &'m std::cell::Cell<u64>,
+    ) -> Self {
+        let n = ctx.inputs.len();
+        RangeMerge {
+            ctx,
+            walk,
+            memo,
+            purged,
+            copied,
+            last_chunks: vec![None; n],
+            input_bounds: ctx
+                .inputs
+                .iter()
+                .map(|s| s.clustering_bounds().cloned().map(Arc::new))
+                .collect(),
+            cmp: ctx.t.layout.read().cmp.clone(),
+            batch: Vec::with_capacity(n),
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    fn next_merged(&mut self) -> Option<Result<Merged<'m>, StorageError>> {
+        let input_bytes = match self
+            .walk
+            .next_partition(&mut self.batch, &mut self.entries)?
+        {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
+        if input_bytes <= STREAM_PARTITION_BYTES {
+            match self.raw_copy() {
+                Ok(Some(m)) => return Some(Ok(m)),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let Some((_, _, e)) = self.entries.first() else {
+            return Some(Err(StorageError::Decode {
+                what: "compaction merge",
+            }));
+        };
+        let purge_at = PurgeAt {
+            gc_before_s: self.ctx.gc_before_s,
+            max_purgeable_ts: max_purgeable(self.ctx, e.token, &e.key),
+            now_s: self.ctx.now_s,
+        };
+        if input_bytes > STREAM_PARTITION_BYTES {
+            return Some(Ok(self.streamed(purge_at)));
+        }
+        self.merge_whole(purge_at)
+    }
+
+    /// The partition copied in encoded form, when the outputs have a timestamp base and its
+    /// inputs allow it (see `raw_merge`).
+    fn raw_copy(&mut self) -> Result<Option<Merged<'m>>, StorageError> {
+        let Some(to_base) = self.ctx.raw_base else {
+            return Ok(None);
+        };
+        let horizon = Horizon {
+            gc_before_s: self.ctx.gc_before_s,
+            now_s: self.ctx.now_s,
+        };
+        let raw = raw_merge(
+            self.ctx.inputs,
+            &self.entries,
+            to_base,
+            &mut self.last_chunks,
+            &self.input_bounds,
+            horizon,
+            &self.cmp,
+        )?;
+        Ok(raw.map(|(enc, bounds)| {
+            self.copied.set(self.copied.get() + 1);
+            Merged::Encoded(enc, bounds)
+        }))
+    }
+
+    /// A partition too large to merge in memory: its rows streamed (wide_merge.rs).
+    fn streamed(&self, purge_at: PurgeAt) -> Merged<'m> {
+        let batch: Vec<(usize, usize)> =
+            self.entries.iter().map(|(si, ii, _)| (*si, *ii)).collect();
+        let (inputs, memo, purged) = (self.ctx.inputs, self.memo, self.purged);
+        let f = move |w: &mut SSTableWriter| {
+            let n = write_streamed(w, inputs, &batch, memo, purge_at)?;
+            purged.set(purged.get() + n);
+            Ok(())
+        };
+        Merged::Streamed(Box::new(f))
+    }
+
+    /// The inputs' versions of the partition decoded, merged and purged.
+    fn merge_whole(&mut self, at: PurgeAt) -> Option<Result<Merged<'m>, StorageError>> {
+        let mut acc: Option<Partition> = None;
+        for (si, _, e) in &self.entries {
+            let Some(s) = self.ctx.inputs.get(*si) else {
+                continue;
+            };
+            let Some(last) = self.last_chunks.get_mut(*si) else {
+                continue;
+            };
+            let p = match s
+                .read_span(e.position, e.length, last)
+                .and_then(|bytes| s.decode_partition_bytes(&bytes, e))
+            {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            match &mut acc {
+                Some(a) => a.merge(p),
+                None => acc = Some(p),
+            }
+        }
+        let mut p = acc?;
+        p.drop_shadowed();
+        let n = purge(&mut p, at.gc_before_s, at.max_purgeable_ts, at.now_s);
+        self.purged.set(self.purged.get() + n);
+        Some(Ok(Merged::Whole(p)))
+    }
+}
+
+impl<'m, 'a: 'm> Iterator for RangeMerge<'m, 'a> {
+    type Item = Result<Merged<'m>, StorageError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_merged()
+    }
 }
 
 #[cfg(test)]

@@ -112,34 +112,45 @@ pub(crate) fn compact_sstables(
             .max_by_key(|s| s.stats.uncompressed_bytes)
             .map(|s| s.format.base_us()),
     };
-    let results: Vec<Result<RangeOutput, StorageError>> = if ranges.len() == 1 {
-        ranges.iter().map(|r| merge_range(&ctx, r)).collect()
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = ranges
-                .iter()
-                .map(|r| {
-                    let ctx = &ctx;
-                    scope.spawn(move || merge_range(ctx, r))
+    let (outputs, mut stats) = collect_outputs(merge_ranges(&ctx, &ranges))?;
+    stats.input_sstables = inputs.len();
+    stats.bytes_read = total;
+    install_outputs(t, &input_gens, inputs, outputs);
+    Ok(stats)
+}
+
+/// Runs one merge per token range: on threads of their own when there are several.
+fn merge_ranges(
+    ctx: &MergeCtx<'_>,
+    ranges: &[TokenRange],
+) -> Vec<Result<RangeOutput, StorageError>> {
+    if ranges.len() == 1 {
+        return ranges.iter().map(|r| merge_range(ctx, r)).collect();
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = ranges
+            .iter()
+            .map(|r| scope.spawn(move || merge_range(ctx, r)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(StorageError::InvalidRequest(
+                        "compaction thread panicked".into(),
+                    ))
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(StorageError::InvalidRequest(
-                            "compaction thread panicked".into(),
-                        ))
-                    })
-                })
-                .collect()
-        })
-    };
-    let mut stats = CompactionStats {
-        input_sstables: inputs.len(),
-        bytes_read: total,
-        ..CompactionStats::default()
-    };
+            })
+            .collect()
+    })
+}
+
+/// The ranges' outputs with their output statistics, or the error of a failed range after the
+/// other ranges' outputs are deleted (the inputs stay).
+fn collect_outputs(
+    results: Vec<Result<RangeOutput, StorageError>>,
+) -> Result<(Vec<Arc<SSTableReader>>, CompactionStats), StorageError> {
+    let mut stats = CompactionStats::default();
     let mut outputs = Vec::new();
     let mut failure = None;
     for r in results {
@@ -153,7 +164,6 @@ pub(crate) fn compact_sstables(
         }
     }
     if let Some(e) = failure {
-        // The inputs stay; what the other ranges wrote goes.
         for s in &outputs {
             for p in s.component_paths() {
                 let _ = std::fs::remove_file(p);
@@ -165,6 +175,17 @@ pub(crate) fn compact_sstables(
     stats.output_generations = outputs.iter().map(|s| s.gen).collect();
     stats.bytes_written = outputs.iter().map(|s| s.stats.data_file_bytes).sum();
     stats.partitions_written = outputs.iter().map(|s| s.stats.partitions).sum();
+    Ok((outputs, stats))
+}
+
+/// Replaces the inputs by the outputs in the table's SSTable set (one swap under its lock), then
+/// deletes the inputs' files.
+fn install_outputs(
+    t: &Table,
+    input_gens: &HashSet<u64>,
+    inputs: Vec<Arc<SSTableReader>>,
+    outputs: Vec<Arc<SSTableReader>>,
+) {
     {
         let mut set = t.sstables.write();
         set.retain(|s| !input_gens.contains(&s.gen));
@@ -180,7 +201,6 @@ pub(crate) fn compact_sstables(
         }
     }
     drop_in_background("sstable-close", inputs);
-    Ok(stats)
 }
 
 /// A compaction's hold on its inputs (see [`reserve`]), given back when it ends.

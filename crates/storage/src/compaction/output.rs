@@ -3,7 +3,7 @@
 
 use super::control::Throttle;
 use super::progress::Progress;
-use crate::clustering::CKey;
+use crate::clustering::{CKey, ClusteringComparator};
 use crate::partition::Partition;
 use crate::sstable::raw::{rebase_within, ClusteringSpan, EncodedPartition, Horizon};
 use crate::sstable::{SSTableReader, SSTableWriter};
@@ -18,7 +18,7 @@ pub(crate) enum Merged<'a> {
     /// A memtable's partition, written as it is.
     Memtable(&'a Partition),
     Streamed(Box<StreamedWrite<'a>>),
-    /// Copied in encoded form (sstable_raw.rs), with bounds of its rows' clusterings (None when
+    /// Copied in encoded form (sstable/raw.rs), with bounds of its rows' clusterings (None when
     /// it has no rows).
     Encoded(EncodedPartition, Option<Arc<ClusteringSpan>>),
 }
@@ -43,21 +43,57 @@ pub(crate) fn write_outputs<'a>(
     rate_mib_s: &dyn Fn() -> u64,
     timestamp_base: Option<i64>,
 ) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
-    let cmp = t.layout.read().cmp.clone();
-    let mut outputs = Vec::new();
-    let mut writer: Option<SSTableWriter> = None;
+    let mut out = Outputs {
+        t,
+        def,
+        expected_keys,
+        level,
+        max_output_bytes,
+        timestamp_base,
+        cmp: t.layout.read().cmp.clone(),
+        finished: Vec::new(),
+        writer: None,
+    };
     let mut throttle = Throttle::new(rate_mib_s);
     let (mut written, mut reported) = (0u64, 0u64);
     for p in parts {
-        let mut p = match p {
-            Ok(p) => p,
+        let n = match p.and_then(|p| out.append(p)) {
+            Ok(Some(n)) => n,
+            Ok(None) => continue,
             Err(e) => {
-                if let Some(w) = writer.take() {
-                    w.abort();
-                }
+                out.abort();
                 return Err(e);
             }
         };
+        written += n;
+        // Progress is for compactionstats: a lock per partition cost more than the copy itself.
+        if written - reported >= PROGRESS_STEP_BYTES {
+            progress.update(task, written);
+            reported = written;
+        }
+        out.split_if_full()?;
+        throttle.wrote(written);
+    }
+    out.finish()
+}
+
+/// The SSTables one flush or compaction range writes: those finished and the one being written.
+struct Outputs<'o> {
+    t: &'o Table,
+    def: &'o TableDef,
+    expected_keys: usize,
+    level: u32,
+    max_output_bytes: u64,
+    timestamp_base: Option<i64>,
+    cmp: Arc<ClusteringComparator>,
+    finished: Vec<Arc<SSTableReader>>,
+    writer: Option<SSTableWriter>,
+}
+
+impl Outputs<'_> {
+    /// Appends a partition, opening an output if none is open; returns the uncompressed bytes
+    /// it took, None for a partition with nothing left to write.
+    fn append(&mut self, mut p: Merged<'_>) -> Result<Option<u64>, StorageError> {
         if let Merged::Whole(p) = &mut p {
             p.drop_shadowed();
         }
@@ -68,62 +104,69 @@ pub(crate) fn write_outputs<'a>(
                 && p.rows.is_empty()
         };
         match &p {
-            Merged::Whole(p) if nothing(p) => continue,
-            Merged::Memtable(p) if nothing(p) => continue,
+            Merged::Whole(p) if nothing(p) => return Ok(None),
+            Merged::Memtable(p) if nothing(p) => return Ok(None),
             _ => {}
         }
-        if writer.is_none() {
-            let gen = t.next_gen.fetch_add(1, Ordering::Relaxed);
-            let fp = def.options.bloom_filter_fp_chance;
-            let mut w = SSTableWriter::create(
-                &t.dir,
-                gen,
-                &def.options.compression,
-                expected_keys,
-                fp,
-                level,
-            )?;
-            if let Some(base) = timestamp_base {
-                w.set_timestamp_base(base);
-            }
-            writer = Some(w);
-        }
-        let Some(w) = writer.as_mut() else { continue };
+        let w = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(self.open()?),
+        };
         let before = w.uncompressed_bytes();
-        let appended = match p {
+        match p {
             Merged::Whole(p) => w.append(&p),
             Merged::Memtable(p) => w.append(p),
             Merged::Streamed(f) => f(w),
             Merged::Encoded(enc, bounds) => append_encoded(w, enc, bounds.as_deref()),
-        };
-        if let Err(e) = appended {
-            if let Some(w) = writer.take() {
-                w.abort();
-            }
-            return Err(e);
-        }
-        written += w.uncompressed_bytes() - before;
-        // Progress is for compactionstats: a lock per partition cost more than the copy itself.
-        if written - reported >= PROGRESS_STEP_BYTES {
-            progress.update(task, written);
-            reported = written;
-        }
-        if w.uncompressed_bytes() >= max_output_bytes {
-            if let Some(w) = writer.take() {
-                outputs.push(w.finish(&cmp)?);
-            }
-        }
-        throttle.wrote(written);
+        }?;
+        Ok(Some(w.uncompressed_bytes() - before))
     }
-    if let Some(w) = writer.take() {
-        // A streamed partition that merged to nothing may leave a writer with no partition.
-        if w.is_empty() {
+
+    fn open(&self) -> Result<SSTableWriter, StorageError> {
+        let gen = self.t.next_gen.fetch_add(1, Ordering::Relaxed);
+        let options = &self.def.options;
+        let mut w = SSTableWriter::create(
+            &self.t.dir,
+            gen,
+            &options.compression,
+            self.expected_keys,
+            options.bloom_filter_fp_chance,
+            self.level,
+        )?;
+        if let Some(base) = self.timestamp_base {
+            w.set_timestamp_base(base);
+        }
+        Ok(w)
+    }
+
+    /// Finishes the open output once it reaches `max_output_bytes`.
+    fn split_if_full(&mut self) -> Result<(), StorageError> {
+        if let Some(w) = self
+            .writer
+            .take_if(|w| w.uncompressed_bytes() >= self.max_output_bytes)
+        {
+            self.finished.push(w.finish(&self.cmp)?);
+        }
+        Ok(())
+    }
+
+    fn abort(&mut self) {
+        if let Some(w) = self.writer.take() {
             w.abort();
-        } else {
-            outputs.push(w.finish(&cmp)?);
         }
     }
-    Ok(outputs)
+
+    fn finish(mut self) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
+        if let Some(w) = self.writer.take() {
+            // A streamed partition that merged to nothing may leave a writer with no partition.
+            if w.is_empty() {
+                w.abort();
+            } else {
+                self.finished.push(w.finish(&self.cmp)?);
+            }
+        }
+        Ok(self.finished)
+    }
 }
 
 /// Appends a partition re-encoded for `timestamp_base`; one encoded for another base (an output

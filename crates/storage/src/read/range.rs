@@ -1,11 +1,12 @@
 //! A query's partitions: one partition (through the row cache when the table uses it), or a
 //! token range walked in batches over memtables and SSTables.
 
+use super::single::Located;
 use super::{restrict, ReadPath};
 use crate::clustering::CKey;
 use crate::memtable::{self, Memtable, PKey};
 use crate::partition::{self, Limits, TableLayout};
-use crate::sstable::SSTableReader;
+use crate::sstable::{IndexEntry, SSTableReader};
 use crate::table::Table;
 use crate::types::*;
 use bytes::Bytes;
@@ -92,53 +93,12 @@ impl ReadPath {
             if !memtable::range_is_valid(&cursor, &end) {
                 return Ok(());
             }
-            let mut keys: Vec<PKey> = Vec::new();
-            let mut safe_max: Option<PKey> = None;
-            let mut note = |ks: Vec<PKey>, keys: &mut Vec<PKey>| {
-                if ks.len() >= RANGE_BATCH {
-                    if let Some(last) = ks.last() {
-                        if !matches!(&safe_max, Some(s) if last >= s) {
-                            safe_max = Some(last.clone());
-                        }
-                    }
-                }
-                keys.extend(ks);
-            };
-            let current = t.memtable.read().clone();
-            let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
-            for mt in std::iter::once(&current).chain(flushing.iter()) {
-                note(mt.keys_in_range(&cursor, &end, RANGE_BATCH), &mut keys);
-            }
-            let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
-            let mut entries = Vec::with_capacity(sstables.len());
-            for s in &sstables {
-                let es = s.entries_in_range(&cursor, &end, RANGE_BATCH)?;
-                note(
-                    es.iter().map(|e| (e.token, e.key.clone())).collect(),
-                    &mut keys,
-                );
-                entries.push(es.into_iter().peekable());
-            }
-            keys.sort();
-            keys.dedup();
-            if let Some(s) = &safe_max {
-                keys.retain(|k| k <= s);
-            }
-            let Some(last) = keys.last().cloned() else {
+            let mut batch = Batch::next(t, &cursor, &end)?;
+            let Some(last) = batch.keys.last().cloned() else {
                 return Ok(());
             };
-            for (token, key) in keys {
-                // The SSTables holding this key, with their index entries (keys come in order,
-                // so each SSTable's entries are walked once).
-                let mut located = Vec::new();
-                for (s, es) in sstables.iter().zip(entries.iter_mut()) {
-                    while es.peek().is_some_and(|e| (e.token, &e.key) < (token, &key)) {
-                        es.next();
-                    }
-                    if let Some(e) = es.next_if(|e| e.token == token && e.key == key) {
-                        located.push((s.clone(), Some(e)));
-                    }
-                }
+            for (token, key) in std::mem::take(&mut batch.keys) {
+                let located = batch.locate(token, &key);
                 // Read as a single partition is, so a row limit bounds what is read of a huge
                 // partition, not only what is returned (a page stops inside it and the next
                 // page resumes there).
@@ -151,11 +111,81 @@ impl ReadPath {
                     }
                 }
             }
-            if safe_max.is_none() {
+            if !batch.more {
                 return Ok(());
             }
             cursor = Bound::Excluded(last);
         }
+    }
+}
+
+/// One round of a range scan: the next keys after the cursor from every source, in order, and
+/// each SSTable's index entries for them.
+struct Batch {
+    keys: Vec<PKey>,
+    /// Whether a source had a full batch of keys, so more may follow the last key.
+    more: bool,
+    sstables: Vec<Arc<SSTableReader>>,
+    entries: Vec<std::iter::Peekable<std::vec::IntoIter<Arc<IndexEntry>>>>,
+}
+
+impl Batch {
+    fn next(t: &Table, cursor: &Bound<PKey>, end: &Bound<PKey>) -> Result<Batch, StorageError> {
+        let mut keys: Vec<PKey> = Vec::new();
+        // The smallest last key of the sources that had a full batch: past it, a source may
+        // have keys this round did not fetch.
+        let mut safe_max: Option<PKey> = None;
+        let mut note = |ks: Vec<PKey>, keys: &mut Vec<PKey>| {
+            if ks.len() >= RANGE_BATCH {
+                if let Some(last) = ks.last() {
+                    if !matches!(&safe_max, Some(s) if last >= s) {
+                        safe_max = Some(last.clone());
+                    }
+                }
+            }
+            keys.extend(ks);
+        };
+        let current = t.memtable.read().clone();
+        let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
+        for mt in std::iter::once(&current).chain(flushing.iter()) {
+            note(mt.keys_in_range(cursor, end, RANGE_BATCH), &mut keys);
+        }
+        let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        let mut entries = Vec::with_capacity(sstables.len());
+        for s in &sstables {
+            let es = s.entries_in_range(cursor, end, RANGE_BATCH)?;
+            note(
+                es.iter().map(|e| (e.token, e.key.clone())).collect(),
+                &mut keys,
+            );
+            entries.push(es.into_iter().peekable());
+        }
+        keys.sort();
+        keys.dedup();
+        if let Some(s) = &safe_max {
+            keys.retain(|k| k <= s);
+        }
+        Ok(Batch {
+            keys,
+            more: safe_max.is_some(),
+            sstables,
+            entries,
+        })
+    }
+
+    /// The SSTables holding this key, with their index entries (keys come in order, so each
+    /// SSTable's entries are walked once).
+    fn locate(&mut self, token: i64, key: &Bytes) -> Vec<Located> {
+        let mut located = Vec::new();
+        for (s, es) in self.sstables.iter().zip(self.entries.iter_mut()) {
+            while es.peek().is_some_and(|e| (e.token, &e.key) < (token, key)) {
+                es.next();
+            }
+            if let Some(e) = es.next_if(|e| e.token == token && e.key == *key) {
+                located.push((s.clone(), Some(e)));
+            }
+        }
+        located
     }
 }
 

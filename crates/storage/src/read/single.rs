@@ -102,7 +102,7 @@ impl ReadPath {
 
     /// Memtables and SSTables merged for a read of one partition (of `ranges` of it), newest
     /// SSTables first, stopping at older ones the data so far shadows (the max-timestamp
-    /// short-circuit, read_shortcut.rs); an SSTable with a row index is read only until it has
+    /// short-circuit, read/shortcut.rs); an SSTable with a row index is read only until it has
     /// given `allowance` rows of the slice. Returns the merged partition and, if an SSTable
     /// stopped early, the clustering up to which the merge is complete. `located`: the SSTables
     /// holding the partition with its index entries, when the caller has them already (a range
@@ -118,67 +118,51 @@ impl ReadPath {
         allowance: usize,
         located: Option<&[Located]>,
     ) -> Result<(Option<Partition>, Option<CKey>), StorageError> {
-        let mut acc: Option<Partition> = None;
-        let add = |acc: &mut Option<Partition>, p: Partition| match acc {
-            Some(a) => a.merge(p),
-            None => *acc = Some(p),
+        let want = Want {
+            token,
+            key,
+            ranges,
+            reversed,
+            allowance,
         };
-        let mut frontier: Option<CKey> = None;
-        let tighten = |frontier: &mut Option<CKey>, edge: Option<CKey>| {
-            let Some(edge) = edge else { return };
-            let tighter = match &*frontier {
-                None => true,
-                Some(f) if reversed => edge > *f,
-                Some(f) => edge < *f,
-            };
-            if tighter {
-                *frontier = Some(edge);
-            }
+        let mut m = Merging {
+            acc: None,
+            frontier: None,
+            reversed,
         };
-        let current = t.memtable.read().clone();
-        let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
-        for mt in std::iter::once(&current).chain(flushing.iter()) {
-            let copied = mt.with_partition(token, key, |p| match ranges {
-                // Only the rows the read may use are copied: a page of a huge memtable
-                // partition costs its own size, not the size of what follows it.
-                Some(r) => restrict_upto(p, r, reversed, allowance),
-                None => (restrict(p, None), None),
-            });
-            if let Some((p, edge)) = copied {
-                tighten(&mut frontier, edge);
-                add(&mut acc, p);
-            }
-        }
-        let sources: Vec<Located> = match located {
-            Some(l) => l.to_vec(),
-            None => t
-                .sstables
-                .read()
-                .iter()
-                .map(|s| (s.clone(), None))
-                .collect(),
-        };
-        let (mut sstables, mut entries): (Vec<Arc<SSTableReader>>, Vec<_>) =
-            sources.into_iter().unzip();
-        let shortcut = Shortcut::new(&t.def.read(), ranges, self.shortcut.load(Ordering::Relaxed));
-        if located.is_some() {
-            // Newest first, as `order` sorts (entries stay beside their SSTable).
-            let mut both: Vec<_> = sstables.into_iter().zip(entries).collect();
-            both.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
-            (sstables, entries) = both.into_iter().unzip();
-        } else {
-            shortcut.order(&mut sstables);
-        }
+        merge_memtables(t, &want, &mut m);
+        let touched = self.merge_sstables(t, &want, located, &mut m)?;
+        t.counters
+            .max_sstables_per_read
+            .fetch_max(touched, Ordering::Relaxed);
+        let merged = m.acc.as_ref().map_or(0, |p| p.rows.len() as u64);
+        t.counters.rows_merged.fetch_add(merged, Ordering::Relaxed);
+        Ok((m.acc, m.frontier))
+    }
+
+    /// Merges the partition's SSTables into `m`, newest first, until the short-circuit says the
+    /// rest is shadowed; returns how many SSTables were read.
+    fn merge_sstables(
+        &self,
+        t: &Table,
+        want: &Want<'_>,
+        located: Option<&[Located]>,
+        m: &mut Merging,
+    ) -> Result<u64, StorageError> {
+        let (token, key) = (want.token, want.key);
+        let (sstables, mut entries, shortcut) = self.sstables_in_order(t, want.ranges, located);
         let mut touched = 0u64;
         for (n, s) in sstables.iter().enumerate() {
             // Rows past the frontier are cut from the result, so no source reads them: a
             // huge partition spread over SSTables costs one allowance, not one per SSTable.
-            let clipped = ranges.map(|r| clip(r, frontier.as_ref(), reversed));
+            let clipped = want
+                .ranges
+                .map(|r| clip(r, m.frontier.as_ref(), want.reversed));
             let ranges = clipped.as_deref();
             if matches!(ranges, Some(r) if r.is_empty() || !s.may_have_rows_in(r)) {
                 continue;
             }
-            if matches!(&acc, Some(a) if shortcut.covers(a, s.stats.max_timestamp_us)) {
+            if matches!(&m.acc, Some(a) if shortcut.covers(a, s.stats.max_timestamp_us)) {
                 let skipped = sstables.iter().skip(n);
                 let skipped = skipped.filter(|s| s.may_contain(token, key)).count();
                 t.counters
@@ -196,23 +180,101 @@ impl ReadPath {
             };
             touched += 1;
             let cache = Some(&self.caches.chunk);
-            let p = match ranges {
+            let (p, edge) = match ranges {
                 Some(r) => {
-                    let (p, edge) =
-                        s.read_partition_sliced_upto(&e, r, reversed, allowance, cache)?;
-                    tighten(&mut frontier, edge);
-                    p
+                    s.read_partition_sliced_upto(&e, r, want.reversed, want.allowance, cache)?
                 }
-                None => s.read_partition_at(&e, cache)?,
+                None => (s.read_partition_at(&e, cache)?, None),
             };
-            add(&mut acc, restrict_owned(p, ranges));
+            m.add(restrict_owned(p, ranges), edge);
         }
-        t.counters
-            .max_sstables_per_read
-            .fetch_max(touched, Ordering::Relaxed);
-        let merged = acc.as_ref().map_or(0, |p| p.rows.len() as u64);
-        t.counters.rows_merged.fetch_add(merged, Ordering::Relaxed);
-        Ok((acc, frontier))
+        Ok(touched)
+    }
+
+    /// The SSTables to read, newest first when the short-circuit may stop early, with their index
+    /// entries when `located` has them, and the short-circuit for the read.
+    fn sstables_in_order(
+        &self,
+        t: &Table,
+        ranges: Option<&[(CKey, CKey)]>,
+        located: Option<&[Located]>,
+    ) -> (SSTables, Vec<Option<Arc<IndexEntry>>>, Shortcut) {
+        let sources: Vec<Located> = match located {
+            Some(l) => l.to_vec(),
+            None => t
+                .sstables
+                .read()
+                .iter()
+                .map(|s| (s.clone(), None))
+                .collect(),
+        };
+        let (mut sstables, mut entries): (SSTables, Vec<_>) = sources.into_iter().unzip();
+        let shortcut = Shortcut::new(&t.def.read(), ranges, self.shortcut.load(Ordering::Relaxed));
+        if located.is_some() {
+            // Newest first, as `order` sorts (entries stay beside their SSTable).
+            let mut both: Vec<_> = sstables.into_iter().zip(entries).collect();
+            both.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
+            (sstables, entries) = both.into_iter().unzip();
+        } else {
+            shortcut.order(&mut sstables);
+        }
+        (sstables, entries, shortcut)
+    }
+}
+
+type SSTables = Vec<Arc<SSTableReader>>;
+
+/// What a read of one partition asks of each source.
+struct Want<'r> {
+    token: i64,
+    key: &'r Bytes,
+    ranges: Option<&'r [(CKey, CKey)]>,
+    reversed: bool,
+    allowance: usize,
+}
+
+/// The partition merged so far from a read's sources, and the clustering up to which it is
+/// complete when a source stopped early.
+struct Merging {
+    acc: Option<Partition>,
+    frontier: Option<CKey>,
+    reversed: bool,
+}
+
+impl Merging {
+    /// Merges `p`, whose source is complete up to `edge` (None: all of the slice).
+    fn add(&mut self, p: Partition, edge: Option<CKey>) {
+        if let Some(edge) = edge {
+            let tighter = match &self.frontier {
+                None => true,
+                Some(f) if self.reversed => edge > *f,
+                Some(f) => edge < *f,
+            };
+            if tighter {
+                self.frontier = Some(edge);
+            }
+        }
+        match &mut self.acc {
+            Some(a) => a.merge(p),
+            None => self.acc = Some(p),
+        }
+    }
+}
+
+/// Merges the partition's rows in the active and flushing memtables into `m`.
+fn merge_memtables(t: &Table, want: &Want<'_>, m: &mut Merging) {
+    let current = t.memtable.read().clone();
+    let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
+    for mt in std::iter::once(&current).chain(flushing.iter()) {
+        let copied = mt.with_partition(want.token, want.key, |p| match want.ranges {
+            // Only the rows the read may use are copied: a page of a huge memtable
+            // partition costs its own size, not the size of what follows it.
+            Some(r) => restrict_upto(p, r, want.reversed, want.allowance),
+            None => (restrict(p, None), None),
+        });
+        if let Some((p, edge)) = copied {
+            m.add(p, edge);
+        }
     }
 }
 
