@@ -1,4 +1,4 @@
-//! Tests of the compact data format (codec_compact.rs) and of reading SSTables written in the
+//! Tests of the compact data format (codec/compact.rs) and of reading SSTables written in the
 //! fixed-width format 1 by the old writer.
 
 use super::*;
