@@ -38,7 +38,7 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
     let task = bg.progress.start(&def, "Flush", old.size_bytes());
     let shards = old.read_shards();
     let result = write_outputs(
-        &bg.progress,
+        bg,
         t,
         &def,
         shards

@@ -211,7 +211,7 @@ pub(crate) fn merge_range(
     let merged = RangeMerge::new(ctx, walk, &memo, &purged, &copied);
     let rate = rate_mib_s(ctx);
     let result = write_outputs(
-        &ctx.bg.progress,
+        ctx.bg,
         ctx.t,
         ctx.def,
         merged,

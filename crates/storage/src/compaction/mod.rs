@@ -37,12 +37,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use strategy::SSTableInfo;
 
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 /// Summed input bytes of one partition above which compaction streams its rows instead of
 /// merging it in memory.
 pub(crate) const STREAM_PARTITION_BYTES: u64 = 8 << 20;
@@ -75,7 +69,7 @@ pub(crate) fn compact_sstables(
         gens: &input_gens,
     };
     let total: u64 = inputs.iter().map(|s| s.stats.uncompressed_bytes).sum();
-    let now = now_s();
+    let now = bg.clock.wall_secs();
     let others: Vec<Arc<SSTableReader>> = t
         .sstables
         .read()

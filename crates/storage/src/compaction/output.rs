@@ -2,13 +2,14 @@
 //! shared by flush and compaction.
 
 use super::control::Throttle;
-use super::progress::Progress;
+use super::worker::Background;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::partition::Partition;
 use crate::sstable::raw::{rebase_within, ClusteringSpan, EncodedPartition, Horizon};
 use crate::sstable::{SSTableReader, SSTableWriter};
 use crate::table::Table;
 use crate::types::*;
+use helenus_types::SharedClock;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -32,7 +33,7 @@ const PROGRESS_STEP_BYTES: u64 = 1 << 20;
 /// an output exceeds `max_output_bytes`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_outputs<'a>(
-    progress: &Progress,
+    bg: &Background,
     t: &Table,
     def: &TableDef,
     parts: impl Iterator<Item = Result<Merged<'a>, StorageError>>,
@@ -50,6 +51,7 @@ pub(crate) fn write_outputs<'a>(
         level,
         max_output_bytes,
         timestamp_base,
+        clock: &bg.clock,
         cmp: t.layout.read().cmp.clone(),
         finished: Vec::new(),
         writer: None,
@@ -68,7 +70,7 @@ pub(crate) fn write_outputs<'a>(
         written += n;
         // Progress is for compactionstats: a lock per partition cost more than the copy itself.
         if written - reported >= PROGRESS_STEP_BYTES {
-            progress.update(task, written);
+            bg.progress.update(task, written);
             reported = written;
         }
         out.split_if_full()?;
@@ -85,6 +87,7 @@ struct Outputs<'o> {
     level: u32,
     max_output_bytes: u64,
     timestamp_base: Option<i64>,
+    clock: &'o SharedClock,
     cmp: Arc<ClusteringComparator>,
     finished: Vec<Arc<SSTableReader>>,
     writer: Option<SSTableWriter>,
@@ -133,6 +136,7 @@ impl Outputs<'_> {
             options.bloom_filter_fp_chance,
             self.level,
         )?;
+        w.set_clock(self.clock.clone());
         if let Some(base) = self.timestamp_base {
             w.set_timestamp_base(base);
         }

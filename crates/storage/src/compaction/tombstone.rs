@@ -1,7 +1,7 @@
 //! Single-SSTable tombstone compaction, for when the strategy has nothing to do.
 
 use super::worker::Background;
-use super::{compact_sstables, now_s, reserve, CompactionKind};
+use super::{compact_sstables, reserve, CompactionKind};
 use crate::sstable::SSTableReader;
 use crate::table::Table;
 use crate::types::*;
@@ -18,7 +18,7 @@ pub(super) fn tombstone_compaction(
     def: &TableDef,
     free: &[Arc<SSTableReader>],
 ) -> Result<Option<CompactionStats>, StorageError> {
-    let gc_before = now_s() - i64::from(def.options.gc_grace_seconds);
+    let gc_before = bg.clock.wall_secs() - i64::from(def.options.gc_grace_seconds);
     let threshold = def.options.tombstone_threshold;
     let all: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
     let futile = t.futile_tombstone_gens.lock().clone();

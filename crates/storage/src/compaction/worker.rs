@@ -8,6 +8,7 @@ use crate::compaction::control::lower_thread_priority;
 use crate::memtable::budget::MemtableBudget;
 use crate::table::{Table, Tables};
 use crate::types::*;
+use helenus_types::SharedClock;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Weak};
@@ -39,6 +40,8 @@ impl WorkerConfig {
 /// What flushes and compactions need, owned by the engine.
 pub(crate) struct Background {
     pub config: WorkerConfig,
+    /// Now, for gc_grace_seconds and TTLs.
+    pub clock: SharedClock,
     pub tables: Arc<Tables>,
     pub log: Arc<Commitlog>,
     pub budget: Arc<MemtableBudget>,
@@ -54,6 +57,7 @@ impl Background {
     /// Starts the flush thread and the compaction pool.
     pub(crate) fn start(
         config: WorkerConfig,
+        clock: SharedClock,
         tables: Arc<Tables>,
         log: Arc<Commitlog>,
         budget: Arc<MemtableBudget>,
@@ -62,6 +66,7 @@ impl Background {
         let (ctx, crx) = mpsc::channel();
         let bg = Arc::new(Background {
             config,
+            clock,
             tables,
             log,
             budget,

@@ -20,6 +20,7 @@ use crate::table::{Table, TableCounters, Tables};
 use crate::types::*;
 pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 use bytes::Bytes;
+use helenus_types::{SharedClock, SystemClock};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
@@ -44,15 +45,12 @@ pub struct Engine {
     budget: Arc<MemtableBudget>,
     /// The flush thread and compaction pool, with their job queues and running tasks.
     background: Arc<Background>,
+    /// Local deletion times of writes; the system clock (`StorageConfig` has no room for another
+    /// without changing the public API).
+    clock: SharedClock,
     counter_locks: Vec<Mutex<()>>,
     lock_hasher: RandomState,
     replay_segments: Mutex<Vec<u64>>,
-}
-
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 fn hex(id: &[u8]) -> String {
@@ -75,8 +73,10 @@ impl Engine {
         )?;
         let tables = Arc::new(Tables::default());
         let budget = Arc::new(MemtableBudget::default());
+        let clock = SystemClock::shared();
         let background = Background::start(
             WorkerConfig::of(&config),
+            clock.clone(),
             tables.clone(),
             log.clone(),
             budget.clone(),
@@ -88,6 +88,7 @@ impl Engine {
             tables,
             budget,
             background,
+            clock,
             counter_locks: (0..COUNTER_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             lock_hasher: RandomState::new(),
             replay_segments: Mutex::new(existing),
@@ -280,7 +281,7 @@ impl Engine {
 
     /// Resolves counters, logs, and inserts into memtables; returns the commitlog sequence number.
     fn apply_local(&self, ms: &[Mutation]) -> Result<u64, StorageError> {
-        let now = now_s();
+        let now = self.clock.wall_secs();
         let stripes = self.counter_stripes(ms);
         let _counter_guards: Vec<_> = stripes
             .iter()

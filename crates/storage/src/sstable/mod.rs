@@ -1,23 +1,23 @@
 //! SSTables, format "hl-1". One generation is a set of files `hl-1-<gen>-<Component>`:
 //!
-//! * `Data.db` — the partitions (codec_compact.rs encoding; codec.rs in data format 1, see
-//!   sstable_format.rs) back to back as one logical stream, cut into
+//! * `Data.db` — the partitions (codec/compact.rs encoding; codec/format1.rs in data format 1, see
+//!   sstable/format.rs) back to back as one logical stream, cut into
 //!   chunks of `chunk_length_in_kb`. Each chunk on disk:
 //!   `[u8 chunk algorithm][u24 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored
 //!   bytes)][stored bytes]`; chunk algorithm 0 = the file's (files written before it existed),
 //!   1 raw, 2 lz4, 3 zstd, 4 deflate (compression.rs).
 //! * `CompressionInfo.db` — `"hl-1" | u8 algorithm (0 none, 1 lz4, 2 zstd, 3 deflate) | u32 chunk_len |
 //!   u64 uncompressed_len | u32 n_chunks | n_chunks * u64 file offset of the chunk | u32 crc32c`.
-//! * `Index.db` — in data format 1 (format 2: sstable_format.rs)
+//! * `Index.db` — in data format 1 (format 2: sstable/format.rs)
 //!   `"hl-1" | u32 n | n * entry | u32 crc32c`, in (token, key) order;
 //!   `entry = key: u32 len + bytes, token i64, position u64 in the logical stream, length u32,
 //!   header_len u32, u32 n_blocks, n_blocks * (first clustering: u16 count + count * (u32 len +
 //!   bytes), u32 offset in partition, u32 length, u32 rows)`. Partitions over 64 KiB get a row
 //!   index of ~64 KiB blocks, so a slice reads only the header and the blocks it overlaps. It
 //!   stays on disk; a reader holds only a partition summary of every 128th entry
-//!   (sstable_index.rs).
+//!   (sstable/index.rs).
 //! * `Filter.db` — bloom filter (bloom.rs).
-//! * `Statistics.db` — see stats.rs.
+//! * `Statistics.db` — see sstable/statistics.rs.
 //! * `TOC.txt` — the component names, written last: a generation without it is incomplete and
 //!   deleted at load.
 
@@ -30,6 +30,7 @@ use crate::sstable::bloom::BloomFilter;
 use crate::types::CompressionOptions;
 use bytes::Bytes;
 use compression::{ChunkCodec, STORED_LEN_MASK};
+use helenus_types::{SharedClock, SystemClock};
 pub use statistics::SSTableStats;
 use std::fs::{self, File};
 use std::io::Write;
@@ -184,6 +185,8 @@ pub struct SSTableWriter {
     format: DataFormat,
     /// Whether the timestamp base of `format` is fixed (it is, once the first partition is in).
     base_chosen: bool,
+    /// The base of a first partition with no timestamps.
+    clock: SharedClock,
 }
 
 impl SSTableWriter {
@@ -216,6 +219,7 @@ impl SSTableWriter {
             scratch: Vec::new(),
             format: DataFormat::from_stats(CURRENT_DATA_FORMAT, 0)?,
             base_chosen: false,
+            clock: SystemClock::shared(),
         })
     }
 
@@ -229,18 +233,19 @@ impl SSTableWriter {
     /// timestamp: data is written before its statistics, so the true minimum is not known yet,
     /// and deltas are signed, so any nearby base keeps them short. A partition with no
     /// timestamps (a streamed header) falls back to the clock, near which writes are.
+    /// The clock a first partition with no timestamps takes its base from (the system's
+    /// unless set).
+    pub(crate) fn set_clock(&mut self, clock: SharedClock) {
+        self.clock = clock;
+    }
+
     fn format_for(&mut self, p: &Partition) -> DataFormat {
         if !self.base_chosen {
             self.base_chosen = true;
             if let DataFormat::Compact { .. } = self.format {
-                let base_us = p.timestamp_range().map_or_else(
-                    || {
-                        std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| d.as_micros() as i64)
-                    },
-                    |(lo, _)| lo,
-                );
+                let base_us = p
+                    .timestamp_range()
+                    .map_or_else(|| self.clock.wall_micros(), |(lo, _)| lo);
                 self.format = DataFormat::Compact { base_us };
             }
         }

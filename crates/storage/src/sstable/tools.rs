@@ -3,6 +3,7 @@
 use crate::clustering::ClusteringComparator;
 use crate::error::StorageError;
 use crate::sstable::SSTableReader;
+use helenus_types::{Clock, SystemClock};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -91,9 +92,8 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
         hist(&st.drop_time_histogram)
     )
     .map_err(io)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+    // A tool's public signature has no room for a clock: the system one.
+    let now = SystemClock.wall_secs();
     writeln!(
         out,
         "estimated_droppable_tombstones gc_grace=0:{:.3} gc_grace=864000:{:.3} \
