@@ -34,9 +34,10 @@
 
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::error::StorageError;
+use crate::partition::cellmap::CellKey;
 use crate::partition::{Partition, Row};
 use crate::reconcile::{Cell, CellKind};
-use crate::types::{DeletionTime, Liveness};
+use crate::types::{ColumnId, DeletionTime, Liveness};
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -165,9 +166,22 @@ impl Enc<'_> {
     }
 
     fn row_body(&mut self, flags: u8, r: &Row) {
+        self.row_header(flags, r);
+        self.uv(r.cells.len() as u64);
+        if flags & R_SIMPLE != 0 {
+            self.simple_cells(flags, r);
+            return;
+        }
         let live_ts = r.liveness.map(|l| l.timestamp_us);
-        let first_col = r.cells.keys().next().map(|(c, _)| *c);
-        let simple = flags & R_SIMPLE != 0;
+        let mut prev: i64 = -1;
+        for ((col, path), c) in &r.cells {
+            self.cell(&mut prev, *col, path.as_ref(), c, live_ts);
+        }
+    }
+
+    /// Liveness, deletion and complex deletions, as `flags` announce them.
+    #[inline]
+    fn row_header(&mut self, flags: u8, r: &Row) {
         if let Some(l) = &r.liveness {
             self.ts(l.timestamp_us);
             if flags & R_LIVENESS_EXPIRING != 0 {
@@ -185,79 +199,89 @@ impl Enc<'_> {
                 self.dt(d);
             }
         }
-        self.uv(r.cells.len() as u64);
-        if simple {
-            let first = first_col.unwrap_or(0);
-            self.uv(u64::from(first));
-            if flags & R_SPARSE != 0 {
-                let bitmap = r
-                    .cells
-                    .keys()
-                    .fold(0u64, |m, (c, _)| m | (1u64 << ((c - first) % SPARSE_SPAN)));
-                self.uv(bitmap);
-            }
-            for c in r.cells.values() {
-                if let CellKind::Live { value, .. } = &c.kind {
-                    self.vbytes(value);
-                }
-            }
-            return;
+    }
+
+    /// The cells of a simple row: the first column, the bitmap of a sparse one, the values.
+    #[inline]
+    fn simple_cells(&mut self, flags: u8, r: &Row) {
+        let first = r.cells.keys().next().map_or(0, |(c, _)| *c);
+        self.uv(u64::from(first));
+        if flags & R_SPARSE != 0 {
+            let bitmap = r
+                .cells
+                .keys()
+                .fold(0u64, |m, (c, _)| m | (1u64 << ((c - first) % SPARSE_SPAN)));
+            self.uv(bitmap);
         }
-        let mut prev: i64 = -1;
-        for ((col, path), c) in &r.cells {
-            let mut f = 0;
-            let col64 = i64::from(*col);
-            if col64 == prev + 1 {
-                f |= C_NEXT_COLUMN;
-            } else if col64 == prev {
-                f |= C_SAME_COLUMN;
+        for c in r.cells.values() {
+            if let CellKind::Live { value, .. } = &c.kind {
+                self.vbytes(value);
             }
-            prev = col64;
-            if path.is_some() {
-                f |= C_PATH;
-            }
-            if Some(c.timestamp_us) == live_ts {
-                f |= C_ROW_TIMESTAMP;
-            }
-            f |= match &c.kind {
-                CellKind::Live {
-                    ttl_s,
-                    expires_at_s,
-                    ..
-                } if *ttl_s != 0 || *expires_at_s != 0 => C_EXPIRING,
-                CellKind::Live { .. } => 0,
-                CellKind::Tombstone { .. } => C_TOMBSTONE,
-                CellKind::Counter { .. } => C_COUNTER,
-            };
-            self.u8(f);
-            if f & (C_NEXT_COLUMN | C_SAME_COLUMN) == 0 {
-                self.uv(u64::from(*col));
-            }
-            if let Some(p) = path {
-                self.vbytes(p);
-            }
-            if f & C_ROW_TIMESTAMP == 0 {
-                self.ts(c.timestamp_us);
-            }
-            match &c.kind {
-                CellKind::Live {
-                    value,
-                    ttl_s,
-                    expires_at_s,
-                } => {
-                    self.vbytes(value);
-                    if f & C_EXPIRING != 0 {
-                        self.uv(u64::from(*ttl_s));
-                        self.sv(*expires_at_s);
-                    }
+        }
+    }
+
+    /// One cell of a row that is not simple; `prev` is the previous cell's column.
+    #[inline]
+    fn cell(
+        &mut self,
+        prev: &mut i64,
+        col: ColumnId,
+        path: Option<&Bytes>,
+        c: &Cell,
+        live_ts: Option<i64>,
+    ) {
+        let mut f = 0;
+        let col64 = i64::from(col);
+        if col64 == *prev + 1 {
+            f |= C_NEXT_COLUMN;
+        } else if col64 == *prev {
+            f |= C_SAME_COLUMN;
+        }
+        *prev = col64;
+        if path.is_some() {
+            f |= C_PATH;
+        }
+        if Some(c.timestamp_us) == live_ts {
+            f |= C_ROW_TIMESTAMP;
+        }
+        f |= match &c.kind {
+            CellKind::Live {
+                ttl_s,
+                expires_at_s,
+                ..
+            } if *ttl_s != 0 || *expires_at_s != 0 => C_EXPIRING,
+            CellKind::Live { .. } => 0,
+            CellKind::Tombstone { .. } => C_TOMBSTONE,
+            CellKind::Counter { .. } => C_COUNTER,
+        };
+        self.u8(f);
+        if f & (C_NEXT_COLUMN | C_SAME_COLUMN) == 0 {
+            self.uv(u64::from(col));
+        }
+        if let Some(p) = path {
+            self.vbytes(p);
+        }
+        if f & C_ROW_TIMESTAMP == 0 {
+            self.ts(c.timestamp_us);
+        }
+        match &c.kind {
+            CellKind::Live {
+                value,
+                ttl_s,
+                expires_at_s,
+            } => {
+                self.vbytes(value);
+                if f & C_EXPIRING != 0 {
+                    self.uv(u64::from(*ttl_s));
+                    self.sv(*expires_at_s);
                 }
-                CellKind::Tombstone {
-                    local_deletion_time_s,
-                } => self.sv(*local_deletion_time_s),
-                CellKind::Counter { clock, total } => {
-                    self.sv(*clock);
-                    self.sv(*total);
-                }
+            }
+            CellKind::Tombstone {
+                local_deletion_time_s,
+            } => self.sv(*local_deletion_time_s),
+            CellKind::Counter { clock, total } => {
+                self.sv(*clock);
+                self.sv(*total);
             }
         }
     }
@@ -409,6 +433,23 @@ impl Dec<'_, '_> {
     }
 
     fn row_body(&mut self, flags: u8) -> Result<Row, StorageError> {
+        let mut row = self.row_header(flags)?;
+        let live_ts = row.liveness.map(|l| l.timestamp_us);
+        if flags & R_SIMPLE != 0 {
+            self.simple_cells(flags, live_ts, &mut row)?;
+            return Ok(row);
+        }
+        let mut prev: i64 = -1;
+        for _ in 0..self.count(2)? {
+            let (k, c) = self.cell(&mut prev, live_ts)?;
+            row.cells.insert(k, c);
+        }
+        Ok(row)
+    }
+
+    /// A row with its liveness, deletion and complex deletions, as `flags` announce them.
+    #[inline]
+    fn row_header(&mut self, flags: u8) -> Result<Row, StorageError> {
         let mut row = Row::default();
         if flags & R_LIVENESS != 0 {
             let timestamp_us = self.ts()?;
@@ -433,83 +474,96 @@ impl Dec<'_, '_> {
                 row.complex_deletions.insert(c, d);
             }
         }
-        let live_ts = row.liveness.map(|l| l.timestamp_us);
-        if flags & R_SIMPLE != 0 {
-            let n = self.count(1)?;
-            let first = self.u32()?;
-            let timestamp_us = live_ts.ok_or(err("simple row without liveness"))?;
-            // Column offsets from the first: 0, 1, 2... or the bitmap's set bits.
-            let sparse = flags & R_SPARSE != 0;
-            let mut bitmap = if sparse { self.uv()? } else { 0 };
-            if sparse && bitmap.count_ones() as usize != n {
-                return Err(err("sparse row bitmap"));
-            }
-            for i in 0..n {
-                let offset = if sparse {
-                    let b = bitmap.trailing_zeros();
-                    bitmap &= bitmap - 1;
-                    b
-                } else {
-                    u32::try_from(i).map_err(|_| err("column id"))?
-                };
-                let col = first.checked_add(offset).ok_or(err("column id"))?;
-                let kind = CellKind::Live {
-                    value: self.vbytes()?,
-                    ttl_s: 0,
-                    expires_at_s: 0,
-                };
-                row.cells.insert((col, None), Cell { timestamp_us, kind });
-            }
-            return Ok(row);
-        }
-        let mut prev: i64 = -1;
-        for _ in 0..self.count(2)? {
-            let f = self.r.u8()?;
-            let col64 = if f & C_NEXT_COLUMN != 0 {
-                prev + 1
-            } else if f & C_SAME_COLUMN != 0 {
-                prev
-            } else {
-                i64::from(self.u32()?)
-            };
-            prev = col64;
-            let col = u32::try_from(col64).map_err(|_| err("column id"))?;
-            let path = if f & C_PATH != 0 {
-                Some(self.vbytes()?)
-            } else {
-                None
-            };
-            let timestamp_us = if f & C_ROW_TIMESTAMP != 0 {
-                live_ts.ok_or(err("row timestamp without liveness"))?
-            } else {
-                self.ts()?
-            };
-            let kind = match f & (C_TOMBSTONE | C_COUNTER) {
-                0 => {
-                    let value = self.vbytes()?;
-                    let (ttl_s, expires_at_s) = if f & C_EXPIRING != 0 {
-                        (self.u32()?, self.sv()?)
-                    } else {
-                        (0, 0)
-                    };
-                    CellKind::Live {
-                        value,
-                        ttl_s,
-                        expires_at_s,
-                    }
-                }
-                C_TOMBSTONE => CellKind::Tombstone {
-                    local_deletion_time_s: self.sv()?,
-                },
-                C_COUNTER => CellKind::Counter {
-                    clock: self.sv()?,
-                    total: self.sv()?,
-                },
-                _ => return Err(err("cell kind")),
-            };
-            row.cells.insert((col, path), Cell { timestamp_us, kind });
-        }
         Ok(row)
+    }
+
+    /// The cells of a simple row: live, unexpiring, at the row's timestamp.
+    #[inline]
+    fn simple_cells(
+        &mut self,
+        flags: u8,
+        live_ts: Option<i64>,
+        row: &mut Row,
+    ) -> Result<(), StorageError> {
+        let n = self.count(1)?;
+        let first = self.u32()?;
+        let timestamp_us = live_ts.ok_or(err("simple row without liveness"))?;
+        // Column offsets from the first: 0, 1, 2... or the bitmap's set bits.
+        let sparse = flags & R_SPARSE != 0;
+        let mut bitmap = if sparse { self.uv()? } else { 0 };
+        if sparse && bitmap.count_ones() as usize != n {
+            return Err(err("sparse row bitmap"));
+        }
+        for i in 0..n {
+            let offset = if sparse {
+                let b = bitmap.trailing_zeros();
+                bitmap &= bitmap - 1;
+                b
+            } else {
+                u32::try_from(i).map_err(|_| err("column id"))?
+            };
+            let col = first.checked_add(offset).ok_or(err("column id"))?;
+            let kind = CellKind::Live {
+                value: self.vbytes()?,
+                ttl_s: 0,
+                expires_at_s: 0,
+            };
+            row.cells.insert((col, None), Cell { timestamp_us, kind });
+        }
+        Ok(())
+    }
+
+    /// One cell of a row that is not simple; `prev` is the previous cell's column.
+    #[inline]
+    fn cell(
+        &mut self,
+        prev: &mut i64,
+        live_ts: Option<i64>,
+    ) -> Result<(CellKey, Cell), StorageError> {
+        let f = self.r.u8()?;
+        let col64 = if f & C_NEXT_COLUMN != 0 {
+            *prev + 1
+        } else if f & C_SAME_COLUMN != 0 {
+            *prev
+        } else {
+            i64::from(self.u32()?)
+        };
+        *prev = col64;
+        let col = u32::try_from(col64).map_err(|_| err("column id"))?;
+        let path = if f & C_PATH != 0 {
+            Some(self.vbytes()?)
+        } else {
+            None
+        };
+        let timestamp_us = if f & C_ROW_TIMESTAMP != 0 {
+            live_ts.ok_or(err("row timestamp without liveness"))?
+        } else {
+            self.ts()?
+        };
+        let kind = match f & (C_TOMBSTONE | C_COUNTER) {
+            0 => {
+                let value = self.vbytes()?;
+                let (ttl_s, expires_at_s) = if f & C_EXPIRING != 0 {
+                    (self.u32()?, self.sv()?)
+                } else {
+                    (0, 0)
+                };
+                CellKind::Live {
+                    value,
+                    ttl_s,
+                    expires_at_s,
+                }
+            }
+            C_TOMBSTONE => CellKind::Tombstone {
+                local_deletion_time_s: self.sv()?,
+            },
+            C_COUNTER => CellKind::Counter {
+                clock: self.sv()?,
+                total: self.sv()?,
+            },
+            _ => return Err(err("cell kind")),
+        };
+        Ok(((col, path), Cell { timestamp_us, kind }))
     }
 
     /// The partition header; `key` and `token` come from the index entry. Returns the

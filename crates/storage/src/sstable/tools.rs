@@ -2,6 +2,8 @@
 
 use crate::clustering::ClusteringComparator;
 use crate::error::StorageError;
+use crate::partition::Partition;
+use crate::sstable::statistics::{SSTableStats, StreamingHistogram};
 use crate::sstable::SSTableReader;
 use helenus_types::{Clock, SystemClock};
 use std::io::Write;
@@ -69,7 +71,15 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
     let r = SSTableReader::open(&dir, gen, &schemaless_cmp())?;
     let io = |e| StorageError::io(path, e);
     writeln!(out, "sstable {} stats {:?}", path.display(), r.stats).map_err(io)?;
-    let st = &r.stats;
+    dump_statistics(&r.stats, out).map_err(io)?;
+    for e in r.entries_from(0) {
+        let p = r.read_partition_at(&e?, None)?;
+        dump_partition(&p, out).map_err(io)?;
+    }
+    Ok(())
+}
+
+fn dump_statistics(st: &SSTableStats, out: &mut dyn Write) -> std::io::Result<()> {
     let ck = |c: &[bytes::Bytes]| c.iter().map(|v| hex(v)).collect::<Vec<_>>().join(":");
     writeln!(
         out,
@@ -77,21 +87,19 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
         st.version,
         ck(&st.min_clustering),
         ck(&st.max_clustering)
-    )
-    .map_err(io)?;
-    let hist = |h: &crate::sstable::statistics::StreamingHistogram| {
+    )?;
+    let hist = |h: &StreamingHistogram| {
         h.bins()
             .map(|(p, c)| format!("{p}:{c}"))
             .collect::<Vec<_>>()
             .join(" ")
     };
-    writeln!(out, "ttl_histogram_s {}", hist(&st.ttl_histogram)).map_err(io)?;
+    writeln!(out, "ttl_histogram_s {}", hist(&st.ttl_histogram))?;
     writeln!(
         out,
         "tombstone_drop_time_histogram_s {}",
         hist(&st.drop_time_histogram)
-    )
-    .map_err(io)?;
+    )?;
     // A tool's public signature has no room for a clock: the system one.
     let now = SystemClock.wall_secs();
     writeln!(
@@ -103,54 +111,50 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
         st.cells,
         st.drop_time_histogram.total()
     )
-    .map_err(io)?;
-    for e in r.entries_from(0) {
-        let p = r.read_partition_at(&e?, None)?;
+}
+
+fn dump_partition(p: &Partition, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "partition key=0x{} token={} deletion={:?}",
+        hex(&p.key),
+        p.token,
+        p.deletion
+    )?;
+    for (s, e, d) in &p.range_tombstones {
+        writeln!(out, "  range_tombstone {:?} .. {:?} {:?}", s, e, d)?;
+    }
+    let rows =
+        std::iter::once((None, &p.static_row)).chain(p.rows.iter().map(|(k, r)| (Some(k), r)));
+    for (k, row) in rows {
+        if k.is_none() && row.is_empty() {
+            continue;
+        }
+        let ck = k.map_or("static".to_string(), |k| {
+            k.values
+                .iter()
+                .map(|v| hex(v))
+                .collect::<Vec<_>>()
+                .join(":")
+        });
         writeln!(
             out,
-            "partition key=0x{} token={} deletion={:?}",
-            hex(&p.key),
-            p.token,
-            p.deletion
-        )
-        .map_err(io)?;
-        for (s, e, d) in &p.range_tombstones {
-            writeln!(out, "  range_tombstone {:?} .. {:?} {:?}", s, e, d).map_err(io)?;
+            "  row [{ck}] liveness={:?} deletion={:?}",
+            row.liveness, row.deletion
+        )?;
+        for (col, d) in &row.complex_deletions {
+            writeln!(out, "    column {col} complex_deletion={d:?}")?;
         }
-        let rows =
-            std::iter::once((None, &p.static_row)).chain(p.rows.iter().map(|(k, r)| (Some(k), r)));
-        for (k, row) in rows {
-            if k.is_none() && row.is_empty() {
-                continue;
-            }
-            let ck = k.map_or("static".to_string(), |k| {
-                k.values
-                    .iter()
-                    .map(|v| hex(v))
-                    .collect::<Vec<_>>()
-                    .join(":")
-            });
+        for ((col, path), c) in &row.cells {
+            let path = path
+                .as_ref()
+                .map(|p| format!("[0x{}]", hex(p)))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "  row [{ck}] liveness={:?} deletion={:?}",
-                row.liveness, row.deletion
-            )
-            .map_err(io)?;
-            for (col, d) in &row.complex_deletions {
-                writeln!(out, "    column {col} complex_deletion={d:?}").map_err(io)?;
-            }
-            for ((col, path), c) in &row.cells {
-                let path = path
-                    .as_ref()
-                    .map(|p| format!("[0x{}]", hex(p)))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "    column {col}{path} ts={} {:?}",
-                    c.timestamp_us, c.kind
-                )
-                .map_err(io)?;
-            }
+                "    column {col}{path} ts={} {:?}",
+                c.timestamp_us, c.kind
+            )?;
         }
     }
     Ok(())
