@@ -48,12 +48,12 @@ pub(crate) struct TableCounters {
     pub row_cache_hits: AtomicU64,
     pub row_cache_requests: AtomicU64,
     /// SSTables a single-partition read did not visit thanks to the max-timestamp
-    /// short-circuit (read_shortcut.rs), counting only those whose bloom filter said maybe.
+    /// short-circuit (read/shortcut.rs), counting only those whose bloom filter said maybe.
     pub sstables_skipped_by_timestamp: AtomicU64,
     /// Rows (live or deleted) merged from memtables and SSTables by reads, before deletions,
     /// TTLs and limits apply: what reads cost in rows, whatever they return.
     pub rows_merged: AtomicU64,
-    /// Tombstones reads scanned (read_tombstones.rs), the most one read scanned, and reads
+    /// Tombstones reads scanned (read/tombstones.rs), the most one read scanned, and reads
     /// abandoned past the tombstone failure threshold.
     pub tombstones_scanned: AtomicU64,
     pub tombstones_scanned_max: AtomicU64,

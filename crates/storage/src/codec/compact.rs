@@ -1,6 +1,6 @@
 //! SSTable data format 2 ("compact"): the encoding of partitions in `Data.db` for SSTables whose
-//! statistics say `data_format = 2`. Format 1 (codec/format1.rs, fixed-width fields) stays the commitlog
-//! encoding and is still read for SSTables written before format 2.
+//! statistics say `data_format = 2`. Format 1 (format1.rs, fixed-width fields) stays the
+//! commitlog encoding and is still read for SSTables written before format 2.
 //!
 //! Why: format 1 spends ~30 bytes of fixed-width fields per cell, which LZ4 cannot remove when
 //! values are random. Format 2 follows Cassandra's cell layout: varints, a flags byte, and

@@ -90,7 +90,7 @@ pub fn range_is_valid(start: &Bound<PKey>, end: &Bound<PKey>) -> bool {
 /// One memtable of one table.
 pub struct Memtable {
     shards: Vec<RwLock<BTreeMap<PKey, Partition>>>,
-    /// Each shard's values, copied out of request and commitlog buffers (memtable_memory.rs).
+    /// Each shard's values, copied out of request and commitlog buffers (memtable/memory.rs).
     arenas: Vec<parking_lot::Mutex<Arena>>,
     /// Encoded size of the updates applied (Cassandra's "memtable data size").
     size_bytes: AtomicU64,
@@ -170,7 +170,7 @@ impl Memtable {
         self.size_bytes.load(Ordering::Relaxed)
     }
 
-    /// Bytes this memtable holds in memory (estimated; see memtable_memory.rs).
+    /// Bytes this memtable holds in memory (estimated; see memtable/memory.rs).
     pub fn heap_bytes(&self) -> u64 {
         self.heap_bytes.load(Ordering::Relaxed)
     }

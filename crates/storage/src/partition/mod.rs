@@ -506,7 +506,7 @@ pub(crate) fn live_partition(
 /// Range tombstone markers per range tombstone (open and close).
 const MARKERS_PER_RANGE_TOMBSTONE: u64 = 2;
 
-/// The running count of one read (the rules are in read_tombstones.rs), kept here beside the
+/// The running count of one read (the rules are in read/tombstones.rs), kept here beside the
 /// merge that feeds it so partitions need nothing from the read path, with the threshold past which it is abandoned.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TombstoneScan {

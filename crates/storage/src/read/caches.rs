@@ -3,7 +3,7 @@
 //! * Key cache (`key_cache_size`): (SSTable, partition key) -> decoded index entry, consulted
 //!   after the token range and bloom filter say the partition may be there. As in Cassandra, a
 //!   hit reads no index at all; a miss binary-searches the SSTable's in-memory partition
-//!   summary and reads one Index.db page (sstable_index.rs).
+//!   summary and reads one Index.db page (sstable/index.rs).
 //! * Row cache (`row_cache_size`, off by default): whole merged partitions of tables whose
 //!   `caching = {'rows_per_partition': ...}` is not 'NONE'. Unlike Cassandra, which keeps the
 //!   head of a partition, a partition is cached only when it has at most `rows_per_partition`

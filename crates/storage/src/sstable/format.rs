@@ -1,13 +1,13 @@
 //! The data formats an SSTable's Data.db and Index.db can be in, chosen by the statistics'
-//! `data_format`: 1 (codec.rs, fixed-width; every file written before format 2) or 2 (compact,
-//! codec_compact.rs). New SSTables are written in format 2; format 1 stays readable so existing
+//! `data_format`: 1 (codec/format1.rs, fixed-width; every file written before format 2) or 2 (compact,
+//! codec/compact.rs). New SSTables are written in format 2; format 1 stays readable so existing
 //! data needs no rewrite (compaction rewrites it in format 2 as it goes).
 //!
 //! Index.db in format 2: `"hl-1" | uv n | n * entry | u32 crc32c`, with
 //! `entry = vbytes key | i64 token | uv length | uv header_len | uv n_blocks | n_blocks *
 //! (uv count + count * vbytes first clustering, uv offset, uv length, uv rows)`. Positions are
 //! not stored: partitions are back to back in the data stream, so each starts where the
-//! previous one ends. Readers decode entries on demand (sstable_index.rs); `decode_index` (the
+//! previous one ends. Readers decode entries on demand (sstable/index.rs); `decode_index` (the
 //! whole index at once) remains as the tests' reference.
 
 use super::IndexEntry;
@@ -26,9 +26,9 @@ pub const CURRENT_DATA_FORMAT: u8 = 2;
 /// How one SSTable's partitions are encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataFormat {
-    /// Format 1: codec.rs, key and token inside each partition.
+    /// Format 1: codec/format1.rs, key and token inside each partition.
     Fixed,
-    /// Format 2: codec_compact.rs, timestamps relative to `base_us`.
+    /// Format 2: codec/compact.rs, timestamps relative to `base_us`.
     Compact { base_us: i64 },
 }
 

@@ -8,7 +8,7 @@
 //! `i / MIN_INDEX_INTERVAL` with one `pread` and decoding forward; format 2 does not store
 //! positions (each partition starts where the previous ends), so a sample carries the position
 //! decoding restarts from. A lookup by key binary-searches the summary and reads one page;
-//! the key cache (caches.rs) keeps decoded entries of hot partitions, so a hit reads nothing.
+//! the key cache (read/caches.rs) keeps decoded entries of hot partitions, so a hit reads nothing.
 //! Sequential walks (compaction, scans, tools) use `IndexIter`, which reads many pages per
 //! `pread` and decodes each entry once.
 //!
@@ -488,7 +488,7 @@ fn raw_entry<'a>(
     Ok(e)
 }
 
-/// A varint of format 2 (LEB128, as codec_compact.rs writes it).
+/// A varint of format 2 (LEB128, as codec/compact.rs writes it).
 #[inline]
 fn uv(buf: &[u8], p: &mut usize) -> Option<u64> {
     let mut v = 0u64;

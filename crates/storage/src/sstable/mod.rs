@@ -1,7 +1,7 @@
 //! SSTables, format "hl-1". One generation is a set of files `hl-1-<gen>-<Component>`:
 //!
-//! * `Data.db` — the partitions (codec/compact.rs encoding; codec/format1.rs in data format 1, see
-//!   sstable/format.rs) back to back as one logical stream, cut into
+//! * `Data.db` — the partitions (codec/compact.rs encoding; codec/format1.rs in data format
+//!   1, see format.rs) back to back as one logical stream, cut into
 //!   chunks of `chunk_length_in_kb`. Each chunk on disk:
 //!   `[u8 chunk algorithm][u24 BE stored_len][u32 BE uncompressed_len][u32 BE crc32c(stored
 //!   bytes)][stored bytes]`; chunk algorithm 0 = the file's (files written before it existed),

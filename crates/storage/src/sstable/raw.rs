@@ -3,7 +3,7 @@
 //! range, row or collection deletion; cell tombstones still within gc_grace_seconds and TTL data
 //! not yet expired are fine), moves to the output in its encoded form. Only its timestamps are
 //! rewritten: format-2 timestamps are deltas from a base each SSTable picks for itself
-//! (codec_compact.rs). Decoding into a `Partition` (a BTreeMap of rows, each a BTreeMap of
+//! (codec/compact.rs). Decoding into a `Partition` (a BTreeMap of rows, each a BTreeMap of
 //! cells) and encoding it again costs several times this walk over the bytes, and most
 //! partitions of a SizeTiered or major compaction are in one input only.
 

@@ -10,7 +10,7 @@
 //! histogram ttl_s | histogram drop_time_s`, where `histogram = u16 n | n * (i64 point, u64 count)`.
 //! Files written before version 2 end after `level` and read with empty bounds and histograms.
 //! From version 3 on: `u8 data_format | i64 timestamp_base_us` (the encoding of Data.db and
-//! Index.db, see sstable_format.rs); earlier files are data format 1.
+//! Index.db, see sstable/format.rs); earlier files are data format 1.
 
 use crate::clustering::CKey;
 use crate::codec::{Reader, Writer};
@@ -141,7 +141,7 @@ pub struct SSTableStats {
     pub ttl_histogram: StreamingHistogram,
     /// When each tombstone (and each expiring cell) becomes purgeable, before gc_grace.
     pub drop_time_histogram: StreamingHistogram,
-    /// Encoding of Data.db and Index.db: 1 fixed-width (codec.rs), 2 compact (codec_compact.rs).
+    /// Encoding of Data.db and Index.db: 1 fixed-width (codec/format1.rs), 2 compact (codec/compact.rs).
     pub data_format: u8,
     /// Timestamps in format-2 data are deltas from this.
     pub timestamp_base_us: i64,

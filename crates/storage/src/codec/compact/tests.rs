@@ -1,5 +1,5 @@
-//! Tests of the compact data format (codec/compact.rs) and of reading SSTables written in the
-//! fixed-width format 1 by the old writer.
+//! Tests of the compact data format (compact.rs) on its own; SSTables written in it and in the
+//! fixed-width format 1 are tested in sstable/tests.rs.
 
 use super::*;
 use crate::clustering::tests::cmp2;

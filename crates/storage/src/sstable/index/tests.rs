@@ -1,4 +1,4 @@
-//! Tests of the partition summary (sstable_index.rs): lookups at and between samples, page
+//! Tests of the partition summary (sstable/index.rs): lookups at and between samples, page
 //! boundaries, tiny and empty indexes, both Index.db encodings, entries larger than a read
 //! window, and corrupt files; `decode_index` (the whole file at once) is the reference.
 
