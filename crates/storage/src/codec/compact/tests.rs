@@ -62,7 +62,26 @@ pub(crate) fn everything(
         sparse.cells.insert((c, None), live(t, b"s"));
     }
     p.rows.insert(ck(&[b"a", b"2"], cmp), sparse);
-    // A row with every cell kind, collections, an expiring marker and deletions.
+    p.rows.insert(ck(&[b"b", b""], cmp), mixed_row(t));
+    // A row with only a deletion, and one with cells but no marker.
+    p.rows.insert(
+        ck(&[b"c", b"2"], cmp),
+        Row {
+            deletion: Some(dt(t, 1_700_000_000)),
+            ..Row::default()
+        },
+    );
+    let mut no_marker = Row::default();
+    no_marker.cells.insert((1, None), live(t, b"z"));
+    p.rows.insert(ck(&[b"d", b"3"], cmp), no_marker.clone());
+    // A clustering prefix shorter than the table's, and one of 3+ values (counted apart).
+    p.rows.insert(ck(&[b"e"], cmp), no_marker.clone());
+    p.rows.insert(ck(&[b"f", b"1", b"x"], cmp), no_marker);
+    p
+}
+
+/// A row with every cell kind, collections, an expiring marker and deletions.
+fn mixed_row(t: i64) -> Row {
     let mut mixed = Row {
         liveness: Some(Liveness {
             timestamp_us: t + 1,
@@ -105,22 +124,7 @@ pub(crate) fn everything(
         },
     };
     mixed.cells.insert((9, None), counter);
-    p.rows.insert(ck(&[b"b", b""], cmp), mixed);
-    // A row with only a deletion, and one with cells but no marker.
-    p.rows.insert(
-        ck(&[b"c", b"2"], cmp),
-        Row {
-            deletion: Some(dt(t, 1_700_000_000)),
-            ..Row::default()
-        },
-    );
-    let mut no_marker = Row::default();
-    no_marker.cells.insert((1, None), live(t, b"z"));
-    p.rows.insert(ck(&[b"d", b"3"], cmp), no_marker.clone());
-    // A clustering prefix shorter than the table's, and one of 3+ values (counted apart).
-    p.rows.insert(ck(&[b"e"], cmp), no_marker.clone());
-    p.rows.insert(ck(&[b"f", b"1", b"x"], cmp), no_marker);
-    p
+    mixed
 }
 
 pub(crate) fn same(a: &Partition, b: &Partition) {
