@@ -34,10 +34,10 @@
 //! compaction/   the flush thread and compaction pool (worker.rs, with `Background`, all they
 //!               see of the node), flush, the output writer, merges (merge.rs, wide_merge.rs),
 //!               purge rules, rate control, strategy/ (size_tiered, leveled, time_window)
-//! sstable/      reader and writer (mod.rs), data formats (format.rs), partition index
-//!               (index.rs), encoded copies (raw.rs), the Data writer thread (sink.rs), row-index
-//!               slices (wide.rs), Statistics.db (statistics.rs), bloom filter, compression,
-//!               and sstabledump / verify (tools.rs)
+//! sstable/      component names and shared types (mod.rs), reader.rs, writer.rs, data formats
+//!               (format.rs), partition index (index.rs), encoded copies (raw.rs), the Data
+//!               writer thread (sink.rs), row-index slices (wide.rs), Statistics.db
+//!               (statistics.rs), bloom filter, compression, sstabledump / verify (tools.rs)
 //! codec/        byte primitives and CRC (mod.rs); data format 1, also the commitlog's encoding
 //!               of partitions (mod.rs); the compact data format 2 (compact.rs)
 //! partition/    the in-memory partition, rows and cells (cellmap.rs), and what a read returns
