@@ -4,7 +4,7 @@
 //! Segment file `CommitLog-hl1-<id>.log`: a sequence of entries
 //! ```text
 //! [u32 BE payload length][u32 BE crc32c(payload)][payload]
-//! payload = u32 count, count * (table id: 16 bytes, u32 length, encoded partition (codec.rs))
+//! payload = u32 count, count * (table id: 16 bytes, u32 length, encoded partition (codec/format1.rs))
 //! ```
 //! One entry holds one `apply` or one whole `apply_batch`, so a batch replays all-or-nothing. A torn
 //! or corrupt entry (short read, bad length, CRC mismatch) ends replay of that segment: everything

@@ -1,7 +1,7 @@
 //! helenus-storage: the node-local storage engine for user data, with Cassandra's semantics.
 //!
 //! Owns: the commitlog (durability), memtables, SSTables (format "hl-1", data format 2 with
-//! varint cells (codec_compact.rs; format 1 still read): chunked Data with LZ4,
+//! varint cells (codec/compact.rs; format 1 still read): chunked Data with LZ4,
 //! zstd or Deflate per table (chunks that do not compress are stored raw, and after a run of
 //! them the writer only probes), a partition index on disk written as partitions arrive and
 //! read behind an in-memory summary of every 128th entry, a per-partition row index for wide
@@ -9,8 +9,8 @@
 //! tombstone histograms), compaction (SizeTiered / Leveled / TimeWindow, single-SSTable tombstone
 //! compaction, major, garbagecollect; wide partitions streamed; partitions that need no merge,
 //! including live cell tombstones and unexpired TTL data, copied in encoded form
-//! (sstable_raw.rs); major compactions split by token range across `concurrent_compactors`
-//! threads; a backlog controller for rate and CPU priority, compaction_control.rs), the key,
+//! (sstable/raw.rs); major compactions split by token range across `concurrent_compactors`
+//! threads; a backlog controller for rate and CPU priority, compaction/control.rs), the key,
 //! chunk and row caches, the max-timestamp short-circuit, slices that find their row-index
 //! blocks by binary search and build only the rows they return, paged reads that resume after
 //! the last row returned, write backpressure, snapshots, clean shutdown, and the reconciliation
@@ -18,16 +18,61 @@
 //! Does not own: schemas or CQL types (callers pass a `TableDef` with comparators), tokens
 //! (callers pass the Murmur3 token), replication or consistency levels.
 //!
+//! # Layout
+//!
+//! ```text
+//! engine/       Engine, the public API: tables, the write path, admin (flush, compact,
+//!               snapshot, stats, shutdown), write backpressure. The only `impl Engine`.
+//! table.rs      one table's state (definition, memtables, SSTable set, counters) and the
+//!               registry of tables, shared by the engine, reads and background threads
+//! memtable/     memtables (mod.rs), their memory accounting (memory.rs), and the budget
+//!               flushes and waiting writers share (budget.rs)
+//! commitlog.rs  segments, group sync, replay
+//! read/         ReadPath: one partition merged from memtables and SSTables (single.rs), range
+//!               scans (range.rs), the max-timestamp short-circuit (shortcut.rs), tombstone
+//!               counting (tombstones.rs), and the key, chunk and row caches (caches.rs)
+//! compaction/   the flush thread and compaction pool (worker.rs, with `Background`, all they
+//!               see of the node), flush, the output writer, merges (merge.rs, wide_merge.rs),
+//!               purge rules, rate control, strategy/ (size_tiered, leveled, time_window)
+//! sstable/      component names and shared types (mod.rs), reader.rs, writer.rs, data formats
+//!               (format.rs), partition index (index.rs), encoded copies (raw.rs), the Data
+//!               writer thread (sink.rs), row-index slices (wide.rs), Statistics.db
+//!               (statistics.rs), bloom filter, compression, sstabledump / verify (tools.rs)
+//! codec/        byte primitives and CRC (mod.rs); data format 1, also the commitlog's encoding
+//!               of partitions (mod.rs); the compact data format 2 (compact.rs)
+//! partition/    the in-memory partition, rows and cells (cellmap.rs), and what a read returns
+//! reconcile.rs  the rules that decide which of two versions wins
+//! clustering.rs clustering keys ordered by the table's comparators
+//! byte_cache.rs the sharded, byte-budgeted cache the caches and compaction use
+//! types.rs      the public request, result and configuration types
+//! ```
+//!
+//! Write path: `Engine::apply` waits if memtables are over budget (engine/backpressure.rs),
+//! resolves counters, appends one commitlog entry, inserts into the tables' memtables and
+//! invalidates the row cache; past `memtable_space_bytes` the flush thread writes the largest
+//! memtable to SSTables (compaction/flush.rs), frees it, discards the commitlog segments it
+//! covered and asks the compaction pool to look at the table.
+//!
+//! Read path: `Engine::read_bounded` hands the table to `ReadPath`: a single partition comes
+//! from the row cache or from memtables and SSTables merged newest first until the
+//! short-circuit says older SSTables cannot matter (read/single.rs), through the key and chunk
+//! caches; a range walks every source's keys in batches (read/range.rs).
+//!
+//! Who owns what: the engine owns the commitlog, the tables, the read path and `Background`;
+//! background threads hold `Background` weakly (dropping the engine stops them) and reach
+//! tables, the commitlog and the memtable budget through it, never through the engine.
+//!
 //! Dependencies, chosen deliberately: `lz4_flex` (pure Rust), `crc32c` (the CPU's CRC
 //! instruction; the table-driven loop it replaced was a sixth of compaction's CPU), `libc`
 //! (thread priority of compaction threads), `flate2` on the pure-Rust
-//! `miniz_oxide` backend for Deflate, and `zstd` (bindings to the C reference library, ~33 s of
+//! `miniz_oxide` backend for Deflate, `zstd` (bindings to the C reference library, ~33 s of
 //! C build once) because the pure-Rust `ruzstd` cannot encode at the levels
-//! `compression_level` asks for (see compression.rs).
+//! `compression_level` asks for (see sstable/compression.rs), and `helenus-types` for its
+//! `Clock` only.
 //!
 //! Memory bound. Memtables count the bytes they hold, allocator overhead included (values in
 //! per-shard arena chunks, structures estimated from the real types' sizes:
-//! memtable_memory.rs, checked within a few percent of a counting allocator by
+//! memtable/memory.rs, checked within a few percent of a counting allocator by
 //! tests/memtable_memory.rs). A flush starts when they reach `memtable_space_bytes`
 //! (`memtable_heap_space`), writes wait when active plus flushing plus being-freed memtables
 //! reach `MEMTABLE_BACKPRESSURE_FACTOR` (2) times it, and a flushed memtable is freed before
@@ -48,45 +93,29 @@
 //! Known gaps: the row cache keeps whole
 //! partitions of at most `rows_per_partition` rows rather than a partition's head. Compaction
 //! merges partitions in memory up to `STREAM_PARTITION_BYTES` of input and streams larger ones
-//! row by row (wide_merge.rs), so a partition's size does not bound its memory.
+//! row by row (compaction/wide_merge.rs), so a partition's size does not bound its memory.
 
-mod admin;
-mod backpressure;
-mod bloom;
-mod cache;
-mod caches;
-mod cellmap;
+mod byte_cache;
 mod clustering;
 mod codec;
-mod codec_compact;
 mod commitlog;
 mod compaction;
-mod compaction_control;
-mod compaction_merge;
-mod compression;
 mod engine;
 mod error;
 mod memtable;
-mod memtable_memory;
 mod partition;
 mod path_name;
-mod read_shortcut;
-mod read_single;
-mod read_tombstones;
+mod read;
 mod reconcile;
 mod sstable;
-mod sstable_tools;
-mod stats;
-mod types;
-mod wide_merge;
-
-// Unit tests share the integration tests' helpers, which name the crate.
+mod table;
 #[cfg(test)]
-extern crate self as helenus_storage;
+mod test_support;
+mod types;
 
-pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use engine::Engine;
+pub use engine::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use error::StorageError;
 pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
-pub use sstable_tools::{dump_sstable, verify_sstable, VerifyReport};
+pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

@@ -297,7 +297,7 @@ pub struct ReadResult {
 }
 
 /// What a read scanned, counted as Cassandra counts for its tombstone thresholds (see
-/// read_tombstones.rs): the caller warns past `tombstone_warn_threshold`.
+/// read/tombstones.rs): the caller warns past `tombstone_warn_threshold`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadStats {
     pub live_rows: u64,
@@ -355,7 +355,7 @@ pub struct CompactionStats {
     pub bytes_written: u64,
     pub partitions_written: u64,
     pub tombstones_purged: u64,
-    /// Partitions copied in encoded form, without a decode and re-encode (sstable_raw.rs).
+    /// Partitions copied in encoded form, without a decode and re-encode (sstable/raw.rs).
     pub partitions_copied: u64,
     /// Generations written (for strategies that remember what they produced).
     pub output_generations: Vec<u64>,
@@ -407,7 +407,7 @@ pub struct TableStats {
     pub sstables_skipped_by_timestamp: u64,
     /// Rows reads merged from memtables and SSTables (live or not), before limits applied.
     pub rows_merged_by_reads: u64,
-    /// Tombstones reads scanned (read_tombstones.rs), and the most one read scanned.
+    /// Tombstones reads scanned (read/tombstones.rs), and the most one read scanned.
     pub tombstones_scanned_by_reads: u64,
     pub tombstones_scanned_max: u64,
     /// Reads abandoned past the tombstone failure threshold.

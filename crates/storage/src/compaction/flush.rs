@@ -1,0 +1,80 @@
+//! Memtable flush: the active memtable is switched for an empty one, written to new SSTables by
+//! the compaction output writer, then freed before writers waiting for memory are woken.
+
+use super::output::{write_outputs, Merged};
+use super::worker::Background;
+use crate::memtable::Memtable;
+use crate::table::Table;
+use crate::types::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Flushes a table's memtable to a new SSTable (blocking).
+pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), StorageError> {
+    /// Wakes writers waiting on backpressure however the flush ends.
+    struct Done<'a>(&'a Background);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.budget.note_flush_done();
+        }
+    }
+    let _f = t.flush_lock.lock();
+    let _done = Done(bg);
+    if t.dropped.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let (old, pos) = {
+        let mut g = t.memtable.write();
+        if g.is_empty() {
+            return Ok(());
+        }
+        let pos = bg.log.position();
+        let old = std::mem::replace(&mut *g, Arc::new(Memtable::default()));
+        t.flushing.write().push(old.clone());
+        (old, pos)
+    };
+    t.counters.memtable_switches.fetch_add(1, Ordering::Relaxed);
+    let def = t.def.read().clone();
+    let task = bg.progress.start(&def, "Flush", old.size_bytes());
+    let shards = old.read_shards();
+    let result = write_outputs(
+        bg,
+        t,
+        &def,
+        shards
+            .iter()
+            .flat_map(|m| m.values())
+            .map(|p| Ok(Merged::Memtable(p))),
+        parts_len_hint(&old),
+        0,
+        u64::MAX,
+        task,
+        // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
+        &|| bg.config.flush_throughput_mib_per_s,
+        None,
+    );
+    bg.progress.end(task);
+    drop(shards);
+    let readers = result?;
+    t.sstables.write().extend(readers);
+    // The memtable is freed here, before writers waiting for memory are woken (`Done`), and
+    // stays counted until then: freed on a thread of its own it could lag behind the load,
+    // uncounted, and memory outgrow the budget. With values in arena chunks and a row's cells in
+    // one vector, freeing is a few frees per row, not one per cell.
+    let freeing = old.heap_bytes();
+    bg.budget
+        .freeing_bytes
+        .fetch_add(freeing, Ordering::Relaxed);
+    t.flushing.write().retain(|m| !Arc::ptr_eq(m, &old));
+    bg.log.discard(def.id, pos);
+    drop(old);
+    bg.budget
+        .freeing_bytes
+        .fetch_sub(freeing, Ordering::Relaxed);
+    bg.request_compaction(def.id);
+    Ok(())
+}
+
+fn parts_len_hint(m: &Memtable) -> usize {
+    m.partition_count() as usize
+}

@@ -1,0 +1,285 @@
+//! Compaction: merging SSTables into new ones, dropping what is shadowed and purging tombstones
+//! after gc_grace_seconds where that cannot resurrect data.
+//!
+//! * worker.rs: the flush thread and compaction pool, and `Background`, all they see of the node.
+//! * flush.rs: memtable to SSTables; output.rs: the SSTable writer loop flush and compaction share.
+//! * strategy/: which SSTables to compact (size-tiered, leveled, time-window), apart from running
+//!   it; tombstone.rs: the single-SSTable tombstone compaction when a strategy has nothing to do.
+//! * merge.rs: one merge of one token range (partitions copied encoded when possible);
+//!   wide_merge.rs: partitions too large to merge in memory, streamed row by row.
+//! * purge.rs: the purge rules; control.rs: the rate and CPU priority of compaction threads;
+//!   progress.rs: running tasks for compactionstats.
+
+mod control;
+mod flush;
+mod merge;
+mod output;
+mod progress;
+mod purge;
+mod strategy;
+mod tombstone;
+mod wide_merge;
+mod worker;
+
+pub(crate) use flush::flush_table;
+pub(crate) use worker::{Background, WorkerConfig};
+
+use crate::memtable::Memtable;
+use crate::sstable::SSTableReader;
+use crate::table::Table;
+use crate::types::*;
+use control::lower_thread_priority;
+use merge::{
+    merge_range, parallel_major_bytes, raw_copyable, token_splits, MergeCtx, RangeOutput,
+    TokenRange,
+};
+use std::collections::HashSet;
+use std::sync::Arc;
+use strategy::SSTableInfo;
+
+/// Summed input bytes of one partition above which compaction streams its rows instead of
+/// merging it in memory.
+pub(crate) const STREAM_PARTITION_BYTES: u64 = 8 << 20;
+
+/// The kind of a compaction task.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CompactionKind {
+    Background,
+    Major,
+    GarbageCollect,
+}
+
+/// Merges `inputs` (reserved with [`reserve`]) into new SSTables, replacing them atomically in
+/// the table's SSTable set, and releases their reservation whatever the outcome.
+/// A major compaction of more than `PARALLEL_MAJOR_BYTES` runs one merge per token range on
+/// `concurrent_compactors` threads; the outputs split at those token boundaries, as whole files
+/// that a new owner of a range could take.
+pub(crate) fn compact_sstables(
+    bg: &Background,
+    t: &Arc<Table>,
+    inputs: Vec<Arc<SSTableReader>>,
+    kind: CompactionKind,
+    level: u32,
+    max_output_bytes: u64,
+) -> Result<CompactionStats, StorageError> {
+    let def = t.def.read().clone();
+    let input_gens: HashSet<u64> = inputs.iter().map(|s| s.gen).collect();
+    let _reserved = Reserved {
+        t,
+        gens: &input_gens,
+    };
+    let total: u64 = inputs.iter().map(|s| s.stats.uncompressed_bytes).sum();
+    let now = bg.clock.wall_secs();
+    let others: Vec<Arc<SSTableReader>> = t
+        .sstables
+        .read()
+        .iter()
+        .filter(|s| !input_gens.contains(&s.gen))
+        .cloned()
+        .collect();
+    let memtables: Vec<Arc<Memtable>> = std::iter::once(t.memtable.read().clone())
+        .chain(t.flushing.read().iter().cloned())
+        .collect();
+    let ranges = match kind {
+        CompactionKind::Major if total > parallel_major_bytes() => {
+            token_splits(&inputs, bg.config.concurrent_compactors.clamp(1, 8))?
+        }
+        _ => vec![TokenRange::ALL],
+    };
+    let ctx = MergeCtx {
+        bg,
+        t,
+        def: &def,
+        inputs: &inputs,
+        others: &others,
+        memtables: &memtables,
+        now_s: now,
+        gc_before_s: now - i64::from(def.options.gc_grace_seconds),
+        kind,
+        level,
+        max_output_bytes,
+        // Outputs share the timestamp base of the largest input, whose partitions then copy
+        // with their timestamp deltas unchanged.
+        raw_base: inputs
+            .iter()
+            .filter(|s| raw_copyable(s))
+            .max_by_key(|s| s.stats.uncompressed_bytes)
+            .map(|s| s.format.base_us()),
+    };
+    let (outputs, mut stats) = collect_outputs(merge_ranges(&ctx, &ranges))?;
+    stats.input_sstables = inputs.len();
+    stats.bytes_read = total;
+    install_outputs(t, &input_gens, inputs, outputs);
+    Ok(stats)
+}
+
+/// Runs one merge per token range: on threads of their own when there are several.
+fn merge_ranges(
+    ctx: &MergeCtx<'_>,
+    ranges: &[TokenRange],
+) -> Vec<Result<RangeOutput, StorageError>> {
+    if ranges.len() == 1 {
+        return ranges.iter().map(|r| merge_range(ctx, r)).collect();
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = ranges
+            .iter()
+            .map(|r| scope.spawn(move || merge_range(ctx, r)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(StorageError::InvalidRequest(
+                        "compaction thread panicked".into(),
+                    ))
+                })
+            })
+            .collect()
+    })
+}
+
+/// The ranges' outputs with their output statistics, or the error of a failed range after the
+/// other ranges' outputs are deleted (the inputs stay).
+fn collect_outputs(
+    results: Vec<Result<RangeOutput, StorageError>>,
+) -> Result<(Vec<Arc<SSTableReader>>, CompactionStats), StorageError> {
+    let mut stats = CompactionStats::default();
+    let mut outputs = Vec::new();
+    let mut failure = None;
+    for r in results {
+        match r {
+            Ok(o) => {
+                outputs.extend(o.sstables);
+                stats.tombstones_purged += o.purged;
+                stats.partitions_copied += o.copied;
+            }
+            Err(e) => failure = Some(e),
+        }
+    }
+    if let Some(e) = failure {
+        for s in &outputs {
+            for p in s.component_paths() {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        return Err(e);
+    }
+    stats.output_sstables = outputs.len();
+    stats.output_generations = outputs.iter().map(|s| s.gen).collect();
+    stats.bytes_written = outputs.iter().map(|s| s.stats.data_file_bytes).sum();
+    stats.partitions_written = outputs.iter().map(|s| s.stats.partitions).sum();
+    Ok((outputs, stats))
+}
+
+/// Replaces the inputs by the outputs in the table's SSTable set (one swap under its lock), then
+/// deletes the inputs' files.
+fn install_outputs(
+    t: &Table,
+    input_gens: &HashSet<u64>,
+    inputs: Vec<Arc<SSTableReader>>,
+    outputs: Vec<Arc<SSTableReader>>,
+) {
+    {
+        let mut set = t.sstables.write();
+        set.retain(|s| !input_gens.contains(&s.gen));
+        set.extend(outputs);
+    }
+    // The inputs' key and chunk cache entries are not purged here: a purge scans the whole
+    // caches under their locks (hundreds of milliseconds once the key cache is warm), and
+    // nothing looks them up again (SSTable uids are never reused), so FIFO eviction ages them
+    // out.
+    for s in &inputs {
+        for p in s.component_paths() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    drop_in_background("sstable-close", inputs);
+}
+
+/// A compaction's hold on its inputs (see [`reserve`]), given back when it ends.
+struct Reserved<'a> {
+    t: &'a Table,
+    gens: &'a HashSet<u64>,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.t.compacting.lock().retain(|g| !self.gens.contains(g));
+    }
+}
+
+/// Drops `value` on a thread of its own at the compaction threads' lower priority: freeing a
+/// flushed memtable's millions of rows, or closing the last descriptor of a deleted SSTable
+/// (which frees its page cache there and then), is work nobody waits for.
+fn drop_in_background<T: Send + 'static>(name: &str, value: T) {
+    // A failed spawn drops it here.
+    let _ = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            lower_thread_priority();
+            drop(value)
+        });
+}
+
+/// Reserves SSTables for a compaction; returns those not already taken.
+pub(crate) fn reserve(t: &Table, cands: Vec<Arc<SSTableReader>>) -> Vec<Arc<SSTableReader>> {
+    let mut taken = t.compacting.lock();
+    let free: Vec<_> = cands
+        .into_iter()
+        .filter(|s| !taken.contains(&s.gen))
+        .collect();
+    for s in &free {
+        taken.insert(s.gen);
+    }
+    free
+}
+
+/// Picks and runs one background compaction if the strategy wants one.
+pub(crate) fn background_compaction(
+    bg: &Background,
+    t: &Arc<Table>,
+) -> Result<Option<CompactionStats>, StorageError> {
+    let def = t.def.read().clone();
+    let free: Vec<Arc<SSTableReader>> = {
+        let taken = t.compacting.lock();
+        t.sstables
+            .read()
+            .iter()
+            .filter(|s| !taken.contains(&s.gen))
+            .cloned()
+            .collect()
+    };
+    let all: Vec<SSTableInfo> = t
+        .sstables
+        .read()
+        .iter()
+        .map(|s| SSTableInfo::of(s))
+        .collect();
+    let free_info: Vec<SSTableInfo> = free.iter().map(|s| SSTableInfo::of(s)).collect();
+    let strategy = strategy::for_options(&def.options.compaction);
+    let choice = strategy.choose(&free_info, &all);
+    if choice.inputs.len() < strategy.min_inputs() || choice.inputs.is_empty() {
+        return tombstone::tombstone_compaction(bg, t, &def, &free);
+    }
+    let cands = choice
+        .inputs
+        .iter()
+        .filter_map(|g| free.iter().find(|s| s.gen == *g).cloned())
+        .collect();
+    let inputs = reserve(t, cands);
+    if inputs.is_empty() {
+        return Ok(None);
+    }
+    let stats = compact_sstables(
+        bg,
+        t,
+        inputs,
+        CompactionKind::Background,
+        choice.level,
+        choice.max_output_bytes,
+    )?;
+    // The outputs may make another round worthwhile.
+    bg.request_compaction(def.id);
+    Ok(Some(stats))
+}

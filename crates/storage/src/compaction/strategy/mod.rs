@@ -1,0 +1,96 @@
+//! Which SSTables a background compaction takes. Each strategy is a file behind `Strategy` and
+//! sees plain descriptions of the SSTables, apart from running the compaction (compaction/mod.rs),
+//! so its choices can be checked without files.
+
+mod leveled;
+mod size_tiered;
+#[cfg(test)]
+mod tests;
+mod time_window;
+
+pub(crate) use leveled::Leveled;
+pub(crate) use size_tiered::SizeTiered;
+pub(crate) use time_window::TimeWindow;
+
+use crate::sstable::SSTableReader;
+use crate::types::CompactionOptions;
+
+/// Output split size for strategies that do not set one.
+const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 30;
+
+/// What a strategy sees of an SSTable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SSTableInfo {
+    pub gen: u64,
+    pub data_bytes: u64,
+    pub level: u32,
+    pub min_token: i64,
+    pub max_token: i64,
+    pub max_timestamp_us: i64,
+}
+
+impl SSTableInfo {
+    pub(crate) fn of(s: &SSTableReader) -> Self {
+        SSTableInfo {
+            gen: s.gen,
+            data_bytes: s.stats.data_file_bytes,
+            level: s.stats.level,
+            min_token: s.stats.min_token,
+            max_token: s.stats.max_token,
+            max_timestamp_us: s.stats.max_timestamp_us,
+        }
+    }
+
+    fn overlaps(&self, other: &SSTableInfo) -> bool {
+        self.min_token <= other.max_token && other.min_token <= self.max_token
+    }
+}
+
+/// A strategy's pick: the generations to merge, in merge order, and the outputs' level and size.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Choice {
+    pub inputs: Vec<u64>,
+    pub level: u32,
+    pub max_output_bytes: u64,
+}
+
+pub(crate) trait Strategy {
+    /// `free`: the SSTables no running compaction holds; `all`: every SSTable of the table.
+    fn choose(&self, free: &[SSTableInfo], all: &[SSTableInfo]) -> Choice;
+
+    /// A choice of fewer inputs is nothing to do (and leaves room for a tombstone compaction).
+    fn min_inputs(&self) -> usize {
+        2
+    }
+}
+
+/// The strategy a table's options name.
+pub(crate) fn for_options(options: &CompactionOptions) -> Box<dyn Strategy> {
+    match options {
+        CompactionOptions::SizeTiered {
+            min_threshold,
+            max_threshold,
+        } => Box::new(SizeTiered {
+            min_threshold: *min_threshold as usize,
+            max_threshold: *max_threshold as usize,
+        }),
+        CompactionOptions::TimeWindow {
+            compaction_window_unit,
+            compaction_window_size,
+        } => Box::new(TimeWindow::new(
+            compaction_window_unit,
+            *compaction_window_size,
+        )),
+        CompactionOptions::Leveled {
+            sstable_size_in_mb,
+            fanout_size,
+        } => Box::new(Leveled {
+            sstable_bytes: u64::from(*sstable_size_in_mb).max(1) << 20,
+            fanout: u64::from(*fanout_size).max(2),
+        }),
+    }
+}
+
+fn gens(v: &[SSTableInfo]) -> Vec<u64> {
+    v.iter().map(|s| s.gen).collect()
+}

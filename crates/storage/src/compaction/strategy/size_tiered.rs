@@ -1,0 +1,59 @@
+//! Size-tiered: SSTables of similar size group into buckets; the bucket of the smallest
+//! SSTables with at least `min_threshold` members is compacted, at most `max_threshold` of them.
+
+use super::{gens, Choice, SSTableInfo, Strategy, DEFAULT_MAX_OUTPUT_BYTES};
+
+/// Cassandra's defaults: a bucket takes SSTables within half and one and a half times its
+/// average size, and every SSTable under 50 MiB goes to one bucket.
+const BUCKET_LOW: f64 = 0.5;
+const BUCKET_HIGH: f64 = 1.5;
+const MIN_SSTABLE_SIZE_BYTES: u64 = 50 << 20;
+
+pub(crate) struct SizeTiered {
+    pub min_threshold: usize,
+    pub max_threshold: usize,
+}
+
+impl Strategy for SizeTiered {
+    fn choose(&self, free: &[SSTableInfo], _all: &[SSTableInfo]) -> Choice {
+        Choice {
+            inputs: gens(&pick(free, self.min_threshold, self.max_threshold)),
+            level: 0,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        }
+    }
+}
+
+/// Size-tiered buckets (Cassandra's `getBuckets`): similar sizes group together.
+pub(super) fn pick(
+    sstables: &[SSTableInfo],
+    min_threshold: usize,
+    max_threshold: usize,
+) -> Vec<SSTableInfo> {
+    let mut sorted: Vec<SSTableInfo> = sstables.to_vec();
+    sorted.sort_by_key(|s| s.data_bytes);
+    let mut buckets: Vec<(f64, Vec<SSTableInfo>)> = Vec::new();
+    for s in sorted {
+        let size = s.data_bytes as f64;
+        let fit = buckets.iter_mut().find(|(avg, _)| {
+            (size > avg * BUCKET_LOW && size < avg * BUCKET_HIGH)
+                || (size < MIN_SSTABLE_SIZE_BYTES as f64 && *avg < MIN_SSTABLE_SIZE_BYTES as f64)
+        });
+        match fit {
+            Some((avg, b)) => {
+                *avg = (*avg * b.len() as f64 + size) / (b.len() + 1) as f64;
+                b.push(s);
+            }
+            None => buckets.push((size, vec![s])),
+        }
+    }
+    buckets
+        .into_iter()
+        .filter(|(_, b)| b.len() >= min_threshold.max(2))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, mut b)| {
+            b.truncate(max_threshold.max(2));
+            b
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,240 @@
+//! Operator actions (nodetool flush / compact / garbagecollect / snapshot / tablestats /
+//! compactionstats) and shutdown.
+
+use crate::compaction::{self, CompactionKind};
+use crate::engine::{Engine, Table};
+use crate::path_name::PathName;
+use crate::types::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Engine {
+    fn tables_for(&self, table: Option<TableId>) -> Result<Vec<Arc<Table>>, StorageError> {
+        match table {
+            Some(id) => Ok(vec![self.table(id)?]),
+            None => Ok(self.tables.read().values().cloned().collect()),
+        }
+    }
+
+    /// Flushes memtables to SSTables; blocks until written.
+    pub fn flush(&self, table: Option<TableId>) -> Result<(), StorageError> {
+        for t in self.tables_for(table)? {
+            compaction::flush_table(&self.background, &t)?;
+        }
+        Ok(())
+    }
+
+    /// Major compaction: all SSTables of the table into one (split by size for LCS).
+    pub fn compact(&self, table: TableId) -> Result<CompactionStats, StorageError> {
+        let t = self.table(table)?;
+        let all: Vec<_> = t.sstables.read().clone();
+        let inputs = compaction::reserve(&t, all);
+        if inputs.is_empty() {
+            return Ok(CompactionStats::default());
+        }
+        let (level, max_out) = match t.def.read().options.compaction {
+            CompactionOptions::Leveled {
+                sstable_size_in_mb, ..
+            } => (1, u64::from(sstable_size_in_mb).max(1) << 20),
+            _ => (0, u64::MAX),
+        };
+        compaction::compact_sstables(
+            &self.background,
+            &t,
+            inputs,
+            CompactionKind::Major,
+            level,
+            max_out,
+        )
+    }
+
+    /// Runs the table's compaction strategy once, now (including single-SSTable tombstone
+    /// compaction); None when it has nothing to do.
+    pub fn run_background_compaction(
+        &self,
+        table: TableId,
+    ) -> Result<Option<CompactionStats>, StorageError> {
+        let t = self.table(table)?;
+        compaction::background_compaction(&self.background, &t)
+    }
+
+    /// nodetool garbagecollect: rewrites each SSTable alone, dropping shadowed data and purgeable
+    /// tombstones.
+    pub fn garbage_collect(&self, table: TableId) -> Result<CompactionStats, StorageError> {
+        let t = self.table(table)?;
+        let all: Vec<_> = t.sstables.read().clone();
+        let mut total = CompactionStats::default();
+        for s in all {
+            let inputs = compaction::reserve(&t, vec![s.clone()]);
+            if inputs.is_empty() {
+                continue;
+            }
+            let level = s.stats.level;
+            let st = compaction::compact_sstables(
+                &self.background,
+                &t,
+                inputs,
+                CompactionKind::GarbageCollect,
+                level,
+                u64::MAX,
+            )?;
+            total.input_sstables += st.input_sstables;
+            total.output_sstables += st.output_sstables;
+            total.bytes_read += st.bytes_read;
+            total.bytes_written += st.bytes_written;
+            total.partitions_written += st.partitions_written;
+            total.tombstones_purged += st.tombstones_purged;
+        }
+        Ok(total)
+    }
+
+    /// Flushes, then hard-links every SSTable component into `<table dir>/snapshots/<tag>/`.
+    pub fn snapshot(&self, table: Option<TableId>, tag: &str) -> Result<(), StorageError> {
+        let tag = PathName::new("snapshot tag", tag)?;
+        for t in self.tables_for(table)? {
+            compaction::flush_table(&self.background, &t)?;
+            let dest = t.dir.join("snapshots").join(&tag);
+            std::fs::create_dir_all(&dest).map_err(|e| StorageError::io(&dest, e))?;
+            let sstables: Vec<_> = t.sstables.read().clone();
+            for s in sstables {
+                for p in s.component_paths() {
+                    let Some(name) = p.file_name() else { continue };
+                    let target = dest.join(name);
+                    if target.exists() {
+                        continue;
+                    }
+                    std::fs::hard_link(&p, &target).map_err(|e| StorageError::io(&p, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes snapshots with `tag` (all snapshots when None or empty) of every table on disk.
+    pub fn clear_snapshot(&self, tag: Option<&str>) -> Result<(), StorageError> {
+        // Validated before anything is touched: the tag is joined to paths that are then
+        // deleted recursively.
+        let tag = match tag {
+            Some(tag) if !tag.is_empty() => Some(PathName::new("snapshot tag", tag)?),
+            _ => None,
+        };
+        let data = &self.config.data_dir;
+        let Ok(keyspaces) = std::fs::read_dir(data) else {
+            return Ok(());
+        };
+        for ks in keyspaces.flatten() {
+            let Ok(tables) = std::fs::read_dir(ks.path()) else {
+                continue;
+            };
+            for t in tables.flatten() {
+                let snaps = t.path().join("snapshots");
+                let target = match &tag {
+                    Some(tag) => snaps.join(tag),
+                    None => snaps,
+                };
+                if target.exists() {
+                    std::fs::remove_dir_all(&target).map_err(|e| StorageError::io(&target, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Statistics for nodetool tablestats / tablehistograms.
+    pub fn table_stats(&self, table: TableId) -> TableStats {
+        let Ok(t) = self.table(table) else {
+            return TableStats::default();
+        };
+        let sstables: Vec<_> = t.sstables.read().clone();
+        let mt = t.memtable.read().clone();
+        let mut s = TableStats {
+            sstable_count: sstables.len(),
+            memtable_data_size_bytes: mt.size_bytes(),
+            memtable_heap_bytes: mt.heap_bytes(),
+            memtable_partitions: mt.partition_count(),
+            memtable_switch_count: t.counters.memtable_switches.load(Ordering::Relaxed),
+            local_read_count: t.counters.reads.load(Ordering::Relaxed),
+            local_write_count: t.counters.writes.load(Ordering::Relaxed),
+            bloom_filter_false_positives: t.counters.bloom_false_positives.load(Ordering::Relaxed),
+            chunk_cache_hit_rate: self.reads.caches.chunk.hit_rate(),
+            key_cache_hits: t.counters.key_cache_hits.load(Ordering::Relaxed),
+            key_cache_requests: t.counters.key_cache_requests.load(Ordering::Relaxed),
+            key_cache_hit_rate: self.reads.caches.key.hit_rate(),
+            row_cache_hits: t.counters.row_cache_hits.load(Ordering::Relaxed),
+            row_cache_requests: t.counters.row_cache_requests.load(Ordering::Relaxed),
+            sstables_per_read_max: t.counters.max_sstables_per_read.load(Ordering::Relaxed),
+            sstables_skipped_by_timestamp: t
+                .counters
+                .sstables_skipped_by_timestamp
+                .load(Ordering::Relaxed),
+            rows_merged_by_reads: t.counters.rows_merged.load(Ordering::Relaxed),
+            tombstones_scanned_by_reads: t.counters.tombstones_scanned.load(Ordering::Relaxed),
+            tombstones_scanned_max: t.counters.tombstones_scanned_max.load(Ordering::Relaxed),
+            tombstone_failures: t.counters.tombstone_failures.load(Ordering::Relaxed),
+            ..TableStats::default()
+        };
+        let mut uncompressed = 0u64;
+        let mut data_bytes = 0u64;
+        for r in &sstables {
+            s.live_disk_space_bytes += r.disk_bytes();
+            s.estimated_partitions += r.stats.partitions;
+            s.index_summary_bytes += r.summary_bytes() as u64;
+            s.max_partition_size_bytes =
+                s.max_partition_size_bytes.max(r.stats.max_partition_bytes);
+            s.bloom_filter_space_bytes += r.filter.size_bytes();
+            s.tombstone_count += r.stats.tombstones;
+            uncompressed += r.stats.uncompressed_bytes;
+            data_bytes += r.stats.data_file_bytes;
+        }
+        s.estimated_partitions += mt.partition_count();
+        s.mean_partition_size_bytes = (uncompressed + mt.size_bytes())
+            .checked_div(s.estimated_partitions)
+            .unwrap_or(0);
+        s.compression_ratio = if uncompressed > 0 {
+            data_bytes as f64 / uncompressed as f64
+        } else {
+            0.0
+        };
+        s
+    }
+
+    /// Running flushes and compactions.
+    pub fn compaction_stats(&self) -> Vec<CompactionProgress> {
+        self.background.progress.snapshot()
+    }
+
+    /// Clean shutdown: flushes every memtable, lets a running flush or compaction finish,
+    /// stops background threads, syncs the commitlog and, when everything was flushed, deletes
+    /// its segments so the next start replays nothing. If a flush fails, the commitlog is kept
+    /// and replays the unflushed data at the next start; the first error is returned.
+    pub fn shutdown(&self) -> Result<(), StorageError> {
+        let mut first_err = None;
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        for t in &tables {
+            if let Err(e) = compaction::flush_table(&self.background, t) {
+                first_err.get_or_insert(e);
+            }
+        }
+        let synced = self.stop_background();
+        if first_err.is_none() && synced.is_ok() {
+            self.log.close_clean();
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => synced,
+        }
+    }
+
+    /// Stops without flushing memtables (as a crash after the last commitlog sync would): the
+    /// commitlog replays them at the next start. For tests of replay and for callers that must
+    /// stop fast.
+    pub fn shutdown_without_flush(&self) -> Result<(), StorageError> {
+        self.stop_background()
+    }
+
+    /// Stops the flush and compaction threads (letting running work finish) and the commitlog.
+    fn stop_background(&self) -> Result<(), StorageError> {
+        self.background.stop();
+        self.log.shutdown()
+    }
+}

@@ -1,0 +1,494 @@
+//! The engine: tables, the write path (commitlog then memtable), the read path (memtables and
+//! SSTables merged), and the admin operations.
+
+mod admin;
+mod backpressure;
+
+use crate::clustering::CKey;
+use crate::codec::{decode_partition, encode_partition, Reader, Writer};
+use crate::commitlog::{self, Commitlog};
+use crate::compaction::{Background, WorkerConfig};
+use crate::memtable::budget::MemtableBudget;
+use crate::memtable::Memtable;
+use crate::partition::{self, Partition, TableLayout};
+use crate::path_name::PathName;
+use crate::read::caches::Caches;
+use crate::read::ReadPath;
+use crate::reconcile::{Cell, CellKind};
+use crate::sstable::{self, SSTableReader};
+use crate::table::{Table, TableCounters, Tables};
+use crate::types::*;
+pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
+use bytes::Bytes;
+use helenus_types::{SharedClock, SystemClock};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Stripes of the per-partition lock that serialises counter read-modify-write.
+const COUNTER_LOCK_STRIPES: usize = 1024;
+
+/// The storage engine of one node: the public API over its parts, each of which the others
+/// reach without the engine.
+pub struct Engine {
+    config: StorageConfig,
+    /// Shared with the flush thread, which discards segments once their data is flushed.
+    log: Arc<Commitlog>,
+    /// Shared with the background threads, which look tables up by the id of their job.
+    tables: Arc<Tables>,
+    /// The caches and the read path over memtables and SSTables.
+    reads: ReadPath,
+    /// Memtable memory: flush requests, memtables being freed, writers waiting for flushes.
+    budget: Arc<MemtableBudget>,
+    /// The flush thread and compaction pool, with their job queues and running tasks.
+    background: Arc<Background>,
+    /// Local deletion times of writes; the system clock (`StorageConfig` has no room for another
+    /// without changing the public API).
+    clock: SharedClock,
+    counter_locks: Vec<Mutex<()>>,
+    lock_hasher: RandomState,
+    replay_segments: Mutex<Vec<u64>>,
+}
+
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Engine {
+    /// Opens the engine: creates directories, starts a new commitlog segment and the background
+    /// threads. Existing segments are replayed by `replay_commitlog` once tables are created.
+    pub fn open(config: StorageConfig) -> Result<Arc<Engine>, StorageError> {
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| StorageError::io(&config.data_dir, e))?;
+        std::fs::create_dir_all(&config.commitlog_dir)
+            .map_err(|e| StorageError::io(&config.commitlog_dir, e))?;
+        let existing = commitlog::list_segments(&config.commitlog_dir)?;
+        let log = Commitlog::open(
+            &config.commitlog_dir,
+            config.commitlog_sync,
+            config.commitlog_segment_size_bytes,
+        )?;
+        let tables = Arc::new(Tables::default());
+        let budget = Arc::new(MemtableBudget::default());
+        let clock = SystemClock::shared();
+        let background = Background::start(
+            WorkerConfig::of(&config),
+            clock.clone(),
+            tables.clone(),
+            log.clone(),
+            budget.clone(),
+        )?;
+        let engine = Arc::new(Engine {
+            reads: ReadPath::new(Caches::new(&config)),
+            config,
+            log,
+            tables,
+            budget,
+            background,
+            clock,
+            counter_locks: (0..COUNTER_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            lock_hasher: RandomState::new(),
+            replay_segments: Mutex::new(existing),
+        });
+        Ok(engine)
+    }
+
+    pub(crate) fn table(&self, id: TableId) -> Result<Arc<Table>, StorageError> {
+        self.tables.get(id)
+    }
+
+    /// `<data>/<keyspace>/<table>-<id hex>`; the names are validated here too (CQL already
+    /// restricts them) because a table directory is created and later deleted recursively.
+    pub(crate) fn table_dir(&self, def: &TableDef) -> Result<PathBuf, StorageError> {
+        let keyspace = PathName::new("keyspace name", &def.keyspace)?;
+        let table = PathName::new("table name", &format!("{}-{}", def.name, hex(&def.id)))?;
+        Ok(self.config.data_dir.join(keyspace).join(table))
+    }
+
+    /// Registers a table (at CREATE TABLE and at startup) and loads its SSTables.
+    pub fn create_table(&self, def: TableDef) -> Result<(), StorageError> {
+        if self.tables.read().contains_key(&def.id) {
+            return self.alter_table(def);
+        }
+        let dir = self.table_dir(&def)?;
+        std::fs::create_dir_all(&dir).map_err(|e| StorageError::io(&dir, e))?;
+        let layout = Arc::new(TableLayout::new(&def));
+        let gens = sstable::list_generations(&dir)?;
+        let mut readers = Vec::new();
+        for g in &gens {
+            readers.push(SSTableReader::open(&dir, *g, &layout.cmp)?);
+        }
+        let table = Arc::new(Table {
+            def: RwLock::new(def.clone()),
+            layout: RwLock::new(layout),
+            dir,
+            memtable: RwLock::new(Arc::new(Memtable::default())),
+            flushing: RwLock::new(Vec::new()),
+            sstables: RwLock::new(readers),
+            next_gen: AtomicU64::new(gens.last().map_or(1, |g| g + 1)),
+            flush_lock: Mutex::new(()),
+            compacting: Mutex::new(HashSet::new()),
+            futile_tombstone_gens: Mutex::new(HashSet::new()),
+            counters: TableCounters::default(),
+            dropped: AtomicBool::new(false),
+        });
+        self.tables.write().insert(def.id, table);
+        Ok(())
+    }
+
+    /// Updates a table's options and columns (clustering never changes after creation).
+    pub fn alter_table(&self, def: TableDef) -> Result<(), StorageError> {
+        let t = self.table(def.id)?;
+        let old_cmp = t.layout.read().cmp.clone();
+        let mut layout = TableLayout::new(&def);
+        // Keep the comparator instance the stored clusterings already reference.
+        layout.cmp = old_cmp;
+        *t.layout.write() = Arc::new(layout);
+        *t.def.write() = def;
+        Ok(())
+    }
+
+    /// Drops a table: forgets it and deletes its files (no snapshot).
+    pub fn drop_table(&self, id: TableId) -> Result<(), StorageError> {
+        let Some(t) = self.tables.write().remove(&id) else {
+            return Ok(());
+        };
+        t.dropped.store(true, Ordering::Relaxed);
+        let _f = t.flush_lock.lock();
+        self.log.forget_table(id);
+        let uids: HashSet<u64> = t.sstables.read().iter().map(|s| s.uid).collect();
+        self.reads.caches.forget_sstables(&uids);
+        self.reads.caches.row.retain(|k| k.0 != id);
+        match std::fs::remove_dir_all(&t.dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StorageError::io(&t.dir, e)),
+        }
+    }
+
+    /// Removes all data of a table (memtables and SSTables; snapshots are kept).
+    pub fn truncate(&self, id: TableId) -> Result<(), StorageError> {
+        let t = self.table(id)?;
+        let _f = t.flush_lock.lock();
+        {
+            let mut mt = t.memtable.write();
+            *mt = Arc::new(Memtable::default());
+            t.flushing.write().clear();
+            self.log.forget_table(id);
+        }
+        let old: Vec<Arc<SSTableReader>> = std::mem::take(&mut *t.sstables.write());
+        for s in &old {
+            for p in s.component_paths() {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        let uids: HashSet<u64> = old.iter().map(|s| s.uid).collect();
+        self.reads.caches.forget_sstables(&uids);
+        self.reads.caches.row.retain(|k| k.0 != id);
+        Ok(())
+    }
+
+    /// Replays commitlog segments found at open into the memtables, flushes, and deletes them.
+    pub fn replay_commitlog(&self) -> Result<ReplayStats, StorageError> {
+        let ids = std::mem::take(&mut *self.replay_segments.lock());
+        let mut stats = ReplayStats::default();
+        for id in &ids {
+            let path = self
+                .config
+                .commitlog_dir
+                .join(format!("CommitLog-hl1-{id}.log"));
+            let (entries, torn) = commitlog::read_segment(&path)?;
+            stats.segments += 1;
+            stats.corrupt_tails += usize::from(torn);
+            for payload in entries {
+                self.replay_entry(&payload, &mut stats);
+            }
+        }
+        if !ids.is_empty() {
+            self.flush(None)?;
+            self.log.discard_replayed(&ids);
+        }
+        Ok(stats)
+    }
+
+    fn replay_entry(&self, payload: &[u8], stats: &mut ReplayStats) {
+        let mut r = Reader::new(payload, "commitlog entry");
+        let Ok(n) = r.u32() else {
+            stats.mutations_skipped += 1;
+            return;
+        };
+        for _ in 0..n {
+            let Ok(id) = r.take(16).map(|b| {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(b);
+                a
+            }) else {
+                return;
+            };
+            let Ok(len) = r.u32() else { return };
+            let Ok(body) = r.take(len as usize) else {
+                return;
+            };
+            let Ok(t) = self.table(id) else {
+                stats.mutations_skipped += 1;
+                continue;
+            };
+            let cmp = t.layout.read().cmp.clone();
+            match decode_partition(&mut Reader::new(body, "commitlog partition"), &cmp) {
+                Ok(p) => {
+                    t.memtable.read().apply(p, u64::from(len));
+                    stats.mutations_replayed += 1;
+                }
+                Err(_) => stats.mutations_skipped += 1,
+            }
+        }
+    }
+
+    /// Applies one mutation; when this returns the write is durable as `commitlog_sync` promises.
+    pub async fn apply(&self, m: Mutation) -> Result<(), StorageError> {
+        self.wait_for_memtable_space().await;
+        let seq = self.apply_local(std::slice::from_ref(&m))?;
+        self.log.wait_durable(seq).await
+    }
+
+    /// Applies several mutations atomically (one commitlog entry): a logged batch on one node.
+    pub async fn apply_batch(&self, ms: Vec<Mutation>) -> Result<(), StorageError> {
+        self.wait_for_memtable_space().await;
+        let seq = self.apply_local(&ms)?;
+        self.log.wait_durable(seq).await
+    }
+
+    /// Blocking `apply_batch` for callers outside an async runtime (tools, tests).
+    pub fn apply_blocking(&self, ms: &[Mutation]) -> Result<(), StorageError> {
+        self.wait_for_memtable_space_blocking();
+        let seq = self.apply_local(ms)?;
+        self.log.wait_durable_blocking(seq)
+    }
+
+    fn counter_stripes(&self, ms: &[Mutation]) -> Vec<usize> {
+        let mut s: Vec<usize> = ms
+            .iter()
+            .filter(|m| has_counter_ops(m))
+            .map(|m| self.lock_hasher.hash_one((m.table, &m.key)) as usize % COUNTER_LOCK_STRIPES)
+            .collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+
+    /// Resolves counters, logs, and inserts into memtables; returns the commitlog sequence number.
+    fn apply_local(&self, ms: &[Mutation]) -> Result<u64, StorageError> {
+        let now = self.clock.wall_secs();
+        let stripes = self.counter_stripes(ms);
+        let _counter_guards: Vec<_> = stripes
+            .iter()
+            .filter_map(|i| self.counter_locks.get(*i))
+            .map(|l| l.lock())
+            .collect();
+        let mut parts: Vec<(Arc<Table>, Partition)> = Vec::with_capacity(ms.len());
+        // Counter values already resolved in this entry: a later increment of the same cell must
+        // build on them, not on the pre-entry state, or one of the two increments is lost.
+        let mut resolved: HashMap<CounterCellKey, (i64, i64)> = HashMap::new();
+        for m in ms {
+            let t = self.table(m.table)?;
+            let layout = t.layout.read().clone();
+            let mut p = if has_counter_ops(m) {
+                self.resolve_counters(&t, &layout, m, &mut resolved)?
+            } else {
+                Partition::from_mutation(m, &layout)?
+            };
+            partition::stamp_local_times(&mut p, now);
+            parts.push((t, p));
+        }
+        let mut payload = Vec::new();
+        let mut sizes = Vec::with_capacity(parts.len());
+        Writer(&mut payload).u32(parts.len() as u32);
+        for (t, p) in &parts {
+            payload.extend_from_slice(&t.id());
+            let at = payload.len();
+            Writer(&mut payload).u32(0);
+            encode_partition(&mut payload, p);
+            let len = (payload.len() - at - 4) as u32;
+            if let Some(slot) = payload.get_mut(at..at + 4) {
+                slot.copy_from_slice(&len.to_be_bytes());
+            }
+            sizes.push(u64::from(len));
+        }
+        // Lock memtables in table-id order so concurrent batches cannot deadlock with a switch.
+        let mut tables: Vec<Arc<Table>> = parts.iter().map(|(t, _)| t.clone()).collect();
+        tables.sort_by_key(|t| t.id());
+        tables.dedup_by_key(|t| t.id());
+        let ids: Vec<TableId> = tables.iter().map(|t| t.id()).collect();
+        let guards: Vec<(TableId, parking_lot::RwLockReadGuard<'_, Arc<Memtable>>)> =
+            tables.iter().map(|t| (t.id(), t.memtable.read())).collect();
+        let (seq, pos) = self.log.append(&payload, &ids)?;
+        let mut written: Vec<(TableId, i64, Bytes)> = Vec::with_capacity(parts.len());
+        for ((t, p), size) in parts.into_iter().zip(sizes) {
+            if let Some((_, mt)) = guards.iter().find(|(id, _)| *id == t.id()) {
+                written.push((t.id(), p.token, p.key.clone()));
+                mt.apply(p, size);
+                mt.note_log_position(pos);
+            }
+            t.counters.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        drop(guards);
+        self.reads.caches.invalidate_row_cache(&written);
+        self.maybe_trigger_flush();
+        Ok(seq)
+    }
+
+    /// Counter read-modify-write (under the partition's counter lock): each increment becomes an
+    /// absolute cell with the next logical clock. `resolved` carries the (clock, total) of cells
+    /// already resolved earlier in the same commitlog entry, so increments within one entry add up.
+    fn resolve_counters(
+        &self,
+        t: &Arc<Table>,
+        layout: &TableLayout,
+        m: &Mutation,
+        resolved: &mut HashMap<CounterCellKey, (i64, i64)>,
+    ) -> Result<Partition, StorageError> {
+        let mut plain = m.clone();
+        let mut adds: Vec<CounterAdd> = Vec::new();
+        let rows = plain
+            .static_row
+            .iter_mut()
+            .map(|r| (true, r))
+            .chain(plain.rows.iter_mut().map(|r| (false, r)));
+        for (is_static, r) in rows {
+            r.cells.retain(|c| match c.op {
+                CellOp::CounterAdd(d) => {
+                    let ck = (!is_static).then(|| r.clustering.clone());
+                    adds.push((ck, c.column, c.path.clone(), c.timestamp_us, d));
+                    false
+                }
+                _ => true,
+            });
+        }
+        let mut p = Partition::from_mutation(&plain, layout)?;
+        let current = self.reads.merged_partition(t, m.token, &m.key, None)?;
+        for (ck, col, path, ts, delta) in adds {
+            let cell_key: CounterCellKey = (m.table, m.key.clone(), ck.clone(), col, path.clone());
+            let base = resolved.get(&cell_key).copied();
+            let (clock, total) = base
+                .or_else(|| {
+                    current.as_ref().and_then(|cp| {
+                        let row = match &ck {
+                            None => Some(&cp.static_row),
+                            Some(v) => cp.rows.get(&CKey::row(v.clone(), &layout.cmp)),
+                        }?;
+                        let d = match &ck {
+                            None => cp.deletion,
+                            Some(v) => cp.covering_deletion(&CKey::row(v.clone(), &layout.cmp)),
+                        };
+                        let d = crate::reconcile::max_deletion(d, row.deletion);
+                        let cell = row.cells.get(&(col, path.clone()))?;
+                        match cell.kind {
+                            // A deleted counter restarts from zero but keeps its clock moving forward.
+                            CellKind::Counter { clock, .. }
+                                if crate::reconcile::deletes(d, cell.timestamp_us) =>
+                            {
+                                Some((clock, 0))
+                            }
+                            CellKind::Counter { clock, total } => Some((clock, total)),
+                            _ => None,
+                        }
+                    })
+                })
+                .unwrap_or((0, 0));
+            let (clock, total) = (clock + 1, total.wrapping_add(delta));
+            resolved.insert(cell_key, (clock, total));
+            let cell = Cell {
+                timestamp_us: ts,
+                kind: CellKind::Counter { clock, total },
+            };
+            let row = match ck {
+                None => &mut p.static_row,
+                Some(v) => p.rows.entry(CKey::row(v, &layout.cmp)).or_default(),
+            };
+            row.cells.insert((col, path), cell);
+        }
+        Ok(p)
+    }
+
+    /// Turns the max-timestamp short-circuit of single-partition reads on or off (on by
+    /// default; off is for tests that compare both and for diagnosis).
+    pub fn set_read_shortcut(&self, on: bool) {
+        self.reads.shortcut.store(on, Ordering::Relaxed);
+    }
+
+    /// Hits, requests and sizes of the key, chunk and row caches (engine-wide).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.reads.caches.stats()
+    }
+
+    /// Reads live data, however many tombstones that takes.
+    pub fn read(&self, table: TableId, q: &ReadQuery) -> Result<ReadResult, StorageError> {
+        self.read_bounded(table, q, u64::MAX)
+    }
+
+    /// Reads live data, counting the tombstones scanned into the result's stats; fails with
+    /// `TombstoneOverwhelming` as soon as more than `tombstone_failure_threshold` were scanned
+    /// (Cassandra's `tombstone_failure_threshold`), without reading the rest.
+    pub fn read_bounded(
+        &self,
+        table: TableId,
+        q: &ReadQuery,
+        tombstone_failure_threshold: u64,
+    ) -> Result<ReadResult, StorageError> {
+        let t = self.table(table)?;
+        self.reads.read_counted(&t, q, tombstone_failure_threshold)
+    }
+
+    /// Bytes held by all memtables (active, flushing and being freed), allocator overhead
+    /// included: what `memtable_space_bytes` bounds.
+    pub(crate) fn memtable_bytes(&self) -> u64 {
+        self.tables
+            .read()
+            .values()
+            .map(|t| {
+                t.memtable.read().heap_bytes()
+                    + t.flushing
+                        .read()
+                        .iter()
+                        .map(|m| m.heap_bytes())
+                        .sum::<u64>()
+            })
+            .sum::<u64>()
+            + self.budget.freeing_bytes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn maybe_trigger_flush(&self) {
+        if self.memtable_bytes() < self.config.memtable_space_bytes.max(1 << 20) {
+            return;
+        }
+        if self.budget.flush_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let largest = self
+            .tables
+            .read()
+            .values()
+            .max_by_key(|t| t.memtable.read().heap_bytes())
+            .map(|t| t.id());
+        let sent = largest.is_some_and(|id| self.background.request_flush(id));
+        if !sent {
+            self.budget.flush_pending.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// A pending increment: (clustering or None for static, column, cell path, timestamp, delta).
+type CounterAdd = (Option<Vec<Bytes>>, ColumnId, Option<Bytes>, i64, i64);
+/// One counter cell: (table, partition key, clustering or None for static, column, cell path).
+type CounterCellKey = (TableId, Bytes, Option<Vec<Bytes>>, ColumnId, Option<Bytes>);
+
+fn has_counter_ops(m: &Mutation) -> bool {
+    m.static_row.iter().chain(m.rows.iter()).any(|r| {
+        r.cells
+            .iter()
+            .any(|c| matches!(c.op, CellOp::CounterAdd(_)))
+    })
+}

@@ -1,0 +1,218 @@
+//! The engine's read caches beyond the chunk cache:
+//!
+//! * Key cache (`key_cache_size`): (SSTable, partition key) -> decoded index entry, consulted
+//!   after the token range and bloom filter say the partition may be there. As in Cassandra, a
+//!   hit reads no index at all; a miss binary-searches the SSTable's in-memory partition
+//!   summary and reads one Index.db page (sstable/index.rs).
+//! * Row cache (`row_cache_size`, off by default): whole merged partitions of tables whose
+//!   `caching = {'rows_per_partition': ...}` is not 'NONE'. Unlike Cassandra, which keeps the
+//!   head of a partition, a partition is cached only when it has at most `rows_per_partition`
+//!   rows, so every slice can be answered from the cached copy. Every write to a partition
+//!   invalidates it.
+
+use super::ReadPath;
+use crate::byte_cache::ByteCache;
+use crate::partition::Partition;
+use crate::sstable::ChunkKey;
+use crate::sstable::{IndexEntry, SSTableReader};
+use crate::table::Table;
+use crate::types::{CacheStats, StorageConfig, TableId};
+use bytes::Bytes;
+use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Key cache key: (SSTable uid, token, partition key); the value is the decoded index entry.
+pub(crate) type KeyCacheKey = (u64, i64, Bytes);
+/// Row cache key: (table, token, partition key).
+pub(crate) type RowCacheKey = (TableId, i64, Bytes);
+
+/// Bytes charged per key cache entry besides the key (tuple, map slot, FIFO slot).
+const KEY_CACHE_ENTRY_OVERHEAD_BYTES: u64 = 128;
+/// Bytes charged per row-index block of a cached entry besides its clustering values.
+const KEY_CACHE_BLOCK_OVERHEAD_BYTES: usize = 48;
+/// Bytes charged per cell / row of a row-cached partition besides values.
+const ROW_CACHE_CELL_OVERHEAD_BYTES: u64 = 64;
+const ROW_CACHE_ROW_OVERHEAD_BYTES: u64 = 96;
+
+/// Stripes of the row cache's write epochs.
+const ROW_CACHE_EPOCH_STRIPES: usize = 1024;
+
+/// The node's read caches, sized by `StorageConfig`.
+pub(crate) struct Caches {
+    /// Decompressed SSTable chunks (`file_cache_size`).
+    pub chunk: ByteCache<ChunkKey, Vec<u8>>,
+    pub key: ByteCache<KeyCacheKey, IndexEntry>,
+    pub row: ByteCache<RowCacheKey, Partition>,
+    /// Bumped (per stripe of partitions) by every write, so a read that merged sources before
+    /// the write cannot leave a stale partition in the row cache.
+    row_epochs: Vec<AtomicU64>,
+    hasher: RandomState,
+    key_cache_bytes: u64,
+    row_cache_bytes: u64,
+}
+
+impl Caches {
+    pub(crate) fn new(config: &StorageConfig) -> Self {
+        Caches {
+            chunk: ByteCache::new(config.chunk_cache_bytes.max(1 << 20)),
+            key: ByteCache::new(config.key_cache_bytes),
+            row: ByteCache::new(config.row_cache_bytes),
+            row_epochs: (0..ROW_CACHE_EPOCH_STRIPES)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            hasher: RandomState::new(),
+            key_cache_bytes: config.key_cache_bytes,
+            row_cache_bytes: config.row_cache_bytes,
+        }
+    }
+
+    /// The write epoch of the row cache stripe of a partition (see `invalidate_row_cache`).
+    fn row_epoch(&self, table: TableId, key: &Bytes) -> Option<u64> {
+        self.row_epochs
+            .get(self.row_stripe(table, key))
+            .map(|e| e.load(Ordering::SeqCst))
+    }
+
+    /// Whether tables that ask for the row cache get it.
+    pub(crate) fn row_cache_enabled(&self) -> bool {
+        self.row_cache_bytes > 0
+    }
+
+    /// Hits, requests and sizes of the key, chunk and row caches (engine-wide).
+    pub(crate) fn stats(&self) -> CacheStats {
+        CacheStats {
+            key: self.key.counters(),
+            chunk: self.chunk.counters(),
+            row: self.row.counters(),
+        }
+    }
+
+    /// The index entry of a partition in `s`, through the key cache.
+    pub(crate) fn find_in_sstable(
+        &self,
+        t: &Table,
+        s: &SSTableReader,
+        token: i64,
+        key: &Bytes,
+    ) -> Result<Option<Arc<IndexEntry>>, crate::StorageError> {
+        if !s.may_contain(token, key) {
+            return Ok(None);
+        }
+        if self.key_cache_bytes == 0 {
+            return Ok(s.search(token, key)?.map(|(_, e)| Arc::new(e)));
+        }
+        t.counters
+            .key_cache_requests
+            .fetch_add(1, Ordering::Relaxed);
+        let ck: KeyCacheKey = (s.uid, token, key.clone());
+        if let Some(e) = self.key.get(&ck) {
+            t.counters.key_cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(e));
+        }
+        let found = s.search(token, key)?.map(|(_, e)| Arc::new(e));
+        match &found {
+            Some(e) => self.key.insert(ck, e.clone(), index_entry_bytes(e)),
+            None => {
+                t.counters
+                    .bloom_false_positives
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(found)
+    }
+
+    fn row_stripe(&self, table: TableId, key: &Bytes) -> usize {
+        self.hasher.hash_one((table, key)) as usize % ROW_CACHE_EPOCH_STRIPES
+    }
+
+    /// Drops written partitions from the row cache; called after their memtable inserts.
+    pub(crate) fn invalidate_row_cache(&self, written: &[(TableId, i64, Bytes)]) {
+        if self.row_cache_bytes == 0 {
+            return;
+        }
+        for (table, token, key) in written {
+            if let Some(e) = self.row_epochs.get(self.row_stripe(*table, key)) {
+                e.fetch_add(1, Ordering::SeqCst);
+            }
+            self.row.remove(&(*table, *token, key.clone()));
+        }
+    }
+
+    /// Forgets cached chunks and index positions of SSTables that are gone.
+    pub(crate) fn forget_sstables(&self, uids: &HashSet<u64>) {
+        self.chunk.retain(|k| !uids.contains(&k.0));
+        if self.key_cache_bytes > 0 {
+            self.key.retain(|k| !uids.contains(&k.0));
+        }
+    }
+}
+
+/// Bytes charged for a key cache entry: the key twice (cache key and entry), the row index.
+fn index_entry_bytes(e: &IndexEntry) -> u64 {
+    let blocks: usize = e
+        .blocks
+        .iter()
+        .map(|b| KEY_CACHE_BLOCK_OVERHEAD_BYTES + b.first.iter().map(|v| v.len()).sum::<usize>())
+        .sum();
+    2 * e.key.len() as u64 + blocks as u64 + KEY_CACHE_ENTRY_OVERHEAD_BYTES
+}
+
+/// Approximate heap bytes of a partition (row cache accounting).
+fn partition_bytes(p: &Partition) -> u64 {
+    let mut n = p.key.len() as u64 + ROW_CACHE_ROW_OVERHEAD_BYTES;
+    for r in std::iter::once(&p.static_row).chain(p.rows.values()) {
+        n += ROW_CACHE_ROW_OVERHEAD_BYTES;
+        for ((_, path), c) in &r.cells {
+            n += ROW_CACHE_CELL_OVERHEAD_BYTES
+                + path.as_ref().map_or(0, |b| b.len() as u64)
+                + c.value_bytes().len() as u64;
+        }
+    }
+    n += p
+        .rows
+        .keys()
+        .map(|k| k.values.iter().map(|v| v.len() as u64).sum::<u64>())
+        .sum::<u64>();
+    n
+}
+
+impl ReadPath {
+    /// The whole merged partition, from the row cache or merged and cached when small enough.
+    pub(crate) fn merged_partition_cached(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+    ) -> Result<Option<Arc<Partition>>, crate::StorageError> {
+        let id = t.id();
+        let ck: RowCacheKey = (id, token, key.clone());
+        t.counters
+            .row_cache_requests
+            .fetch_add(1, Ordering::Relaxed);
+        if let Some(p) = self.caches.row.get(&ck) {
+            t.counters.row_cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(p));
+        }
+        let epoch = self.caches.row_epoch(id, key);
+        let Some(p) = self.merged_partition(t, token, key, None)? else {
+            return Ok(None);
+        };
+        let p = Arc::new(p);
+        let max_rows = t.def.read().options.rows_per_partition_to_cache;
+        if p.rows.len() as u64 <= u64::from(max_rows) {
+            self.caches
+                .row
+                .insert(ck.clone(), p.clone(), partition_bytes(&p));
+            // A write that landed while we merged bumped the epoch after its memtable insert;
+            // our copy may predate it, so take it back out (the writer's own removal may have
+            // run before our insert).
+            let now = self.caches.row_epoch(id, key);
+            if now != epoch {
+                self.caches.row.remove(&ck);
+            }
+        }
+        Ok(Some(p))
+    }
+}

@@ -1,0 +1,59 @@
+//! The read path: one partition merged from memtables and SSTables (single.rs), the
+//! max-timestamp short-circuit that skips older SSTables (shortcut.rs), tombstone counting
+//! (tombstones.rs), and the key and row caches in front of it (caches.rs).
+
+pub(crate) mod caches;
+mod range;
+pub(crate) mod shortcut;
+mod single;
+mod tombstones;
+
+use crate::clustering::CKey;
+use crate::partition::Partition;
+use caches::Caches;
+use std::sync::atomic::AtomicBool;
+
+/// The read path's state: the caches, and whether to use the max-timestamp short-circuit.
+pub(crate) struct ReadPath {
+    pub caches: Caches,
+    /// Whether single-partition reads use the max-timestamp short-circuit (on; tests compare).
+    pub shortcut: AtomicBool,
+}
+
+impl ReadPath {
+    pub(crate) fn new(caches: Caches) -> Self {
+        ReadPath {
+            caches,
+            shortcut: AtomicBool::new(true),
+        }
+    }
+}
+
+/// `restrict` for a partition the caller owns (one just read from an SSTable): rows outside
+/// the ranges are dropped in place instead of the rest being copied.
+pub(crate) fn restrict_owned(mut p: Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
+    if let Some(ranges) = ranges {
+        p.rows
+            .retain(|k, _| ranges.iter().any(|(s, e)| s <= k && k <= e));
+    }
+    p
+}
+
+/// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
+pub(crate) fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
+    let Some(ranges) = ranges else {
+        return p.clone();
+    };
+    let mut out = Partition::new(p.key.clone(), p.token);
+    out.deletion = p.deletion;
+    out.range_tombstones = p.range_tombstones.clone();
+    out.static_row = p.static_row.clone();
+    for (s, e) in ranges {
+        if s <= e {
+            for (k, r) in p.rows.range(s.clone()..=e.clone()) {
+                out.rows.insert(k.clone(), r.clone());
+            }
+        }
+    }
+    out
+}

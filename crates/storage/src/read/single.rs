@@ -1,0 +1,338 @@
+//! Single-partition reads with a row limit: a slice of a wide partition such as
+//! `WHERE pk = ? AND ck >= ? LIMIT 100` needs its first hundred rows, not the rest of the
+//! partition. SSTables with a row index are read block by block until each has given a few more
+//! rows than the limit; merged rows past the point where any SSTable stopped might be
+//! incomplete (a later block could hold a newer version or a deletion), so they are cut. If
+//! fewer live rows than the limit remain (deleted or expired rows), the read is repeated with a
+//! larger allowance, up to the whole slice.
+
+use super::{restrict, restrict_owned, ReadPath};
+use crate::clustering::CKey;
+use crate::error::StorageError;
+use crate::memtable::Memtable;
+use crate::partition::{self, Limits, Partition, TableLayout};
+use crate::read::shortcut::Shortcut;
+use crate::sstable::{IndexEntry, SSTableReader};
+use crate::table::Table;
+use crate::types::{PartitionData, ReadQuery};
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// An SSTable that holds a partition, with the partition's index entry when already known.
+pub(crate) type Located = (Arc<SSTableReader>, Option<Arc<IndexEntry>>);
+
+/// Rows per SSTable read beyond the limit on the first attempt (tombstones and expired rows
+/// take up room), and the factor by which a retry grows the allowance.
+const FIRST_EXTRA_ROWS: usize = 16;
+const RETRY_GROWTH: usize = 8;
+
+impl ReadPath {
+    /// Merges one partition from every source; `ranges` restricts which rows are cloned.
+    pub(crate) fn merged_partition(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+        ranges: Option<&[(CKey, CKey)]>,
+    ) -> Result<Option<Partition>, StorageError> {
+        self.merged_partition_upto(t, token, key, ranges, false, usize::MAX, None)
+            .map(|(p, _)| p)
+    }
+
+    /// The live view of one partition for `q`, within `limits`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn read_single(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+        ranges: &[(CKey, CKey)],
+        q: &ReadQuery,
+        layout: &TableLayout,
+        limits: &mut Limits,
+        located: Option<&[Located]>,
+    ) -> Result<Option<PartitionData>, StorageError> {
+        let want = limits.rows_left.min(limits.per_partition);
+        // A read that fails past a tombstone threshold first reads no more rows than it may
+        // scan tombstones: an unlimited read of a partition of millions of deleted rows fails
+        // after about the threshold, not after the whole partition.
+        let scan = &limits.scan;
+        let tombstones_left =
+            scan.failure_threshold - scan.stats.tombstones_scanned.min(scan.failure_threshold);
+        let first = want.min(usize::try_from(tombstones_left).unwrap_or(usize::MAX));
+        let mut allowance = first.saturating_add(FIRST_EXTRA_ROWS);
+        loop {
+            let (merged, frontier) = self.merged_partition_upto(
+                t,
+                token,
+                key,
+                Some(ranges),
+                q.reversed,
+                allowance,
+                located,
+            )?;
+            let Some(mut p) = merged else {
+                return Ok(None);
+            };
+            if let Some(f) = &frontier {
+                if q.reversed {
+                    p.rows.retain(|k, _| k >= f);
+                } else {
+                    p.rows.retain(|k, _| k <= f);
+                }
+            }
+            // A retry reads more of the partition, so it counts what this trial counted again:
+            // only the accepted trial's counts are kept. A trial past the tombstone failure
+            // threshold ends the read, since a larger one would scan at least as many.
+            let mut trial = Limits {
+                rows_left: limits.rows_left,
+                per_partition: limits.per_partition,
+                scan: limits.scan,
+            };
+            let data = partition::live_partition(&p, q, layout, &mut trial)?;
+            let got = data.as_ref().map_or(0, |d| d.rows.len());
+            if frontier.is_none() || got >= want {
+                *limits = trial;
+                return Ok(data);
+            }
+            allowance = allowance.saturating_mul(RETRY_GROWTH);
+        }
+    }
+
+    /// Memtables and SSTables merged for a read of one partition (of `ranges` of it), newest
+    /// SSTables first, stopping at older ones the data so far shadows (the max-timestamp
+    /// short-circuit, read/shortcut.rs); an SSTable with a row index is read only until it has
+    /// given `allowance` rows of the slice. Returns the merged partition and, if an SSTable
+    /// stopped early, the clustering up to which the merge is complete. `located`: the SSTables
+    /// holding the partition with its index entries, when the caller has them already (a range
+    /// scan); otherwise every SSTable is searched.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn merged_partition_upto(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+        ranges: Option<&[(CKey, CKey)]>,
+        reversed: bool,
+        allowance: usize,
+        located: Option<&[Located]>,
+    ) -> Result<(Option<Partition>, Option<CKey>), StorageError> {
+        let want = Want {
+            token,
+            key,
+            ranges,
+            reversed,
+            allowance,
+        };
+        let mut m = Merging {
+            acc: None,
+            frontier: None,
+            reversed,
+        };
+        merge_memtables(t, &want, &mut m);
+        let touched = self.merge_sstables(t, &want, located, &mut m)?;
+        t.counters
+            .max_sstables_per_read
+            .fetch_max(touched, Ordering::Relaxed);
+        let merged = m.acc.as_ref().map_or(0, |p| p.rows.len() as u64);
+        t.counters.rows_merged.fetch_add(merged, Ordering::Relaxed);
+        Ok((m.acc, m.frontier))
+    }
+
+    /// Merges the partition's SSTables into `m`, newest first, until the short-circuit says the
+    /// rest is shadowed; returns how many SSTables were read.
+    fn merge_sstables(
+        &self,
+        t: &Table,
+        want: &Want<'_>,
+        located: Option<&[Located]>,
+        m: &mut Merging,
+    ) -> Result<u64, StorageError> {
+        let (token, key) = (want.token, want.key);
+        let (sstables, mut entries, shortcut) = self.sstables_in_order(t, want.ranges, located);
+        let mut touched = 0u64;
+        for (n, s) in sstables.iter().enumerate() {
+            // Rows past the frontier are cut from the result, so no source reads them: a
+            // huge partition spread over SSTables costs one allowance, not one per SSTable.
+            let clipped = want
+                .ranges
+                .map(|r| clip(r, m.frontier.as_ref(), want.reversed));
+            let ranges = clipped.as_deref();
+            if matches!(ranges, Some(r) if r.is_empty() || !s.may_have_rows_in(r)) {
+                continue;
+            }
+            if matches!(&m.acc, Some(a) if shortcut.covers(a, s.stats.max_timestamp_us)) {
+                let skipped = sstables.iter().skip(n);
+                let skipped = skipped.filter(|s| s.may_contain(token, key)).count();
+                t.counters
+                    .sstables_skipped_by_timestamp
+                    .fetch_add(skipped as u64, Ordering::Relaxed);
+                break;
+            }
+            let e = match entries.get_mut(n).and_then(Option::take) {
+                Some(e) => e,
+                None if located.is_some() => continue,
+                None => match self.caches.find_in_sstable(t, s, token, key)? {
+                    Some(e) => e,
+                    None => continue,
+                },
+            };
+            touched += 1;
+            let cache = Some(&self.caches.chunk);
+            let (p, edge) = match ranges {
+                Some(r) => {
+                    s.read_partition_sliced_upto(&e, r, want.reversed, want.allowance, cache)?
+                }
+                None => (s.read_partition_at(&e, cache)?, None),
+            };
+            m.add(restrict_owned(p, ranges), edge);
+        }
+        Ok(touched)
+    }
+
+    /// The SSTables to read, newest first when the short-circuit may stop early, with their index
+    /// entries when `located` has them, and the short-circuit for the read.
+    fn sstables_in_order(
+        &self,
+        t: &Table,
+        ranges: Option<&[(CKey, CKey)]>,
+        located: Option<&[Located]>,
+    ) -> (SSTables, Vec<Option<Arc<IndexEntry>>>, Shortcut) {
+        let sources: Vec<Located> = match located {
+            Some(l) => l.to_vec(),
+            None => t
+                .sstables
+                .read()
+                .iter()
+                .map(|s| (s.clone(), None))
+                .collect(),
+        };
+        let (mut sstables, mut entries): (SSTables, Vec<_>) = sources.into_iter().unzip();
+        let shortcut = Shortcut::new(&t.def.read(), ranges, self.shortcut.load(Ordering::Relaxed));
+        if located.is_some() {
+            // Newest first, as `order` sorts (entries stay beside their SSTable).
+            let mut both: Vec<_> = sstables.into_iter().zip(entries).collect();
+            both.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
+            (sstables, entries) = both.into_iter().unzip();
+        } else {
+            shortcut.order(&mut sstables);
+        }
+        (sstables, entries, shortcut)
+    }
+}
+
+type SSTables = Vec<Arc<SSTableReader>>;
+
+/// What a read of one partition asks of each source.
+struct Want<'r> {
+    token: i64,
+    key: &'r Bytes,
+    ranges: Option<&'r [(CKey, CKey)]>,
+    reversed: bool,
+    allowance: usize,
+}
+
+/// The partition merged so far from a read's sources, and the clustering up to which it is
+/// complete when a source stopped early.
+struct Merging {
+    acc: Option<Partition>,
+    frontier: Option<CKey>,
+    reversed: bool,
+}
+
+impl Merging {
+    /// Merges `p`, whose source is complete up to `edge` (None: all of the slice).
+    fn add(&mut self, p: Partition, edge: Option<CKey>) {
+        if let Some(edge) = edge {
+            let tighter = match &self.frontier {
+                None => true,
+                Some(f) if self.reversed => edge > *f,
+                Some(f) => edge < *f,
+            };
+            if tighter {
+                self.frontier = Some(edge);
+            }
+        }
+        match &mut self.acc {
+            Some(a) => a.merge(p),
+            None => self.acc = Some(p),
+        }
+    }
+}
+
+/// Merges the partition's rows in the active and flushing memtables into `m`.
+fn merge_memtables(t: &Table, want: &Want<'_>, m: &mut Merging) {
+    let current = t.memtable.read().clone();
+    let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
+    for mt in std::iter::once(&current).chain(flushing.iter()) {
+        let copied = mt.with_partition(want.token, want.key, |p| match want.ranges {
+            // Only the rows the read may use are copied: a page of a huge memtable
+            // partition costs its own size, not the size of what follows it.
+            Some(r) => restrict_upto(p, r, want.reversed, want.allowance),
+            None => (restrict(p, None), None),
+        });
+        if let Some((p, edge)) = copied {
+            m.add(p, edge);
+        }
+    }
+}
+
+/// `restrict` that copies at most `allowance` rows, taken in the read's order, and returns the
+/// clustering up to which the copy is complete when rows were left out (as an SSTable's
+/// `read_partition_sliced_upto` does). Deletions and the static row are always kept.
+pub(crate) fn restrict_upto(
+    p: &Partition,
+    ranges: &[(CKey, CKey)],
+    reversed: bool,
+    allowance: usize,
+) -> (Partition, Option<CKey>) {
+    if allowance == usize::MAX {
+        return (restrict(p, Some(ranges)), None);
+    }
+    let mut out = Partition::new(p.key.clone(), p.token);
+    out.deletion = p.deletion;
+    out.range_tombstones = p.range_tombstones.clone();
+    out.static_row = p.static_row.clone();
+    let mut ordered: Vec<&(CKey, CKey)> = ranges.iter().filter(|(s, e)| s <= e).collect();
+    ordered.sort_by(|a, b| a.0.cmp(&b.0));
+    if reversed {
+        ordered.reverse();
+    }
+    let mut last: Option<&CKey> = None;
+    for (s, e) in ordered {
+        let it = p.rows.range(s.clone()..=e.clone());
+        let it: Box<dyn Iterator<Item = _>> = if reversed {
+            Box::new(it.rev())
+        } else {
+            Box::new(it)
+        };
+        for (k, r) in it {
+            if out.rows.len() >= allowance {
+                // A row is left out: the copy is complete only up to the last one taken.
+                return (out, last.cloned());
+            }
+            out.rows.insert(k.clone(), r.clone());
+            last = Some(k);
+        }
+    }
+    (out, None)
+}
+
+/// `ranges` cut at `frontier` (inclusive) in the read's direction.
+fn clip(ranges: &[(CKey, CKey)], frontier: Option<&CKey>, reversed: bool) -> Vec<(CKey, CKey)> {
+    let Some(f) = frontier else {
+        return ranges.to_vec();
+    };
+    ranges
+        .iter()
+        .filter_map(|(s, e)| {
+            let (s, e) = if reversed {
+                (s.clone().max(f.clone()), e.clone())
+            } else {
+                (s.clone(), e.clone().min(f.clone()))
+            };
+            (s <= e).then_some((s, e))
+        })
+        .collect()
+}

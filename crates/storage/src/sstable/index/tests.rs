@@ -1,0 +1,224 @@
+//! Tests of the partition summary (sstable/index.rs): lookups at and between samples, page
+//! boundaries, tiny and empty indexes, both Index.db encodings, entries larger than a read
+//! window, and corrupt files; `decode_index` (the whole file at once) is the reference.
+
+use super::*;
+use crate::codec::crc32c;
+
+fn formats() -> [DataFormat; 2] {
+    [DataFormat::Fixed, DataFormat::Compact { base_us: 0 }]
+}
+
+/// `n` entries in (token, key) order: runs of three keys share a token, lengths vary, and
+/// every 7th entry has a row index (one of them far larger than `INDEX_READ_BYTES`).
+fn entries(n: usize) -> Vec<IndexEntry> {
+    let mut out = Vec::with_capacity(n);
+    let mut position = 0u64;
+    for i in 0..n {
+        let token = (i / 3) as i64 * 10 - 500;
+        // Keys of one token sort by their index; the "b" suffix leaves room for absent keys.
+        let key = Bytes::from(format!("k{:05}b", i).into_bytes());
+        let length = 50 + (i as u32 * 37) % 300;
+        let n_blocks = match i {
+            _ if i == 10 => 6000,
+            _ if i % 7 == 0 => 3,
+            _ => 0,
+        };
+        let blocks = (0..n_blocks)
+            .map(|b| RowBlock {
+                first: vec![Bytes::from(format!("clustering-{b:08}").into_bytes())],
+                offset: b * 10,
+                length: 10,
+                rows: 1,
+            })
+            .collect();
+        out.push(IndexEntry {
+            token,
+            key,
+            position,
+            length,
+            header_len: 7,
+            blocks,
+        });
+        position += u64::from(length);
+    }
+    out
+}
+
+fn write_index(dir: &Path, name: &str, format: DataFormat, index: &[IndexEntry]) -> PathBuf {
+    let mut ix = MAGIC.to_vec();
+    format.encode_index(&mut ix, index);
+    let crc = crc32c(&ix);
+    ix.extend_from_slice(&crc.to_be_bytes());
+    let path = dir.join(name);
+    std::fs::write(&path, ix).unwrap();
+    path
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("helenus-ix-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn same(a: &IndexEntry, b: &IndexEntry) {
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+}
+
+/// Every lookup of a summary over `n` entries with pages of `interval` agrees with a full decode.
+fn check(dir: &Path, format: DataFormat, n: usize, interval: usize) {
+    let written = entries(n);
+    let path = write_index(dir, &format!("{n}-{interval}"), format, &written);
+    let body = std::fs::read(&path).unwrap();
+    let full = format.decode_index(&body[4..body.len() - 4]).unwrap();
+    assert_eq!(full.len(), n);
+    let ix = PartitionIndex::open_with_interval(&path, format, interval).unwrap();
+    assert_eq!(ix.len(), n);
+    assert_eq!(ix.samples.len(), n.div_ceil(interval));
+    for (i, e) in full.iter().enumerate() {
+        same(&ix.entry(i).unwrap(), e);
+        let (at, found) = ix.search(e.token, &e.key).unwrap().unwrap();
+        assert_eq!(at, i);
+        same(&found, e);
+        let key = Bound::Included((e.token, e.key.clone()));
+        assert_eq!(ix.lower_bound(&key).unwrap(), i);
+        let key = Bound::Excluded((e.token, e.key.clone()));
+        assert_eq!(ix.lower_bound(&key).unwrap(), i + 1);
+        // Absent keys just below and just above each entry, within and across pages.
+        for (token, key) in [
+            (e.token, e.key.slice(..e.key.len() - 1)),
+            (e.token, Bytes::from([e.key.as_ref(), b"x"].concat())),
+            (e.token - 1, Bytes::from_static(b"zzz")),
+            (e.token + 1, Bytes::new()),
+        ] {
+            assert!(ix.search(token, &key).unwrap().is_none());
+            let expect = full.partition_point(|f| (f.token, &f.key) < (token, &key));
+            let b = Bound::Included((token, key.clone()));
+            assert_eq!(ix.lower_bound(&b).unwrap(), expect);
+        }
+    }
+    assert!(ix.entry(n).is_err());
+    assert_eq!(ix.lower_bound(&Bound::Unbounded).unwrap(), 0);
+    for start in [
+        0,
+        1,
+        interval - 1,
+        interval,
+        interval + 1,
+        n.saturating_sub(1),
+        n,
+    ] {
+        let walked: Vec<IndexEntry> = ix.iter_from(start).map(Result::unwrap).collect();
+        assert_eq!(walked.len(), n.saturating_sub(start));
+        for (w, e) in walked.iter().zip(full.iter().skip(start)) {
+            same(w, e);
+        }
+    }
+}
+
+#[test]
+fn summary_lookups_agree_with_a_full_decode() {
+    let dir = temp_dir("lookups");
+    for format in formats() {
+        for (n, interval) in [
+            (0, 4),
+            (1, 4),
+            (1, 128),
+            (3, 4),
+            (4, 4),
+            (5, 4),
+            (8, 4),
+            (9, 4),
+            (40, 1),
+            (127, 128),
+            (128, 128),
+            (129, 128),
+            (1000, 128),
+        ] {
+            check(&dir, format, n, interval);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn empty_index_finds_nothing() {
+    let dir = temp_dir("empty");
+    for format in formats() {
+        let path = write_index(&dir, "empty", format, &[]);
+        let ix = PartitionIndex::open(&path, format).unwrap();
+        assert_eq!(ix.len(), 0);
+        assert!(ix.search(0, b"k").unwrap().is_none());
+        assert!(ix.entry(0).is_err());
+        assert_eq!(ix.iter_from(0).count(), 0);
+        let b = Bound::Included((0, Bytes::from_static(b"k")));
+        assert_eq!(ix.lower_bound(&b).unwrap(), 0);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn summary_holds_one_sample_per_interval() {
+    let dir = temp_dir("size");
+    let format = DataFormat::Compact { base_us: 0 };
+    let path = write_index(&dir, "big", format, &entries(2000));
+    let ix = PartitionIndex::open(&path, format).unwrap();
+    assert_eq!(ix.samples.len(), 2000usize.div_ceil(MIN_INDEX_INTERVAL));
+    assert!(ix.summary_bytes() < 2000 * 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn corrupt_index_files_are_errors() {
+    let dir = temp_dir("corrupt");
+    for format in formats() {
+        let path = write_index(&dir, "good", format, &entries(300));
+        let good = std::fs::read(&path).unwrap();
+        let mut cases: Vec<Vec<u8>> = vec![
+            Vec::new(),
+            good[..6].to_vec(),
+            good[..good.len() / 2].to_vec(),
+            good[..good.len() - 1].to_vec(),
+        ];
+        for at in [0, 4, 5, 9, good.len() / 3, good.len() - 2] {
+            let mut bad = good.clone();
+            bad[at] ^= 0x5a;
+            cases.push(bad);
+        }
+        // A huge entry count with a valid checksum.
+        let mut huge = good[..4].to_vec();
+        huge.extend_from_slice(&[0xff, 0xff, 0xff, 0x7f]);
+        let crc = crc32c(&huge);
+        huge.extend_from_slice(&crc.to_be_bytes());
+        cases.push(huge);
+        for (i, bytes) in cases.iter().enumerate() {
+            let p = dir.join(format!("bad-{i}"));
+            std::fs::write(&p, bytes).unwrap();
+            assert!(
+                PartitionIndex::open(&p, format).is_err(),
+                "case {i} of {format:?} opened"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_page_changed_after_open_is_an_error_not_a_panic() {
+    let dir = temp_dir("changed");
+    let format = DataFormat::Compact { base_us: 0 };
+    let path = write_index(&dir, "ix", format, &entries(500));
+    let ix = PartitionIndex::open(&path, format).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    for b in bytes.iter_mut().skip(4) {
+        *b = 0xff;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    for i in [0, 1, 200, 499] {
+        let _ = ix.entry(i);
+    }
+    let _ = ix.search(-500, b"k00000b");
+    assert!(ix.iter_from(0).any(|e| e.is_err()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,163 @@
+//! Helpers for unit tests that run a whole engine: the part of tests/common (the integration
+//! tests' helpers) they use, naming this crate as `crate`.
+
+use crate::*;
+use bytes::Bytes;
+use std::path::Path;
+use std::sync::Arc;
+
+pub struct Bytewise;
+impl ValueComparator for Bytewise {
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        a.cmp(b)
+    }
+}
+
+pub const TABLE: TableId = [7; 16];
+/// Regular columns 1 and 2, static column 3, set column 4.
+pub const STATIC_COL: ColumnId = 3;
+pub const SET_COL: ColumnId = 4;
+
+pub fn config(dir: &Path, sync: CommitlogSync) -> StorageConfig {
+    StorageConfig {
+        data_dir: dir.join("data"),
+        commitlog_dir: dir.join("commitlog"),
+        commitlog_sync: sync,
+        commitlog_segment_size_bytes: 1 << 20,
+        memtable_space_bytes: 64 << 20,
+        key_cache_bytes: 1 << 20,
+        chunk_cache_bytes: 4 << 20,
+        row_cache_bytes: 0,
+        concurrent_compactors: 1,
+        compaction_throughput_mib_per_s: 0,
+        flush_throughput_mib_per_s: 0,
+    }
+}
+
+pub fn table_def(gc_grace_seconds: u32) -> TableDef {
+    let col = |id, is_static, multi: bool| ColumnDef {
+        id,
+        is_static,
+        multi_cell: multi.then(|| Arc::new(Bytewise) as Arc<dyn ValueComparator>),
+        is_counter: false,
+    };
+    TableDef {
+        id: TABLE,
+        keyspace: "ks".into(),
+        name: "t".into(),
+        clustering: vec![ClusteringColumn {
+            cmp: Arc::new(Bytewise),
+            descending: false,
+        }],
+        columns: vec![
+            col(1, false, false),
+            col(2, false, false),
+            col(STATIC_COL, true, false),
+            col(SET_COL, false, true),
+        ],
+        options: TableOptions {
+            gc_grace_seconds,
+            compression: CompressionOptions {
+                algorithm: CompressionAlgorithm::Lz4,
+                chunk_length_in_kb: 4,
+            },
+            ..TableOptions::default()
+        },
+    }
+}
+
+/// A stable fake token (the engine never hashes keys itself).
+pub fn token(pk: &[u8]) -> i64 {
+    let mut h: i64 = 1469598103934665603;
+    for b in pk {
+        h = (h ^ i64::from(*b)).wrapping_mul(1099511628211);
+    }
+    h
+}
+
+pub fn b(v: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(v)
+}
+
+pub fn mutation(pk: &[u8]) -> Mutation {
+    Mutation {
+        table: TABLE,
+        key: b(pk),
+        token: token(pk),
+        partition_deletion: None,
+        range_tombstones: Vec::new(),
+        static_row: None,
+        rows: Vec::new(),
+    }
+}
+
+pub fn set(col: ColumnId, ts: i64, v: &[u8]) -> CellUpdate {
+    CellUpdate {
+        column: col,
+        path: None,
+        timestamp_us: ts,
+        op: CellOp::Set {
+            value: b(v),
+            ttl_s: 0,
+        },
+    }
+}
+
+pub fn row(ck: &[u8], cells: Vec<CellUpdate>) -> RowUpdate {
+    RowUpdate {
+        clustering: vec![b(ck)],
+        liveness: None,
+        deletion: None,
+        cells,
+    }
+}
+
+pub fn point(pk: &[u8], now_s: i64) -> ReadQuery {
+    ReadQuery {
+        partitions: PartitionRange::Single {
+            key: b(pk),
+            token: token(pk),
+        },
+        slices: Vec::new(),
+        reversed: false,
+        row_limit: None,
+        per_partition_limit: None,
+        partition_limit: None,
+        now_s,
+        resume_after: None,
+    }
+}
+
+pub fn scan_all(now_s: i64) -> ReadQuery {
+    ReadQuery {
+        partitions: PartitionRange::Range {
+            start: PartitionBound::Unbounded,
+            end: PartitionBound::Unbounded,
+        },
+        ..point(b"", now_s)
+    }
+}
+
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// Unique temp dir under the target dir (no tempfile dependency needed).
+pub fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "helenus-storage-{name}-{}-{}",
+        std::process::id(),
+        rand_u64()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::Instant::now())
+}
