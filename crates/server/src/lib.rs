@@ -15,6 +15,7 @@ pub mod metrics;
 mod node;
 mod prepared;
 mod system;
+mod trace;
 mod transport;
 
 pub use node::NodeState;

@@ -22,7 +22,9 @@ mod select;
 mod selectors;
 pub mod storage_bridge;
 mod tombstones;
-pub mod trace;
+// Tracing lives at the top level (NodeState keeps the trace store); re-exported for callers that
+// reach it through exec.
+pub(crate) use crate::trace;
 mod values;
 mod write;
 mod write_checks;
@@ -128,29 +130,27 @@ impl Prepared {
     }
 }
 
-#[cfg(test)]
-impl Prepared {
-    /// A statement with a trivial plan, for cache tests.
-    pub(crate) fn for_test(query: &str) -> Prepared {
-        Prepared {
-            query: query.to_string(),
-            keyspace: None,
-            plan: Planned::Use("ks".into()),
-            binds: Vec::new(),
-            bind_names: Vec::new(),
-            result: None,
-            pk_indexes: Vec::new(),
-            id: crate::prepared::prepared_id(None, query),
-            result_metadata_id: [0; 16],
-            tables: Vec::new(),
-            checked_generation: std::sync::atomic::AtomicU64::new(0),
-        }
+impl crate::prepared::CachedStatement for Prepared {
+    fn query(&self) -> &str {
+        &self.query
+    }
+
+    fn depends_on_keyspace(&self, keyspace: &str) -> bool {
+        self.keyspace.as_deref() == Some(keyspace)
+            || self.tables.iter().any(|t| t.keyspace == keyspace)
     }
 }
 
 /// The statement cached under `id`, unless the schema it was planned against has changed.
 pub fn cached(node: &NodeState, id: &[u8]) -> Option<Arc<Prepared>> {
-    node.prepared.get(id, |p| p.is_current(node))
+    // The cache holds only `Prepared` (exec is its sole writer), so the downcasts always succeed.
+    let as_prepared = |p: &dyn crate::prepared::CachedStatement| {
+        (p as &dyn std::any::Any)
+            .downcast_ref::<Prepared>()
+            .is_some_and(|p| p.is_current(node))
+    };
+    let p: Arc<dyn std::any::Any + Send + Sync> = node.prepared.get(id, as_prepared)?;
+    p.downcast::<Prepared>().ok()
 }
 
 /// The tables a plan reads or writes.
