@@ -55,14 +55,14 @@ pub fn clustering_slices(
         let c = ck
             .get(n)
             .ok_or_else(|| ExecError::Invalid("too many clustering restrictions".into()))?;
-        lists.push(crate::exec::scan::expand_values(
+        lists.push(crate::exec::key_values::expand_values(
             v,
             &c.cql_type,
             &c.name,
             binds,
         )?);
     }
-    let prefixes = crate::exec::scan::cartesian(&lists, "clustering columns")?;
+    let prefixes = crate::exec::key_values::cartesian(&lists, "clustering columns")?;
     let mut out = Vec::new();
     let bound_values = |terms: &[Term], from: usize| -> ExecResult<Vec<Bytes>> {
         let mut vals = Vec::new();
@@ -143,26 +143,26 @@ fn now_s() -> i64 {
 
 fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
     if let Some((term, inclusive)) = &plan.token_filter.0 {
-        let v = crate::exec::scan::token_value(&plan.table, term, binds)?;
+        let v = super::scan::token_value(&plan.table, term, binds)?;
         if row.token < v || (!inclusive && row.token == v) {
             return Ok(false);
         }
     }
     if let Some((term, inclusive)) = &plan.token_filter.1 {
-        let v = crate::exec::scan::token_value(&plan.table, term, binds)?;
+        let v = super::scan::token_value(&plan.table, term, binds)?;
         if row.token > v || (!inclusive && row.token == v) {
             return Ok(false);
         }
     }
     for f in &plan.multi_filters {
-        if !crate::exec::filter::matches_multi(&plan.table, row, f, binds)? {
+        if !super::filter::matches_multi(&plan.table, row, f, binds)? {
             return Ok(false);
         }
     }
     for f in &plan.filters {
         let c = &plan.table.columns[f.column];
         let cell = row.cells.get(f.column).cloned().flatten();
-        if !crate::exec::filter::matches(c, &cell, f, binds)? {
+        if !super::filter::matches(c, &cell, f, binds)? {
             return Ok(false);
         }
     }
@@ -207,7 +207,7 @@ pub fn execute(
     if grouped || merging {
         want = None;
     }
-    let mut source = crate::exec::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
+    let mut source = super::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
     // A resumed page starts after the last row returned (scan.rs), so every row read counts.
     let every_row_counts =
         plan.filters.is_empty() && plan.multi_filters.is_empty() && !plan.distinct && ppl.is_none();
@@ -311,7 +311,7 @@ pub fn execute(
         out
     };
     if plan.json {
-        return Ok(crate::exec::json::json_rows(&columns, rows, paging));
+        return Ok(super::json::json_rows(&columns, rows, paging));
     }
     Ok(SelectOutput {
         columns,

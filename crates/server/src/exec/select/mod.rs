@@ -15,21 +15,17 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 mod execute;
+mod filter;
+mod json;
 mod order;
 mod plan;
 mod restrictions;
+mod scan;
 mod validate;
 
+pub use crate::exec::key_values::ValuesOf;
 pub use execute::{clustering_slices, execute};
 pub use plan::plan;
-pub use restrictions::note_binds;
-
-/// The values one column is restricted to: `=` gives one term, `IN (...)` several, `IN ?` a list.
-#[derive(Debug, Clone)]
-pub enum ValuesOf {
-    Terms(Vec<Term>),
-    BindList(Term),
-}
 
 #[derive(Debug, Clone)]
 pub struct Filter {

@@ -2,9 +2,10 @@
 //! with Cassandra's rules (including when ALLOW FILTERING is required) and builds a `SelectPlan`.
 
 use super::order::plan_ann;
-use super::restrictions::{entries_indexed, index_serves, list_of, note_binds, values_of};
+use super::restrictions::{entries_indexed, index_serves, list_of, values_of};
 use super::{Filter, MultiFilter, PartitionSelection, SelectPlan, TokenBound, ValuesOf};
 use crate::exec::error::{invalid, ExecError, ExecResult};
+use crate::exec::key_values::note_binds;
 use crate::exec::selectors::{self, Sel};
 use crate::exec::values::Binds;
 use crate::exec::BindSpec;

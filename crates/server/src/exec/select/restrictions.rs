@@ -3,69 +3,11 @@
 
 use super::ValuesOf;
 use crate::exec::error::{invalid, ExecResult};
-use crate::exec::values::{self};
+use crate::exec::key_values::note_binds;
 use crate::exec::BindSpec;
-use helenus_cql::ast::{Operator, RelationValue, Term};
+use helenus_cql::ast::{Operator, RelationValue};
 use helenus_schema::TableMeta;
 use helenus_types::CqlType;
-
-/// Records the receiver type of every bind marker in `term`.
-pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>) {
-    match term {
-        Term::Bind(m) => {
-            if specs.len() <= m.index {
-                specs.resize(m.index + 1, None);
-            }
-            specs[m.index] = Some(spec);
-        }
-        Term::List(items) | Term::Set(items) | Term::Tuple(items) => {
-            let elem_ty = match &spec.ty {
-                CqlType::List { element, .. } | CqlType::Set { element, .. } => {
-                    Some((**element).clone())
-                }
-                CqlType::Vector { element, .. } => Some((**element).clone()),
-                _ => None,
-            };
-            for (i, item) in items.iter().enumerate() {
-                let ty = match (&spec.ty, &elem_ty) {
-                    (CqlType::Tuple(ts), _) => ts.get(i).cloned(),
-                    (_, Some(e)) => Some(e.clone()),
-                    _ => None,
-                };
-                if let Some(ty) = ty {
-                    note_binds(item, BindSpec { ty, ..spec.clone() }, specs);
-                }
-            }
-        }
-        Term::TypeHint { term, ty } => {
-            if let Ok(t) = values::resolve_type(ty, None) {
-                note_binds(
-                    term,
-                    BindSpec {
-                        ty: t,
-                        ..spec.clone()
-                    },
-                    specs,
-                );
-            }
-        }
-        Term::FunctionCall { args, .. } => {
-            for a in args {
-                if let Some(t) = values::infer_type(a) {
-                    note_binds(
-                        a,
-                        BindSpec {
-                            ty: t,
-                            ..spec.clone()
-                        },
-                        specs,
-                    );
-                }
-            }
-        }
-        _ => {}
-    }
-}
 
 pub(super) fn list_of(t: &CqlType) -> CqlType {
     CqlType::List {

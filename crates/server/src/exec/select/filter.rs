@@ -1,9 +1,9 @@
 //! Row filters: restrictions evaluated on each row (ALLOW FILTERING, system tables, partial keys).
 
-use super::error::{invalid, ExecResult};
-use super::rows::Row;
-use super::select::{Filter, MultiFilter};
-use super::values::{self, Binds, Bound};
+use super::{Filter, MultiFilter};
+use crate::exec::error::{invalid, ExecResult};
+use crate::exec::rows::Row;
+use crate::exec::values::{self, Binds, Bound};
 use bytes::Bytes;
 use helenus_cql::ast::{Operator, RelationValue};
 use helenus_schema::ColumnMeta;

@@ -2,12 +2,13 @@
 //! batches of partitions), and the computed rows of system tables. All yield rows in the order a
 //! client sees them and resume after a paging state.
 
-use super::error::{ExecError, ExecResult};
-use super::paging::PagingState;
-use super::rows::{self, ColumnLayout, Row};
-use super::select::{clustering_slices, compare_clustering, PartitionSelection, SelectPlan};
-use super::tombstones::TombstoneTally;
-use super::values::{self, Binds, Bound};
+use super::{clustering_slices, compare_clustering, PartitionSelection, SelectPlan};
+use crate::exec::error::{ExecError, ExecResult};
+use crate::exec::key_values::{cartesian, check_key_components, expand_values};
+use crate::exec::paging::PagingState;
+use crate::exec::rows::{self, ColumnLayout, Row};
+use crate::exec::tombstones::TombstoneTally;
+use crate::exec::values::{self, Binds, Bound};
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_schema::TableKind;
@@ -485,113 +486,6 @@ impl<'a> RowSource<'a> {
             Mode::Range { done, .. } => !*done || self.inside.is_some(),
         }
     }
-}
-
-pub fn expand_values(
-    v: &super::select::ValuesOf,
-    ty: &CqlType,
-    name: &str,
-    binds: &Binds<'_>,
-) -> ExecResult<Vec<Bytes>> {
-    use super::select::ValuesOf;
-    let mut out = Vec::new();
-    match v {
-        ValuesOf::Terms(terms) => {
-            for term in terms {
-                match values::eval(term, ty, name, binds)? {
-                    Bound::Value(b) => out.push(b),
-                    Bound::Null => {
-                        return Err(ExecError::Invalid(format!(
-                            "Invalid null value in condition for column {name}"
-                        )))
-                    }
-                    Bound::Unset => {
-                        return Err(ExecError::Invalid(format!(
-                            "Invalid unset value for column {name}"
-                        )))
-                    }
-                }
-            }
-        }
-        ValuesOf::BindList(term) => {
-            let list_ty = CqlType::List {
-                element: Box::new(ty.clone()),
-                frozen: false,
-            };
-            match values::to_value(term, &list_ty, name, binds)? {
-                Some(helenus_types::CqlValue::List(items)) => {
-                    out.extend(items.iter().map(values::serialize))
-                }
-                _ => {
-                    return Err(ExecError::Invalid(format!(
-                        "Invalid null value for IN restriction on {name}"
-                    )))
-                }
-            }
-        }
-    }
-    if out.len() > 1 {
-        out.sort_by(|a, b| helenus_types::compare_serialized(ty, a, b));
-        out.dedup();
-    }
-    Ok(out)
-}
-
-/// Cassandra's limits on partition key values: a single-component key may not be empty, and no
-/// component may exceed 64 KiB (its length is a u16 in the composite encoding).
-pub fn check_key_components(lists: &[Vec<Bytes>]) -> ExecResult<()> {
-    for b in lists.iter().flatten() {
-        if lists.len() == 1 && b.is_empty() {
-            return Err(ExecError::Invalid("Key may not be empty".into()));
-        }
-        if b.len() > u16::MAX as usize {
-            return Err(ExecError::Invalid(format!(
-                "Key length of {} is longer than maximum of 65535",
-                b.len()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Most key combinations one statement's IN restrictions may expand to, per key (partition or
-/// clustering). Cassandra 5.0 leaves its `in_select_cartesian_product_fail_threshold`
-/// guardrail off by default and builds whatever is asked for; `pk IN (60 values) AND c1 IN (60)
-/// AND c2 IN (60) AND c3 IN (60)` (13M clusterings from a 1 KB statement) then held a node for
-/// minutes, so Helenus always applies a fail threshold, with the guardrail's message.
-pub const MAX_IN_CARTESIAN_PRODUCT: usize = 10_000;
-
-/// Every combination of one value from each list (the IN restrictions on `what`'s columns), or
-/// an InvalidRequest when there would be more than [`MAX_IN_CARTESIAN_PRODUCT`]; the size is
-/// checked before anything is built.
-pub fn cartesian(lists: &[Vec<Bytes>], what: &str) -> ExecResult<Vec<Vec<Bytes>>> {
-    let count = lists
-        .iter()
-        .try_fold(1usize, |n, l| n.checked_mul(l.len()))
-        .unwrap_or(usize::MAX);
-    if count > MAX_IN_CARTESIAN_PRODUCT {
-        return Err(ExecError::Invalid(format!(
-            "Aborting query because the cartesian product of the IN restrictions on {what} \
-             produces {count} values, this exceeds fail threshold of {MAX_IN_CARTESIAN_PRODUCT}."
-        )));
-    }
-    Ok(cartesian_unchecked(lists))
-}
-
-fn cartesian_unchecked(lists: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
-    let mut acc: Vec<Vec<Bytes>> = vec![Vec::new()];
-    for l in lists {
-        let mut next = Vec::with_capacity(acc.len() * l.len());
-        for prefix in &acc {
-            for v in l {
-                let mut p = prefix.clone();
-                p.push(v.clone());
-                next.push(p);
-            }
-        }
-        acc = next;
-    }
-    acc
 }
 
 /// Like Cassandra's read command on close: once the page is done (or abandoned), the tombstones
