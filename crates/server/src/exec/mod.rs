@@ -172,7 +172,7 @@ pub enum Outcome {
         out: select::SelectOutput,
     },
     SetKeyspace(String),
-    SchemaChange(ddl::SchemaChanged),
+    SchemaChange(proto::SchemaChange),
 }
 
 fn resolve_table(
@@ -614,9 +614,9 @@ pub async fn execute(
         }
         Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks.as_deref()).await? {
             Some(change) => {
-                let _ = node.events.send(crate::node::NodeEvent::SchemaChange(
-                    respond::schema_change(&change),
-                ));
+                let _ = node
+                    .events
+                    .send(crate::node::NodeEvent::SchemaChange(change.clone()));
                 Ok(Outcome::SchemaChange(change))
             }
             None => Ok(Outcome::Void),
