@@ -6,6 +6,7 @@ mod arith;
 mod batch;
 mod cast;
 pub mod client_warn;
+mod cql_text;
 pub mod ddl;
 pub mod describe;
 mod error;

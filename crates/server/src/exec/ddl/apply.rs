@@ -507,7 +507,7 @@ fn create_index(
 /// The `target` option of an index as Cassandra stores it: `keys(c)`, `values(c)`, ..., and a bare
 /// column on a plain collection meaning its values.
 fn index_target_text(col: &ColumnMeta, kind: ast::IndexTargetKind) -> String {
-    let quoted = crate::exec::describe::maybe_quote(&col.name);
+    let quoted = crate::exec::cql_text::maybe_quote(&col.name);
     match kind {
         ast::IndexTargetKind::Keys => format!("keys({quoted})"),
         ast::IndexTargetKind::Entries => format!("entries({quoted})"),

@@ -31,7 +31,7 @@ pub(super) fn plan_ann(
     if !matches!(c.cql_type, CqlType::Vector { .. }) {
         return invalid("ANN ordering is only supported on float vector indexes");
     }
-    let quoted = crate::exec::describe::maybe_quote(&c.name);
+    let quoted = crate::exec::cql_text::maybe_quote(&c.name);
     let index = t.indexes.iter().find(|idx| {
         idx.options.get("target") == Some(&quoted)
             && idx

@@ -52,7 +52,7 @@ pub(super) fn values_of(
 pub(super) fn index_serves(t: &TableMeta, col: usize, op: Operator) -> Option<bool> {
     use helenus_types::NativeType as N;
     let c = &t.columns[col];
-    let quoted = crate::exec::describe::maybe_quote(&c.name);
+    let quoted = crate::exec::cql_text::maybe_quote(&c.name);
     // SAI indexes literal types by term: equality only.
     let literal = matches!(
         c.cql_type,
@@ -83,7 +83,7 @@ pub(super) fn index_serves(t: &TableMeta, col: usize, op: Operator) -> Option<bo
 
 /// Whether an `entries(m)` index answers `m[key] = value`.
 pub(super) fn entries_indexed(t: &TableMeta, col: usize) -> bool {
-    let quoted = crate::exec::describe::maybe_quote(&t.columns[col].name);
+    let quoted = crate::exec::cql_text::maybe_quote(&t.columns[col].name);
     let want = format!("entries({quoted})");
     t.indexes
         .iter()
