@@ -1,5 +1,21 @@
 //! Statement execution: parse, prepare (bind-marker types, result metadata, partition-key indexes),
 //! and run each statement kind against the schema, the storage engine or the system tables.
+//!
+//! This module prepares statements (`Prepared`, cached in the node's prepared cache) and runs them;
+//! `respond` dispatches requests (QUERY, PREPARE, EXECUTE, BATCH) and maps outcomes and errors to
+//! protocol responses. The submodules form layers, each using only those below it (no cycles,
+//! checked by `tests/module_cycles.py`):
+//! - requests and statements: `respond`, then `lwt` (conditional statements and batches), then
+//!   `select` (plan in phases, scan, filter, order, SELECT JSON) and `batch`, then `write`
+//!   (INSERT/UPDATE/DELETE plans, cells, LWT conditions);
+//! - selections: `aggregates` over `selectors` (compiled selectors);
+//! - schema: `ddl` (a pure `apply` per statement kind, then `execute` persists it and makes
+//!   storage follow), `describe` (DESCRIBE rows and statements);
+//! - key restrictions: `key_values` (the values a key column is restricted to and their expansion
+//!   into key bytes, shared by SELECT and writes);
+//! - values: `values` (terms to values), over `functions`, `cast`, `arith` and `json`;
+//! - leaves: `error`, `cql_text` (quoting), `rows`, `paging`, `tombstones`, `client_warn`,
+//!   `write_checks`, `storage_bridge`.
 
 mod aggregates;
 mod arith;

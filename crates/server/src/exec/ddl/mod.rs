@@ -1,8 +1,10 @@
 //! Schema statements: keyspaces, tables, types, indexes; persisted, applied to the storage engine,
 //! and announced to clients with SCHEMA_CHANGE.
 //!
-//! This module owns the entry points (`execute`, the pure `apply`) and the dispatch over DDL
-//! statements; the per-object rules live in the submodules.
+//! This module owns `execute` (persist the new schema, make storage follow it, announce the
+//! change); `apply` computes the new schema with one pure function per statement kind, and the
+//! per-object rules (keyspace options, tables, types, indexes, COMPACT STORAGE) live in the other
+//! submodules.
 
 use super::error::{invalid, ExecError, ExecResult};
 use super::storage_bridge::table_def;

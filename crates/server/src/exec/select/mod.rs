@@ -3,8 +3,10 @@
 //! system tables, with paging.
 //!
 //! This module owns the plan and output types shared by the submodules and by other executors:
-//! `plan` builds a `SelectPlan`, `restrictions` holds the helpers for reading WHERE terms and
-//! index support, `execute` runs a plan, and `order` does ANN ranking, IN merging and GROUP BY.
+//! `plan` builds a `SelectPlan` (one function per phase), `restrictions` holds the helpers for
+//! reading WHERE terms and index support, `execute` runs a plan over `scan` (the row source over
+//! storage or the system tables) and `filter` (row-by-row restrictions), `order` does ANN ranking,
+//! IN merging and GROUP BY, and `json` rewrites a result for SELECT JSON.
 
 use super::selectors::Compiled;
 use bytes::Bytes;

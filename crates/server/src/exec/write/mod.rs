@@ -2,8 +2,8 @@
 //! mutations at execution (one per partition), with Cassandra's timestamp, TTL and collection rules.
 //!
 //! This module owns the plan types (`WritePlan`, `Op`, `WriteContext`) and turning a plan into
-//! mutations (keys, timestamp, TTL, range deletions); `plan` builds plans from statements and
-//! `cells` builds the cells of one row.
+//! mutations (keys, timestamp, TTL, range deletions); `plan` builds plans from statements,
+//! `cells` builds the cells of one row, and `lwt_cond` checks and evaluates IF conditions.
 
 use super::error::{invalid, ExecError, ExecResult};
 use super::key_values::ValuesOf;
