@@ -2,7 +2,9 @@
 //! batches of partitions), and the computed rows of system tables. All yield rows in the order a
 //! client sees them and resume after a paging state.
 
-use super::{clustering_slices, compare_clustering, PartitionSelection, SelectPlan};
+use super::{
+    clustering_slices, compare_clustering, PartitionSelection, SelectPlan, TokenBound, ValuesOf,
+};
 use crate::exec::error::{ExecError, ExecResult};
 use crate::exec::key_values::{cartesian, check_key_components, expand_values};
 use crate::exec::paging::PagingState;
@@ -96,6 +98,122 @@ pub(super) fn token_value(
     }
 }
 
+/// The rows of a system table, computed from the node's state and ordered as a scan of a stored
+/// table would return them (token, key, clustering), after the last row returned if resuming.
+fn system_rows(
+    node: &NodeState,
+    t: &helenus_schema::TableMeta,
+    resume: Option<&PagingState>,
+) -> VecDeque<Row> {
+    let mut buffered = VecDeque::new();
+    let all = crate::system::rows_of(node, t);
+    let pk_idx: Vec<usize> = t
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
+        .map(|(i, _)| i)
+        .collect();
+    let ck_idx: Vec<usize> = t
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
+        .map(|(i, _)| i)
+        .collect();
+    for cells in all {
+        let parts: Vec<&[u8]> = pk_idx
+            .iter()
+            .map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
+            .collect();
+        let partition_key = crate::keys::partition_key(&parts);
+        let token = helenus_types::murmur3_token(&partition_key);
+        let clustering = ck_idx
+            .iter()
+            .map(|&i| cells.get(i).cloned().flatten().unwrap_or_default())
+            .collect();
+        let n = cells.len();
+        buffered.push_back(Row {
+            cells,
+            meta: vec![None; n],
+            element_meta: vec![None; n],
+            token,
+            partition_key,
+            clustering,
+        });
+    }
+    // Ordered as a scan of a stored table would return them: token, key, clustering.
+    buffered.make_contiguous().sort_by(|a, b| {
+        a.token
+            .cmp(&b.token)
+            .then_with(|| a.partition_key.cmp(&b.partition_key))
+            .then_with(|| compare_clustering(t, &a.clustering, &b.clustering))
+    });
+    if let Some(r) = resume {
+        // Skip up to and including the last row returned.
+        while let Some(row) = buffered.pop_front() {
+            if row.partition_key == r.partition_key && row.clustering == r.clustering {
+                break;
+            }
+        }
+    }
+    buffered
+}
+
+/// Reading the partitions named by partition key values (from the resumed key, if any).
+fn key_mode(
+    t: &helenus_schema::TableMeta,
+    values_of: &[ValuesOf],
+    binds: &Binds<'_>,
+    resume: Option<&PagingState>,
+) -> ExecResult<Mode> {
+    let pk: Vec<&helenus_schema::ColumnMeta> = t.partition_key().collect();
+    let mut lists = Vec::new();
+    for (c, v) in pk.iter().zip(values_of) {
+        lists.push(expand_values(v, &c.cql_type, &c.name, binds)?);
+    }
+    check_key_components(&lists)?;
+    let mut keys: VecDeque<(i64, Bytes)> = cartesian(&lists, "partition key")?
+        .into_iter()
+        .map(|comps| {
+            let refs: Vec<&[u8]> = comps.iter().map(|b| b.as_ref()).collect();
+            let key = crate::keys::partition_key(&refs);
+            (helenus_types::murmur3_token(&key), key)
+        })
+        .collect();
+    if let Some(r) = resume {
+        while keys.front().is_some_and(|(_, k)| *k != r.partition_key) {
+            keys.pop_front();
+        }
+    }
+    Ok(Mode::Keys { keys })
+}
+
+/// Scanning a token range (from the resumed partition, if any).
+fn range_mode(
+    table: &helenus_schema::TableMeta,
+    lower: &TokenBound,
+    upper: &TokenBound,
+    binds: &Binds<'_>,
+    resume: Option<&PagingState>,
+) -> ExecResult<Mode> {
+    let lower = lower
+        .as_ref()
+        .map(|(term, inc)| token_value(table, term, binds).map(|v| (v, *inc)))
+        .transpose()?;
+    let upper = upper
+        .as_ref()
+        .map(|(term, inc)| token_value(table, term, binds).map(|v| (v, *inc)))
+        .transpose()?;
+    Ok(Mode::Range {
+        next_start: resume.map(|r| (r.token, r.partition_key.clone())),
+        first: true,
+        lower,
+        upper,
+        done: false,
+    })
+}
+
 impl<'a> RowSource<'a> {
     /// A partition's static row stands alone only when the query selects whole partitions.
     fn statics_alone(&self) -> bool {
@@ -110,102 +228,16 @@ impl<'a> RowSource<'a> {
         now_s: i64,
     ) -> ExecResult<Self> {
         let t = &plan.table;
-        let mut buffered = VecDeque::new();
-        let mode = if t.kind != TableKind::User {
-            let all = crate::system::rows_of(node, t);
-            let pk_idx: Vec<usize> = t
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
-                .map(|(i, _)| i)
-                .collect();
-            let ck_idx: Vec<usize> = t
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
-                .map(|(i, _)| i)
-                .collect();
-            for cells in all {
-                let parts: Vec<&[u8]> = pk_idx
-                    .iter()
-                    .map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
-                    .collect();
-                let partition_key = crate::keys::partition_key(&parts);
-                let token = helenus_types::murmur3_token(&partition_key);
-                let clustering = ck_idx
-                    .iter()
-                    .map(|&i| cells.get(i).cloned().flatten().unwrap_or_default())
-                    .collect();
-                let n = cells.len();
-                buffered.push_back(Row {
-                    cells,
-                    meta: vec![None; n],
-                    element_meta: vec![None; n],
-                    token,
-                    partition_key,
-                    clustering,
-                });
-            }
-            // Ordered as a scan of a stored table would return them: token, key, clustering.
-            buffered.make_contiguous().sort_by(|a, b| {
-                a.token
-                    .cmp(&b.token)
-                    .then_with(|| a.partition_key.cmp(&b.partition_key))
-                    .then_with(|| compare_clustering(t, &a.clustering, &b.clustering))
-            });
-            if let Some(r) = resume {
-                // Skip up to and including the last row returned.
-                while let Some(row) = buffered.pop_front() {
-                    if row.partition_key == r.partition_key && row.clustering == r.clustering {
-                        break;
-                    }
-                }
-            }
-            Mode::System
+        let (mode, buffered) = if t.kind != TableKind::User {
+            (Mode::System, system_rows(node, t, resume))
         } else {
-            match &plan.partitions {
-                PartitionSelection::Keys(values_of) => {
-                    let pk: Vec<&helenus_schema::ColumnMeta> = t.partition_key().collect();
-                    let mut lists = Vec::new();
-                    for (c, v) in pk.iter().zip(values_of) {
-                        lists.push(expand_values(v, &c.cql_type, &c.name, binds)?);
-                    }
-                    check_key_components(&lists)?;
-                    let mut keys: VecDeque<(i64, Bytes)> = cartesian(&lists, "partition key")?
-                        .into_iter()
-                        .map(|comps| {
-                            let refs: Vec<&[u8]> = comps.iter().map(|b| b.as_ref()).collect();
-                            let key = crate::keys::partition_key(&refs);
-                            (helenus_types::murmur3_token(&key), key)
-                        })
-                        .collect();
-                    if let Some(r) = resume {
-                        while keys.front().is_some_and(|(_, k)| *k != r.partition_key) {
-                            keys.pop_front();
-                        }
-                    }
-                    Mode::Keys { keys }
-                }
+            let mode = match &plan.partitions {
+                PartitionSelection::Keys(values_of) => key_mode(t, values_of, binds, resume)?,
                 PartitionSelection::TokenRange { lower, upper } => {
-                    let lower = lower
-                        .as_ref()
-                        .map(|(t, inc)| token_value(&plan.table, t, binds).map(|v| (v, *inc)))
-                        .transpose()?;
-                    let upper = upper
-                        .as_ref()
-                        .map(|(t, inc)| token_value(&plan.table, t, binds).map(|v| (v, *inc)))
-                        .transpose()?;
-                    Mode::Range {
-                        next_start: resume.map(|r| (r.token, r.partition_key.clone())),
-                        first: true,
-                        lower,
-                        upper,
-                        done: false,
-                    }
+                    range_mode(t, lower, upper, binds, resume)?
                 }
-            }
+            };
+            (mode, VecDeque::new())
         };
         // A range page that stopped inside a partition resumes inside it; key lists resume
         // through their key list (the resumed key is read from after the last row).
