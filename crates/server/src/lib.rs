@@ -3,6 +3,21 @@
 //!
 //! Owns the request pipeline from a decoded frame to an encoded response. Does not own the wire
 //! format (`protocol`), the language (`cql`), schema metadata (`schema`) or data files (`storage`).
+//!
+//! Modules, each depending only on those listed after it (`tests/module_cycles.py --check` keeps
+//! the graph acyclic, here and inside `exec`):
+//! - `transport`: connections, frames, sessions; hands each request to `exec`, under `limits`
+//!   (request byte budgets, the statement pool).
+//! - `admin` and `metrics`: the HTTP admin API `helenus nodetool` drives, Prometheus text.
+//! - `exec`: statement execution (its docs describe its own layers).
+//! - `system`: system and virtual tables, computed on read from `NodeState`.
+//! - `node`: `NodeState`, the state every connection shares (config, identity, schema, engine,
+//!   clients, events, the prepared cache, traces). It knows nothing of `exec`: the cache it holds
+//!   stores statements through the `prepared::CachedStatement` trait, and traces live in `trace`.
+//! - `prepared`: the prepared-statement cache, bounded by the memory its statements hold.
+//! - `trace`: query tracing sessions and events (`system_traces`).
+//! - `config` (with `config_security`), `local_node` (host id, tokens), `keys` (partition key
+//!   encoding and tokens).
 
 pub mod admin;
 pub mod config;
@@ -15,6 +30,7 @@ pub mod metrics;
 mod node;
 mod prepared;
 mod system;
+mod trace;
 mod transport;
 
 pub use node::NodeState;

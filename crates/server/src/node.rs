@@ -44,7 +44,7 @@ pub struct NodeState {
     next_client_id: AtomicU64,
     pub prepared: crate::prepared::PreparedCache,
     /// Recent traced requests, served as `system_traces.sessions` and `events`.
-    pub traces: crate::exec::trace::TraceStore,
+    pub traces: crate::trace::TraceStore,
 }
 
 impl NodeState {

@@ -4,8 +4,13 @@
 //! Bounded by an estimate of the memory its statements hold (`prepared_statements_cache_size`),
 //! not only by their count: a client preparing a few huge statements must not make the node keep
 //! gigabytes of plans.
+//!
+//! The cache stores statements through the [`CachedStatement`] trait rather than as `exec::Prepared`:
+//! `NodeState` owns the cache and every exec module takes `&NodeState`, so naming exec's plan type
+//! here would tie node, prepared and exec into one knot. exec implements the trait and downcasts.
 
 use parking_lot::RwLock;
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -41,26 +46,43 @@ pub struct TooLarge {
     pub capacity_bytes: u64,
 }
 
-struct Entry {
+/// What the cache needs of a statement: its text (for its weight) and the keyspaces it depends on
+/// (for invalidation). `Any` lets the executor get its own plan type back.
+pub trait CachedStatement: Any + Send + Sync {
+    fn query(&self) -> &str;
+    /// Whether the statement reads or writes a table of `keyspace`, or was prepared with it as
+    /// the session keyspace.
+    fn depends_on_keyspace(&self, keyspace: &str) -> bool;
+}
+
+struct Entry<S: ?Sized> {
     inserted: u64,
     weight_bytes: u64,
-    statement: Arc<crate::exec::Prepared>,
+    statement: Arc<S>,
 }
 
-#[derive(Default)]
-struct Entries {
-    map: HashMap<PreparedId, Entry>,
+struct Entries<S: ?Sized> {
+    map: HashMap<PreparedId, Entry<S>>,
     weight_bytes: u64,
 }
 
-impl Entries {
+impl<S: ?Sized> Default for Entries<S> {
+    fn default() -> Self {
+        Entries {
+            map: HashMap::new(),
+            weight_bytes: 0,
+        }
+    }
+}
+
+impl<S: ?Sized> Entries<S> {
     fn remove(&mut self, id: &PreparedId) {
         if let Some(e) = self.map.remove(id) {
             self.weight_bytes -= e.weight_bytes;
         }
     }
 
-    fn retain(&mut self, mut keep: impl FnMut(&Entry) -> bool) {
+    fn retain(&mut self, mut keep: impl FnMut(&Entry<S>) -> bool) {
         let mut freed = 0;
         self.map.retain(|_, e| {
             let k = keep(e);
@@ -73,13 +95,13 @@ impl Entries {
     }
 }
 
-pub struct PreparedCache {
-    entries: RwLock<Entries>,
+pub struct PreparedCache<S: ?Sized + CachedStatement = dyn CachedStatement> {
+    entries: RwLock<Entries<S>>,
     capacity_bytes: u64,
     clock: std::sync::atomic::AtomicU64,
 }
 
-impl PreparedCache {
+impl<S: ?Sized + CachedStatement> PreparedCache<S> {
     pub fn new(capacity_bytes: u64) -> Self {
         PreparedCache {
             entries: RwLock::new(Entries::default()),
@@ -92,11 +114,7 @@ impl PreparedCache {
     /// schema it was planned against still holds. A stale statement is evicted and reported
     /// absent, so QUERY re-plans it and EXECUTE answers UNPREPARED (drivers then re-prepare), as
     /// Cassandra evicts statements whose table, keyspace, type or function changed.
-    pub fn get(
-        &self,
-        id: &[u8],
-        is_current: impl FnOnce(&crate::exec::Prepared) -> bool,
-    ) -> Option<Arc<crate::exec::Prepared>> {
+    pub fn get(&self, id: &[u8], is_current: impl FnOnce(&S) -> bool) -> Option<Arc<S>> {
         let key: PreparedId = id.try_into().ok()?;
         let p = self
             .entries
@@ -121,8 +139,8 @@ impl PreparedCache {
 
     /// Caches `p`, dropping the oldest half of the cache first when it is full by count or by
     /// bytes. A statement heavier than the whole budget is not cached.
-    pub fn insert(&self, id: PreparedId, p: Arc<crate::exec::Prepared>) -> Result<(), TooLarge> {
-        let weight_bytes = statement_weight_bytes(&p.query);
+    pub fn insert(&self, id: PreparedId, p: Arc<S>) -> Result<(), TooLarge> {
+        let weight_bytes = statement_weight_bytes(p.query());
         if weight_bytes > self.capacity_bytes {
             return Err(TooLarge {
                 weight_bytes,
@@ -169,10 +187,9 @@ impl PreparedCache {
     /// Drops every statement that reads or writes a table of `keyspace`, or that was prepared
     /// with it as the session keyspace: a type or function of it may have changed under them.
     pub fn invalidate_keyspace(&self, keyspace: &str) {
-        self.entries.write().retain(|e| {
-            e.statement.keyspace.as_deref() != Some(keyspace)
-                && !e.statement.tables.iter().any(|t| t.keyspace == keyspace)
-        });
+        self.entries
+            .write()
+            .retain(|e| !e.statement.depends_on_keyspace(keyspace));
     }
 
     pub fn len(&self) -> usize {
@@ -192,19 +209,32 @@ impl PreparedCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::Prepared;
 
-    fn put(cache: &PreparedCache, query: &str) -> Result<PreparedId, TooLarge> {
-        let p = Arc::new(Prepared::for_test(query));
-        let id = p.id;
-        cache.insert(id, p).map(|()| id)
+    struct Statement(String);
+
+    impl CachedStatement for Statement {
+        fn query(&self) -> &str {
+            &self.0
+        }
+        fn depends_on_keyspace(&self, keyspace: &str) -> bool {
+            self.0.contains(keyspace)
+        }
+    }
+
+    type Cache = PreparedCache<Statement>;
+
+    fn put(cache: &Cache, query: &str) -> Result<PreparedId, TooLarge> {
+        let id = prepared_id(None, query);
+        cache
+            .insert(id, Arc::new(Statement(query.to_string())))
+            .map(|()| id)
     }
 
     #[test]
     fn the_byte_budget_bounds_what_is_kept() {
         let query = "x".repeat(10_000);
         let weight = statement_weight_bytes(&query);
-        let cache = PreparedCache::new(weight * 10);
+        let cache = Cache::new(weight * 10);
         for i in 0..100 {
             assert!(put(&cache, &format!("{query}{i:03}")).is_ok());
             assert!(cache.weight_bytes() <= weight * 10 + 100 * PLAN_BYTES_PER_QUERY_BYTE);
@@ -216,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_statement_larger_than_the_budget_is_refused() {
-        let cache = PreparedCache::new(1024 * 1024);
+        let cache = Cache::new(1024 * 1024);
         let huge = "x".repeat(1024 * 1024);
         let err = put(&cache, &huge).err();
         assert!(err.is_some_and(|e| e.weight_bytes > e.capacity_bytes));
@@ -225,7 +255,7 @@ mod tests {
 
     #[test]
     fn stale_statements_are_evicted_on_lookup() {
-        let cache = PreparedCache::new(1024 * 1024);
+        let cache = Cache::new(1024 * 1024);
         let id = put(&cache, "SELECT 1").ok();
         let Some(id) = id else {
             panic!("statement cached");
@@ -237,10 +267,28 @@ mod tests {
 
     #[test]
     fn reinserting_a_statement_does_not_count_it_twice() {
-        let cache = PreparedCache::new(1024 * 1024);
+        let cache = Cache::new(1024 * 1024);
         assert!(put(&cache, "SELECT 1").is_ok());
         assert!(put(&cache, "SELECT 1").is_ok());
         assert_eq!(cache.len(), 1);
         assert_eq!(cache.weight_bytes(), statement_weight_bytes("SELECT 1"));
+    }
+
+    #[test]
+    fn invalidating_a_keyspace_drops_only_its_statements() {
+        let cache = Cache::new(1024 * 1024);
+        let (Ok(a), Ok(b)) = (
+            put(&cache, "SELECT * FROM ks1.t"),
+            put(&cache, "SELECT * FROM ks2.t"),
+        ) else {
+            panic!("statements cached");
+        };
+        cache.invalidate_keyspace("ks1");
+        assert!(cache.get(&a, |_| true).is_none());
+        assert!(cache.get(&b, |_| true).is_some());
+        assert_eq!(
+            cache.weight_bytes(),
+            statement_weight_bytes("SELECT * FROM ks2.t")
+        );
     }
 }

@@ -8,6 +8,10 @@ use helenus_schema::{
 use helenus_types::{CqlType, UserType};
 use std::collections::BTreeMap;
 
+// Re-exported: DESCRIBE's callers quote names with it too.
+pub use super::cql_text::maybe_quote;
+use super::cql_text::quote_string;
+
 /// One row of a DESCRIBE result: keyspace_name, type, name, create_statement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeRow {
@@ -15,23 +19,6 @@ pub struct DescribeRow {
     pub kind: &'static str,
     pub name: String,
     pub statement: Option<String>,
-}
-
-/// Quotes an identifier the way Cassandra's `ColumnIdentifier.maybeQuote` does.
-pub fn maybe_quote(name: &str) -> String {
-    let simple = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if simple && !helenus_cql::is_reserved_keyword(name) {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
-
-fn quote_string(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
 }
 
 fn string_map(m: &BTreeMap<String, String>) -> String {

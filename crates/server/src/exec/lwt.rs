@@ -8,10 +8,10 @@
 //! (Across nodes this becomes Paxos.)
 
 use super::error::{invalid, ExecError, ExecResult};
-use super::lwt_cond::holds;
 use super::rows::{partition_rows, ColumnLayout, Row};
 use super::select::{compare_clustering, SelectOutput};
 use super::values::{self, Binds};
+use super::write::lwt_cond::holds;
 use super::write::{mutations, Op, WriteContext, WritePlan};
 use super::Outcome;
 use crate::node::NodeState;

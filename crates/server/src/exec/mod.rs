@@ -1,28 +1,45 @@
 //! Statement execution: parse, prepare (bind-marker types, result metadata, partition-key indexes),
 //! and run each statement kind against the schema, the storage engine or the system tables.
+//!
+//! This module prepares statements (`Prepared`, cached in the node's prepared cache) and runs them;
+//! `respond` dispatches requests (QUERY, PREPARE, EXECUTE, BATCH) and maps outcomes and errors to
+//! protocol responses. The submodules form layers, each using only those below it (no cycles,
+//! checked by `tests/module_cycles.py`):
+//! - requests and statements: `respond`, then `lwt` (conditional statements and batches), then
+//!   `select` (plan in phases, scan, filter, order, SELECT JSON) and `batch`, then `write`
+//!   (INSERT/UPDATE/DELETE plans, cells, LWT conditions);
+//! - selections: `aggregates` over `selectors` (compiled selectors);
+//! - schema: `ddl` (a pure `apply` per statement kind, then `execute` persists it and makes
+//!   storage follow), `describe` (DESCRIBE rows and statements);
+//! - key restrictions: `key_values` (the values a key column is restricted to and their expansion
+//!   into key bytes, shared by SELECT and writes);
+//! - values: `values` (terms to values), over `functions`, `cast`, `arith` and `json`;
+//! - leaves: `error`, `cql_text` (quoting), `rows`, `paging`, `tombstones`, `client_warn`,
+//!   `write_checks`, `storage_bridge`.
 
 mod aggregates;
 mod arith;
 mod batch;
 mod cast;
 pub mod client_warn;
+mod cql_text;
 pub mod ddl;
 pub mod describe;
 mod error;
-mod filter;
 mod functions;
 mod json;
+mod key_values;
 mod lwt;
-mod lwt_cond;
 mod paging;
 mod respond;
 mod rows;
-mod scan;
 mod select;
 mod selectors;
 pub mod storage_bridge;
 mod tombstones;
-pub mod trace;
+// Tracing lives at the top level (NodeState keeps the trace store); re-exported for callers that
+// reach it through exec.
+pub(crate) use crate::trace;
 mod values;
 mod write;
 mod write_checks;
@@ -128,29 +145,27 @@ impl Prepared {
     }
 }
 
-#[cfg(test)]
-impl Prepared {
-    /// A statement with a trivial plan, for cache tests.
-    pub(crate) fn for_test(query: &str) -> Prepared {
-        Prepared {
-            query: query.to_string(),
-            keyspace: None,
-            plan: Planned::Use("ks".into()),
-            binds: Vec::new(),
-            bind_names: Vec::new(),
-            result: None,
-            pk_indexes: Vec::new(),
-            id: crate::prepared::prepared_id(None, query),
-            result_metadata_id: [0; 16],
-            tables: Vec::new(),
-            checked_generation: std::sync::atomic::AtomicU64::new(0),
-        }
+impl crate::prepared::CachedStatement for Prepared {
+    fn query(&self) -> &str {
+        &self.query
+    }
+
+    fn depends_on_keyspace(&self, keyspace: &str) -> bool {
+        self.keyspace.as_deref() == Some(keyspace)
+            || self.tables.iter().any(|t| t.keyspace == keyspace)
     }
 }
 
 /// The statement cached under `id`, unless the schema it was planned against has changed.
 pub fn cached(node: &NodeState, id: &[u8]) -> Option<Arc<Prepared>> {
-    node.prepared.get(id, |p| p.is_current(node))
+    // The cache holds only `Prepared` (exec is its sole writer), so the downcasts always succeed.
+    let as_prepared = |p: &dyn crate::prepared::CachedStatement| {
+        (p as &dyn std::any::Any)
+            .downcast_ref::<Prepared>()
+            .is_some_and(|p| p.is_current(node))
+    };
+    let p: Arc<dyn std::any::Any + Send + Sync> = node.prepared.get(id, as_prepared)?;
+    p.downcast::<Prepared>().ok()
 }
 
 /// The tables a plan reads or writes.
@@ -174,7 +189,7 @@ pub enum Outcome {
         out: select::SelectOutput,
     },
     SetKeyspace(String),
-    SchemaChange(ddl::SchemaChanged),
+    SchemaChange(proto::SchemaChange),
 }
 
 fn resolve_table(
@@ -346,62 +361,9 @@ pub fn prepare(
     let mut specs: Vec<Option<BindSpec>> = vec![None; parsed.bind_count];
     trace::event(|| "Preparing statement".to_string());
     let plan = plan_statement(node, &parsed.statement, session_ks, &mut specs)?;
-    let binds: Vec<BindSpec> = specs
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| {
-            s.unwrap_or(BindSpec {
-                keyspace: session_ks.unwrap_or_default().to_string(),
-                table: String::new(),
-                name: parsed
-                    .bind_names
-                    .get(i)
-                    .cloned()
-                    .flatten()
-                    .unwrap_or_else(|| format!("[{i}]")),
-                ty: CqlType::Native(helenus_types::NativeType::Blob),
-            })
-        })
-        .collect();
-    let binds: Vec<BindSpec> = binds
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut s)| {
-            if let Some(Some(n)) = parsed.bind_names.get(i) {
-                s.name = n.clone();
-            }
-            s
-        })
-        .collect();
-    let result = match &plan {
-        Planned::Select(s) => Some((
-            s.table.keyspace.clone(),
-            s.table.name.clone(),
-            if s.json {
-                vec![(
-                    "[json]".to_string(),
-                    CqlType::Native(helenus_types::NativeType::Varchar),
-                )]
-            } else {
-                s.compiled
-                    .columns
-                    .iter()
-                    .map(|c| (c.name.clone(), c.ty.clone()))
-                    .collect()
-            },
-        )),
-        _ => None,
-    };
-    let result_metadata_id = {
-        let mut ctx = md5::Context::new();
-        if let Some((_, _, cols)) = &result {
-            for (n, t) in cols {
-                ctx.consume(n.as_bytes());
-                ctx.consume(t.to_string().as_bytes());
-            }
-        }
-        ctx.compute().0
-    };
+    let binds = bind_specs(specs, &parsed.bind_names, session_ks);
+    let result = result_columns(&plan);
+    let result_metadata_id = result_metadata_id(result.as_ref());
     let pk_indexes = pk_indexes_of(&plan);
     let tables = planned_tables(&plan);
     let p = Arc::new(Prepared {
@@ -426,6 +388,67 @@ pub fn prepare(
         let _ = node.prepared.insert(id, p.clone());
     }
     Ok(p)
+}
+
+/// The receiver of each bind marker: what planning found, else a blob named after the marker
+/// (or its position); a named marker (`:name`) keeps its name.
+fn bind_specs(
+    specs: Vec<Option<BindSpec>>,
+    bind_names: &[Option<String>],
+    session_ks: Option<&str>,
+) -> Vec<BindSpec> {
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.unwrap_or(BindSpec {
+                keyspace: session_ks.unwrap_or_default().to_string(),
+                table: String::new(),
+                name: bind_names
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| format!("[{i}]")),
+                ty: CqlType::Native(helenus_types::NativeType::Blob),
+            });
+            if let Some(Some(n)) = bind_names.get(i) {
+                s.name = n.clone();
+            }
+            s
+        })
+        .collect()
+}
+
+/// The result columns of a SELECT (one `[json]` text column for SELECT JSON).
+fn result_columns(plan: &Planned) -> Option<ResultColumns> {
+    let Planned::Select(s) = plan else {
+        return None;
+    };
+    let columns = if s.json {
+        vec![(
+            "[json]".to_string(),
+            CqlType::Native(helenus_types::NativeType::Varchar),
+        )]
+    } else {
+        s.compiled
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.ty.clone()))
+            .collect()
+    };
+    Some((s.table.keyspace.clone(), s.table.name.clone(), columns))
+}
+
+/// MD5 of the result columns' names and types, which drivers compare to notice a changed result.
+fn result_metadata_id(result: Option<&ResultColumns>) -> [u8; 16] {
+    let mut ctx = md5::Context::new();
+    if let Some((_, _, cols)) = result {
+        for (n, t) in cols {
+            ctx.consume(n.as_bytes());
+            ctx.consume(t.to_string().as_bytes());
+        }
+    }
+    ctx.compute().0
 }
 
 /// Maps named values to positions using the statement's marker names.
@@ -616,9 +639,9 @@ pub async fn execute(
         }
         Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks.as_deref()).await? {
             Some(change) => {
-                let _ = node.events.send(crate::node::NodeEvent::SchemaChange(
-                    respond::schema_change(&change),
-                ));
+                let _ = node
+                    .events
+                    .send(crate::node::NodeEvent::SchemaChange(change.clone()));
                 Ok(Outcome::SchemaChange(change))
             }
             None => Ok(Outcome::Void),
@@ -714,4 +737,50 @@ fn current_list_paths(
         .filter(|c| c.column == column)
         .filter_map(|c| c.path.clone().map(|p| (p, c.value.clone())))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unplanned_markers_become_blobs_named_by_name_or_position() {
+        let int = CqlType::Native(helenus_types::NativeType::Int);
+        let planned = BindSpec {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            name: "k".into(),
+            ty: int.clone(),
+        };
+        let names = vec![Some("key".to_string()), None];
+        let specs = bind_specs(vec![Some(planned), None, None], &names, Some("ks"));
+        let got: Vec<(&str, &CqlType)> = specs.iter().map(|s| (s.name.as_str(), &s.ty)).collect();
+        let blob = CqlType::Native(helenus_types::NativeType::Blob);
+        assert_eq!(got, vec![("key", &int), ("[1]", &blob), ("[2]", &blob)]);
+        assert_eq!(specs[1].keyspace, "ks");
+    }
+
+    #[test]
+    fn result_metadata_id_changes_with_the_columns() {
+        let int = CqlType::Native(helenus_types::NativeType::Int);
+        let cols = |name: &str| -> ResultColumns {
+            (
+                "ks".into(),
+                "t".into(),
+                vec![(name.to_string(), int.clone())],
+            )
+        };
+        assert_eq!(
+            result_metadata_id(Some(&cols("a"))),
+            result_metadata_id(Some(&cols("a")))
+        );
+        assert_ne!(
+            result_metadata_id(Some(&cols("a"))),
+            result_metadata_id(Some(&cols("b")))
+        );
+        assert_ne!(
+            result_metadata_id(None),
+            result_metadata_id(Some(&cols("a")))
+        );
+    }
 }

@@ -1,6 +1,5 @@
 //! Request dispatch and the mapping of outcomes and errors to protocol responses.
 
-use super::ddl::SchemaChanged;
 use super::describe::{self, DescribeRow};
 use super::error::{ExecError, ExecResult};
 use super::select::SelectOutput;
@@ -100,25 +99,6 @@ pub fn error_response(e: ExecError) -> proto::Response {
     })
 }
 
-pub fn schema_change(c: &SchemaChanged) -> proto::SchemaChange {
-    let change_type = match c.change {
-        "CREATED" => proto::SchemaChangeType::Created,
-        "DROPPED" => proto::SchemaChangeType::Dropped,
-        _ => proto::SchemaChangeType::Updated,
-    };
-    let ks = c.keyspace.clone();
-    let name = c.name.clone().unwrap_or_default();
-    let target = match c.target {
-        "KEYSPACE" => proto::SchemaChangeTarget::Keyspace { keyspace: ks },
-        "TYPE" => proto::SchemaChangeTarget::Type { keyspace: ks, name },
-        _ => proto::SchemaChangeTarget::Table { keyspace: ks, name },
-    };
-    proto::SchemaChange {
-        change_type,
-        target,
-    }
-}
-
 fn column_specs(keyspace: &str, table: &str, cols: &[(String, CqlType)]) -> Vec<proto::ColumnSpec> {
     cols.iter()
         .map(|(n, t)| proto::ColumnSpec {
@@ -159,7 +139,7 @@ fn outcome_response(o: Outcome, skip_metadata: bool) -> proto::Response {
     proto::Response::Result(match o {
         Outcome::Void => proto::ResultBody::Void,
         Outcome::SetKeyspace(ks) => proto::ResultBody::SetKeyspace(ks),
-        Outcome::SchemaChange(c) => proto::ResultBody::SchemaChange(schema_change(&c)),
+        Outcome::SchemaChange(c) => proto::ResultBody::SchemaChange(c),
         Outcome::Rows {
             keyspace,
             table,

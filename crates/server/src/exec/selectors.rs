@@ -835,8 +835,6 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
     })
 }
 
-pub use super::aggregates::{agg_finish, agg_init, agg_update};
-
 fn numeric_rank(t: &CqlType) -> Option<u8> {
     Some(match t {
         CqlType::Native(NativeType::Tinyint) => 0,

@@ -55,14 +55,14 @@ pub fn clustering_slices(
         let c = ck
             .get(n)
             .ok_or_else(|| ExecError::Invalid("too many clustering restrictions".into()))?;
-        lists.push(crate::exec::scan::expand_values(
+        lists.push(crate::exec::key_values::expand_values(
             v,
             &c.cql_type,
             &c.name,
             binds,
         )?);
     }
-    let prefixes = crate::exec::scan::cartesian(&lists, "clustering columns")?;
+    let prefixes = crate::exec::key_values::cartesian(&lists, "clustering columns")?;
     let mut out = Vec::new();
     let bound_values = |terms: &[Term], from: usize| -> ExecResult<Vec<Bytes>> {
         let mut vals = Vec::new();
@@ -143,26 +143,26 @@ fn now_s() -> i64 {
 
 fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
     if let Some((term, inclusive)) = &plan.token_filter.0 {
-        let v = crate::exec::scan::token_value(&plan.table, term, binds)?;
+        let v = super::scan::token_value(&plan.table, term, binds)?;
         if row.token < v || (!inclusive && row.token == v) {
             return Ok(false);
         }
     }
     if let Some((term, inclusive)) = &plan.token_filter.1 {
-        let v = crate::exec::scan::token_value(&plan.table, term, binds)?;
+        let v = super::scan::token_value(&plan.table, term, binds)?;
         if row.token > v || (!inclusive && row.token == v) {
             return Ok(false);
         }
     }
     for f in &plan.multi_filters {
-        if !crate::exec::filter::matches_multi(&plan.table, row, f, binds)? {
+        if !super::filter::matches_multi(&plan.table, row, f, binds)? {
             return Ok(false);
         }
     }
     for f in &plan.filters {
         let c = &plan.table.columns[f.column];
         let cell = row.cells.get(f.column).cloned().flatten();
-        if !crate::exec::filter::matches(c, &cell, f, binds)? {
+        if !super::filter::matches(c, &cell, f, binds)? {
             return Ok(false);
         }
     }
@@ -178,6 +178,72 @@ pub fn execute(
     paging_state: Option<&[u8]>,
 ) -> ExecResult<SelectOutput> {
     let now = now_s();
+    let (limit, ppl) = bound_limits(plan, binds)?;
+    let resume = match paging_state {
+        Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
+        _ => None,
+    };
+    let already = resume.as_ref().map(|r| r.rows_returned).unwrap_or(0);
+    let grouped = plan.compiled.has_aggregate || plan.group_by > 0;
+    let merging = !plan.merge_order.is_empty() || plan.ann.is_some();
+    // Aggregates, groups and merged partitions need every row before the first one is returned.
+    let want = if grouped || merging {
+        None
+    } else {
+        rows_wanted(limit, page_size, already)
+    };
+    let mut source = super::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
+    // A resumed page starts after the last row returned (scan.rs), so every row read counts.
+    let every_row_counts =
+        plan.filters.is_empty() && plan.multi_filters.is_empty() && !plan.distinct && ppl.is_none();
+    if let (Some(w), true) = (want, every_row_counts) {
+        // One more than the page needs, to tell whether another page follows.
+        source.limit_rows_per_partition_read(w.saturating_add(1));
+    }
+    let page = Page {
+        limit,
+        per_partition_limit: ppl,
+        already,
+        want,
+    };
+    let mut collected = collect_rows(&mut source, plan, binds, resume.as_ref(), &page)?;
+    let columns: Vec<(String, CqlType)> = plan
+        .compiled
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect();
+    let paging = next_paging_state(&collected, &page);
+    if merging {
+        if plan.ann.is_some() {
+            rank_by_similarity(plan, &mut collected.rows, binds)?;
+        } else {
+            merge_partitions(plan, &mut collected.rows);
+        }
+        if let Some(l) = limit {
+            collected.rows.truncate(l);
+        }
+    }
+    let rows = if grouped {
+        grouped_rows(plan, &collected.rows, &page, now)?
+    } else {
+        selected_rows(plan, &collected.rows, now)?
+    };
+    if plan.json {
+        return Ok(super::json::json_rows(&columns, rows, paging));
+    }
+    Ok(SelectOutput {
+        columns,
+        rows,
+        paging_state: paging,
+    })
+}
+
+/// LIMIT and PER PARTITION LIMIT with their bind markers bound.
+fn bound_limits(
+    plan: &SelectPlan,
+    binds: &Binds<'_>,
+) -> ExecResult<(Option<usize>, Option<usize>)> {
     let limit = plan
         .limit
         .as_ref()
@@ -190,132 +256,142 @@ pub fn execute(
         .map(|l| eval_int(l, binds, "[per_partition_limit]"))
         .transpose()?
         .flatten();
-    let aggregate = plan.compiled.has_aggregate;
-    let resume = match paging_state {
-        Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
-        _ => None,
-    };
-    let already = resume.as_ref().map(|r| r.rows_returned).unwrap_or(0);
-    let mut want = match (limit, page_size) {
+    Ok((limit, ppl))
+}
+
+/// Rows this page returns at most: the page size, and what the LIMIT leaves after earlier pages.
+fn rows_wanted(limit: Option<usize>, page_size: Option<usize>, already: usize) -> Option<usize> {
+    match (limit, page_size) {
         (Some(l), Some(p)) => Some(l.saturating_sub(already).min(p)),
         (Some(l), None) => Some(l.saturating_sub(already)),
         (None, Some(p)) => Some(p),
         (None, None) => None,
+    }
+}
+
+/// The bounds of one page.
+struct Page {
+    limit: Option<usize>,
+    per_partition_limit: Option<usize>,
+    /// Rows returned by the earlier pages.
+    already: usize,
+    /// Rows to stop after; None reads to the end.
+    want: Option<usize>,
+}
+
+/// The rows a page keeps and where it stopped.
+struct Collected {
+    rows: Vec<Row>,
+    /// Rows kept from the last partition read (it may continue on the next page).
+    per_partition_count: usize,
+    /// Whether no row follows this page.
+    exhausted: bool,
+}
+
+/// Reads rows until the page is full, applying DISTINCT, PER PARTITION LIMIT and the filters.
+fn collect_rows(
+    source: &mut super::scan::RowSource<'_>,
+    plan: &SelectPlan,
+    binds: &Binds<'_>,
+    resume: Option<&PagingState>,
+    page: &Page,
+) -> ExecResult<Collected> {
+    let mut out = Collected {
+        rows: Vec::new(),
+        per_partition_count: resume.map(|r| r.partition_rows_returned).unwrap_or(0),
+        exhausted: true,
     };
-    let grouped = aggregate || plan.group_by > 0;
-    let merging = !plan.merge_order.is_empty() || plan.ann.is_some();
-    if grouped || merging {
-        want = None;
-    }
-    let mut source = crate::exec::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
-    // A resumed page starts after the last row returned (scan.rs), so every row read counts.
-    let every_row_counts =
-        plan.filters.is_empty() && plan.multi_filters.is_empty() && !plan.distinct && ppl.is_none();
-    if let (Some(w), true) = (want, every_row_counts) {
-        // One more than the page needs, to tell whether another page follows.
-        source.limit_rows_per_partition_read(w.saturating_add(1));
-    }
-    let mut collected: Vec<Row> = Vec::new();
-    let mut per_partition_count = 0usize;
-    let mut last_partition: Option<Bytes> = resume.as_ref().map(|r| r.partition_key.clone());
-    if let Some(r) = &resume {
-        per_partition_count = r.partition_rows_returned;
-    }
-    let mut exhausted = true;
+    let mut last_partition: Option<Bytes> = resume.map(|r| r.partition_key.clone());
     while let Some(row) = source.next_row()? {
         if last_partition.as_ref() != Some(&row.partition_key) {
             last_partition = Some(row.partition_key.clone());
-            per_partition_count = 0;
+            out.per_partition_count = 0;
         }
-        if plan.distinct && per_partition_count > 0 {
+        if plan.distinct && out.per_partition_count > 0 {
             continue;
         }
         // With GROUP BY the per-partition limit counts groups, applied after aggregation.
-        if plan.group_by == 0 && ppl.is_some_and(|p| per_partition_count >= p) {
+        if plan.group_by == 0
+            && page
+                .per_partition_limit
+                .is_some_and(|p| out.per_partition_count >= p)
+        {
             continue;
         }
         if !passes_filters(plan, &row, binds)? {
             continue;
         }
-        per_partition_count += 1;
-        collected.push(row);
-        if let Some(w) = want {
-            if collected.len() >= w {
-                exhausted = limit.is_some_and(|l| already + collected.len() >= l);
-                if !exhausted {
-                    exhausted = !source.has_more();
+        out.per_partition_count += 1;
+        out.rows.push(row);
+        if let Some(w) = page.want {
+            if out.rows.len() >= w {
+                out.exhausted = page
+                    .limit
+                    .is_some_and(|l| page.already + out.rows.len() >= l);
+                if !out.exhausted {
+                    out.exhausted = !source.has_more();
                 }
                 break;
             }
         }
     }
-    let columns: Vec<(String, CqlType)> = plan
-        .compiled
-        .columns
-        .iter()
-        .map(|c| (c.name.clone(), c.ty.clone()))
-        .collect();
-    let paging = if !exhausted && !collected.is_empty() && want.is_some() {
-        collected.last().map(|r| {
-            PagingState {
-                token: r.token,
-                partition_key: r.partition_key.clone(),
-                clustering: r.clustering.clone(),
-                rows_returned: already + collected.len(),
-                partition_rows_returned: per_partition_count,
-            }
-            .encode()
-        })
-    } else {
-        None
-    };
-    if merging {
-        if plan.ann.is_some() {
-            rank_by_similarity(plan, &mut collected, binds)?;
-        } else {
-            merge_partitions(plan, &mut collected);
-        }
-        if let Some(l) = limit {
-            collected.truncate(l);
-        }
+    Ok(out)
+}
+
+/// Where the next page starts: after the last row kept, unless nothing follows.
+fn next_paging_state(collected: &Collected, page: &Page) -> Option<Bytes> {
+    if collected.exhausted || page.want.is_none() {
+        return None;
     }
-    let rows = if grouped {
-        let mut groups = aggregate_rows(plan, &collected, now)?;
-        if plan.group_by > 0 {
-            if let Some(p) = ppl {
-                let mut seen = 0usize;
-                let mut last: Option<Bytes> = None;
-                groups.retain(|(pk, _)| {
-                    if last.as_ref() != Some(pk) {
-                        last = Some(pk.clone());
-                        seen = 0;
-                    }
-                    seen += 1;
-                    seen <= p
-                });
-            }
-            if let Some(l) = limit {
-                groups.truncate(l);
-            }
+    collected.rows.last().map(|r| {
+        PagingState {
+            token: r.token,
+            partition_key: r.partition_key.clone(),
+            clustering: r.clustering.clone(),
+            rows_returned: page.already + collected.rows.len(),
+            partition_rows_returned: collected.per_partition_count,
         }
-        groups.into_iter().map(|(_, r)| r).collect()
-    } else {
-        let mut out = Vec::with_capacity(collected.len());
-        for r in &collected {
-            let mut cells = Vec::with_capacity(plan.compiled.columns.len());
-            for c in &plan.compiled.columns {
-                cells.push(selectors::eval(&c.sel, &c.ty, r, now)?);
-            }
-            out.push(cells);
-        }
-        out
-    };
-    if plan.json {
-        return Ok(crate::exec::json::json_rows(&columns, rows, paging));
-    }
-    Ok(SelectOutput {
-        columns,
-        rows,
-        paging_state: paging,
+        .encode()
     })
+}
+
+/// Aggregated rows: one per group, PER PARTITION LIMIT counting groups and LIMIT applied to them.
+fn grouped_rows(
+    plan: &SelectPlan,
+    rows: &[Row],
+    page: &Page,
+    now: i64,
+) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
+    let mut groups = aggregate_rows(plan, rows, now)?;
+    if plan.group_by > 0 {
+        if let Some(p) = page.per_partition_limit {
+            let mut seen = 0usize;
+            let mut last: Option<Bytes> = None;
+            groups.retain(|(pk, _)| {
+                if last.as_ref() != Some(pk) {
+                    last = Some(pk.clone());
+                    seen = 0;
+                }
+                seen += 1;
+                seen <= p
+            });
+        }
+        if let Some(l) = page.limit {
+            groups.truncate(l);
+        }
+    }
+    Ok(groups.into_iter().map(|(_, r)| r).collect())
+}
+
+/// The selection evaluated on each row.
+fn selected_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut cells = Vec::with_capacity(plan.compiled.columns.len());
+        for c in &plan.compiled.columns {
+            cells.push(selectors::eval(&c.sel, &c.ty, r, now)?);
+        }
+        out.push(cells);
+    }
+    Ok(out)
 }

@@ -3,8 +3,10 @@
 //! system tables, with paging.
 //!
 //! This module owns the plan and output types shared by the submodules and by other executors:
-//! `plan` builds a `SelectPlan`, `restrictions` holds the helpers for reading WHERE terms and
-//! index support, `execute` runs a plan, and `order` does ANN ranking, IN merging and GROUP BY.
+//! `plan` builds a `SelectPlan` (one function per phase), `restrictions` holds the helpers for
+//! reading WHERE terms and index support, `execute` runs a plan over `scan` (the row source over
+//! storage or the system tables) and `filter` (row-by-row restrictions), `order` does ANN ranking,
+//! IN merging and GROUP BY, and `json` rewrites a result for SELECT JSON.
 
 use super::selectors::Compiled;
 use bytes::Bytes;
@@ -15,21 +17,17 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 mod execute;
+mod filter;
+mod json;
 mod order;
 mod plan;
 mod restrictions;
+mod scan;
 mod validate;
 
+pub use crate::exec::key_values::ValuesOf;
 pub use execute::{clustering_slices, execute};
 pub use plan::plan;
-pub use restrictions::note_binds;
-
-/// The values one column is restricted to: `=` gives one term, `IN (...)` several, `IN ?` a list.
-#[derive(Debug, Clone)]
-pub enum ValuesOf {
-    Terms(Vec<Term>),
-    BindList(Term),
-}
 
 #[derive(Debug, Clone)]
 pub struct Filter {

@@ -1,11 +1,12 @@
 //! Row ordering and grouping done in memory: `ORDER BY ... ANN OF` (planning and similarity
 //! ranking), merging the partitions of an `IN` query with ORDER BY, and GROUP BY aggregation.
 
-use super::restrictions::note_binds;
 use super::SelectPlan;
+use crate::exec::aggregates;
 use crate::exec::error::{invalid, ExecError, ExecResult};
+use crate::exec::key_values::note_binds;
 use crate::exec::rows::Row;
-use crate::exec::selectors::{self, Sel};
+use crate::exec::selectors::Sel;
 use crate::exec::values::{self, Binds};
 use crate::exec::BindSpec;
 use bytes::Bytes;
@@ -30,7 +31,7 @@ pub(super) fn plan_ann(
     if !matches!(c.cql_type, CqlType::Vector { .. }) {
         return invalid("ANN ordering is only supported on float vector indexes");
     }
-    let quoted = crate::exec::describe::maybe_quote(&c.name);
+    let quoted = crate::exec::cql_text::maybe_quote(&c.name);
     let index = t.indexes.iter().find(|idx| {
         idx.options.get("target") == Some(&quoted)
             && idx
@@ -140,14 +141,14 @@ pub(super) fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecR
         if plan.group_by > 0 {
             return Ok(out);
         }
-        let states: Vec<_> = cols.iter().map(|c| selectors::agg_init(&c.sel)).collect();
+        let states: Vec<_> = cols.iter().map(|c| aggregates::agg_init(&c.sel)).collect();
         return Ok(vec![(
             Bytes::new(),
             cols.iter()
                 .zip(&states)
                 .map(|(c, s)| {
                     if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
-                        selectors::agg_finish(s, &c.sel)
+                        aggregates::agg_finish(s, &c.sel)
                     } else {
                         None
                     }
@@ -157,11 +158,11 @@ pub(super) fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecR
     }
     while i < rows.len() {
         let key = group_key(plan, &rows[i]);
-        let mut states: Vec<_> = cols.iter().map(|c| selectors::agg_init(&c.sel)).collect();
+        let mut states: Vec<_> = cols.iter().map(|c| aggregates::agg_init(&c.sel)).collect();
         let mut j = i;
         while j < rows.len() && (plan.group_by == 0 || group_key(plan, &rows[j]) == key) {
             for (c, s) in cols.iter().zip(states.iter_mut()) {
-                selectors::agg_update(s, &c.sel, &c.ty, &rows[j], now)?;
+                aggregates::agg_update(s, &c.sel, &c.ty, &rows[j], now)?;
             }
             j += 1;
         }
@@ -169,7 +170,7 @@ pub(super) fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecR
             rows[i].partition_key.clone(),
             cols.iter()
                 .zip(&states)
-                .map(|(c, s)| selectors::agg_finish(s, &c.sel))
+                .map(|(c, s)| aggregates::agg_finish(s, &c.sel))
                 .collect(),
         ));
         i = j;

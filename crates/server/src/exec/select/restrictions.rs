@@ -3,69 +3,11 @@
 
 use super::ValuesOf;
 use crate::exec::error::{invalid, ExecResult};
-use crate::exec::values::{self};
+use crate::exec::key_values::note_binds;
 use crate::exec::BindSpec;
-use helenus_cql::ast::{Operator, RelationValue, Term};
+use helenus_cql::ast::{Operator, RelationValue};
 use helenus_schema::TableMeta;
 use helenus_types::CqlType;
-
-/// Records the receiver type of every bind marker in `term`.
-pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>) {
-    match term {
-        Term::Bind(m) => {
-            if specs.len() <= m.index {
-                specs.resize(m.index + 1, None);
-            }
-            specs[m.index] = Some(spec);
-        }
-        Term::List(items) | Term::Set(items) | Term::Tuple(items) => {
-            let elem_ty = match &spec.ty {
-                CqlType::List { element, .. } | CqlType::Set { element, .. } => {
-                    Some((**element).clone())
-                }
-                CqlType::Vector { element, .. } => Some((**element).clone()),
-                _ => None,
-            };
-            for (i, item) in items.iter().enumerate() {
-                let ty = match (&spec.ty, &elem_ty) {
-                    (CqlType::Tuple(ts), _) => ts.get(i).cloned(),
-                    (_, Some(e)) => Some(e.clone()),
-                    _ => None,
-                };
-                if let Some(ty) = ty {
-                    note_binds(item, BindSpec { ty, ..spec.clone() }, specs);
-                }
-            }
-        }
-        Term::TypeHint { term, ty } => {
-            if let Ok(t) = values::resolve_type(ty, None) {
-                note_binds(
-                    term,
-                    BindSpec {
-                        ty: t,
-                        ..spec.clone()
-                    },
-                    specs,
-                );
-            }
-        }
-        Term::FunctionCall { args, .. } => {
-            for a in args {
-                if let Some(t) = values::infer_type(a) {
-                    note_binds(
-                        a,
-                        BindSpec {
-                            ty: t,
-                            ..spec.clone()
-                        },
-                        specs,
-                    );
-                }
-            }
-        }
-        _ => {}
-    }
-}
 
 pub(super) fn list_of(t: &CqlType) -> CqlType {
     CqlType::List {
@@ -110,7 +52,7 @@ pub(super) fn values_of(
 pub(super) fn index_serves(t: &TableMeta, col: usize, op: Operator) -> Option<bool> {
     use helenus_types::NativeType as N;
     let c = &t.columns[col];
-    let quoted = crate::exec::describe::maybe_quote(&c.name);
+    let quoted = crate::exec::cql_text::maybe_quote(&c.name);
     // SAI indexes literal types by term: equality only.
     let literal = matches!(
         c.cql_type,
@@ -141,7 +83,7 @@ pub(super) fn index_serves(t: &TableMeta, col: usize, op: Operator) -> Option<bo
 
 /// Whether an `entries(m)` index answers `m[key] = value`.
 pub(super) fn entries_indexed(t: &TableMeta, col: usize) -> bool {
-    let quoted = crate::exec::describe::maybe_quote(&t.columns[col].name);
+    let quoted = crate::exec::cql_text::maybe_quote(&t.columns[col].name);
     let want = format!("entries({quoted})");
     t.indexes
         .iter()

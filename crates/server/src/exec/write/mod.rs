@@ -2,11 +2,11 @@
 //! mutations at execution (one per partition), with Cassandra's timestamp, TTL and collection rules.
 //!
 //! This module owns the plan types (`WritePlan`, `Op`, `WriteContext`) and turning a plan into
-//! mutations (keys, timestamp, TTL, range deletions); `plan` builds plans from statements and
-//! `cells` builds the cells of one row.
+//! mutations (keys, timestamp, TTL, range deletions); `plan` builds plans from statements,
+//! `cells` builds the cells of one row, and `lwt_cond` checks and evaluates IF conditions.
 
 use super::error::{invalid, ExecError, ExecResult};
-use super::select::ValuesOf;
+use super::key_values::{self, ValuesOf};
 use super::values::{self, Binds, Bound};
 use bytes::Bytes;
 use helenus_cql::ast::{Operator, SubPath, Term, UsingClause, WriteCondition};
@@ -16,6 +16,7 @@ use helenus_types::{CqlType, NativeType};
 use std::sync::Arc;
 
 mod cells;
+pub(super) mod lwt_cond;
 mod plan;
 
 use cells::{json_values, row_cells, RowAt};
@@ -156,20 +157,20 @@ pub fn mutations(
             let ckc: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
             let mut p = Vec::new();
             for (c, v) in pkc.iter().zip(&plan.pk) {
-                p.push(super::scan::expand_values(v, &c.cql_type, &c.name, binds)?);
+                p.push(key_values::expand_values(v, &c.cql_type, &c.name, binds)?);
             }
             let mut k = Vec::new();
             for (c, v) in ckc.iter().zip(&plan.ck) {
-                k.push(super::scan::expand_values(v, &c.cql_type, &c.name, binds)?);
+                k.push(key_values::expand_values(v, &c.cql_type, &c.name, binds)?);
             }
             (p, k)
         }
     };
-    super::scan::check_key_components(&pk_lists)?;
+    key_values::check_key_components(&pk_lists)?;
     check_compact_clustering(t, &plan.kind, &ck_lists)?;
     let json_cols = json.map(|(c, _, _)| c);
-    let keys = super::scan::cartesian(&pk_lists, "partition key")?;
-    let clusterings = super::scan::cartesian(&ck_lists, "clustering columns")?;
+    let keys = key_values::cartesian(&pk_lists, "partition key")?;
+    let clusterings = key_values::cartesian(&ck_lists, "clustering columns")?;
     let full_clustering = ck_lists.len() == t.clustering_len();
     let expires = if ttl > 0 { ctx.now_s + ttl as i64 } else { 0 };
     let mut out = Vec::with_capacity(keys.len());

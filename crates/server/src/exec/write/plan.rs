@@ -3,7 +3,7 @@
 
 use super::{op_value_type, Op, WriteKind, WritePlan};
 use crate::exec::error::{invalid, ExecError, ExecResult};
-use crate::exec::select::{note_binds, ValuesOf};
+use crate::exec::key_values::{note_binds, ValuesOf};
 use crate::exec::BindSpec;
 use helenus_cql::ast::{
     Assignment, DeleteStatement, InsertStatement, InsertValues, JsonDefault, Operator, Relation,
@@ -251,7 +251,7 @@ pub fn plan_insert(
             None
         },
     };
-    crate::exec::lwt_cond::validate_plan(&plan)?;
+    super::lwt_cond::validate_plan(&plan)?;
     Ok(plan)
 }
 
@@ -409,7 +409,7 @@ pub fn plan_update(
             missing.join(", ")
         ));
     }
-    crate::exec::lwt_cond::note_condition(&t, &s.condition, specs)?;
+    super::lwt_cond::note_condition(&t, &s.condition, specs)?;
     let plan = WritePlan {
         table: t,
         kind: WriteKind::Update,
@@ -420,7 +420,7 @@ pub fn plan_update(
         using: s.using.clone(),
         condition: s.condition.clone(),
     };
-    crate::exec::lwt_cond::validate_plan(&plan)?;
+    super::lwt_cond::validate_plan(&plan)?;
     Ok(plan)
 }
 
@@ -461,7 +461,7 @@ pub fn plan_delete(
         ops.push((i, Op::Delete(item.path.clone())));
     }
     let (pk, ck, slice) = where_keys(&t, &s.where_clause, specs, true)?;
-    crate::exec::lwt_cond::note_condition(&t, &s.condition, specs)?;
+    super::lwt_cond::note_condition(&t, &s.condition, specs)?;
     let plan = WritePlan {
         table: t,
         kind: WriteKind::Delete,
@@ -472,7 +472,7 @@ pub fn plan_delete(
         using: s.using.clone(),
         condition: s.condition.clone(),
     };
-    crate::exec::lwt_cond::validate_plan(&plan)?;
+    super::lwt_cond::validate_plan(&plan)?;
     Ok(plan)
 }
 

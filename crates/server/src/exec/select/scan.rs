@@ -2,12 +2,15 @@
 //! batches of partitions), and the computed rows of system tables. All yield rows in the order a
 //! client sees them and resume after a paging state.
 
-use super::error::{ExecError, ExecResult};
-use super::paging::PagingState;
-use super::rows::{self, ColumnLayout, Row};
-use super::select::{clustering_slices, compare_clustering, PartitionSelection, SelectPlan};
-use super::tombstones::TombstoneTally;
-use super::values::{self, Binds, Bound};
+use super::{
+    clustering_slices, compare_clustering, PartitionSelection, SelectPlan, TokenBound, ValuesOf,
+};
+use crate::exec::error::{ExecError, ExecResult};
+use crate::exec::key_values::{cartesian, check_key_components, expand_values};
+use crate::exec::paging::PagingState;
+use crate::exec::rows::{self, ColumnLayout, Row};
+use crate::exec::tombstones::TombstoneTally;
+use crate::exec::values::{self, Binds, Bound};
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_schema::TableKind;
@@ -95,6 +98,122 @@ pub(super) fn token_value(
     }
 }
 
+/// The rows of a system table, computed from the node's state and ordered as a scan of a stored
+/// table would return them (token, key, clustering), after the last row returned if resuming.
+fn system_rows(
+    node: &NodeState,
+    t: &helenus_schema::TableMeta,
+    resume: Option<&PagingState>,
+) -> VecDeque<Row> {
+    let mut buffered = VecDeque::new();
+    let all = crate::system::rows_of(node, t);
+    let pk_idx: Vec<usize> = t
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
+        .map(|(i, _)| i)
+        .collect();
+    let ck_idx: Vec<usize> = t
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
+        .map(|(i, _)| i)
+        .collect();
+    for cells in all {
+        let parts: Vec<&[u8]> = pk_idx
+            .iter()
+            .map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
+            .collect();
+        let partition_key = crate::keys::partition_key(&parts);
+        let token = helenus_types::murmur3_token(&partition_key);
+        let clustering = ck_idx
+            .iter()
+            .map(|&i| cells.get(i).cloned().flatten().unwrap_or_default())
+            .collect();
+        let n = cells.len();
+        buffered.push_back(Row {
+            cells,
+            meta: vec![None; n],
+            element_meta: vec![None; n],
+            token,
+            partition_key,
+            clustering,
+        });
+    }
+    // Ordered as a scan of a stored table would return them: token, key, clustering.
+    buffered.make_contiguous().sort_by(|a, b| {
+        a.token
+            .cmp(&b.token)
+            .then_with(|| a.partition_key.cmp(&b.partition_key))
+            .then_with(|| compare_clustering(t, &a.clustering, &b.clustering))
+    });
+    if let Some(r) = resume {
+        // Skip up to and including the last row returned.
+        while let Some(row) = buffered.pop_front() {
+            if row.partition_key == r.partition_key && row.clustering == r.clustering {
+                break;
+            }
+        }
+    }
+    buffered
+}
+
+/// Reading the partitions named by partition key values (from the resumed key, if any).
+fn key_mode(
+    t: &helenus_schema::TableMeta,
+    values_of: &[ValuesOf],
+    binds: &Binds<'_>,
+    resume: Option<&PagingState>,
+) -> ExecResult<Mode> {
+    let pk: Vec<&helenus_schema::ColumnMeta> = t.partition_key().collect();
+    let mut lists = Vec::new();
+    for (c, v) in pk.iter().zip(values_of) {
+        lists.push(expand_values(v, &c.cql_type, &c.name, binds)?);
+    }
+    check_key_components(&lists)?;
+    let mut keys: VecDeque<(i64, Bytes)> = cartesian(&lists, "partition key")?
+        .into_iter()
+        .map(|comps| {
+            let refs: Vec<&[u8]> = comps.iter().map(|b| b.as_ref()).collect();
+            let key = crate::keys::partition_key(&refs);
+            (helenus_types::murmur3_token(&key), key)
+        })
+        .collect();
+    if let Some(r) = resume {
+        while keys.front().is_some_and(|(_, k)| *k != r.partition_key) {
+            keys.pop_front();
+        }
+    }
+    Ok(Mode::Keys { keys })
+}
+
+/// Scanning a token range (from the resumed partition, if any).
+fn range_mode(
+    table: &helenus_schema::TableMeta,
+    lower: &TokenBound,
+    upper: &TokenBound,
+    binds: &Binds<'_>,
+    resume: Option<&PagingState>,
+) -> ExecResult<Mode> {
+    let lower = lower
+        .as_ref()
+        .map(|(term, inc)| token_value(table, term, binds).map(|v| (v, *inc)))
+        .transpose()?;
+    let upper = upper
+        .as_ref()
+        .map(|(term, inc)| token_value(table, term, binds).map(|v| (v, *inc)))
+        .transpose()?;
+    Ok(Mode::Range {
+        next_start: resume.map(|r| (r.token, r.partition_key.clone())),
+        first: true,
+        lower,
+        upper,
+        done: false,
+    })
+}
+
 impl<'a> RowSource<'a> {
     /// A partition's static row stands alone only when the query selects whole partitions.
     fn statics_alone(&self) -> bool {
@@ -109,102 +228,16 @@ impl<'a> RowSource<'a> {
         now_s: i64,
     ) -> ExecResult<Self> {
         let t = &plan.table;
-        let mut buffered = VecDeque::new();
-        let mode = if t.kind != TableKind::User {
-            let all = crate::system::rows_of(node, t);
-            let pk_idx: Vec<usize> = t
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
-                .map(|(i, _)| i)
-                .collect();
-            let ck_idx: Vec<usize> = t
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
-                .map(|(i, _)| i)
-                .collect();
-            for cells in all {
-                let parts: Vec<&[u8]> = pk_idx
-                    .iter()
-                    .map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
-                    .collect();
-                let partition_key = crate::keys::partition_key(&parts);
-                let token = helenus_types::murmur3_token(&partition_key);
-                let clustering = ck_idx
-                    .iter()
-                    .map(|&i| cells.get(i).cloned().flatten().unwrap_or_default())
-                    .collect();
-                let n = cells.len();
-                buffered.push_back(Row {
-                    cells,
-                    meta: vec![None; n],
-                    element_meta: vec![None; n],
-                    token,
-                    partition_key,
-                    clustering,
-                });
-            }
-            // Ordered as a scan of a stored table would return them: token, key, clustering.
-            buffered.make_contiguous().sort_by(|a, b| {
-                a.token
-                    .cmp(&b.token)
-                    .then_with(|| a.partition_key.cmp(&b.partition_key))
-                    .then_with(|| compare_clustering(t, &a.clustering, &b.clustering))
-            });
-            if let Some(r) = resume {
-                // Skip up to and including the last row returned.
-                while let Some(row) = buffered.pop_front() {
-                    if row.partition_key == r.partition_key && row.clustering == r.clustering {
-                        break;
-                    }
-                }
-            }
-            Mode::System
+        let (mode, buffered) = if t.kind != TableKind::User {
+            (Mode::System, system_rows(node, t, resume))
         } else {
-            match &plan.partitions {
-                PartitionSelection::Keys(values_of) => {
-                    let pk: Vec<&helenus_schema::ColumnMeta> = t.partition_key().collect();
-                    let mut lists = Vec::new();
-                    for (c, v) in pk.iter().zip(values_of) {
-                        lists.push(expand_values(v, &c.cql_type, &c.name, binds)?);
-                    }
-                    check_key_components(&lists)?;
-                    let mut keys: VecDeque<(i64, Bytes)> = cartesian(&lists, "partition key")?
-                        .into_iter()
-                        .map(|comps| {
-                            let refs: Vec<&[u8]> = comps.iter().map(|b| b.as_ref()).collect();
-                            let key = crate::keys::partition_key(&refs);
-                            (helenus_types::murmur3_token(&key), key)
-                        })
-                        .collect();
-                    if let Some(r) = resume {
-                        while keys.front().is_some_and(|(_, k)| *k != r.partition_key) {
-                            keys.pop_front();
-                        }
-                    }
-                    Mode::Keys { keys }
-                }
+            let mode = match &plan.partitions {
+                PartitionSelection::Keys(values_of) => key_mode(t, values_of, binds, resume)?,
                 PartitionSelection::TokenRange { lower, upper } => {
-                    let lower = lower
-                        .as_ref()
-                        .map(|(t, inc)| token_value(&plan.table, t, binds).map(|v| (v, *inc)))
-                        .transpose()?;
-                    let upper = upper
-                        .as_ref()
-                        .map(|(t, inc)| token_value(&plan.table, t, binds).map(|v| (v, *inc)))
-                        .transpose()?;
-                    Mode::Range {
-                        next_start: resume.map(|r| (r.token, r.partition_key.clone())),
-                        first: true,
-                        lower,
-                        upper,
-                        done: false,
-                    }
+                    range_mode(t, lower, upper, binds, resume)?
                 }
-            }
+            };
+            (mode, VecDeque::new())
         };
         // A range page that stopped inside a partition resumes inside it; key lists resume
         // through their key list (the resumed key is read from after the last row).
@@ -485,113 +518,6 @@ impl<'a> RowSource<'a> {
             Mode::Range { done, .. } => !*done || self.inside.is_some(),
         }
     }
-}
-
-pub fn expand_values(
-    v: &super::select::ValuesOf,
-    ty: &CqlType,
-    name: &str,
-    binds: &Binds<'_>,
-) -> ExecResult<Vec<Bytes>> {
-    use super::select::ValuesOf;
-    let mut out = Vec::new();
-    match v {
-        ValuesOf::Terms(terms) => {
-            for term in terms {
-                match values::eval(term, ty, name, binds)? {
-                    Bound::Value(b) => out.push(b),
-                    Bound::Null => {
-                        return Err(ExecError::Invalid(format!(
-                            "Invalid null value in condition for column {name}"
-                        )))
-                    }
-                    Bound::Unset => {
-                        return Err(ExecError::Invalid(format!(
-                            "Invalid unset value for column {name}"
-                        )))
-                    }
-                }
-            }
-        }
-        ValuesOf::BindList(term) => {
-            let list_ty = CqlType::List {
-                element: Box::new(ty.clone()),
-                frozen: false,
-            };
-            match values::to_value(term, &list_ty, name, binds)? {
-                Some(helenus_types::CqlValue::List(items)) => {
-                    out.extend(items.iter().map(values::serialize))
-                }
-                _ => {
-                    return Err(ExecError::Invalid(format!(
-                        "Invalid null value for IN restriction on {name}"
-                    )))
-                }
-            }
-        }
-    }
-    if out.len() > 1 {
-        out.sort_by(|a, b| helenus_types::compare_serialized(ty, a, b));
-        out.dedup();
-    }
-    Ok(out)
-}
-
-/// Cassandra's limits on partition key values: a single-component key may not be empty, and no
-/// component may exceed 64 KiB (its length is a u16 in the composite encoding).
-pub fn check_key_components(lists: &[Vec<Bytes>]) -> ExecResult<()> {
-    for b in lists.iter().flatten() {
-        if lists.len() == 1 && b.is_empty() {
-            return Err(ExecError::Invalid("Key may not be empty".into()));
-        }
-        if b.len() > u16::MAX as usize {
-            return Err(ExecError::Invalid(format!(
-                "Key length of {} is longer than maximum of 65535",
-                b.len()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Most key combinations one statement's IN restrictions may expand to, per key (partition or
-/// clustering). Cassandra 5.0 leaves its `in_select_cartesian_product_fail_threshold`
-/// guardrail off by default and builds whatever is asked for; `pk IN (60 values) AND c1 IN (60)
-/// AND c2 IN (60) AND c3 IN (60)` (13M clusterings from a 1 KB statement) then held a node for
-/// minutes, so Helenus always applies a fail threshold, with the guardrail's message.
-pub const MAX_IN_CARTESIAN_PRODUCT: usize = 10_000;
-
-/// Every combination of one value from each list (the IN restrictions on `what`'s columns), or
-/// an InvalidRequest when there would be more than [`MAX_IN_CARTESIAN_PRODUCT`]; the size is
-/// checked before anything is built.
-pub fn cartesian(lists: &[Vec<Bytes>], what: &str) -> ExecResult<Vec<Vec<Bytes>>> {
-    let count = lists
-        .iter()
-        .try_fold(1usize, |n, l| n.checked_mul(l.len()))
-        .unwrap_or(usize::MAX);
-    if count > MAX_IN_CARTESIAN_PRODUCT {
-        return Err(ExecError::Invalid(format!(
-            "Aborting query because the cartesian product of the IN restrictions on {what} \
-             produces {count} values, this exceeds fail threshold of {MAX_IN_CARTESIAN_PRODUCT}."
-        )));
-    }
-    Ok(cartesian_unchecked(lists))
-}
-
-fn cartesian_unchecked(lists: &[Vec<Bytes>]) -> Vec<Vec<Bytes>> {
-    let mut acc: Vec<Vec<Bytes>> = vec![Vec::new()];
-    for l in lists {
-        let mut next = Vec::with_capacity(acc.len() * l.len());
-        for prefix in &acc {
-            for v in l {
-                let mut p = prefix.clone();
-                p.push(v.clone());
-                next.push(p);
-            }
-        }
-        acc = next;
-    }
-    acc
 }
 
 /// Like Cassandra's read command on close: once the page is done (or abandoned), the tombstones

@@ -1,11 +1,11 @@
 //! The IF clause of a conditional write: validated at prepare time (Cassandra's rules and
 //! messages), evaluated against the current row at execution.
 
-use super::error::{invalid, ExecError, ExecResult};
-use super::select::{note_binds, ValuesOf};
-use super::values::{self, Binds, Bound};
-use super::write::{WriteKind, WritePlan};
-use super::BindSpec;
+use super::{WriteKind, WritePlan};
+use crate::exec::error::{invalid, ExecError, ExecResult};
+use crate::exec::key_values::{note_binds, ValuesOf};
+use crate::exec::values::{self, Binds, Bound};
+use crate::exec::BindSpec;
 use bytes::Bytes;
 use helenus_cql::ast::{ColumnCondition, Operator, RelationValue, SubPath, Term, WriteCondition};
 use helenus_schema::{ColumnKind, ColumnMeta, TableMeta};
