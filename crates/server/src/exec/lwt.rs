@@ -295,10 +295,7 @@ fn read_current(
         now_s,
         resume_after: None,
     };
-    let read = node
-        .engine
-        .read(*t.id.as_bytes(), &q)
-        .map_err(|e| ExecError::Server(e.to_string()))?;
+    let read = node.engine.read(*t.id.as_bytes(), &q)?;
     let layout = ColumnLayout::new(t);
     let mut all = Vec::new();
     let mut static_live = false;

@@ -519,7 +519,7 @@ async fn apply_mutations(
         },
         _ => node.engine.apply_batch(muts).await,
     };
-    result.map_err(|e| ExecError::Server(e.to_string()))
+    Ok(result?)
 }
 
 /// Executes a prepared statement with its values.
@@ -703,10 +703,7 @@ fn current_list_paths(
         now_s,
         resume_after: None,
     };
-    let r = node
-        .engine
-        .read(table, &q)
-        .map_err(|e| ExecError::Server(e.to_string()))?;
+    let r = node.engine.read(table, &q)?;
     Ok(r.partitions
         .iter()
         .flat_map(|p| p.static_row.iter().chain(p.rows.iter()))
