@@ -6,6 +6,8 @@ mod arith;
 mod batch;
 mod cast;
 pub mod client_warn;
+#[cfg(test)]
+mod clock_tests;
 pub mod ddl;
 pub mod describe;
 mod error;
@@ -477,26 +479,40 @@ pub struct ExecOptions {
     pub timestamp_us: i64,
 }
 
-fn now_us() -> i64 {
-    use std::sync::atomic::{AtomicI64, Ordering};
-    static LAST: AtomicI64 = AtomicI64::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0);
-    // Strictly increasing, so two writes from this node never tie.
-    let mut prev = LAST.load(Ordering::Relaxed);
-    loop {
-        let next = now.max(prev + 1);
-        match LAST.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return next,
-            Err(p) => prev = p,
-        }
-    }
+/// What one node's executor owns that would otherwise be a process-wide static: its clock and
+/// the orderings drawn from it, and its LWT locks. Several nodes may share a process (tests, a
+/// simulated cluster), and a test may hand in a `ManualClock`.
+#[derive(Debug)]
+pub struct ExecState {
+    /// Strictly increasing write timestamps, so two writes from this node never tie.
+    timestamps: helenus_types::WriteTimestamps,
+    prepends: write_checks::PrependPaths,
+    lwt_locks: lwt::LwtLocks,
 }
 
-fn now_s() -> i64 {
-    now_us() / 1_000_000
+impl ExecState {
+    pub fn new(clock: helenus_types::SharedClock) -> Self {
+        ExecState {
+            timestamps: helenus_types::WriteTimestamps::new(clock.clone()),
+            prepends: write_checks::PrependPaths::new(clock),
+            lwt_locks: lwt::LwtLocks::default(),
+        }
+    }
+
+    /// The node's clock.
+    pub fn clock(&self) -> &helenus_types::SharedClock {
+        self.timestamps.clock()
+    }
+
+    /// The timestamp of a write that names none.
+    pub fn next_timestamp_us(&self) -> i64 {
+        self.timestamps.next()
+    }
+
+    /// Now in whole seconds (TTL and deletion-time unit).
+    pub fn now_s(&self) -> i64 {
+        self.clock().wall_secs()
+    }
 }
 
 /// Applies a statement's or a batch's mutations as one commitlog entry, so a batch (or an IN
@@ -557,7 +573,7 @@ pub async fn execute(
         }
         Planned::Write(plan) => {
             let table_id = *plan.table.id.as_bytes();
-            let now = now_s();
+            let now = node.exec.now_s();
             let lookup =
                 move |key: &bytes::Bytes, token: i64, clustering: &[bytes::Bytes], col: u32| {
                     current_list_paths(node, table_id, key, token, clustering, col, now)
@@ -566,6 +582,7 @@ pub async fn execute(
                 timestamp_us: opts.timestamp_us,
                 now_s: now,
                 lists: Some(&lookup),
+                prepends: &node.exec.prepends,
             };
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
@@ -595,8 +612,9 @@ pub async fn execute(
             };
             let ctx = write::WriteContext {
                 timestamp_us: ts,
-                now_s: now_s(),
+                now_s: node.exec.now_s(),
                 lists: None,
+                prepends: &node.exec.prepends,
             };
             if children.iter().any(|c| c.condition.is_some()) {
                 let statements: Vec<_> = children.iter().map(|c| (c, &binds)).collect();
@@ -651,19 +669,19 @@ pub async fn run_query(
         .clone()
         .or_else(|| session.lock().keyspace.clone());
     let p = prepare(node, ks.as_deref(), query)?;
-    let opts = exec_options(params);
+    let opts = exec_options(node, params);
     let out = execute(node, session, &p, &params.values, opts).await?;
     Ok((p, out))
 }
 
-pub fn exec_options(params: &proto::QueryParameters) -> ExecOptions {
+pub fn exec_options(node: &NodeState, params: &proto::QueryParameters) -> ExecOptions {
     ExecOptions {
         page_size: params.page_size.filter(|&n| n > 0).map(|n| n as usize),
         paging_state: params.paging_state.clone(),
         timestamp_us: params
             .default_timestamp
             .filter(|&t| t != i64::MIN)
-            .unwrap_or_else(now_us),
+            .unwrap_or_else(|| node.exec.next_timestamp_us()),
     }
 }
 

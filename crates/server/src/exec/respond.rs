@@ -265,7 +265,7 @@ pub async fn handle_request(
             } => {
                 let p =
                     super::cached(node, &id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?;
-                let out = execute(node, session, &p, &params.values, exec_options(&params)).await?;
+                let out = execute(node, session, &p, &params.values, exec_options(node, &params)).await?;
                 let stale = version >= 5
                     && result_metadata_id
                         .as_deref()
@@ -318,7 +318,7 @@ async fn run_batch(
     let timestamp_us = b
         .default_timestamp
         .filter(|&t| t != i64::MIN)
-        .unwrap_or_else(super::now_us);
+        .unwrap_or_else(|| node.exec.next_timestamp_us());
     let mut prepared = Vec::with_capacity(b.statements.len());
     for s in &b.statements {
         let p = match &s.query {
@@ -345,8 +345,9 @@ async fn run_batch(
     super::batch::check_kind(kind, &plans)?;
     let ctx = super::write::WriteContext {
         timestamp_us,
-        now_s: super::now_s(),
+        now_s: node.exec.now_s(),
         lists: None,
+        prepends: &node.exec.prepends,
     };
     let binds: Vec<super::values::Binds> = b
         .statements

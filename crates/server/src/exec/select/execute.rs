@@ -134,13 +134,6 @@ pub fn clustering_slices(
     Ok(out)
 }
 
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
     if let Some((term, inclusive)) = &plan.token_filter.0 {
         let v = crate::exec::scan::token_value(&plan.table, term, binds)?;
@@ -177,7 +170,7 @@ pub fn execute(
     page_size: Option<usize>,
     paging_state: Option<&[u8]>,
 ) -> ExecResult<SelectOutput> {
-    let now = now_s();
+    let now = node.exec.now_s();
     let limit = plan
         .limit
         .as_ref()

@@ -176,7 +176,7 @@ pub(super) fn row_cells(
                 match values::to_value(&term, &c.cql_type, &c.name, binds)? {
                     // Prepended elements get paths that sort before every existing one.
                     Some(CqlValue::List(items)) if is_prepend => {
-                        let paths = crate::exec::write_checks::prepend_paths(items.len());
+                        let paths = ctx.prepends.next(items.len());
                         for (path, it) in paths.into_iter().zip(&items) {
                             out.push(st::CellUpdate {
                                 column: id,

@@ -78,6 +78,8 @@ pub struct WriteContext<'a> {
     pub timestamp_us: i64,
     pub now_s: i64,
     pub lists: Option<&'a ListLookup<'a>>,
+    /// The node's low-water mark of list-prepend paths.
+    pub prepends: &'a crate::exec::write_checks::PrependPaths,
 }
 
 fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecResult<Option<i64>> {
