@@ -6,8 +6,6 @@ mod arith;
 mod batch;
 mod cast;
 pub mod client_warn;
-#[cfg(test)]
-mod clock_tests;
 pub mod ddl;
 pub mod describe;
 mod error;
@@ -16,6 +14,8 @@ mod functions;
 mod json;
 mod lwt;
 mod lwt_cond;
+#[cfg(test)]
+mod node_tests;
 mod paging;
 mod respond;
 mod rows;
