@@ -6,10 +6,10 @@ use crate::exec::error::{invalid, ExecError, ExecResult};
 use crate::exec::select::{note_binds, ValuesOf};
 use crate::exec::BindSpec;
 use helenus_cql::ast::{
-    Assignment, DeleteStatement, InsertStatement, InsertValues, JsonDefault, Operator, Relation,
-    RelationValue, SubPath, Term, UpdateStatement, UsingClause, WriteCondition,
+    Assignment, DeleteStatement, Ident, InsertStatement, InsertValues, JsonDefault, Operator,
+    Relation, RelationValue, SubPath, Term, UpdateStatement, UsingClause, WriteCondition,
 };
-use helenus_schema::{ColumnKind, TableMeta};
+use helenus_schema::{ColumnKind, ColumnMeta, TableMeta};
 use helenus_types::{CqlType, NativeType};
 use std::sync::Arc;
 
@@ -275,114 +275,11 @@ pub fn plan_update(
     note_using(&t, &s.using, specs);
     let mut ops = Vec::new();
     for a in &s.assignments {
-        let (name, op) = match a {
-            Assignment::Set { column, value } => (column, Op::Set(value.clone())),
-            Assignment::Add { column, value } => (column, Op::Add(value.clone())),
-            Assignment::Prepend { column, value } => (column, Op::Prepend(value.clone())),
-            Assignment::Subtract { column, value } => (column, Op::Subtract(value.clone())),
-            Assignment::SetElement { column, key, value } => {
-                (column, Op::SetElement(key.clone(), value.clone()))
-            }
-            Assignment::SetField {
-                column,
-                field,
-                value,
-            } => {
-                let i = column_index_of(&t, &column.name)?;
-                if let CqlType::Udt { frozen: true, .. } = &t.columns[i].cql_type {
-                    return invalid(format!(
-                        "Invalid operation ({}.{} = {value}) for frozen UDT column {}",
-                        column.name, field.name, column.name
-                    ));
-                }
-                let CqlType::Udt { def, .. } = &t.columns[i].cql_type else {
-                    return invalid(format!(
-                        "Invalid operation ({}.{} = ...) for non-UDT column {}",
-                        column.name, field.name, column.name
-                    ));
-                };
-                let f = def
-                    .fields
-                    .iter()
-                    .position(|(n, _)| n == &field.name)
-                    .ok_or_else(|| {
-                        ExecError::Invalid(format!(
-                            "UDT column {} does not have a field named {}",
-                            column.name, field.name
-                        ))
-                    })?;
-                (column, Op::SetField(f, value.clone()))
-            }
-        };
+        let (name, op) = assignment_op(&t, a)?;
         let i = column_index_of(&t, &name.name)?;
         let c = &t.columns[i];
-        if c.kind.is_primary_key() {
-            return invalid(format!("PRIMARY KEY part {} found in SET part", c.name));
-        }
-        let counter = c.cql_type.is_counter();
-        let frozen_collection = matches!(
-            &c.cql_type,
-            CqlType::List { frozen: true, .. }
-                | CqlType::Set { frozen: true, .. }
-                | CqlType::Map { frozen: true, .. }
-        );
-        if frozen_collection && !matches!(op, Op::Set(_)) {
-            let shown = match a {
-                Assignment::Add { value, .. } => format!("{0} = {0} + {value}", c.name),
-                Assignment::Subtract { value, .. } => format!("{0} = {0} - {value}", c.name),
-                Assignment::Prepend { value, .. } => format!("{0} = {value} + {0}", c.name),
-                Assignment::SetElement { key, value, .. } => format!("{}[{key}] = {value}", c.name),
-                _ => c.name.clone(),
-            };
-            return invalid(format!(
-                "Invalid operation ({shown}) for frozen collection column {}",
-                c.name
-            ));
-        }
-        match (&op, counter) {
-            // Cassandra's own wording, minus sign included.
-            (Op::Prepend(v), true) => return invalid(format!("Invalid operation ({0} = {v} - {0}) for non list column {0}", c.name)),
-            (Op::Set(_), true) => return invalid(format!("Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)", c.name)),
-            (Op::Add(_) | Op::Subtract(_), false) if !matches!(c.cql_type, CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }) => {
-                return invalid(format!("Invalid operation ({0} = {0} + ?) for non counter column {0}", c.name))
-            }
-            _ => {}
-        }
-        match &op {
-            Op::Set(v) | Op::Add(v) | Op::Prepend(v) | Op::Subtract(v) => note_binds(
-                v,
-                BindSpec::new(&t, &c.name, op_value_type(&c.cql_type, &op)),
-                specs,
-            ),
-            Op::SetElement(k, v) => {
-                let (kt, vt) = match &c.cql_type {
-                    CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
-                    CqlType::List { element, .. } => {
-                        (CqlType::Native(NativeType::Int), (**element).clone())
-                    }
-                    _ => {
-                        return invalid(format!(
-                            "Invalid operation ({0}[?] = ?) for non collection column {0}",
-                            c.name
-                        ))
-                    }
-                };
-                note_binds(k, BindSpec::new(&t, &format!("key({})", c.name), kt), specs);
-                note_binds(
-                    v,
-                    BindSpec::new(&t, &format!("value({})", c.name), vt),
-                    specs,
-                );
-            }
-            Op::SetField(f, v) => {
-                if let CqlType::Udt { def, .. } = &c.cql_type {
-                    if let Some((n, ft)) = def.fields.get(*f) {
-                        note_binds(v, BindSpec::new(&t, n, ft.clone()), specs);
-                    }
-                }
-            }
-            Op::Delete(_) => {}
-        }
+        check_assignment(c, a, &op)?;
+        note_op_binds(&t, c, &op, specs)?;
         ops.push((i, op));
     }
     if ops.iter().any(|(i, _)| t.columns[*i].cql_type.is_counter()) {
@@ -422,6 +319,130 @@ pub fn plan_update(
     };
     crate::exec::lwt_cond::validate_plan(&plan)?;
     Ok(plan)
+}
+
+/// The column an assignment writes and the operation it makes.
+fn assignment_op<'s>(t: &TableMeta, a: &'s Assignment) -> ExecResult<(&'s Ident, Op)> {
+    Ok(match a {
+        Assignment::Set { column, value } => (column, Op::Set(value.clone())),
+        Assignment::Add { column, value } => (column, Op::Add(value.clone())),
+        Assignment::Prepend { column, value } => (column, Op::Prepend(value.clone())),
+        Assignment::Subtract { column, value } => (column, Op::Subtract(value.clone())),
+        Assignment::SetElement { column, key, value } => {
+            (column, Op::SetElement(key.clone(), value.clone()))
+        }
+        Assignment::SetField {
+            column,
+            field,
+            value,
+        } => {
+            let i = column_index_of(t, &column.name)?;
+            if let CqlType::Udt { frozen: true, .. } = &t.columns[i].cql_type {
+                return invalid(format!(
+                    "Invalid operation ({}.{} = {value}) for frozen UDT column {}",
+                    column.name, field.name, column.name
+                ));
+            }
+            let CqlType::Udt { def, .. } = &t.columns[i].cql_type else {
+                return invalid(format!(
+                    "Invalid operation ({}.{} = ...) for non-UDT column {}",
+                    column.name, field.name, column.name
+                ));
+            };
+            let f = def
+                .fields
+                .iter()
+                .position(|(n, _)| n == &field.name)
+                .ok_or_else(|| {
+                    ExecError::Invalid(format!(
+                        "UDT column {} does not have a field named {}",
+                        column.name, field.name
+                    ))
+                })?;
+            (column, Op::SetField(f, value.clone()))
+        }
+    })
+}
+
+/// Refuses operations the column's kind does not allow: key columns, element operations on
+/// frozen collections, setting counters, adding to non-counters.
+fn check_assignment(c: &ColumnMeta, a: &Assignment, op: &Op) -> ExecResult<()> {
+    if c.kind.is_primary_key() {
+        return invalid(format!("PRIMARY KEY part {} found in SET part", c.name));
+    }
+    let frozen_collection = matches!(
+        &c.cql_type,
+        CqlType::List { frozen: true, .. }
+            | CqlType::Set { frozen: true, .. }
+            | CqlType::Map { frozen: true, .. }
+    );
+    if frozen_collection && !matches!(op, Op::Set(_)) {
+        let shown = match a {
+            Assignment::Add { value, .. } => format!("{0} = {0} + {value}", c.name),
+            Assignment::Subtract { value, .. } => format!("{0} = {0} - {value}", c.name),
+            Assignment::Prepend { value, .. } => format!("{0} = {value} + {0}", c.name),
+            Assignment::SetElement { key, value, .. } => format!("{}[{key}] = {value}", c.name),
+            _ => c.name.clone(),
+        };
+        return invalid(format!(
+            "Invalid operation ({shown}) for frozen collection column {}",
+            c.name
+        ));
+    }
+    match (op, c.cql_type.is_counter()) {
+        // Cassandra's own wording, minus sign included.
+        (Op::Prepend(v), true) => invalid(format!("Invalid operation ({0} = {v} - {0}) for non list column {0}", c.name)),
+        (Op::Set(_), true) => invalid(format!("Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)", c.name)),
+        (Op::Add(_) | Op::Subtract(_), false) if !matches!(c.cql_type, CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }) => {
+            invalid(format!("Invalid operation ({0} = {0} + ?) for non counter column {0}", c.name))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Records the bind markers of one operation with the types they receive.
+fn note_op_binds(
+    t: &TableMeta,
+    c: &ColumnMeta,
+    op: &Op,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<()> {
+    match op {
+        Op::Set(v) | Op::Add(v) | Op::Prepend(v) | Op::Subtract(v) => note_binds(
+            v,
+            BindSpec::new(t, &c.name, op_value_type(&c.cql_type, op)),
+            specs,
+        ),
+        Op::SetElement(k, v) => {
+            let (kt, vt) = match &c.cql_type {
+                CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
+                CqlType::List { element, .. } => {
+                    (CqlType::Native(NativeType::Int), (**element).clone())
+                }
+                _ => {
+                    return invalid(format!(
+                        "Invalid operation ({0}[?] = ?) for non collection column {0}",
+                        c.name
+                    ))
+                }
+            };
+            note_binds(k, BindSpec::new(t, &format!("key({})", c.name), kt), specs);
+            note_binds(
+                v,
+                BindSpec::new(t, &format!("value({})", c.name), vt),
+                specs,
+            );
+        }
+        Op::SetField(f, v) => {
+            if let CqlType::Udt { def, .. } = &c.cql_type {
+                if let Some((n, ft)) = def.fields.get(*f) {
+                    note_binds(v, BindSpec::new(t, n, ft.clone()), specs);
+                }
+            }
+        }
+        Op::Delete(_) => {}
+    }
+    Ok(())
 }
 
 pub fn plan_delete(
