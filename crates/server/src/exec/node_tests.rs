@@ -173,6 +173,75 @@ fn static_cells_and_range_deletions() {
     });
 }
 
+/// Every page of `cql` at `page_size` rows, following the paging state to the end.
+async fn pages(node: &NodeState, cql: &str, page_size: i32) -> Vec<Vec<String>> {
+    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    let mut params = params();
+    params.page_size = Some(page_size);
+    let mut out = Vec::new();
+    loop {
+        let Ok((_, Outcome::Rows { out: page, .. })) =
+            run_query(node, &session, cql, &params).await
+        else {
+            panic!("{cql}: no rows");
+        };
+        out.push(
+            page.rows
+                .iter()
+                .map(|r| {
+                    let b = r[0].clone().unwrap();
+                    i32::from_be_bytes(b.as_ref().try_into().unwrap()).to_string()
+                })
+                .collect(),
+        );
+        match page.paging_state {
+            Some(state) => params.paging_state = Some(state),
+            None => return out,
+        }
+    }
+}
+
+#[test]
+fn pages_limits_and_aggregates() {
+    with_node(|node, _| async move {
+        query(
+            &node,
+            "CREATE TABLE k.p (p int, c int, v int, PRIMARY KEY (p, c))",
+        )
+        .await;
+        for c in 1..=5 {
+            query(
+                &node,
+                &format!("INSERT INTO k.p (p, c, v) VALUES (1, {c}, {c})"),
+            )
+            .await;
+        }
+        query(&node, "INSERT INTO k.p (p, c, v) VALUES (2, 1, 10)").await;
+        let all = pages(&node, "SELECT c FROM k.p WHERE p = 1", 2).await;
+        assert_eq!(all, [vec!["1", "2"], vec!["3", "4"], vec!["5"]]);
+        let limited = pages(&node, "SELECT c FROM k.p WHERE p = 1 LIMIT 3", 2).await;
+        assert_eq!(limited, [vec!["1", "2"], vec!["3"]]);
+        let filtered = pages(
+            &node,
+            "SELECT c FROM k.p WHERE p = 1 AND v > 2 ALLOW FILTERING",
+            2,
+        )
+        .await;
+        assert_eq!(filtered, [vec!["3", "4"], vec!["5"]]);
+        assert_eq!(rows(&node, "SELECT count(*) FROM k.p").await, ["6"]);
+        assert_eq!(
+            rows(&node, "SELECT p, max(v) FROM k.p GROUP BY p")
+                .await
+                .len(),
+            2
+        );
+        let mut first = rows(&node, "SELECT p, c FROM k.p PER PARTITION LIMIT 1").await;
+        first.sort();
+        assert_eq!(first, ["1 1", "2 1"]);
+        assert_eq!(rows(&node, "SELECT DISTINCT p FROM k.p").await.len(), 2);
+    });
+}
+
 // TTLs are not checked against the manual clock: the storage engine stamps expiry times from
 // the system clock (it takes no injected clock yet), so the two would disagree.
 #[test]
