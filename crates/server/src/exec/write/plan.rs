@@ -65,28 +65,6 @@ fn where_keys(
         let i = column_index_of(t, &id.name)?;
         let c = &t.columns[i];
         let vals = match (op, value) {
-            (Operator::Eq, RelationValue::Single(term)) => {
-                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
-                Some(ValuesOf::Terms(vec![term.clone()]))
-            }
-            (Operator::In, RelationValue::List(terms)) => {
-                for term in terms {
-                    note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
-                }
-                Some(ValuesOf::Terms(terms.clone()))
-            }
-            (Operator::In, RelationValue::Single(term)) => {
-                let lt = CqlType::List {
-                    element: Box::new(c.cql_type.clone()),
-                    frozen: false,
-                };
-                note_binds(
-                    term,
-                    BindSpec::new(t, &format!("in({})", c.name), lt),
-                    specs,
-                );
-                Some(ValuesOf::BindList(term.clone()))
-            }
             (
                 Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte,
                 RelationValue::Single(term),
@@ -95,13 +73,7 @@ fn where_keys(
                 slice.push((*op, term.clone()));
                 None
             }
-            _ => {
-                return invalid(match c.kind {
-                    ColumnKind::PartitionKey => "Only EQ and IN relation are supported on the partition key (unless you use the token() function)".to_string(),
-                    ColumnKind::Clustering => format!("Invalid operator {op:?} for PRIMARY KEY part {}", c.name),
-                    _ => format!("Non PRIMARY KEY columns found in where clause: {}", c.name),
-                });
-            }
+            _ => Some(key_values(t, c, *op, value, specs)?),
         };
         match c.kind {
             ColumnKind::PartitionKey => {
@@ -134,6 +106,55 @@ fn where_keys(
             missing.join(", ")
         ));
     }
+    let ck_out = clustering_prefix(t, &ck, ck_vals)?;
+    Ok((pk_vals.into_iter().flatten().collect(), ck_out, slice))
+}
+
+/// The values an `=` or `IN` relation gives a key column (its bind markers noted).
+fn key_values(
+    t: &TableMeta,
+    c: &ColumnMeta,
+    op: Operator,
+    value: &RelationValue,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<ValuesOf> {
+    match (op, value) {
+        (Operator::Eq, RelationValue::Single(term)) => {
+            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            Ok(ValuesOf::Terms(vec![term.clone()]))
+        }
+        (Operator::In, RelationValue::List(terms)) => {
+            for term in terms {
+                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            }
+            Ok(ValuesOf::Terms(terms.clone()))
+        }
+        (Operator::In, RelationValue::Single(term)) => {
+            let lt = CqlType::List {
+                element: Box::new(c.cql_type.clone()),
+                frozen: false,
+            };
+            note_binds(
+                term,
+                BindSpec::new(t, &format!("in({})", c.name), lt),
+                specs,
+            );
+            Ok(ValuesOf::BindList(term.clone()))
+        }
+        _ => invalid(match c.kind {
+            ColumnKind::PartitionKey => "Only EQ and IN relation are supported on the partition key (unless you use the token() function)".to_string(),
+            ColumnKind::Clustering => format!("Invalid operator {op:?} for PRIMARY KEY part {}", c.name),
+            _ => format!("Non PRIMARY KEY columns found in where clause: {}", c.name),
+        }),
+    }
+}
+
+/// The restricted clustering columns, which must be a prefix of the clustering key.
+fn clustering_prefix(
+    t: &TableMeta,
+    ck: &[usize],
+    ck_vals: Vec<Option<ValuesOf>>,
+) -> ExecResult<Vec<ValuesOf>> {
     let mut ck_out = Vec::new();
     let mut gap: Option<&str> = None;
     for (p, v) in ck_vals.into_iter().enumerate() {
@@ -148,7 +169,7 @@ fn where_keys(
             (None, _) => gap = gap.or(Some(t.columns[ck[p]].name.as_str())),
         }
     }
-    Ok((pk_vals.into_iter().flatten().collect(), ck_out, slice))
+    Ok(ck_out)
 }
 
 pub fn plan_insert(
@@ -160,68 +181,10 @@ pub fn plan_insert(
         return invalid("INSERT statements are not allowed on counter tables, use UPDATE instead");
     }
     note_using(&t, &s.using, specs);
-    let mut pk = Vec::new();
-    let mut ck = Vec::new();
-    let mut ops = Vec::new();
-    let kind = match &s.values {
+    let (kind, mut pk, mut ck, ops) = match &s.values {
         InsertValues::Values { columns, values } => {
-            if columns.len() != values.len() {
-                return invalid(format!(
-                    "Unmatched column names/values: {} column names but {} values",
-                    columns.len(),
-                    values.len()
-                ));
-            }
-            let mut seen = std::collections::HashSet::new();
-            for (id, term) in columns.iter().zip(values) {
-                let i = column_index_of(&t, &id.name)?;
-                if !seen.insert(i) {
-                    return invalid(format!("Multiple definitions found for column {}", id.name));
-                }
-                let c = &t.columns[i];
-                note_binds(term, BindSpec::new(&t, &c.name, c.cql_type.clone()), specs);
-                match c.kind {
-                    ColumnKind::PartitionKey => {
-                        pk.push((c.position, ValuesOf::Terms(vec![term.clone()])))
-                    }
-                    ColumnKind::Clustering => {
-                        ck.push((c.position, ValuesOf::Terms(vec![term.clone()])))
-                    }
-                    _ => ops.push((i, Op::Set(term.clone()))),
-                }
-            }
-            let missing_pk: Vec<&str> = t
-                .partition_key()
-                .filter(|c| !pk.iter().any(|(p, _)| *p == c.position))
-                .map(|c| c.name.as_str())
-                .collect();
-            if !missing_pk.is_empty() {
-                return invalid(format!(
-                    "Some partition key parts are missing: {}",
-                    missing_pk.join(", ")
-                ));
-            }
-            let missing_ck: Vec<&str> = t
-                .clustering()
-                .filter(|c| !ck.iter().any(|(p, _)| *p == c.position))
-                .map(|c| c.name.as_str())
-                .collect();
-            let only_static = !ops.is_empty()
-                && ops
-                    .iter()
-                    .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
-            if !missing_ck.is_empty() && (!only_static || !ck.is_empty()) {
-                return invalid(format!(
-                    "Some clustering keys are missing: {}",
-                    missing_ck.join(", ")
-                ));
-            }
-            if let Some(value) = missing_compact_value(&t, &ops) {
-                return invalid(format!(
-                    "Column {value} is mandatory for this COMPACT STORAGE table"
-                ));
-            }
-            WriteKind::Insert
+            let (pk, ck, ops) = insert_values(&t, columns, values, specs)?;
+            (WriteKind::Insert, pk, ck, ops)
         }
         InsertValues::Json { value, default } => {
             note_binds(
@@ -229,10 +192,11 @@ pub fn plan_insert(
                 BindSpec::new(&t, "[json]", CqlType::Native(NativeType::Varchar)),
                 specs,
             );
-            WriteKind::InsertJson {
+            let kind = WriteKind::InsertJson {
                 json: value.clone(),
                 default_unset: *default == JsonDefault::Unset,
-            }
+            };
+            (kind, Vec::new(), Vec::new(), Vec::new())
         }
     };
     pk.sort_by_key(|(p, _)| *p);
@@ -253,6 +217,77 @@ pub fn plan_insert(
     };
     crate::exec::lwt_cond::validate_plan(&plan)?;
     Ok(plan)
+}
+
+/// Key values by key position.
+type PositionedValues = Vec<(i32, ValuesOf)>;
+
+/// Partition key values, clustering values and column operations of an INSERT.
+type InsertParts = (PositionedValues, PositionedValues, Vec<(usize, Op)>);
+
+/// `INSERT (columns) VALUES (values)`: partition key and clustering values by position, and a
+/// set operation per other column; every key part must be given (clustering ones may be left
+/// out when only static columns are written).
+fn insert_values(
+    t: &TableMeta,
+    columns: &[Ident],
+    values: &[Term],
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<InsertParts> {
+    if columns.len() != values.len() {
+        return invalid(format!(
+            "Unmatched column names/values: {} column names but {} values",
+            columns.len(),
+            values.len()
+        ));
+    }
+    let (mut pk, mut ck, mut ops) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen = std::collections::HashSet::new();
+    for (id, term) in columns.iter().zip(values) {
+        let i = column_index_of(t, &id.name)?;
+        if !seen.insert(i) {
+            return invalid(format!("Multiple definitions found for column {}", id.name));
+        }
+        let c = &t.columns[i];
+        note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+        match c.kind {
+            ColumnKind::PartitionKey => pk.push((c.position, ValuesOf::Terms(vec![term.clone()]))),
+            ColumnKind::Clustering => ck.push((c.position, ValuesOf::Terms(vec![term.clone()]))),
+            _ => ops.push((i, Op::Set(term.clone()))),
+        }
+    }
+    let missing_pk: Vec<&str> = t
+        .partition_key()
+        .filter(|c| !pk.iter().any(|(p, _)| *p == c.position))
+        .map(|c| c.name.as_str())
+        .collect();
+    if !missing_pk.is_empty() {
+        return invalid(format!(
+            "Some partition key parts are missing: {}",
+            missing_pk.join(", ")
+        ));
+    }
+    let missing_ck: Vec<&str> = t
+        .clustering()
+        .filter(|c| !ck.iter().any(|(p, _)| *p == c.position))
+        .map(|c| c.name.as_str())
+        .collect();
+    let only_static = !ops.is_empty()
+        && ops
+            .iter()
+            .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
+    if !missing_ck.is_empty() && (!only_static || !ck.is_empty()) {
+        return invalid(format!(
+            "Some clustering keys are missing: {}",
+            missing_ck.join(", ")
+        ));
+    }
+    if let Some(value) = missing_compact_value(t, &ops) {
+        return invalid(format!(
+            "Column {value} is mandatory for this COMPACT STORAGE table"
+        ));
+    }
+    Ok((pk, ck, ops))
 }
 
 /// The declared value column of a dense COMPACT STORAGE table when an INSERT leaves it out:
