@@ -242,6 +242,78 @@ fn pages_limits_and_aggregates() {
     });
 }
 
+/// The message of the Invalid error `cql` fails with.
+async fn refusal(node: &NodeState, cql: &str) -> String {
+    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    match run_query(node, &session, cql, &params()).await {
+        Err(super::ExecError::Invalid(m)) => m,
+        Err(e) => panic!("{cql}: not Invalid: {e:?}"),
+        Ok(_) => panic!("{cql}: accepted"),
+    }
+}
+
+#[test]
+fn write_planning_refuses_incomplete_keys_and_wrong_operations() {
+    with_node(|node, _| async move {
+        query(&node, "CREATE TABLE k.w (p int, c1 int, c2 int, s int static, v int, n list<int>, PRIMARY KEY (p, c1, c2))").await;
+        assert_eq!(
+            refusal(&node, "INSERT INTO k.w (c1, c2, v) VALUES (1, 1, 1)").await,
+            "Some partition key parts are missing: p"
+        );
+        assert_eq!(
+            refusal(&node, "INSERT INTO k.w (p, c1, v) VALUES (1, 1, 1)").await,
+            "Some clustering keys are missing: c2"
+        );
+        // Only static columns: the clustering key may be left out.
+        query(&node, "INSERT INTO k.w (p, s) VALUES (1, 5)").await;
+        assert_eq!(
+            refusal(&node, "UPDATE k.w SET v = 1 WHERE p = 1 AND c2 = 1").await,
+            "PRIMARY KEY column \"c2\" cannot be restricted as preceding column \"c1\" is not restricted"
+        );
+        assert_eq!(
+            refusal(
+                &node,
+                "UPDATE k.w SET p = 1 WHERE p = 1 AND c1 = 1 AND c2 = 1"
+            )
+            .await,
+            "PRIMARY KEY part p found in SET part"
+        );
+        assert_eq!(
+            refusal(
+                &node,
+                "UPDATE k.w SET v = 1 WHERE p = 1 AND c1 = 1 AND c2 = 1 AND v = 2"
+            )
+            .await,
+            "Non PRIMARY KEY columns found in where clause: v"
+        );
+        assert_eq!(
+            refusal(
+                &node,
+                "UPDATE k.w SET v = v + 1 WHERE p = 1 AND c1 = 1 AND c2 = 1"
+            )
+            .await,
+            "Invalid operation (v = v + ?) for non counter column v"
+        );
+        assert_eq!(
+            refusal(
+                &node,
+                "INSERT INTO k.w (p, c1, c2, v, v) VALUES (1, 1, 1, 1, 1)"
+            )
+            .await,
+            "Multiple definitions found for column v"
+        );
+        query(&node, "CREATE TABLE k.cnt (p int PRIMARY KEY, n counter)").await;
+        assert!(refusal(&node, "INSERT INTO k.cnt (p, n) VALUES (1, 1)")
+            .await
+            .starts_with("INSERT statements are not allowed on counter tables"));
+        assert!(
+            refusal(&node, "UPDATE k.cnt USING TTL 5 SET n = n + 1 WHERE p = 1")
+                .await
+                .contains("custom TTL")
+        );
+    });
+}
+
 // TTLs are not checked against the manual clock: the storage engine stamps expiry times from
 // the system clock (it takes no injected clock yet), so the two would disagree.
 #[test]
