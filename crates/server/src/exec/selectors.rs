@@ -129,33 +129,7 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
                 _ => None,
             }
         }
-        Sel::Arith {
-            op,
-            left,
-            right,
-            lt,
-            rt,
-        } => {
-            let l = decode(lt, &eval(left, lt, row, now_s)?)?;
-            let r = decode(rt, &eval(right, rt, row, now_s)?)?;
-            match (l, r) {
-                (Some(l), Some(r)) => {
-                    arith::apply(*op, &l, &r, (lt, rt), ty)?.map(|v| serialize(&v))
-                }
-                _ => None,
-            }
-        }
-        Sel::Negate(inner) => match decode(ty, &eval(inner, ty, row, now_s)?)? {
-            Some(v) => arith::apply(
-                helenus_cql::ast::ArithOp::Sub,
-                &CqlValue::Tinyint(0),
-                &v,
-                (ty, ty),
-                ty,
-            )?
-            .map(|v| serialize(&v)),
-            None => None,
-        },
+        Sel::Arith { .. } | Sel::Negate(_) => eval_arith(sel, ty, row, now_s)?,
         // Without a key there is nothing to look up (the collection is not read).
         Sel::Element { key: None, .. } => None,
         Sel::Slice { coll, inner, .. } | Sel::Element { coll, inner, .. } => {
@@ -198,6 +172,35 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
         }
         Sel::CountStar | Sel::Agg { .. } => None,
     })
+}
+
+/// `a + b` and the like, and `-a` (computed as `0 - a`); null when an operand is null.
+fn eval_arith(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option<Bytes>> {
+    let (op, l, r, types) = match sel {
+        Sel::Arith {
+            op,
+            left,
+            right,
+            lt,
+            rt,
+        } => (
+            *op,
+            decode(lt, &eval(left, lt, row, now_s)?)?,
+            decode(rt, &eval(right, rt, row, now_s)?)?,
+            (lt, rt),
+        ),
+        Sel::Negate(inner) => (
+            helenus_cql::ast::ArithOp::Sub,
+            Some(CqlValue::Tinyint(0)),
+            decode(ty, &eval(inner, ty, row, now_s)?)?,
+            (ty, ty),
+        ),
+        _ => return Ok(None),
+    };
+    match (l, r) {
+        (Some(l), Some(r)) => Ok(arith::apply(op, &l, &r, types, ty)?.map(|v| serialize(&v))),
+        _ => Ok(None),
+    }
 }
 
 /// Write times and remaining TTLs of a cell, or of each element of a multi-cell column.

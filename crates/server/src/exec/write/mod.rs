@@ -270,6 +270,25 @@ impl PartitionWrite<'_, '_, '_> {
         Ok(())
     }
 
+    /// A dense COMPACT STORAGE table with no declared value keeps its rows alive through a
+    /// hidden empty value, which every INSERT writes.
+    fn hidden_compact_value(&self) -> Option<st::CellUpdate> {
+        let t = &self.plan.table;
+        if !t.is_compact() || !t.is_dense() {
+            return None;
+        }
+        let empty = t.columns.iter().find(|c| c.cql_type.is_empty_type())?;
+        Some(st::CellUpdate {
+            column: empty.id,
+            path: None,
+            timestamp_us: self.ts,
+            op: st::CellOp::Set {
+                value: Bytes::new(),
+                ttl_s: self.ttl,
+            },
+        })
+    }
+
     /// INSERT, UPDATE and DELETE of columns: the static row and the regular rows' cells.
     fn rows(&self, m: &mut st::Mutation) -> ExecResult<()> {
         let t = &self.plan.table;
@@ -329,18 +348,8 @@ impl PartitionWrite<'_, '_, '_> {
             ttl_s: ttl,
             expires_at_s: expires,
         });
-        if insert && t.is_compact() && t.is_dense() {
-            if let Some(empty) = t.columns.iter().find(|c| c.cql_type.is_empty_type()) {
-                regular_cells.push(st::CellUpdate {
-                    column: empty.id,
-                    path: None,
-                    timestamp_us: ts,
-                    op: st::CellOp::Set {
-                        value: Bytes::new(),
-                        ttl_s: ttl,
-                    },
-                });
-            }
+        if insert {
+            regular_cells.extend(self.hidden_compact_value());
         }
         let cl = if t.clustering_len() == 0 {
             vec![Vec::new()]
