@@ -228,6 +228,35 @@ fn pages_limits_and_aggregates() {
         )
         .await;
         assert_eq!(filtered, [vec!["3", "4"], vec!["5"]]);
+        let sliced = pages(
+            &node,
+            "SELECT c FROM k.p WHERE p = 1 AND c > 1 AND c <= 4",
+            10,
+        )
+        .await;
+        assert_eq!(sliced, [vec!["2", "3", "4"]]);
+        query(
+            &node,
+            "CREATE TABLE k.d (p int, c int, PRIMARY KEY (p, c)) WITH CLUSTERING ORDER BY (c DESC)",
+        )
+        .await;
+        for c in 1..=5 {
+            query(&node, &format!("INSERT INTO k.d (p, c) VALUES (1, {c})")).await;
+        }
+        let desc = pages(
+            &node,
+            "SELECT c FROM k.d WHERE p = 1 AND c >= 2 AND c < 5",
+            10,
+        )
+        .await;
+        assert_eq!(desc, [vec!["4", "3", "2"]]);
+        let listed = pages(
+            &node,
+            "SELECT c FROM k.d WHERE p = 1 AND c IN (1, 3, 9)",
+            10,
+        )
+        .await;
+        assert_eq!(listed, [vec!["3", "1"]]);
         assert_eq!(rows(&node, "SELECT count(*) FROM k.p").await, ["6"]);
         assert_eq!(
             rows(&node, "SELECT p, max(v) FROM k.p GROUP BY p")
