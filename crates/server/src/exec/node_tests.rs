@@ -258,6 +258,13 @@ fn pages_limits_and_aggregates() {
         .await;
         assert_eq!(listed, [vec!["3", "1"]]);
         assert_eq!(rows(&node, "SELECT count(*) FROM k.p").await, ["6"]);
+        // Virtual system tables are read through the same page loop.
+        let tables = rows(
+            &node,
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'k'",
+        )
+        .await;
+        assert_eq!(tables, ["'d'", "'p'"]);
         assert_eq!(
             rows(&node, "SELECT p, max(v) FROM k.p GROUP BY p")
                 .await
