@@ -46,7 +46,7 @@ pub struct NodeState {
     /// Recent traced requests, served as `system_traces.sessions` and `events`.
     pub traces: crate::exec::trace::TraceStore,
     /// The executor's clock, write timestamps and LWT locks (a test may swap in a manual clock).
-    pub exec: crate::exec::ExecState,
+    pub exec: crate::exec_state::ExecState,
 }
 
 impl NodeState {
@@ -74,7 +74,7 @@ impl NodeState {
             next_client_id: AtomicU64::new(1),
             prepared: crate::prepared::PreparedCache::new(prepared_cache_bytes),
             traces: Default::default(),
-            exec: crate::exec::ExecState::new(helenus_types::SystemClock::shared()),
+            exec: crate::exec_state::ExecState::new(helenus_types::SystemClock::shared()),
         }
     }
 

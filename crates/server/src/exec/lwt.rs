@@ -21,35 +21,6 @@ use helenus_schema::{ColumnKind, TableMeta};
 use helenus_storage as st;
 use helenus_types::{CqlType, CqlValue, NativeType};
 
-const STRIPES: usize = 256;
-
-/// The partition locks of one node's compare-and-sets (see the module comment). Owned by the node,
-/// not the process, so nodes sharing a process (tests, a simulated cluster) do not serialise
-/// each other.
-#[derive(Debug)]
-pub struct LwtLocks {
-    stripes: Vec<tokio::sync::Mutex<()>>,
-}
-
-impl Default for LwtLocks {
-    fn default() -> Self {
-        LwtLocks {
-            stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
-        }
-    }
-}
-
-impl LwtLocks {
-    fn stripe(&self, t: &TableMeta, token: i64) -> &tokio::sync::Mutex<()> {
-        let table_hash =
-            t.id.as_bytes()
-                .iter()
-                .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(*b)));
-        let h = (token as u64) ^ table_hash;
-        &self.stripes[(h % STRIPES as u64) as usize]
-    }
-}
-
 fn applied_column() -> (String, CqlType) {
     (
         "[applied]".to_string(),
@@ -156,7 +127,7 @@ async fn cas(
     else {
         return invalid("Conditional updates need a partition key");
     };
-    let _guard = node.exec.lwt_locks.stripe(t, token).lock().await;
+    let _guard = node.exec.lwt_locks().stripe(t, token).lock().await;
     if plans.iter().any(|p| reads_before_write(p)) {
         // List positions must be those of the state the conditions are checked against.
         muts = all_mutations(statements, ctx, is_batch)?;

@@ -29,6 +29,7 @@ mod values;
 mod write;
 mod write_checks;
 
+pub use crate::exec_state::ExecState;
 pub use error::{ExecError, ExecResult};
 pub use respond::{error_response, handle_request};
 
@@ -479,42 +480,6 @@ pub struct ExecOptions {
     pub timestamp_us: i64,
 }
 
-/// What one node's executor owns that would otherwise be a process-wide static: its clock and
-/// the orderings drawn from it, and its LWT locks. Several nodes may share a process (tests, a
-/// simulated cluster), and a test may hand in a `ManualClock`.
-#[derive(Debug)]
-pub struct ExecState {
-    /// Strictly increasing write timestamps, so two writes from this node never tie.
-    timestamps: helenus_types::WriteTimestamps,
-    prepends: write_checks::PrependPaths,
-    lwt_locks: lwt::LwtLocks,
-}
-
-impl ExecState {
-    pub fn new(clock: helenus_types::SharedClock) -> Self {
-        ExecState {
-            timestamps: helenus_types::WriteTimestamps::new(clock.clone()),
-            prepends: write_checks::PrependPaths::new(clock),
-            lwt_locks: lwt::LwtLocks::default(),
-        }
-    }
-
-    /// The node's clock.
-    pub fn clock(&self) -> &helenus_types::SharedClock {
-        self.timestamps.clock()
-    }
-
-    /// The timestamp of a write that names none.
-    pub fn next_timestamp_us(&self) -> i64 {
-        self.timestamps.next()
-    }
-
-    /// Now in whole seconds (TTL and deletion-time unit).
-    pub fn now_s(&self) -> i64 {
-        self.clock().wall_secs()
-    }
-}
-
 /// Applies a statement's or a batch's mutations as one commitlog entry, so a batch (or an IN
 /// write) is replayed all-or-nothing after a crash, as a logged batch is on one node.
 async fn apply_mutations(
@@ -582,7 +547,7 @@ pub async fn execute(
                 timestamp_us: opts.timestamp_us,
                 now_s: now,
                 lists: Some(&lookup),
-                prepends: &node.exec.prepends,
+                prepends: node.exec.prepends(),
             };
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
@@ -614,7 +579,7 @@ pub async fn execute(
                 timestamp_us: ts,
                 now_s: node.exec.now_s(),
                 lists: None,
-                prepends: &node.exec.prepends,
+                prepends: node.exec.prepends(),
             };
             if children.iter().any(|c| c.condition.is_some()) {
                 let statements: Vec<_> = children.iter().map(|c| (c, &binds)).collect();

@@ -347,7 +347,7 @@ async fn run_batch(
         timestamp_us,
         now_s: node.exec.now_s(),
         lists: None,
-        prepends: &node.exec.prepends,
+        prepends: node.exec.prepends(),
     };
     let binds: Vec<super::values::Binds> = b
         .statements

@@ -79,7 +79,7 @@ pub struct WriteContext<'a> {
     pub now_s: i64,
     pub lists: Option<&'a ListLookup<'a>>,
     /// The node's low-water mark of list-prepend paths.
-    pub prepends: &'a crate::exec::write_checks::PrependPaths,
+    pub prepends: &'a crate::exec_state::PrependPaths,
 }
 
 fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecResult<Option<i64>> {
