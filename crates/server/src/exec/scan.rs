@@ -95,68 +95,6 @@ pub(super) fn token_value(
     }
 }
 
-/// The rows of a virtual system table, computed now and ordered as a scan of a stored table
-/// would return them; a resumed page starts after the last row returned.
-fn system_rows(
-    node: &NodeState,
-    t: &helenus_schema::TableMeta,
-    resume: Option<&PagingState>,
-) -> VecDeque<Row> {
-    let mut buffered = VecDeque::new();
-    let all = crate::system::rows_of(node, t);
-    let pk_idx: Vec<usize> = t
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
-        .map(|(i, _)| i)
-        .collect();
-    let ck_idx: Vec<usize> = t
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
-        .map(|(i, _)| i)
-        .collect();
-    for cells in all {
-        let parts: Vec<&[u8]> = pk_idx
-            .iter()
-            .map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
-            .collect();
-        let partition_key = crate::keys::partition_key(&parts);
-        let token = helenus_types::murmur3_token(&partition_key);
-        let clustering = ck_idx
-            .iter()
-            .map(|&i| cells.get(i).cloned().flatten().unwrap_or_default())
-            .collect();
-        let n = cells.len();
-        buffered.push_back(Row {
-            cells,
-            meta: vec![None; n],
-            element_meta: vec![None; n],
-            token,
-            partition_key,
-            clustering,
-        });
-    }
-    // Ordered as a scan of a stored table would return them: token, key, clustering.
-    buffered.make_contiguous().sort_by(|a, b| {
-        a.token
-            .cmp(&b.token)
-            .then_with(|| a.partition_key.cmp(&b.partition_key))
-            .then_with(|| compare_clustering(t, &a.clustering, &b.clustering))
-    });
-    if let Some(r) = resume {
-        // Skip up to and including the last row returned.
-        while let Some(row) = buffered.pop_front() {
-            if row.partition_key == r.partition_key && row.clustering == r.clustering {
-                break;
-            }
-        }
-    }
-    buffered
-}
-
 impl<'a> RowSource<'a> {
     /// A partition's static row stands alone only when the query selects whole partitions.
     fn statics_alone(&self) -> bool {
@@ -173,7 +111,57 @@ impl<'a> RowSource<'a> {
         let t = &plan.table;
         let mut buffered = VecDeque::new();
         let mode = if t.kind != TableKind::User {
-            buffered = system_rows(node, t, resume);
+            let all = crate::system::rows_of(node, t);
+            let pk_idx: Vec<usize> = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::PartitionKey)
+                .map(|(i, _)| i)
+                .collect();
+            let ck_idx: Vec<usize> = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.kind == helenus_schema::ColumnKind::Clustering)
+                .map(|(i, _)| i)
+                .collect();
+            for cells in all {
+                let parts: Vec<&[u8]> = pk_idx
+                    .iter()
+                    .map(|&i| cells.get(i).and_then(|c| c.as_deref()).unwrap_or(&[]))
+                    .collect();
+                let partition_key = crate::keys::partition_key(&parts);
+                let token = helenus_types::murmur3_token(&partition_key);
+                let clustering = ck_idx
+                    .iter()
+                    .map(|&i| cells.get(i).cloned().flatten().unwrap_or_default())
+                    .collect();
+                let n = cells.len();
+                buffered.push_back(Row {
+                    cells,
+                    meta: vec![None; n],
+                    element_meta: vec![None; n],
+                    token,
+                    partition_key,
+                    clustering,
+                });
+            }
+            // Ordered as a scan of a stored table would return them: token, key, clustering.
+            buffered.make_contiguous().sort_by(|a, b| {
+                a.token
+                    .cmp(&b.token)
+                    .then_with(|| a.partition_key.cmp(&b.partition_key))
+                    .then_with(|| compare_clustering(t, &a.clustering, &b.clustering))
+            });
+            if let Some(r) = resume {
+                // Skip up to and including the last row returned.
+                while let Some(row) = buffered.pop_front() {
+                    if row.partition_key == r.partition_key && row.clustering == r.clustering {
+                        break;
+                    }
+                }
+            }
             Mode::System
         } else {
             match &plan.partitions {

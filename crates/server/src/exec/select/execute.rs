@@ -173,39 +173,127 @@ pub fn execute(
     paging_state: Option<&[u8]>,
 ) -> ExecResult<SelectOutput> {
     let now = node.exec.now_s();
-    let page = Page::new(plan, binds, page_size, paging_state)?;
-    let mut source =
-        crate::exec::scan::RowSource::new(node, plan, binds, page.resume.as_ref(), now)?;
+    let limit = plan
+        .limit
+        .as_ref()
+        .map(|l| eval_int(l, binds, "[limit]"))
+        .transpose()?
+        .flatten();
+    let ppl = plan
+        .per_partition_limit
+        .as_ref()
+        .map(|l| eval_int(l, binds, "[per_partition_limit]"))
+        .transpose()?
+        .flatten();
+    let aggregate = plan.compiled.has_aggregate;
+    let resume = match paging_state {
+        Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
+        _ => None,
+    };
+    let already = resume.as_ref().map(|r| r.rows_returned).unwrap_or(0);
+    let mut want = match (limit, page_size) {
+        (Some(l), Some(p)) => Some(l.saturating_sub(already).min(p)),
+        (Some(l), None) => Some(l.saturating_sub(already)),
+        (None, Some(p)) => Some(p),
+        (None, None) => None,
+    };
+    let grouped = aggregate || plan.group_by > 0;
+    let merging = !plan.merge_order.is_empty() || plan.ann.is_some();
+    if grouped || merging {
+        want = None;
+    }
+    let mut source = crate::exec::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
     // A resumed page starts after the last row returned (scan.rs), so every row read counts.
-    let every_row_counts = plan.filters.is_empty()
-        && plan.multi_filters.is_empty()
-        && !plan.distinct
-        && page.per_partition_limit.is_none();
-    if let (Some(w), true) = (page.want, every_row_counts) {
+    let every_row_counts =
+        plan.filters.is_empty() && plan.multi_filters.is_empty() && !plan.distinct && ppl.is_none();
+    if let (Some(w), true) = (want, every_row_counts) {
         // One more than the page needs, to tell whether another page follows.
         source.limit_rows_per_partition_read(w.saturating_add(1));
     }
-    let read = read_page(plan, binds, &page, &mut source)?;
+    let mut collected: Vec<Row> = Vec::new();
+    let mut per_partition_count = 0usize;
+    let mut last_partition: Option<Bytes> = resume.as_ref().map(|r| r.partition_key.clone());
+    if let Some(r) = &resume {
+        per_partition_count = r.partition_rows_returned;
+    }
+    let mut exhausted = true;
+    while let Some(row) = source.next_row()? {
+        if last_partition.as_ref() != Some(&row.partition_key) {
+            last_partition = Some(row.partition_key.clone());
+            per_partition_count = 0;
+        }
+        if plan.distinct && per_partition_count > 0 {
+            continue;
+        }
+        // With GROUP BY the per-partition limit counts groups, applied after aggregation.
+        if plan.group_by == 0 && ppl.is_some_and(|p| per_partition_count >= p) {
+            continue;
+        }
+        if !passes_filters(plan, &row, binds)? {
+            continue;
+        }
+        per_partition_count += 1;
+        collected.push(row);
+        if let Some(w) = want {
+            if collected.len() >= w {
+                exhausted = limit.is_some_and(|l| already + collected.len() >= l);
+                if !exhausted {
+                    exhausted = !source.has_more();
+                }
+                break;
+            }
+        }
+    }
     let columns: Vec<(String, CqlType)> = plan
         .compiled
         .columns
         .iter()
         .map(|c| (c.name.clone(), c.ty.clone()))
         .collect();
-    let paging = page.next_paging_state(&read);
-    let mut collected = read.rows;
-    if page.merging {
+    let paging = if !exhausted && !collected.is_empty() && want.is_some() {
+        collected.last().map(|r| {
+            PagingState {
+                token: r.token,
+                partition_key: r.partition_key.clone(),
+                clustering: r.clustering.clone(),
+                rows_returned: already + collected.len(),
+                partition_rows_returned: per_partition_count,
+            }
+            .encode()
+        })
+    } else {
+        None
+    };
+    if merging {
         if plan.ann.is_some() {
             rank_by_similarity(plan, &mut collected, binds)?;
         } else {
             merge_partitions(plan, &mut collected);
         }
-        if let Some(l) = page.limit {
+        if let Some(l) = limit {
             collected.truncate(l);
         }
     }
-    let rows = if page.grouped {
-        group_rows(plan, &page, &collected, now)?
+    let rows = if grouped {
+        let mut groups = aggregate_rows(plan, &collected, now)?;
+        if plan.group_by > 0 {
+            if let Some(p) = ppl {
+                let mut seen = 0usize;
+                let mut last: Option<Bytes> = None;
+                groups.retain(|(pk, _)| {
+                    if last.as_ref() != Some(pk) {
+                        last = Some(pk.clone());
+                        seen = 0;
+                    }
+                    seen += 1;
+                    seen <= p
+                });
+            }
+            if let Some(l) = limit {
+                groups.truncate(l);
+            }
+        }
+        groups.into_iter().map(|(_, r)| r).collect()
     } else {
         let mut out = Vec::with_capacity(collected.len());
         for r in &collected {
@@ -225,167 +313,4 @@ pub fn execute(
         rows,
         paging_state: paging,
     })
-}
-
-/// The limits of one page: what the statement allows, what the client asked for, and where the
-/// previous page stopped.
-struct Page {
-    limit: Option<usize>,
-    per_partition_limit: Option<usize>,
-    resume: Option<PagingState>,
-    /// Rows returned by earlier pages.
-    already: usize,
-    /// Rows this page reads before stopping (None: all, when rows are grouped or merged first).
-    want: Option<usize>,
-    grouped: bool,
-    merging: bool,
-}
-
-impl Page {
-    fn new(
-        plan: &SelectPlan,
-        binds: &Binds<'_>,
-        page_size: Option<usize>,
-        paging_state: Option<&[u8]>,
-    ) -> ExecResult<Page> {
-        let limit = plan
-            .limit
-            .as_ref()
-            .map(|l| eval_int(l, binds, "[limit]"))
-            .transpose()?
-            .flatten();
-        let per_partition_limit = plan
-            .per_partition_limit
-            .as_ref()
-            .map(|l| eval_int(l, binds, "[per_partition_limit]"))
-            .transpose()?
-            .flatten();
-        let resume = match paging_state {
-            Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
-            _ => None,
-        };
-        let already = resume.as_ref().map(|r| r.rows_returned).unwrap_or(0);
-        let grouped = plan.compiled.has_aggregate || plan.group_by > 0;
-        let merging = !plan.merge_order.is_empty() || plan.ann.is_some();
-        let want = match (limit, page_size) {
-            _ if grouped || merging => None,
-            (Some(l), Some(p)) => Some(l.saturating_sub(already).min(p)),
-            (Some(l), None) => Some(l.saturating_sub(already)),
-            (None, Some(p)) => Some(p),
-            (None, None) => None,
-        };
-        Ok(Page {
-            limit,
-            per_partition_limit,
-            resume,
-            already,
-            want,
-            grouped,
-            merging,
-        })
-    }
-
-    /// Where the next page starts, when this one stopped short of the end.
-    fn next_paging_state(&self, read: &PageRead) -> Option<Bytes> {
-        if read.exhausted || self.want.is_none() {
-            return None;
-        }
-        read.rows.last().map(|r| {
-            PagingState {
-                token: r.token,
-                partition_key: r.partition_key.clone(),
-                clustering: r.clustering.clone(),
-                rows_returned: self.already + read.rows.len(),
-                partition_rows_returned: read.per_partition_count,
-            }
-            .encode()
-        })
-    }
-}
-
-/// The rows one page read, and whether nothing follows them.
-struct PageRead {
-    rows: Vec<Row>,
-    /// Rows returned so far from the last row's partition.
-    per_partition_count: usize,
-    exhausted: bool,
-}
-
-/// Reads rows until the page is full, applying DISTINCT, PER PARTITION LIMIT and filters.
-fn read_page(
-    plan: &SelectPlan,
-    binds: &Binds<'_>,
-    page: &Page,
-    source: &mut crate::exec::scan::RowSource,
-) -> ExecResult<PageRead> {
-    let ppl = page.per_partition_limit;
-    let mut collected: Vec<Row> = Vec::new();
-    let mut last_partition: Option<Bytes> = page.resume.as_ref().map(|r| r.partition_key.clone());
-    let mut per_partition_count = page
-        .resume
-        .as_ref()
-        .map_or(0, |r| r.partition_rows_returned);
-    let mut exhausted = true;
-    while let Some(row) = source.next_row()? {
-        if last_partition.as_ref() != Some(&row.partition_key) {
-            last_partition = Some(row.partition_key.clone());
-            per_partition_count = 0;
-        }
-        if plan.distinct && per_partition_count > 0 {
-            continue;
-        }
-        // With GROUP BY the per-partition limit counts groups, applied after aggregation.
-        if plan.group_by == 0 && ppl.is_some_and(|p| per_partition_count >= p) {
-            continue;
-        }
-        if !passes_filters(plan, &row, binds)? {
-            continue;
-        }
-        per_partition_count += 1;
-        collected.push(row);
-        if let Some(w) = page.want {
-            if collected.len() >= w {
-                exhausted = page
-                    .limit
-                    .is_some_and(|l| page.already + collected.len() >= l);
-                if !exhausted {
-                    exhausted = !source.has_more();
-                }
-                break;
-            }
-        }
-    }
-    Ok(PageRead {
-        rows: collected,
-        per_partition_count,
-        exhausted,
-    })
-}
-
-/// Aggregates (per GROUP BY group), then applies the per-partition limit to groups and the limit.
-fn group_rows(
-    plan: &SelectPlan,
-    page: &Page,
-    collected: &[Row],
-    now: i64,
-) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
-    let mut groups = aggregate_rows(plan, collected, now)?;
-    if plan.group_by > 0 {
-        if let Some(p) = page.per_partition_limit {
-            let mut seen = 0usize;
-            let mut last: Option<Bytes> = None;
-            groups.retain(|(pk, _)| {
-                if last.as_ref() != Some(pk) {
-                    last = Some(pk.clone());
-                    seen = 0;
-                }
-                seen += 1;
-                seen <= p
-            });
-        }
-        if let Some(l) = page.limit {
-            groups.truncate(l);
-        }
-    }
-    Ok(groups.into_iter().map(|(_, r)| r).collect())
 }
