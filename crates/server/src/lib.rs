@@ -23,6 +23,7 @@ pub mod admin;
 pub mod config;
 mod config_security;
 pub mod exec;
+pub mod exec_state;
 mod keys;
 mod limits;
 mod local_node;

@@ -39,6 +39,8 @@ pub struct NodeState {
     /// Serialises schema changes (DDL is rare; reads never take this).
     pub schema_change_lock: tokio::sync::Mutex<()>,
     pub engine: Arc<helenus_storage::Engine>,
+    /// The executor's clock, write timestamps and LWT locks (a test may swap in a manual clock).
+    pub exec: crate::exec_state::ExecState,
     pub events: broadcast::Sender<NodeEvent>,
     clients: Mutex<HashMap<u64, ClientInfo>>,
     next_client_id: AtomicU64,
@@ -67,6 +69,7 @@ impl NodeState {
             schema_generation: AtomicU64::new(0),
             schema_change_lock: tokio::sync::Mutex::new(()),
             engine,
+            exec: crate::exec_state::ExecState::new(helenus_types::SystemClock::shared()),
             events,
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),

@@ -99,3 +99,82 @@ pub type ExecResult<T> = Result<T, ExecError>;
 pub fn invalid<T>(msg: impl Into<String>) -> ExecResult<T> {
     Err(ExecError::Invalid(msg.into()))
 }
+
+/// Keeps the storage engine's distinctions for the client: a malformed request is the client's
+/// fault, an abandoned read is Cassandra's READ_FAILURE, a shutting-down engine is an overload the
+/// client may retry elsewhere, and corruption or I/O stays a server error with its cause.
+impl From<helenus_storage::StorageError> for ExecError {
+    fn from(e: helenus_storage::StorageError) -> Self {
+        use helenus_storage::StorageError as S;
+        match e {
+            S::InvalidRequest(_) | S::UnknownTable(_) => ExecError::Invalid(e.to_string()),
+            S::TombstoneOverwhelming { .. } => ExecError::ReadFailure {
+                consistency: proto::Consistency::One,
+                // The code that knows this node's address (`TombstoneTally`) reports its own.
+                node: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+                reason: READ_TOO_MANY_TOMBSTONES,
+                reason_name: "READ_TOO_MANY_TOMBSTONES",
+            },
+            S::ShuttingDown => ExecError::Overloaded(e.to_string()),
+            S::Io { .. } | S::CorruptChunk { .. } | S::CorruptSSTable { .. } | S::Decode { .. } => {
+                ExecError::Server(e.to_string())
+            }
+        }
+    }
+}
+
+/// Cassandra's RequestFailureReason.READ_TOO_MANY_TOMBSTONES.
+pub(super) const READ_TOO_MANY_TOMBSTONES: u16 = 1;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use helenus_storage::StorageError as S;
+
+    #[test]
+    fn invalid_storage_request_is_the_clients_fault() {
+        let e = ExecError::from(S::InvalidRequest("wrong clustering arity".into()));
+        assert!(matches!(e, ExecError::Invalid(m) if m.contains("wrong clustering arity")));
+    }
+
+    #[test]
+    fn corrupt_data_stays_a_server_error_with_its_cause() {
+        let e = ExecError::from(S::CorruptChunk {
+            file: "/data/nb-1-big-Data.db".into(),
+            offset: 4096,
+        });
+        assert!(
+            matches!(e, ExecError::Server(m) if m.contains("nb-1-big-Data.db") && m.contains("4096"))
+        );
+        let io = S::Io {
+            path: "/data/commitlog".into(),
+            source: std::io::Error::other("disk full"),
+        };
+        assert!(matches!(ExecError::from(io), ExecError::Server(m) if m.contains("disk full")));
+    }
+
+    #[test]
+    fn shutting_down_engine_is_an_overload_not_a_bug() {
+        assert!(matches!(
+            ExecError::from(S::ShuttingDown),
+            ExecError::Overloaded(_)
+        ));
+    }
+
+    #[test]
+    fn tombstone_overwhelming_is_a_read_failure() {
+        let e = ExecError::from(S::TombstoneOverwhelming {
+            tombstones_scanned: 100_001,
+            live_rows: 0,
+            failure_threshold: 100_000,
+        });
+        assert!(matches!(
+            e,
+            ExecError::ReadFailure {
+                reason: READ_TOO_MANY_TOMBSTONES,
+                ..
+            }
+        ));
+    }
+}

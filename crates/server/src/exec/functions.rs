@@ -293,128 +293,153 @@ pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue
             Some(v) => timestamp_arg(v)?.map(|ms| V::Timeuuid(helenus_types::max_timeuuid(ms))),
             None => None,
         },
-        "token" => {
-            // token() over values of the partition key's types: the token of that key.
-            let parts: Vec<bytes::Bytes> = args
-                .iter()
-                .map(|a| {
-                    a.as_ref()
-                        .map(helenus_types::serialize_to_bytes)
-                        .unwrap_or_default()
-                })
-                .collect();
-            let key = if let [single] = parts.as_slice() {
-                single.clone()
-            } else {
-                let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
-                helenus_types::composite_partition_key(&refs)
-            };
-            Some(V::Bigint(helenus_types::murmur3_token(&key)))
-        }
+        "token" => Some(token_of(args)),
         "abs" => match arg(args, 0, &lower)? {
             None => None,
-            Some(V::Int(x)) => Some(V::Int(x.wrapping_abs())),
-            Some(V::Bigint(x)) => Some(V::Bigint(x.wrapping_abs())),
-            Some(V::Counter(x)) => Some(V::Counter(x.wrapping_abs())),
-            Some(V::Smallint(x)) => Some(V::Smallint(x.wrapping_abs())),
-            Some(V::Tinyint(x)) => Some(V::Tinyint(x.wrapping_abs())),
-            Some(V::Float(x)) => Some(V::Float(x.abs())),
-            Some(V::Double(x)) => Some(V::Double(x.abs())),
-            Some(V::Varint(x)) => Some(V::Varint(x.abs())),
-            Some(V::Decimal { unscaled, scale }) => Some(V::Decimal {
-                unscaled: unscaled.abs(),
-                scale: *scale,
-            }),
-            Some(_) => return Err(unsupported()),
+            Some(v) => Some(abs(v).ok_or_else(unsupported)?),
         },
         "round" => arg(args, 0, &lower)?.map(round),
-        "exp" | "log" | "log10" => {
-            let Some(v) = arg(args, 0, &lower)? else {
-                return Ok(None);
-            };
-            if matches!(v, V::Varint(_) | V::Decimal { .. }) {
-                return big_math(&lower, v).map(Some);
-            }
-            let x = as_f64(v).ok_or_else(unsupported)?;
-            let y = match lower.as_str() {
-                "exp" => x.exp(),
-                "log" => x.ln(),
-                _ => x.log10(),
-            };
-            Some(match v {
-                V::Float(_) => V::Float(y as f32),
-                V::Double(_) => V::Double(y),
-                V::Int(_) => V::Int(y as i32),
-                V::Bigint(_) => V::Bigint(y as i64),
-                // Java narrows a double to short/byte through int (NaN and infinities included).
-                V::Smallint(_) => V::Smallint((y as i32) as i16),
-                V::Tinyint(_) => V::Tinyint((y as i32) as i8),
-                _ => V::Double(y),
-            })
-        }
+        "exp" | "log" | "log10" => match arg(args, 0, &lower)? {
+            None => None,
+            Some(v) => Some(exp_or_log(&lower, v, unsupported)?),
+        },
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => {
-            let (Some(V::Vector(a)), Some(V::Vector(b))) =
-                (arg(args, 0, &lower)?, arg(args, 1, &lower)?)
-            else {
-                return Ok(None);
-            };
-            if a.len() != b.len() {
+            similarity(&lower, args)?
+        }
+        _ => return blob_conversion(&lower, args, unsupported),
+    })
+}
+
+/// token() over values of the partition key's types: the token of that key.
+fn token_of(args: &[Option<CqlValue>]) -> CqlValue {
+    let parts: Vec<bytes::Bytes> = args
+        .iter()
+        .map(|a| {
+            a.as_ref()
+                .map(helenus_types::serialize_to_bytes)
+                .unwrap_or_default()
+        })
+        .collect();
+    let key = if let [single] = parts.as_slice() {
+        single.clone()
+    } else {
+        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
+        helenus_types::composite_partition_key(&refs)
+    };
+    CqlValue::Bigint(helenus_types::murmur3_token(&key))
+}
+
+/// `abs` of a number (integers wrap as Java's do); None for a non-number.
+fn abs(v: &CqlValue) -> Option<CqlValue> {
+    use CqlValue as V;
+    Some(match v {
+        V::Int(x) => V::Int(x.wrapping_abs()),
+        V::Bigint(x) => V::Bigint(x.wrapping_abs()),
+        V::Counter(x) => V::Counter(x.wrapping_abs()),
+        V::Smallint(x) => V::Smallint(x.wrapping_abs()),
+        V::Tinyint(x) => V::Tinyint(x.wrapping_abs()),
+        V::Float(x) => V::Float(x.abs()),
+        V::Double(x) => V::Double(x.abs()),
+        V::Varint(x) => V::Varint(x.abs()),
+        V::Decimal { unscaled, scale } => V::Decimal {
+            unscaled: unscaled.abs(),
+            scale: *scale,
+        },
+        _ => return None,
+    })
+}
+
+/// `exp`, `log` and `log10`, computed in double and narrowed back to the argument's type.
+fn exp_or_log(
+    lower: &str,
+    v: &CqlValue,
+    unsupported: impl Fn() -> ExecError,
+) -> ExecResult<CqlValue> {
+    use CqlValue as V;
+    if matches!(v, V::Varint(_) | V::Decimal { .. }) {
+        return big_math(lower, v);
+    }
+    let x = as_f64(v).ok_or_else(unsupported)?;
+    let y = match lower {
+        "exp" => x.exp(),
+        "log" => x.ln(),
+        _ => x.log10(),
+    };
+    Ok(match v {
+        V::Float(_) => V::Float(y as f32),
+        V::Double(_) => V::Double(y),
+        V::Int(_) => V::Int(y as i32),
+        V::Bigint(_) => V::Bigint(y as i64),
+        // Java narrows a double to short/byte through int (NaN and infinities included).
+        V::Smallint(_) => V::Smallint((y as i32) as i16),
+        V::Tinyint(_) => V::Tinyint((y as i32) as i8),
+        _ => V::Double(y),
+    })
+}
+
+/// The vector similarity functions, as Cassandra scores them (in [0, 1]).
+fn similarity(lower: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue>> {
+    let (Some(CqlValue::Vector(a)), Some(CqlValue::Vector(b))) =
+        (arg(args, 0, lower)?, arg(args, 1, lower)?)
+    else {
+        return Ok(None);
+    };
+    if a.len() != b.len() {
+        return Err(ExecError::Invalid(
+            "All arguments must have the same vector dimensions".into(),
+        ));
+    }
+    let xs: Vec<f64> = a.iter().filter_map(as_f64).collect();
+    let ys: Vec<f64> = b.iter().filter_map(as_f64).collect();
+    let dot: f64 = xs.iter().zip(&ys).map(|(x, y)| x * y).sum();
+    let score = match lower {
+        "similarity_cosine" => {
+            let nx = xs.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let ny = ys.iter().map(|y| y * y).sum::<f64>().sqrt();
+            if nx == 0.0 || ny == 0.0 {
                 return Err(ExecError::Invalid(
-                    "All arguments must have the same vector dimensions".into(),
+                    "Function system.similarity_cosine doesn't support all-zero vectors".into(),
                 ));
             }
-            let xs: Vec<f64> = a.iter().filter_map(as_f64).collect();
-            let ys: Vec<f64> = b.iter().filter_map(as_f64).collect();
-            let dot: f64 = xs.iter().zip(&ys).map(|(x, y)| x * y).sum();
-            let score = match lower.as_str() {
-                "similarity_cosine" => {
-                    let nx = xs.iter().map(|x| x * x).sum::<f64>().sqrt();
-                    let ny = ys.iter().map(|y| y * y).sum::<f64>().sqrt();
-                    if nx == 0.0 || ny == 0.0 {
-                        return Err(ExecError::Invalid(
-                            "Function system.similarity_cosine doesn't support all-zero vectors"
-                                .into(),
-                        ));
-                    }
-                    (1.0 + dot / (nx * ny)) / 2.0
-                }
-                "similarity_euclidean" => {
-                    let d2: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - y) * (x - y)).sum();
-                    1.0 / (1.0 + d2)
-                }
-                _ => (1.0 + dot) / 2.0,
-            };
-            Some(V::Float(score as f32))
+            (1.0 + dot / (nx * ny)) / 2.0
         }
-        _ => {
-            if let Some(target) = lower.strip_prefix("blobas") {
-                let t = NativeType::from_cql_name(target).ok_or_else(unsupported)?;
-                match arg(args, 0, &lower)? {
-                    None => None,
-                    // An empty duration has no valid encoding (other types read it as empty).
-                    Some(V::Blob(b)) if b.is_empty() && t == NativeType::Duration => {
-                        return Err(ExecError::Invalid(format!("In call to function system.{lower}, value 0x is not a valid binary representation for type duration")))
-                    }
-                    Some(V::Blob(b)) => Some(
-                        helenus_types::deserialize(&native(t), b)
-                            .map_err(|e| ExecError::Invalid(format!("In call to function system.{lower}, value 0x{} is not a valid binary representation for type {}: {e}", hex(b), t.cql_name())))?,
-                    ),
-                    Some(_) => return Err(unsupported()),
-                }
-            } else if lower.ends_with("asblob") {
-                match arg(args, 0, &lower)? {
-                    None => None,
-                    Some(v) => {
-                        let mut out = bytes::BytesMut::new();
-                        helenus_types::serialize(v, &mut out);
-                        Some(V::Blob(out.freeze()))
-                    }
-                }
-            } else {
-                return Err(unsupported());
+        "similarity_euclidean" => {
+            let d2: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - y) * (x - y)).sum();
+            1.0 / (1.0 + d2)
+        }
+        _ => (1.0 + dot) / 2.0,
+    };
+    Ok(Some(CqlValue::Float(score as f32)))
+}
+
+/// `blobAs<type>` and `<type>AsBlob`; any other name is an unknown function.
+fn blob_conversion(
+    lower: &str,
+    args: &[Option<CqlValue>],
+    unsupported: impl Fn() -> ExecError,
+) -> ExecResult<Option<CqlValue>> {
+    if let Some(target) = lower.strip_prefix("blobas") {
+        let t = NativeType::from_cql_name(target).ok_or_else(&unsupported)?;
+        return match arg(args, 0, lower)? {
+            None => Ok(None),
+            // An empty duration has no valid encoding (other types read it as empty).
+            Some(CqlValue::Blob(b)) if b.is_empty() && t == NativeType::Duration => {
+                Err(ExecError::Invalid(format!("In call to function system.{lower}, value 0x is not a valid binary representation for type duration")))
             }
-        }
-    })
+            Some(CqlValue::Blob(b)) => helenus_types::deserialize(&native(t), b)
+                .map(Some)
+                .map_err(|e| ExecError::Invalid(format!("In call to function system.{lower}, value 0x{} is not a valid binary representation for type {}: {e}", hex(b), t.cql_name()))),
+            Some(_) => Err(unsupported()),
+        };
+    }
+    if lower.ends_with("asblob") {
+        return Ok(arg(args, 0, lower)?.map(|v| {
+            let mut out = bytes::BytesMut::new();
+            helenus_types::serialize(v, &mut out);
+            CqlValue::Blob(out.freeze())
+        }));
+    }
+    Err(unsupported())
 }
 
 fn hex(b: &[u8]) -> String {
@@ -470,5 +495,46 @@ mod tests {
             resolve("blobastimeuuid", &[native(NativeType::Blob)]).ok(),
             Some(CqlType::Custom(LEGACY_TIMEUUID.into()))
         );
+    }
+
+    #[test]
+    fn abs_wraps_like_java_and_refuses_non_numbers() {
+        let v = call("abs", &[Some(CqlValue::Int(i32::MIN))]).unwrap();
+        assert_eq!(v, Some(CqlValue::Int(i32::MIN)));
+        assert_eq!(call("abs", &[None]).unwrap(), None);
+        assert!(matches!(
+            call("abs", &[Some(CqlValue::Text("x".into()))]),
+            Err(ExecError::Invalid(m)) if m == "Unknown function 'abs'"
+        ));
+    }
+
+    #[test]
+    fn blob_conversions_round_trip_and_reject_bad_lengths() {
+        let blob = call("bigintAsBlob", &[Some(CqlValue::Bigint(7))]).unwrap();
+        assert_eq!(
+            call("blobAsBigint", &[blob]).unwrap(),
+            Some(CqlValue::Bigint(7))
+        );
+        let short = Some(CqlValue::Blob(bytes::Bytes::from_static(&[1, 2])));
+        assert!(matches!(
+            call("blobAsBigint", &[short]),
+            Err(ExecError::Invalid(m)) if m.starts_with("In call to function system.blobasbigint, value 0x0102")
+        ));
+        assert!(call("nosuchfunction", &[]).is_err());
+    }
+
+    #[test]
+    fn similarity_of_vectors() {
+        let v = |xs: &[f32]| {
+            Some(CqlValue::Vector(
+                xs.iter().map(|x| CqlValue::Float(*x)).collect(),
+            ))
+        };
+        let same = call("similarity_cosine", &[v(&[1.0, 0.0]), v(&[2.0, 0.0])]).unwrap();
+        assert_eq!(same, Some(CqlValue::Float(1.0)));
+        let far = call("similarity_euclidean", &[v(&[0.0, 0.0]), v(&[3.0, 4.0])]).unwrap();
+        assert_eq!(far, Some(CqlValue::Float(1.0 / 26.0)));
+        assert!(call("similarity_cosine", &[v(&[0.0]), v(&[1.0])]).is_err());
+        assert!(call("similarity_dot_product", &[v(&[1.0]), v(&[1.0, 2.0])]).is_err());
     }
 }

@@ -20,20 +20,6 @@ use helenus_cql::ast::WriteCondition;
 use helenus_schema::{ColumnKind, TableMeta};
 use helenus_storage as st;
 use helenus_types::{CqlType, CqlValue, NativeType};
-use std::sync::OnceLock;
-
-const STRIPES: usize = 256;
-
-fn stripe(t: &TableMeta, token: i64) -> &'static tokio::sync::Mutex<()> {
-    static LOCKS: OnceLock<Vec<tokio::sync::Mutex<()>>> = OnceLock::new();
-    let locks = LOCKS.get_or_init(|| (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect());
-    let table_hash =
-        t.id.as_bytes()
-            .iter()
-            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(*b)));
-    let h = (token as u64) ^ table_hash;
-    &locks[(h % STRIPES as u64) as usize]
-}
 
 fn applied_column() -> (String, CqlType) {
     (
@@ -141,7 +127,7 @@ async fn cas(
     else {
         return invalid("Conditional updates need a partition key");
     };
-    let _guard = stripe(t, token).lock().await;
+    let _guard = node.exec.lwt_locks().stripe(t, token).lock().await;
     if plans.iter().any(|p| reads_before_write(p)) {
         // List positions must be those of the state the conditions are checked against.
         muts = all_mutations(statements, ctx, is_batch)?;
@@ -295,10 +281,7 @@ fn read_current(
         now_s,
         resume_after: None,
     };
-    let read = node
-        .engine
-        .read(*t.id.as_bytes(), &q)
-        .map_err(|e| ExecError::Server(e.to_string()))?;
+    let read = node.engine.read(*t.id.as_bytes(), &q)?;
     let layout = ColumnLayout::new(t);
     let mut all = Vec::new();
     let mut static_live = false;

@@ -30,6 +30,8 @@ mod functions;
 mod json;
 mod key_values;
 mod lwt;
+#[cfg(test)]
+mod node_tests;
 mod paging;
 mod respond;
 mod rows;
@@ -44,6 +46,7 @@ mod values;
 mod write;
 mod write_checks;
 
+pub use crate::exec_state::ExecState;
 pub use error::{ExecError, ExecResult};
 pub use respond::{error_response, handle_request};
 
@@ -500,28 +503,6 @@ pub struct ExecOptions {
     pub timestamp_us: i64,
 }
 
-fn now_us() -> i64 {
-    use std::sync::atomic::{AtomicI64, Ordering};
-    static LAST: AtomicI64 = AtomicI64::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0);
-    // Strictly increasing, so two writes from this node never tie.
-    let mut prev = LAST.load(Ordering::Relaxed);
-    loop {
-        let next = now.max(prev + 1);
-        match LAST.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return next,
-            Err(p) => prev = p,
-        }
-    }
-}
-
-fn now_s() -> i64 {
-    now_us() / 1_000_000
-}
-
 /// Applies a statement's or a batch's mutations as one commitlog entry, so a batch (or an IN
 /// write) is replayed all-or-nothing after a crash, as a logged batch is on one node.
 async fn apply_mutations(
@@ -542,7 +523,7 @@ async fn apply_mutations(
         },
         _ => node.engine.apply_batch(muts).await,
     };
-    result.map_err(|e| ExecError::Server(e.to_string()))
+    Ok(result?)
 }
 
 /// Executes a prepared statement with its values.
@@ -580,7 +561,7 @@ pub async fn execute(
         }
         Planned::Write(plan) => {
             let table_id = *plan.table.id.as_bytes();
-            let now = now_s();
+            let now = node.exec.now_s();
             let lookup =
                 move |key: &bytes::Bytes, token: i64, clustering: &[bytes::Bytes], col: u32| {
                     current_list_paths(node, table_id, key, token, clustering, col, now)
@@ -589,6 +570,7 @@ pub async fn execute(
                 timestamp_us: opts.timestamp_us,
                 now_s: now,
                 lists: Some(&lookup),
+                prepends: node.exec.prepends(),
             };
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
@@ -618,8 +600,9 @@ pub async fn execute(
             };
             let ctx = write::WriteContext {
                 timestamp_us: ts,
-                now_s: now_s(),
+                now_s: node.exec.now_s(),
                 lists: None,
+                prepends: node.exec.prepends(),
             };
             if children.iter().any(|c| c.condition.is_some()) {
                 let statements: Vec<_> = children.iter().map(|c| (c, &binds)).collect();
@@ -674,19 +657,19 @@ pub async fn run_query(
         .clone()
         .or_else(|| session.lock().keyspace.clone());
     let p = prepare(node, ks.as_deref(), query)?;
-    let opts = exec_options(params);
+    let opts = exec_options(node, params);
     let out = execute(node, session, &p, &params.values, opts).await?;
     Ok((p, out))
 }
 
-pub fn exec_options(params: &proto::QueryParameters) -> ExecOptions {
+pub fn exec_options(node: &NodeState, params: &proto::QueryParameters) -> ExecOptions {
     ExecOptions {
         page_size: params.page_size.filter(|&n| n > 0).map(|n| n as usize),
         paging_state: params.paging_state.clone(),
         timestamp_us: params
             .default_timestamp
             .filter(|&t| t != i64::MIN)
-            .unwrap_or_else(now_us),
+            .unwrap_or_else(|| node.exec.next_timestamp_us()),
     }
 }
 
@@ -726,10 +709,7 @@ fn current_list_paths(
         now_s,
         resume_after: None,
     };
-    let r = node
-        .engine
-        .read(table, &q)
-        .map_err(|e| ExecError::Server(e.to_string()))?;
+    let r = node.engine.read(table, &q)?;
     Ok(r.partitions
         .iter()
         .flat_map(|p| p.static_row.iter().chain(p.rows.iter()))

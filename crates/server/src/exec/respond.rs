@@ -245,7 +245,7 @@ pub async fn handle_request(
             } => {
                 let p =
                     super::cached(node, &id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?;
-                let out = execute(node, session, &p, &params.values, exec_options(&params)).await?;
+                let out = execute(node, session, &p, &params.values, exec_options(node, &params)).await?;
                 let stale = version >= 5
                     && result_metadata_id
                         .as_deref()
@@ -298,7 +298,7 @@ async fn run_batch(
     let timestamp_us = b
         .default_timestamp
         .filter(|&t| t != i64::MIN)
-        .unwrap_or_else(super::now_us);
+        .unwrap_or_else(|| node.exec.next_timestamp_us());
     let mut prepared = Vec::with_capacity(b.statements.len());
     for s in &b.statements {
         let p = match &s.query {
@@ -325,8 +325,9 @@ async fn run_batch(
     super::batch::check_kind(kind, &plans)?;
     let ctx = super::write::WriteContext {
         timestamp_us,
-        now_s: super::now_s(),
+        now_s: node.exec.now_s(),
         lists: None,
+        prepends: node.exec.prepends(),
     };
     let binds: Vec<super::values::Binds> = b
         .statements
@@ -383,39 +384,8 @@ pub fn describe(
     session_ks: Option<&str>,
 ) -> ExecResult<Outcome> {
     let schema = node.schema();
-    let ks_of = |q: &helenus_cql::ast::QualifiedName| -> ExecResult<String> {
-        match (&q.keyspace, session_ks) {
-            (Some(k), _) => Ok(k.name.clone()),
-            (None, Some(k)) => Ok(k.to_string()),
-            (None, None) => Err(ExecError::Invalid(
-                "No keyspace specified and no current keyspace".into(),
-            )),
-        }
-    };
-    let find_ks = |name: &str| {
-        schema
-            .keyspaces
-            .get(name)
-            .cloned()
-            .ok_or_else(|| ExecError::Invalid(format!("'{name}' not found in keyspaces")))
-    };
     let out = match &d.target {
-        DescribeTarget::Cluster => {
-            let t = CqlType::Native(NativeType::Varchar);
-            SelectOutput {
-                columns: vec![
-                    ("cluster".into(), t.clone()),
-                    ("partitioner".into(), t.clone()),
-                    ("snitch".into(), t),
-                ],
-                rows: vec![vec![
-                    text(&node.config.cluster_name),
-                    text("Murmur3Partitioner"),
-                    text("DynamicEndpointSnitch"),
-                ]],
-                paging_state: None,
-            }
-        }
+        DescribeTarget::Cluster => describe_cluster(node),
         DescribeTarget::Schema { full } => {
             describe_output(describe::schema_rows(&schema, *full), true)
         }
@@ -438,75 +408,22 @@ pub fn describe(
                     ExecError::Invalid("No keyspace specified and no current keyspace".into())
                 })?,
             };
-            describe_output(describe::keyspace_rows(&*find_ks(&n)?, *only), true)
+            describe_output(
+                describe::keyspace_rows(&*find_ks(&schema, &n)?, *only),
+                true,
+            )
         }
         DescribeTarget::Table(q) => {
-            let ks = find_ks(&ks_of(q)?)?;
-            let t = ks.tables.get(&q.name.name).ok_or_else(|| {
-                ExecError::Invalid(format!(
-                    "'{}' not found in keyspace '{}'",
-                    q.name.name, ks.name
-                ))
-            })?;
-            let mut rows = vec![DescribeRow {
-                keyspace: ks.name.clone(),
-                kind: "table",
-                name: describe::maybe_quote(&t.name),
-                statement: Some(describe::table_statement(t)),
-            }];
-            for idx in &t.indexes {
-                rows.push(DescribeRow {
-                    keyspace: ks.name.clone(),
-                    kind: "index",
-                    name: describe::maybe_quote(&idx.name),
-                    statement: Some(describe::index_statement(t, idx)),
-                });
-            }
-            describe_output(rows, true)
+            describe_table(&*find_ks(&schema, &ks_of(q, session_ks)?)?, &q.name.name)?
         }
         DescribeTarget::Type(q) => {
-            let ks = find_ks(&ks_of(q)?)?;
-            let ut = ks.types.get(&q.name.name).ok_or_else(|| {
-                ExecError::Invalid(format!(
-                    "User defined type '{}' not found in '{}'",
-                    q.name.name, ks.name
-                ))
-            })?;
-            describe_output(
-                vec![DescribeRow {
-                    keyspace: ks.name.clone(),
-                    kind: "type",
-                    name: describe::maybe_quote(&ut.name),
-                    statement: Some(describe::type_statement(&ks.name, ut)),
-                }],
-                true,
-            )
+            describe_type(&*find_ks(&schema, &ks_of(q, session_ks)?)?, &q.name.name)?
         }
         DescribeTarget::Index(q) => {
-            let ks = find_ks(&ks_of(q)?)?;
-            let found = ks.tables.values().find_map(|t| {
-                t.indexes
-                    .iter()
-                    .find(|i| i.name == q.name.name)
-                    .map(|i| (t.clone(), i.clone()))
-            });
-            let (t, idx) = found.ok_or_else(|| {
-                ExecError::Invalid(format!(
-                    "Index '{}' not found in '{}'",
-                    q.name.name, ks.name
-                ))
-            })?;
-            describe_output(
-                vec![DescribeRow {
-                    keyspace: ks.name.clone(),
-                    kind: "index",
-                    name: describe::maybe_quote(&idx.name),
-                    statement: Some(describe::index_statement(&t, &idx)),
-                }],
-                true,
-            )
+            describe_index(&*find_ks(&schema, &ks_of(q, session_ks)?)?, &q.name.name)?
         }
         DescribeTarget::Name(q) => {
+            // A bare name is a keyspace if one has it, else a table.
             if q.keyspace.is_none() {
                 if let Some(ks) = schema.keyspaces.get(&q.name.name) {
                     return Ok(Outcome::Rows {
@@ -536,4 +453,103 @@ pub fn describe(
         table: String::new(),
         out,
     })
+}
+
+/// The keyspace a DESCRIBE target names, or the session's.
+fn ks_of(q: &helenus_cql::ast::QualifiedName, session_ks: Option<&str>) -> ExecResult<String> {
+    match (&q.keyspace, session_ks) {
+        (Some(k), _) => Ok(k.name.clone()),
+        (None, Some(k)) => Ok(k.to_string()),
+        (None, None) => Err(ExecError::Invalid(
+            "No keyspace specified and no current keyspace".into(),
+        )),
+    }
+}
+
+fn find_ks(
+    schema: &helenus_schema::Schema,
+    name: &str,
+) -> ExecResult<std::sync::Arc<helenus_schema::KeyspaceMeta>> {
+    schema
+        .keyspaces
+        .get(name)
+        .cloned()
+        .ok_or_else(|| ExecError::Invalid(format!("'{name}' not found in keyspaces")))
+}
+
+fn describe_cluster(node: &NodeState) -> SelectOutput {
+    let t = CqlType::Native(NativeType::Varchar);
+    SelectOutput {
+        columns: vec![
+            ("cluster".into(), t.clone()),
+            ("partitioner".into(), t.clone()),
+            ("snitch".into(), t),
+        ],
+        rows: vec![vec![
+            text(&node.config.cluster_name),
+            text("Murmur3Partitioner"),
+            text("DynamicEndpointSnitch"),
+        ]],
+        paging_state: None,
+    }
+}
+
+/// A table and its indexes.
+fn describe_table(ks: &helenus_schema::KeyspaceMeta, name: &str) -> ExecResult<SelectOutput> {
+    let t = ks.tables.get(name).ok_or_else(|| {
+        ExecError::Invalid(format!("'{name}' not found in keyspace '{}'", ks.name))
+    })?;
+    let mut rows = vec![DescribeRow {
+        keyspace: ks.name.clone(),
+        kind: "table",
+        name: describe::maybe_quote(&t.name),
+        statement: Some(describe::table_statement(t)),
+    }];
+    for idx in &t.indexes {
+        rows.push(DescribeRow {
+            keyspace: ks.name.clone(),
+            kind: "index",
+            name: describe::maybe_quote(&idx.name),
+            statement: Some(describe::index_statement(t, idx)),
+        });
+    }
+    Ok(describe_output(rows, true))
+}
+
+fn describe_type(ks: &helenus_schema::KeyspaceMeta, name: &str) -> ExecResult<SelectOutput> {
+    let ut = ks.types.get(name).ok_or_else(|| {
+        ExecError::Invalid(format!(
+            "User defined type '{name}' not found in '{}'",
+            ks.name
+        ))
+    })?;
+    Ok(describe_output(
+        vec![DescribeRow {
+            keyspace: ks.name.clone(),
+            kind: "type",
+            name: describe::maybe_quote(&ut.name),
+            statement: Some(describe::type_statement(&ks.name, ut)),
+        }],
+        true,
+    ))
+}
+
+fn describe_index(ks: &helenus_schema::KeyspaceMeta, name: &str) -> ExecResult<SelectOutput> {
+    let found = ks.tables.values().find_map(|t| {
+        t.indexes
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| (t.clone(), i.clone()))
+    });
+    let (t, idx) = found
+        .ok_or_else(|| ExecError::Invalid(format!("Index '{name}' not found in '{}'", ks.name)))?;
+    Ok(describe_output(
+        vec![DescribeRow {
+            keyspace: ks.name.clone(),
+            kind: "index",
+            name: describe::maybe_quote(&idx.name),
+            statement: Some(describe::index_statement(&t, &idx)),
+        }],
+        true,
+    ))
 }

@@ -4,16 +4,13 @@
 //! client gets a warning and the log a line, both worded as Cassandra's.
 
 use super::client_warn;
-use super::error::ExecError;
+use super::error::{ExecError, READ_TOO_MANY_TOMBSTONES};
 use super::rows;
 use bytes::Bytes;
 use helenus_protocol as proto;
 use helenus_schema::TableMeta;
 use helenus_storage as st;
 use helenus_types::{deserialize, to_cql_literal};
-
-/// Cassandra's RequestFailureReason.READ_TOO_MANY_TOMBSTONES.
-const READ_TOO_MANY_TOMBSTONES: u16 = 1;
 
 /// Longest query text quoted in the warning (Cassandra's `%1.512s`).
 const MAX_QUERY_CHARS: usize = 512;
@@ -64,7 +61,7 @@ impl TombstoneTally {
                     reason_name: "READ_TOO_MANY_TOMBSTONES",
                 })
             }
-            Err(e) => Err(ExecError::Server(e.to_string())),
+            Err(e) => Err(e.into()),
         }
     }
 

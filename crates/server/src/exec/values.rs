@@ -290,7 +290,6 @@ pub fn to_value(
     receiver: &str,
     binds: &Binds<'_>,
 ) -> ExecResult<Option<CqlValue>> {
-    let bad = |msg: String| ExecError::Invalid(msg);
     match term {
         Term::Null => Ok(None),
         Term::Bind(_) => match eval(term, ty, receiver, binds)? {
@@ -305,63 +304,8 @@ pub fn to_value(
         | Term::Bool(_)
         | Term::Uuid(_)
         | Term::Blob(_)
-        | Term::Duration(_) => {
-            let native = match ty {
-                CqlType::Native(n) => *n,
-                CqlType::Custom(_) => return Err(invalid_literal(term, receiver, ty)),
-                _ => return Err(invalid_literal(term, receiver, ty)),
-            };
-            let kind = literal_kind(term);
-            if !literal_accepted(kind, native) {
-                return Err(invalid_literal(term, receiver, ty));
-            }
-            let text = match term {
-                Term::Blob(hex) => {
-                    let bytes =
-                        decode_hex(hex).ok_or_else(|| invalid_literal(term, receiver, ty))?;
-                    return Ok(Some(CqlValue::Blob(Bytes::from(bytes))));
-                }
-                Term::Bool(b) => return Ok(Some(CqlValue::Boolean(*b))),
-                Term::String(s)
-                | Term::Integer(s)
-                | Term::Float(s)
-                | Term::Uuid(s)
-                | Term::Duration(s) => s,
-                _ => return Err(invalid_literal(term, receiver, ty)),
-            };
-            helenus_types::from_string(ty, text).map(Some).map_err(|e| {
-                if matches!(term, Term::String(_)) {
-                    bad(format!("Unable to coerce '{text}' to {}: {e}", ty_name(ty)))
-                } else {
-                    bad(e.to_string())
-                }
-            })
-        }
-        Term::List(items) => match ty {
-            CqlType::List { element, .. } => Ok(Some(CqlValue::List(elements(
-                items, element, receiver, binds,
-            )?))),
-            CqlType::Set { element, .. } => {
-                // `[..]` is not a set literal in CQL, but Cassandra reports it by receiver type.
-                let _ = element;
-                Err(bad(format!(
-                    "Invalid list literal for {receiver} of type {ty}"
-                )))
-            }
-            CqlType::Vector { element, dimension } => {
-                let vals = elements(items, element, receiver, binds)?;
-                if vals.len() != *dimension as usize {
-                    return Err(bad(format!(
-                        "Invalid vector literal for {receiver} of type {ty}; expected {dimension} elements, but given {}",
-                        vals.len()
-                    )));
-                }
-                Ok(Some(CqlValue::Vector(vals)))
-            }
-            _ => Err(bad(format!(
-                "Invalid list literal for {receiver} of type {ty}"
-            ))),
-        },
+        | Term::Duration(_) => literal_value(term, ty, receiver),
+        Term::List(items) => list_literal(items, ty, receiver, binds),
         Term::Set(items) => match ty {
             CqlType::Set { element, .. } => {
                 let mut vals = elements(items, element, receiver, binds)?;
@@ -372,40 +316,7 @@ pub fn to_value(
                 "Invalid set literal for {receiver} of type {ty}"
             ))),
         },
-        Term::Map(entries) => match ty {
-            CqlType::Map { key, value, .. } => {
-                let mut out = Vec::with_capacity(entries.len());
-                for (k, v) in entries {
-                    let kv = to_value(k, key, receiver, binds)?
-                        .ok_or_else(|| bad("null is not supported inside collections".into()))?;
-                    let vv = to_value(v, value, receiver, binds)?
-                        .ok_or_else(|| bad("null is not supported inside collections".into()))?;
-                    out.push((kv, vv));
-                }
-                sort_dedup_map(&mut out, key);
-                Ok(Some(CqlValue::Map(out)))
-            }
-            CqlType::Udt { def, .. } => {
-                // `{a: 1}` parses as a map when the keys could be terms; treat identifiers as fields.
-                let mut fields = Vec::new();
-                for (k, v) in entries {
-                    let name = match k {
-                        Term::String(s) => s.clone(),
-                        _ => {
-                            return Err(bad(format!(
-                                "Invalid user type literal for {receiver} of type {}",
-                                def.name
-                            )))
-                        }
-                    };
-                    fields.push((helenus_cql::ast::Ident::unquoted(&name), v.clone()));
-                }
-                to_value(&Term::Udt(fields), ty, receiver, binds)
-            }
-            _ => Err(bad(format!(
-                "Invalid map literal for {receiver} of type {ty}"
-            ))),
-        },
+        Term::Map(entries) => map_literal(entries, ty, receiver, binds),
         Term::EmptyBrace => match ty {
             CqlType::Set { .. } => Ok(Some(CqlValue::Set(Vec::new()))),
             CqlType::Map { .. } => Ok(Some(CqlValue::Map(Vec::new()))),
@@ -416,123 +327,14 @@ pub fn to_value(
                 "Invalid map literal for {receiver} of type {ty}"
             ))),
         },
-        Term::Tuple(items) => match ty {
-            CqlType::Tuple(types) => {
-                if items.len() > types.len() {
-                    return Err(bad(format!(
-                        "Invalid tuple literal for {receiver}: too many elements. Type {ty} expects {} but got {}",
-                        types.len(),
-                        items.len()
-                    )));
-                }
-                let mut out = Vec::new();
-                for (i, t) in types.iter().enumerate() {
-                    out.push(match items.get(i) {
-                        Some(item) => to_value(item, t, receiver, binds)?,
-                        None => None,
-                    });
-                }
-                Ok(Some(CqlValue::Tuple(out)))
-            }
-            _ => Err(bad(format!(
-                "Invalid tuple literal for {receiver} of type {ty}"
-            ))),
-        },
-        Term::Udt(fields) => match ty {
-            CqlType::Udt { def, .. } => {
-                for (f, _) in fields {
-                    if !def.fields.iter().any(|(n, _)| n == &f.name) {
-                        return Err(bad(format!(
-                            "Unknown field '{}' in value of user defined type {}",
-                            f.name, def.name
-                        )));
-                    }
-                }
-                let mut out = Vec::new();
-                for (name, fty) in &def.fields {
-                    let v = match fields.iter().find(|(f, _)| &f.name == name) {
-                        Some((_, t)) => to_value(t, fty, receiver, binds)?,
-                        None => None,
-                    };
-                    out.push((name.clone(), v));
-                }
-                Ok(Some(CqlValue::Udt(out)))
-            }
-            _ => Err(bad(format!(
-                "Invalid user type literal for {receiver} of type {ty}"
-            ))),
-        },
+        Term::Tuple(items) => tuple_literal(items, ty, receiver, binds),
+        Term::Udt(fields) => udt_literal(fields, ty, receiver, binds),
         Term::TypeHint { ty: hint, term } => {
             let hinted = resolve_type(hint, None)?;
-            let v = to_value(term, &hinted, receiver, binds)?;
-            Ok(v)
-        }
-        Term::FunctionCall { name, args }
-            if super::functions::canonical_name(&name.name.name) == "fromjson" =>
-        {
-            let [arg] = args.as_slice() else {
-                return Err(bad(format!(
-                    "fromJson() only accepts one argument ({} given)",
-                    args.len()
-                )));
-            };
-            let text = match to_value(arg, &CqlType::Native(NativeType::Varchar), receiver, binds)?
-            {
-                Some(CqlValue::Text(s)) | Some(CqlValue::Ascii(s)) => s,
-                _ => return Ok(None),
-            };
-            let json: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| bad(format!("Could not decode JSON string '{text}': {e}")))?;
-            // A value the type rejects is a MarshalException thrown by the function (0x1400).
-            super::json::from_json(ty, &json).map_err(|e| match e {
-                ExecError::Invalid(m) => ExecError::FunctionFailure {
-                    keyspace: "system".into(),
-                    function: "fromjson".into(),
-                    arg_types: vec!["text".into()],
-                    message: format!("org.apache.cassandra.serializers.MarshalException: {m}"),
-                },
-                other => other,
-            })
-        }
-        Term::FunctionCall { name, args }
-            if super::functions::canonical_name(&name.name.name) == "tojson" =>
-        {
-            let [arg] = args.as_slice() else {
-                return Err(bad(format!(
-                    "toJson() only accepts one argument ({} given)",
-                    args.len()
-                )));
-            };
-            if matches!(arg, Term::Blob(h) if h.trim_start_matches("0x").is_empty()) {
-                // Cassandra types an empty blob literal as tinyint here and fails on it.
-                return Err(ExecError::Server("java.lang.NullPointerException: Cannot invoke \"java.lang.Byte.toString()\" because the return value of \"org.apache.cassandra.serializers.TypeSerializer.deserialize(java.nio.ByteBuffer)\" is null".into()));
-            }
-            let at = infer_type(arg).unwrap_or(CqlType::Native(NativeType::Varchar));
-            let text = match to_value(arg, &at, receiver, binds)? {
-                Some(v) => helenus_types::to_json(&v),
-                None => "null".to_string(),
-            };
-            Ok(Some(CqlValue::Text(text)))
+            to_value(term, &hinted, receiver, binds)
         }
         Term::FunctionCall { name, args } => {
-            let fname = name.name.name.as_str();
-            let mut vals = Vec::new();
-            let mut types = Vec::new();
-            for a in args {
-                let t = infer_type(a).unwrap_or(CqlType::Native(NativeType::Varchar));
-                vals.push(to_value(a, &t, receiver, binds)?);
-                types.push(t);
-            }
-            let out = functions::call(fname, &vals)?;
-            match (&out, functions::return_type(fname, &types)) {
-                (Some(v), Some(rt)) if &rt != ty && !compatible(&rt, ty) => {
-                    let _ = v;
-                    Err(bad(format!(
-                        "Type error: cannot assign result of function system.{fname} (type {rt}) to {receiver} (type {ty})"
-                    )))
-                }
-                _ => Ok(out),
-            }
+            function_value(&name.name.name, args, ty, receiver, binds)
         }
         Term::Negate(inner) => match to_value(inner, ty, receiver, binds)? {
             Some(CqlValue::Int(x)) => Ok(Some(CqlValue::Int(x.wrapping_neg()))),
@@ -549,6 +351,255 @@ pub fn to_value(
             let r = to_value(right, ty, receiver, binds)?;
             arithmetic(*op, l, r)
         }
+    }
+}
+
+fn bad(msg: String) -> ExecError {
+    ExecError::Invalid(msg)
+}
+
+/// A string, number, boolean, UUID, blob or duration constant, checked against the receiver's
+/// native type the way Cassandra's constant kinds are.
+fn literal_value(term: &Term, ty: &CqlType, receiver: &str) -> ExecResult<Option<CqlValue>> {
+    let CqlType::Native(native) = ty else {
+        return Err(invalid_literal(term, receiver, ty));
+    };
+    if !literal_accepted(literal_kind(term), *native) {
+        return Err(invalid_literal(term, receiver, ty));
+    }
+    let text = match term {
+        Term::Blob(hex) => {
+            let bytes = decode_hex(hex).ok_or_else(|| invalid_literal(term, receiver, ty))?;
+            return Ok(Some(CqlValue::Blob(Bytes::from(bytes))));
+        }
+        Term::Bool(b) => return Ok(Some(CqlValue::Boolean(*b))),
+        Term::String(s) | Term::Integer(s) | Term::Float(s) | Term::Uuid(s) | Term::Duration(s) => {
+            s
+        }
+        _ => return Err(invalid_literal(term, receiver, ty)),
+    };
+    helenus_types::from_string(ty, text).map(Some).map_err(|e| {
+        if matches!(term, Term::String(_)) {
+            bad(format!("Unable to coerce '{text}' to {}: {e}", ty_name(ty)))
+        } else {
+            bad(e.to_string())
+        }
+    })
+}
+
+/// `[..]`: a list, or a vector of exactly its dimension.
+fn list_literal(
+    items: &[Term],
+    ty: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<CqlValue>> {
+    match ty {
+        CqlType::List { element, .. } => Ok(Some(CqlValue::List(elements(
+            items, element, receiver, binds,
+        )?))),
+        CqlType::Vector { element, dimension } => {
+            let vals = elements(items, element, receiver, binds)?;
+            if vals.len() != *dimension as usize {
+                return Err(bad(format!(
+                    "Invalid vector literal for {receiver} of type {ty}; expected {dimension} elements, but given {}",
+                    vals.len()
+                )));
+            }
+            Ok(Some(CqlValue::Vector(vals)))
+        }
+        // `[..]` is not a set literal in CQL either; Cassandra reports it by receiver type.
+        _ => Err(bad(format!(
+            "Invalid list literal for {receiver} of type {ty}"
+        ))),
+    }
+}
+
+/// `{k: v, ..}`: a map, or a user type when the keys are field names.
+fn map_literal(
+    entries: &[(Term, Term)],
+    ty: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<CqlValue>> {
+    match ty {
+        CqlType::Map { key, value, .. } => {
+            let mut out = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                let kv = to_value(k, key, receiver, binds)?
+                    .ok_or_else(|| bad("null is not supported inside collections".into()))?;
+                let vv = to_value(v, value, receiver, binds)?
+                    .ok_or_else(|| bad("null is not supported inside collections".into()))?;
+                out.push((kv, vv));
+            }
+            sort_dedup_map(&mut out, key);
+            Ok(Some(CqlValue::Map(out)))
+        }
+        CqlType::Udt { def, .. } => {
+            // `{a: 1}` parses as a map when the keys could be terms; treat identifiers as fields.
+            let mut fields = Vec::new();
+            for (k, v) in entries {
+                let Term::String(name) = k else {
+                    return Err(bad(format!(
+                        "Invalid user type literal for {receiver} of type {}",
+                        def.name
+                    )));
+                };
+                fields.push((helenus_cql::ast::Ident::unquoted(name), v.clone()));
+            }
+            to_value(&Term::Udt(fields), ty, receiver, binds)
+        }
+        _ => Err(bad(format!(
+            "Invalid map literal for {receiver} of type {ty}"
+        ))),
+    }
+}
+
+/// `(a, b, ..)`: missing trailing elements are null, extra ones an error.
+fn tuple_literal(
+    items: &[Term],
+    ty: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<CqlValue>> {
+    let CqlType::Tuple(types) = ty else {
+        return Err(bad(format!(
+            "Invalid tuple literal for {receiver} of type {ty}"
+        )));
+    };
+    if items.len() > types.len() {
+        return Err(bad(format!(
+            "Invalid tuple literal for {receiver}: too many elements. Type {ty} expects {} but got {}",
+            types.len(),
+            items.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for (i, t) in types.iter().enumerate() {
+        out.push(match items.get(i) {
+            Some(item) => to_value(item, t, receiver, binds)?,
+            None => None,
+        });
+    }
+    Ok(Some(CqlValue::Tuple(out)))
+}
+
+/// `{field: value, ..}` of a user type: unknown fields are an error, missing ones null.
+fn udt_literal(
+    fields: &[(helenus_cql::ast::Ident, Term)],
+    ty: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<CqlValue>> {
+    let CqlType::Udt { def, .. } = ty else {
+        return Err(bad(format!(
+            "Invalid user type literal for {receiver} of type {ty}"
+        )));
+    };
+    for (f, _) in fields {
+        if !def.fields.iter().any(|(n, _)| n == &f.name) {
+            return Err(bad(format!(
+                "Unknown field '{}' in value of user defined type {}",
+                f.name, def.name
+            )));
+        }
+    }
+    let mut out = Vec::new();
+    for (name, fty) in &def.fields {
+        let v = match fields.iter().find(|(f, _)| &f.name == name) {
+            Some((_, t)) => to_value(t, fty, receiver, binds)?,
+            None => None,
+        };
+        out.push((name.clone(), v));
+    }
+    Ok(Some(CqlValue::Udt(out)))
+}
+
+/// A function call in a term, evaluated now: `fromJson`, `toJson` or a native function.
+fn function_value(
+    name: &str,
+    args: &[Term],
+    ty: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<CqlValue>> {
+    match super::functions::canonical_name(name).as_str() {
+        "fromjson" => from_json_call(args, ty, receiver, binds),
+        "tojson" => to_json_call(args, receiver, binds),
+        _ => native_call(name, args, ty, receiver, binds),
+    }
+}
+
+fn from_json_call(
+    args: &[Term],
+    ty: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<CqlValue>> {
+    let [arg] = args else {
+        return Err(bad(format!(
+            "fromJson() only accepts one argument ({} given)",
+            args.len()
+        )));
+    };
+    let text = match to_value(arg, &CqlType::Native(NativeType::Varchar), receiver, binds)? {
+        Some(CqlValue::Text(s)) | Some(CqlValue::Ascii(s)) => s,
+        _ => return Ok(None),
+    };
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("Could not decode JSON string '{text}': {e}")))?;
+    // A value the type rejects is a MarshalException thrown by the function (0x1400).
+    super::json::from_json(ty, &json).map_err(|e| match e {
+        ExecError::Invalid(m) => ExecError::FunctionFailure {
+            keyspace: "system".into(),
+            function: "fromjson".into(),
+            arg_types: vec!["text".into()],
+            message: format!("org.apache.cassandra.serializers.MarshalException: {m}"),
+        },
+        other => other,
+    })
+}
+
+fn to_json_call(args: &[Term], receiver: &str, binds: &Binds<'_>) -> ExecResult<Option<CqlValue>> {
+    let [arg] = args else {
+        return Err(bad(format!(
+            "toJson() only accepts one argument ({} given)",
+            args.len()
+        )));
+    };
+    if matches!(arg, Term::Blob(h) if h.trim_start_matches("0x").is_empty()) {
+        // Cassandra types an empty blob literal as tinyint here and fails on it.
+        return Err(ExecError::Server("java.lang.NullPointerException: Cannot invoke \"java.lang.Byte.toString()\" because the return value of \"org.apache.cassandra.serializers.TypeSerializer.deserialize(java.nio.ByteBuffer)\" is null".into()));
+    }
+    let at = infer_type(arg).unwrap_or(CqlType::Native(NativeType::Varchar));
+    let text = match to_value(arg, &at, receiver, binds)? {
+        Some(v) => helenus_types::to_json(&v),
+        None => "null".to_string(),
+    };
+    Ok(Some(CqlValue::Text(text)))
+}
+
+/// A native function over constant arguments; its result must be assignable to the receiver.
+fn native_call(
+    fname: &str,
+    args: &[Term],
+    ty: &CqlType,
+    receiver: &str,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<CqlValue>> {
+    let mut vals = Vec::new();
+    let mut types = Vec::new();
+    for a in args {
+        let t = infer_type(a).unwrap_or(CqlType::Native(NativeType::Varchar));
+        vals.push(to_value(a, &t, receiver, binds)?);
+        types.push(t);
+    }
+    let out = functions::call(fname, &vals)?;
+    match (&out, functions::return_type(fname, &types)) {
+        (Some(_), Some(rt)) if &rt != ty && !compatible(&rt, ty) => Err(bad(format!(
+            "Type error: cannot assign result of function system.{fname} (type {rt}) to {receiver} (type {ty})"
+        ))),
+        _ => Ok(out),
     }
 }
 
@@ -648,4 +699,109 @@ fn sort_dedup_map(vals: &mut Vec<(CqlValue, CqlValue)>, key: &CqlType) {
     keyed.sort_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0));
     keyed.dedup_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0).is_eq());
     vals.extend(keyed.into_iter().map(|(_, kv)| kv));
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    const NO_BINDS: Binds<'static> = Binds { values: &[] };
+
+    fn native(n: NativeType) -> CqlType {
+        CqlType::Native(n)
+    }
+
+    fn int(v: &str) -> Term {
+        Term::Integer(v.into())
+    }
+
+    fn invalid_message(term: &Term, ty: &CqlType) -> String {
+        match to_value(term, ty, "v", &NO_BINDS) {
+            Err(ExecError::Invalid(m)) => m,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_string_constant_is_not_an_int() {
+        assert_eq!(
+            invalid_message(&Term::String("x".into()), &native(NativeType::Int)),
+            "Invalid STRING constant (x) for \"v\" of type int"
+        );
+    }
+
+    #[test]
+    fn short_tuples_are_padded_with_nulls_and_long_ones_refused() {
+        let ty = CqlType::Tuple(vec![native(NativeType::Int), native(NativeType::Int)]);
+        let v = to_value(&Term::Tuple(vec![int("1")]), &ty, "v", &NO_BINDS).unwrap();
+        assert_eq!(v, Some(CqlValue::Tuple(vec![Some(CqlValue::Int(1)), None])));
+        let m = invalid_message(&Term::Tuple(vec![int("1"), int("2"), int("3")]), &ty);
+        assert!(m.contains("too many elements"), "{m}");
+    }
+
+    #[test]
+    fn a_vector_literal_must_have_the_dimension() {
+        let ty = CqlType::Vector {
+            element: Box::new(native(NativeType::Float)),
+            dimension: 3,
+        };
+        let m = invalid_message(&Term::List(vec![int("1"), int("2")]), &ty);
+        assert!(m.ends_with("expected 3 elements, but given 2"), "{m}");
+    }
+
+    #[test]
+    fn set_literals_are_sorted_and_deduplicated() {
+        let ty = CqlType::Set {
+            element: Box::new(native(NativeType::Int)),
+            frozen: false,
+        };
+        let v = to_value(
+            &Term::Set(vec![int("3"), int("1"), int("3")]),
+            &ty,
+            "v",
+            &NO_BINDS,
+        );
+        assert_eq!(
+            v.unwrap(),
+            Some(CqlValue::Set(vec![CqlValue::Int(1), CqlValue::Int(3)]))
+        );
+    }
+
+    #[test]
+    fn negation_and_blob_constants() {
+        let v = to_value(
+            &Term::Negate(Box::new(int("5"))),
+            &native(NativeType::Bigint),
+            "v",
+            &NO_BINDS,
+        );
+        assert_eq!(v.unwrap(), Some(CqlValue::Bigint(-5)));
+        let v = to_value(
+            &Term::Blob("0a0b".into()),
+            &native(NativeType::Blob),
+            "v",
+            &NO_BINDS,
+        );
+        assert_eq!(
+            v.unwrap(),
+            Some(CqlValue::Blob(Bytes::from_static(&[10, 11])))
+        );
+    }
+
+    #[test]
+    fn an_unknown_function_result_type_is_checked_against_the_receiver() {
+        let call = Term::FunctionCall {
+            name: helenus_cql::ast::QualifiedName {
+                keyspace: None,
+                name: helenus_cql::ast::Ident::unquoted("bigintasblob"),
+            },
+            args: vec![int("1")],
+        };
+        let m = invalid_message(&call, &native(NativeType::Int));
+        assert!(
+            m.starts_with("Type error: cannot assign result of function system.bigintasblob"),
+            "{m}"
+        );
+    }
 }

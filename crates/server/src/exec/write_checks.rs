@@ -67,52 +67,6 @@ pub fn check_expiration(t: &TableMeta, ttl: u32, now_s: i64) -> ExecResult<()> {
     ))
 }
 
-/// Cassandra's reference time for list prepends (2010-01-01T00:00:00Z, in ms).
-const PREPEND_REFERENCE_MS: i64 = 1_262_304_000_000;
-/// 100 ns intervals between the UUID epoch (1582-10-15) and the Unix epoch, per ms.
-const UUID_EPOCH_OFFSET_MS: i64 = 12_219_292_800_000;
-
-/// Time-UUID cell paths for `l = [e1, ..., en] + l`, in element order. List cells sort by the
-/// time of their path, so, as Cassandra does, prepends mirror the wall clock around 2010: the
-/// later a prepend, the earlier its time, before every appended element (stamped with the real
-/// time). A process-wide low-water mark keeps successive prepends strictly decreasing even
-/// within one millisecond.
-pub fn prepend_paths(n: usize) -> Vec<bytes::Bytes> {
-    static LOWEST: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MAX);
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(PREPEND_REFERENCE_MS);
-    let mirrored_ms = PREPEND_REFERENCE_MS - (now_ms - PREPEND_REFERENCE_MS);
-    let wanted = (mirrored_ms + UUID_EPOCH_OFFSET_MS) * 10_000;
-    let count = n as i64;
-    let mut prev = LOWEST.load(std::sync::atomic::Ordering::Relaxed);
-    let base = loop {
-        let base = wanted.min(prev.saturating_sub(count));
-        match LOWEST.compare_exchange_weak(
-            prev,
-            base,
-            std::sync::atomic::Ordering::Relaxed,
-            std::sync::atomic::Ordering::Relaxed,
-        ) {
-            Ok(_) => break base,
-            Err(p) => prev = p,
-        }
-    };
-    // Clock sequence and node of this process's time UUIDs.
-    let (_, lsb) = helenus_types::new_timeuuid().as_u64_pair();
-    (0..count)
-        .map(|i| {
-            let ticks = (base + i) as u64;
-            let msb = ((ticks & 0xFFFF_FFFF) << 32)
-                | (((ticks >> 32) & 0xFFFF) << 16)
-                | 0x1000
-                | ((ticks >> 48) & 0x0FFF);
-            bytes::Bytes::copy_from_slice(uuid::Uuid::from_u64_pair(msb, lsb).as_bytes())
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,18 +81,6 @@ mod tests {
 
     fn int(v: &str) -> Term {
         Term::Integer(v.into())
-    }
-
-    #[test]
-    fn prepends_sort_before_appends_and_later_prepends_first() {
-        let ty = helenus_types::CqlType::Native(helenus_types::NativeType::Timeuuid);
-        let cmp = |a: &bytes::Bytes, b: &bytes::Bytes| helenus_types::compare_serialized(&ty, a, b);
-        let appended = bytes::Bytes::copy_from_slice(helenus_types::new_timeuuid().as_bytes());
-        let first = prepend_paths(2);
-        let second = prepend_paths(2);
-        assert!(cmp(&first[0], &first[1]).is_lt());
-        assert!(cmp(&first[1], &appended).is_lt());
-        assert!(cmp(&second[1], &first[0]).is_lt());
     }
 
     #[test]

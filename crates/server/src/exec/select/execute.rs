@@ -64,24 +64,6 @@ pub fn clustering_slices(
     }
     let prefixes = crate::exec::key_values::cartesian(&lists, "clustering columns")?;
     let mut out = Vec::new();
-    let bound_values = |terms: &[Term], from: usize| -> ExecResult<Vec<Bytes>> {
-        let mut vals = Vec::new();
-        for (k, term) in terms.iter().enumerate() {
-            let c = ck
-                .get(from + k)
-                .ok_or_else(|| ExecError::Invalid("too many values in slice".into()))?;
-            match values::eval(term, &c.cql_type, &c.name, binds)? {
-                Bound::Value(b) => vals.push(b),
-                _ => {
-                    return invalid(format!(
-                        "Invalid null value in condition for column {}",
-                        c.name
-                    ))
-                }
-            }
-        }
-        Ok(vals)
-    };
     for prefix in prefixes {
         let n = prefix.len();
         let (start, end) = match &plan.clustering_slice {
@@ -95,29 +77,10 @@ pub fn clustering_slices(
                     kind: st::BoundKind::Inclusive,
                 },
             ),
-            Some((lower, upper)) => {
-                let mk = |b: &SliceBound| -> ExecResult<st::ClusteringBound> {
-                    match b {
-                        None => Ok(st::ClusteringBound {
-                            prefix: prefix.clone(),
-                            kind: st::BoundKind::Inclusive,
-                        }),
-                        Some((terms, inclusive)) => {
-                            let mut p = prefix.clone();
-                            p.extend(bound_values(terms, n)?);
-                            Ok(st::ClusteringBound {
-                                prefix: p,
-                                kind: if *inclusive {
-                                    st::BoundKind::Inclusive
-                                } else {
-                                    st::BoundKind::Exclusive
-                                },
-                            })
-                        }
-                    }
-                };
-                (mk(lower)?, mk(upper)?)
-            }
+            Some((lower, upper)) => (
+                slice_bound(&ck, &prefix, lower, binds)?,
+                slice_bound(&ck, &prefix, upper, binds)?,
+            ),
         };
         // A descending first slice column flips which bound is the start in storage order.
         let desc = ck
@@ -134,11 +97,43 @@ pub fn clustering_slices(
     Ok(out)
 }
 
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+/// One end of a clustering slice after an equality prefix: the prefix alone (inclusive) when
+/// the end is open, else the prefix followed by the bound's values.
+fn slice_bound(
+    ck: &[&helenus_schema::ColumnMeta],
+    prefix: &[Bytes],
+    b: &SliceBound,
+    binds: &Binds<'_>,
+) -> ExecResult<st::ClusteringBound> {
+    let Some((terms, inclusive)) = b else {
+        return Ok(st::ClusteringBound {
+            prefix: prefix.to_vec(),
+            kind: st::BoundKind::Inclusive,
+        });
+    };
+    let mut p = prefix.to_vec();
+    for (k, term) in terms.iter().enumerate() {
+        let c = ck
+            .get(prefix.len() + k)
+            .ok_or_else(|| ExecError::Invalid("too many values in slice".into()))?;
+        match values::eval(term, &c.cql_type, &c.name, binds)? {
+            Bound::Value(b) => p.push(b),
+            _ => {
+                return invalid(format!(
+                    "Invalid null value in condition for column {}",
+                    c.name
+                ))
+            }
+        }
+    }
+    Ok(st::ClusteringBound {
+        prefix: p,
+        kind: if *inclusive {
+            st::BoundKind::Inclusive
+        } else {
+            st::BoundKind::Exclusive
+        },
+    })
 }
 
 fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
@@ -177,7 +172,7 @@ pub fn execute(
     page_size: Option<usize>,
     paging_state: Option<&[u8]>,
 ) -> ExecResult<SelectOutput> {
-    let now = now_s();
+    let now = node.exec.now_s();
     let (limit, ppl) = bound_limits(plan, binds)?;
     let resume = match paging_state {
         Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),

@@ -6,7 +6,7 @@ use crate::exec::error::{invalid, ExecError, ExecResult};
 use crate::exec::values::{self, Binds, Bound};
 use bytes::Bytes;
 use helenus_cql::ast::{SubPath, Term};
-use helenus_schema::ColumnKind;
+use helenus_schema::{ColumnKind, ColumnMeta};
 use helenus_storage as st;
 use helenus_types::{CqlType, CqlValue, NativeType};
 
@@ -120,260 +120,244 @@ pub(super) fn row_cells(
             ops.push((*i, Op::Set(Term::Null), Some(b.clone())));
         }
     }
+    let mut row = RowCells {
+        binds,
+        ctx,
+        at: &at,
+        ts,
+        ttl,
+        out,
+    };
     for (i, op, pre) in ops {
         let c = &t.columns[i];
-        let id = c.id;
-        let multi = c.cql_type.is_multi_cell();
-        let is_prepend = matches!(op, Op::Prepend(_));
         match op {
-            Op::Set(term) => {
-                let bound = match pre {
-                    Some(b) => b,
-                    None => values::eval(&term, &c.cql_type, &c.name, binds)?,
-                };
-                match (bound, multi) {
-                    (Bound::Unset, _) => {}
-                    (Bound::Null, false) => out.push(st::CellUpdate {
-                        column: id,
-                        path: None,
-                        timestamp_us: ts,
-                        op: st::CellOp::Delete,
-                    }),
-                    (Bound::Null, true) => out.push(st::CellUpdate {
-                        column: id,
-                        path: None,
-                        timestamp_us: ts,
-                        op: st::CellOp::DeleteComplex,
-                    }),
-                    (Bound::Value(b), false) => out.push(st::CellUpdate {
-                        column: id,
-                        path: None,
-                        timestamp_us: ts,
-                        op: st::CellOp::Set {
-                            value: b,
-                            ttl_s: ttl,
-                        },
-                    }),
-                    (Bound::Value(b), true) => {
-                        // Overwrite: drop what was there just before this write's timestamp.
-                        out.push(st::CellUpdate {
-                            column: id,
-                            path: None,
-                            timestamp_us: ts - 1,
-                            op: st::CellOp::DeleteComplex,
-                        });
-                        let v = helenus_types::deserialize(&c.cql_type, &b)
-                            .map_err(|e| ExecError::Invalid(e.to_string()))?;
-                        collection_cells(id, &v, ts, ttl, out);
-                    }
-                }
-            }
-            Op::Add(term) | Op::Prepend(term) => {
-                if c.cql_type.is_counter() {
-                    out.extend(counter_update(c, id, ts, &term, binds, false)?);
-                    continue;
-                }
-                match values::to_value(&term, &c.cql_type, &c.name, binds)? {
-                    // Prepended elements get paths that sort before every existing one.
-                    Some(CqlValue::List(items)) if is_prepend => {
-                        let paths = crate::exec::write_checks::prepend_paths(items.len());
-                        for (path, it) in paths.into_iter().zip(&items) {
-                            out.push(st::CellUpdate {
-                                column: id,
-                                path: Some(path),
-                                timestamp_us: ts,
-                                op: st::CellOp::Set {
-                                    value: values::serialize(it),
-                                    ttl_s: ttl,
-                                },
-                            });
-                        }
-                    }
-                    Some(v) => collection_cells(id, &v, ts, ttl, out),
-                    None => {}
-                }
-            }
-            Op::Subtract(term) => {
-                if c.cql_type.is_counter() {
-                    out.extend(counter_update(c, id, ts, &term, binds, true)?);
-                    continue;
-                }
-                let vt = op_value_type(&c.cql_type, &Op::Subtract(Term::Null));
-                match values::to_value(&term, &vt, &c.name, binds)? {
-                    Some(CqlValue::Set(items)) => {
-                        for it in items {
-                            out.push(st::CellUpdate {
-                                column: id,
-                                path: Some(values::serialize(&it)),
-                                timestamp_us: ts,
-                                op: st::CellOp::Delete,
-                            });
-                        }
-                    }
-                    Some(CqlValue::List(items)) => {
-                        let remove: Vec<Bytes> = items.iter().map(values::serialize).collect();
-                        for (path, value) in list_cells(ctx, &at, id, &c.name)? {
-                            if remove.contains(&value) {
-                                out.push(st::CellUpdate {
-                                    column: id,
-                                    path: Some(path),
-                                    timestamp_us: ts,
-                                    op: st::CellOp::Delete,
-                                });
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Op::SetElement(k, v) => match &c.cql_type {
-                CqlType::Map { key, value, .. } => {
-                    let kb = values::eval(&k, key, &c.name, binds)?;
-                    let Bound::Value(kb) = kb else {
-                        return invalid(format!("Invalid null map key for {}", c.name));
-                    };
-                    match values::eval(&v, value, &c.name, binds)? {
-                        Bound::Value(vb) => out.push(st::CellUpdate {
-                            column: id,
-                            path: Some(kb),
-                            timestamp_us: ts,
-                            op: st::CellOp::Set {
-                                value: vb,
-                                ttl_s: ttl,
-                            },
-                        }),
-                        Bound::Null => out.push(st::CellUpdate {
-                            column: id,
-                            path: Some(kb),
-                            timestamp_us: ts,
-                            op: st::CellOp::Delete,
-                        }),
-                        Bound::Unset => {}
-                    }
-                }
-                CqlType::List { .. } => {
-                    let idx = list_index(&k, &c.name, binds)?;
-                    let paths = list_paths(ctx, &at, id, &c.name)?;
-                    let Some(path) = usize::try_from(idx).ok().and_then(|i| paths.get(i)) else {
-                        return invalid(format!(
-                            "List index {idx} out of bound, list has size {}",
-                            paths.len()
-                        ));
-                    };
-                    let element_ty = match &c.cql_type {
-                        CqlType::List { element, .. } => (**element).clone(),
-                        other => other.clone(),
-                    };
-                    let op = match values::eval(&v, &element_ty, &c.name, binds)? {
-                        Bound::Value(vb) => st::CellOp::Set {
-                            value: vb,
-                            ttl_s: ttl,
-                        },
-                        _ => st::CellOp::Delete,
-                    };
-                    out.push(st::CellUpdate {
-                        column: id,
-                        path: Some(path.clone()),
-                        timestamp_us: ts,
-                        op,
-                    });
-                }
-                _ => {
-                    return invalid(format!(
-                        "Invalid operation ({}[?] = ?) for non collection column {}",
-                        c.name, c.name
-                    ))
-                }
-            },
-            Op::SetField(f, v) => {
-                if let CqlType::Udt { def, .. } = &c.cql_type {
-                    if let Some((_, ft)) = def.fields.get(f) {
-                        match values::eval(&v, ft, &c.name, binds)? {
-                            Bound::Value(vb) => out.push(st::CellUpdate {
-                                column: id,
-                                path: Some(field_path(f)),
-                                timestamp_us: ts,
-                                op: st::CellOp::Set {
-                                    value: vb,
-                                    ttl_s: ttl,
-                                },
-                            }),
-                            Bound::Null => out.push(st::CellUpdate {
-                                column: id,
-                                path: Some(field_path(f)),
-                                timestamp_us: ts,
-                                op: st::CellOp::Delete,
-                            }),
-                            Bound::Unset => {}
-                        }
-                    }
-                }
-            }
-            Op::Delete(path) => match path {
-                None => out.push(st::CellUpdate {
-                    column: id,
-                    path: None,
-                    timestamp_us: ts,
-                    op: if multi {
-                        st::CellOp::DeleteComplex
-                    } else {
-                        st::CellOp::Delete
-                    },
-                }),
-                Some(SubPath::Element(k)) => {
-                    let kt = match &c.cql_type {
-                        CqlType::Map { key, .. } => (**key).clone(),
-                        CqlType::Set { element, .. } => (**element).clone(),
-                        CqlType::List { .. } => {
-                            let idx = list_index(&k, &c.name, binds)?;
-                            let paths = list_paths(ctx, &at, id, &c.name)?;
-                            let Some(path) = usize::try_from(idx).ok().and_then(|i| paths.get(i))
-                            else {
-                                return invalid(format!(
-                                    "List index {idx} out of bound, list has size {}",
-                                    paths.len()
-                                ));
-                            };
-                            out.push(st::CellUpdate {
-                                column: id,
-                                path: Some(path.clone()),
-                                timestamp_us: ts,
-                                op: st::CellOp::Delete,
-                            });
-                            continue;
-                        }
-                        _ => {
-                            return invalid(format!(
-                                "Invalid deletion of element of non collection column {}",
-                                c.name
-                            ))
-                        }
-                    };
-                    if let Bound::Value(kb) = values::eval(&k, &kt, &c.name, binds)? {
-                        out.push(st::CellUpdate {
-                            column: id,
-                            path: Some(kb),
-                            timestamp_us: ts,
-                            op: st::CellOp::Delete,
-                        });
-                    }
-                }
-                Some(SubPath::Field(f)) => {
-                    if let CqlType::Udt { def, .. } = &c.cql_type {
-                        if let Some(i) = def.fields.iter().position(|(n, _)| n == &f.name) {
-                            out.push(st::CellUpdate {
-                                column: id,
-                                path: Some(field_path(i)),
-                                timestamp_us: ts,
-                                op: st::CellOp::Delete,
-                            });
-                        }
-                    }
-                }
-            },
+            Op::Set(term) => row.set(c, &term, pre)?,
+            Op::Add(term) => row.add(c, &term, false)?,
+            Op::Prepend(term) => row.add(c, &term, true)?,
+            Op::Subtract(term) => row.subtract(c, &term)?,
+            Op::SetElement(k, v) => row.set_element(c, &k, &v)?,
+            Op::SetField(f, v) => row.set_field(c, f, &v)?,
+            Op::Delete(path) => row.delete(c, path.as_ref())?,
         }
     }
     Ok(())
+}
+
+/// One row being written: what its operations are evaluated with, and where their cells go.
+struct RowCells<'r, 'b, 'c, 'a> {
+    binds: &'r Binds<'b>,
+    ctx: &'r WriteContext<'c>,
+    at: &'r Option<RowAt<'a>>,
+    ts: i64,
+    ttl: u32,
+    out: &'r mut Vec<st::CellUpdate>,
+}
+
+impl RowCells<'_, '_, '_, '_> {
+    fn push(&mut self, column: u32, path: Option<Bytes>, op: st::CellOp) {
+        self.out.push(st::CellUpdate {
+            column,
+            path,
+            timestamp_us: self.ts,
+            op,
+        });
+    }
+
+    fn set_op(&self, value: Bytes) -> st::CellOp {
+        st::CellOp::Set {
+            value,
+            ttl_s: self.ttl,
+        }
+    }
+
+    /// `c = t`, or an INSERT value (`pre`: already bound by INSERT JSON).
+    fn set(&mut self, c: &ColumnMeta, term: &Term, pre: Option<Bound>) -> ExecResult<()> {
+        let bound = match pre {
+            Some(b) => b,
+            None => values::eval(term, &c.cql_type, &c.name, self.binds)?,
+        };
+        let multi = c.cql_type.is_multi_cell();
+        match (bound, multi) {
+            (Bound::Unset, _) => {}
+            (Bound::Null, false) => self.push(c.id, None, st::CellOp::Delete),
+            (Bound::Null, true) => self.push(c.id, None, st::CellOp::DeleteComplex),
+            (Bound::Value(b), false) => {
+                let op = self.set_op(b);
+                self.push(c.id, None, op);
+            }
+            (Bound::Value(b), true) => {
+                // Overwrite: drop what was there just before this write's timestamp.
+                self.out.push(st::CellUpdate {
+                    column: c.id,
+                    path: None,
+                    timestamp_us: self.ts - 1,
+                    op: st::CellOp::DeleteComplex,
+                });
+                let v = helenus_types::deserialize(&c.cql_type, &b)
+                    .map_err(|e| ExecError::Invalid(e.to_string()))?;
+                collection_cells(c.id, &v, self.ts, self.ttl, self.out);
+            }
+        }
+        Ok(())
+    }
+
+    /// `c = c + t` (a counter increment or collection append) and `c = t + c` (a list prepend).
+    fn add(&mut self, c: &ColumnMeta, term: &Term, is_prepend: bool) -> ExecResult<()> {
+        if c.cql_type.is_counter() {
+            self.out
+                .extend(counter_update(c, c.id, self.ts, term, self.binds, false)?);
+            return Ok(());
+        }
+        match values::to_value(term, &c.cql_type, &c.name, self.binds)? {
+            // Prepended elements get paths that sort before every existing one.
+            Some(CqlValue::List(items)) if is_prepend => {
+                let paths = self.ctx.prepends.next(items.len());
+                for (path, it) in paths.into_iter().zip(&items) {
+                    let op = self.set_op(values::serialize(it));
+                    self.push(c.id, Some(path), op);
+                }
+            }
+            Some(v) => collection_cells(c.id, &v, self.ts, self.ttl, self.out),
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// `c = c - t`: a counter decrement, or removal of set elements or of list values (read
+    /// before write).
+    fn subtract(&mut self, c: &ColumnMeta, term: &Term) -> ExecResult<()> {
+        if c.cql_type.is_counter() {
+            self.out
+                .extend(counter_update(c, c.id, self.ts, term, self.binds, true)?);
+            return Ok(());
+        }
+        let vt = op_value_type(&c.cql_type, &Op::Subtract(Term::Null));
+        match values::to_value(term, &vt, &c.name, self.binds)? {
+            Some(CqlValue::Set(items)) => {
+                for it in items {
+                    self.push(c.id, Some(values::serialize(&it)), st::CellOp::Delete);
+                }
+            }
+            Some(CqlValue::List(items)) => {
+                let remove: Vec<Bytes> = items.iter().map(values::serialize).collect();
+                for (path, value) in list_cells(self.ctx, self.at, c.id, &c.name)? {
+                    if remove.contains(&value) {
+                        self.push(c.id, Some(path), st::CellOp::Delete);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `c[k] = v` of a map or (by index, read before write) of a list.
+    fn set_element(&mut self, c: &ColumnMeta, k: &Term, v: &Term) -> ExecResult<()> {
+        match &c.cql_type {
+            CqlType::Map { key, value, .. } => {
+                let Bound::Value(kb) = values::eval(k, key, &c.name, self.binds)? else {
+                    return invalid(format!("Invalid null map key for {}", c.name));
+                };
+                match values::eval(v, value, &c.name, self.binds)? {
+                    Bound::Value(vb) => {
+                        let op = self.set_op(vb);
+                        self.push(c.id, Some(kb), op);
+                    }
+                    Bound::Null => self.push(c.id, Some(kb), st::CellOp::Delete),
+                    Bound::Unset => {}
+                }
+            }
+            CqlType::List { element, .. } => {
+                let path = self.list_element_path(c, k)?;
+                let op = match values::eval(v, element, &c.name, self.binds)? {
+                    Bound::Value(vb) => self.set_op(vb),
+                    _ => st::CellOp::Delete,
+                };
+                self.push(c.id, Some(path), op);
+            }
+            _ => {
+                return invalid(format!(
+                    "Invalid operation ({}[?] = ?) for non collection column {}",
+                    c.name, c.name
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The path of the list element at index `k` of the row's current list.
+    fn list_element_path(&self, c: &ColumnMeta, k: &Term) -> ExecResult<Bytes> {
+        let idx = list_index(k, &c.name, self.binds)?;
+        let paths = list_paths(self.ctx, self.at, c.id, &c.name)?;
+        match usize::try_from(idx).ok().and_then(|i| paths.get(i)) {
+            Some(path) => Ok(path.clone()),
+            None => invalid(format!(
+                "List index {idx} out of bound, list has size {}",
+                paths.len()
+            )),
+        }
+    }
+
+    /// `c.f = v` of a non-frozen UDT.
+    fn set_field(&mut self, c: &ColumnMeta, f: usize, v: &Term) -> ExecResult<()> {
+        let CqlType::Udt { def, .. } = &c.cql_type else {
+            return Ok(());
+        };
+        let Some((_, ft)) = def.fields.get(f) else {
+            return Ok(());
+        };
+        match values::eval(v, ft, &c.name, self.binds)? {
+            Bound::Value(vb) => {
+                let op = self.set_op(vb);
+                self.push(c.id, Some(field_path(f)), op);
+            }
+            Bound::Null => self.push(c.id, Some(field_path(f)), st::CellOp::Delete),
+            Bound::Unset => {}
+        }
+        Ok(())
+    }
+
+    /// `DELETE c`, `DELETE c[k]` and `DELETE c.f`.
+    fn delete(&mut self, c: &ColumnMeta, path: Option<&SubPath>) -> ExecResult<()> {
+        match path {
+            None => {
+                let op = if c.cql_type.is_multi_cell() {
+                    st::CellOp::DeleteComplex
+                } else {
+                    st::CellOp::Delete
+                };
+                self.push(c.id, None, op);
+            }
+            Some(SubPath::Element(k)) => {
+                let kt = match &c.cql_type {
+                    CqlType::Map { key, .. } => (**key).clone(),
+                    CqlType::Set { element, .. } => (**element).clone(),
+                    CqlType::List { .. } => {
+                        let path = self.list_element_path(c, k)?;
+                        self.push(c.id, Some(path), st::CellOp::Delete);
+                        return Ok(());
+                    }
+                    _ => {
+                        return invalid(format!(
+                            "Invalid deletion of element of non collection column {}",
+                            c.name
+                        ))
+                    }
+                };
+                if let Bound::Value(kb) = values::eval(k, &kt, &c.name, self.binds)? {
+                    self.push(c.id, Some(kb), st::CellOp::Delete);
+                }
+            }
+            Some(SubPath::Field(f)) => {
+                if let CqlType::Udt { def, .. } = &c.cql_type {
+                    if let Some(i) = def.fields.iter().position(|(n, _)| n == &f.name) {
+                        self.push(c.id, Some(field_path(i)), st::CellOp::Delete);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Decodes `INSERT ... JSON` into (column, value) pairs; key columns come back separately.

@@ -19,7 +19,7 @@ mod cells;
 pub(super) mod lwt_cond;
 mod plan;
 
-use cells::{json_values, row_cells, RowAt};
+use cells::{json_values, row_cells, JsonRow, RowAt};
 pub use plan::{plan_delete, plan_insert, plan_update};
 
 #[derive(Debug, Clone)]
@@ -79,6 +79,8 @@ pub struct WriteContext<'a> {
     pub timestamp_us: i64,
     pub now_s: i64,
     pub lists: Option<&'a ListLookup<'a>>,
+    /// The node's low-water mark of list-prepend paths.
+    pub prepends: &'a crate::exec_state::PrependPaths,
 }
 
 fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecResult<Option<i64>> {
@@ -115,64 +117,25 @@ pub fn mutations(
     ctx: &WriteContext,
 ) -> ExecResult<Vec<st::Mutation>> {
     let t = &plan.table;
-    let ts = match &plan.using.timestamp {
-        Some(term) => match int_of(term, NativeType::Bigint, "[timestamp]", binds)? {
-            // Long.MIN_VALUE is Cassandra's "no timestamp" marker.
-            Some(i64::MIN) => {
-                return invalid(format!(
-                    "Out of bound timestamp, must be in [{}, {}]",
-                    i64::MIN + 1,
-                    i64::MAX
-                ))
-            }
-            Some(v) => v,
-            None => ctx.timestamp_us,
-        },
-        None => ctx.timestamp_us,
-    };
-    let ttl = match &plan.using.ttl {
-        Some(term) => match int_of(term, NativeType::Int, "[ttl]", binds)? {
-            Some(v) if v < 0 => {
-                return invalid(format!("A TTL must be greater or equal to 0, but was {v}"))
-            }
-            Some(v) if v > MAX_TTL_S => {
-                return invalid(format!(
-                    "ttl is too large. requested ({v}) maximum ({MAX_TTL_S})"
-                ))
-            }
-            Some(v) => v as u32,
-            None => t.params.default_time_to_live.max(0) as u32,
-        },
-        None => t.params.default_time_to_live.max(0) as u32,
-    };
+    let ts = write_timestamp(plan, binds, ctx)?;
+    let ttl = write_ttl(plan, binds)?;
     super::write_checks::check_expiration(t, ttl, ctx.now_s)?;
     let json = json_values(plan, binds)?;
-    let (pk_lists, ck_lists): (Vec<Vec<Bytes>>, Vec<Vec<Bytes>>) = match &json {
-        Some((_, pk, ck)) => (
-            pk.iter().map(|b| vec![b.clone()]).collect(),
-            ck.iter().map(|b| vec![b.clone()]).collect(),
-        ),
-        None => {
-            let pkc: Vec<&helenus_schema::ColumnMeta> = t.partition_key().collect();
-            let ckc: Vec<&helenus_schema::ColumnMeta> = t.clustering().collect();
-            let mut p = Vec::new();
-            for (c, v) in pkc.iter().zip(&plan.pk) {
-                p.push(key_values::expand_values(v, &c.cql_type, &c.name, binds)?);
-            }
-            let mut k = Vec::new();
-            for (c, v) in ckc.iter().zip(&plan.ck) {
-                k.push(key_values::expand_values(v, &c.cql_type, &c.name, binds)?);
-            }
-            (p, k)
-        }
-    };
+    let (pk_lists, ck_lists) = key_lists(plan, &json, binds)?;
     key_values::check_key_components(&pk_lists)?;
     check_compact_clustering(t, &plan.kind, &ck_lists)?;
-    let json_cols = json.map(|(c, _, _)| c);
     let keys = key_values::cartesian(&pk_lists, "partition key")?;
-    let clusterings = key_values::cartesian(&ck_lists, "clustering columns")?;
-    let full_clustering = ck_lists.len() == t.clustering_len();
-    let expires = if ttl > 0 { ctx.now_s + ttl as i64 } else { 0 };
+    let write = PartitionWrite {
+        plan,
+        binds,
+        ctx,
+        clusterings: key_values::cartesian(&ck_lists, "clustering columns")?,
+        no_clustering: ck_lists.is_empty(),
+        full_clustering: ck_lists.len() == t.clustering_len(),
+        ts,
+        ttl,
+        json_cols: json.map(|(c, _, _)| c),
+    };
     let mut out = Vec::with_capacity(keys.len());
     for comps in keys {
         let refs: Vec<&[u8]> = comps.iter().map(|b| b.as_ref()).collect();
@@ -187,118 +150,223 @@ pub fn mutations(
             static_row: None,
             rows: Vec::new(),
         };
-        let deletion = st::DeletionTime {
-            marked_for_delete_at_us: ts,
-            local_deletion_time_s: ctx.now_s,
-        };
         match plan.kind {
-            WriteKind::Delete if plan.ops.is_empty() => {
-                if !plan.ck_slice.is_empty() {
-                    for prefix in &clusterings {
-                        let (start, end) = slice_bounds(prefix, &plan.ck_slice, t, binds)?;
-                        m.range_tombstones.push((start, end, deletion));
-                    }
-                } else if ck_lists.is_empty() {
-                    m.partition_deletion = Some(deletion);
-                } else if full_clustering {
-                    for c in &clusterings {
-                        m.rows.push(st::RowUpdate {
-                            clustering: c.clone(),
-                            liveness: None,
-                            deletion: Some(deletion),
-                            cells: Vec::new(),
-                        });
-                    }
-                } else {
-                    for prefix in &clusterings {
-                        let b = |kind| st::ClusteringBound {
-                            prefix: prefix.clone(),
-                            kind,
-                        };
-                        m.range_tombstones.push((
-                            b(st::BoundKind::Inclusive),
-                            b(st::BoundKind::Inclusive),
-                            deletion,
-                        ));
-                    }
-                }
-            }
-            _ => {
-                let mut static_cells = Vec::new();
-                let mut regular_cells = Vec::new();
-                let mut all = Vec::new();
-                let single =
-                    if clusterings.len() == 1 && (full_clustering || t.clustering_len() == 0) {
-                        clusterings.first().map(|c| RowAt {
-                            key: &m.key,
-                            token: m.token,
-                            clustering: c,
-                        })
-                    } else {
-                        None
-                    };
-                row_cells(plan, binds, ctx, single, ts, ttl, &json_cols, &mut all)?;
-                for cell in all {
-                    let is_static = t
-                        .columns
-                        .iter()
-                        .any(|c| c.id == cell.column && c.kind == ColumnKind::Static);
-                    if is_static {
-                        static_cells.push(cell);
-                    } else {
-                        regular_cells.push(cell);
-                    }
-                }
-                if !static_cells.is_empty() {
-                    m.static_row = Some(st::RowUpdate {
-                        clustering: Vec::new(),
-                        liveness: None,
-                        deletion: None,
-                        cells: static_cells,
-                    });
-                }
-                let insert = matches!(plan.kind, WriteKind::Insert | WriteKind::InsertJson { .. });
-                let needs_row = insert || !regular_cells.is_empty();
-                if needs_row && (t.clustering_len() == 0 || full_clustering) {
-                    // COMPACT STORAGE rows have no marker: they live through their cells (a
-                    // dense table with no declared value writes its hidden empty value).
-                    let liveness = (insert && !t.is_compact()).then_some(st::Liveness {
-                        timestamp_us: ts,
-                        ttl_s: ttl,
-                        expires_at_s: expires,
-                    });
-                    if insert && t.is_compact() && t.is_dense() {
-                        if let Some(empty) = t.columns.iter().find(|c| c.cql_type.is_empty_type()) {
-                            regular_cells.push(st::CellUpdate {
-                                column: empty.id,
-                                path: None,
-                                timestamp_us: ts,
-                                op: st::CellOp::Set {
-                                    value: Bytes::new(),
-                                    ttl_s: ttl,
-                                },
-                            });
-                        }
-                    }
-                    let cl = if t.clustering_len() == 0 {
-                        vec![Vec::new()]
-                    } else {
-                        clusterings.clone()
-                    };
-                    for c in cl {
-                        m.rows.push(st::RowUpdate {
-                            clustering: c,
-                            liveness,
-                            deletion: None,
-                            cells: regular_cells.clone(),
-                        });
-                    }
-                }
-            }
+            WriteKind::Delete if plan.ops.is_empty() => write.deletions(&mut m)?,
+            _ => write.rows(&mut m)?,
         }
         out.push(m);
     }
     Ok(out)
+}
+
+/// `USING TIMESTAMP`, or the execution's.
+fn write_timestamp(plan: &WritePlan, binds: &Binds<'_>, ctx: &WriteContext) -> ExecResult<i64> {
+    let Some(term) = &plan.using.timestamp else {
+        return Ok(ctx.timestamp_us);
+    };
+    match int_of(term, NativeType::Bigint, "[timestamp]", binds)? {
+        // Long.MIN_VALUE is Cassandra's "no timestamp" marker.
+        Some(i64::MIN) => invalid(format!(
+            "Out of bound timestamp, must be in [{}, {}]",
+            i64::MIN + 1,
+            i64::MAX
+        )),
+        Some(v) => Ok(v),
+        None => Ok(ctx.timestamp_us),
+    }
+}
+
+/// `USING TTL`, or the table's default.
+fn write_ttl(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<u32> {
+    let default = plan.table.params.default_time_to_live.max(0) as u32;
+    let Some(term) = &plan.using.ttl else {
+        return Ok(default);
+    };
+    match int_of(term, NativeType::Int, "[ttl]", binds)? {
+        Some(v) if v < 0 => invalid(format!("A TTL must be greater or equal to 0, but was {v}")),
+        Some(v) if v > MAX_TTL_S => invalid(format!(
+            "ttl is too large. requested ({v}) maximum ({MAX_TTL_S})"
+        )),
+        Some(v) => Ok(v as u32),
+        None => Ok(default),
+    }
+}
+
+/// The values each partition key and clustering column takes (several under IN).
+#[allow(clippy::type_complexity)]
+fn key_lists(
+    plan: &WritePlan,
+    json: &Option<JsonRow>,
+    binds: &Binds<'_>,
+) -> ExecResult<(Vec<Vec<Bytes>>, Vec<Vec<Bytes>>)> {
+    if let Some((_, pk, ck)) = json {
+        return Ok((
+            pk.iter().map(|b| vec![b.clone()]).collect(),
+            ck.iter().map(|b| vec![b.clone()]).collect(),
+        ));
+    }
+    let t = &plan.table;
+    let mut p = Vec::new();
+    for (c, v) in t.partition_key().zip(&plan.pk) {
+        p.push(key_values::expand_values(v, &c.cql_type, &c.name, binds)?);
+    }
+    let mut k = Vec::new();
+    for (c, v) in t.clustering().zip(&plan.ck) {
+        k.push(key_values::expand_values(v, &c.cql_type, &c.name, binds)?);
+    }
+    Ok((p, k))
+}
+
+/// What every partition of one write shares.
+struct PartitionWrite<'r, 'b, 'c> {
+    plan: &'r WritePlan,
+    binds: &'r Binds<'b>,
+    ctx: &'r WriteContext<'c>,
+    clusterings: Vec<Vec<Bytes>>,
+    /// No clustering column is restricted.
+    no_clustering: bool,
+    full_clustering: bool,
+    ts: i64,
+    ttl: u32,
+    json_cols: Option<Vec<(usize, Bound)>>,
+}
+
+impl PartitionWrite<'_, '_, '_> {
+    /// A DELETE without columns: the partition, rows, or ranges of rows.
+    fn deletions(&self, m: &mut st::Mutation) -> ExecResult<()> {
+        let t = &self.plan.table;
+        let deletion = st::DeletionTime {
+            marked_for_delete_at_us: self.ts,
+            local_deletion_time_s: self.ctx.now_s,
+        };
+        if !self.plan.ck_slice.is_empty() {
+            for prefix in &self.clusterings {
+                let (start, end) = slice_bounds(prefix, &self.plan.ck_slice, t, self.binds)?;
+                m.range_tombstones.push((start, end, deletion));
+            }
+        } else if self.no_clustering {
+            m.partition_deletion = Some(deletion);
+        } else if self.full_clustering {
+            for c in &self.clusterings {
+                m.rows.push(st::RowUpdate {
+                    clustering: c.clone(),
+                    liveness: None,
+                    deletion: Some(deletion),
+                    cells: Vec::new(),
+                });
+            }
+        } else {
+            for prefix in &self.clusterings {
+                let b = |kind| st::ClusteringBound {
+                    prefix: prefix.clone(),
+                    kind,
+                };
+                m.range_tombstones.push((
+                    b(st::BoundKind::Inclusive),
+                    b(st::BoundKind::Inclusive),
+                    deletion,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A dense COMPACT STORAGE table with no declared value keeps its rows alive through a
+    /// hidden empty value, which every INSERT writes.
+    fn hidden_compact_value(&self) -> Option<st::CellUpdate> {
+        let t = &self.plan.table;
+        if !t.is_compact() || !t.is_dense() {
+            return None;
+        }
+        let empty = t.columns.iter().find(|c| c.cql_type.is_empty_type())?;
+        Some(st::CellUpdate {
+            column: empty.id,
+            path: None,
+            timestamp_us: self.ts,
+            op: st::CellOp::Set {
+                value: Bytes::new(),
+                ttl_s: self.ttl,
+            },
+        })
+    }
+
+    /// INSERT, UPDATE and DELETE of columns: the static row and the regular rows' cells.
+    fn rows(&self, m: &mut st::Mutation) -> ExecResult<()> {
+        let t = &self.plan.table;
+        let (ts, ttl) = (self.ts, self.ttl);
+        let mut all = Vec::new();
+        let single =
+            if self.clusterings.len() == 1 && (self.full_clustering || t.clustering_len() == 0) {
+                self.clusterings.first().map(|c| RowAt {
+                    key: &m.key,
+                    token: m.token,
+                    clustering: c,
+                })
+            } else {
+                None
+            };
+        row_cells(
+            self.plan,
+            self.binds,
+            self.ctx,
+            single,
+            ts,
+            ttl,
+            &self.json_cols,
+            &mut all,
+        )?;
+        let (static_cells, mut regular_cells): (Vec<_>, Vec<_>) =
+            all.into_iter().partition(|cell| {
+                t.columns
+                    .iter()
+                    .any(|c| c.id == cell.column && c.kind == ColumnKind::Static)
+            });
+        if !static_cells.is_empty() {
+            m.static_row = Some(st::RowUpdate {
+                clustering: Vec::new(),
+                liveness: None,
+                deletion: None,
+                cells: static_cells,
+            });
+        }
+        let insert = matches!(
+            self.plan.kind,
+            WriteKind::Insert | WriteKind::InsertJson { .. }
+        );
+        let needs_row = insert || !regular_cells.is_empty();
+        if !needs_row || (t.clustering_len() != 0 && !self.full_clustering) {
+            return Ok(());
+        }
+        let expires = if ttl > 0 {
+            self.ctx.now_s + ttl as i64
+        } else {
+            0
+        };
+        // COMPACT STORAGE rows have no marker: they live through their cells (a dense table
+        // with no declared value writes its hidden empty value).
+        let liveness = (insert && !t.is_compact()).then_some(st::Liveness {
+            timestamp_us: ts,
+            ttl_s: ttl,
+            expires_at_s: expires,
+        });
+        if insert {
+            regular_cells.extend(self.hidden_compact_value());
+        }
+        let cl = if t.clustering_len() == 0 {
+            vec![Vec::new()]
+        } else {
+            self.clusterings.clone()
+        };
+        for c in cl {
+            m.rows.push(st::RowUpdate {
+                clustering: c,
+                liveness,
+                deletion: None,
+                cells: regular_cells.clone(),
+            });
+        }
+        Ok(())
+    }
 }
 
 fn slice_bounds(

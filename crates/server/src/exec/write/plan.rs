@@ -6,10 +6,10 @@ use crate::exec::error::{invalid, ExecError, ExecResult};
 use crate::exec::key_values::{note_binds, ValuesOf};
 use crate::exec::BindSpec;
 use helenus_cql::ast::{
-    Assignment, DeleteStatement, InsertStatement, InsertValues, JsonDefault, Operator, Relation,
-    RelationValue, SubPath, Term, UpdateStatement, UsingClause, WriteCondition,
+    Assignment, DeleteStatement, Ident, InsertStatement, InsertValues, JsonDefault, Operator,
+    Relation, RelationValue, SubPath, Term, UpdateStatement, UsingClause, WriteCondition,
 };
-use helenus_schema::{ColumnKind, TableMeta};
+use helenus_schema::{ColumnKind, ColumnMeta, TableMeta};
 use helenus_types::{CqlType, NativeType};
 use std::sync::Arc;
 
@@ -65,28 +65,6 @@ fn where_keys(
         let i = column_index_of(t, &id.name)?;
         let c = &t.columns[i];
         let vals = match (op, value) {
-            (Operator::Eq, RelationValue::Single(term)) => {
-                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
-                Some(ValuesOf::Terms(vec![term.clone()]))
-            }
-            (Operator::In, RelationValue::List(terms)) => {
-                for term in terms {
-                    note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
-                }
-                Some(ValuesOf::Terms(terms.clone()))
-            }
-            (Operator::In, RelationValue::Single(term)) => {
-                let lt = CqlType::List {
-                    element: Box::new(c.cql_type.clone()),
-                    frozen: false,
-                };
-                note_binds(
-                    term,
-                    BindSpec::new(t, &format!("in({})", c.name), lt),
-                    specs,
-                );
-                Some(ValuesOf::BindList(term.clone()))
-            }
             (
                 Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte,
                 RelationValue::Single(term),
@@ -95,13 +73,7 @@ fn where_keys(
                 slice.push((*op, term.clone()));
                 None
             }
-            _ => {
-                return invalid(match c.kind {
-                    ColumnKind::PartitionKey => "Only EQ and IN relation are supported on the partition key (unless you use the token() function)".to_string(),
-                    ColumnKind::Clustering => format!("Invalid operator {op:?} for PRIMARY KEY part {}", c.name),
-                    _ => format!("Non PRIMARY KEY columns found in where clause: {}", c.name),
-                });
-            }
+            _ => Some(key_values(t, c, *op, value, specs)?),
         };
         match c.kind {
             ColumnKind::PartitionKey => {
@@ -134,6 +106,55 @@ fn where_keys(
             missing.join(", ")
         ));
     }
+    let ck_out = clustering_prefix(t, &ck, ck_vals)?;
+    Ok((pk_vals.into_iter().flatten().collect(), ck_out, slice))
+}
+
+/// The values an `=` or `IN` relation gives a key column (its bind markers noted).
+fn key_values(
+    t: &TableMeta,
+    c: &ColumnMeta,
+    op: Operator,
+    value: &RelationValue,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<ValuesOf> {
+    match (op, value) {
+        (Operator::Eq, RelationValue::Single(term)) => {
+            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            Ok(ValuesOf::Terms(vec![term.clone()]))
+        }
+        (Operator::In, RelationValue::List(terms)) => {
+            for term in terms {
+                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            }
+            Ok(ValuesOf::Terms(terms.clone()))
+        }
+        (Operator::In, RelationValue::Single(term)) => {
+            let lt = CqlType::List {
+                element: Box::new(c.cql_type.clone()),
+                frozen: false,
+            };
+            note_binds(
+                term,
+                BindSpec::new(t, &format!("in({})", c.name), lt),
+                specs,
+            );
+            Ok(ValuesOf::BindList(term.clone()))
+        }
+        _ => invalid(match c.kind {
+            ColumnKind::PartitionKey => "Only EQ and IN relation are supported on the partition key (unless you use the token() function)".to_string(),
+            ColumnKind::Clustering => format!("Invalid operator {op:?} for PRIMARY KEY part {}", c.name),
+            _ => format!("Non PRIMARY KEY columns found in where clause: {}", c.name),
+        }),
+    }
+}
+
+/// The restricted clustering columns, which must be a prefix of the clustering key.
+fn clustering_prefix(
+    t: &TableMeta,
+    ck: &[usize],
+    ck_vals: Vec<Option<ValuesOf>>,
+) -> ExecResult<Vec<ValuesOf>> {
     let mut ck_out = Vec::new();
     let mut gap: Option<&str> = None;
     for (p, v) in ck_vals.into_iter().enumerate() {
@@ -148,7 +169,7 @@ fn where_keys(
             (None, _) => gap = gap.or(Some(t.columns[ck[p]].name.as_str())),
         }
     }
-    Ok((pk_vals.into_iter().flatten().collect(), ck_out, slice))
+    Ok(ck_out)
 }
 
 pub fn plan_insert(
@@ -160,68 +181,10 @@ pub fn plan_insert(
         return invalid("INSERT statements are not allowed on counter tables, use UPDATE instead");
     }
     note_using(&t, &s.using, specs);
-    let mut pk = Vec::new();
-    let mut ck = Vec::new();
-    let mut ops = Vec::new();
-    let kind = match &s.values {
+    let (kind, mut pk, mut ck, ops) = match &s.values {
         InsertValues::Values { columns, values } => {
-            if columns.len() != values.len() {
-                return invalid(format!(
-                    "Unmatched column names/values: {} column names but {} values",
-                    columns.len(),
-                    values.len()
-                ));
-            }
-            let mut seen = std::collections::HashSet::new();
-            for (id, term) in columns.iter().zip(values) {
-                let i = column_index_of(&t, &id.name)?;
-                if !seen.insert(i) {
-                    return invalid(format!("Multiple definitions found for column {}", id.name));
-                }
-                let c = &t.columns[i];
-                note_binds(term, BindSpec::new(&t, &c.name, c.cql_type.clone()), specs);
-                match c.kind {
-                    ColumnKind::PartitionKey => {
-                        pk.push((c.position, ValuesOf::Terms(vec![term.clone()])))
-                    }
-                    ColumnKind::Clustering => {
-                        ck.push((c.position, ValuesOf::Terms(vec![term.clone()])))
-                    }
-                    _ => ops.push((i, Op::Set(term.clone()))),
-                }
-            }
-            let missing_pk: Vec<&str> = t
-                .partition_key()
-                .filter(|c| !pk.iter().any(|(p, _)| *p == c.position))
-                .map(|c| c.name.as_str())
-                .collect();
-            if !missing_pk.is_empty() {
-                return invalid(format!(
-                    "Some partition key parts are missing: {}",
-                    missing_pk.join(", ")
-                ));
-            }
-            let missing_ck: Vec<&str> = t
-                .clustering()
-                .filter(|c| !ck.iter().any(|(p, _)| *p == c.position))
-                .map(|c| c.name.as_str())
-                .collect();
-            let only_static = !ops.is_empty()
-                && ops
-                    .iter()
-                    .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
-            if !missing_ck.is_empty() && (!only_static || !ck.is_empty()) {
-                return invalid(format!(
-                    "Some clustering keys are missing: {}",
-                    missing_ck.join(", ")
-                ));
-            }
-            if let Some(value) = missing_compact_value(&t, &ops) {
-                return invalid(format!(
-                    "Column {value} is mandatory for this COMPACT STORAGE table"
-                ));
-            }
-            WriteKind::Insert
+            let (pk, ck, ops) = insert_values(&t, columns, values, specs)?;
+            (WriteKind::Insert, pk, ck, ops)
         }
         InsertValues::Json { value, default } => {
             note_binds(
@@ -229,10 +192,11 @@ pub fn plan_insert(
                 BindSpec::new(&t, "[json]", CqlType::Native(NativeType::Varchar)),
                 specs,
             );
-            WriteKind::InsertJson {
+            let kind = WriteKind::InsertJson {
                 json: value.clone(),
                 default_unset: *default == JsonDefault::Unset,
-            }
+            };
+            (kind, Vec::new(), Vec::new(), Vec::new())
         }
     };
     pk.sort_by_key(|(p, _)| *p);
@@ -255,6 +219,77 @@ pub fn plan_insert(
     Ok(plan)
 }
 
+/// Key values by key position.
+type PositionedValues = Vec<(i32, ValuesOf)>;
+
+/// Partition key values, clustering values and column operations of an INSERT.
+type InsertParts = (PositionedValues, PositionedValues, Vec<(usize, Op)>);
+
+/// `INSERT (columns) VALUES (values)`: partition key and clustering values by position, and a
+/// set operation per other column; every key part must be given (clustering ones may be left
+/// out when only static columns are written).
+fn insert_values(
+    t: &TableMeta,
+    columns: &[Ident],
+    values: &[Term],
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<InsertParts> {
+    if columns.len() != values.len() {
+        return invalid(format!(
+            "Unmatched column names/values: {} column names but {} values",
+            columns.len(),
+            values.len()
+        ));
+    }
+    let (mut pk, mut ck, mut ops) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen = std::collections::HashSet::new();
+    for (id, term) in columns.iter().zip(values) {
+        let i = column_index_of(t, &id.name)?;
+        if !seen.insert(i) {
+            return invalid(format!("Multiple definitions found for column {}", id.name));
+        }
+        let c = &t.columns[i];
+        note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+        match c.kind {
+            ColumnKind::PartitionKey => pk.push((c.position, ValuesOf::Terms(vec![term.clone()]))),
+            ColumnKind::Clustering => ck.push((c.position, ValuesOf::Terms(vec![term.clone()]))),
+            _ => ops.push((i, Op::Set(term.clone()))),
+        }
+    }
+    let missing_pk: Vec<&str> = t
+        .partition_key()
+        .filter(|c| !pk.iter().any(|(p, _)| *p == c.position))
+        .map(|c| c.name.as_str())
+        .collect();
+    if !missing_pk.is_empty() {
+        return invalid(format!(
+            "Some partition key parts are missing: {}",
+            missing_pk.join(", ")
+        ));
+    }
+    let missing_ck: Vec<&str> = t
+        .clustering()
+        .filter(|c| !ck.iter().any(|(p, _)| *p == c.position))
+        .map(|c| c.name.as_str())
+        .collect();
+    let only_static = !ops.is_empty()
+        && ops
+            .iter()
+            .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
+    if !missing_ck.is_empty() && (!only_static || !ck.is_empty()) {
+        return invalid(format!(
+            "Some clustering keys are missing: {}",
+            missing_ck.join(", ")
+        ));
+    }
+    if let Some(value) = missing_compact_value(t, &ops) {
+        return invalid(format!(
+            "Column {value} is mandatory for this COMPACT STORAGE table"
+        ));
+    }
+    Ok((pk, ck, ops))
+}
+
 /// The declared value column of a dense COMPACT STORAGE table when an INSERT leaves it out:
 /// with no row marker, the row would not exist without it.
 fn missing_compact_value<'t>(t: &'t TableMeta, ops: &[(usize, Op)]) -> Option<&'t str> {
@@ -275,114 +310,11 @@ pub fn plan_update(
     note_using(&t, &s.using, specs);
     let mut ops = Vec::new();
     for a in &s.assignments {
-        let (name, op) = match a {
-            Assignment::Set { column, value } => (column, Op::Set(value.clone())),
-            Assignment::Add { column, value } => (column, Op::Add(value.clone())),
-            Assignment::Prepend { column, value } => (column, Op::Prepend(value.clone())),
-            Assignment::Subtract { column, value } => (column, Op::Subtract(value.clone())),
-            Assignment::SetElement { column, key, value } => {
-                (column, Op::SetElement(key.clone(), value.clone()))
-            }
-            Assignment::SetField {
-                column,
-                field,
-                value,
-            } => {
-                let i = column_index_of(&t, &column.name)?;
-                if let CqlType::Udt { frozen: true, .. } = &t.columns[i].cql_type {
-                    return invalid(format!(
-                        "Invalid operation ({}.{} = {value}) for frozen UDT column {}",
-                        column.name, field.name, column.name
-                    ));
-                }
-                let CqlType::Udt { def, .. } = &t.columns[i].cql_type else {
-                    return invalid(format!(
-                        "Invalid operation ({}.{} = ...) for non-UDT column {}",
-                        column.name, field.name, column.name
-                    ));
-                };
-                let f = def
-                    .fields
-                    .iter()
-                    .position(|(n, _)| n == &field.name)
-                    .ok_or_else(|| {
-                        ExecError::Invalid(format!(
-                            "UDT column {} does not have a field named {}",
-                            column.name, field.name
-                        ))
-                    })?;
-                (column, Op::SetField(f, value.clone()))
-            }
-        };
+        let (name, op) = assignment_op(&t, a)?;
         let i = column_index_of(&t, &name.name)?;
         let c = &t.columns[i];
-        if c.kind.is_primary_key() {
-            return invalid(format!("PRIMARY KEY part {} found in SET part", c.name));
-        }
-        let counter = c.cql_type.is_counter();
-        let frozen_collection = matches!(
-            &c.cql_type,
-            CqlType::List { frozen: true, .. }
-                | CqlType::Set { frozen: true, .. }
-                | CqlType::Map { frozen: true, .. }
-        );
-        if frozen_collection && !matches!(op, Op::Set(_)) {
-            let shown = match a {
-                Assignment::Add { value, .. } => format!("{0} = {0} + {value}", c.name),
-                Assignment::Subtract { value, .. } => format!("{0} = {0} - {value}", c.name),
-                Assignment::Prepend { value, .. } => format!("{0} = {value} + {0}", c.name),
-                Assignment::SetElement { key, value, .. } => format!("{}[{key}] = {value}", c.name),
-                _ => c.name.clone(),
-            };
-            return invalid(format!(
-                "Invalid operation ({shown}) for frozen collection column {}",
-                c.name
-            ));
-        }
-        match (&op, counter) {
-            // Cassandra's own wording, minus sign included.
-            (Op::Prepend(v), true) => return invalid(format!("Invalid operation ({0} = {v} - {0}) for non list column {0}", c.name)),
-            (Op::Set(_), true) => return invalid(format!("Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)", c.name)),
-            (Op::Add(_) | Op::Subtract(_), false) if !matches!(c.cql_type, CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }) => {
-                return invalid(format!("Invalid operation ({0} = {0} + ?) for non counter column {0}", c.name))
-            }
-            _ => {}
-        }
-        match &op {
-            Op::Set(v) | Op::Add(v) | Op::Prepend(v) | Op::Subtract(v) => note_binds(
-                v,
-                BindSpec::new(&t, &c.name, op_value_type(&c.cql_type, &op)),
-                specs,
-            ),
-            Op::SetElement(k, v) => {
-                let (kt, vt) = match &c.cql_type {
-                    CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
-                    CqlType::List { element, .. } => {
-                        (CqlType::Native(NativeType::Int), (**element).clone())
-                    }
-                    _ => {
-                        return invalid(format!(
-                            "Invalid operation ({0}[?] = ?) for non collection column {0}",
-                            c.name
-                        ))
-                    }
-                };
-                note_binds(k, BindSpec::new(&t, &format!("key({})", c.name), kt), specs);
-                note_binds(
-                    v,
-                    BindSpec::new(&t, &format!("value({})", c.name), vt),
-                    specs,
-                );
-            }
-            Op::SetField(f, v) => {
-                if let CqlType::Udt { def, .. } = &c.cql_type {
-                    if let Some((n, ft)) = def.fields.get(*f) {
-                        note_binds(v, BindSpec::new(&t, n, ft.clone()), specs);
-                    }
-                }
-            }
-            Op::Delete(_) => {}
-        }
+        check_assignment(c, a, &op)?;
+        note_op_binds(&t, c, &op, specs)?;
         ops.push((i, op));
     }
     if ops.iter().any(|(i, _)| t.columns[*i].cql_type.is_counter()) {
@@ -422,6 +354,130 @@ pub fn plan_update(
     };
     super::lwt_cond::validate_plan(&plan)?;
     Ok(plan)
+}
+
+/// The column an assignment writes and the operation it makes.
+fn assignment_op<'s>(t: &TableMeta, a: &'s Assignment) -> ExecResult<(&'s Ident, Op)> {
+    Ok(match a {
+        Assignment::Set { column, value } => (column, Op::Set(value.clone())),
+        Assignment::Add { column, value } => (column, Op::Add(value.clone())),
+        Assignment::Prepend { column, value } => (column, Op::Prepend(value.clone())),
+        Assignment::Subtract { column, value } => (column, Op::Subtract(value.clone())),
+        Assignment::SetElement { column, key, value } => {
+            (column, Op::SetElement(key.clone(), value.clone()))
+        }
+        Assignment::SetField {
+            column,
+            field,
+            value,
+        } => {
+            let i = column_index_of(t, &column.name)?;
+            if let CqlType::Udt { frozen: true, .. } = &t.columns[i].cql_type {
+                return invalid(format!(
+                    "Invalid operation ({}.{} = {value}) for frozen UDT column {}",
+                    column.name, field.name, column.name
+                ));
+            }
+            let CqlType::Udt { def, .. } = &t.columns[i].cql_type else {
+                return invalid(format!(
+                    "Invalid operation ({}.{} = ...) for non-UDT column {}",
+                    column.name, field.name, column.name
+                ));
+            };
+            let f = def
+                .fields
+                .iter()
+                .position(|(n, _)| n == &field.name)
+                .ok_or_else(|| {
+                    ExecError::Invalid(format!(
+                        "UDT column {} does not have a field named {}",
+                        column.name, field.name
+                    ))
+                })?;
+            (column, Op::SetField(f, value.clone()))
+        }
+    })
+}
+
+/// Refuses operations the column's kind does not allow: key columns, element operations on
+/// frozen collections, setting counters, adding to non-counters.
+fn check_assignment(c: &ColumnMeta, a: &Assignment, op: &Op) -> ExecResult<()> {
+    if c.kind.is_primary_key() {
+        return invalid(format!("PRIMARY KEY part {} found in SET part", c.name));
+    }
+    let frozen_collection = matches!(
+        &c.cql_type,
+        CqlType::List { frozen: true, .. }
+            | CqlType::Set { frozen: true, .. }
+            | CqlType::Map { frozen: true, .. }
+    );
+    if frozen_collection && !matches!(op, Op::Set(_)) {
+        let shown = match a {
+            Assignment::Add { value, .. } => format!("{0} = {0} + {value}", c.name),
+            Assignment::Subtract { value, .. } => format!("{0} = {0} - {value}", c.name),
+            Assignment::Prepend { value, .. } => format!("{0} = {value} + {0}", c.name),
+            Assignment::SetElement { key, value, .. } => format!("{}[{key}] = {value}", c.name),
+            _ => c.name.clone(),
+        };
+        return invalid(format!(
+            "Invalid operation ({shown}) for frozen collection column {}",
+            c.name
+        ));
+    }
+    match (op, c.cql_type.is_counter()) {
+        // Cassandra's own wording, minus sign included.
+        (Op::Prepend(v), true) => invalid(format!("Invalid operation ({0} = {v} - {0}) for non list column {0}", c.name)),
+        (Op::Set(_), true) => invalid(format!("Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)", c.name)),
+        (Op::Add(_) | Op::Subtract(_), false) if !matches!(c.cql_type, CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }) => {
+            invalid(format!("Invalid operation ({0} = {0} + ?) for non counter column {0}", c.name))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Records the bind markers of one operation with the types they receive.
+fn note_op_binds(
+    t: &TableMeta,
+    c: &ColumnMeta,
+    op: &Op,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<()> {
+    match op {
+        Op::Set(v) | Op::Add(v) | Op::Prepend(v) | Op::Subtract(v) => note_binds(
+            v,
+            BindSpec::new(t, &c.name, op_value_type(&c.cql_type, op)),
+            specs,
+        ),
+        Op::SetElement(k, v) => {
+            let (kt, vt) = match &c.cql_type {
+                CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
+                CqlType::List { element, .. } => {
+                    (CqlType::Native(NativeType::Int), (**element).clone())
+                }
+                _ => {
+                    return invalid(format!(
+                        "Invalid operation ({0}[?] = ?) for non collection column {0}",
+                        c.name
+                    ))
+                }
+            };
+            note_binds(k, BindSpec::new(t, &format!("key({})", c.name), kt), specs);
+            note_binds(
+                v,
+                BindSpec::new(t, &format!("value({})", c.name), vt),
+                specs,
+            );
+        }
+        Op::SetField(f, v) => {
+            if let CqlType::Udt { def, .. } = &c.cql_type {
+                if let Some((n, ft)) = def.fields.get(*f) {
+                    note_binds(v, BindSpec::new(t, n, ft.clone()), specs);
+                }
+            }
+        }
+        Op::Delete(_) => {}
+    }
+    Ok(())
 }
 
 pub fn plan_delete(

@@ -1,0 +1,283 @@
+//! The `WITH` properties of CREATE and ALTER TABLE: option strings checked and turned into
+//! `TableParams`, with Cassandra's validation messages and defaults.
+
+use super::super::{map_value, scalar};
+use crate::exec::error::{ExecError, ExecResult};
+use helenus_cql::ast::{OptionValue, Properties};
+use helenus_schema::{full_compaction_class, full_compressor_class, TableParams};
+use std::collections::BTreeMap;
+
+/// Applies `WITH` properties to table params, with Cassandra's validation and defaults.
+pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> ExecResult<()> {
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in props {
+        if !seen.insert(name.as_str()) {
+            return Err(ExecError::Syntax(format!(
+                "Multiple definitions for property '{name}'"
+            )));
+        }
+    }
+    for (name, v) in props {
+        apply_property(params, name, v)?;
+    }
+    if params.max_index_interval < params.min_index_interval {
+        return Err(ExecError::Config(format!(
+            "max_index_interval must be greater than or equal to min_index_interval ({}) (got {})",
+            params.min_index_interval, params.max_index_interval
+        )));
+    }
+    Ok(())
+}
+
+/// One `WITH` property: scalar ones here, the map-valued ones in their own functions.
+fn apply_property(params: &mut TableParams, name: &str, v: &OptionValue) -> ExecResult<()> {
+    match name {
+        "comment" => params.comment = scalar(v, name)?,
+        "default_time_to_live" => {
+            let ttl = int_option(v, name)?;
+            if ttl < 0 {
+                return Err(ExecError::Config(format!(
+                    "default_time_to_live must be greater than or equal to 0 (got {ttl})"
+                )));
+            }
+            params.default_time_to_live = ttl
+        }
+        "gc_grace_seconds" => {
+            let g = int_option(v, name)?;
+            if g < 0 {
+                return Err(ExecError::Config(format!(
+                    "gc_grace_seconds must be greater than or equal to 0 (got {g})"
+                )));
+            }
+            params.gc_grace_seconds = g
+        }
+        "bloom_filter_fp_chance" => {
+            let p = double_option(v, name)?;
+            if p <= 0.0 || p > 1.0 {
+                return Err(ExecError::Config(format!("bloom_filter_fp_chance must be larger than 0.0 and less than or equal to 1.0 (got {p})")));
+            }
+            params.bloom_filter_fp_chance = p
+        }
+        "crc_check_chance" => params.crc_check_chance = double_option(v, name)?,
+        "memtable_flush_period_in_ms" => params.memtable_flush_period_in_ms = int_option(v, name)?,
+        "min_index_interval" => params.min_index_interval = int_option(v, name)?,
+        "max_index_interval" => params.max_index_interval = int_option(v, name)?,
+        "speculative_retry" => params.speculative_retry = scalar(v, name)?,
+        "additional_write_policy" => params.additional_write_policy = scalar(v, name)?,
+        "read_repair" => params.read_repair = scalar(v, name)?.to_uppercase(),
+        "cdc" => params.cdc = Some(bool_option(v, name)?),
+        "allow_auto_snapshot" => params.allow_auto_snapshot = Some(bool_option(v, name)?),
+        "incremental_backups" => params.incremental_backups = Some(bool_option(v, name)?),
+        "memtable" => {
+            // Only the configurations a stock cassandra.yaml defines.
+            let m = scalar(v, name)?;
+            if !matches!(m.as_str(), "default" | "skiplist" | "trie") {
+                return Err(ExecError::Config(format!(
+                    "Memtable configuration \"{m}\" not found."
+                )));
+            }
+            params.memtable = Some(m)
+        }
+        "caching" => params.caching = caching(map_value(v, name)?),
+        "compaction" => params.compaction = compaction(map_value(v, name)?)?,
+        "compression" => params.compression = compression(map_value(v, name)?)?,
+        "extensions" => {
+            params.extensions = map_value(v, name)?
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes()))
+                .collect();
+        }
+        "id" => {}
+        other => return Err(ExecError::Syntax(format!("Unknown property '{other}'"))),
+    }
+    Ok(())
+}
+
+fn double_option(v: &OptionValue, name: &str) -> ExecResult<f64> {
+    scalar(v, name)?
+        .parse::<f64>()
+        .map_err(|_| ExecError::Syntax(format!("Invalid double value for '{name}'")))
+}
+
+fn int_option(v: &OptionValue, name: &str) -> ExecResult<i32> {
+    scalar(v, name)?
+        .parse::<i32>()
+        .map_err(|_| ExecError::Syntax(format!("Invalid integer value for '{name}'")))
+}
+
+fn bool_option(v: &OptionValue, name: &str) -> ExecResult<bool> {
+    match scalar(v, name)?.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ExecError::Syntax(format!(
+            "Invalid boolean value for '{name}'"
+        ))),
+    }
+}
+
+/// `caching`: both sub-options, upper-cased, with Cassandra's defaults.
+fn caching(m: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let get = |key: &str, default: &str| {
+        m.get(key)
+            .cloned()
+            .unwrap_or_else(|| default.into())
+            .to_uppercase()
+    };
+    let mut c = BTreeMap::new();
+    c.insert("keys".to_string(), get("keys", "ALL"));
+    c.insert(
+        "rows_per_partition".to_string(),
+        get("rows_per_partition", "NONE"),
+    );
+    c
+}
+
+/// `compaction`: a known strategy class (written out in full) and its threshold defaults.
+fn compaction(mut m: BTreeMap<String, String>) -> ExecResult<BTreeMap<String, String>> {
+    let class = m.remove("class").ok_or_else(|| {
+        ExecError::Config("Missing sub-option 'class' for the 'compaction' option.".into())
+    })?;
+    let full = full_compaction_class(&class);
+    let known = [
+        "SizeTieredCompactionStrategy",
+        "LeveledCompactionStrategy",
+        "TimeWindowCompactionStrategy",
+        "UnifiedCompactionStrategy",
+    ];
+    if !known.iter().any(|k| full.ends_with(k)) {
+        return Err(ExecError::Config(format!(
+            "Unable to find compaction strategy class '{full}'"
+        )));
+    }
+    if full.ends_with("SizeTieredCompactionStrategy")
+        || full.ends_with("TimeWindowCompactionStrategy")
+        || full.ends_with("LeveledCompactionStrategy")
+    {
+        m.entry("max_threshold".into())
+            .or_insert_with(|| "32".into());
+        m.entry("min_threshold".into())
+            .or_insert_with(|| "4".into());
+    }
+    m.insert("class".into(), full);
+    Ok(m)
+}
+
+/// `compression`: off, or a compressor class (written out in full) and a power-of-two chunk size.
+fn compression(mut m: BTreeMap<String, String>) -> ExecResult<BTreeMap<String, String>> {
+    // Cassandra reads an empty map as no compressor class: compression off.
+    if m.is_empty() || m.get("enabled").map(|e| e == "false").unwrap_or(false) {
+        let mut off = BTreeMap::new();
+        off.insert("enabled".to_string(), "false".to_string());
+        return Ok(off);
+    }
+    let Some(class) = m
+        .remove("sstable_compression")
+        .or_else(|| m.remove("class"))
+    else {
+        return Err(ExecError::Config(
+            "Missing sub-option 'class' for the 'compression' option.".into(),
+        ));
+    };
+    m.insert("class".into(), full_compressor_class(&class));
+    if let Some(kb) = m.remove("chunk_length_kb") {
+        m.insert("chunk_length_in_kb".into(), kb);
+    }
+    let kb = m
+        .entry("chunk_length_in_kb".into())
+        .or_insert_with(|| "16".into());
+    if !kb.parse::<u32>().is_ok_and(|k| k.is_power_of_two()) {
+        return Err(ExecError::Config(
+            "chunk_length_in_kb must be a power of 2".into(),
+        ));
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use helenus_cql::ast;
+
+    fn map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+        entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn compaction_writes_the_class_out_and_defaults_thresholds() {
+        let m = compaction(map(&[("class", "LeveledCompactionStrategy")])).unwrap();
+        assert_eq!(
+            m.get("class").map(String::as_str),
+            Some("org.apache.cassandra.db.compaction.LeveledCompactionStrategy")
+        );
+        assert_eq!(m.get("max_threshold").map(String::as_str), Some("32"));
+        assert_eq!(m.get("min_threshold").map(String::as_str), Some("4"));
+        assert!(matches!(
+            compaction(map(&[("class", "NoSuchStrategy")])),
+            Err(ExecError::Config(m)) if m.starts_with("Unable to find compaction strategy class")
+        ));
+        assert!(compaction(map(&[])).is_err());
+    }
+
+    #[test]
+    fn compression_off_and_chunk_lengths() {
+        let off = compression(map(&[])).unwrap();
+        assert_eq!(off, map(&[("enabled", "false")]));
+        let m = compression(map(&[
+            ("sstable_compression", "LZ4Compressor"),
+            ("chunk_length_kb", "64"),
+        ]))
+        .unwrap();
+        assert_eq!(m.get("chunk_length_in_kb").map(String::as_str), Some("64"));
+        assert!(m.get("class").is_some_and(|c| c.ends_with("LZ4Compressor")));
+        assert!(compression(map(&[
+            ("class", "LZ4Compressor"),
+            ("chunk_length_in_kb", "3")
+        ]))
+        .is_err());
+    }
+
+    #[test]
+    fn caching_defaults_and_upper_cases() {
+        let c = caching(map(&[("keys", "none")]));
+        assert_eq!(c, map(&[("keys", "NONE"), ("rows_per_partition", "NONE")]));
+    }
+
+    #[test]
+    fn table_properties_are_validated() {
+        let props = |text: &str| -> Properties {
+            let ddl = format!("CREATE TABLE t (k int PRIMARY KEY) WITH {text}");
+            let ast::Statement::CreateTable(c) = helenus_cql::parse(&ddl).unwrap().statement else {
+                panic!("not a CREATE TABLE")
+            };
+            c.options.properties
+        };
+        let mut params = TableParams::default();
+        apply_table_properties(
+            &mut params,
+            &props("gc_grace_seconds = 10 AND comment = 'c'"),
+        )
+        .unwrap();
+        assert_eq!(
+            (params.gc_grace_seconds, params.comment.as_str()),
+            (10, "c")
+        );
+        let err = apply_table_properties(&mut params, &props("default_time_to_live = -1"));
+        assert!(
+            matches!(err, Err(ExecError::Config(m)) if m == "default_time_to_live must be greater than or equal to 0 (got -1)")
+        );
+        let err = apply_table_properties(&mut params, &props("comment = 'a' AND comment = 'b'"));
+        assert!(
+            matches!(err, Err(ExecError::Syntax(m)) if m == "Multiple definitions for property 'comment'")
+        );
+        let err = apply_table_properties(
+            &mut params,
+            &props("min_index_interval = 512 AND max_index_interval = 256"),
+        );
+        assert!(
+            matches!(err, Err(ExecError::Config(m)) if m.starts_with("max_index_interval must be"))
+        );
+    }
+}

@@ -1,0 +1,410 @@
+//! Statements run against a real node state (storage in a temporary directory, a manual clock):
+//! time comes from the injected clock, and each write operation leaves the row it should.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::{run_query, ExecState, Outcome, Session};
+use crate::config::NodeConfig;
+use crate::node::NodeState;
+use helenus_protocol as proto;
+use helenus_types::ManualClock;
+use std::sync::Arc;
+
+/// 2021-01-01T00:00:00Z, far from any real "now" the system clock could give.
+const MANUAL_NOW_US: i64 = 1_609_459_200_000_000;
+
+fn params() -> proto::QueryParameters {
+    proto::QueryParameters {
+        consistency: proto::Consistency::One,
+        values: proto::QueryValues::default(),
+        skip_metadata: false,
+        page_size: None,
+        paging_state: None,
+        serial_consistency: None,
+        default_timestamp: None,
+        keyspace: None,
+        now_in_seconds: None,
+    }
+}
+
+fn node_with(clock: Arc<ManualClock>) -> (Arc<NodeState>, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "helenus-clock-test-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let mut config = NodeConfig::default();
+    config.set_data_dir(&dir);
+    let mut node = crate::open_node(config).unwrap();
+    Arc::get_mut(&mut node).unwrap().exec = ExecState::new(clock);
+    (node, dir)
+}
+
+async fn query(node: &NodeState, cql: &str) -> Outcome {
+    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    match run_query(node, &session, cql, &params()).await {
+        Ok((_, out)) => out,
+        Err(e) => panic!("{cql}: {e}"),
+    }
+}
+
+/// The rows of a SELECT as CQL literals, one string per row.
+async fn rows(node: &NodeState, cql: &str) -> Vec<String> {
+    let Outcome::Rows { out, .. } = query(node, cql).await else {
+        panic!("{cql}: no rows");
+    };
+    out.rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .zip(&out.columns)
+                .map(|(cell, (_, ty))| match cell {
+                    Some(b) => {
+                        helenus_types::to_cql_literal(&helenus_types::deserialize(ty, b).unwrap())
+                    }
+                    None => "null".into(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// Runs `body` against a fresh node whose clock stands at `MANUAL_NOW_US`, with keyspace `k`.
+fn with_node<F>(body: impl FnOnce(Arc<NodeState>, Arc<ManualClock>) -> F)
+where
+    F: std::future::Future<Output = ()>,
+{
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let clock = Arc::new(ManualClock::new(MANUAL_NOW_US));
+    let (node, dir) = node_with(clock.clone());
+    rt.block_on(async {
+        query(&node, "CREATE KEYSPACE k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+        body(node.clone(), clock).await;
+    });
+    node.engine.shutdown().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn list_operations_append_prepend_set_and_remove_elements() {
+    with_node(|node, _| async move {
+        query(&node, "CREATE TABLE k.l (p int PRIMARY KEY, l list<int>)").await;
+        query(&node, "INSERT INTO k.l (p, l) VALUES (1, [1, 2])").await;
+        query(&node, "UPDATE k.l SET l = l + [3] WHERE p = 1").await;
+        query(&node, "UPDATE k.l SET l = [0] + l WHERE p = 1").await;
+        query(&node, "UPDATE k.l SET l[1] = 9 WHERE p = 1").await;
+        assert_eq!(
+            rows(&node, "SELECT l FROM k.l WHERE p = 1").await,
+            ["[0, 9, 2, 3]"]
+        );
+        query(&node, "DELETE l[0] FROM k.l WHERE p = 1").await;
+        query(&node, "UPDATE k.l SET l = l - [3] WHERE p = 1").await;
+        assert_eq!(
+            rows(&node, "SELECT l FROM k.l WHERE p = 1").await,
+            ["[9, 2]"]
+        );
+    });
+}
+
+#[test]
+fn map_set_and_counter_operations() {
+    with_node(|node, _| async move {
+        query(
+            &node,
+            "CREATE TABLE k.m (p int PRIMARY KEY, m map<int, text>, s set<int>)",
+        )
+        .await;
+        query(
+            &node,
+            "UPDATE k.m SET m[1] = 'a', s = s + {3, 1} WHERE p = 1",
+        )
+        .await;
+        query(
+            &node,
+            "UPDATE k.m SET m = m + {2: 'b'}, s = s - {3} WHERE p = 1",
+        )
+        .await;
+        query(&node, "DELETE m[1] FROM k.m WHERE p = 1").await;
+        assert_eq!(
+            rows(&node, "SELECT m, s FROM k.m WHERE p = 1").await,
+            ["{2: 'b'} {1}"]
+        );
+        query(&node, "CREATE TABLE k.c (p int PRIMARY KEY, n counter)").await;
+        query(&node, "UPDATE k.c SET n = n + 5 WHERE p = 1").await;
+        query(&node, "UPDATE k.c SET n = n - 2 WHERE p = 1").await;
+        assert_eq!(rows(&node, "SELECT n FROM k.c WHERE p = 1").await, ["3"]);
+    });
+}
+
+#[test]
+fn static_cells_and_range_deletions() {
+    with_node(|node, _| async move {
+        query(
+            &node,
+            "CREATE TABLE k.r (p int, c int, s int static, v int, PRIMARY KEY (p, c))",
+        )
+        .await;
+        for c in 1..=4 {
+            query(
+                &node,
+                &format!("INSERT INTO k.r (p, c, v) VALUES (1, {c}, {c})"),
+            )
+            .await;
+        }
+        query(&node, "UPDATE k.r SET s = 7 WHERE p = 1").await;
+        query(&node, "DELETE FROM k.r WHERE p = 1 AND c >= 2 AND c < 4").await;
+        assert_eq!(
+            rows(&node, "SELECT c, s, v FROM k.r WHERE p = 1").await,
+            ["1 7 1", "4 7 4"]
+        );
+        query(&node, "DELETE FROM k.r WHERE p = 1 AND c = 4").await;
+        query(&node, "DELETE v FROM k.r WHERE p = 1 AND c = 1").await;
+        assert_eq!(
+            rows(&node, "SELECT c, s, v FROM k.r WHERE p = 1").await,
+            ["1 7 null"]
+        );
+    });
+}
+
+/// Every page of `cql` at `page_size` rows, following the paging state to the end.
+async fn pages(node: &NodeState, cql: &str, page_size: i32) -> Vec<Vec<String>> {
+    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    let mut params = params();
+    params.page_size = Some(page_size);
+    let mut out = Vec::new();
+    loop {
+        let Ok((_, Outcome::Rows { out: page, .. })) =
+            run_query(node, &session, cql, &params).await
+        else {
+            panic!("{cql}: no rows");
+        };
+        out.push(
+            page.rows
+                .iter()
+                .map(|r| {
+                    let b = r[0].clone().unwrap();
+                    i32::from_be_bytes(b.as_ref().try_into().unwrap()).to_string()
+                })
+                .collect(),
+        );
+        match page.paging_state {
+            Some(state) => params.paging_state = Some(state),
+            None => return out,
+        }
+    }
+}
+
+#[test]
+fn pages_limits_and_aggregates() {
+    with_node(|node, _| async move {
+        query(
+            &node,
+            "CREATE TABLE k.p (p int, c int, v int, PRIMARY KEY (p, c))",
+        )
+        .await;
+        for c in 1..=5 {
+            query(
+                &node,
+                &format!("INSERT INTO k.p (p, c, v) VALUES (1, {c}, {c})"),
+            )
+            .await;
+        }
+        query(&node, "INSERT INTO k.p (p, c, v) VALUES (2, 1, 10)").await;
+        let all = pages(&node, "SELECT c FROM k.p WHERE p = 1", 2).await;
+        assert_eq!(all, [vec!["1", "2"], vec!["3", "4"], vec!["5"]]);
+        let limited = pages(&node, "SELECT c FROM k.p WHERE p = 1 LIMIT 3", 2).await;
+        assert_eq!(limited, [vec!["1", "2"], vec!["3"]]);
+        let filtered = pages(
+            &node,
+            "SELECT c FROM k.p WHERE p = 1 AND v > 2 ALLOW FILTERING",
+            2,
+        )
+        .await;
+        assert_eq!(filtered, [vec!["3", "4"], vec!["5"]]);
+        let sliced = pages(
+            &node,
+            "SELECT c FROM k.p WHERE p = 1 AND c > 1 AND c <= 4",
+            10,
+        )
+        .await;
+        assert_eq!(sliced, [vec!["2", "3", "4"]]);
+        query(
+            &node,
+            "CREATE TABLE k.d (p int, c int, PRIMARY KEY (p, c)) WITH CLUSTERING ORDER BY (c DESC)",
+        )
+        .await;
+        for c in 1..=5 {
+            query(&node, &format!("INSERT INTO k.d (p, c) VALUES (1, {c})")).await;
+        }
+        let desc = pages(
+            &node,
+            "SELECT c FROM k.d WHERE p = 1 AND c >= 2 AND c < 5",
+            10,
+        )
+        .await;
+        assert_eq!(desc, [vec!["4", "3", "2"]]);
+        let listed = pages(
+            &node,
+            "SELECT c FROM k.d WHERE p = 1 AND c IN (1, 3, 9)",
+            10,
+        )
+        .await;
+        assert_eq!(listed, [vec!["3", "1"]]);
+        assert_eq!(rows(&node, "SELECT count(*) FROM k.p").await, ["6"]);
+        // Virtual system tables are read through the same page loop.
+        let tables = rows(
+            &node,
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'k'",
+        )
+        .await;
+        assert_eq!(tables, ["'d'", "'p'"]);
+        assert_eq!(
+            rows(&node, "SELECT p, max(v) FROM k.p GROUP BY p")
+                .await
+                .len(),
+            2
+        );
+        let mut first = rows(&node, "SELECT p, c FROM k.p PER PARTITION LIMIT 1").await;
+        first.sort();
+        assert_eq!(first, ["1 1", "2 1"]);
+        assert_eq!(rows(&node, "SELECT DISTINCT p FROM k.p").await.len(), 2);
+    });
+}
+
+/// The message of the Invalid error `cql` fails with.
+async fn refusal(node: &NodeState, cql: &str) -> String {
+    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    match run_query(node, &session, cql, &params()).await {
+        Err(super::ExecError::Invalid(m)) => m,
+        Err(e) => panic!("{cql}: not Invalid: {e:?}"),
+        Ok(_) => panic!("{cql}: accepted"),
+    }
+}
+
+#[test]
+fn write_planning_refuses_incomplete_keys_and_wrong_operations() {
+    with_node(|node, _| async move {
+        query(&node, "CREATE TABLE k.w (p int, c1 int, c2 int, s int static, v int, n list<int>, PRIMARY KEY (p, c1, c2))").await;
+        assert_eq!(
+            refusal(&node, "INSERT INTO k.w (c1, c2, v) VALUES (1, 1, 1)").await,
+            "Some partition key parts are missing: p"
+        );
+        assert_eq!(
+            refusal(&node, "INSERT INTO k.w (p, c1, v) VALUES (1, 1, 1)").await,
+            "Some clustering keys are missing: c2"
+        );
+        // Only static columns: the clustering key may be left out.
+        query(&node, "INSERT INTO k.w (p, s) VALUES (1, 5)").await;
+        assert_eq!(
+            refusal(&node, "UPDATE k.w SET v = 1 WHERE p = 1 AND c2 = 1").await,
+            "PRIMARY KEY column \"c2\" cannot be restricted as preceding column \"c1\" is not restricted"
+        );
+        assert_eq!(
+            refusal(
+                &node,
+                "UPDATE k.w SET p = 1 WHERE p = 1 AND c1 = 1 AND c2 = 1"
+            )
+            .await,
+            "PRIMARY KEY part p found in SET part"
+        );
+        assert_eq!(
+            refusal(
+                &node,
+                "UPDATE k.w SET v = 1 WHERE p = 1 AND c1 = 1 AND c2 = 1 AND v = 2"
+            )
+            .await,
+            "Non PRIMARY KEY columns found in where clause: v"
+        );
+        assert_eq!(
+            refusal(
+                &node,
+                "UPDATE k.w SET v = v + 1 WHERE p = 1 AND c1 = 1 AND c2 = 1"
+            )
+            .await,
+            "Invalid operation (v = v + ?) for non counter column v"
+        );
+        assert_eq!(
+            refusal(
+                &node,
+                "INSERT INTO k.w (p, c1, c2, v, v) VALUES (1, 1, 1, 1, 1)"
+            )
+            .await,
+            "Multiple definitions found for column v"
+        );
+        query(&node, "CREATE TABLE k.cnt (p int PRIMARY KEY, n counter)").await;
+        assert!(refusal(&node, "INSERT INTO k.cnt (p, n) VALUES (1, 1)")
+            .await
+            .starts_with("INSERT statements are not allowed on counter tables"));
+        assert!(
+            refusal(&node, "UPDATE k.cnt USING TTL 5 SET n = n + 1 WHERE p = 1")
+                .await
+                .contains("custom TTL")
+        );
+    });
+}
+
+// TTLs are not checked against the manual clock: the storage engine stamps expiry times from
+// the system clock (it takes no injected clock yet), so the two would disagree.
+#[test]
+fn using_timestamp_overrides_the_clock_and_older_writes_lose() {
+    with_node(|node, _| async move {
+        query(&node, "CREATE TABLE k.t (p int PRIMARY KEY, v int)").await;
+        query(
+            &node,
+            "INSERT INTO k.t (p, v) VALUES (1, 1) USING TIMESTAMP 42",
+        )
+        .await;
+        assert_eq!(
+            rows(&node, "SELECT v, writetime(v) FROM k.t WHERE p = 1").await,
+            ["1 42"]
+        );
+        query(&node, "UPDATE k.t SET v = 2 WHERE p = 1").await;
+        query(&node, "UPDATE k.t USING TIMESTAMP 43 SET v = 3 WHERE p = 1").await;
+        assert_eq!(rows(&node, "SELECT v FROM k.t WHERE p = 1").await, ["2"]);
+    });
+}
+
+#[test]
+fn write_timestamps_come_from_the_injected_clock() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let clock = Arc::new(ManualClock::new(MANUAL_NOW_US));
+    let (node, dir) = node_with(clock.clone());
+    rt.block_on(async {
+        query(&node, "CREATE KEYSPACE k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+        query(&node, "CREATE TABLE k.t (p int PRIMARY KEY, v int)").await;
+        query(&node, "INSERT INTO k.t (p, v) VALUES (1, 1)").await;
+        let Outcome::Rows { out, .. } = query(&node, "SELECT writetime(v) FROM k.t WHERE p = 1").await else {
+            panic!("SELECT returned no rows");
+        };
+        let cell = out.rows[0][0].clone().unwrap();
+        let writetime = i64::from_be_bytes(cell.as_ref().try_into().unwrap());
+        // Schema changes took earlier timestamps; the clock itself never moved.
+        assert!(
+            (MANUAL_NOW_US..MANUAL_NOW_US + 100).contains(&writetime),
+            "writetime {writetime} is not from the manual clock"
+        );
+    });
+    node.engine.shutdown().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn exec_state_counts_from_its_clock_and_never_repeats() {
+    let clock = Arc::new(ManualClock::new(MANUAL_NOW_US));
+    let state = ExecState::new(clock.clone());
+    assert_eq!(state.next_timestamp_us(), MANUAL_NOW_US);
+    assert_eq!(state.next_timestamp_us(), MANUAL_NOW_US + 1);
+    assert_eq!(state.now_s(), MANUAL_NOW_US / 1_000_000);
+    clock.advance(std::time::Duration::from_secs(10));
+    assert_eq!(state.now_s(), MANUAL_NOW_US / 1_000_000 + 10);
+}
