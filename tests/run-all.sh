@@ -29,6 +29,8 @@ step() {  # step NAME TIMEOUT_S CMD...
 step "cargo fmt --check" 300 cargo fmt --all -- --check
 # A ratchet over module cycles (issue 17): no new cycle inside a crate, recorded ones only shrink.
 step "module cycles" 60 python3 tests/module_cycles.py --check
+# No function over 150 lines outside tests (issue 17): a longer one holds several ideas.
+step "function lengths" 60 python3 tests/fn_lengths.py --check
 # [workspace.lints] denies unwrap/expect/panic outside tests; clippy enforces it with the rest.
 step "cargo clippy" 1800 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 step "build (release)" 2400 cargo build --release --locked --bin helenus || true
