@@ -6,8 +6,8 @@ use crate::exec::error::{invalid, ExecError, ExecResult};
 use crate::exec::values::resolve_type;
 use helenus_cql::ast::{self, AlterTableAction, CreateTableStatement, OptionValue, Properties};
 use helenus_schema::{
-    full_compaction_class, full_compressor_class, ClusteringOrder, ColumnKind, ColumnMeta,
-    KeyspaceMeta, TableKind, TableMeta, TableParams,
+    ClusteringOrder, ColumnKind, ColumnMeta, CompactionParams, CompressionParams, KeyspaceMeta,
+    TableKind, TableMeta, TableParams,
 };
 use helenus_types::CqlType;
 use std::collections::BTreeMap;
@@ -111,72 +111,11 @@ pub fn apply_table_properties(params: &mut TableParams, props: &Properties) -> E
                 params.caching = c;
             }
             "compaction" => {
-                let mut m = map_value(v, name)?;
-                let class = m.remove("class").ok_or_else(|| {
-                    ExecError::Config(
-                        "Missing sub-option 'class' for the 'compaction' option.".into(),
-                    )
-                })?;
-                let full = full_compaction_class(&class);
-                let known = [
-                    "SizeTieredCompactionStrategy",
-                    "LeveledCompactionStrategy",
-                    "TimeWindowCompactionStrategy",
-                    "UnifiedCompactionStrategy",
-                ];
-                if !known.iter().any(|k| full.ends_with(k)) {
-                    return Err(ExecError::Config(format!(
-                        "Unable to find compaction strategy class '{full}'"
-                    )));
-                }
-                if full.ends_with("SizeTieredCompactionStrategy") {
-                    m.entry("max_threshold".into())
-                        .or_insert_with(|| "32".into());
-                    m.entry("min_threshold".into())
-                        .or_insert_with(|| "4".into());
-                }
-                if full.ends_with("TimeWindowCompactionStrategy")
-                    || full.ends_with("LeveledCompactionStrategy")
-                {
-                    m.entry("max_threshold".into())
-                        .or_insert_with(|| "32".into());
-                    m.entry("min_threshold".into())
-                        .or_insert_with(|| "4".into());
-                }
-                m.insert("class".into(), full);
-                params.compaction = m;
+                params.compaction = CompactionParams::from_cql(map_value(v, name)?)?.into_options();
             }
             "compression" => {
-                let mut m = map_value(v, name)?;
-                // Cassandra reads an empty map as no compressor class: compression off.
-                if m.is_empty() || m.get("enabled").map(|e| e == "false").unwrap_or(false) {
-                    let mut off = BTreeMap::new();
-                    off.insert("enabled".to_string(), "false".to_string());
-                    params.compression = off;
-                    continue;
-                }
-                if let Some(class) = m
-                    .remove("sstable_compression")
-                    .or_else(|| m.remove("class"))
-                {
-                    m.insert("class".into(), full_compressor_class(&class));
-                } else {
-                    return Err(ExecError::Config(
-                        "Missing sub-option 'class' for the 'compression' option.".into(),
-                    ));
-                }
-                if let Some(kb) = m.remove("chunk_length_kb") {
-                    m.insert("chunk_length_in_kb".into(), kb);
-                }
-                let kb = m
-                    .entry("chunk_length_in_kb".into())
-                    .or_insert_with(|| "16".into());
-                if !kb.parse::<u32>().is_ok_and(|k| k.is_power_of_two()) {
-                    return Err(ExecError::Config(
-                        "chunk_length_in_kb must be a power of 2".into(),
-                    ));
-                }
-                params.compression = m;
+                params.compression =
+                    CompressionParams::from_cql(map_value(v, name)?)?.into_options();
             }
             "extensions" => {
                 params.extensions = map_value(v, name)?
