@@ -6,7 +6,6 @@
 
 pub mod admin;
 pub mod config;
-mod config_security;
 pub mod exec;
 mod keys;
 mod limits;
