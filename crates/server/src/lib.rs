@@ -90,10 +90,13 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
         }
         Err(e) => tracing::warn!("admin API not started on {admin_addr}: {e}"),
     }
-    let limits = limits::Limits::new(&node.config).map_err(|e| StartError::Listen {
-        addr: addr.to_string(),
-        message: format!("cannot start the statement pool: {e}"),
-    })?;
+    // Owned here to the end of this function: it stops after the storage shutdown below.
+    let statement_pool =
+        limits::StatementPool::start(&node.config).map_err(|e| StartError::Listen {
+            addr: addr.to_string(),
+            message: format!("cannot start the statement pool: {e}"),
+        })?;
+    let limits = limits::Limits::new(&node.config, statement_pool.handle());
     let serving = tokio::spawn(transport::serve(node.clone(), limits.clone(), listener));
     shutdown_signal().await;
     // Like `nodetool drain`: no new connections, then running statements get a bounded time
