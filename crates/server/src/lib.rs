@@ -69,6 +69,7 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     let t0 = std::time::Instant::now();
     let addr = std::net::SocketAddr::new(config.rpc_address, config.native_transport_port);
     let node = open_node(config)?;
+    let clock = helenus_types::SystemClock::shared();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| StartError::Listen {
@@ -86,7 +87,7 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     match tokio::net::TcpListener::bind(admin_addr).await {
         Ok(l) => {
             println!("Helenus admin API (nodetool) on http://{admin_addr}");
-            tokio::spawn(admin::serve(node.clone(), l));
+            tokio::spawn(admin::serve(node.clone(), clock.clone(), l));
         }
         Err(e) => tracing::warn!("admin API not started on {admin_addr}: {e}"),
     }
