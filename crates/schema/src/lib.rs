@@ -24,4 +24,4 @@ pub use options::{
 };
 pub use persist::{load_user_schema, save_user_schema};
 pub use system::system_keyspaces;
-pub use type_string::{parse_type_string, TypeResolver};
+pub use type_string::{parse_type_string, TypeResolver, TypeStringError};
