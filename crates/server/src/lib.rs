@@ -32,8 +32,10 @@ pub enum StartError {
     Dir { path: String, message: String },
     #[error("schema: {0}")]
     Schema(#[from] helenus_schema::SchemaError),
+    /// The engine did not open or its commitlog did not replay (a corrupt file stays
+    /// distinguishable from a full disk).
     #[error("storage: {0}")]
-    Storage(String),
+    Storage(#[from] helenus_storage::StorageError),
     #[error("cannot listen on {addr}: {message}")]
     Listen { addr: String, message: String },
 }
@@ -58,8 +60,7 @@ pub fn open_node(config: NodeConfig) -> Result<Arc<NodeState>, StartError> {
         message: e.to_string(),
     })?;
     let schema = exec::ddl::initial_schema(&system_dir)?;
-    let engine =
-        exec::storage_bridge::open_engine(&config, &schema).map_err(StartError::Storage)?;
+    let engine = exec::storage_bridge::open_engine(&config, &schema)?;
     Ok(Arc::new(NodeState::new(config, identity, schema, engine)))
 }
 

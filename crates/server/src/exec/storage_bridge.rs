@@ -152,16 +152,14 @@ pub fn storage_config(cfg: &NodeConfig) -> st::StorageConfig {
 }
 
 /// Opens the engine, registers every user table, then replays the commitlog into them.
-pub fn open_engine(cfg: &NodeConfig, schema: &Schema) -> Result<Arc<st::Engine>, String> {
-    let engine = st::Engine::open(storage_config(cfg)).map_err(|e| e.to_string())?;
+pub fn open_engine(cfg: &NodeConfig, schema: &Schema) -> Result<Arc<st::Engine>, st::StorageError> {
+    let engine = st::Engine::open(storage_config(cfg))?;
     for ks in schema.user_keyspaces() {
         for t in ks.tables.values() {
-            engine
-                .create_table(table_def(t))
-                .map_err(|e| e.to_string())?;
+            engine.create_table(table_def(t))?;
         }
     }
-    let stats = engine.replay_commitlog().map_err(|e| e.to_string())?;
+    let stats = engine.replay_commitlog()?;
     tracing::info!("commitlog replay: {stats:?}");
     Ok(engine)
 }
