@@ -9,11 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::profile::UserProfileError;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::client::PoolSize;
+use scylla::errors::{NewSessionError, PrepareError};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 
@@ -31,11 +33,30 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(12);
 /// Why a run could not start or finish.
 #[derive(Debug)]
 pub enum RunError {
-    Connect(String),
-    Schema { cql: String, error: String },
-    Prepare { cql: String, error: String },
-    Profile(String),
-    Output { path: String, error: String },
+    Connect(Box<NewSessionError>),
+    /// A schema statement (or the USE after it) failed.
+    Schema {
+        cql: String,
+        error: Cause,
+    },
+    Prepare {
+        cql: String,
+        error: Box<PrepareError>,
+    },
+    Profile(UserProfileError),
+    Output {
+        path: String,
+        error: Cause,
+    },
+}
+
+/// The driver's or the file system's own error, kept whole for whoever inspects it.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+impl From<UserProfileError> for RunError {
+    fn from(e: UserProfileError) -> Self {
+        RunError::Profile(e)
+    }
 }
 
 impl fmt::Display for RunError {
@@ -52,7 +73,16 @@ impl fmt::Display for RunError {
     }
 }
 
-impl std::error::Error for RunError {}
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Connect(e) => Some(e.as_ref()),
+            RunError::Prepare { error, .. } => Some(error.as_ref()),
+            RunError::Profile(e) => Some(e),
+            RunError::Schema { error, .. } | RunError::Output { error, .. } => Some(error.as_ref()),
+        }
+    }
+}
 
 fn consistency(cl: ConsistencyLevel) -> Consistency {
     match cl {
@@ -99,21 +129,18 @@ pub async fn connect_and_prepare(
         .fetch_schema_metadata(false)
         .build()
         .await
-        .map_err(|e| RunError::Connect(e.to_string()))?;
+        .map_err(|e| RunError::Connect(Box::new(e)))?;
     let profile = match &o.profile {
-        ProfileKind::User(path) => {
-            Some(crate::profile::load(path).map_err(|e| RunError::Profile(e.to_string()))?)
-        }
+        ProfileKind::User(path) => Some(crate::profile::load(path)?),
         _ => None,
     };
     for cql in &workload.schema_cql {
         if let Err(e) = session.query_unpaged(cql.as_str(), &[]).await {
-            let msg = e.to_string();
             // Profiles use plain CREATE; an existing keyspace or table is what we want anyway.
-            if !msg.to_ascii_lowercase().contains("already exist") {
+            if !e.to_string().to_ascii_lowercase().contains("already exist") {
                 return Err(RunError::Schema {
                     cql: cql.clone(),
-                    error: msg,
+                    error: Box::new(e),
                 });
             }
         }
@@ -124,7 +151,7 @@ pub async fn connect_and_prepare(
                     .await
                     .map_err(|e| RunError::Schema {
                         cql: format!("USE {}", p.keyspace),
-                        error: e.to_string(),
+                        error: Box::new(e),
                     })?;
             }
         }
@@ -135,7 +162,7 @@ pub async fn connect_and_prepare(
             .await
             .map_err(|e| RunError::Schema {
                 cql: format!("USE {}", p.keyspace),
-                error: e.to_string(),
+                error: Box::new(e),
             })?;
     }
     let mut statements = Vec::new();
@@ -145,17 +172,14 @@ pub async fn connect_and_prepare(
             .await
             .map_err(|e| RunError::Prepare {
                 cql: op.cql.clone(),
-                error: e.to_string(),
+                error: Box::new(e),
             })?;
         ps.set_consistency(consistency(o.consistency));
         ps.set_is_idempotent(true);
         ps.set_request_timeout(Some(REQUEST_TIMEOUT));
         if let (Some(p), ValuesGen::User(gens)) = (&profile, &mut op.values) {
             for spec in ps.get_variable_col_specs().iter() {
-                gens.push(
-                    p.bind_gen(spec.name(), spec.typ())
-                        .map_err(|e| RunError::Profile(e.to_string()))?,
-                );
+                gens.push(p.bind_gen(spec.name(), spec.typ())?);
             }
         }
         statements.push(ps);
@@ -252,7 +276,7 @@ impl Sinks {
                 .map(BufWriter::new)
                 .map_err(|e| RunError::Output {
                     path: p.display().to_string(),
-                    error: e.to_string(),
+                    error: Box::new(e),
                 })
         };
         let log = o.log_file.as_deref().map(open).transpose()?;
@@ -267,7 +291,7 @@ impl Sinks {
                 .map(|_| ());
             written.map_err(|e| RunError::Output {
                 path: format!("{:?}", o.hdr_file),
-                error: e.to_string(),
+                error: Box::new(e),
             })?;
         }
         Ok(Sinks {
