@@ -8,8 +8,8 @@
 //! Modules, from the leaves up (no module cycles; `tests/module_cycles.py` checks):
 //! - `version`, `opcode`, `consistency`, `value`: the shared wire enums and constants.
 //! - `error`: decode/encode errors (`DecodeError`, `EncodeError`, `WireError`).
-//! - `primitives`: the notation's [string], [bytes], [value], ... readers and writers; `types`:
-//!   the column type [option] tree.
+//! - `primitives`: readers and writers of the spec's notation (`[string]`, `[bytes]`,
+//!   `[value]`, ...); `types`: the column type `[option]` tree.
 //! - `event` (EVENT bodies and the schema-change body), `result` (RESULT bodies), `request`,
 //!   `response`: message bodies.
 //! - `frame`: envelope headers and request/response frames; `compression`, `segment` (v5
