@@ -145,94 +145,7 @@ impl ErrorBody {
     fn encode(&self, version: u8, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_i32(self.code.0);
         write_string(out, truncated_message(&self.message))?;
-        match &self.extra {
-            ErrorExtra::None => {}
-            ErrorExtra::Unavailable {
-                consistency,
-                required,
-                alive,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*required);
-                out.put_i32(*alive);
-            }
-            ErrorExtra::WriteTimeout {
-                consistency,
-                received,
-                block_for,
-                write_type,
-                contentions,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-                write_string(out, write_type)?;
-                if version >= 5 && write_type == "CAS" {
-                    out.put_u16(contentions.unwrap_or(0));
-                }
-            }
-            ErrorExtra::ReadTimeout {
-                consistency,
-                received,
-                block_for,
-                data_present,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-                out.put_u8(u8::from(*data_present));
-            }
-            ErrorExtra::ReadFailure {
-                consistency,
-                received,
-                block_for,
-                failures,
-                data_present,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-                write_failures(out, version, failures)?;
-                out.put_u8(u8::from(*data_present));
-            }
-            ErrorExtra::WriteFailure {
-                consistency,
-                received,
-                block_for,
-                failures,
-                write_type,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-                write_failures(out, version, failures)?;
-                write_string(out, write_type)?;
-            }
-            ErrorExtra::FunctionFailure {
-                keyspace,
-                function,
-                arg_types,
-            } => {
-                write_string(out, keyspace)?;
-                write_string(out, function)?;
-                write_string_list(out, arg_types)?;
-            }
-            ErrorExtra::CasWriteUnknown {
-                consistency,
-                received,
-                block_for,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-            }
-            ErrorExtra::AlreadyExists { keyspace, table } => {
-                write_string(out, keyspace)?;
-                write_string(out, table)?;
-            }
-            ErrorExtra::Unprepared { id } => write_short_bytes(out, id)?,
-        }
-        Ok(())
+        self.extra.encode(version, out)
     }
 
     fn decode(r: &mut Reader, version: u8) -> Result<Self, WireError> {
@@ -307,6 +220,98 @@ impl ErrorBody {
             extra,
         })
     }
+}
+
+impl ErrorExtra {
+    /// The code-specific part of an ERROR body, after code and message.
+    fn encode(&self, version: u8, out: &mut BytesMut) -> Result<(), EncodeError> {
+        match self {
+            ErrorExtra::None => {}
+            ErrorExtra::Unavailable {
+                consistency,
+                required,
+                alive,
+            } => {
+                write_consistency(out, *consistency);
+                out.put_i32(*required);
+                out.put_i32(*alive);
+            }
+            ErrorExtra::WriteTimeout {
+                consistency,
+                received,
+                block_for,
+                write_type,
+                contentions,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+                write_string(out, write_type)?;
+                if version >= 5 && write_type == "CAS" {
+                    out.put_u16(contentions.unwrap_or(0));
+                }
+            }
+            ErrorExtra::ReadTimeout {
+                consistency,
+                received,
+                block_for,
+                data_present,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+                out.put_u8(u8::from(*data_present));
+            }
+            ErrorExtra::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                failures,
+                data_present,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+                write_failures(out, version, failures)?;
+                out.put_u8(u8::from(*data_present));
+            }
+            ErrorExtra::WriteFailure {
+                consistency,
+                received,
+                block_for,
+                failures,
+                write_type,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+                write_failures(out, version, failures)?;
+                write_string(out, write_type)?;
+            }
+            ErrorExtra::FunctionFailure {
+                keyspace,
+                function,
+                arg_types,
+            } => {
+                write_string(out, keyspace)?;
+                write_string(out, function)?;
+                write_string_list(out, arg_types)?;
+            }
+            ErrorExtra::CasWriteUnknown {
+                consistency,
+                received,
+                block_for,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+            }
+            ErrorExtra::AlreadyExists { keyspace, table } => {
+                write_string(out, keyspace)?;
+                write_string(out, table)?;
+            }
+            ErrorExtra::Unprepared { id } => write_short_bytes(out, id)?,
+        }
+        Ok(())
+    }
+}
+
+/// The consistency, responses received and responses required that every timeout and failure
+/// error starts with.
+fn write_progress(out: &mut BytesMut, consistency: Consistency, received: i32, block_for: i32) {
+    write_consistency(out, consistency);
+    out.put_i32(received);
+    out.put_i32(block_for);
 }
 
 fn write_failures(out: &mut BytesMut, version: u8, f: &Failures) -> Result<(), EncodeError> {
