@@ -270,6 +270,46 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
         _ => return Err(OptionError::UnknownCommand(command)),
     }
     opts.command = command.clone();
+    let words = parse_command_words(&mut opts, sla.as_mut(), &command, rest)?;
+    let i = words.consumed;
+    let explicit_ops = words.explicit_ops;
+    if let Some(stop) = words.stop {
+        opts.stop = stop;
+    }
+    opts.profile = profile_of(&command, words.profile)?;
+    opts.ops = default_ops(&command, &opts.profile, explicit_ops)?;
+    if let Some(s) = sla.as_ref() {
+        if matches!(s.step, SlaStep::FractionOfMax(_)) && s.start_rate_per_s.is_some() {
+            return Err(OptionError::Conflict(
+                "sla start=R needs step=R (a rate), not a percentage".into(),
+            ));
+        }
+    }
+    opts.sla = sla;
+    parse_groups(&mut opts, &rest[i..])?;
+    Ok(opts)
+}
+
+/// What the words between the command and the first `-group` say.
+struct CommandWords {
+    /// `ratio(...)` / `ops(...)`.
+    explicit_ops: Option<Vec<(String, u32)>>,
+    /// `profile=`.
+    profile: Option<String>,
+    /// `n=` or `duration=`.
+    stop: Option<StopCondition>,
+    /// Index in `rest` of the first group.
+    consumed: usize,
+}
+
+/// Reads the command's words (`n=`, `duration=`, `cl=`, `profile=`, `ratio(...)`, `no-warmup`,
+/// `quiet`, and the `sla` options); `rest` starts at the command word.
+fn parse_command_words(
+    opts: &mut StressOptions,
+    mut sla: Option<&mut SlaOptions>,
+    command: &str,
+    rest: &[String],
+) -> Result<CommandWords, OptionError> {
     let mut i = 1;
     let mut explicit_ops: Option<Vec<(String, u32)>> = None;
     let mut profile_arg: Option<String> = None;
@@ -291,7 +331,7 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
             explicit_ops = Some(parse_weights(arg, inner)?);
             continue;
         }
-        let (key, value) = split_kv(arg, &command)?;
+        let (key, value) = split_kv(arg, command)?;
         match key {
             "n" | "duration" => {
                 if stop.is_some() {
@@ -317,17 +357,24 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
                 Some(s) => parse_sla_option(s, arg, key, value)?,
                 None => {
                     return Err(OptionError::UnknownOption {
-                        group: command.clone(),
+                        group: command.to_string(),
                         option: arg.clone(),
                     })
                 }
             },
         }
     }
-    if let Some(stop) = stop {
-        opts.stop = stop;
-    }
-    opts.profile = match (command.as_str(), profile_arg) {
+    Ok(CommandWords {
+        explicit_ops,
+        profile: profile_arg,
+        stop,
+        consumed: i,
+    })
+}
+
+/// The profile `profile=` names for `command` (`user` requires a YAML file).
+fn profile_of(command: &str, profile_arg: Option<String>) -> Result<ProfileKind, OptionError> {
+    Ok(match (command, profile_arg) {
         ("user", Some(p)) => ProfileKind::User(PathBuf::from(p)),
         ("user", None) => {
             return Err(OptionError::Missing {
@@ -349,18 +396,7 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
                 ))
             }
         },
-    };
-    opts.ops = default_ops(&command, &opts.profile, explicit_ops)?;
-    if let Some(s) = sla.as_ref() {
-        if matches!(s.step, SlaStep::FractionOfMax(_)) && s.start_rate_per_s.is_some() {
-            return Err(OptionError::Conflict(
-                "sla start=R needs step=R (a rate), not a percentage".into(),
-            ));
-        }
-    }
-    opts.sla = sla;
-    parse_groups(&mut opts, &rest[i..])?;
-    Ok(opts)
+    })
 }
 
 fn default_ops(
@@ -444,108 +480,126 @@ fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionE
         match group.as_str() {
             "-pop" => parse_pop(opts, items)?,
             "-rate" => parse_rate_group(opts, items)?,
-            "-node" => {
-                let mut nodes = Vec::new();
-                for item in items {
-                    // cassandra-stress also accepts `-node file=...`; we only take host lists.
-                    let hosts = item.strip_prefix("hosts=").unwrap_or(item);
-                    nodes.extend(
-                        hosts
-                            .split(',')
-                            .filter(|h| !h.is_empty())
-                            .map(str::to_string),
-                    );
-                }
-                if nodes.is_empty() {
-                    return Err(OptionError::Missing {
-                        option: "-node".into(),
-                        expected: "HOST[,HOST]",
-                    });
-                }
-                opts.nodes = nodes;
-            }
-            "-port" => {
-                for item in items {
-                    let (k, v) = split_kv(item, "-port")?;
-                    match k {
-                        "native" => {
-                            opts.port = v.parse().map_err(|_| bad(item, v, "a TCP port"))?
-                        }
-                        "jmx" | "thrift" => {}
-                        _ => {
-                            return Err(OptionError::UnknownOption {
-                                group: "-port".into(),
-                                option: item.clone(),
-                            })
-                        }
-                    }
-                }
-            }
+            "-node" => parse_nodes(opts, items)?,
+            "-port" => parse_port(opts, items)?,
             "-schema" => parse_schema(opts, items)?,
-            "-col" => {
-                for item in items {
-                    let (k, v) = split_kv(item, "-col")?;
-                    match k {
-                        "size" => opts.col_size = parse_dist(item, v)?,
-                        "n" => opts.col_count = parse_dist(item, v)?,
-                        _ => {
-                            return Err(OptionError::UnknownOption {
-                                group: "-col".into(),
-                                option: item.clone(),
-                            })
-                        }
-                    }
-                }
-            }
-            "-log" => {
-                for item in items {
-                    if item == "no-settings" || item.starts_with("level=") {
-                        continue;
-                    }
-                    let (k, v) = split_kv(item, "-log")?;
-                    match k {
-                        "file" => opts.log_file = Some(PathBuf::from(v)),
-                        "interval" => opts.log_interval = parse_duration(item, v)?,
-                        _ => {
-                            return Err(OptionError::UnknownOption {
-                                group: "-log".into(),
-                                option: item.clone(),
-                            })
-                        }
-                    }
-                }
-                if opts.log_interval.is_zero() {
-                    return Err(bad("-log interval=", "0", "a positive interval"));
-                }
-            }
+            "-col" => parse_columns(opts, items)?,
+            "-log" => parse_log(opts, items)?,
             "-json" => opts.json_file = Some(PathBuf::from(single(items, "-json", "a file path")?)),
             "-hdr" => opts.hdr_file = Some(PathBuf::from(single(items, "-hdr", "a file path")?)),
-            "-mode" => {
-                for item in items {
-                    if let Some(v) = item.strip_prefix("connectionsPerHost=") {
-                        opts.connections_per_host = v
-                            .parse()
-                            .ok()
-                            .filter(|n| *n > 0)
-                            .ok_or_else(|| bad(item, v, "a positive number"))?;
-                    } else if let Some(v) = item.strip_prefix("clientThreads=") {
-                        opts.client_threads = v
-                            .parse()
-                            .ok()
-                            .filter(|n| *n > 0)
-                            .ok_or_else(|| bad(item, v, "a positive number"))?;
-                    } else if !matches!(
-                        item.as_str(),
-                        "native" | "cql3" | "prepared" | "simplenative"
-                    ) {
-                        return Err(OptionError::UnknownOption {
-                            group: "-mode".into(),
-                            option: item.clone(),
-                        });
-                    }
-                }
-            }
+            "-mode" => parse_mode(opts, items)?,
             _ => return Err(OptionError::UnknownGroup(group.clone())),
+        }
+    }
+    Ok(())
+}
+
+/// `-node HOST[,HOST]` (or `hosts=...`).
+fn parse_nodes(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionError> {
+    let mut nodes = Vec::new();
+    for item in items {
+        // cassandra-stress also accepts `-node file=...`; we only take host lists.
+        let hosts = item.strip_prefix("hosts=").unwrap_or(item);
+        nodes.extend(
+            hosts
+                .split(',')
+                .filter(|h| !h.is_empty())
+                .map(str::to_string),
+        );
+    }
+    if nodes.is_empty() {
+        return Err(OptionError::Missing {
+            option: "-node".into(),
+            expected: "HOST[,HOST]",
+        });
+    }
+    opts.nodes = nodes;
+    Ok(())
+}
+
+/// `-port native=P` (jmx= and thrift= are accepted and ignored).
+fn parse_port(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionError> {
+    for item in items {
+        let (k, v) = split_kv(item, "-port")?;
+        match k {
+            "native" => opts.port = v.parse().map_err(|_| bad(item, v, "a TCP port"))?,
+            "jmx" | "thrift" => {}
+            _ => {
+                return Err(OptionError::UnknownOption {
+                    group: "-port".into(),
+                    option: item.clone(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `-col size=DIST n=DIST`.
+fn parse_columns(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionError> {
+    for item in items {
+        let (k, v) = split_kv(item, "-col")?;
+        match k {
+            "size" => opts.col_size = parse_dist(item, v)?,
+            "n" => opts.col_count = parse_dist(item, v)?,
+            _ => {
+                return Err(OptionError::UnknownOption {
+                    group: "-col".into(),
+                    option: item.clone(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `-log file=FILE interval=D` (level= and no-settings are accepted and ignored).
+fn parse_log(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionError> {
+    for item in items {
+        if item == "no-settings" || item.starts_with("level=") {
+            continue;
+        }
+        let (k, v) = split_kv(item, "-log")?;
+        match k {
+            "file" => opts.log_file = Some(PathBuf::from(v)),
+            "interval" => opts.log_interval = parse_duration(item, v)?,
+            _ => {
+                return Err(OptionError::UnknownOption {
+                    group: "-log".into(),
+                    option: item.clone(),
+                })
+            }
+        }
+    }
+    if opts.log_interval.is_zero() {
+        return Err(bad("-log interval=", "0", "a positive interval"));
+    }
+    Ok(())
+}
+
+/// `-mode connectionsPerHost=N clientThreads=N` (the protocol words are accepted).
+fn parse_mode(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionError> {
+    for item in items {
+        if let Some(v) = item.strip_prefix("connectionsPerHost=") {
+            opts.connections_per_host = v
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| bad(item, v, "a positive number"))?;
+        } else if let Some(v) = item.strip_prefix("clientThreads=") {
+            opts.client_threads = v
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| bad(item, v, "a positive number"))?;
+        } else if !matches!(
+            item.as_str(),
+            "native" | "cql3" | "prepared" | "simplenative"
+        ) {
+            return Err(OptionError::UnknownOption {
+                group: "-mode".into(),
+                option: item.clone(),
+            });
         }
     }
     Ok(())
