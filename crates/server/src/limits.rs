@@ -572,6 +572,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_statement_pool_stops_inside_the_runtime_that_owns_it() {
+        // Dropping a tokio runtime the ordinary way inside another one panics; the pool must
+        // not, since the server drops it at the end of its async main.
+        let cfg = NodeConfig {
+            native_transport_max_threads: 2,
+            ..NodeConfig::default()
+        };
+        let pool = StatementPool::start(&cfg).unwrap();
+        let ran = pool.handle().spawn(async { 6 * 7 }).await.unwrap();
+        assert_eq!(ran, 42);
+        drop(pool);
+        let again = StatementPool::start(&cfg).unwrap();
+        assert_eq!(again.handle().spawn(async { 1 }).await.unwrap(), 1);
+    }
+
+    #[tokio::test]
     async fn a_connection_over_its_high_water_mark_waits_to_start_statements() {
         let limits = Limits::new(&NodeConfig::default(), tokio::runtime::Handle::current());
         let gate = Arc::new(ResponseGate::default());

@@ -218,3 +218,54 @@ pub(super) fn set_node(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError
     }
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn every_section_sets_its_names_and_records_them_raw() {
+        let mut c = NodeConfig::default();
+        for (key, value) in [
+            ("native_transport_port", "9142"),
+            ("commitlog_sync", "batch"),
+            ("read_request_timeout", "7s"),
+            ("tombstone_warn_threshold", "-1"),
+            ("rack", "r9"),
+            ("partitioner", "Murmur3Partitioner"),
+        ] {
+            assert!(c.set(key, value).unwrap(), "{key}");
+            assert_eq!(c.raw.get(key).map(String::as_str), Some(value));
+        }
+        assert_eq!(c.native_transport_port, 9142);
+        assert_eq!(c.commitlog_sync, CommitlogSyncMode::Batch);
+        assert_eq!(c.read_request_timeout_ms, 7000);
+        assert_eq!(c.tombstone_warn_threshold, u64::MAX);
+        assert_eq!(c.rack, "r9");
+        assert!(!c.set("no_such_setting", "1").unwrap());
+        assert!(!c.raw.contains_key("no_such_setting"));
+    }
+
+    #[test]
+    fn bad_values_name_the_setting_and_the_value() {
+        let mut c = NodeConfig::default();
+        let err = |c: &mut NodeConfig, k: &str, v: &str| c.set(k, v).unwrap_err().to_string();
+        assert_eq!(
+            err(&mut c, "native_transport_port", "x"),
+            "invalid value for native_transport_port: x: invalid digit found in string"
+        );
+        assert_eq!(
+            err(&mut c, "commitlog_sync", "sometimes"),
+            "invalid value for commitlog_sync: 'sometimes' is not periodic, batch or group"
+        );
+        assert_eq!(
+            err(&mut c, "drop_compact_storage_enabled", "yes"),
+            "invalid value for drop_compact_storage_enabled: 'yes' is not true or false"
+        );
+        assert_eq!(
+            err(&mut c, "key_cache_size", "12XB"),
+            "invalid value for key_cache_size: unknown size unit 'XB' in '12XB'"
+        );
+    }
+}
