@@ -147,6 +147,26 @@ impl Parser<'_> {
         r
     }
 
+    /// `vector<element, dimension>`, after the name.
+    fn vector(&mut self) -> Parsed<CqlType> {
+        self.expect(b'<')?;
+        let element = self.parse_type()?;
+        self.expect(b',')?;
+        self.skip_ws();
+        let start = self.pos;
+        while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
+            self.pos += 1;
+        }
+        let dimension: u32 = std::str::from_utf8(&self.s[start..self.pos])?
+            .parse()
+            .map_err(|_| TypeStringError::VectorDimension)?;
+        self.expect(b'>')?;
+        Ok(CqlType::Vector {
+            element: Box::new(element),
+            dimension,
+        })
+    }
+
     fn parse_type_inner(&mut self) -> Parsed<CqlType> {
         if self.peek() == Some(b'\'') {
             self.pos += 1;
@@ -197,24 +217,7 @@ impl Parser<'_> {
                 })
             }
             "tuple" => Ok(CqlType::Tuple(self.args()?)),
-            "vector" => {
-                self.expect(b'<')?;
-                let element = self.parse_type()?;
-                self.expect(b',')?;
-                self.skip_ws();
-                let start = self.pos;
-                while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
-                    self.pos += 1;
-                }
-                let dimension: u32 = std::str::from_utf8(&self.s[start..self.pos])?
-                    .parse()
-                    .map_err(|_| TypeStringError::VectorDimension)?;
-                self.expect(b'>')?;
-                Ok(CqlType::Vector {
-                    element: Box::new(element),
-                    dimension,
-                })
-            }
+            "vector" => self.vector(),
             _ => match self.resolver.user_type(&name) {
                 Some(def) => Ok(CqlType::Udt {
                     def: Box::new(def),
