@@ -3,7 +3,9 @@
 mod nodetool;
 
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+use helenus_server::config::{ConfigError, NodeConfig};
+use helenus_server::StartError;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// mimalloc instead of glibc malloc: the engine allocates and frees millions of small objects
@@ -71,10 +73,38 @@ struct ServerArgs {
 /// How long tasks still alive after the drain and the storage shutdown may hold the exit.
 const SHUTDOWN_LEFTOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-fn run_server(args: ServerArgs) -> Result<(), String> {
-    use helenus_server::config::NodeConfig;
+/// Why `helenus server` stopped with an error; printed after `ERROR`.
+#[derive(Debug)]
+enum ServerError {
+    Config(ConfigError),
+    /// A `--set` argument without `=`.
+    SetSyntax(String),
+    UnknownSetting(String),
+    Runtime(std::io::Error),
+    Start(StartError),
+}
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerError::Config(e) => write!(f, "{e}"),
+            ServerError::SetSyntax(kv) => write!(f, "--set expects NAME=VALUE, got '{kv}'"),
+            ServerError::UnknownSetting(k) => write!(f, "unknown setting '{k}'"),
+            ServerError::Runtime(e) => write!(f, "cannot start the runtime: {e}"),
+            ServerError::Start(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<ConfigError> for ServerError {
+    fn from(e: ConfigError) -> Self {
+        ServerError::Config(e)
+    }
+}
+
+fn run_server(args: ServerArgs) -> Result<(), ServerError> {
     let (mut cfg, warnings) = match &args.config {
-        Some(path) => NodeConfig::load(path).map_err(|e| e.to_string())?,
+        Some(path) => NodeConfig::load(path)?,
         None => (NodeConfig::default(), Vec::new()),
     };
     for w in warnings {
@@ -96,26 +126,64 @@ fn run_server(args: ServerArgs) -> Result<(), String> {
     for kv in args.set {
         let (k, v) = kv
             .split_once('=')
-            .ok_or_else(|| format!("--set expects NAME=VALUE, got '{kv}'"))?;
+            .ok_or_else(|| ServerError::SetSyntax(kv.clone()))?;
         overrides.push((k.trim().to_string(), v.trim().to_string()));
     }
     for (k, v) in overrides {
-        if !cfg.set(&k, &v).map_err(|e| e.to_string())? {
-            return Err(format!("unknown setting '{k}'"));
+        if !cfg.set(&k, &v)? {
+            return Err(ServerError::UnknownSetting(k));
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("helenus")
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(ServerError::Runtime)?;
     let result = runtime
         .block_on(helenus_server::run_until_shutdown(cfg))
-        .map_err(|e| e.to_string());
+        .map_err(ServerError::Start);
     // Dropping the runtime would wait for every task and blocking job, however stuck; the
     // drain in run_until_shutdown already gave them their time.
     runtime.shutdown_timeout(SHUTDOWN_LEFTOVER_TIMEOUT);
     result
+}
+
+/// Why `helenus sstable` failed; printed after `ERROR`.
+#[derive(Debug)]
+enum SstableError {
+    Storage(helenus_storage::StorageError),
+    /// `verify` found this many problems (listed above the error).
+    Damaged(usize),
+    UnknownAction(String),
+}
+
+impl std::fmt::Display for SstableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SstableError::Storage(e) => write!(f, "{e}"),
+            SstableError::Damaged(n) => write!(f, "{n} errors found"),
+            SstableError::UnknownAction(a) => {
+                write!(f, "unknown sstable action '{a}' (dump | verify)")
+            }
+        }
+    }
+}
+
+fn sstable(action: &str, file: &Path) -> Result<(), SstableError> {
+    match action {
+        "dump" => helenus_storage::dump_sstable(file, &mut std::io::stdout().lock())
+            .map_err(SstableError::Storage),
+        "verify" => {
+            let r = helenus_storage::verify_sstable(file).map_err(SstableError::Storage)?;
+            println!("{r:?}");
+            if r.errors.is_empty() {
+                Ok(())
+            } else {
+                Err(SstableError::Damaged(r.errors.len()))
+            }
+        }
+        other => Err(SstableError::UnknownAction(other.to_string())),
+    }
 }
 
 fn main() -> ExitCode {
@@ -135,30 +203,13 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Command::Sstable { action, file } => {
-            let result = match action.as_str() {
-                "dump" => helenus_storage::dump_sstable(&file, &mut std::io::stdout().lock())
-                    .map_err(|e| e.to_string()),
-                "verify" => helenus_storage::verify_sstable(&file)
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| {
-                        println!("{r:?}");
-                        if r.errors.is_empty() {
-                            Ok(())
-                        } else {
-                            Err(format!("{} errors found", r.errors.len()))
-                        }
-                    }),
-                other => Err(format!("unknown sstable action '{other}' (dump | verify)")),
-            };
-            match result {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("ERROR {e}");
-                    ExitCode::from(1)
-                }
+        Command::Sstable { action, file } => match sstable(&action, &file) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ERROR {e}");
+                ExitCode::from(1)
             }
-        }
+        },
         Command::Stress { args } => {
             let code = helenus_tools::stress_main(args);
             ExitCode::from(code.clamp(0, 255) as u8)

@@ -12,14 +12,15 @@ use bytes::{Bytes, BytesMut};
 use crate::compression::{compress_body, decompress_body, Compression};
 use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
 use crate::frame::{
-    is_supported_version, version_for_unsupported, FrameHeader, Opcode, RequestFrame,
-    ResponseFrame, FLAG_COMPRESSION, HEADER_LEN, RESPONSE_BIT,
+    FrameHeader, RequestFrame, ResponseFrame, FLAG_COMPRESSION, HEADER_LEN, RESPONSE_BIT,
 };
+use crate::opcode::Opcode;
 use crate::result::{RowsMetadata, RowsWriter};
 use crate::segment::{
     decode_segment, max_segment_payload, write_envelope_segments, write_segment,
     MAX_SEGMENT_PAYLOAD,
 };
+use crate::version::{is_supported_version, version_for_unsupported};
 
 /// v5: envelopes up to this size share self-contained segments; larger ones get their own.
 /// The Python driver (3.30) takes one envelope out of its reassembly buffer per segment it
@@ -585,9 +586,9 @@ impl Default for ServerConnectionCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::MAX_SUPPORTED_VERSION;
     use crate::request::Request;
     use crate::response::Response;
+    use crate::version::MAX_SUPPORTED_VERSION;
     use bytes::BufMut;
 
     #[test]

@@ -121,27 +121,13 @@ impl DecodeError {
     pub fn can_continue(&self) -> bool {
         !self.fatal
     }
-
-    /// The ERROR response (PROTOCOL_ERROR) a server should send for this failure, if any.
-    /// `None` only for [`DecodeErrorKind::Closed`].
-    pub fn to_error_frame(&self) -> Option<crate::ResponseFrame> {
-        if self.kind == DecodeErrorKind::Closed {
-            return None;
-        }
-        let body = crate::ErrorBody::new(crate::ErrorCode::PROTOCOL, self.to_string());
-        Some(crate::ResponseFrame::new(
-            self.version.unwrap_or(crate::MAX_SUPPORTED_VERSION),
-            self.stream.unwrap_or(0),
-            crate::Response::Error(body),
-        ))
-    }
 }
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             DecodeErrorKind::UnsupportedVersion(v) => {
-                write!(f, "{}", crate::frame::invalid_version_message(*v))
+                write!(f, "{}", crate::version::invalid_version_message(*v))
             }
             DecodeErrorKind::WrongDirection => {
                 write!(f, "Wrong protocol direction (expected REQUEST, got RESPONSE)")
@@ -201,3 +187,11 @@ impl fmt::Display for EncodeError {
 }
 
 impl std::error::Error for EncodeError {}
+
+/// Refuses `what` below protocol v5.
+pub(crate) fn require_v5(version: u8, what: &'static str) -> Result<(), EncodeError> {
+    if version < 5 {
+        return Err(EncodeError::UnsupportedInVersion { what, version });
+    }
+    Ok(())
+}

@@ -1,4 +1,5 @@
-//! The envelope (frame) header, opcodes and the frame types the codecs exchange.
+//! The envelope (frame) header and the frame types the codecs exchange (opcodes are in `opcode`,
+//! the versions spoken in `version`).
 //!
 //! Header layout, v3-v5 (9 bytes, big-endian):
 //! `version: u8` (bit 0x80 set on responses) | `flags: u8` | `stream: i16` | `opcode: u8` |
@@ -10,15 +11,12 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::error::{EncodeError, WireError};
+use crate::error::{DecodeError, DecodeErrorKind, EncodeError, WireError};
 use crate::primitives::{write_bytes_map, write_string_list, BytesMap, Reader};
 use crate::request::Request;
-use crate::response::Response;
+use crate::response::{ErrorBody, ErrorCode, Response};
+use crate::version::MAX_SUPPORTED_VERSION;
 
-/// Lowest protocol version spoken.
-pub const MIN_SUPPORTED_VERSION: u8 = 3;
-/// Highest protocol version spoken (v5 is final since Cassandra 4.0).
-pub const MAX_SUPPORTED_VERSION: u8 = 5;
 /// v3+ envelope header size.
 pub const HEADER_LEN: usize = 9;
 /// Direction bit in the version byte: set on responses.
@@ -34,77 +32,6 @@ pub const FLAG_CUSTOM_PAYLOAD: u8 = 0x04;
 pub const FLAG_WARNING: u8 = 0x08;
 /// Client opts in to a beta protocol version.
 pub const FLAG_USE_BETA: u8 = 0x10;
-
-/// The message Cassandra sends for a version it does not speak (`ProtocolVersion.invalidVersionMessage`).
-pub fn invalid_version_message(version: u8) -> String {
-    format!(
-        "Invalid or unsupported protocol version ({version}); supported versions are (3/v3, 4/v4, 5/v5)"
-    )
-}
-
-/// Whether `version` (without the direction bit) is one we speak.
-pub fn is_supported_version(version: u8) -> bool {
-    (MIN_SUPPORTED_VERSION..=MAX_SUPPORTED_VERSION).contains(&version)
-}
-
-/// The version an "unsupported version" error is sent with: Cassandra answers an old v1/v2
-/// client in its own version and anything else with its highest version, which is what drivers
-/// read to step down.
-pub fn version_for_unsupported(version: u8) -> u8 {
-    if version == 1 || version == 2 {
-        version
-    } else {
-        MAX_SUPPORTED_VERSION
-    }
-}
-
-/// Message opcodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Opcode {
-    Error = 0x00,
-    Startup = 0x01,
-    Ready = 0x02,
-    Authenticate = 0x03,
-    Options = 0x05,
-    Supported = 0x06,
-    Query = 0x07,
-    Result = 0x08,
-    Prepare = 0x09,
-    Execute = 0x0A,
-    Register = 0x0B,
-    Event = 0x0C,
-    Batch = 0x0D,
-    AuthChallenge = 0x0E,
-    AuthResponse = 0x0F,
-    AuthSuccess = 0x10,
-}
-
-impl Opcode {
-    /// The opcode for a wire byte, if known.
-    pub fn from_u8(b: u8) -> Option<Opcode> {
-        use Opcode::*;
-        Some(match b {
-            0x00 => Error,
-            0x01 => Startup,
-            0x02 => Ready,
-            0x03 => Authenticate,
-            0x05 => Options,
-            0x06 => Supported,
-            0x07 => Query,
-            0x08 => Result,
-            0x09 => Prepare,
-            0x0A => Execute,
-            0x0B => Register,
-            0x0C => Event,
-            0x0D => Batch,
-            0x0E => AuthChallenge,
-            0x0F => AuthResponse,
-            0x10 => AuthSuccess,
-            _ => return None,
-        })
-    }
-}
 
 /// A parsed v3+ envelope header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,16 +239,27 @@ pub(crate) fn require_v4(version: u8, what: &'static str) -> Result<(), EncodeEr
     Ok(())
 }
 
-pub(crate) fn require_v5(version: u8, what: &'static str) -> Result<(), EncodeError> {
-    if version < 5 {
-        return Err(EncodeError::UnsupportedInVersion { what, version });
+impl DecodeError {
+    /// The ERROR response (PROTOCOL_ERROR) a server should send for this failure, if any.
+    /// `None` only for [`DecodeErrorKind::Closed`].
+    pub fn to_error_frame(&self) -> Option<ResponseFrame> {
+        if self.kind == DecodeErrorKind::Closed {
+            return None;
+        }
+        let body = ErrorBody::new(ErrorCode::PROTOCOL, self.to_string());
+        Some(ResponseFrame::new(
+            self.version.unwrap_or(MAX_SUPPORTED_VERSION),
+            self.stream.unwrap_or(0),
+            Response::Error(body),
+        ))
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::opcode::Opcode;
+    use crate::version::{invalid_version_message, version_for_unsupported};
 
     #[test]
     fn header_round_trips_and_keeps_direction_bit() {

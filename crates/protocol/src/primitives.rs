@@ -10,8 +10,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::consistency::Consistency;
 use crate::error::{EncodeError, WireError};
-use crate::types::{Consistency, Value};
+use crate::value::Value;
 
 /// [string map]
 pub type StringMap = BTreeMap<String, String>;

@@ -9,13 +9,15 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::consistency::Consistency;
+use crate::error::require_v5;
 use crate::error::{EncodeError, WireError};
-use crate::frame::{require_v5, Opcode};
+use crate::opcode::Opcode;
 use crate::primitives::{
     write_bytes, write_consistency, write_long_string, write_short_bytes, write_string,
     write_string_list, write_string_map, write_value, Reader, StringMap,
 };
-use crate::types::{Consistency, Value};
+use crate::value::Value;
 
 const Q_VALUES: u32 = 0x01;
 const Q_SKIP_METADATA: u32 = 0x02;

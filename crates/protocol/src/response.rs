@@ -1,18 +1,19 @@
 //! Responses (server -> client): ERROR, READY, AUTHENTICATE, SUPPORTED, RESULT, EVENT,
 //! AUTH_CHALLENGE, AUTH_SUCCESS; plus the schema-change and event bodies.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::consistency::Consistency;
 use crate::error::{EncodeError, WireError};
-use crate::frame::Opcode;
+use crate::event::Event;
+use crate::opcode::Opcode;
 use crate::primitives::{
-    write_bytes, write_consistency, write_inet, write_inetaddr, write_short_bytes, write_string,
+    write_bytes, write_consistency, write_inetaddr, write_short_bytes, write_string,
     write_string_list, write_string_multimap, Reader, StringMultimap,
 };
 use crate::result::ResultBody;
-use crate::types::Consistency;
 
 /// An ERROR code. Constants carry the spec's codes; unknown codes are preserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -144,94 +145,7 @@ impl ErrorBody {
     fn encode(&self, version: u8, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_i32(self.code.0);
         write_string(out, truncated_message(&self.message))?;
-        match &self.extra {
-            ErrorExtra::None => {}
-            ErrorExtra::Unavailable {
-                consistency,
-                required,
-                alive,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*required);
-                out.put_i32(*alive);
-            }
-            ErrorExtra::WriteTimeout {
-                consistency,
-                received,
-                block_for,
-                write_type,
-                contentions,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-                write_string(out, write_type)?;
-                if version >= 5 && write_type == "CAS" {
-                    out.put_u16(contentions.unwrap_or(0));
-                }
-            }
-            ErrorExtra::ReadTimeout {
-                consistency,
-                received,
-                block_for,
-                data_present,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-                out.put_u8(u8::from(*data_present));
-            }
-            ErrorExtra::ReadFailure {
-                consistency,
-                received,
-                block_for,
-                failures,
-                data_present,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-                write_failures(out, version, failures)?;
-                out.put_u8(u8::from(*data_present));
-            }
-            ErrorExtra::WriteFailure {
-                consistency,
-                received,
-                block_for,
-                failures,
-                write_type,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-                write_failures(out, version, failures)?;
-                write_string(out, write_type)?;
-            }
-            ErrorExtra::FunctionFailure {
-                keyspace,
-                function,
-                arg_types,
-            } => {
-                write_string(out, keyspace)?;
-                write_string(out, function)?;
-                write_string_list(out, arg_types)?;
-            }
-            ErrorExtra::CasWriteUnknown {
-                consistency,
-                received,
-                block_for,
-            } => {
-                write_consistency(out, *consistency);
-                out.put_i32(*received);
-                out.put_i32(*block_for);
-            }
-            ErrorExtra::AlreadyExists { keyspace, table } => {
-                write_string(out, keyspace)?;
-                write_string(out, table)?;
-            }
-            ErrorExtra::Unprepared { id } => write_short_bytes(out, id)?,
-        }
-        Ok(())
+        self.extra.encode(version, out)
     }
 
     fn decode(r: &mut Reader, version: u8) -> Result<Self, WireError> {
@@ -308,6 +222,98 @@ impl ErrorBody {
     }
 }
 
+impl ErrorExtra {
+    /// The code-specific part of an ERROR body, after code and message.
+    fn encode(&self, version: u8, out: &mut BytesMut) -> Result<(), EncodeError> {
+        match self {
+            ErrorExtra::None => {}
+            ErrorExtra::Unavailable {
+                consistency,
+                required,
+                alive,
+            } => {
+                write_consistency(out, *consistency);
+                out.put_i32(*required);
+                out.put_i32(*alive);
+            }
+            ErrorExtra::WriteTimeout {
+                consistency,
+                received,
+                block_for,
+                write_type,
+                contentions,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+                write_string(out, write_type)?;
+                if version >= 5 && write_type == "CAS" {
+                    out.put_u16(contentions.unwrap_or(0));
+                }
+            }
+            ErrorExtra::ReadTimeout {
+                consistency,
+                received,
+                block_for,
+                data_present,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+                out.put_u8(u8::from(*data_present));
+            }
+            ErrorExtra::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                failures,
+                data_present,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+                write_failures(out, version, failures)?;
+                out.put_u8(u8::from(*data_present));
+            }
+            ErrorExtra::WriteFailure {
+                consistency,
+                received,
+                block_for,
+                failures,
+                write_type,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+                write_failures(out, version, failures)?;
+                write_string(out, write_type)?;
+            }
+            ErrorExtra::FunctionFailure {
+                keyspace,
+                function,
+                arg_types,
+            } => {
+                write_string(out, keyspace)?;
+                write_string(out, function)?;
+                write_string_list(out, arg_types)?;
+            }
+            ErrorExtra::CasWriteUnknown {
+                consistency,
+                received,
+                block_for,
+            } => {
+                write_progress(out, *consistency, *received, *block_for);
+            }
+            ErrorExtra::AlreadyExists { keyspace, table } => {
+                write_string(out, keyspace)?;
+                write_string(out, table)?;
+            }
+            ErrorExtra::Unprepared { id } => write_short_bytes(out, id)?,
+        }
+        Ok(())
+    }
+}
+
+/// The consistency, responses received and responses required that every timeout and failure
+/// error starts with.
+fn write_progress(out: &mut BytesMut, consistency: Consistency, received: i32, block_for: i32) {
+    write_consistency(out, consistency);
+    out.put_i32(received);
+    out.put_i32(block_for);
+}
+
 fn write_failures(out: &mut BytesMut, version: u8, f: &Failures) -> Result<(), EncodeError> {
     if version >= 5 {
         let n = i32::try_from(f.reason_map.len()).map_err(|_| EncodeError::TooLong {
@@ -343,253 +349,6 @@ fn read_failures(r: &mut Reader, version: u8) -> Result<Failures, WireError> {
         num_failures: n as i32,
         reason_map,
     })
-}
-
-/// CREATED / UPDATED / DROPPED.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SchemaChangeType {
-    Created,
-    Updated,
-    Dropped,
-}
-
-/// What a schema change touched.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SchemaChangeTarget {
-    Keyspace {
-        keyspace: String,
-    },
-    Table {
-        keyspace: String,
-        name: String,
-    },
-    Type {
-        keyspace: String,
-        name: String,
-    },
-    Function {
-        keyspace: String,
-        name: String,
-        arg_types: Vec<String>,
-    },
-    Aggregate {
-        keyspace: String,
-        name: String,
-        arg_types: Vec<String>,
-    },
-}
-
-/// A schema change, as in RESULT Schema_change and EVENT SCHEMA_CHANGE.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaChange {
-    pub change_type: SchemaChangeType,
-    pub target: SchemaChangeTarget,
-}
-
-impl SchemaChange {
-    pub(crate) fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
-        let ct = match self.change_type {
-            SchemaChangeType::Created => "CREATED",
-            SchemaChangeType::Updated => "UPDATED",
-            SchemaChangeType::Dropped => "DROPPED",
-        };
-        write_string(out, ct)?;
-        match &self.target {
-            SchemaChangeTarget::Keyspace { keyspace } => {
-                write_string(out, "KEYSPACE")?;
-                write_string(out, keyspace)
-            }
-            SchemaChangeTarget::Table { keyspace, name }
-            | SchemaChangeTarget::Type { keyspace, name } => {
-                let t = if matches!(self.target, SchemaChangeTarget::Table { .. }) {
-                    "TABLE"
-                } else {
-                    "TYPE"
-                };
-                write_string(out, t)?;
-                write_string(out, keyspace)?;
-                write_string(out, name)
-            }
-            SchemaChangeTarget::Function {
-                keyspace,
-                name,
-                arg_types,
-            }
-            | SchemaChangeTarget::Aggregate {
-                keyspace,
-                name,
-                arg_types,
-            } => {
-                let t = if matches!(self.target, SchemaChangeTarget::Function { .. }) {
-                    "FUNCTION"
-                } else {
-                    "AGGREGATE"
-                };
-                write_string(out, t)?;
-                write_string(out, keyspace)?;
-                write_string(out, name)?;
-                write_string_list(out, arg_types)
-            }
-        }
-    }
-
-    pub(crate) fn decode(r: &mut Reader) -> Result<Self, WireError> {
-        let ct = r.read_string()?;
-        let change_type = match ct.as_str() {
-            "CREATED" => SchemaChangeType::Created,
-            "UPDATED" => SchemaChangeType::Updated,
-            "DROPPED" => SchemaChangeType::Dropped,
-            _ => {
-                return Err(WireError::UnknownName {
-                    what: "schema change type",
-                    value: ct,
-                })
-            }
-        };
-        let target = r.read_string()?;
-        let keyspace = r.read_string()?;
-        let target = match target.as_str() {
-            "KEYSPACE" => SchemaChangeTarget::Keyspace { keyspace },
-            "TABLE" => SchemaChangeTarget::Table {
-                keyspace,
-                name: r.read_string()?,
-            },
-            "TYPE" => SchemaChangeTarget::Type {
-                keyspace,
-                name: r.read_string()?,
-            },
-            "FUNCTION" => SchemaChangeTarget::Function {
-                keyspace,
-                name: r.read_string()?,
-                arg_types: r.read_string_list()?,
-            },
-            "AGGREGATE" => SchemaChangeTarget::Aggregate {
-                keyspace,
-                name: r.read_string()?,
-                arg_types: r.read_string_list()?,
-            },
-            _ => {
-                return Err(WireError::UnknownName {
-                    what: "schema change target",
-                    value: target,
-                })
-            }
-        };
-        Ok(SchemaChange {
-            change_type,
-            target,
-        })
-    }
-}
-
-/// NEW_NODE / REMOVED_NODE / MOVED_NODE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TopologyChangeType {
-    NewNode,
-    RemovedNode,
-    MovedNode,
-}
-
-/// UP / DOWN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusChangeType {
-    Up,
-    Down,
-}
-
-/// A pushed EVENT.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    TopologyChange {
-        change: TopologyChangeType,
-        address: SocketAddr,
-    },
-    StatusChange {
-        change: StatusChangeType,
-        address: SocketAddr,
-    },
-    SchemaChange(SchemaChange),
-}
-
-impl Event {
-    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
-        match self {
-            Event::TopologyChange { change, address } => {
-                write_string(out, "TOPOLOGY_CHANGE")?;
-                let c = match change {
-                    TopologyChangeType::NewNode => "NEW_NODE",
-                    TopologyChangeType::RemovedNode => "REMOVED_NODE",
-                    TopologyChangeType::MovedNode => "MOVED_NODE",
-                };
-                write_string(out, c)?;
-                write_inet(out, address);
-                Ok(())
-            }
-            Event::StatusChange { change, address } => {
-                write_string(out, "STATUS_CHANGE")?;
-                write_string(
-                    out,
-                    if *change == StatusChangeType::Up {
-                        "UP"
-                    } else {
-                        "DOWN"
-                    },
-                )?;
-                write_inet(out, address);
-                Ok(())
-            }
-            Event::SchemaChange(sc) => {
-                write_string(out, "SCHEMA_CHANGE")?;
-                sc.encode(out)
-            }
-        }
-    }
-
-    fn decode(r: &mut Reader) -> Result<Self, WireError> {
-        let kind = r.read_string()?;
-        match kind.as_str() {
-            "TOPOLOGY_CHANGE" => {
-                let c = r.read_string()?;
-                let change = match c.as_str() {
-                    "NEW_NODE" => TopologyChangeType::NewNode,
-                    "REMOVED_NODE" => TopologyChangeType::RemovedNode,
-                    "MOVED_NODE" => TopologyChangeType::MovedNode,
-                    _ => {
-                        return Err(WireError::UnknownName {
-                            what: "topology change",
-                            value: c,
-                        })
-                    }
-                };
-                Ok(Event::TopologyChange {
-                    change,
-                    address: r.read_inet()?,
-                })
-            }
-            "STATUS_CHANGE" => {
-                let c = r.read_string()?;
-                let change = match c.as_str() {
-                    "UP" => StatusChangeType::Up,
-                    "DOWN" => StatusChangeType::Down,
-                    _ => {
-                        return Err(WireError::UnknownName {
-                            what: "status change",
-                            value: c,
-                        })
-                    }
-                };
-                Ok(Event::StatusChange {
-                    change,
-                    address: r.read_inet()?,
-                })
-            }
-            "SCHEMA_CHANGE" => Ok(Event::SchemaChange(SchemaChange::decode(r)?)),
-            _ => Err(WireError::UnknownName {
-                what: "event type",
-                value: kind,
-            }),
-        }
-    }
 }
 
 /// A response message.

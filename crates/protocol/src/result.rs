@@ -11,8 +11,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use helenus_types::CqlType;
 
 use crate::error::{EncodeError, WireError};
+use crate::event::SchemaChange;
 use crate::primitives::{write_bytes, write_short_bytes, write_string, Reader};
-use crate::response::SchemaChange;
 use crate::types::{read_type, write_type};
 
 const KIND_VOID: i32 = 0x0001;
@@ -156,7 +156,7 @@ impl RowsMetadata {
             flags |= M_NO_METADATA;
         }
         if self.new_metadata_id.is_some() {
-            crate::frame::require_v5(version, "new_metadata_id")?;
+            crate::error::require_v5(version, "new_metadata_id")?;
             flags |= M_METADATA_CHANGED;
         }
         let count = i32::try_from(self.columns_count).map_err(|_| EncodeError::TooLong {

@@ -1,6 +1,6 @@
 //! The schema model: keyspaces, tables, columns, user types.
 
-use crate::options::TableParams;
+use crate::options::{ReplicationParams, TableParams};
 use helenus_types::{CqlType, UserType};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -264,7 +264,8 @@ impl TableMeta {
 pub struct KeyspaceMeta {
     pub name: String,
     pub kind: KeyspaceKind,
-    /// The replication map as stored (`class` expanded to the full Java class name).
+    /// The replication map as stored (`class` expanded to the full Java class name); the typed
+    /// form is [`KeyspaceMeta::replication_params`].
     pub replication: BTreeMap<String, String>,
     pub durable_writes: bool,
     pub tables: BTreeMap<String, Arc<TableMeta>>,
@@ -286,6 +287,11 @@ impl KeyspaceMeta {
             tables: BTreeMap::new(),
             types: BTreeMap::new(),
         }
+    }
+
+    /// The replication strategy with its factors, as placement reads it.
+    pub fn replication_params(&self) -> ReplicationParams {
+        ReplicationParams::from_stored(&self.replication)
     }
 }
 

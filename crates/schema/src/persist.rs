@@ -164,77 +164,188 @@ pub fn load_user_schema(path: &Path) -> Result<Vec<KeyspaceMeta>, SchemaError> {
     for k in file.keyspaces {
         let mut ks =
             KeyspaceMeta::new(&k.name, KeyspaceKind::User, k.replication, k.durable_writes);
-        // Types may refer to types defined after them in name order; resolve in passes.
-        let mut pending = k.types;
-        while !pending.is_empty() {
-            let before = pending.len();
-            pending.retain(|t| {
-                let fields: Result<Vec<_>, _> = t
-                    .fields
-                    .iter()
-                    .map(|(n, ty)| parse_type_string(ty, &ks).map(|ty| (n.clone(), ty)))
-                    .collect();
-                match fields {
-                    Ok(fields) => {
-                        let ut = UserType {
-                            keyspace: ks.name.clone(),
-                            name: t.name.clone(),
-                            fields,
-                        };
-                        ks.types.insert(t.name.clone(), Arc::new(ut));
-                        false
-                    }
-                    Err(_) => true,
-                }
-            });
-            if pending.len() == before {
-                return Err(io_err(
-                    path,
-                    format!("unresolvable types in keyspace {}", k.name),
-                ));
-            }
-        }
+        resolve_types(path, &mut ks, k.types)?;
         for t in k.tables {
-            let mut cols = Vec::new();
-            for c in t.columns {
-                let cql_type = parse_type_string(&c.cql_type, &ks).map_err(|e| io_err(path, e))?;
-                let kind =
-                    ColumnKind::parse(&c.kind).ok_or_else(|| io_err(path, "bad column kind"))?;
-                let order = match c.order.as_str() {
-                    "asc" => ClusteringOrder::Asc,
-                    "desc" => ClusteringOrder::Desc,
-                    _ => ClusteringOrder::None,
-                };
-                cols.push(ColumnMeta {
-                    name: c.name,
-                    cql_type,
-                    kind,
-                    position: c.position,
-                    order,
-                    id: c.id,
-                });
-            }
-            let mut meta = TableMeta::new(&k.name, &t.name, t.id, TableKind::User, cols, t.params);
-            meta.next_column_id = meta.next_column_id.max(t.next_column_id);
-            if let Some(flags) = t.flags {
-                meta.set_flags(flags);
-            }
-            meta.indexes = t
-                .indexes
-                .into_iter()
-                .map(|(name, kind, options)| crate::model::IndexMeta {
-                    name,
-                    kind,
-                    options,
-                })
-                .collect();
-            for (name, ty, at) in t.dropped {
-                let ty = parse_type_string(&ty, &ks).map_err(|e| io_err(path, e))?;
-                meta.dropped_columns.insert(name, (ty, at));
-            }
-            ks.tables.insert(t.name, Arc::new(meta));
+            let meta = table_from_record(path, &ks, t)?;
+            ks.tables.insert(meta.name.clone(), Arc::new(meta));
         }
         out.push(ks);
     }
     Ok(out)
+}
+
+/// Adds a keyspace's user types; a type may refer to types defined after it in name order, so
+/// they are resolved in passes until none is left (or none resolves: a damaged file).
+fn resolve_types(
+    path: &Path,
+    ks: &mut KeyspaceMeta,
+    types: Vec<TypeRec>,
+) -> Result<(), SchemaError> {
+    let mut pending = types;
+    while !pending.is_empty() {
+        let before = pending.len();
+        pending.retain(|t| {
+            let fields: Result<Vec<_>, _> = t
+                .fields
+                .iter()
+                .map(|(n, ty)| parse_type_string(ty, &*ks).map(|ty| (n.clone(), ty)))
+                .collect();
+            match fields {
+                Ok(fields) => {
+                    let ut = UserType {
+                        keyspace: ks.name.clone(),
+                        name: t.name.clone(),
+                        fields,
+                    };
+                    ks.types.insert(t.name.clone(), Arc::new(ut));
+                    false
+                }
+                Err(_) => true,
+            }
+        });
+        if pending.len() == before {
+            return Err(io_err(
+                path,
+                format!("unresolvable types in keyspace {}", ks.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One table record with its columns' types resolved against `ks`.
+fn table_from_record(
+    path: &Path,
+    ks: &KeyspaceMeta,
+    t: TableRec,
+) -> Result<TableMeta, SchemaError> {
+    let mut cols = Vec::new();
+    for c in t.columns {
+        let cql_type = parse_type_string(&c.cql_type, ks).map_err(|e| io_err(path, e))?;
+        let kind = ColumnKind::parse(&c.kind).ok_or_else(|| io_err(path, "bad column kind"))?;
+        let order = match c.order.as_str() {
+            "asc" => ClusteringOrder::Asc,
+            "desc" => ClusteringOrder::Desc,
+            _ => ClusteringOrder::None,
+        };
+        cols.push(ColumnMeta {
+            name: c.name,
+            cql_type,
+            kind,
+            position: c.position,
+            order,
+            id: c.id,
+        });
+    }
+    let mut meta = TableMeta::new(&ks.name, &t.name, t.id, TableKind::User, cols, t.params);
+    meta.next_column_id = meta.next_column_id.max(t.next_column_id);
+    if let Some(flags) = t.flags {
+        meta.set_flags(flags);
+    }
+    meta.indexes = t
+        .indexes
+        .into_iter()
+        .map(|(name, kind, options)| crate::model::IndexMeta {
+            name,
+            kind,
+            options,
+        })
+        .collect();
+    for (name, ty, at) in t.dropped {
+        let ty = parse_type_string(&ty, ks).map_err(|e| io_err(path, e))?;
+        meta.dropped_columns.insert(name, (ty, at));
+    }
+    Ok(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use helenus_types::{CqlType, NativeType};
+
+    fn column(
+        name: &str,
+        cql_type: CqlType,
+        kind: ColumnKind,
+        position: i32,
+        id: u32,
+    ) -> ColumnMeta {
+        let order = match kind {
+            ColumnKind::Clustering => ClusteringOrder::Desc,
+            _ => ClusteringOrder::None,
+        };
+        ColumnMeta {
+            name: name.into(),
+            cql_type,
+            kind,
+            position,
+            order,
+            id,
+        }
+    }
+
+    #[test]
+    fn user_schema_round_trips_with_types_defined_after_their_users() {
+        let text = CqlType::Native(NativeType::Varchar);
+        let inner = UserType {
+            keyspace: "ks".into(),
+            name: "b_inner".into(),
+            fields: vec![("x".into(), text.clone())],
+        };
+        let inner_type = CqlType::Udt {
+            def: Box::new(inner.clone()),
+            frozen: true,
+        };
+        let outer = UserType {
+            keyspace: "ks".into(),
+            name: "a_outer".into(),
+            fields: vec![("inner".into(), inner_type.clone())],
+        };
+        let replication = BTreeMap::from([
+            (
+                "class".to_string(),
+                crate::SIMPLE_STRATEGY_CLASS.to_string(),
+            ),
+            ("replication_factor".to_string(), "3".to_string()),
+        ]);
+        let mut ks = KeyspaceMeta::new("ks", KeyspaceKind::User, replication, true);
+        ks.types.insert("b_inner".into(), Arc::new(inner));
+        ks.types.insert("a_outer".into(), Arc::new(outer));
+        let cols = vec![
+            column(
+                "k",
+                CqlType::Native(NativeType::Int),
+                ColumnKind::PartitionKey,
+                0,
+                0,
+            ),
+            column("c", text.clone(), ColumnKind::Clustering, 0, 1),
+            column("v", inner_type, ColumnKind::Regular, -1, 2),
+        ];
+        let mut table = TableMeta::new(
+            "ks",
+            "t",
+            Uuid::new_v4(),
+            TableKind::User,
+            cols,
+            TableParams::default(),
+        );
+        table.dropped_columns.insert("old".into(), (text, 1234));
+        ks.tables.insert("t".into(), Arc::new(table));
+        let schema = Schema {
+            keyspaces: BTreeMap::new(),
+            version: Uuid::nil(),
+        }
+        .with_keyspace(ks.clone());
+        let path = std::env::temp_dir().join(format!(
+            "helenus-schema-round-trip-{}-{}.json",
+            std::process::id(),
+            Uuid::new_v4()
+        ));
+        save_user_schema(&schema, &path).unwrap();
+        let loaded = load_user_schema(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(loaded, vec![ks]);
+    }
 }

@@ -5,7 +5,7 @@
 use crate::model::{
     ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceKind, KeyspaceMeta, TableKind, TableMeta,
 };
-use crate::options::TableParams;
+use crate::options::{ReplicationParams, TableParams};
 use crate::type_string::parse_type_string;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -127,11 +127,7 @@ pub fn system_keyspaces() -> Vec<KeyspaceMeta> {
     }
     for ks in arr("virtual_keyspaces") {
         let name = str_of(&ks, "keyspace_name");
-        let mut repl = BTreeMap::new();
-        repl.insert(
-            "class".to_string(),
-            "org.apache.cassandra.locator.LocalStrategy".to_string(),
-        );
+        let repl = ReplicationParams::local().into_options();
         out.insert(
             name.to_string(),
             KeyspaceMeta::new(name, KeyspaceKind::Virtual, repl, false),

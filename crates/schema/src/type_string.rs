@@ -3,6 +3,34 @@
 
 use helenus_types::{CqlType, NativeType, UserType, MAX_TYPE_NESTING};
 
+/// Why a type string does not parse (a damaged schema file, or a type this build does not know).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TypeStringError {
+    #[error("trailing characters in type '{0}'")]
+    Trailing(String),
+    #[error("unterminated quoted name")]
+    UnterminatedQuote,
+    #[error("{0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    #[error("expected a type name at {0}")]
+    ExpectedName(usize),
+    #[error("expected '{expected}' at {at}")]
+    Expected { expected: char, at: usize },
+    #[error("type nested too deeply (more than {MAX_TYPE_NESTING} levels)")]
+    TooDeep,
+    /// `frozen`, `list` or `set` with other than one argument.
+    #[error("{0} takes one type argument")]
+    OneArgument(&'static str),
+    #[error("map takes two type arguments")]
+    MapArguments,
+    #[error("vector dimension must be a positive integer")]
+    VectorDimension,
+    #[error("Unknown type {0}")]
+    Unknown(String),
+}
+
+type Parsed<T> = Result<T, TypeStringError>;
+
 /// Looks user types up by name while parsing a type string.
 pub trait TypeResolver {
     fn user_type(&self, name: &str) -> Option<UserType>;
@@ -15,7 +43,7 @@ impl TypeResolver for () {
 }
 
 /// Parses one type string; user types are looked up through `resolver`.
-pub fn parse_type_string(s: &str, resolver: &dyn TypeResolver) -> Result<CqlType, String> {
+pub fn parse_type_string(s: &str, resolver: &dyn TypeResolver) -> Parsed<CqlType> {
     let mut p = Parser {
         s: s.as_bytes(),
         pos: 0,
@@ -25,7 +53,7 @@ pub fn parse_type_string(s: &str, resolver: &dyn TypeResolver) -> Result<CqlType
     let t = p.parse_type()?;
     p.skip_ws();
     if p.pos != p.s.len() {
-        return Err(format!("trailing characters in type '{s}'"));
+        return Err(TypeStringError::Trailing(s.to_string()));
     }
     Ok(t)
 }
@@ -44,14 +72,14 @@ impl Parser<'_> {
         }
     }
 
-    fn ident(&mut self) -> Result<String, String> {
+    fn ident(&mut self) -> Parsed<String> {
         self.skip_ws();
         if self.s.get(self.pos) == Some(&b'"') {
             let mut out = Vec::new();
             self.pos += 1;
             loop {
                 match self.s.get(self.pos) {
-                    None => return Err("unterminated quoted name".into()),
+                    None => return Err(TypeStringError::UnterminatedQuote),
                     Some(b'"') if self.s.get(self.pos + 1) == Some(&b'"') => {
                         out.push(b'"');
                         self.pos += 2;
@@ -66,7 +94,7 @@ impl Parser<'_> {
                     }
                 }
             }
-            return String::from_utf8(out).map_err(|e| e.to_string());
+            return String::from_utf8(out).map_err(|e| e.utf8_error().into());
         }
         let start = self.pos;
         while self.pos < self.s.len()
@@ -75,18 +103,21 @@ impl Parser<'_> {
             self.pos += 1;
         }
         if start == self.pos {
-            return Err(format!("expected a type name at {}", self.pos));
+            return Err(TypeStringError::ExpectedName(self.pos));
         }
         Ok(String::from_utf8_lossy(&self.s[start..self.pos]).into_owned())
     }
 
-    fn expect(&mut self, c: u8) -> Result<(), String> {
+    fn expect(&mut self, c: u8) -> Parsed<()> {
         self.skip_ws();
         if self.s.get(self.pos) == Some(&c) {
             self.pos += 1;
             Ok(())
         } else {
-            Err(format!("expected '{}' at {}", c as char, self.pos))
+            Err(TypeStringError::Expected {
+                expected: c as char,
+                at: self.pos,
+            })
         }
     }
 
@@ -95,7 +126,7 @@ impl Parser<'_> {
         self.s.get(self.pos).copied()
     }
 
-    fn args(&mut self) -> Result<Vec<CqlType>, String> {
+    fn args(&mut self) -> Parsed<Vec<CqlType>> {
         self.expect(b'<')?;
         let mut out = vec![self.parse_type()?];
         while self.peek() == Some(b',') {
@@ -106,19 +137,37 @@ impl Parser<'_> {
         Ok(out)
     }
 
-    fn parse_type(&mut self) -> Result<CqlType, String> {
+    fn parse_type(&mut self) -> Parsed<CqlType> {
         self.depth += 1;
         if self.depth > MAX_TYPE_NESTING {
-            return Err(format!(
-                "type nested too deeply (more than {MAX_TYPE_NESTING} levels)"
-            ));
+            return Err(TypeStringError::TooDeep);
         }
         let r = self.parse_type_inner();
         self.depth -= 1;
         r
     }
 
-    fn parse_type_inner(&mut self) -> Result<CqlType, String> {
+    /// `vector<element, dimension>`, after the name.
+    fn vector(&mut self) -> Parsed<CqlType> {
+        self.expect(b'<')?;
+        let element = self.parse_type()?;
+        self.expect(b',')?;
+        self.skip_ws();
+        let start = self.pos;
+        while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
+            self.pos += 1;
+        }
+        let dimension: u32 = std::str::from_utf8(&self.s[start..self.pos])?
+            .parse()
+            .map_err(|_| TypeStringError::VectorDimension)?;
+        self.expect(b'>')?;
+        Ok(CqlType::Vector {
+            element: Box::new(element),
+            dimension,
+        })
+    }
+
+    fn parse_type_inner(&mut self) -> Parsed<CqlType> {
         if self.peek() == Some(b'\'') {
             self.pos += 1;
             let start = self.pos;
@@ -137,12 +186,11 @@ impl Parser<'_> {
         if let Some(n) = NativeType::from_cql_name(&lower) {
             return Ok(CqlType::Native(n));
         }
-        let one = |mut v: Vec<CqlType>, what: &str| -> Result<CqlType, String> {
-            if v.len() != 1 {
-                return Err(format!("{what} takes one type argument"));
+        let one = |mut v: Vec<CqlType>, what: &'static str| -> Parsed<CqlType> {
+            match (v.pop(), v.is_empty()) {
+                (Some(t), true) => Ok(t),
+                _ => Err(TypeStringError::OneArgument(what)),
             }
-            v.pop()
-                .ok_or_else(|| format!("{what} takes one type argument"))
         };
         match lower.as_str() {
             "frozen" => {
@@ -159,11 +207,9 @@ impl Parser<'_> {
             }),
             "map" => {
                 let mut a = self.args()?;
-                if a.len() != 2 {
-                    return Err("map takes two type arguments".into());
-                }
-                let value = a.pop().ok_or("map value")?;
-                let key = a.pop().ok_or("map key")?;
+                let (Some(value), Some(key), true) = (a.pop(), a.pop(), a.is_empty()) else {
+                    return Err(TypeStringError::MapArguments);
+                };
                 Ok(CqlType::Map {
                     key: Box::new(key),
                     value: Box::new(value),
@@ -171,31 +217,13 @@ impl Parser<'_> {
                 })
             }
             "tuple" => Ok(CqlType::Tuple(self.args()?)),
-            "vector" => {
-                self.expect(b'<')?;
-                let element = self.parse_type()?;
-                self.expect(b',')?;
-                self.skip_ws();
-                let start = self.pos;
-                while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
-                    self.pos += 1;
-                }
-                let dimension: u32 = std::str::from_utf8(&self.s[start..self.pos])
-                    .map_err(|e| e.to_string())?
-                    .parse()
-                    .map_err(|_| "vector dimension must be a positive integer".to_string())?;
-                self.expect(b'>')?;
-                Ok(CqlType::Vector {
-                    element: Box::new(element),
-                    dimension,
-                })
-            }
+            "vector" => self.vector(),
             _ => match self.resolver.user_type(&name) {
                 Some(def) => Ok(CqlType::Udt {
                     def: Box::new(def),
                     frozen: false,
                 }),
-                None => Err(format!("Unknown type {name}")),
+                None => Err(TypeStringError::Unknown(name)),
             },
         }
     }
@@ -204,6 +232,21 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_say_what_is_wrong_as_before() {
+        let err = |s: &str| parse_type_string(s, &()).unwrap_err().to_string();
+        assert_eq!(err("int x"), "trailing characters in type 'int x'");
+        assert_eq!(err("map<int>"), "map takes two type arguments");
+        assert_eq!(err("list<int, int>"), "list takes one type argument");
+        assert_eq!(
+            err("vector<float, x>"),
+            "vector dimension must be a positive integer"
+        );
+        assert_eq!(err("nope"), "Unknown type nope");
+        assert_eq!(err("list<int"), "expected '>' at 8");
+        assert_eq!(err("\"abc"), "unterminated quoted name");
+    }
 
     #[test]
     fn round_trips_system_schema_spellings() {

@@ -5,6 +5,8 @@
 //! HTTP stack would add more build time than the whole admin surface is worth.
 
 use crate::node::NodeState;
+use helenus_storage::StorageError;
+use helenus_types::{Clock, SharedClock};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -82,7 +84,8 @@ pub fn parse_request_line(head: &str) -> Option<HttpRequest> {
     })
 }
 
-pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
+/// Serves the admin API on `listener`; `clock` dates snapshots and measures uptime.
+pub async fn serve(node: Arc<NodeState>, clock: SharedClock, listener: TcpListener) {
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_ADMIN_CONNECTIONS));
     loop {
         let socket = match listener.accept().await {
@@ -98,9 +101,10 @@ pub async fn serve(node: Arc<NodeState>, listener: TcpListener) {
             continue;
         };
         let node = node.clone();
+        let clock = clock.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let _ = handle(node, socket).await;
+            let _ = handle(node, clock, socket).await;
         });
     }
 }
@@ -121,7 +125,11 @@ async fn read_head(socket: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     }
 }
 
-async fn handle(node: Arc<NodeState>, mut socket: TcpStream) -> std::io::Result<()> {
+async fn handle(
+    node: Arc<NodeState>,
+    clock: SharedClock,
+    mut socket: TcpStream,
+) -> std::io::Result<()> {
     let buf = match tokio::time::timeout(READ_HEAD_TIMEOUT, read_head(&mut socket)).await {
         Ok(Ok(Some(buf))) => buf,
         Ok(Ok(None)) | Err(_) => return Ok(()),
@@ -135,7 +143,7 @@ async fn handle(node: Arc<NodeState>, mut socket: TcpStream) -> std::io::Result<
         return respond(&mut socket, 400, "text/plain", "bad request").await;
     };
     let node2 = node.clone();
-    let result = tokio::task::spawn_blocking(move || route(&node2, &req)).await;
+    let result = tokio::task::spawn_blocking(move || route(&node2, clock.as_ref(), &req)).await;
     match result {
         Ok(Ok((ctype, body))) => respond(&mut socket, 200, ctype, &body).await,
         Ok(Err((status, msg))) => {
@@ -212,81 +220,119 @@ fn tables_of(
 }
 
 /// A refused input (a bad snapshot tag) is the caller's error (400); anything else is ours.
-fn storage_err(e: helenus_storage::StorageError) -> (u16, String) {
+fn storage_err(e: StorageError) -> (u16, String) {
     let status = match e {
-        helenus_storage::StorageError::InvalidRequest(_) => 400,
+        StorageError::InvalidRequest(_) => 400,
         _ => 500,
     };
     (status, e.to_string())
 }
 
-fn route(node: &NodeState, req: &HttpRequest) -> RouteResult {
+fn route(node: &NodeState, clock: &dyn Clock, req: &HttpRequest) -> RouteResult {
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
-    let ok = || Ok(("application/json", "\"\"".to_string()));
-    match (req.method.as_str(), segs.as_slice()) {
-        ("GET", ["metrics"]) => Ok(("text/plain; version=0.0.4", crate::metrics::render(node))),
-        ("GET", ["storage_service", "host_id"]) => Ok((
+    let found = match segs.split_first() {
+        Some((&"storage_service", rest)) => storage_service(node, clock, req, rest),
+        _ => observe(node, clock, req, &segs),
+    };
+    found.unwrap_or_else(|| {
+        Err((
+            404,
+            format!("no such endpoint: {} {}", req.method, req.path),
+        ))
+    })
+}
+
+fn ok() -> RouteResult {
+    Ok(("application/json", "\"\"".to_string()))
+}
+
+/// `/storage_service/...`: identity, flush, compaction, garbage collection and snapshots.
+/// `None` for a path it does not serve.
+fn storage_service(
+    node: &NodeState,
+    clock: &dyn Clock,
+    req: &HttpRequest,
+    segs: &[&str],
+) -> Option<RouteResult> {
+    let cf = req.query.get("cf");
+    let each_table = |rest: &[&str], op: &dyn Fn([u8; 16]) -> Result<(), StorageError>| {
+        for t in tables_of(node, rest.first().copied(), cf)? {
+            op(*t.id.as_bytes()).map_err(storage_err)?;
+        }
+        ok()
+    };
+    Some(match (req.method.as_str(), segs) {
+        ("GET", ["host_id"]) => Ok((
             "application/json",
             json!(node.identity.host_id.to_string()).to_string(),
         )),
-        ("GET", ["storage_service", "release_version"]) => Ok((
+        ("GET", ["release_version"]) => Ok((
             "application/json",
             json!(crate::RELEASE_VERSION).to_string(),
         )),
-        ("POST", ["storage_service", "keyspace_flush", rest @ ..]) => {
-            let tables = tables_of(node, rest.first().copied(), req.query.get("cf"))?;
-            for t in tables {
-                node.engine
-                    .flush(Some(*t.id.as_bytes()))
-                    .map_err(storage_err)?;
-            }
-            if rest.is_empty() {
-                node.engine.flush(None).map_err(storage_err)?;
-            }
-            ok()
+        ("POST", ["keyspace_flush", rest @ ..]) => {
+            each_table(rest, &|id| node.engine.flush(Some(id))).and_then(|done| {
+                if rest.is_empty() {
+                    node.engine.flush(None).map_err(storage_err)?;
+                }
+                Ok(done)
+            })
         }
-        ("POST", ["storage_service", "keyspace_compaction", rest @ ..]) => {
-            for t in tables_of(node, rest.first().copied(), req.query.get("cf"))? {
-                node.engine.compact(*t.id.as_bytes()).map_err(storage_err)?;
-            }
-            ok()
+        ("POST", ["keyspace_compaction", rest @ ..]) => {
+            each_table(rest, &|id| node.engine.compact(id).map(drop))
         }
-        ("POST", ["storage_service", "keyspace_garbage_collect", rest @ ..]) => {
-            for t in tables_of(node, rest.first().copied(), req.query.get("cf"))? {
-                node.engine
-                    .garbage_collect(*t.id.as_bytes())
-                    .map_err(storage_err)?;
-            }
-            ok()
+        ("POST", ["keyspace_garbage_collect", rest @ ..]) => {
+            each_table(rest, &|id| node.engine.garbage_collect(id).map(drop))
         }
-        ("POST", ["storage_service", "snapshots"]) => {
-            let tag = req.query.get("tag").cloned().unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis().to_string())
-                    .unwrap_or_default()
-            });
-            let kn = req.query.get("kn").cloned();
-            let tables = tables_of(node, kn.as_deref(), req.query.get("cf"))?;
-            for t in tables {
-                node.engine
-                    .snapshot(Some(*t.id.as_bytes()), &tag)
-                    .map_err(storage_err)?;
-            }
-            Ok(("application/json", json!(tag).to_string()))
+        ("POST", ["snapshots"]) => snapshot(node, clock, req),
+        ("DELETE", ["snapshots"]) => node
+            .engine
+            .clear_snapshot(req.query.get("tag").map(String::as_str))
+            .map_err(storage_err)
+            .and_then(|()| ok()),
+        _ => return None,
+    })
+}
+
+/// `POST /storage_service/snapshots`: the tag defaults to the wall clock in milliseconds.
+fn snapshot(node: &NodeState, clock: &dyn Clock, req: &HttpRequest) -> RouteResult {
+    let tag = req.query.get("tag").cloned().unwrap_or_else(|| {
+        // A clock before 1970 gave an empty tag; kept so.
+        let ms = clock.wall_ms();
+        if ms >= 0 {
+            ms.to_string()
+        } else {
+            String::new()
         }
-        ("DELETE", ["storage_service", "snapshots"]) => {
-            node.engine
-                .clear_snapshot(req.query.get("tag").map(String::as_str))
-                .map_err(storage_err)?;
-            ok()
-        }
+    });
+    let kn = req.query.get("kn").cloned();
+    let tables = tables_of(node, kn.as_deref(), req.query.get("cf"))?;
+    for t in tables {
+        node.engine
+            .snapshot(Some(*t.id.as_bytes()), &tag)
+            .map_err(storage_err)?;
+    }
+    Ok(("application/json", json!(tag).to_string()))
+}
+
+/// Read-only views: Prometheus metrics, table statistics, running compactions, node info.
+fn observe(
+    node: &NodeState,
+    clock: &dyn Clock,
+    req: &HttpRequest,
+    segs: &[&str],
+) -> Option<RouteResult> {
+    Some(match (req.method.as_str(), segs) {
+        ("GET", ["metrics"]) => Ok(("text/plain; version=0.0.4", crate::metrics::render(node))),
         ("GET", ["helenus", "tablestats"]) => {
-            let tables = tables_of(
+            let tables = match tables_of(
                 node,
                 req.query.get("ks").map(String::as_str),
                 req.query.get("cf"),
-            )?;
+            ) {
+                Ok(t) => t,
+                Err(e) => return Some(Err(e)),
+            };
             let out: Vec<_> = tables
                 .iter()
                 .map(|t| {
@@ -305,11 +351,8 @@ fn route(node: &NodeState, req: &HttpRequest) -> RouteResult {
         }
         ("GET", ["helenus", "info"]) => Ok((
             "application/json",
-            crate::metrics::info_json(node).to_string(),
+            crate::metrics::info_json(node, clock).to_string(),
         )),
-        _ => Err((
-            404,
-            format!("no such endpoint: {} {}", req.method, req.path),
-        )),
-    }
+        _ => return None,
+    })
 }

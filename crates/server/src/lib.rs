@@ -21,7 +21,6 @@
 
 pub mod admin;
 pub mod config;
-mod config_security;
 pub mod exec;
 pub mod exec_state;
 mod keys;
@@ -50,8 +49,10 @@ pub enum StartError {
     Dir { path: String, message: String },
     #[error("schema: {0}")]
     Schema(#[from] helenus_schema::SchemaError),
+    /// The engine did not open or its commitlog did not replay (a corrupt file stays
+    /// distinguishable from a full disk).
     #[error("storage: {0}")]
-    Storage(String),
+    Storage(#[from] helenus_storage::StorageError),
     #[error("cannot listen on {addr}: {message}")]
     Listen { addr: String, message: String },
 }
@@ -76,8 +77,7 @@ pub fn open_node(config: NodeConfig) -> Result<Arc<NodeState>, StartError> {
         message: e.to_string(),
     })?;
     let schema = exec::ddl::initial_schema(&system_dir)?;
-    let engine =
-        exec::storage_bridge::open_engine(&config, &schema).map_err(StartError::Storage)?;
+    let engine = exec::storage_bridge::open_engine(&config, &schema)?;
     Ok(Arc::new(NodeState::new(config, identity, schema, engine)))
 }
 
@@ -87,6 +87,7 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     let t0 = std::time::Instant::now();
     let addr = std::net::SocketAddr::new(config.rpc_address, config.native_transport_port);
     let node = open_node(config)?;
+    let clock = helenus_types::SystemClock::shared();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| StartError::Listen {
@@ -104,14 +105,17 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     match tokio::net::TcpListener::bind(admin_addr).await {
         Ok(l) => {
             println!("Helenus admin API (nodetool) on http://{admin_addr}");
-            tokio::spawn(admin::serve(node.clone(), l));
+            tokio::spawn(admin::serve(node.clone(), clock.clone(), l));
         }
         Err(e) => tracing::warn!("admin API not started on {admin_addr}: {e}"),
     }
-    let limits = limits::Limits::new(&node.config).map_err(|e| StartError::Listen {
-        addr: addr.to_string(),
-        message: format!("cannot start the statement pool: {e}"),
-    })?;
+    // Owned here to the end of this function: it stops after the storage shutdown below.
+    let statement_pool =
+        limits::StatementPool::start(&node.config).map_err(|e| StartError::Listen {
+            addr: addr.to_string(),
+            message: format!("cannot start the statement pool: {e}"),
+        })?;
+    let limits = limits::Limits::new(&node.config, statement_pool.handle());
     let serving = tokio::spawn(transport::serve(node.clone(), limits.clone(), listener));
     shutdown_signal().await;
     // Like `nodetool drain`: no new connections, then running statements get a bounded time

@@ -10,7 +10,7 @@
 use crate::config::NodeConfig;
 use helenus_protocol as proto;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 
@@ -58,36 +58,52 @@ struct Timeouts {
 }
 
 /// Statements run here, not on the I/O workers: a slow statement then holds one of these
-/// threads, and connections keep being read and answered. Kept in a static so the runtime is
-/// never dropped from inside another runtime (which tokio refuses).
-static STATEMENT_POOL: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+/// threads, and connections keep being read and answered. The server owns it from start to
+/// stop; [`Limits`] holds only a handle.
+pub struct StatementPool {
+    /// Taken only by `drop`.
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+}
+
+impl StatementPool {
+    /// `native_transport_max_threads` worker threads.
+    pub fn start(config: &NodeConfig) -> std::io::Result<StatementPool> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.native_transport_max_threads.max(1))
+            .thread_name("helenus-stmt")
+            .enable_all()
+            .build()?;
+        Ok(StatementPool {
+            handle: runtime.handle().clone(),
+            runtime: Some(runtime),
+        })
+    }
+
+    pub fn handle(&self) -> tokio::runtime::Handle {
+        self.handle.clone()
+    }
+}
+
+impl Drop for StatementPool {
+    /// A runtime dropped the ordinary way blocks on its workers, which tokio refuses inside
+    /// another runtime (where the server stops); statements still running are abandoned, as
+    /// the drain already reported.
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
 
 impl Limits {
-    pub fn new(config: &NodeConfig) -> std::io::Result<Arc<Limits>> {
+    /// The bounds `config` sets, with statements spawned on `pool` (a [`StatementPool`]'s).
+    pub fn new(config: &NodeConfig, pool: tokio::runtime::Handle) -> Arc<Limits> {
         let threads = config.native_transport_max_threads.max(1);
-        // Built under a lock: a runtime built by a losing concurrent caller would be dropped
-        // here, inside an async context, which tokio refuses.
-        static INIT: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
-        let pool = {
-            let _init = INIT.lock();
-            match STATEMENT_POOL.get() {
-                Some(rt) => rt.handle().clone(),
-                None => {
-                    let rt = tokio::runtime::Builder::new_multi_thread()
-                        .worker_threads(threads)
-                        .thread_name("helenus-stmt")
-                        .enable_all()
-                        .build()?;
-                    let handle = rt.handle().clone();
-                    let _ = STATEMENT_POOL.set(rt);
-                    handle
-                }
-            }
-        };
         let units = (config.native_transport_max_request_data_in_flight_bytes / UNIT_BYTES)
             .clamp(1, u64::from(u32::MAX >> 4)) as u32;
         let ms = Duration::from_millis;
-        Ok(Arc::new(Limits {
+        Arc::new(Limits {
             request_budget: Arc::new(Semaphore::new(units as usize)),
             request_budget_units: units,
             queued_response_bytes: AtomicU64::new(0),
@@ -108,7 +124,7 @@ impl Limits {
                 write: ms(config.write_request_timeout_ms),
                 other: ms(config.request_timeout_ms),
             },
-        }))
+        })
     }
 
     /// How long half a frame may wait for its next bytes (Cassandra's `request_timeout`).
@@ -556,8 +572,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_statement_pool_stops_inside_the_runtime_that_owns_it() {
+        // Dropping a tokio runtime the ordinary way inside another one panics; the pool must
+        // not, since the server drops it at the end of its async main.
+        let cfg = NodeConfig {
+            native_transport_max_threads: 2,
+            ..NodeConfig::default()
+        };
+        let pool = StatementPool::start(&cfg).unwrap();
+        let ran = pool.handle().spawn(async { 6 * 7 }).await.unwrap();
+        assert_eq!(ran, 42);
+        drop(pool);
+        let again = StatementPool::start(&cfg).unwrap();
+        assert_eq!(again.handle().spawn(async { 1 }).await.unwrap(), 1);
+    }
+
+    #[tokio::test]
     async fn a_connection_over_its_high_water_mark_waits_to_start_statements() {
-        let limits = Limits::new(&NodeConfig::default()).unwrap();
+        let limits = Limits::new(&NodeConfig::default(), tokio::runtime::Handle::current());
         let gate = Arc::new(ResponseGate::default());
         let mut first = gate.admit(&limits).await.unwrap().into_response_charge();
         first.settle(CONNECTION_RESPONSE_HIGH_WATER_BYTES + 1);
@@ -590,7 +622,7 @@ mod tests {
             native_transport_max_request_data_in_flight_bytes: 1024 * 1024,
             ..NodeConfig::default()
         };
-        let limits = Limits::new(&cfg).unwrap();
+        let limits = Limits::new(&cfg, tokio::runtime::Handle::current());
         let mut a = limits.empty_charge();
         limits.charge_frame_bytes(&mut a, 800 * 1024).await;
         assert_eq!(limits.request_bytes_in_use(), 800 * 1024);

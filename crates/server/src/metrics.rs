@@ -3,6 +3,7 @@
 
 use crate::node::NodeState;
 use helenus_storage as st;
+use helenus_types::Clock;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -50,12 +51,10 @@ pub fn compactions_json(list: &[st::CompactionProgress]) -> Value {
     )
 }
 
-pub fn info_json(node: &NodeState) -> Value {
-    let uptime = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-        .saturating_sub(node.started_at_s);
+/// `nodetool info`'s facts; uptime is measured on `clock`'s wall time.
+pub fn info_json(node: &NodeState, clock: &dyn Clock) -> Value {
+    let now_s = u64::try_from(clock.wall_secs()).unwrap_or(0);
+    let uptime = now_s.saturating_sub(node.started_at_s);
     let mut load = 0u64;
     for ks in node.schema().user_keyspaces() {
         for t in ks.tables.values() {
@@ -83,12 +82,18 @@ pub fn info_json(node: &NodeState) -> Value {
 /// Prometheus text exposition of per-table storage metrics and connection counts.
 pub fn render(node: &NodeState) -> String {
     let mut out = String::new();
+    render_engine(node, &mut out);
+    render_tables(node, &mut out);
+    out
+}
+
+/// Engine-wide: connected clients, caches (hits / requests / bytes) and write backpressure.
+fn render_engine(node: &NodeState, out: &mut String) {
     let _ = writeln!(
         out,
         "# TYPE helenus_connected_clients gauge\nhelenus_connected_clients {}",
         node.clients().len()
     );
-    // Engine-wide: caches (hits / requests / bytes) and write backpressure.
     let caches = node.engine.cache_stats();
     for (cache, c) in [
         ("key", caches.key),
@@ -116,53 +121,59 @@ pub fn render(node: &NodeState) -> String {
         stalls.stall_timeouts,
         node.engine.unflushed_memtable_bytes()
     );
-    type Gauge = (&'static str, fn(&st::TableStats) -> f64);
-    let metrics: [Gauge; 15] = [
-        ("helenus_table_sstables", |s| s.sstable_count as f64),
-        ("helenus_table_live_disk_bytes", |s| {
-            s.live_disk_space_bytes as f64
-        }),
-        ("helenus_table_memtable_bytes", |s| {
-            s.memtable_data_size_bytes as f64
-        }),
-        ("helenus_table_local_reads_total", |s| {
-            s.local_read_count as f64
-        }),
-        ("helenus_table_local_writes_total", |s| {
-            s.local_write_count as f64
-        }),
-        ("helenus_table_key_cache_hit_ratio", |s| {
-            s.key_cache_hit_rate
-        }),
-        ("helenus_table_chunk_cache_hit_ratio", |s| {
-            s.chunk_cache_hit_rate
-        }),
-        ("helenus_table_key_cache_hits_total", |s| {
-            s.key_cache_hits as f64
-        }),
-        ("helenus_table_key_cache_requests_total", |s| {
-            s.key_cache_requests as f64
-        }),
-        ("helenus_table_row_cache_hits_total", |s| {
-            s.row_cache_hits as f64
-        }),
-        ("helenus_table_row_cache_requests_total", |s| {
-            s.row_cache_requests as f64
-        }),
-        ("helenus_table_estimated_partitions", |s| {
-            s.estimated_partitions as f64
-        }),
-        // Cassandra's TombstoneScannedHistogram (as a total and a max) and TombstoneFailures.
-        ("helenus_table_tombstones_scanned_total", |s| {
-            s.tombstones_scanned_by_reads as f64
-        }),
-        ("helenus_table_tombstones_scanned_max", |s| {
-            s.tombstones_scanned_max as f64
-        }),
-        ("helenus_table_tombstone_failures_total", |s| {
-            s.tombstone_failures as f64
-        }),
-    ];
+}
+
+type Gauge = (&'static str, fn(&st::TableStats) -> f64);
+
+/// Per-table gauges: the metric name and how to read it from the table's statistics.
+const TABLE_GAUGES: [Gauge; 15] = [
+    ("helenus_table_sstables", |s| s.sstable_count as f64),
+    ("helenus_table_live_disk_bytes", |s| {
+        s.live_disk_space_bytes as f64
+    }),
+    ("helenus_table_memtable_bytes", |s| {
+        s.memtable_data_size_bytes as f64
+    }),
+    ("helenus_table_local_reads_total", |s| {
+        s.local_read_count as f64
+    }),
+    ("helenus_table_local_writes_total", |s| {
+        s.local_write_count as f64
+    }),
+    ("helenus_table_key_cache_hit_ratio", |s| {
+        s.key_cache_hit_rate
+    }),
+    ("helenus_table_chunk_cache_hit_ratio", |s| {
+        s.chunk_cache_hit_rate
+    }),
+    ("helenus_table_key_cache_hits_total", |s| {
+        s.key_cache_hits as f64
+    }),
+    ("helenus_table_key_cache_requests_total", |s| {
+        s.key_cache_requests as f64
+    }),
+    ("helenus_table_row_cache_hits_total", |s| {
+        s.row_cache_hits as f64
+    }),
+    ("helenus_table_row_cache_requests_total", |s| {
+        s.row_cache_requests as f64
+    }),
+    ("helenus_table_estimated_partitions", |s| {
+        s.estimated_partitions as f64
+    }),
+    // Cassandra's TombstoneScannedHistogram (as a total and a max) and TombstoneFailures.
+    ("helenus_table_tombstones_scanned_total", |s| {
+        s.tombstones_scanned_by_reads as f64
+    }),
+    ("helenus_table_tombstones_scanned_max", |s| {
+        s.tombstones_scanned_max as f64
+    }),
+    ("helenus_table_tombstone_failures_total", |s| {
+        s.tombstone_failures as f64
+    }),
+];
+
+fn render_tables(node: &NodeState, out: &mut String) {
     let schema = node.schema();
     let tables: Vec<_> = schema
         .user_keyspaces()
@@ -172,7 +183,7 @@ pub fn render(node: &NodeState) -> String {
         .iter()
         .map(|t| node.engine.table_stats(*t.id.as_bytes()))
         .collect();
-    for (name, f) in metrics {
+    for (name, f) in TABLE_GAUGES {
         let _ = writeln!(out, "# TYPE {name} gauge");
         for (t, s) in tables.iter().zip(&stats) {
             let _ = writeln!(
@@ -184,5 +195,4 @@ pub fn render(node: &NodeState) -> String {
             );
         }
     }
-    out
 }

@@ -7,6 +7,7 @@ use crate::node::{ClientInfo, NodeEvent, NodeState};
 use bytes::BytesMut;
 use helenus_protocol as proto;
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -83,6 +84,8 @@ pub async fn serve(node: Arc<NodeState>, limits: Arc<Limits>, listener: TcpListe
     }
 }
 
+/// One client connection: the handshake, then the frame loop (decode what the buffer holds,
+/// dispatch it, read more), then the shutdown that lets the writer drain.
 async fn serve_connection(
     node: Arc<NodeState>,
     limits: Arc<Limits>,
@@ -94,197 +97,272 @@ async fn serve_connection(
     let max_frame = node.config.native_transport_max_frame_size_bytes;
     let (tx, rx) = mpsc::channel::<Outgoing>(WRITE_QUEUE_DEPTH);
     let write_task = tokio::spawn(write_loop(writer, rx, max_frame));
+    let mut conn = Connection::open(node, limits, tx, peer, max_frame);
+    while conn.dispatch_buffered().await.is_continue() && conn.read_more(&mut reader).await {}
+    conn.close(write_task).await;
+    Ok(())
+}
 
-    let client_id = node.register_client(ClientInfo {
-        address: peer,
-        driver_name: None,
-        driver_version: None,
-        keyspace: None,
-        protocol_version: 0,
-        request_count: 0,
-    });
-    let session = Arc::new(parking_lot::Mutex::new(Session::default()));
-    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION));
-    let mut codec = proto::ServerConnectionCodec::new(max_frame);
-    let mut buf = BytesMut::with_capacity(READ_BUFFER_BYTES);
-    let mut events_task: Option<tokio::task::JoinHandle<()>> = None;
-    let mut started = false;
-    let gate = Arc::new(ResponseGate::default());
-    // What the read buffer holds past FREE_REQUEST_BYTES: a large frame still arriving.
-    let mut buffer_charge = limits.empty_charge();
+/// The reading side of one connection and what its requests share.
+struct Connection {
+    node: Arc<NodeState>,
+    limits: Arc<Limits>,
+    tx: mpsc::Sender<Outgoing>,
+    peer: SocketAddr,
+    client_id: u64,
+    session: Arc<parking_lot::Mutex<Session>>,
+    in_flight: Arc<Semaphore>,
+    codec: proto::ServerConnectionCodec,
+    buf: BytesMut,
+    events_task: Option<tokio::task::JoinHandle<()>>,
+    /// Whether STARTUP was received: before it only STARTUP and OPTIONS are answered.
+    started: bool,
+    gate: Arc<ResponseGate>,
+    /// What the read buffer holds past FREE_REQUEST_BYTES: a large frame still arriving.
+    buffer_charge: RequestCharge,
+}
 
-    'read: loop {
+impl Connection {
+    fn open(
+        node: Arc<NodeState>,
+        limits: Arc<Limits>,
+        tx: mpsc::Sender<Outgoing>,
+        peer: SocketAddr,
+        max_frame: usize,
+    ) -> Connection {
+        let client_id = node.register_client(ClientInfo {
+            address: peer,
+            driver_name: None,
+            driver_version: None,
+            keyspace: None,
+            protocol_version: 0,
+            request_count: 0,
+        });
+        let buffer_charge = limits.empty_charge();
+        Connection {
+            node,
+            limits,
+            tx,
+            peer,
+            client_id,
+            session: Arc::new(parking_lot::Mutex::new(Session::default())),
+            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION)),
+            codec: proto::ServerConnectionCodec::new(max_frame),
+            buf: BytesMut::with_capacity(READ_BUFFER_BYTES),
+            events_task: None,
+            started: false,
+            gate: Arc::new(ResponseGate::default()),
+            buffer_charge,
+        }
+    }
+
+    /// Decodes and dispatches every whole frame in the buffer; `Break` closes the connection.
+    async fn dispatch_buffered(&mut self) -> ControlFlow<()> {
         loop {
-            let before_bytes = buf.len();
-            let frame = match codec.decode(&mut buf) {
+            let before_bytes = self.buf.len();
+            let frame = match self.codec.decode(&mut self.buf) {
                 Ok(Some(f)) => f,
-                Ok(None) => break,
+                Ok(None) => return ControlFlow::Continue(()),
                 Err(e) => {
-                    let fatal = !e.can_continue();
-                    let Some(response) = e.to_error_frame() else {
-                        break 'read;
-                    };
-                    let out = Outgoing {
-                        frame: response,
-                        after: if fatal {
-                            AfterWrite::Close
-                        } else {
-                            AfterWrite::Nothing
-                        },
-                        decode_error: Some(e),
-                        charges: None,
-                    };
-                    if tx.send(out).await.is_err() || fatal {
-                        break 'read;
-                    }
+                    self.answer_decode_error(e).await?;
                     continue;
                 }
             };
-            let opcode_name = request_name(&frame.request);
-            if !started
-                && !matches!(
-                    frame.request,
-                    proto::Request::Startup(_) | proto::Request::Options
-                )
-            {
-                let body = proto::ErrorBody::new(
-                    proto::ErrorCode::PROTOCOL,
-                    format!("Unexpected message {opcode_name}, expecting STARTUP or OPTIONS"),
-                );
-                let out = proto::ResponseFrame::new(
-                    frame.version,
-                    frame.stream,
-                    proto::Response::Error(body),
-                );
-                let _ = tx.send(Outgoing::plain(out, AfterWrite::Close)).await;
-                break 'read;
-            }
-            if matches!(frame.request, proto::Request::Startup(_)) {
-                started = true;
-            }
-            node.update_client(client_id, |c| {
+            self.check_started(&frame).await?;
+            let version = frame.version;
+            self.node.update_client(self.client_id, |c| {
                 c.request_count += 1;
-                c.protocol_version = frame.version;
+                c.protocol_version = version;
             });
-            match frame.request {
-                proto::Request::Startup(ref options) => {
-                    let compression =
-                        match options.get("COMPRESSION").map(|s| s.to_ascii_lowercase()) {
-                            None => Ok(None),
-                            Some(c) if c == "lz4" => Ok(Some(proto::Compression::Lz4)),
-                            Some(c) if c == "snappy" && frame.version < 5 => {
-                                Ok(Some(proto::Compression::Snappy))
-                            }
-                            Some(other) => Err(other),
-                        };
-                    let (response, after) = match compression {
-                        Ok(compression) => {
-                            codec.set_compression(compression);
-                            if frame.version >= 5 {
-                                codec.enable_segments();
-                            }
-                            node.update_client(client_id, |c| {
-                                c.driver_name = options.get("DRIVER_NAME").cloned();
-                                c.driver_version = options.get("DRIVER_VERSION").cloned();
-                            });
-                            (
-                                proto::Response::Ready,
-                                AfterWrite::Negotiated {
-                                    compression,
-                                    segments: frame.version >= 5,
-                                },
-                            )
-                        }
-                        Err(other) => (
-                            exec::error_response(exec::ExecError::Protocol(format!(
-                                "Unsupported compression algorithm: {other}"
-                            ))),
-                            AfterWrite::Nothing,
-                        ),
-                    };
-                    let out = proto::ResponseFrame::new(frame.version, frame.stream, response);
-                    if tx.send(Outgoing::plain(out, after)).await.is_err() {
-                        break 'read;
-                    }
-                }
-                proto::Request::Register { events: ref types } => {
-                    if events_task.is_none() && types.iter().any(|t| t == "SCHEMA_CHANGE") {
-                        events_task = Some(spawn_event_forwarder(&node, tx.clone(), frame.version));
-                    }
-                    let out = proto::ResponseFrame::new(
-                        frame.version,
-                        frame.stream,
-                        proto::Response::Ready,
-                    );
-                    if tx
-                        .send(Outgoing::plain(out, AfterWrite::Nothing))
-                        .await
-                        .is_err()
-                    {
-                        break 'read;
-                    }
-                }
-                _ => {
-                    let Ok(permit) = in_flight.clone().acquire_owned().await else {
-                        break 'read;
-                    };
-                    limits.admit_rate().await;
-                    // The frame's bytes left the read buffer: its charge goes with it.
-                    let frame_bytes = before_bytes.saturating_sub(buf.len());
-                    limits
-                        .charge_frame_bytes(&mut buffer_charge, frame_bytes)
-                        .await;
-                    let request_charge = buffer_charge.take();
-                    let statement = Statement {
-                        node: node.clone(),
-                        limits: limits.clone(),
-                        gate: gate.clone(),
-                        session: session.clone(),
-                        tx: tx.clone(),
-                        client_id,
-                        peer,
-                    };
-                    tokio::spawn(async move {
-                        let _permit = permit;
-                        statement.run(frame, request_charge).await;
-                    });
-                }
+            match &frame.request {
+                proto::Request::Startup(options) => self.startup(&frame, options).await?,
+                proto::Request::Register { events } => self.register(&frame, events).await?,
+                _ => self.spawn_statement(frame, before_bytes).await?,
             }
         }
-        if buf.capacity() - buf.len() < READ_BUFFER_BYTES / 4 {
-            buf.reserve(READ_BUFFER_BYTES);
+    }
+
+    /// A frame that does not decode gets its error answer; a fatal one closes the connection.
+    async fn answer_decode_error(&mut self, e: proto::DecodeError) -> ControlFlow<()> {
+        let fatal = !e.can_continue();
+        let Some(response) = e.to_error_frame() else {
+            return ControlFlow::Break(());
+        };
+        let out = Outgoing {
+            frame: response,
+            after: if fatal {
+                AfterWrite::Close
+            } else {
+                AfterWrite::Nothing
+            },
+            decode_error: Some(e),
+            charges: None,
+        };
+        if self.tx.send(out).await.is_err() || fatal {
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Before STARTUP only STARTUP and OPTIONS are allowed; anything else closes the connection.
+    async fn check_started(&mut self, frame: &proto::RequestFrame) -> ControlFlow<()> {
+        if !self.started
+            && !matches!(
+                frame.request,
+                proto::Request::Startup(_) | proto::Request::Options
+            )
+        {
+            let opcode_name = request_name(&frame.request);
+            let body = proto::ErrorBody::new(
+                proto::ErrorCode::PROTOCOL,
+                format!("Unexpected message {opcode_name}, expecting STARTUP or OPTIONS"),
+            );
+            let out = proto::ResponseFrame::new(
+                frame.version,
+                frame.stream,
+                proto::Response::Error(body),
+            );
+            let _ = self.tx.send(Outgoing::plain(out, AfterWrite::Close)).await;
+            return ControlFlow::Break(());
+        }
+        if matches!(frame.request, proto::Request::Startup(_)) {
+            self.started = true;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// STARTUP: negotiates compression (and v5 segments, which start after READY is written).
+    async fn startup(
+        &mut self,
+        frame: &proto::RequestFrame,
+        options: &std::collections::BTreeMap<String, String>,
+    ) -> ControlFlow<()> {
+        let compression = match options.get("COMPRESSION").map(|s| s.to_ascii_lowercase()) {
+            None => Ok(None),
+            Some(c) if c == "lz4" => Ok(Some(proto::Compression::Lz4)),
+            Some(c) if c == "snappy" && frame.version < 5 => Ok(Some(proto::Compression::Snappy)),
+            Some(other) => Err(other),
+        };
+        let (response, after) = match compression {
+            Ok(compression) => {
+                self.codec.set_compression(compression);
+                if frame.version >= 5 {
+                    self.codec.enable_segments();
+                }
+                self.node.update_client(self.client_id, |c| {
+                    c.driver_name = options.get("DRIVER_NAME").cloned();
+                    c.driver_version = options.get("DRIVER_VERSION").cloned();
+                });
+                (
+                    proto::Response::Ready,
+                    AfterWrite::Negotiated {
+                        compression,
+                        segments: frame.version >= 5,
+                    },
+                )
+            }
+            Err(other) => (
+                exec::error_response(exec::ExecError::Protocol(format!(
+                    "Unsupported compression algorithm: {other}"
+                ))),
+                AfterWrite::Nothing,
+            ),
+        };
+        let out = proto::ResponseFrame::new(frame.version, frame.stream, response);
+        self.send(Outgoing::plain(out, after)).await
+    }
+
+    /// REGISTER: schema changes are forwarded to this connection from then on.
+    async fn register(&mut self, frame: &proto::RequestFrame, types: &[String]) -> ControlFlow<()> {
+        if self.events_task.is_none() && types.iter().any(|t| t == "SCHEMA_CHANGE") {
+            self.events_task = Some(spawn_event_forwarder(
+                &self.node,
+                self.tx.clone(),
+                frame.version,
+            ));
+        }
+        let out = proto::ResponseFrame::new(frame.version, frame.stream, proto::Response::Ready);
+        self.send(Outgoing::plain(out, AfterWrite::Nothing)).await
+    }
+
+    /// Any other request runs as a [`Statement`] on its own task, holding one of this
+    /// connection's in-flight permits and the bytes its frame took in the read buffer.
+    async fn spawn_statement(
+        &mut self,
+        frame: proto::RequestFrame,
+        before_bytes: usize,
+    ) -> ControlFlow<()> {
+        let Ok(permit) = self.in_flight.clone().acquire_owned().await else {
+            return ControlFlow::Break(());
+        };
+        self.limits.admit_rate().await;
+        // The frame's bytes left the read buffer: its charge goes with it.
+        let frame_bytes = before_bytes.saturating_sub(self.buf.len());
+        self.limits
+            .charge_frame_bytes(&mut self.buffer_charge, frame_bytes)
+            .await;
+        let request_charge = self.buffer_charge.take();
+        let statement = Statement {
+            node: self.node.clone(),
+            limits: self.limits.clone(),
+            gate: self.gate.clone(),
+            session: self.session.clone(),
+            tx: self.tx.clone(),
+            client_id: self.client_id,
+            peer: self.peer,
+        };
+        tokio::spawn(async move {
+            let _permit = permit;
+            statement.run(frame, request_charge).await;
+        });
+        ControlFlow::Continue(())
+    }
+
+    async fn send(&self, out: Outgoing) -> ControlFlow<()> {
+        match self.tx.send(out).await {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        }
+    }
+
+    /// Reads more bytes into the buffer; false when the connection is done (closed by the
+    /// client, a stalled partial frame, or the node shutting down).
+    async fn read_more(&mut self, reader: &mut tokio::net::tcp::OwnedReadHalf) -> bool {
+        if self.buf.capacity() - self.buf.len() < READ_BUFFER_BYTES / 4 {
+            self.buf.reserve(READ_BUFFER_BYTES);
         }
         // A large frame still arriving holds budget for what it has filled so far (not the
         // buffer's capacity: after a reserve every busy connection would pass 64 KiB and be
         // charged); when the budget is spent, this connection waits here and is not read.
-        limits
-            .charge_frame_bytes(&mut buffer_charge, buf.len())
+        self.limits
+            .charge_frame_bytes(&mut self.buffer_charge, self.buf.len())
             .await;
         // Half a frame that stops arriving would hold its buffer (and budget) for ever.
-        let read_timeout = match buf.is_empty() {
+        let read_timeout = match self.buf.is_empty() {
             true => Duration::MAX,
-            false => limits.partial_frame_timeout(),
+            false => self.limits.partial_frame_timeout(),
         };
         let read = tokio::select! {
-            r = tokio::time::timeout(read_timeout, reader.read_buf(&mut buf)) => match r {
+            r = tokio::time::timeout(read_timeout, reader.read_buf(&mut self.buf)) => match r {
                 Ok(r) => r,
-                Err(_) => break,
+                Err(_) => return false,
             },
             // Shutting down: requests already read still get their answers.
-            _ = limits.closing() => break,
+            _ = self.limits.closing() => return false,
         };
-        match read {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        !matches!(read, Ok(0) | Err(_))
+    }
+
+    /// Stops event forwarding, forgets the client, and waits for the writer to send what the
+    /// running statements still answer.
+    async fn close(self, write_task: tokio::task::JoinHandle<()>) {
+        if let Some(t) = self.events_task {
+            t.abort();
         }
+        self.node.unregister_client(self.client_id);
+        drop(self.tx);
+        let _ = write_task.await;
     }
-    if let Some(t) = events_task {
-        t.abort();
-    }
-    node.unregister_client(client_id);
-    drop(tx);
-    let _ = write_task.await;
-    Ok(())
 }
 
 /// One request on its way through admission, the statement pool and back to the writer.

@@ -133,7 +133,7 @@ fn write_json(o: &StressOptions, v: serde_json::Value) -> Result<(), runner::Run
     };
     let err = |e: std::io::Error| runner::RunError::Output {
         path: path.display().to_string(),
-        error: e.to_string(),
+        error: Box::new(e),
     };
     let mut f = std::fs::File::create(path).map_err(err)?;
     let text = serde_json::to_string_pretty(&v).unwrap_or_default();

@@ -23,9 +23,9 @@ use crate::workload::{timeuuid_at, OpDef, ValuesGen, Workload};
 pub enum UserProfileError {
     Io {
         path: String,
-        error: String,
+        error: std::io::Error,
     },
-    Yaml(String),
+    Yaml(serde_yaml::Error),
     /// A required field is absent.
     Missing(&'static str),
     /// A field has an unusable value.
@@ -54,7 +54,15 @@ impl fmt::Display for UserProfileError {
     }
 }
 
-impl std::error::Error for UserProfileError {}
+impl std::error::Error for UserProfileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            UserProfileError::Io { error, .. } => Some(error),
+            UserProfileError::Yaml(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// The parts of a profile we use.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,7 +91,7 @@ pub struct ColumnSpecYaml {
 pub fn load(path: &Path) -> Result<UserProfile, UserProfileError> {
     let text = std::fs::read_to_string(path).map_err(|e| UserProfileError::Io {
         path: path.display().to_string(),
-        error: e.to_string(),
+        error: e,
     })?;
     parse(&text)
 }
@@ -96,8 +104,7 @@ fn str_field(doc: &serde_yaml::Value, name: &'static str) -> Option<String> {
 
 /// Parses profile text.
 pub fn parse(text: &str) -> Result<UserProfile, UserProfileError> {
-    let doc: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|e| UserProfileError::Yaml(e.to_string()))?;
+    let doc: serde_yaml::Value = serde_yaml::from_str(text).map_err(UserProfileError::Yaml)?;
     let keyspace = str_field(&doc, "keyspace").ok_or(UserProfileError::Missing("keyspace"))?;
     let table = str_field(&doc, "table").ok_or(UserProfileError::Missing("table"))?;
     let table_definition = str_field(&doc, "table_definition");

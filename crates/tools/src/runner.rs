@@ -9,11 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::profile::{UserProfile, UserProfileError};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::client::PoolSize;
+use scylla::errors::{NewSessionError, PrepareError};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 
@@ -31,11 +33,30 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(12);
 /// Why a run could not start or finish.
 #[derive(Debug)]
 pub enum RunError {
-    Connect(String),
-    Schema { cql: String, error: String },
-    Prepare { cql: String, error: String },
-    Profile(String),
-    Output { path: String, error: String },
+    Connect(Box<NewSessionError>),
+    /// A schema statement (or the USE after it) failed.
+    Schema {
+        cql: String,
+        error: Cause,
+    },
+    Prepare {
+        cql: String,
+        error: Box<PrepareError>,
+    },
+    Profile(UserProfileError),
+    Output {
+        path: String,
+        error: Cause,
+    },
+}
+
+/// The driver's or the file system's own error, kept whole for whoever inspects it.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+impl From<UserProfileError> for RunError {
+    fn from(e: UserProfileError) -> Self {
+        RunError::Profile(e)
+    }
 }
 
 impl fmt::Display for RunError {
@@ -52,7 +73,16 @@ impl fmt::Display for RunError {
     }
 }
 
-impl std::error::Error for RunError {}
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Connect(e) => Some(e.as_ref()),
+            RunError::Prepare { error, .. } => Some(error.as_ref()),
+            RunError::Profile(e) => Some(e),
+            RunError::Schema { error, .. } | RunError::Output { error, .. } => Some(error.as_ref()),
+        }
+    }
+}
 
 fn consistency(cl: ConsistencyLevel) -> Consistency {
     match cl {
@@ -99,45 +129,12 @@ pub async fn connect_and_prepare(
         .fetch_schema_metadata(false)
         .build()
         .await
-        .map_err(|e| RunError::Connect(e.to_string()))?;
+        .map_err(|e| RunError::Connect(Box::new(e)))?;
     let profile = match &o.profile {
-        ProfileKind::User(path) => {
-            Some(crate::profile::load(path).map_err(|e| RunError::Profile(e.to_string()))?)
-        }
+        ProfileKind::User(path) => Some(crate::profile::load(path)?),
         _ => None,
     };
-    for cql in &workload.schema_cql {
-        if let Err(e) = session.query_unpaged(cql.as_str(), &[]).await {
-            let msg = e.to_string();
-            // Profiles use plain CREATE; an existing keyspace or table is what we want anyway.
-            if !msg.to_ascii_lowercase().contains("already exist") {
-                return Err(RunError::Schema {
-                    cql: cql.clone(),
-                    error: msg,
-                });
-            }
-        }
-        if let Some(p) = &profile {
-            if cql.to_ascii_uppercase().contains("KEYSPACE") {
-                session
-                    .use_keyspace(&p.keyspace, false)
-                    .await
-                    .map_err(|e| RunError::Schema {
-                        cql: format!("USE {}", p.keyspace),
-                        error: e.to_string(),
-                    })?;
-            }
-        }
-    }
-    if let Some(p) = &profile {
-        session
-            .use_keyspace(&p.keyspace, false)
-            .await
-            .map_err(|e| RunError::Schema {
-                cql: format!("USE {}", p.keyspace),
-                error: e.to_string(),
-            })?;
-    }
+    create_schema(&session, &workload.schema_cql, profile.as_ref()).await?;
     let mut statements = Vec::new();
     for op in workload.ops.iter_mut() {
         let mut ps = session
@@ -145,17 +142,14 @@ pub async fn connect_and_prepare(
             .await
             .map_err(|e| RunError::Prepare {
                 cql: op.cql.clone(),
-                error: e.to_string(),
+                error: Box::new(e),
             })?;
         ps.set_consistency(consistency(o.consistency));
         ps.set_is_idempotent(true);
         ps.set_request_timeout(Some(REQUEST_TIMEOUT));
         if let (Some(p), ValuesGen::User(gens)) = (&profile, &mut op.values) {
             for spec in ps.get_variable_col_specs().iter() {
-                gens.push(
-                    p.bind_gen(spec.name(), spec.typ())
-                        .map_err(|e| RunError::Profile(e.to_string()))?,
-                );
+                gens.push(p.bind_gen(spec.name(), spec.typ())?);
             }
         }
         statements.push(ps);
@@ -165,6 +159,47 @@ pub async fn connect_and_prepare(
         workload: Arc::new(workload),
         statements: Arc::new(statements),
     })
+}
+
+/// Runs the workload's schema statements (an existing keyspace or table is fine) and, for a
+/// user profile, switches to its keyspace once it exists.
+async fn create_schema(
+    session: &Session,
+    schema_cql: &[String],
+    profile: Option<&UserProfile>,
+) -> Result<(), RunError> {
+    for cql in schema_cql {
+        if let Err(e) = session.query_unpaged(cql.as_str(), &[]).await {
+            // Profiles use plain CREATE; an existing keyspace or table is what we want anyway.
+            if !e.to_string().to_ascii_lowercase().contains("already exist") {
+                return Err(RunError::Schema {
+                    cql: cql.clone(),
+                    error: Box::new(e),
+                });
+            }
+        }
+        if let Some(p) = profile {
+            if cql.to_ascii_uppercase().contains("KEYSPACE") {
+                session
+                    .use_keyspace(&p.keyspace, false)
+                    .await
+                    .map_err(|e| RunError::Schema {
+                        cql: format!("USE {}", p.keyspace),
+                        error: Box::new(e),
+                    })?;
+            }
+        }
+    }
+    if let Some(p) = profile {
+        session
+            .use_keyspace(&p.keyspace, false)
+            .await
+            .map_err(|e| RunError::Schema {
+                cql: format!("USE {}", p.keyspace),
+                error: Box::new(e),
+            })?;
+    }
+    Ok(())
 }
 
 /// What one phase is asked to do.
@@ -252,7 +287,7 @@ impl Sinks {
                 .map(BufWriter::new)
                 .map_err(|e| RunError::Output {
                     path: p.display().to_string(),
-                    error: e.to_string(),
+                    error: Box::new(e),
                 })
         };
         let log = o.log_file.as_deref().map(open).transpose()?;
@@ -267,7 +302,7 @@ impl Sinks {
                 .map(|_| ());
             written.map_err(|e| RunError::Output {
                 path: format!("{:?}", o.hdr_file),
-                error: e.to_string(),
+                error: Box::new(e),
             })?;
         }
         Ok(Sinks {
@@ -362,6 +397,80 @@ async fn worker(ctx: Arc<WorkerCtx>, id: usize, seed: u64) {
     }
 }
 
+/// What a phase's progress report needs besides the counts.
+struct Progress<'a> {
+    spec: &'a PhaseSpec,
+    op_names: &'a [String],
+    start: Instant,
+}
+
+impl Progress<'_> {
+    /// One interval from `last` to `now`: a progress line per op (and a total line), the HDR
+    /// intervals, and the interval's JSON entry; `window` is merged into `totals`.
+    fn report(
+        &self,
+        sinks: &mut Sinks,
+        totals: &mut [OpWindow],
+        window: &[OpWindow],
+        last: Instant,
+        now: Instant,
+    ) -> serde_json::Value {
+        let dur = now.saturating_duration_since(last);
+        let mut entry = serde_json::Map::new();
+        entry.insert(
+            "time_s".into(),
+            serde_json::json!(crate::stats::round3(
+                now.saturating_duration_since(self.start).as_secs_f64()
+            )),
+        );
+        let mut merged: Option<OpWindow> = None;
+        for (i, w) in window.iter().enumerate() {
+            if let Some(t) = totals.get_mut(i) {
+                t.merge(w);
+            }
+            let name = self.op_names.get(i).map(String::as_str).unwrap_or("?");
+            let s = Summary::of(w, dur);
+            let total_ops = totals.get(i).map(|t| t.hist.len()).unwrap_or(0);
+            let total_err = totals.get(i).map(|t| t.errors).unwrap_or(0);
+            sinks.line(
+                &progress_line(
+                    name,
+                    total_ops,
+                    &s,
+                    now.saturating_duration_since(self.start),
+                    total_err,
+                ),
+                self.spec.print_progress,
+            );
+            sinks.hdr_interval(&format!("{}/{}", self.spec.name, name), w, last, dur);
+            entry.insert(name.to_string(), s.to_json());
+            match merged.as_mut() {
+                Some(m) => m.merge(w),
+                None => merged = Some(w.clone()),
+            }
+        }
+        if window.len() > 1 {
+            if let Some(m) = merged {
+                let all_ops: u64 = totals.iter().map(|t| t.hist.len()).sum();
+                let all_err: u64 = totals.iter().map(|t| t.errors).sum();
+                let s = Summary::of(&m, dur);
+                sinks.line(
+                    &progress_line(
+                        "total",
+                        all_ops,
+                        &s,
+                        now.saturating_duration_since(self.start),
+                        all_err,
+                    ),
+                    self.spec.print_progress,
+                );
+                entry.insert("total".into(), s.to_json());
+            }
+        }
+        serde_json::Value::Object(entry)
+    }
+}
+
 /// Runs one phase to completion and reports it.
 pub async fn run_phase(
     p: &Prepared,
@@ -402,6 +511,11 @@ pub async fn run_phase(
     let mut intervals = Vec::new();
     let mut ticker = tokio::time::interval_at((start + interval).into(), interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let progress = Progress {
+        spec,
+        op_names: &op_names,
+        start,
+    };
     let mut last = start;
     let mut done = false;
     while !done {
@@ -419,59 +533,7 @@ pub async fn run_phase(
         }
         let now = Instant::now();
         let window = recorder.take_interval();
-        let dur = now.saturating_duration_since(last);
-        let mut entry = serde_json::Map::new();
-        entry.insert(
-            "time_s".into(),
-            serde_json::json!(crate::stats::round3(
-                now.saturating_duration_since(start).as_secs_f64()
-            )),
-        );
-        let mut merged: Option<OpWindow> = None;
-        for (i, w) in window.iter().enumerate() {
-            if let Some(t) = totals.get_mut(i) {
-                t.merge(w);
-            }
-            let name = op_names.get(i).map(String::as_str).unwrap_or("?");
-            let s = Summary::of(w, dur);
-            let total_ops = totals.get(i).map(|t| t.hist.len()).unwrap_or(0);
-            let total_err = totals.get(i).map(|t| t.errors).unwrap_or(0);
-            sinks.line(
-                &progress_line(
-                    name,
-                    total_ops,
-                    &s,
-                    now.saturating_duration_since(start),
-                    total_err,
-                ),
-                spec.print_progress,
-            );
-            sinks.hdr_interval(&format!("{}/{}", spec.name, name), w, last, dur);
-            entry.insert(name.to_string(), s.to_json());
-            match merged.as_mut() {
-                Some(m) => m.merge(w),
-                None => merged = Some(w.clone()),
-            }
-        }
-        if window.len() > 1 {
-            if let Some(m) = merged {
-                let all_ops: u64 = totals.iter().map(|t| t.hist.len()).sum();
-                let all_err: u64 = totals.iter().map(|t| t.errors).sum();
-                let s = Summary::of(&m, dur);
-                sinks.line(
-                    &progress_line(
-                        "total",
-                        all_ops,
-                        &s,
-                        now.saturating_duration_since(start),
-                        all_err,
-                    ),
-                    spec.print_progress,
-                );
-                entry.insert("total".into(), s.to_json());
-            }
-        }
-        intervals.push(serde_json::Value::Object(entry));
+        intervals.push(progress.report(sinks, &mut totals, &window, last, now));
         last = now;
     }
     sinks.flush();

@@ -2,8 +2,8 @@
 //! create statements as Cassandra 5.0 (recorded in schema/golden/cassandra-5.0-user-table-probe.txt).
 
 use helenus_schema::{
-    ClusteringOrder, ColumnKind, IndexMeta, KeyspaceKind, KeyspaceMeta, Schema, TableKind,
-    TableMeta,
+    short_replication_class, ClusteringOrder, ColumnKind, IndexMeta, KeyspaceKind, KeyspaceMeta,
+    Schema, TableKind, TableMeta,
 };
 use helenus_types::{CqlType, UserType};
 use std::collections::BTreeMap;
@@ -29,12 +29,6 @@ fn string_map(m: &BTreeMap<String, String>) -> String {
     format!("{{{}}}", body.join(", "))
 }
 
-fn short_class(class: &str) -> &str {
-    class
-        .strip_prefix("org.apache.cassandra.locator.")
-        .unwrap_or(class)
-}
-
 pub fn keyspace_statement(ks: &KeyspaceMeta) -> String {
     if ks.kind == KeyspaceKind::Virtual {
         return format!(
@@ -45,7 +39,7 @@ pub fn keyspace_statement(ks: &KeyspaceMeta) -> String {
     }
     let mut repl = ks.replication.clone();
     if let Some(c) = repl.get_mut("class") {
-        *c = short_class(c).to_string();
+        *c = short_replication_class(c).to_string();
     }
     format!(
         "CREATE KEYSPACE {} WITH replication = {}  AND durable_writes = {};",

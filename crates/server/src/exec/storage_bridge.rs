@@ -2,7 +2,10 @@
 //! from CQL types, and engine start-up.
 
 use crate::config::{CommitlogSyncMode, NodeConfig};
-use helenus_schema::{ClusteringOrder, ColumnKind, Schema, TableMeta};
+use helenus_schema::{
+    ClusteringOrder, ColumnKind, CompactionParams, CompactionStrategy, Compressor, Schema,
+    TableMeta,
+};
 use helenus_storage as st;
 use helenus_types::CqlType;
 use std::sync::Arc;
@@ -34,75 +37,60 @@ fn cell_path_type(t: &CqlType) -> Option<CqlType> {
     }
 }
 
-fn map_of(m: &std::collections::BTreeMap<String, String>, k: &str) -> Option<String> {
-    m.get(k).cloned()
-}
-
+/// The engine's options for a table. The engine implements LZ4, zstd and Deflate; a table naming
+/// another compressor (Snappy) is written with LZ4, and UCS compacts as size-tiered.
 pub fn table_options(t: &TableMeta) -> st::TableOptions {
     let p = &t.params;
-    let class = map_of(&p.compaction, "class").unwrap_or_default();
-    let num = |k: &str, d: u32| {
-        map_of(&p.compaction, k)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    let compaction = if class.ends_with("LeveledCompactionStrategy") {
-        st::CompactionOptions::Leveled {
-            sstable_size_in_mb: num("sstable_size_in_mb", 160),
-            fanout_size: num("fanout_size", 10),
-        }
-    } else if class.ends_with("TimeWindowCompactionStrategy") {
-        st::CompactionOptions::TimeWindow {
-            compaction_window_unit: map_of(&p.compaction, "compaction_window_unit")
-                .unwrap_or_else(|| "DAYS".into()),
-            compaction_window_size: num("compaction_window_size", 1),
-        }
-    } else {
-        st::CompactionOptions::SizeTiered {
-            min_threshold: num("min_threshold", 4),
-            max_threshold: num("max_threshold", 32),
-        }
-    };
-    let comp_class = map_of(&p.compression, "class").unwrap_or_default();
-    let chunk_kb: u32 = map_of(&p.compression, "chunk_length_in_kb")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16);
-    let enabled = map_of(&p.compression, "enabled")
-        .map(|v| v != "false")
-        .unwrap_or(true);
-    let algorithm = if !enabled || comp_class.is_empty() {
-        st::CompressionAlgorithm::None
-    } else if comp_class.ends_with("ZstdCompressor") {
-        let level = map_of(&p.compression, "compression_level")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(3);
-        st::CompressionAlgorithm::Zstd { level }
-    } else if comp_class.ends_with("DeflateCompressor") {
-        st::CompressionAlgorithm::Deflate
-    } else {
-        st::CompressionAlgorithm::Lz4
-    };
+    let compaction = p.compaction_params();
+    let compression = p.compression_params();
     st::TableOptions {
-        compaction,
+        compaction: compaction_options(&compaction),
         compression: st::CompressionOptions {
-            algorithm,
-            chunk_length_in_kb: chunk_kb,
+            algorithm: match compression.compressor {
+                None => st::CompressionAlgorithm::None,
+                Some(Compressor::Zstd { level }) => st::CompressionAlgorithm::Zstd { level },
+                Some(Compressor::Deflate) => st::CompressionAlgorithm::Deflate,
+                Some(Compressor::Lz4 | Compressor::Other(_)) => st::CompressionAlgorithm::Lz4,
+            },
+            chunk_length_in_kb: compression.chunk_length_in_kb,
         },
         gc_grace_seconds: p.gc_grace_seconds.max(0) as u32,
         bloom_filter_fp_chance: p.bloom_filter_fp_chance,
         default_time_to_live: p.default_time_to_live.max(0) as u32,
         rows_per_partition_to_cache: rows_per_partition(&p.caching),
-        tombstone_threshold: map_of(&p.compaction, "tombstone_threshold")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.2),
-        unchecked_tombstone_compaction: map_of(&p.compaction, "unchecked_tombstone_compaction")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        tombstone_threshold: compaction.tombstone_threshold,
+        unchecked_tombstone_compaction: compaction.unchecked_tombstone_compaction,
+    }
+}
+
+fn compaction_options(c: &CompactionParams) -> st::CompactionOptions {
+    match &c.strategy {
+        CompactionStrategy::Leveled {
+            sstable_size_in_mb,
+            fanout_size,
+        } => st::CompactionOptions::Leveled {
+            sstable_size_in_mb: *sstable_size_in_mb,
+            fanout_size: *fanout_size,
+        },
+        CompactionStrategy::TimeWindow {
+            compaction_window_unit,
+            compaction_window_size,
+        } => st::CompactionOptions::TimeWindow {
+            compaction_window_unit: compaction_window_unit.clone(),
+            compaction_window_size: *compaction_window_size,
+        },
+        CompactionStrategy::SizeTiered | CompactionStrategy::Unified => {
+            st::CompactionOptions::SizeTiered {
+                min_threshold: c.min_threshold,
+                max_threshold: c.max_threshold,
+            }
+        }
     }
 }
 
 /// `caching = {'rows_per_partition': 'NONE' | 'ALL' | N}` as the engine's row count.
 fn rows_per_partition(caching: &std::collections::BTreeMap<String, String>) -> u32 {
-    match map_of(caching, "rows_per_partition") {
+    match caching.get("rows_per_partition") {
         Some(v) if v.eq_ignore_ascii_case("ALL") => u32::MAX,
         Some(v) => v.parse().unwrap_or(0),
         None => 0,
@@ -164,16 +152,14 @@ pub fn storage_config(cfg: &NodeConfig) -> st::StorageConfig {
 }
 
 /// Opens the engine, registers every user table, then replays the commitlog into them.
-pub fn open_engine(cfg: &NodeConfig, schema: &Schema) -> Result<Arc<st::Engine>, String> {
-    let engine = st::Engine::open(storage_config(cfg)).map_err(|e| e.to_string())?;
+pub fn open_engine(cfg: &NodeConfig, schema: &Schema) -> Result<Arc<st::Engine>, st::StorageError> {
+    let engine = st::Engine::open(storage_config(cfg))?;
     for ks in schema.user_keyspaces() {
         for t in ks.tables.values() {
-            engine
-                .create_table(table_def(t))
-                .map_err(|e| e.to_string())?;
+            engine.create_table(table_def(t))?;
         }
     }
-    let stats = engine.replay_commitlog().map_err(|e| e.to_string())?;
+    let stats = engine.replay_commitlog()?;
     tracing::info!("commitlog replay: {stats:?}");
     Ok(engine)
 }

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use crate::dist::DistSpec;
 
+mod groups;
 mod values;
-use values::parse_range;
+use groups::parse_groups;
 pub use values::{parse_count, parse_dist, parse_duration, parse_rate};
 
 /// What went wrong on the command line.
@@ -270,6 +271,46 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
         _ => return Err(OptionError::UnknownCommand(command)),
     }
     opts.command = command.clone();
+    let words = parse_command_words(&mut opts, sla.as_mut(), &command, rest)?;
+    let i = words.consumed;
+    let explicit_ops = words.explicit_ops;
+    if let Some(stop) = words.stop {
+        opts.stop = stop;
+    }
+    opts.profile = profile_of(&command, words.profile)?;
+    opts.ops = default_ops(&command, &opts.profile, explicit_ops)?;
+    if let Some(s) = sla.as_ref() {
+        if matches!(s.step, SlaStep::FractionOfMax(_)) && s.start_rate_per_s.is_some() {
+            return Err(OptionError::Conflict(
+                "sla start=R needs step=R (a rate), not a percentage".into(),
+            ));
+        }
+    }
+    opts.sla = sla;
+    parse_groups(&mut opts, &rest[i..])?;
+    Ok(opts)
+}
+
+/// What the words between the command and the first `-group` say.
+struct CommandWords {
+    /// `ratio(...)` / `ops(...)`.
+    explicit_ops: Option<Vec<(String, u32)>>,
+    /// `profile=`.
+    profile: Option<String>,
+    /// `n=` or `duration=`.
+    stop: Option<StopCondition>,
+    /// Index in `rest` of the first group.
+    consumed: usize,
+}
+
+/// Reads the command's words (`n=`, `duration=`, `cl=`, `profile=`, `ratio(...)`, `no-warmup`,
+/// `quiet`, and the `sla` options); `rest` starts at the command word.
+fn parse_command_words(
+    opts: &mut StressOptions,
+    mut sla: Option<&mut SlaOptions>,
+    command: &str,
+    rest: &[String],
+) -> Result<CommandWords, OptionError> {
     let mut i = 1;
     let mut explicit_ops: Option<Vec<(String, u32)>> = None;
     let mut profile_arg: Option<String> = None;
@@ -291,7 +332,7 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
             explicit_ops = Some(parse_weights(arg, inner)?);
             continue;
         }
-        let (key, value) = split_kv(arg, &command)?;
+        let (key, value) = split_kv(arg, command)?;
         match key {
             "n" | "duration" => {
                 if stop.is_some() {
@@ -317,17 +358,24 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
                 Some(s) => parse_sla_option(s, arg, key, value)?,
                 None => {
                     return Err(OptionError::UnknownOption {
-                        group: command.clone(),
+                        group: command.to_string(),
                         option: arg.clone(),
                     })
                 }
             },
         }
     }
-    if let Some(stop) = stop {
-        opts.stop = stop;
-    }
-    opts.profile = match (command.as_str(), profile_arg) {
+    Ok(CommandWords {
+        explicit_ops,
+        profile: profile_arg,
+        stop,
+        consumed: i,
+    })
+}
+
+/// The profile `profile=` names for `command` (`user` requires a YAML file).
+fn profile_of(command: &str, profile_arg: Option<String>) -> Result<ProfileKind, OptionError> {
+    Ok(match (command, profile_arg) {
         ("user", Some(p)) => ProfileKind::User(PathBuf::from(p)),
         ("user", None) => {
             return Err(OptionError::Missing {
@@ -349,18 +397,7 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
                 ))
             }
         },
-    };
-    opts.ops = default_ops(&command, &opts.profile, explicit_ops)?;
-    if let Some(s) = sla.as_ref() {
-        if matches!(s.step, SlaStep::FractionOfMax(_)) && s.start_rate_per_s.is_some() {
-            return Err(OptionError::Conflict(
-                "sla start=R needs step=R (a rate), not a percentage".into(),
-            ));
-        }
-    }
-    opts.sla = sla;
-    parse_groups(&mut opts, &rest[i..])?;
-    Ok(opts)
+    })
 }
 
 fn default_ops(
@@ -427,251 +464,6 @@ fn parse_sla_option(
                 group: "sla".into(),
                 option: arg.to_string(),
             })
-        }
-    }
-    Ok(())
-}
-
-fn parse_groups(opts: &mut StressOptions, args: &[String]) -> Result<(), OptionError> {
-    let mut i = 0;
-    while let Some(group) = args.get(i) {
-        i += 1;
-        let start = i;
-        while args.get(i).is_some_and(|a| !a.starts_with('-')) {
-            i += 1;
-        }
-        let items = &args[start..i];
-        match group.as_str() {
-            "-pop" => parse_pop(opts, items)?,
-            "-rate" => parse_rate_group(opts, items)?,
-            "-node" => {
-                let mut nodes = Vec::new();
-                for item in items {
-                    // cassandra-stress also accepts `-node file=...`; we only take host lists.
-                    let hosts = item.strip_prefix("hosts=").unwrap_or(item);
-                    nodes.extend(
-                        hosts
-                            .split(',')
-                            .filter(|h| !h.is_empty())
-                            .map(str::to_string),
-                    );
-                }
-                if nodes.is_empty() {
-                    return Err(OptionError::Missing {
-                        option: "-node".into(),
-                        expected: "HOST[,HOST]",
-                    });
-                }
-                opts.nodes = nodes;
-            }
-            "-port" => {
-                for item in items {
-                    let (k, v) = split_kv(item, "-port")?;
-                    match k {
-                        "native" => {
-                            opts.port = v.parse().map_err(|_| bad(item, v, "a TCP port"))?
-                        }
-                        "jmx" | "thrift" => {}
-                        _ => {
-                            return Err(OptionError::UnknownOption {
-                                group: "-port".into(),
-                                option: item.clone(),
-                            })
-                        }
-                    }
-                }
-            }
-            "-schema" => parse_schema(opts, items)?,
-            "-col" => {
-                for item in items {
-                    let (k, v) = split_kv(item, "-col")?;
-                    match k {
-                        "size" => opts.col_size = parse_dist(item, v)?,
-                        "n" => opts.col_count = parse_dist(item, v)?,
-                        _ => {
-                            return Err(OptionError::UnknownOption {
-                                group: "-col".into(),
-                                option: item.clone(),
-                            })
-                        }
-                    }
-                }
-            }
-            "-log" => {
-                for item in items {
-                    if item == "no-settings" || item.starts_with("level=") {
-                        continue;
-                    }
-                    let (k, v) = split_kv(item, "-log")?;
-                    match k {
-                        "file" => opts.log_file = Some(PathBuf::from(v)),
-                        "interval" => opts.log_interval = parse_duration(item, v)?,
-                        _ => {
-                            return Err(OptionError::UnknownOption {
-                                group: "-log".into(),
-                                option: item.clone(),
-                            })
-                        }
-                    }
-                }
-                if opts.log_interval.is_zero() {
-                    return Err(bad("-log interval=", "0", "a positive interval"));
-                }
-            }
-            "-json" => opts.json_file = Some(PathBuf::from(single(items, "-json", "a file path")?)),
-            "-hdr" => opts.hdr_file = Some(PathBuf::from(single(items, "-hdr", "a file path")?)),
-            "-mode" => {
-                for item in items {
-                    if let Some(v) = item.strip_prefix("connectionsPerHost=") {
-                        opts.connections_per_host = v
-                            .parse()
-                            .ok()
-                            .filter(|n| *n > 0)
-                            .ok_or_else(|| bad(item, v, "a positive number"))?;
-                    } else if let Some(v) = item.strip_prefix("clientThreads=") {
-                        opts.client_threads = v
-                            .parse()
-                            .ok()
-                            .filter(|n| *n > 0)
-                            .ok_or_else(|| bad(item, v, "a positive number"))?;
-                    } else if !matches!(
-                        item.as_str(),
-                        "native" | "cql3" | "prepared" | "simplenative"
-                    ) {
-                        return Err(OptionError::UnknownOption {
-                            group: "-mode".into(),
-                            option: item.clone(),
-                        });
-                    }
-                }
-            }
-            _ => return Err(OptionError::UnknownGroup(group.clone())),
-        }
-    }
-    Ok(())
-}
-
-fn single<'a>(
-    items: &'a [String],
-    option: &str,
-    expected: &'static str,
-) -> Result<&'a str, OptionError> {
-    match items {
-        [one] => Ok(one.as_str()),
-        _ => Err(OptionError::Missing {
-            option: option.into(),
-            expected,
-        }),
-    }
-}
-
-fn parse_pop(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionError> {
-    for item in items {
-        let (k, v) = split_kv(item, "-pop")?;
-        match k {
-            "dist" => opts.population = Some(parse_dist(item, v)?),
-            "seq" => {
-                let (min, max) = parse_range(item, v)?;
-                opts.population = Some(DistSpec::Seq { min, max });
-            }
-            _ => {
-                return Err(OptionError::UnknownOption {
-                    group: "-pop".into(),
-                    option: item.clone(),
-                })
-            }
-        }
-    }
-    Ok(())
-}
-
-fn parse_rate_group(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionError> {
-    for item in items {
-        let (k, v) = split_kv(item, "-rate")?;
-        match k {
-            "threads" => {
-                opts.threads = v
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0 && *n <= 100_000)
-                    .ok_or_else(|| bad(item, v, "a thread count in 1..=100000"))?
-            }
-            "fixed" | "throttle" => {
-                if opts.rate != RateMode::Unlimited {
-                    return Err(OptionError::Conflict(
-                        "-rate fixed= and throttle= both given".into(),
-                    ));
-                }
-                let rate_per_s = parse_rate(item, v)?;
-                opts.rate = if k == "fixed" {
-                    RateMode::Fixed { rate_per_s }
-                } else {
-                    RateMode::Throttle { rate_per_s }
-                };
-            }
-            _ => {
-                return Err(OptionError::UnknownOption {
-                    group: "-rate".into(),
-                    option: item.clone(),
-                })
-            }
-        }
-    }
-    Ok(())
-}
-
-fn parse_schema(opts: &mut StressOptions, items: &[String]) -> Result<(), OptionError> {
-    for item in items {
-        if let Some(inner) = call_args(item, "replication") {
-            for (k, v) in parse_pairs(item, inner)? {
-                match k.as_str() {
-                    "factor" | "replication_factor" => {
-                        opts.replication_factor = v
-                            .parse()
-                            .ok()
-                            .filter(|n| *n > 0)
-                            .ok_or_else(|| bad(item, &v, "a positive replication factor"))?
-                    }
-                    "strategy" | "class" => opts.replication_class = v,
-                    _ => {
-                        return Err(OptionError::UnknownOption {
-                            group: "-schema replication".into(),
-                            option: k,
-                        })
-                    }
-                }
-            }
-        } else if let Some(inner) = call_args(item, "compaction") {
-            let mut strategy = None;
-            let mut rest = Vec::new();
-            for (k, v) in parse_pairs(item, inner)? {
-                if k == "strategy" || k == "class" {
-                    strategy = Some(v);
-                } else {
-                    rest.push((k, v));
-                }
-            }
-            let strategy = strategy.ok_or(OptionError::Missing {
-                option: "-schema compaction(strategy=)".into(),
-                expected: "a compaction strategy class",
-            })?;
-            opts.compaction = Some((strategy, rest));
-        } else {
-            let (k, v) = split_kv(item, "-schema")?;
-            match k {
-                "keyspace" => {
-                    if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                        return Err(bad(item, v, "a keyspace name of letters, digits and _"));
-                    }
-                    opts.keyspace = v.to_string();
-                }
-                _ => {
-                    return Err(OptionError::UnknownOption {
-                        group: "-schema".into(),
-                        option: item.clone(),
-                    })
-                }
-            }
         }
     }
     Ok(())

@@ -4,7 +4,7 @@
 use super::super::{map_value, scalar};
 use crate::exec::error::{ExecError, ExecResult};
 use helenus_cql::ast::{OptionValue, Properties};
-use helenus_schema::{full_compaction_class, full_compressor_class, TableParams};
+use helenus_schema::{CompactionParams, CompressionParams, TableParams};
 use std::collections::BTreeMap;
 
 /// Applies `WITH` properties to table params, with Cassandra's validation and defaults.
@@ -132,65 +132,16 @@ fn caching(m: BTreeMap<String, String>) -> BTreeMap<String, String> {
     c
 }
 
-/// `compaction`: a known strategy class (written out in full) and its threshold defaults.
-fn compaction(mut m: BTreeMap<String, String>) -> ExecResult<BTreeMap<String, String>> {
-    let class = m.remove("class").ok_or_else(|| {
-        ExecError::Config("Missing sub-option 'class' for the 'compaction' option.".into())
-    })?;
-    let full = full_compaction_class(&class);
-    let known = [
-        "SizeTieredCompactionStrategy",
-        "LeveledCompactionStrategy",
-        "TimeWindowCompactionStrategy",
-        "UnifiedCompactionStrategy",
-    ];
-    if !known.iter().any(|k| full.ends_with(k)) {
-        return Err(ExecError::Config(format!(
-            "Unable to find compaction strategy class '{full}'"
-        )));
-    }
-    if full.ends_with("SizeTieredCompactionStrategy")
-        || full.ends_with("TimeWindowCompactionStrategy")
-        || full.ends_with("LeveledCompactionStrategy")
-    {
-        m.entry("max_threshold".into())
-            .or_insert_with(|| "32".into());
-        m.entry("min_threshold".into())
-            .or_insert_with(|| "4".into());
-    }
-    m.insert("class".into(), full);
-    Ok(m)
+/// `compaction`: parsed once into the schema's `CompactionParams` (class written out in full,
+/// threshold defaults) and kept as the option map the schema stores.
+fn compaction(m: BTreeMap<String, String>) -> ExecResult<BTreeMap<String, String>> {
+    Ok(CompactionParams::from_cql(m)?.into_options())
 }
 
-/// `compression`: off, or a compressor class (written out in full) and a power-of-two chunk size.
-fn compression(mut m: BTreeMap<String, String>) -> ExecResult<BTreeMap<String, String>> {
-    // Cassandra reads an empty map as no compressor class: compression off.
-    if m.is_empty() || m.get("enabled").map(|e| e == "false").unwrap_or(false) {
-        let mut off = BTreeMap::new();
-        off.insert("enabled".to_string(), "false".to_string());
-        return Ok(off);
-    }
-    let Some(class) = m
-        .remove("sstable_compression")
-        .or_else(|| m.remove("class"))
-    else {
-        return Err(ExecError::Config(
-            "Missing sub-option 'class' for the 'compression' option.".into(),
-        ));
-    };
-    m.insert("class".into(), full_compressor_class(&class));
-    if let Some(kb) = m.remove("chunk_length_kb") {
-        m.insert("chunk_length_in_kb".into(), kb);
-    }
-    let kb = m
-        .entry("chunk_length_in_kb".into())
-        .or_insert_with(|| "16".into());
-    if !kb.parse::<u32>().is_ok_and(|k| k.is_power_of_two()) {
-        return Err(ExecError::Config(
-            "chunk_length_in_kb must be a power of 2".into(),
-        ));
-    }
-    Ok(m)
+/// `compression`: off, or a compressor class and a power-of-two chunk size, parsed once into the
+/// schema's `CompressionParams`.
+fn compression(m: BTreeMap<String, String>) -> ExecResult<BTreeMap<String, String>> {
+    Ok(CompressionParams::from_cql(m)?.into_options())
 }
 
 #[cfg(test)]

@@ -1,6 +1,14 @@
 //! Node configuration: `helenus.yaml` with Cassandra's setting names and units, plus command-line
 //! overrides with the same names. Every default works without editing.
 
+mod error;
+mod security;
+mod settings;
+mod units;
+
+pub use error::ConfigError;
+pub use units::{parse_duration_ms, parse_size_bytes};
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -130,64 +138,6 @@ impl Default for NodeConfig {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read {path}: {message}")]
-    Read { path: String, message: String },
-    #[error("invalid yaml in {path}: {message}")]
-    Yaml { path: String, message: String },
-    #[error("invalid value for {key}: {message}")]
-    Value { key: String, message: String },
-    /// A setting asks for something Helenus does not do and must not silently skip (security).
-    #[error("unsupported setting {key}: {message}")]
-    Unsupported { key: String, message: String },
-}
-
-/// Parses a duration in Cassandra 5.0's syntax (`10000ms`, `10s`, `2m`, `1h`, `15ms`, bare number in
-/// `default_unit_ms`).
-pub fn parse_duration_ms(text: &str, default_unit_ms: u64) -> Result<u64, String> {
-    let t = text.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration"))?;
-    let mult = match unit.trim() {
-        "" => default_unit_ms as f64,
-        "ms" | "milliseconds" => 1.0,
-        "us" | "µs" | "microseconds" => 0.001,
-        "s" | "seconds" => 1000.0,
-        "m" | "minutes" => 60_000.0,
-        "h" | "hours" => 3_600_000.0,
-        "d" | "days" => 86_400_000.0,
-        other => return Err(format!("unknown duration unit '{other}' in '{text}'")),
-    };
-    Ok((n * mult) as u64)
-}
-
-/// Parses a size in Cassandra 5.0's syntax (`32MiB`, `1GiB`, `512KiB`, `100B`, bare number in
-/// `default_unit_bytes`). A trailing `/s` (rates) is accepted and ignored.
-pub fn parse_size_bytes(text: &str, default_unit_bytes: u64) -> Result<u64, String> {
-    let t = text.trim().trim_end_matches("/s");
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("'{text}' is not a size"))?;
-    let mult = match unit.trim() {
-        "" => default_unit_bytes,
-        "B" | "bytes" => 1,
-        "KiB" | "KB" | "k" => 1024,
-        "MiB" | "MB" | "m" => MIB,
-        "GiB" | "GB" | "g" => 1024 * MIB,
-        "TiB" => 1024 * 1024 * MIB,
-        other => return Err(format!("unknown size unit '{other}' in '{text}'")),
-    };
-    Ok((n * mult as f64) as u64)
-}
-
 fn scalar_text(v: &serde_yaml::Value) -> Option<String> {
     match v {
         serde_yaml::Value::String(s) => Some(s.clone()),
@@ -231,8 +181,8 @@ impl NodeConfig {
                 if key == "seed_provider" {
                     continue;
                 }
-                if crate::config_security::is_security_setting(key) {
-                    crate::config_security::check_security_setting(key, &v)?;
+                if security::is_security_setting(key) {
+                    security::check_security_setting(key, &v)?;
                     let text = scalar_text(&v).unwrap_or_else(|| format!("{v:?}"));
                     cfg.raw.insert(key.to_string(), text);
                     continue;
@@ -257,210 +207,20 @@ impl NodeConfig {
 
     /// Sets one setting by its Cassandra name; returns Ok(false) for an unknown name.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
-        let bad = |m: String| ConfigError::Value {
-            key: key.to_string(),
-            message: m,
-        };
-        let ip = |v: &str| v.parse::<IpAddr>().map_err(|e| bad(format!("{v}: {e}")));
-        let int = |v: &str| {
-            v.trim()
-                .parse::<u64>()
-                .map_err(|e| bad(format!("{v}: {e}")))
-        };
-        // Cassandra takes a negative threshold as "none".
-        let threshold = |v: &str| match v.trim().parse::<i64>() {
-            Ok(n) => Ok(u64::try_from(n).unwrap_or(u64::MAX)),
-            Err(e) => Err(bad(format!("{v}: {e}"))),
-        };
-        if crate::config_security::is_security_setting(key) {
+        if security::is_security_setting(key) {
             let parsed = serde_yaml::from_str(value)
                 .unwrap_or_else(|_| serde_yaml::Value::String(value.to_string()));
-            crate::config_security::check_security_setting(key, &parsed)?;
+            security::check_security_setting(key, &parsed)?;
         }
-        match key {
-            "cluster_name" => self.cluster_name = value.to_string(),
-            "num_tokens" => self.num_tokens = int(value)?.clamp(1, 1024) as usize,
-            "listen_address" => {
-                let a = ip(value)?;
-                if self.rpc_address == self.listen_address {
-                    self.rpc_address = a;
-                }
-                self.listen_address = a;
-            }
-            "rpc_address" | "native_transport_address" => self.rpc_address = ip(value)?,
-            "native_transport_port" => self.native_transport_port = int(value)? as u16,
-            "native_transport_max_frame_size" => {
-                self.native_transport_max_frame_size_bytes =
-                    parse_size_bytes(value, MIB).map_err(bad)? as usize
-            }
-            "native_transport_max_frame_size_in_mb" => {
-                self.native_transport_max_frame_size_bytes = (int(value)? * MIB) as usize
-            }
-            "native_transport_max_concurrent_connections" => {
-                // Cassandra's -1 means no limit; the semaphore's own maximum stands in for it.
-                self.native_transport_max_concurrent_connections = match value.trim() {
-                    "-1" => tokio::sync::Semaphore::MAX_PERMITS,
-                    _ => int(value)? as usize,
-                }
-            }
-            "native_transport_max_request_data_in_flight" => {
-                self.native_transport_max_request_data_in_flight_bytes =
-                    parse_size_bytes(value, 1).map_err(bad)?
-            }
-            "native_transport_max_request_data_in_flight_in_bytes" => {
-                self.native_transport_max_request_data_in_flight_bytes = int(value)?
-            }
-            "native_transport_max_response_data_queued" => {
-                self.native_transport_max_response_data_queued_bytes =
-                    parse_size_bytes(value, 1).map_err(bad)?
-            }
-            "native_transport_max_threads" => {
-                self.native_transport_max_threads = int(value)?.max(1) as usize
-            }
-            "native_transport_max_requests_per_second" => {
-                self.native_transport_max_requests_per_second = int(value)?.max(1)
-            }
-            "native_transport_rate_limiting_enabled" => {
-                self.native_transport_rate_limiting_enabled = match value.trim() {
-                    "true" => true,
-                    "false" => false,
-                    other => return Err(bad(format!("'{other}' is not true or false"))),
-                }
-            }
-            "data_file_directories" => self.data_file_directories = vec![PathBuf::from(value)],
-            "commitlog_directory" => self.commitlog_directory = PathBuf::from(value),
-            "saved_caches_directory" => self.saved_caches_directory = PathBuf::from(value),
-            "hints_directory" => self.hints_directory = PathBuf::from(value),
-            "commitlog_sync" => {
-                self.commitlog_sync = match value {
-                    "periodic" => CommitlogSyncMode::Periodic,
-                    "batch" => CommitlogSyncMode::Batch,
-                    "group" => CommitlogSyncMode::Group,
-                    other => return Err(bad(format!("'{other}' is not periodic, batch or group"))),
-                }
-            }
-            "commitlog_sync_period" => {
-                self.commitlog_sync_period_ms = parse_duration_ms(value, 1).map_err(bad)?
-            }
-            "commitlog_sync_period_in_ms" => self.commitlog_sync_period_ms = int(value)?,
-            "commitlog_sync_group_window" => {
-                self.commitlog_sync_group_window_ms = parse_duration_ms(value, 1).map_err(bad)?
-            }
-            "commitlog_sync_group_window_in_ms" => {
-                self.commitlog_sync_group_window_ms = int(value)?
-            }
-            "commitlog_segment_size" => {
-                self.commitlog_segment_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?
-            }
-            "commitlog_segment_size_in_mb" => self.commitlog_segment_size_bytes = int(value)? * MIB,
-            "memtable_heap_space" | "memtable_offheap_space" => {
-                self.memtable_space_bytes = parse_size_bytes(value, MIB).map_err(bad)?
-            }
-            "memtable_heap_space_in_mb" | "memtable_offheap_space_in_mb" => {
-                self.memtable_space_bytes = int(value)? * MIB
-            }
-            "key_cache_size" => {
-                self.key_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?
-            }
-            "key_cache_size_in_mb" => self.key_cache_size_bytes = int(value)? * MIB,
-            "file_cache_size" => {
-                self.file_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?
-            }
-            "file_cache_size_in_mb" => self.file_cache_size_bytes = int(value)? * MIB,
-            "row_cache_size" => {
-                self.row_cache_size_bytes = parse_size_bytes(value, MIB).map_err(bad)?
-            }
-            "row_cache_size_in_mb" => self.row_cache_size_bytes = int(value)? * MIB,
-            "concurrent_compactors" => self.concurrent_compactors = int(value)?.max(1) as usize,
-            "compaction_throughput" => {
-                self.compaction_throughput_mib_per_s =
-                    parse_size_bytes(value, MIB).map_err(bad)? / MIB
-            }
-            "compaction_throughput_mb_per_sec" => {
-                self.compaction_throughput_mib_per_s = int(value)?
-            }
-            "read_request_timeout" => {
-                self.read_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
-            }
-            "write_request_timeout" => {
-                self.write_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
-            }
-            "read_request_timeout_in_ms" => self.read_request_timeout_ms = int(value)?,
-            "write_request_timeout_in_ms" => self.write_request_timeout_ms = int(value)?,
-            "range_request_timeout" => {
-                self.range_request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
-            }
-            "range_request_timeout_in_ms" => self.range_request_timeout_ms = int(value)?,
-            "request_timeout" => {
-                self.request_timeout_ms = parse_duration_ms(value, 1).map_err(bad)?
-            }
-            "request_timeout_in_ms" => self.request_timeout_ms = int(value)?,
-            "batch_size_warn_threshold" => {
-                self.batch_size_warn_threshold_bytes = parse_size_bytes(value, 1024).map_err(bad)?
-            }
-            "batch_size_warn_threshold_in_kb" => {
-                self.batch_size_warn_threshold_bytes = int(value)? * 1024
-            }
-            "batch_size_fail_threshold" => {
-                self.batch_size_fail_threshold_bytes = parse_size_bytes(value, 1024).map_err(bad)?
-            }
-            "batch_size_fail_threshold_in_kb" => {
-                self.batch_size_fail_threshold_bytes = int(value)? * 1024
-            }
-            "unlogged_batch_across_partitions_warn_threshold" => {
-                self.unlogged_batch_across_partitions_warn_threshold = int(value)?
-            }
-            "tombstone_warn_threshold" => self.tombstone_warn_threshold = threshold(value)?,
-            "tombstone_failure_threshold" => self.tombstone_failure_threshold = threshold(value)?,
-            "prepared_statements_cache_size" => {
-                // Cassandra's "auto" sizes it from the JVM heap; Helenus has none, so the default.
-                if value.trim() != "auto" {
-                    self.prepared_statements_cache_size_bytes =
-                        parse_size_bytes(value, MIB).map_err(bad)?
-                }
-            }
-            "prepared_statements_cache_size_mb" => {
-                self.prepared_statements_cache_size_bytes = int(value)? * MIB
-            }
-            "drop_compact_storage_enabled" => {
-                self.drop_compact_storage_enabled = match value.trim() {
-                    "true" => true,
-                    "false" => false,
-                    other => return Err(bad(format!("'{other}' is not true or false"))),
-                }
-            }
-            "api_address" => self.api_address = Some(ip(value)?),
-            "api_port" => self.api_port = int(value)? as u16,
-            "dc" | "data_center" => self.data_center = value.to_string(),
-            "rack" => self.rack = value.to_string(),
-            // Accepted for cassandra.yaml compatibility; Helenus has one behaviour for these.
-            "partitioner"
-            | "endpoint_snitch"
-            | "start_native_transport"
-            | "authenticator"
-            | "authorizer"
-            | "role_manager"
-            | "network_authorizer"
-            | "cidr_authorizer"
-            | "crypto_provider"
-            | "client_encryption_options"
-            | "server_encryption_options"
-            | "transparent_data_encryption_options"
-            | "jmx_encryption_options"
-            | "storage_port"
-            | "ssl_storage_port"
-            | "concurrent_reads"
-            | "concurrent_writes"
-            | "concurrent_counter_writes"
-            | "disk_access_mode"
-            | "auto_snapshot"
-            | "broadcast_address"
-            | "broadcast_rpc_address"
-            | "storage_compatibility_mode" => {}
-            _ => return Ok(false),
+        let v = settings::Value { key, text: value };
+        let known = settings::set_transport(self, v)?
+            || settings::set_storage(self, v)?
+            || settings::set_requests(self, v)?
+            || settings::set_node(self, v)?;
+        if known {
+            self.raw.insert(key.to_string(), value.to_string());
         }
-        self.raw.insert(key.to_string(), value.to_string());
-        Ok(true)
+        Ok(known)
     }
 
     /// Places every directory under `dir` (the `--data-dir` option).

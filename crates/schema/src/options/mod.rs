@@ -1,4 +1,23 @@
-//! Table options with Cassandra 5.0's names and defaults (as `system_schema.tables` stores them).
+//! Keyspace and table options with Cassandra 5.0's names and defaults. Option maps arrive as
+//! strings from CQL once, are validated and parsed here into types ([`ReplicationParams`],
+//! [`CompactionParams`], [`CompressionParams`]), and are stored as the maps `system_schema`
+//! holds, so that drivers and DESCRIBE see exactly what Cassandra would show.
+
+mod compaction;
+mod compression;
+mod error;
+mod replication;
+
+pub use compaction::{
+    full_compaction_class, CompactionParams, CompactionStrategy, SIZE_TIERED_CLASS,
+};
+pub use compression::{full_compressor_class, CompressionParams, Compressor, LZ4_COMPRESSOR_CLASS};
+pub use error::OptionsError;
+pub use replication::{
+    short_replication_class, ReplicationParams, ReplicationStrategy, DEFAULT_KEYSPACE_RF,
+    EVERYWHERE_STRATEGY_CLASS, LOCAL_STRATEGY_CLASS, NETWORK_TOPOLOGY_STRATEGY_CLASS,
+    SIMPLE_STRATEGY_CLASS,
+};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -35,10 +54,6 @@ fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-pub const SIZE_TIERED_CLASS: &str =
-    "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy";
-pub const LZ4_COMPRESSOR_CLASS: &str = "org.apache.cassandra.io.compress.LZ4Compressor";
-
 impl Default for TableParams {
     /// Cassandra 5.0's defaults for a user table (recorded in golden/cassandra-5.0-user-table-probe.txt).
     fn default() -> Self {
@@ -73,28 +88,19 @@ impl Default for TableParams {
     }
 }
 
-/// Expands the short class names CQL accepts (`'LeveledCompactionStrategy'`) to the full names
-/// Cassandra stores and prints.
-pub fn full_compaction_class(class: &str) -> String {
-    if class.contains('.') {
-        class.to_string()
-    } else {
-        format!("org.apache.cassandra.db.compaction.{class}")
-    }
-}
-
-/// Same as [`full_compaction_class`] for compressors.
-pub fn full_compressor_class(class: &str) -> String {
-    if class.contains('.') {
-        class.to_string()
-    } else {
-        format!("org.apache.cassandra.io.compress.{class}")
-    }
-}
-
 impl TableParams {
     /// `memtable` as DESCRIBE prints it (null for system tables means 'default').
     pub fn memtable_or_default(&self) -> &str {
         self.memtable.as_deref().unwrap_or("default")
+    }
+
+    /// The compaction strategy and its options, typed.
+    pub fn compaction_params(&self) -> CompactionParams {
+        CompactionParams::from_stored(&self.compaction)
+    }
+
+    /// The compressor and chunk size, typed.
+    pub fn compression_params(&self) -> CompressionParams {
+        CompressionParams::from_stored(&self.compression)
     }
 }

@@ -5,7 +5,7 @@
 //! anyone while its operator believes it is locked. So every security setting is checked, and a
 //! value other than the permissive default Cassandra ships stops the node at start.
 
-use crate::config::ConfigError;
+use super::ConfigError;
 use serde_yaml::Value;
 
 /// Settings naming a pluggable class, with the only class each accepts (Cassandra's default).

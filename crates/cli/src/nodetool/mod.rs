@@ -1,0 +1,147 @@
+//! `helenus nodetool`: nodetool's command names, arguments and output layouts, over the node's admin
+//! HTTP API (port 10000). One function per command group: table maintenance, snapshots,
+//! statistics, node facts.
+
+mod http;
+mod report;
+
+pub use http::NodetoolError;
+use http::{enc, ks_path, Node};
+
+fn usage() -> String {
+    "usage: helenus nodetool [-h HOST] [-p PORT] <command> [args]\n\
+     commands: info, flush [ks [tables...]], compact [ks [tables...]], garbagecollect [ks [tables...]],\n\
+     \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
+     \x20         tablehistograms ks table, compactionstats, version"
+        .to_string()
+}
+
+/// Runs one nodetool command line (`[-h HOST] [-p PORT] <command> [args]`).
+pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
+    let usage_err = |m: &str| NodetoolError::Usage(m.to_string());
+    let mut node = Node {
+        host: "127.0.0.1".to_string(),
+        port: 10000,
+    };
+    let mut rest = Vec::new();
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--host" => node.host = it.next().ok_or_else(|| usage_err("-h needs a host"))?,
+            "-p" | "--port" => {
+                node.port = it
+                    .next()
+                    .ok_or_else(|| usage_err("-p needs a port"))?
+                    .parse()
+                    .map_err(|_| usage_err("bad port"))?
+            }
+            _ => rest.push(a),
+        }
+    }
+    let Some((cmd, args)) = rest.split_first() else {
+        return Err(NodetoolError::Usage(usage()));
+    };
+    match cmd.as_str() {
+        "flush" | "compact" | "garbagecollect" => maintenance(&node, cmd, args),
+        "snapshot" => snapshot(&node, args),
+        "clearsnapshot" => clearsnapshot(&node, args),
+        "tablestats" | "cfstats" | "tablehistograms" | "cfhistograms" | "compactionstats" => {
+            statistics(&node, cmd, args)
+        }
+        "info" | "version" => node_facts(&node, cmd),
+        other => Err(NodetoolError::Usage(format!(
+            "nodetool: Found unexpected argument '{other}'\n{}",
+            usage()
+        ))),
+    }
+}
+
+/// `flush`, `compact`, `garbagecollect` `[ks [tables...]]`.
+fn maintenance(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolError> {
+    let base = match cmd {
+        "flush" => "/storage_service/keyspace_flush",
+        "compact" => "/storage_service/keyspace_compaction",
+        _ => "/storage_service/keyspace_garbage_collect",
+    };
+    node.request("POST", &ks_path(base, args)).map(|_| ())
+}
+
+/// `snapshot [-t tag] [ks...]`.
+fn snapshot(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
+    let mut tag = None;
+    let mut kss = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-t" {
+            tag = it.next().cloned();
+        } else {
+            kss.push(a.clone());
+        }
+    }
+    let mut path = "/storage_service/snapshots?".to_string();
+    if let Some(t) = &tag {
+        path.push_str(&format!("tag={}&", enc(t)));
+    }
+    if let Some(k) = kss.first() {
+        path.push_str(&format!("kn={}", enc(k)));
+    }
+    println!("Requested creating snapshot(s) for [{}] with snapshot name [{}] and options {{skipFlush=false}}",
+        if kss.is_empty() { "all keyspaces".to_string() } else { kss.join(", ") }, tag.clone().unwrap_or_default());
+    let body = node.request("POST", &path)?;
+    println!("Snapshot directory: {}", body.trim_matches('"'));
+    Ok(())
+}
+
+/// `clearsnapshot [-t tag]`.
+fn clearsnapshot(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
+    let path = match args
+        .iter()
+        .position(|a| a == "-t")
+        .and_then(|i| args.get(i + 1))
+    {
+        Some(t) => format!("/storage_service/snapshots?tag={}", enc(t)),
+        None => "/storage_service/snapshots".to_string(),
+    };
+    node.request("DELETE", &path).map(|_| ())
+}
+
+/// `tablestats [ks[.table]]`, `tablehistograms ks table` (or `ks.table`), `compactionstats`.
+fn statistics(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolError> {
+    match cmd {
+        "tablestats" | "cfstats" => {
+            let path = match args.first() {
+                None => "/helenus/tablestats".to_string(),
+                Some(a) => match a.split_once('.') {
+                    Some((ks, t)) => format!("/helenus/tablestats?ks={}&cf={}", enc(ks), enc(t)),
+                    None => format!("/helenus/tablestats?ks={}", enc(a)),
+                },
+            };
+            report::tablestats(&node.request_json("GET", &path)?);
+        }
+        "tablehistograms" | "cfhistograms" => {
+            let (ks, t) = match args {
+                [a] => a
+                    .split_once('.')
+                    .map(|(k, t)| (k.to_string(), t.to_string()))
+                    .ok_or_else(|| NodetoolError::Usage(usage()))?,
+                [k, t, ..] => (k.clone(), t.clone()),
+                _ => return Err(NodetoolError::Usage(usage())),
+            };
+            let path = format!("/helenus/tablestats?ks={}&cf={}", enc(&ks), enc(&t));
+            report::tablehistograms(&ks, &t, &node.request_json("GET", &path)?);
+        }
+        _ => report::compactionstats(&node.request_json("GET", "/compaction_manager/compactions")?),
+    }
+    Ok(())
+}
+
+/// `info`, `version`.
+fn node_facts(node: &Node, cmd: &str) -> Result<(), NodetoolError> {
+    if cmd == "info" {
+        report::info(&node.request_json("GET", "/helenus/info")?);
+    } else {
+        let v = node.request("GET", "/storage_service/release_version")?;
+        println!("ReleaseVersion: {}", v.trim_matches('"'));
+    }
+    Ok(())
+}
