@@ -6,7 +6,8 @@
 //!
 //! Modules, each depending only on those listed after it (`tests/module_cycles.py --check` keeps
 //! the graph acyclic, here and inside `exec`):
-//! - `transport`: connections, frames, sessions; hands each request to `exec`, under `limits`
+//! - `transport`: connections, frames, sessions, and the per-opcode dispatch of requests to `exec`
+//!   (`transport/dispatch.rs`), under `limits`
 //!   (request byte budgets, the statement pool).
 //! - `admin` and `metrics`: the HTTP admin API `helenus nodetool` drives, Prometheus text.
 //! - `exec`: statement execution (its docs describe its own layers).

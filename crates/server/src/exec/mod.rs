@@ -2,8 +2,8 @@
 //! and run each statement kind against the schema, the storage engine or the system tables.
 //!
 //! This module prepares statements (`Prepared`, cached in the node's prepared cache) and runs them;
-//! `respond` dispatches requests (QUERY, PREPARE, EXECUTE, BATCH) and maps outcomes and errors to
-//! protocol responses. The submodules form layers, each using only those below it (no cycles,
+//! `respond` maps outcomes and errors to protocol responses. Which request runs what (QUERY,
+//! PREPARE, EXECUTE, BATCH) is decided by the transport (`transport/dispatch.rs`). The submodules form layers, each using only those below it (no cycles,
 //! checked by `tests/module_cycles.py`):
 //! - requests and statements: `respond`, then `lwt` (conditional statements and batches), then
 //!   `select` (plan in phases, scan, filter, order, SELECT JSON) and `batch`, then `write`
@@ -48,7 +48,9 @@ mod write_checks;
 
 pub use crate::exec_state::ExecState;
 pub use error::{ExecError, ExecResult};
-pub use respond::{error_response, handle_request};
+pub use respond::{
+    error_response, outcome_response, prepared_response, rows_result, run_batch, supported,
+};
 
 use crate::node::NodeState;
 use helenus_cql::ast::{self, Statement};

@@ -1,9 +1,10 @@
-//! Request dispatch and the mapping of outcomes and errors to protocol responses.
+//! The mapping of outcomes and errors to protocol responses, BATCH execution and DESCRIBE;
+//! the per-opcode dispatch that calls them is the transport's (`transport/dispatch.rs`).
 
 use super::describe::{self, DescribeRow};
 use super::error::{ExecError, ExecResult};
 use super::select::SelectOutput;
-use super::{exec_options, execute, prepare, run_query, Outcome, Prepared, Session};
+use super::{prepare, Outcome, Prepared, Session};
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_cql::ast::{DescribeStatement, DescribeTarget};
@@ -110,7 +111,7 @@ fn column_specs(keyspace: &str, table: &str, cols: &[(String, CqlType)]) -> Vec<
         .collect()
 }
 
-fn rows_result(
+pub fn rows_result(
     keyspace: &str,
     table: &str,
     out: SelectOutput,
@@ -135,7 +136,7 @@ fn rows_result(
     })
 }
 
-fn outcome_response(o: Outcome, skip_metadata: bool) -> proto::Response {
+pub fn outcome_response(o: Outcome, skip_metadata: bool) -> proto::Response {
     proto::Response::Result(match o {
         Outcome::Void => proto::ResultBody::Void,
         Outcome::SetKeyspace(ks) => proto::ResultBody::SetKeyspace(ks),
@@ -148,7 +149,7 @@ fn outcome_response(o: Outcome, skip_metadata: bool) -> proto::Response {
     })
 }
 
-fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
+pub fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
     let variables = proto::PreparedMetadata {
         pk_indexes: p.pk_indexes.clone(),
         global_table_spec: None,
@@ -189,7 +190,7 @@ fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
     }))
 }
 
-fn supported() -> proto::Response {
+pub fn supported() -> proto::Response {
     let mut m: HashMap<String, Vec<String>> = HashMap::new();
     m.insert("CQL_VERSION".into(), vec![crate::CQL_VERSION.into()]);
     m.insert("COMPRESSION".into(), vec!["lz4".into(), "snappy".into()]);
@@ -200,93 +201,8 @@ fn supported() -> proto::Response {
     proto::Response::Supported(m.into_iter().collect())
 }
 
-/// Runs one request (anything but STARTUP and REGISTER, which the transport handles).
-pub async fn handle_request(
-    node: &NodeState,
-    session: &parking_lot::Mutex<Session>,
-    client_id: u64,
-    frame: proto::RequestFrame,
-) -> proto::Response {
-    let version = frame.version;
-    let request_consistency = match &frame.request {
-        proto::Request::Query { params, .. } | proto::Request::Execute { params, .. } => {
-            Some(params.consistency)
-        }
-        _ => None,
-    };
-    let result: ExecResult<proto::Response> = async {
-        match frame.request {
-            proto::Request::Options => Ok(supported()),
-            proto::Request::Query { query, params } => {
-                let (_, out) = run_query(node, session, &query, &params).await?;
-                if let Outcome::SetKeyspace(ks) = &out {
-                    node.update_client(client_id, |c| c.keyspace = Some(ks.clone()));
-                }
-                Ok(outcome_response(out, false))
-            }
-            proto::Request::Prepare { query, keyspace } => {
-                let ks = keyspace.or_else(|| session.lock().keyspace.clone());
-                let p = prepare(node, ks.as_deref(), &query)?;
-                // Keep prepared statements that are not cached (DDL) reachable for EXECUTE.
-                node.prepared.insert(p.id, p.clone()).map_err(|e| {
-                    let head: String = query.chars().take(200).collect();
-                    ExecError::Invalid(format!(
-                        "Prepared statement of size {} bytes is larger than allowed maximum of {} MB: {head}...",
-                        e.weight_bytes,
-                        e.capacity_bytes / (1024 * 1024)
-                    ))
-                })?;
-                Ok(prepared_response(&p, version))
-            }
-            proto::Request::Execute {
-                id,
-                result_metadata_id,
-                params,
-            } => {
-                let p =
-                    super::cached(node, &id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?;
-                let out = execute(node, session, &p, &params.values, exec_options(node, &params)).await?;
-                let stale = version >= 5
-                    && result_metadata_id
-                        .as_deref()
-                        .is_some_and(|m| m != p.result_metadata_id);
-                Ok(match out {
-                    Outcome::Rows {
-                        keyspace,
-                        table,
-                        out,
-                    } => proto::Response::Result(rows_result(
-                        &keyspace,
-                        &table,
-                        out,
-                        params.skip_metadata && !stale,
-                        stale.then_some(p.result_metadata_id),
-                    )),
-                    other => outcome_response(other, false),
-                })
-            }
-            proto::Request::Batch(b) => {
-                let out = run_batch(node, session, b).await?;
-                Ok(outcome_response(out, false))
-            }
-            proto::Request::AuthResponse { .. } => Ok(proto::Response::AuthSuccess { token: None }),
-            proto::Request::Startup(_) | proto::Request::Register { .. } => {
-                Ok(proto::Response::Ready)
-            }
-        }
-    }
-    .await;
-    result.unwrap_or_else(|mut e| {
-        if let (ExecError::ReadFailure { consistency, .. }, Some(cl)) =
-            (&mut e, request_consistency)
-        {
-            *consistency = cl;
-        }
-        error_response(e)
-    })
-}
-
-async fn run_batch(
+/// Runs a BATCH request's statements.
+pub async fn run_batch(
     node: &NodeState,
     session: &parking_lot::Mutex<Session>,
     b: proto::Batch,

@@ -1,6 +1,8 @@
 //! The native transport: accepts connections, decodes frames, runs requests concurrently (responses
 //! go back out of order, matched by stream id), and writes many responses per syscall.
 
+mod dispatch;
+
 use crate::exec::{self, Session};
 use crate::limits::{self, Limits, RequestCharge, ResponseCharge, ResponseGate};
 use crate::node::{ClientInfo, NodeEvent, NodeState};
@@ -401,7 +403,7 @@ impl Statement {
                     SocketAddr::new(node.config.rpc_address, node.config.native_transport_port);
                 exec::trace::TraceRequest::of(&frame.request, peer.ip(), coordinator)
             });
-            let run = exec::client_warn::collecting(exec::handle_request(
+            let run = exec::client_warn::collecting(dispatch::handle_request(
                 &node, &session, client_id, frame,
             ));
             match trace {

@@ -1,0 +1,96 @@
+//! Per-opcode dispatch of a decoded request to the executor (STARTUP and REGISTER are answered
+//! by the connection itself): the transport owns which request runs what; the executor owns what
+//! a statement does and how its outcome becomes a response.
+
+use crate::exec::{
+    self, cached, exec_options, execute, outcome_response, prepare, prepared_response, rows_result,
+    run_batch, run_query, supported, ExecError, ExecResult, Outcome, Session,
+};
+use crate::node::NodeState;
+use helenus_protocol as proto;
+
+/// Runs one request (anything but STARTUP and REGISTER, which the transport handles).
+pub(super) async fn handle_request(
+    node: &NodeState,
+    session: &parking_lot::Mutex<Session>,
+    client_id: u64,
+    frame: proto::RequestFrame,
+) -> proto::Response {
+    let version = frame.version;
+    let request_consistency = match &frame.request {
+        proto::Request::Query { params, .. } | proto::Request::Execute { params, .. } => {
+            Some(params.consistency)
+        }
+        _ => None,
+    };
+    let result: ExecResult<proto::Response> = async {
+        match frame.request {
+            proto::Request::Options => Ok(supported()),
+            proto::Request::Query { query, params } => {
+                let (_, out) = run_query(node, session, &query, &params).await?;
+                if let Outcome::SetKeyspace(ks) = &out {
+                    node.update_client(client_id, |c| c.keyspace = Some(ks.clone()));
+                }
+                Ok(outcome_response(out, false))
+            }
+            proto::Request::Prepare { query, keyspace } => {
+                let ks = keyspace.or_else(|| session.lock().keyspace.clone());
+                let p = prepare(node, ks.as_deref(), &query)?;
+                // Keep prepared statements that are not cached (DDL) reachable for EXECUTE.
+                node.prepared.insert(p.id, p.clone()).map_err(|e| {
+                    let head: String = query.chars().take(200).collect();
+                    ExecError::Invalid(format!(
+                        "Prepared statement of size {} bytes is larger than allowed maximum of {} MB: {head}...",
+                        e.weight_bytes,
+                        e.capacity_bytes / (1024 * 1024)
+                    ))
+                })?;
+                Ok(prepared_response(&p, version))
+            }
+            proto::Request::Execute {
+                id,
+                result_metadata_id,
+                params,
+            } => {
+                let p =
+                    cached(node, &id).ok_or_else(|| ExecError::Unprepared(id.to_vec()))?;
+                let out = execute(node, session, &p, &params.values, exec_options(node, &params)).await?;
+                let stale = version >= 5
+                    && result_metadata_id
+                        .as_deref()
+                        .is_some_and(|m| m != p.result_metadata_id);
+                Ok(match out {
+                    Outcome::Rows {
+                        keyspace,
+                        table,
+                        out,
+                    } => proto::Response::Result(rows_result(
+                        &keyspace,
+                        &table,
+                        out,
+                        params.skip_metadata && !stale,
+                        stale.then_some(p.result_metadata_id),
+                    )),
+                    other => outcome_response(other, false),
+                })
+            }
+            proto::Request::Batch(b) => {
+                let out = run_batch(node, session, b).await?;
+                Ok(outcome_response(out, false))
+            }
+            proto::Request::AuthResponse { .. } => Ok(proto::Response::AuthSuccess { token: None }),
+            proto::Request::Startup(_) | proto::Request::Register { .. } => {
+                Ok(proto::Response::Ready)
+            }
+        }
+    }
+    .await;
+    result.unwrap_or_else(|mut e| {
+        if let (ExecError::ReadFailure { consistency, .. }, Some(cl)) =
+            (&mut e, request_consistency)
+        {
+            *consistency = cl;
+        }
+        exec::error_response(e)
+    })
+}
