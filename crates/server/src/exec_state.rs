@@ -4,7 +4,7 @@
 //! depend on the executor.
 
 use helenus_schema::TableMeta;
-use helenus_types::SharedClock;
+use helenus_types::{Clock, SharedClock, TimeUuids};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// Stripes of the LWT partition locks.
@@ -19,12 +19,15 @@ pub struct ExecState {
     timestamps: helenus_types::WriteTimestamps,
     prepends: PrependPaths,
     lwt_locks: LwtLocks,
+    /// Time UUIDs for `now()` and list appends.
+    uuids: TimeUuids,
 }
 
 impl ExecState {
     pub fn new(clock: helenus_types::SharedClock) -> Self {
         ExecState {
             timestamps: helenus_types::WriteTimestamps::new(clock.clone()),
+            uuids: TimeUuids::new(clock.clone()),
             prepends: PrependPaths::new(clock),
             lwt_locks: LwtLocks::default(),
         }
@@ -53,6 +56,55 @@ impl ExecState {
     /// Now in whole seconds (TTL and deletion-time unit).
     pub fn now_s(&self) -> i64 {
         self.clock().wall_secs()
+    }
+
+    /// The moment a statement runs at, on this node's clock.
+    pub fn now(&self) -> Now<'_> {
+        Now {
+            s: self.now_s(),
+            clock: self.clock().as_ref(),
+            uuids: &self.uuids,
+        }
+    }
+}
+
+/// The time a statement reads: its second (TTLs, expiry), and the node's clock and time UUIDs
+/// for `now()`, `currentTimestamp()` and the like.
+#[derive(Clone, Copy)]
+pub struct Now<'a> {
+    pub s: i64,
+    clock: &'a dyn Clock,
+    uuids: &'a TimeUuids,
+}
+
+impl Now<'_> {
+    /// The wall clock in milliseconds.
+    pub fn wall_ms(&self) -> i64 {
+        self.clock.wall_ms()
+    }
+
+    /// A new time UUID, after every one this node issued before.
+    pub fn timeuuid(&self) -> uuid::Uuid {
+        self.uuids.next()
+    }
+}
+
+impl Now<'static> {
+    /// The system clock, for what runs outside any node: planning constant terms, unit tests.
+    pub fn system() -> Now<'static> {
+        static SYSTEM: std::sync::OnceLock<(helenus_types::SystemClock, TimeUuids)> =
+            std::sync::OnceLock::new();
+        let (clock, uuids) = SYSTEM.get_or_init(|| {
+            (
+                helenus_types::SystemClock,
+                TimeUuids::new(helenus_types::SystemClock::shared()),
+            )
+        });
+        Now {
+            s: clock.wall_secs(),
+            clock,
+            uuids,
+        }
     }
 }
 

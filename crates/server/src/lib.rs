@@ -58,8 +58,16 @@ pub enum StartError {
     Listen { addr: String, message: String },
 }
 
-/// Opens the node's state: identity, schema, storage (with commitlog replay).
+/// Opens the node's state: identity, schema, storage (with commitlog replay), on the system clock.
 pub fn open_node(config: NodeConfig) -> Result<Arc<NodeState>, StartError> {
+    open_node_with_clock(config, helenus_types::SystemClock::shared())
+}
+
+/// Opens the node's state with every part of it (executor and storage) on `clock`.
+pub fn open_node_with_clock(
+    config: NodeConfig,
+    clock: helenus_types::SharedClock,
+) -> Result<Arc<NodeState>, StartError> {
     let data_dir = config.primary_data_dir();
     for dir in [&data_dir, &config.commitlog_directory] {
         std::fs::create_dir_all(dir).map_err(|e| StartError::Dir {
@@ -78,8 +86,10 @@ pub fn open_node(config: NodeConfig) -> Result<Arc<NodeState>, StartError> {
         message: e.to_string(),
     })?;
     let schema = exec::ddl::initial_schema(&system_dir)?;
-    let engine = exec::storage_bridge::open_engine(&config, &schema)?;
-    Ok(Arc::new(NodeState::new(config, identity, schema, engine)))
+    let engine = exec::storage_bridge::open_engine(&config, &schema, clock.clone())?;
+    Ok(Arc::new(NodeState::new(
+        config, identity, schema, engine, clock,
+    )))
 }
 
 /// Starts the node and serves until SIGINT/SIGTERM, then flushes and stops cleanly.
@@ -88,7 +98,7 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     let t0 = std::time::Instant::now();
     let addr = std::net::SocketAddr::new(config.rpc_address, config.native_transport_port);
     let node = open_node(config)?;
-    let clock = helenus_types::SystemClock::shared();
+    let clock = node.exec.clock().clone();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| StartError::Listen {

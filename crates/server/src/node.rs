@@ -55,26 +55,24 @@ impl NodeState {
         identity: LocalIdentity,
         schema: Schema,
         engine: Arc<helenus_storage::Engine>,
+        clock: helenus_types::SharedClock,
     ) -> NodeState {
         let (events, _) = broadcast::channel(1024);
         let prepared_cache_bytes = config.prepared_statements_cache_size_bytes;
         NodeState {
             config,
             identity,
-            started_at_s: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+            started_at_s: u64::try_from(clock.wall_secs()).unwrap_or(0),
             schema: RwLock::new(Arc::new(schema)),
             schema_generation: AtomicU64::new(0),
             schema_change_lock: tokio::sync::Mutex::new(()),
             engine,
-            exec: crate::exec_state::ExecState::new(helenus_types::SystemClock::shared()),
+            exec: crate::exec_state::ExecState::new(clock.clone()),
             events,
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
             prepared: crate::prepared::PreparedCache::new(prepared_cache_bytes),
-            traces: Default::default(),
+            traces: crate::trace::TraceStore::new(clock),
         }
     }
 

@@ -104,13 +104,28 @@ impl TraceRequest {
     }
 }
 
-/// The recent trace sessions of this node.
-#[derive(Default)]
+/// The recent trace sessions of this node, timed and identified on the node's clock.
 pub struct TraceStore {
     sessions: Mutex<VecDeque<Arc<TraceSession>>>,
+    clock: helenus_types::SharedClock,
+    ids: Arc<helenus_types::TimeUuids>,
+}
+
+impl Default for TraceStore {
+    fn default() -> Self {
+        TraceStore::new(helenus_types::SystemClock::shared())
+    }
 }
 
 impl TraceStore {
+    pub fn new(clock: helenus_types::SharedClock) -> Self {
+        TraceStore {
+            sessions: Mutex::new(VecDeque::new()),
+            ids: Arc::new(helenus_types::TimeUuids::new(clock.clone())),
+            clock,
+        }
+    }
+
     fn record(&self, session: TraceSession) {
         let mut sessions = self.sessions.lock();
         if sessions.len() >= MAX_SESSIONS {
@@ -128,6 +143,7 @@ impl TraceStore {
 struct Recorder {
     started: Instant,
     events: Vec<TraceEvent>,
+    ids: Arc<helenus_types::TimeUuids>,
 }
 
 tokio::task_local! {
@@ -140,8 +156,9 @@ pub fn event(activity: impl FnOnce() -> String) {
         let mut r = r.borrow_mut();
         if r.events.len() < MAX_EVENTS_PER_SESSION {
             let elapsed = r.started.elapsed().as_micros().min(i32::MAX as u128) as i32;
+            let event_id = r.ids.next();
             r.events.push(TraceEvent {
-                event_id: helenus_types::new_timeuuid(),
+                event_id,
                 activity: activity(),
                 source_elapsed_us: elapsed,
                 thread: "Native-Transport-Requests".to_string(),
@@ -157,11 +174,12 @@ pub async fn traced<F: Future>(
     what: TraceRequest,
     request: F,
 ) -> (F::Output, Uuid) {
-    let session_id = helenus_types::new_timeuuid();
-    let started_at_ms = helenus_types::now_micros() / 1000;
+    let session_id = store.ids.next();
+    let started_at_ms = store.clock.wall_ms();
     let recorder = Recorder {
         started: Instant::now(),
         events: Vec::new(),
+        ids: store.ids.clone(),
     };
     let (out, recorder) = ACTIVE
         .scope(RefCell::new(recorder), async {
@@ -173,6 +191,7 @@ pub async fn traced<F: Future>(
                 Recorder {
                     started: r.started,
                     events: std::mem::take(&mut r.events),
+                    ids: r.ids.clone(),
                 }
             });
             (out, recorder.ok())

@@ -65,6 +65,7 @@ fn config(dir: &std::path::Path) -> StorageConfig {
         concurrent_compactors: 1,
         compaction_throughput_mib_per_s: 0,
         flush_throughput_mib_per_s: 0,
+        clock: helenus_types::SystemClock::shared(),
     }
 }
 

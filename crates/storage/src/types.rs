@@ -27,6 +27,9 @@ pub struct StorageConfig {
     /// Cap on flush writing; 0 (the default, as in Cassandra) = unthrottled. Tests use it to make
     /// flushing fall behind on purpose.
     pub flush_throughput_mib_per_s: u64,
+    /// The node's clock: TTL expiry, purge decisions and file times read it, so a node on a
+    /// simulated clock has storage on the same time.
+    pub clock: helenus_types::SharedClock,
 }
 
 /// When an acknowledged write is on disk.

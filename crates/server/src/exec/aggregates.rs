@@ -4,6 +4,7 @@ use super::error::{ExecError, ExecResult};
 use super::rows::Row;
 use super::selectors::{decode, eval, AggKind, Sel};
 use super::values::serialize;
+use crate::exec_state::Now;
 use bytes::Bytes;
 use helenus_types::numeric::{self, BigInt, JavaNumber};
 use helenus_types::{CqlType, CqlValue, NativeType};
@@ -86,15 +87,15 @@ pub fn agg_update(
     sel: &Sel,
     ty: &CqlType,
     row: &Row,
-    now_s: i64,
+    now: Now<'_>,
 ) -> ExecResult<()> {
     match (state, sel) {
         (AggState::Count(n), Sel::CountStar) => *n += 1,
-        (AggState::Count(n), Sel::Agg { arg, ty, .. }) if eval(arg, ty, row, now_s)?.is_some() => {
+        (AggState::Count(n), Sel::Agg { arg, ty, .. }) if eval(arg, ty, row, now)?.is_some() => {
             *n += 1;
         }
         (AggState::Extreme(cur), Sel::Agg { kind, arg, ty }) => {
-            if let Some(b) = eval(arg, ty, row, now_s)? {
+            if let Some(b) = eval(arg, ty, row, now)? {
                 let replace = match cur {
                     None => true,
                     Some(c) => {
@@ -112,7 +113,7 @@ pub fn agg_update(
             }
         }
         (AggState::Sum(f, i, seen), Sel::Agg { arg, ty, .. }) => {
-            if let Some(v) = decode(ty, &eval(arg, ty, row, now_s)?)? {
+            if let Some(v) = decode(ty, &eval(arg, ty, row, now)?)? {
                 let (x, y) = as_num(&v);
                 *f += x;
                 *i = i.wrapping_add(y);
@@ -120,7 +121,7 @@ pub fn agg_update(
             }
         }
         (AggState::Avg(f, i, n, seen), Sel::Agg { arg, ty, .. }) => {
-            if let Some(v) = decode(ty, &eval(arg, ty, row, now_s)?)? {
+            if let Some(v) = decode(ty, &eval(arg, ty, row, now)?)? {
                 let (x, y) = as_num(&v);
                 *f += x;
                 *i = i.wrapping_add(y);
@@ -129,7 +130,7 @@ pub fn agg_update(
             }
         }
         (AggState::Big { sum, avg, n }, Sel::Agg { arg, ty, .. }) => {
-            let value = decode(ty, &eval(arg, ty, row, now_s)?)?;
+            let value = decode(ty, &eval(arg, ty, row, now)?)?;
             if let Some(x) = value
                 .as_ref()
                 .and_then(JavaNumber::of)
@@ -147,7 +148,7 @@ pub fn agg_update(
             }
         }
         (AggState::First(cur), s) if cur.is_none() => {
-            *cur = eval(s, ty, row, now_s)?;
+            *cur = eval(s, ty, row, now)?;
         }
         _ => {}
     }

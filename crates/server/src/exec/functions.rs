@@ -2,6 +2,7 @@
 
 use super::cast;
 use super::error::{ExecError, ExecResult};
+use crate::exec_state::Now;
 use helenus_types::numeric::{self, JavaNumber, Signed};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
@@ -146,13 +147,6 @@ pub fn return_type(name: &str, args: &[CqlType]) -> Option<CqlType> {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 fn arg<'a>(args: &'a [Option<CqlValue>], i: usize, f: &str) -> ExecResult<Option<&'a CqlValue>> {
     match args.get(i) {
         Some(v) => Ok(v.as_ref()),
@@ -262,21 +256,19 @@ fn as_f64(v: &CqlValue) -> Option<f64> {
 }
 
 /// Applies a scalar function to decoded argument values (None = null).
-pub fn call(name: &str, args: &[Option<CqlValue>]) -> ExecResult<Option<CqlValue>> {
+pub fn call(name: &str, args: &[Option<CqlValue>], now: &Now<'_>) -> ExecResult<Option<CqlValue>> {
     use CqlValue as V;
     let lower = canonical_name(name);
     let unsupported = || ExecError::Invalid(format!("Unknown function '{name}'"));
     Ok(match lower.as_str() {
-        "now" | "currenttimeuuid" | "current_timeuuid" => {
-            Some(V::Timeuuid(helenus_types::new_timeuuid()))
-        }
+        "now" | "currenttimeuuid" | "current_timeuuid" => Some(V::Timeuuid(now.timeuuid())),
         "uuid" => Some(V::Uuid(uuid::Uuid::new_v4())),
-        "currenttimestamp" | "current_timestamp" => Some(V::Timestamp(now_ms())),
+        "currenttimestamp" | "current_timestamp" => Some(V::Timestamp(now.wall_ms())),
         "currentdate" | "current_date" => Some(V::Date(
-            ((now_ms().div_euclid(86_400_000)) + (1i64 << 31)) as u32,
+            ((now.wall_ms().div_euclid(86_400_000)) + (1i64 << 31)) as u32,
         )),
         "currenttime" | "current_time" => {
-            Some(V::Time(now_ms().rem_euclid(86_400_000) * 1_000_000))
+            Some(V::Time(now.wall_ms().rem_euclid(86_400_000) * 1_000_000))
         }
         "totimestamp" | "to_timestamp" => arg(args, 0, &lower)?.and_then(as_ms).map(V::Timestamp),
         "todate" | "to_date" => arg(args, 0, &lower)?
@@ -499,28 +491,28 @@ mod tests {
 
     #[test]
     fn abs_wraps_like_java_and_refuses_non_numbers() {
-        let v = call("abs", &[Some(CqlValue::Int(i32::MIN))]).unwrap();
+        let v = call("abs", &[Some(CqlValue::Int(i32::MIN))], &Now::system()).unwrap();
         assert_eq!(v, Some(CqlValue::Int(i32::MIN)));
-        assert_eq!(call("abs", &[None]).unwrap(), None);
+        assert_eq!(call("abs", &[None], &Now::system()).unwrap(), None);
         assert!(matches!(
-            call("abs", &[Some(CqlValue::Text("x".into()))]),
+            call("abs", &[Some(CqlValue::Text("x".into()))], &Now::system()),
             Err(ExecError::Invalid(m)) if m == "Unknown function 'abs'"
         ));
     }
 
     #[test]
     fn blob_conversions_round_trip_and_reject_bad_lengths() {
-        let blob = call("bigintAsBlob", &[Some(CqlValue::Bigint(7))]).unwrap();
+        let blob = call("bigintAsBlob", &[Some(CqlValue::Bigint(7))], &Now::system()).unwrap();
         assert_eq!(
-            call("blobAsBigint", &[blob]).unwrap(),
+            call("blobAsBigint", &[blob], &Now::system()).unwrap(),
             Some(CqlValue::Bigint(7))
         );
         let short = Some(CqlValue::Blob(bytes::Bytes::from_static(&[1, 2])));
         assert!(matches!(
-            call("blobAsBigint", &[short]),
+            call("blobAsBigint", &[short], &Now::system()),
             Err(ExecError::Invalid(m)) if m.starts_with("In call to function system.blobasbigint, value 0x0102")
         ));
-        assert!(call("nosuchfunction", &[]).is_err());
+        assert!(call("nosuchfunction", &[], &Now::system()).is_err());
     }
 
     #[test]
@@ -530,11 +522,26 @@ mod tests {
                 xs.iter().map(|x| CqlValue::Float(*x)).collect(),
             ))
         };
-        let same = call("similarity_cosine", &[v(&[1.0, 0.0]), v(&[2.0, 0.0])]).unwrap();
+        let same = call(
+            "similarity_cosine",
+            &[v(&[1.0, 0.0]), v(&[2.0, 0.0])],
+            &Now::system(),
+        )
+        .unwrap();
         assert_eq!(same, Some(CqlValue::Float(1.0)));
-        let far = call("similarity_euclidean", &[v(&[0.0, 0.0]), v(&[3.0, 4.0])]).unwrap();
+        let far = call(
+            "similarity_euclidean",
+            &[v(&[0.0, 0.0]), v(&[3.0, 4.0])],
+            &Now::system(),
+        )
+        .unwrap();
         assert_eq!(far, Some(CqlValue::Float(1.0 / 26.0)));
-        assert!(call("similarity_cosine", &[v(&[0.0]), v(&[1.0])]).is_err());
-        assert!(call("similarity_dot_product", &[v(&[1.0]), v(&[1.0, 2.0])]).is_err());
+        assert!(call("similarity_cosine", &[v(&[0.0]), v(&[1.0])], &Now::system()).is_err());
+        assert!(call(
+            "similarity_dot_product",
+            &[v(&[1.0]), v(&[1.0, 2.0])],
+            &Now::system()
+        )
+        .is_err());
     }
 }

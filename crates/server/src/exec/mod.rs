@@ -537,7 +537,10 @@ pub async fn execute(
     opts: ExecOptions,
 ) -> ExecResult<Outcome> {
     let values = positional(p, values)?;
-    let binds = Binds { values: &values };
+    let binds = Binds {
+        values: &values,
+        now: node.exec.now(),
+    };
     let session_ks = p.keyspace.clone();
     match &p.plan {
         Planned::Select(plan) => {

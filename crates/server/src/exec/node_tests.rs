@@ -38,8 +38,7 @@ fn node_with(clock: Arc<ManualClock>) -> (Arc<NodeState>, std::path::PathBuf) {
     ));
     let mut config = NodeConfig::default();
     config.set_data_dir(&dir);
-    let mut node = crate::open_node(config).unwrap();
-    Arc::get_mut(&mut node).unwrap().exec = ExecState::new(clock);
+    let node = crate::open_node_with_clock(config, clock).unwrap();
     (node, dir)
 }
 
@@ -407,4 +406,50 @@ fn exec_state_counts_from_its_clock_and_never_repeats() {
     assert_eq!(state.now_s(), MANUAL_NOW_US / 1_000_000);
     clock.advance(std::time::Duration::from_secs(10));
     assert_eq!(state.now_s(), MANUAL_NOW_US / 1_000_000 + 10);
+}
+
+#[test]
+fn time_functions_and_ttl_read_the_node_clock() {
+    with_node(|node, clock| async move {
+        query(
+            &node,
+            "CREATE TABLE k.t (p int PRIMARY KEY, u timeuuid, ts timestamp, v int)",
+        )
+        .await;
+        query(
+            &node,
+            "INSERT INTO k.t (p, u, ts, v) VALUES (1, now(), currentTimestamp(), 1) USING TTL 100",
+        )
+        .await;
+        let ms = MANUAL_NOW_US / 1000;
+        assert_eq!(
+            rows(
+                &node,
+                "SELECT toUnixTimestamp(u), toUnixTimestamp(ts) FROM k.t WHERE p = 1"
+            )
+            .await,
+            [format!("{ms} {ms}")]
+        );
+        clock.advance(std::time::Duration::from_secs(40));
+        // The TTL counts down on the same clock, in the executor and in storage alike.
+        assert_eq!(
+            rows(&node, "SELECT ttl(v) FROM k.t WHERE p = 1").await,
+            ["60"]
+        );
+        assert_eq!(
+            rows(
+                &node,
+                "SELECT toUnixTimestamp(currentTimestamp()) FROM k.t WHERE p = 1"
+            )
+            .await,
+            [format!("{}", ms + 40_000)]
+        );
+        clock.advance(std::time::Duration::from_secs(61));
+        assert!(
+            rows(&node, "SELECT v FROM k.t WHERE p = 1")
+                .await
+                .is_empty(),
+            "expired on the manual clock"
+        );
+    });
 }

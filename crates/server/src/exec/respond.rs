@@ -248,7 +248,10 @@ pub async fn run_batch(
     let binds: Vec<super::values::Binds> = b
         .statements
         .iter()
-        .map(|s| super::values::Binds { values: &s.values })
+        .map(|s| super::values::Binds {
+            values: &s.values,
+            now: node.exec.now(),
+        })
         .collect();
     if plans.iter().any(|p| p.condition.is_some()) {
         let statements: Vec<_> = plans.iter().copied().zip(&binds).collect();

@@ -6,6 +6,7 @@ use super::error::{ExecError, ExecResult};
 use super::functions;
 use super::rows::Row;
 use super::values::serialize;
+use crate::exec_state::Now;
 use bytes::{BufMut, Bytes};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
@@ -110,17 +111,17 @@ pub(super) fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlVa
 }
 
 /// Evaluates a non-aggregate selector on one row.
-pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option<Bytes>> {
+pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now: Now<'_>) -> ExecResult<Option<Bytes>> {
     Ok(match sel {
         Sel::Column(i) => row.cells.get(*i).cloned().flatten(),
         Sel::WriteTime(_)
         | Sel::Ttl(_)
         | Sel::WriteTimes(_)
         | Sel::Ttls(_)
-        | Sel::MaxWriteTimeOf(_) => cell_meta(sel, row, now_s),
+        | Sel::MaxWriteTimeOf(_) => cell_meta(sel, row, now),
         Sel::Token(_) => Some(serialize(&CqlValue::Bigint(row.token))),
         Sel::Field { inner, index, udt } => {
-            let b = eval(inner, udt, row, now_s)?;
+            let b = eval(inner, udt, row, now)?;
             match decode(udt, &b)? {
                 Some(CqlValue::Udt(fields)) => fields
                     .get(*index)
@@ -129,15 +130,15 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
                 _ => None,
             }
         }
-        Sel::Arith { .. } | Sel::Negate(_) => eval_arith(sel, ty, row, now_s)?,
+        Sel::Arith { .. } | Sel::Negate(_) => eval_arith(sel, ty, row, now)?,
         // Without a key there is nothing to look up (the collection is not read).
         Sel::Element { key: None, .. } => None,
         Sel::Slice { coll, inner, .. } | Sel::Element { coll, inner, .. } => {
-            let value = decode(coll, &eval(inner, coll, row, now_s)?)?;
+            let value = decode(coll, &eval(inner, coll, row, now)?)?;
             pick_elements(sel, coll, value)
         }
         Sel::ToJson { inner, ty: ity } => {
-            let b = eval(inner, ity, row, now_s)?;
+            let b = eval(inner, ity, row, now)?;
             let text = match decode(ity, &b)? {
                 Some(v) => helenus_types::to_json(&v),
                 None => "null".to_string(),
@@ -152,10 +153,10 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
         } => {
             let mut vals = Vec::new();
             for (a, t) in args.iter().zip(arg_types) {
-                let b = eval(a, t, row, now_s)?;
+                let b = eval(a, t, row, now)?;
                 vals.push(decode(t, &b)?);
             }
-            functions::call(name, &vals)?.map(|v| serialize(&v))
+            functions::call(name, &vals, &now)?.map(|v| serialize(&v))
         }
         Sel::Cast {
             inner,
@@ -164,7 +165,7 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
             to,
         } => {
             // The argument's bytes are handed to the matched signature as they are.
-            let b = eval(inner, from, row, now_s)?;
+            let b = eval(inner, from, row, now)?;
             match decode(input, &b)? {
                 None => None,
                 Some(v) => Some(serialize(&cast::apply(&v, *to)?)),
@@ -175,7 +176,7 @@ pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option
 }
 
 /// `a + b` and the like, and `-a` (computed as `0 - a`); null when an operand is null.
-fn eval_arith(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Option<Bytes>> {
+fn eval_arith(sel: &Sel, ty: &CqlType, row: &Row, now: Now<'_>) -> ExecResult<Option<Bytes>> {
     let (op, l, r, types) = match sel {
         Sel::Arith {
             op,
@@ -185,14 +186,14 @@ fn eval_arith(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Opti
             rt,
         } => (
             *op,
-            decode(lt, &eval(left, lt, row, now_s)?)?,
-            decode(rt, &eval(right, rt, row, now_s)?)?,
+            decode(lt, &eval(left, lt, row, now)?)?,
+            decode(rt, &eval(right, rt, row, now)?)?,
             (lt, rt),
         ),
         Sel::Negate(inner) => (
             helenus_cql::ast::ArithOp::Sub,
             Some(CqlValue::Tinyint(0)),
-            decode(ty, &eval(inner, ty, row, now_s)?)?,
+            decode(ty, &eval(inner, ty, row, now)?)?,
             (ty, ty),
         ),
         _ => return Ok(None),
@@ -204,8 +205,8 @@ fn eval_arith(sel: &Sel, ty: &CqlType, row: &Row, now_s: i64) -> ExecResult<Opti
 }
 
 /// Write times and remaining TTLs of a cell, or of each element of a multi-cell column.
-fn cell_meta(sel: &Sel, row: &Row, now_s: i64) -> Option<Bytes> {
-    let remaining = |expires_at_s: i64| (expires_at_s - now_s).max(0) as i32;
+fn cell_meta(sel: &Sel, row: &Row, now: Now<'_>) -> Option<Bytes> {
+    let remaining = |expires_at_s: i64| (expires_at_s - now.s).max(0) as i32;
     match sel {
         Sel::WriteTime(i) => row
             .meta

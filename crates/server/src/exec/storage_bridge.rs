@@ -127,7 +127,7 @@ pub fn table_def(t: &TableMeta) -> st::TableDef {
     }
 }
 
-pub fn storage_config(cfg: &NodeConfig) -> st::StorageConfig {
+pub fn storage_config(cfg: &NodeConfig, clock: helenus_types::SharedClock) -> st::StorageConfig {
     st::StorageConfig {
         data_dir: cfg.primary_data_dir(),
         commitlog_dir: cfg.commitlog_directory.clone(),
@@ -148,12 +148,17 @@ pub fn storage_config(cfg: &NodeConfig) -> st::StorageConfig {
         concurrent_compactors: cfg.concurrent_compactors,
         compaction_throughput_mib_per_s: cfg.compaction_throughput_mib_per_s,
         flush_throughput_mib_per_s: 0,
+        clock,
     }
 }
 
 /// Opens the engine, registers every user table, then replays the commitlog into them.
-pub fn open_engine(cfg: &NodeConfig, schema: &Schema) -> Result<Arc<st::Engine>, st::StorageError> {
-    let engine = st::Engine::open(storage_config(cfg))?;
+pub fn open_engine(
+    cfg: &NodeConfig,
+    schema: &Schema,
+    clock: helenus_types::SharedClock,
+) -> Result<Arc<st::Engine>, st::StorageError> {
+    let engine = st::Engine::open(storage_config(cfg, clock))?;
     for ks in schema.user_keyspaces() {
         for t in ks.tables.values() {
             engine.create_table(table_def(t))?;

@@ -21,6 +21,18 @@ pub enum Bound {
 /// The bound values of one execution, positional (named values are mapped to positions first).
 pub struct Binds<'a> {
     pub values: &'a [proto::Value],
+    /// The statement's time, for `now()`, `currentTimestamp()` and the like in its terms.
+    pub now: crate::exec_state::Now<'a>,
+}
+
+impl Binds<'static> {
+    /// No bound values, on the system clock: terms planned outside any statement's run.
+    pub fn none() -> Binds<'static> {
+        Binds {
+            values: &[],
+            now: crate::exec_state::Now::system(),
+        }
+    }
 }
 
 impl Binds<'_> {
@@ -594,7 +606,7 @@ fn native_call(
         vals.push(to_value(a, &t, receiver, binds)?);
         types.push(t);
     }
-    let out = functions::call(fname, &vals)?;
+    let out = functions::call(fname, &vals, &binds.now)?;
     match (&out, functions::return_type(fname, &types)) {
         (Some(_), Some(rt)) if &rt != ty && !compatible(&rt, ty) => Err(bad(format!(
             "Type error: cannot assign result of function system.{fname} (type {rt}) to {receiver} (type {ty})"
@@ -706,7 +718,9 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
-    const NO_BINDS: Binds<'static> = Binds { values: &[] };
+    fn no_binds() -> Binds<'static> {
+        Binds::none()
+    }
 
     fn native(n: NativeType) -> CqlType {
         CqlType::Native(n)
@@ -717,7 +731,7 @@ mod tests {
     }
 
     fn invalid_message(term: &Term, ty: &CqlType) -> String {
-        match to_value(term, ty, "v", &NO_BINDS) {
+        match to_value(term, ty, "v", &no_binds()) {
             Err(ExecError::Invalid(m)) => m,
             other => panic!("expected Invalid, got {other:?}"),
         }
@@ -734,7 +748,7 @@ mod tests {
     #[test]
     fn short_tuples_are_padded_with_nulls_and_long_ones_refused() {
         let ty = CqlType::Tuple(vec![native(NativeType::Int), native(NativeType::Int)]);
-        let v = to_value(&Term::Tuple(vec![int("1")]), &ty, "v", &NO_BINDS).unwrap();
+        let v = to_value(&Term::Tuple(vec![int("1")]), &ty, "v", &no_binds()).unwrap();
         assert_eq!(v, Some(CqlValue::Tuple(vec![Some(CqlValue::Int(1)), None])));
         let m = invalid_message(&Term::Tuple(vec![int("1"), int("2"), int("3")]), &ty);
         assert!(m.contains("too many elements"), "{m}");
@@ -760,7 +774,7 @@ mod tests {
             &Term::Set(vec![int("3"), int("1"), int("3")]),
             &ty,
             "v",
-            &NO_BINDS,
+            &no_binds(),
         );
         assert_eq!(
             v.unwrap(),
@@ -774,14 +788,14 @@ mod tests {
             &Term::Negate(Box::new(int("5"))),
             &native(NativeType::Bigint),
             "v",
-            &NO_BINDS,
+            &no_binds(),
         );
         assert_eq!(v.unwrap(), Some(CqlValue::Bigint(-5)));
         let v = to_value(
             &Term::Blob("0a0b".into()),
             &native(NativeType::Blob),
             "v",
-            &NO_BINDS,
+            &no_binds(),
         );
         assert_eq!(
             v.unwrap(),

@@ -30,6 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         concurrent_compactors: 1,
         compaction_throughput_mib_per_s: 0,
         flush_throughput_mib_per_s: 0,
+        clock: helenus_types::SystemClock::shared(),
     })?;
     engine.create_table(TableDef {
         id: [1; 16],

@@ -20,7 +20,7 @@ use crate::table::{Table, TableCounters, Tables};
 use crate::types::*;
 pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 use bytes::Bytes;
-use helenus_types::{SharedClock, SystemClock};
+use helenus_types::SharedClock;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
@@ -73,7 +73,7 @@ impl Engine {
         )?;
         let tables = Arc::new(Tables::default());
         let budget = Arc::new(MemtableBudget::default());
-        let clock = SystemClock::shared();
+        let clock = config.clock.clone();
         let background = Background::start(
             WorkerConfig::of(&config),
             clock.clone(),

@@ -21,11 +21,13 @@ use std::sync::Arc;
 /// a plain Void and no event, as Cassandra does.
 pub type Applied = Option<(Schema, SchemaChange)>;
 
-/// Computes the schema after `stmt`.
+/// Computes the schema after `stmt`; `now_us` is the statement's time (when a dropped column was
+/// dropped).
 pub fn apply(
     schema: &Schema,
     stmt: &ast::Statement,
     session_ks: Option<&str>,
+    now_us: i64,
 ) -> ExecResult<Applied> {
     use ast::Statement as S;
     match stmt {
@@ -33,7 +35,7 @@ pub fn apply(
         S::AlterKeyspace(s) => alter_keyspace(schema, s),
         S::DropKeyspace { if_exists, name } => drop_keyspace(schema, *if_exists, name),
         S::CreateTable(s) => create_table(schema, s, session_ks),
-        S::AlterTable(s) => alter_table(schema, s, session_ks),
+        S::AlterTable(s) => alter_table(schema, s, session_ks, now_us),
         S::DropTable { if_exists, name } => drop_table(schema, *if_exists, name, session_ks),
         S::CreateType(s) => create_type(schema, s, session_ks),
         S::AlterType(s) => alter_type(schema, s, session_ks),
@@ -185,6 +187,7 @@ fn alter_table(
     schema: &Schema,
     s: &ast::AlterTableStatement,
     session_ks: Option<&str>,
+    now_us: i64,
 ) -> ExecResult<Applied> {
     let ks_name = keyspace_of(&s.name, session_ks)?;
     let ks = user_keyspace(schema, &ks_name)?;
@@ -195,7 +198,7 @@ fn alter_table(
         }
         return invalid(format!("Table '{ks_name}.{tname}' doesn't exist"));
     };
-    let altered = super::table::alter_table(&ks, t, &s.action)?;
+    let altered = super::table::alter_table(&ks, t, &s.action, now_us)?;
     if altered == **t {
         // ADD IF NOT EXISTS / DROP IF EXISTS that matched: nothing changes, nothing is announced.
         return Ok(None);
@@ -575,7 +578,7 @@ mod tests {
 
     fn run(schema: &Schema, cql: &str) -> ExecResult<Applied> {
         let parsed = helenus_cql::parse(cql).unwrap();
-        apply(schema, &parsed.statement, Some("ks"))
+        apply(schema, &parsed.statement, Some("ks"), 1_700_000_000_000_000)
     }
 
     /// Applies `cql`, which must change the schema.
@@ -669,7 +672,7 @@ mod tests {
         ));
         let parsed = helenus_cql::parse("CREATE TABLE t2 (k int PRIMARY KEY)").unwrap();
         assert!(
-            matches!(apply(&s, &parsed.statement, None), Err(ExecError::Invalid(m)) if m.contains("No keyspace"))
+            matches!(apply(&s, &parsed.statement, None, 1_700_000_000_000_000), Err(ExecError::Invalid(m)) if m.contains("No keyspace"))
         );
     }
 

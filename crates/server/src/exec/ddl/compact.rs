@@ -240,6 +240,7 @@ mod tests {
             &ks,
             &t,
             &helenus_cql::ast::AlterTableAction::DropCompactStorage,
+            1_700_000_000_000_000,
         )
         .expect("drop compact storage");
         assert!(!dropped.is_compact());

@@ -150,10 +150,11 @@ pub async fn execute(
         }
     }
     let schema = node.schema();
-    let (new_schema, change) = match apply(&schema, stmt, session_ks)? {
-        Some(x) => x,
-        None => return Ok(None),
-    };
+    let (new_schema, change) =
+        match apply(&schema, stmt, session_ks, node.exec.clock().wall_micros())? {
+            Some(x) => x,
+            None => return Ok(None),
+        };
     helenus_schema::save_user_schema(&new_schema, &schema_path(node))
         .map_err(|e| ExecError::Server(e.to_string()))?;
     // Storage follows the schema: new tables are created, dropped ones removed, altered options applied.

@@ -244,12 +244,14 @@ pub(super) fn alter_table(
     ks: &KeyspaceMeta,
     t: &TableMeta,
     action: &AlterTableAction,
+    now_us: i64,
 ) -> ExecResult<TableMeta> {
     let mut edit = TableEdit {
         columns: t.columns.clone(),
         params: t.params.clone(),
         next_id: t.next_column_id,
         dropped: t.dropped_columns.clone(),
+        now_us,
     };
     match action {
         AlterTableAction::Add {
@@ -292,6 +294,8 @@ struct TableEdit {
     params: TableParams,
     next_id: u32,
     dropped: std::collections::BTreeMap<String, (CqlType, i64)>,
+    /// The statement's time: when the columns it drops were dropped.
+    now_us: i64,
 }
 
 impl TableEdit {
@@ -402,8 +406,7 @@ impl TableEdit {
                 return invalid(format!("Cannot drop PRIMARY KEY part {}", d.name));
             }
             let gone = self.columns.remove(pos);
-            self.dropped
-                .insert(gone.name, (gone.cql_type, helenus_types::now_micros()));
+            self.dropped.insert(gone.name, (gone.cql_type, self.now_us));
         }
         Ok(())
     }
@@ -479,7 +482,7 @@ mod tests {
         let ast::Statement::AlterTable(a) = helenus_cql::parse(ddl).unwrap().statement else {
             panic!("not an ALTER TABLE: {ddl}")
         };
-        alter_table(&keyspace(), t, &a.action)
+        alter_table(&keyspace(), t, &a.action, 1_700_000_000_000_000)
     }
 
     fn refusal(r: ExecResult<TableMeta>) -> String {

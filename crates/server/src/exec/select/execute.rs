@@ -8,6 +8,7 @@ use crate::exec::paging::PagingState;
 use crate::exec::rows::Row;
 use crate::exec::selectors::{self};
 use crate::exec::values::{self, Binds, Bound};
+use crate::exec_state::Now;
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_cql::ast::Term;
@@ -172,7 +173,7 @@ pub fn execute(
     page_size: Option<usize>,
     paging_state: Option<&[u8]>,
 ) -> ExecResult<SelectOutput> {
-    let now = node.exec.now_s();
+    let now = node.exec.now();
     let (limit, ppl) = bound_limits(plan, binds)?;
     let resume = match paging_state {
         Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
@@ -187,7 +188,7 @@ pub fn execute(
     } else {
         rows_wanted(limit, page_size, already)
     };
-    let mut source = super::scan::RowSource::new(node, plan, binds, resume.as_ref(), now)?;
+    let mut source = super::scan::RowSource::new(node, plan, binds, resume.as_ref(), now.s)?;
     // A resumed page starts after the last row returned (scan.rs), so every row read counts.
     let every_row_counts =
         plan.filters.is_empty() && plan.multi_filters.is_empty() && !plan.distinct && ppl.is_none();
@@ -355,7 +356,7 @@ fn grouped_rows(
     plan: &SelectPlan,
     rows: &[Row],
     page: &Page,
-    now: i64,
+    now: Now<'_>,
 ) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
     let mut groups = aggregate_rows(plan, rows, now)?;
     if plan.group_by > 0 {
@@ -379,7 +380,11 @@ fn grouped_rows(
 }
 
 /// The selection evaluated on each row.
-fn selected_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
+fn selected_rows(
+    plan: &SelectPlan,
+    rows: &[Row],
+    now: Now<'_>,
+) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let mut cells = Vec::with_capacity(plan.compiled.columns.len());

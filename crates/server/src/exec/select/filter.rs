@@ -382,7 +382,7 @@ mod tests {
             key,
         };
         let cell = cell.map(|v| values::serialize(&v));
-        matches(c, &cell, &f, &Binds { values: &[] })
+        matches(c, &cell, &f, &Binds::none())
     }
 
     fn list(items: &[i32]) -> Option<CqlValue> {

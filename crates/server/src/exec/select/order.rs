@@ -83,7 +83,11 @@ pub(super) fn rank_by_similarity(
             None => None,
         };
         let score = match v {
-            Some(v) => match crate::exec::functions::call(function, &[Some(v), query.clone()])? {
+            Some(v) => match crate::exec::functions::call(
+                function,
+                &[Some(v), query.clone()],
+                &crate::exec_state::Now::system(),
+            )? {
                 Some(helenus_types::CqlValue::Float(f)) => f as f64,
                 _ => f64::NEG_INFINITY,
             },
@@ -133,7 +137,11 @@ fn group_key(plan: &SelectPlan, r: &Row) -> Vec<Option<Bytes>> {
 /// One output row per group, with the partition key of the group (for PER PARTITION LIMIT).
 pub(super) type Groups = Vec<(Bytes, Vec<Option<Bytes>>)>;
 
-pub(super) fn aggregate_rows(plan: &SelectPlan, rows: &[Row], now: i64) -> ExecResult<Groups> {
+pub(super) fn aggregate_rows(
+    plan: &SelectPlan,
+    rows: &[Row],
+    now: crate::exec_state::Now<'_>,
+) -> ExecResult<Groups> {
     let cols = &plan.compiled.columns;
     let mut out = Vec::new();
     let mut i = 0;

@@ -686,7 +686,7 @@ mod tests {
         else {
             panic!("not a SELECT")
         };
-        compile(&table(), &s.projection, &Binds { values: &[] })
+        compile(&table(), &s.projection, &Binds::none())
     }
 
     fn only(projection: &str) -> OutColumn {

@@ -54,8 +54,9 @@ fn list_index(k: &Term, name: &str, binds: &Binds<'_>) -> ExecResult<i64> {
     }
 }
 
-fn list_path() -> Bytes {
-    Bytes::copy_from_slice(helenus_types::new_timeuuid().as_bytes())
+/// A list element's cell path: a time UUID from the node's clock, so appends sort in time order.
+fn list_path(now: &crate::exec_state::Now<'_>) -> Bytes {
+    Bytes::copy_from_slice(now.timeuuid().as_bytes())
 }
 
 fn field_path(i: usize) -> Bytes {
@@ -63,7 +64,13 @@ fn field_path(i: usize) -> Bytes {
 }
 
 /// Cells for setting a whole multi-cell value (already decoded).
-fn collection_cells(col: u32, v: &CqlValue, ts: i64, ttl: u32, out: &mut Vec<st::CellUpdate>) {
+fn collection_cells(
+    col: u32,
+    v: &CqlValue,
+    (ts, ttl): (i64, u32),
+    now: &crate::exec_state::Now<'_>,
+    out: &mut Vec<st::CellUpdate>,
+) {
     let set = |path: Bytes, value: Bytes| st::CellUpdate {
         column: col,
         path: Some(path),
@@ -73,7 +80,7 @@ fn collection_cells(col: u32, v: &CqlValue, ts: i64, ttl: u32, out: &mut Vec<st:
     match v {
         CqlValue::List(items) => {
             for it in items {
-                out.push(set(list_path(), values::serialize(it)));
+                out.push(set(list_path(now), values::serialize(it)));
             }
         }
         CqlValue::Set(items) => {
@@ -195,7 +202,7 @@ impl RowCells<'_, '_, '_, '_> {
                 });
                 let v = helenus_types::deserialize(&c.cql_type, &b)
                     .map_err(|e| ExecError::Invalid(e.to_string()))?;
-                collection_cells(c.id, &v, self.ts, self.ttl, self.out);
+                collection_cells(c.id, &v, (self.ts, self.ttl), &self.binds.now, self.out);
             }
         }
         Ok(())
@@ -217,7 +224,7 @@ impl RowCells<'_, '_, '_, '_> {
                     self.push(c.id, Some(path), op);
                 }
             }
-            Some(v) => collection_cells(c.id, &v, self.ts, self.ttl, self.out),
+            Some(v) => collection_cells(c.id, &v, (self.ts, self.ttl), &self.binds.now, self.out),
             None => {}
         }
         Ok(())

@@ -487,7 +487,7 @@ mod tests {
 
     #[test]
     fn list_element_contains_and_in() {
-        let binds = Binds { values: &[] };
+        let binds = Binds::none();
         let l = col("l", list_of(&int_type()));
         let cell = ser(CqlValue::List(vec![CqlValue::Int(1), CqlValue::Int(2)]));
         let c = cond(

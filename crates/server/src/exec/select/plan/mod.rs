@@ -43,7 +43,7 @@ pub fn plan(
     specs: &mut Vec<Option<BindSpec>>,
 ) -> ExecResult<SelectPlan> {
     let t = &*table;
-    let no_binds = Binds { values: &[] };
+    let no_binds = Binds::none();
     let compiled = selectors::compile(t, &s.projection, &no_binds)?;
     super::validate::check(t, s, &compiled)?;
     if s.distinct {
