@@ -159,7 +159,7 @@ impl PrependPaths {
 /// `count` version-1 UUIDs from UUID time `base` up.
 fn time_uuid_paths(base: i64, count: i64) -> Vec<bytes::Bytes> {
     // Clock sequence and node of this process's time UUIDs.
-    let (_, lsb) = helenus_types::new_timeuuid().as_u64_pair();
+    let (_, lsb) = helenus_types::timeuuid_at_unix_ms(0).as_u64_pair();
     (0..count)
         .map(|i| {
             let ticks = (base + i) as u64;
