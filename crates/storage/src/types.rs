@@ -5,6 +5,9 @@ use bytes::Bytes;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Below this much input a major compaction is one merge: splitting it costs more than it saves.
+pub const DEFAULT_PARALLEL_MAJOR_COMPACTION_MIN_BYTES: u64 = 32 << 20;
+
 /// Engine-wide settings (from helenus.yaml).
 #[derive(Debug, Clone)]
 pub struct StorageConfig {
@@ -27,6 +30,9 @@ pub struct StorageConfig {
     /// Cap on flush writing; 0 (the default, as in Cassandra) = unthrottled. Tests use it to make
     /// flushing fall behind on purpose.
     pub flush_throughput_mib_per_s: u64,
+    /// A major compaction of more uncompressed input than this merges its token ranges in
+    /// parallel, one per `concurrent_compactors` (`DEFAULT_PARALLEL_MAJOR_COMPACTION_MIN_BYTES`).
+    pub parallel_major_compaction_min_bytes: u64,
     /// The node's clock: TTL expiry, purge decisions and file times read it, so a node on a
     /// simulated clock has storage on the same time.
     pub clock: helenus_types::SharedClock,

@@ -148,6 +148,7 @@ pub fn storage_config(cfg: &NodeConfig, clock: helenus_types::SharedClock) -> st
         concurrent_compactors: cfg.concurrent_compactors,
         compaction_throughput_mib_per_s: cfg.compaction_throughput_mib_per_s,
         flush_throughput_mib_per_s: 0,
+        parallel_major_compaction_min_bytes: st::DEFAULT_PARALLEL_MAJOR_COMPACTION_MIN_BYTES,
         clock,
     }
 }

@@ -18,18 +18,10 @@ use crate::sstable::{ChunkKey, IndexEntry, IndexIter, SSTableReader, SSTableWrit
 use crate::table::Table;
 use crate::types::*;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Decompressed input chunks kept while merging (inputs are read in order, a few chunks each).
 const COMPACTION_CHUNK_MEMO_BYTES: u64 = 16 << 20;
-/// Major compactions above this many (uncompressed) bytes merge token ranges in parallel
-/// (a variable so tests can parallelise small compactions).
-static PARALLEL_MAJOR_BYTES: AtomicU64 = AtomicU64::new(32 << 20);
-
-pub(crate) fn parallel_major_bytes() -> u64 {
-    PARALLEL_MAJOR_BYTES.load(Ordering::Relaxed)
-}
 
 /// A partition copied in encoded form, with its clustering span (shared with its input's).
 type RawCopy = (EncodedPartition, Option<Arc<ClusteringSpan>>);
@@ -490,10 +482,11 @@ mod tests {
 
     #[test]
     fn a_large_major_compaction_merges_token_ranges_in_parallel() {
-        PARALLEL_MAJOR_BYTES.store(0, Ordering::Relaxed);
         let dir = tempdir("parallel-major");
         let mut config = config(&dir, CommitlogSync::Batch);
         config.concurrent_compactors = 2;
+        // Parallelise even this small compaction.
+        config.parallel_major_compaction_min_bytes = 0;
         let e = Engine::open(config).unwrap();
         e.create_table(table_def(0)).unwrap();
         // Three SSTables: disjoint keys (copied encoded), overwrites and deletions (merged).

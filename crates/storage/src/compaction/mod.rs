@@ -29,10 +29,7 @@ use crate::sstable::SSTableReader;
 use crate::table::Table;
 use crate::types::*;
 use control::lower_thread_priority;
-use merge::{
-    merge_range, parallel_major_bytes, raw_copyable, token_splits, MergeCtx, RangeOutput,
-    TokenRange,
-};
+use merge::{merge_range, raw_copyable, token_splits, MergeCtx, RangeOutput, TokenRange};
 use std::collections::HashSet;
 use std::sync::Arc;
 use strategy::SSTableInfo;
@@ -51,7 +48,7 @@ pub(crate) enum CompactionKind {
 
 /// Merges `inputs` (reserved with [`reserve`]) into new SSTables, replacing them atomically in
 /// the table's SSTable set, and releases their reservation whatever the outcome.
-/// A major compaction of more than `PARALLEL_MAJOR_BYTES` runs one merge per token range on
+/// A major compaction of more than `parallel_major_compaction_min_bytes` runs one merge per token range on
 /// `concurrent_compactors` threads; the outputs split at those token boundaries, as whole files
 /// that a new owner of a range could take.
 pub(crate) fn compact_sstables(
@@ -81,7 +78,7 @@ pub(crate) fn compact_sstables(
         .chain(t.flushing.read().iter().cloned())
         .collect();
     let ranges = match kind {
-        CompactionKind::Major if total > parallel_major_bytes() => {
+        CompactionKind::Major if total > bg.config.parallel_major_compaction_min_bytes => {
             token_splits(&inputs, bg.config.concurrent_compactors.clamp(1, 8))?
         }
         _ => vec![TokenRange::ALL],

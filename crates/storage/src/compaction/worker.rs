@@ -25,6 +25,7 @@ pub(crate) struct WorkerConfig {
     pub concurrent_compactors: usize,
     pub compaction_throughput_mib_per_s: u64,
     pub flush_throughput_mib_per_s: u64,
+    pub parallel_major_compaction_min_bytes: u64,
 }
 
 impl WorkerConfig {
@@ -33,6 +34,7 @@ impl WorkerConfig {
             concurrent_compactors: config.concurrent_compactors,
             compaction_throughput_mib_per_s: config.compaction_throughput_mib_per_s,
             flush_throughput_mib_per_s: config.flush_throughput_mib_per_s,
+            parallel_major_compaction_min_bytes: config.parallel_major_compaction_min_bytes,
         }
     }
 }

@@ -32,6 +32,8 @@ pub fn config(dir: &Path, sync: CommitlogSync) -> StorageConfig {
         concurrent_compactors: 1,
         compaction_throughput_mib_per_s: 0,
         flush_throughput_mib_per_s: 0,
+        parallel_major_compaction_min_bytes:
+            helenus_storage::DEFAULT_PARALLEL_MAJOR_COMPACTION_MIN_BYTES,
         clock: helenus_types::SystemClock::shared(),
     }
 }
