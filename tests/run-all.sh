@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: builds Helenus, runs the Rust tests, the protocol fuzzer for a bounded time,
+# The whole test suite: builds Helenus, runs the Rust tests, the protocol and CQL fuzzers for a bounded time,
 # then starts a real node and points real Cassandra clients and the differential CQL corpus at it.
 # Installs what it needs itself (Python venv, npm, Maven, Go modules) into ~/.cache/helenus.
 # Bounded: every step has a timeout; the node is stopped by PID on exit.
@@ -40,6 +40,11 @@ if [ -x crates/protocol/fuzz/run.sh ]; then
   # Its own target dir: sanitizer flags would otherwise rebuild the shared release artifacts.
   step "protocol fuzzer (${FUZZ_SECONDS}s)" $((FUZZ_SECONDS + 900)) \
     env CARGO_TARGET_DIR="$HELENUS_CACHE/fuzz-target" crates/protocol/fuzz/run.sh "$FUZZ_SECONDS"
+fi
+if [ -x crates/cql/fuzz/run.sh ]; then
+  # The CQL parser on arbitrary text (issue 11): no panic, overflow or hang on any statement.
+  step "cql parser fuzzer (${CQL_FUZZ_SECONDS:-30}s)" $((${CQL_FUZZ_SECONDS:-30} + 900)) \
+    env CARGO_TARGET_DIR="$HELENUS_CACHE/fuzz-target" crates/cql/fuzz/run.sh "${CQL_FUZZ_SECONDS:-30}"
 fi
 
 NODE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/helenus-test-node.XXXXXX")"
