@@ -153,6 +153,19 @@ impl Limits {
         }
     }
 
+    /// Takes one request from the node-wide rate now, or says the rate (requests per second)
+    /// it would breach: for connections that asked for THROW_ON_OVERLOAD.
+    pub fn try_admit_rate(&self) -> Result<(), u64> {
+        let Some(bucket) = &self.rate else {
+            return Ok(());
+        };
+        let mut bucket = bucket.lock();
+        match bucket.take(tokio::time::Instant::now()) {
+            None => Ok(()),
+            Some(_) => Err(bucket.rate_per_s as u64),
+        }
+    }
+
     /// Resolves once shutdown has begun.
     pub async fn closing(&self) {
         let mut rx = self.closing.subscribe();

@@ -108,6 +108,11 @@ impl Client {
     }
 
     pub fn connect_to(addr: &str, port: u16, version: u8) -> Client {
+        Client::connect_with(addr, port, version, &[])
+    }
+
+    /// Connects with extra STARTUP options (e.g. `THROW_ON_OVERLOAD`).
+    pub fn connect_with(addr: &str, port: u16, version: u8, startup: &[(&str, &str)]) -> Client {
         let s = TcpStream::connect((addr, port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut c = Client {
@@ -118,6 +123,9 @@ impl Client {
         };
         let mut opts = proto::StringMap::new();
         opts.insert("CQL_VERSION".into(), "3.0.0".into());
+        for (k, v) in startup {
+            opts.insert(k.to_string(), v.to_string());
+        }
         let r = c.call(proto::Request::Startup(opts));
         assert!(matches!(r, proto::Response::Ready), "{r:?}");
         if version >= 5 {

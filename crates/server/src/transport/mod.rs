@@ -122,6 +122,9 @@ struct Connection {
     gate: Arc<ResponseGate>,
     /// What the read buffer holds past FREE_REQUEST_BYTES: a large frame still arriving.
     buffer_charge: RequestCharge,
+    /// STARTUP's `THROW_ON_OVERLOAD` (v5): a request over the node's rate is refused with
+    /// OVERLOADED instead of being slowed down.
+    throw_on_overload: bool,
 }
 
 impl Connection {
@@ -155,6 +158,7 @@ impl Connection {
             started: false,
             gate: Arc::new(ResponseGate::default()),
             buffer_charge,
+            throw_on_overload: false,
         }
     }
 
@@ -251,6 +255,8 @@ impl Connection {
                 if frame.version >= 5 {
                     self.codec.enable_segments();
                 }
+                // Cassandra takes exactly "1" as yes.
+                self.throw_on_overload = options.get("THROW_ON_OVERLOAD").is_some_and(|v| v == "1");
                 self.node.update_client(self.client_id, |c| {
                     c.driver_name = options.get("DRIVER_NAME").cloned();
                     c.driver_version = options.get("DRIVER_VERSION").cloned();
@@ -297,7 +303,19 @@ impl Connection {
         let Ok(permit) = self.in_flight.clone().acquire_owned().await else {
             return ControlFlow::Break(());
         };
-        self.limits.admit_rate().await;
+        if self.throw_on_overload {
+            if let Err(rate) = self.limits.try_admit_rate() {
+                // The refused frame left the read buffer: what it held goes back to the budget.
+                drop(self.buffer_charge.take());
+                let refused = exec::error_response(exec::ExecError::Overloaded(format!(
+                    "Request breached global limit of {rate} requests/second. Server is currently in an overloaded state and cannot accept more requests."
+                )));
+                let out = proto::ResponseFrame::new(frame.version, frame.stream, refused);
+                return self.send(Outgoing::plain(out, AfterWrite::Nothing)).await;
+            }
+        } else {
+            self.limits.admit_rate().await;
+        }
         // The frame's bytes left the read buffer: its charge goes with it.
         let frame_bytes = before_bytes.saturating_sub(self.buf.len());
         self.limits
