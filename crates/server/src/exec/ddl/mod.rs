@@ -170,7 +170,8 @@ pub async fn execute(
                 Some(o) if **o != **t => node.engine.alter_table(table_def(t)),
                 _ => Ok(()),
             };
-            res.map_err(|e| ExecError::Server(e.to_string()))?;
+            // The storage error keeps its kind: a refused definition is Invalid, I/O a server error.
+            res?;
         }
     }
     for ks in schema.user_keyspaces() {
