@@ -11,6 +11,8 @@
 //!   (request byte budgets, the statement pool).
 //! - `admin` and `metrics`: the HTTP admin API `helenus nodetool` drives, Prometheus text.
 //! - `exec`: statement execution (its docs describe its own layers).
+//! - `proxy`: the only way statements reach data (`StorageProxy`: mutate, read, truncate, with
+//!   the request's consistency level); `LocalProxy` is a single node over the local engine.
 //! - `system`: system and virtual tables, computed on read from `NodeState`.
 //! - `node`: `NodeState`, the state every connection shares (config, identity, schema, engine,
 //!   clients, events, the prepared cache, traces). It knows nothing of `exec`: the cache it holds
@@ -30,6 +32,7 @@ mod local_node;
 pub mod metrics;
 mod node;
 mod prepared;
+pub mod proxy;
 mod system;
 mod trace;
 mod transport;

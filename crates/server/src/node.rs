@@ -39,6 +39,8 @@ pub struct NodeState {
     /// Serialises schema changes (DDL is rare; reads never take this).
     pub schema_change_lock: tokio::sync::Mutex<()>,
     pub engine: Arc<helenus_storage::Engine>,
+    /// Where statements read and write data, with their consistency level.
+    pub proxy: Arc<dyn crate::proxy::StorageProxy>,
     /// The executor's clock, write timestamps and LWT locks (a test may swap in a manual clock).
     pub exec: crate::exec_state::ExecState,
     pub events: broadcast::Sender<NodeEvent>,
@@ -66,6 +68,7 @@ impl NodeState {
             schema: RwLock::new(Arc::new(schema)),
             schema_generation: AtomicU64::new(0),
             schema_change_lock: tokio::sync::Mutex::new(()),
+            proxy: Arc::new(crate::proxy::LocalProxy::new(engine.clone())),
             engine,
             exec: crate::exec_state::ExecState::new(clock.clone()),
             events,

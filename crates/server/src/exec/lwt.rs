@@ -152,7 +152,13 @@ async fn cas(
         .collect();
     clusterings.sort_by(|a, b| compare_clustering(t, a, b));
     clusterings.dedup();
-    let current = read_current(node, t, &key, token, &clusterings, ctx.now_s)?;
+    let current = read_current(
+        node,
+        t,
+        (&key, token),
+        &clusterings,
+        (ctx.now_s, ctx.serial_consistency),
+    )?;
 
     let mut applied = true;
     for ((p, binds), target) in statements.iter().zip(&targets) {
@@ -162,7 +168,7 @@ async fn cas(
         }
     }
     if applied {
-        super::apply_mutations(node, muts.into_iter().flatten().collect()).await?;
+        super::apply_mutations(node, muts.into_iter().flatten().collect(), ctx.consistency).await?;
         return Ok(rows_outcome(
             t,
             vec![applied_column()],
@@ -246,10 +252,9 @@ impl Current {
 fn read_current(
     node: &NodeState,
     t: &TableMeta,
-    key: &Bytes,
-    token: i64,
+    (key, token): (&Bytes, i64),
     clusterings: &[Vec<Bytes>],
-    now_s: i64,
+    (now_s, serial): (i64, helenus_coordinator::ConsistencyLevel),
 ) -> ExecResult<Current> {
     let has_clustering = t.clustering_len() > 0;
     let slices = if has_clustering {
@@ -281,7 +286,7 @@ fn read_current(
         now_s,
         resume_after: None,
     };
-    let read = node.engine.read(*t.id.as_bytes(), &q)?;
+    let read = node.proxy.read(*t.id.as_bytes(), &q, serial, u64::MAX)?;
     let layout = ColumnLayout::new(t);
     let mut all = Vec::new();
     let mut static_live = false;

@@ -1,5 +1,6 @@
 //! Statement execution: parse, prepare (bind-marker types, result metadata, partition-key indexes),
-//! and run each statement kind against the schema, the storage engine or the system tables.
+//! and run each statement kind against the schema, the data (through `node.proxy`, with the
+//! request's consistency level) or the system tables.
 //!
 //! This module prepares statements (`Prepared`, cached in the node's prepared cache) and runs them;
 //! `respond` maps outcomes and errors to protocol responses. Which request runs what (QUERY,
@@ -53,6 +54,7 @@ pub use respond::{
 };
 
 use crate::node::NodeState;
+use helenus_coordinator::ConsistencyLevel;
 use helenus_cql::ast::{self, Statement};
 use helenus_protocol as proto;
 use helenus_types::CqlType;
@@ -503,13 +505,31 @@ pub struct ExecOptions {
     pub page_size: Option<usize>,
     pub paging_state: Option<bytes::Bytes>,
     pub timestamp_us: i64,
+    pub consistency: ConsistencyLevel,
+    pub serial_consistency: ConsistencyLevel,
+}
+
+/// A level the request kind does not allow: Cassandra's InvalidRequest and message.
+fn invalid_level(e: helenus_coordinator::InvalidConsistency) -> ExecError {
+    ExecError::Invalid(e.0)
+}
+
+/// The protocol's consistency as the coordinator's level.
+pub fn consistency_level(c: proto::Consistency) -> ConsistencyLevel {
+    ConsistencyLevel::from_code(c as u16).unwrap_or(ConsistencyLevel::One)
+}
+
+/// A request's serial level: SERIAL unless it names one.
+pub fn serial_level(c: Option<proto::Consistency>) -> ConsistencyLevel {
+    c.map_or(ConsistencyLevel::Serial, consistency_level)
 }
 
 /// Applies a statement's or a batch's mutations as one commitlog entry, so a batch (or an IN
 /// write) is replayed all-or-nothing after a crash, as a logged batch is on one node.
 async fn apply_mutations(
     node: &NodeState,
-    mut muts: Vec<helenus_storage::Mutation>,
+    muts: Vec<helenus_storage::Mutation>,
+    consistency: ConsistencyLevel,
 ) -> ExecResult<()> {
     trace::event(|| {
         format!(
@@ -517,15 +537,7 @@ async fn apply_mutations(
             muts.len()
         )
     });
-    let result = match muts.len() {
-        0 => return Ok(()),
-        1 => match muts.pop() {
-            Some(m) => node.engine.apply(m).await,
-            None => return Ok(()),
-        },
-        _ => node.engine.apply_batch(muts).await,
-    };
-    Ok(result?)
+    Ok(node.proxy.mutate(muts, consistency).await?)
 }
 
 /// Executes a prepared statement with its values.
@@ -550,12 +562,15 @@ pub async fn execute(
                     plan.table.keyspace, plan.table.name
                 )
             });
+            opts.consistency
+                .validate_for_read()
+                .map_err(invalid_level)?;
             let out = select::execute(
                 node,
                 plan,
                 &binds,
-                opts.page_size,
-                opts.paging_state.as_deref(),
+                (opts.page_size, opts.paging_state.as_deref()),
+                opts.consistency,
             )?;
             trace::event(|| format!("Read {} live rows", out.rows.len()));
             Ok(Outcome::Rows {
@@ -567,21 +582,34 @@ pub async fn execute(
         Planned::Write(plan) => {
             let table_id = *plan.table.id.as_bytes();
             let now = node.exec.now_s();
+            let consistency = opts.consistency;
             let lookup =
                 move |key: &bytes::Bytes, token: i64, clustering: &[bytes::Bytes], col: u32| {
-                    current_list_paths(node, table_id, key, token, clustering, col, now)
+                    current_list_paths(
+                        node,
+                        (table_id, key, token),
+                        clustering,
+                        col,
+                        now,
+                        consistency,
+                    )
                 };
             let ctx = write::WriteContext {
                 timestamp_us: opts.timestamp_us,
                 now_s: now,
                 lists: Some(&lookup),
                 prepends: node.exec.prepends(),
+                consistency: opts.consistency,
+                serial_consistency: opts.serial_consistency,
             };
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
             }
+            opts.consistency
+                .validate_for_write()
+                .map_err(invalid_level)?;
             let muts = write::mutations(plan, &binds, &ctx)?;
-            apply_mutations(node, muts).await?;
+            apply_mutations(node, muts, opts.consistency).await?;
             Ok(Outcome::Void)
         }
         Planned::Batch {
@@ -608,6 +636,8 @@ pub async fn execute(
                 now_s: node.exec.now_s(),
                 lists: None,
                 prepends: node.exec.prepends(),
+                consistency: opts.consistency,
+                serial_consistency: opts.serial_consistency,
             };
             if children.iter().any(|c| c.condition.is_some()) {
                 let statements: Vec<_> = children.iter().map(|c| (c, &binds)).collect();
@@ -618,7 +648,10 @@ pub async fn execute(
                 muts.extend(write::batch_child_mutations(c, &binds, &ctx)?);
             }
             batch::check_limits(node, *kind, &children.iter().collect::<Vec<_>>(), &muts)?;
-            apply_mutations(node, muts).await?;
+            opts.consistency
+                .validate_for_write()
+                .map_err(invalid_level)?;
+            apply_mutations(node, muts, opts.consistency).await?;
             Ok(Outcome::Void)
         }
         Planned::Use(ks) => {
@@ -638,9 +671,9 @@ pub async fn execute(
             let t = node
                 .table(keyspace, table)
                 .ok_or_else(|| ExecError::Invalid(format!("table {table} does not exist")))?;
-            let engine = node.engine.clone();
+            let proxy = node.proxy.clone();
             let id = *t.id.as_bytes();
-            tokio::task::spawn_blocking(move || engine.truncate(id))
+            tokio::task::spawn_blocking(move || proxy.truncate(id))
                 .await
                 .map_err(|e| ExecError::Server(e.to_string()))?
                 .map_err(|e| ExecError::Truncate(e.to_string()))?;
@@ -675,18 +708,19 @@ pub fn exec_options(node: &NodeState, params: &proto::QueryParameters) -> ExecOp
             .default_timestamp
             .filter(|&t| t != i64::MIN)
             .unwrap_or_else(|| node.exec.next_timestamp_us()),
+        consistency: consistency_level(params.consistency),
+        serial_consistency: serial_level(params.serial_consistency),
     }
 }
 
 /// The element paths a list column holds now in one row (read before a write by index).
 fn current_list_paths(
     node: &NodeState,
-    table: [u8; 16],
-    key: &bytes::Bytes,
-    token: i64,
+    (table, key, token): ([u8; 16], &bytes::Bytes, i64),
     clustering: &[bytes::Bytes],
     column: u32,
     now_s: i64,
+    consistency: ConsistencyLevel,
 ) -> ExecResult<Vec<(bytes::Bytes, bytes::Bytes)>> {
     use helenus_storage as st;
     let bound = |kind| st::ClusteringBound {
@@ -714,7 +748,7 @@ fn current_list_paths(
         now_s,
         resume_after: None,
     };
-    let r = node.engine.read(table, &q)?;
+    let r = node.proxy.read(table, &q, consistency, u64::MAX)?;
     Ok(r.partitions
         .iter()
         .flat_map(|p| p.static_row.iter().chain(p.rows.iter()))

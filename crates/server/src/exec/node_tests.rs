@@ -453,3 +453,75 @@ fn time_functions_and_ttl_read_the_node_clock() {
         );
     });
 }
+
+/// Runs `cql` at `consistency`; the error message if it fails.
+async fn query_at(
+    node: &NodeState,
+    cql: &str,
+    consistency: proto::Consistency,
+) -> Result<(), String> {
+    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    let mut p = params();
+    p.consistency = consistency;
+    run_query(node, &session, cql, &p)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn consistency_levels_reach_the_proxy_and_are_refused_where_cassandra_refuses_them() {
+    with_node(|node, _| async move {
+        query(&node, "CREATE TABLE k.c (p int PRIMARY KEY, v int)").await;
+        // As recorded from Cassandra 5.0.9 (crates/cluster/tests/golden/cassandra_cl_errors.txt).
+        assert_eq!(
+            query_at(
+                &node,
+                "INSERT INTO k.c (p, v) VALUES (1, 1)",
+                proto::Consistency::Serial
+            )
+            .await,
+            Err("You must use conditional updates for serializable writes".to_string())
+        );
+        assert_eq!(
+            query_at(
+                &node,
+                "SELECT * FROM k.c WHERE p = 1",
+                proto::Consistency::Any
+            )
+            .await,
+            Err("ANY ConsistencyLevel is only supported for writes".to_string())
+        );
+        // A single node holds every replica: every other level is met locally.
+        for cl in [
+            proto::Consistency::Any,
+            proto::Consistency::Quorum,
+            proto::Consistency::All,
+        ] {
+            assert_eq!(
+                query_at(&node, "INSERT INTO k.c (p, v) VALUES (2, 2)", cl).await,
+                Ok(())
+            );
+        }
+        for cl in [
+            proto::Consistency::One,
+            proto::Consistency::LocalQuorum,
+            proto::Consistency::Serial,
+        ] {
+            assert_eq!(
+                query_at(&node, "SELECT * FROM k.c WHERE p = 2", cl).await,
+                Ok(())
+            );
+        }
+        assert_eq!(
+            query_at(
+                &node,
+                "UPDATE k.c SET v = 3 WHERE p = 2 IF v = 2",
+                proto::Consistency::Quorum
+            )
+            .await,
+            Ok(()),
+            "a conditional write at QUORUM commit"
+        );
+    });
+}

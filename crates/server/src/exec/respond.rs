@@ -244,6 +244,8 @@ pub async fn run_batch(
         now_s: node.exec.now_s(),
         lists: None,
         prepends: node.exec.prepends(),
+        consistency: super::consistency_level(b.consistency),
+        serial_consistency: super::serial_level(b.serial_consistency),
     };
     let binds: Vec<super::values::Binds> = b
         .statements
@@ -262,7 +264,10 @@ pub async fn run_batch(
         muts.extend(super::write::batch_child_mutations(plan, binds, &ctx)?);
     }
     super::batch::check_limits(node, kind, &plans, &muts)?;
-    super::apply_mutations(node, muts).await?;
+    ctx.consistency
+        .validate_for_write()
+        .map_err(|e| ExecError::Invalid(e.0))?;
+    super::apply_mutations(node, muts, ctx.consistency).await?;
     Ok(Outcome::Void)
 }
 

@@ -170,8 +170,8 @@ pub fn execute(
     node: &NodeState,
     plan: &SelectPlan,
     binds: &Binds<'_>,
-    page_size: Option<usize>,
-    paging_state: Option<&[u8]>,
+    (page_size, paging_state): (Option<usize>, Option<&[u8]>),
+    consistency: helenus_coordinator::ConsistencyLevel,
 ) -> ExecResult<SelectOutput> {
     let now = node.exec.now();
     let (limit, ppl) = bound_limits(plan, binds)?;
@@ -188,7 +188,8 @@ pub fn execute(
     } else {
         rows_wanted(limit, page_size, already)
     };
-    let mut source = super::scan::RowSource::new(node, plan, binds, resume.as_ref(), now.s)?;
+    let mut source =
+        super::scan::RowSource::new(node, plan, binds, resume.as_ref(), (now.s, consistency))?;
     // A resumed page starts after the last row returned (scan.rs), so every row read counts.
     let every_row_counts =
         plan.filters.is_empty() && plan.multi_filters.is_empty() && !plan.distinct && ppl.is_none();

@@ -45,6 +45,8 @@ pub struct RowSource<'a> {
     buffered: VecDeque<Row>,
     resume: Option<PagingState>,
     now_s: i64,
+    /// The request's consistency level, carried to the proxy with every read.
+    consistency: helenus_coordinator::ConsistencyLevel,
     /// Rows a storage read needs at most (see `limit_rows_per_partition_read`).
     row_hint: Option<usize>,
     /// A partition a read stopped inside (token, key, last row read): it is read alone from
@@ -225,7 +227,7 @@ impl<'a> RowSource<'a> {
         plan: &'a SelectPlan,
         binds: &Binds<'_>,
         resume: Option<&PagingState>,
-        now_s: i64,
+        (now_s, consistency): (i64, helenus_coordinator::ConsistencyLevel),
     ) -> ExecResult<Self> {
         let t = &plan.table;
         let (mode, buffered) = if t.kind != TableKind::User {
@@ -268,6 +270,7 @@ impl<'a> RowSource<'a> {
             buffered,
             resume: resume.cloned(),
             now_s,
+            consistency,
             row_hint: None,
             tombstones: RefCell::default(),
         })
@@ -280,10 +283,6 @@ impl<'a> RowSource<'a> {
     /// so leading rows are not dropped.
     pub fn limit_rows_per_partition_read(&mut self, n: usize) {
         self.row_hint = Some(n);
-    }
-
-    fn engine(&self) -> &st::Engine {
-        &self.node.engine
     }
 
     fn query(
@@ -309,9 +308,12 @@ impl<'a> RowSource<'a> {
         let cfg = &self.node.config;
         let mut tally = self.tombstones.borrow_mut();
         let threshold = tally.threshold_left(cfg.tombstone_failure_threshold);
-        let result = self
-            .engine()
-            .read_bounded(*self.plan.table.id.as_bytes(), q, threshold);
+        let result = self.node.proxy.read(
+            *self.plan.table.id.as_bytes(),
+            q,
+            self.consistency,
+            threshold,
+        );
         let single_key = match &q.partitions {
             st::PartitionRange::Single { key, .. } => Some(key),
             st::PartitionRange::Range { .. } => None,

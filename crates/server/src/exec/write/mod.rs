@@ -9,6 +9,7 @@ use super::error::{invalid, ExecError, ExecResult};
 use super::key_values::{self, ValuesOf};
 use super::values::{self, Binds, Bound};
 use bytes::Bytes;
+use helenus_coordinator::ConsistencyLevel;
 use helenus_cql::ast::{Operator, SubPath, Term, UsingClause, WriteCondition};
 use helenus_schema::{ColumnKind, TableMeta};
 use helenus_storage as st;
@@ -81,6 +82,10 @@ pub struct WriteContext<'a> {
     pub lists: Option<&'a ListLookup<'a>>,
     /// The node's low-water mark of list-prepend paths.
     pub prepends: &'a crate::exec_state::PrependPaths,
+    /// The request's consistency level (a conditional write's commit level).
+    pub consistency: ConsistencyLevel,
+    /// A conditional write's serial level.
+    pub serial_consistency: ConsistencyLevel,
 }
 
 fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecResult<Option<i64>> {

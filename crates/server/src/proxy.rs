@@ -1,0 +1,84 @@
+//! The seam between statements and data (issue 12, `../shared/design/CLUSTER.md`): every read,
+//! write and truncate a statement makes goes through a `StorageProxy`, with the request's
+//! consistency level. `LocalProxy` is one node holding every replica: the local engine answers
+//! every level, which is today's behaviour. A replicated proxy built on `helenus-coordinator`
+//! (replica plans, the write and read paths, hints, Paxos) takes its place when the node joins a
+//! ring; the executor does not change.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use helenus_coordinator::ConsistencyLevel;
+use helenus_storage as st;
+
+/// A proxy operation still running.
+pub type ProxyFuture<'a, T> =
+    Pin<Box<dyn Future<Output = Result<T, st::StorageError>> + Send + 'a>>;
+
+/// Where statements read and write data.
+pub trait StorageProxy: Send + Sync {
+    /// Applies `mutations` as one unit (one commitlog entry on each replica), at `consistency`.
+    fn mutate(
+        &self,
+        mutations: Vec<st::Mutation>,
+        consistency: ConsistencyLevel,
+    ) -> ProxyFuture<'_, ()>;
+
+    /// Reads at `consistency`, failing past `tombstone_failure_threshold` tombstones scanned.
+    fn read(
+        &self,
+        table: st::TableId,
+        query: &st::ReadQuery,
+        consistency: ConsistencyLevel,
+        tombstone_failure_threshold: u64,
+    ) -> Result<st::ReadResult, st::StorageError>;
+
+    /// Removes every row of `table` (blocking: run it off the async workers).
+    fn truncate(&self, table: st::TableId) -> Result<(), st::StorageError>;
+}
+
+/// A single node: every level is met by the one local replica.
+pub struct LocalProxy {
+    engine: Arc<st::Engine>,
+}
+
+impl LocalProxy {
+    pub fn new(engine: Arc<st::Engine>) -> Self {
+        LocalProxy { engine }
+    }
+}
+
+impl StorageProxy for LocalProxy {
+    fn mutate(
+        &self,
+        mut mutations: Vec<st::Mutation>,
+        _consistency: ConsistencyLevel,
+    ) -> ProxyFuture<'_, ()> {
+        Box::pin(async move {
+            match mutations.len() {
+                0 => Ok(()),
+                1 => match mutations.pop() {
+                    Some(m) => self.engine.apply(m).await,
+                    None => Ok(()),
+                },
+                _ => self.engine.apply_batch(mutations).await,
+            }
+        })
+    }
+
+    fn read(
+        &self,
+        table: st::TableId,
+        query: &st::ReadQuery,
+        _consistency: ConsistencyLevel,
+        tombstone_failure_threshold: u64,
+    ) -> Result<st::ReadResult, st::StorageError> {
+        self.engine
+            .read_bounded(table, query, tombstone_failure_threshold)
+    }
+
+    fn truncate(&self, table: st::TableId) -> Result<(), st::StorageError> {
+        self.engine.truncate(table)
+    }
+}
