@@ -109,8 +109,9 @@ mod read;
 mod reconcile;
 mod sstable;
 mod table;
-#[cfg(test)]
-mod test_support;
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod test_support;
 mod types;
 
 pub use engine::Engine;

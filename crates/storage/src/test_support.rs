@@ -1,5 +1,12 @@
-//! Helpers for unit tests that run a whole engine: the part of tests/common (the integration
-//! tests' helpers) they use, naming this crate as `crate`.
+//! Helpers for tests that run a whole engine: the crate's unit tests use it directly, the
+//! integration tests (tests/) through the `test-support` feature, so both share one copy.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::should_implement_trait,
+    dead_code
+)]
 
 use crate::*;
 use bytes::Bytes;
@@ -14,6 +21,7 @@ impl ValueComparator for Bytewise {
 }
 
 pub const TABLE: TableId = [7; 16];
+pub const COUNTERS: TableId = [9; 16];
 /// Regular columns 1 and 2, static column 3, set column 4.
 pub const STATIC_COL: ColumnId = 3;
 pub const SET_COL: ColumnId = 4;
@@ -66,6 +74,50 @@ pub fn table_def(gc_grace_seconds: u32) -> TableDef {
             ..TableOptions::default()
         },
     }
+}
+
+/// A table shaped like bench/storage_client.py's GDELT events: one row per partition, no
+/// clustering, `columns` regular columns numbered from 1.
+pub fn gdelt_def(id: TableId, columns: u32) -> TableDef {
+    TableDef {
+        id,
+        keyspace: "bench_gdelt".into(),
+        name: "events".into(),
+        clustering: Vec::new(),
+        columns: (1..=columns)
+            .map(|id| ColumnDef {
+                id,
+                is_static: false,
+                multi_cell: None,
+                is_counter: false,
+            })
+            .collect(),
+        options: TableOptions::default(),
+    }
+}
+
+pub fn counter_def() -> TableDef {
+    TableDef {
+        id: COUNTERS,
+        keyspace: "ks".into(),
+        name: "c".into(),
+        clustering: Vec::new(),
+        columns: vec![ColumnDef {
+            id: 1,
+            is_static: false,
+            multi_cell: None,
+            is_counter: true,
+        }],
+        options: TableOptions::default(),
+    }
+}
+
+pub fn open(dir: &Path, gc: u32) -> Arc<Engine> {
+    let e = Engine::open(config(dir, CommitlogSync::Batch)).unwrap();
+    e.create_table(table_def(gc)).unwrap();
+    e.create_table(counter_def()).unwrap();
+    e.replay_commitlog().unwrap();
+    e
 }
 
 /// A stable fake token (the engine never hashes keys itself).
@@ -162,4 +214,18 @@ pub fn tempdir(name: &str) -> std::path::PathBuf {
 pub fn rand_u64() -> u64 {
     use std::hash::{BuildHasher, RandomState};
     RandomState::new().hash_one(std::time::Instant::now())
+}
+
+/// xorshift64*: deterministic test RNG.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
 }
