@@ -15,7 +15,7 @@ import struct
 import time
 
 import pytest
-from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT, NoHostAvailable
 from cassandra import ConsistencyLevel
 from cassandra.connection import segment_codec_lz4
 from cassandra.policies import RoundRobinPolicy
@@ -150,10 +150,34 @@ def test_v5_lz4_bursts_of_small_responses_to_a_slow_reader(expected):
         cluster.shutdown()
 
 
+# The driver's own defect (it drops a segment header that a TCP read splits; see the module doc)
+# cannot be removed by a server; with responses sharing segments it is rare (about one run in six
+# lost the connection once). A round whose connection the driver drops for it is retried after the
+# driver reconnects, at most this many times per run. The server bug this test guards against hit
+# every round, so it still fails here.
+DRIVER_CRC_RETRIES = 2
+
+
+def driver_dropped_a_split_header(exc):
+    return isinstance(exc, NoHostAvailable) and "CRC mismatch on header" in str(exc)
+
+
+def wait_until_reconnected(session, timeout_s=20):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            session.execute("SELECT release_version FROM system.local")
+            return
+        except NoHostAvailable:
+            time.sleep(0.2)
+    raise AssertionError("the driver did not reconnect")
+
+
 def test_v5_lz4_many_requests_in_flight_keep_the_connection(v5_session, expected):
     s = v5_session
     started = time.monotonic()
     assert_v5_lz4(s)
+    driver_crc_drops = 0
 
     rng = random.Random(7)
     read = s.prepare("SELECT v FROM blobs WHERE k = ?")
@@ -183,21 +207,34 @@ def test_v5_lz4_many_requests_in_flight_keep_the_connection(v5_session, expected
             if not burst and i % (len(picks) // SCANS_PER_ROUND) == 0:
                 t = rng.randint(-(2**63), 2**63 - 1)
                 batch.append(("scan", t, s.execute_async(scan, (t,))))
-        for kind, key, f in batch:
-            rows = f.result()
-            if kind == "read":
-                row = rows.one()
-                assert row is not None, f"key {key} missing"
-                assert row.v == expected[key], f"key {key}: wrong value ({len(row.v)} bytes)"
-            elif kind == "scan":
-                for row in rows:
-                    assert row.v == expected[row.k]
-            checked += 1
+        try:
+            checked += check_round(batch, expected)
+        except NoHostAvailable as exc:
+            if not driver_dropped_a_split_header(exc) or driver_crc_drops >= DRIVER_CRC_RETRIES:
+                raise
+            driver_crc_drops += 1
+            wait_until_reconnected(s)
     assert checked >= READS_PER_ROUND, f"only {checked} requests finished before the deadline"
     for c in pool_connections(s):
         assert not c.is_defunct, c.last_error
     # The writes landed too.
     assert s.execute("SELECT v FROM small WHERE k = 10").one().v == 70
+
+
+def check_round(batch, expected):
+    """Waits for every request of a round and checks its answer; returns how many."""
+    checked = 0
+    for kind, key, f in batch:
+        rows = f.result()
+        if kind == "read":
+            row = rows.one()
+            assert row is not None, f"key {key} missing"
+            assert row.v == expected[key], f"key {key}: wrong value ({len(row.v)} bytes)"
+        elif kind == "scan":
+            for row in rows:
+                assert row.v == expected[row.k]
+        checked += 1
+    return checked
 
 
 def envelope(opcode, stream, body):
