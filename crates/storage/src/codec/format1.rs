@@ -167,31 +167,7 @@ pub fn decode_partition(
     r: &mut Reader<'_>,
     cmp: &Arc<ClusteringComparator>,
 ) -> Result<Partition, StorageError> {
-    let key = r.bytes()?;
-    let token = r.i64()?;
-    let mut p = Partition::new(key, token);
-    p.deletion = r.opt_dt()?;
-    for _ in 0..r.count(22)? {
-        let mut bounds = Vec::with_capacity(2);
-        for _ in 0..2 {
-            let weight = r.u8()? as i8;
-            let values = r.prefix()?;
-            bounds.push(CKey {
-                values,
-                weight,
-                cmp: cmp.clone(),
-            });
-        }
-        let d = r.dt()?;
-        let e = bounds.pop().ok_or(StorageError::Decode {
-            what: "range tombstone",
-        })?;
-        let s = bounds.pop().ok_or(StorageError::Decode {
-            what: "range tombstone",
-        })?;
-        p.range_tombstones.push((s, e, d));
-    }
-    p.static_row = decode_row(r)?;
+    let mut p = decode_head(r, cmp)?;
     let n = r.count(11)?;
     decode_rows(r, cmp, n, &mut p)?;
     Ok(p)
@@ -202,6 +178,16 @@ pub fn decode_partition_header(
     r: &mut Reader<'_>,
     cmp: &Arc<ClusteringComparator>,
 ) -> Result<(Partition, usize), StorageError> {
+    let p = decode_head(r, cmp)?;
+    let n = r.u32()? as usize;
+    Ok((p, n))
+}
+
+/// Key, token, partition deletion, range tombstones and static row: what precedes the rows.
+fn decode_head(
+    r: &mut Reader<'_>,
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<Partition, StorageError> {
     let key = r.bytes()?;
     let token = r.i64()?;
     let mut p = Partition::new(key, token);
@@ -227,8 +213,7 @@ pub fn decode_partition_header(
         p.range_tombstones.push((s, e, d));
     }
     p.static_row = decode_row(r)?;
-    let n = r.u32()? as usize;
-    Ok((p, n))
+    Ok(p)
 }
 
 /// Decodes `n` rows in stored (clustering) order.
