@@ -5,9 +5,10 @@
 //! stand-in id in the address book (`seed_stand_in`). Gossip state, not the stand-in, names the
 //! seed from then on.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc};
@@ -67,10 +68,6 @@ pub struct ClusterService {
     shared: Arc<Shared>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// The id a seed is reached by before its real host id is known.
 pub fn seed_stand_in(address: SocketAddr) -> NodeId {
     let mut h: u128 = 0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834;
@@ -114,7 +111,7 @@ impl ClusterService {
                 continue;
             }
             let stand_in = seed_stand_in(*seed);
-            write_book(&addresses).insert(stand_in, *seed);
+            addresses.write().insert(stand_in, *seed);
             gossip.seeds.push(stand_in);
         }
         let mut gossiper = Gossiper::new(settings.host_id, settings.generation, gossip, clock);
@@ -151,7 +148,7 @@ impl ClusterService {
                 ticker.gossip_round();
             }
         });
-        lock(&service.shared.tasks).extend([inbound, timer]);
+        service.shared.tasks.lock().extend([inbound, timer]);
         Ok((service, app_rx))
     }
 
@@ -170,15 +167,11 @@ impl ClusterService {
 
     /// The current ring (members in NORMAL state with their tokens).
     pub fn ring(&self) -> Arc<Ring> {
-        self.shared
-            .ring
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.shared.ring.read().clone()
     }
 
     pub fn is_alive(&self, node: NodeId) -> bool {
-        lock(&self.shared.gossiper).is_alive(node)
+        self.shared.gossiper.lock().is_alive(node)
     }
 
     /// Membership changes as they happen.
@@ -188,12 +181,15 @@ impl ClusterService {
 
     /// Announces a new schema version (after a schema change here or a pull from a peer).
     pub fn set_schema_version(&self, version: &str) {
-        lock(&self.shared.gossiper).set_local(AppKey::SchemaVersion, version);
+        self.shared
+            .gossiper
+            .lock()
+            .set_local(AppKey::SchemaVersion, version);
     }
 
     /// Every other node known, up or down.
     pub fn peers(&self) -> Vec<PeerInfo> {
-        let g = lock(&self.shared.gossiper);
+        let g = self.shared.gossiper.lock();
         g.states()
             .iter()
             .filter(|(id, _)| **id != self.host_id())
@@ -216,7 +212,10 @@ impl ClusterService {
 
     /// Tells peers this node is stopping, gives gossip a moment to carry it, and stops.
     pub async fn shutdown(&self) {
-        lock(&self.shared.gossiper).set_local(AppKey::Status, status::SHUTDOWN);
+        self.shared
+            .gossiper
+            .lock()
+            .set_local(AppKey::Status, status::SHUTDOWN);
         self.gossip_round();
         tokio::time::sleep(Duration::from_millis(50)).await;
         self.stop();
@@ -224,7 +223,7 @@ impl ClusterService {
 
     /// Stops at once, as a crash would (peers convict this node later).
     pub fn stop(&self) {
-        for t in lock(&self.shared.tasks).drain(..) {
+        for t in self.shared.tasks.lock().drain(..) {
             t.abort();
         }
         self.shared.transport.shutdown();
@@ -232,7 +231,7 @@ impl ClusterService {
 
     fn gossip_round(&self) {
         let (messages, events) = {
-            let mut g = lock(&self.shared.gossiper);
+            let mut g = self.shared.gossiper.lock();
             let messages = g.tick();
             (messages, g.drain_events())
         };
@@ -242,7 +241,7 @@ impl ClusterService {
 
     fn on_gossip(&self, envelope: &Envelope) {
         let (replies, events) = {
-            let mut g = lock(&self.shared.gossiper);
+            let mut g = self.shared.gossiper.lock();
             let replies = match g.handle(envelope) {
                 Ok(r) => r,
                 Err(e) => {
@@ -295,19 +294,22 @@ impl ClusterService {
     }
 
     fn learn_address(&self, node: NodeId) {
-        let address = lock(&self.shared.gossiper)
+        let address = self
+            .shared
+            .gossiper
+            .lock()
             .states()
             .get(&node)
             .and_then(|s| s.get(AppKey::InternalAddress))
             .and_then(|a| a.parse::<SocketAddr>().ok());
         if let Some(address) = address {
-            write_book(&self.shared.addresses).insert(node, address);
+            self.shared.addresses.write().insert(node, address);
         }
     }
 
     fn rebuild_ring(&self) {
         let members: BTreeMap<NodeId, (Member, Vec<Token>)> = {
-            let g = lock(&self.shared.gossiper);
+            let g = self.shared.gossiper.lock();
             g.states()
                 .iter()
                 .filter(|(_, s)| {
@@ -338,23 +340,12 @@ impl ClusterService {
         };
         match Ring::new(members.into_values()) {
             Ok(ring) => {
-                *self
-                    .shared
-                    .ring
-                    .write()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(ring);
+                *self.shared.ring.write() = Arc::new(ring);
             }
             // Two nodes claiming one token: keep the last consistent ring and say why.
             Err(e) => tracing::warn!(error = %e, "ring not updated"),
         }
     }
-}
-
-fn write_book(
-    book: &AddressBook,
-) -> std::sync::RwLockWriteGuard<'_, std::collections::HashMap<NodeId, SocketAddr>> {
-    book.write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn is_gossip(verb: Verb) -> bool {

@@ -6,11 +6,12 @@
 //! Hints are not written for a node that has been down longer than `max_hint_window` (3 h by
 //! default): past that, repair is the cheaper way back, as in Cassandra.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -31,10 +32,6 @@ pub struct HintStore {
     writers: Mutex<HashMap<NodeId, BufWriter<File>>>,
     /// Hints that could not be written (disk errors); a metric, since a write must not fail for it.
     dropped: std::sync::atomic::AtomicU64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A hint read back for delivery.
@@ -62,7 +59,7 @@ impl HintStore {
 
     /// Appends one hint for `target`.
     pub fn append(&self, target: NodeId, mutation: &[u8]) -> io::Result<()> {
-        let mut writers = lock(&self.writers);
+        let mut writers = self.writers.lock();
         let writer = match writers.entry(target) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
@@ -85,7 +82,7 @@ impl HintStore {
     /// Makes every appended hint durable (called periodically, `hints_flush_period`, and on
     /// shutdown).
     pub fn sync(&self) -> io::Result<()> {
-        for writer in lock(&self.writers).values_mut() {
+        for writer in self.writers.lock().values_mut() {
             writer.flush()?;
             writer.get_ref().sync_data()?;
         }
@@ -111,7 +108,7 @@ impl HintStore {
     /// Reads `target`'s hints. A record cut short or failing its checksum ends the file: it is the
     /// torn tail of a crash, and nothing after it was acknowledged as hinted.
     pub fn read(&self, target: NodeId) -> io::Result<Vec<Hint>> {
-        if let Some(w) = lock(&self.writers).get_mut(&target) {
+        if let Some(w) = self.writers.lock().get_mut(&target) {
             w.flush()?;
         }
         let mut raw = Vec::new();
@@ -135,7 +132,7 @@ impl HintStore {
     ) -> io::Result<usize> {
         let hints = self.read(target)?;
         let delivered = hints.iter().take_while(|h| deliver(h)).count();
-        let mut writers = lock(&self.writers);
+        let mut writers = self.writers.lock();
         writers.remove(&target);
         let path = self.path(target);
         if delivered == hints.len() {

@@ -3,9 +3,10 @@
 //! hands responses to `complete`; a request that is never answered is dropped by its waiter's
 //! timeout (`forget`), so a lost message costs no memory.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
@@ -20,10 +21,6 @@ pub struct Messenger {
     transport: Arc<dyn Transport>,
     next_id: Arc<AtomicU64>,
     waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Envelope>>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Messenger {
@@ -48,7 +45,7 @@ impl Messenger {
     ) -> Result<(u64, oneshot::Receiver<Envelope>), SendError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        lock(&self.waiting).insert(id, tx);
+        self.waiting.lock().insert(id, tx);
         let envelope = Envelope {
             verb,
             flags: 0,
@@ -57,7 +54,7 @@ impl Messenger {
             payload,
         };
         if let Err(e) = self.transport.send(to, envelope) {
-            lock(&self.waiting).remove(&id);
+            self.waiting.lock().remove(&id);
             return Err(e);
         }
         Ok((id, rx))
@@ -93,7 +90,7 @@ impl Messenger {
 
     /// Hands a response to its waiter. Returns it back if nobody waits (late or unknown).
     pub fn complete(&self, response: Envelope) -> Option<Envelope> {
-        let waiter = lock(&self.waiting).remove(&response.id);
+        let waiter = self.waiting.lock().remove(&response.id);
         match waiter {
             Some(tx) => tx.send(response).err(),
             None => Some(response),
@@ -102,12 +99,12 @@ impl Messenger {
 
     /// Stops waiting for a request (its caller timed out).
     pub fn forget(&self, id: u64) {
-        lock(&self.waiting).remove(&id);
+        self.waiting.lock().remove(&id);
     }
 
     /// Requests still awaiting a response.
     pub fn outstanding(&self) -> usize {
-        lock(&self.waiting).len()
+        self.waiting.lock().len()
     }
 }
 

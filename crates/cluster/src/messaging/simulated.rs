@@ -2,9 +2,10 @@
 //! links can be cut (partitions), messages dropped at a seeded rate and delayed by a random amount
 //! (which also reorders them). The same seed gives the same drops, so a failing run replays.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -41,11 +42,6 @@ pub struct SimulatedNetwork {
     shared: Arc<Shared>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A test thread that panicked while holding the lock leaves the state usable.
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl SimulatedNetwork {
     /// A network with no faults; `seed` drives drops and delays.
     pub fn new(seed: u64) -> Self {
@@ -72,7 +68,7 @@ impl SimulatedNetwork {
         capacity: usize,
     ) -> (SimulatedTransport, mpsc::Receiver<Envelope>) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        lock(&self.shared.inboxes).insert(node, tx);
+        self.shared.inboxes.lock().insert(node, tx);
         (
             SimulatedTransport {
                 local: node,
@@ -84,12 +80,12 @@ impl SimulatedNetwork {
 
     /// Removes a node as if its process died: messages to it vanish.
     pub fn leave(&self, node: NodeId) {
-        lock(&self.shared.inboxes).remove(&node);
+        self.shared.inboxes.lock().remove(&node);
     }
 
     /// Cuts every link between a node of `a` and a node of `b`, both directions.
     pub fn partition(&self, a: &[NodeId], b: &[NodeId]) {
-        let mut faults = lock(&self.shared.faults);
+        let mut faults = self.shared.faults.lock();
         for x in a {
             for y in b {
                 faults.cut.insert((*x, *y));
@@ -100,17 +96,17 @@ impl SimulatedNetwork {
 
     /// Restores every cut link.
     pub fn heal(&self) {
-        lock(&self.shared.faults).cut.clear();
+        self.shared.faults.lock().cut.clear();
     }
 
     /// Drops each message with this probability (0.0-1.0).
     pub fn set_drop_rate(&self, probability: f64) {
-        lock(&self.shared.faults).drop_per_million = (probability.clamp(0.0, 1.0) * 1e6) as u64;
+        self.shared.faults.lock().drop_per_million = (probability.clamp(0.0, 1.0) * 1e6) as u64;
     }
 
     /// Delays each message by a random time in `[min, max]`.
     pub fn set_delay(&self, min: Duration, max: Duration) {
-        let mut faults = lock(&self.shared.faults);
+        let mut faults = self.shared.faults.lock();
         faults.delay_min = min;
         faults.delay_max = max.max(min);
     }
@@ -127,7 +123,7 @@ impl SimulatedNetwork {
 
     /// What happens to a message from `from` to `to`: `None` if it is lost, else its delay.
     fn fate(&self, from: NodeId, to: NodeId) -> Option<Duration> {
-        let mut faults = lock(&self.shared.faults);
+        let mut faults = self.shared.faults.lock();
         if faults.cut.contains(&(from, to)) {
             return None;
         }
@@ -148,7 +144,7 @@ impl SimulatedNetwork {
     }
 
     fn deliver(&self, to: NodeId, envelope: Envelope) -> Result<(), SendError> {
-        let inbox = lock(&self.shared.inboxes).get(&to).cloned();
+        let inbox = self.shared.inboxes.lock().get(&to).cloned();
         let Some(inbox) = inbox else {
             self.shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
             return Ok(());

@@ -9,9 +9,10 @@
 //! another version is refused before any message is read, and the receiver can answer a peer it
 //! has never heard of (a node joining through a seed).
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -74,10 +75,6 @@ pub struct TcpTransport {
     listen_address: SocketAddr,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl TcpTransport {
     /// Listens on `listen` (port 0 picks one) and returns the transport with this node's inbox.
     pub async fn bind(
@@ -115,16 +112,16 @@ impl TcpTransport {
 
     /// Stops listening and closes every connection.
     pub fn shutdown(&self) {
-        if let Some(l) = lock(&self.inner.listener).take() {
+        if let Some(l) = self.inner.listener.lock().take() {
             l.abort();
         }
-        for (_, out) in lock(&self.inner.outbound).drain() {
+        for (_, out) in self.inner.outbound.lock().drain() {
             out.writer.abort();
         }
     }
 
     fn queue_for(&self, to: NodeId) -> Result<mpsc::Sender<Envelope>, SendError> {
-        let mut outbound = lock(&self.inner.outbound);
+        let mut outbound = self.inner.outbound.lock();
         if let Some(out) = outbound.get(&to) {
             if !out.writer.is_finished() {
                 return Ok(out.queue.clone());
@@ -134,7 +131,6 @@ impl TcpTransport {
             .inner
             .addresses
             .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
             .get(&to)
             .copied()
             .ok_or(SendError::Unreachable(to))?;
@@ -159,10 +155,10 @@ impl TcpTransport {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(l) = lock(&self.listener).take() {
+        if let Some(l) = self.listener.lock().take() {
             l.abort();
         }
-        for (_, out) in lock(&self.outbound).drain() {
+        for (_, out) in self.outbound.lock().drain() {
             out.writer.abort();
         }
     }
@@ -235,11 +231,7 @@ async fn read_loop(
     let peer_listen = tokio::time::timeout(PREAMBLE_TIMEOUT, read_listen_address(&mut stream))
         .await
         .map_err(|_| InboundError::Preamble)??;
-    addresses
-        .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .entry(peer)
-        .or_insert(peer_listen);
+    addresses.write().entry(peer).or_insert(peer_listen);
     tracing::debug!(?peer, %peer_listen, "internode connection accepted");
     let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
@@ -365,8 +357,8 @@ mod tests {
         let (b, rb) = TcpTransport::bind(node(2), any, book.clone(), TcpConfig::default())
             .await
             .unwrap();
-        book.write().unwrap().insert(node(1), a.listen_address());
-        book.write().unwrap().insert(node(2), b.listen_address());
+        book.write().insert(node(1), a.listen_address());
+        book.write().insert(node(2), b.listen_address());
         (a, ra, b, rb)
     }
 
@@ -410,14 +402,10 @@ mod tests {
         a.inner
             .addresses
             .write()
-            .unwrap()
             .insert(node(2), b.listen_address());
         a.send(node(2), message(node(1), 1, Bytes::new())).unwrap();
         assert_eq!(recv(&mut rb).await.from, node(1));
-        assert_eq!(
-            b_book.read().unwrap().get(&node(1)),
-            Some(&a.listen_address())
-        );
+        assert_eq!(b_book.read().get(&node(1)), Some(&a.listen_address()));
     }
 
     #[tokio::test]
@@ -459,7 +447,7 @@ mod tests {
             .await
             .unwrap();
         let b_address = b.listen_address();
-        book.write().unwrap().insert(node(2), b_address);
+        book.write().insert(node(2), b_address);
         a.send(node(2), message(node(1), 1, Bytes::new())).unwrap();
         b.shutdown();
         drop((b, rb));

@@ -2,8 +2,9 @@
 //! promise, and apply commits. Every change of state is saved before the answer leaves, since an
 //! acceptor that forgets a promise in a crash can let two values be chosen.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -39,10 +40,6 @@ pub trait PaxosStore: Send + Sync {
     fn apply(&self, key: &[u8], commit: &Commit);
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// An in-memory store whose data is a register per key (the update is the new value). It
 /// survives a simulated restart by keeping the same `Arc`.
 #[derive(Debug, Default)]
@@ -53,15 +50,17 @@ pub struct MemoryPaxosStore {
 
 impl PaxosStore for MemoryPaxosStore {
     fn load(&self, key: &[u8]) -> AcceptorState {
-        lock(&self.states).get(key).cloned().unwrap_or_default()
+        self.states.lock().get(key).cloned().unwrap_or_default()
     }
 
     fn save(&self, key: &[u8], state: &AcceptorState) {
-        lock(&self.states).insert(Bytes::copy_from_slice(key), state.clone());
+        self.states
+            .lock()
+            .insert(Bytes::copy_from_slice(key), state.clone());
     }
 
     fn read(&self, key: &[u8]) -> ReadValue {
-        match lock(&self.data).get(key) {
+        match self.data.lock().get(key) {
             Some((value, written)) => ReadValue {
                 value: Some(value.clone()),
                 written: *written,
@@ -74,7 +73,7 @@ impl PaxosStore for MemoryPaxosStore {
     }
 
     fn apply(&self, key: &[u8], commit: &Commit) {
-        let mut data = lock(&self.data);
+        let mut data = self.data.lock();
         let newer = data
             .get(key)
             .is_none_or(|(_, written)| commit.ballot > *written);
@@ -103,7 +102,7 @@ impl Acceptor {
     }
 
     pub fn handle(&self, request: &PaxosRequest) -> PaxosReply {
-        let _one_at_a_time = lock(&self.serial);
+        let _one_at_a_time = self.serial.lock();
         match request {
             PaxosRequest::Prepare { key, ballot } => self.prepare(key, *ballot),
             PaxosRequest::Propose { key, proposal } => self.propose(key, proposal),
