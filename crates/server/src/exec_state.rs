@@ -158,16 +158,10 @@ impl PrependPaths {
 
 /// `count` version-1 UUIDs from UUID time `base` up.
 fn time_uuid_paths(base: i64, count: i64) -> Vec<bytes::Bytes> {
-    // Clock sequence and node of this process's time UUIDs.
-    let (_, lsb) = helenus_types::timeuuid_at_unix_ms(0).as_u64_pair();
     (0..count)
         .map(|i| {
-            let ticks = (base + i) as u64;
-            let msb = ((ticks & 0xFFFF_FFFF) << 32)
-                | (((ticks >> 32) & 0xFFFF) << 16)
-                | 0x1000
-                | ((ticks >> 48) & 0x0FFF);
-            bytes::Bytes::copy_from_slice(uuid::Uuid::from_u64_pair(msb, lsb).as_bytes())
+            let uuid = helenus_types::timeuuid_at_ticks(base + i);
+            bytes::Bytes::copy_from_slice(uuid.as_bytes())
         })
         .collect()
 }

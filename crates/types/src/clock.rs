@@ -114,22 +114,28 @@ impl WriteTimestamps {
     }
     /// The next timestamp: at least the clock's time, and above every one handed out before.
     pub fn next(&self) -> i64 {
-        let now = self.clock.wall_micros();
-        let mut prev = self.last.load(Ordering::Relaxed);
-        loop {
-            let next = now.max(prev.saturating_add(1));
-            match self
-                .last
-                .compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return next,
-                Err(p) => prev = p,
-            }
-        }
+        advance_past(&self.last, self.clock.wall_micros())
+    }
+    /// Makes every later timestamp exceed `seen` (one issued elsewhere that outranked ours).
+    pub fn observe(&self, seen: i64) {
+        self.last.fetch_max(seen, Ordering::Relaxed);
     }
     /// The clock these timestamps come from.
     pub fn clock(&self) -> &SharedClock {
         &self.clock
+    }
+}
+
+/// Moves `last` to `max(now, last + 1)` atomically and returns the new value: a sequence that
+/// follows a clock but never repeats or goes back.
+pub(crate) fn advance_past(last: &AtomicI64, now: i64) -> i64 {
+    let mut prev = last.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(prev.saturating_add(1));
+        match last.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(p) => prev = p,
+        }
     }
 }
 

@@ -26,8 +26,8 @@ pub use error::TypeError;
 pub use format::{maybe_quote_identifier, to_cql_literal, to_json, to_plain_string};
 pub use parse::from_string;
 pub use time::{
-    max_timeuuid, min_timeuuid, new_timeuuid, now_micros, now_ms, timeuuid_at_unix_ms,
-    timeuuid_to_unix_ms, TimeUuids,
+    max_timeuuid, min_timeuuid, new_timeuuid, now_micros, now_ms, timeuuid_at_ticks,
+    timeuuid_at_unix_ms, timeuuid_to_unix_ms, TimeUuids,
 };
 pub use token::{composite_partition_key, murmur3_token, split_composite_key};
 pub use value::{serialize, serialize_to_bytes, CqlValue};

@@ -3,7 +3,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicI64;
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -141,20 +141,14 @@ fn clock_seq_and_node() -> u64 {
     })
 }
 
-/// A new version-1 UUID for `now()`: strictly increasing timestamps within the process, so two
-/// calls never return equal or out-of-order values.
+/// A new version-1 UUID for `now()` on the system clock: strictly increasing timestamps within
+/// the process, so two calls never return equal or out-of-order values. A node uses its own
+/// `TimeUuids` on its injected clock instead.
 pub fn new_timeuuid() -> Uuid {
-    static LAST_TICKS: AtomicU64 = AtomicU64::new(0);
-    let now = uuid_ticks_from_unix_ms(0) as u64 + (now_micros().max(0) as u64) * 10;
-    let mut prev = LAST_TICKS.load(Ordering::Relaxed);
-    let ticks = loop {
-        let next = now.max(prev + 1);
-        match LAST_TICKS.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => break next,
-            Err(p) => prev = p,
-        }
-    };
-    Uuid::from_u64_pair(time_msb(ticks as i64), clock_seq_and_node())
+    static SYSTEM: OnceLock<TimeUuids> = OnceLock::new();
+    SYSTEM
+        .get_or_init(|| TimeUuids::new(crate::clock::SystemClock::shared()))
+        .next()
 }
 
 /// Version-1 UUIDs for `now()` and the like from an injected clock: strictly increasing within one
@@ -162,36 +156,29 @@ pub fn new_timeuuid() -> Uuid {
 #[derive(Debug)]
 pub struct TimeUuids {
     clock: crate::clock::SharedClock,
-    last_ticks: AtomicU64,
+    last_ticks: AtomicI64,
 }
 
 impl TimeUuids {
     pub fn new(clock: crate::clock::SharedClock) -> Self {
         TimeUuids {
             clock,
-            last_ticks: AtomicU64::new(0),
+            last_ticks: AtomicI64::new(0),
         }
     }
 
     /// A time UUID at the clock's time, after every one this generator issued before.
     pub fn next(&self) -> Uuid {
-        let micros = self.clock.wall_micros().max(0) as u64;
-        let now = uuid_ticks_from_unix_ms(0) as u64 + micros * 10;
-        let mut prev = self.last_ticks.load(Ordering::Relaxed);
-        let ticks = loop {
-            let next = now.max(prev + 1);
-            match self.last_ticks.compare_exchange_weak(
-                prev,
-                next,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break next,
-                Err(p) => prev = p,
-            }
-        };
-        Uuid::from_u64_pair(time_msb(ticks as i64), clock_seq_and_node())
+        let micros = self.clock.wall_micros().max(0);
+        let now = uuid_ticks_from_unix_ms(0).saturating_add(micros.saturating_mul(10));
+        timeuuid_at_ticks(crate::clock::advance_past(&self.last_ticks, now))
     }
+}
+
+/// The version-1 UUID of a UUID timestamp (100 ns units since 1582-10-15) with this process's
+/// clock sequence and node.
+pub fn timeuuid_at_ticks(ticks: i64) -> Uuid {
+    Uuid::from_u64_pair(time_msb(ticks), clock_seq_and_node())
 }
 
 /// A version-1 UUID at a given Unix millisecond time with this process's clock sequence and

@@ -1,10 +1,8 @@
 //! Ballots: a microsecond timestamp and the proposing node, compared in that order, so two
 //! coordinators never issue equal ballots and a later attempt always outranks an earlier one.
 
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use helenus_cluster::locator::NodeId;
-use helenus_types::SharedClock;
+use helenus_types::{SharedClock, WriteTimestamps};
 use uuid::Uuid;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -25,45 +23,28 @@ impl Ballot {
 #[derive(Debug)]
 pub struct BallotGenerator {
     node: NodeId,
-    clock: SharedClock,
-    last: AtomicI64,
+    micros: WriteTimestamps,
 }
 
 impl BallotGenerator {
     pub fn new(node: NodeId, clock: SharedClock) -> Self {
         BallotGenerator {
             node,
-            clock,
-            last: AtomicI64::new(i64::MIN),
+            micros: WriteTimestamps::new(clock),
         }
     }
 
     /// A ballot above every one issued or observed before.
     pub fn next(&self) -> Ballot {
-        let now = self.clock.wall_micros();
-        let mut prev = self.last.load(Ordering::Relaxed);
-        loop {
-            let micros = now.max(prev.saturating_add(1));
-            match self.last.compare_exchange_weak(
-                prev,
-                micros,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    return Ballot {
-                        micros,
-                        node: self.node,
-                    }
-                }
-                Err(p) => prev = p,
-            }
+        Ballot {
+            micros: self.micros.next(),
+            node: self.node,
         }
     }
 
     /// Records a ballot that outranked ours, so the next one is above it.
     pub fn observe(&self, seen: Ballot) {
-        self.last.fetch_max(seen.micros, Ordering::Relaxed);
+        self.micros.observe(seen.micros);
     }
 }
 
