@@ -14,4 +14,5 @@ pub mod locator;
 pub mod messaging;
 pub mod repair;
 pub mod schema_sync;
+mod seeded;
 pub mod service;

@@ -401,11 +401,6 @@ impl Gossiper {
     }
 
     fn next_random(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        crate::seeded::next_u64(&mut self.rng)
     }
 }

@@ -127,7 +127,7 @@ impl SimulatedNetwork {
         if faults.cut.contains(&(from, to)) {
             return None;
         }
-        let roll = next_random(&mut faults.rng);
+        let roll = crate::seeded::next_u64(&mut faults.rng);
         if roll % 1_000_000 < faults.drop_per_million {
             return None;
         }
@@ -138,7 +138,7 @@ impl SimulatedNetwork {
         let extra = if spread == 0 {
             0
         } else {
-            next_random(&mut faults.rng) % (spread + 1)
+            crate::seeded::next_u64(&mut faults.rng) % (spread + 1)
         };
         Some(faults.delay_min + Duration::from_micros(extra))
     }
@@ -164,16 +164,6 @@ impl SimulatedNetwork {
             }
         }
     }
-}
-
-/// xorshift64*: deterministic, no dependency, good enough to pick which messages to lose.
-fn next_random(state: &mut u64) -> u64 {
-    let mut x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
 /// One node's handle on the simulated network.
