@@ -137,32 +137,23 @@ impl Limits {
         &self.pool
     }
 
-    /// Waits for the node-wide request rate to allow one more request. Like Cassandra without
-    /// THROW_ON_OVERLOAD, a client over the rate is slowed down (its connection is not read
-    /// meanwhile), not refused.
-    pub async fn admit_rate(&self) {
-        let Some(bucket) = &self.rate else {
-            return;
-        };
-        loop {
-            let wait = bucket.lock().take(tokio::time::Instant::now());
-            match wait {
-                None => return,
-                Some(d) => tokio::time::sleep(d).await,
-            }
-        }
-    }
-
-    /// Takes one request from the node-wide rate now, or says the rate (requests per second)
-    /// it would breach: for connections that asked for THROW_ON_OVERLOAD.
-    pub fn try_admit_rate(&self) -> Result<(), u64> {
+    /// Takes one request from the node-wide rate. As in Cassandra, a client over the rate is
+    /// slowed down (its connection is not read meanwhile), unless it asked in STARTUP to be
+    /// refused instead (`THROW_ON_OVERLOAD`): then the rate it breached is returned at once.
+    pub async fn admit_rate(&self, throw_on_overload: bool) -> Result<(), u64> {
         let Some(bucket) = &self.rate else {
             return Ok(());
         };
-        let mut bucket = bucket.lock();
-        match bucket.take(tokio::time::Instant::now()) {
-            None => Ok(()),
-            Some(_) => Err(bucket.rate_per_s as u64),
+        loop {
+            let wait = {
+                let mut bucket = bucket.lock();
+                match bucket.take(tokio::time::Instant::now()) {
+                    None => return Ok(()),
+                    Some(_) if throw_on_overload => return Err(bucket.rate_per_s as u64),
+                    Some(d) => d,
+                }
+            };
+            tokio::time::sleep(wait).await;
         }
     }
 

@@ -74,6 +74,13 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// A consistency level the request kind does not allow: Cassandra answers InvalidRequest.
+impl From<helenus_coordinator::InvalidConsistency> for ExecError {
+    fn from(e: helenus_coordinator::InvalidConsistency) -> Self {
+        ExecError::Invalid(e.0)
+    }
+}
+
 impl From<helenus_schema::SchemaError> for ExecError {
     fn from(e: helenus_schema::SchemaError) -> Self {
         use helenus_schema::SchemaError as S;

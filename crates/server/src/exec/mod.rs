@@ -509,11 +509,6 @@ pub struct ExecOptions {
     pub serial_consistency: ConsistencyLevel,
 }
 
-/// A level the request kind does not allow: Cassandra's InvalidRequest and message.
-fn invalid_level(e: helenus_coordinator::InvalidConsistency) -> ExecError {
-    ExecError::Invalid(e.0)
-}
-
 /// The protocol's consistency as the coordinator's level.
 pub fn consistency_level(c: proto::Consistency) -> ConsistencyLevel {
     ConsistencyLevel::from_code(c as u16).unwrap_or(ConsistencyLevel::One)
@@ -562,9 +557,7 @@ pub async fn execute(
                     plan.table.keyspace, plan.table.name
                 )
             });
-            opts.consistency
-                .validate_for_read()
-                .map_err(invalid_level)?;
+            opts.consistency.validate_for_read()?;
             let out = select::execute(
                 node,
                 plan,
@@ -605,9 +598,7 @@ pub async fn execute(
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
             }
-            opts.consistency
-                .validate_for_write()
-                .map_err(invalid_level)?;
+            opts.consistency.validate_for_write()?;
             let muts = write::mutations(plan, &binds, &ctx)?;
             apply_mutations(node, muts, opts.consistency).await?;
             Ok(Outcome::Void)
@@ -648,9 +639,7 @@ pub async fn execute(
                 muts.extend(write::batch_child_mutations(c, &binds, &ctx)?);
             }
             batch::check_limits(node, *kind, &children.iter().collect::<Vec<_>>(), &muts)?;
-            opts.consistency
-                .validate_for_write()
-                .map_err(invalid_level)?;
+            opts.consistency.validate_for_write()?;
             apply_mutations(node, muts, opts.consistency).await?;
             Ok(Outcome::Void)
         }

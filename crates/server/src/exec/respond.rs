@@ -264,9 +264,7 @@ pub async fn run_batch(
         muts.extend(super::write::batch_child_mutations(plan, binds, &ctx)?);
     }
     super::batch::check_limits(node, kind, &plans, &muts)?;
-    ctx.consistency
-        .validate_for_write()
-        .map_err(|e| ExecError::Invalid(e.0))?;
+    ctx.consistency.validate_for_write()?;
     super::apply_mutations(node, muts, ctx.consistency).await?;
     Ok(Outcome::Void)
 }

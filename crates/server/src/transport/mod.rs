@@ -303,18 +303,14 @@ impl Connection {
         let Ok(permit) = self.in_flight.clone().acquire_owned().await else {
             return ControlFlow::Break(());
         };
-        if self.throw_on_overload {
-            if let Err(rate) = self.limits.try_admit_rate() {
-                // The refused frame left the read buffer: what it held goes back to the budget.
-                drop(self.buffer_charge.take());
-                let refused = exec::error_response(exec::ExecError::Overloaded(format!(
-                    "Request breached global limit of {rate} requests/second. Server is currently in an overloaded state and cannot accept more requests."
-                )));
-                let out = proto::ResponseFrame::new(frame.version, frame.stream, refused);
-                return self.send(Outgoing::plain(out, AfterWrite::Nothing)).await;
-            }
-        } else {
-            self.limits.admit_rate().await;
+        if let Err(rate) = self.limits.admit_rate(self.throw_on_overload).await {
+            // The refused frame left the read buffer: what it held goes back to the budget.
+            drop(self.buffer_charge.take());
+            let refused = exec::error_response(exec::ExecError::Overloaded(format!(
+                "Request breached global limit of {rate} requests/second. Server is currently in an overloaded state and cannot accept more requests."
+            )));
+            let out = proto::ResponseFrame::new(frame.version, frame.stream, refused);
+            return self.send(Outgoing::plain(out, AfterWrite::Nothing)).await;
         }
         // The frame's bytes left the read buffer: its charge goes with it.
         let frame_bytes = before_bytes.saturating_sub(self.buf.len());
