@@ -83,11 +83,6 @@ impl ConsistencyLevel {
         )
     }
 
-    /// Whether replicas' answers must be compared (anything but a single replica).
-    pub fn needs_reconciliation(self) -> bool {
-        !matches!(self, ConsistencyLevel::One | ConsistencyLevel::LocalOne)
-    }
-
     /// Replies needed, before pending replicas are counted (Cassandra's `blockFor`).
     pub fn block_for(self, strategy: &ReplicationStrategy, ring: &Ring, local_dc: &str) -> usize {
         use ConsistencyLevel::*;

@@ -135,8 +135,8 @@ impl Outputs<'_> {
             self.expected_keys,
             options.bloom_filter_fp_chance,
             self.level,
+            self.clock.clone(),
         )?;
-        w.set_clock(self.clock.clone());
         if let Some(base) = self.timestamp_base {
             w.set_timestamp_base(base);
         }

@@ -30,7 +30,7 @@ use crate::sstable::bloom::BloomFilter;
 use crate::types::CompressionOptions;
 use bytes::Bytes;
 use compression::{ChunkCodec, STORED_LEN_MASK};
-use helenus_types::{SharedClock, SystemClock};
+use helenus_types::SharedClock;
 pub use statistics::SSTableStats;
 use std::fs::{self, File};
 use std::io::Write;

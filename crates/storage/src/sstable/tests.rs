@@ -24,8 +24,16 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 fn write_and_read(fixed: bool) -> Arc<SSTableReader> {
     let cmp = cmp2(false);
     let dir = temp_dir(if fixed { "fmt1" } else { "fmt2" });
-    let mut w =
-        SSTableWriter::create(&dir, 1, &TableOptions::default().compression, 2, 0.01, 0).unwrap();
+    let mut w = SSTableWriter::create(
+        &dir,
+        1,
+        &TableOptions::default().compression,
+        2,
+        0.01,
+        0,
+        helenus_types::SystemClock::shared(),
+    )
+    .unwrap();
     if fixed {
         w.use_fixed_format();
     }

@@ -11,6 +11,7 @@ impl SSTableWriter {
         expected_keys: usize,
         fp_chance: f64,
         level: u32,
+        clock: SharedClock,
     ) -> Result<Self, StorageError> {
         fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
         let chunk_len = (compression.chunk_length_in_kb.clamp(1, 4096) as usize) * 1024;
@@ -33,7 +34,7 @@ impl SSTableWriter {
             scratch: Vec::new(),
             format: DataFormat::from_stats(CURRENT_DATA_FORMAT, 0)?,
             base_chosen: false,
-            clock: SystemClock::shared(),
+            clock,
         })
     }
 
@@ -47,12 +48,6 @@ impl SSTableWriter {
     /// timestamp: data is written before its statistics, so the true minimum is not known yet,
     /// and deltas are signed, so any nearby base keeps them short. A partition with no
     /// timestamps (a streamed header) falls back to the clock, near which writes are.
-    /// The clock a first partition with no timestamps takes its base from (the system's
-    /// unless set).
-    pub(crate) fn set_clock(&mut self, clock: SharedClock) {
-        self.clock = clock;
-    }
-
     pub(super) fn format_for(&mut self, p: &Partition) -> DataFormat {
         if !self.base_chosen {
             self.base_chosen = true;
