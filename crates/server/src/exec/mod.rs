@@ -574,7 +574,7 @@ pub async fn execute(
         }
         Planned::Write(plan) => {
             let table_id = *plan.table.id.as_bytes();
-            let now = node.exec.now_s();
+            let now = binds.now.s;
             let consistency = opts.consistency;
             let lookup =
                 move |key: &bytes::Bytes, token: i64, clustering: &[bytes::Bytes], col: u32| {
@@ -624,7 +624,7 @@ pub async fn execute(
             };
             let ctx = write::WriteContext {
                 timestamp_us: ts,
-                now_s: node.exec.now_s(),
+                now_s: binds.now.s,
                 lists: None,
                 prepends: node.exec.prepends(),
                 consistency: opts.consistency,

@@ -239,9 +239,11 @@ pub async fn run_batch(
         proto::BatchType::Counter => helenus_cql::ast::BatchKind::Counter,
     };
     super::batch::check_kind(kind, &plans)?;
+    // One moment for the whole batch: its TTLs, deletion times and now() agree.
+    let now = node.exec.now();
     let ctx = super::write::WriteContext {
         timestamp_us,
-        now_s: node.exec.now_s(),
+        now_s: now.s,
         lists: None,
         prepends: node.exec.prepends(),
         consistency: super::consistency_level(b.consistency),
@@ -252,7 +254,7 @@ pub async fn run_batch(
         .iter()
         .map(|s| super::values::Binds {
             values: &s.values,
-            now: node.exec.now(),
+            now,
         })
         .collect();
     if plans.iter().any(|p| p.condition.is_some()) {

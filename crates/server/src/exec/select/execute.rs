@@ -173,7 +173,7 @@ pub fn execute(
     (page_size, paging_state): (Option<usize>, Option<&[u8]>),
     consistency: helenus_coordinator::ConsistencyLevel,
 ) -> ExecResult<SelectOutput> {
-    let now = node.exec.now();
+    let now = binds.now;
     let (limit, ppl) = bound_limits(plan, binds)?;
     let resume = match paging_state {
         Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
