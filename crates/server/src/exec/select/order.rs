@@ -83,14 +83,13 @@ pub(super) fn rank_by_similarity(
             None => None,
         };
         let score = match v {
-            Some(v) => match crate::exec::functions::call(
-                function,
-                &[Some(v), query.clone()],
-                &crate::exec_state::Now::system(),
-            )? {
-                Some(helenus_types::CqlValue::Float(f)) => f as f64,
-                _ => f64::NEG_INFINITY,
-            },
+            Some(v) => {
+                match crate::exec::functions::call(function, &[Some(v), query.clone()], &binds.now)?
+                {
+                    Some(helenus_types::CqlValue::Float(f)) => f as f64,
+                    _ => f64::NEG_INFINITY,
+                }
+            }
             None => f64::NEG_INFINITY,
         };
         scored.push((score, row));
