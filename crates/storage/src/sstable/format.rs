@@ -243,18 +243,7 @@ impl DataFormat {
             );
             let length = u32_of(d.uv()?)?;
             let header_len = u32_of(d.uv()?)?;
-            let nb = d.count(4)?;
-            let mut blocks = Vec::with_capacity(nb);
-            for _ in 0..nb {
-                let nv = d.count(1)?;
-                let first = (0..nv).map(|_| d.vbytes()).collect::<Result<Vec<_>, _>>()?;
-                blocks.push(RowBlock {
-                    first,
-                    offset: u32_of(d.uv()?)?,
-                    length: u32_of(d.uv()?)?,
-                    rows: u32_of(d.uv()?)?,
-                });
-            }
+            let blocks = decode_compact_blocks(&mut d)?;
             index.push(IndexEntry {
                 token,
                 key,
@@ -269,9 +258,26 @@ impl DataFormat {
     }
 }
 
-#[cfg(test)]
 fn u32_of(v: u64) -> Result<u32, StorageError> {
     u32::try_from(v).map_err(|_| StorageError::Decode { what: "index" })
+}
+
+/// The row index of one format-2 index entry: a varint count, then per block a counted
+/// clustering prefix of varint-length values and varint offset, length and rows.
+pub(crate) fn decode_compact_blocks(d: &mut Dec<'_, '_>) -> Result<Vec<RowBlock>, StorageError> {
+    let nb = d.count(4)?;
+    let mut blocks = Vec::with_capacity(nb);
+    for _ in 0..nb {
+        let nv = d.count(1)?;
+        let first = (0..nv).map(|_| d.vbytes()).collect::<Result<Vec<_>, _>>()?;
+        blocks.push(RowBlock {
+            first,
+            offset: u32_of(d.uv()?)?,
+            length: u32_of(d.uv()?)?,
+            rows: u32_of(d.uv()?)?,
+        });
+    }
+    Ok(blocks)
 }
 
 /// The row index of one format-1 index entry: u32 count, then per block a u16-counted

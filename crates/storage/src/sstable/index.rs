@@ -16,7 +16,7 @@
 //! instead of the whole decoded index (~100+ bytes per partition).
 
 use super::format::DataFormat;
-use super::{IndexEntry, RowBlock};
+use super::IndexEntry;
 use crate::codec::compact::Dec;
 use crate::codec::{crc32c_update, Reader};
 use crate::error::StorageError;
@@ -583,19 +583,7 @@ impl RawEntry<'_> {
                 r: &mut r,
                 base_us: 0,
             };
-            let nb = d.count(4)?;
-            let mut blocks = Vec::with_capacity(nb);
-            for _ in 0..nb {
-                let nv = d.count(1)?;
-                let first = (0..nv).map(|_| d.vbytes()).collect::<Result<Vec<_>, _>>()?;
-                blocks.push(RowBlock {
-                    first,
-                    offset: u32_of(d.uv()?)?,
-                    length: u32_of(d.uv()?)?,
-                    rows: u32_of(d.uv()?)?,
-                });
-            }
-            blocks
+            super::format::decode_compact_blocks(&mut d)?
         };
         Ok(IndexEntry {
             token: self.token,
@@ -606,10 +594,6 @@ impl RawEntry<'_> {
             blocks,
         })
     }
-}
-
-fn u32_of(v: u64) -> Result<u32, StorageError> {
-    u32::try_from(v).map_err(|_| StorageError::Decode { what: "index" })
 }
 
 #[cfg(test)]

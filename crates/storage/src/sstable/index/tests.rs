@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::codec::crc32c;
+use crate::sstable::RowBlock;
 
 fn formats() -> [DataFormat; 2] {
     [DataFormat::Fixed, DataFormat::Compact { base_us: 0 }]
