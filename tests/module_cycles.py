@@ -24,6 +24,7 @@ RECORD = ROOT / "tests" / "module_cycles.json"
 # crate -> module prefixes whose children are the nodes of the graph ("" = the crate's top level)
 CHECKED = {
     "storage": [""],
+    "mutation": [""],
     "server": ["", "exec"],
     "cql": [""],
     "protocol": [""],

@@ -1,7 +1,13 @@
 //! Public types of the storage API: configuration, table definitions, mutations, queries and results.
 
 pub use crate::error::StorageError;
+// The mutation model is shared with the coordinator and cluster crates; storage re-exports it
+// so its callers name it `helenus_storage::Mutation` as before.
 use bytes::Bytes;
+pub use helenus_mutation::{
+    BoundKind, CellOp, CellUpdate, ClusteringBound, ColumnId, DeletionTime, Liveness, Mutation,
+    RowUpdate, TableId,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -48,11 +54,6 @@ pub enum CommitlogSync {
     /// Like batch, but the syncer waits up to `window_ms` to gather more writers per fsync.
     Group { window_ms: u64 },
 }
-
-/// A table's uuid.
-pub type TableId = [u8; 16];
-/// A non-primary-key column's id (stable across ALTER).
-pub type ColumnId = u32;
 
 /// Orders serialized values of one CQL type.
 pub trait ValueComparator: Send + Sync {
@@ -164,94 +165,6 @@ pub struct TableDef {
     pub options: TableOptions,
 }
 
-/// A deletion: data with timestamp <= `marked_for_delete_at_us` is shadowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DeletionTime {
-    pub marked_for_delete_at_us: i64,
-    /// Server time of the deletion (seconds); drives purge after gc_grace_seconds.
-    pub local_deletion_time_s: i64,
-}
-
-/// Whether a clustering bound includes its prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BoundKind {
-    Inclusive,
-    Exclusive,
-}
-
-/// A bound over a clustering prefix; an empty prefix is unbounded.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ClusteringBound {
-    pub prefix: Vec<Bytes>,
-    pub kind: BoundKind,
-}
-
-impl ClusteringBound {
-    /// The unbounded bound (either side).
-    pub fn unbounded() -> Self {
-        ClusteringBound {
-            prefix: Vec::new(),
-            kind: BoundKind::Inclusive,
-        }
-    }
-}
-
-/// Primary-key liveness written by INSERT.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Liveness {
-    pub timestamp_us: i64,
-    /// 0 = no TTL.
-    pub ttl_s: u32,
-    /// Meaningful only when `ttl_s > 0`.
-    pub expires_at_s: i64,
-}
-
-/// All changes to one partition of one table.
-#[derive(Debug, Clone)]
-pub struct Mutation {
-    pub table: TableId,
-    /// Serialized partition key.
-    pub key: Bytes,
-    pub token: i64,
-    pub partition_deletion: Option<DeletionTime>,
-    /// Inclusive/exclusive bounds in storage (comparator) order, start <= end.
-    pub range_tombstones: Vec<(ClusteringBound, ClusteringBound, DeletionTime)>,
-    pub static_row: Option<RowUpdate>,
-    pub rows: Vec<RowUpdate>,
-}
-
-/// Changes to one row.
-#[derive(Debug, Clone)]
-pub struct RowUpdate {
-    pub clustering: Vec<Bytes>,
-    pub liveness: Option<Liveness>,
-    pub deletion: Option<DeletionTime>,
-    pub cells: Vec<CellUpdate>,
-}
-
-/// Change to one cell.
-#[derive(Debug, Clone)]
-pub struct CellUpdate {
-    pub column: ColumnId,
-    /// Cell path of a multi-cell column element.
-    pub path: Option<Bytes>,
-    pub timestamp_us: i64,
-    pub op: CellOp,
-}
-
-/// What happens to a cell.
-#[derive(Debug, Clone)]
-pub enum CellOp {
-    /// Write a value; `ttl_s` 0 = none (the table's default_time_to_live is not applied here: the caller does it).
-    Set { value: Bytes, ttl_s: u32 },
-    /// Cell tombstone.
-    Delete,
-    /// Delete the whole multi-cell column at the update's timestamp.
-    DeleteComplex,
-    /// Counter increment (negative = decrement).
-    CounterAdd(i64),
-}
-
 /// One side of a partition range in (token, key) order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PartitionBound {
@@ -302,6 +215,17 @@ pub struct ReadQuery {
 pub struct ReadResult {
     pub partitions: Vec<PartitionData>,
     /// What the read scanned to produce them.
+    pub stats: ReadStats,
+}
+
+/// What a replica stores for a read (`Engine::read_unfiltered`): the partitions it covers with
+/// their deletions, timestamps and TTLs, for a coordinator to reconcile.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UnfilteredResult {
+    /// In token order, each in canonical storage order (read/unfiltered.rs), so equal data
+    /// gives equal bytes and digests (`helenus_mutation::digest`).
+    pub partitions: Vec<Mutation>,
+    /// What the read scanned, as `read_bounded` counts it.
     pub stats: ReadStats,
 }
 

@@ -101,11 +101,20 @@ fn data_size(m: &st::Mutation) -> u64 {
             .iter()
             .map(|c| {
                 let value = match &c.op {
-                    st::CellOp::Set { value, .. } => value.len() as u64,
-                    st::CellOp::CounterAdd(_) => 8,
-                    st::CellOp::Delete | st::CellOp::DeleteComplex => 0,
+                    st::CellOp::Set { value, .. } | st::CellOp::SetExpiring { value, .. } => {
+                        value.len() as u64
+                    }
+                    st::CellOp::CounterAdd(_) | st::CellOp::CounterState { .. } => 8,
+                    st::CellOp::Delete
+                    | st::CellOp::DeleteComplex
+                    | st::CellOp::Tombstone { .. }
+                    | st::CellOp::ComplexDeletion { .. } => 0,
                 };
-                let complex = c.path.is_some() || matches!(c.op, st::CellOp::DeleteComplex);
+                let complex = c.path.is_some()
+                    || matches!(
+                        c.op,
+                        st::CellOp::DeleteComplex | st::CellOp::ComplexDeletion { .. }
+                    );
                 if complex && !complex_columns.contains(&c.column) {
                     complex_columns.push(c.column);
                 }

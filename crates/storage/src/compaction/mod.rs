@@ -15,7 +15,7 @@ mod flush;
 mod merge;
 mod output;
 mod progress;
-mod purge;
+pub(crate) mod purge;
 mod strategy;
 mod tombstone;
 mod wide_merge;

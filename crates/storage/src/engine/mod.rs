@@ -439,7 +439,38 @@ impl Engine {
         tombstone_failure_threshold: u64,
     ) -> Result<ReadResult, StorageError> {
         let t = self.table(table)?;
-        self.reads.read_counted(&t, q, tombstone_failure_threshold)
+        self.reads
+            .read_counted(&t, q, tombstone_failure_threshold, None)
+    }
+
+    /// What this node stores for `q`: every partition the read covers with its deletions,
+    /// timestamps and TTLs (in the canonical form read/unfiltered.rs describes), for a
+    /// coordinator to reconcile replicas and compare digests. Limits count live rows as
+    /// `read_bounded` does, so the read stops at the same row; the tombstone threshold too.
+    pub fn read_unfiltered(
+        &self,
+        table: TableId,
+        q: &ReadQuery,
+        tombstone_failure_threshold: u64,
+    ) -> Result<UnfilteredResult, StorageError> {
+        let t = self.table(table)?;
+        self.reads
+            .read_unfiltered(&t, q, tombstone_failure_threshold)
+    }
+
+    /// What `read_bounded(q)` would return on a node holding all of `answers` (unfiltered
+    /// partitions of `table` from any number of replicas), merged by the reconcile rules. The
+    /// result's stats count the merged data's tombstones. With a row or partition limit and
+    /// several answers it may return fewer rows (no short-read protection yet, see
+    /// read/unfiltered.rs).
+    pub fn resolve_unfiltered(
+        &self,
+        table: TableId,
+        answers: Vec<Vec<Mutation>>,
+        q: &ReadQuery,
+    ) -> Result<ReadResult, StorageError> {
+        let t = self.table(table)?;
+        crate::read::resolve(&t, answers, q)
     }
 
     /// Bytes held by all memtables (active, flushing and being freed), allocator overhead

@@ -3,6 +3,7 @@
 //! reconciliation rules, so merge order never matters.
 
 pub(crate) mod cellmap;
+mod unfiltered;
 
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::error::StorageError;
@@ -33,6 +34,7 @@ impl TableLayout {
 }
 
 pub use crate::partition::cellmap::CellMap;
+pub(crate) use unfiltered::to_mutation;
 
 /// One row (or the static row).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -300,6 +302,46 @@ fn row_from_update(r: &RowUpdate) -> Result<Row, StorageError> {
                     "unresolved counter increment".into(),
                 ));
             }
+            CellOp::SetExpiring {
+                value,
+                ttl_s,
+                expires_at_s,
+            } => Cell {
+                timestamp_us: c.timestamp_us,
+                kind: CellKind::Live {
+                    value: value.clone(),
+                    ttl_s: *ttl_s,
+                    expires_at_s: *expires_at_s,
+                },
+            },
+            CellOp::Tombstone {
+                local_deletion_time_s,
+            } => Cell {
+                timestamp_us: c.timestamp_us,
+                kind: CellKind::Tombstone {
+                    local_deletion_time_s: *local_deletion_time_s,
+                },
+            },
+            CellOp::ComplexDeletion {
+                local_deletion_time_s,
+            } => {
+                let d = DeletionTime {
+                    marked_for_delete_at_us: c.timestamp_us,
+                    local_deletion_time_s: *local_deletion_time_s,
+                };
+                let cur = row.complex_deletions.get(&c.column).copied();
+                if let Some(m) = reconcile::max_deletion(cur, Some(d)) {
+                    row.complex_deletions.insert(c.column, m);
+                }
+                continue;
+            }
+            CellOp::CounterState { clock, total } => Cell {
+                timestamp_us: c.timestamp_us,
+                kind: CellKind::Counter {
+                    clock: *clock,
+                    total: *total,
+                },
+            },
         };
         let key = (c.column, c.path.clone());
         match row.cells.get_mut(&key) {

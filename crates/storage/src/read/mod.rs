@@ -1,17 +1,20 @@
 //! The read path: one partition merged from memtables and SSTables (single.rs), the
 //! max-timestamp short-circuit that skips older SSTables (shortcut.rs), tombstone counting
-//! (tombstones.rs), and the key and row caches in front of it (caches.rs).
+//! (tombstones.rs), the key and row caches in front of it (caches.rs), and the unfiltered reads
+//! and their resolution that replicas are reconciled with (unfiltered.rs).
 
 pub(crate) mod caches;
 mod range;
 pub(crate) mod shortcut;
 mod single;
 mod tombstones;
+mod unfiltered;
 
 use crate::clustering::CKey;
 use crate::partition::Partition;
 use caches::Caches;
 use std::sync::atomic::AtomicBool;
+pub(crate) use unfiltered::resolve;
 
 /// The read path's state: the caches, and whether to use the max-timestamp short-circuit.
 pub(crate) struct ReadPath {

@@ -5,7 +5,7 @@ use super::single::Located;
 use super::{restrict, ReadPath};
 use crate::clustering::CKey;
 use crate::memtable::{self, Memtable, PKey};
-use crate::partition::{self, Limits, TableLayout};
+use crate::partition::{self, Limits, Partition, TableLayout};
 use crate::sstable::{IndexEntry, SSTableReader};
 use crate::table::Table;
 use crate::types::*;
@@ -17,11 +17,14 @@ use std::sync::Arc;
 const RANGE_BATCH: usize = 256;
 
 impl ReadPath {
+    /// The live data of `q` within `limits`; an unfiltered read also collects the merged
+    /// partitions in `keep` (and bypasses the row cache, which holds whole partitions).
     pub(crate) fn read_limited(
         &self,
         t: &Table,
         q: &ReadQuery,
         limits: &mut Limits,
+        keep: Option<&mut Vec<Partition>>,
     ) -> Result<ReadResult, StorageError> {
         let layout = t.layout.read().clone();
         let partition_limit = q.partition_limit.unwrap_or(usize::MAX);
@@ -41,11 +44,13 @@ impl ReadPath {
                 }
                 let merged = if t.def.read().options.rows_per_partition_to_cache > 0
                     && self.caches.row_cache_enabled()
+                    && keep.is_none()
                 {
                     self.merged_partition_cached(t, *token, key)?
                         .map(|p| restrict(&p, Some(&ranges)))
                 } else {
-                    let d = self.read_single(t, *token, key, &ranges, q, &layout, limits, None)?;
+                    let d =
+                        self.read_single(t, *token, key, &ranges, q, &layout, limits, None, keep)?;
                     out.partitions.extend(d);
                     return Ok(out);
                 };
@@ -70,6 +75,7 @@ impl ReadPath {
                     limits,
                     partition_limit,
                     &mut out,
+                    keep,
                 )?;
             }
         }
@@ -88,6 +94,7 @@ impl ReadPath {
         limits: &mut Limits,
         partition_limit: usize,
         out: &mut ReadResult,
+        mut keep: Option<&mut Vec<Partition>>,
     ) -> Result<(), StorageError> {
         loop {
             if !memtable::range_is_valid(&cursor, &end) {
@@ -102,8 +109,17 @@ impl ReadPath {
                 // Read as a single partition is, so a row limit bounds what is read of a huge
                 // partition, not only what is returned (a page stops inside it and the next
                 // page resumes there).
-                let d =
-                    self.read_single(t, token, &key, ranges, q, layout, limits, Some(&located))?;
+                let d = self.read_single(
+                    t,
+                    token,
+                    &key,
+                    ranges,
+                    q,
+                    layout,
+                    limits,
+                    Some(&located),
+                    keep.as_deref_mut(),
+                )?;
                 if let Some(d) = d {
                     out.partitions.push(d);
                     if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
@@ -191,7 +207,7 @@ impl Batch {
 
 /// `ranges` cut to what follows `resume` in the read's order (a paged read resumed inside a
 /// partition): what the last page returned is not read again.
-fn resume_ranges(
+pub(super) fn resume_ranges(
     ranges: Vec<(CKey, CKey)>,
     resume: &[Bytes],
     reversed: bool,
@@ -217,7 +233,7 @@ fn resume_ranges(
 }
 
 /// The query's slices as comparator positions (all rows when none).
-fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
+pub(super) fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
     if q.slices.is_empty() {
         let u = ClusteringBound::unbounded();
         return vec![(CKey::start(&u, &layout.cmp), CKey::end(&u, &layout.cmp))];

@@ -6,7 +6,7 @@
 //! fewer live rows than the limit remain (deleted or expired rows), the read is repeated with a
 //! larger allowance, up to the whole slice.
 
-use super::{restrict, restrict_owned, ReadPath};
+use super::{restrict, restrict_owned, unfiltered, ReadPath};
 use crate::clustering::CKey;
 use crate::error::StorageError;
 use crate::memtable::Memtable;
@@ -40,7 +40,8 @@ impl ReadPath {
             .map(|(p, _)| p)
     }
 
-    /// The live view of one partition for `q`, within `limits`.
+    /// The live view of one partition for `q`, within `limits`. `keep`: where an unfiltered
+    /// read puts the merged partition, cut where the live view stopped (read/unfiltered.rs).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn read_single(
         &self,
@@ -52,6 +53,7 @@ impl ReadPath {
         layout: &TableLayout,
         limits: &mut Limits,
         located: Option<&[Located]>,
+        keep: Option<&mut Vec<Partition>>,
     ) -> Result<Option<PartitionData>, StorageError> {
         let want = limits.rows_left.min(limits.per_partition);
         // A read that fails past a tombstone threshold first reads no more rows than it may
@@ -94,6 +96,16 @@ impl ReadPath {
             let got = data.as_ref().map_or(0, |d| d.rows.len());
             if frontier.is_none() || got >= want {
                 *limits = trial;
+                if let Some(keep) = keep {
+                    keep.push(unfiltered::cut(
+                        p,
+                        data.as_ref(),
+                        want,
+                        ranges,
+                        q.reversed,
+                        layout,
+                    ));
+                }
                 return Ok(data);
             }
             allowance = allowance.saturating_mul(RETRY_GROWTH);

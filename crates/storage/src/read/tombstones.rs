@@ -9,7 +9,7 @@
 
 use super::ReadPath;
 use crate::error::StorageError;
-use crate::partition::{Limits, TombstoneScan};
+use crate::partition::{Limits, Partition, TombstoneScan};
 use crate::table::Table;
 use crate::types::{ReadQuery, ReadResult};
 use std::sync::atomic::Ordering;
@@ -17,12 +17,14 @@ use std::sync::atomic::Ordering;
 impl ReadPath {
     /// Reads live data, counting the tombstones scanned into the result's stats; fails with
     /// `TombstoneOverwhelming` as soon as more than `tombstone_failure_threshold` were scanned
-    /// (Cassandra's `tombstone_failure_threshold`), without reading the rest.
+    /// (Cassandra's `tombstone_failure_threshold`), without reading the rest. `keep`: see
+    /// `read_limited`.
     pub(crate) fn read_counted(
         &self,
         t: &Table,
         q: &ReadQuery,
         tombstone_failure_threshold: u64,
+        keep: Option<&mut Vec<Partition>>,
     ) -> Result<ReadResult, StorageError> {
         t.counters.reads.fetch_add(1, Ordering::Relaxed);
         let mut limits = Limits {
@@ -30,7 +32,7 @@ impl ReadPath {
             per_partition: q.per_partition_limit.unwrap_or(usize::MAX),
             scan: TombstoneScan::new(tombstone_failure_threshold),
         };
-        let result = self.read_limited(t, q, &mut limits);
+        let result = self.read_limited(t, q, &mut limits, keep);
         let c = &t.counters;
         let scanned = match &result {
             Err(StorageError::TombstoneOverwhelming {
