@@ -30,7 +30,8 @@
 //! commitlog.rs  segments, group sync, replay
 //! read/         ReadPath: one partition merged from memtables and SSTables (single.rs), range
 //!               scans (range.rs), the max-timestamp short-circuit (shortcut.rs), tombstone
-//!               counting (tombstones.rs), and the key, chunk and row caches (caches.rs)
+//!               counting (tombstones.rs), the key, chunk and row caches (caches.rs), and
+//!               unfiltered reads and their resolution across replicas (unfiltered.rs)
 //! compaction/   the flush thread and compaction pool (worker.rs, with `Background`, all they
 //!               see of the node), flush, the output writer, merges (merge.rs, wide_merge.rs),
 //!               purge rules, rate control, strategy/ (size_tiered, leveled, time_window)
@@ -40,7 +41,8 @@
 //!               (statistics.rs), bloom filter, compression, sstabledump / verify (tools.rs)
 //! codec/        byte primitives and CRC (mod.rs); data format 1, also the commitlog's encoding
 //!               of partitions (mod.rs); the compact data format 2 (compact.rs)
-//! partition/    the in-memory partition, rows and cells (cellmap.rs), and what a read returns
+//! partition/    the in-memory partition, rows and cells (cellmap.rs), what a read returns, and
+//!               a partition as a mutation with its times fixed (unfiltered.rs)
 //! reconcile.rs  the rules that decide which of two versions wins
 //! clustering.rs clustering keys ordered by the table's comparators
 //! byte_cache.rs the sharded, byte-budgeted cache the caches and compaction use
@@ -58,6 +60,12 @@
 //! short-circuit says older SSTables cannot matter (read/single.rs), through the key and chunk
 //! caches; a range walks every source's keys in batches (read/range.rs).
 //!
+//! Unfiltered reads: `Engine::read_unfiltered` returns what the read merged for a query
+//! (deletions, timestamps and TTLs kept, as `Mutation`s in a canonical form that gives equal
+//! digests for equal data), and `Engine::resolve_unfiltered` turns the answers of several
+//! replicas into what `read_bounded` would return on a node holding all of them
+//! (read/unfiltered.rs). A coordinator reconciles replicas with these two.
+//!
 //! Who owns what: the engine owns the commitlog, the tables, the read path and `Background`;
 //! background threads hold `Background` weakly (dropping the engine stops them) and reach
 //! tables, the commitlog and the memtable budget through it, never through the engine.
@@ -67,8 +75,9 @@
 //! (thread priority of compaction threads), `flate2` on the pure-Rust
 //! `miniz_oxide` backend for Deflate, `zstd` (bindings to the C reference library, ~33 s of
 //! C build once) because the pure-Rust `ruzstd` cannot encode at the levels
-//! `compression_level` asks for (see sstable/compression.rs), and `helenus-types` for its
-//! `Clock` only.
+//! `compression_level` asks for (see sstable/compression.rs), `helenus-types` for its
+//! `Clock` only, and `helenus-mutation` for the mutation model it shares with the cluster
+//! crates (re-exported: `helenus_storage::Mutation` and its parts).
 //!
 //! Memory bound. Memtables count the bytes they hold, allocator overhead included (values in
 //! per-shard arena chunks, structures estimated from the real types' sizes:

@@ -399,3 +399,52 @@ fn a_deletion_on_one_replica_wins_over_an_older_value_on_another() {
         let _ = std::fs::remove_dir_all(&d);
     }
 }
+
+/// Pins the known limit (no short-read protection yet): with a row limit, each replica stops
+/// after its own live rows, so deletions on another replica can leave the resolved answer
+/// short. B has rows a, b, d; C deleted a and b and has c. One node with all of it returns
+/// c, d for LIMIT 2; B stops at b, so the resolved answer is c alone.
+#[test]
+fn limited_reads_across_replicas_can_come_up_short() {
+    let (b1, d1) = engine("unf-short-b");
+    let (c1, d2) = engine("unf-short-c");
+    let (a1, d3) = engine("unf-short-a");
+    let mut on_b = mutation(b"k");
+    for ck in [b"a", b"b", b"d"] {
+        on_b.rows.push(row(ck, vec![set(1, 10, b"v")]));
+    }
+    let mut on_c = mutation(b"k");
+    for ck in [b"a", b"b"] {
+        on_c.rows.push(RowUpdate {
+            deletion: Some(DeletionTime {
+                marked_for_delete_at_us: 20,
+                local_deletion_time_s: now(),
+            }),
+            ..row(ck, Vec::new())
+        });
+    }
+    on_c.rows.push(row(b"c", vec![set(1, 10, b"v")]));
+    for (e, ms) in [(&b1, vec![on_b.clone()]), (&c1, vec![on_c.clone()])] {
+        e.apply_blocking(&ms).unwrap();
+    }
+    a1.apply_blocking(&[on_b, on_c]).unwrap();
+    let q = ReadQuery {
+        row_limit: Some(2),
+        ..point(b"k", now())
+    };
+    let clusterings = |r: &ReadResult| -> Vec<Vec<Bytes>> {
+        r.partitions
+            .iter()
+            .flat_map(|p| p.rows.iter().map(|r| r.clustering.clone()))
+            .collect()
+    };
+    let whole = a1.read(TABLE, &q).unwrap();
+    assert_eq!(clusterings(&whole), vec![vec![b(b"c")], vec![b(b"d")]]);
+    let answers = vec![unfiltered(&b1, &q), unfiltered(&c1, &q)];
+    let resolved = a1.resolve_unfiltered(TABLE, answers, &q).unwrap();
+    assert_eq!(clusterings(&resolved), vec![vec![b(b"c")]]);
+    for (e, d) in [(a1, d3), (b1, d1), (c1, d2)] {
+        e.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
