@@ -62,6 +62,18 @@ struct ServerArgs {
     rpc_address: Option<String>,
     #[arg(long = "native-transport-port")]
     native_transport_port: Option<u16>,
+    /// Nodes to contact first, `A,B[:PORT]` (cassandra.yaml's `seed_provider` seeds). Without
+    /// seeds the node is a cluster of one and opens no storage port.
+    #[arg(long)]
+    seeds: Option<String>,
+    /// Data center of this node (GossipingPropertyFileSnitch's `dc`).
+    #[arg(long)]
+    dc: Option<String>,
+    /// Rack of this node.
+    #[arg(long)]
+    rack: Option<String>,
+    #[arg(long = "storage-port")]
+    storage_port: Option<u16>,
     /// Puts data, commitlog, caches and hints under this directory.
     #[arg(long = "data-dir")]
     data_dir: Option<PathBuf>,
@@ -122,6 +134,14 @@ fn run_server(args: ServerArgs) -> Result<(), ServerError> {
     }
     if let Some(p) = args.native_transport_port {
         overrides.push(("native_transport_port".into(), p.to_string()));
+    }
+    if let Some(p) = args.storage_port {
+        overrides.push(("storage_port".into(), p.to_string()));
+    }
+    for (name, value) in [("seeds", args.seeds), ("dc", args.dc), ("rack", args.rack)] {
+        if let Some(value) = value {
+            overrides.push((name.into(), value));
+        }
     }
     for kv in args.set {
         let (k, v) = kv

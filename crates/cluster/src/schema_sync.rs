@@ -177,6 +177,7 @@ mod tests {
             status: "NORMAL".into(),
             schema_version: Some(version.into()),
             release_version: None,
+            load: None,
             alive,
         }
     }

@@ -49,6 +49,8 @@ pub struct PeerInfo {
     pub status: String,
     pub schema_version: Option<String>,
     pub release_version: Option<String>,
+    /// Bytes of data on disk, as the peer last announced.
+    pub load: Option<u64>,
     pub alive: bool,
 }
 
@@ -187,6 +189,26 @@ impl ClusterService {
             .set_local(AppKey::SchemaVersion, version);
     }
 
+    /// Takes `tokens` and becomes an owner (NORMAL): after a first start that learned the
+    /// ring before choosing them.
+    pub fn announce_normal(&self, tokens: &[Token]) {
+        {
+            let mut g = self.shared.gossiper.lock();
+            g.set_local(AppKey::Tokens, encode_tokens(tokens));
+            g.set_local(AppKey::Status, status::NORMAL);
+        }
+        self.rebuild_ring();
+        self.gossip_round();
+    }
+
+    /// Sets this node's load (bytes on disk) as gossip carries it, for `nodetool status`.
+    pub fn set_load(&self, bytes: u64) {
+        self.shared
+            .gossiper
+            .lock()
+            .set_local(AppKey::Load, bytes.to_string());
+    }
+
     /// Every other node known, up or down.
     pub fn peers(&self) -> Vec<PeerInfo> {
         let g = self.shared.gossiper.lock();
@@ -205,6 +227,7 @@ impl ClusterService {
                 status: s.get(AppKey::Status).unwrap_or("").to_string(),
                 schema_version: s.get(AppKey::SchemaVersion).map(str::to_string),
                 release_version: s.get(AppKey::ReleaseVersion).map(str::to_string),
+                load: s.get(AppKey::Load).and_then(|l| l.parse().ok()),
                 alive: g.is_alive(*id),
             })
             .collect()
@@ -365,7 +388,13 @@ fn announce(g: &mut Gossiper, s: &ServiceSettings, listen: SocketAddr) {
     g.set_local(AppKey::Tokens, encode_tokens(&s.tokens));
     g.set_local(AppKey::SchemaVersion, s.schema_version.clone());
     g.set_local(AppKey::ReleaseVersion, s.release_version.clone());
-    g.set_local(AppKey::Status, status::NORMAL);
+    // A node without tokens yet is learning the ring to choose them: it is not an owner.
+    let state = if s.tokens.is_empty() {
+        status::JOINING
+    } else {
+        status::NORMAL
+    };
+    g.set_local(AppKey::Status, state);
 }
 
 #[cfg(test)]

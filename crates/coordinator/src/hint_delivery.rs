@@ -58,7 +58,7 @@ pub async fn deliver_hints(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::write::{serve_mutation, LocalWriter, ReplicaWriteError};
+    use crate::write::{serve_mutation, ApplyFuture, LocalWriter};
     use bytes::Bytes;
     use helenus_cluster::messaging::SimulatedNetwork;
     use helenus_types::ManualClock;
@@ -73,9 +73,9 @@ mod tests {
     struct Applied(Mutex<Vec<Bytes>>);
 
     impl LocalWriter for Applied {
-        fn apply(&self, m: &Bytes) -> Result<(), ReplicaWriteError> {
+        fn apply<'a>(&'a self, m: &'a Bytes) -> ApplyFuture<'a> {
             self.0.lock().unwrap().push(m.clone());
-            Ok(())
+            Box::pin(async { Ok(()) })
         }
     }
 
@@ -103,7 +103,7 @@ mod tests {
         let sink = applied.clone();
         tokio::spawn(async move {
             while let Some(e) = inbox2.recv().await {
-                serve_mutation(&e, sink.as_ref(), &replica);
+                serve_mutation(&e, sink.as_ref(), &replica).await;
             }
         });
         let d = deliver_hints(&store, node(2), &coordinator, Duration::from_secs(2))

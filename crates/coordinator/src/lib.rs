@@ -23,4 +23,6 @@ pub mod write;
 
 pub use consistency::{ConsistencyLevel, InvalidConsistency};
 pub use replica_plan::{plan_read, plan_write, LiveReplicas, ReadPlan, Unavailable, WritePlan};
-pub use write::{write, HintSink, LocalWriter, ReplicaWriteError, WriteError, WriteType};
+pub use write::{
+    write, ApplyFuture, HintSink, LocalWriter, ReplicaWriteError, WriteError, WriteType,
+};

@@ -255,7 +255,7 @@ impl Context<'_> {
                 continue;
             };
             if *node == self.messenger.local() {
-                if local_writer.apply(&mutation).is_err() {
+                if local_writer.apply(&mutation).await.is_err() {
                     return Err(self.timeout(answers.len(), true));
                 }
                 continue;

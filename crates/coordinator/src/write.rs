@@ -75,9 +75,14 @@ pub enum ReplicaWriteError {
     Failed(String),
 }
 
-/// Applies a mutation to this node's storage (the replica side of a write).
+/// A local write still running.
+pub type ApplyFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ReplicaWriteError>> + Send + 'a>>;
+
+/// Applies a mutation to this node's storage (the replica side of a write). Async: storage
+/// waits for its commitlog sync and for memtable room, and must not hold a worker thread.
 pub trait LocalWriter: Send + Sync {
-    fn apply(&self, mutation: &Bytes) -> Result<(), ReplicaWriteError>;
+    fn apply<'a>(&'a self, mutation: &'a Bytes) -> ApplyFuture<'a>;
 }
 
 /// Keeps a mutation for a replica that missed it.
@@ -110,7 +115,7 @@ pub async fn write(
     for node in &plan.live {
         sent += 1;
         if *node == messenger.local() {
-            let outcome = match local.apply(&mutation) {
+            let outcome = match local.apply(&mutation).await {
                 Ok(()) => Outcome::Ack,
                 Err(_) => Outcome::Failed,
             };
@@ -183,8 +188,8 @@ pub async fn write(
 }
 
 /// The replica side: applies a MutationRequest and answers it.
-pub fn serve_mutation(request: &Envelope, local: &dyn LocalWriter, messenger: &Messenger) {
-    let verb = match local.apply(&request.payload) {
+pub async fn serve_mutation(request: &Envelope, local: &dyn LocalWriter, messenger: &Messenger) {
+    let verb = match local.apply(&request.payload).await {
         Ok(()) => Verb::MutationResponse,
         Err(_) => Verb::Failure,
     };
@@ -210,12 +215,14 @@ mod tests {
     }
 
     impl LocalWriter for Store {
-        fn apply(&self, mutation: &Bytes) -> Result<(), ReplicaWriteError> {
-            if self.fail {
-                return Err(ReplicaWriteError::Failed("disk full".into()));
-            }
-            self.rows.lock().unwrap().push(mutation.clone());
-            Ok(())
+        fn apply<'a>(&'a self, mutation: &'a Bytes) -> ApplyFuture<'a> {
+            Box::pin(async move {
+                if self.fail {
+                    return Err(ReplicaWriteError::Failed("disk full".into()));
+                }
+                self.rows.lock().unwrap().push(mutation.clone());
+                Ok(())
+            })
         }
     }
 
@@ -253,7 +260,7 @@ mod tests {
             tokio::spawn(async move {
                 while let Some(request) = rx.recv().await {
                     if !silent {
-                        serve_mutation(&request, store.as_ref(), &messenger);
+                        serve_mutation(&request, store.as_ref(), &messenger).await;
                     }
                 }
             });

@@ -19,7 +19,8 @@ use helenus_coordinator::hint_delivery::deliver_hints;
 use helenus_coordinator::hints::HintStore;
 use helenus_coordinator::write::serve_mutation;
 use helenus_coordinator::{
-    plan_write, write, ConsistencyLevel, LiveReplicas, LocalWriter, ReplicaWriteError, WriteType,
+    plan_write, write, ApplyFuture, ConsistencyLevel, LiveReplicas, LocalWriter, ReplicaWriteError,
+    WriteType,
 };
 use helenus_types::SystemClock;
 use tokio::sync::mpsc;
@@ -29,13 +30,16 @@ use uuid::Uuid;
 struct Table(Mutex<HashMap<String, String>>);
 
 impl LocalWriter for Table {
-    fn apply(&self, m: &Bytes) -> Result<(), ReplicaWriteError> {
+    fn apply<'a>(&'a self, m: &'a Bytes) -> ApplyFuture<'a> {
         let s = String::from_utf8_lossy(m);
-        let (k, v) = s
-            .split_once('=')
-            .ok_or(ReplicaWriteError::Failed("bad mutation".into()))?;
-        self.0.lock().unwrap().insert(k.to_string(), v.to_string());
-        Ok(())
+        let result = match s.split_once('=') {
+            Some((k, v)) => {
+                self.0.lock().unwrap().insert(k.to_string(), v.to_string());
+                Ok(())
+            }
+            None => Err(ReplicaWriteError::Failed("bad mutation".into())),
+        };
+        Box::pin(async move { result })
     }
 }
 
@@ -104,7 +108,7 @@ async fn dispatch(mut inbox: mpsc::Receiver<Envelope>, messenger: Messenger, tab
         if e.is_response() {
             messenger.complete(e);
         } else if e.verb == Verb::MutationRequest {
-            serve_mutation(&e, table.as_ref(), &messenger);
+            serve_mutation(&e, table.as_ref(), &messenger).await;
         }
     }
 }

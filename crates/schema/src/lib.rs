@@ -32,6 +32,6 @@ pub use options::{
     LOCAL_STRATEGY_CLASS, LZ4_COMPRESSOR_CLASS, NETWORK_TOPOLOGY_STRATEGY_CLASS,
     SIMPLE_STRATEGY_CLASS, SIZE_TIERED_CLASS,
 };
-pub use persist::{load_user_schema, save_user_schema};
+pub use persist::{decode_user_schema, encode_user_schema, load_user_schema, save_user_schema};
 pub use system::system_keyspaces;
 pub use type_string::{parse_type_string, TypeResolver, TypeStringError};

@@ -76,6 +76,22 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> SchemaError {
 
 /// Writes the user keyspaces of `schema` to `path` atomically.
 pub fn save_user_schema(schema: &Schema, path: &Path) -> Result<(), SchemaError> {
+    let json = encode_user_schema(schema).map_err(|e| io_err(path, e))?;
+    let tmp = path.with_extension("json.tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
+    f.write_all(&json).map_err(|e| io_err(&tmp, e))?;
+    f.sync_all().map_err(|e| io_err(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))?;
+    if let Some(dir) = path.parent() {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// The user keyspaces of `schema` in the schema file's format: what a node sends a peer.
+pub fn encode_user_schema(schema: &Schema) -> Result<Vec<u8>, serde_json::Error> {
     let file = FileV1 {
         format: FORMAT.into(),
         keyspaces: schema
@@ -132,18 +148,7 @@ pub fn save_user_schema(schema: &Schema, path: &Path) -> Result<(), SchemaError>
             })
             .collect(),
     };
-    let json = serde_json::to_vec_pretty(&file).map_err(|e| io_err(path, e))?;
-    let tmp = path.with_extension("json.tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
-    f.write_all(&json).map_err(|e| io_err(&tmp, e))?;
-    f.sync_all().map_err(|e| io_err(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))?;
-    if let Some(dir) = path.parent() {
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(())
+    serde_json::to_vec_pretty(&file)
 }
 
 /// Reads the user keyspaces written by [`save_user_schema`]; a missing file is an empty schema.
@@ -153,7 +158,14 @@ pub fn load_user_schema(path: &Path) -> Result<Vec<KeyspaceMeta>, SchemaError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io_err(path, e)),
     };
-    let file: FileV1 = serde_json::from_slice(&bytes).map_err(|e| io_err(path, e))?;
+    decode_user_schema(path, &bytes)
+}
+
+/// Reads user keyspaces in the schema file's format; `origin` names where they came from in
+/// errors (a file, or a peer).
+pub fn decode_user_schema(origin: &Path, bytes: &[u8]) -> Result<Vec<KeyspaceMeta>, SchemaError> {
+    let path = origin;
+    let file: FileV1 = serde_json::from_slice(bytes).map_err(|e| io_err(path, e))?;
     if file.format != FORMAT {
         return Err(io_err(
             path,

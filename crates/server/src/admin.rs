@@ -353,6 +353,28 @@ fn observe(
             "application/json",
             crate::metrics::info_json(node, clock).to_string(),
         )),
+        ("GET", ["helenus", "ring", report]) => ring_report(node, req, report),
         _ => return None,
     })
+}
+
+/// `/helenus/ring/{status,ring,describecluster,gossipinfo,getendpoints}`: nodetool's text.
+fn ring_report(node: &NodeState, req: &HttpRequest, report: &str) -> RouteResult {
+    let text = |s: String| -> RouteResult { Ok(("text/plain", s)) };
+    let arg = |k: &str| req.query.get(k).map(String::as_str);
+    match report {
+        "status" => crate::ring_report::status(node, arg("ks"))
+            .map_err(|e| (400, e))
+            .and_then(text),
+        "ring" => text(crate::ring_report::ring(node)),
+        "describecluster" => text(crate::ring_report::describecluster(node)),
+        "gossipinfo" => text(crate::ring_report::gossipinfo(node)),
+        "getendpoints" => match (arg("ks"), arg("cf"), arg("key")) {
+            (Some(ks), Some(cf), Some(key)) => crate::ring_report::getendpoints(node, ks, cf, key)
+                .map_err(|e| (400, e))
+                .and_then(text),
+            _ => Err((400, "getendpoints needs ks, cf and key".to_string())),
+        },
+        other => Err((404, format!("no ring report {other}"))),
+    }
 }

@@ -23,6 +23,7 @@
 //!   encoding and tokens).
 
 pub mod admin;
+mod cluster;
 pub mod config;
 pub mod exec;
 pub mod exec_state;
@@ -33,7 +34,9 @@ pub mod metrics;
 mod node;
 mod prepared;
 pub mod proxy;
+mod ring_report;
 mod system;
+mod topology;
 mod trace;
 mod transport;
 
@@ -100,8 +103,18 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     init_logging();
     let t0 = std::time::Instant::now();
     let addr = std::net::SocketAddr::new(config.rpc_address, config.native_transport_port);
-    let node = open_node(config)?;
-    let clock = node.exec.clock().clone();
+    let clock = helenus_types::SystemClock::shared();
+    // A ring member settles its tokens with the ring before opening (cluster/mod.rs).
+    let membership = if config.is_clustered() {
+        Some(cluster::join_ring(&config, clock.clone()).await?)
+    } else {
+        None
+    };
+    let node = open_node_with_clock(config, clock.clone())?;
+    let ring = match membership {
+        Some(m) => Some(cluster::attach(&node, m)?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| StartError::Listen {
@@ -132,6 +145,10 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     let limits = limits::Limits::new(&node.config, statement_pool.handle());
     let serving = tokio::spawn(transport::serve(node.clone(), limits.clone(), listener));
     shutdown_signal().await;
+    if let Some(ring) = &ring {
+        // Peers mark this node down at once rather than after the failure detector's delay.
+        ring.shutdown().await;
+    }
     // Like `nodetool drain`: no new connections, then running statements get a bounded time
     // to finish; one that does not is left behind rather than holding the shutdown for ever.
     serving.abort();

@@ -49,6 +49,9 @@ pub struct Limits {
     closing: tokio::sync::watch::Sender<bool>,
 }
 
+/// How much longer than the coordinator a replicated request's own timeout waits.
+const RING_TIMEOUT_GRACE: Duration = Duration::from_millis(500);
+
 #[derive(Debug, Clone, Copy)]
 struct Timeouts {
     read: Duration,
@@ -103,6 +106,13 @@ impl Limits {
         let units = (config.native_transport_max_request_data_in_flight_bytes / UNIT_BYTES)
             .clamp(1, u64::from(u32::MAX >> 4)) as u32;
         let ms = Duration::from_millis;
+        // In a ring the coordinator times out on its own at these same timeouts and reports
+        // what its replicas answered; the request's own bound then only catches what it does not.
+        let ring_grace = if config.is_clustered() {
+            RING_TIMEOUT_GRACE
+        } else {
+            Duration::ZERO
+        };
         Arc::new(Limits {
             request_budget: Arc::new(Semaphore::new(units as usize)),
             request_budget_units: units,
@@ -119,9 +129,9 @@ impl Limits {
                 ))
             }),
             timeouts: Timeouts {
-                read: ms(config.read_request_timeout_ms),
-                range: ms(config.range_request_timeout_ms),
-                write: ms(config.write_request_timeout_ms),
+                read: ms(config.read_request_timeout_ms) + ring_grace,
+                range: ms(config.range_request_timeout_ms) + ring_grace,
+                write: ms(config.write_request_timeout_ms) + ring_grace,
                 other: ms(config.request_timeout_ms),
             },
         })
@@ -510,10 +520,17 @@ pub fn timeout_error(
 ) -> crate::exec::ExecError {
     use crate::exec::ExecError;
     match kind {
-        RequestKind::Read | RequestKind::Range => ExecError::ReadTimeout { consistency },
+        RequestKind::Read | RequestKind::Range => ExecError::ReadTimeout {
+            consistency,
+            received: 0,
+            block_for: 1,
+            data_present: false,
+        },
         RequestKind::Write { write_type } => ExecError::WriteTimeout {
             consistency,
             write_type: write_type.to_string(),
+            received: 0,
+            block_for: 1,
         },
         RequestKind::Other => ExecError::Server(format!(
             "Request did not complete within request_timeout ({} ms)",

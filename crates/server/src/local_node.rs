@@ -22,15 +22,29 @@ impl LocalIdentity {
         num_tokens: usize,
         cluster_name: &str,
     ) -> std::io::Result<LocalIdentity> {
-        let path = dir.join("local.json");
-        if let Ok(bytes) = std::fs::read(&path) {
-            if let Ok(id) = serde_json::from_slice::<LocalIdentity>(&bytes) {
-                if !id.tokens.is_empty() {
-                    return Ok(id);
-                }
-            }
+        if let Some(id) = LocalIdentity::load(dir) {
+            return Ok(id);
         }
         let host_id = Uuid::new_v4();
+        let id = LocalIdentity {
+            host_id,
+            tokens: LocalIdentity::spread_tokens(host_id, num_tokens),
+            cluster_name: cluster_name.to_string(),
+        };
+        id.save(dir)?;
+        Ok(id)
+    }
+
+    /// The identity saved in `dir`, if there is a usable one.
+    pub fn load(dir: &Path) -> Option<LocalIdentity> {
+        let bytes = std::fs::read(dir.join("local.json")).ok()?;
+        serde_json::from_slice::<LocalIdentity>(&bytes)
+            .ok()
+            .filter(|id| !id.tokens.is_empty())
+    }
+
+    /// `num_tokens` tokens evenly spaced from an offset the host id picks.
+    pub fn spread_tokens(host_id: Uuid, num_tokens: usize) -> Vec<i64> {
         let n = num_tokens.max(1) as i128;
         let offset = (u64::from_le_bytes(host_id.as_bytes()[..8].try_into().unwrap_or([0; 8]))
             as i128)
@@ -41,19 +55,18 @@ impl LocalIdentity {
             .collect();
         tokens.sort_unstable();
         tokens.dedup();
-        let id = LocalIdentity {
-            host_id,
-            tokens,
-            cluster_name: cluster_name.to_string(),
-        };
+        tokens
+    }
+
+    /// Writes the identity to `dir/local.json` atomically.
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let tmp = dir.join("local.json.tmp");
         std::fs::write(
             &tmp,
-            serde_json::to_vec_pretty(&id).map_err(std::io::Error::other)?,
+            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?,
         )?;
-        std::fs::rename(&tmp, &path)?;
-        Ok(id)
+        std::fs::rename(&tmp, dir.join("local.json"))
     }
 }
 

@@ -8,7 +8,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::sync::broadcast;
 
 /// What `system_views.clients` shows about one connection.
@@ -22,11 +22,10 @@ pub struct ClientInfo {
     pub request_count: u64,
 }
 
-/// A server-pushed event, fanned out to connections that REGISTERed for its type.
+/// A server-pushed event (schema, topology or status change), fanned out to connections that
+/// REGISTERed for its type.
 #[derive(Debug, Clone)]
-pub enum NodeEvent {
-    SchemaChange(helenus_protocol::SchemaChange),
-}
+pub struct NodeEvent(pub helenus_protocol::Event);
 
 pub struct NodeState {
     pub config: NodeConfig,
@@ -39,8 +38,12 @@ pub struct NodeState {
     /// Serialises schema changes (DDL is rare; reads never take this).
     pub schema_change_lock: tokio::sync::Mutex<()>,
     pub engine: Arc<helenus_storage::Engine>,
-    /// Where statements read and write data, with their consistency level.
-    pub proxy: Arc<dyn crate::proxy::StorageProxy>,
+    /// Where statements read and write data on a node alone.
+    local_proxy: Arc<dyn crate::proxy::StorageProxy>,
+    /// Where they go once the node is a member of a ring (set once, at start).
+    replicated_proxy: OnceLock<Arc<dyn crate::proxy::StorageProxy>>,
+    /// The ring as the system tables and nodetool see it (set with the replicated proxy).
+    cluster_view: OnceLock<Arc<dyn crate::topology::ClusterView>>,
     /// The executor's clock, write timestamps and LWT locks (a test may swap in a manual clock).
     pub exec: crate::exec_state::ExecState,
     pub events: broadcast::Sender<NodeEvent>,
@@ -68,7 +71,9 @@ impl NodeState {
             schema: RwLock::new(Arc::new(schema)),
             schema_generation: AtomicU64::new(0),
             schema_change_lock: tokio::sync::Mutex::new(()),
-            proxy: Arc::new(crate::proxy::LocalProxy::new(engine.clone())),
+            local_proxy: Arc::new(crate::proxy::LocalProxy::new(engine.clone())),
+            replicated_proxy: OnceLock::new(),
+            cluster_view: OnceLock::new(),
             engine,
             exec: crate::exec_state::ExecState::new(clock.clone()),
             events,
@@ -77,6 +82,26 @@ impl NodeState {
             prepared: crate::prepared::PreparedCache::new(prepared_cache_bytes),
             traces: crate::trace::TraceStore::new(clock),
         }
+    }
+
+    /// Where statements read and write data, with their consistency level.
+    pub fn proxy(&self) -> &Arc<dyn crate::proxy::StorageProxy> {
+        self.replicated_proxy.get().unwrap_or(&self.local_proxy)
+    }
+
+    /// Makes this node a ring member: statements go through `proxy` from now on.
+    pub fn join_ring(
+        &self,
+        proxy: Arc<dyn crate::proxy::StorageProxy>,
+        view: Arc<dyn crate::topology::ClusterView>,
+    ) {
+        let _ = self.replicated_proxy.set(proxy);
+        let _ = self.cluster_view.set(view);
+    }
+
+    /// The ring, when this node is in one.
+    pub fn cluster(&self) -> Option<&Arc<dyn crate::topology::ClusterView>> {
+        self.cluster_view.get()
     }
 
     /// A consistent snapshot of the schema; cheap (an Arc clone) and lock-free for the caller after.

@@ -12,9 +12,23 @@ use std::sync::Arc;
 use helenus_coordinator::ConsistencyLevel;
 use helenus_storage as st;
 
+/// Why a proxy operation failed: the local engine's error, or the level not being reached
+/// across replicas (with the fields the protocol reports).
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error(transparent)]
+    Storage(#[from] st::StorageError),
+    #[error(transparent)]
+    Write(#[from] helenus_coordinator::WriteError),
+    #[error(transparent)]
+    Read(#[from] helenus_coordinator::read::ReadError),
+    /// TRUNCATE needs every node up (Cassandra: "Cannot perform truncate, some hosts are down").
+    #[error("{0}")]
+    Truncate(String),
+}
+
 /// A proxy operation still running.
-pub type ProxyFuture<'a, T> =
-    Pin<Box<dyn Future<Output = Result<T, st::StorageError>> + Send + 'a>>;
+pub type ProxyFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ProxyError>> + Send + 'a>>;
 
 /// Where statements read and write data.
 pub trait StorageProxy: Send + Sync {
@@ -32,10 +46,10 @@ pub trait StorageProxy: Send + Sync {
         query: &st::ReadQuery,
         consistency: ConsistencyLevel,
         tombstone_failure_threshold: u64,
-    ) -> Result<st::ReadResult, st::StorageError>;
+    ) -> Result<st::ReadResult, ProxyError>;
 
     /// Removes every row of `table` (blocking: run it off the async workers).
-    fn truncate(&self, table: st::TableId) -> Result<(), st::StorageError>;
+    fn truncate(&self, table: st::TableId) -> Result<(), ProxyError>;
 }
 
 /// A single node: every level is met by the one local replica.
@@ -59,10 +73,10 @@ impl StorageProxy for LocalProxy {
             match mutations.len() {
                 0 => Ok(()),
                 1 => match mutations.pop() {
-                    Some(m) => self.engine.apply(m).await,
+                    Some(m) => Ok(self.engine.apply(m).await?),
                     None => Ok(()),
                 },
-                _ => self.engine.apply_batch(mutations).await,
+                _ => Ok(self.engine.apply_batch(mutations).await?),
             }
         })
     }
@@ -73,12 +87,13 @@ impl StorageProxy for LocalProxy {
         query: &st::ReadQuery,
         _consistency: ConsistencyLevel,
         tombstone_failure_threshold: u64,
-    ) -> Result<st::ReadResult, st::StorageError> {
-        self.engine
-            .read_bounded(table, query, tombstone_failure_threshold)
+    ) -> Result<st::ReadResult, ProxyError> {
+        Ok(self
+            .engine
+            .read_bounded(table, query, tombstone_failure_threshold)?)
     }
 
-    fn truncate(&self, table: st::TableId) -> Result<(), st::StorageError> {
-        self.engine.truncate(table)
+    fn truncate(&self, table: st::TableId) -> Result<(), ProxyError> {
+        Ok(self.engine.truncate(table)?)
     }
 }

@@ -49,6 +49,9 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
             statistics(&node, cmd, args)
         }
         "info" | "version" => node_facts(&node, cmd),
+        "status" | "ring" | "describecluster" | "gossipinfo" | "getendpoints" => {
+            ring_report(&node, cmd, args)
+        }
         other => Err(NodetoolError::Usage(format!(
             "nodetool: Found unexpected argument '{other}'\n{}",
             usage()
@@ -132,6 +135,28 @@ fn statistics(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolErr
         }
         _ => report::compactionstats(&node.request_json("GET", "/compaction_manager/compactions")?),
     }
+    Ok(())
+}
+
+/// `status [KS]`, `ring`, `describecluster`, `gossipinfo`, `getendpoints KS TABLE KEY`: the
+/// node renders them (it knows the ring); printed as they come.
+fn ring_report(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolError> {
+    let path = match (cmd, args) {
+        ("status", [ks, ..]) => format!("/helenus/ring/status?ks={}", enc(ks)),
+        ("getendpoints", [ks, table, key, ..]) => format!(
+            "/helenus/ring/getendpoints?ks={}&cf={}&key={}",
+            enc(ks),
+            enc(table),
+            enc(key)
+        ),
+        ("getendpoints", _) => {
+            return Err(NodetoolError::Usage(
+                "getendpoints needs <keyspace> <table> <key>".into(),
+            ))
+        }
+        _ => format!("/helenus/ring/{cmd}"),
+    };
+    print!("{}", node.request("GET", &path)?);
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use helenus_cluster::messaging::{Messenger, SimulatedNetwork, Verb};
 use uuid::Uuid;
 
 use super::*;
-use crate::write::{serve_mutation, ReplicaWriteError};
+use crate::write::{serve_mutation, ApplyFuture};
 
 fn node(n: u128) -> NodeId {
     NodeId(Uuid::from_u128(n))
@@ -50,14 +50,14 @@ impl LocalReader for Register {
 }
 
 impl LocalWriter for Register {
-    fn apply(&self, mutation: &Bytes) -> Result<(), ReplicaWriteError> {
+    fn apply<'a>(&'a self, mutation: &'a Bytes) -> ApplyFuture<'a> {
         self.repairs.fetch_add(1, Ordering::Relaxed);
         let (ts, v) = parse(mutation);
         let mut c = self.cell.lock().unwrap();
         if ts > c.0 {
             *c = (ts, v);
         }
-        Ok(())
+        Box::pin(async { Ok(()) })
     }
 }
 
@@ -100,7 +100,7 @@ fn cluster(registers: [Arc<Register>; 3], silent: &[u128]) -> Messenger {
                 } else if e.verb == Verb::ReadRequest {
                     serve_read(&e, register.as_ref(), &Newest, &messenger);
                 } else if e.verb == Verb::MutationRequest {
-                    serve_mutation(&e, register.as_ref(), &messenger);
+                    serve_mutation(&e, register.as_ref(), &messenger).await;
                 }
             }
         });

@@ -59,6 +59,19 @@ pub struct NodeConfig {
     pub compaction_throughput_mib_per_s: u64,
     pub data_center: String,
     pub rack: String,
+    /// Nodes a new node first contacts (`seed_provider`'s `seeds`, or `--seeds`), with the
+    /// storage port. Empty: a single node that opens no storage port and gossips with nobody.
+    pub seeds: Vec<std::net::SocketAddr>,
+    /// Internode messages and gossip (Cassandra: 7000).
+    pub storage_port: u16,
+    /// Failure detector sensitivity (Cassandra: 8).
+    pub phi_convict_threshold: f64,
+    pub hinted_handoff_enabled: bool,
+    /// A replica down longer than this gets no more hints (Cassandra: 3 h).
+    pub max_hint_window_ms: u64,
+    /// Replication factor token allocation balances for on a new node (Cassandra 4.0+'s
+    /// `allocate_tokens_for_local_replication_factor`, 3).
+    pub allocate_tokens_for_local_replication_factor: usize,
     pub api_address: Option<IpAddr>,
     pub api_port: u16,
     pub read_request_timeout_ms: u64,
@@ -120,6 +133,12 @@ impl Default for NodeConfig {
             compaction_throughput_mib_per_s: 64,
             data_center: "datacenter1".into(),
             rack: "rack1".into(),
+            seeds: Vec::new(),
+            storage_port: 7000,
+            phi_convict_threshold: 8.0,
+            hinted_handoff_enabled: true,
+            max_hint_window_ms: 3 * 3600 * 1000,
+            allocate_tokens_for_local_replication_factor: 3,
             api_address: None,
             api_port: 10000,
             read_request_timeout_ms: 5000,
@@ -179,6 +198,9 @@ impl NodeConfig {
                     continue;
                 }
                 if key == "seed_provider" {
+                    if let Some(seeds) = seeds_of_provider(&v) {
+                        cfg.set("seeds", &seeds)?;
+                    }
                     continue;
                 }
                 if security::is_security_setting(key) {
@@ -216,7 +238,8 @@ impl NodeConfig {
         let known = settings::set_transport(self, v)?
             || settings::set_storage(self, v)?
             || settings::set_requests(self, v)?
-            || settings::set_node(self, v)?;
+            || settings::set_node(self, v)?
+            || settings::set_cluster(self, v)?;
         if known {
             self.raw.insert(key.to_string(), value.to_string());
         }
@@ -241,6 +264,29 @@ impl NodeConfig {
     pub fn admin_address(&self) -> IpAddr {
         self.api_address.unwrap_or(self.listen_address)
     }
+
+    /// Whether this node is part of a ring of several (it has seeds other than itself, or is
+    /// a seed others name): only then does it open the storage port.
+    pub fn is_clustered(&self) -> bool {
+        !self.seeds.is_empty()
+    }
+
+    /// `listen_address:storage_port`.
+    pub fn storage_address(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::new(self.listen_address, self.storage_port)
+    }
+}
+
+/// The `seeds` parameter of cassandra.yaml's `seed_provider` list:
+/// `[{class_name: ..., parameters: [{seeds: "a,b"}]}]`.
+fn seeds_of_provider(v: &serde_yaml::Value) -> Option<String> {
+    let providers = v.as_sequence()?;
+    providers.iter().find_map(|p| {
+        p.get("parameters")?
+            .as_sequence()?
+            .iter()
+            .find_map(|params| params.get("seeds").and_then(scalar_text))
+    })
 }
 
 #[cfg(test)]
@@ -319,6 +365,38 @@ mod tests {
         let mut cfg = NodeConfig::default();
         assert!(cfg.set("authenticator", "PasswordAuthenticator").is_err());
         assert!(cfg.set("authenticator", "AllowAllAuthenticator").unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn seeds_come_from_seed_provider_or_a_list_with_the_storage_port() {
+        let dir = std::env::temp_dir().join(format!("helenus-cfg-seeds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("helenus.yaml");
+        std::fs::write(
+            &p,
+            "storage_port: 7001\nseed_provider:\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider\n    parameters:\n      - seeds: \"127.0.0.1, 127.0.0.2:7005\"\n",
+        )
+        .unwrap();
+        let (cfg, warnings) = NodeConfig::load(&p).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            cfg.seeds,
+            vec![
+                "127.0.0.1:7001".parse().unwrap(),
+                "127.0.0.2:7005".parse().unwrap()
+            ]
+        );
+        assert!(cfg.is_clustered());
+        let mut cfg = NodeConfig::default();
+        assert!(!cfg.is_clustered());
+        assert!(cfg.set("seeds", "127.0.0.9").unwrap());
+        assert_eq!(cfg.seeds, vec!["127.0.0.9:7000".parse().unwrap()]);
+        assert!(cfg.set("seeds", "not an address").is_err());
+        assert!(cfg.set("phi_convict_threshold", "12").unwrap());
+        assert_eq!(cfg.phi_convict_threshold, 12.0);
+        assert!(cfg.set("max_hint_window", "1h").unwrap());
+        assert_eq!(cfg.max_hint_window_ms, 3_600_000);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -182,6 +182,53 @@ pub(super) fn set_requests(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigE
     Ok(true)
 }
 
+/// The ring: seeds, the storage port, failure detection, hints and token allocation. A seed
+/// without a port takes `storage_port`, in whichever order the two are set.
+pub(super) fn set_cluster(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError> {
+    match v.key {
+        "seeds" => {
+            let mut seeds = Vec::new();
+            for s in v.text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let addr = match s.parse::<std::net::SocketAddr>() {
+                    Ok(a) => a,
+                    Err(_) => std::net::SocketAddr::new(
+                        s.parse::<IpAddr>()
+                            .map_err(|e| v.bad(format!("seed '{s}': {e}")))?,
+                        c.storage_port,
+                    ),
+                };
+                seeds.push(addr);
+            }
+            c.seeds = seeds;
+        }
+        "storage_port" => {
+            let port = v.int()? as u16;
+            let old = c.storage_port;
+            for s in c.seeds.iter_mut().filter(|s| s.port() == old) {
+                s.set_port(port);
+            }
+            c.storage_port = port;
+        }
+        "phi_convict_threshold" => {
+            c.phi_convict_threshold = v
+                .text
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| p.is_finite() && *p > 0.0)
+                .ok_or_else(|| v.bad(format!("'{}' is not a positive number", v.text)))?
+        }
+        "hinted_handoff_enabled" => c.hinted_handoff_enabled = v.boolean()?,
+        "max_hint_window" => c.max_hint_window_ms = v.duration_ms()?,
+        "max_hint_window_in_ms" => c.max_hint_window_ms = v.int()?,
+        "allocate_tokens_for_local_replication_factor" => {
+            c.allocate_tokens_for_local_replication_factor = v.int()?.clamp(1, 16) as usize
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 /// The admin API, the node's place in the topology, and the cassandra.yaml names accepted with
 /// Helenus's one behaviour.
 pub(super) fn set_node(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError> {
@@ -204,7 +251,6 @@ pub(super) fn set_node(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError
         | "server_encryption_options"
         | "transparent_data_encryption_options"
         | "jmx_encryption_options"
-        | "storage_port"
         | "ssl_storage_port"
         | "concurrent_reads"
         | "concurrent_writes"

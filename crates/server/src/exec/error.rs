@@ -29,15 +29,39 @@ pub enum ExecError {
     /// 0x1001: too much load; the client should back off.
     #[error("{0}")]
     Overloaded(String),
+    /// 0x1000: too few live replicas for the level, known before anything was sent.
+    #[error("{message}")]
+    Unavailable {
+        consistency: proto::Consistency,
+        required: i32,
+        alive: i32,
+        message: String,
+    },
     /// 0x1100: the write did not complete in time.
-    #[error("Operation timed out - received only 0 responses.")]
+    #[error("Operation timed out - received only {received} responses.")]
     WriteTimeout {
         consistency: proto::Consistency,
         write_type: String,
+        received: i32,
+        block_for: i32,
     },
     /// 0x1200: the read did not complete in time.
-    #[error("Operation timed out - received only 0 responses.")]
-    ReadTimeout { consistency: proto::Consistency },
+    #[error("Operation timed out - received only {received} responses.")]
+    ReadTimeout {
+        consistency: proto::Consistency,
+        received: i32,
+        block_for: i32,
+        data_present: bool,
+    },
+    /// 0x1500: replicas failed the write.
+    #[error("Operation failed - received {received} responses and {failures} failures")]
+    WriteFailure {
+        consistency: proto::Consistency,
+        received: i32,
+        block_for: i32,
+        failures: i32,
+        write_type: String,
+    },
     /// 0x1300: a replica failed the read; `reason` is its RequestFailureReason code
     /// (READ_TOO_MANY_TOMBSTONES = 1). The consistency is the request's, filled in by
     /// `handle_request` (the code that fails does not know it).
@@ -126,6 +150,72 @@ impl From<helenus_storage::StorageError> for ExecError {
             S::Io { .. } | S::CorruptChunk { .. } | S::CorruptSSTable { .. } | S::Decode { .. } => {
                 ExecError::Server(e.to_string())
             }
+        }
+    }
+}
+
+/// A replicated operation's outcome as the protocol reports it: Unavailable, timeouts and
+/// failures keep the level and the counts the coordinator saw.
+impl From<crate::proxy::ProxyError> for ExecError {
+    fn from(e: crate::proxy::ProxyError) -> Self {
+        use crate::proxy::ProxyError as P;
+        use helenus_coordinator::read::ReadError as R;
+        use helenus_coordinator::WriteError as W;
+        let level = |c: helenus_coordinator::ConsistencyLevel| {
+            proto::Consistency::from_code(c.code()).unwrap_or(proto::Consistency::One)
+        };
+        let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+        let message = e.to_string();
+        match e {
+            P::Storage(s) => s.into(),
+            P::Truncate(m) => ExecError::Truncate(m),
+            P::Write(W::Unavailable(u)) | P::Read(R::Unavailable(u)) => ExecError::Unavailable {
+                consistency: level(u.consistency),
+                required: count(u.required),
+                alive: count(u.alive),
+                message,
+            },
+            P::Write(W::Timeout {
+                consistency,
+                received,
+                block_for,
+                write_type,
+            }) => ExecError::WriteTimeout {
+                consistency: level(consistency),
+                write_type: write_type.name().to_string(),
+                received: count(received),
+                block_for: count(block_for),
+            },
+            P::Write(W::Failure {
+                consistency,
+                received,
+                block_for,
+                failures,
+                write_type,
+            }) => ExecError::WriteFailure {
+                consistency: level(consistency),
+                received: count(received),
+                block_for: count(block_for),
+                failures: count(failures),
+                write_type: write_type.name().to_string(),
+            },
+            P::Read(R::Timeout {
+                consistency,
+                received,
+                block_for,
+                data_present,
+            }) => ExecError::ReadTimeout {
+                consistency: level(consistency),
+                received: count(received),
+                block_for: count(block_for),
+                data_present,
+            },
+            P::Read(R::Failure { consistency, .. }) => ExecError::ReadFailure {
+                consistency: level(consistency),
+                node: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+                reason: 0,
+                reason_name: "UNKNOWN",
+            },
         }
     }
 }

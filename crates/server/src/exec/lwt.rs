@@ -286,7 +286,7 @@ fn read_current(
         now_s,
         resume_after: None,
     };
-    let read = node.proxy.read(*t.id.as_bytes(), &q, serial, u64::MAX)?;
+    let read = node.proxy().read(*t.id.as_bytes(), &q, serial, u64::MAX)?;
     let layout = ColumnLayout::new(t);
     let mut all = Vec::new();
     let mut static_live = false;

@@ -532,7 +532,7 @@ async fn apply_mutations(
             muts.len()
         )
     });
-    Ok(node.proxy.mutate(muts, consistency).await?)
+    Ok(node.proxy().mutate(muts, consistency).await?)
 }
 
 /// Executes a prepared statement with its values.
@@ -649,9 +649,9 @@ pub async fn execute(
         }
         Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks.as_deref()).await? {
             Some(change) => {
-                let _ = node
-                    .events
-                    .send(crate::node::NodeEvent::SchemaChange(change.clone()));
+                let _ = node.events.send(crate::node::NodeEvent(
+                    helenus_protocol::Event::SchemaChange(change.clone()),
+                ));
                 Ok(Outcome::SchemaChange(change))
             }
             None => Ok(Outcome::Void),
@@ -660,7 +660,7 @@ pub async fn execute(
             let t = node
                 .table(keyspace, table)
                 .ok_or_else(|| ExecError::Invalid(format!("table {table} does not exist")))?;
-            let proxy = node.proxy.clone();
+            let proxy = node.proxy().clone();
             let id = *t.id.as_bytes();
             tokio::task::spawn_blocking(move || proxy.truncate(id))
                 .await
@@ -737,7 +737,7 @@ fn current_list_paths(
         now_s,
         resume_after: None,
     };
-    let r = node.proxy.read(table, &q, consistency, u64::MAX)?;
+    let r = node.proxy().read(table, &q, consistency, u64::MAX)?;
     Ok(r.partitions
         .iter()
         .flat_map(|p| p.static_row.iter().chain(p.rows.iter()))

@@ -36,26 +36,65 @@ pub fn error_response(e: ExecError) -> proto::Response {
         ),
         ExecError::Protocol(_) => (ErrorCode::PROTOCOL, ErrorExtra::None),
         ExecError::Overloaded(_) => (ErrorCode::OVERLOADED, ErrorExtra::None),
+        ExecError::Unavailable {
+            consistency,
+            required,
+            alive,
+            ..
+        } => (
+            ErrorCode::UNAVAILABLE,
+            ErrorExtra::Unavailable {
+                consistency: *consistency,
+                required: *required,
+                alive: *alive,
+            },
+        ),
         ExecError::WriteTimeout {
             consistency,
             write_type,
+            received,
+            block_for,
         } => (
             ErrorCode::WRITE_TIMEOUT,
             ErrorExtra::WriteTimeout {
                 consistency: *consistency,
-                received: 0,
-                block_for: 1,
+                received: *received,
+                block_for: *block_for,
                 write_type: write_type.clone(),
                 contentions: None,
             },
         ),
-        ExecError::ReadTimeout { consistency } => (
+        ExecError::ReadTimeout {
+            consistency,
+            received,
+            block_for,
+            data_present,
+        } => (
             ErrorCode::READ_TIMEOUT,
             ErrorExtra::ReadTimeout {
                 consistency: *consistency,
-                received: 0,
-                block_for: 1,
-                data_present: false,
+                received: *received,
+                block_for: *block_for,
+                data_present: *data_present,
+            },
+        ),
+        ExecError::WriteFailure {
+            consistency,
+            received,
+            block_for,
+            failures,
+            write_type,
+        } => (
+            ErrorCode::WRITE_FAILURE,
+            ErrorExtra::WriteFailure {
+                consistency: *consistency,
+                received: *received,
+                block_for: *block_for,
+                failures: proto::Failures {
+                    num_failures: *failures,
+                    reason_map: Vec::new(),
+                },
+                write_type: write_type.clone(),
             },
         ),
         ExecError::ReadFailure {

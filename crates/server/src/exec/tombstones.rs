@@ -34,7 +34,7 @@ impl TombstoneTally {
     /// ReadFailure from this node.
     pub fn note(
         &mut self,
-        result: Result<st::ReadResult, st::StorageError>,
+        result: Result<st::ReadResult, crate::proxy::ProxyError>,
         node: std::net::IpAddr,
         single_key: Option<&Bytes>,
     ) -> Result<st::ReadResult, ExecError> {
@@ -47,9 +47,10 @@ impl TombstoneTally {
                 }
                 Ok(r)
             }
-            Err(st::StorageError::TombstoneOverwhelming {
-                tombstones_scanned, ..
-            }) => {
+            Err(crate::proxy::ProxyError::Storage(st::StorageError::TombstoneOverwhelming {
+                tombstones_scanned,
+                ..
+            })) => {
                 tracing::error!(
                     "Scanned over {} tombstones during query; query aborted (see tombstone_failure_threshold)",
                     self.tombstones + tombstones_scanned

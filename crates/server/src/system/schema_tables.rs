@@ -24,7 +24,7 @@ pub fn local_row(state: &NodeState, t: &TableMeta) -> Vec<Option<Bytes>> {
         .set("key", text("local"))
         .set("bootstrapped", text("COMPLETED"))
         .set("broadcast_address", CqlValue::Inet(cfg.listen_address))
-        .set("broadcast_port", CqlValue::Int(7000))
+        .set("broadcast_port", CqlValue::Int(i32::from(cfg.storage_port)))
         .set("cluster_name", text(cfg.cluster_name.clone()))
         .set("cql_version", text(crate::CQL_VERSION))
         .set("data_center", text(cfg.data_center.clone()))
@@ -34,7 +34,7 @@ pub fn local_row(state: &NodeState, t: &TableMeta) -> Vec<Option<Bytes>> {
         )
         .set("host_id", CqlValue::Uuid(id.host_id))
         .set("listen_address", CqlValue::Inet(cfg.listen_address))
-        .set("listen_port", CqlValue::Int(7000))
+        .set("listen_port", CqlValue::Int(i32::from(cfg.storage_port)))
         .set("native_protocol_version", text("5"))
         .set(
             "partitioner",
@@ -47,6 +47,45 @@ pub fn local_row(state: &NodeState, t: &TableMeta) -> Vec<Option<Bytes>> {
         .set("schema_version", CqlValue::Uuid(state.schema().version))
         .set("tokens", tokens)
         .build()
+}
+
+/// `system.peers` and `system.peers_v2`: every other ring member with tokens (a node still
+/// choosing its tokens is not listed, as Cassandra lists a peer once it has joined).
+pub fn peers(state: &NodeState, t: &TableMeta) -> Rows {
+    let Some(cluster) = state.cluster() else {
+        return Vec::new();
+    };
+    cluster
+        .peers()
+        .into_iter()
+        .filter(|p| !p.tokens.is_empty())
+        .filter_map(|p| {
+            let address = p.address?;
+            let native = p.native.unwrap_or(address);
+            let tokens = CqlValue::Set(p.tokens.iter().map(|tk| text(tk.to_string())).collect());
+            Some(
+                RowBuilder::new(t)
+                    .set("peer", CqlValue::Inet(address.ip()))
+                    .set("peer_port", CqlValue::Int(i32::from(address.port())))
+                    .set("data_center", text(p.location.datacenter.clone()))
+                    .set("rack", text(p.location.rack.clone()))
+                    .set("host_id", CqlValue::Uuid(p.host_id.0))
+                    .set("rpc_address", CqlValue::Inet(native.ip()))
+                    .set("native_address", CqlValue::Inet(native.ip()))
+                    .set("native_port", CqlValue::Int(i32::from(native.port())))
+                    .set_opt("release_version", p.release_version.clone().map(text))
+                    .set_opt(
+                        "schema_version",
+                        p.schema_version
+                            .as_deref()
+                            .and_then(|v| v.parse::<uuid::Uuid>().ok())
+                            .map(CqlValue::Uuid),
+                    )
+                    .set("tokens", tokens)
+                    .build(),
+            )
+        })
+        .collect()
 }
 
 /// One row per (table, local token range) with estimates from the storage engine, as the Spark

@@ -280,13 +280,19 @@ impl Connection {
         self.send(Outgoing::plain(out, after)).await
     }
 
-    /// REGISTER: schema changes are forwarded to this connection from then on.
+    /// REGISTER: events of the listed types are forwarded to this connection from then on.
     async fn register(&mut self, frame: &proto::RequestFrame, types: &[String]) -> ControlFlow<()> {
-        if self.events_task.is_none() && types.iter().any(|t| t == "SCHEMA_CHANGE") {
+        let wanted = EventTypes {
+            schema: types.iter().any(|t| t == "SCHEMA_CHANGE"),
+            topology: types.iter().any(|t| t == "TOPOLOGY_CHANGE"),
+            status: types.iter().any(|t| t == "STATUS_CHANGE"),
+        };
+        if self.events_task.is_none() && (wanted.schema || wanted.topology || wanted.status) {
             self.events_task = Some(spawn_event_forwarder(
                 &self.node,
                 self.tx.clone(),
                 frame.version,
+                wanted,
             ));
         }
         let out = proto::ResponseFrame::new(frame.version, frame.stream, proto::Response::Ready);
@@ -485,21 +491,40 @@ fn classify(
     }
 }
 
+/// The event types a connection REGISTERed for.
+#[derive(Clone, Copy)]
+struct EventTypes {
+    schema: bool,
+    topology: bool,
+    status: bool,
+}
+
+impl EventTypes {
+    fn wants(self, event: &proto::Event) -> bool {
+        match event {
+            proto::Event::SchemaChange(_) => self.schema,
+            proto::Event::TopologyChange { .. } => self.topology,
+            proto::Event::StatusChange { .. } => self.status,
+        }
+    }
+}
+
 fn spawn_event_forwarder(
     node: &Arc<NodeState>,
     tx: mpsc::Sender<Outgoing>,
     version: u8,
+    wanted: EventTypes,
 ) -> tokio::task::JoinHandle<()> {
     let mut events = node.events.subscribe();
     tokio::spawn(async move {
         loop {
             match events.recv().await {
-                Ok(NodeEvent::SchemaChange(change)) => {
-                    let frame = proto::ResponseFrame::new(
-                        version,
-                        -1,
-                        proto::Response::Event(proto::Event::SchemaChange(change)),
-                    );
+                Ok(NodeEvent(event)) => {
+                    if !wanted.wants(&event) {
+                        continue;
+                    }
+                    let frame =
+                        proto::ResponseFrame::new(version, -1, proto::Response::Event(event));
                     if tx
                         .send(Outgoing::plain(frame, AfterWrite::Nothing))
                         .await

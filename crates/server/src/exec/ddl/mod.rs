@@ -31,23 +31,12 @@ pub use table::{apply_table_properties, build_table};
 const SCHEMA_FILE: &str = "schema.json";
 
 pub fn initial_schema(system_dir: &Path) -> Result<Schema, helenus_schema::SchemaError> {
-    let mut keyspaces = BTreeMap::new();
-    for ks in helenus_schema::system_keyspaces() {
-        keyspaces.insert(ks.name.clone(), Arc::new(ks));
-    }
     std::fs::create_dir_all(system_dir).map_err(|e| helenus_schema::SchemaError::Storage {
         path: system_dir.display().to_string(),
         message: e.to_string(),
     })?;
-    for ks in helenus_schema::load_user_schema(&system_dir.join(SCHEMA_FILE))? {
-        keyspaces.insert(ks.name.clone(), Arc::new(ks));
-    }
-    let mut s = Schema {
-        keyspaces,
-        version: uuid::Uuid::nil(),
-    };
-    s.refresh_version();
-    Ok(s)
+    let user = helenus_schema::load_user_schema(&system_dir.join(SCHEMA_FILE))?;
+    Ok(schema_with_user_keyspaces(user))
 }
 
 fn schema_path(node: &NodeState) -> std::path::PathBuf {
@@ -135,8 +124,24 @@ fn keyspace_of(q: &ast::QualifiedName, session_ks: Option<&str>) -> ExecResult<S
     }
 }
 
-/// Runs a DDL statement. Returns None for a no-op (IF [NOT] EXISTS that matched).
+/// Runs a DDL statement. Returns None for a no-op (IF [NOT] EXISTS that matched). In a ring,
+/// the change is then pushed to the other nodes (after the schema lock is released, so a
+/// peer's push arriving meanwhile is not held up behind ours).
 pub async fn execute(
+    node: &NodeState,
+    stmt: &ast::Statement,
+    session_ks: Option<&str>,
+) -> ExecResult<Option<SchemaChange>> {
+    let change = execute_locally(node, stmt, session_ks).await?;
+    if change.is_some() {
+        if let Some(cluster) = node.cluster() {
+            cluster.schema_changed().await;
+        }
+    }
+    Ok(change)
+}
+
+async fn execute_locally(
     node: &NodeState,
     stmt: &ast::Statement,
     session_ks: Option<&str>,
@@ -155,9 +160,52 @@ pub async fn execute(
             Some(x) => x,
             None => return Ok(None),
         };
+    replace_schema(node, &schema, new_schema).await?;
+    // Statements on a changed table are caught by their own check (`exec::cached`); this covers
+    // what that check does not see, such as a type of the keyspace.
+    node.prepared.invalidate_keyspace(changed_keyspace(&change));
+    Ok(Some(change))
+}
+
+/// The system keyspaces with `user` keyspaces beside them (a schema received from a peer).
+pub fn schema_with_user_keyspaces(user: Vec<helenus_schema::KeyspaceMeta>) -> Schema {
+    let mut keyspaces = BTreeMap::new();
+    for ks in helenus_schema::system_keyspaces() {
+        keyspaces.insert(ks.name.clone(), Arc::new(ks));
+    }
+    for ks in user {
+        keyspaces.insert(ks.name.clone(), Arc::new(ks));
+    }
+    let mut s = Schema {
+        keyspaces,
+        version: uuid::Uuid::nil(),
+    };
+    s.refresh_version();
+    s
+}
+
+/// Makes `new_schema` this node's schema (one received from a peer): persisted, storage
+/// following it, cached statements of every keyspace dropped.
+pub async fn install_schema(node: &NodeState, new_schema: Schema) -> ExecResult<()> {
+    let _guard = node.schema_change_lock.lock().await;
+    let schema = node.schema();
+    let keyspaces: Vec<String> = schema
+        .user_keyspaces()
+        .chain(new_schema.user_keyspaces())
+        .map(|k| k.name.clone())
+        .collect();
+    replace_schema(node, &schema, new_schema).await?;
+    for ks in keyspaces {
+        node.prepared.invalidate_keyspace(&ks);
+    }
+    Ok(())
+}
+
+/// Persists `new_schema`, makes storage follow it (new tables created, dropped ones removed,
+/// altered options applied) and swaps it in.
+async fn replace_schema(node: &NodeState, schema: &Schema, new_schema: Schema) -> ExecResult<()> {
     helenus_schema::save_user_schema(&new_schema, &schema_path(node))
         .map_err(|e| ExecError::Server(e.to_string()))?;
-    // Storage follows the schema: new tables are created, dropped ones removed, altered options applied.
     for ks in new_schema.user_keyspaces() {
         for t in ks.tables.values() {
             let old = schema
@@ -189,10 +237,7 @@ pub async fn execute(
         }
     }
     node.replace_schema(new_schema);
-    // Statements on a changed table are caught by their own check (`exec::cached`); this covers
-    // what that check does not see, such as a type of the keyspace.
-    node.prepared.invalidate_keyspace(changed_keyspace(&change));
-    Ok(Some(change))
+    Ok(())
 }
 
 /// The keyspace a change happened in.

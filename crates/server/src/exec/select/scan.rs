@@ -308,7 +308,7 @@ impl<'a> RowSource<'a> {
         let cfg = &self.node.config;
         let mut tally = self.tombstones.borrow_mut();
         let threshold = tally.threshold_left(cfg.tombstone_failure_threshold);
-        let result = self.node.proxy.read(
+        let result = self.node.proxy().read(
             *self.plan.table.id.as_bytes(),
             q,
             self.consistency,

@@ -1,0 +1,451 @@
+//! This node as a member of a ring (issue 12): gossip and internode messaging on the storage
+//! port (`helenus-cluster`), the replicated `StorageProxy` statements go through
+//! (`replicated`, over `helenus-coordinator`), the replica side of data-path messages (`replica`),
+//! schema agreement (`schema`), and the events and views drivers and nodetool see.
+//!
+//! A node joins in two steps. `join_ring` runs before the node opens: it starts gossip and, on a
+//! first start, learns the ring from the seeds before choosing tokens balanced for
+//! `allocate_tokens_for_local_replication_factor`, so the tokens written to `local.json` are final
+//! (they are never reassigned). `attach` runs once the node is open: it installs the replicated
+//! proxy and serves peers' requests.
+
+mod replica;
+mod replicated;
+mod schema;
+mod wire;
+
+use crate::config::NodeConfig;
+use crate::local_node::LocalIdentity;
+use crate::node::{NodeEvent, NodeState};
+use crate::StartError;
+use helenus_cluster::gossip::{FailureDetectorConfig, GossipConfig, GossipEvent};
+use helenus_cluster::locator::{
+    allocate_tokens, Location, Member, NodeId, ReplicationMap, ReplicationStrategy, Ring,
+};
+use helenus_cluster::messaging::{Envelope, Messenger, Verb};
+use helenus_cluster::service::{ClusterService, PeerInfo, ServiceSettings};
+use helenus_coordinator::hints::HintStore;
+use helenus_protocol as proto;
+use helenus_schema::KeyspaceMeta;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Cassandra gossips once a second.
+const GOSSIP_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a first start waits to hear the ring from its seeds before choosing tokens.
+const RING_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// A seed that hears nobody in this long is the first node of a new ring.
+const LONE_SEED_WAIT: Duration = Duration::from_secs(3);
+/// How often hints for live replicas are retried and schema versions compared.
+const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Gossip running, before the node is open: what `attach` needs.
+pub struct Membership {
+    service: ClusterService,
+    inbox: mpsc::Receiver<Envelope>,
+}
+
+/// Starts gossip and settles this node's tokens (see the module docs).
+pub async fn join_ring(
+    config: &NodeConfig,
+    clock: helenus_types::SharedClock,
+) -> Result<Membership, StartError> {
+    let system_dir = config.primary_data_dir().join("system");
+    let existing = LocalIdentity::load(&system_dir);
+    let host_id = existing
+        .as_ref()
+        .map_or_else(uuid::Uuid::new_v4, |i| i.host_id);
+    let tokens = existing.map(|i| i.tokens).unwrap_or_default();
+    let location = Location::new(config.data_center.clone(), config.rack.clone());
+    let settings = ServiceSettings {
+        host_id: NodeId(host_id),
+        listen: config.storage_address(),
+        native: SocketAddr::new(config.rpc_address, config.native_transport_port),
+        location: location.clone(),
+        tokens: tokens.clone(),
+        seeds: config.seeds.clone(),
+        gossip: GossipConfig {
+            cluster_name: config.cluster_name.clone(),
+            interval: GOSSIP_INTERVAL,
+            seeds: Vec::new(),
+            failure_detector: FailureDetectorConfig {
+                phi_convict_threshold: config.phi_convict_threshold,
+                initial_interval: 2 * GOSSIP_INTERVAL,
+            },
+            random_seed: host_id.as_u64_pair().0,
+        },
+        schema_version: uuid::Uuid::nil().to_string(),
+        release_version: crate::RELEASE_VERSION.to_string(),
+        generation: clock.wall_secs(),
+    };
+    let listen = settings.listen;
+    let (service, inbox) =
+        ClusterService::start(settings, clock)
+            .await
+            .map_err(|e| StartError::Listen {
+                addr: listen.to_string(),
+                message: e.to_string(),
+            })?;
+    if tokens.is_empty() {
+        let ring = discover_ring(&service, config).await;
+        let member = Member {
+            id: NodeId(host_id),
+            address: config.listen_address,
+            location,
+        };
+        let strategy = ReplicationStrategy::Simple {
+            replication_factor: config.allocate_tokens_for_local_replication_factor,
+        };
+        let tokens = allocate_tokens(&ring, &member, config.num_tokens, &strategy)
+            .ok()
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| LocalIdentity::spread_tokens(host_id, config.num_tokens));
+        let identity = LocalIdentity {
+            host_id,
+            tokens: tokens.clone(),
+            cluster_name: config.cluster_name.clone(),
+        };
+        identity.save(&system_dir).map_err(|e| StartError::Dir {
+            path: system_dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+        service.announce_normal(&tokens);
+    }
+    Ok(Membership { service, inbox })
+}
+
+/// Waits until gossip has shown the ring this node joins: another member's tokens, or, for a
+/// seed nobody answers, an empty ring.
+async fn discover_ring(service: &ClusterService, config: &NodeConfig) -> Arc<Ring> {
+    let is_seed = config.seeds.contains(&config.storage_address());
+    let start = tokio::time::Instant::now();
+    loop {
+        let ring = service.ring();
+        let waited = start.elapsed();
+        let settled = !ring.is_empty() && waited >= 2 * GOSSIP_INTERVAL;
+        if settled
+            || (is_seed
+                && ring.is_empty()
+                && service.peers().is_empty()
+                && waited >= LONE_SEED_WAIT)
+            || waited >= RING_DISCOVERY_TIMEOUT
+        {
+            return ring;
+        }
+        tokio::time::sleep(GOSSIP_INTERVAL / 4).await;
+    }
+}
+
+/// The running member: gossip, messaging, hints and placement for the replicated proxy.
+pub struct ClusterNode {
+    service: ClusterService,
+    messenger: Messenger,
+    hints: Arc<HintStore>,
+    node: Weak<NodeState>,
+    /// Replication maps by keyspace, rebuilt when the ring or the keyspace's replication changes.
+    maps: Mutex<HashMap<String, CachedMap>>,
+    /// Schema epoch: the number of schema changes this node's schema descends from (schema.rs).
+    schema_epoch: std::sync::atomic::AtomicU64,
+    /// When each replica was last seen going down, for `max_hint_window`.
+    down_since: Mutex<HashMap<NodeId, tokio::time::Instant>>,
+    /// Replicas a hint delivery is running for: one at a time each, since a delivery drops
+    /// the prefix of the hints file it sent.
+    delivering: Mutex<std::collections::HashSet<NodeId>>,
+}
+
+struct CachedMap {
+    ring: Arc<Ring>,
+    strategy: ReplicationStrategy,
+    map: Arc<ReplicationMap>,
+}
+
+/// Makes the open node a ring member: statements go through the replicated proxy from now on.
+pub fn attach(
+    node: &Arc<NodeState>,
+    membership: Membership,
+) -> Result<Arc<ClusterNode>, StartError> {
+    let Membership { service, inbox } = membership;
+    let hints_dir = node.config.hints_directory.clone();
+    let hints =
+        HintStore::open(&hints_dir, node.exec.clock().clone()).map_err(|e| StartError::Dir {
+            path: hints_dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+    let messenger = Messenger::new(Arc::new(service.transport().clone()));
+    let cluster = Arc::new(ClusterNode {
+        service,
+        messenger,
+        hints,
+        node: Arc::downgrade(node),
+        maps: Mutex::new(HashMap::new()),
+        schema_epoch: std::sync::atomic::AtomicU64::new(schema::load_epoch(node)),
+        down_since: Mutex::new(HashMap::new()),
+        delivering: Mutex::new(std::collections::HashSet::new()),
+    });
+    cluster
+        .service
+        .set_schema_version(&node.schema().version.to_string());
+    let proxy = Arc::new(replicated::ReplicatedProxy::new(cluster.clone()));
+    node.join_ring(proxy, cluster.clone());
+    tokio::spawn(replica::serve(cluster.clone(), inbox));
+    tokio::spawn(forward_events(cluster.clone()));
+    tokio::spawn(housekeeping(cluster.clone()));
+    Ok(cluster)
+}
+
+impl ClusterNode {
+    /// Tells peers this node is going away and stops gossip and messaging.
+    pub async fn shutdown(&self) {
+        self.service.shutdown().await;
+    }
+
+    fn node(&self) -> Option<Arc<NodeState>> {
+        self.node.upgrade()
+    }
+
+    fn local(&self) -> NodeId {
+        self.service.host_id()
+    }
+
+    /// The replication map of `keyspace` on the current ring.
+    fn map_for(&self, keyspace: &KeyspaceMeta) -> Arc<ReplicationMap> {
+        let ring = self.service.ring();
+        let strategy = strategy_of(keyspace);
+        let mut maps = self.maps.lock();
+        if let Some(c) = maps.get(&keyspace.name) {
+            if Arc::ptr_eq(&c.ring, &ring) && c.strategy == strategy {
+                return c.map.clone();
+            }
+        }
+        let map = Arc::new(ReplicationMap::new(
+            ring.clone(),
+            strategy.clone(),
+            self.local(),
+        ));
+        maps.insert(
+            keyspace.name.clone(),
+            CachedMap {
+                ring,
+                strategy,
+                map: map.clone(),
+            },
+        );
+        map
+    }
+
+    fn write_timeout(&self) -> Duration {
+        self.node().map_or(Duration::from_secs(2), |n| {
+            Duration::from_millis(n.config.write_request_timeout_ms)
+        })
+    }
+
+    /// Whether `target`, down now, should still get hints (`max_hint_window`).
+    fn within_hint_window(&self, target: NodeId) -> bool {
+        let Some(node) = self.node() else {
+            return false;
+        };
+        if !node.config.hinted_handoff_enabled {
+            return false;
+        }
+        let window = Duration::from_millis(node.config.max_hint_window_ms);
+        self.down_since
+            .lock()
+            .get(&target)
+            .is_none_or(|since| since.elapsed() <= window)
+    }
+
+    fn native_address(&self, node: NodeId) -> Option<SocketAddr> {
+        self.service
+            .peers()
+            .into_iter()
+            .find(|p| p.host_id == node)
+            .and_then(|p| p.native)
+    }
+}
+
+/// A keyspace's replication as placement needs it.
+fn strategy_of(keyspace: &KeyspaceMeta) -> ReplicationStrategy {
+    use helenus_schema::ReplicationStrategy as S;
+    match keyspace.replication_params().strategy {
+        S::Simple { replication_factor } => ReplicationStrategy::Simple {
+            replication_factor: replication_factor as usize,
+        },
+        S::NetworkTopology { datacenters } => ReplicationStrategy::NetworkTopology {
+            datacenters: datacenters
+                .into_iter()
+                .map(|(dc, rf)| (dc, rf as usize))
+                .collect(),
+        },
+        S::Local => ReplicationStrategy::Local,
+        S::Everywhere => ReplicationStrategy::Everywhere,
+    }
+}
+
+/// Gossip's view of peers becomes drivers' TOPOLOGY_CHANGE and STATUS_CHANGE events; a replica
+/// coming back gets its hints.
+async fn forward_events(cluster: Arc<ClusterNode>) {
+    let mut events = cluster.service.subscribe();
+    loop {
+        let event = match events.recv().await {
+            Ok(e) => e,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(_) => return,
+        };
+        let Some(node) = cluster.node() else { return };
+        let (peer, pushed) = match event {
+            GossipEvent::Joined(p) => (p, Some(topology(proto::TopologyChangeType::NewNode))),
+            GossipEvent::Up(p) | GossipEvent::Restarted(p) => {
+                cluster.down_since.lock().remove(&p);
+                tokio::spawn(replica::deliver_hints_to(cluster.clone(), p));
+                (p, Some(status(proto::StatusChangeType::Up)))
+            }
+            GossipEvent::Down(p) => {
+                cluster
+                    .down_since
+                    .lock()
+                    .insert(p, tokio::time::Instant::now());
+                (p, Some(status(proto::StatusChangeType::Down)))
+            }
+            GossipEvent::Changed(_, _) => continue,
+        };
+        if let (Some(make), Some(address)) = (pushed, cluster.native_address(peer)) {
+            let _ = node.events.send(NodeEvent(make(address)));
+        }
+    }
+}
+
+type MakeEvent = fn(SocketAddr) -> proto::Event;
+
+fn topology(change: proto::TopologyChangeType) -> MakeEvent {
+    match change {
+        proto::TopologyChangeType::NewNode => |address| proto::Event::TopologyChange {
+            change: proto::TopologyChangeType::NewNode,
+            address,
+        },
+        proto::TopologyChangeType::RemovedNode => |address| proto::Event::TopologyChange {
+            change: proto::TopologyChangeType::RemovedNode,
+            address,
+        },
+        proto::TopologyChangeType::MovedNode => |address| proto::Event::TopologyChange {
+            change: proto::TopologyChangeType::MovedNode,
+            address,
+        },
+    }
+}
+
+fn status(change: proto::StatusChangeType) -> MakeEvent {
+    match change {
+        proto::StatusChangeType::Up => |address| proto::Event::StatusChange {
+            change: proto::StatusChangeType::Up,
+            address,
+        },
+        proto::StatusChangeType::Down => |address| proto::Event::StatusChange {
+            change: proto::StatusChangeType::Down,
+            address,
+        },
+    }
+}
+
+/// Periodic work: hints to replicas that are up (a delivery that stopped half way resumes),
+/// the load gossip carries, and schema pulls from peers that disagree.
+async fn housekeeping(cluster: Arc<ClusterNode>) {
+    let mut every = tokio::time::interval(HOUSEKEEPING_INTERVAL);
+    loop {
+        every.tick().await;
+        let Some(node) = cluster.node() else { return };
+        if let Ok(targets) = cluster.hints.targets() {
+            for target in targets {
+                if cluster.service.is_alive(target) {
+                    replica::deliver_hints_to(cluster.clone(), target).await;
+                }
+            }
+        }
+        let load: u64 = node
+            .schema()
+            .user_keyspaces()
+            .flat_map(|k| k.tables.values())
+            .map(|t| {
+                node.engine
+                    .table_stats(*t.id.as_bytes())
+                    .live_disk_space_bytes
+            })
+            .sum();
+        cluster.service.set_load(load);
+        schema::pull_if_behind(&cluster).await;
+    }
+}
+
+impl crate::topology::ClusterView for ClusterNode {
+    fn local(&self) -> NodeId {
+        self.service.host_id()
+    }
+
+    fn peers(&self) -> Vec<PeerInfo> {
+        self.service.peers()
+    }
+
+    fn ring(&self) -> Arc<Ring> {
+        self.service.ring()
+    }
+
+    fn is_alive(&self, node: NodeId) -> bool {
+        node == self.local() || self.service.is_alive(node)
+    }
+
+    fn replicas(&self, keyspace: &KeyspaceMeta, token: i64) -> Vec<NodeId> {
+        self.map_for(keyspace).replicas(token).to_vec()
+    }
+
+    fn ownership(&self, keyspace: Option<&KeyspaceMeta>) -> BTreeMap<NodeId, f64> {
+        match keyspace {
+            Some(k) => self.map_for(k).effective_ownership(),
+            None => {
+                let ring = self.service.ring();
+                ReplicationMap::new(
+                    ring,
+                    ReplicationStrategy::Simple {
+                        replication_factor: 1,
+                    },
+                    self.local(),
+                )
+                .effective_ownership()
+            }
+        }
+    }
+
+    fn schema_versions(&self) -> BTreeMap<String, Vec<IpAddr>> {
+        let version = self
+            .node()
+            .map(|n| n.schema().version.to_string())
+            .unwrap_or_default();
+        helenus_cluster::schema_sync::schema_versions(
+            (&version, self.service.listen_address().ip()),
+            &self.service.peers(),
+        )
+    }
+
+    fn hints_pending(&self) -> u64 {
+        self.hints
+            .targets()
+            .map(|targets| {
+                targets
+                    .iter()
+                    .map(|t| self.hints.read(*t).map_or(0, |h| h.len() as u64))
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    fn schema_changed(&self) -> crate::topology::Pending<'_> {
+        Box::pin(schema::announce_change(self))
+    }
+}
+
+/// Answers a request this node cannot serve.
+fn refuse(messenger: &Messenger, request: &Envelope) {
+    let _ = messenger.respond(request, Verb::Failure, bytes::Bytes::new());
+}

@@ -1,0 +1,35 @@
+//! What the system tables, the admin API and drivers' events see of the ring this node is in:
+//! peers with their tokens, data centers and schema versions, who is alive, and where a key's
+//! replicas are. Implemented by `cluster::ClusterNode`; a node alone has none.
+
+use helenus_cluster::locator::{NodeId, Ring};
+use helenus_cluster::service::PeerInfo;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// Work still running that yields nothing.
+pub type Pending<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+pub trait ClusterView: Send + Sync {
+    /// This node.
+    fn local(&self) -> NodeId;
+    /// Every other node known, up or down.
+    fn peers(&self) -> Vec<PeerInfo>;
+    /// The ring (NORMAL members and their tokens).
+    fn ring(&self) -> Arc<Ring>;
+    fn is_alive(&self, node: NodeId) -> bool;
+    /// The replicas of `token` in `keyspace`, primary first (`nodetool getendpoints`).
+    fn replicas(&self, keyspace: &helenus_schema::KeyspaceMeta, token: i64) -> Vec<NodeId>;
+    /// Effective ownership of each node for `keyspace` (`nodetool status KS`), 0..1.
+    fn ownership(&self, keyspace: Option<&helenus_schema::KeyspaceMeta>) -> BTreeMap<NodeId, f64>;
+    /// Schema versions and the nodes on each (`nodetool describecluster`).
+    fn schema_versions(&self) -> BTreeMap<String, Vec<IpAddr>>;
+    /// Hints waiting here for replicas that missed writes.
+    fn hints_pending(&self) -> u64;
+    /// After a schema change made here: announce it and wait (bounded) until live peers have it,
+    /// as Cassandra waits for schema agreement before answering DDL.
+    fn schema_changed(&self) -> Pending<'_>;
+}
