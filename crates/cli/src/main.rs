@@ -1,5 +1,6 @@
 //! `helenus`: the node and the tools around it, one binary with subcommands.
 
+mod cluster;
 mod nodetool;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,12 @@ enum Command {
     /// nodetool commands over the node's admin API: `helenus nodetool -h 127.0.0.1 flush ks t`.
     #[command(disable_help_flag = true)]
     Nodetool {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// ccm for Helenus: `helenus cluster start 3`, `status`, `kill node2`, `start node2`, ...
+    #[command(disable_help_flag = true)]
+    Cluster {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -220,6 +227,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("{e}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Cluster { args } => match cluster::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ERROR {e}");
                 ExitCode::from(1)
             }
         },

@@ -5,14 +5,15 @@
 mod http;
 mod report;
 
-pub use http::NodetoolError;
-use http::{enc, ks_path, Node};
+use http::{enc, ks_path};
+pub use http::{Node, NodetoolError};
 
 fn usage() -> String {
     "usage: helenus nodetool [-h HOST] [-p PORT] <command> [args]\n\
      commands: info, flush [ks [tables...]], compact [ks [tables...]], garbagecollect [ks [tables...]],\n\
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
-     \x20         tablehistograms ks table, compactionstats, version"
+     \x20         tablehistograms ks table, compactionstats, version,\n\
+     \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key"
         .to_string()
 }
 
