@@ -22,10 +22,28 @@ pub enum ProxyError {
     Write(#[from] helenus_coordinator::WriteError),
     #[error(transparent)]
     Read(#[from] helenus_coordinator::read::ReadError),
+    /// A lightweight transaction did not finish at its serial level: `Timeout` leaves the
+    /// outcome unknown (Cassandra's CAS write timeout).
+    #[error("{error}")]
+    Paxos {
+        error: helenus_coordinator::paxos::PaxosError,
+        consistency: ConsistencyLevel,
+    },
     /// TRUNCATE needs every node up (Cassandra: "Cannot perform truncate, some hosts are down").
     #[error("{0}")]
     Truncate(String),
 }
+
+/// The outcome of a compare-and-set: whether it applied, and the partition's rows it was
+/// checked against (what a failed condition shows).
+pub struct CasResult {
+    pub applied: bool,
+    pub current: st::ReadResult,
+}
+
+/// Decides a compare-and-set: given the current rows (`query` read), the mutations to apply,
+/// or `None` when the condition does not hold. May run several times (Paxos retries).
+pub type CasDecision<'a> = &'a (dyn Fn(&st::ReadResult) -> Option<Vec<st::Mutation>> + Send + Sync);
 
 /// A proxy operation still running.
 pub type ProxyFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ProxyError>> + Send + 'a>>;
@@ -50,6 +68,19 @@ pub trait StorageProxy: Send + Sync {
 
     /// Removes every row of `table` (blocking: run it off the async workers).
     fn truncate(&self, table: st::TableId) -> Result<(), ProxyError>;
+
+    /// A compare-and-set of one partition through Paxos across its replicas at `serial`,
+    /// the condition checked against `query`'s rows; `None` where this node alone decides (a
+    /// single node: the executor orders LWTs with its own partition locks).
+    fn cas<'a>(
+        &'a self,
+        _table: st::TableId,
+        _query: &'a st::ReadQuery,
+        _serial: ConsistencyLevel,
+        _decide: CasDecision<'a>,
+    ) -> Option<ProxyFuture<'a, CasResult>> {
+        None
+    }
 }
 
 /// A single node: every level is met by the one local replica.

@@ -21,4 +21,6 @@ mod tests;
 pub use acceptor::{Acceptor, AcceptorState, MemoryPaxosStore, PaxosStore};
 pub use ballot::{Ballot, BallotGenerator};
 pub use messages::{Commit, PaxosDecodeError, PaxosReply, PaxosRequest, Promise, ReadValue};
-pub use proposer::{cas, serve_paxos, CasOutcome, CasRequest, PaxosError, SharedAcceptor};
+pub use proposer::{
+    cas, cas_with, serve_paxos, CasOutcome, CasRequest, CurrentValue, PaxosError, SharedAcceptor,
+};

@@ -44,12 +44,29 @@ pub enum PaxosError {
 }
 
 /// Runs one compare-and-set; `decide` maps the current value to the new one, or `None` when the
-/// condition does not hold.
+/// condition does not hold. The value is a register: the newest read or commit wins.
 pub async fn cas(
     request: &CasRequest<'_>,
     messenger: &Messenger,
     local: &Acceptor,
     ballots: &BallotGenerator,
+    decide: impl Fn(Option<&Bytes>) -> Option<Bytes>,
+) -> Result<CasOutcome, PaxosError> {
+    cas_with(request, messenger, local, ballots, newest_value, decide).await
+}
+
+/// What the condition is checked against, from the quorum's promises and the newest commit
+/// among them.
+pub type CurrentValue = fn(&[&Promise], Option<&Commit>) -> Option<Bytes>;
+
+/// `cas` with the current value computed by `current`: a store whose values are partitions
+/// (updates are mutations, not whole values) reconciles every read with the latest commit.
+pub async fn cas_with(
+    request: &CasRequest<'_>,
+    messenger: &Messenger,
+    local: &Acceptor,
+    ballots: &BallotGenerator,
+    current_of: CurrentValue,
     decide: impl Fn(Option<&Bytes>) -> Option<Bytes>,
 ) -> Result<CasOutcome, PaxosError> {
     if request.replicas.len() < request.quorum {
@@ -105,7 +122,7 @@ pub async fn cas(
             }
             continue;
         }
-        let current = newest_value(&granted, latest_commit);
+        let current = current_of(&granted, latest_commit);
         let Some(update) = decide(current.as_ref()) else {
             return Ok(CasOutcome {
                 applied: false,
@@ -142,9 +159,17 @@ fn newest_value(granted: &[&Promise], latest_commit: Option<&Commit>) -> Option<
 }
 
 async fn contention_pause(attempt: u32, ballots: &BallotGenerator) {
-    // Randomised so two coordinators racing for one partition stop colliding.
-    let jitter = ballots.next().micros.unsigned_abs() % 1000;
-    let millis = (u64::from(attempt.min(6)) * 2).saturating_mul(jitter) / 1000;
+    // Randomised so coordinators racing for one partition stop colliding, and growing with
+    // each lost round up to 100 ms (Cassandra's contention backoff is of that order): short
+    // fixed pauses let three coordinators on one key keep pre-empting each other.
+    let jitter = ballots
+        .next()
+        .micros
+        .unsigned_abs()
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        >> 54;
+    let ceiling = (u64::from(attempt.min(10)) * 10).min(100);
+    let millis = jitter % ceiling.max(1);
     tokio::time::sleep(Duration::from_millis(millis.max(1))).await;
 }
 

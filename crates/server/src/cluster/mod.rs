@@ -9,6 +9,7 @@
 //! (they are never reassigned). `attach` runs once the node is open: it installs the replicated
 //! proxy and serves peers' requests.
 
+mod paxos;
 mod replica;
 mod replicated;
 mod schema;
@@ -152,6 +153,9 @@ pub struct ClusterNode {
     schema_epoch: std::sync::atomic::AtomicU64,
     /// When each replica was last seen going down, for `max_hint_window`.
     down_since: Mutex<HashMap<NodeId, tokio::time::Instant>>,
+    /// This node's Paxos acceptor and the ballots it proposes with (cluster/paxos.rs).
+    acceptor: helenus_coordinator::paxos::Acceptor,
+    ballots: helenus_coordinator::paxos::BallotGenerator,
     /// Replicas a hint delivery is running for: one at a time each, since a delivery drops
     /// the prefix of the hints file it sent.
     delivering: Mutex<std::collections::HashSet<NodeId>>,
@@ -176,6 +180,21 @@ pub fn attach(
             message: e.to_string(),
         })?;
     let messenger = Messenger::new(Arc::new(service.transport().clone()));
+    let system_dir = node.config.primary_data_dir().join("system");
+    let paxos_store = paxos::EnginePaxosStore::open(
+        &system_dir,
+        node.engine.clone(),
+        node.exec.clock().clone(),
+        node.config.commitlog_sync != crate::config::CommitlogSyncMode::Periodic,
+    )
+    .map_err(|e| StartError::Dir {
+        path: system_dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let ballots = helenus_coordinator::paxos::BallotGenerator::new(
+        service.host_id(),
+        node.exec.clock().clone(),
+    );
     let cluster = Arc::new(ClusterNode {
         service,
         messenger,
@@ -185,6 +204,8 @@ pub fn attach(
         schema_epoch: std::sync::atomic::AtomicU64::new(schema::load_epoch(node)),
         down_since: Mutex::new(HashMap::new()),
         delivering: Mutex::new(std::collections::HashSet::new()),
+        acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
+        ballots,
     });
     cluster
         .service

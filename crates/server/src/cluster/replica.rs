@@ -43,6 +43,16 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                     serve_read(&envelope, &store, &store, &cluster.messenger);
                 });
             }
+            Verb::PaxosPrepare | Verb::PaxosPropose | Verb::PaxosCommit => {
+                // A commit applies to the engine and waits for its commitlog.
+                tokio::task::spawn_blocking(move || {
+                    helenus_coordinator::paxos::serve_paxos(
+                        &envelope,
+                        &cluster.acceptor,
+                        &cluster.messenger,
+                    )
+                });
+            }
             Verb::TruncateRequest => {
                 tokio::task::spawn_blocking(move || serve_truncate(&node, &cluster, &envelope));
             }

@@ -11,9 +11,10 @@
 
 use super::replica::{Hints, LocalStore};
 use super::{wire, ClusterNode};
-use crate::proxy::{ProxyError, ProxyFuture, StorageProxy};
+use crate::proxy::{CasDecision, CasResult, ProxyError, ProxyFuture, StorageProxy};
 use helenus_cluster::locator::{NodeId, ReplicationMap, ReplicationStrategy, Token, TokenRange};
 use helenus_cluster::messaging::Verb;
+use helenus_coordinator::paxos::{cas_with, CasRequest, PaxosError};
 use helenus_coordinator::read::{ReadError, ReadOptions};
 use helenus_coordinator::{plan_read, plan_write, ConsistencyLevel, LiveReplicas, WriteType};
 use helenus_schema::KeyspaceMeta;
@@ -343,6 +344,80 @@ impl StorageProxy for ReplicatedProxy {
                 tombstone_failure_threshold,
             ),
         }
+    }
+
+    fn cas<'a>(
+        &'a self,
+        table: st::TableId,
+        query: &'a st::ReadQuery,
+        serial: ConsistencyLevel,
+        decide: CasDecision<'a>,
+    ) -> Option<ProxyFuture<'a, CasResult>> {
+        let keyspace = self.replicated_keyspace(&table)?;
+        let st::PartitionRange::Single { key, token } = &query.partitions else {
+            return None;
+        };
+        Some(Box::pin(async move {
+            let node = self
+                .cluster
+                .node()
+                .ok_or(ProxyError::Storage(st::StorageError::ShuttingDown))?;
+            let map = self.cluster.map_for(&keyspace);
+            let paxos_error = |error| ProxyError::Paxos {
+                error,
+                consistency: serial,
+            };
+            let plan = {
+                let ring = map.ring().clone();
+                let is_alive = self.live();
+                let live = LiveReplicas {
+                    ring: &ring,
+                    local: self.cluster.local(),
+                    is_alive: &is_alive,
+                };
+                plan_read(&map, *token, serial, &live)
+            }
+            .map_err(|u| {
+                paxos_error(PaxosError::Unavailable {
+                    required: u.required,
+                    alive: u.alive,
+                })
+            })?;
+            let replicas: Vec<NodeId> = plan.contacts.iter().chain(&plan.spare).copied().collect();
+            let request = CasRequest {
+                key: super::paxos::paxos_key(&table, key),
+                replicas: &replicas,
+                quorum: plan.block_for,
+                timeout: self.cluster.write_timeout(),
+            };
+            let resolve = |current: Option<&bytes::Bytes>| -> Option<st::ReadResult> {
+                let partitions = match current {
+                    Some(c) => helenus_mutation::decode_mutations(c.clone()).ok()?,
+                    None => Vec::new(),
+                };
+                node.engine
+                    .resolve_unfiltered(table, vec![partitions], query)
+                    .ok()
+            };
+            let outcome = cas_with(
+                &request,
+                &self.cluster.messenger,
+                &self.cluster.acceptor,
+                &self.cluster.ballots,
+                super::paxos::union_current,
+                |current| {
+                    let rows = resolve(current)?;
+                    decide(&rows).map(|m| helenus_mutation::encode_mutations(&m))
+                },
+            )
+            .await
+            .map_err(paxos_error)?;
+            let current = resolve(outcome.current.as_ref()).unwrap_or_default();
+            Ok(CasResult {
+                applied: outcome.applied,
+                current,
+            })
+        }))
     }
 
     fn truncate(&self, table: st::TableId) -> Result<(), ProxyError> {

@@ -169,6 +169,25 @@ impl From<crate::proxy::ProxyError> for ExecError {
         match e {
             P::Storage(s) => s.into(),
             P::Truncate(m) => ExecError::Truncate(m),
+            P::Paxos { error, consistency } => match error {
+                helenus_coordinator::paxos::PaxosError::Timeout {
+                    received,
+                    block_for,
+                } => ExecError::WriteTimeout {
+                    consistency: level(consistency),
+                    write_type: "CAS".into(),
+                    received: count(received),
+                    block_for: count(block_for),
+                },
+                helenus_coordinator::paxos::PaxosError::Unavailable { required, alive } => {
+                    ExecError::Unavailable {
+                        consistency: level(consistency),
+                        required: count(required),
+                        alive: count(alive),
+                        message,
+                    }
+                }
+            },
             P::Write(W::Unavailable(u)) | P::Read(R::Unavailable(u)) => ExecError::Unavailable {
                 consistency: level(u.consistency),
                 required: count(u.required),

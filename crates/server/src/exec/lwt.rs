@@ -152,6 +152,26 @@ async fn cas(
         .collect();
     clusterings.sort_by(|a, b| compare_clustering(t, a, b));
     clusterings.dedup();
+    if let Some(outcome) = cas_across_replicas(
+        node,
+        statements,
+        (&key, token),
+        &targets,
+        &clusterings,
+        ctx,
+        &muts,
+    )
+    .await
+    {
+        return outcome.map(|(applied, current)| {
+            if applied {
+                return rows_outcome(t, vec![applied_column()], vec![vec![applied_cell(true)]]);
+            }
+            let (columns, rows) =
+                failure_result(t, plans, &targets, &clusterings, &current, is_batch);
+            rows_outcome(t, columns, rows)
+        });
+    }
     let current = read_current(
         node,
         t,
@@ -159,14 +179,7 @@ async fn cas(
         &clusterings,
         (ctx.now_s, ctx.serial_consistency),
     )?;
-
-    let mut applied = true;
-    for ((p, binds), target) in statements.iter().zip(&targets) {
-        let Some(cond) = &p.condition else { continue };
-        if !condition_holds(t, cond, target, &current, binds)? {
-            applied = false;
-        }
-    }
+    let applied = conditions_hold(statements, &targets, &current)?;
     if applied {
         super::apply_mutations(node, muts.into_iter().flatten().collect(), ctx.consistency).await?;
         return Ok(rows_outcome(
@@ -177,6 +190,61 @@ async fn cas(
     }
     let (columns, rows) = failure_result(t, plans, &targets, &clusterings, &current, is_batch);
     Ok(rows_outcome(t, columns, rows))
+}
+
+fn conditions_hold(
+    statements: &[(&WritePlan, &Binds<'_>)],
+    targets: &[Option<Vec<Bytes>>],
+    current: &Current,
+) -> ExecResult<bool> {
+    let mut applied = true;
+    for ((p, binds), target) in statements.iter().zip(targets) {
+        let Some(cond) = &p.condition else { continue };
+        if !condition_holds(&p.table, cond, target, current, binds)? {
+            applied = false;
+        }
+    }
+    Ok(applied)
+}
+
+/// In a ring: the compare-and-set runs as Paxos across the partition's replicas (the proxy's
+/// `cas`), the conditions checked against what a quorum holds. `None` on a single node.
+async fn cas_across_replicas(
+    node: &NodeState,
+    statements: &[(&WritePlan, &Binds<'_>)],
+    partition: (&Bytes, i64),
+    targets: &[Option<Vec<Bytes>>],
+    clusterings: &[Vec<Bytes>],
+    ctx: &WriteContext<'_>,
+    muts: &[Vec<st::Mutation>],
+) -> Option<ExecResult<(bool, Current)>> {
+    let t = &statements.first()?.0.table;
+    let q = current_query(t, partition, clusterings, ctx.now_s);
+    let failed: parking_lot::Mutex<Option<ExecError>> = parking_lot::Mutex::new(None);
+    let all: Vec<st::Mutation> = muts.iter().flatten().cloned().collect();
+    let decide = |rows: &st::ReadResult| -> Option<Vec<st::Mutation>> {
+        let current = current_from(t, clusterings, rows);
+        match conditions_hold(statements, targets, &current) {
+            Ok(true) => Some(all.clone()),
+            Ok(false) => None,
+            Err(e) => {
+                *failed.lock() = Some(e);
+                None
+            }
+        }
+    };
+    let running = node
+        .proxy()
+        .cas(*t.id.as_bytes(), &q, ctx.serial_consistency, &decide)?;
+    let result = running.await;
+    if let Some(e) = failed.lock().take() {
+        return Some(Err(e));
+    }
+    Some(
+        result
+            .map(|r| (r.applied, current_from(t, clusterings, &r.current)))
+            .map_err(ExecError::from),
+    )
 }
 
 /// Cassandra keeps one condition per row of a conditional batch: statements on the same row may
@@ -252,10 +320,22 @@ impl Current {
 fn read_current(
     node: &NodeState,
     t: &TableMeta,
-    (key, token): (&Bytes, i64),
+    partition: (&Bytes, i64),
     clusterings: &[Vec<Bytes>],
     (now_s, serial): (i64, helenus_coordinator::ConsistencyLevel),
 ) -> ExecResult<Current> {
+    let q = current_query(t, partition, clusterings, now_s);
+    let read = node.proxy().read(*t.id.as_bytes(), &q, serial, u64::MAX)?;
+    Ok(current_from(t, clusterings, &read))
+}
+
+/// The read a condition is checked against: the rows it names, or the static row.
+fn current_query(
+    t: &TableMeta,
+    (key, token): (&Bytes, i64),
+    clusterings: &[Vec<Bytes>],
+    now_s: i64,
+) -> st::ReadQuery {
     let has_clustering = t.clustering_len() > 0;
     let slices = if has_clustering {
         clusterings
@@ -273,7 +353,7 @@ fn read_current(
     };
     // No clustering row asked for: only the static row matters, one row is enough to carry it.
     let row_limit = (has_clustering && clusterings.is_empty()).then_some(1);
-    let q = st::ReadQuery {
+    st::ReadQuery {
         partitions: st::PartitionRange::Single {
             key: key.clone(),
             token,
@@ -285,8 +365,11 @@ fn read_current(
         partition_limit: None,
         now_s,
         resume_after: None,
-    };
-    let read = node.proxy().read(*t.id.as_bytes(), &q, serial, u64::MAX)?;
+    }
+}
+
+fn current_from(t: &TableMeta, clusterings: &[Vec<Bytes>], read: &st::ReadResult) -> Current {
+    let has_clustering = t.clustering_len() > 0;
     let layout = ColumnLayout::new(t);
     let mut all = Vec::new();
     let mut static_live = false;
@@ -313,7 +396,7 @@ fn read_current(
         .filter(|r| !has_clustering || !r.clustering.is_empty())
         .filter(|r| !has_clustering || clusterings.contains(&r.clustering))
         .collect();
-    Ok(Current { rows, statics })
+    Current { rows, statics }
 }
 
 fn condition_holds(
