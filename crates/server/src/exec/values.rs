@@ -696,14 +696,14 @@ fn elements(
         .collect()
 }
 
-fn sort_dedup(vals: &mut Vec<CqlValue>, element: &CqlType) {
+pub(crate) fn sort_dedup(vals: &mut Vec<CqlValue>, element: &CqlType) {
     let mut keyed: Vec<(Bytes, CqlValue)> = vals.drain(..).map(|v| (serialize(&v), v)).collect();
     keyed.sort_by(|a, b| helenus_types::compare_serialized(element, &a.0, &b.0));
     keyed.dedup_by(|a, b| helenus_types::compare_serialized(element, &a.0, &b.0).is_eq());
     vals.extend(keyed.into_iter().map(|(_, v)| v));
 }
 
-fn sort_dedup_map(vals: &mut Vec<(CqlValue, CqlValue)>, key: &CqlType) {
+pub(crate) fn sort_dedup_map(vals: &mut Vec<(CqlValue, CqlValue)>, key: &CqlType) {
     let mut keyed: Vec<(Bytes, (CqlValue, CqlValue))> =
         vals.drain(..).map(|kv| (serialize(&kv.0), kv)).collect();
     // Later entries win on duplicate keys, as in Cassandra's map literal.

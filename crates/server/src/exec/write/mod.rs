@@ -301,7 +301,10 @@ impl PartitionWrite<'_, '_, '_> {
         let (ts, ttl) = (self.ts, self.ttl);
         let mut all = Vec::new();
         let single =
-            if self.clusterings.len() == 1 && (self.full_clustering || t.clustering_len() == 0) {
+            // Without clustering values the row is the static row (static list operations).
+            if self.clusterings.len() == 1
+                && (self.full_clustering || t.clustering_len() == 0 || self.no_clustering)
+            {
                 self.clusterings.first().map(|c| RowAt {
                     key: &m.key,
                     token: m.token,
