@@ -27,6 +27,7 @@ mod cql_text;
 pub mod ddl;
 pub mod describe;
 mod error;
+mod floor;
 mod functions;
 mod json;
 mod key_values;

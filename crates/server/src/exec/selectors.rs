@@ -11,7 +11,7 @@ use bytes::{BufMut, Bytes};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
 mod compile;
-pub use compile::compile;
+pub use compile::{compile, compile_selector};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AggKind {
