@@ -231,6 +231,10 @@ struct Current {
     rows: Vec<Row>,
     /// A row with the partition key and static values only, when the static row is live.
     statics: Option<Row>,
+    /// The partition's first row read (key, clustering of its first row, static values), when
+    /// the partition has any: what Cassandra shows for a failed condition on static columns,
+    /// live static row or not.
+    head: Option<Row>,
 }
 
 impl Current {
@@ -294,26 +298,40 @@ fn read_current(
         static_live |= p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty());
         partition_rows(t, &layout, p, true, &mut all);
     }
-    let statics = if static_live {
-        all.first().map(|r| {
-            let mut r = r.clone();
-            for (i, c) in t.columns.iter().enumerate() {
-                if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
-                    r.cells[i] = None;
-                }
+    let keep = |r: &Row, kinds: &[ColumnKind]| {
+        let mut r = r.clone();
+        for (i, c) in t.columns.iter().enumerate() {
+            if !kinds.contains(&c.kind) {
+                r.cells[i] = None;
             }
-            r.clustering = Vec::new();
-            r
-        })
-    } else {
-        None
+        }
+        r
     };
+    let head = all.first().map(|r| {
+        keep(
+            r,
+            &[
+                ColumnKind::PartitionKey,
+                ColumnKind::Clustering,
+                ColumnKind::Static,
+            ],
+        )
+    });
+    let statics = all.first().filter(|_| static_live).map(|r| {
+        let mut r = keep(r, &[ColumnKind::PartitionKey, ColumnKind::Static]);
+        r.clustering = Vec::new();
+        r
+    });
     let rows = all
         .into_iter()
         .filter(|r| !has_clustering || !r.clustering.is_empty())
         .filter(|r| !has_clustering || clusterings.contains(&r.clustering))
         .collect();
-    Ok(Current { rows, statics })
+    Ok(Current {
+        rows,
+        statics,
+        head,
+    })
 }
 
 fn condition_holds(
@@ -409,7 +427,7 @@ fn failure_result(
     let shown = failure_columns(t, plans, is_batch);
     let mut source: Vec<&Row> = clusterings.iter().filter_map(|c| current.row(c)).collect();
     if source.is_empty() && static_condition {
-        source.extend(current.statics.as_ref());
+        source.extend(current.head.as_ref());
     }
     if source.is_empty() {
         return (vec![applied_column()], vec![vec![applied_cell(false)]]);

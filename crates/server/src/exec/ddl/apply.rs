@@ -45,6 +45,13 @@ pub fn apply(
         S::DropMaterializedView {
             if_exists: true, ..
         } => Ok(None),
+        // There are no user-defined functions or aggregates, so none can exist to drop.
+        S::DropFunction(ast::DropFunctionStatement {
+            if_exists: true, ..
+        })
+        | S::DropAggregate(ast::DropFunctionStatement {
+            if_exists: true, ..
+        }) => Ok(None),
         _ => invalid("This statement is not supported by Helenus yet"),
     }
 }
