@@ -12,7 +12,7 @@ use super::rows::{partition_rows, ColumnLayout, Row};
 use super::select::{compare_clustering, SelectOutput};
 use super::values::{self, Binds};
 use super::write::lwt_cond::holds;
-use super::write::{mutations, Op, WriteContext, WritePlan};
+use super::write::{self, mutations, Op, WriteContext, WritePlan};
 use super::Outcome;
 use crate::node::NodeState;
 use bytes::Bytes;
@@ -132,17 +132,16 @@ async fn cas(
         // List positions must be those of the state the conditions are checked against.
         muts = all_mutations(statements, ctx, is_batch)?;
     }
-    let targets: Vec<Option<Vec<Bytes>>> = plans
-        .iter()
-        .zip(&muts)
-        .map(|(p, m)| {
-            if p.condition.is_some() {
-                target_row(t, m)
-            } else {
-                None
+    let mut targets: Vec<Option<Vec<Bytes>>> = Vec::new();
+    for ((p, binds), m) in statements.iter().zip(&muts) {
+        targets.push(match &p.condition {
+            None => None,
+            Some(WriteCondition::Columns(_)) if t.clustering_len() > 0 && !p.ck.is_empty() => {
+                write::named_clustering(p, binds)?.or_else(|| target_row(t, m))
             }
-        })
-        .collect();
+            Some(_) => target_row(t, m),
+        });
+    }
     check_mixed_conditions(plans, &targets)?;
     let mut clusterings: Vec<Vec<Bytes>> = plans
         .iter()

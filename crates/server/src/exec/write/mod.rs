@@ -222,6 +222,16 @@ fn key_lists(
     Ok((p, k))
 }
 
+/// The one clustering row a statement names (every clustering column given one value), even
+/// when it writes only static columns: a condition on a regular column is about that row.
+pub fn named_clustering(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<Vec<Bytes>>> {
+    let (_, ck) = key_lists(plan, &None, binds)?;
+    if ck.len() != plan.table.clustering_len() || ck.iter().any(|v| v.len() != 1) {
+        return Ok(None);
+    }
+    Ok(Some(ck.into_iter().flatten().collect()))
+}
+
 /// What every partition of one write shares.
 struct PartitionWrite<'r, 'b, 'c> {
     plan: &'r WritePlan,
