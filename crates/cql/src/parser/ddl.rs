@@ -65,9 +65,12 @@ impl Parser<'_> {
             self.expect_sym("(")?;
             let mut fields = Vec::new();
             if !self.is_sym(")") {
+                // Cassandra's grammar takes `(a int, b int,)` and empty fields between commas.
                 loop {
-                    let f = self.ident()?;
-                    fields.push((f, self.cql_type()?));
+                    if !self.is_sym(",") && !self.is_sym(")") {
+                        let f = self.ident()?;
+                        fields.push((f, self.cql_type()?));
+                    }
                     if !self.eat_sym(",") {
                         break;
                     }

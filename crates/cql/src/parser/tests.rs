@@ -542,3 +542,11 @@ fn conditions_on_elements_and_aggregate_function_names_follow_cassandras_grammar
     assert!(err.message.contains("expecting EOF"), "{err}");
     assert!(parse("CREATE AGGREGATE ks.a(int) SFUNC f STYPE int FINALFUNC g INITCOND 1").is_ok());
 }
+
+#[test]
+fn create_type_takes_a_trailing_comma() {
+    let Statement::CreateType(t) = stmt("CREATE TYPE ks.t (a int, s set<frozen<u>>,)") else {
+        panic!("not a CREATE TYPE");
+    };
+    assert_eq!(t.fields.len(), 2);
+}

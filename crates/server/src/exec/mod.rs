@@ -41,6 +41,7 @@ mod select;
 mod selectors;
 pub mod storage_bridge;
 mod tombstones;
+mod tuple_text;
 // Tracing lives at the top level (NodeState keeps the trace store); re-exported for callers that
 // reach it through exec.
 pub(crate) use crate::trace;

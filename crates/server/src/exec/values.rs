@@ -373,6 +373,18 @@ fn bad(msg: String) -> ExecError {
 /// A string, number, boolean, UUID, blob or duration constant, checked against the receiver's
 /// native type the way Cassandra's constant kinds are.
 fn literal_value(term: &Term, ty: &CqlType, receiver: &str) -> ExecResult<Option<CqlValue>> {
+    // Any constant is weakly assignable to a tuple in Cassandra: its text is parsed.
+    if let (
+        CqlType::Tuple(types),
+        Term::String(text)
+        | Term::Integer(text)
+        | Term::Float(text)
+        | Term::Uuid(text)
+        | Term::Duration(text),
+    ) = (ty, term)
+    {
+        return super::tuple_text::tuple_from_string(types, text).map(Some);
+    }
     let CqlType::Native(native) = ty else {
         return Err(invalid_literal(term, receiver, ty));
     };
