@@ -623,6 +623,17 @@ fn native_call(
         (Some(_), Some(rt)) if &rt != ty && !compatible(&rt, ty) => Err(bad(format!(
             "Type error: cannot assign result of function system.{fname} (type {rt}) to {receiver} (type {ty})"
         ))),
+        // Bigints and timestamps are value compatible both ways (LongType / TimestampType):
+        // the milliseconds carry over.
+        (Some(CqlValue::Bigint(ms)), _) if *ty == CqlType::Native(NativeType::Timestamp) => {
+            Ok(Some(CqlValue::Timestamp(*ms)))
+        }
+        (Some(CqlValue::Timestamp(ms)), _) if *ty == CqlType::Native(NativeType::Bigint) => {
+            Ok(Some(CqlValue::Bigint(*ms)))
+        }
+        (Some(CqlValue::Timestamp(ms)), _) if *ty == CqlType::Native(NativeType::Varint) => Ok(
+            Some(CqlValue::Varint(helenus_types::numeric::BigInt::from(*ms))),
+        ),
         _ => Ok(out),
     }
 }
@@ -631,7 +642,9 @@ fn compatible(a: &CqlType, b: &CqlType) -> bool {
     use NativeType::*;
     matches!(
         (a, b),
-        (CqlType::Native(Timeuuid), CqlType::Native(Uuid))
+        (CqlType::Native(Bigint), CqlType::Native(Timestamp))
+            | (CqlType::Native(Timestamp), CqlType::Native(Bigint | Varint))
+            | (CqlType::Native(Timeuuid), CqlType::Native(Uuid))
             | (CqlType::Native(Varchar), CqlType::Native(Ascii))
             | (CqlType::Native(Ascii), CqlType::Native(Varchar))
     )
