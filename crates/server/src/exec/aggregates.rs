@@ -242,3 +242,23 @@ pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compensated_sum_gives_what_cassandra_gives() {
+        let mut k = Kahan::default();
+        for x in [
+            0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7,
+        ] {
+            k.add(x);
+        }
+        assert_eq!(k.total(), 15.3);
+        let mut inf = Kahan::default();
+        inf.add(f64::INFINITY);
+        inf.add(f64::INFINITY);
+        assert_eq!(inf.total(), f64::INFINITY);
+    }
+}

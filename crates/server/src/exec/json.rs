@@ -96,7 +96,7 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
                 CqlType::List { .. } => CqlValue::List(out),
                 // A set is stored in its element order whatever the JSON order (frozen sets too).
                 CqlType::Set { .. } => {
-                    super::values::sort_dedup(&mut out, element);
+                    super::sorted::sort_dedup(&mut out, element);
                     CqlValue::Set(out)
                 }
                 _ => CqlValue::Vector(out),
@@ -113,7 +113,7 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
                 let vv = from_json(value, val)?.ok_or_else(|| err("null map value"))?;
                 out.push((kv, vv));
             }
-            super::values::sort_dedup_map(&mut out, key);
+            super::sorted::sort_dedup_map(&mut out, key);
             CqlValue::Map(out)
         }
         CqlType::Tuple(types) => {

@@ -39,6 +39,7 @@ mod respond;
 mod rows;
 mod select;
 mod selectors;
+mod sorted;
 pub mod storage_bridge;
 mod tombstones;
 mod tuple_text;

@@ -38,7 +38,8 @@ pub fn tuple_from_string(types: &[CqlType], text: &str) -> ExecResult<CqlValue> 
         }
         let unescaped = part.replace("\\:", ":").replace("\\@", "@");
         out.push(Some(
-            helenus_types::from_string(ty, &unescaped).map_err(|e| ExecError::Invalid(e.to_string()))?,
+            helenus_types::from_string(ty, &unescaped)
+                .map_err(|e| ExecError::Invalid(e.to_string()))?,
         ));
     }
     Ok(CqlValue::Tuple(out))
@@ -58,7 +59,10 @@ mod tests {
         ];
         assert_eq!(
             tuple_from_string(&types, "0:a\\:b").unwrap(),
-            CqlValue::Tuple(vec![Some(CqlValue::Int(0)), Some(CqlValue::Text("a:b".into()))])
+            CqlValue::Tuple(vec![
+                Some(CqlValue::Int(0)),
+                Some(CqlValue::Text("a:b".into()))
+            ])
         );
         assert_eq!(
             tuple_from_string(&types, "@").unwrap(),

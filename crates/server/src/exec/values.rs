@@ -4,6 +4,7 @@
 
 use super::error::{ExecError, ExecResult};
 use super::functions;
+use super::sorted::{sort_dedup, sort_dedup_map};
 use bytes::{Bytes, BytesMut};
 use helenus_cql::ast::{CqlTypeExpr, Term};
 use helenus_protocol as proto;
@@ -719,23 +720,6 @@ fn elements(
             })
         })
         .collect()
-}
-
-pub(crate) fn sort_dedup(vals: &mut Vec<CqlValue>, element: &CqlType) {
-    let mut keyed: Vec<(Bytes, CqlValue)> = vals.drain(..).map(|v| (serialize(&v), v)).collect();
-    keyed.sort_by(|a, b| helenus_types::compare_serialized(element, &a.0, &b.0));
-    keyed.dedup_by(|a, b| helenus_types::compare_serialized(element, &a.0, &b.0).is_eq());
-    vals.extend(keyed.into_iter().map(|(_, v)| v));
-}
-
-pub(crate) fn sort_dedup_map(vals: &mut Vec<(CqlValue, CqlValue)>, key: &CqlType) {
-    let mut keyed: Vec<(Bytes, (CqlValue, CqlValue))> =
-        vals.drain(..).map(|kv| (serialize(&kv.0), kv)).collect();
-    // Later entries win on duplicate keys, as in Cassandra's map literal.
-    keyed.reverse();
-    keyed.sort_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0));
-    keyed.dedup_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0).is_eq());
-    vals.extend(keyed.into_iter().map(|(_, kv)| kv));
 }
 
 #[cfg(test)]
