@@ -170,10 +170,8 @@ mod tests {
 
     #[test]
     fn empty_map_or_disabled_turns_compression_off() {
-        for given in [
-            m(&[]),
-            m(&[("class", "LZ4Compressor"), ("enabled", "false")]),
-        ] {
+        // With `enabled: false` Cassandra 5.0 refuses any other option (see the test below).
+        for given in [m(&[]), m(&[("enabled", "false")])] {
             let p = CompressionParams::from_cql(given).unwrap();
             assert_eq!(p.compressor, None);
             assert_eq!(p.options(), &m(&[("enabled", "false")]));
