@@ -453,10 +453,7 @@ fn compile_scalar_call(
             (Some(vt), _, _) => Some(vt.clone()),
             // floor(t, 1h, '2016-09-01'): the duration and the start are typed by the call.
             (None, "floor", 1) => Some(CqlType::Native(NativeType::Duration)),
-            (None, "floor", 2) => match types.first() {
-                Some(first) => Some(functions::floor_start_type(first)),
-                None => None,
-            },
+            (None, "floor", 2) => types.first().map(functions::floor_start_type),
             _ => None,
         };
         let (s, ty) = match (as_term(a), literal_ty) {
