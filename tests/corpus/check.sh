@@ -12,5 +12,5 @@ REPORT="${CORPUS_REPORT:-${HELENUS_CACHE:-$HOME/.cache/helenus}/corpus-report.js
 mkdir -p "$(dirname "$REPORT")"
 # shellcheck disable=SC2086 # CORPUS_ARGS is a list of arguments on purpose
 "$PY" "$HERE/corpus.py" check --host "${HELENUS_HOST:-127.0.0.1}" --port "${HELENUS_PORT:-9042}" \
-  --min-rate "${CORPUS_MIN_RATE:-0}" --group-floor "cu_=${CORPUS_CU_MIN_RATE:-0.90}" --report "$REPORT" --quiet --timeout 20 --deadline "${CORPUS_DEADLINE:-1000}" ${CORPUS_ARGS:-}
+  --min-rate "${CORPUS_MIN_RATE:-0}" --group-floor "cu_=${CORPUS_CU_MIN_RATE:-0.95}" --report "$REPORT" --quiet --timeout 20 --deadline "${CORPUS_DEADLINE:-1000}" ${CORPUS_ARGS:-}
 echo "corpus report: $REPORT"

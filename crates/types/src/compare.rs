@@ -225,7 +225,9 @@ fn compare_collection(elem: &CqlType, value: Option<&CqlType>, a: &[u8], b: &[u8
 }
 
 /// Tuples and UDTs: component-wise with null before any value; a value that ends early (fewer
-/// components) sorts first.
+/// components) equals one whose extra components are all null or empty, else sorts first, as
+/// in Cassandra 5.0's TupleType: a UDT value written before `ALTER TYPE ... ADD` is the same
+/// clustering key as the new value with the added field null.
 fn compare_components<'t>(
     mut types: impl Iterator<Item = &'t CqlType>,
     a: &[u8],
@@ -249,7 +251,26 @@ fn compare_components<'t>(
             return c;
         }
     }
-    ra.is_empty().cmp(&rb.is_empty()).reverse()
+    if has_non_empty(ra) {
+        return Ordering::Greater;
+    }
+    if has_non_empty(rb) {
+        return Ordering::Less;
+    }
+    Ordering::Equal
+}
+
+/// Whether the remaining components of a tuple hold a non-empty value (a malformed rest counts
+/// as one, so that it never equals a well-formed value).
+fn has_non_empty(mut rest: &[u8]) -> bool {
+    while !rest.is_empty() {
+        match take_value(&mut rest) {
+            Some(Some(v)) if !v.is_empty() => return true,
+            Some(_) => {}
+            None => return true,
+        }
+    }
+    false
 }
 
 /// Vectors: element by element.
@@ -398,5 +419,21 @@ mod tests {
         let mut one = 4i32.to_be_bytes().to_vec();
         one.extend(1i32.to_be_bytes());
         assert_eq!(compare_serialized(&t, &null, &one), Ordering::Less);
+    }
+
+    #[test]
+    fn trailing_null_components_equal_missing_ones() {
+        let t = CqlType::Tuple(vec![n(NativeType::Int), n(NativeType::Int)]);
+        let mut short = 4i32.to_be_bytes().to_vec();
+        short.extend(1i32.to_be_bytes());
+        let mut padded = short.clone();
+        padded.extend((-1i32).to_be_bytes());
+        let mut longer = short.clone();
+        longer.extend(4i32.to_be_bytes());
+        longer.extend(0i32.to_be_bytes());
+        assert_eq!(compare_serialized(&t, &short, &padded), Ordering::Equal);
+        assert_eq!(compare_serialized(&t, &padded, &short), Ordering::Equal);
+        assert_eq!(compare_serialized(&t, &short, &longer), Ordering::Less);
+        assert_eq!(compare_serialized(&t, &longer, &padded), Ordering::Greater);
     }
 }

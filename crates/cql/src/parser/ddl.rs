@@ -65,9 +65,12 @@ impl Parser<'_> {
             self.expect_sym("(")?;
             let mut fields = Vec::new();
             if !self.is_sym(")") {
+                // Cassandra's grammar takes `(a int, b int,)` and empty fields between commas.
                 loop {
-                    let f = self.ident()?;
-                    fields.push((f, self.cql_type()?));
+                    if !self.is_sym(",") && !self.is_sym(")") {
+                        let f = self.ident()?;
+                        fields.push((f, self.cql_type()?));
+                    }
                     if !self.eat_sym(",") {
                         break;
                     }
@@ -366,16 +369,29 @@ impl Parser<'_> {
         Ok(out)
     }
 
+    /// SFUNC and FINALFUNC name functions of the aggregate's own keyspace: Cassandra's grammar
+    /// has no keyspace there, so `ks.f` is a syntax error at the dot.
+    fn aggregate_part_name(&mut self, expected_next: &str) -> Result<QualifiedName, ParseError> {
+        let name = self.ident()?;
+        if self.is_sym(".") {
+            return Err(self.err_mismatched(expected_next));
+        }
+        Ok(QualifiedName {
+            keyspace: None,
+            name,
+        })
+    }
+
     fn create_aggregate(&mut self, or_replace: bool) -> Result<Statement, ParseError> {
         let if_not_exists = self.if_not_exists()?;
         let name = self.function_name()?;
         let arg_types = self.type_list_parens()?;
         self.expect_kw("sfunc")?;
-        let state_function = self.function_name()?;
+        let state_function = self.aggregate_part_name("K_STYPE")?;
         self.expect_kw("stype")?;
         let state_type = self.cql_type()?;
         let final_function = if self.eat_kw("finalfunc") {
-            Some(self.function_name()?)
+            Some(self.aggregate_part_name("EOF")?)
         } else {
             None
         };

@@ -178,6 +178,10 @@ impl Parser<'_> {
     fn column_condition(&mut self) -> Result<ColumnCondition, ParseError> {
         let column = self.ident()?;
         let path = self.sub_path()?;
+        // Cassandra's grammar has no CONTAINS on an element or a field in a condition.
+        if path.is_some() && self.is_kw("contains") {
+            return Err(self.err_no_viable());
+        }
         let (op, value) = self.single_column_rhs()?;
         Ok(ColumnCondition {
             column,

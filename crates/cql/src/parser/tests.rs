@@ -526,3 +526,27 @@ fn cast_keeps_the_written_type_and_takes_only_native_types() {
     assert!(parse("SELECT CAST(v AS nosuchtype) FROM t").is_err());
     assert!(parse("SELECT CAST(v AS list<int>) FROM t").is_err());
 }
+
+#[test]
+fn conditions_on_elements_and_aggregate_function_names_follow_cassandras_grammar() {
+    let err = parse("UPDATE t SET l = [1] WHERE k = 0 IF l[1] CONTAINS 3").unwrap_err();
+    assert!(
+        err.message
+            .contains("no viable alternative at input 'CONTAINS'"),
+        "{err}"
+    );
+    assert!(parse("UPDATE t SET l = [1] WHERE k = 0 IF l CONTAINS 3").is_ok());
+    let err = parse("CREATE AGGREGATE ks.a(int) SFUNC ks.f STYPE int").unwrap_err();
+    assert!(err.message.contains("expecting K_STYPE"), "{err}");
+    let err = parse("CREATE AGGREGATE ks.a(int) SFUNC f STYPE int FINALFUNC ks.g").unwrap_err();
+    assert!(err.message.contains("expecting EOF"), "{err}");
+    assert!(parse("CREATE AGGREGATE ks.a(int) SFUNC f STYPE int FINALFUNC g INITCOND 1").is_ok());
+}
+
+#[test]
+fn create_type_takes_a_trailing_comma() {
+    let Statement::CreateType(t) = stmt("CREATE TYPE ks.t (a int, s set<frozen<u>>,)") else {
+        panic!("not a CREATE TYPE");
+    };
+    assert_eq!(t.fields.len(), 2);
+}

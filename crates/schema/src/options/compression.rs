@@ -15,6 +15,19 @@ pub fn full_compressor_class(class: &str) -> String {
     }
 }
 
+/// The sub-options of `compression` Cassandra's compressors and CompressionParams accept.
+const KNOWN_OPTIONS: &[&str] = &[
+    "class",
+    "enabled",
+    "chunk_length_in_kb",
+    "min_compress_ratio",
+    "max_compressed_length",
+    "crc_check_chance",
+    "compression_level",
+    "lz4_compressor_type",
+    "lz4_high_compressor_level",
+];
+
 /// The compressor a table's SSTables are written with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Compressor {
@@ -44,6 +57,9 @@ impl CompressionParams {
     /// `chunk_length_in_kb`) and the chunk size must be a power of two.
     pub fn from_cql(mut options: BTreeMap<String, String>) -> Result<Self, OptionsError> {
         if options.is_empty() || options.get("enabled").is_some_and(|e| e == "false") {
+            if options.len() > 1 {
+                return Err(OptionsError::DisabledCompressionWithOptions);
+            }
             let off = BTreeMap::from([("enabled".to_string(), "false".to_string())]);
             return Ok(Self::from_stored(&off));
         }
@@ -51,6 +67,9 @@ impl CompressionParams {
             .remove("sstable_compression")
             .or_else(|| options.remove("class"))
             .ok_or(OptionsError::MissingCompressionClass)?;
+        if class.is_empty() {
+            return Err(OptionsError::EmptyCompressionClass);
+        }
         options.insert("class".into(), full_compressor_class(&class));
         if let Some(kb) = options.remove("chunk_length_kb") {
             options.insert("chunk_length_in_kb".into(), kb);
@@ -58,8 +77,23 @@ impl CompressionParams {
         let kb = options
             .entry("chunk_length_in_kb".into())
             .or_insert_with(|| "16".into());
-        if !kb.parse::<u32>().is_ok_and(|k| k.is_power_of_two()) {
-            return Err(OptionsError::ChunkLengthNotPowerOfTwo);
+        match kb.parse::<i64>() {
+            Ok(k) if k <= 0 => return Err(OptionsError::ChunkLengthNotPositive),
+            Ok(k) if k.count_ones() == 1 && k <= i64::from(u32::MAX) => {}
+            _ => return Err(OptionsError::ChunkLengthNotPowerOfTwo),
+        }
+        if let Some(ratio) = options.get("min_compress_ratio") {
+            if ratio.parse::<f64>().is_ok_and(|r| r < 0.0) {
+                return Err(OptionsError::NegativeMinCompressRatio);
+            }
+        }
+        let unknown: Vec<&str> = options
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !KNOWN_OPTIONS.contains(k))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(OptionsError::UnknownCompressionOptions(unknown.join(", ")));
         }
         Ok(Self::from_stored(&options))
     }
@@ -136,10 +170,8 @@ mod tests {
 
     #[test]
     fn empty_map_or_disabled_turns_compression_off() {
-        for given in [
-            m(&[]),
-            m(&[("class", "LZ4Compressor"), ("enabled", "false")]),
-        ] {
+        // With `enabled: false` Cassandra 5.0 refuses any other option (see the test below).
+        for given in [m(&[]), m(&[("enabled", "false")])] {
             let p = CompressionParams::from_cql(given).unwrap();
             assert_eq!(p.compressor, None);
             assert_eq!(p.options(), &m(&[("enabled", "false")]));
@@ -177,5 +209,30 @@ mod tests {
             .to_string(),
             "chunk_length_in_kb must be a power of 2"
         );
+    }
+
+    #[test]
+    fn empty_class_disabled_with_options_and_unknown_options_are_refused() {
+        let err = |pairs: &[(&str, &str)]| {
+            CompressionParams::from_cql(m(pairs))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(&[("class", "")]).starts_with("The 'class' option must not be empty"));
+        assert!(err(&[("enabled", "false"), ("class", "SnappyCompressor")])
+            .starts_with("If the 'enabled' option is set to false"));
+        assert_eq!(
+            err(&[("class", "SnappyCompressor"), ("chunk_length_in_kb", "-1")]),
+            "Invalid negative or null chunk_length_in_kb"
+        );
+        assert_eq!(
+            err(&[("class", "SnappyCompressor"), ("unknownOption", "32")]),
+            "Unknown compression options unknownOption"
+        );
+        assert!(CompressionParams::from_cql(m(&[
+            ("class", "SnappyCompressor"),
+            ("min_compress_ratio", "2")
+        ]))
+        .is_ok());
     }
 }

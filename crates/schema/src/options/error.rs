@@ -31,6 +31,16 @@ pub enum OptionsError {
     MissingCompressionClass,
     #[error("chunk_length_in_kb must be a power of 2")]
     ChunkLengthNotPowerOfTwo,
+    #[error("Invalid negative or null chunk_length_in_kb")]
+    ChunkLengthNotPositive,
+    #[error("The 'class' option must not be empty. To disable compression use 'enabled' : false")]
+    EmptyCompressionClass,
+    #[error("If the 'enabled' option is set to false no other options must be specified")]
+    DisabledCompressionWithOptions,
+    #[error("Invalid negative min_compress_ratio")]
+    NegativeMinCompressRatio,
+    #[error("Unknown compression options {0}")]
+    UnknownCompressionOptions(String),
 }
 
 impl OptionsError {

@@ -14,8 +14,8 @@ use helenus_types::{CqlType, CqlValue, NativeType};
 pub enum AggState {
     Count(i64),
     Extreme(Option<Bytes>),
-    Sum(f64, i128, bool),
-    Avg(f64, i128, i64, bool),
+    Sum(Kahan, i128, bool),
+    Avg(Kahan, i128, i64, bool),
     /// sum/avg over varint or decimal, exact: the running sum, Cassandra's running decimal
     /// average (updated per row with half-even rounding, so the row order shows in the last
     /// digits exactly as in Cassandra) and the row count.
@@ -24,7 +24,38 @@ pub enum AggState {
         avg: Dec,
         n: i64,
     },
-    First(Option<Bytes>),
+    /// A plain column next to aggregates: the value of the group's first row (null included),
+    /// once that row has been seen.
+    First(Option<Option<Bytes>>),
+}
+
+/// A floating-point sum with Kahan compensation, as Cassandra's float/double `sum` and `avg`
+/// (java.util.DoubleSummaryStatistics): `0.1 + ... + 0.6` gives 15.3, not 15.299999999999999.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Kahan {
+    sum: f64,
+    compensation: f64,
+    simple: f64,
+}
+
+impl Kahan {
+    fn add(&mut self, x: f64) {
+        self.simple += x;
+        let tmp = x - self.compensation;
+        let rounded = self.sum + tmp;
+        self.compensation = (rounded - self.sum) - tmp;
+        self.sum = rounded;
+    }
+
+    fn total(&self) -> f64 {
+        let t = self.sum - self.compensation;
+        // Same-signed infinities make the compensated sum NaN; the plain sum has the right sign.
+        if t.is_nan() && self.simple.is_infinite() {
+            self.simple
+        } else {
+            t
+        }
+    }
 }
 
 type Dec = (BigInt, i32);
@@ -55,10 +86,10 @@ pub fn agg_init(sel: &Sel) -> AggState {
         },
         Sel::Agg {
             kind: AggKind::Sum, ..
-        } => AggState::Sum(0.0, 0, false),
+        } => AggState::Sum(Kahan::default(), 0, false),
         Sel::Agg {
             kind: AggKind::Avg, ..
-        } => AggState::Avg(0.0, 0, 0, false),
+        } => AggState::Avg(Kahan::default(), 0, 0, false),
         _ => AggState::First(None),
     }
 }
@@ -115,7 +146,7 @@ pub fn agg_update(
         (AggState::Sum(f, i, seen), Sel::Agg { arg, ty, .. }) => {
             if let Some(v) = decode(ty, &eval(arg, ty, row, now)?)? {
                 let (x, y) = as_num(&v);
-                *f += x;
+                f.add(x);
                 *i = i.wrapping_add(y);
                 *seen = true;
             }
@@ -123,7 +154,7 @@ pub fn agg_update(
         (AggState::Avg(f, i, n, seen), Sel::Agg { arg, ty, .. }) => {
             if let Some(v) = decode(ty, &eval(arg, ty, row, now)?)? {
                 let (x, y) = as_num(&v);
-                *f += x;
+                f.add(x);
                 *i = i.wrapping_add(y);
                 *n += 1;
                 *seen = true;
@@ -148,7 +179,7 @@ pub fn agg_update(
             }
         }
         (AggState::First(cur), s) if cur.is_none() => {
-            *cur = eval(s, ty, row, now)?;
+            *cur = Some(eval(s, ty, row, now)?);
         }
         _ => {}
     }
@@ -171,13 +202,15 @@ pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
     match (state, sel) {
         (AggState::Count(n), _) => Some(serialize(&CqlValue::Bigint(*n))),
         (AggState::Extreme(b), _) => b.clone(),
-        (AggState::Sum(f, i, _), Sel::Agg { ty, .. }) => Some(serialize(&num_value(ty, *f, *i))),
+        (AggState::Sum(f, i, _), Sel::Agg { ty, .. }) => {
+            Some(serialize(&num_value(ty, f.total(), *i)))
+        }
         (AggState::Avg(f, i, n, _), Sel::Agg { ty, .. }) => {
             if *n == 0 {
                 return Some(serialize(&num_value(ty, 0.0, 0)));
             }
             let v = if is_float(ty) {
-                num_value(ty, f / *n as f64, 0)
+                num_value(ty, f.total() / *n as f64, 0)
             } else {
                 num_value(ty, 0.0, i / *n as i128)
             };
@@ -205,7 +238,27 @@ pub fn agg_finish(state: &AggState, sel: &Sel) -> Option<Bytes> {
             };
             Some(serialize(&v))
         }
-        (AggState::First(b), _) => b.clone(),
+        (AggState::First(b), _) => b.clone().flatten(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compensated_sum_gives_what_cassandra_gives() {
+        let mut k = Kahan::default();
+        for x in [
+            0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7,
+        ] {
+            k.add(x);
+        }
+        assert_eq!(k.total(), 15.3);
+        let mut inf = Kahan::default();
+        inf.add(f64::INFINITY);
+        inf.add(f64::INFINITY);
+        assert_eq!(inf.total(), f64::INFINITY);
     }
 }

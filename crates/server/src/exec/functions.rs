@@ -113,6 +113,7 @@ pub fn resolve(name: &str, args: &[CqlType]) -> ExecResult<CqlType> {
             }
         },
         "token" => native(Bigint),
+        "floor" => super::floor::signature(args)?.0,
         "writetime" | "maxwritetime" | "minwritetime" => native(Bigint),
         "ttl" => native(Int),
         "count" => native(Bigint),
@@ -136,6 +137,14 @@ pub fn resolve(name: &str, args: &[CqlType]) -> ExecResult<CqlType> {
             }
         }
     })
+}
+
+/// The type a literal start argument of `floor` takes after a first argument of type `first`.
+pub fn floor_start_type(first: &CqlType) -> CqlType {
+    match first {
+        CqlType::Native(NativeType::Timeuuid) => native(NativeType::Timestamp),
+        other => other.clone(),
+    }
 }
 
 /// The return type of a native function given its argument types, or None if unknown.
@@ -286,6 +295,7 @@ pub fn call(name: &str, args: &[Option<CqlValue>], now: &Now<'_>) -> ExecResult<
             None => None,
         },
         "token" => Some(token_of(args)),
+        "floor" => super::floor::call(args)?,
         "abs" => match arg(args, 0, &lower)? {
             None => None,
             Some(v) => Some(abs(v).ok_or_else(unsupported)?),

@@ -16,17 +16,16 @@ pub fn parse_object(text: &str) -> ExecResult<Vec<(String, Value)>> {
     let Value::Object(map) = v else {
         return invalid(format!("Could not decode JSON string as a map: {text}"));
     };
-    Ok(map
-        .into_iter()
-        .map(|(k, v)| {
-            let name = if k.len() >= 2 && k.starts_with('"') && k.ends_with('"') {
-                k[1..k.len() - 1].to_string()
-            } else {
-                k.to_lowercase()
-            };
-            (name, v)
-        })
-        .collect())
+    Ok(map.into_iter().map(|(k, v)| (json_name(&k), v)).collect())
+}
+
+/// A JSON key naming a column or a UDT field: lowercased unless quoted, as identifiers are.
+fn json_name(k: &str) -> String {
+    if k.len() >= 2 && k.starts_with('"') && k.ends_with('"') {
+        k[1..k.len() - 1].to_string()
+    } else {
+        k.to_lowercase()
+    }
 }
 
 /// Converts one JSON value to a CQL value of type `t` (None for JSON null).
@@ -95,7 +94,11 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
             }
             match t {
                 CqlType::List { .. } => CqlValue::List(out),
-                CqlType::Set { .. } => CqlValue::Set(out),
+                // A set is stored in its element order whatever the JSON order (frozen sets too).
+                CqlType::Set { .. } => {
+                    super::sorted::sort_dedup(&mut out, element);
+                    CqlValue::Set(out)
+                }
                 _ => CqlValue::Vector(out),
             }
         }
@@ -110,6 +113,7 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
                 let vv = from_json(value, val)?.ok_or_else(|| err("null map value"))?;
                 out.push((kv, vv));
             }
+            super::sorted::sort_dedup_map(&mut out, key);
             CqlValue::Map(out)
         }
         CqlType::Tuple(types) => {
@@ -129,7 +133,11 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
             let Value::Object(m) = v else {
                 return Err(err("expected a map for a user type"));
             };
-            if let Some(unknown) = m.keys().find(|k| !def.fields.iter().any(|(n, _)| n == *k)) {
+            let named: Vec<(String, &Value)> = m.iter().map(|(k, x)| (json_name(k), x)).collect();
+            if let Some((unknown, _)) = named
+                .iter()
+                .find(|(k, _)| !def.fields.iter().any(|(n, _)| n == k))
+            {
                 return Err(err(&format!(
                     "Unknown field '{unknown}' in value of user defined type {}",
                     def.name
@@ -139,8 +147,8 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
             for (name, ty) in &def.fields {
                 out.push((
                     name.clone(),
-                    match m.get(name) {
-                        Some(x) => from_json(ty, x)?,
+                    match named.iter().find(|(k, _)| k == name) {
+                        Some((_, x)) => from_json(ty, x)?,
                         None => None,
                     },
                 ));

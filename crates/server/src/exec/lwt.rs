@@ -12,7 +12,7 @@ use super::rows::{partition_rows, ColumnLayout, Row};
 use super::select::{compare_clustering, SelectOutput};
 use super::values::{self, Binds};
 use super::write::lwt_cond::holds;
-use super::write::{mutations, Op, WriteContext, WritePlan};
+use super::write::{self, mutations, Op, WriteContext, WritePlan};
 use super::Outcome;
 use crate::node::NodeState;
 use bytes::Bytes;
@@ -132,17 +132,16 @@ async fn cas(
         // List positions must be those of the state the conditions are checked against.
         muts = all_mutations(statements, ctx, is_batch)?;
     }
-    let targets: Vec<Option<Vec<Bytes>>> = plans
-        .iter()
-        .zip(&muts)
-        .map(|(p, m)| {
-            if p.condition.is_some() {
-                target_row(t, m)
-            } else {
-                None
+    let mut targets: Vec<Option<Vec<Bytes>>> = Vec::new();
+    for ((p, binds), m) in statements.iter().zip(&muts) {
+        targets.push(match &p.condition {
+            None => None,
+            Some(WriteCondition::Columns(_)) if t.clustering_len() > 0 && !p.ck.is_empty() => {
+                write::named_clustering(p, binds)?.or_else(|| target_row(t, m))
             }
-        })
-        .collect();
+            Some(_) => target_row(t, m),
+        });
+    }
     check_mixed_conditions(plans, &targets)?;
     let mut clusterings: Vec<Vec<Bytes>> = plans
         .iter()
@@ -299,6 +298,10 @@ struct Current {
     rows: Vec<Row>,
     /// A row with the partition key and static values only, when the static row is live.
     statics: Option<Row>,
+    /// The partition's first row read (key, clustering of its first row, static values), when
+    /// the partition has any: what Cassandra shows for a failed condition on static columns,
+    /// live static row or not.
+    head: Option<Row>,
 }
 
 impl Current {
@@ -377,26 +380,40 @@ fn current_from(t: &TableMeta, clusterings: &[Vec<Bytes>], read: &st::ReadResult
         static_live |= p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty());
         partition_rows(t, &layout, p, true, &mut all);
     }
-    let statics = if static_live {
-        all.first().map(|r| {
-            let mut r = r.clone();
-            for (i, c) in t.columns.iter().enumerate() {
-                if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
-                    r.cells[i] = None;
-                }
+    let keep = |r: &Row, kinds: &[ColumnKind]| {
+        let mut r = r.clone();
+        for (i, c) in t.columns.iter().enumerate() {
+            if !kinds.contains(&c.kind) {
+                r.cells[i] = None;
             }
-            r.clustering = Vec::new();
-            r
-        })
-    } else {
-        None
+        }
+        r
     };
+    let head = all.first().map(|r| {
+        keep(
+            r,
+            &[
+                ColumnKind::PartitionKey,
+                ColumnKind::Clustering,
+                ColumnKind::Static,
+            ],
+        )
+    });
+    let statics = all.first().filter(|_| static_live).map(|r| {
+        let mut r = keep(r, &[ColumnKind::PartitionKey, ColumnKind::Static]);
+        r.clustering = Vec::new();
+        r
+    });
     let rows = all
         .into_iter()
         .filter(|r| !has_clustering || !r.clustering.is_empty())
         .filter(|r| !has_clustering || clusterings.contains(&r.clustering))
         .collect();
-    Current { rows, statics }
+    Current {
+        rows,
+        statics,
+        head,
+    }
 }
 
 fn condition_holds(
@@ -492,7 +509,7 @@ fn failure_result(
     let shown = failure_columns(t, plans, is_batch);
     let mut source: Vec<&Row> = clusterings.iter().filter_map(|c| current.row(c)).collect();
     if source.is_empty() && static_condition {
-        source.extend(current.statics.as_ref());
+        source.extend(current.head.as_ref());
     }
     if source.is_empty() {
         return (vec![applied_column()], vec![vec![applied_cell(false)]]);

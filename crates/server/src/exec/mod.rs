@@ -27,6 +27,7 @@ mod cql_text;
 pub mod ddl;
 pub mod describe;
 mod error;
+mod floor;
 mod functions;
 mod json;
 mod key_values;
@@ -38,8 +39,10 @@ mod respond;
 mod rows;
 mod select;
 mod selectors;
+mod sorted;
 pub mod storage_bridge;
 mod tombstones;
+mod tuple_text;
 // Tracing lives at the top level (NodeState keeps the trace store); re-exported for callers that
 // reach it through exec.
 pub(crate) use crate::trace;

@@ -11,7 +11,7 @@ use bytes::{BufMut, Bytes};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
 mod compile;
-pub use compile::compile;
+pub use compile::{compile, compile_selector};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AggKind {
@@ -246,8 +246,8 @@ fn cell_meta(sel: &Sel, row: &Row, now: Now<'_>) -> Option<Bytes> {
     }
 }
 
-/// `s[a..b]` / `m[a..b]` (the elements or entries with keys in the inclusive range, null when
-/// none) and `s[e]` / `m[k]` (the element or value for a key) of a decoded set or map.
+/// `s[a..b]` / `m[a..b]` (the elements or entries with keys in the inclusive range; when none,
+/// null for a multi-cell collection, which has no empty value, and empty for a frozen one) and `s[e]` / `m[k]` (the element or value for a key) of a decoded set or map.
 fn pick_elements(sel: &Sel, coll: &CqlType, value: Option<CqlValue>) -> Option<Bytes> {
     match sel {
         Sel::Slice { from, to, .. } => {
@@ -264,15 +264,16 @@ fn pick_elements(sel: &Sel, coll: &CqlType, value: Option<CqlValue>) -> Option<B
                         .as_ref()
                         .is_none_or(|t| helenus_types::compare_serialized(&key_ty, &b, t).is_le())
             };
+            let frozen = !coll.is_multi_cell();
             match value? {
                 CqlValue::Set(items) => {
                     let kept: Vec<CqlValue> = items.into_iter().filter(|v| inside(v)).collect();
-                    (!kept.is_empty()).then(|| serialize(&CqlValue::Set(kept)))
+                    (frozen || !kept.is_empty()).then(|| serialize(&CqlValue::Set(kept)))
                 }
                 CqlValue::Map(entries) => {
                     let kept: Vec<(CqlValue, CqlValue)> =
                         entries.into_iter().filter(|(k, _)| inside(k)).collect();
-                    (!kept.is_empty()).then(|| serialize(&CqlValue::Map(kept)))
+                    (frozen || !kept.is_empty()).then(|| serialize(&CqlValue::Map(kept)))
                 }
                 _ => None,
             }

@@ -4,6 +4,7 @@
 
 use super::error::{ExecError, ExecResult};
 use super::functions;
+use super::sorted::{sort_dedup, sort_dedup_map};
 use bytes::{Bytes, BytesMut};
 use helenus_cql::ast::{CqlTypeExpr, Term};
 use helenus_protocol as proto;
@@ -373,6 +374,18 @@ fn bad(msg: String) -> ExecError {
 /// A string, number, boolean, UUID, blob or duration constant, checked against the receiver's
 /// native type the way Cassandra's constant kinds are.
 fn literal_value(term: &Term, ty: &CqlType, receiver: &str) -> ExecResult<Option<CqlValue>> {
+    // Any constant is weakly assignable to a tuple in Cassandra: its text is parsed.
+    if let (
+        CqlType::Tuple(types),
+        Term::String(text)
+        | Term::Integer(text)
+        | Term::Float(text)
+        | Term::Uuid(text)
+        | Term::Duration(text),
+    ) = (ty, term)
+    {
+        return super::tuple_text::tuple_from_string(types, text).map(Some);
+    }
     let CqlType::Native(native) = ty else {
         return Err(invalid_literal(term, receiver, ty));
     };
@@ -611,6 +624,17 @@ fn native_call(
         (Some(_), Some(rt)) if &rt != ty && !compatible(&rt, ty) => Err(bad(format!(
             "Type error: cannot assign result of function system.{fname} (type {rt}) to {receiver} (type {ty})"
         ))),
+        // Bigints and timestamps are value compatible both ways (LongType / TimestampType):
+        // the milliseconds carry over.
+        (Some(CqlValue::Bigint(ms)), _) if *ty == CqlType::Native(NativeType::Timestamp) => {
+            Ok(Some(CqlValue::Timestamp(*ms)))
+        }
+        (Some(CqlValue::Timestamp(ms)), _) if *ty == CqlType::Native(NativeType::Bigint) => {
+            Ok(Some(CqlValue::Bigint(*ms)))
+        }
+        (Some(CqlValue::Timestamp(ms)), _) if *ty == CqlType::Native(NativeType::Varint) => Ok(
+            Some(CqlValue::Varint(helenus_types::numeric::BigInt::from(*ms))),
+        ),
         _ => Ok(out),
     }
 }
@@ -619,7 +643,9 @@ fn compatible(a: &CqlType, b: &CqlType) -> bool {
     use NativeType::*;
     matches!(
         (a, b),
-        (CqlType::Native(Timeuuid), CqlType::Native(Uuid))
+        (CqlType::Native(Bigint), CqlType::Native(Timestamp))
+            | (CqlType::Native(Timestamp), CqlType::Native(Bigint | Varint))
+            | (CqlType::Native(Timeuuid), CqlType::Native(Uuid))
             | (CqlType::Native(Varchar), CqlType::Native(Ascii))
             | (CqlType::Native(Ascii), CqlType::Native(Varchar))
     )
@@ -694,23 +720,6 @@ fn elements(
             })
         })
         .collect()
-}
-
-fn sort_dedup(vals: &mut Vec<CqlValue>, element: &CqlType) {
-    let mut keyed: Vec<(Bytes, CqlValue)> = vals.drain(..).map(|v| (serialize(&v), v)).collect();
-    keyed.sort_by(|a, b| helenus_types::compare_serialized(element, &a.0, &b.0));
-    keyed.dedup_by(|a, b| helenus_types::compare_serialized(element, &a.0, &b.0).is_eq());
-    vals.extend(keyed.into_iter().map(|(_, v)| v));
-}
-
-fn sort_dedup_map(vals: &mut Vec<(CqlValue, CqlValue)>, key: &CqlType) {
-    let mut keyed: Vec<(Bytes, (CqlValue, CqlValue))> =
-        vals.drain(..).map(|kv| (serialize(&kv.0), kv)).collect();
-    // Later entries win on duplicate keys, as in Cassandra's map literal.
-    keyed.reverse();
-    keyed.sort_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0));
-    keyed.dedup_by(|a, b| helenus_types::compare_serialized(key, &a.0, &b.0).is_eq());
-    vals.extend(keyed.into_iter().map(|(_, kv)| kv));
 }
 
 #[cfg(test)]

@@ -45,6 +45,13 @@ pub fn apply(
         S::DropMaterializedView {
             if_exists: true, ..
         } => Ok(None),
+        // There are no user-defined functions or aggregates, so none can exist to drop.
+        S::DropFunction(ast::DropFunctionStatement {
+            if_exists: true, ..
+        })
+        | S::DropAggregate(ast::DropFunctionStatement {
+            if_exists: true, ..
+        }) => Ok(None),
         _ => invalid("This statement is not supported by Helenus yet"),
     }
 }
@@ -345,8 +352,14 @@ fn alter_type_fields(
                 ));
             }
             check_udt_field(ty)?;
-            ut.fields
-                .push((field.name.clone(), resolve_type(ty, Some(ks))?));
+            let resolved = resolve_type(ty, Some(ks))?;
+            if mentions_type(&resolved, &tname) {
+                return invalid(format!(
+                    "Cannot add new field {} of type {resolved} to user type {ks_name}.{tname} as it would create a circular reference",
+                    field.name
+                ));
+            }
+            ut.fields.push((field.name.clone(), resolved));
         }
         ast::AlterTypeAction::Rename { if_exists, renames } => {
             let mut renamed = 0;
@@ -387,6 +400,9 @@ fn drop_type(
     session_ks: Option<&str>,
 ) -> ExecResult<Applied> {
     let ks_name = keyspace_of(name, session_ks)?;
+    if if_exists && !schema.keyspaces.contains_key(&ks_name) {
+        return Ok(None);
+    }
     let ks = user_keyspace(schema, &ks_name)?;
     let tname = name.name.name.clone();
     if !ks.types.contains_key(&tname) {

@@ -222,7 +222,13 @@ pub fn execute(
         }
     }
     let rows = if grouped {
-        grouped_rows(plan, &collected.rows, &page, now)?
+        grouped_rows(
+            plan,
+            &collected.rows,
+            &page,
+            now,
+            node.config.listen_address,
+        )?
     } else {
         selected_rows(plan, &collected.rows, now)?
     };
@@ -358,8 +364,9 @@ fn grouped_rows(
     rows: &[Row],
     page: &Page,
     now: Now<'_>,
+    node: std::net::IpAddr,
 ) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
-    let mut groups = aggregate_rows(plan, rows, now)?;
+    let mut groups = aggregate_rows(plan, rows, now, node)?;
     if plan.group_by > 0 {
         if let Some(p) = page.per_partition_limit {
             let mut seen = 0usize;

@@ -70,6 +70,8 @@ pub struct SelectPlan {
     pub distinct: bool,
     pub json: bool,
     pub group_by: usize,
+    /// `GROUP BY ..., floor(c, 1h)`: groups by the function's value of the last grouped column.
+    pub group_fn: Option<GroupFn>,
     /// With `IN` on the partition key and ORDER BY, rows of the partitions are merged by these
     /// (column index, descending) keys, as Cassandra sorts them in memory.
     pub merge_order: Vec<(usize, bool)>,
@@ -80,6 +82,13 @@ pub struct SelectPlan {
     pub token_filter: (TokenBound, TokenBound),
     /// Multi-column relations evaluated on each row (tuple order is the types' natural order).
     pub multi_filters: Vec<MultiFilter>,
+}
+
+/// A function of the last GROUP BY column, compiled as a selector.
+#[derive(Debug, Clone)]
+pub struct GroupFn {
+    pub sel: crate::exec::selectors::Sel,
+    pub ty: CqlType,
 }
 
 /// `(c1, c2) op (v1, v2)` / `(c1, c2) IN (...)` checked row by row.

@@ -6,7 +6,7 @@ use crate::exec::aggregates;
 use crate::exec::error::{invalid, ExecError, ExecResult};
 use crate::exec::key_values::note_binds;
 use crate::exec::rows::Row;
-use crate::exec::selectors::Sel;
+use crate::exec::selectors::{eval, Sel};
 use crate::exec::values::{self, Binds};
 use crate::exec::BindSpec;
 use bytes::Bytes;
@@ -122,15 +122,31 @@ pub(super) fn merge_partitions(plan: &SelectPlan, rows: &mut [Row]) {
     });
 }
 
-fn group_key(plan: &SelectPlan, r: &Row) -> Vec<Option<Bytes>> {
+fn group_key(
+    plan: &SelectPlan,
+    r: &Row,
+    now: crate::exec_state::Now<'_>,
+    node: std::net::IpAddr,
+) -> ExecResult<Vec<Option<Bytes>>> {
     let t = &plan.table;
-    t.columns
+    let mut key: Vec<Option<Bytes>> = t
+        .columns
         .iter()
         .enumerate()
         .filter(|(_, c)| c.kind.is_primary_key())
         .take(plan.group_by)
         .map(|(i, _)| r.cells.get(i).cloned().flatten())
-        .collect()
+        .collect();
+    if let (Some(f), Some(last)) = (&plan.group_fn, key.last_mut()) {
+        // Cassandra groups on the replica, so a failing function there is a failed read.
+        *last = eval(&f.sel, &f.ty, r, now).map_err(|_| ExecError::ReadFailure {
+            consistency: helenus_protocol::Consistency::One,
+            node,
+            reason: 0,
+            reason_name: "UNKNOWN",
+        })?;
+    }
+    Ok(key)
 }
 
 /// One output row per group, with the partition key of the group (for PER PARTITION LIMIT).
@@ -140,6 +156,7 @@ pub(super) fn aggregate_rows(
     plan: &SelectPlan,
     rows: &[Row],
     now: crate::exec_state::Now<'_>,
+    node: std::net::IpAddr,
 ) -> ExecResult<Groups> {
     let cols = &plan.compiled.columns;
     let mut out = Vec::new();
@@ -164,10 +181,11 @@ pub(super) fn aggregate_rows(
         )]);
     }
     while i < rows.len() {
-        let key = group_key(plan, &rows[i]);
+        let key = group_key(plan, &rows[i], now, node)?;
         let mut states: Vec<_> = cols.iter().map(|c| aggregates::agg_init(&c.sel)).collect();
         let mut j = i;
-        while j < rows.len() && (plan.group_by == 0 || group_key(plan, &rows[j]) == key) {
+        while j < rows.len() && (plan.group_by == 0 || group_key(plan, &rows[j], now, node)? == key)
+        {
             for (c, s) in cols.iter().zip(states.iter_mut()) {
                 aggregates::agg_update(s, &c.sel, &c.ty, &rows[j], now)?;
             }

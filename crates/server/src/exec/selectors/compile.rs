@@ -189,6 +189,11 @@ pub fn compile(
     })
 }
 
+/// One selector outside the projection (a GROUP BY function).
+pub fn compile_selector(t: &TableMeta, s: &Selector) -> ExecResult<(Sel, CqlType)> {
+    compile_one(t, s, &Binds::none())
+}
+
 fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Sel, CqlType)> {
     Ok(match s {
         Selector::Column(id) => {
@@ -442,13 +447,17 @@ fn compile_scalar_call(
         None
     };
     let mut sels = Vec::new();
-    let mut types = Vec::new();
-    for a in args {
-        let (s, ty) = match (as_term(a), &vector_ty) {
-            (Some(term), Some(vt)) => (
-                Sel::Constant(constant(&term, vt, "selector", binds)?),
-                vt.clone(),
-            ),
+    let mut types: Vec<CqlType> = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let literal_ty = match (&vector_ty, fname.as_str(), i) {
+            (Some(vt), _, _) => Some(vt.clone()),
+            // floor(t, 1h, '2016-09-01'): the duration and the start are typed by the call.
+            (None, "floor", 1) => Some(CqlType::Native(NativeType::Duration)),
+            (None, "floor", 2) => types.first().map(functions::floor_start_type),
+            _ => None,
+        };
+        let (s, ty) = match (as_term(a), literal_ty) {
+            (Some(term), Some(lt)) => (Sel::Constant(constant(&term, &lt, "selector", binds)?), lt),
             _ => compile_one(t, a, binds)?,
         };
         sels.push(s);

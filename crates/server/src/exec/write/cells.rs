@@ -20,18 +20,6 @@ pub(super) struct RowAt<'a> {
     pub(super) clustering: &'a [Bytes],
 }
 
-fn list_paths(
-    ctx: &WriteContext<'_>,
-    at: &Option<RowAt<'_>>,
-    col: u32,
-    name: &str,
-) -> ExecResult<Vec<Bytes>> {
-    Ok(list_cells(ctx, at, col, name)?
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect())
-}
-
 /// (path, value) of every element of a list column of the row being written.
 fn list_cells(
     ctx: &WriteContext<'_>,
@@ -134,9 +122,17 @@ pub(super) fn row_cells(
         ts,
         ttl,
         out,
+        lists: Vec::new(),
     };
+    let read_lists = lists_read_by(&ops, t);
     for (i, op, pre) in ops {
         let c = &t.columns[i];
+        if read_lists.contains(&c.id) && !row.lists.iter().any(|(id, _)| *id == c.id) {
+            let cells = list_cells(row.ctx, row.at, c.id, &c.name)?;
+            row.lists.push((c.id, cells));
+        }
+        let start = row.out.len();
+        let prepend = matches!(op, Op::Prepend(_));
         match op {
             Op::Set(term) => row.set(c, &term, pre)?,
             Op::Add(term) => row.add(c, &term, false)?,
@@ -146,8 +142,23 @@ pub(super) fn row_cells(
             Op::SetField(f, v) => row.set_field(c, f, &v)?,
             Op::Delete(path) => row.delete(c, path.as_ref())?,
         }
+        row.follow_list(c.id, start, prepend);
     }
     Ok(())
+}
+
+/// The list columns whose current elements the statement reads (by index or by value).
+fn lists_read_by(ops: &[(usize, Op, Option<Bound>)], t: &helenus_schema::TableMeta) -> Vec<u32> {
+    ops.iter()
+        .filter(|(i, op, _)| {
+            matches!(t.columns[*i].cql_type, CqlType::List { frozen: false, .. })
+                && matches!(
+                    op,
+                    Op::SetElement(..) | Op::Subtract(_) | Op::Delete(Some(SubPath::Element(_)))
+                )
+        })
+        .map(|(i, _, _)| t.columns[*i].id)
+        .collect()
 }
 
 /// One row being written: what its operations are evaluated with, and where their cells go.
@@ -158,9 +169,57 @@ struct RowCells<'r, 'b, 'c, 'a> {
     ts: i64,
     ttl: u32,
     out: &'r mut Vec<st::CellUpdate>,
+    /// The elements (path, value) of the list columns the statement reads, as its operations
+    /// so far have left them: Cassandra applies a statement's list operations in order, each
+    /// seeing the previous ones (`SET l = l + [3, 4], l[3] = 7` sets the appended 4).
+    lists: Vec<(u32, Vec<(Bytes, Bytes)>)>,
 }
 
 impl RowCells<'_, '_, '_, '_> {
+    /// The list's elements as the statement's operations so far have left them.
+    fn current_list(&mut self, c: &ColumnMeta) -> ExecResult<Vec<(Bytes, Bytes)>> {
+        match self.lists.iter().find(|(id, _)| *id == c.id) {
+            Some((_, cells)) => Ok(cells.clone()),
+            None => list_cells(self.ctx, self.at, c.id, &c.name),
+        }
+    }
+
+    /// Applies the cells an operation pushed from `start` on to the column's list view. Two
+    /// values for one element at one timestamp reconcile as in storage: the greater one wins
+    /// (`SET l[2] = 9, l[2] = 6` keeps 9), a deletion over any value.
+    fn follow_list(&mut self, col: u32, start: usize, prepend: bool) {
+        let ts = self.ts;
+        let Some(i) = self.lists.iter().position(|(id, _)| *id == col) else {
+            return;
+        };
+        let (done, new) = self.out.split_at(start);
+        let cells = &mut self.lists[i].1;
+        let mut added = Vec::new();
+        for u in new.iter().filter(|u| u.column == col) {
+            match (&u.path, &u.op) {
+                (None, _) => cells.clear(),
+                (Some(p), st::CellOp::Set { value, .. }) => {
+                    let earlier = done.iter().any(|d| {
+                        d.column == col && d.timestamp_us == ts && d.path.as_ref() == Some(p)
+                    });
+                    match cells.iter_mut().find(|(q, _)| q == p) {
+                        Some((_, v)) if !earlier || value > v => *v = value.clone(),
+                        Some(_) => {}
+                        None => added.push((p.clone(), value.clone())),
+                    }
+                }
+                (Some(p), _) => cells.retain(|(q, _)| q != p),
+            }
+        }
+        if prepend {
+            added.append(cells);
+        } else {
+            cells.append(&mut added);
+            return;
+        }
+        *cells = added;
+    }
+
     fn push(&mut self, column: u32, path: Option<Bytes>, op: st::CellOp) {
         self.out.push(st::CellUpdate {
             column,
@@ -247,7 +306,7 @@ impl RowCells<'_, '_, '_, '_> {
             }
             Some(CqlValue::List(items)) => {
                 let remove: Vec<Bytes> = items.iter().map(values::serialize).collect();
-                for (path, value) in list_cells(self.ctx, self.at, c.id, &c.name)? {
+                for (path, value) in self.current_list(c)? {
                     if remove.contains(&value) {
                         self.push(c.id, Some(path), st::CellOp::Delete);
                     }
@@ -293,11 +352,11 @@ impl RowCells<'_, '_, '_, '_> {
     }
 
     /// The path of the list element at index `k` of the row's current list.
-    fn list_element_path(&self, c: &ColumnMeta, k: &Term) -> ExecResult<Bytes> {
+    fn list_element_path(&mut self, c: &ColumnMeta, k: &Term) -> ExecResult<Bytes> {
         let idx = list_index(k, &c.name, self.binds)?;
-        let paths = list_paths(self.ctx, self.at, c.id, &c.name)?;
+        let paths = self.current_list(c)?;
         match usize::try_from(idx).ok().and_then(|i| paths.get(i)) {
-            Some(path) => Ok(path.clone()),
+            Some((path, _)) => Ok(path.clone()),
             None => invalid(format!(
                 "List index {idx} out of bound, list has size {}",
                 paths.len()

@@ -266,6 +266,28 @@ pub fn validate_plan(plan: &WritePlan) -> ExecResult<()> {
             return invalid("DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns");
         }
     }
+    // A condition on a regular column needs the row it is about.
+    let conditions_regular = match &plan.condition {
+        Some(WriteCondition::Columns(conds)) => conds.iter().any(|c| {
+            t.column(&c.column.name)
+                .is_some_and(|col| col.kind != ColumnKind::Static)
+        }),
+        _ => false,
+    };
+    if conditions_regular && (plan.ck.len() < t.clustering_len() || !plan.ck_slice.is_empty()) {
+        if matches!(plan.kind, WriteKind::Delete) {
+            return invalid("DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF condition on non static columns");
+        }
+        let missing: Vec<&str> = t
+            .clustering()
+            .skip(plan.ck.len())
+            .map(|c| c.name.as_str())
+            .collect();
+        return invalid(format!(
+            "Some clustering keys are missing: {}",
+            missing.join(", ")
+        ));
+    }
     Ok(())
 }
 
@@ -295,16 +317,17 @@ fn current_target(
                     ))
                 }
             };
+            let idx = <[u8; 4]>::try_from(key.as_ref())
+                .map(i32::from_be_bytes)
+                .unwrap_or(-1);
+            if matches!(col.cql_type, CqlType::List { .. }) && idx < 0 {
+                return invalid(format!("Invalid negative list index {idx}"));
+            }
             match decoded()? {
-                Some(CqlValue::List(items)) => {
-                    let idx = <[u8; 4]>::try_from(key.as_ref())
-                        .map(i32::from_be_bytes)
-                        .unwrap_or(-1);
-                    usize::try_from(idx)
-                        .ok()
-                        .and_then(|i| items.get(i))
-                        .map(values::serialize)
-                }
+                Some(CqlValue::List(items)) => usize::try_from(idx)
+                    .ok()
+                    .and_then(|i| items.get(i))
+                    .map(values::serialize),
                 Some(CqlValue::Map(entries)) => entries
                     .iter()
                     .find(|(ek, _)| values::serialize(ek) == key)

@@ -222,6 +222,16 @@ fn key_lists(
     Ok((p, k))
 }
 
+/// The one clustering row a statement names (every clustering column given one value), even
+/// when it writes only static columns: a condition on a regular column is about that row.
+pub fn named_clustering(plan: &WritePlan, binds: &Binds<'_>) -> ExecResult<Option<Vec<Bytes>>> {
+    let (_, ck) = key_lists(plan, &None, binds)?;
+    if ck.len() != plan.table.clustering_len() || ck.iter().any(|v| v.len() != 1) {
+        return Ok(None);
+    }
+    Ok(Some(ck.into_iter().flatten().collect()))
+}
+
 /// What every partition of one write shares.
 struct PartitionWrite<'r, 'b, 'c> {
     plan: &'r WritePlan,
@@ -301,7 +311,10 @@ impl PartitionWrite<'_, '_, '_> {
         let (ts, ttl) = (self.ts, self.ttl);
         let mut all = Vec::new();
         let single =
-            if self.clusterings.len() == 1 && (self.full_clustering || t.clustering_len() == 0) {
+            // Without clustering values the row is the static row (static list operations).
+            if self.clusterings.len() == 1
+                && (self.full_clustering || t.clustering_len() == 0 || self.no_clustering)
+            {
                 self.clusterings.first().map(|c| RowAt {
                     key: &m.key,
                     token: m.token,

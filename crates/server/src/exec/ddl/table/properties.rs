@@ -69,9 +69,9 @@ fn apply_property(params: &mut TableParams, name: &str, v: &OptionValue) -> Exec
         "allow_auto_snapshot" => params.allow_auto_snapshot = Some(bool_option(v, name)?),
         "incremental_backups" => params.incremental_backups = Some(bool_option(v, name)?),
         "memtable" => {
-            // Only the configurations a stock cassandra.yaml defines.
+            // Only the configuration a stock cassandra.yaml 5.0 defines.
             let m = scalar(v, name)?;
-            if !matches!(m.as_str(), "default" | "skiplist" | "trie") {
+            if m != "default" {
                 return Err(ExecError::Config(format!(
                     "Memtable configuration \"{m}\" not found."
                 )));
@@ -87,7 +87,11 @@ fn apply_property(params: &mut TableParams, name: &str, v: &OptionValue) -> Exec
                 .map(|(k, v)| (k, v.into_bytes()))
                 .collect();
         }
-        "id" => {}
+        "id" => {
+            if uuid::Uuid::parse_str(&scalar(v, name)?).is_err() {
+                return Err(ExecError::Config("Invalid table id".into()));
+            }
+        }
         other => return Err(ExecError::Syntax(format!("Unknown property '{other}'"))),
     }
     Ok(())

@@ -74,7 +74,7 @@ pub fn plan(
     if !multi_partition(&partitions) {
         order.merge_order.clear();
     }
-    let group_by = plan_group_by(&shape, s, &partitions, &clustering.eq)?;
+    let (group_by, group_fn) = plan_group_by(&shape, s, &partitions, &clustering.eq)?;
     Ok(SelectPlan {
         table,
         compiled: Arc::new(compiled),
@@ -88,6 +88,7 @@ pub fn plan(
         distinct: s.distinct,
         json: s.json,
         group_by,
+        group_fn,
         merge_order: order.merge_order,
         multi_filters: clustering.multi_filters,
         token_filter,

@@ -4,7 +4,7 @@ use super::{column_index, Order, Shape};
 use crate::exec::error::{invalid, ExecResult};
 use crate::exec::key_values::note_binds;
 use crate::exec::select::order::plan_ann;
-use crate::exec::select::{PartitionSelection, ValuesOf};
+use crate::exec::select::{GroupFn, PartitionSelection, ValuesOf};
 use crate::exec::BindSpec;
 use helenus_cql::ast::{self, OrderDirection, SelectStatement};
 use helenus_schema::TableMeta;
@@ -112,7 +112,7 @@ pub(super) fn plan_group_by(
     s: &SelectStatement,
     partitions: &PartitionSelection,
     clustering_eq: &[ValuesOf],
-) -> ExecResult<usize> {
+) -> ExecResult<(usize, Option<GroupFn>)> {
     let pk_len = shape.pk_cols.len();
     let key_cols: Vec<usize> = shape
         .pk_cols
@@ -122,9 +122,21 @@ pub(super) fn plan_group_by(
         .collect();
     let fixed = |pos: usize| eq_restricted(pos, pk_len, partitions, clustering_eq);
     let mut group_by = 0;
-    for g in s.group_by.iter() {
-        let ast::Selector::Column(id) = g else {
-            return invalid("Only column names are supported in GROUP BY");
+    let mut group_fn = None;
+    for (n, g) in s.group_by.iter().enumerate() {
+        let id = match g {
+            ast::Selector::Column(id) => id,
+            ast::Selector::FunctionCall { .. } if n + 1 < s.group_by.len() => {
+                return invalid(
+                    "Functions are only supported on the last element of the GROUP BY clause",
+                );
+            }
+            ast::Selector::FunctionCall { name, args } => {
+                let (id, f) = group_function(shape.t, g, &name.name.name, args)?;
+                group_fn = Some(f);
+                id
+            }
+            _ => return invalid("Only column names are supported in GROUP BY"),
         };
         let i = column_index(shape.t, &id.name)?;
         let mut pos = group_by;
@@ -139,5 +151,28 @@ pub(super) fn plan_group_by(
     if group_by > 0 && (group_by..pk_len).any(|p| !fixed(p)) {
         return invalid("Group by is not supported on only a part of the partition key");
     }
-    Ok(group_by)
+    Ok((group_by, group_fn))
+}
+
+/// `floor(c, duration[, start])` ending a GROUP BY: the only monotonic function Cassandra
+/// groups by, applied to a column with constant other arguments.
+fn group_function<'s>(
+    t: &TableMeta,
+    g: &ast::Selector,
+    name: &str,
+    args: &'s [ast::Selector],
+) -> ExecResult<(&'s ast::Ident, GroupFn)> {
+    let (sel, ty) = crate::exec::selectors::compile_selector(t, g)?;
+    let monotonic = crate::exec::functions::canonical_name(name) == "floor"
+        && args
+            .iter()
+            .skip(1)
+            .all(|a| matches!(a, ast::Selector::Term(_)));
+    match args.first() {
+        Some(ast::Selector::Column(id)) if monotonic => Ok((id, GroupFn { sel, ty })),
+        _ => invalid(format!(
+            "Only monotonic functions are supported in the GROUP BY clause. Got: system.{}",
+            name.to_ascii_lowercase()
+        )),
+    }
 }
