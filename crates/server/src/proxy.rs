@@ -57,6 +57,16 @@ pub trait StorageProxy: Send + Sync {
         consistency: ConsistencyLevel,
     ) -> ProxyFuture<'_, ()>;
 
+    /// A logged batch: all-or-nothing across partitions even if this coordinator dies half
+    /// way (the batchlog). On one node `mutate` already is: one commitlog entry.
+    fn mutate_logged(
+        &self,
+        mutations: Vec<st::Mutation>,
+        consistency: ConsistencyLevel,
+    ) -> ProxyFuture<'_, ()> {
+        self.mutate(mutations, consistency)
+    }
+
     /// Reads at `consistency`, failing past `tombstone_failure_threshold` tombstones scanned.
     fn read(
         &self,

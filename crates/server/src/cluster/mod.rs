@@ -153,6 +153,8 @@ pub struct ClusterNode {
     schema_epoch: std::sync::atomic::AtomicU64,
     /// When each replica was last seen going down, for `max_hint_window`.
     down_since: Mutex<HashMap<NodeId, tokio::time::Instant>>,
+    /// Logged batches this node holds for coordinators (replayed if not removed in time).
+    batchlog: helenus_coordinator::batchlog::BatchlogStore,
     /// This node's Paxos acceptor and the ballots it proposes with (cluster/paxos.rs).
     acceptor: helenus_coordinator::paxos::Acceptor,
     ballots: helenus_coordinator::paxos::BallotGenerator,
@@ -191,6 +193,14 @@ pub fn attach(
         path: system_dir.display().to_string(),
         message: e.to_string(),
     })?;
+    let batchlog_dir = system_dir.join("batchlog");
+    let batchlog =
+        helenus_coordinator::batchlog::BatchlogStore::open(&batchlog_dir).map_err(|e| {
+            StartError::Dir {
+                path: batchlog_dir.display().to_string(),
+                message: e.to_string(),
+            }
+        })?;
     let ballots = helenus_coordinator::paxos::BallotGenerator::new(
         service.host_id(),
         node.exec.clock().clone(),
@@ -204,6 +214,7 @@ pub fn attach(
         schema_epoch: std::sync::atomic::AtomicU64::new(schema::load_epoch(node)),
         down_since: Mutex::new(HashMap::new()),
         delivering: Mutex::new(std::collections::HashSet::new()),
+        batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
         ballots,
     });
@@ -230,6 +241,38 @@ impl ClusterNode {
 
     fn local(&self) -> NodeId {
         self.service.host_id()
+    }
+
+    /// The node clock's wall time in milliseconds.
+    fn service_clock_ms(&self) -> i64 {
+        self.node().map_or(0, |n| n.exec.clock().wall_ms())
+    }
+
+    /// Replays logged batches whose coordinator did not remove them within twice the write
+    /// timeout (it died half way): their mutations are written again at ONE, then dropped.
+    async fn replay_batchlog(&self, node: &NodeState) {
+        let delay = 2 * self.write_timeout();
+        let before = self.service_clock_ms() - i64::try_from(delay.as_millis()).unwrap_or(0);
+        let Ok(due) = self.batchlog.due(before) else {
+            return;
+        };
+        for batch in due {
+            let mut replayed = true;
+            for encoded in &batch.mutations {
+                let Ok(mutations) = helenus_mutation::decode_mutations(encoded.clone()) else {
+                    continue;
+                };
+                let written = node
+                    .proxy()
+                    .mutate(mutations, helenus_coordinator::ConsistencyLevel::One)
+                    .await;
+                replayed &= written.is_ok();
+            }
+            if replayed {
+                tracing::info!(batch = %batch.id, "logged batch replayed from the batchlog");
+                let _ = self.batchlog.remove(batch.id);
+            }
+        }
     }
 
     /// The replication map of `keyspace` on the current ring.
@@ -397,6 +440,7 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
             .sum();
         cluster.service.set_load(load);
         schema::pull_if_behind(&cluster).await;
+        cluster.replay_batchlog(&node).await;
     }
 }
 

@@ -53,6 +53,16 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                     )
                 });
             }
+            Verb::BatchStore | Verb::BatchRemove => {
+                // Stored batches are synced files.
+                tokio::task::spawn_blocking(move || {
+                    helenus_coordinator::batchlog::serve_batchlog(
+                        &envelope,
+                        &cluster.batchlog,
+                        &cluster.messenger,
+                    )
+                });
+            }
             Verb::TruncateRequest => {
                 tokio::task::spawn_blocking(move || serve_truncate(&node, &cluster, &envelope));
             }

@@ -14,6 +14,7 @@ use super::{wire, ClusterNode};
 use crate::proxy::{CasDecision, CasResult, ProxyError, ProxyFuture, StorageProxy};
 use helenus_cluster::locator::{NodeId, ReplicationMap, ReplicationStrategy, Token, TokenRange};
 use helenus_cluster::messaging::Verb;
+use helenus_coordinator::batchlog::{batchlog_endpoints, remove_batch, store_batch, Batch};
 use helenus_coordinator::paxos::{cas_with, CasRequest, PaxosError};
 use helenus_coordinator::read::{ReadError, ReadOptions};
 use helenus_coordinator::{plan_read, plan_write, ConsistencyLevel, LiveReplicas, WriteType};
@@ -197,6 +198,56 @@ impl ReplicatedProxy {
     }
 }
 
+type Groups = BTreeMap<(String, i64), (Arc<KeyspaceMeta>, Vec<st::Mutation>)>;
+
+impl ReplicatedProxy {
+    /// Mutations by (keyspace, partition), each with its own replicas; those of tables that
+    /// are not replicated (system keyspaces) apart.
+    fn by_partition(&self, mutations: Vec<st::Mutation>) -> (Groups, Vec<st::Mutation>) {
+        let mut groups: Groups = BTreeMap::new();
+        let mut local_only = Vec::new();
+        for m in mutations {
+            match self.replicated_keyspace(&m.table) {
+                Some(ks) => groups
+                    .entry((ks.name.clone(), m.token))
+                    .or_insert_with(|| (ks.clone(), Vec::new()))
+                    .1
+                    .push(m),
+                None => local_only.push(m),
+            }
+        }
+        (groups, local_only)
+    }
+
+    /// Writes every group to its replicas at once; the first failure is the answer.
+    async fn write_groups(
+        &self,
+        groups: Groups,
+        consistency: ConsistencyLevel,
+        write_type: WriteType,
+    ) -> Result<(), ProxyError> {
+        let mut writes = tokio::task::JoinSet::new();
+        for ((_, token), (ks, group)) in groups {
+            let cluster = self.cluster.clone();
+            writes.spawn(async move {
+                write_partition(cluster, &ks, token, group, consistency, write_type).await
+            });
+        }
+        let mut first_error = None;
+        while let Some(done) = writes.join_next().await {
+            let outcome = done.unwrap_or_else(|e| {
+                Err(ProxyError::Storage(st::StorageError::InvalidRequest(
+                    format!("write task failed: {e}"),
+                )))
+            });
+            if let (Err(e), None) = (outcome, &first_error) {
+                first_error = Some(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
 /// What every part of one read shares.
 #[derive(Clone, Copy)]
 struct Read {
@@ -270,47 +321,66 @@ impl StorageProxy for ReplicatedProxy {
         consistency: ConsistencyLevel,
     ) -> ProxyFuture<'_, ()> {
         Box::pin(async move {
-            // One write per (keyspace, partition): each has its own replicas.
-            let mut groups: BTreeMap<(String, i64), (Arc<KeyspaceMeta>, Vec<st::Mutation>)> =
-                BTreeMap::new();
-            let mut local_only = Vec::new();
-            for m in mutations {
-                match self.replicated_keyspace(&m.table) {
-                    Some(ks) => groups
-                        .entry((ks.name.clone(), m.token))
-                        .or_insert_with(|| (ks.clone(), Vec::new()))
-                        .1
-                        .push(m),
-                    None => local_only.push(m),
-                }
-            }
+            let (groups, local_only) = self.by_partition(mutations);
             if !local_only.is_empty() {
                 self.local.mutate(local_only, consistency).await?;
             }
             let write_type = if groups.len() > 1 {
-                WriteType::Batch
+                WriteType::UnloggedBatch
             } else {
                 WriteType::Simple
             };
-            let mut writes = tokio::task::JoinSet::new();
-            for ((_, token), (ks, group)) in groups {
-                let cluster = self.cluster.clone();
-                writes.spawn(async move {
-                    write_partition(cluster, &ks, token, group, consistency, write_type).await
-                });
+            self.write_groups(groups, consistency, write_type).await
+        })
+    }
+
+    fn mutate_logged(
+        &self,
+        mutations: Vec<st::Mutation>,
+        consistency: ConsistencyLevel,
+    ) -> ProxyFuture<'_, ()> {
+        Box::pin(async move {
+            let (groups, local_only) = self.by_partition(mutations);
+            if !local_only.is_empty() {
+                self.local.mutate(local_only, consistency).await?;
             }
-            let mut first_error = None;
-            while let Some(done) = writes.join_next().await {
-                let outcome = done.unwrap_or_else(|e| {
-                    Err(ProxyError::Storage(st::StorageError::InvalidRequest(
-                        format!("write task failed: {e}"),
-                    )))
-                });
-                if let (Err(e), None) = (outcome, &first_error) {
-                    first_error = Some(e);
-                }
+            if groups.len() < 2 {
+                // One partition is atomic by itself (one commitlog entry on each replica).
+                return self
+                    .write_groups(groups, consistency, WriteType::Simple)
+                    .await;
             }
-            first_error.map_or(Ok(()), Err)
+            let batch = Batch {
+                id: uuid::Uuid::new_v4(),
+                created_ms: self.cluster.service_clock_ms(),
+                mutations: groups
+                    .values()
+                    .map(|(_, group)| helenus_mutation::encode_mutations(group))
+                    .collect(),
+            };
+            let endpoints = {
+                let ring = self.cluster.service.ring();
+                let is_alive = self.live();
+                batchlog_endpoints(&ring, self.cluster.local(), &is_alive)
+            };
+            store_batch(
+                &batch,
+                &endpoints,
+                &self.cluster.messenger,
+                &self.cluster.batchlog,
+                consistency,
+                self.cluster.write_timeout(),
+            )
+            .await?;
+            self.write_groups(groups, consistency, WriteType::Batch)
+                .await?;
+            remove_batch(
+                batch.id,
+                &endpoints,
+                &self.cluster.messenger,
+                &self.cluster.batchlog,
+            );
+            Ok(())
         })
     }
 

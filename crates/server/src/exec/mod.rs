@@ -538,6 +538,25 @@ async fn apply_mutations(
     Ok(node.proxy().mutate(muts, consistency).await?)
 }
 
+/// A batch's mutations: a logged batch goes through the batchlog in a ring.
+async fn apply_batch_mutations(
+    node: &NodeState,
+    muts: Vec<helenus_storage::Mutation>,
+    consistency: ConsistencyLevel,
+    kind: helenus_cql::ast::BatchKind,
+) -> ExecResult<()> {
+    if kind != helenus_cql::ast::BatchKind::Logged {
+        return apply_mutations(node, muts, consistency).await;
+    }
+    trace::event(|| {
+        format!(
+            "Writing a logged batch of {} partition update(s)",
+            muts.len()
+        )
+    });
+    Ok(node.proxy().mutate_logged(muts, consistency).await?)
+}
+
 /// Executes a prepared statement with its values.
 pub async fn execute(
     node: &NodeState,
@@ -643,7 +662,7 @@ pub async fn execute(
             }
             batch::check_limits(node, *kind, &children.iter().collect::<Vec<_>>(), &muts)?;
             opts.consistency.validate_for_write()?;
-            apply_mutations(node, muts, opts.consistency).await?;
+            apply_batch_mutations(node, muts, opts.consistency, *kind).await?;
             Ok(Outcome::Void)
         }
         Planned::Use(ks) => {

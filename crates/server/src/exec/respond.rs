@@ -306,7 +306,7 @@ pub async fn run_batch(
     }
     super::batch::check_limits(node, kind, &plans, &muts)?;
     ctx.consistency.validate_for_write()?;
-    super::apply_mutations(node, muts, ctx.consistency).await?;
+    super::apply_batch_mutations(node, muts, ctx.consistency, kind).await?;
     Ok(Outcome::Void)
 }
 
