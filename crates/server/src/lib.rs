@@ -11,8 +11,13 @@
 //!   (request byte budgets, the statement pool).
 //! - `admin` and `metrics`: the HTTP admin API `helenus nodetool` drives, Prometheus text.
 //! - `exec`: statement execution (its docs describe its own layers).
-//! - `proxy`: the only way statements reach data (`StorageProxy`: mutate, read, truncate, with
-//!   the request's consistency level); `LocalProxy` is a single node over the local engine.
+//! - `proxy`: the only way statements reach data (`StorageProxy`: mutate, logged batches, read,
+//!   compare-and-set, truncate, with the request's consistency level); `LocalProxy` is a single
+//!   node over the local engine.
+//! - `cluster`: the node as a ring member (with `--seeds`): gossip and messaging started before
+//!   the node opens, the replicated proxy, the replica side of internode requests, schema
+//!   agreement, the Paxos store, hints and the batchlog. `topology` is what the rest of the
+//!   server sees of the ring (`ClusterView`); `ring_report` renders nodetool's ring commands.
 //! - `system`: system and virtual tables, computed on read from `NodeState`.
 //! - `node`: `NodeState`, the state every connection shares (config, identity, schema, engine,
 //!   clients, events, the prepared cache, traces). It knows nothing of `exec`: the cache it holds
