@@ -19,7 +19,7 @@ use crate::config::NodeConfig;
 use crate::local_node::LocalIdentity;
 use crate::node::{NodeEvent, NodeState};
 use crate::StartError;
-use helenus_cluster::gossip::{FailureDetectorConfig, GossipConfig, GossipEvent};
+use helenus_cluster::gossip::{AppKey, FailureDetectorConfig, GossipConfig, GossipEvent};
 use helenus_cluster::locator::{
     allocate_tokens, Location, Member, NodeId, ReplicationMap, ReplicationStrategy, Ring,
 };
@@ -322,6 +322,13 @@ impl ClusterNode {
             .is_none_or(|since| since.elapsed() <= window)
     }
 
+    fn is_normal(&self, node: NodeId) -> bool {
+        self.service
+            .peers()
+            .iter()
+            .any(|p| p.host_id == node && p.status == helenus_cluster::gossip::status::NORMAL)
+    }
+
     fn native_address(&self, node: NodeId) -> Option<SocketAddr> {
         self.service
             .peers()
@@ -361,7 +368,14 @@ async fn forward_events(cluster: Arc<ClusterNode>) {
         };
         let Some(node) = cluster.node() else { return };
         let (peer, pushed) = match event {
-            GossipEvent::Joined(p) => (p, Some(topology(proto::TopologyChangeType::NewNode))),
+            // A node is new to drivers once it owns tokens (NORMAL), which is when
+            // system.peers lists it; first contact may be while it is still choosing them.
+            GossipEvent::Joined(p) | GossipEvent::Changed(p, AppKey::Status)
+                if cluster.is_normal(p) =>
+            {
+                (p, Some(topology(proto::TopologyChangeType::NewNode)))
+            }
+            GossipEvent::Joined(_) => continue,
             GossipEvent::Up(p) | GossipEvent::Restarted(p) => {
                 cluster.down_since.lock().remove(&p);
                 tokio::spawn(replica::deliver_hints_to(cluster.clone(), p));

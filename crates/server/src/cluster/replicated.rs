@@ -226,6 +226,14 @@ impl ReplicatedProxy {
         consistency: ConsistencyLevel,
         write_type: WriteType,
     ) -> Result<(), ProxyError> {
+        if groups.len() == 1 {
+            // The common case: no task to spawn.
+            if let Some(((_, token), (ks, group))) = groups.into_iter().next() {
+                let cluster = self.cluster.clone();
+                return write_partition(cluster, &ks, token, group, consistency, write_type).await;
+            }
+            return Ok(());
+        }
         let mut writes = tokio::task::JoinSet::new();
         for ((_, token), (ks, group)) in groups {
             let cluster = self.cluster.clone();
