@@ -78,6 +78,7 @@ pub fn error_response(e: ExecError) -> proto::Response {
         ),
         ExecError::Truncate(_) => (ErrorCode::TRUNCATE, ErrorExtra::None),
         ExecError::Unauthorized(_) => (ErrorCode::UNAUTHORIZED, ErrorExtra::None),
+        ExecError::BadCredentials(_) => (ErrorCode::BAD_CREDENTIALS, ErrorExtra::None),
         ExecError::FunctionFailure {
             keyspace,
             function,
