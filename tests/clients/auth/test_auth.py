@@ -207,3 +207,40 @@ def test_roles_and_grants_survive_a_restart_and_drop_role_is_durable(node):
         su.execute("DROP KEYSPACE durable")
     finally:
         cluster.shutdown()
+
+
+def test_prepared_statements_and_protocol_batches_are_checked_too(node):
+    from cassandra import Unauthorized
+    from cassandra.query import BatchStatement
+
+    cluster, su = scenario.connect(HOST, PORT, "cassandra", "cassandra")
+    try:
+        su.execute("CREATE KEYSPACE pb WITH replication = "
+                   "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        su.execute("CREATE TABLE pb.t (k int PRIMARY KEY, v int)")
+        su.execute("CREATE ROLE carol WITH PASSWORD = 'pw' AND LOGIN = true")
+        c_cluster, carol = scenario.connect(HOST, PORT, "carol", "pw")
+        try:
+            select = carol.prepare("SELECT v FROM pb.t WHERE k = ?")
+            insert = carol.prepare("INSERT INTO pb.t (k, v) VALUES (?, ?)")
+            with pytest.raises(Unauthorized, match="no SELECT permission on <table pb.t>"):
+                carol.execute(select, [1])
+            batch = BatchStatement()
+            batch.add(insert, [1, 10])
+            with pytest.raises(Unauthorized, match="no MODIFY permission on <table pb.t>"):
+                carol.execute(batch)
+            su.execute("GRANT MODIFY ON TABLE pb.t TO carol")
+            carol.execute(batch)
+            with pytest.raises(Unauthorized, match="no SELECT permission"):
+                carol.execute("UPDATE pb.t SET v = 11 WHERE k = 1 IF v = 10")
+            su.execute("GRANT SELECT ON KEYSPACE pb TO carol")
+            assert [r.v for r in carol.execute(select, [1])] == [10]
+            su.execute("REVOKE MODIFY ON TABLE pb.t FROM carol")
+            with pytest.raises(Unauthorized):
+                carol.execute(batch)
+        finally:
+            c_cluster.shutdown()
+        su.execute("DROP ROLE carol")
+        su.execute("DROP KEYSPACE pb")
+    finally:
+        cluster.shutdown()

@@ -19,6 +19,8 @@
 //!   `write_checks`, `storage_bridge`.
 
 mod access;
+#[cfg(test)]
+mod access_tests;
 mod aggregates;
 mod arith;
 mod batch;

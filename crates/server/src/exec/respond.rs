@@ -227,6 +227,10 @@ pub async fn run_batch(
         super::check_value_count(&p, s.values.len())?;
         prepared.push(p);
     }
+    let user = session.lock().user.clone();
+    for p in &prepared {
+        super::access::authorize(node, user.as_deref(), p)?;
+    }
     let mut plans = Vec::with_capacity(prepared.len());
     for p in &prepared {
         let super::Planned::Write(plan) = &p.plan else {
