@@ -20,6 +20,8 @@ pub struct ClientInfo {
     pub keyspace: Option<String>,
     pub protocol_version: u8,
     pub request_count: u64,
+    /// The role the connection logged in as (`None`: anonymous).
+    pub username: Option<String>,
 }
 
 /// A server-pushed event, fanned out to connections that REGISTERed for its type.

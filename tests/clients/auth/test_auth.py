@@ -244,3 +244,12 @@ def test_prepared_statements_and_protocol_batches_are_checked_too(node):
         su.execute("DROP KEYSPACE pb")
     finally:
         cluster.shutdown()
+
+
+def test_clients_view_shows_who_is_logged_in(node):
+    cluster, su = scenario.connect(HOST, PORT, "cassandra", "cassandra")
+    try:
+        names = {r.username for r in su.execute("SELECT username FROM system_views.clients")}
+        assert "cassandra" in names, names
+    finally:
+        cluster.shutdown()

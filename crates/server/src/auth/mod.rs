@@ -67,6 +67,8 @@ pub struct AuthService {
     /// Serialises changes so that two writers never persist interleaved states.
     change_lock: Mutex<()>,
     logins: Mutex<HashMap<String, CachedLogin>>,
+    /// Password checks (bcrypt) allowed to run at once: one per core.
+    pub login_slots: tokio::sync::Semaphore,
     fingerprint_keys: (
         std::collections::hash_map::RandomState,
         std::collections::hash_map::RandomState,
@@ -118,6 +120,9 @@ impl AuthService {
             store: RwLock::new(Arc::new(store)),
             change_lock: Mutex::new(()),
             logins: Mutex::new(HashMap::new()),
+            login_slots: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, |n| n.get()),
+            ),
             fingerprint_keys: Default::default(),
             clock,
         }

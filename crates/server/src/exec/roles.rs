@@ -365,7 +365,6 @@ fn rows(table: &str, columns: Vec<(&str, CqlType)>, rows: Vec<Vec<Option<Bytes>>
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn list_permissions(
     node: &NodeState,
     user: &str,

@@ -79,7 +79,10 @@ pub(super) async fn handle_request(
                 Ok(outcome_response(out, false))
             }
             proto::Request::AuthResponse { token } => {
-                authenticate(node, session, token.as_deref()).await
+                let response = authenticate(node, session, token.as_deref()).await?;
+                let user = session.lock().user.clone();
+                node.update_client(client_id, |c| c.username = user);
+                Ok(response)
             }
             proto::Request::Startup(_) | proto::Request::Register { .. } => {
                 Ok(proto::Response::Ready)
@@ -109,6 +112,14 @@ async fn authenticate(
     }
     let creds = crate::auth::sasl::decode_plain(token.unwrap_or_default())
         .map_err(|e| ExecError::BadCredentials(e.to_string()))?;
+    // bcrypt is slow on purpose: a bounded number of checks run at once, so a flood of logins
+    // queues here instead of taking every core.
+    let _slot = node
+        .auth
+        .login_slots
+        .acquire()
+        .await
+        .map_err(|e| ExecError::Server(format!("login check failed: {e}")))?;
     let auth = node.auth.clone();
     let user = creds.username.clone();
     tokio::task::spawn_blocking(move || auth.check_login(&creds.username, &creds.password))

@@ -145,6 +145,7 @@ impl Connection {
             keyspace: None,
             protocol_version: 0,
             request_count: 0,
+            username: None,
         });
         let buffer_charge = limits.empty_charge();
         Connection {
