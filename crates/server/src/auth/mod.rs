@@ -277,11 +277,12 @@ mod tests {
     use super::*;
 
     fn config(cost: u32) -> NodeConfig {
-        let mut c = NodeConfig::default();
-        c.authenticator = Authenticator::Password;
-        c.authorizer = Authorizer::Cassandra;
-        c.auth_bcrypt_gensalt_log2_rounds = cost;
-        c
+        NodeConfig {
+            authenticator: Authenticator::Password,
+            authorizer: Authorizer::Cassandra,
+            auth_bcrypt_gensalt_log2_rounds: cost,
+            ..Default::default()
+        }
     }
 
     #[test]

@@ -32,11 +32,13 @@ fn auth_node() -> (Arc<NodeState>, std::path::PathBuf) {
             .unwrap()
             .as_nanos()
     ));
-    let mut config = NodeConfig::default();
+    let mut config = NodeConfig {
+        authenticator: Authenticator::Password,
+        authorizer: Authorizer::Cassandra,
+        auth_bcrypt_gensalt_log2_rounds: 4,
+        ..Default::default()
+    };
     config.set_data_dir(&dir);
-    config.authenticator = Authenticator::Password;
-    config.authorizer = Authorizer::Cassandra;
-    config.auth_bcrypt_gensalt_log2_rounds = 4;
     (crate::open_node(config).unwrap(), dir)
 }
 
