@@ -100,7 +100,7 @@ impl RoleStore {
         self.existing(role)?;
         self.existing(grantee)?;
         if self.roles_of(grantee, true).contains(role) {
-            return Err(invalid(format!("{grantee} is already a member of {role}")));
+            return Err(invalid(format!("{grantee} is a member of {role}")));
         }
         if self.roles_of(role, true).contains(grantee) {
             return Err(invalid(format!("{role} is a member of {grantee}")));
@@ -280,7 +280,7 @@ mod tests {
         s.grant_role("a", "b").unwrap();
         assert_eq!(
             s.grant_role("a", "b").unwrap_err(),
-            AuthError::Invalid("b is already a member of a".into())
+            AuthError::Invalid("b is a member of a".into())
         );
         assert_eq!(
             s.grant_role("b", "a").unwrap_err(),

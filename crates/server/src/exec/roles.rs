@@ -178,21 +178,28 @@ async fn alter_role(
     let changes = role_changes(node, &a.options).await?;
     let superuser = node.auth.is_superuser(user);
     if changes.is_superuser.is_some() {
-        if !superuser {
-            return Err(ExecError::Unauthorized(
-                "Only superusers are allowed to alter superuser status".into(),
-            ));
-        }
         if node.auth.snapshot().roles_of(user, true).contains(name) {
             return Err(ExecError::Unauthorized(
                 "You aren't allowed to alter your own superuser status or that of a role granted to you".into(),
             ));
         }
+        if !superuser {
+            return Err(ExecError::Unauthorized(
+                "Only superusers are allowed to alter superuser status".into(),
+            ));
+        }
     }
-    let own_password_only =
-        user == name && changes.can_login.is_none() && changes.is_superuser.is_none();
-    if !superuser && !own_password_only {
-        ensure_role_perm(node, user, name, "ALTER")?;
+    if !superuser {
+        if user == name {
+            // A role may change only its own password.
+            if changes.can_login.is_some() {
+                return Err(ExecError::Unauthorized(
+                    "You aren't allowed to alter LOGIN".into(),
+                ));
+            }
+        } else {
+            ensure_role_perm(node, user, name, "ALTER")?;
+        }
     }
     node.auth.update(|s| s.alter_role(name, changes))?;
     Ok(Outcome::Void)
@@ -319,7 +326,8 @@ fn change_permissions(
     let resource = resolve(node, resource, session_ks)?;
     let names = requested(perms, Some(&resource));
     if names.iter().any(|p| !resource.applicable().contains(p)) {
-        return Err(ExecError::Invalid(format!(
+        // Cassandra reports this one as a syntax error.
+        return Err(ExecError::Syntax(format!(
             "Resource type {} does not support any of the requested permissions",
             resource_kind(&resource)
         )));
@@ -379,7 +387,8 @@ fn list_permissions(
     let roles = match of {
         Some(r) => {
             if store.get(&r.name).is_none() {
-                return Err(ExecError::Invalid(format!("{} doesn't exist", r.name)));
+                let role = Resource::role(&r.name);
+                return Err(ExecError::Invalid(format!("{role} doesn't exist")));
             }
             if !superuser && !store.roles_of(user, true).contains(&r.name) {
                 return Err(ExecError::Unauthorized(format!(
@@ -406,6 +415,10 @@ fn list_permissions(
     });
     let names = requested(perms, None);
     let found = store.list_permissions(roles.as_ref(), resources.as_deref(), &names);
+    // Cassandra answers an empty listing with a VOID result, not an empty ROWS.
+    if found.is_empty() {
+        return Ok(Outcome::Void);
+    }
     let out = found
         .into_iter()
         .map(|(role, res, p)| {
@@ -453,11 +466,13 @@ fn list_roles(
     let names: BTreeSet<String> = match of {
         Some(r) => {
             if store.get(r).is_none() {
-                return Err(ExecError::Invalid(format!("{r} doesn't exist")));
+                let role = Resource::role(r);
+                return Err(ExecError::Invalid(format!("{role} doesn't exist")));
             }
             if visible.as_ref().is_some_and(|v| !v.contains(r)) {
                 return Err(ExecError::Unauthorized(format!(
-                    "You are not authorized to view roles granted to {r}"
+                    // Cassandra's text ends with a space.
+                    "You are not authorized to view roles granted to {r} "
                 )));
             }
             store.roles_of(r, recursive)
