@@ -246,10 +246,19 @@ def test_prepared_statements_and_protocol_batches_are_checked_too(node):
         cluster.shutdown()
 
 
-def test_clients_view_shows_who_is_logged_in(node):
+def test_clients_view_shows_who_is_logged_in_and_auth_tables_index_grants(node):
     cluster, su = scenario.connect(HOST, PORT, "cassandra", "cassandra")
     try:
         names = {r.username for r in su.execute("SELECT username FROM system_views.clients")}
         assert "cassandra" in names, names
+        su.execute("CREATE ROLE indexed")
+        su.execute("GRANT DESCRIBE ON ALL ROLES TO indexed")
+        index = [tuple(r) for r in su.execute(
+            "SELECT resource, role FROM system_auth.resource_role_permissons_index")]
+        assert ("roles", "indexed") in index, index
+        su.execute("DROP ROLE indexed")
+        tables = {r.table_name for r in su.execute(
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'system_auth'")}
+        assert {"roles", "role_members", "role_permissions"} <= tables, tables
     finally:
         cluster.shutdown()

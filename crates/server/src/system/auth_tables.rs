@@ -64,3 +64,20 @@ pub fn role_permissions(state: &NodeState, table: &TableMeta) -> Rows {
         })
         .collect()
 }
+
+/// Cassandra's reverse index of `role_permissions` (its spelling): one row per (resource, role).
+pub fn resource_role_permissions_index(state: &NodeState, table: &TableMeta) -> Rows {
+    let store = state.auth.snapshot();
+    store
+        .permissions
+        .iter()
+        .flat_map(|(role, by_resource)| {
+            by_resource.keys().map(move |resource| {
+                RowBuilder::new(table)
+                    .set("resource", text(resource.clone()))
+                    .set("role", text(role.clone()))
+                    .build()
+            })
+        })
+        .collect()
+}

@@ -80,6 +80,9 @@ pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> 
         ("system_auth", "roles") => auth_tables::roles(state, table),
         ("system_auth", "role_members") => auth_tables::role_members(state, table),
         ("system_auth", "role_permissions") => auth_tables::role_permissions(state, table),
+        ("system_auth", "resource_role_permissons_index") => {
+            auth_tables::resource_role_permissions_index(state, table)
+        }
         _ => Vec::new(),
     };
     rows
