@@ -25,6 +25,10 @@ import scenario  # noqa: E402
 HOST = os.environ.get("HELENUS_AUTH_HOST", "127.0.0.44")
 PORT = int(os.environ.get("HELENUS_AUTH_PORT", "9042"))
 GOLDEN = Path(__file__).parent / "golden" / "cassandra-5.0-auth.json"
+GOLDEN_AUTHN_ONLY = Path(__file__).parent / "golden" / "cassandra-5.0-authn-only.json"
+# The PasswordAuthenticator + AllowAllAuthorizer node listens beside the main one.
+AUTHN_ONLY_PORT = PORT + 1
+BOTH = ["authenticator=PasswordAuthenticator", "authorizer=CassandraAuthorizer"]
 CQLSH = str(Path(sys.executable).with_name("cqlsh"))
 
 
@@ -37,33 +41,37 @@ def binary():
 
 
 class Node:
-    """One auth-enabled node on HOST:PORT over a data dir that outlives restarts."""
+    """One auth-enabled node on HOST:port over a data dir that outlives restarts."""
 
-    def __init__(self, data_dir):
+    def __init__(self, data_dir, port=PORT, settings=BOTH):
         self.data_dir = data_dir
+        self.port = port
+        self.settings = settings
         self.proc = None
         self.log = open(Path(data_dir).with_suffix(".log"), "ab")
 
     def start(self):
         args = [
-            binary(), "server", "--listen-address", HOST, "--native-transport-port", str(PORT),
+            binary(), "server", "--listen-address", HOST, "--native-transport-port", str(self.port),
             "--data-dir", self.data_dir,
             # The golden file was recorded from a cluster named so.
             "--set", "cluster_name=baseline",
-            "--set", "authenticator=PasswordAuthenticator",
-            "--set", "authorizer=CassandraAuthorizer",
+            # Two nodes share the address: only one admin API.
+            "--set", f"api_port={10000 + self.port - PORT}",
         ]
+        for setting in self.settings:
+            args += ["--set", setting]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"node exited: see {self.log.name}"
             try:
-                socket.create_connection((HOST, PORT), timeout=1).close()
+                socket.create_connection((HOST, self.port), timeout=1).close()
                 return
             except OSError:
                 time.sleep(0.1)
         self.stop()
-        pytest.fail(f"node on {HOST}:{PORT} did not answer within 30 s")
+        pytest.fail(f"node on {HOST}:{self.port} did not answer within 30 s")
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -76,11 +84,10 @@ class Node:
         self.proc = None
 
 
-@pytest.fixture(scope="module")
-def node():
+def running_node(port, settings):
     assert Path(binary()).exists(), f"no helenus binary at {binary()} (set HELENUS_BIN)"
     data_dir = tempfile.mkdtemp(prefix="helenus-auth-test-")
-    n = Node(data_dir)
+    n = Node(data_dir, port, settings)
     n.start()
     yield n
     n.stop()
@@ -89,9 +96,27 @@ def node():
     Path(data_dir).with_suffix(".log").unlink(missing_ok=True)
 
 
+@pytest.fixture(scope="module")
+def node():
+    yield from running_node(PORT, BOTH)
+
+
+@pytest.fixture(scope="module")
+def authn_only_node():
+    yield from running_node(AUTHN_ONLY_PORT, ["authenticator=PasswordAuthenticator"])
+
+
 def test_scenario_matches_cassandra(node):
     golden = json.loads(GOLDEN.read_text())
     got = json.loads(json.dumps(scenario.scenario(HOST, PORT, settle=False)))
+    assert [s["step"] for s in got] == [s["step"] for s in golden]
+    diffs = [(g["step"], g, h) for g, h in zip(golden, got) if g != h]
+    assert not diffs, "\n".join(f"{s}:\n  cassandra {g}\n  helenus   {h}" for s, g, h in diffs)
+
+
+def test_logins_without_authorization_match_cassandra(authn_only_node):
+    golden = json.loads(GOLDEN_AUTHN_ONLY.read_text())
+    got = json.loads(json.dumps(scenario.scenario_authn_only(HOST, AUTHN_ONLY_PORT, settle=False)))
     assert [s["step"] for s in got] == [s["step"] for s in golden]
     diffs = [(g["step"], g, h) for g, h in zip(golden, got) if g != h]
     assert not diffs, "\n".join(f"{s}:\n  cassandra {g}\n  helenus   {h}" for s, g, h in diffs)

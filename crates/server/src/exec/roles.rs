@@ -323,6 +323,13 @@ fn change_permissions(
     session_ks: Option<&str>,
     grant: bool,
 ) -> ExecResult<Outcome> {
+    if !node.auth.authorize {
+        // Cassandra's AllowAllAuthorizer throws, and the client sees a server error.
+        let op = if grant { "GRANT" } else { "REVOKE" };
+        return Err(ExecError::Server(format!(
+            "java.lang.UnsupportedOperationException: {op} operation is not supported by AllowAllAuthorizer"
+        )));
+    }
     let resource = resolve(node, resource, session_ks)?;
     let names = requested(perms, Some(&resource));
     if names.iter().any(|p| !resource.applicable().contains(p)) {
@@ -382,6 +389,11 @@ fn list_permissions(
     recursive: bool,
     session_ks: Option<&str>,
 ) -> ExecResult<Outcome> {
+    if !node.auth.authorize {
+        return Err(ExecError::Invalid(
+            "LIST PERMISSIONS operation is not supported by AllowAllAuthorizer".into(),
+        ));
+    }
     let store = node.auth.snapshot();
     let superuser = store.is_superuser(user);
     let roles = match of {
