@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Real-client integration suites against a CQL node at HELENUS_HOST:HELENUS_PORT
-# (default 127.0.0.1:9042). Usage: tests/clients/run.sh [python cqlsh rust go java node badinput hostile]
+# (default 127.0.0.1:9042). Usage: tests/clients/run.sh [python cqlsh rust go java node badinput hostile auth]
+# The auth suite starts its own node with PasswordAuthenticator (HELENUS_AUTH_HOST, default 127.0.0.44;
+# binary HELENUS_BIN or $CARGO_TARGET_DIR/release/helenus) and stops it by PID.
 # Installs pinned clients on first use (cached: venv and cargo target under HELENUS_CACHE, Go
 # module cache, ~/.m2, node_modules), runs each suite under a timeout, prints one summary line per
 # suite and finally "N passed, N failed". Exits non-zero if any suite failed. Never reads stdin.
@@ -14,7 +16,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1 NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
 mkdir -p "$CACHE"
 
-ALL=(python cqlsh rust go java node badinput hostile)
+ALL=(python cqlsh rust go java node badinput hostile auth)
 SUITES=("$@"); [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "missing tool: $1"; return 1; }; }
@@ -38,6 +40,8 @@ suite_cqlsh()    { setup_venv && cd "$DIR/cqlsh" && timeout -k 10 600 "$VENV/bin
 suite_badinput() { setup_venv && cd "$DIR/badinput" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider; }
 # Issue 11's hostile inputs; the admin API must be on HELENUS_HOST:10000.
 suite_hostile()  { setup_venv && cd "$DIR/hostile" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider; }
+# Issue 11's authentication and authorization, against a node of its own started with auth on.
+suite_auth()     { setup_venv && cd "$DIR/auth" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider; }
 suite_rust() {
   need cargo && cd "$DIR/rust" && timeout -k 10 1800 cargo build -q --locked \
     && timeout -k 10 600 cargo run -q --locked

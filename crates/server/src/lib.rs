@@ -24,10 +24,13 @@
 //!   stores statements through the `prepared::CachedStatement` trait, and traces live in `trace`.
 //! - `prepared`: the prepared-statement cache, bounded by the memory its statements hold.
 //! - `trace`: query tracing sessions and events (`system_traces`).
+//! - `auth`: roles, permissions, SASL PLAIN and password checks (PasswordAuthenticator,
+//!   CassandraRoleManager, CassandraAuthorizer); `exec` decides what each statement needs.
 //! - `config` (with `config_security`), `local_node` (host id, tokens), `keys` (partition key
 //!   encoding and tokens).
 
 pub mod admin;
+pub mod auth;
 mod cluster;
 pub mod config;
 pub mod exec;
@@ -59,6 +62,8 @@ pub const CQL_VERSION: &str = "3.4.7";
 pub enum StartError {
     #[error("cannot create {path}: {message}")]
     Dir { path: String, message: String },
+    #[error("authentication: {0}")]
+    Auth(String),
     #[error("schema: {0}")]
     Schema(#[from] helenus_schema::SchemaError),
     /// The engine did not open or its commitlog did not replay (a corrupt file stays
@@ -96,11 +101,16 @@ pub fn open_node_with_clock(
         path: system_dir.display().to_string(),
         message: e.to_string(),
     })?;
+    config
+        .check_consistency()
+        .map_err(|e| StartError::Auth(e.to_string()))?;
+    let auth = auth::AuthService::open(&config, &system_dir, clock.clone())
+        .map_err(|e| StartError::Auth(e.to_string()))?;
     let schema = exec::ddl::initial_schema(&system_dir)?;
     let engine = exec::storage_bridge::open_engine(&config, &schema, clock.clone())?;
-    Ok(Arc::new(NodeState::new(
-        config, identity, schema, engine, clock,
-    )))
+    let mut node = NodeState::new(config, identity, schema, engine, clock);
+    node.auth = Arc::new(auth);
+    Ok(Arc::new(node))
 }
 
 /// Starts the node and serves until SIGINT/SIGTERM, then flushes and stops cleanly.

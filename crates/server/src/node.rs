@@ -20,6 +20,8 @@ pub struct ClientInfo {
     pub keyspace: Option<String>,
     pub protocol_version: u8,
     pub request_count: u64,
+    /// The role the connection logged in as (`None`: anonymous).
+    pub username: Option<String>,
 }
 
 /// A server-pushed event (schema, topology or status change), fanned out to connections that
@@ -52,6 +54,8 @@ pub struct NodeState {
     pub prepared: crate::prepared::PreparedCache,
     /// Recent traced requests, served as `system_traces.sessions` and `events`.
     pub traces: crate::trace::TraceStore,
+    /// Roles, permissions and logins (allow-all unless the node was configured otherwise).
+    pub auth: Arc<crate::auth::AuthService>,
 }
 
 impl NodeState {
@@ -80,6 +84,7 @@ impl NodeState {
             clients: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(1),
             prepared: crate::prepared::PreparedCache::new(prepared_cache_bytes),
+            auth: Arc::new(crate::auth::AuthService::allow_all(clock.clone())),
             traces: crate::trace::TraceStore::new(clock),
         }
     }

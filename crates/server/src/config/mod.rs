@@ -7,6 +7,7 @@ mod settings;
 mod units;
 
 pub use error::ConfigError;
+pub use security::{Authenticator, Authorizer};
 pub use units::{parse_duration_ms, parse_size_bytes};
 
 use std::collections::BTreeMap;
@@ -94,6 +95,14 @@ pub struct NodeConfig {
     pub prepared_statements_cache_size_bytes: u64,
     /// Whether `ALTER TABLE ... DROP COMPACT STORAGE` is allowed (Cassandra 5.0: off).
     pub drop_compact_storage_enabled: bool,
+    pub authenticator: Authenticator,
+    pub authorizer: Authorizer,
+    /// How long a successful login is remembered, so that a driver's pool of connections does
+    /// not pay bcrypt for each (Cassandra: `credentials_validity`, 2 s; 0 disables).
+    pub credentials_validity_ms: u64,
+    /// bcrypt cost (log2 rounds) of new password hashes (Cassandra's system property
+    /// `cassandra.auth_bcrypt_gensalt_log2_rounds`, 10).
+    pub auth_bcrypt_gensalt_log2_rounds: u32,
     /// Settings as given (name -> value text), for `system_views.settings`.
     pub raw: BTreeMap<String, String>,
 }
@@ -151,6 +160,10 @@ impl Default for NodeConfig {
             tombstone_warn_threshold: 1000,
             tombstone_failure_threshold: 100_000,
             drop_compact_storage_enabled: false,
+            authenticator: Authenticator::AllowAll,
+            authorizer: Authorizer::AllowAll,
+            credentials_validity_ms: 2000,
+            auth_bcrypt_gensalt_log2_rounds: 10,
             prepared_statements_cache_size_bytes: 64 * MIB,
             raw: BTreeMap::new(),
         }
@@ -204,7 +217,8 @@ impl NodeConfig {
                     continue;
                 }
                 if security::is_security_setting(key) {
-                    security::check_security_setting(key, &v)?;
+                    let class = security::check_security_setting(key, &v)?;
+                    cfg.apply_security_class(key, class.as_deref());
                     let text = scalar_text(&v).unwrap_or_else(|| format!("{v:?}"));
                     cfg.raw.insert(key.to_string(), text);
                     continue;
@@ -232,7 +246,8 @@ impl NodeConfig {
         if security::is_security_setting(key) {
             let parsed = serde_yaml::from_str(value)
                 .unwrap_or_else(|_| serde_yaml::Value::String(value.to_string()));
-            security::check_security_setting(key, &parsed)?;
+            let class = security::check_security_setting(key, &parsed)?;
+            self.apply_security_class(key, class.as_deref());
         }
         let v = settings::Value { key, text: value };
         let known = settings::set_transport(self, v)?
@@ -244,6 +259,39 @@ impl NodeConfig {
             self.raw.insert(key.to_string(), value.to_string());
         }
         Ok(known)
+    }
+
+    /// Records the authenticator or authorizer a checked class setting chose.
+    fn apply_security_class(&mut self, key: &str, class: Option<&str>) {
+        match (key, class) {
+            ("authenticator", Some(c)) => {
+                self.authenticator = if c == "PasswordAuthenticator" {
+                    Authenticator::Password
+                } else {
+                    Authenticator::AllowAll
+                }
+            }
+            ("authorizer", Some(c)) => {
+                self.authorizer = if c == "CassandraAuthorizer" {
+                    Authorizer::Cassandra
+                } else {
+                    Authorizer::AllowAll
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Settings that are each valid but not together; Cassandra refuses to start on these too.
+    pub fn check_consistency(&self) -> Result<(), ConfigError> {
+        if self.authorizer == Authorizer::Cassandra && self.authenticator == Authenticator::AllowAll
+        {
+            return Err(ConfigError::Unsupported {
+                key: "authorizer".into(),
+                message: "CassandraAuthorizer can't be used with AllowAllAuthenticator".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Places every directory under `dir` (the `--data-dir` option).
@@ -342,11 +390,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("helenus.yaml");
         for text in [
-            "authenticator: PasswordAuthenticator\n",
-            "authorizer: CassandraAuthorizer\n",
+            "authenticator: MutualTlsAuthenticator\n",
+            "authorizer: LDAPAuthorizer\n",
             "client_encryption_options:\n  enabled: true\n  keystore: k\n",
             "server_encryption_options:\n  internode_encryption: all\n",
-            "authenticator:\n  class_name: org.apache.cassandra.auth.PasswordAuthenticator\n",
+            "authenticator:\n  class_name: org.apache.cassandra.auth.MutualTlsAuthenticator\n",
         ] {
             std::fs::write(&p, text).unwrap();
             let err = NodeConfig::load(&p).unwrap_err();
@@ -363,7 +411,7 @@ mod tests {
         let (_, warnings) = NodeConfig::load(&p).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         let mut cfg = NodeConfig::default();
-        assert!(cfg.set("authenticator", "PasswordAuthenticator").is_err());
+        assert!(cfg.set("authenticator", "KerberosAuthenticator").is_err());
         assert!(cfg.set("authenticator", "AllowAllAuthenticator").unwrap());
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -398,6 +446,27 @@ mod tests {
         assert!(cfg.set("max_hint_window", "1h").unwrap());
         assert_eq!(cfg.max_hint_window_ms, 3_600_000);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn password_authentication_and_cassandra_authorizer_are_chosen_by_name() {
+        let mut cfg = NodeConfig::default();
+        assert_eq!(cfg.authenticator, Authenticator::AllowAll);
+        assert!(cfg.set("authorizer", "CassandraAuthorizer").unwrap());
+        assert!(cfg.check_consistency().is_err());
+        assert!(cfg
+            .set(
+                "authenticator",
+                "org.apache.cassandra.auth.PasswordAuthenticator"
+            )
+            .unwrap());
+        assert_eq!(cfg.authenticator, Authenticator::Password);
+        assert_eq!(cfg.authorizer, Authorizer::Cassandra);
+        cfg.check_consistency().unwrap();
+        assert!(cfg.set("credentials_validity", "5s").unwrap());
+        assert_eq!(cfg.credentials_validity_ms, 5000);
+        assert!(cfg.set("auth_bcrypt_gensalt_log2_rounds", "4").unwrap());
+        assert!(cfg.set("auth_bcrypt_gensalt_log2_rounds", "40").is_err());
     }
 
     #[test]

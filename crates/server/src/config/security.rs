@@ -1,23 +1,46 @@
-//! Security settings of `helenus.yaml` that Helenus cannot honour yet.
+//! Security settings of `helenus.yaml`: the authenticator and authorizer Helenus implements, and
+//! everything it cannot honour yet.
 //!
 //! Unknown settings are only warned about, but a security setting is different: a node that
-//! was told `authenticator: PasswordAuthenticator` and answers STARTUP with READY is open to
-//! anyone while its operator believes it is locked. So every security setting is checked, and a
-//! value other than the permissive default Cassandra ships stops the node at start.
+//! was told `authenticator: SomethingElse` and answers STARTUP with READY is open to anyone
+//! while its operator believes it is locked. So every security setting is checked, and a value
+//! Helenus does not implement stops the node at start.
 
 use super::ConfigError;
 use serde_yaml::Value;
 
-/// Settings naming a pluggable class, with the only class each accepts (Cassandra's default).
-const CLASS_SETTINGS: &[(&str, &str)] = &[
-    ("authenticator", "AllowAllAuthenticator"),
-    ("authorizer", "AllowAllAuthorizer"),
-    // cassandra.yaml ships CassandraRoleManager; with AllowAllAuthenticator it never checks a
-    // role, so it is accepted as the harmless default.
-    ("role_manager", "CassandraRoleManager"),
-    ("network_authorizer", "AllowAllNetworkAuthorizer"),
-    ("cidr_authorizer", "AllowAllCIDRAuthorizer"),
-    ("crypto_provider", "DefaultCryptoProvider"),
+/// `authenticator`: who may connect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Authenticator {
+    /// Anyone, without credentials (Cassandra's default).
+    #[default]
+    AllowAll,
+    /// SASL PLAIN against the roles' bcrypt hashes.
+    Password,
+}
+
+/// `authorizer`: what a logged-in role may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Authorizer {
+    /// Everything (Cassandra's default).
+    #[default]
+    AllowAll,
+    /// What GRANT gave it (CassandraAuthorizer).
+    Cassandra,
+}
+
+/// Settings naming a pluggable class, with the classes each accepts (the first is Cassandra's
+/// default).
+const CLASS_SETTINGS: &[(&str, &[&str])] = &[
+    (
+        "authenticator",
+        &["AllowAllAuthenticator", "PasswordAuthenticator"],
+    ),
+    ("authorizer", &["AllowAllAuthorizer", "CassandraAuthorizer"]),
+    ("role_manager", &["CassandraRoleManager"]),
+    ("network_authorizer", &["AllowAllNetworkAuthorizer"]),
+    ("cidr_authorizer", &["AllowAllCIDRAuthorizer"]),
+    ("crypto_provider", &["DefaultCryptoProvider"]),
 ];
 
 /// Encryption settings (mappings) that must stay switched off.
@@ -34,7 +57,8 @@ pub fn is_security_setting(key: &str) -> bool {
 }
 
 /// Checks one security setting; `Err` when its value asks for something Helenus does not do.
-pub fn check_security_setting(key: &str, value: &Value) -> Result<(), ConfigError> {
+/// For a class setting, returns the class's short name.
+pub fn check_security_setting(key: &str, value: &Value) -> Result<Option<String>, ConfigError> {
     let unsupported = |what: String| ConfigError::Unsupported {
         key: key.to_string(),
         message: what,
@@ -44,13 +68,13 @@ pub fn check_security_setting(key: &str, value: &Value) -> Result<(), ConfigErro
             unsupported("expected a class name or a mapping with class_name".into())
         })?;
         let short = class.rsplit('.').next().unwrap_or(&class);
-        if short != *allowed {
+        if !allowed.contains(&short) {
             return Err(unsupported(format!(
-                "{class} is not supported (Helenus has no authentication, authorization or \
-                 encryption yet; only {allowed} is accepted)"
+                "{class} is not supported (Helenus accepts {})",
+                allowed.join(" or ")
             )));
         }
-        return Ok(());
+        return Ok(Some(short.to_string()));
     }
     if ENCRYPTION_SETTINGS.contains(&key) {
         if let Some(reason) = encryption_requested(value) {
@@ -59,7 +83,7 @@ pub fn check_security_setting(key: &str, value: &Value) -> Result<(), ConfigErro
             )));
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// `Foo`, `org.apache.cassandra.auth.Foo` or `{class_name: Foo, parameters: ...}`.
@@ -123,6 +147,12 @@ mod tests {
             ),
             ("authorizer", "AllowAllAuthorizer"),
             ("role_manager", "CassandraRoleManager"),
+            ("authenticator", "PasswordAuthenticator"),
+            (
+                "authenticator",
+                "class_name: org.apache.cassandra.auth.PasswordAuthenticator",
+            ),
+            ("authorizer", "CassandraAuthorizer"),
             ("network_authorizer", "AllowAllNetworkAuthorizer"),
             ("cidr_authorizer", "class_name: AllowAllCIDRAuthorizer"),
             (
@@ -141,10 +171,9 @@ mod tests {
     #[test]
     fn anything_that_asks_for_security_is_refused() {
         for (k, v) in [
-            ("authenticator", "PasswordAuthenticator"),
             ("authenticator", "class_name: MutualTlsAuthenticator"),
             ("authenticator", "[1, 2]"),
-            ("authorizer", "CassandraAuthorizer"),
+            ("authorizer", "LDAPAuthorizer"),
             ("role_manager", "LDAPRoleManager"),
             ("network_authorizer", "CassandraNetworkAuthorizer"),
             ("client_encryption_options", "enabled: true"),

@@ -237,6 +237,17 @@ pub(super) fn set_node(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError
         "api_port" => c.api_port = v.int()? as u16,
         "dc" | "data_center" => c.data_center = v.text.to_string(),
         "rack" => c.rack = v.text.to_string(),
+        "credentials_validity" | "credentials_validity_in_ms" => {
+            c.credentials_validity_ms = v.duration_ms()?
+        }
+        "auth_bcrypt_gensalt_log2_rounds" => {
+            // bcrypt's own bounds: 4 (fast, for tests) to 31.
+            let rounds = v.int()?;
+            if !(4..=31).contains(&rounds) {
+                return Err(v.bad(format!("{rounds} is outside bcrypt's 4..=31")));
+            }
+            c.auth_bcrypt_gensalt_log2_rounds = rounds as u32;
+        }
         // Accepted for cassandra.yaml compatibility; Helenus has one behaviour for these.
         "partitioner"
         | "endpoint_snitch"
@@ -259,7 +270,14 @@ pub(super) fn set_node(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError
         | "auto_snapshot"
         | "broadcast_address"
         | "broadcast_rpc_address"
-        | "storage_compatibility_mode" => {}
+        | "storage_compatibility_mode"
+        // Helenus reads roles and permissions from memory on every check, so a change applies at
+        // once and these caches have nothing to hold.
+        | "roles_validity"
+        | "roles_update_interval"
+        | "permissions_validity"
+        | "permissions_update_interval"
+        | "credentials_update_interval" => {}
         _ => return Ok(false),
     }
     Ok(true)

@@ -80,6 +80,9 @@ pub enum ExecError {
     /// 0x2100
     #[error("{0}")]
     Unauthorized(String),
+    /// 0x0100: a login with a wrong name or password, or by a role that may not log in.
+    #[error("{0}")]
+    BadCredentials(String),
     /// 0x1400: a function (or an operator, which Cassandra runs as a function) threw while
     /// executing, e.g. a division by zero.
     #[error("{message}")]
@@ -121,6 +124,18 @@ impl From<helenus_schema::SchemaError> for ExecError {
             },
             S::Storage { .. } => ExecError::Server(e.to_string()),
             other => ExecError::Invalid(other.to_string()),
+        }
+    }
+}
+
+impl From<crate::auth::AuthError> for ExecError {
+    fn from(e: crate::auth::AuthError) -> Self {
+        use crate::auth::AuthError as A;
+        match e {
+            A::BadCredentials(m) => ExecError::BadCredentials(m),
+            A::Unauthorized(m) => ExecError::Unauthorized(m),
+            A::Invalid(m) => ExecError::Invalid(m),
+            A::Storage { .. } => ExecError::Server(e.to_string()),
         }
     }
 }

@@ -18,6 +18,9 @@
 //! - leaves: `error`, `cql_text` (quoting), `rows`, `paging`, `tombstones`, `client_warn`,
 //!   `write_checks`, `storage_bridge`.
 
+mod access;
+#[cfg(test)]
+mod access_tests;
 mod aggregates;
 mod arith;
 mod batch;
@@ -36,6 +39,7 @@ mod lwt;
 mod node_tests;
 mod paging;
 mod respond;
+mod roles;
 mod rows;
 mod select;
 mod selectors;
@@ -68,6 +72,8 @@ use values::Binds;
 #[derive(Debug, Default, Clone)]
 pub struct Session {
     pub keyspace: Option<String>,
+    /// The role this connection logged in as (PasswordAuthenticator); `None` is anonymous.
+    pub user: Option<String>,
 }
 
 /// What a bind marker receives: shown to drivers as the variable metadata of a PREPARED result.
@@ -102,6 +108,7 @@ pub enum Planned {
     },
     Use(String),
     Ddl(Box<Statement>),
+    Auth(Box<ast::AuthStatement>),
     Describe(ast::DescribeStatement),
     Truncate {
         keyspace: String,
@@ -280,7 +287,9 @@ fn plan_statement(
         }
         Statement::Batch(b) => {
             if b.using.ttl.is_some() {
-                return Err(ExecError::Invalid("Global TTL on the BATCH statement is not supported.".into()));
+                return Err(ExecError::Invalid(
+                    "Global TTL on the BATCH statement is not supported.".into(),
+                ));
             }
             let mut children = Vec::new();
             for child in &b.statements {
@@ -302,42 +311,56 @@ fn plan_statement(
                     }
                 };
                 if p.using.timestamp.is_some() && b.using.timestamp.is_some() {
-                    return Err(ExecError::Invalid("Timestamp must be set either on BATCH or individual statements".into()));
+                    return Err(ExecError::Invalid(
+                        "Timestamp must be set either on BATCH or individual statements".into(),
+                    ));
                 }
                 children.push(p);
             }
             if children.iter().any(|c| c.condition.is_some()) {
                 if b.using.timestamp.is_some() {
-                    return Err(ExecError::Invalid("Cannot provide custom timestamp for conditional BATCH".into()));
+                    return Err(ExecError::Invalid(
+                        "Cannot provide custom timestamp for conditional BATCH".into(),
+                    ));
                 }
                 let first = children.first().map(|c| c.table.id);
                 if children.iter().any(|c| Some(c.table.id) != first) {
-                    return Err(ExecError::Invalid("Batch with conditions cannot span multiple tables".into()));
+                    return Err(ExecError::Invalid(
+                        "Batch with conditions cannot span multiple tables".into(),
+                    ));
                 }
             }
             batch::check_kind(b.kind, &children.iter().collect::<Vec<_>>())?;
             if b.kind == helenus_cql::ast::BatchKind::Counter && b.using.timestamp.is_some() {
-                return Err(ExecError::Invalid("Cannot provide custom timestamp for counter BATCH".into()));
+                return Err(ExecError::Invalid(
+                    "Cannot provide custom timestamp for counter BATCH".into(),
+                ));
             }
-            Planned::Batch { children, using: b.using.clone(), kind: b.kind }
+            Planned::Batch {
+                children,
+                using: b.using.clone(),
+                kind: b.kind,
+            }
         }
         Statement::Use(ks) => {
             if node.keyspace(&ks.name).is_none() {
-                return Err(ExecError::Invalid(format!("Keyspace '{}' does not exist", ks.name)));
+                return Err(ExecError::Invalid(format!(
+                    "Keyspace '{}' does not exist",
+                    ks.name
+                )));
             }
             Planned::Use(ks.name.clone())
         }
         Statement::Truncate(q) => {
             let t = resolve_table(node, q, session_ks)?;
             check_writable(&t)?;
-            Planned::Truncate { keyspace: t.keyspace.clone(), table: t.name.clone() }
+            Planned::Truncate {
+                keyspace: t.keyspace.clone(),
+                table: t.name.clone(),
+            }
         }
         Statement::Describe(d) => Planned::Describe(d.clone()),
-        Statement::Auth(_) => {
-            return Err(ExecError::Unauthorized(
-                "You have to be logged in and have permissions to manage roles (Helenus runs with AllowAllAuthenticator)".into(),
-            ))
-        }
+        Statement::Auth(a) => Planned::Auth(a.clone()),
         other => Planned::Ddl(Box::new(other.clone())),
     })
 }
@@ -566,6 +589,8 @@ pub async fn execute(
     opts: ExecOptions,
 ) -> ExecResult<Outcome> {
     let values = positional(p, values)?;
+    let user = session.lock().user.clone();
+    access::authorize(node, user.as_deref(), p)?;
     let binds = Binds {
         values: &values,
         now: node.exec.now(),
@@ -671,6 +696,7 @@ pub async fn execute(
         }
         Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks.as_deref()).await? {
             Some(change) => {
+                access::after_schema_change(node, user.as_deref(), &change)?;
                 let _ = node.events.send(crate::node::NodeEvent(
                     helenus_protocol::Event::SchemaChange(change.clone()),
                 ));
@@ -691,6 +717,7 @@ pub async fn execute(
             Ok(Outcome::Void)
         }
         Planned::Describe(d) => respond::describe(node, d, session_ks.as_deref()),
+        Planned::Auth(a) => roles::execute(node, user.as_deref(), a, session_ks.as_deref()).await,
     }
 }
 

@@ -43,7 +43,7 @@ fn node_with(clock: Arc<ManualClock>) -> (Arc<NodeState>, std::path::PathBuf) {
 }
 
 async fn query(node: &NodeState, cql: &str) -> Outcome {
-    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    let session = parking_lot::Mutex::new(Session::default());
     match run_query(node, &session, cql, &params()).await {
         Ok((_, out)) => out,
         Err(e) => panic!("{cql}: {e}"),
@@ -174,7 +174,7 @@ fn static_cells_and_range_deletions() {
 
 /// Every page of `cql` at `page_size` rows, following the paging state to the end.
 async fn pages(node: &NodeState, cql: &str, page_size: i32) -> Vec<Vec<String>> {
-    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    let session = parking_lot::Mutex::new(Session::default());
     let mut params = params();
     params.page_size = Some(page_size);
     let mut out = Vec::new();
@@ -279,7 +279,7 @@ fn pages_limits_and_aggregates() {
 
 /// The message of the Invalid error `cql` fails with.
 async fn refusal(node: &NodeState, cql: &str) -> String {
-    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    let session = parking_lot::Mutex::new(Session::default());
     match run_query(node, &session, cql, &params()).await {
         Err(super::ExecError::Invalid(m)) => m,
         Err(e) => panic!("{cql}: not Invalid: {e:?}"),
@@ -460,7 +460,7 @@ async fn query_at(
     cql: &str,
     consistency: proto::Consistency,
 ) -> Result<(), String> {
-    let session = parking_lot::Mutex::new(Session { keyspace: None });
+    let session = parking_lot::Mutex::new(Session::default());
     let mut p = params();
     p.consistency = consistency;
     run_query(node, &session, cql, &p)

@@ -117,6 +117,7 @@ pub fn error_response(e: ExecError) -> proto::Response {
         ),
         ExecError::Truncate(_) => (ErrorCode::TRUNCATE, ErrorExtra::None),
         ExecError::Unauthorized(_) => (ErrorCode::UNAUTHORIZED, ErrorExtra::None),
+        ExecError::BadCredentials(_) => (ErrorCode::BAD_CREDENTIALS, ErrorExtra::None),
         ExecError::FunctionFailure {
             keyspace,
             function,
@@ -264,6 +265,10 @@ pub async fn run_batch(
         };
         super::check_value_count(&p, s.values.len())?;
         prepared.push(p);
+    }
+    let user = session.lock().user.clone();
+    for p in &prepared {
+        super::access::authorize(node, user.as_deref(), p)?;
     }
     let mut plans = Vec::with_capacity(prepared.len());
     for p in &prepared {

@@ -424,7 +424,10 @@ pub fn clients(state: &NodeState, t: &TableMeta) -> Rows {
                 .set("protocol_version", CqlValue::Int(c.protocol_version as i32))
                 .set("request_count", CqlValue::Bigint(c.request_count as i64))
                 .set("ssl_enabled", CqlValue::Boolean(false))
-                .set("username", text("anonymous"))
+                .set(
+                    "username",
+                    text(c.username.unwrap_or_else(|| "anonymous".into())),
+                )
                 .build()
         })
         .collect()

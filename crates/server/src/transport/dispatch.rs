@@ -78,7 +78,12 @@ pub(super) async fn handle_request(
                 let out = run_batch(node, session, b).await?;
                 Ok(outcome_response(out, false))
             }
-            proto::Request::AuthResponse { .. } => Ok(proto::Response::AuthSuccess { token: None }),
+            proto::Request::AuthResponse { token } => {
+                let response = authenticate(node, session, token.as_deref()).await?;
+                let user = session.lock().user.clone();
+                node.update_client(client_id, |c| c.username = user);
+                Ok(response)
+            }
             proto::Request::Startup(_) | proto::Request::Register { .. } => {
                 Ok(proto::Response::Ready)
             }
@@ -93,4 +98,33 @@ pub(super) async fn handle_request(
         }
         exec::error_response(e)
     })
+}
+
+/// AUTH_RESPONSE: a SASL PLAIN token checked against the roles (bcrypt, off the I/O workers);
+/// on success the connection acts as that role from then on.
+async fn authenticate(
+    node: &NodeState,
+    session: &parking_lot::Mutex<Session>,
+    token: Option<&[u8]>,
+) -> ExecResult<proto::Response> {
+    if !node.auth.authenticate {
+        return Ok(proto::Response::AuthSuccess { token: None });
+    }
+    let creds = crate::auth::sasl::decode_plain(token.unwrap_or_default())
+        .map_err(|e| ExecError::BadCredentials(e.to_string()))?;
+    // bcrypt is slow on purpose: a bounded number of checks run at once, so a flood of logins
+    // queues here instead of taking every core.
+    let _slot = node
+        .auth
+        .login_slots
+        .acquire()
+        .await
+        .map_err(|e| ExecError::Server(format!("login check failed: {e}")))?;
+    let auth = node.auth.clone();
+    let user = creds.username.clone();
+    tokio::task::spawn_blocking(move || auth.check_login(&creds.username, &creds.password))
+        .await
+        .map_err(|e| ExecError::Server(format!("login check failed: {e}")))??;
+    session.lock().user = Some(user);
+    Ok(proto::Response::AuthSuccess { token: None })
 }

@@ -105,6 +105,9 @@ async fn serve_connection(
     Ok(())
 }
 
+/// The authenticator class STARTUP names when a login is required, as drivers expect it.
+const PASSWORD_AUTHENTICATOR: &str = "org.apache.cassandra.auth.PasswordAuthenticator";
+
 /// The reading side of one connection and what its requests share.
 struct Connection {
     node: Arc<NodeState>,
@@ -142,6 +145,7 @@ impl Connection {
             keyspace: None,
             protocol_version: 0,
             request_count: 0,
+            username: None,
         });
         let buffer_charge = limits.empty_charge();
         Connection {
@@ -175,6 +179,9 @@ impl Connection {
                 }
             };
             self.check_started(&frame).await?;
+            if !self.check_authenticated(&frame).await {
+                continue;
+            }
             let version = frame.version;
             self.node.update_client(self.client_id, |c| {
                 c.request_count += 1;
@@ -237,6 +244,35 @@ impl Connection {
         ControlFlow::Continue(())
     }
 
+    /// With PasswordAuthenticator, a started connection that has not logged in may only send
+    /// AUTH_RESPONSE; anything else gets Cassandra's protocol error (and is not run).
+    async fn check_authenticated(&mut self, frame: &proto::RequestFrame) -> bool {
+        if !self.node.auth.authenticate
+            || !self.started
+            || matches!(
+                frame.request,
+                proto::Request::Startup(_) | proto::Request::AuthResponse { .. }
+            )
+            || self.session.lock().user.is_some()
+        {
+            return true;
+        }
+        let body = proto::ErrorBody::new(
+            proto::ErrorCode::PROTOCOL,
+            format!(
+                "Unexpected message {}, expecting SASL_RESPONSE",
+                request_name(&frame.request)
+            ),
+        );
+        let out =
+            proto::ResponseFrame::new(frame.version, frame.stream, proto::Response::Error(body));
+        let _ = self
+            .tx
+            .send(Outgoing::plain(out, AfterWrite::Nothing))
+            .await;
+        false
+    }
+
     /// STARTUP: negotiates compression (and v5 segments, which start after READY is written).
     async fn startup(
         &mut self,
@@ -261,8 +297,16 @@ impl Connection {
                     c.driver_name = options.get("DRIVER_NAME").cloned();
                     c.driver_version = options.get("DRIVER_VERSION").cloned();
                 });
+                // With PasswordAuthenticator the client must log in first (SASL PLAIN).
+                let answer = if self.node.auth.authenticate {
+                    proto::Response::Authenticate {
+                        authenticator: PASSWORD_AUTHENTICATOR.into(),
+                    }
+                } else {
+                    proto::Response::Ready
+                };
                 (
-                    proto::Response::Ready,
+                    answer,
                     AfterWrite::Negotiated {
                         compression,
                         segments: frame.version >= 5,
