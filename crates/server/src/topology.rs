@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 /// Work still running that yields nothing.
 pub type Pending<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+/// A start that may be refused, with the reason.
+pub type Starting<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 pub trait ClusterView: Send + Sync {
     /// This node.
@@ -29,7 +31,11 @@ pub trait ClusterView: Send + Sync {
     fn schema_versions(&self) -> BTreeMap<String, Vec<IpAddr>>;
     /// Hints waiting here for replicas that missed writes.
     fn hints_pending(&self) -> u64;
-    /// After a schema change made here: announce it and wait (bounded) until live peers have it,
-    /// as Cassandra waits for schema agreement before answering DDL.
-    fn schema_changed(&self) -> Pending<'_>;
+    /// Before a schema change here: wait for the ring's schema lease (one change at a time,
+    /// starting from the newest schema).
+    fn begin_schema_change(&self) -> Starting<'_>;
+    /// After it: when it `changed` something, announce it and wait (bounded) until live peers
+    /// have it, as Cassandra waits for schema agreement before answering DDL; then give the
+    /// lease back.
+    fn end_schema_change(&self, changed: bool) -> Pending<'_>;
 }

@@ -39,6 +39,9 @@ pub enum Verb {
     TruncateRequest = 24,
     SchemaPull = 30,
     SchemaPush = 31,
+    /// Asks the schema leader for the lease that serialises schema changes across the ring.
+    SchemaLease = 32,
+    SchemaRelease = 33,
     Failure = 40,
 }
 
@@ -65,6 +68,8 @@ impl Verb {
             24 => TruncateRequest,
             30 => SchemaPull,
             31 => SchemaPush,
+            32 => SchemaLease,
+            33 => SchemaRelease,
             40 => Failure,
             _ => return None,
         })

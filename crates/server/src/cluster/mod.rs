@@ -79,7 +79,12 @@ pub async fn join_ring(
             },
             random_seed: host_id.as_u64_pair().0,
         },
-        schema_version: uuid::Uuid::nil().to_string(),
+        // Announced from the first gossip round: peers and drivers must not see a nil
+        // version for a node that is already NORMAL.
+        schema_version: crate::exec::ddl::initial_schema(&system_dir)
+            .map(|s| s.version)
+            .unwrap_or_default()
+            .to_string(),
         release_version: crate::RELEASE_VERSION.to_string(),
         generation: clock.wall_secs(),
     };
@@ -153,6 +158,8 @@ pub struct ClusterNode {
     schema_epoch: std::sync::atomic::AtomicU64,
     /// When each replica was last seen going down, for `max_hint_window`.
     down_since: Mutex<HashMap<NodeId, tokio::time::Instant>>,
+    /// The schema lease this node grants when it is the schema leader (schema.rs).
+    schema_lease: Mutex<schema::LeaseState>,
     /// Logged batches this node holds for coordinators (replayed if not removed in time).
     batchlog: helenus_coordinator::batchlog::BatchlogStore,
     /// This node's Paxos acceptor and the ballots it proposes with (cluster/paxos.rs).
@@ -214,6 +221,7 @@ pub fn attach(
         schema_epoch: std::sync::atomic::AtomicU64::new(schema::load_epoch(node)),
         down_since: Mutex::new(HashMap::new()),
         delivering: Mutex::new(std::collections::HashSet::new()),
+        schema_lease: Mutex::new(schema::LeaseState::default()),
         batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
         ballots,
@@ -519,8 +527,17 @@ impl crate::topology::ClusterView for ClusterNode {
             .unwrap_or(0)
     }
 
-    fn schema_changed(&self) -> crate::topology::Pending<'_> {
-        Box::pin(schema::announce_change(self))
+    fn begin_schema_change(&self) -> crate::topology::Starting<'_> {
+        Box::pin(schema::acquire_lease(self))
+    }
+
+    fn end_schema_change(&self, changed: bool) -> crate::topology::Pending<'_> {
+        Box::pin(async move {
+            if changed {
+                schema::announce_change(self).await;
+            }
+            schema::release_lease(self);
+        })
     }
 }
 

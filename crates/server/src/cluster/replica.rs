@@ -66,7 +66,7 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             Verb::TruncateRequest => {
                 tokio::task::spawn_blocking(move || serve_truncate(&node, &cluster, &envelope));
             }
-            Verb::SchemaPull | Verb::SchemaPush => {
+            Verb::SchemaPull | Verb::SchemaPush | Verb::SchemaLease | Verb::SchemaRelease => {
                 tokio::spawn(async move { super::schema::serve(&cluster, &node, envelope).await });
             }
             _ => refuse(&cluster.messenger, &envelope),

@@ -28,11 +28,12 @@ pub fn apply(
     stmt: &ast::Statement,
     session_ks: Option<&str>,
     now_us: i64,
+    datacenters: &[&str],
 ) -> ExecResult<Applied> {
     use ast::Statement as S;
     match stmt {
-        S::CreateKeyspace(s) => create_keyspace(schema, s),
-        S::AlterKeyspace(s) => alter_keyspace(schema, s),
+        S::CreateKeyspace(s) => create_keyspace(schema, s, datacenters),
+        S::AlterKeyspace(s) => alter_keyspace(schema, s, datacenters),
         S::DropKeyspace { if_exists, name } => drop_keyspace(schema, *if_exists, name),
         S::CreateTable(s) => create_table(schema, s, session_ks),
         S::AlterTable(s) => alter_table(schema, s, session_ks, now_us),
@@ -100,7 +101,11 @@ fn type_change(change_type: SchemaChangeType, keyspace: &str, name: &str) -> Sch
 }
 
 /// `CREATE KEYSPACE`.
-fn create_keyspace(schema: &Schema, s: &ast::CreateKeyspaceStatement) -> ExecResult<Applied> {
+fn create_keyspace(
+    schema: &Schema,
+    s: &ast::CreateKeyspaceStatement,
+    datacenters: &[&str],
+) -> ExecResult<Applied> {
     let name = s.name.name.clone();
     check_name("Keyspace", &name)?;
     if is_system(&name) {
@@ -116,7 +121,7 @@ fn create_keyspace(schema: &Schema, s: &ast::CreateKeyspaceStatement) -> ExecRes
             table: String::new(),
         });
     }
-    let (replication, durable) = replication_of(&s.properties, None)?;
+    let (replication, durable) = replication_of(&s.properties, None, datacenters)?;
     let ks = KeyspaceMeta::new(&name, KeyspaceKind::User, replication, durable);
     Ok(Some((
         schema.with_keyspace(ks),
@@ -125,13 +130,17 @@ fn create_keyspace(schema: &Schema, s: &ast::CreateKeyspaceStatement) -> ExecRes
 }
 
 /// `ALTER KEYSPACE`.
-fn alter_keyspace(schema: &Schema, s: &ast::AlterKeyspaceStatement) -> ExecResult<Applied> {
+fn alter_keyspace(
+    schema: &Schema,
+    s: &ast::AlterKeyspaceStatement,
+    datacenters: &[&str],
+) -> ExecResult<Applied> {
     let name = s.name.name.clone();
     if !schema.keyspaces.contains_key(&name) && s.if_exists {
         return Ok(None);
     }
     let ks = user_keyspace(schema, &name)?;
-    let (replication, durable) = replication_of(&s.properties, Some(&ks))?;
+    let (replication, durable) = replication_of(&s.properties, Some(&ks), datacenters)?;
     // Cassandra answers a schema change that changes nothing with a plain Void.
     if replication == ks.replication && durable == ks.durable_writes {
         return Ok(None);
@@ -594,7 +603,13 @@ mod tests {
 
     fn run(schema: &Schema, cql: &str) -> ExecResult<Applied> {
         let parsed = helenus_cql::parse(cql).unwrap();
-        apply(schema, &parsed.statement, Some("ks"), 1_700_000_000_000_000)
+        apply(
+            schema,
+            &parsed.statement,
+            Some("ks"),
+            1_700_000_000_000_000,
+            &["datacenter1"],
+        )
     }
 
     /// Applies `cql`, which must change the schema.
@@ -688,7 +703,7 @@ mod tests {
         ));
         let parsed = helenus_cql::parse("CREATE TABLE t2 (k int PRIMARY KEY)").unwrap();
         assert!(
-            matches!(apply(&s, &parsed.statement, None, 1_700_000_000_000_000), Err(ExecError::Invalid(m)) if m.contains("No keyspace"))
+            matches!(apply(&s, &parsed.statement, None, 1_700_000_000_000_000, &["datacenter1"]), Err(ExecError::Invalid(m)) if m.contains("No keyspace"))
         );
     }
 

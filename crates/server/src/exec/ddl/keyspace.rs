@@ -7,9 +7,6 @@ use helenus_cql::ast::Properties;
 use helenus_schema::{KeyspaceMeta, OptionsError, ReplicationParams};
 use std::collections::BTreeMap;
 
-/// The datacenters this cluster knows; a bare `replication_factor` applies to each of them.
-const DATACENTERS: &[&str] = &["datacenter1"];
-
 /// Option errors keep Cassandra's codes: reserved strategies are invalid requests, the rest
 /// configuration errors.
 impl From<OptionsError> for ExecError {
@@ -22,9 +19,12 @@ impl From<OptionsError> for ExecError {
     }
 }
 
+/// `datacenters`: those the ring knows (NetworkTopologyStrategy refuses others; a bare
+/// `replication_factor` applies to each of them).
 pub(super) fn replication_of(
     props: &Properties,
     current: Option<&KeyspaceMeta>,
+    datacenters: &[&str],
 ) -> ExecResult<(BTreeMap<String, String>, bool)> {
     let mut replication = current.map(|k| k.replication.clone());
     let mut durable = current.map(|k| k.durable_writes).unwrap_or(true);
@@ -32,7 +32,7 @@ pub(super) fn replication_of(
         match name.as_str() {
             "replication" => {
                 let given = map_value(v, name)?;
-                let params = ReplicationParams::from_cql(given, DATACENTERS)?;
+                let params = ReplicationParams::from_cql(given, datacenters)?;
                 replication = Some(params.into_options());
             }
             "durable_writes" => {

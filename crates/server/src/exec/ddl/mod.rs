@@ -132,13 +132,17 @@ pub async fn execute(
     stmt: &ast::Statement,
     session_ks: Option<&str>,
 ) -> ExecResult<Option<SchemaChange>> {
-    let change = execute_locally(node, stmt, session_ks).await?;
-    if change.is_some() {
-        if let Some(cluster) = node.cluster() {
-            cluster.schema_changed().await;
-        }
-    }
-    Ok(change)
+    let Some(cluster) = node.cluster() else {
+        return execute_locally(node, stmt, session_ks).await;
+    };
+    cluster
+        .begin_schema_change()
+        .await
+        .map_err(ExecError::Server)?;
+    let change = execute_locally(node, stmt, session_ks).await;
+    let changed = matches!(change, Ok(Some(_)));
+    cluster.end_schema_change(changed).await;
+    change
 }
 
 async fn execute_locally(
@@ -155,16 +159,34 @@ async fn execute_locally(
         }
     }
     let schema = node.schema();
-    let (new_schema, change) =
-        match apply(&schema, stmt, session_ks, node.exec.clock().wall_micros())? {
-            Some(x) => x,
-            None => return Ok(None),
-        };
+    let datacenters = known_datacenters(node);
+    let (new_schema, change) = match apply(
+        &schema,
+        stmt,
+        session_ks,
+        node.exec.clock().wall_micros(),
+        &datacenters.iter().map(String::as_str).collect::<Vec<_>>(),
+    )? {
+        Some(x) => x,
+        None => return Ok(None),
+    };
     replace_schema(node, &schema, new_schema).await?;
     // Statements on a changed table are caught by their own check (`exec::cached`); this covers
     // what that check does not see, such as a type of the keyspace.
     node.prepared.invalidate_keyspace(changed_keyspace(&change));
     Ok(Some(change))
+}
+
+/// The data centers of the ring this node is in (its own alone on a single node).
+fn known_datacenters(node: &NodeState) -> Vec<String> {
+    let mut dcs = vec![node.config.data_center.clone()];
+    if let Some(cluster) = node.cluster() {
+        dcs.extend(cluster.ring().datacenters().into_keys());
+        dcs.extend(cluster.peers().into_iter().map(|p| p.location.datacenter));
+    }
+    dcs.sort();
+    dcs.dedup();
+    dcs
 }
 
 /// The system keyspaces with `user` keyspaces beside them (a schema received from a peer).
