@@ -78,6 +78,11 @@ def main():
             s.execute(stmt("SELECT k FROM golden.kv", CL.ALL))
         except Unavailable as e:
             save("all_range_read_unavailable_node_down", error_fields(e))
+        try:
+            s.execute("TRUNCATE golden.kv")
+            save("truncate_node_down", {"error": "succeeded"})
+        except Exception as e:  # noqa: BLE001
+            save("truncate_node_down", error_fields(e))
     finally:
         os.kill(pid, signal.SIGCONT)
     c.shutdown()

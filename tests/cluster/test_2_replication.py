@@ -92,3 +92,16 @@ def test_range_and_partition_tombstones_reconcile(ks, pinned):
         assert rows == {0: [0, 1, 2, 7, 8, 9], 1: [42], 2: list(range(9))}, f"through {reader}: {rows}"
         limited = [r.c for r in pinned[reader].execute(stmt(f"SELECT c FROM {ks}.wide WHERE p = 0 LIMIT 4", CL.ALL))]
         assert limited == [0, 1, 2, 7]
+
+
+def test_truncate_empties_every_replica(ks, pinned):
+    a1, a2, a3 = sorted(nodes().values())
+    pinned[a1].execute(f"CREATE TABLE {ks}.trunc (k int PRIMARY KEY, v int)")
+    assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
+    for k in range(20):
+        pinned[a2].execute(stmt(f"INSERT INTO {ks}.trunc (k, v) VALUES ({k}, {k})", CL.QUORUM))
+    pinned[a3].execute(f"TRUNCATE {ks}.trunc")
+    for reader in (a1, a2, a3):
+        # ONE through each node: each node's own replica is empty (RF=3: every node holds every key).
+        assert list(pinned[reader].execute(stmt(f"SELECT k FROM {ks}.trunc", CL.ONE))) == [], reader
+        assert pinned[reader].execute(stmt(f"SELECT k FROM {ks}.trunc WHERE k = 5", CL.ALL)).one() is None

@@ -8,6 +8,7 @@ import time
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import Unavailable, WriteTimeout
+from cassandra.protocol import TruncateError
 from conftest import (
     CONVICT_WAIT,
     ccm,
@@ -35,6 +36,7 @@ def scenario(pinned):
     a1, a2, a3 = sorted(nodes().values())
     create_keyspace(pinned[a1], KS, "{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}")
     pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
+    pinned[a1].execute(f"CREATE TABLE {KS}.other (k int PRIMARY KEY)")
     assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
     S["events"] = Events(a1)
     yield
@@ -90,6 +92,10 @@ def test_all_is_unavailable(pinned):
         # A range read needs every range at ALL too.
         sf = expect_error(pinned[coordinator], stmt(f"SELECT k FROM {TABLE}", CL.ALL), Unavailable)
         assert sf == {"code": 0x1000, "consistency": "ALL", "required": 3, "alive": 2}, sf
+    # TRUNCATE needs every node: Cassandra's TruncateStatement wraps the Unavailable of
+    # StorageProxy.truncateBlocking in a TruncateException (code 0x1003).
+    tf = expect_error(pinned[a1], stmt(f"TRUNCATE {KS}.other", CL.ALL), TruncateError)
+    check_against_golden("truncate_node_down", tf, ["error", "message"])
     # QUORUM scans and counts still answer.
     n = pinned[a2].execute(stmt(f"SELECT count(*) FROM {TABLE}", CL.QUORUM)).one().count
     assert n >= len(S["writer"].acked) - 5
