@@ -70,7 +70,9 @@ def _collect(futures, acked, missing):
 
 class Events(HostStateListener):
     """A driver pinned to one node (no pools to the others), so other hosts' up/down state comes
-    only from STATUS_CHANGE events on its control connection."""
+    only from STATUS_CHANGE events on its control connection. Such hosts start with is_up None
+    (unknown), and the driver calls listeners only on a transition from a known state, so tests
+    watch `is_up` rather than the listener log (kept for failure messages)."""
 
     def __init__(self, address):
         self.log = []

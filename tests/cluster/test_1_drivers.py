@@ -4,6 +4,7 @@ map, token-aware routing, nodetool status / getendpoints / describecluster, sche
 import re
 import struct
 import threading
+import uuid
 
 import pytest
 
@@ -27,9 +28,35 @@ def addresses():
     return sorted(nodes().values())
 
 
+NIL = uuid.UUID(int=0)
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="race (seen in 1 of 3 runs): a node gossips NORMAL with the nil schema version before it installs its "
+    "real one (cluster/mod.rs join_ring announces with schema_version nil, attach sets it later), so right after "
+    "`helenus cluster start` returns, a peer's schema_version in system.peers can be 00000000-...; Cassandra "
+    "gossips the schema version before the node is NORMAL",
+)
+def test_no_nil_schema_version_in_peers_right_after_start(pinned):
+    """Runs first, right after `helenus cluster start` returned (every node sees every node UN)."""
+    seen = {
+        (a, str(p.peer)): p.schema_version
+        for a in addresses()
+        for table in ("peers", "peers_v2")
+        for p in pinned[a].execute(f"SELECT peer, schema_version FROM system.{table}")
+    }
+    assert NIL not in seen.values() and None not in seen.values(), seen
+
+
 def test_peers_tables_list_exactly_the_other_nodes(pinned):
     addrs = addresses()
     assert len(addrs) == 3
+    # Peers' schema versions converge on each node's own (bounded: gossip rounds are 1 s).
+    wait_until(lambda: all(
+        p.schema_version == pinned[a].execute("SELECT schema_version FROM system.local").one().schema_version
+        for a in addrs for p in pinned[a].execute("SELECT schema_version FROM system.peers_v2")), 15,
+        "peers' schema versions to match system.local")
     host_ids = {}
     for a in addrs:
         local = pinned[a].execute("SELECT host_id, tokens, schema_version, release_version FROM system.local").one()

@@ -82,7 +82,9 @@ def test_all_times_out_before_conviction(pinned):
     assert isinstance(errors["read"], ReadTimeout), f"ALL read {elapsed:.1f} s after SIGSTOP (node1 sees node2 {seen}): {errors['read']!r}"
     rf = error_fields(errors["read"])
     assert (rf["consistency"], rf["received"], rf["block_for"]) == ("ALL", 2, 3), rf
-    check_against_golden("all_read_timeout_node_paused", rf, ["code", "consistency", "received", "block_for", "data_retrieved"])
+    # data_retrieved depends on which replica got the data request (Cassandra: the first in
+    # snitch order, which may be the paused one), so it is not compared.
+    check_against_golden("all_read_timeout_node_paused", rf, ["code", "consistency", "received", "block_for"])
 
 
 def test_all_is_unavailable_after_conviction(pinned):

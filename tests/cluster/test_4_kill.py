@@ -95,7 +95,7 @@ def test_all_is_unavailable(pinned):
     # TRUNCATE needs every node: Cassandra's TruncateStatement wraps the Unavailable of
     # StorageProxy.truncateBlocking in a TruncateException (code 0x1003).
     tf = expect_error(pinned[a1], stmt(f"TRUNCATE {KS}.other", CL.ALL), TruncateError)
-    check_against_golden("truncate_node_down", tf, ["error", "message"])
+    check_against_golden("truncate_node_down", tf, ["error"])
     # QUORUM scans and counts still answer.
     n = pinned[a2].execute(stmt(f"SELECT count(*) FROM {TABLE}", CL.QUORUM)).one().count
     assert n >= len(S["writer"].acked) - 5
