@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Process-level cluster tests (issue 12): real `helenus server` processes started with
+# `helenus cluster` on 127.0.0.81-88, driven by the Python driver (tests/cluster/*.py).
+#   phase 1: 3 nodes (127.0.0.81-83, datacenter1) shared by test_1..test_4 (drivers' view,
+#            replication, SIGSTOP, kill -9);
+#   phase 2: 4 nodes in two data centers (127.0.0.85-88, dc1/dc2) for test_dcs.py
+#            (skip with HELENUS_CLUSTER_SKIP_DCS=1).
+# Builds nothing: the binary is $HELENUS_BIN (default $CARGO_TARGET_DIR/release/helenus). Every
+# cluster is cleared on exit (trap), every step has a timeout. Extra pytest args pass through
+# (e.g. tests/cluster/run.sh -k kill). HELENUS_CLUSTER_LOGS=DIR keeps the nodes' logs there.
+set -uo pipefail
+exec < /dev/null
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${HELENUS_CACHE:-$HOME/.cache/helenus}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
+export HELENUS_BIN="${HELENUS_BIN:-$CARGO_TARGET_DIR/release/helenus}"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+VENV="$CACHE/venv"
+T0=$SECONDS
+
+[ -x "$HELENUS_BIN" ] || { echo "no helenus binary at $HELENUS_BIN (cargo build --release --bin helenus)"; exit 1; }
+
+# The venv the client suites use (tests/clients/run.sh); created here only if missing.
+if [ ! -x "$VENV/bin/pytest" ]; then
+  timeout 300 python3 -m venv "$VENV" || exit 1
+  req="$HERE/../clients/python/requirements.txt"
+  timeout 900 "$VENV/bin/pip" install -q --only-binary=cassandra-driver -r "$req" \
+    || CASS_DRIVER_NO_CYTHON=1 timeout 900 "$VENV/bin/pip" install -q -r "$req" || exit 1
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/helenus-cluster-test.XXXXXX")"
+clear_cluster() {  # clear_cluster DIR: stop every node (SIGCONT, SIGTERM, then SIGKILL by pid)
+  local dir="$1"
+  [ -f "$dir/cluster.txt" ] || return 0
+  if [ -n "${HELENUS_CLUSTER_LOGS:-}" ]; then
+    mkdir -p "$HELENUS_CLUSTER_LOGS"
+    for log in "$dir"/node*/log; do
+      [ -f "$log" ] && cp "$log" "$HELENUS_CLUSTER_LOGS/$(basename "$dir")-$(basename "$(dirname "$log")").log"
+    done
+  fi
+  timeout 120 "$HELENUS_BIN" cluster --dir "$dir" clear >/dev/null 2>&1 && return 0
+  for pidfile in "$dir"/node*/pid; do
+    [ -f "$pidfile" ] || continue
+    pid="$(cat "$pidfile")"
+    [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null; [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+  done
+  rm -rf "$dir"
+}
+cleanup() {
+  for d in "$WORK"/c3 "$WORK"/dcs; do clear_cluster "$d"; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+show_logs() {
+  for log in "$1"/node*/log; do
+    [ -f "$log" ] || continue
+    echo "--- $log (last 25 lines)"; tail -25 "$log"
+  done
+}
+
+failed=0
+phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES... [-- PYTEST ARGS]
+  local name="$1" dir="$2" count="$3" first="$4" start_args="$5" limit="$6"; shift 6
+  local t0=$SECONDS
+  echo "--- $name: starting $count nodes from $first"
+  # shellcheck disable=SC2086
+  if ! timeout 240 "$HELENUS_BIN" cluster --dir "$dir" start "$count" --first-address "$first" $start_args \
+      -- --set commitlog_sync=batch; then
+    echo "--- $name: the cluster did not start"; show_logs "$dir"; failed=1; clear_cluster "$dir"; return
+  fi
+  echo "--- $name: up in $((SECONDS - t0)) s"
+  if ! (cd "$HERE" && HELENUS_CLUSTER_DIR="$dir" timeout -k 10 "$limit" \
+      "$VENV/bin/pytest" -q -p no:cacheprovider -rxXfE "$@"); then
+    failed=1; show_logs "$dir"
+  fi
+  clear_cluster "$dir"
+  echo "--- $name: $((SECONDS - t0)) s"
+}
+
+phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 480 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py "$@"
+if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
+  phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
+fi
+echo "cluster tests: $([ $failed -eq 0 ] && echo ok || echo FAILED) in $((SECONDS - T0)) s"
+exit $failed
