@@ -11,7 +11,7 @@
 # Writes bench/results/<date>-<commit>-cluster.{json,md,html} (+ PNGs) with Helenus/Cassandra ratios.
 # Env: SERVERS="helenus cassandra" WORKLOADS DISTS ROWS THREADS HEAP (Cassandra heap per node, 1G)
 #      NOISE_MAX_CORES (0.25) HELENUS_ARGS (extra `helenus server` args) PROBE STEP_DUR MAX_STEPS
-#      KEEP_SERVERS=1 (leave the last ring running)
+#      KEEP_SERVERS=1 (leave the last ring running) KEEP_DATA=1 (keep the rings' data dirs)
 set -euo pipefail
 MODE="${1:-quick}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -143,6 +143,13 @@ for s in $SERVERS; do
     cassandra) for a in $NODES; do cp "$CDIR/node-$a/logs/system.log" "$WORK/cassandra-$a-system.log" 2>/dev/null || true; done ;;
   esac
   stop_ring "$s"; CURRENT=""
+  # The data dirs are only needed while the ring runs (logs were copied above); KEEP_DATA=1 keeps them.
+  if [ "${KEEP_DATA:-0}" != 1 ] && [ "${KEEP_SERVERS:-0}" != 1 ]; then
+    case "$s" in
+      helenus) rm -rf "$HDIR"/node*/{data,commitlog,hints} ;;
+      cassandra) rm -rf "$CDIR"/node-*/{data,commitlog,saved_caches,hints,cdc_raw} ;;
+    esac
+  fi
 done
 [ -n "$RAN" ] || { log "no ring ran"; exit 1; }
 
