@@ -7,6 +7,8 @@ METRICS = [  # (key, label, higher_is_better)
     ("max_throughput_per_s", "max throughput (op/s)", True),
     ("max_throughput_p90_under_10ms_per_s", "max op/s with P90 < 10 ms", True),
     ("max_throughput_p99_under_10ms_per_s", "max op/s with P99 < 10 ms", True),
+    ("probe_p50_ms", "P50 at max (ms)", False),
+    ("probe_p99_ms", "P99 at max (ms)", False),
     ("half_max_p50_ms", "P50 at 50% of max (ms)", False),
     ("half_max_p90_ms", "P90 at 50% of max (ms)", False),
     ("half_max_p99_ms", "P99 at 50% of max (ms)", False),
@@ -14,7 +16,12 @@ METRICS = [  # (key, label, higher_is_better)
     ("half_max_max_ms", "max at 50% of max (ms)", False),
     ("server_cpu_ms_per_1000_ops", "server CPU per 1,000 ops (ms)", False),
     ("client_cpu_ms_per_1000_ops", "client CPU per 1,000 ops (ms)", False),
+    ("server_rss_mib", "server RSS (MiB, all nodes)", False),
 ]
+DIST_ORDER = ["uniform", "gaussian", "inmem"]
+# The short table: (key, label) shown for each server, then the Helenus/Cassandra ratio.
+SUMMARY = [("max_throughput_per_s", "op/s"), ("probe_p99_ms", "P99 at max (ms)"),
+           ("half_max_p99_ms", "P99 at 50% (ms)"), ("server_cpu_ms_per_1000_ops", "server CPU ms / 1k ops")]
 
 
 def load(path):
@@ -30,6 +37,11 @@ def summarize(entry):
     out = dict(entry)
     out["stress"] = r
     half = (r.get("half_max") or {}).get("total") or {}
+    probe = (r.get("probe") or {}).get("total") or {}
+    out["probe_p50_ms"] = probe.get("latency_p50_ms")
+    out["probe_p99_ms"] = probe.get("latency_p99_ms")
+    out["errors"] = sum((ph or {}).get("total", {}).get("errors", 0) or 0
+                        for ph in [r.get("probe")] + [s.get("phase") for s in r.get("steps") or []])
     total_ops = 0
     for ph in [r.get("probe")] + [s.get("phase") for s in r.get("steps") or []] + [(r.get("half_max") or {}).get("phase")]:
         if ph:
@@ -67,6 +79,7 @@ def main():
     ap.add_argument("--mode", default="quick")
     ap.add_argument("--commit", default="")
     ap.add_argument("--settings", default="")
+    ap.add_argument("--title", default="")
     a = ap.parse_args()
     rows = []
     with open(a.manifest) as f:
@@ -75,7 +88,7 @@ def main():
                 rows.append(summarize(json.loads(line)))
     servers = sorted({r["server"] for r in rows}, key=["helenus", "cassandra", "ceiling"].index)
     runs = [r for r in rows if r["workload"] != "load"]
-    keys = sorted({(r["workload"], r["dist"]) for r in runs}, key=lambda k: (["write", "read", "mixed"].index(k[0]), k[1]))
+    keys = sorted({(r["workload"], r["dist"]) for r in runs}, key=lambda k: (["write", "read", "mixed"].index(k[0]), DIST_ORDER.index(k[1]) if k[1] in DIST_ORDER else 9, k[1]))
     by = {(r["server"], r["workload"], r["dist"]): r for r in runs}
     trustworthy = all(r["trustworthy"] for r in rows)
     result = {"mode": a.mode, "commit": a.commit, "settings": a.settings, "trustworthy": trustworthy,
@@ -83,10 +96,36 @@ def main():
     with open(a.out + ".json", "w") as f:
         json.dump(result, f, indent=1)
 
-    md = [f"# Benchmark {os.path.basename(a.out)} ({a.mode})", "", f"Settings: {a.settings}", ""]
+    title = f"{a.title} " if a.title else ""
+    md = [f"# Benchmark {title}{os.path.basename(a.out)} ({a.mode})", "", f"Settings: {a.settings}", ""]
     if not trustworthy:
         md += ["**NOT TRUSTWORTHY: the machine was not quiet** (other processes used more CPU than allowed; "
                "see `other_cores` per run in the JSON).", ""]
+    failed = [r for r in rows if r.get("exit_code")]
+    if failed:
+        md += ["**Runs that failed** (stress exit code; see its log):", ""]
+        md += [f"- {r['server']} {r['workload']}/{r['dist']}: exit {r['exit_code']} ({r['json']}.log)" for r in failed]
+        md.append("")
+    if "helenus" in servers and "cassandra" in servers:
+        md += ["## Summary: Helenus vs Cassandra", "",
+               "| workload | " + " | ".join(f"H {l} | C {l} | H/C" for _, l in SUMMARY) + " |",
+               "|---|" + "---|---|---|" * len(SUMMARY)]
+        for wl, d in keys:
+            h, c = by.get(("helenus", wl, d)) or {}, by.get(("cassandra", wl, d)) or {}
+            cells = []
+            for k, _ in SUMMARY:
+                hv, cv = h.get(k), c.get(k)
+                cells += [fmt(hv), fmt(cv), f"{hv / cv:.2f}" if hv is not None and cv else "-"]
+            md.append(f"| {wl}/{d} | " + " | ".join(cells) + " |")
+        md.append("")
+    loads = [r for r in rows if r["workload"] == "load"]
+    if loads:
+        md += ["## Load", "", "| server | rows/s | P99 (ms) | server CPU ms / 1k ops | RSS per node (MiB) |", "|---|---|---|---|---|"]
+        for r in loads:
+            t = (r["stress"].get("total") or {})
+            md.append(f"| {r['server']} | {fmt(t.get('rate_per_s'))} | {fmt(t.get('latency_p99_ms'))} | "
+                      f"{fmt(r.get('server_cpu_ms_per_1000_ops'))} | {r.get('server_rss_mib_per_node', [r.get('server_rss_mib')])} |")
+        md.append("")
     for base, other in [("cassandra", "helenus"), ("cassandra", "ceiling")]:
         if base not in servers or other not in servers:
             continue
@@ -101,14 +140,14 @@ def main():
                 cells.append(f"{xv / yv:.2f}" if xv is not None and yv else "-")
             md.append(f"| {wl}/{d} | " + " | ".join(cells) + " |")
         md.append("")
-    md += ["## Absolute numbers", "", "| server | workload | " + " | ".join(m[1] for m in METRICS) + " | other cores | trustworthy |",
-           "|---|---|" + "---|" * (len(METRICS) + 2)]
+    md += ["## Absolute numbers", "", "| server | workload | " + " | ".join(m[1] for m in METRICS) + " | RSS per node (MiB) | errors | other cores | trustworthy |",
+           "|---|---|" + "---|" * (len(METRICS) + 4)]
     for wl, d in keys:
         for s in servers:
             r = by.get((s, wl, d))
             if r:
                 md.append(f"| {s} | {wl}/{d} | " + " | ".join(fmt(r.get(k)) for k, _, _ in METRICS)
-                          + f" | {r['other_cores']:.2f} | {r['trustworthy']} |")
+                          + f" | {r.get('server_rss_mib_per_node', '-')} | {r.get('errors', 0)} | {r['other_cores']:.2f} | {r['trustworthy']} |")
     md.append("")
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(md))

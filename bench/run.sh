@@ -13,7 +13,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CASS="${CASS_TOOLS:-/work/shared/cassandra}"
 CACHE="${HOME}/.cache/helenus"
 WORK="$CACHE/bench/run-$$"
-VENV="$CACHE/bench-venv"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 STRESS="$TARGET_DIR/release/helenus-stress"
 CEILING="$TARGET_DIR/release/helenus-ceiling"
@@ -29,7 +28,6 @@ esac
 THREADS="${THREADS:-64}"; HEAP="${HEAP:-1G}"; NOISE_MAX_CORES="${NOISE_MAX_CORES:-0.25}"
 SERVERS="${SERVERS:-helenus cassandra ceiling}"
 WORKLOADS="${WORKLOADS:-write read mixed}"; DISTS="${DISTS:-uniform gaussian inmem}"
-HZ="$(getconf CLK_TCK)"
 # Uncommon loopback addresses so other work on this machine (127.0.0.2-5) is not disturbed;
 # Cassandra's JMX port follows the last octet (7099 + 100 x 44).
 CASS_ADDR="${CASS_ADDR:-127.0.0.44}"; CEILING_ADDR="${CEILING_ADDR:-127.0.0.45}"
@@ -37,7 +35,8 @@ DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEA
 OUT="$ROOT/bench/results"; NAME="$DATE-$COMMIT"
 mkdir -p "$WORK" "$OUT"
 MANIFEST="$WORK/manifest.jsonl"; : > "$MANIFEST"
-log() { echo "[bench $(date -u +%T)] $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"   # log, CPU/RSS from /proc, measured, pop_for, make_report
 
 # ---- client and ceiling binaries (only our crate is built) ----
 if [ ! -x "$STRESS" ] || [ ! -x "$CEILING" ]; then
@@ -45,14 +44,7 @@ if [ ! -x "$STRESS" ] || [ ! -x "$CEILING" ]; then
   (cd "$ROOT" && cargo build -q -p helenus-tools --release)
 fi
 
-# ---- CPU accounting from /proc ----
-cpu_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }     # all CPUs, ticks
-pid_ticks() { [ -n "${1:-}" ] && awk '{print $14+$15+$16+$17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-rss_mib() { [ -n "${1:-}" ] && awk '/VmRSS/{printf "%d", $2/1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
-wait_port() { local a="$1" p="$2" t0=$SECONDS; while (( SECONDS - t0 < ${3:-120} )); do (exec 3<>"/dev/tcp/$a/$p") 2>/dev/null && return 0; sleep 1; done; return 1; }
-
 SERVER_PID=""; SERVER_ADDR=""; SERVER_DIR=""
-port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 start_server() {
   local s="$1"
   case "$s" in helenus) SERVER_ADDR=127.0.0.1 ;; cassandra) SERVER_ADDR="$CASS_ADDR" ;; ceiling) SERVER_ADDR="$CEILING_ADDR" ;; esac
@@ -75,6 +67,7 @@ start_server() {
       SERVER_PID=$!
       wait_port "$SERVER_ADDR" 9042 10 || return 1 ;;
   esac
+  SERVER_PIDS="$SERVER_PID"
   log "$s up on $SERVER_ADDR:9042 (pid $SERVER_PID)"
 }
 
@@ -103,31 +96,6 @@ settle() {  # flush and wait for compactions (Cassandra via nodetool; Helenus vi
   log "settled in $((SECONDS - t0))s"
 }
 
-# Runs helenus-stress with CPU accounting; appends one manifest line.
-measured() {  # server workload dist json-file stress-args...
-  local s="$1" wl="$2" dist="$3" json="$4"; shift 4
-  local b0 s0 w0 b1 s1 w1 ut
-  b0=$(cpu_busy); s0=$(pid_ticks "$SERVER_PID"); w0=$(date +%s.%N)
-  /usr/bin/time -f "%U %S" -o "$json.time" "$STRESS" "$@" -json "$json" > "$json.log" 2>&1 || log "stress exited non-zero ($json.log)"
-  b1=$(cpu_busy); s1=$(pid_ticks "$SERVER_PID"); w1=$(date +%s.%N)
-  ut="$(tail -1 "$json.time" 2>/dev/null || echo "0 0")"
-  awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$json" -v hz="$HZ" -v b="$((b1 - b0))" -v sv="$((s1 - s0))" \
-      -v w0="$w0" -v w1="$w1" -v ut="$ut" -v rss="$(rss_mib "$SERVER_PID")" -v noise="$NOISE_MAX_CORES" 'BEGIN{
-    split(ut, t, " "); c = t[1] + t[2]; wall = w1 - w0; busy = b / hz; srv = sv / hz; other = busy - srv - c;
-    if (other < 0) other = 0;
-    printf "{\"server\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\",\"json\":\"%s\",\"wall_s\":%.2f,\"machine_busy_cpu_s\":%.2f,\"server_cpu_s\":%.2f,\"client_cpu_s\":%.2f,\"other_cpu_s\":%.2f,\"other_cores\":%.3f,\"server_rss_mib\":%d,\"trustworthy\":%s}\n",
-      s, wl, d, j, wall, busy, srv, c, other, other / (wall > 0 ? wall : 1), rss, (other / (wall > 0 ? wall : 1) <= noise) ? "true" : "false"
-  }' >> "$MANIFEST"
-}
-
-pop_for() {
-  case "$1" in
-    uniform)  echo "dist=UNIFORM(1..$ROWS)" ;;
-    gaussian) echo "dist=GAUSSIAN(1..$ROWS,5)" ;;       # mean in the middle, 5 stdev to each end
-    inmem)    echo "dist=UNIFORM(1..$(( ROWS / 100 > 1 ? ROWS / 100 : 1 )))" ;;
-  esac
-}
-
 log "mode=$MODE rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR servers=[$SERVERS] loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 RAN=""
 for s in $SERVERS; do
@@ -154,12 +122,6 @@ for s in $SERVERS; do
 done
 [ -n "$RAN" ] || { log "no server ran"; exit 1; }
 
-# ---- report: venv with matplotlib (created once), JSON + HTML + PNG + markdown ----
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import matplotlib' 2>/dev/null; then
-  log "creating $VENV (matplotlib)"
-  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q matplotlib >&2 || log "matplotlib unavailable: report without PNGs"
-fi
-PY="$VENV/bin/python"; [ -x "$PY" ] || PY=python3
-"$PY" "$ROOT/bench/report.py" --manifest "$MANIFEST" --out "$OUT/$NAME" --mode "$MODE" --commit "$COMMIT" \
+make_report --manifest "$MANIFEST" --out "$OUT/$NAME" --mode "$MODE" --commit "$COMMIT" \
   --settings "rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR probe=$PROBE max_steps=$MAX_STEPS cores=$(nproc)"
 log "results: $OUT/$NAME.{json,html,md} (raw: $WORK)"

@@ -1,0 +1,56 @@
+# Shared pieces of bench/run.sh (one node per server) and bench/cluster.sh (3-node rings): CPU and
+# RSS from /proc, the measured helenus-stress run (one manifest line per run), key populations and the
+# report step. Sourced, not run. The caller sets ROOT, STRESS, MANIFEST, ROWS, NOISE_MAX_CORES and
+# SERVER_PIDS (the server's process ids, space separated: one for a node, three for a ring).
+
+HZ="$(getconf CLK_TCK)"
+log() { echo "[bench $(date -u +%T)] $*" >&2; }
+
+# ---- CPU accounting from /proc ----
+cpu_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }     # all CPUs, ticks
+pid_ticks() { [ -n "${1:-}" ] && awk '{print $14+$15+$16+$17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+rss_mib() { [ -n "${1:-}" ] && awk '/VmRSS/{printf "%d", $2/1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
+pids_ticks() { local t=0 p; for p in $1; do t=$((t + $(pid_ticks "$p"))); done; echo "$t"; }   # summed
+pids_rss_json() { local out="" p; for p in $1; do out="$out${out:+,}$(rss_mib "$p")"; done; echo "[$out]"; }
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+wait_port() { local a="$1" p="$2" t0=$SECONDS; while (( SECONDS - t0 < ${3:-120} )); do port_open "$a" "$p" && return 0; sleep 1; done; return 1; }
+
+# Runs helenus-stress with CPU accounting (machine, server processes summed, client) and appends one
+# manifest line. STRESS_TIMEOUT (seconds, 0 = none) bounds the run.
+measured() {  # server workload dist json-file stress-args...
+  local s="$1" wl="$2" dist="$3" json="$4"; shift 4
+  local b0 s0 w0 b1 s1 w1 ut rc=0
+  b0=$(cpu_busy); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
+  /usr/bin/time -f "%U %S" -o "$json.time" timeout -k 10 "${STRESS_TIMEOUT:-0}" "$STRESS" "$@" -json "$json" > "$json.log" 2>&1 || rc=$?
+  b1=$(cpu_busy); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
+  [ "$rc" = 0 ] || log "stress exited with $rc ($json.log): $(grep -v '^Command exited' "$json.log" | tail -3 | tr '\n' ' ')"
+  ut="$(tail -1 "$json.time" 2>/dev/null || echo "0 0")"
+  awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$json" -v hz="$HZ" -v b="$((b1 - b0))" -v sv="$((s1 - s0))" \
+      -v w0="$w0" -v w1="$w1" -v ut="$ut" -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" 'BEGIN{
+    split(ut, t, " "); c = t[1] + t[2]; wall = w1 - w0; busy = b / hz; srv = sv / hz; other = busy - srv - c;
+    if (other < 0) other = 0;
+    n = split(substr(rss, 2, length(rss) - 2), r, ","); total = 0; for (i = 1; i <= n; i++) total += r[i];
+    printf "{\"server\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\",\"json\":\"%s\",\"exit_code\":%d,\"wall_s\":%.2f,\"machine_busy_cpu_s\":%.2f,\"server_cpu_s\":%.2f,\"client_cpu_s\":%.2f,\"other_cpu_s\":%.2f,\"other_cores\":%.3f,\"server_rss_mib\":%d,\"server_rss_mib_per_node\":%s,\"trustworthy\":%s}\n",
+      s, wl, d, j, rc, wall, busy, srv, c, other, other / (wall > 0 ? wall : 1), total, rss, (other / (wall > 0 ? wall : 1) <= noise) ? "true" : "false"
+  }' >> "$MANIFEST"
+  return 0
+}
+
+pop_for() {
+  case "$1" in
+    uniform)  echo "dist=UNIFORM(1..$ROWS)" ;;
+    gaussian) echo "dist=GAUSSIAN(1..$ROWS,5)" ;;       # mean in the middle, 5 stdev to each end
+    inmem)    echo "dist=UNIFORM(1..$(( ROWS / 100 > 1 ? ROWS / 100 : 1 )))" ;;
+  esac
+}
+
+# ---- report: venv with matplotlib (created once), then bench/report.py ARGS... ----
+make_report() {
+  local venv="$HOME/.cache/helenus/bench-venv"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+    log "creating $venv (matplotlib)"
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib >&2 || log "matplotlib unavailable: report without PNGs"
+  fi
+  local py="$venv/bin/python"; [ -x "$py" ] || py=python3
+  "$py" "$ROOT/bench/report.py" "$@"
+}
