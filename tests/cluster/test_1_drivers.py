@@ -31,13 +31,6 @@ def addresses():
 NIL = uuid.UUID(int=0)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="race (seen in 1 of 3 runs): a node gossips NORMAL with the nil schema version before it installs its "
-    "real one (cluster/mod.rs join_ring announces with schema_version nil, attach sets it later), so right after "
-    "`helenus cluster start` returns, a peer's schema_version in system.peers can be 00000000-...; Cassandra "
-    "gossips the schema version before the node is NORMAL",
-)
 def test_no_nil_schema_version_in_peers_right_after_start(pinned):
     """Runs first, right after `helenus cluster start` returned (every node sees every node UN)."""
     seen = {
@@ -245,11 +238,6 @@ def test_concurrent_create_table_on_two_nodes_converges(pinned):
     assert tables[a1], "both tables lost"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known limitation (no Raft-ordered schema log yet): of two CREATE TABLEs acknowledged at the same "
-    "time on two nodes, the cluster converges on one node's schema and the other table is silently lost",
-)
 def test_concurrent_create_table_keeps_both_tables(pinned):
     tables = RACE.get("tables")
     assert tables is not None, "the race did not run"

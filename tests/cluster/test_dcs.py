@@ -39,15 +39,6 @@ def by_dc():
     return out
 
 
-# Known bug: CREATE KEYSPACE checks NetworkTopologyStrategy's data centers against a fixed
-# ["datacenter1"] (crates/server/src/exec/ddl/keyspace.rs DATACENTERS) instead of the ring's data
-# centers, so {'dc1': 2, 'dc2': 2} is refused with "Unrecognized strategy option {dc1}".
-NTS_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="CREATE KEYSPACE ... NetworkTopologyStrategy {'dc1': 2, 'dc2': 2} on a ring whose nodes are in dc1/dc2 "
-    "fails with ConfigurationException 'Unrecognized strategy option {dc1} passed to NetworkTopologyStrategy': the "
-    "known data centers are hard-coded to ['datacenter1'] (exec/ddl/keyspace.rs) instead of taken from the ring",
-)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +80,6 @@ def test_data_centers_seen_by_drivers_and_nodetool(pinned):
         c.shutdown()
 
 
-@NTS_BUG
 def test_placement_per_data_center(ks):
     dcs = by_dc()
     dc_of = {a: dc for dc, addrs in dcs.items() for a in addrs}
@@ -104,7 +94,6 @@ def test_placement_per_data_center(ks):
         assert sorted(endpoints) == sorted(dc_of), f"key {k}: {endpoints}"
 
 
-@NTS_BUG
 def test_each_quorum_and_local_quorum_with_all_up(ks, pinned):
     dcs = by_dc()
     for i, (cl, a) in enumerate([(CL.EACH_QUORUM, dcs["dc1"][0]), (CL.LOCAL_QUORUM, dcs["dc2"][1]), (CL.QUORUM, dcs["dc1"][1])]):
@@ -114,7 +103,6 @@ def test_each_quorum_and_local_quorum_with_all_up(ks, pinned):
     assert not read_all(pinned[dcs["dc2"][0]], TABLE, S["acked"], CL.ALL)
 
 
-@NTS_BUG
 def test_dc_aware_driver_stays_in_its_dc(ks):
     dcs = by_dc()
     for policy in (DCAwareRoundRobinPolicy(local_dc="dc1"), TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc="dc1"))):
@@ -141,7 +129,6 @@ def test_dc_aware_driver_stays_in_its_dc(ks):
             c.shutdown()
 
 
-@NTS_BUG
 def test_one_dc2_node_killed(ks, pinned):
     dcs = by_dc()
     d1a, d1b = dcs["dc1"]
