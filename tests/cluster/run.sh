@@ -79,7 +79,7 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
   echo "--- $name: $((SECONDS - t0)) s"
 }
 
-phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 480 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py "$@"
+phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py "$@"
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
   phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
 fi
