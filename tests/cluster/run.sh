@@ -3,6 +3,7 @@
 # `helenus cluster` on 127.0.0.81-88, driven by the Python driver (tests/cluster/*.py).
 #   phase 1: 3 nodes (127.0.0.81-83, datacenter1) shared by test_1..test_4 (drivers' view,
 #            replication, SIGSTOP, kill -9);
+#            then the python and cqlsh client suites against the ring (CLUSTER_CLIENT_SUITES);
 #   phase 2: 4 nodes in two data centers (127.0.0.85-88, dc1/dc2) for test_dcs.py
 #            (skip with HELENUS_CLUSTER_SKIP_DCS=1).
 # Builds nothing: the binary is $HELENUS_BIN (default $CARGO_TARGET_DIR/release/helenus). Every
@@ -75,13 +76,21 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
       "$VENV/bin/pytest" -q -p no:cacheprovider -rxXfE "$@"); then
     failed=1; show_logs "$dir"
   fi
+  if [ -n "${CLIENT_SUITES:-}" ]; then
+    # The client suites written for one node, against the ring: drivers spread over its nodes.
+    # shellcheck disable=SC2086
+    if ! HELENUS_HOST="$first" HELENUS_PORT=9042 timeout -k 10 600 "$HERE/../clients/run.sh" $CLIENT_SUITES; then
+      failed=1; show_logs "$dir"
+    fi
+  fi
   clear_cluster "$dir"
   echo "--- $name: $((SECONDS - t0)) s"
 }
 
-phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py "$@"
+CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh}" \
+  phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py "$@"
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
-  phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
+  CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
 fi
 echo "cluster tests: $([ $failed -eq 0 ] && echo ok || echo FAILED) in $((SECONDS - T0)) s"
 exit $failed

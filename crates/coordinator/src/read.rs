@@ -29,9 +29,19 @@ pub trait ReadResolver: Send + Sync {
     fn repair(&self, theirs: &Bytes, merged: &Bytes) -> Option<Bytes>;
 }
 
+/// Why a replica could not read: Cassandra's `RequestFailureReason` code (0 UNKNOWN,
+/// 1 READ_TOO_MANY_TOMBSTONES, ...), which the coordinator reports per replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadFailureReason(pub u16);
+
+impl ReadFailureReason {
+    pub const UNKNOWN: ReadFailureReason = ReadFailureReason(0);
+    pub const READ_TOO_MANY_TOMBSTONES: ReadFailureReason = ReadFailureReason(1);
+}
+
 /// Runs a read command against this node's storage.
 pub trait LocalReader: Send + Sync {
-    fn read(&self, command: &Bytes) -> Result<Bytes, String>;
+    fn read(&self, command: &Bytes) -> Result<Bytes, ReadFailureReason>;
 }
 
 /// Why a read did not reach its level; fields as the protocol reports them.
@@ -53,6 +63,8 @@ pub enum ReadError {
         block_for: usize,
         failures: usize,
         data_present: bool,
+        /// Each failed replica with its reason.
+        reasons: Vec<(NodeId, ReadFailureReason)>,
     },
 }
 
@@ -71,7 +83,7 @@ const DIGEST: u8 = 1;
 enum Answer {
     Data(NodeId, Bytes),
     Digest(NodeId, Bytes),
-    Failed,
+    Failed(NodeId, ReadFailureReason),
 }
 
 /// Reads as `plan` says.
@@ -100,7 +112,7 @@ pub async fn read(
     let mut spares = plan.spare.iter();
     let mut data: Option<(NodeId, Bytes)> = None;
     let mut digests: Vec<(NodeId, Bytes)> = Vec::new();
-    let mut failures = 0;
+    let mut reasons: Vec<(NodeId, ReadFailureReason)> = Vec::new();
     let mut speculated = options.speculate_after.is_none();
     let speculate_at = tokio::time::Instant::now() + options.speculate_after.unwrap_or_default();
     while data.is_none() || digests.len() + 1 < plan.block_for {
@@ -119,8 +131,9 @@ pub async fn read(
                 }
             }
             Ok(Some(Answer::Digest(n, d))) => digests.push((n, d)),
-            Ok(Some(Answer::Failed)) => {
-                failures += 1;
+            Ok(Some(Answer::Failed(node, reason))) => {
+                reasons.push((node, reason));
+                let failures = reasons.len();
                 if failures > plan.contacts.len() + plan.spare.len() - plan.block_for {
                     return Err(ReadError::Failure {
                         consistency: plan.consistency,
@@ -128,6 +141,7 @@ pub async fn read(
                         block_for: plan.block_for,
                         failures,
                         data_present: data.is_some(),
+                        reasons,
                     });
                 }
             }
@@ -185,7 +199,7 @@ impl Context<'_> {
             let answer = match self.local.read(self.command) {
                 Ok(d) if kind == DATA => Answer::Data(node, d),
                 Ok(d) => Answer::Digest(node, self.resolver.digest(&d)),
-                Err(_) => Answer::Failed,
+                Err(reason) => Answer::Failed(node, reason),
             };
             let _ = tx.try_send(answer);
             return;
@@ -197,7 +211,7 @@ impl Context<'_> {
             .messenger
             .request(node, Verb::ReadRequest, payload.freeze())
         else {
-            let _ = tx.try_send(Answer::Failed);
+            let _ = tx.try_send(Answer::Failed(node, ReadFailureReason::UNKNOWN));
             return;
         };
         let tx = tx.clone();
@@ -280,12 +294,13 @@ impl Context<'_> {
 
 fn decode_answer(node: NodeId, e: &Envelope) -> Answer {
     if e.verb != Verb::ReadResponse {
-        return Answer::Failed;
+        let code = <[u8; 2]>::try_from(e.payload.as_ref()).map_or(0, u16::from_be_bytes);
+        return Answer::Failed(node, ReadFailureReason(code));
     }
     match e.payload.first() {
         Some(&DATA) => Answer::Data(node, e.payload.slice(1..)),
         Some(&DIGEST) => Answer::Digest(node, e.payload.slice(1..)),
-        _ => Answer::Failed,
+        _ => Answer::Failed(node, ReadFailureReason::UNKNOWN),
     }
 }
 
@@ -313,8 +328,9 @@ pub fn serve_read(
             payload.put_slice(&body);
             let _ = messenger.respond(request, Verb::ReadResponse, payload.freeze());
         }
-        Err(_) => {
-            let _ = messenger.respond(request, Verb::Failure, Bytes::new());
+        Err(reason) => {
+            let payload = Bytes::copy_from_slice(&reason.0.to_be_bytes());
+            let _ = messenger.respond(request, Verb::Failure, payload);
         }
     }
 }

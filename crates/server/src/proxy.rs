@@ -29,6 +29,14 @@ pub enum ProxyError {
         error: helenus_coordinator::paxos::PaxosError,
         consistency: ConsistencyLevel,
     },
+    /// Replicas failed a read; each failed replica's address and `RequestFailureReason` code.
+    #[error("Operation failed - received {received} responses and {} failures", reasons.len())]
+    ReadFailure {
+        consistency: ConsistencyLevel,
+        received: usize,
+        block_for: usize,
+        reasons: Vec<(std::net::IpAddr, u16)>,
+    },
     /// TRUNCATE needs every node up (Cassandra: "Cannot perform truncate, some hosts are down").
     #[error("{0}")]
     Truncate(String),

@@ -107,6 +107,9 @@ impl TraceRequest {
 /// The recent trace sessions of this node, timed and identified on the node's clock.
 pub struct TraceStore {
     sessions: Mutex<VecDeque<Arc<TraceSession>>>,
+    /// Called with every session recorded here: in a ring, it is sent to the peers so that
+    /// `system_traces` answers on any node, as Cassandra's replicated keyspace does.
+    on_record: std::sync::OnceLock<Box<dyn Fn(&TraceSession) + Send + Sync>>,
     clock: helenus_types::SharedClock,
     ids: Arc<helenus_types::TimeUuids>,
 }
@@ -121,12 +124,30 @@ impl TraceStore {
     pub fn new(clock: helenus_types::SharedClock) -> Self {
         TraceStore {
             sessions: Mutex::new(VecDeque::new()),
+            on_record: std::sync::OnceLock::new(),
             ids: Arc::new(helenus_types::TimeUuids::new(clock.clone())),
             clock,
         }
     }
 
     fn record(&self, session: TraceSession) {
+        if let Some(hook) = self.on_record.get() {
+            hook(&session);
+        }
+        self.keep(session);
+    }
+
+    /// Sends every session recorded from now on to `hook` as well.
+    pub fn on_record(&self, hook: Box<dyn Fn(&TraceSession) + Send + Sync>) {
+        let _ = self.on_record.set(hook);
+    }
+
+    /// Keeps a session traced on another node.
+    pub fn keep_remote(&self, session: TraceSession) {
+        self.keep(session);
+    }
+
+    fn keep(&self, session: TraceSession) {
         let mut sessions = self.sessions.lock();
         if sessions.len() >= MAX_SESSIONS {
             sessions.pop_front();
@@ -273,4 +294,77 @@ mod tests {
         }
         assert_eq!(store.sessions().len(), MAX_SESSIONS);
     }
+}
+
+/// A session in the form nodes exchange (JSON: small, rare, and read by nothing else).
+pub fn encode_session(s: &TraceSession) -> Vec<u8> {
+    let events: Vec<serde_json::Value> = s
+        .events
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "id": e.event_id.to_string(), "activity": e.activity,
+                "elapsed": e.source_elapsed_us, "thread": e.thread,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "id": s.session_id.to_string(), "client": s.client.to_string(),
+        "coordinator": s.coordinator.to_string(), "port": s.coordinator_port,
+        "command": s.command, "request": s.request, "parameters": s.parameters,
+        "started": s.started_at_ms, "duration": s.duration_us, "events": events,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// The inverse of [`encode_session`]; `None` for anything malformed.
+pub fn decode_session(bytes: &[u8]) -> Option<TraceSession> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let text = |k: &str| v.get(k).and_then(|x| x.as_str());
+    let int = |k: &str| v.get(k).and_then(|x| x.as_i64());
+    let command = match text("command")? {
+        "QUERY" => "QUERY",
+        "EXECUTE" => "EXECUTE",
+        "PREPARE" => "PREPARE",
+        "BATCH" => "BATCH",
+        _ => "QUERY",
+    };
+    let parameters = v
+        .get("parameters")?
+        .as_array()?
+        .iter()
+        .filter_map(|p| {
+            let pair = p.as_array()?;
+            Some((
+                pair.first()?.as_str()?.to_string(),
+                pair.get(1)?.as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    let events = v
+        .get("events")?
+        .as_array()?
+        .iter()
+        .filter_map(|e| {
+            Some(TraceEvent {
+                event_id: e.get("id")?.as_str()?.parse().ok()?,
+                activity: e.get("activity")?.as_str()?.to_string(),
+                source_elapsed_us: i32::try_from(e.get("elapsed")?.as_i64()?).ok()?,
+                thread: e.get("thread")?.as_str()?.to_string(),
+            })
+        })
+        .collect();
+    Some(TraceSession {
+        session_id: text("id")?.parse().ok()?,
+        client: text("client")?.parse().ok()?,
+        coordinator: text("coordinator")?.parse().ok()?,
+        coordinator_port: i32::try_from(int("port")?).ok()?,
+        command,
+        request: text("request")?.to_string(),
+        parameters,
+        started_at_ms: int("started")?,
+        duration_us: i32::try_from(int("duration")?).ok()?,
+        events,
+    })
 }

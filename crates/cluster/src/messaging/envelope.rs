@@ -42,6 +42,8 @@ pub enum Verb {
     /// Asks the schema leader for the lease that serialises schema changes across the ring.
     SchemaLease = 32,
     SchemaRelease = 33,
+    /// A traced request's session and events, shared so any node answers `system_traces`.
+    TraceSession = 34,
     Failure = 40,
 }
 
@@ -70,6 +72,7 @@ impl Verb {
             31 => SchemaPush,
             32 => SchemaLease,
             33 => SchemaRelease,
+            34 => TraceSession,
             40 => Failure,
             _ => return None,
         })

@@ -44,7 +44,7 @@ fn parse(b: &Bytes) -> (u64, String) {
 }
 
 impl LocalReader for Register {
-    fn read(&self, _: &Bytes) -> Result<Bytes, String> {
+    fn read(&self, _: &Bytes) -> Result<Bytes, crate::read::ReadFailureReason> {
         Ok(Bytes::from(self.get()))
     }
 }

@@ -229,6 +229,16 @@ pub fn attach(
     cluster
         .service
         .set_schema_version(&node.schema().version.to_string());
+    let sharer = cluster.clone();
+    node.traces.on_record(Box::new(move |session| {
+        let payload = bytes::Bytes::from(crate::trace::encode_session(session));
+        for peer in sharer.service.peers().into_iter().filter(|p| p.alive) {
+            let _ =
+                sharer
+                    .messenger
+                    .send_one_way(peer.host_id, Verb::TraceSession, payload.clone());
+        }
+    }));
     let proxy = Arc::new(replicated::ReplicatedProxy::new(cluster.clone()));
     node.join_ring(proxy, cluster.clone());
     tokio::spawn(replica::serve(cluster.clone(), inbox));

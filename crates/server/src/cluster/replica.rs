@@ -12,7 +12,7 @@ use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_cluster::locator::NodeId;
 use helenus_cluster::messaging::{Envelope, Verb};
-use helenus_coordinator::read::{serve_read, LocalReader, ReadResolver};
+use helenus_coordinator::read::{serve_read, LocalReader, ReadFailureReason, ReadResolver};
 use helenus_coordinator::write::serve_mutation;
 use helenus_coordinator::{ApplyFuture, HintSink, LocalWriter, ReplicaWriteError};
 use helenus_storage as st;
@@ -62,6 +62,11 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                         &cluster.messenger,
                     )
                 });
+            }
+            Verb::TraceSession => {
+                if let Some(session) = crate::trace::decode_session(&envelope.payload) {
+                    node.traces.keep_remote(session);
+                }
             }
             Verb::TruncateRequest => {
                 tokio::task::spawn_blocking(move || serve_truncate(&node, &cluster, &envelope));
@@ -150,12 +155,19 @@ impl LocalWriter for LocalStore {
 }
 
 impl LocalReader for LocalStore {
-    fn read(&self, command: &Bytes) -> Result<Bytes, String> {
-        let (table, query) = wire::decode_read(command.clone()).map_err(|e| e.to_string())?;
+    fn read(&self, command: &Bytes) -> Result<Bytes, ReadFailureReason> {
+        let (table, query) =
+            wire::decode_read(command.clone()).map_err(|_| ReadFailureReason::UNKNOWN)?;
         let result = self
             .engine
             .read_unfiltered(table, &query, self.tombstone_failure_threshold)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| match e {
+                st::StorageError::TombstoneOverwhelming { .. } => {
+                    tracing::error!("Scanned over {} tombstones during query; query aborted (see tombstone_failure_threshold)", self.tombstone_failure_threshold);
+                    ReadFailureReason::READ_TOO_MANY_TOMBSTONES
+                }
+                _ => ReadFailureReason::UNKNOWN,
+            })?;
         Ok(helenus_mutation::encode_mutations(&result.partitions))
     }
 }

@@ -137,13 +137,36 @@ impl ReplicatedProxy {
             tokio::runtime::Handle::current().block_on(helenus_coordinator::read::read(
                 &plan, command, &messenger, &store, &store, &store, options,
             ))
-        })?;
+        })
+        .map_err(|e| self.with_addresses(e, &ring))?;
         let partitions = helenus_mutation::decode_mutations(answer).map_err(|e| {
             st::StorageError::InvalidRequest(format!("replica answer not understood: {e}"))
         })?;
         Ok(node
             .engine
             .resolve_unfiltered(table, vec![partitions], query)?)
+    }
+
+    /// A read failure names its replicas by address, as the protocol reports them.
+    fn with_addresses(&self, e: ReadError, ring: &helenus_cluster::locator::Ring) -> ProxyError {
+        match e {
+            ReadError::Failure {
+                consistency,
+                received,
+                block_for,
+                reasons,
+                ..
+            } => ProxyError::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                reasons: reasons
+                    .into_iter()
+                    .filter_map(|(n, r)| Some((ring.member(n)?.address, r.0)))
+                    .collect(),
+            },
+            other => other.into(),
+        }
     }
 
     /// A range read: the ring's ranges in token order from the query's start, each read from

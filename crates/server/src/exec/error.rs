@@ -250,6 +250,26 @@ impl From<crate::proxy::ProxyError> for ExecError {
                 reason: 0,
                 reason_name: "UNKNOWN",
             },
+            P::ReadFailure {
+                consistency,
+                reasons,
+                ..
+            } => {
+                let (node, reason) = reasons
+                    .first()
+                    .copied()
+                    .unwrap_or((std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0));
+                ExecError::ReadFailure {
+                    consistency: level(consistency),
+                    node,
+                    reason,
+                    reason_name: if reason == READ_TOO_MANY_TOMBSTONES {
+                        "READ_TOO_MANY_TOMBSTONES"
+                    } else {
+                        "UNKNOWN"
+                    },
+                }
+            }
         }
     }
 }

@@ -71,7 +71,7 @@ fn user_keyspace(schema: &Schema, name: &str) -> ExecResult<Arc<KeyspaceMeta>> {
     Ok(ks.clone())
 }
 
-fn keyspace_change(change_type: SchemaChangeType, keyspace: &str) -> SchemaChange {
+pub(super) fn keyspace_change(change_type: SchemaChangeType, keyspace: &str) -> SchemaChange {
     SchemaChange {
         change_type,
         target: SchemaChangeTarget::Keyspace {
@@ -80,7 +80,11 @@ fn keyspace_change(change_type: SchemaChangeType, keyspace: &str) -> SchemaChang
     }
 }
 
-fn table_change(change_type: SchemaChangeType, keyspace: &str, table: &str) -> SchemaChange {
+pub(super) fn table_change(
+    change_type: SchemaChangeType,
+    keyspace: &str,
+    table: &str,
+) -> SchemaChange {
     SchemaChange {
         change_type,
         target: SchemaChangeTarget::Table {
@@ -90,7 +94,11 @@ fn table_change(change_type: SchemaChangeType, keyspace: &str, table: &str) -> S
     }
 }
 
-fn type_change(change_type: SchemaChangeType, keyspace: &str, name: &str) -> SchemaChange {
+pub(super) fn type_change(
+    change_type: SchemaChangeType,
+    keyspace: &str,
+    name: &str,
+) -> SchemaChange {
     SchemaChange {
         change_type,
         target: SchemaChangeTarget::Type {

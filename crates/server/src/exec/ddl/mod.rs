@@ -216,11 +216,69 @@ pub async fn install_schema(node: &NodeState, new_schema: Schema) -> ExecResult<
         .chain(new_schema.user_keyspaces())
         .map(|k| k.name.clone())
         .collect();
+    let changes = schema_changes(&schema, &new_schema);
     replace_schema(node, &schema, new_schema).await?;
     for ks in keyspaces {
         node.prepared.invalidate_keyspace(&ks);
     }
+    // Every node announces the changes it applies, as Cassandra does: a driver's control
+    // connection may be on a node other than the one that ran the statement.
+    for change in changes {
+        let _ = node.events.send(crate::node::NodeEvent(
+            helenus_protocol::Event::SchemaChange(change),
+        ));
+    }
     Ok(())
+}
+
+/// What changed from `old` to `new`, as SCHEMA_CHANGE events: keyspaces, tables and types
+/// created, updated or dropped.
+fn schema_changes(old: &Schema, new: &Schema) -> Vec<SchemaChange> {
+    use helenus_protocol::SchemaChangeType as C;
+    let mut out = Vec::new();
+    let empty = BTreeMap::new();
+    let empty_types = BTreeMap::new();
+    for ks in new.user_keyspaces() {
+        let before = old.keyspaces.get(&ks.name);
+        match before {
+            None => out.push(apply::keyspace_change(C::Created, &ks.name)),
+            Some(b) if b.replication != ks.replication || b.durable_writes != ks.durable_writes => {
+                out.push(apply::keyspace_change(C::Updated, &ks.name))
+            }
+            Some(_) => {}
+        }
+        let old_tables = before.map_or(&empty, |b| &b.tables);
+        let old_types = before.map_or(&empty_types, |b| &b.types);
+        for (name, t) in &ks.tables {
+            match old_tables.get(name) {
+                None => out.push(apply::table_change(C::Created, &ks.name, name)),
+                Some(o) if o.id != t.id => {
+                    out.push(apply::table_change(C::Created, &ks.name, name))
+                }
+                Some(o) if **o != **t => out.push(apply::table_change(C::Updated, &ks.name, name)),
+                Some(_) => {}
+            }
+        }
+        for name in old_tables.keys().filter(|n| !ks.tables.contains_key(*n)) {
+            out.push(apply::table_change(C::Dropped, &ks.name, name));
+        }
+        for (name, t) in &ks.types {
+            match old_types.get(name) {
+                None => out.push(apply::type_change(C::Created, &ks.name, name)),
+                Some(o) if **o != **t => out.push(apply::type_change(C::Updated, &ks.name, name)),
+                Some(_) => {}
+            }
+        }
+        for name in old_types.keys().filter(|n| !ks.types.contains_key(*n)) {
+            out.push(apply::type_change(C::Dropped, &ks.name, name));
+        }
+    }
+    for ks in old.user_keyspaces() {
+        if !new.keyspaces.contains_key(&ks.name) {
+            out.push(apply::keyspace_change(C::Dropped, &ks.name));
+        }
+    }
+    out
 }
 
 /// Persists `new_schema`, makes storage follow it (new tables created, dropped ones removed,
