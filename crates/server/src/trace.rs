@@ -104,12 +104,15 @@ impl TraceRequest {
     }
 }
 
+/// What is told of every session recorded.
+pub type RecordHook = Box<dyn Fn(&TraceSession) + Send + Sync>;
+
 /// The recent trace sessions of this node, timed and identified on the node's clock.
 pub struct TraceStore {
     sessions: Mutex<VecDeque<Arc<TraceSession>>>,
     /// Called with every session recorded here: in a ring, it is sent to the peers so that
     /// `system_traces` answers on any node, as Cassandra's replicated keyspace does.
-    on_record: std::sync::OnceLock<Box<dyn Fn(&TraceSession) + Send + Sync>>,
+    on_record: std::sync::OnceLock<RecordHook>,
     clock: helenus_types::SharedClock,
     ids: Arc<helenus_types::TimeUuids>,
 }
@@ -138,7 +141,7 @@ impl TraceStore {
     }
 
     /// Sends every session recorded from now on to `hook` as well.
-    pub fn on_record(&self, hook: Box<dyn Fn(&TraceSession) + Send + Sync>) {
+    pub fn on_record(&self, hook: RecordHook) {
         let _ = self.on_record.set(hook);
     }
 
@@ -240,62 +243,6 @@ pub async fn traced<F: Future>(
     (out, session_id)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn request() -> TraceRequest {
-        TraceRequest {
-            client: [127, 0, 0, 1].into(),
-            coordinator: [127, 0, 0, 2].into(),
-            coordinator_port: 9042,
-            request: "Execute CQL3 query".into(),
-            parameters: vec![("query".into(), "SELECT 1".into())],
-        }
-    }
-
-    #[tokio::test]
-    async fn a_traced_request_is_stored_with_its_events_in_order() {
-        let store = TraceStore::default();
-        let (out, id) = traced(&store, request(), async {
-            event(|| "Parsing SELECT 1".into());
-            event(|| "Preparing statement".into());
-            5
-        })
-        .await;
-        assert_eq!(out, 5);
-        let sessions = store.sessions();
-        assert_eq!(sessions.len(), 1);
-        let s = &sessions[0];
-        assert_eq!(s.session_id, id);
-        let activities: Vec<&str> = s.events.iter().map(|e| e.activity.as_str()).collect();
-        assert_eq!(
-            activities,
-            vec![
-                "Execute CQL3 query received",
-                "Parsing SELECT 1",
-                "Preparing statement",
-                "Request complete"
-            ]
-        );
-        assert!(s
-            .events
-            .windows(2)
-            .all(|w| w[0].source_elapsed_us <= w[1].source_elapsed_us));
-        assert!(s.events.windows(2).all(|w| w[0].event_id != w[1].event_id));
-    }
-
-    #[tokio::test]
-    async fn untraced_requests_record_nothing_and_the_store_is_bounded() {
-        event(|| unreachable!("not built outside a traced request"));
-        let store = TraceStore::default();
-        for _ in 0..(MAX_SESSIONS + 10) {
-            let _ = traced(&store, request(), async {}).await;
-        }
-        assert_eq!(store.sessions().len(), MAX_SESSIONS);
-    }
-}
-
 /// A session in the form nodes exchange (JSON: small, rare, and read by nothing else).
 pub fn encode_session(s: &TraceSession) -> Vec<u8> {
     let events: Vec<serde_json::Value> = s
@@ -367,4 +314,92 @@ pub fn decode_session(bytes: &[u8]) -> Option<TraceSession> {
         duration_us: i32::try_from(int("duration")?).ok()?,
         events,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_crosses_to_a_peer_whole_and_garbage_does_not() {
+        let session = TraceSession {
+            session_id: Uuid::from_u128(7),
+            client: [127, 0, 0, 1].into(),
+            coordinator: [127, 0, 0, 2].into(),
+            coordinator_port: 9042,
+            command: "QUERY",
+            request: "Execute CQL3 query".into(),
+            parameters: vec![("query".into(), "SELECT 1".into())],
+            started_at_ms: 1_700_000_000_000,
+            duration_us: 1234,
+            events: vec![TraceEvent {
+                event_id: Uuid::from_u128(8),
+                activity: "Parsing".into(),
+                source_elapsed_us: 5,
+                thread: "helenus-stmt".into(),
+            }],
+        };
+        let back = decode_session(&encode_session(&session));
+        let Some(back) = back else {
+            panic!("round trip failed");
+        };
+        assert_eq!(back.session_id, session.session_id);
+        assert_eq!(back.parameters, session.parameters);
+        assert_eq!(back.events.len(), 1);
+        assert_eq!(back.events[0].activity, "Parsing");
+        assert_eq!(back.duration_us, 1234);
+        assert!(decode_session(b"{not json").is_none());
+        assert!(decode_session(b"{}").is_none());
+    }
+
+    fn request() -> TraceRequest {
+        TraceRequest {
+            client: [127, 0, 0, 1].into(),
+            coordinator: [127, 0, 0, 2].into(),
+            coordinator_port: 9042,
+            request: "Execute CQL3 query".into(),
+            parameters: vec![("query".into(), "SELECT 1".into())],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_traced_request_is_stored_with_its_events_in_order() {
+        let store = TraceStore::default();
+        let (out, id) = traced(&store, request(), async {
+            event(|| "Parsing SELECT 1".into());
+            event(|| "Preparing statement".into());
+            5
+        })
+        .await;
+        assert_eq!(out, 5);
+        let sessions = store.sessions();
+        assert_eq!(sessions.len(), 1);
+        let s = &sessions[0];
+        assert_eq!(s.session_id, id);
+        let activities: Vec<&str> = s.events.iter().map(|e| e.activity.as_str()).collect();
+        assert_eq!(
+            activities,
+            vec![
+                "Execute CQL3 query received",
+                "Parsing SELECT 1",
+                "Preparing statement",
+                "Request complete"
+            ]
+        );
+        assert!(s
+            .events
+            .windows(2)
+            .all(|w| w[0].source_elapsed_us <= w[1].source_elapsed_us));
+        assert!(s.events.windows(2).all(|w| w[0].event_id != w[1].event_id));
+    }
+
+    #[tokio::test]
+    async fn untraced_requests_record_nothing_and_the_store_is_bounded() {
+        event(|| unreachable!("not built outside a traced request"));
+        let store = TraceStore::default();
+        for _ in 0..(MAX_SESSIONS + 10) {
+            let _ = traced(&store, request(), async {}).await;
+        }
+        assert_eq!(store.sessions().len(), MAX_SESSIONS);
+    }
 }
