@@ -26,12 +26,15 @@
 //! - `trace`: query tracing sessions and events (`system_traces`).
 //! - `auth`: roles, permissions, SASL PLAIN and password checks (PasswordAuthenticator,
 //!   CassandraRoleManager, CassandraAuthorizer); `exec` decides what each statement needs.
+//! - `audit`: the audit log (FileAuditLogger's lines, filters, nodetool enable/disable);
+//!   `transport/audited.rs` says what each request records.
 //! - `tls`: rustls server configurations from `client_encryption_options` and the accept step
 //!   (optional TLS tells a ClientHello from a CQL frame by its first byte).
 //! - `config` (with `config_security`), `local_node` (host id, tokens), `keys` (partition key
 //!   encoding and tokens).
 
 pub mod admin;
+pub mod audit;
 pub mod auth;
 mod cluster;
 pub mod config;
@@ -111,10 +114,15 @@ pub fn open_node_with_clock(
         .map_err(|e| StartError::Auth(e.to_string()))?;
     let auth = auth::AuthService::open(&config, &system_dir, clock.clone())
         .map_err(|e| StartError::Auth(e.to_string()))?;
+    let audit = audit::AuditLog::open(&config, clock.clone()).map_err(|e| StartError::Dir {
+        path: "audit_logs_dir".into(),
+        message: format!("audit log: {e}"),
+    })?;
     let schema = exec::ddl::initial_schema(&system_dir)?;
     let engine = exec::storage_bridge::open_engine(&config, &schema, clock.clone())?;
     let mut node = NodeState::new(config, identity, schema, engine, clock);
     node.auth = Arc::new(auth);
+    node.audit = Arc::new(audit);
     Ok(Arc::new(node))
 }
 

@@ -14,7 +14,10 @@ fn usage() -> String {
      commands: info, flush [ks [tables...]], compact [ks [tables...]], garbagecollect [ks [tables...]],\n\
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
-     \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key"
+     \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
+     \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
+     \x20           [--included-categories C,..] [--excluded-categories C,..]\n\
+     \x20           [--included-users U,..] [--excluded-users U,..], disableauditlog, getauditlog"
         .to_string()
 }
 
@@ -87,6 +90,7 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
             statistics(&node, cmd, args)
         }
         "info" | "version" => node_facts(&node, cmd),
+        "enableauditlog" | "disableauditlog" | "getauditlog" => audit_log(&node, cmd, args),
         "status" | "ring" | "describecluster" | "gossipinfo" | "getendpoints" => {
             ring_report(&node, cmd, args)
         }
@@ -196,6 +200,44 @@ fn ring_report(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolEr
     };
     print!("{}", node.request("GET", &path)?);
     Ok(())
+}
+
+/// `enableauditlog [--included-keyspaces ...]`, `disableauditlog`, `getauditlog`.
+fn audit_log(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolError> {
+    match cmd {
+        "disableauditlog" => node
+            .request("DELETE", "/storage_service/audit_log")
+            .map(|_| ()),
+        "getauditlog" => {
+            println!("{}", node.request("GET", "/storage_service/audit_log")?);
+            Ok(())
+        }
+        _ => {
+            let mut query = Vec::new();
+            let mut it = args.iter();
+            while let Some(flag) = it.next() {
+                let name = flag.trim_start_matches('-').replace('-', "_");
+                let known = [
+                    "included_keyspaces",
+                    "excluded_keyspaces",
+                    "included_categories",
+                    "excluded_categories",
+                    "included_users",
+                    "excluded_users",
+                ];
+                let value = it.next().filter(|_| known.contains(&name.as_str()));
+                let Some(value) = value else {
+                    return Err(NodetoolError::Usage(format!(
+                        "enableauditlog: unexpected argument {flag}\n{}",
+                        usage()
+                    )));
+                };
+                query.push(format!("{name}={}", enc(value)));
+            }
+            let path = format!("/storage_service/audit_log?{}", query.join("&"));
+            node.request("POST", &path).map(|_| ())
+        }
+    }
 }
 
 /// `info`, `version`.

@@ -337,6 +337,27 @@ fn storage_service(
             each_table(rest, &|id| node.engine.garbage_collect(id).map(drop))
         }
         ("POST", ["snapshots"]) => snapshot(node, clock, req),
+        ("POST", ["audit_log"]) => enable_audit_log(node, req),
+        ("DELETE", ["audit_log"]) => {
+            node.audit.disable();
+            ok()
+        }
+        ("GET", ["audit_log"]) => Ok((
+            "application/json",
+            match node.audit.options() {
+                Some(o) => json!({
+                    "enabled": true,
+                    "included_keyspaces": o.included_keyspaces,
+                    "excluded_keyspaces": o.excluded_keyspaces,
+                    "included_categories": o.included_categories,
+                    "excluded_categories": o.excluded_categories,
+                    "included_users": o.included_users,
+                    "excluded_users": o.excluded_users,
+                }),
+                None => json!({"enabled": false}),
+            }
+            .to_string(),
+        )),
         ("DELETE", ["snapshots"]) => node
             .engine
             .clear_snapshot(req.query.get("tag").map(String::as_str))
@@ -344,6 +365,45 @@ fn storage_service(
             .and_then(|()| ok()),
         _ => return None,
     })
+}
+
+/// `POST /storage_service/audit_log` (`nodetool enableauditlog`): the configured options, with
+/// any filter given as a comma-separated query parameter of the same name replacing its list.
+fn enable_audit_log(node: &NodeState, req: &HttpRequest) -> RouteResult {
+    let mut o = node.config.audit_logging.clone();
+    let list = |k: &str| {
+        req.query
+            .get(k)
+            .map(|v| crate::config::audit_list(&serde_yaml::Value::String(v.clone())))
+    };
+    let categories = |k: &str| -> Result<Option<Vec<String>>, (u16, String)> {
+        list(k)
+            .map(crate::config::audit_categories)
+            .transpose()
+            .map_err(|e| (400, e))
+    };
+    if let Some(v) = list("included_keyspaces") {
+        o.included_keyspaces = v;
+    }
+    if let Some(v) = list("excluded_keyspaces") {
+        o.excluded_keyspaces = v;
+    }
+    if let Some(v) = categories("included_categories")? {
+        o.included_categories = v;
+    }
+    if let Some(v) = categories("excluded_categories")? {
+        o.excluded_categories = v;
+    }
+    if let Some(v) = list("included_users") {
+        o.included_users = v;
+    }
+    if let Some(v) = list("excluded_users") {
+        o.excluded_users = v;
+    }
+    node.audit
+        .enable(o)
+        .map_err(|e| (500, format!("cannot open the audit log: {e}")))?;
+    ok()
 }
 
 /// `POST /storage_service/snapshots`: the tag defaults to the wall clock in milliseconds.

@@ -1,12 +1,16 @@
 //! Node configuration: `helenus.yaml` with Cassandra's setting names and units, plus command-line
 //! overrides with the same names. Every default works without editing.
 
+mod audit;
 mod encryption;
 mod error;
 mod security;
 mod settings;
 mod units;
 
+pub use audit::{
+    categories as audit_categories, name_list as audit_list, AuditLogOptions, AUDIT_CATEGORIES,
+};
 pub use encryption::{ClientAuth, ClientEncryption};
 pub use error::ConfigError;
 use security::SecurityChoice;
@@ -106,6 +110,8 @@ pub struct NodeConfig {
     /// credentials too (a non-loopback one always does). Off by default, as Cassandra's JMX is
     /// local-only and unauthenticated by default.
     pub admin_api_requires_credentials: bool,
+    /// `audit_logging_options` (off by default, as in Cassandra).
+    pub audit_logging: AuditLogOptions,
     /// How long a successful login is remembered, so that a driver's pool of connections does
     /// not pay bcrypt for each (Cassandra: `credentials_validity`, 2 s; 0 disables).
     pub credentials_validity_ms: u64,
@@ -173,6 +179,7 @@ impl Default for NodeConfig {
             authorizer: Authorizer::AllowAll,
             client_encryption: None,
             admin_api_requires_credentials: false,
+            audit_logging: AuditLogOptions::default(),
             credentials_validity_ms: 2000,
             auth_bcrypt_gensalt_log2_rounds: 10,
             prepared_statements_cache_size_bytes: 64 * MIB,
@@ -277,6 +284,10 @@ impl NodeConfig {
         let class = match choice {
             SecurityChoice::ClientEncryption(tls) => {
                 self.client_encryption = tls;
+                return;
+            }
+            SecurityChoice::Audit(options) => {
+                self.audit_logging = options;
                 return;
             }
             SecurityChoice::Class(c) => Some(c),

@@ -6,6 +6,7 @@
 //! while its operator believes it is locked. So every security setting is checked, and a value
 //! Helenus does not implement stops the node at start.
 
+use super::audit::{audit_logging, AuditLogOptions};
 use super::encryption::{client_encryption, ClientEncryption};
 use super::ConfigError;
 use serde_yaml::Value;
@@ -46,6 +47,9 @@ const CLASS_SETTINGS: &[(&str, &[&str])] = &[
 
 /// TLS for clients: parsed by `encryption`.
 const CLIENT_ENCRYPTION: &str = "client_encryption_options";
+/// Audit logging: parsed by `audit` (asking for an audit log and silently not getting one is a
+/// security failure too).
+const AUDIT_LOGGING: &str = "audit_logging_options";
 
 /// Encryption settings (mappings) that must stay switched off.
 const ENCRYPTION_SETTINGS: &[&str] = &[
@@ -59,6 +63,7 @@ pub fn is_security_setting(key: &str) -> bool {
     CLASS_SETTINGS.iter().any(|(k, _)| *k == key)
         || ENCRYPTION_SETTINGS.contains(&key)
         || key == CLIENT_ENCRYPTION
+        || key == AUDIT_LOGGING
 }
 
 /// What a checked security setting chose.
@@ -68,6 +73,8 @@ pub enum SecurityChoice {
     Class(String),
     /// `client_encryption_options`: TLS for clients, or `None` for plaintext only.
     ClientEncryption(Option<ClientEncryption>),
+    /// `audit_logging_options`.
+    Audit(AuditLogOptions),
     /// An encryption setting that stays off.
     Off,
 }
@@ -76,6 +83,9 @@ pub enum SecurityChoice {
 pub fn check_security_setting(key: &str, value: &Value) -> Result<SecurityChoice, ConfigError> {
     if key == CLIENT_ENCRYPTION {
         return client_encryption(value).map(SecurityChoice::ClientEncryption);
+    }
+    if key == AUDIT_LOGGING {
+        return audit_logging(value).map(SecurityChoice::Audit);
     }
     let unsupported = |what: String| ConfigError::Unsupported {
         key: key.to_string(),

@@ -260,6 +260,7 @@ pub(super) fn set_node(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError
         | "cidr_authorizer"
         | "crypto_provider"
         | "client_encryption_options"
+        | "audit_logging_options"
         | "server_encryption_options"
         | "transparent_data_encryption_options"
         | "jmx_encryption_options"

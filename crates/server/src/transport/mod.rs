@@ -1,6 +1,7 @@
 //! The native transport: accepts connections, decodes frames, runs requests concurrently (responses
 //! go back out of order, matched by stream id), and writes many responses per syscall.
 
+mod audited;
 mod dispatch;
 
 use crate::exec::{self, Session};
@@ -497,7 +498,7 @@ impl Statement {
                 exec::trace::TraceRequest::of(&frame.request, peer.ip(), coordinator)
             });
             let run = exec::client_warn::collecting(dispatch::handle_request(
-                &node, &session, client_id, frame,
+                &node, &session, client_id, peer, frame,
             ));
             match trace {
                 Some(what) => {
