@@ -22,6 +22,8 @@ pub struct ClientInfo {
     pub request_count: u64,
     /// The role the connection logged in as (`None`: anonymous).
     pub username: Option<String>,
+    /// Whether the connection is TLS (`system_views.clients.ssl_enabled`).
+    pub ssl_enabled: bool,
 }
 
 /// A server-pushed event (schema, topology or status change), fanned out to connections that

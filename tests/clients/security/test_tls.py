@@ -94,6 +94,12 @@ def plaintext_options_answered(port):
 
 def test_python_driver_reads_and_writes_over_tls(tls_node, certs):
     assert round_trip(9042, context(certs)) == "over tls"
+    cluster = Cluster([HOST], port=9042, ssl_context=context(certs), connect_timeout=5)
+    try:
+        rows = cluster.connect().execute("SELECT ssl_enabled FROM system_views.clients")
+        assert [r.ssl_enabled for r in rows] and all(r.ssl_enabled for r in rows)
+    finally:
+        cluster.shutdown()
 
 
 def test_plaintext_clients_are_refused_when_tls_is_required(tls_node, certs):
@@ -144,6 +150,12 @@ def test_optional_tls_serves_both_on_one_port(optional_node, certs):
     assert round_trip(9043, context(certs)) == "over tls"
     assert round_trip(9043) == "over tls"
     assert plaintext_options_answered(9043)
+    cluster = Cluster([HOST], port=9043, connect_timeout=5)
+    try:
+        rows = cluster.connect().execute("SELECT ssl_enabled FROM system_views.clients")
+        assert not any(r.ssl_enabled for r in rows)
+    finally:
+        cluster.shutdown()
 
 
 def test_client_certificates_are_required_when_asked(mutual_node, certs):

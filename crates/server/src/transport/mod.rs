@@ -95,22 +95,22 @@ pub async fn serve(
             let _permit = permit;
             let _ = socket.set_nodelay(true);
             // The handshake runs in the connection's own task: a slow client delays nobody.
-            let (reader, writer): (Reader, Writer) = match tls::accept(tls.as_deref(), socket).await
-            {
-                Ok(Accepted::Plain(s)) => {
-                    let (r, w) = s.into_split();
-                    (Box::new(r), Box::new(w))
-                }
-                Ok(Accepted::Tls(s)) => {
-                    let (r, w) = tokio::io::split(*s);
-                    (Box::new(r), Box::new(w))
-                }
-                Err(e) => {
-                    tracing::debug!("connection {peer} refused at the TLS handshake: {e}");
-                    return;
-                }
-            };
-            if let Err(e) = serve_connection(node, limits, reader, writer, peer).await {
+            let (reader, writer, ssl): (Reader, Writer, bool) =
+                match tls::accept(tls.as_deref(), socket).await {
+                    Ok(Accepted::Plain(s)) => {
+                        let (r, w) = s.into_split();
+                        (Box::new(r), Box::new(w), false)
+                    }
+                    Ok(Accepted::Tls(s)) => {
+                        let (r, w) = tokio::io::split(*s);
+                        (Box::new(r), Box::new(w), true)
+                    }
+                    Err(e) => {
+                        tracing::debug!("connection {peer} refused at the TLS handshake: {e}");
+                        return;
+                    }
+                };
+            if let Err(e) = serve_connection(node, limits, (reader, writer, ssl), peer).await {
                 tracing::debug!("connection {peer} closed: {e}");
             }
         });
@@ -122,14 +122,15 @@ pub async fn serve(
 async fn serve_connection(
     node: Arc<NodeState>,
     limits: Arc<Limits>,
-    mut reader: Reader,
-    writer: Writer,
+    (mut reader, writer, ssl): (Reader, Writer, bool),
     peer: SocketAddr,
 ) -> std::io::Result<()> {
     let max_frame = node.config.native_transport_max_frame_size_bytes;
     let (tx, rx) = mpsc::channel::<Outgoing>(WRITE_QUEUE_DEPTH);
     let write_task = tokio::spawn(write_loop(writer, rx, max_frame));
     let mut conn = Connection::open(node, limits, tx, peer, max_frame);
+    conn.node
+        .update_client(conn.client_id, |c| c.ssl_enabled = ssl);
     while conn.dispatch_buffered().await.is_continue() && conn.read_more(&mut reader).await {}
     conn.close(write_task).await;
     Ok(())
@@ -176,6 +177,7 @@ impl Connection {
             protocol_version: 0,
             request_count: 0,
             username: None,
+            ssl_enabled: false,
         });
         let buffer_charge = limits.empty_charge();
         Connection {
