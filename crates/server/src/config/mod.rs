@@ -449,6 +449,51 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Issue 11: the admin API deletes snapshots and flushes; off loopback it needs credentials.
+    #[test]
+    fn admin_api_is_local_unless_protected() {
+        let mut cfg = NodeConfig::default();
+        cfg.set("listen_address", "127.0.0.5").unwrap();
+        assert_eq!(cfg.admin_address(), "127.0.0.5".parse::<IpAddr>().unwrap());
+        assert!(!cfg.admin_requires_credentials());
+        cfg.set("listen_address", "10.1.2.3").unwrap();
+        assert_eq!(cfg.admin_address(), "127.0.0.1".parse::<IpAddr>().unwrap());
+        cfg.check_consistency().unwrap();
+        cfg.set("api_address", "10.1.2.3").unwrap();
+        let err = cfg.check_consistency().unwrap_err().to_string();
+        assert!(err.contains("PasswordAuthenticator"), "{err}");
+        cfg.set("authenticator", "PasswordAuthenticator").unwrap();
+        cfg.check_consistency().unwrap();
+        assert!(cfg.admin_requires_credentials());
+        cfg.set("api_address", "127.0.0.1").unwrap();
+        assert!(!cfg.admin_requires_credentials());
+        cfg.set("admin_api_requires_credentials", "true").unwrap();
+        assert!(cfg.admin_requires_credentials());
+        cfg.set("authenticator", "AllowAllAuthenticator").unwrap();
+        assert!(cfg.check_consistency().is_err());
+    }
+
+    #[test]
+    fn client_encryption_and_audit_options_are_read_from_yaml() {
+        let dir = std::env::temp_dir().join(format!("helenus-cfg-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("helenus.yaml");
+        std::fs::write(
+            &p,
+            "client_encryption_options:\n  optional: true\n  keystore: /n.pem\n\
+             audit_logging_options:\n  enabled: true\n  excluded_categories: QUERY\n",
+        )
+        .unwrap();
+        let (cfg, warnings) = NodeConfig::load(&p).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let tls = cfg.client_encryption.unwrap();
+        assert!(tls.optional);
+        assert_eq!(tls.private_key, PathBuf::from("/n.pem"));
+        assert!(cfg.audit_logging.enabled);
+        assert_eq!(cfg.audit_logging.excluded_categories, vec!["QUERY"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Issue 11: `authenticator: PasswordAuthenticator` was ignored and the node served everyone.
     #[test]
     fn unsupported_security_settings_refuse_to_load() {
