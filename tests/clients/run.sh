@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Real-client integration suites against a CQL node at HELENUS_HOST:HELENUS_PORT
-# (default 127.0.0.1:9042). Usage: tests/clients/run.sh [python cqlsh rust go java node badinput hostile auth]
+# (default 127.0.0.1:9042). Usage: tests/clients/run.sh [python cqlsh rust go java node badinput hostile auth tls admin audit]
 # The auth suite starts its own node with PasswordAuthenticator (HELENUS_AUTH_HOST, default 127.0.0.44;
-# binary HELENUS_BIN or $CARGO_TARGET_DIR/release/helenus) and stops it by PID.
+# binary HELENUS_BIN or $CARGO_TARGET_DIR/release/helenus) and stops it by PID; so do tls
+# (HELENUS_TLS_HOST, default 127.0.0.46) and admin (HELENUS_ADMIN_HOST, default 127.0.0.47),
+# which also need openssl to make their throwaway certificates, and audit (HELENUS_AUDIT_HOST,
+# default 127.0.0.49).
 # Installs pinned clients on first use (cached: venv and cargo target under HELENUS_CACHE, Go
 # module cache, ~/.m2, node_modules), runs each suite under a timeout, prints one summary line per
 # suite and finally "N passed, N failed". Exits non-zero if any suite failed. Never reads stdin.
@@ -16,7 +19,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1 NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
 mkdir -p "$CACHE"
 
-ALL=(python cqlsh rust go java node badinput hostile auth)
+ALL=(python cqlsh rust go java node badinput hostile auth tls admin audit)
 SUITES=("$@"); [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "missing tool: $1"; return 1; }; }
@@ -42,6 +45,11 @@ suite_badinput() { setup_venv && cd "$DIR/badinput" && timeout -k 10 600 "$VENV/
 suite_hostile()  { setup_venv && cd "$DIR/hostile" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider; }
 # Issue 11's authentication and authorization, against a node of its own started with auth on.
 suite_auth()     { setup_venv && cd "$DIR/auth" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider; }
+# TLS for clients (driver, cqlsh, nodetool) and the admin API's credentials, on nodes of their own.
+suite_tls()      { need openssl && setup_venv && cd "$DIR/security" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider test_tls.py; }
+suite_admin()    { need openssl && setup_venv && cd "$DIR/security" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider test_admin_api.py; }
+# The audit log: FileAuditLogger lines, keyspace and category filters, nodetool enable/disable.
+suite_audit()    { setup_venv && cd "$DIR/security" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider test_audit.py; }
 suite_rust() {
   need cargo && cd "$DIR/rust" && timeout -k 10 1800 cargo build -q --locked \
     && timeout -k 10 600 cargo run -q --locked

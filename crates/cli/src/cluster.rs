@@ -199,10 +199,7 @@ impl ClusterDir {
             .iter()
             .filter(|o| self.running(o).is_some())
             .all(|o| {
-                let api = nodetool::Node {
-                    host: o.address.to_string(),
-                    port: 10000,
-                };
+                let api = nodetool::Node::plain(o.address.to_string(), 10000);
                 api.request("GET", "/helenus/ring/status").is_ok_and(|s| {
                     s.lines().any(|l| {
                         l.starts_with(line_start)
@@ -405,10 +402,7 @@ fn status(c: &ClusterDir) -> Result<(), ClusterError> {
         println!("{}  {}  {}  {state}", n.name, n.address, n.datacenter);
     }
     if let Some(n) = c.nodes.iter().find(|n| c.running(n).is_some()) {
-        let api = nodetool::Node {
-            host: n.address.to_string(),
-            port: 10000,
-        };
+        let api = nodetool::Node::plain(n.address.to_string(), 10000);
         if let Ok(s) = api.request("GET", "/helenus/ring/status") {
             println!("\n{s}");
         }

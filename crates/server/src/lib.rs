@@ -26,10 +26,15 @@
 //! - `trace`: query tracing sessions and events (`system_traces`).
 //! - `auth`: roles, permissions, SASL PLAIN and password checks (PasswordAuthenticator,
 //!   CassandraRoleManager, CassandraAuthorizer); `exec` decides what each statement needs.
+//! - `audit`: the audit log (FileAuditLogger's lines, filters, nodetool enable/disable);
+//!   `transport/audited.rs` says what each request records.
+//! - `tls`: rustls server configurations from `client_encryption_options` and the accept step
+//!   (optional TLS tells a ClientHello from a CQL frame by its first byte).
 //! - `config` (with `config_security`), `local_node` (host id, tokens), `keys` (partition key
 //!   encoding and tokens).
 
 pub mod admin;
+pub mod audit;
 pub mod auth;
 mod cluster;
 pub mod config;
@@ -44,6 +49,7 @@ mod prepared;
 pub mod proxy;
 mod ring_report;
 mod system;
+pub mod tls;
 mod topology;
 mod trace;
 mod transport;
@@ -72,6 +78,8 @@ pub enum StartError {
     Storage(#[from] helenus_storage::StorageError),
     #[error("cannot listen on {addr}: {message}")]
     Listen { addr: String, message: String },
+    #[error("client_encryption_options: {0}")]
+    Tls(#[from] tls::TlsError),
 }
 
 /// Opens the node's state: identity, schema, storage (with commitlog replay), on the system clock.
@@ -106,10 +114,15 @@ pub fn open_node_with_clock(
         .map_err(|e| StartError::Auth(e.to_string()))?;
     let auth = auth::AuthService::open(&config, &system_dir, clock.clone())
         .map_err(|e| StartError::Auth(e.to_string()))?;
+    let audit = audit::AuditLog::open(&config, clock.clone()).map_err(|e| StartError::Dir {
+        path: "audit_logs_dir".into(),
+        message: format!("audit log: {e}"),
+    })?;
     let schema = exec::ddl::initial_schema(&system_dir)?;
     let engine = exec::storage_bridge::open_engine(&config, &schema, clock.clone())?;
     let mut node = NodeState::new(config, identity, schema, engine, clock);
     node.auth = Arc::new(auth);
+    node.audit = Arc::new(audit);
     Ok(Arc::new(node))
 }
 
@@ -130,14 +143,27 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
         Some(m) => Some(cluster::attach(&node, m)?),
         None => None,
     };
+    // Built before any port opens: a bad certificate stops the node rather than serving plaintext.
+    let (native_tls, admin_tls) = match &node.config.client_encryption {
+        Some(options) => (
+            Some(tls::ServerTls::native(options)?),
+            Some(tls::ServerTls::admin(options)?),
+        ),
+        None => (None, None),
+    };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| StartError::Listen {
             addr: addr.to_string(),
             message: e.to_string(),
         })?;
+    let security = match &node.config.client_encryption {
+        Some(o) if o.optional => ", TLS optional",
+        Some(_) => ", TLS",
+        None => "",
+    };
     println!(
-        "Helenus {} listening for CQL clients on {addr} (cluster '{}', data in {}), ready in {} ms",
+        "Helenus {} listening for CQL clients on {addr}{security} (cluster '{}', data in {}), ready in {} ms",
         env!("CARGO_PKG_VERSION"),
         node.config.cluster_name,
         node.config.primary_data_dir().display(),
@@ -146,8 +172,13 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
     let admin_addr = std::net::SocketAddr::new(node.config.admin_address(), node.config.api_port);
     match tokio::net::TcpListener::bind(admin_addr).await {
         Ok(l) => {
-            println!("Helenus admin API (nodetool) on http://{admin_addr}");
-            tokio::spawn(admin::serve(node.clone(), clock.clone(), l));
+            let scheme = if admin_tls.is_some() { "https" } else { "http" };
+            let credentials = match node.config.admin_requires_credentials() {
+                true => ", superuser credentials required",
+                false => "",
+            };
+            println!("Helenus admin API (nodetool) on {scheme}://{admin_addr}{credentials}");
+            tokio::spawn(admin::serve(node.clone(), clock.clone(), l, admin_tls));
         }
         Err(e) => tracing::warn!("admin API not started on {admin_addr}: {e}"),
     }
@@ -158,7 +189,12 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
             message: format!("cannot start the statement pool: {e}"),
         })?;
     let limits = limits::Limits::new(&node.config, statement_pool.handle());
-    let serving = tokio::spawn(transport::serve(node.clone(), limits.clone(), listener));
+    let serving = tokio::spawn(transport::serve(
+        node.clone(),
+        limits.clone(),
+        listener,
+        native_tls,
+    ));
     shutdown_signal().await;
     if let Some(ring) = &ring {
         // Peers mark this node down at once rather than after the failure detector's delay.

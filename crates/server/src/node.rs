@@ -22,6 +22,8 @@ pub struct ClientInfo {
     pub request_count: u64,
     /// The role the connection logged in as (`None`: anonymous).
     pub username: Option<String>,
+    /// Whether the connection is TLS (`system_views.clients.ssl_enabled`).
+    pub ssl_enabled: bool,
 }
 
 /// A server-pushed event (schema, topology or status change), fanned out to connections that
@@ -56,6 +58,8 @@ pub struct NodeState {
     pub traces: crate::trace::TraceStore,
     /// Roles, permissions and logins (allow-all unless the node was configured otherwise).
     pub auth: Arc<crate::auth::AuthService>,
+    /// Who ran what (`audit_logging_options`); off unless configured or enabled by nodetool.
+    pub audit: Arc<crate::audit::AuditLog>,
 }
 
 impl NodeState {
@@ -85,6 +89,7 @@ impl NodeState {
             next_client_id: AtomicU64::new(1),
             prepared: crate::prepared::PreparedCache::new(prepared_cache_bytes),
             auth: Arc::new(crate::auth::AuthService::allow_all(clock.clone())),
+            audit: Arc::new(crate::audit::AuditLog::disabled(clock.clone())),
             traces: crate::trace::TraceStore::new(clock),
         }
     }

@@ -9,36 +9,76 @@ use http::{enc, ks_path};
 pub use http::{Node, NodetoolError};
 
 fn usage() -> String {
-    "usage: helenus nodetool [-h HOST] [-p PORT] <command> [args]\n\
+    "usage: helenus nodetool [-h HOST] [-p PORT] [-u USER (-pw PASSWORD | -pwf FILE)]\n\
+     \x20                       [--ssl [--truststore CA.pem]] <command> [args]\n\
      commands: info, flush [ks [tables...]], compact [ks [tables...]], garbagecollect [ks [tables...]],\n\
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
-     \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key"
+     \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
+     \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
+     \x20           [--included-categories C,..] [--excluded-categories C,..]\n\
+     \x20           [--included-users U,..] [--excluded-users U,..], disableauditlog, getauditlog"
         .to_string()
 }
 
-/// Runs one nodetool command line (`[-h HOST] [-p PORT] <command> [args]`).
-pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
+/// The connection options before the command; the rest of the line.
+fn parse_options(args: Vec<String>) -> Result<(Node, Vec<String>), NodetoolError> {
     let usage_err = |m: &str| NodetoolError::Usage(m.to_string());
-    let mut node = Node {
-        host: "127.0.0.1".to_string(),
-        port: 10000,
-    };
+    let mut node = Node::plain("127.0.0.1".to_string(), 10000);
+    let (mut user, mut password, mut password_file) = (None, None, None);
+    let (mut ssl, mut truststore) = (false, std::env::var_os("SSL_CERTFILE"));
     let mut rest = Vec::new();
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
+        let mut value = |what: &str| {
+            it.next()
+                .ok_or_else(|| usage_err(&format!("{a} needs {what}")))
+        };
         match a.as_str() {
-            "-h" | "--host" => node.host = it.next().ok_or_else(|| usage_err("-h needs a host"))?,
+            "-h" | "--host" => node.host = value("a host")?,
             "-p" | "--port" => {
-                node.port = it
-                    .next()
-                    .ok_or_else(|| usage_err("-p needs a port"))?
+                node.port = value("a port")?
                     .parse()
                     .map_err(|_| usage_err("bad port"))?
             }
+            "-u" | "--username" => user = Some(value("a user")?),
+            "-pw" | "--password" => password = Some(value("a password")?),
+            "-pwf" | "--password-file" => password_file = Some(value("a file")?),
+            "--ssl" => ssl = true,
+            "--truststore" => truststore = Some(value("a PEM file")?.into()),
             _ => rest.push(a),
         }
     }
+    if let Some(user) = user {
+        let password = match (password, password_file) {
+            (Some(p), _) => p,
+            (None, Some(file)) => password_from_file(&file, &user)?,
+            (None, None) => return Err(usage_err("-u needs -pw PASSWORD or -pwf FILE")),
+        };
+        node.credentials = Some((user, password));
+    }
+    if ssl {
+        let truststore = truststore.ok_or_else(|| {
+            usage_err("--ssl needs --truststore CA.pem (or SSL_CERTFILE): the CA of the node's certificate")
+        })?;
+        node.tls = Some(http::tls_config(std::path::Path::new(&truststore))?);
+    }
+    Ok((node, rest))
+}
+
+/// nodetool's password file: lines of `user password`; the line of `user`.
+fn password_from_file(file: &str, user: &str) -> Result<String, NodetoolError> {
+    let text = std::fs::read_to_string(file)?;
+    text.lines()
+        .filter_map(|l| l.trim().split_once(char::is_whitespace))
+        .find(|(u, _)| *u == user)
+        .map(|(_, p)| p.trim().to_string())
+        .ok_or_else(|| NodetoolError::Usage(format!("no password for {user} in {file}")))
+}
+
+/// Runs one nodetool command line (options, then `<command> [args]`).
+pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
+    let (node, rest) = parse_options(args)?;
     let Some((cmd, args)) = rest.split_first() else {
         return Err(NodetoolError::Usage(usage()));
     };
@@ -50,6 +90,7 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
             statistics(&node, cmd, args)
         }
         "info" | "version" => node_facts(&node, cmd),
+        "enableauditlog" | "disableauditlog" | "getauditlog" => audit_log(&node, cmd, args),
         "status" | "ring" | "describecluster" | "gossipinfo" | "getendpoints" => {
             ring_report(&node, cmd, args)
         }
@@ -159,6 +200,44 @@ fn ring_report(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolEr
     };
     print!("{}", node.request("GET", &path)?);
     Ok(())
+}
+
+/// `enableauditlog [--included-keyspaces ...]`, `disableauditlog`, `getauditlog`.
+fn audit_log(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolError> {
+    match cmd {
+        "disableauditlog" => node
+            .request("DELETE", "/storage_service/audit_log")
+            .map(|_| ()),
+        "getauditlog" => {
+            println!("{}", node.request("GET", "/storage_service/audit_log")?);
+            Ok(())
+        }
+        _ => {
+            let mut query = Vec::new();
+            let mut it = args.iter();
+            while let Some(flag) = it.next() {
+                let name = flag.trim_start_matches('-').replace('-', "_");
+                let known = [
+                    "included_keyspaces",
+                    "excluded_keyspaces",
+                    "included_categories",
+                    "excluded_categories",
+                    "included_users",
+                    "excluded_users",
+                ];
+                let value = it.next().filter(|_| known.contains(&name.as_str()));
+                let Some(value) = value else {
+                    return Err(NodetoolError::Usage(format!(
+                        "enableauditlog: unexpected argument {flag}\n{}",
+                        usage()
+                    )));
+                };
+                query.push(format!("{name}={}", enc(value)));
+            }
+            let path = format!("/storage_service/audit_log?{}", query.join("&"));
+            node.request("POST", &path).map(|_| ())
+        }
+    }
 }
 
 /// `info`, `version`.

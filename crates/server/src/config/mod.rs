@@ -1,12 +1,19 @@
 //! Node configuration: `helenus.yaml` with Cassandra's setting names and units, plus command-line
 //! overrides with the same names. Every default works without editing.
 
+mod audit;
+mod encryption;
 mod error;
 mod security;
 mod settings;
 mod units;
 
+pub use audit::{
+    categories as audit_categories, name_list as audit_list, AuditLogOptions, AUDIT_CATEGORIES,
+};
+pub use encryption::{ClientAuth, ClientEncryption};
 pub use error::ConfigError;
+use security::SecurityChoice;
 pub use security::{Authenticator, Authorizer};
 pub use units::{parse_duration_ms, parse_size_bytes};
 
@@ -97,6 +104,14 @@ pub struct NodeConfig {
     pub drop_compact_storage_enabled: bool,
     pub authenticator: Authenticator,
     pub authorizer: Authorizer,
+    /// TLS for CQL clients and the admin API (`client_encryption_options`); `None`: plaintext.
+    pub client_encryption: Option<ClientEncryption>,
+    /// With PasswordAuthenticator, whether a loopback admin API asks for a superuser's
+    /// credentials too (a non-loopback one always does). Off by default, as Cassandra's JMX is
+    /// local-only and unauthenticated by default.
+    pub admin_api_requires_credentials: bool,
+    /// `audit_logging_options` (off by default, as in Cassandra).
+    pub audit_logging: AuditLogOptions,
     /// How long a successful login is remembered, so that a driver's pool of connections does
     /// not pay bcrypt for each (Cassandra: `credentials_validity`, 2 s; 0 disables).
     pub credentials_validity_ms: u64,
@@ -162,6 +177,9 @@ impl Default for NodeConfig {
             drop_compact_storage_enabled: false,
             authenticator: Authenticator::AllowAll,
             authorizer: Authorizer::AllowAll,
+            client_encryption: None,
+            admin_api_requires_credentials: false,
+            audit_logging: AuditLogOptions::default(),
             credentials_validity_ms: 2000,
             auth_bcrypt_gensalt_log2_rounds: 10,
             prepared_statements_cache_size_bytes: 64 * MIB,
@@ -217,8 +235,8 @@ impl NodeConfig {
                     continue;
                 }
                 if security::is_security_setting(key) {
-                    let class = security::check_security_setting(key, &v)?;
-                    cfg.apply_security_class(key, class.as_deref());
+                    let choice = security::check_security_setting(key, &v)?;
+                    cfg.apply_security(key, choice);
                     let text = scalar_text(&v).unwrap_or_else(|| format!("{v:?}"));
                     cfg.raw.insert(key.to_string(), text);
                     continue;
@@ -246,8 +264,8 @@ impl NodeConfig {
         if security::is_security_setting(key) {
             let parsed = serde_yaml::from_str(value)
                 .unwrap_or_else(|_| serde_yaml::Value::String(value.to_string()));
-            let class = security::check_security_setting(key, &parsed)?;
-            self.apply_security_class(key, class.as_deref());
+            let choice = security::check_security_setting(key, &parsed)?;
+            self.apply_security(key, choice);
         }
         let v = settings::Value { key, text: value };
         let known = settings::set_transport(self, v)?
@@ -261,9 +279,21 @@ impl NodeConfig {
         Ok(known)
     }
 
-    /// Records the authenticator or authorizer a checked class setting chose.
-    fn apply_security_class(&mut self, key: &str, class: Option<&str>) {
-        match (key, class) {
+    /// Records what a checked security setting chose.
+    fn apply_security(&mut self, key: &str, choice: SecurityChoice) {
+        let class = match choice {
+            SecurityChoice::ClientEncryption(tls) => {
+                self.client_encryption = tls;
+                return;
+            }
+            SecurityChoice::Audit(options) => {
+                self.audit_logging = options;
+                return;
+            }
+            SecurityChoice::Class(c) => Some(c),
+            SecurityChoice::Off => None,
+        };
+        match (key, class.as_deref()) {
             ("authenticator", Some(c)) => {
                 self.authenticator = if c == "PasswordAuthenticator" {
                     Authenticator::Password
@@ -291,6 +321,26 @@ impl NodeConfig {
                 message: "CassandraAuthorizer can't be used with AllowAllAuthenticator".into(),
             });
         }
+        if !self.admin_address().is_loopback() && self.authenticator != Authenticator::Password {
+            return Err(ConfigError::Unsupported {
+                key: "api_address".into(),
+                message: format!(
+                    "the admin API on {} (not a loopback address) would let anyone on the network \
+                     flush, snapshot and delete snapshots: it needs authenticator: \
+                     PasswordAuthenticator, and then every admin request needs a superuser's \
+                     credentials (nodetool -u/-pw)",
+                    self.admin_address()
+                ),
+            });
+        }
+        if self.admin_api_requires_credentials && self.authenticator != Authenticator::Password {
+            return Err(ConfigError::Unsupported {
+                key: "admin_api_requires_credentials".into(),
+                message: "credentials are checked against roles: it needs authenticator: \
+                          PasswordAuthenticator"
+                    .into(),
+            });
+        }
         Ok(())
     }
 
@@ -309,8 +359,24 @@ impl NodeConfig {
             .unwrap_or_else(|| PathBuf::from("data/data"))
     }
 
+    /// `api_address`, else the listen address when it is a loopback one (so that several local
+    /// nodes each have their own), else 127.0.0.1: like Cassandra's JMX, the admin API is
+    /// local-only unless the operator chooses otherwise.
     pub fn admin_address(&self) -> IpAddr {
-        self.api_address.unwrap_or(self.listen_address)
+        match self.api_address {
+            Some(a) => a,
+            None if self.listen_address.is_loopback() => self.listen_address,
+            None => [127, 0, 0, 1].into(),
+        }
+    }
+
+    /// Whether admin requests need a superuser's HTTP Basic credentials: always on a
+    /// non-loopback address (which needs PasswordAuthenticator, see `check_consistency`), on a
+    /// loopback one when `admin_api_requires_credentials` is set with PasswordAuthenticator.
+    pub fn admin_requires_credentials(&self) -> bool {
+        !self.admin_address().is_loopback()
+            || (self.admin_api_requires_credentials
+                && self.authenticator == Authenticator::Password)
     }
 
     /// Whether this node is part of a ring of several (it has seeds other than itself, or is
@@ -383,6 +449,51 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Issue 11: the admin API deletes snapshots and flushes; off loopback it needs credentials.
+    #[test]
+    fn admin_api_is_local_unless_protected() {
+        let mut cfg = NodeConfig::default();
+        cfg.set("listen_address", "127.0.0.5").unwrap();
+        assert_eq!(cfg.admin_address(), "127.0.0.5".parse::<IpAddr>().unwrap());
+        assert!(!cfg.admin_requires_credentials());
+        cfg.set("listen_address", "10.1.2.3").unwrap();
+        assert_eq!(cfg.admin_address(), "127.0.0.1".parse::<IpAddr>().unwrap());
+        cfg.check_consistency().unwrap();
+        cfg.set("api_address", "10.1.2.3").unwrap();
+        let err = cfg.check_consistency().unwrap_err().to_string();
+        assert!(err.contains("PasswordAuthenticator"), "{err}");
+        cfg.set("authenticator", "PasswordAuthenticator").unwrap();
+        cfg.check_consistency().unwrap();
+        assert!(cfg.admin_requires_credentials());
+        cfg.set("api_address", "127.0.0.1").unwrap();
+        assert!(!cfg.admin_requires_credentials());
+        cfg.set("admin_api_requires_credentials", "true").unwrap();
+        assert!(cfg.admin_requires_credentials());
+        cfg.set("authenticator", "AllowAllAuthenticator").unwrap();
+        assert!(cfg.check_consistency().is_err());
+    }
+
+    #[test]
+    fn client_encryption_and_audit_options_are_read_from_yaml() {
+        let dir = std::env::temp_dir().join(format!("helenus-cfg-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("helenus.yaml");
+        std::fs::write(
+            &p,
+            "client_encryption_options:\n  optional: true\n  keystore: /n.pem\n\
+             audit_logging_options:\n  enabled: true\n  excluded_categories: QUERY\n",
+        )
+        .unwrap();
+        let (cfg, warnings) = NodeConfig::load(&p).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let tls = cfg.client_encryption.unwrap();
+        assert!(tls.optional);
+        assert_eq!(tls.private_key, PathBuf::from("/n.pem"));
+        assert!(cfg.audit_logging.enabled);
+        assert_eq!(cfg.audit_logging.excluded_categories, vec!["QUERY"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Issue 11: `authenticator: PasswordAuthenticator` was ignored and the node served everyone.
     #[test]
     fn unsupported_security_settings_refuse_to_load() {
@@ -392,7 +503,8 @@ mod tests {
         for text in [
             "authenticator: MutualTlsAuthenticator\n",
             "authorizer: LDAPAuthorizer\n",
-            "client_encryption_options:\n  enabled: true\n  keystore: k\n",
+            "client_encryption_options:\n  enabled: true\n  keystore: k.jks\n",
+            "client_encryption_options:\n  enabled: true\n",
             "server_encryption_options:\n  internode_encryption: all\n",
             "authenticator:\n  class_name: org.apache.cassandra.auth.MutualTlsAuthenticator\n",
         ] {

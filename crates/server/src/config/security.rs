@@ -1,11 +1,13 @@
-//! Security settings of `helenus.yaml`: the authenticator and authorizer Helenus implements, and
-//! everything it cannot honour yet.
+//! Security settings of `helenus.yaml`: the authenticator and authorizer Helenus implements, TLS
+//! for clients (parsed by `encryption`), and everything it cannot honour yet.
 //!
 //! Unknown settings are only warned about, but a security setting is different: a node that
 //! was told `authenticator: SomethingElse` and answers STARTUP with READY is open to anyone
 //! while its operator believes it is locked. So every security setting is checked, and a value
 //! Helenus does not implement stops the node at start.
 
+use super::audit::{audit_logging, AuditLogOptions};
+use super::encryption::{client_encryption, ClientEncryption};
 use super::ConfigError;
 use serde_yaml::Value;
 
@@ -43,9 +45,14 @@ const CLASS_SETTINGS: &[(&str, &[&str])] = &[
     ("crypto_provider", &["DefaultCryptoProvider"]),
 ];
 
+/// TLS for clients: parsed by `encryption`.
+const CLIENT_ENCRYPTION: &str = "client_encryption_options";
+/// Audit logging: parsed by `audit` (asking for an audit log and silently not getting one is a
+/// security failure too).
+const AUDIT_LOGGING: &str = "audit_logging_options";
+
 /// Encryption settings (mappings) that must stay switched off.
 const ENCRYPTION_SETTINGS: &[&str] = &[
-    "client_encryption_options",
     "server_encryption_options",
     "transparent_data_encryption_options",
     "jmx_encryption_options",
@@ -53,12 +60,33 @@ const ENCRYPTION_SETTINGS: &[&str] = &[
 
 /// Whether `key` is a security setting this module owns.
 pub fn is_security_setting(key: &str) -> bool {
-    CLASS_SETTINGS.iter().any(|(k, _)| *k == key) || ENCRYPTION_SETTINGS.contains(&key)
+    CLASS_SETTINGS.iter().any(|(k, _)| *k == key)
+        || ENCRYPTION_SETTINGS.contains(&key)
+        || key == CLIENT_ENCRYPTION
+        || key == AUDIT_LOGGING
+}
+
+/// What a checked security setting chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecurityChoice {
+    /// A class setting's short class name.
+    Class(String),
+    /// `client_encryption_options`: TLS for clients, or `None` for plaintext only.
+    ClientEncryption(Option<ClientEncryption>),
+    /// `audit_logging_options`.
+    Audit(AuditLogOptions),
+    /// An encryption setting that stays off.
+    Off,
 }
 
 /// Checks one security setting; `Err` when its value asks for something Helenus does not do.
-/// For a class setting, returns the class's short name.
-pub fn check_security_setting(key: &str, value: &Value) -> Result<Option<String>, ConfigError> {
+pub fn check_security_setting(key: &str, value: &Value) -> Result<SecurityChoice, ConfigError> {
+    if key == CLIENT_ENCRYPTION {
+        return client_encryption(value).map(SecurityChoice::ClientEncryption);
+    }
+    if key == AUDIT_LOGGING {
+        return audit_logging(value).map(SecurityChoice::Audit);
+    }
     let unsupported = |what: String| ConfigError::Unsupported {
         key: key.to_string(),
         message: what,
@@ -74,16 +102,17 @@ pub fn check_security_setting(key: &str, value: &Value) -> Result<Option<String>
                 allowed.join(" or ")
             )));
         }
-        return Ok(Some(short.to_string()));
+        return Ok(SecurityChoice::Class(short.to_string()));
     }
     if ENCRYPTION_SETTINGS.contains(&key) {
         if let Some(reason) = encryption_requested(value) {
             return Err(unsupported(format!(
-                "{reason}: encryption is not supported by Helenus yet"
+                "{reason}: Helenus encrypts client connections only \
+                 (client_encryption_options); internode and on-disk encryption are not supported"
             )));
         }
     }
-    Ok(None)
+    Ok(SecurityChoice::Off)
 }
 
 /// `Foo`, `org.apache.cassandra.auth.Foo` or `{class_name: Foo, parameters: ...}`.
@@ -177,7 +206,10 @@ mod tests {
             ("role_manager", "LDAPRoleManager"),
             ("network_authorizer", "CassandraNetworkAuthorizer"),
             ("client_encryption_options", "enabled: true"),
-            ("client_encryption_options", "optional: 'true'"),
+            (
+                "client_encryption_options",
+                "optional: 'true'\nkeystore: conf/.keystore",
+            ),
             ("server_encryption_options", "internode_encryption: all"),
             ("transparent_data_encryption_options", "enabled: true"),
         ] {

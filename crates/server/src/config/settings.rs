@@ -235,6 +235,7 @@ pub(super) fn set_node(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError
     match v.key {
         "api_address" => c.api_address = Some(v.ip()?),
         "api_port" => c.api_port = v.int()? as u16,
+        "admin_api_requires_credentials" => c.admin_api_requires_credentials = v.boolean()?,
         "dc" | "data_center" => c.data_center = v.text.to_string(),
         "rack" => c.rack = v.text.to_string(),
         "credentials_validity" | "credentials_validity_in_ms" => {
@@ -259,6 +260,7 @@ pub(super) fn set_node(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError
         | "cidr_authorizer"
         | "crypto_provider"
         | "client_encryption_options"
+        | "audit_logging_options"
         | "server_encryption_options"
         | "transparent_data_encryption_options"
         | "jmx_encryption_options"

@@ -423,7 +423,7 @@ pub fn clients(state: &NodeState, t: &TableMeta) -> Rows {
                 .set_opt("keyspace_name", c.keyspace.map(text))
                 .set("protocol_version", CqlValue::Int(c.protocol_version as i32))
                 .set("request_count", CqlValue::Bigint(c.request_count as i64))
-                .set("ssl_enabled", CqlValue::Boolean(false))
+                .set("ssl_enabled", CqlValue::Boolean(c.ssl_enabled))
                 .set(
                     "username",
                     text(c.username.unwrap_or_else(|| "anonymous".into())),

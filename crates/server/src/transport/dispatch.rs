@@ -8,15 +8,18 @@ use crate::exec::{
 };
 use crate::node::NodeState;
 use helenus_protocol as proto;
+use std::net::SocketAddr;
 
 /// Runs one request (anything but STARTUP and REGISTER, which the transport handles).
 pub(super) async fn handle_request(
     node: &NodeState,
     session: &parking_lot::Mutex<Session>,
     client_id: u64,
+    peer: SocketAddr,
     frame: proto::RequestFrame,
 ) -> proto::Response {
     let version = frame.version;
+    let audited = super::audited::before(node, session, &frame.request);
     let request_consistency = match &frame.request {
         proto::Request::Query { params, .. } | proto::Request::Execute { params, .. } => {
             Some(params.consistency)
@@ -90,6 +93,9 @@ pub(super) async fn handle_request(
         }
     }
     .await;
+    if let Some(a) = audited {
+        a.after(node, peer, &result);
+    }
     result.unwrap_or_else(|mut e| {
         if let (ExecError::ReadFailure { consistency, .. }, Some(cl)) =
             (&mut e, request_consistency)

@@ -1,19 +1,21 @@
 //! The native transport: accepts connections, decodes frames, runs requests concurrently (responses
 //! go back out of order, matched by stream id), and writes many responses per syscall.
 
+mod audited;
 mod dispatch;
 
 use crate::exec::{self, Session};
 use crate::limits::{self, Limits, RequestCharge, ResponseCharge, ResponseGate};
 use crate::node::{ClientInfo, NodeEvent, NodeState};
+use crate::tls::{self, Accepted, ServerTls};
 use bytes::BytesMut;
 use helenus_protocol as proto;
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
 /// Requests in flight on one connection; past it the reader stops reading (TCP backpressure).
@@ -57,7 +59,18 @@ impl Outgoing {
     }
 }
 
-pub async fn serve(node: Arc<NodeState>, limits: Arc<Limits>, listener: TcpListener) {
+/// The reading and writing halves of a client connection, plaintext or TLS.
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// Serves CQL clients on `listener`, over TLS when `tls` is given (`client_encryption_options`).
+pub async fn serve(
+    node: Arc<NodeState>,
+    limits: Arc<Limits>,
+    listener: TcpListener,
+    tls: Option<ServerTls>,
+) {
+    let tls = tls.map(Arc::new);
     let connections = Arc::new(Semaphore::new(
         node.config.native_transport_max_concurrent_connections,
     ));
@@ -77,9 +90,27 @@ pub async fn serve(node: Arc<NodeState>, limits: Arc<Limits>, listener: TcpListe
         };
         let node = node.clone();
         let limits = limits.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            if let Err(e) = serve_connection(node, limits, socket, peer).await {
+            let _ = socket.set_nodelay(true);
+            // The handshake runs in the connection's own task: a slow client delays nobody.
+            let (reader, writer, ssl): (Reader, Writer, bool) =
+                match tls::accept(tls.as_deref(), socket).await {
+                    Ok(Accepted::Plain(s)) => {
+                        let (r, w) = s.into_split();
+                        (Box::new(r), Box::new(w), false)
+                    }
+                    Ok(Accepted::Tls(s)) => {
+                        let (r, w) = tokio::io::split(*s);
+                        (Box::new(r), Box::new(w), true)
+                    }
+                    Err(e) => {
+                        tracing::debug!("connection {peer} refused at the TLS handshake: {e}");
+                        return;
+                    }
+                };
+            if let Err(e) = serve_connection(node, limits, (reader, writer, ssl), peer).await {
                 tracing::debug!("connection {peer} closed: {e}");
             }
         });
@@ -91,15 +122,15 @@ pub async fn serve(node: Arc<NodeState>, limits: Arc<Limits>, listener: TcpListe
 async fn serve_connection(
     node: Arc<NodeState>,
     limits: Arc<Limits>,
-    socket: TcpStream,
+    (mut reader, writer, ssl): (Reader, Writer, bool),
     peer: SocketAddr,
 ) -> std::io::Result<()> {
-    let _ = socket.set_nodelay(true);
-    let (mut reader, writer) = socket.into_split();
     let max_frame = node.config.native_transport_max_frame_size_bytes;
     let (tx, rx) = mpsc::channel::<Outgoing>(WRITE_QUEUE_DEPTH);
     let write_task = tokio::spawn(write_loop(writer, rx, max_frame));
     let mut conn = Connection::open(node, limits, tx, peer, max_frame);
+    conn.node
+        .update_client(conn.client_id, |c| c.ssl_enabled = ssl);
     while conn.dispatch_buffered().await.is_continue() && conn.read_more(&mut reader).await {}
     conn.close(write_task).await;
     Ok(())
@@ -146,6 +177,7 @@ impl Connection {
             protocol_version: 0,
             request_count: 0,
             username: None,
+            ssl_enabled: false,
         });
         let buffer_charge = limits.empty_charge();
         Connection {
@@ -393,7 +425,7 @@ impl Connection {
 
     /// Reads more bytes into the buffer; false when the connection is done (closed by the
     /// client, a stalled partial frame, or the node shutting down).
-    async fn read_more(&mut self, reader: &mut tokio::net::tcp::OwnedReadHalf) -> bool {
+    async fn read_more(&mut self, reader: &mut Reader) -> bool {
         if self.buf.capacity() - self.buf.len() < READ_BUFFER_BYTES / 4 {
             self.buf.reserve(READ_BUFFER_BYTES);
         }
@@ -468,7 +500,7 @@ impl Statement {
                 exec::trace::TraceRequest::of(&frame.request, peer.ip(), coordinator)
             });
             let run = exec::client_warn::collecting(dispatch::handle_request(
-                &node, &session, client_id, frame,
+                &node, &session, client_id, peer, frame,
             ));
             match trace {
                 Some(what) => {
@@ -588,11 +620,7 @@ fn spawn_event_forwarder(
 /// Most scheduler turns the writer waits for a burst of responses to gather (see write_loop).
 const GATHER_TURNS: usize = 32;
 
-async fn write_loop(
-    mut writer: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
-    max_frame: usize,
-) {
+async fn write_loop(mut writer: Writer, mut rx: mpsc::Receiver<Outgoing>, max_frame: usize) {
     let mut codec = proto::ServerConnectionCodec::new(max_frame);
     let mut out = BytesMut::with_capacity(64 * 1024);
     let mut written_charges = Vec::new();

@@ -3,15 +3,21 @@
 //!
 //! HTTP/1.1 is parsed by hand: the API is a handful of small requests from local tools, and a full
 //! HTTP stack would add more build time than the whole admin surface is worth.
+//!
+//! Who may call it is `access`'s concern; it is served over TLS (the CQL port's certificate)
+//! when `client_encryption_options` is enabled.
+
+pub mod access;
 
 use crate::node::NodeState;
+use crate::tls::{self, ServerTls, Stream};
 use helenus_storage::StorageError;
 use helenus_types::{Clock, SharedClock};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 const MAX_REQUEST_BYTES: usize = 64 * 1024;
 /// Admin connections served at once; past it new ones are closed at once. nodetool and a
@@ -84,8 +90,15 @@ pub fn parse_request_line(head: &str) -> Option<HttpRequest> {
     })
 }
 
-/// Serves the admin API on `listener`; `clock` dates snapshots and measures uptime.
-pub async fn serve(node: Arc<NodeState>, clock: SharedClock, listener: TcpListener) {
+/// Serves the admin API on `listener`; `clock` dates snapshots and measures uptime; `tls` as
+/// for the CQL port.
+pub async fn serve(
+    node: Arc<NodeState>,
+    clock: SharedClock,
+    listener: TcpListener,
+    tls: Option<ServerTls>,
+) {
+    let tls = tls.map(Arc::new);
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_ADMIN_CONNECTIONS));
     loop {
         let socket = match listener.accept().await {
@@ -102,15 +115,19 @@ pub async fn serve(node: Arc<NodeState>, clock: SharedClock, listener: TcpListen
         };
         let node = node.clone();
         let clock = clock.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let _ = handle(node, clock, socket).await;
+            let Ok(accepted) = tls::accept(tls.as_deref(), socket).await else {
+                return;
+            };
+            let _ = handle(node, clock, accepted.into_stream()).await;
         });
     }
 }
 
 /// Reads a request head (up to the blank line); `Ok(None)` if the peer closed first.
-async fn read_head(socket: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+async fn read_head(socket: &mut Box<dyn Stream>) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
@@ -128,7 +145,7 @@ async fn read_head(socket: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
 async fn handle(
     node: Arc<NodeState>,
     clock: SharedClock,
-    mut socket: TcpStream,
+    mut socket: Box<dyn Stream>,
 ) -> std::io::Result<()> {
     let buf = match tokio::time::timeout(READ_HEAD_TIMEOUT, read_head(&mut socket)).await {
         Ok(Ok(Some(buf))) => buf,
@@ -142,6 +159,17 @@ async fn handle(
     let Some(req) = parse_request_line(&head) else {
         return respond(&mut socket, 400, "text/plain", "bad request").await;
     };
+    if node.config.admin_requires_credentials() {
+        if let Err(denied) = authenticate(&node, &head).await {
+            return respond(
+                &mut socket,
+                denied.status(),
+                "application/json",
+                &json!({"message": denied.to_string(), "code": denied.status()}).to_string(),
+            )
+            .await;
+        }
+    }
     let node2 = node.clone();
     let result = tokio::task::spawn_blocking(move || route(&node2, clock.as_ref(), &req)).await;
     match result {
@@ -159,8 +187,25 @@ async fn handle(
     }
 }
 
+/// Checks the request's credentials with the node's roles (bcrypt, so on a blocking thread and
+/// at most as many at once as CQL logins).
+async fn authenticate(node: &Arc<NodeState>, head: &str) -> Result<String, access::AccessDenied> {
+    let header = access::authorization_header(head).map(str::to_string);
+    let internal = |e: &dyn std::fmt::Display| access::AccessDenied::BadCredentials(e.to_string());
+    let _slot = node
+        .auth
+        .login_slots
+        .acquire()
+        .await
+        .map_err(|e| internal(&e))?;
+    let auth = node.auth.clone();
+    tokio::task::spawn_blocking(move || access::check(&auth, header.as_deref()))
+        .await
+        .map_err(|e| internal(&e))?
+}
+
 async fn respond(
-    socket: &mut TcpStream,
+    socket: &mut Box<dyn Stream>,
     status: u16,
     ctype: &str,
     body: &str,
@@ -168,12 +213,19 @@ async fn respond(
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         413 => "Payload Too Large",
         _ => "Error",
     };
+    // A 401 names the scheme, so that curl and browsers know to send Basic credentials.
+    let challenge = match status {
+        401 => "WWW-Authenticate: Basic realm=\"helenus admin\"\r\n",
+        _ => "",
+    };
     let msg = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{challenge}Connection: close\r\n\r\n{body}",
         body.len()
     );
     socket.write_all(msg.as_bytes()).await?;
@@ -285,6 +337,27 @@ fn storage_service(
             each_table(rest, &|id| node.engine.garbage_collect(id).map(drop))
         }
         ("POST", ["snapshots"]) => snapshot(node, clock, req),
+        ("POST", ["audit_log"]) => enable_audit_log(node, req),
+        ("DELETE", ["audit_log"]) => {
+            node.audit.disable();
+            ok()
+        }
+        ("GET", ["audit_log"]) => Ok((
+            "application/json",
+            match node.audit.options() {
+                Some(o) => json!({
+                    "enabled": true,
+                    "included_keyspaces": o.included_keyspaces,
+                    "excluded_keyspaces": o.excluded_keyspaces,
+                    "included_categories": o.included_categories,
+                    "excluded_categories": o.excluded_categories,
+                    "included_users": o.included_users,
+                    "excluded_users": o.excluded_users,
+                }),
+                None => json!({"enabled": false}),
+            }
+            .to_string(),
+        )),
         ("DELETE", ["snapshots"]) => node
             .engine
             .clear_snapshot(req.query.get("tag").map(String::as_str))
@@ -292,6 +365,45 @@ fn storage_service(
             .and_then(|()| ok()),
         _ => return None,
     })
+}
+
+/// `POST /storage_service/audit_log` (`nodetool enableauditlog`): the configured options, with
+/// any filter given as a comma-separated query parameter of the same name replacing its list.
+fn enable_audit_log(node: &NodeState, req: &HttpRequest) -> RouteResult {
+    let mut o = node.config.audit_logging.clone();
+    let list = |k: &str| {
+        req.query
+            .get(k)
+            .map(|v| crate::config::audit_list(&serde_yaml::Value::String(v.clone())))
+    };
+    let categories = |k: &str| -> Result<Option<Vec<String>>, (u16, String)> {
+        list(k)
+            .map(crate::config::audit_categories)
+            .transpose()
+            .map_err(|e| (400, e))
+    };
+    if let Some(v) = list("included_keyspaces") {
+        o.included_keyspaces = v;
+    }
+    if let Some(v) = list("excluded_keyspaces") {
+        o.excluded_keyspaces = v;
+    }
+    if let Some(v) = categories("included_categories")? {
+        o.included_categories = v;
+    }
+    if let Some(v) = categories("excluded_categories")? {
+        o.excluded_categories = v;
+    }
+    if let Some(v) = list("included_users") {
+        o.included_users = v;
+    }
+    if let Some(v) = list("excluded_users") {
+        o.excluded_users = v;
+    }
+    node.audit
+        .enable(o)
+        .map_err(|e| (500, format!("cannot open the audit log: {e}")))?;
+    ok()
 }
 
 /// `POST /storage_service/snapshots`: the tag defaults to the wall clock in milliseconds.
