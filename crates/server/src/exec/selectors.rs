@@ -10,7 +10,9 @@ use crate::exec_state::Now;
 use bytes::{BufMut, Bytes};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
+mod binds;
 mod compile;
+pub use binds::{note_selector_binds, projection_has_bind};
 pub use compile::{compile, compile_selector};
 
 #[derive(Debug, Clone, Copy, PartialEq)]

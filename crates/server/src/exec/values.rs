@@ -24,6 +24,8 @@ pub struct Binds<'a> {
     pub values: &'a [proto::Value],
     /// The statement's time, for `now()`, `currentTimestamp()` and the like in its terms.
     pub now: crate::exec_state::Now<'a>,
+    /// Planning a prepared statement: its markers have no values yet and read as unset.
+    pub planning: bool,
 }
 
 impl Binds<'static> {
@@ -32,12 +34,26 @@ impl Binds<'static> {
         Binds {
             values: &[],
             now: crate::exec_state::Now::system(),
+            planning: false,
+        }
+    }
+
+    /// No values yet: a statement planned before it is bound, whose markers read as unset.
+    pub fn planning() -> Binds<'static> {
+        Binds {
+            planning: true,
+            ..Binds::none()
         }
     }
 }
 
+static UNSET: proto::Value = proto::Value::Unset;
+
 impl Binds<'_> {
     fn get(&self, index: usize) -> ExecResult<&proto::Value> {
+        if self.planning && index >= self.values.len() {
+            return Ok(&UNSET);
+        }
         self.values.get(index).ok_or_else(|| {
             ExecError::Invalid(format!(
                 "There were {} markers(?) in CQL but {} bound variables",
@@ -614,8 +630,9 @@ fn native_call(
 ) -> ExecResult<Option<CqlValue>> {
     let mut vals = Vec::new();
     let mut types = Vec::new();
-    for a in args {
-        let t = infer_type(a).unwrap_or(CqlType::Native(NativeType::Varchar));
+    let declared = functions::param_types(fname, args)?;
+    for (a, t) in args.iter().zip(declared) {
+        let t = t.unwrap_or(CqlType::Native(NativeType::Varchar));
         vals.push(to_value(a, &t, receiver, binds)?);
         types.push(t);
     }

@@ -174,6 +174,18 @@ pub fn execute(
     consistency: helenus_coordinator::ConsistencyLevel,
 ) -> ExecResult<SelectOutput> {
     let now = binds.now;
+    let rebound;
+    let plan = match &plan.bound_projection {
+        Some(projection) => {
+            let compiled = crate::exec::selectors::compile(&plan.table, projection, binds)?;
+            rebound = SelectPlan {
+                compiled: std::sync::Arc::new(compiled),
+                ..plan.clone()
+            };
+            &rebound
+        }
+        None => plan,
+    };
     let (limit, ppl) = bound_limits(plan, binds)?;
     let resume = match paging_state {
         Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),

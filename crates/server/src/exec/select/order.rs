@@ -50,7 +50,7 @@ pub(super) fn plan_ann(
             "SAI based ORDER BY clause requires a LIMIT that is not greater than 1000. LIMIT was NO LIMIT",
         );
     }
-    note_binds(vector, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+    note_binds(vector, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
     let function = match index
         .options
         .get("similarity_function")

@@ -21,7 +21,7 @@ fn col_index(t: &TableMeta, name: &str) -> ExecResult<usize> {
     })
 }
 
-fn selector_name(s: &Selector) -> String {
+pub(super) fn selector_name(s: &Selector) -> String {
     match s {
         Selector::Column(i) => i.name.clone(),
         Selector::CountStar => "count".into(),
@@ -82,7 +82,7 @@ fn selector_name(s: &Selector) -> String {
 }
 
 /// A literal selector as a term (`[1.0, 2.0]` parses as a selector list of terms).
-fn as_term(s: &Selector) -> Option<helenus_cql::ast::Term> {
+pub(super) fn as_term(s: &Selector) -> Option<helenus_cql::ast::Term> {
     use helenus_cql::ast::Term;
     Some(match s {
         Selector::Term(t) => t.clone(),
@@ -158,6 +158,7 @@ pub fn compile(
                             | T::Uuid(_)
                             | T::Blob(_)
                             | T::Duration(_)
+                            | T::Bind(_)
                     ) {
                         return Err(ExecError::Invalid(format!(
                             "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
@@ -194,7 +195,11 @@ pub fn compile_selector(t: &TableMeta, s: &Selector) -> ExecResult<(Sel, CqlType
     compile_one(t, s, &Binds::none())
 }
 
-fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Sel, CqlType)> {
+pub(super) fn compile_one(
+    t: &TableMeta,
+    s: &Selector,
+    binds: &Binds<'_>,
+) -> ExecResult<(Sel, CqlType)> {
     Ok(match s {
         Selector::Column(id) => {
             let i = col_index(t, &id.name)?;
@@ -243,6 +248,10 @@ fn constant(
     receiver: &str,
     binds: &Binds<'_>,
 ) -> ExecResult<Option<Bytes>> {
+    if binds.planning && crate::exec::key_values::has_bind(term) {
+        // Bound at execution, when the selection is compiled again with the values.
+        return Ok(None);
+    }
     Ok(match values::eval(term, ty, receiver, binds)? {
         Bound::Value(b) => Some(b),
         _ => None,
@@ -446,11 +455,25 @@ fn compile_scalar_call(
     } else {
         None
     };
+    // A bind marker takes the type the function declares for it.
+    let mut own = Vec::with_capacity(args.len());
+    for a in args {
+        own.push(match as_term(a) {
+            Some(term) => values::infer_type(&term),
+            None => Some(compile_one(t, a, binds)?.1),
+        });
+    }
+    let markers: Vec<bool> = args
+        .iter()
+        .map(|a| matches!(a, Selector::Term(Term::Bind(_))))
+        .collect();
+    let declared = functions::declared_types(&fname, &own, &markers)?;
     let mut sels = Vec::new();
     let mut types: Vec<CqlType> = Vec::new();
     for (i, a) in args.iter().enumerate() {
         let literal_ty = match (&vector_ty, fname.as_str(), i) {
             (Some(vt), _, _) => Some(vt.clone()),
+            _ if markers[i] => declared[i].clone(),
             // floor(t, 1h, '2016-09-01'): the duration and the start are typed by the call.
             (None, "floor", 1) => Some(CqlType::Native(NativeType::Duration)),
             (None, "floor", 2) => types.first().map(functions::floor_start_type),

@@ -43,8 +43,8 @@ pub fn plan(
     specs: &mut Vec<Option<BindSpec>>,
 ) -> ExecResult<SelectPlan> {
     let t = &*table;
-    let no_binds = Binds::none();
-    let compiled = selectors::compile(t, &s.projection, &no_binds)?;
+    let compiled = selectors::compile(t, &s.projection, &Binds::planning())?;
+    selectors::note_selector_binds(t, &s.projection, specs)?;
     super::validate::check(t, s, &compiled)?;
     if s.distinct {
         check_distinct(t, s, &compiled)?;
@@ -70,7 +70,7 @@ pub fn plan(
         r.need_filtering,
     )?;
     let mut order = plan_order(&shape, s, keyed, specs)?;
-    note_limit_binds(t, s, specs);
+    note_limit_binds(t, s, specs)?;
     if !multi_partition(&partitions) {
         order.merge_order.clear();
     }
@@ -78,6 +78,8 @@ pub fn plan(
     Ok(SelectPlan {
         table,
         compiled: Arc::new(compiled),
+        bound_projection: selectors::projection_has_bind(&s.projection)
+            .then(|| s.projection.clone()),
         partitions,
         clustering_eq: clustering.eq,
         clustering_slice: clustering.slice,

@@ -62,18 +62,19 @@ pub(super) fn note_limit_binds(
     t: &TableMeta,
     s: &SelectStatement,
     specs: &mut Vec<Option<BindSpec>>,
-) {
+) -> ExecResult<()> {
     let int = CqlType::Native(helenus_types::NativeType::Int);
     for term in s.limit.iter() {
-        note_binds(term, BindSpec::new(t, "[limit]", int.clone()), specs);
+        note_binds(term, BindSpec::new(t, "[limit]", int.clone()), specs)?;
     }
     for term in s.per_partition_limit.iter() {
         note_binds(
             term,
             BindSpec::new(t, "[per_partition_limit]", int.clone()),
             specs,
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Whether the partition keys name several partitions (an IN), whose rows ORDER BY merges.

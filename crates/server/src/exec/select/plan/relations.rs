@@ -110,11 +110,11 @@ fn clustering_relation(
         } else {
             (c.name.clone(), c.cql_type.clone())
         };
-        note_binds(term, BindSpec::new(t, &name, ty), specs);
+        note_binds(term, BindSpec::new(t, &name, ty), specs)?;
     }
     if let RelationValue::List(terms) = value {
         for term in terms {
-            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
         }
     }
     match &mut r.ck_restr[p] {
@@ -172,15 +172,21 @@ fn filter_relation(
     let t = shape.t;
     let c = &t.columns[i];
     if let RelationValue::Single(term) = value {
+        let name = match op {
+            Operator::In => format!("in({})", c.name),
+            Operator::Contains => format!("value({})", c.name),
+            Operator::ContainsKey => format!("key({})", c.name),
+            _ => c.name.clone(),
+        };
         note_binds(
             term,
-            BindSpec::new(t, &c.name, filter_bind_type(c, op)),
+            BindSpec::new(t, &name, filter_bind_type(c, op)),
             specs,
-        );
+        )?;
     }
     if let RelationValue::List(terms) = value {
         for term in terms {
-            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
         }
     }
     if !shape.system && op == Operator::Neq {
@@ -259,6 +265,7 @@ fn token_relation(
     let RelationValue::Single(term) = value else {
         return invalid("Unsupported token restriction");
     };
+    note_token_binds(shape, term, specs)?;
     note_binds(
         term,
         BindSpec::new(
@@ -267,7 +274,7 @@ fn token_relation(
             CqlType::Native(helenus_types::NativeType::Bigint),
         ),
         specs,
-    );
+    )?;
     match op {
         Operator::Gt => r.token.0 = Some((term.clone(), false)),
         Operator::Gte => r.token.0 = Some((term.clone(), true)),
@@ -278,6 +285,31 @@ fn token_relation(
             r.token.1 = Some((term.clone(), true));
         }
         _ => return invalid("Unsupported token restriction"),
+    }
+    Ok(())
+}
+
+/// `token(k) > token(?)`: the markers are the partition key's values, named as arguments of
+/// `system.token`.
+fn note_token_binds(
+    shape: &Shape<'_>,
+    term: &Term,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<()> {
+    let Term::FunctionCall { name, args } = term else {
+        return Ok(());
+    };
+    if !name.name.name.eq_ignore_ascii_case("token") {
+        return Ok(());
+    }
+    for (n, (arg, &i)) in args.iter().zip(&shape.pk_cols).enumerate() {
+        let c = &shape.t.columns[i];
+        let spec = BindSpec::new(
+            shape.t,
+            &format!("arg{n}(system.token)"),
+            c.cql_type.clone(),
+        );
+        note_binds(arg, spec, specs)?;
     }
     Ok(())
 }
@@ -368,18 +400,29 @@ fn note_multi_column_binds(
         RelationValue::List(terms) => terms.iter().try_for_each(arity_check)?,
         _ => {}
     }
-    match value {
-        RelationValue::Single(term) => {
-            let ty = if op == Operator::In {
-                list_of(&tuple_ty)
-            } else {
-                tuple_ty.clone()
-            };
-            note_binds(term, BindSpec::new(t, &name, ty), specs);
+    // A tuple literal's markers are named after their columns; a marker for the whole tuple is
+    // named `(a,b)`, or `in(a,b)` for the list of an `IN ?`.
+    let note = |term: &Term, specs: &mut Vec<Option<BindSpec>>| -> ExecResult<()> {
+        match term {
+            Term::Tuple(items) => {
+                for (item, &i) in items.iter().zip(idx) {
+                    let c = &t.columns[i];
+                    note_binds(item, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
+                }
+                Ok(())
+            }
+            _ => note_binds(term, BindSpec::new(t, &name, tuple_ty.clone()), specs),
         }
+    };
+    match value {
+        RelationValue::Single(term) if op == Operator::In => {
+            let in_name = format!("in{name}");
+            note_binds(term, BindSpec::new(t, &in_name, list_of(&tuple_ty)), specs)?;
+        }
+        RelationValue::Single(term) => note(term, specs)?,
         RelationValue::List(terms) => {
             for term in terms {
-                note_binds(term, BindSpec::new(t, &name, tuple_ty.clone()), specs);
+                note(term, specs)?;
             }
         }
         RelationValue::Between(..) => {
@@ -409,12 +452,12 @@ fn element_relation(
             key,
             BindSpec::new(t, &format!("key({column})"), (**kt).clone()),
             specs,
-        );
+        )?;
         note_binds(
             value,
             BindSpec::new(t, &format!("value({column})"), (**vt).clone()),
             specs,
-        );
+        )?;
     }
     if op != Operator::Eq || r.used_index || !entries_indexed(t, i) {
         r.need_filtering = true;
