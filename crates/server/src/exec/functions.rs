@@ -3,7 +3,6 @@
 use super::cast;
 use super::error::{ExecError, ExecResult};
 use crate::exec_state::Now;
-use helenus_cql::ast::Term;
 use helenus_types::numeric::{self, JavaNumber, Signed};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
@@ -140,18 +139,9 @@ pub fn resolve(name: &str, args: &[CqlType]) -> ExecResult<CqlType> {
     })
 }
 
-/// The type each argument of a native function call is read as: its own type when it carries one
-/// (a hint, a nested call), else the parameter type the function fixes (`blobAsInt` takes a blob,
-/// `fromJson` text), which is what a bind marker there is announced and decoded as. A marker
-/// where overloads differ (`toDate(?)`) is ambiguous, as in Cassandra.
-pub fn param_types(name: &str, args: &[Term]) -> ExecResult<Vec<Option<CqlType>>> {
-    let own: Vec<Option<CqlType>> = args.iter().map(super::values::infer_type).collect();
-    let markers: Vec<bool> = args.iter().map(|a| matches!(a, Term::Bind(_))).collect();
-    declared_types(name, &own, &markers)
-}
-
-/// [`param_types`] over the arguments' own types (None when they have none) and which of them
-/// are bind markers.
+/// The type each argument of a native function call is read as (see `values::param_types`),
+/// from the arguments' own types (None when they have none) and which of them are bind markers.
+/// A marker where overloads differ (`toDate(?)`) is ambiguous, as in Cassandra.
 pub fn declared_types(
     name: &str,
     own: &[Option<CqlType>],

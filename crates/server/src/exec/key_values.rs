@@ -3,7 +3,6 @@
 //! DELETE and LWT conditions, so it sits below all of them.
 
 use crate::exec::error::{ExecError, ExecResult};
-use crate::exec::functions;
 use crate::exec::values::{self, Binds, Bound};
 use crate::exec::BindSpec;
 use bytes::Bytes;
@@ -82,7 +81,7 @@ pub fn note_binds(
             }
         }
         Term::FunctionCall { name, args } => {
-            let types = functions::param_types(&name.name.name, args)?;
+            let types = values::param_types(&name.name.name, args)?;
             let fname = format!(
                 "{}.{}",
                 name.keyspace.as_ref().map_or("system", |k| k.name.as_str()),

@@ -630,7 +630,7 @@ fn native_call(
 ) -> ExecResult<Option<CqlValue>> {
     let mut vals = Vec::new();
     let mut types = Vec::new();
-    let declared = functions::param_types(fname, args)?;
+    let declared = param_types(fname, args)?;
     for (a, t) in args.iter().zip(declared) {
         let t = t.unwrap_or(CqlType::Native(NativeType::Varchar));
         vals.push(to_value(a, &t, receiver, binds)?);
@@ -709,6 +709,16 @@ fn arithmetic(
             ))
         }
     }))
+}
+
+/// The type each argument of a native function call is read as: its own type when it carries one
+/// (a hint, a nested call), else the parameter type the function fixes (`blobAsInt` takes a blob,
+/// `fromJson` text), which is what a bind marker there is announced and decoded as. A marker
+/// where overloads differ (`toDate(?)`) is ambiguous, as in Cassandra.
+pub fn param_types(name: &str, args: &[Term]) -> ExecResult<Vec<Option<CqlType>>> {
+    let own: Vec<Option<CqlType>> = args.iter().map(infer_type).collect();
+    let markers: Vec<bool> = args.iter().map(|a| matches!(a, Term::Bind(_))).collect();
+    functions::declared_types(name, &own, &markers)
 }
 
 /// The type of a term that carries its own (a hint, a function result), if any.
