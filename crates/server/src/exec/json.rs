@@ -54,6 +54,18 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
                 (_, Value::String(s)) => {
                     helenus_types::from_string(t, s).map_err(|e| err(&e.to_string()))?
                 }
+                // Text types take JSON strings only (Cassandra's `fromJSONObject`).
+                (NativeType::Ascii | NativeType::Varchar, Value::Number(_) | Value::Bool(_)) => {
+                    let (what, class) = match (n, v) {
+                        (NativeType::Ascii, Value::Bool(_)) => ("an ascii string", "Boolean"),
+                        (NativeType::Ascii, _) => ("an ascii string", "Integer"),
+                        (_, Value::Bool(_)) => ("a UTF-8 string", "Boolean"),
+                        _ => ("a UTF-8 string", "Integer"),
+                    };
+                    return Err(ExecError::Invalid(format!(
+                        "Expected {what}, but got a {class}: {v}"
+                    )));
+                }
                 // Jackson hands an int-sized number over as an Integer, which timestamps reject.
                 (NativeType::Timestamp, Value::Number(num))
                     if num.as_i64().is_some_and(|n| i32::try_from(n).is_ok()) =>

@@ -360,6 +360,11 @@ pub fn to_value(
         Term::Udt(fields) => udt_literal(fields, ty, receiver, binds),
         Term::TypeHint { ty: hint, term } => {
             let hinted = resolve_type(hint, None)?;
+            if !hint_assignable(&hinted, ty) {
+                return Err(bad(format!(
+                    "Cannot assign value ({hint}){term} to {receiver} of type {ty}"
+                )));
+            }
             to_value(term, &hinted, receiver, binds)
         }
         Term::FunctionCall { name, args } => {
@@ -440,6 +445,15 @@ fn list_literal(
             items, element, receiver, binds,
         )?))),
         CqlType::Vector { element, dimension } => {
+            for item in items {
+                if let Term::TypeHint { ty: hint, term } = item {
+                    if !hint_assignable(&resolve_type(hint, None)?, element) {
+                        return Err(bad(format!(
+                            "Invalid vector literal for {receiver}: value ({hint}){term} is not of type {element}"
+                        )));
+                    }
+                }
+            }
             let vals = elements(items, element, receiver, binds)?;
             if vals.len() != *dimension as usize {
                 return Err(bad(format!(
@@ -453,6 +467,18 @@ fn list_literal(
         _ => Err(bad(format!(
             "Invalid list literal for {receiver} of type {ty}"
         ))),
+    }
+}
+
+/// Whether a value hinted as `hinted` may be assigned to a receiver of type `receiver`: the same
+/// native type or one whose bytes it reads (Cassandra's `isValueCompatibleWith`); `(text)'a'`
+/// is not an ascii value.
+fn hint_assignable(hinted: &CqlType, receiver: &CqlType) -> bool {
+    match (hinted, receiver) {
+        (CqlType::Native(h), CqlType::Native(r)) => {
+            h == r || super::cast::value_compatible(*r, hinted)
+        }
+        _ => true,
     }
 }
 
@@ -565,13 +591,14 @@ fn function_value(
     binds: &Binds<'_>,
 ) -> ExecResult<Option<CqlValue>> {
     match super::functions::canonical_name(name).as_str() {
-        "fromjson" => from_json_call(args, ty, receiver, binds),
+        "fromjson" => from_json_call(&name.to_ascii_lowercase(), args, ty, receiver, binds),
         "tojson" => to_json_call(args, receiver, binds),
         _ => native_call(name, args, ty, receiver, binds),
     }
 }
 
 fn from_json_call(
+    fname: &str,
     args: &[Term],
     ty: &CqlType,
     receiver: &str,
@@ -587,16 +614,19 @@ fn from_json_call(
         Some(CqlValue::Text(s)) | Some(CqlValue::Ascii(s)) => s,
         _ => return Ok(None),
     };
+    // Text that is not JSON, or a value the type rejects, fails inside the function (0x1400).
+    let failure = |message: String| ExecError::FunctionFailure {
+        keyspace: "system".into(),
+        function: fname.into(),
+        arg_types: vec!["text".into()],
+        message,
+    };
     let json: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| bad(format!("Could not decode JSON string '{text}': {e}")))?;
-    // A value the type rejects is a MarshalException thrown by the function (0x1400).
+        .map_err(|e| failure(format!("Could not decode JSON string '{text}': {e}")))?;
     super::json::from_json(ty, &json).map_err(|e| match e {
-        ExecError::Invalid(m) => ExecError::FunctionFailure {
-            keyspace: "system".into(),
-            function: "fromjson".into(),
-            arg_types: vec!["text".into()],
-            message: format!("org.apache.cassandra.serializers.MarshalException: {m}"),
-        },
+        ExecError::Invalid(m) => failure(format!(
+            "org.apache.cassandra.serializers.MarshalException: {m}"
+        )),
         other => other,
     })
 }

@@ -29,7 +29,8 @@ mod ordering;
 mod relations;
 
 use clustering::{
-    check_filtering, clustering_indexed, plan_clustering, select_partitions, selects_only_statics,
+    check_filtering, clustering_indexed, legacy_index_needs_filtering, plan_clustering,
+    select_partitions, selects_only_statics,
 };
 use ordering::{multi_partition, note_limit_binds, plan_group_by, plan_order};
 use relations::collect_restrictions;
@@ -61,6 +62,9 @@ pub fn plan(
     }
     let ck_indexed = clustering_indexed(&shape, &r);
     let clustering = plan_clustering(&shape, s.allow_filtering, &mut r)?;
+    if !shape.system && legacy_index_needs_filtering(&shape, &r, &clustering, keyed) {
+        r.need_filtering = true;
+    }
     check_filtering(
         &shape,
         s.allow_filtering,
@@ -69,7 +73,7 @@ pub fn plan(
         &clustering,
         r.need_filtering,
     )?;
-    let mut order = plan_order(&shape, s, keyed, specs)?;
+    let mut order = plan_order(&shape, s, keyed, &clustering.eq, specs)?;
     note_limit_binds(t, s, specs)?;
     if !multi_partition(&partitions) {
         order.merge_order.clear();

@@ -16,6 +16,7 @@ pub(super) fn plan_order(
     shape: &Shape<'_>,
     s: &SelectStatement,
     keyed: bool,
+    clustering_eq: &[ValuesOf],
     specs: &mut Vec<Option<BindSpec>>,
 ) -> ExecResult<Order> {
     let t = shape.t;
@@ -40,9 +41,18 @@ pub(super) fn plan_order(
             "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
         );
     }
+    // A clustering column restricted to a single value may be left out of ORDER BY.
+    let single =
+        |p: usize| matches!(clustering_eq.get(p), Some(ValuesOf::Terms(v)) if v.len() == 1);
+    let mut next = 0;
     for (n, o) in s.order_by.iter().enumerate() {
         let i = column_index(t, &o.column.name)?;
-        if shape.ck_cols.get(n) != Some(&i) {
+        while shape.ck_cols.get(next).is_some_and(|&c| c != i) && single(next) {
+            next += 1;
+        }
+        let at = next;
+        next += 1;
+        if shape.ck_cols.get(at) != Some(&i) {
             return invalid("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY".to_string());
         }
         let desc_declared = t.columns[i].order == helenus_schema::ClusteringOrder::Desc;

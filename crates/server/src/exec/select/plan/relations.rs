@@ -275,6 +275,23 @@ fn token_relation(
         ),
         specs,
     )?;
+    if op == Operator::Eq && (r.token.0.is_some() || r.token.1.is_some()) {
+        return invalid(format!(
+            "Columns \"{}\" cannot be restricted by both an equality and an inequality relation",
+            names.join(", ")
+        ));
+    }
+    let bound_taken = match op {
+        Operator::Gt | Operator::Gte => r.token.0.is_some().then_some("start"),
+        Operator::Lt | Operator::Lte => r.token.1.is_some().then_some("end"),
+        _ => None,
+    };
+    if let Some(side) = bound_taken {
+        return invalid(format!(
+            "More than one restriction was found for the {side} bound on {}",
+            names.join(", ")
+        ));
+    }
     match op {
         Operator::Gt => r.token.0 = Some((term.clone(), false)),
         Operator::Gte => r.token.0 = Some((term.clone(), true)),
@@ -325,6 +342,16 @@ fn multi_column_relation(
 ) -> ExecResult<()> {
     let idx = multi_column_indexes(shape, columns)?;
     note_multi_column_binds(shape.t, &idx, columns, op, value, specs)?;
+    check_multi_column_overlap(shape, r, &idx, op)?;
+    if let (Operator::In, RelationValue::List(items)) = (op, value) {
+        for item in items {
+            let Term::Tuple(parts) = item else { continue };
+            if let Some(n) = parts.iter().position(|p| *p == Term::Null) {
+                let name = idx.get(n).map_or("", |&i| shape.t.columns[i].name.as_str());
+                return invalid(format!("Invalid null value for column {name}"));
+            }
+        }
+    }
     // `(b, c) = (1, 2)` is `b = 1 AND c = 2`: planned as such, it combines with the
     // single-column relations around it into one clustering prefix.
     if let (Operator::Eq, RelationValue::Single(Term::Tuple(items))) = (op, value) {
@@ -342,6 +369,41 @@ fn multi_column_relation(
         }
     }
     r.multis.push((idx, op, value.clone()));
+    Ok(())
+}
+
+/// A column under an equality may not be restricted again by a multi-column relation, nor a
+/// column under a multi-column relation again by an equality.
+fn check_multi_column_overlap(
+    shape: &Shape<'_>,
+    r: &Restrictions,
+    idx: &[usize],
+    op: Operator,
+) -> ExecResult<()> {
+    for &i in idx {
+        let p = shape.ck_cols.iter().position(|&x| x == i);
+        let single = p.and_then(|p| r.ck_restr[p].as_ref()).map(|(o, _)| *o);
+        let multi = r.multis.iter().find(|(cols, _, _)| cols.contains(&i));
+        let existing = single.or(multi.map(|(_, o, _)| *o));
+        let side = |o: Operator| match o {
+            Operator::Gt | Operator::Gte => Some("start"),
+            Operator::Lt | Operator::Lte => Some("end"),
+            _ => None,
+        };
+        if let Some(bound) = existing.and_then(side).filter(|s| side(op) == Some(*s)) {
+            return invalid(format!(
+                "More than one restriction was found for the {bound} bound on {}",
+                shape.t.columns[i].name
+            ));
+        }
+        let clash = existing.is_some_and(|o| o == Operator::Eq || op == Operator::Eq);
+        if clash {
+            return invalid(format!(
+                "{} cannot be restricted by more than one relation if it includes an Equal",
+                shape.t.columns[i].name
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -444,6 +506,11 @@ fn element_relation(
 ) -> ExecResult<()> {
     let t = shape.t;
     let i = column_index(t, column)?;
+    if matches!(&t.columns[i].cql_type, CqlType::Map { frozen: true, .. }) {
+        return invalid(format!(
+            "Map-entry equality predicates on frozen map column {column} are not supported"
+        ));
+    }
     if let CqlType::Map {
         key: kt, value: vt, ..
     } = &t.columns[i].cql_type
