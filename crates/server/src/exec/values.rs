@@ -367,9 +367,15 @@ pub fn to_value(
             }
             to_value(term, &hinted, receiver, binds)
         }
-        Term::FunctionCall { name, args } => {
-            function_value(&name.name.name, args, ty, receiver, binds)
-        }
+        Term::FunctionCall { name, args } => match &name.keyspace {
+            // Native functions live in `system`; user-defined ones are disabled, as in
+            // Cassandra's default configuration, so the call fails before its arguments run.
+            Some(ks) if !ks.name.eq_ignore_ascii_case("system") => Err(bad(format!(
+                "Unknown function {}.{} called",
+                ks.name, name.name.name
+            ))),
+            _ => function_value(&name.name.name, args, ty, receiver, binds),
+        },
         Term::Negate(inner) => match to_value(inner, ty, receiver, binds)? {
             Some(CqlValue::Int(x)) => Ok(Some(CqlValue::Int(x.wrapping_neg()))),
             Some(CqlValue::Bigint(x)) => Ok(Some(CqlValue::Bigint(x.wrapping_neg()))),

@@ -463,11 +463,25 @@ fn create_index(
         ExecError::Invalid(format!("Column '{}' doesn't exist", target.column.name))
     })?;
     check_index_target(t, col, target.kind, s.using.as_deref())?;
-    let name = s
-        .name
-        .as_ref()
-        .map(|n| n.name.clone())
-        .unwrap_or_else(|| format!("{tname}_{}_idx", col.name));
+    let taken = |n: &str| {
+        ks.tables
+            .values()
+            .any(|t| t.indexes.iter().any(|i| i.name == n))
+    };
+    // An unnamed index takes the first free `<table>_<column>_idx[_N]`, as Cassandra names it.
+    let name = match &s.name {
+        Some(n) => n.name.clone(),
+        None => {
+            let base = format!("{tname}_{}_idx", col.name);
+            let mut name = base.clone();
+            let mut n = 0;
+            while taken(&name) {
+                n += 1;
+                name = format!("{base}_{n}");
+            }
+            name
+        }
+    };
     if ks
         .tables
         .values()
@@ -479,11 +493,15 @@ fn create_index(
         return Err(ExecError::Invalid(format!("Index '{name}' already exists")));
     }
     let target_text = index_target_text(col, target.kind);
+    // 'legacy_local_table' is the default (legacy) implementation asked for by name.
+    let using = s
+        .using
+        .as_deref()
+        .filter(|c| !c.eq_ignore_ascii_case("legacy_local_table"));
     let mut options = BTreeMap::new();
     if let Some(dup) = t.indexes.iter().find(|i| {
         i.options.get("target") == Some(&target_text)
-            && i.options.get("class_name").map(|c| is_sai_class(c))
-                == s.using.as_deref().map(is_sai_class)
+            && i.options.get("class_name").map(|c| is_sai_class(c)) == using.map(is_sai_class)
     }) {
         if s.if_not_exists {
             return Ok(None);
@@ -501,10 +519,10 @@ fn create_index(
             }
         }
     }
-    let kind = match &s.using {
+    let kind = match using {
         Some(class) => {
             // Kept as written: Cassandra shows `USING 'sai'` back as given.
-            options.insert("class_name".to_string(), class.clone());
+            options.insert("class_name".to_string(), class.to_string());
             "CUSTOM"
         }
         None => "COMPOSITES",

@@ -166,19 +166,17 @@ pub(super) fn aggregate_rows(
             return Ok(out);
         }
         let states: Vec<_> = cols.iter().map(|c| aggregates::agg_init(&c.sel)).collect();
-        return Ok(vec![(
-            Bytes::new(),
-            cols.iter()
-                .zip(&states)
-                .map(|(c, s)| {
-                    if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
-                        aggregates::agg_finish(s, &c.sel)
-                    } else {
-                        None
-                    }
-                })
-                .collect(),
-        )]);
+        let mut values = Vec::with_capacity(cols.len());
+        for (c, s) in cols.iter().zip(&states) {
+            values.push(if crate::exec::selectors::has_nested_agg(&c.sel) {
+                of_aggregates(c, &[], now)?
+            } else if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
+                aggregates::agg_finish(s, &c.sel)
+            } else {
+                None
+            });
+        }
+        return Ok(vec![(Bytes::new(), values)]);
     }
     while i < rows.len() {
         let key = group_key(plan, &rows[i], now, node)?;
@@ -191,14 +189,35 @@ pub(super) fn aggregate_rows(
             }
             j += 1;
         }
-        out.push((
-            rows[i].partition_key.clone(),
-            cols.iter()
-                .zip(&states)
-                .map(|(c, s)| aggregates::agg_finish(s, &c.sel))
-                .collect(),
-        ));
+        let mut values = Vec::with_capacity(cols.len());
+        for (c, s) in cols.iter().zip(&states) {
+            values.push(if crate::exec::selectors::has_nested_agg(&c.sel) {
+                of_aggregates(c, &rows[i..j], now)?
+            } else {
+                aggregates::agg_finish(s, &c.sel)
+            });
+        }
+        out.push((rows[i].partition_key.clone(), values));
         i = j;
     }
     Ok(out)
+}
+
+/// A column computed from aggregates (`min(b).x`): their values over the group, then the rest of
+/// the selector on the group's first row (an empty row when there is none).
+fn of_aggregates(
+    c: &crate::exec::selectors::OutColumn,
+    rows: &[Row],
+    now: crate::exec_state::Now<'_>,
+) -> ExecResult<Option<Bytes>> {
+    let folded = aggregates::fold_aggs(&c.sel, rows, now)?;
+    let empty = Row {
+        cells: Vec::new(),
+        meta: Vec::new(),
+        element_meta: Vec::new(),
+        token: 0,
+        partition_key: Bytes::new(),
+        clustering: Vec::new(),
+    };
+    crate::exec::selectors::eval(&folded, &c.ty, rows.first().unwrap_or(&empty), now)
 }

@@ -12,7 +12,7 @@ use helenus_cql::ast::{ArithOp, CqlTypeExpr, Projection, Selector, Term};
 use helenus_schema::{ColumnKind, TableMeta};
 use helenus_types::{CqlType, NativeType};
 
-fn col_index(t: &TableMeta, name: &str) -> ExecResult<usize> {
+pub(super) fn col_index(t: &TableMeta, name: &str) -> ExecResult<usize> {
     t.column_index(name).ok_or_else(|| {
         ExecError::Invalid(format!(
             "Undefined column name {name} in table {}.{}",
@@ -181,9 +181,9 @@ pub fn compile(
             }
         }
     }
-    let has_aggregate = columns
-        .iter()
-        .any(|c| matches!(c.sel, Sel::Agg { .. } | Sel::CountStar));
+    let has_aggregate = columns.iter().any(|c| {
+        matches!(c.sel, Sel::Agg { .. } | Sel::CountStar) || super::has_nested_agg(&c.sel)
+    });
     Ok(Compiled {
         columns,
         has_aggregate,
@@ -237,12 +237,12 @@ pub(super) fn compile_one(
     })
 }
 
-fn bigint() -> CqlType {
+pub(super) fn bigint() -> CqlType {
     CqlType::Native(NativeType::Bigint)
 }
 
 /// A literal evaluated once, at compile time; null and unset both select null.
-fn constant(
+pub(super) fn constant(
     term: &Term,
     ty: &CqlType,
     receiver: &str,
@@ -306,7 +306,10 @@ fn compile_call(
 ) -> ExecResult<(Sel, CqlType)> {
     let fname = functions::canonical_name(name);
     if fname == "token" {
-        return compile_token(t, fname, args);
+        if let Some(terms) = args.iter().map(as_term).collect::<Option<Vec<_>>>() {
+            return super::token::literal_token(t, &terms, binds);
+        }
+        return super::token::compile_token(t, fname, args);
     }
     if let Some(kind) = aggregate_kind(&fname) {
         return compile_aggregate(t, &fname, kind, args, binds);
@@ -339,49 +342,6 @@ fn aggregate_kind(fname: &str) -> Option<AggKind> {
         "avg" => Some(AggKind::Avg),
         _ => None,
     }
-}
-
-/// `token(k1, ..., kn)`: the row's token when the arguments are the partition key, else the
-/// arguments hashed as a key of the same types would be.
-fn compile_token(t: &TableMeta, fname: String, args: &[Selector]) -> ExecResult<(Sel, CqlType)> {
-    let mut idx = Vec::new();
-    for a in args {
-        let Selector::Column(id) = a else {
-            return Err(ExecError::Invalid(
-                "token() takes the partition key columns".into(),
-            ));
-        };
-        idx.push(col_index(t, &id.name)?);
-    }
-    let pk: Vec<usize> = t
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.kind == ColumnKind::PartitionKey)
-        .map(|(i, _)| i)
-        .collect();
-    if idx == pk {
-        return Ok((Sel::Token(idx), bigint()));
-    }
-    let same_types = idx.len() == pk.len()
-        && idx
-            .iter()
-            .zip(&pk)
-            .all(|(a, b)| t.columns[*a].cql_type == t.columns[*b].cql_type);
-    if !same_types {
-        return Err(ExecError::Invalid(format!(
-            "Type error: token() arguments must be the partition key columns of {}",
-            t.name
-        )));
-    }
-    Ok((
-        Sel::Func {
-            name: fname,
-            args: idx.iter().map(|i| Sel::Column(*i)).collect(),
-            arg_types: idx.iter().map(|i| t.columns[*i].cql_type.clone()).collect(),
-        },
-        bigint(),
-    ))
 }
 
 fn compile_aggregate(
@@ -484,7 +444,13 @@ fn compile_scalar_call(
             _ => compile_one(t, a, binds)?,
         };
         sels.push(s);
-        types.push(ty);
+        // `max(timeuuid)` reports the legacy class; functions take it as the timeuuid it is.
+        types.push(match ty {
+            CqlType::Custom(c) if c == functions::LEGACY_TIMEUUID => {
+                CqlType::Native(NativeType::Timeuuid)
+            }
+            ty => ty,
+        });
     }
     let rt = functions::resolve(&fname, &types)?;
     Ok((

@@ -104,6 +104,9 @@ fn clustering_relation(
 ) -> ExecResult<()> {
     let t = shape.t;
     let c = &t.columns[i];
+    if r.multis.iter().any(|(cols, _, _)| cols.contains(&i)) {
+        check_multi_column_overlap(shape, r, &[i], op)?;
+    }
     if let RelationValue::Single(term) = value {
         let (name, ty) = if op == Operator::In {
             (format!("in({})", c.name), list_of(&c.cql_type))
