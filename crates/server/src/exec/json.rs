@@ -28,6 +28,20 @@ fn json_name(k: &str) -> String {
     }
 }
 
+/// What a type that reads only JSON strings expects, as Cassandra words it.
+fn string_only(n: NativeType) -> Option<&'static str> {
+    Some(match n {
+        NativeType::Ascii => "an ascii string",
+        NativeType::Varchar => "a UTF-8 string",
+        NativeType::Date => "a string representation of a date value",
+        NativeType::Time => "a string representation of a time value",
+        NativeType::Inet => "a string representation of an inet value",
+        NativeType::Timeuuid => "a string representation of a timeuuid",
+        NativeType::Uuid => "a string representation of a uuid",
+        _ => return None,
+    })
+}
+
 /// Converts one JSON value to a CQL value of type `t` (None for JSON null).
 pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
     if v.is_null() {
@@ -51,19 +65,24 @@ pub fn from_json(t: &CqlType, v: &Value) -> ExecResult<Option<CqlValue>> {
                         .collect();
                     CqlValue::Blob(Bytes::from(bytes.ok_or_else(|| err("invalid hex"))?))
                 }
+                // Cassandra parses a JSON varint with `new BigInteger(..)`, which refuses "".
+                (NativeType::Varint, Value::String(s)) if s.is_empty() => {
+                    return Err(ExecError::Invalid(
+                        "Value '' is not a valid representation of a varint value".into(),
+                    ));
+                }
                 (_, Value::String(s)) => {
                     helenus_types::from_string(t, s).map_err(|e| err(&e.to_string()))?
                 }
-                // Text types take JSON strings only (Cassandra's `fromJSONObject`).
-                (NativeType::Ascii | NativeType::Varchar, Value::Number(_) | Value::Bool(_)) => {
-                    let (what, class) = match (n, v) {
-                        (NativeType::Ascii, Value::Bool(_)) => ("an ascii string", "Boolean"),
-                        (NativeType::Ascii, _) => ("an ascii string", "Integer"),
-                        (_, Value::Bool(_)) => ("a UTF-8 string", "Boolean"),
-                        _ => ("a UTF-8 string", "Integer"),
+                // These types take JSON strings only (Cassandra's `fromJSONObject`).
+                (_, Value::Number(_) | Value::Bool(_)) if string_only(*n).is_some() => {
+                    let class = match v {
+                        Value::Bool(_) => "Boolean",
+                        _ => "Integer",
                     };
                     return Err(ExecError::Invalid(format!(
-                        "Expected {what}, but got a {class}: {v}"
+                        "Expected {}, but got a {class}: {v}",
+                        string_only(*n).unwrap_or_default()
                     )));
                 }
                 // Jackson hands an int-sized number over as an Integer, which timestamps reject.

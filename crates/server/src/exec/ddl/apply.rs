@@ -5,7 +5,7 @@
 use super::index::{check_index_target, is_sai_class};
 use super::keyspace::replication_of;
 use super::table::build_table;
-use super::types::{check_udt_field, mentions_type, replace_udt};
+use super::types::{check_udt_field, mentions_type, replace_udt, replace_udt_in_fields};
 use super::{check_name, is_system, keyspace_of, map_value};
 use crate::exec::error::{invalid, ExecError, ExecResult};
 use crate::exec::values::resolve_type;
@@ -311,6 +311,12 @@ fn alter_type(
     let ut = Arc::new(ut);
     let mut new = (*ks).clone();
     new.types.insert(tname.clone(), ut.clone());
+    // Types nesting this one carry its definition; give them the new one.
+    for other in new.types.values_mut() {
+        if other.name != tname && other.fields.iter().any(|(_, f)| mentions_type(f, &tname)) {
+            *other = Arc::new(replace_udt_in_fields(other, &ut));
+        }
+    }
     // Tables carry the type's definition; give them the new one.
     for t in new.tables.values_mut() {
         if t.columns.iter().any(|c| mentions_type(&c.cql_type, &tname)) {

@@ -73,7 +73,7 @@ pub fn plan(
         &clustering,
         r.need_filtering,
     )?;
-    let mut order = plan_order(&shape, s, keyed, &clustering.eq, specs)?;
+    let mut order = plan_order(&shape, s, keyed, &clustering, specs)?;
     note_limit_binds(t, s, specs)?;
     if !multi_partition(&partitions) {
         order.merge_order.clear();

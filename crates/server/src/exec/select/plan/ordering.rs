@@ -1,6 +1,6 @@
 //! Phases 6 and 7 of planning: ORDER BY, the receivers of LIMIT markers, and GROUP BY.
 
-use super::{column_index, Order, Shape};
+use super::{column_index, Clustering, Order, Shape};
 use crate::exec::error::{invalid, ExecResult};
 use crate::exec::key_values::note_binds;
 use crate::exec::select::order::plan_ann;
@@ -16,7 +16,7 @@ pub(super) fn plan_order(
     shape: &Shape<'_>,
     s: &SelectStatement,
     keyed: bool,
-    clustering_eq: &[ValuesOf],
+    clustering: &Clustering,
     specs: &mut Vec<Option<BindSpec>>,
 ) -> ExecResult<Order> {
     let t = shape.t;
@@ -42,8 +42,7 @@ pub(super) fn plan_order(
         );
     }
     // A clustering column restricted to a single value may be left out of ORDER BY.
-    let single =
-        |p: usize| matches!(clustering_eq.get(p), Some(ValuesOf::Terms(v)) if v.len() == 1);
+    let single = |p: usize| single_valued(shape, clustering, p);
     let mut next = 0;
     for (n, o) in s.order_by.iter().enumerate() {
         let i = column_index(t, &o.column.name)?;
@@ -85,6 +84,25 @@ pub(super) fn note_limit_binds(
         )?;
     }
     Ok(())
+}
+
+/// Whether the clustering column at position `p` is restricted to one value: `= x`, `IN (x)`,
+/// or a multi-column `=` / `IN` of one tuple.
+fn single_valued(shape: &Shape<'_>, clustering: &Clustering, p: usize) -> bool {
+    if let Some(v) = clustering.eq.get(p) {
+        return matches!(v, ValuesOf::Terms(v) if v.len() == 1);
+    }
+    let Some(col) = shape.ck_cols.get(p) else {
+        return false;
+    };
+    clustering.multi_filters.iter().any(|m| {
+        m.columns.contains(col)
+            && match (&m.op, &m.value) {
+                (ast::Operator::Eq, ast::RelationValue::Single(ast::Term::Tuple(_))) => true,
+                (ast::Operator::In, ast::RelationValue::List(items)) => items.len() == 1,
+                _ => false,
+            }
+    })
 }
 
 /// Whether the partition keys name several partitions (an IN), whose rows ORDER BY merges.
