@@ -102,24 +102,52 @@ pub(super) fn rank_by_similarity(
 /// Cassandra sorts the rows of an `IN` query with ORDER BY in memory by the ordering columns
 /// only, keeping the partitions' order among equal keys (a stable sort).
 pub(super) fn merge_partitions(plan: &SelectPlan, rows: &mut [Row]) {
-    let t = &plan.table;
-    rows.sort_by(|a, b| {
-        for &(i, desc) in &plan.merge_order {
-            let ty = &t.columns[i].cql_type;
-            let o = match (
-                a.cells.get(i).cloned().flatten(),
-                b.cells.get(i).cloned().flatten(),
-            ) {
-                (Some(x), Some(y)) => helenus_types::compare_serialized(ty, &x, &y),
-                (x, y) => x.is_some().cmp(&y.is_some()),
-            };
-            let o = if desc { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
-            }
+    rows.sort_by(|a, b| merge_order(plan, a, b));
+}
+
+/// With GROUP BY, Cassandra groups each partition's rows first and sorts the groups, each by its
+/// first row: the rows of a group stay together.
+pub(super) fn merge_groups(
+    plan: &SelectPlan,
+    rows: Vec<Row>,
+    now: crate::exec_state::Now<'_>,
+    node: std::net::IpAddr,
+) -> ExecResult<Vec<Row>> {
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    let mut last_key = None;
+    for row in rows {
+        let key = group_key(plan, &row, now, node)?;
+        match groups.last_mut() {
+            Some(g) if last_key.as_ref() == Some(&key) => g.push(row),
+            _ => groups.push(vec![row]),
         }
-        Ordering::Equal
+        last_key = Some(key);
+    }
+    groups.sort_by(|a, b| match (a.first(), b.first()) {
+        (Some(x), Some(y)) => merge_order(plan, x, y),
+        _ => Ordering::Equal,
     });
+    Ok(groups.into_iter().flatten().collect())
+}
+
+/// The ORDER BY of an IN query, on the ordering columns only.
+fn merge_order(plan: &SelectPlan, a: &Row, b: &Row) -> Ordering {
+    let t = &plan.table;
+    for &(i, desc) in &plan.merge_order {
+        let ty = &t.columns[i].cql_type;
+        let o = match (
+            a.cells.get(i).cloned().flatten(),
+            b.cells.get(i).cloned().flatten(),
+        ) {
+            (Some(x), Some(y)) => helenus_types::compare_serialized(ty, &x, &y),
+            (x, y) => x.is_some().cmp(&y.is_some()),
+        };
+        let o = if desc { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 fn group_key(
