@@ -629,6 +629,13 @@ fn from_json_call(
     };
     let json: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| failure(format!("Could not decode JSON string '{text}': {e}")))?;
+    // Cassandra parses a duration outside the function's marshalling: a bad one is an invalid
+    // request, not a function failure.
+    if let (CqlType::Native(NativeType::Duration), serde_json::Value::String(s)) = (ty, &json) {
+        return helenus_types::from_string(ty, s)
+            .map(Some)
+            .map_err(|_| bad(format!("Unable to convert '{s}' to a duration")));
+    }
     super::json::from_json(ty, &json).map_err(|e| match e {
         ExecError::Invalid(m) => failure(format!(
             "org.apache.cassandra.serializers.MarshalException: {m}"
