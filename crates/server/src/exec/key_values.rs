@@ -52,10 +52,8 @@ pub fn note_binds(
             }
             _ => {}
         },
-        Term::Map(entries) => {
-            if entries.iter().any(|(k, v)| has_bind(k) || has_bind(v)) {
-                return Err(markers_in_collection(term, &spec));
-            }
+        Term::Map(entries) if entries.iter().any(|(k, v)| has_bind(k) || has_bind(v)) => {
+            return Err(markers_in_collection(term, &spec));
         }
         Term::Tuple(items) => {
             if let CqlType::Tuple(types) = &spec.ty {
