@@ -240,8 +240,12 @@ impl<'a> Lexer<'a> {
         }
         let mut len = int_len;
         let mut is_float = false;
-        // `1..2` is INTEGER RANGE INTEGER, not a float followed by `.2`.
-        if after.starts_with('.') && !after.starts_with("..") {
+        // `1..2` is INTEGER RANGE INTEGER, not a float followed by `.2`; `1...2` is the float
+        // `1.` then RANGE, as Cassandra's lexer splits it.
+        if after.starts_with("...") {
+            is_float = true;
+            len += 1;
+        } else if after.starts_with('.') && !after.starts_with("..") {
             is_float = true;
             len += 1 + digits(after.get(1..).unwrap_or_default());
         }

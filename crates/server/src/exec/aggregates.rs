@@ -64,6 +64,72 @@ fn is_big(t: &CqlType) -> bool {
     matches!(t, CqlType::Native(NativeType::Varint | NativeType::Decimal))
 }
 
+/// `sel` with every aggregate in it replaced by its value over `rows`.
+pub fn fold_aggs(sel: &Sel, rows: &[Row], now: Now<'_>) -> ExecResult<Sel> {
+    let fold = |inner: &Sel| fold_aggs(inner, rows, now).map(Box::new);
+    Ok(match sel {
+        Sel::Agg { .. } | Sel::CountStar => {
+            let bigint = CqlType::Native(NativeType::Bigint);
+            let ty = match sel {
+                Sel::Agg { ty, .. } => ty,
+                _ => &bigint,
+            };
+            let mut state = agg_init(sel);
+            for row in rows {
+                agg_update(&mut state, sel, ty, row, now)?;
+            }
+            Sel::Constant(agg_finish(&state, sel))
+        }
+        Sel::Func {
+            name,
+            args,
+            arg_types,
+        } => Sel::Func {
+            name: name.clone(),
+            args: args
+                .iter()
+                .map(|a| fold_aggs(a, rows, now))
+                .collect::<ExecResult<_>>()?,
+            arg_types: arg_types.clone(),
+        },
+        Sel::Field { inner, index, udt } => Sel::Field {
+            inner: fold(inner)?,
+            index: *index,
+            udt: udt.clone(),
+        },
+        Sel::Negate(inner) => Sel::Negate(fold(inner)?),
+        Sel::ToJson { inner, ty } => Sel::ToJson {
+            inner: fold(inner)?,
+            ty: ty.clone(),
+        },
+        Sel::Cast {
+            inner,
+            from,
+            input,
+            to,
+        } => Sel::Cast {
+            inner: fold(inner)?,
+            from: from.clone(),
+            input: input.clone(),
+            to: *to,
+        },
+        Sel::Arith {
+            op,
+            left,
+            right,
+            lt,
+            rt,
+        } => Sel::Arith {
+            op: *op,
+            left: fold(left)?,
+            right: fold(right)?,
+            lt: lt.clone(),
+            rt: rt.clone(),
+        },
+        other => other.clone(),
+    })
+}
+
 pub fn agg_init(sel: &Sel) -> AggState {
     match sel {
         Sel::CountStar

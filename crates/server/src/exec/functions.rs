@@ -139,6 +139,66 @@ pub fn resolve(name: &str, args: &[CqlType]) -> ExecResult<CqlType> {
     })
 }
 
+/// The type each argument of a native function call is read as (see `values::param_types`),
+/// from the arguments' own types (None when they have none) and which of them are bind markers.
+/// A marker where overloads differ (`toDate(?)`) is ambiguous, as in Cassandra.
+pub fn declared_types(
+    name: &str,
+    own: &[Option<CqlType>],
+    markers: &[bool],
+) -> ExecResult<Vec<Option<CqlType>>> {
+    use NativeType::*;
+    let lower = canonical_name(name);
+    let overloads: &[NativeType] = match lower.as_str() {
+        "todate" | "to_date" => &[Timeuuid, Timestamp],
+        "totimestamp" | "to_timestamp" => &[Timeuuid, Date],
+        "tounixtimestamp" | "to_unix_timestamp" => &[Timeuuid, Timestamp, Date],
+        "abs" | "exp" | "log" | "log10" | "round" => &[
+            Tinyint, Smallint, Int, Bigint, Float, Double, Varint, Decimal, Counter,
+        ],
+        _ => &[],
+    };
+    let fixed = |i: usize| -> Option<CqlType> {
+        if lower == "fromjson" {
+            return Some(native(Varchar));
+        }
+        if matches!(
+            lower.as_str(),
+            "mintimeuuid" | "maxtimeuuid" | "min_timeuuid" | "max_timeuuid"
+        ) {
+            return Some(native(Timestamp));
+        }
+        if lower.starts_with("similarity_") {
+            // The other argument's vector type.
+            return own.get(1 - i.min(1)).cloned().flatten();
+        }
+        if let Some(target) = lower.strip_prefix("blobas") {
+            return NativeType::from_cql_name(target).map(|_| native(Blob));
+        }
+        let source = lower.strip_suffix("asblob")?;
+        NativeType::from_cql_name(source).map(native)
+    };
+    let mut out = Vec::with_capacity(own.len());
+    for (i, (marker, t)) in markers.iter().zip(own).enumerate() {
+        if t.is_some() || !marker {
+            out.push(t.clone());
+        } else if overloads.len() > 1 {
+            let mut signatures = Vec::with_capacity(overloads.len());
+            for o in overloads {
+                let ret = resolve(&lower, &[native(*o)])?;
+                signatures.push(format!("system.{lower} : ({}) -> {ret}", o.cql_name()));
+            }
+            return Err(ExecError::Invalid(format!(
+                "Ambiguous call to function {lower} (can be matched by following signatures: {}): use type casts to disambiguate",
+                signatures.join(", ")
+            )));
+        } else {
+            out.push(fixed(i));
+        }
+    }
+    Ok(out)
+}
+
 /// The type a literal start argument of `floor` takes after a first argument of type `first`.
 pub fn floor_start_type(first: &CqlType) -> CqlType {
     match first {

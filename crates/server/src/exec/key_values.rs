@@ -16,8 +16,15 @@ pub enum ValuesOf {
     BindList(Term),
 }
 
-/// Records the receiver type of every bind marker in `term`.
-pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>) {
+/// Records the receiver of every bind marker in `term`, named as Cassandra names it (drivers encode
+/// bound values with these types): `u.f` for a UDT literal's field, `c[i]` for a tuple literal's
+/// component, `value(v)` for a vector literal's element, `argN(ks.f)` for a function argument.
+/// Markers inside list, set and map literals are refused, as Cassandra refuses them.
+pub fn note_binds(
+    term: &Term,
+    spec: BindSpec,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<()> {
     match term {
         Term::Bind(m) => {
             if specs.len() <= m.index {
@@ -25,53 +32,94 @@ pub fn note_binds(term: &Term, spec: BindSpec, specs: &mut Vec<Option<BindSpec>>
             }
             specs[m.index] = Some(spec);
         }
-        Term::List(items) | Term::Set(items) | Term::Tuple(items) => {
-            let elem_ty = match &spec.ty {
-                CqlType::List { element, .. } | CqlType::Set { element, .. } => {
-                    Some((**element).clone())
-                }
-                CqlType::Vector { element, .. } => Some((**element).clone()),
-                _ => None,
-            };
-            for (i, item) in items.iter().enumerate() {
-                let ty = match (&spec.ty, &elem_ty) {
-                    (CqlType::Tuple(ts), _) => ts.get(i).cloned(),
-                    (_, Some(e)) => Some(e.clone()),
-                    _ => None,
+        Term::List(items) | Term::Set(items) => match &spec.ty {
+            CqlType::Vector { element, .. } => {
+                // A pseudo-receiver (`[selection]`) names its elements as itself.
+                let name = if spec.name.starts_with('[') {
+                    spec.name.clone()
+                } else {
+                    format!("value({})", spec.name)
                 };
-                if let Some(ty) = ty {
-                    note_binds(item, BindSpec { ty, ..spec.clone() }, specs);
+                for item in items {
+                    let ty = (**element).clone();
+                    note_binds(item, spec.renamed(&name, ty), specs)?;
+                }
+            }
+            CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }
+                if items.iter().any(has_bind) =>
+            {
+                return Err(markers_in_collection(term, &spec));
+            }
+            _ => {}
+        },
+        Term::Map(entries) if entries.iter().any(|(k, v)| has_bind(k) || has_bind(v)) => {
+            return Err(markers_in_collection(term, &spec));
+        }
+        Term::Tuple(items) => {
+            if let CqlType::Tuple(types) = &spec.ty {
+                for (i, (item, ty)) in items.iter().zip(types).enumerate() {
+                    let name = format!("{}[{i}]", spec.name);
+                    note_binds(item, spec.renamed(&name, ty.clone()), specs)?;
+                }
+            }
+        }
+        Term::Udt(fields) => {
+            if let CqlType::Udt { def, .. } = &spec.ty {
+                for (field, value) in fields {
+                    if let Some((_, ty)) = def.fields.iter().find(|(n, _)| *n == field.name) {
+                        let name = format!("{}.{}", spec.name, field.name);
+                        note_binds(value, spec.renamed(&name, ty.clone()), specs)?;
+                    }
                 }
             }
         }
         Term::TypeHint { term, ty } => {
             if let Ok(t) = values::resolve_type(ty, None) {
-                note_binds(
-                    term,
-                    BindSpec {
-                        ty: t,
-                        ..spec.clone()
-                    },
-                    specs,
-                );
+                note_binds(term, BindSpec { ty: t, ..spec }, specs)?;
             }
         }
-        Term::FunctionCall { args, .. } => {
-            for a in args {
-                if let Some(t) = values::infer_type(a) {
-                    note_binds(
-                        a,
-                        BindSpec {
-                            ty: t,
-                            ..spec.clone()
-                        },
-                        specs,
-                    );
+        Term::FunctionCall { name, args } => {
+            let types = values::param_types(&name.name.name, args)?;
+            let fname = format!(
+                "{}.{}",
+                name.keyspace.as_ref().map_or("system", |k| k.name.as_str()),
+                name.name.name.to_ascii_lowercase()
+            );
+            for (i, (a, ty)) in args.iter().zip(types).enumerate() {
+                if let Some(ty) = ty {
+                    note_binds(a, spec.renamed(&format!("arg{i}({fname})"), ty), specs)?;
                 }
             }
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// Whether a bind marker appears anywhere in `term`.
+pub fn has_bind(term: &Term) -> bool {
+    match term {
+        Term::Bind(_) => true,
+        Term::List(items) | Term::Set(items) | Term::Tuple(items) => items.iter().any(has_bind),
+        Term::Map(entries) => entries.iter().any(|(k, v)| has_bind(k) || has_bind(v)),
+        Term::Udt(fields) => fields.iter().any(|(_, v)| has_bind(v)),
+        Term::TypeHint { term, .. } | Term::Negate(term) => has_bind(term),
+        Term::FunctionCall { args, .. } => args.iter().any(has_bind),
+        Term::Binary { left, right, .. } => has_bind(left) || has_bind(right),
+        _ => false,
+    }
+}
+
+fn markers_in_collection(term: &Term, spec: &BindSpec) -> ExecError {
+    let kind = match (term, &spec.ty) {
+        (Term::List(_), _) => "list",
+        (Term::Set(_), CqlType::Map { .. }) | (Term::Map(_), _) => "map",
+        _ => "set",
+    };
+    ExecError::Invalid(format!(
+        "Invalid {kind} literal for {}: bind variables are not supported inside collection literals",
+        spec.name
+    ))
 }
 
 pub fn expand_values(

@@ -95,6 +95,15 @@ impl BindSpec {
             ty,
         }
     }
+
+    /// The same table's receiver under another name and type (a field, element or argument).
+    pub fn renamed(&self, name: &str, ty: CqlType) -> BindSpec {
+        BindSpec {
+            name: name.to_string(),
+            ty,
+            ..self.clone()
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -290,6 +299,15 @@ fn plan_statement(
                 return Err(ExecError::Invalid(
                     "Global TTL on the BATCH statement is not supported.".into(),
                 ));
+            }
+            if let Some(ts) = &b.using.timestamp {
+                let spec = BindSpec {
+                    keyspace: "[batch]".into(),
+                    table: "[batch]".into(),
+                    name: "[timestamp]".into(),
+                    ty: CqlType::Native(helenus_types::NativeType::Bigint),
+                };
+                key_values::note_binds(ts, spec, specs)?;
             }
             let mut children = Vec::new();
             for child in &b.statements {
@@ -594,6 +612,7 @@ pub async fn execute(
     let binds = Binds {
         values: &values,
         now: node.exec.now(),
+        planning: false,
     };
     let session_ks = p.keyspace.clone();
     match &p.plan {

@@ -299,6 +299,7 @@ pub async fn run_batch(
         .map(|s| super::values::Binds {
             values: &s.values,
             now,
+            planning: false,
         })
         .collect();
     if plans.iter().any(|p| p.condition.is_some()) {

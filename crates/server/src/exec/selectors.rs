@@ -10,7 +10,10 @@ use crate::exec_state::Now;
 use bytes::{BufMut, Bytes};
 use helenus_types::{CqlType, CqlValue, NativeType};
 
+mod binds;
 mod compile;
+mod token;
+pub use binds::{note_selector_binds, projection_has_bind};
 pub use compile::{compile, compile_selector};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -96,6 +99,27 @@ pub struct OutColumn {
 pub struct Compiled {
     pub columns: Vec<OutColumn>,
     pub has_aggregate: bool,
+}
+
+/// Whether an aggregate sits inside another selector (`to_unix_timestamp(max(b))`, `min(b).x`):
+/// the column is then computed from the group's aggregated values, not aggregated itself.
+pub fn has_nested_agg(sel: &Sel) -> bool {
+    !matches!(sel, Sel::Agg { .. } | Sel::CountStar) && contains_agg(sel)
+}
+
+fn contains_agg(sel: &Sel) -> bool {
+    match sel {
+        Sel::Agg { .. } | Sel::CountStar => true,
+        Sel::Func { args, .. } => args.iter().any(contains_agg),
+        Sel::Field { inner, .. }
+        | Sel::Negate(inner)
+        | Sel::ToJson { inner, .. }
+        | Sel::Cast { inner, .. }
+        | Sel::Slice { inner, .. }
+        | Sel::Element { inner, .. } => contains_agg(inner),
+        Sel::Arith { left, right, .. } => contains_agg(left) || contains_agg(right),
+        _ => false,
+    }
 }
 
 pub(super) fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlValue>> {

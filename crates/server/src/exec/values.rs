@@ -24,6 +24,8 @@ pub struct Binds<'a> {
     pub values: &'a [proto::Value],
     /// The statement's time, for `now()`, `currentTimestamp()` and the like in its terms.
     pub now: crate::exec_state::Now<'a>,
+    /// Planning a prepared statement: its markers have no values yet and read as unset.
+    pub planning: bool,
 }
 
 impl Binds<'static> {
@@ -32,12 +34,26 @@ impl Binds<'static> {
         Binds {
             values: &[],
             now: crate::exec_state::Now::system(),
+            planning: false,
+        }
+    }
+
+    /// No values yet: a statement planned before it is bound, whose markers read as unset.
+    pub fn planning() -> Binds<'static> {
+        Binds {
+            planning: true,
+            ..Binds::none()
         }
     }
 }
 
+static UNSET: proto::Value = proto::Value::Unset;
+
 impl Binds<'_> {
     fn get(&self, index: usize) -> ExecResult<&proto::Value> {
+        if self.planning && index >= self.values.len() {
+            return Ok(&UNSET);
+        }
         self.values.get(index).ok_or_else(|| {
             ExecError::Invalid(format!(
                 "There were {} markers(?) in CQL but {} bound variables",
@@ -344,11 +360,22 @@ pub fn to_value(
         Term::Udt(fields) => udt_literal(fields, ty, receiver, binds),
         Term::TypeHint { ty: hint, term } => {
             let hinted = resolve_type(hint, None)?;
+            if !hint_assignable(&hinted, ty) {
+                return Err(bad(format!(
+                    "Cannot assign value ({hint}){term} to {receiver} of type {ty}"
+                )));
+            }
             to_value(term, &hinted, receiver, binds)
         }
-        Term::FunctionCall { name, args } => {
-            function_value(&name.name.name, args, ty, receiver, binds)
-        }
+        Term::FunctionCall { name, args } => match &name.keyspace {
+            // Native functions live in `system`; user-defined ones are disabled, as in
+            // Cassandra's default configuration, so the call fails before its arguments run.
+            Some(ks) if !ks.name.eq_ignore_ascii_case("system") => Err(bad(format!(
+                "Unknown function {}.{} called",
+                ks.name, name.name.name
+            ))),
+            _ => function_value(&name.name.name, args, ty, receiver, binds),
+        },
         Term::Negate(inner) => match to_value(inner, ty, receiver, binds)? {
             Some(CqlValue::Int(x)) => Ok(Some(CqlValue::Int(x.wrapping_neg()))),
             Some(CqlValue::Bigint(x)) => Ok(Some(CqlValue::Bigint(x.wrapping_neg()))),
@@ -424,6 +451,15 @@ fn list_literal(
             items, element, receiver, binds,
         )?))),
         CqlType::Vector { element, dimension } => {
+            for item in items {
+                if let Term::TypeHint { ty: hint, term } = item {
+                    if !hint_assignable(&resolve_type(hint, None)?, element) {
+                        return Err(bad(format!(
+                            "Invalid vector literal for {receiver}: value ({hint}){term} is not of type {element}"
+                        )));
+                    }
+                }
+            }
             let vals = elements(items, element, receiver, binds)?;
             if vals.len() != *dimension as usize {
                 return Err(bad(format!(
@@ -437,6 +473,18 @@ fn list_literal(
         _ => Err(bad(format!(
             "Invalid list literal for {receiver} of type {ty}"
         ))),
+    }
+}
+
+/// Whether a value hinted as `hinted` may be assigned to a receiver of type `receiver`: the same
+/// native type or one whose bytes it reads (Cassandra's `isValueCompatibleWith`); `(text)'a'`
+/// is not an ascii value.
+fn hint_assignable(hinted: &CqlType, receiver: &CqlType) -> bool {
+    match (hinted, receiver) {
+        (CqlType::Native(h), CqlType::Native(r)) => {
+            h == r || super::cast::value_compatible(*r, hinted)
+        }
+        _ => true,
     }
 }
 
@@ -549,13 +597,14 @@ fn function_value(
     binds: &Binds<'_>,
 ) -> ExecResult<Option<CqlValue>> {
     match super::functions::canonical_name(name).as_str() {
-        "fromjson" => from_json_call(args, ty, receiver, binds),
+        "fromjson" => from_json_call(&name.to_ascii_lowercase(), args, ty, receiver, binds),
         "tojson" => to_json_call(args, receiver, binds),
         _ => native_call(name, args, ty, receiver, binds),
     }
 }
 
 fn from_json_call(
+    fname: &str,
     args: &[Term],
     ty: &CqlType,
     receiver: &str,
@@ -571,16 +620,26 @@ fn from_json_call(
         Some(CqlValue::Text(s)) | Some(CqlValue::Ascii(s)) => s,
         _ => return Ok(None),
     };
+    // Text that is not JSON, or a value the type rejects, fails inside the function (0x1400).
+    let failure = |message: String| ExecError::FunctionFailure {
+        keyspace: "system".into(),
+        function: fname.into(),
+        arg_types: vec!["text".into()],
+        message,
+    };
     let json: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| bad(format!("Could not decode JSON string '{text}': {e}")))?;
-    // A value the type rejects is a MarshalException thrown by the function (0x1400).
+        .map_err(|e| failure(format!("Could not decode JSON string '{text}': {e}")))?;
+    // Cassandra parses a duration outside the function's marshalling: a bad one is an invalid
+    // request, not a function failure.
+    if let (CqlType::Native(NativeType::Duration), serde_json::Value::String(s)) = (ty, &json) {
+        return helenus_types::from_string(ty, s)
+            .map(Some)
+            .map_err(|_| bad(format!("Unable to convert '{s}' to a duration")));
+    }
     super::json::from_json(ty, &json).map_err(|e| match e {
-        ExecError::Invalid(m) => ExecError::FunctionFailure {
-            keyspace: "system".into(),
-            function: "fromjson".into(),
-            arg_types: vec!["text".into()],
-            message: format!("org.apache.cassandra.serializers.MarshalException: {m}"),
-        },
+        ExecError::Invalid(m) => failure(format!(
+            "org.apache.cassandra.serializers.MarshalException: {m}"
+        )),
         other => other,
     })
 }
@@ -614,8 +673,9 @@ fn native_call(
 ) -> ExecResult<Option<CqlValue>> {
     let mut vals = Vec::new();
     let mut types = Vec::new();
-    for a in args {
-        let t = infer_type(a).unwrap_or(CqlType::Native(NativeType::Varchar));
+    let declared = param_types(fname, args)?;
+    for (a, t) in args.iter().zip(declared) {
+        let t = t.unwrap_or(CqlType::Native(NativeType::Varchar));
         vals.push(to_value(a, &t, receiver, binds)?);
         types.push(t);
     }
@@ -692,6 +752,16 @@ fn arithmetic(
             ))
         }
     }))
+}
+
+/// The type each argument of a native function call is read as: its own type when it carries one
+/// (a hint, a nested call), else the parameter type the function fixes (`blobAsInt` takes a blob,
+/// `fromJson` text), which is what a bind marker there is announced and decoded as. A marker
+/// where overloads differ (`toDate(?)`) is ambiguous, as in Cassandra.
+pub fn param_types(name: &str, args: &[Term]) -> ExecResult<Vec<Option<CqlType>>> {
+    let own: Vec<Option<CqlType>> = args.iter().map(infer_type).collect();
+    let markers: Vec<bool> = args.iter().map(|a| matches!(a, Term::Bind(_))).collect();
+    functions::declared_types(name, &own, &markers)
 }
 
 /// The type of a term that carries its own (a hint, a function result), if any.

@@ -5,7 +5,7 @@
 use super::index::{check_index_target, is_sai_class};
 use super::keyspace::replication_of;
 use super::table::build_table;
-use super::types::{check_udt_field, mentions_type, replace_udt};
+use super::types::{check_udt_field, mentions_type, replace_udt, replace_udt_in_fields};
 use super::{check_name, is_system, keyspace_of, map_value};
 use crate::exec::error::{invalid, ExecError, ExecResult};
 use crate::exec::values::resolve_type;
@@ -328,6 +328,12 @@ fn alter_type(
     let ut = Arc::new(ut);
     let mut new = (*ks).clone();
     new.types.insert(tname.clone(), ut.clone());
+    // Types nesting this one carry its definition; give them the new one.
+    for other in new.types.values_mut() {
+        if other.name != tname && other.fields.iter().any(|(_, f)| mentions_type(f, &tname)) {
+            *other = Arc::new(replace_udt_in_fields(other, &ut));
+        }
+    }
     // Tables carry the type's definition; give them the new one.
     for t in new.tables.values_mut() {
         if t.columns.iter().any(|c| mentions_type(&c.cql_type, &tname)) {
@@ -480,11 +486,25 @@ fn create_index(
         ExecError::Invalid(format!("Column '{}' doesn't exist", target.column.name))
     })?;
     check_index_target(t, col, target.kind, s.using.as_deref())?;
-    let name = s
-        .name
-        .as_ref()
-        .map(|n| n.name.clone())
-        .unwrap_or_else(|| format!("{tname}_{}_idx", col.name));
+    let taken = |n: &str| {
+        ks.tables
+            .values()
+            .any(|t| t.indexes.iter().any(|i| i.name == n))
+    };
+    // An unnamed index takes the first free `<table>_<column>_idx[_N]`, as Cassandra names it.
+    let name = match &s.name {
+        Some(n) => n.name.clone(),
+        None => {
+            let base = format!("{tname}_{}_idx", col.name);
+            let mut name = base.clone();
+            let mut n = 0;
+            while taken(&name) {
+                n += 1;
+                name = format!("{base}_{n}");
+            }
+            name
+        }
+    };
     if ks
         .tables
         .values()
@@ -496,11 +516,15 @@ fn create_index(
         return Err(ExecError::Invalid(format!("Index '{name}' already exists")));
     }
     let target_text = index_target_text(col, target.kind);
+    // 'legacy_local_table' is the default (legacy) implementation asked for by name.
+    let using = s
+        .using
+        .as_deref()
+        .filter(|c| !c.eq_ignore_ascii_case("legacy_local_table"));
     let mut options = BTreeMap::new();
     if let Some(dup) = t.indexes.iter().find(|i| {
         i.options.get("target") == Some(&target_text)
-            && i.options.get("class_name").map(|c| is_sai_class(c))
-                == s.using.as_deref().map(is_sai_class)
+            && i.options.get("class_name").map(|c| is_sai_class(c)) == using.map(is_sai_class)
     }) {
         if s.if_not_exists {
             return Ok(None);
@@ -518,10 +542,10 @@ fn create_index(
             }
         }
     }
-    let kind = match &s.using {
+    let kind = match using {
         Some(class) => {
             // Kept as written: Cassandra shows `USING 'sai'` back as given.
-            options.insert("class_name".to_string(), class.clone());
+            options.insert("class_name".to_string(), class.to_string());
             "CUSTOM"
         }
         None => "COMPOSITES",

@@ -22,7 +22,8 @@ pub(super) fn check_index_target(
         if class.ends_with("SASIIndex") {
             return invalid("SASI indexes are disabled. Enable in cassandra.yaml to use.");
         }
-        if !is_sai_class(class) {
+        // 'legacy_local_table' names the legacy index implementation.
+        if !is_sai_class(class) && !class.eq_ignore_ascii_case("legacy_local_table") {
             return Err(ExecError::Config(format!(
                 "Unable to find custom indexer class '{class}'"
             )));

@@ -133,6 +133,20 @@ pub(super) fn replace_udt(t: &CqlType, ut: &UserType) -> CqlType {
             frozen: *frozen,
         },
         CqlType::Tuple(items) => CqlType::Tuple(items.iter().map(|i| replace_udt(i, ut)).collect()),
+        // A type nesting `ut` carries its definition too.
+        CqlType::Udt { def, frozen } => CqlType::Udt {
+            def: Box::new(replace_udt_in_fields(def, ut)),
+            frozen: *frozen,
+        },
         other => other.clone(),
     }
+}
+
+/// `outer` with every use of `ut` among its fields replaced by its new definition.
+pub(super) fn replace_udt_in_fields(outer: &UserType, ut: &UserType) -> UserType {
+    let mut out = outer.clone();
+    for (_, f) in out.fields.iter_mut() {
+        *f = replace_udt(f, ut);
+    }
+    out
 }

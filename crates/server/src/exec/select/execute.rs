@@ -1,8 +1,8 @@
 //! Running a planned SELECT for one page: clustering slices, reading rows from the storage engine
 //! or system tables, filtering, and shaping the result rows.
 
-use super::order::{aggregate_rows, merge_partitions, rank_by_similarity};
-use super::{compare_clustering, SelectOutput, SelectPlan, SliceBound};
+use super::order::{aggregate_rows, merge_groups, merge_partitions, rank_by_similarity};
+use super::{compare_clustering, SelectOutput, SelectPlan, SliceBound, TokenBound};
 use crate::exec::error::{invalid, ExecError, ExecResult};
 use crate::exec::paging::PagingState;
 use crate::exec::rows::Row;
@@ -138,17 +138,28 @@ fn slice_bound(
 }
 
 fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult<bool> {
-    if let Some((term, inclusive)) = &plan.token_filter.0 {
-        let v = super::scan::token_value(&plan.table, term, binds)?;
-        if row.token < v || (!inclusive && row.token == v) {
-            return Ok(false);
-        }
-    }
-    if let Some((term, inclusive)) = &plan.token_filter.1 {
-        let v = super::scan::token_value(&plan.table, term, binds)?;
-        if row.token > v || (!inclusive && row.token == v) {
-            return Ok(false);
-        }
+    let bound = |b: &TokenBound| -> ExecResult<Option<(i64, bool)>> {
+        b.as_ref()
+            .map(|(term, inclusive)| {
+                Ok((
+                    super::scan::token_value(&plan.table, term, binds)?,
+                    *inclusive,
+                ))
+            })
+            .transpose()
+    };
+    let (lower, upper) = (bound(&plan.token_filter.0)?, bound(&plan.token_filter.1)?);
+    let above = lower.is_none_or(|(v, inclusive)| row.token > v || (inclusive && row.token == v));
+    let below = upper.is_none_or(|(v, inclusive)| row.token < v || (inclusive && row.token == v));
+    // Keys filtered by a token range whose start is past its end: the range wraps around the
+    // ring, as Cassandra's token ranges do.
+    let wraps = matches!((lower, upper), (Some((lo, _)), Some((hi, _))) if lo > hi);
+    if !(if wraps {
+        above || below
+    } else {
+        above && below
+    }) {
+        return Ok(false);
     }
     for f in &plan.multi_filters {
         if !super::filter::matches_multi(&plan.table, row, f, binds)? {
@@ -174,6 +185,18 @@ pub fn execute(
     consistency: helenus_coordinator::ConsistencyLevel,
 ) -> ExecResult<SelectOutput> {
     let now = binds.now;
+    let rebound;
+    let plan = match &plan.bound_projection {
+        Some(projection) => {
+            let compiled = crate::exec::selectors::compile(&plan.table, projection, binds)?;
+            rebound = SelectPlan {
+                compiled: std::sync::Arc::new(compiled),
+                ..plan.clone()
+            };
+            &rebound
+        }
+        None => plan,
+    };
     let (limit, ppl) = bound_limits(plan, binds)?;
     let resume = match paging_state {
         Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
@@ -215,9 +238,15 @@ pub fn execute(
         if plan.ann.is_some() {
             rank_by_similarity(plan, &mut collected.rows, binds)?;
         } else {
-            merge_partitions(plan, &mut collected.rows);
+            if plan.group_by > 0 {
+                let rows = std::mem::take(&mut collected.rows);
+                collected.rows = merge_groups(plan, rows, now, node.config.listen_address)?;
+            } else {
+                merge_partitions(plan, &mut collected.rows);
+            }
         }
-        if let Some(l) = limit {
+        // With aggregates the limit counts result rows, not the rows read.
+        if let (Some(l), false) = (limit, grouped) {
             collected.rows.truncate(l);
         }
     }

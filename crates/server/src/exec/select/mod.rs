@@ -57,6 +57,8 @@ pub type TokenBound = Option<(Term, bool)>;
 pub struct SelectPlan {
     pub table: Arc<TableMeta>,
     pub compiled: Arc<Compiled>,
+    /// A projection with bind markers, compiled again with each execution's values.
+    pub bound_projection: Option<helenus_cql::ast::Projection>,
     pub partitions: PartitionSelection,
     /// = / IN restrictions on a clustering prefix.
     pub clustering_eq: Vec<ValuesOf>,

@@ -50,7 +50,7 @@ pub(super) fn plan_ann(
             "SAI based ORDER BY clause requires a LIMIT that is not greater than 1000. LIMIT was NO LIMIT",
         );
     }
-    note_binds(vector, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+    note_binds(vector, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
     let function = match index
         .options
         .get("similarity_function")
@@ -102,24 +102,52 @@ pub(super) fn rank_by_similarity(
 /// Cassandra sorts the rows of an `IN` query with ORDER BY in memory by the ordering columns
 /// only, keeping the partitions' order among equal keys (a stable sort).
 pub(super) fn merge_partitions(plan: &SelectPlan, rows: &mut [Row]) {
-    let t = &plan.table;
-    rows.sort_by(|a, b| {
-        for &(i, desc) in &plan.merge_order {
-            let ty = &t.columns[i].cql_type;
-            let o = match (
-                a.cells.get(i).cloned().flatten(),
-                b.cells.get(i).cloned().flatten(),
-            ) {
-                (Some(x), Some(y)) => helenus_types::compare_serialized(ty, &x, &y),
-                (x, y) => x.is_some().cmp(&y.is_some()),
-            };
-            let o = if desc { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
-            }
+    rows.sort_by(|a, b| merge_order(plan, a, b));
+}
+
+/// With GROUP BY, Cassandra groups each partition's rows first and sorts the groups, each by its
+/// first row: the rows of a group stay together.
+pub(super) fn merge_groups(
+    plan: &SelectPlan,
+    rows: Vec<Row>,
+    now: crate::exec_state::Now<'_>,
+    node: std::net::IpAddr,
+) -> ExecResult<Vec<Row>> {
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    let mut last_key = None;
+    for row in rows {
+        let key = group_key(plan, &row, now, node)?;
+        match groups.last_mut() {
+            Some(g) if last_key.as_ref() == Some(&key) => g.push(row),
+            _ => groups.push(vec![row]),
         }
-        Ordering::Equal
+        last_key = Some(key);
+    }
+    groups.sort_by(|a, b| match (a.first(), b.first()) {
+        (Some(x), Some(y)) => merge_order(plan, x, y),
+        _ => Ordering::Equal,
     });
+    Ok(groups.into_iter().flatten().collect())
+}
+
+/// The ORDER BY of an IN query, on the ordering columns only.
+fn merge_order(plan: &SelectPlan, a: &Row, b: &Row) -> Ordering {
+    let t = &plan.table;
+    for &(i, desc) in &plan.merge_order {
+        let ty = &t.columns[i].cql_type;
+        let o = match (
+            a.cells.get(i).cloned().flatten(),
+            b.cells.get(i).cloned().flatten(),
+        ) {
+            (Some(x), Some(y)) => helenus_types::compare_serialized(ty, &x, &y),
+            (x, y) => x.is_some().cmp(&y.is_some()),
+        };
+        let o = if desc { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 fn group_key(
@@ -166,19 +194,17 @@ pub(super) fn aggregate_rows(
             return Ok(out);
         }
         let states: Vec<_> = cols.iter().map(|c| aggregates::agg_init(&c.sel)).collect();
-        return Ok(vec![(
-            Bytes::new(),
-            cols.iter()
-                .zip(&states)
-                .map(|(c, s)| {
-                    if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
-                        aggregates::agg_finish(s, &c.sel)
-                    } else {
-                        None
-                    }
-                })
-                .collect(),
-        )]);
+        let mut values = Vec::with_capacity(cols.len());
+        for (c, s) in cols.iter().zip(&states) {
+            values.push(if crate::exec::selectors::has_nested_agg(&c.sel) {
+                of_aggregates(c, &[], now)?
+            } else if matches!(c.sel, Sel::CountStar | Sel::Agg { .. }) {
+                aggregates::agg_finish(s, &c.sel)
+            } else {
+                None
+            });
+        }
+        return Ok(vec![(Bytes::new(), values)]);
     }
     while i < rows.len() {
         let key = group_key(plan, &rows[i], now, node)?;
@@ -191,14 +217,35 @@ pub(super) fn aggregate_rows(
             }
             j += 1;
         }
-        out.push((
-            rows[i].partition_key.clone(),
-            cols.iter()
-                .zip(&states)
-                .map(|(c, s)| aggregates::agg_finish(s, &c.sel))
-                .collect(),
-        ));
+        let mut values = Vec::with_capacity(cols.len());
+        for (c, s) in cols.iter().zip(&states) {
+            values.push(if crate::exec::selectors::has_nested_agg(&c.sel) {
+                of_aggregates(c, &rows[i..j], now)?
+            } else {
+                aggregates::agg_finish(s, &c.sel)
+            });
+        }
+        out.push((rows[i].partition_key.clone(), values));
         i = j;
     }
     Ok(out)
+}
+
+/// A column computed from aggregates (`min(b).x`): their values over the group, then the rest of
+/// the selector on the group's first row (an empty row when there is none).
+fn of_aggregates(
+    c: &crate::exec::selectors::OutColumn,
+    rows: &[Row],
+    now: crate::exec_state::Now<'_>,
+) -> ExecResult<Option<Bytes>> {
+    let folded = aggregates::fold_aggs(&c.sel, rows, now)?;
+    let empty = Row {
+        cells: Vec::new(),
+        meta: Vec::new(),
+        element_meta: Vec::new(),
+        token: 0,
+        partition_key: Bytes::new(),
+        clustering: Vec::new(),
+    };
+    crate::exec::selectors::eval(&folded, &c.ty, rows.first().unwrap_or(&empty), now)
 }

@@ -26,12 +26,12 @@ pub(super) fn values_of(
 ) -> ExecResult<ValuesOf> {
     match (op, v) {
         (Operator::Eq, RelationValue::Single(term)) => {
-            note_binds(term, BindSpec::new(t, col, ty.clone()), specs);
+            note_binds(term, BindSpec::new(t, col, ty.clone()), specs)?;
             Ok(ValuesOf::Terms(vec![term.clone()]))
         }
         (Operator::In, RelationValue::List(terms)) => {
             for term in terms {
-                note_binds(term, BindSpec::new(t, col, ty.clone()), specs);
+                note_binds(term, BindSpec::new(t, col, ty.clone()), specs)?;
             }
             Ok(ValuesOf::Terms(terms.clone()))
         }
@@ -40,7 +40,7 @@ pub(super) fn values_of(
                 term,
                 BindSpec::new(t, &format!("in({col})"), list_of(ty)),
                 specs,
-            );
+            )?;
             Ok(ValuesOf::BindList(term.clone()))
         }
         _ => invalid(format!("Unsupported restriction on {col}")),

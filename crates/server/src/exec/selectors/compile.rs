@@ -12,7 +12,7 @@ use helenus_cql::ast::{ArithOp, CqlTypeExpr, Projection, Selector, Term};
 use helenus_schema::{ColumnKind, TableMeta};
 use helenus_types::{CqlType, NativeType};
 
-fn col_index(t: &TableMeta, name: &str) -> ExecResult<usize> {
+pub(super) fn col_index(t: &TableMeta, name: &str) -> ExecResult<usize> {
     t.column_index(name).ok_or_else(|| {
         ExecError::Invalid(format!(
             "Undefined column name {name} in table {}.{}",
@@ -21,7 +21,7 @@ fn col_index(t: &TableMeta, name: &str) -> ExecResult<usize> {
     })
 }
 
-fn selector_name(s: &Selector) -> String {
+pub(super) fn selector_name(s: &Selector) -> String {
     match s {
         Selector::Column(i) => i.name.clone(),
         Selector::CountStar => "count".into(),
@@ -82,7 +82,7 @@ fn selector_name(s: &Selector) -> String {
 }
 
 /// A literal selector as a term (`[1.0, 2.0]` parses as a selector list of terms).
-fn as_term(s: &Selector) -> Option<helenus_cql::ast::Term> {
+pub(super) fn as_term(s: &Selector) -> Option<helenus_cql::ast::Term> {
     use helenus_cql::ast::Term;
     Some(match s {
         Selector::Term(t) => t.clone(),
@@ -158,6 +158,7 @@ pub fn compile(
                             | T::Uuid(_)
                             | T::Blob(_)
                             | T::Duration(_)
+                            | T::Bind(_)
                     ) {
                         return Err(ExecError::Invalid(format!(
                             "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
@@ -180,9 +181,9 @@ pub fn compile(
             }
         }
     }
-    let has_aggregate = columns
-        .iter()
-        .any(|c| matches!(c.sel, Sel::Agg { .. } | Sel::CountStar));
+    let has_aggregate = columns.iter().any(|c| {
+        matches!(c.sel, Sel::Agg { .. } | Sel::CountStar) || super::has_nested_agg(&c.sel)
+    });
     Ok(Compiled {
         columns,
         has_aggregate,
@@ -194,7 +195,11 @@ pub fn compile_selector(t: &TableMeta, s: &Selector) -> ExecResult<(Sel, CqlType
     compile_one(t, s, &Binds::none())
 }
 
-fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Sel, CqlType)> {
+pub(super) fn compile_one(
+    t: &TableMeta,
+    s: &Selector,
+    binds: &Binds<'_>,
+) -> ExecResult<(Sel, CqlType)> {
     Ok(match s {
         Selector::Column(id) => {
             let i = col_index(t, &id.name)?;
@@ -232,17 +237,21 @@ fn compile_one(t: &TableMeta, s: &Selector, binds: &Binds<'_>) -> ExecResult<(Se
     })
 }
 
-fn bigint() -> CqlType {
+pub(super) fn bigint() -> CqlType {
     CqlType::Native(NativeType::Bigint)
 }
 
 /// A literal evaluated once, at compile time; null and unset both select null.
-fn constant(
+pub(super) fn constant(
     term: &Term,
     ty: &CqlType,
     receiver: &str,
     binds: &Binds<'_>,
 ) -> ExecResult<Option<Bytes>> {
+    if binds.planning && crate::exec::key_values::has_bind(term) {
+        // Bound at execution, when the selection is compiled again with the values.
+        return Ok(None);
+    }
     Ok(match values::eval(term, ty, receiver, binds)? {
         Bound::Value(b) => Some(b),
         _ => None,
@@ -297,7 +306,10 @@ fn compile_call(
 ) -> ExecResult<(Sel, CqlType)> {
     let fname = functions::canonical_name(name);
     if fname == "token" {
-        return compile_token(t, fname, args);
+        if let Some(terms) = args.iter().map(as_term).collect::<Option<Vec<_>>>() {
+            return super::token::literal_token(t, &terms, binds);
+        }
+        return super::token::compile_token(t, fname, args);
     }
     if let Some(kind) = aggregate_kind(&fname) {
         return compile_aggregate(t, &fname, kind, args, binds);
@@ -330,49 +342,6 @@ fn aggregate_kind(fname: &str) -> Option<AggKind> {
         "avg" => Some(AggKind::Avg),
         _ => None,
     }
-}
-
-/// `token(k1, ..., kn)`: the row's token when the arguments are the partition key, else the
-/// arguments hashed as a key of the same types would be.
-fn compile_token(t: &TableMeta, fname: String, args: &[Selector]) -> ExecResult<(Sel, CqlType)> {
-    let mut idx = Vec::new();
-    for a in args {
-        let Selector::Column(id) = a else {
-            return Err(ExecError::Invalid(
-                "token() takes the partition key columns".into(),
-            ));
-        };
-        idx.push(col_index(t, &id.name)?);
-    }
-    let pk: Vec<usize> = t
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.kind == ColumnKind::PartitionKey)
-        .map(|(i, _)| i)
-        .collect();
-    if idx == pk {
-        return Ok((Sel::Token(idx), bigint()));
-    }
-    let same_types = idx.len() == pk.len()
-        && idx
-            .iter()
-            .zip(&pk)
-            .all(|(a, b)| t.columns[*a].cql_type == t.columns[*b].cql_type);
-    if !same_types {
-        return Err(ExecError::Invalid(format!(
-            "Type error: token() arguments must be the partition key columns of {}",
-            t.name
-        )));
-    }
-    Ok((
-        Sel::Func {
-            name: fname,
-            args: idx.iter().map(|i| Sel::Column(*i)).collect(),
-            arg_types: idx.iter().map(|i| t.columns[*i].cql_type.clone()).collect(),
-        },
-        bigint(),
-    ))
 }
 
 fn compile_aggregate(
@@ -446,11 +415,25 @@ fn compile_scalar_call(
     } else {
         None
     };
+    // A bind marker takes the type the function declares for it.
+    let mut own = Vec::with_capacity(args.len());
+    for a in args {
+        own.push(match as_term(a) {
+            Some(term) => values::infer_type(&term),
+            None => Some(compile_one(t, a, binds)?.1),
+        });
+    }
+    let markers: Vec<bool> = args
+        .iter()
+        .map(|a| matches!(a, Selector::Term(Term::Bind(_))))
+        .collect();
+    let declared = functions::declared_types(&fname, &own, &markers)?;
     let mut sels = Vec::new();
     let mut types: Vec<CqlType> = Vec::new();
     for (i, a) in args.iter().enumerate() {
         let literal_ty = match (&vector_ty, fname.as_str(), i) {
             (Some(vt), _, _) => Some(vt.clone()),
+            _ if markers[i] => declared[i].clone(),
             // floor(t, 1h, '2016-09-01'): the duration and the start are typed by the call.
             (None, "floor", 1) => Some(CqlType::Native(NativeType::Duration)),
             (None, "floor", 2) => types.first().map(functions::floor_start_type),
@@ -461,7 +444,13 @@ fn compile_scalar_call(
             _ => compile_one(t, a, binds)?,
         };
         sels.push(s);
-        types.push(ty);
+        // `max(timeuuid)` reports the legacy class; functions take it as the timeuuid it is.
+        types.push(match ty {
+            CqlType::Custom(c) if c == functions::LEGACY_TIMEUUID => {
+                CqlType::Native(NativeType::Timeuuid)
+            }
+            ty => ty,
+        });
     }
     let rt = functions::resolve(&fname, &types)?;
     Ok((

@@ -135,9 +135,9 @@ pub fn note_condition(
             let (kt, _) = element_types(col)?;
             note_binds(
                 k,
-                BindSpec::new(t, &format!("key({})", col.name), kt),
+                BindSpec::new(t, &super::plan::index_name(col), kt),
                 specs,
-            );
+            )?;
         }
         let target = target_type(col, &cond.path)?;
         let is_slice = matches!(
@@ -151,16 +151,25 @@ pub fn note_condition(
             ));
         }
         let vt = value_type(col, &target, cond.op)?;
+        // Cassandra names the receiver after the part compared: `value(m)`, `u.f`, `key(m)`.
+        let name = match (&cond.path, cond.op) {
+            (_, Operator::Contains) | (Some(SubPath::Element(_)), _) => {
+                format!("value({})", col.name)
+            }
+            (_, Operator::ContainsKey) => format!("key({})", col.name),
+            (Some(SubPath::Field(f)), _) => format!("{}.{}", col.name, f.name),
+            (None, _) => col.name.clone(),
+        };
         match &cond.value {
             RelationValue::Single(term) if cond.op == Operator::In => note_binds(
                 term,
-                BindSpec::new(t, &format!("in({})", col.name), list_of(&vt)),
+                BindSpec::new(t, &format!("in({name})"), list_of(&vt)),
                 specs,
-            ),
-            RelationValue::Single(term) => note_binds(term, BindSpec::new(t, &col.name, vt), specs),
+            )?,
+            RelationValue::Single(term) => note_binds(term, BindSpec::new(t, &name, vt), specs)?,
             RelationValue::List(terms) => {
                 for term in terms {
-                    note_binds(term, BindSpec::new(t, &col.name, vt.clone()), specs);
+                    note_binds(term, BindSpec::new(t, &name, vt.clone()), specs)?;
                 }
             }
             RelationValue::Between(..) => {

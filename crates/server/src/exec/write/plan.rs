@@ -21,21 +21,26 @@ fn column_index_of(t: &TableMeta, name: &str) -> ExecResult<usize> {
         .ok_or_else(|| ExecError::Invalid(format!("Undefined column name {name}")))
 }
 
-fn note_using(t: &TableMeta, using: &UsingClause, specs: &mut Vec<Option<BindSpec>>) {
+fn note_using(
+    t: &TableMeta,
+    using: &UsingClause,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<()> {
     if let Some(ttl) = &using.ttl {
         note_binds(
             ttl,
             BindSpec::new(t, "[ttl]", CqlType::Native(NativeType::Int)),
             specs,
-        );
+        )?;
     }
     if let Some(ts) = &using.timestamp {
         note_binds(
             ts,
             BindSpec::new(t, "[timestamp]", CqlType::Native(NativeType::Bigint)),
             specs,
-        );
+        )?;
     }
+    Ok(())
 }
 
 fn where_keys(
@@ -69,7 +74,7 @@ fn where_keys(
                 Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte,
                 RelationValue::Single(term),
             ) if allow_slice && c.kind == ColumnKind::Clustering => {
-                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
                 slice.push((*op, term.clone()));
                 None
             }
@@ -120,12 +125,12 @@ fn key_values(
 ) -> ExecResult<ValuesOf> {
     match (op, value) {
         (Operator::Eq, RelationValue::Single(term)) => {
-            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
             Ok(ValuesOf::Terms(vec![term.clone()]))
         }
         (Operator::In, RelationValue::List(terms)) => {
             for term in terms {
-                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+                note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
             }
             Ok(ValuesOf::Terms(terms.clone()))
         }
@@ -138,7 +143,7 @@ fn key_values(
                 term,
                 BindSpec::new(t, &format!("in({})", c.name), lt),
                 specs,
-            );
+            )?;
             Ok(ValuesOf::BindList(term.clone()))
         }
         _ => invalid(match c.kind {
@@ -180,7 +185,7 @@ pub fn plan_insert(
     if t.is_counter_table() {
         return invalid("INSERT statements are not allowed on counter tables, use UPDATE instead");
     }
-    note_using(&t, &s.using, specs);
+    note_using(&t, &s.using, specs)?;
     let (kind, mut pk, mut ck, ops) = match &s.values {
         InsertValues::Values { columns, values } => {
             let (pk, ck, ops) = insert_values(&t, columns, values, specs)?;
@@ -191,7 +196,7 @@ pub fn plan_insert(
                 value,
                 BindSpec::new(&t, "[json]", CqlType::Native(NativeType::Varchar)),
                 specs,
-            );
+            )?;
             let kind = WriteKind::InsertJson {
                 json: value.clone(),
                 default_unset: *default == JsonDefault::Unset,
@@ -249,7 +254,7 @@ fn insert_values(
             return invalid(format!("Multiple definitions found for column {}", id.name));
         }
         let c = &t.columns[i];
-        note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+        note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
         match c.kind {
             ColumnKind::PartitionKey => pk.push((c.position, ValuesOf::Terms(vec![term.clone()]))),
             ColumnKind::Clustering => ck.push((c.position, ValuesOf::Terms(vec![term.clone()]))),
@@ -307,7 +312,7 @@ pub fn plan_update(
     s: &UpdateStatement,
     specs: &mut Vec<Option<BindSpec>>,
 ) -> ExecResult<WritePlan> {
-    note_using(&t, &s.using, specs);
+    note_using(&t, &s.using, specs)?;
     let mut ops = Vec::new();
     for a in &s.assignments {
         let (name, op) = assignment_op(&t, a)?;
@@ -435,6 +440,16 @@ fn check_assignment(c: &ColumnMeta, a: &Assignment, op: &Op) -> ExecResult<()> {
     }
 }
 
+/// What Cassandra names a marker for an element's key or index: `idx(l)` for a list, `key(m)`
+/// for a map, `value(s)` for a set.
+pub fn index_name(c: &ColumnMeta) -> String {
+    match &c.cql_type {
+        CqlType::List { .. } => format!("idx({})", c.name),
+        CqlType::Set { .. } => format!("value({})", c.name),
+        _ => format!("key({})", c.name),
+    }
+}
+
 /// Records the bind markers of one operation with the types they receive.
 fn note_op_binds(
     t: &TableMeta,
@@ -443,11 +458,16 @@ fn note_op_binds(
     specs: &mut Vec<Option<BindSpec>>,
 ) -> ExecResult<()> {
     match op {
-        Op::Set(v) | Op::Add(v) | Op::Prepend(v) | Op::Subtract(v) => note_binds(
-            v,
-            BindSpec::new(t, &c.name, op_value_type(&c.cql_type, op)),
-            specs,
-        ),
+        // A counter delta is read as a bigint but announced as the counter it updates.
+        Op::Set(v) | Op::Add(v) | Op::Prepend(v) | Op::Subtract(v) => {
+            let ty = match op_value_type(&c.cql_type, op) {
+                CqlType::Native(NativeType::Bigint) if c.cql_type.is_counter() => {
+                    c.cql_type.clone()
+                }
+                ty => ty,
+            };
+            note_binds(v, BindSpec::new(t, &c.name, ty), specs)?
+        }
         Op::SetElement(k, v) => {
             let (kt, vt) = match &c.cql_type {
                 CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
@@ -461,17 +481,18 @@ fn note_op_binds(
                     ))
                 }
             };
-            note_binds(k, BindSpec::new(t, &format!("key({})", c.name), kt), specs);
+            note_binds(k, BindSpec::new(t, &index_name(c), kt), specs)?;
             note_binds(
                 v,
                 BindSpec::new(t, &format!("value({})", c.name), vt),
                 specs,
-            );
+            )?;
         }
         Op::SetField(f, v) => {
             if let CqlType::Udt { def, .. } = &c.cql_type {
                 if let Some((n, ft)) = def.fields.get(*f) {
-                    note_binds(v, BindSpec::new(t, n, ft.clone()), specs);
+                    let name = format!("{}.{n}", c.name);
+                    note_binds(v, BindSpec::new(t, &name, ft.clone()), specs)?;
                 }
             }
         }
@@ -488,7 +509,7 @@ pub fn plan_delete(
     if s.using.ttl.is_some() {
         return invalid("Cannot specify TTL on DELETE");
     }
-    note_using(&t, &s.using, specs);
+    note_using(&t, &s.using, specs)?;
     let mut ops = Vec::new();
     for item in &s.columns {
         let i = column_index_of(&t, &item.column.name)?;
@@ -512,7 +533,7 @@ pub fn plan_delete(
                     ))
                 }
             };
-            note_binds(k, BindSpec::new(&t, &format!("key({})", c.name), kt), specs);
+            note_binds(k, BindSpec::new(&t, &index_name(c), kt), specs)?;
         }
         ops.push((i, Op::Delete(item.path.clone())));
     }

@@ -216,6 +216,7 @@ fn clustering_prefix(
             Some(r) => r,
         };
         if after_multi && !gap {
+            check_after_multi_slice(shape, allow_filtering, clustering, p, op)?;
             filters.push(Filter {
                 column: ck_cols[p],
                 op,
@@ -257,6 +258,32 @@ fn clustering_prefix(
         }
     }
     Ok(())
+}
+
+/// A clustering column restricted after a multi-column slice is checked row by row: that needs
+/// ALLOW FILTERING or an index on the column.
+fn check_after_multi_slice(
+    shape: &Shape<'_>,
+    allow_filtering: bool,
+    clustering: &Clustering,
+    p: usize,
+    op: Operator,
+) -> ExecResult<()> {
+    let t = shape.t;
+    if allow_filtering || shape.system || index_serves(t, shape.ck_cols[p], op).is_some() {
+        return Ok(());
+    }
+    let slice = clustering
+        .multi_filters
+        .iter()
+        .find(|m| !matches!(m.op, Operator::Eq | Operator::In));
+    match slice.and_then(|m| m.columns.first()) {
+        Some(&first) => invalid(format!(
+            "Clustering column \"{}\" cannot be restricted (preceding column \"{}\" is restricted by a non-EQ relation)",
+            t.columns[shape.ck_cols[p]].name, t.columns[first].name
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A clustering column restricted after an unrestricted one (or after the slice) is checked row
@@ -342,4 +369,50 @@ pub(super) fn check_filtering(
         return invalid(FILTERING_MSG);
     }
     Ok(())
+}
+
+/// A legacy (non-SAI) index answers one restriction; Cassandra filters every other restricted
+/// column (regular columns, and the clustering columns unless they are a plain prefix of a read
+/// by partition key), which needs ALLOW FILTERING.
+pub(super) fn legacy_index_needs_filtering(
+    shape: &Shape<'_>,
+    r: &Restrictions,
+    clustering: &Clustering,
+    keyed: bool,
+) -> bool {
+    let t = shape.t;
+    let is_ck = |c: usize| shape.ck_cols.contains(&c);
+    let legacy_ck_filter = r
+        .filters
+        .iter()
+        .any(|f| is_ck(f.column) && index_serves(t, f.column, f.op) == Some(false));
+    let legacy_ck_prefix = !keyed
+        && (0..clustering.eq.len())
+            .any(|p| index_serves(t, shape.ck_cols[p], Operator::Eq) == Some(false));
+    if !(r.used_index || legacy_ck_filter || legacy_ck_prefix) {
+        return false;
+    }
+    let mut ck: Vec<usize> = shape.ck_cols[..clustering.eq.len()].to_vec();
+    if clustering.slice.is_some() {
+        ck.extend(shape.ck_cols.get(clustering.eq.len()));
+    }
+    ck.extend(r.filters.iter().map(|f| f.column).filter(|&c| is_ck(c)));
+    ck.extend(
+        clustering
+            .multi_filters
+            .iter()
+            .flat_map(|m| m.columns.iter().copied()),
+    );
+    ck.sort_unstable();
+    ck.dedup();
+    let ck_filtered = !keyed || r.filters.iter().any(|f| is_ck(f.column));
+    let mut regular: Vec<usize> = r
+        .filters
+        .iter()
+        .map(|f| f.column)
+        .filter(|&c| !is_ck(c) && !shape.pk_cols.contains(&c))
+        .collect();
+    regular.sort_unstable();
+    regular.dedup();
+    regular.len() + if ck_filtered { ck.len() } else { 0 } > 1
 }

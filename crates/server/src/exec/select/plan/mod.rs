@@ -29,7 +29,8 @@ mod ordering;
 mod relations;
 
 use clustering::{
-    check_filtering, clustering_indexed, plan_clustering, select_partitions, selects_only_statics,
+    check_filtering, clustering_indexed, legacy_index_needs_filtering, plan_clustering,
+    select_partitions, selects_only_statics,
 };
 use ordering::{multi_partition, note_limit_binds, plan_group_by, plan_order};
 use relations::collect_restrictions;
@@ -43,8 +44,8 @@ pub fn plan(
     specs: &mut Vec<Option<BindSpec>>,
 ) -> ExecResult<SelectPlan> {
     let t = &*table;
-    let no_binds = Binds::none();
-    let compiled = selectors::compile(t, &s.projection, &no_binds)?;
+    let compiled = selectors::compile(t, &s.projection, &Binds::planning())?;
+    selectors::note_selector_binds(t, &s.projection, specs)?;
     super::validate::check(t, s, &compiled)?;
     if s.distinct {
         check_distinct(t, s, &compiled)?;
@@ -61,6 +62,9 @@ pub fn plan(
     }
     let ck_indexed = clustering_indexed(&shape, &r);
     let clustering = plan_clustering(&shape, s.allow_filtering, &mut r)?;
+    if !shape.system && legacy_index_needs_filtering(&shape, &r, &clustering, keyed) {
+        r.need_filtering = true;
+    }
     check_filtering(
         &shape,
         s.allow_filtering,
@@ -69,8 +73,8 @@ pub fn plan(
         &clustering,
         r.need_filtering,
     )?;
-    let mut order = plan_order(&shape, s, keyed, specs)?;
-    note_limit_binds(t, s, specs);
+    let mut order = plan_order(&shape, s, keyed, &clustering, specs)?;
+    note_limit_binds(t, s, specs)?;
     if !multi_partition(&partitions) {
         order.merge_order.clear();
     }
@@ -78,6 +82,8 @@ pub fn plan(
     Ok(SelectPlan {
         table,
         compiled: Arc::new(compiled),
+        bound_projection: selectors::projection_has_bind(&s.projection)
+            .then(|| s.projection.clone()),
         partitions,
         clustering_eq: clustering.eq,
         clustering_slice: clustering.slice,

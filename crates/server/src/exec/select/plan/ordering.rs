@@ -1,6 +1,6 @@
 //! Phases 6 and 7 of planning: ORDER BY, the receivers of LIMIT markers, and GROUP BY.
 
-use super::{column_index, Order, Shape};
+use super::{column_index, Clustering, Order, Shape};
 use crate::exec::error::{invalid, ExecResult};
 use crate::exec::key_values::note_binds;
 use crate::exec::select::order::plan_ann;
@@ -16,6 +16,7 @@ pub(super) fn plan_order(
     shape: &Shape<'_>,
     s: &SelectStatement,
     keyed: bool,
+    clustering: &Clustering,
     specs: &mut Vec<Option<BindSpec>>,
 ) -> ExecResult<Order> {
     let t = shape.t;
@@ -40,9 +41,17 @@ pub(super) fn plan_order(
             "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
         );
     }
+    // A clustering column restricted to a single value may be left out of ORDER BY.
+    let single = |p: usize| single_valued(shape, clustering, p);
+    let mut next = 0;
     for (n, o) in s.order_by.iter().enumerate() {
         let i = column_index(t, &o.column.name)?;
-        if shape.ck_cols.get(n) != Some(&i) {
+        while shape.ck_cols.get(next).is_some_and(|&c| c != i) && single(next) {
+            next += 1;
+        }
+        let at = next;
+        next += 1;
+        if shape.ck_cols.get(at) != Some(&i) {
             return invalid("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY".to_string());
         }
         let desc_declared = t.columns[i].order == helenus_schema::ClusteringOrder::Desc;
@@ -62,18 +71,38 @@ pub(super) fn note_limit_binds(
     t: &TableMeta,
     s: &SelectStatement,
     specs: &mut Vec<Option<BindSpec>>,
-) {
+) -> ExecResult<()> {
     let int = CqlType::Native(helenus_types::NativeType::Int);
     for term in s.limit.iter() {
-        note_binds(term, BindSpec::new(t, "[limit]", int.clone()), specs);
+        note_binds(term, BindSpec::new(t, "[limit]", int.clone()), specs)?;
     }
     for term in s.per_partition_limit.iter() {
         note_binds(
             term,
             BindSpec::new(t, "[per_partition_limit]", int.clone()),
             specs,
-        );
+        )?;
     }
+    Ok(())
+}
+
+/// Whether the clustering column at position `p` is restricted to one value: `= x`, `IN (x)`,
+/// or a multi-column `=` / `IN` of one tuple.
+fn single_valued(shape: &Shape<'_>, clustering: &Clustering, p: usize) -> bool {
+    if let Some(v) = clustering.eq.get(p) {
+        return matches!(v, ValuesOf::Terms(v) if v.len() == 1);
+    }
+    let Some(col) = shape.ck_cols.get(p) else {
+        return false;
+    };
+    clustering.multi_filters.iter().any(|m| {
+        m.columns.contains(col)
+            && match (&m.op, &m.value) {
+                (ast::Operator::Eq, ast::RelationValue::Single(ast::Term::Tuple(_))) => true,
+                (ast::Operator::In, ast::RelationValue::List(items)) => items.len() == 1,
+                _ => false,
+            }
+    })
 }
 
 /// Whether the partition keys name several partitions (an IN), whose rows ORDER BY merges.

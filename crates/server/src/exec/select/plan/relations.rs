@@ -104,17 +104,20 @@ fn clustering_relation(
 ) -> ExecResult<()> {
     let t = shape.t;
     let c = &t.columns[i];
+    if r.multis.iter().any(|(cols, _, _)| cols.contains(&i)) {
+        check_multi_column_overlap(shape, r, &[i], op)?;
+    }
     if let RelationValue::Single(term) = value {
         let (name, ty) = if op == Operator::In {
             (format!("in({})", c.name), list_of(&c.cql_type))
         } else {
             (c.name.clone(), c.cql_type.clone())
         };
-        note_binds(term, BindSpec::new(t, &name, ty), specs);
+        note_binds(term, BindSpec::new(t, &name, ty), specs)?;
     }
     if let RelationValue::List(terms) = value {
         for term in terms {
-            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
         }
     }
     match &mut r.ck_restr[p] {
@@ -172,15 +175,21 @@ fn filter_relation(
     let t = shape.t;
     let c = &t.columns[i];
     if let RelationValue::Single(term) = value {
+        let name = match op {
+            Operator::In => format!("in({})", c.name),
+            Operator::Contains => format!("value({})", c.name),
+            Operator::ContainsKey => format!("key({})", c.name),
+            _ => c.name.clone(),
+        };
         note_binds(
             term,
-            BindSpec::new(t, &c.name, filter_bind_type(c, op)),
+            BindSpec::new(t, &name, filter_bind_type(c, op)),
             specs,
-        );
+        )?;
     }
     if let RelationValue::List(terms) = value {
         for term in terms {
-            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs);
+            note_binds(term, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
         }
     }
     if !shape.system && op == Operator::Neq {
@@ -259,6 +268,7 @@ fn token_relation(
     let RelationValue::Single(term) = value else {
         return invalid("Unsupported token restriction");
     };
+    note_token_binds(shape, term, specs)?;
     note_binds(
         term,
         BindSpec::new(
@@ -267,7 +277,24 @@ fn token_relation(
             CqlType::Native(helenus_types::NativeType::Bigint),
         ),
         specs,
-    );
+    )?;
+    if op == Operator::Eq && (r.token.0.is_some() || r.token.1.is_some()) {
+        return invalid(format!(
+            "Columns \"{}\" cannot be restricted by both an equality and an inequality relation",
+            names.join(", ")
+        ));
+    }
+    let bound_taken = match op {
+        Operator::Gt | Operator::Gte => r.token.0.is_some().then_some("start"),
+        Operator::Lt | Operator::Lte => r.token.1.is_some().then_some("end"),
+        _ => None,
+    };
+    if let Some(side) = bound_taken {
+        return invalid(format!(
+            "More than one restriction was found for the {side} bound on {}",
+            names.join(", ")
+        ));
+    }
     match op {
         Operator::Gt => r.token.0 = Some((term.clone(), false)),
         Operator::Gte => r.token.0 = Some((term.clone(), true)),
@@ -278,6 +305,31 @@ fn token_relation(
             r.token.1 = Some((term.clone(), true));
         }
         _ => return invalid("Unsupported token restriction"),
+    }
+    Ok(())
+}
+
+/// `token(k) > token(?)`: the markers are the partition key's values, named as arguments of
+/// `system.token`.
+fn note_token_binds(
+    shape: &Shape<'_>,
+    term: &Term,
+    specs: &mut Vec<Option<BindSpec>>,
+) -> ExecResult<()> {
+    let Term::FunctionCall { name, args } = term else {
+        return Ok(());
+    };
+    if !name.name.name.eq_ignore_ascii_case("token") {
+        return Ok(());
+    }
+    for (n, (arg, &i)) in args.iter().zip(&shape.pk_cols).enumerate() {
+        let c = &shape.t.columns[i];
+        let spec = BindSpec::new(
+            shape.t,
+            &format!("arg{n}(system.token)"),
+            c.cql_type.clone(),
+        );
+        note_binds(arg, spec, specs)?;
     }
     Ok(())
 }
@@ -293,6 +345,16 @@ fn multi_column_relation(
 ) -> ExecResult<()> {
     let idx = multi_column_indexes(shape, columns)?;
     note_multi_column_binds(shape.t, &idx, columns, op, value, specs)?;
+    check_multi_column_overlap(shape, r, &idx, op)?;
+    if let (Operator::In, RelationValue::List(items)) = (op, value) {
+        for item in items {
+            let Term::Tuple(parts) = item else { continue };
+            if let Some(n) = parts.iter().position(|p| *p == Term::Null) {
+                let name = idx.get(n).map_or("", |&i| shape.t.columns[i].name.as_str());
+                return invalid(format!("Invalid null value for column {name}"));
+            }
+        }
+    }
     // `(b, c) = (1, 2)` is `b = 1 AND c = 2`: planned as such, it combines with the
     // single-column relations around it into one clustering prefix.
     if let (Operator::Eq, RelationValue::Single(Term::Tuple(items))) = (op, value) {
@@ -310,6 +372,41 @@ fn multi_column_relation(
         }
     }
     r.multis.push((idx, op, value.clone()));
+    Ok(())
+}
+
+/// A column under an equality may not be restricted again by a multi-column relation, nor a
+/// column under a multi-column relation again by an equality.
+fn check_multi_column_overlap(
+    shape: &Shape<'_>,
+    r: &Restrictions,
+    idx: &[usize],
+    op: Operator,
+) -> ExecResult<()> {
+    for &i in idx {
+        let p = shape.ck_cols.iter().position(|&x| x == i);
+        let single = p.and_then(|p| r.ck_restr[p].as_ref()).map(|(o, _)| *o);
+        let multi = r.multis.iter().find(|(cols, _, _)| cols.contains(&i));
+        let existing = single.or(multi.map(|(_, o, _)| *o));
+        let side = |o: Operator| match o {
+            Operator::Gt | Operator::Gte => Some("start"),
+            Operator::Lt | Operator::Lte => Some("end"),
+            _ => None,
+        };
+        if let Some(bound) = existing.and_then(side).filter(|s| side(op) == Some(*s)) {
+            return invalid(format!(
+                "More than one restriction was found for the {bound} bound on {}",
+                shape.t.columns[i].name
+            ));
+        }
+        let clash = existing.is_some_and(|o| o == Operator::Eq || op == Operator::Eq);
+        if clash {
+            return invalid(format!(
+                "{} cannot be restricted by more than one relation if it includes an Equal",
+                shape.t.columns[i].name
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -368,18 +465,29 @@ fn note_multi_column_binds(
         RelationValue::List(terms) => terms.iter().try_for_each(arity_check)?,
         _ => {}
     }
-    match value {
-        RelationValue::Single(term) => {
-            let ty = if op == Operator::In {
-                list_of(&tuple_ty)
-            } else {
-                tuple_ty.clone()
-            };
-            note_binds(term, BindSpec::new(t, &name, ty), specs);
+    // A tuple literal's markers are named after their columns; a marker for the whole tuple is
+    // named `(a,b)`, or `in(a,b)` for the list of an `IN ?`.
+    let note = |term: &Term, specs: &mut Vec<Option<BindSpec>>| -> ExecResult<()> {
+        match term {
+            Term::Tuple(items) => {
+                for (item, &i) in items.iter().zip(idx) {
+                    let c = &t.columns[i];
+                    note_binds(item, BindSpec::new(t, &c.name, c.cql_type.clone()), specs)?;
+                }
+                Ok(())
+            }
+            _ => note_binds(term, BindSpec::new(t, &name, tuple_ty.clone()), specs),
         }
+    };
+    match value {
+        RelationValue::Single(term) if op == Operator::In => {
+            let in_name = format!("in{name}");
+            note_binds(term, BindSpec::new(t, &in_name, list_of(&tuple_ty)), specs)?;
+        }
+        RelationValue::Single(term) => note(term, specs)?,
         RelationValue::List(terms) => {
             for term in terms {
-                note_binds(term, BindSpec::new(t, &name, tuple_ty.clone()), specs);
+                note(term, specs)?;
             }
         }
         RelationValue::Between(..) => {
@@ -401,6 +509,11 @@ fn element_relation(
 ) -> ExecResult<()> {
     let t = shape.t;
     let i = column_index(t, column)?;
+    if matches!(&t.columns[i].cql_type, CqlType::Map { frozen: true, .. }) {
+        return invalid(format!(
+            "Map-entry equality predicates on frozen map column {column} are not supported"
+        ));
+    }
     if let CqlType::Map {
         key: kt, value: vt, ..
     } = &t.columns[i].cql_type
@@ -409,12 +522,12 @@ fn element_relation(
             key,
             BindSpec::new(t, &format!("key({column})"), (**kt).clone()),
             specs,
-        );
+        )?;
         note_binds(
             value,
             BindSpec::new(t, &format!("value({column})"), (**vt).clone()),
             specs,
-        );
+        )?;
     }
     if op != Operator::Eq || r.used_index || !entries_indexed(t, i) {
         r.need_filtering = true;
