@@ -101,6 +101,22 @@ pub trait StorageProxy: Send + Sync {
     }
 }
 
+/// Applies `mutations` to this node's engine as one commitlog entry (the single-mutation
+/// path when there is one). Shared by the local proxy and the replica side of a ring.
+pub async fn apply_locally(
+    engine: &st::Engine,
+    mut mutations: Vec<st::Mutation>,
+) -> Result<(), st::StorageError> {
+    match mutations.len() {
+        0 => Ok(()),
+        1 => match mutations.pop() {
+            Some(m) => engine.apply(m).await,
+            None => Ok(()),
+        },
+        _ => engine.apply_batch(mutations).await,
+    }
+}
+
 /// A single node: every level is met by the one local replica.
 pub struct LocalProxy {
     engine: Arc<st::Engine>,
@@ -115,19 +131,10 @@ impl LocalProxy {
 impl StorageProxy for LocalProxy {
     fn mutate(
         &self,
-        mut mutations: Vec<st::Mutation>,
+        mutations: Vec<st::Mutation>,
         _consistency: ConsistencyLevel,
     ) -> ProxyFuture<'_, ()> {
-        Box::pin(async move {
-            match mutations.len() {
-                0 => Ok(()),
-                1 => match mutations.pop() {
-                    Some(m) => Ok(self.engine.apply(m).await?),
-                    None => Ok(()),
-                },
-                _ => Ok(self.engine.apply_batch(mutations).await?),
-            }
-        })
+        Box::pin(async move { Ok(apply_locally(&self.engine, mutations).await?) })
     }
 
     fn read(

@@ -22,15 +22,12 @@ pub trait ClusterView: Send + Sync {
     fn peers(&self) -> Vec<PeerInfo>;
     /// The ring (NORMAL members and their tokens).
     fn ring(&self) -> Arc<Ring>;
-    fn is_alive(&self, node: NodeId) -> bool;
     /// The replicas of `token` in `keyspace`, primary first (`nodetool getendpoints`).
     fn replicas(&self, keyspace: &helenus_schema::KeyspaceMeta, token: i64) -> Vec<NodeId>;
     /// Effective ownership of each node for `keyspace` (`nodetool status KS`), 0..1.
     fn ownership(&self, keyspace: Option<&helenus_schema::KeyspaceMeta>) -> BTreeMap<NodeId, f64>;
     /// Schema versions and the nodes on each (`nodetool describecluster`).
     fn schema_versions(&self) -> BTreeMap<String, Vec<IpAddr>>;
-    /// Hints waiting here for replicas that missed writes.
-    fn hints_pending(&self) -> u64;
     /// Before a schema change here: wait for the ring's schema lease (one change at a time,
     /// starting from the newest schema).
     fn begin_schema_change(&self) -> Starting<'_>;

@@ -489,10 +489,6 @@ impl crate::topology::ClusterView for ClusterNode {
         self.service.ring()
     }
 
-    fn is_alive(&self, node: NodeId) -> bool {
-        node == self.local() || self.service.is_alive(node)
-    }
-
     fn replicas(&self, keyspace: &KeyspaceMeta, token: i64) -> Vec<NodeId> {
         self.map_for(keyspace).replicas(token).to_vec()
     }
@@ -523,18 +519,6 @@ impl crate::topology::ClusterView for ClusterNode {
             (&version, self.service.listen_address().ip()),
             &self.service.peers(),
         )
-    }
-
-    fn hints_pending(&self) -> u64 {
-        self.hints
-            .targets()
-            .map(|targets| {
-                targets
-                    .iter()
-                    .map(|t| self.hints.read(*t).map_or(0, |h| h.len() as u64))
-                    .sum()
-            })
-            .unwrap_or(0)
     }
 
     fn begin_schema_change(&self) -> crate::topology::Starting<'_> {

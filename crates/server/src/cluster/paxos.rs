@@ -182,22 +182,14 @@ impl PaxosStore for EnginePaxosStore {
     }
 
     fn apply(&self, _key: &[u8], commit: &Commit) {
-        let Ok(mut mutations) = helenus_mutation::decode_mutations(commit.update.clone()) else {
+        let Ok(mutations) = helenus_mutation::decode_mutations(commit.update.clone()) else {
             tracing::error!("committed paxos update not understood");
             return;
         };
-        let engine = self.engine.clone();
         // Acceptors are synchronous; the engine's write waits for its commitlog.
         let applied = tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(async move {
-                match mutations.len() {
-                    1 => match mutations.pop() {
-                        Some(m) => engine.apply(m).await,
-                        None => Ok(()),
-                    },
-                    _ => engine.apply_batch(mutations).await,
-                }
-            })
+            tokio::runtime::Handle::current()
+                .block_on(crate::proxy::apply_locally(&self.engine, mutations))
         });
         if let Err(e) = applied {
             tracing::error!(error = %e, "committed paxos update not applied");

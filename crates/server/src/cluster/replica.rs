@@ -136,20 +136,14 @@ impl LocalStore {
 impl LocalWriter for LocalStore {
     fn apply<'a>(&'a self, mutation: &'a Bytes) -> ApplyFuture<'a> {
         Box::pin(async move {
-            let mut mutations = helenus_mutation::decode_mutations(mutation.clone())
+            let mutations = helenus_mutation::decode_mutations(mutation.clone())
                 .map_err(|e| ReplicaWriteError::Failed(e.to_string()))?;
-            let applied = match mutations.len() {
-                0 => Ok(()),
-                1 => match mutations.pop() {
-                    Some(m) => self.engine.apply(m).await,
-                    None => Ok(()),
-                },
-                _ => self.engine.apply_batch(mutations).await,
-            };
-            applied.map_err(|e| match e {
-                st::StorageError::ShuttingDown => ReplicaWriteError::Overloaded,
-                other => ReplicaWriteError::Failed(other.to_string()),
-            })
+            crate::proxy::apply_locally(&self.engine, mutations)
+                .await
+                .map_err(|e| match e {
+                    st::StorageError::ShuttingDown => ReplicaWriteError::Overloaded,
+                    other => ReplicaWriteError::Failed(other.to_string()),
+                })
         })
     }
 }

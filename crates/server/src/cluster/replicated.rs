@@ -224,6 +224,20 @@ impl ReplicatedProxy {
 type Groups = BTreeMap<(String, i64), (Arc<KeyspaceMeta>, Vec<st::Mutation>)>;
 
 impl ReplicatedProxy {
+    /// Writes the mutations of tables that are not replicated (system keyspaces) here and
+    /// returns the others by partition.
+    async fn write_unreplicated(
+        &self,
+        mutations: Vec<st::Mutation>,
+        consistency: ConsistencyLevel,
+    ) -> Result<Groups, ProxyError> {
+        let (groups, local_only) = self.by_partition(mutations);
+        if !local_only.is_empty() {
+            self.local.mutate(local_only, consistency).await?;
+        }
+        Ok(groups)
+    }
+
     /// Mutations by (keyspace, partition), each with its own replicas; those of tables that
     /// are not replicated (system keyspaces) apart.
     fn by_partition(&self, mutations: Vec<st::Mutation>) -> (Groups, Vec<st::Mutation>) {
@@ -352,10 +366,7 @@ impl StorageProxy for ReplicatedProxy {
         consistency: ConsistencyLevel,
     ) -> ProxyFuture<'_, ()> {
         Box::pin(async move {
-            let (groups, local_only) = self.by_partition(mutations);
-            if !local_only.is_empty() {
-                self.local.mutate(local_only, consistency).await?;
-            }
+            let groups = self.write_unreplicated(mutations, consistency).await?;
             let write_type = if groups.len() > 1 {
                 WriteType::UnloggedBatch
             } else {
@@ -371,10 +382,7 @@ impl StorageProxy for ReplicatedProxy {
         consistency: ConsistencyLevel,
     ) -> ProxyFuture<'_, ()> {
         Box::pin(async move {
-            let (groups, local_only) = self.by_partition(mutations);
-            if !local_only.is_empty() {
-                self.local.mutate(local_only, consistency).await?;
-            }
+            let groups = self.write_unreplicated(mutations, consistency).await?;
             if groups.len() < 2 {
                 // One partition is atomic by itself (one commitlog entry on each replica).
                 return self
