@@ -14,15 +14,23 @@ HOST="${HELENUS_TEST_HOST:-127.0.0.3}"
 PORT="${HELENUS_TEST_PORT:-9042}"
 
 passed=0; failed=0; failures=()
+# Each step's output is also kept, so the end of the run can repeat why a step failed: CI shows only
+# the tail of this script's output, and a failing test's lines would otherwise be scrolled away.
+LOG_DIR="$HELENUS_CACHE/run-all-logs"; rm -rf "$LOG_DIR"; mkdir -p "$LOG_DIR"
+digest=()
 step() {  # step NAME TIMEOUT_S CMD...
   local name="$1" limit="$2"; shift 2
-  local t0=$SECONDS
+  local t0=$SECONDS log="$LOG_DIR/step-$((passed + failed)).log"
   echo "=== $name"
-  if timeout --kill-after=30 "$limit" "$@"; then
+  # Into a file rather than through a pipe: a server a step leaves behind would hold a pipe open.
+  timeout --kill-after=30 "$limit" "$@" > "$log" 2>&1
+  local rc=$?
+  cat "$log"
+  if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1)); echo "=== $name: ok ($((SECONDS - t0)) s)"
   else
-    local rc=$?
     failed=$((failed + 1)); failures+=("$name"); echo "=== $name: FAILED (exit $rc, $((SECONDS - t0)) s)"
+    digest+=("--- $name (exit $rc):" "$(grep -E 'panicked at|^test .* FAILED|^---- |FAILED|[Ee]rror[:[]|assert' "$log" | head -40)")
   fi
 }
 
@@ -90,6 +98,10 @@ else
 fi
 
 echo
+if [ ${#digest[@]} -gt 0 ]; then
+  echo "why the failed steps failed (full logs in $LOG_DIR):"
+  printf '%s\n' "${digest[@]}"
+fi
 [ ${#failures[@]} -gt 0 ] && echo "failed steps: ${failures[*]}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
