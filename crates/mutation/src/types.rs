@@ -64,6 +64,26 @@ pub struct Mutation {
     pub rows: Vec<RowUpdate>,
 }
 
+impl Mutation {
+    /// Whether applying this needs a counter read-modify-write somewhere (and, in a ring, a
+    /// shard leader).
+    pub fn has_counter_increments(&self) -> bool {
+        self.static_row.iter().chain(self.rows.iter()).any(|r| {
+            r.cells
+                .iter()
+                .any(|c| matches!(c.op, CellOp::CounterAdd(_)))
+        })
+    }
+
+    /// Every cell update of the mutation, static row first, mutably.
+    pub fn cells_mut(&mut self) -> impl Iterator<Item = &mut CellUpdate> {
+        self.static_row
+            .iter_mut()
+            .chain(self.rows.iter_mut())
+            .flat_map(|r| r.cells.iter_mut())
+    }
+}
+
 /// Changes to one row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowUpdate {

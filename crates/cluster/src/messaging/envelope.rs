@@ -37,6 +37,10 @@ pub enum Verb {
     PaxosCommit = 22,
     PaxosResponse = 23,
     TruncateRequest = 24,
+    /// Counter increments for the receiver to apply as their shard's leader; it answers with
+    /// `CounterLeaderResponse` carrying the resolved cells for the other replicas.
+    CounterLeaderRequest = 25,
+    CounterLeaderResponse = 26,
     SchemaPull = 30,
     SchemaPush = 31,
     /// Asks the schema leader for the lease that serialises schema changes across the ring.
@@ -68,6 +72,8 @@ impl Verb {
             22 => PaxosCommit,
             23 => PaxosResponse,
             24 => TruncateRequest,
+            25 => CounterLeaderRequest,
+            26 => CounterLeaderResponse,
             30 => SchemaPull,
             31 => SchemaPush,
             32 => SchemaLease,

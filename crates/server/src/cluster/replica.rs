@@ -68,6 +68,11 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                     node.traces.keep_remote(session);
                 }
             }
+            Verb::CounterLeaderRequest => {
+                tokio::spawn(async move {
+                    super::counters::serve_leader(&cluster, &node.engine, &envelope).await
+                });
+            }
             Verb::TruncateRequest => {
                 tokio::task::spawn_blocking(move || serve_truncate(&node, &cluster, &envelope));
             }

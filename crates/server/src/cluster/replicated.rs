@@ -577,9 +577,9 @@ async fn write_partition(
     cluster: Arc<ClusterNode>,
     keyspace: &KeyspaceMeta,
     token: i64,
-    mutations: Vec<st::Mutation>,
+    mut mutations: Vec<st::Mutation>,
     consistency: ConsistencyLevel,
-    write_type: WriteType,
+    mut write_type: WriteType,
 ) -> Result<(), ProxyError> {
     let map = cluster.map_for(keyspace);
     let ring = map.ring().clone();
@@ -597,6 +597,20 @@ async fn write_partition(
     let Some(node) = cluster.node() else {
         return Err(st::StorageError::ShuttingDown.into());
     };
+    if mutations.iter().any(st::Mutation::has_counter_increments) {
+        let leader = super::counters::choose_leader(&plan, local)
+            .ok_or(ProxyError::Storage(st::StorageError::ShuttingDown))?;
+        super::counters::assign_shard(&mut mutations, leader);
+        mutations = super::counters::apply_at_leader(
+            &cluster,
+            leader,
+            mutations,
+            consistency,
+            plan.block_for,
+        )
+        .await?;
+        write_type = WriteType::Counter;
+    }
     let store = LocalStore::new(&node);
     let hints: Arc<dyn helenus_coordinator::HintSink> = Arc::new(Hints(cluster.clone()));
     helenus_coordinator::write(

@@ -271,7 +271,7 @@ impl Engine {
     fn counter_stripes(&self, ms: &[Mutation]) -> Vec<usize> {
         let mut s: Vec<usize> = ms
             .iter()
-            .filter(|m| has_counter_ops(m))
+            .filter(|m| m.has_counter_increments())
             .map(|m| self.lock_hasher.hash_one((m.table, &m.key)) as usize % COUNTER_LOCK_STRIPES)
             .collect();
         s.sort_unstable();
@@ -279,8 +279,35 @@ impl Engine {
         s
     }
 
+    /// Applies counter increments as the leader of their shard (the cell path each increment
+    /// names) and returns the mutations as the other replicas must apply them: every increment
+    /// replaced by its cell's resolved (clock, total). Replaying those anywhere, any number of
+    /// times, converges (the higher clock wins), which replaying an increment would not.
+    pub async fn apply_as_counter_leader(
+        &self,
+        ms: Vec<Mutation>,
+    ) -> Result<Vec<Mutation>, StorageError> {
+        self.wait_for_memtable_space().await;
+        let mut resolved = HashMap::new();
+        let seq = self.apply_local_resolving(&ms, &mut resolved)?;
+        self.log.wait_durable(seq).await?;
+        Ok(ms
+            .into_iter()
+            .map(|m| with_resolved_counters(m, &resolved))
+            .collect())
+    }
+
     /// Resolves counters, logs, and inserts into memtables; returns the commitlog sequence number.
     fn apply_local(&self, ms: &[Mutation]) -> Result<u64, StorageError> {
+        self.apply_local_resolving(ms, &mut HashMap::new())
+    }
+
+    /// `apply_local`, leaving each counter cell's resolved (clock, total) in `resolved`.
+    fn apply_local_resolving(
+        &self,
+        ms: &[Mutation],
+        resolved: &mut HashMap<CounterCellKey, (i64, i64)>,
+    ) -> Result<u64, StorageError> {
         let now = self.clock.wall_secs();
         let stripes = self.counter_stripes(ms);
         let _counter_guards: Vec<_> = stripes
@@ -291,12 +318,11 @@ impl Engine {
         let mut parts: Vec<(Arc<Table>, Partition)> = Vec::with_capacity(ms.len());
         // Counter values already resolved in this entry: a later increment of the same cell must
         // build on them, not on the pre-entry state, or one of the two increments is lost.
-        let mut resolved: HashMap<CounterCellKey, (i64, i64)> = HashMap::new();
         for m in ms {
             let t = self.table(m.table)?;
             let layout = t.layout.read().clone();
-            let mut p = if has_counter_ops(m) {
-                self.resolve_counters(&t, &layout, m, &mut resolved)?
+            let mut p = if m.has_counter_increments() {
+                self.resolve_counters(&t, &layout, m, resolved)?
             } else {
                 Partition::from_mutation(m, &layout)?
             };
@@ -516,10 +542,28 @@ type CounterAdd = (Option<Vec<Bytes>>, ColumnId, Option<Bytes>, i64, i64);
 /// One counter cell: (table, partition key, clustering or None for static, column, cell path).
 type CounterCellKey = (TableId, Bytes, Option<Vec<Bytes>>, ColumnId, Option<Bytes>);
 
-fn has_counter_ops(m: &Mutation) -> bool {
-    m.static_row.iter().chain(m.rows.iter()).any(|r| {
-        r.cells
-            .iter()
-            .any(|c| matches!(c.op, CellOp::CounterAdd(_)))
-    })
+/// `m` with each counter increment replaced by the state it resolved to.
+fn with_resolved_counters(
+    mut m: Mutation,
+    resolved: &HashMap<CounterCellKey, (i64, i64)>,
+) -> Mutation {
+    let (table, key) = (m.table, m.key.clone());
+    let rows = m
+        .static_row
+        .iter_mut()
+        .map(|r| (true, r))
+        .chain(m.rows.iter_mut().map(|r| (false, r)));
+    for (is_static, r) in rows {
+        let ck = (!is_static).then(|| r.clustering.clone());
+        for c in &mut r.cells {
+            if !matches!(c.op, CellOp::CounterAdd(_)) {
+                continue;
+            }
+            let cell_key = (table, key.clone(), ck.clone(), c.column, c.path.clone());
+            if let Some(&(clock, total)) = resolved.get(&cell_key) {
+                c.op = CellOp::CounterState { clock, total };
+            }
+        }
+    }
+    m
 }

@@ -395,6 +395,9 @@ fn live_cells(
     layout: &TableLayout,
 ) -> Vec<LiveCell> {
     let mut out: Vec<LiveCell> = Vec::new();
+    // A counter in a ring is one cell per shard (the path names the shard's leader); its value
+    // is their sum. On one node it is the single cell without a path.
+    let mut counters: Vec<(ColumnId, i64, i64)> = Vec::new();
     for ((col, path), c) in &row.cells {
         if reconcile::deletes(d, c.timestamp_us) || !c.is_live(now_s) {
             continue;
@@ -410,7 +413,10 @@ fn live_cells(
                 ttl_s,
                 expires_at_s,
             } => (value.clone(), *ttl_s, *expires_at_s),
-            CellKind::Counter { total, .. } => (Bytes::copy_from_slice(&total.to_be_bytes()), 0, 0),
+            CellKind::Counter { total, .. } => {
+                add_counter_shard(&mut counters, row, *col, *total, c.timestamp_us);
+                continue;
+            }
             CellKind::Tombstone { .. } => continue,
         };
         out.push(LiveCell {
@@ -421,6 +427,18 @@ fn live_cells(
             ttl_s,
             expires_at_s,
         });
+    }
+    if !counters.is_empty() {
+        out.extend(counters.into_iter().map(|(column, total, ts)| LiveCell {
+            column,
+            path: None,
+            value: Bytes::copy_from_slice(&total.to_be_bytes()),
+            timestamp_us: ts,
+            ttl_s: 0,
+            expires_at_s: 0,
+        }));
+        // Stable: cells of one multi-cell column keep their order.
+        out.sort_by_key(|c| c.column);
     }
     // Paths are stored bytewise; re-sort each multi-cell column by its element comparator.
     let mut i = 0;
@@ -441,6 +459,31 @@ fn live_cells(
         i = j;
     }
     out
+}
+
+/// Adds one live counter shard to its column's sum. A tombstone of the whole counter (the cell
+/// without a path) beats every shard whatever their timestamps, as it beats a counter on one
+/// node (CASSANDRA-7346).
+fn add_counter_shard(
+    counters: &mut Vec<(ColumnId, i64, i64)>,
+    row: &Row,
+    col: ColumnId,
+    total: i64,
+    timestamp_us: i64,
+) {
+    if matches!(
+        row.cells.get(&(col, None)).map(|c| &c.kind),
+        Some(CellKind::Tombstone { .. })
+    ) {
+        return;
+    }
+    match counters.iter_mut().find(|(c, _, _)| *c == col) {
+        Some((_, sum, ts)) => {
+            *sum = sum.wrapping_add(total);
+            *ts = (*ts).max(timestamp_us);
+        }
+        None => counters.push((col, total, timestamp_us)),
+    }
 }
 
 /// The live form of a row, or None if nothing in it is live.
