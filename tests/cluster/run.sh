@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Process-level cluster tests (issue 12): real `helenus server` processes started with
 # `helenus cluster` on 127.0.0.81-88, driven by the Python driver (tests/cluster/*.py).
-#   phase 1: 3 nodes (127.0.0.81-83, datacenter1) shared by test_1..test_4 (drivers' view,
-#            replication, SIGSTOP, kill -9);
-#            then the python and cqlsh client suites against the ring (CLUSTER_CLIENT_SUITES);
+#   phase 1: 3 nodes (127.0.0.81-83, datacenter1) shared by test_1..test_7 (drivers' view,
+#            replication, SIGSTOP, kill -9, LWT, counters, a network partition);
+#            then the client suites against the ring (CLUSTER_CLIENT_SUITES; default all drivers);
 #   phase 2: 4 nodes in two data centers (127.0.0.85-88, dc1/dc2) for test_dcs.py
 #            (skip with HELENUS_CLUSTER_SKIP_DCS=1).
 # Builds nothing: the binary is $HELENUS_BIN (default $CARGO_TARGET_DIR/release/helenus). Every
@@ -68,7 +68,7 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
   echo "--- $name: starting $count nodes from $first"
   # shellcheck disable=SC2086
   if ! timeout 240 "$HELENUS_BIN" cluster --dir "$dir" start "$count" --first-address "$first" $start_args \
-      -- --set commitlog_sync=batch; then
+      -- --set commitlog_sync=batch --set fault_injection_enabled=true; then
     echo "--- $name: the cluster did not start"; show_logs "$dir"; failed=1; clear_cluster "$dir"; return
   fi
   echo "--- $name: up in $((SECONDS - t0)) s"
@@ -87,8 +87,8 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
   echo "--- $name: $((SECONDS - t0)) s"
 }
 
-CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh}" \
-  phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py "$@"
+CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh rust go java node}" \
+  phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py "$@"
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
 fi

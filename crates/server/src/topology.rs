@@ -26,6 +26,11 @@ pub trait ClusterView: Send + Sync {
     fn replicas(&self, keyspace: &helenus_schema::KeyspaceMeta, token: i64) -> Vec<NodeId>;
     /// Effective ownership of each node for `keyspace` (`nodetool status KS`), 0..1.
     fn ownership(&self, keyspace: Option<&helenus_schema::KeyspaceMeta>) -> BTreeMap<NodeId, f64>;
+    /// Cuts this node's internode traffic with the peers at `addresses`, both ways (empty:
+    /// heals): fault injection for partition tests (`fault_injection_enabled`).
+    fn isolate(&self, addresses: std::collections::HashSet<IpAddr>);
+    /// The peer addresses this node is cut off from.
+    fn isolated(&self) -> Vec<IpAddr>;
     /// Schema versions and the nodes on each (`nodetool describecluster`).
     fn schema_versions(&self) -> BTreeMap<String, Vec<IpAddr>>;
     /// Before a schema change here: wait for the ring's schema lease (one change at a time,

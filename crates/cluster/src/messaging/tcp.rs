@@ -10,8 +10,8 @@
 //! has never heard of (a node joining through a seed).
 
 use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +54,11 @@ impl Default for TcpConfig {
 /// Peer addresses, kept current by membership.
 pub type AddressBook = Arc<RwLock<HashMap<NodeId, SocketAddr>>>;
 
+/// Peer addresses this node neither sends to nor hears from: a network partition injected for
+/// tests (`fault_injection_enabled`). Checked per message, so a partition cuts connections that
+/// are already open and heals without reconnecting, as a cable pulled and plugged back would.
+pub type Isolation = Arc<RwLock<HashSet<IpAddr>>>;
+
 struct Outbound {
     queue: mpsc::Sender<Envelope>,
     writer: JoinHandle<()>,
@@ -66,6 +71,7 @@ struct Inner {
     outbound: Mutex<HashMap<NodeId, Outbound>>,
     listener: Mutex<Option<JoinHandle<()>>>,
     runtime: tokio::runtime::Handle,
+    isolated: Isolation,
 }
 
 /// This node's end of internode TCP messaging. Dropping every clone stops its tasks.
@@ -87,7 +93,13 @@ impl TcpTransport {
         let listen_address = listener.local_addr()?;
         let (inbox_tx, inbox_rx) = mpsc::channel(config.inbox.max(1));
         let runtime = tokio::runtime::Handle::current();
-        let accept = runtime.spawn(accept_loop(listener, inbox_tx, addresses.clone()));
+        let isolated = Isolation::default();
+        let accept = runtime.spawn(accept_loop(
+            listener,
+            inbox_tx,
+            addresses.clone(),
+            isolated.clone(),
+        ));
         let inner = Arc::new(Inner {
             local,
             config,
@@ -95,6 +107,7 @@ impl TcpTransport {
             outbound: Mutex::new(HashMap::new()),
             listener: Mutex::new(Some(accept)),
             runtime,
+            isolated,
         });
         Ok((
             TcpTransport {
@@ -108,6 +121,28 @@ impl TcpTransport {
     /// The address peers connect to.
     pub fn listen_address(&self) -> SocketAddr {
         self.listen_address
+    }
+
+    /// Cuts this node off from the peers at `addresses` in both directions (an empty set heals):
+    /// messages to them are dropped as a lost network would drop them, and theirs are ignored.
+    pub fn isolate_from(&self, addresses: HashSet<IpAddr>) {
+        *self.inner.isolated.write() = addresses;
+    }
+
+    /// The peers this node is cut off from.
+    pub fn isolated_from(&self) -> HashSet<IpAddr> {
+        self.inner.isolated.read().clone()
+    }
+
+    fn is_cut_off(&self, to: NodeId) -> bool {
+        let isolated = self.inner.isolated.read();
+        !isolated.is_empty()
+            && self
+                .inner
+                .addresses
+                .read()
+                .get(&to)
+                .is_some_and(|a| isolated.contains(&a.ip()))
     }
 
     /// Stops listening and closes every connection.
@@ -170,6 +205,9 @@ impl Transport for TcpTransport {
     }
 
     fn send(&self, to: NodeId, envelope: Envelope) -> Result<(), SendError> {
+        if self.is_cut_off(to) {
+            return Ok(()); // lost on the way, as on a partitioned network
+        }
         let queue = self.queue_for(to)?;
         match queue.try_send(envelope) {
             Ok(()) => Ok(()),
@@ -180,7 +218,12 @@ impl Transport for TcpTransport {
     }
 }
 
-async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>, addresses: AddressBook) {
+async fn accept_loop(
+    listener: TcpListener,
+    inbox: mpsc::Sender<Envelope>,
+    addresses: AddressBook,
+    isolated: Isolation,
+) {
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -189,8 +232,9 @@ async fn accept_loop(listener: TcpListener, inbox: mpsc::Sender<Envelope>, addre
         let _ = stream.set_nodelay(true);
         let inbox = inbox.clone();
         let addresses = addresses.clone();
+        let isolated = isolated.clone();
         tokio::spawn(async move {
-            if let Err(e) = read_loop(stream, inbox, addresses).await {
+            if let Err(e) = read_loop(stream, inbox, addresses, isolated).await {
                 tracing::debug!(%peer, error = %e, "internode connection closed");
             }
         });
@@ -214,6 +258,7 @@ async fn read_loop(
     mut stream: TcpStream,
     inbox: mpsc::Sender<Envelope>,
     addresses: AddressBook,
+    isolated: Isolation,
 ) -> Result<(), InboundError> {
     let mut preamble = [0u8; PREAMBLE_BYTES];
     // A connection that never says who it is must not hold a reader forever.
@@ -236,6 +281,9 @@ async fn read_loop(
     let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
         while let Some(envelope) = Envelope::decode(&mut buf)? {
+            if isolated.read().contains(&peer_listen.ip()) {
+                continue;
+            }
             if inbox.send(envelope).await.is_err() {
                 return Ok(()); // this node is shutting down
             }
@@ -367,6 +415,35 @@ mod tests {
             .await
             .unwrap()
             .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_isolated_node_neither_sends_nor_hears_until_healed() {
+        let (a, mut ra, b, mut rb) = pair().await;
+        // An open connection both ways first: the cut must also stop connections already up.
+        a.send(node(2), message(node(1), 1, Bytes::new())).unwrap();
+        b.send(node(1), message(node(2), 2, Bytes::new())).unwrap();
+        assert_eq!(recv(&mut rb).await.id, 1);
+        assert_eq!(recv(&mut ra).await.id, 2);
+
+        a.isolate_from(HashSet::from([b.listen_address().ip()]));
+        a.send(node(2), message(node(1), 3, Bytes::new())).unwrap();
+        b.send(node(1), message(node(2), 4, Bytes::new())).unwrap();
+        let quiet = Duration::from_millis(300);
+        assert!(
+            tokio::time::timeout(quiet, rb.recv()).await.is_err(),
+            "a's message was cut"
+        );
+        assert!(
+            tokio::time::timeout(quiet, ra.recv()).await.is_err(),
+            "b's message was cut"
+        );
+
+        a.isolate_from(HashSet::new());
+        a.send(node(2), message(node(1), 5, Bytes::new())).unwrap();
+        b.send(node(1), message(node(2), 6, Bytes::new())).unwrap();
+        assert_eq!(recv(&mut rb).await.id, 5, "healed: what was cut stays lost");
+        assert_eq!(recv(&mut ra).await.id, 6);
     }
 
     #[tokio::test]

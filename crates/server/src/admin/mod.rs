@@ -466,8 +466,46 @@ fn observe(
             crate::metrics::info_json(node, clock).to_string(),
         )),
         ("GET", ["helenus", "ring", report]) => ring_report(node, req, report),
+        (method, ["helenus", "fault", "partition"]) => fault_partition(node, method, req),
         _ => return None,
     })
+}
+
+/// `/helenus/fault/partition`: POST `?peers=A,B` cuts this node off from those peers' internode
+/// traffic both ways (a network partition for tests, clients still reach every node), DELETE
+/// heals, GET lists the cut. Only with `fault_injection_enabled`: a production node refuses.
+fn fault_partition(node: &NodeState, method: &str, req: &HttpRequest) -> RouteResult {
+    if !node.config.fault_injection_enabled {
+        return Err((
+            403,
+            "fault injection is disabled (fault_injection_enabled)".into(),
+        ));
+    }
+    let Some(cluster) = node.cluster() else {
+        return Err((400, "this node is not in a ring".into()));
+    };
+    match method {
+        "POST" => {
+            let peers = req.query.get("peers").map(String::as_str).unwrap_or("");
+            let mut cut = std::collections::HashSet::new();
+            for p in peers.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let ip = p
+                    .parse::<std::net::IpAddr>()
+                    .map_err(|_| (400, format!("'{p}' is not an IP address")))?;
+                cut.insert(ip);
+            }
+            cluster.isolate(cut);
+        }
+        "DELETE" => cluster.isolate(std::collections::HashSet::new()),
+        "GET" => {}
+        _ => return Err((404, format!("no such endpoint: {method} {}", req.path))),
+    }
+    let mut cut: Vec<String> = cluster.isolated().iter().map(|a| a.to_string()).collect();
+    cut.sort();
+    Ok((
+        "application/json",
+        json!({ "isolated_from": cut }).to_string(),
+    ))
 }
 
 /// `/helenus/ring/{status,ring,describecluster,gossipinfo,getendpoints}`: nodetool's text.

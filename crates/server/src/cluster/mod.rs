@@ -9,6 +9,7 @@
 //! (they are never reassigned). `attach` runs once the node is open: it installs the replicated
 //! proxy and serves peers' requests.
 
+mod counters;
 mod paxos;
 mod replica;
 mod replicated;
@@ -508,6 +509,23 @@ impl crate::topology::ClusterView for ClusterNode {
                 .effective_ownership()
             }
         }
+    }
+
+    fn isolate(&self, addresses: std::collections::HashSet<IpAddr>) {
+        if addresses.is_empty() {
+            tracing::warn!("fault injection: internode traffic healed");
+        } else {
+            tracing::warn!(?addresses, "fault injection: internode traffic cut");
+        }
+        self.service.transport().isolate_from(addresses);
+    }
+
+    fn isolated(&self) -> Vec<IpAddr> {
+        self.service
+            .transport()
+            .isolated_from()
+            .into_iter()
+            .collect()
     }
 
     fn schema_versions(&self) -> BTreeMap<String, Vec<IpAddr>> {

@@ -75,6 +75,9 @@ pub struct NodeConfig {
     /// Failure detector sensitivity (Cassandra: 8).
     pub phi_convict_threshold: f64,
     pub hinted_handoff_enabled: bool,
+    /// Helenus's own: whether the admin API may cut this node off from peers
+    /// (`/helenus/fault/partition`), for partition tests with real processes. Off by default.
+    pub fault_injection_enabled: bool,
     /// A replica down longer than this gets no more hints (Cassandra: 3 h).
     pub max_hint_window_ms: u64,
     /// Replication factor token allocation balances for on a new node (Cassandra 4.0+'s
@@ -161,6 +164,7 @@ impl Default for NodeConfig {
             storage_port: 7000,
             phi_convict_threshold: 8.0,
             hinted_handoff_enabled: true,
+            fault_injection_enabled: false,
             max_hint_window_ms: 3 * 3600 * 1000,
             allocate_tokens_for_local_replication_factor: 3,
             api_address: None,
