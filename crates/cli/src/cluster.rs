@@ -6,6 +6,7 @@
 //! ```text
 //! helenus cluster start 3 [--dir DIR] [--first-address 127.0.0.1] [--dcs 2] [-- SERVER ARGS]
 //! helenus cluster status | stop [NODE] | kill NODE | pause NODE | resume NODE | start NODE
+//! helenus cluster add [--dc DC]      # one more node, which bootstraps (streams its ranges)
 //! helenus cluster nodetool NODE ARGS... | cqlsh NODE [ARGS...] | clear
 //! ```
 //!
@@ -21,6 +22,8 @@ use std::time::{Duration, Instant};
 
 /// How long one node may take to start and be seen Up and Normal.
 const NODE_START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long an added node may take: it streams its ranges before it is Normal.
+const NODE_ADD_TIMEOUT: Duration = Duration::from_secs(1800);
 /// How long `stop` waits for a node to exit after SIGTERM before SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -57,7 +60,7 @@ impl From<std::io::Error> for ClusterError {
 }
 
 const USAGE: &str = "usage: helenus cluster start N [--dir DIR] [--first-address IP] [--dcs D] [-- SERVER ARGS]\n\
-       helenus cluster [--dir DIR] status | stop [NODE] | kill NODE | pause NODE | resume NODE | start NODE | nodetool NODE ARGS | cqlsh NODE | clear";
+       helenus cluster [--dir DIR] status | stop [NODE] | kill NODE | pause NODE | resume NODE | start NODE | add [--dc DC] | nodetool NODE ARGS | cqlsh NODE | clear";
 
 struct NodeEntry {
     name: String,
@@ -149,6 +152,10 @@ impl ClusterDir {
 
     /// Starts `n` and waits until the first running node reports it Up and Normal.
     fn start_node(&self, n: &NodeEntry) -> Result<(), ClusterError> {
+        self.start_node_within(n, NODE_START_TIMEOUT)
+    }
+
+    fn start_node_within(&self, n: &NodeEntry, limit: Duration) -> Result<(), ClusterError> {
         if self.running(n).is_some() {
             return Ok(());
         }
@@ -172,7 +179,7 @@ impl ClusterDir {
             .spawn()?;
         std::fs::write(dir.join("pid"), child.id().to_string())?;
         let started = Instant::now();
-        while started.elapsed() < NODE_START_TIMEOUT {
+        while started.elapsed() < limit {
             if !Path::new(&format!("/proc/{}", child.id())).exists() {
                 break;
             }
@@ -313,6 +320,7 @@ pub fn run(args: Vec<String>) -> Result<(), ClusterError> {
             c.start_node(c.node(name)?)
         }
         ("start", args) => create(&dir, parse_start(args)?),
+        ("add", args) => add(&dir, args),
         ("status", _) => status(&ClusterDir::load(&dir)?),
         ("stop", []) | ("clear", []) => {
             let c = ClusterDir::load(&dir)?;
@@ -390,6 +398,34 @@ fn create(dir: &Path, opts: StartOptions) -> Result<(), ClusterError> {
     for n in &c.nodes {
         c.start_node(n)?;
     }
+    status(&c)
+}
+
+/// `add [--dc DC]`: a new node on the address after the highest one, in `DC` (default: the
+/// last node's), started as a non-seed so it bootstraps; returns once every node sees it UN.
+fn add(dir: &Path, args: &[String]) -> Result<(), ClusterError> {
+    let mut c = ClusterDir::load(dir)?;
+    let datacenter = match args {
+        [] => c.nodes.last().map(|n| n.datacenter.clone()),
+        [flag, dc] if flag == "--dc" => Some(dc.clone()),
+        _ => None,
+    }
+    .ok_or_else(|| ClusterError::Usage(USAGE.to_string()))?;
+    let address = c
+        .nodes
+        .iter()
+        .map(|n| u32::from(n.address))
+        .max()
+        .map(|a| Ipv4Addr::from(a + 1))
+        .ok_or_else(|| ClusterError::Usage("the cluster has no node to join".into()))?;
+    let name = format!("node{}", c.nodes.len() + 1);
+    c.nodes.push(NodeEntry {
+        name: name.clone(),
+        address,
+        datacenter,
+    });
+    c.save()?;
+    c.start_node_within(c.node(&name)?, NODE_ADD_TIMEOUT)?;
     status(&c)
 }
 

@@ -201,6 +201,31 @@ impl ClusterService {
         self.gossip_round();
     }
 
+    /// Takes `tokens` as a joining node (Cassandra's BOOT status): it owns nothing yet, but peers
+    /// send it the writes of the ranges it is gaining (`joining`) while it streams them.
+    pub fn announce_joining(&self, tokens: &[Token]) {
+        {
+            let mut g = self.shared.gossiper.lock();
+            g.set_local(AppKey::Tokens, encode_tokens(tokens));
+            g.set_local(AppKey::Status, status::JOINING);
+        }
+        self.gossip_round();
+    }
+
+    /// Live nodes joining the ring (BOOT with tokens), with the tokens they are taking.
+    pub fn joining(&self) -> Vec<(Member, Vec<Token>)> {
+        let g = self.shared.gossiper.lock();
+        g.states()
+            .iter()
+            .filter(|(id, s)| {
+                s.get(AppKey::Status) == Some(status::JOINING)
+                    && (**id == self.host_id() || g.is_alive(**id))
+            })
+            .filter_map(|(id, s)| member_of(*id, s))
+            .filter(|(_, tokens)| !tokens.is_empty())
+            .collect()
+    }
+
     /// Sets this node's load (bytes on disk) as gossip carries it, for `nodetool status`.
     pub fn set_load(&self, bytes: u64) {
         self.shared
@@ -341,24 +366,7 @@ impl ClusterService {
                         Some(status::NORMAL) | Some(status::SHUTDOWN)
                     )
                 })
-                .filter_map(|(id, s)| {
-                    let address: SocketAddr = s.get(AppKey::InternalAddress)?.parse().ok()?;
-                    let member = Member {
-                        id: *id,
-                        address: address.ip(),
-                        location: Location::new(
-                            s.get(AppKey::Dc).unwrap_or("datacenter1"),
-                            s.get(AppKey::Rack).unwrap_or("rack1"),
-                        ),
-                    };
-                    Some((
-                        *id,
-                        (
-                            member,
-                            s.get(AppKey::Tokens).map(decode_tokens).unwrap_or_default(),
-                        ),
-                    ))
-                })
+                .filter_map(|(id, s)| Some((*id, member_of(*id, s)?)))
                 .collect()
         };
         match Ring::new(members.into_values()) {
@@ -369,6 +377,21 @@ impl ClusterService {
             Err(e) => tracing::warn!(error = %e, "ring not updated"),
         }
     }
+}
+
+/// A node as the ring places it, with the tokens its gossip state carries.
+fn member_of(id: NodeId, s: &crate::gossip::EndpointState) -> Option<(Member, Vec<Token>)> {
+    let address: SocketAddr = s.get(AppKey::InternalAddress)?.parse().ok()?;
+    let member = Member {
+        id,
+        address: address.ip(),
+        location: Location::new(
+            s.get(AppKey::Dc).unwrap_or("datacenter1"),
+            s.get(AppKey::Rack).unwrap_or("rack1"),
+        ),
+    };
+    let tokens = s.get(AppKey::Tokens).map(decode_tokens).unwrap_or_default();
+    Some((member, tokens))
 }
 
 fn is_gossip(verb: Verb) -> bool {

@@ -11,6 +11,15 @@ pub struct LocalIdentity {
     /// Sorted vnode tokens.
     pub tokens: Vec<i64>,
     pub cluster_name: String,
+    /// False while a node joining a ring with data has not yet received its ranges (it then
+    /// resumes streaming on restart instead of claiming data it lacks). Files written before
+    /// this field existed belong to nodes that never bootstrapped: they own what they hold.
+    #[serde(default = "owns_its_data")]
+    pub bootstrapped: bool,
+}
+
+fn owns_its_data() -> bool {
+    true
 }
 
 impl LocalIdentity {
@@ -30,6 +39,7 @@ impl LocalIdentity {
             host_id,
             tokens: LocalIdentity::spread_tokens(host_id, num_tokens),
             cluster_name: cluster_name.to_string(),
+            bootstrapped: true,
         };
         id.save(dir)?;
         Ok(id)

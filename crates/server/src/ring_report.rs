@@ -40,7 +40,11 @@ fn rows(node: &NodeState, cluster: Option<&dyn ClusterView>) -> Vec<Row> {
         datacenter: cfg.data_center.clone(),
         rack: cfg.rack.clone(),
         up: true,
-        state: 'N',
+        // In a ring but not yet an owner: still streaming its ranges (bootstrap).
+        state: match cluster {
+            Some(c) if c.ring().tokens_of(c.local()).is_empty() => 'J',
+            _ => 'N',
+        },
         load: Some(local_load),
         tokens: match cluster {
             Some(c) => c.ring().tokens_of(c.local()),

@@ -41,6 +41,10 @@ pub enum Verb {
     /// `CounterLeaderResponse` carrying the resolved cells for the other replicas.
     CounterLeaderRequest = 25,
     CounterLeaderResponse = 26,
+    /// One page of a token range's partitions, unfiltered, for a node gaining the range
+    /// (bootstrap); the payload is a read command, the response the partitions.
+    StreamRequest = 27,
+    StreamResponse = 28,
     SchemaPull = 30,
     SchemaPush = 31,
     /// Asks the schema leader for the lease that serialises schema changes across the ring.
@@ -74,6 +78,8 @@ impl Verb {
             24 => TruncateRequest,
             25 => CounterLeaderRequest,
             26 => CounterLeaderResponse,
+            27 => StreamRequest,
+            28 => StreamResponse,
             30 => SchemaPull,
             31 => SchemaPush,
             32 => SchemaLease,

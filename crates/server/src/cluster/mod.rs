@@ -9,6 +9,7 @@
 //! (they are never reassigned). `attach` runs once the node is open: it installs the replicated
 //! proxy and serves peers' requests.
 
+mod bootstrap;
 mod counters;
 mod paxos;
 mod replica;
@@ -49,6 +50,8 @@ const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(2);
 pub struct Membership {
     service: ClusterService,
     inbox: mpsc::Receiver<Envelope>,
+    /// The tokens this node is joining with, when it must first stream their ranges.
+    bootstrap: Option<Vec<i64>>,
 }
 
 /// Starts gossip and settles this node's tokens (see the module docs).
@@ -61,7 +64,16 @@ pub async fn join_ring(
     let host_id = existing
         .as_ref()
         .map_or_else(uuid::Uuid::new_v4, |i| i.host_id);
-    let tokens = existing.map(|i| i.tokens).unwrap_or_default();
+    // A bootstrap that stopped half way resumes: the node announces its tokens as JOINING
+    // again, never as an owner of data it may not have received.
+    let resumed = existing
+        .as_ref()
+        .filter(|i| !i.bootstrapped)
+        .map(|i| i.tokens.clone());
+    let tokens = existing
+        .filter(|i| i.bootstrapped)
+        .map(|i| i.tokens)
+        .unwrap_or_default();
     let location = Location::new(config.data_center.clone(), config.rack.clone());
     let settings = ServiceSettings {
         host_id: NodeId(host_id),
@@ -97,32 +109,81 @@ pub async fn join_ring(
                 addr: listen.to_string(),
                 message: e.to_string(),
             })?;
-    if tokens.is_empty() {
-        let ring = discover_ring(&service, config).await;
-        let member = Member {
-            id: NodeId(host_id),
-            address: config.listen_address,
-            location,
-        };
-        let strategy = ReplicationStrategy::Simple {
-            replication_factor: config.allocate_tokens_for_local_replication_factor,
-        };
-        let tokens = allocate_tokens(&ring, &member, config.num_tokens, &strategy)
-            .ok()
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| LocalIdentity::spread_tokens(host_id, config.num_tokens));
-        let identity = LocalIdentity {
-            host_id,
-            tokens: tokens.clone(),
-            cluster_name: config.cluster_name.clone(),
-        };
-        identity.save(&system_dir).map_err(|e| StartError::Dir {
-            path: system_dir.display().to_string(),
-            message: e.to_string(),
-        })?;
+    let bootstrap = match resumed {
+        Some(tokens) => {
+            tracing::info!("resuming an unfinished bootstrap");
+            service.announce_joining(&tokens);
+            Some(tokens)
+        }
+        None if tokens.is_empty() => {
+            choose_tokens(&service, config, host_id, location, &system_dir).await?
+        }
+        None => None,
+    };
+    Ok(Membership {
+        service,
+        inbox,
+        bootstrap,
+    })
+}
+
+/// A first start: learns the ring from the seeds, takes tokens balanced for it and keeps them.
+/// A node joining a ring that holds data (not a seed, `auto_bootstrap`) announces them as
+/// JOINING and returns them for `bootstrap::run`; any other becomes an owner at once.
+async fn choose_tokens(
+    service: &ClusterService,
+    config: &NodeConfig,
+    host_id: uuid::Uuid,
+    location: Location,
+    system_dir: &std::path::Path,
+) -> Result<Option<Vec<i64>>, StartError> {
+    let ring = discover_ring(service, config).await;
+    let member = Member {
+        id: NodeId(host_id),
+        address: config.listen_address,
+        location,
+    };
+    let strategy = ReplicationStrategy::Simple {
+        replication_factor: config.allocate_tokens_for_local_replication_factor,
+    };
+    let tokens = allocate_tokens(&ring, &member, config.num_tokens, &strategy)
+        .ok()
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| LocalIdentity::spread_tokens(host_id, config.num_tokens));
+    let is_seed = config.seeds.contains(&config.storage_address());
+    let must_stream = config.auto_bootstrap && !is_seed && !ring.is_empty();
+    let identity = LocalIdentity {
+        host_id,
+        tokens: tokens.clone(),
+        cluster_name: config.cluster_name.clone(),
+        bootstrapped: !must_stream,
+    };
+    identity.save(system_dir).map_err(|e| StartError::Dir {
+        path: system_dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    if must_stream {
+        service.announce_joining(&tokens);
+        Ok(Some(tokens))
+    } else {
         service.announce_normal(&tokens);
+        Ok(None)
     }
-    Ok(Membership { service, inbox })
+}
+
+/// Records in local.json that this node holds its ranges: a restart no longer streams.
+fn mark_bootstrapped(cluster: &ClusterNode) -> std::io::Result<()> {
+    let Some(node) = cluster.node() else {
+        return Ok(());
+    };
+    let system_dir = node.config.primary_data_dir().join("system");
+    match LocalIdentity::load(&system_dir) {
+        Some(mut identity) => {
+            identity.bootstrapped = true;
+            identity.save(&system_dir)
+        }
+        None => Err(std::io::Error::other("local.json is missing")),
+    }
 }
 
 /// Waits until gossip has shown the ring this node joins: another member's tokens, or, for a
@@ -169,7 +230,13 @@ pub struct ClusterNode {
     /// Replicas a hint delivery is running for: one at a time each, since a delivery drops
     /// the prefix of the hints file it sent.
     delivering: Mutex<std::collections::HashSet<NodeId>>,
+    /// The range movements of the joins under way, for one keyspace and ring at a time
+    /// (`pending_replicas`).
+    pending: Mutex<Option<(PendingKey, Vec<helenus_cluster::locator::RangeMove>)>>,
 }
+
+/// Keyspace, ring snapshot and joining nodes a set of range movements was computed for.
+type PendingKey = (String, usize, Vec<(Member, Vec<i64>)>);
 
 struct CachedMap {
     ring: Arc<Ring>,
@@ -182,7 +249,11 @@ pub fn attach(
     node: &Arc<NodeState>,
     membership: Membership,
 ) -> Result<Arc<ClusterNode>, StartError> {
-    let Membership { service, inbox } = membership;
+    let Membership {
+        service,
+        inbox,
+        bootstrap,
+    } = membership;
     let hints_dir = node.config.hints_directory.clone();
     let hints =
         HintStore::open(&hints_dir, node.exec.clock().clone()).map_err(|e| StartError::Dir {
@@ -222,6 +293,7 @@ pub fn attach(
         schema_epoch: std::sync::atomic::AtomicU64::new(schema::load_epoch(node)),
         down_since: Mutex::new(HashMap::new()),
         delivering: Mutex::new(std::collections::HashSet::new()),
+        pending: Mutex::new(None),
         schema_lease: Mutex::new(schema::LeaseState::default()),
         batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
@@ -245,6 +317,9 @@ pub fn attach(
     tokio::spawn(replica::serve(cluster.clone(), inbox));
     tokio::spawn(forward_events(cluster.clone()));
     tokio::spawn(housekeeping(cluster.clone()));
+    if let Some(tokens) = bootstrap {
+        tokio::spawn(bootstrap::run(cluster.clone(), tokens));
+    }
     Ok(cluster)
 }
 
@@ -318,6 +393,41 @@ impl ClusterNode {
             },
         );
         map
+    }
+
+    /// Nodes joining the ring that gain `token` of `keyspace` (its writes must reach them too).
+    /// Empty, and cheap, when nobody is joining.
+    fn pending_replicas(
+        &self,
+        keyspace: &KeyspaceMeta,
+        map: &ReplicationMap,
+        token: i64,
+    ) -> Vec<NodeId> {
+        let joining = self.service.joining();
+        if joining.is_empty() {
+            return Vec::new();
+        }
+        let key = (
+            keyspace.name.clone(),
+            Arc::as_ptr(map.ring()) as usize,
+            joining.clone(),
+        );
+        let mut cache = self.pending.lock();
+        if cache.as_ref().map(|(k, _)| k) != Some(&key) {
+            let mut ring = (**map.ring()).clone();
+            for (member, tokens) in &joining {
+                match ring.with_member(member.clone(), tokens.clone()) {
+                    Ok(r) => ring = r,
+                    Err(e) => tracing::warn!(error = %e, "a joining node's tokens clash"),
+                }
+            }
+            let after = ReplicationMap::new(Arc::new(ring), map.strategy().clone(), self.local());
+            *cache = Some((key, helenus_cluster::locator::range_moves(map, &after)));
+        }
+        cache
+            .as_ref()
+            .map(|(_, moves)| helenus_cluster::locator::pending_replicas(moves, token))
+            .unwrap_or_default()
     }
 
     fn write_timeout(&self) -> Duration {

@@ -591,7 +591,10 @@ async fn write_partition(
             local,
             is_alive: &is_alive,
         };
-        plan_write(&map, token, &[], consistency, &live)
+        // Nodes joining the ring get the writes of the ranges they are gaining, and a write
+        // waits for one more acknowledgement per such node, as Cassandra's does.
+        let pending = cluster.pending_replicas(keyspace, &map, token);
+        plan_write(&map, token, &pending, consistency, &live)
             .map_err(helenus_coordinator::WriteError::from)?
     };
     let Some(node) = cluster.node() else {

@@ -75,6 +75,9 @@ pub struct NodeConfig {
     /// Failure detector sensitivity (Cassandra: 8).
     pub phi_convict_threshold: f64,
     pub hinted_handoff_enabled: bool,
+    /// Whether a new node that is not a seed streams the ranges it gains before owning them
+    /// (Cassandra: `auto_bootstrap`, true).
+    pub auto_bootstrap: bool,
     /// Helenus's own: whether the admin API may cut this node off from peers
     /// (`/helenus/fault/partition`), for partition tests with real processes. Off by default.
     pub fault_injection_enabled: bool,
@@ -165,6 +168,7 @@ impl Default for NodeConfig {
             phi_convict_threshold: 8.0,
             hinted_handoff_enabled: true,
             fault_injection_enabled: false,
+            auto_bootstrap: true,
             max_hint_window_ms: 3 * 3600 * 1000,
             allocate_tokens_for_local_replication_factor: 3,
             api_address: None,

@@ -1,0 +1,313 @@
+//! Joining a ring that holds data (issue 13's bootstrap): a new node that is not a seed takes
+//! tokens balanced for the ring, announces them as JOINING (Cassandra's BOOT), and only becomes
+//! an owner (NORMAL) once it has received every range it gains, so no read it serves finds a
+//! range it owns empty. While it streams, coordinators send it the writes of those ranges too
+//! (pending replicas, `ClusterNode::pending_replicas`), so nothing written during the join is
+//! missing at the end. A node whose bootstrap stopped half way (`bootstrapped: false` in
+//! local.json) streams again on restart; replaying what it already holds is harmless (the
+//! reconcile rules keep the newest of equal data).
+//!
+//! Streaming here sends partitions: the source reads each gained range unfiltered (tombstones,
+//! timestamps and TTLs kept) in pages of whole partitions (`StreamRequest`), and the joining
+//! node applies them as writes. Whole-SSTable streaming, throttling and `nodetool netstats`
+//! are not built yet.
+
+use super::{wire, ClusterNode, GOSSIP_INTERVAL};
+use crate::node::NodeState;
+use bytes::Bytes;
+use helenus_cluster::locator::{
+    range_moves, Location, Member, NodeId, ReplicationMap, Token, TokenRange,
+};
+use helenus_cluster::messaging::{Envelope, Verb};
+use helenus_storage as st;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Partitions per stream page: whole partitions, so a page's size follows the data.
+const STREAM_PAGE_PARTITIONS: usize = 128;
+/// A stream page not answered in this long fails the attempt (the source may be gone).
+const STREAM_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long gossip is given to tell every peer that this node is joining before the first
+/// range is read: writes coordinated by a peer that knows reach this node, and everything
+/// older is in the sources' data when it is read.
+const JOIN_SETTLE: Duration = Duration::from_secs(3);
+/// How long the joining node waits for the ring's schema before giving up.
+const SCHEMA_WAIT: Duration = Duration::from_secs(60);
+
+/// What a bootstrap moved, for the log and `nodetool netstats`-style reporting.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StreamTotals {
+    pub ranges: usize,
+    pub partitions: u64,
+    pub bytes: u64,
+}
+
+/// Streams every range this node gains with `tokens` from the current replicas, then makes
+/// it an owner. Runs once the node is open; on failure the node stays JOINING and says why
+/// (a restart resumes).
+pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>) {
+    let started = Instant::now();
+    match stream_all(&cluster, &tokens).await {
+        Ok(totals) => {
+            tracing::info!(
+                ranges = totals.ranges,
+                partitions = totals.partitions,
+                bytes = totals.bytes,
+                seconds = started.elapsed().as_secs_f64(),
+                "bootstrap streamed every gained range; joining the ring as NORMAL"
+            );
+            if let Err(e) = super::mark_bootstrapped(&cluster) {
+                tracing::error!(error = %e, "bootstrap done but local.json not updated");
+            }
+            cluster.service.announce_normal(&tokens);
+        }
+        Err(e) => tracing::error!(
+            error = %e,
+            "bootstrap failed: this node stays JOINING and owns nothing; restart it to retry"
+        ),
+    }
+}
+
+async fn stream_all(cluster: &Arc<ClusterNode>, tokens: &[Token]) -> Result<StreamTotals, String> {
+    tokio::time::sleep(JOIN_SETTLE.max(2 * GOSSIP_INTERVAL)).await;
+    let node = cluster.node().ok_or("shutting down")?;
+    wait_for_schema(cluster, &node).await?;
+    let me = Member {
+        id: cluster.local(),
+        address: node.config.listen_address,
+        location: Location::new(node.config.data_center.clone(), node.config.rack.clone()),
+    };
+    let mut totals = StreamTotals::default();
+    let schema = node.schema();
+    // System keyspaces are each node's own (or computed); user keyspaces hold the ring's data.
+    for keyspace in schema.user_keyspaces() {
+        let before = cluster.map_for(keyspace);
+        let after_ring = before
+            .ring()
+            .with_member(me.clone(), tokens.to_vec())
+            .map_err(|e| format!("tokens clash with the ring: {e}"))?;
+        let after = ReplicationMap::new(
+            Arc::new(after_ring),
+            before.strategy().clone(),
+            cluster.local(),
+        );
+        for movement in range_moves(&before, &after) {
+            if !movement.gaining.contains(&me.id) {
+                continue;
+            }
+            let sources = stream_sources(cluster, &before, &movement, me.id);
+            for table in keyspace.tables.values() {
+                let got = stream_range(
+                    cluster,
+                    &node,
+                    *table.id.as_bytes(),
+                    movement.range,
+                    &sources,
+                )
+                .await
+                .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
+                totals.partitions += got.partitions;
+                totals.bytes += got.bytes;
+            }
+            totals.ranges += 1;
+        }
+    }
+    Ok(totals)
+}
+
+/// Waits until this node has the schema every live peer announces (it pulls it), so it knows
+/// every table whose ranges it must receive.
+async fn wait_for_schema(cluster: &ClusterNode, node: &NodeState) -> Result<(), String> {
+    let deadline = Instant::now() + SCHEMA_WAIT;
+    loop {
+        super::schema::pull_if_behind(cluster).await;
+        let mine = node.schema().version.to_string();
+        let agreed = cluster
+            .service
+            .peers()
+            .iter()
+            .filter(|p| p.alive && p.status == helenus_cluster::gossip::status::NORMAL)
+            .all(|p| p.schema_version.as_deref() == Some(mine.as_str()));
+        if agreed {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err("no schema agreement with the ring".into());
+        }
+        tokio::time::sleep(GOSSIP_INTERVAL).await;
+    }
+}
+
+/// Where a gained range can be read: the replica losing it first (it holds exactly what the
+/// range had), then any other live replica of it.
+fn stream_sources(
+    cluster: &ClusterNode,
+    before: &ReplicationMap,
+    movement: &helenus_cluster::locator::RangeMove,
+    me: NodeId,
+) -> Vec<NodeId> {
+    let mut sources: Vec<NodeId> = movement
+        .sources
+        .iter()
+        .filter(|(gaining, _)| *gaining == me)
+        .map(|(_, from)| *from)
+        .collect();
+    for r in before.replicas(movement.range.end) {
+        if !sources.contains(r) {
+            sources.push(*r);
+        }
+    }
+    sources.retain(|s| *s != me && cluster.service.is_alive(*s));
+    sources
+}
+
+/// Streams one table's `range` from the first source that answers every page.
+async fn stream_range(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    table: st::TableId,
+    range: TokenRange,
+    sources: &[NodeId],
+) -> Result<StreamTotals, String> {
+    let mut last_error = "no live replica holds the range".to_string();
+    for source in sources {
+        match stream_from(cluster, node, table, range, *source).await {
+            Ok(t) => return Ok(t),
+            Err(e) => {
+                tracing::warn!(%source, error = %e, "stream source failed, trying the next");
+                last_error = format!("from {source}: {e}");
+            }
+        }
+    }
+    Err(last_error)
+}
+
+async fn stream_from(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    table: st::TableId,
+    range: TokenRange,
+    source: NodeId,
+) -> Result<StreamTotals, String> {
+    let mut totals = StreamTotals::default();
+    for (mut start, end) in storage_pieces(range) {
+        loop {
+            let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
+            let payload = wire::encode_read(table, &query);
+            let (id, answer) = cluster
+                .messenger
+                .request(source, Verb::StreamRequest, payload)
+                .map_err(|e| e.to_string())?;
+            let reply = match tokio::time::timeout(STREAM_PAGE_TIMEOUT, answer).await {
+                Ok(Ok(r)) if r.verb == Verb::StreamResponse => r,
+                Ok(_) => return Err("the source refused the page".into()),
+                Err(_) => {
+                    cluster.messenger.forget(id);
+                    return Err("a page timed out".into());
+                }
+            };
+            totals.bytes += reply.payload.len() as u64;
+            let partitions = helenus_mutation::decode_mutations(reply.payload)
+                .map_err(|e| format!("undecodable page: {e}"))?;
+            let Some(last) = partitions.last() else { break };
+            start = st::PartitionBound::Key {
+                token: last.token,
+                key: last.key.clone(),
+                inclusive: false,
+            };
+            totals.partitions += partitions.len() as u64;
+            crate::proxy::apply_locally(&node.engine, partitions)
+                .await
+                .map_err(|e| format!("applying a page: {e}"))?;
+        }
+    }
+    Ok(totals)
+}
+
+/// The storage bounds of a ring range `(start, end]`; one that wraps past the ring's end is
+/// read as two pieces.
+fn storage_pieces(range: TokenRange) -> Vec<(st::PartitionBound, st::PartitionBound)> {
+    let after = |token| st::PartitionBound::Token {
+        token,
+        inclusive: false,
+    };
+    let through = |token| st::PartitionBound::Token {
+        token,
+        inclusive: true,
+    };
+    if range.start < range.end {
+        vec![(after(range.start), through(range.end))]
+    } else {
+        vec![
+            (after(range.start), st::PartitionBound::Unbounded),
+            (st::PartitionBound::Unbounded, through(range.end)),
+        ]
+    }
+}
+
+fn page_query(start: st::PartitionBound, end: st::PartitionBound, now_s: i64) -> st::ReadQuery {
+    st::ReadQuery {
+        partitions: st::PartitionRange::Range { start, end },
+        slices: Vec::new(),
+        reversed: false,
+        row_limit: None,
+        per_partition_limit: None,
+        partition_limit: Some(STREAM_PAGE_PARTITIONS),
+        now_s,
+        resume_after: None,
+    }
+}
+
+/// The source's side: one page of a range, unfiltered, with no tombstone threshold (a stream
+/// must carry every deletion, however many).
+pub fn serve_stream(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
+    let answer = wire::decode_read(request.payload.clone())
+        .map_err(|e| e.to_string())
+        .and_then(|(table, query)| {
+            node.engine
+                .read_unfiltered(table, &query, u64::MAX)
+                .map_err(|e| e.to_string())
+        });
+    let (verb, payload) = match answer {
+        Ok(result) => (
+            Verb::StreamResponse,
+            helenus_mutation::encode_mutations(&result.partitions),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "stream page refused");
+            (Verb::Failure, Bytes::new())
+        }
+    };
+    let _ = cluster.messenger.respond(request, verb, payload);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn a_range_that_wraps_is_read_in_two_pieces() {
+        assert_eq!(storage_pieces(TokenRange::new(-5, 10)).len(), 1);
+        let pieces = storage_pieces(TokenRange::new(10, -5));
+        assert_eq!(
+            pieces,
+            vec![
+                (
+                    st::PartitionBound::Token {
+                        token: 10,
+                        inclusive: false
+                    },
+                    st::PartitionBound::Unbounded
+                ),
+                (
+                    st::PartitionBound::Unbounded,
+                    st::PartitionBound::Token {
+                        token: -5,
+                        inclusive: true
+                    }
+                ),
+            ]
+        );
+    }
+}

@@ -1,0 +1,104 @@
+"""Adding a node to a ring that holds data (issue 13's bootstrap): a fourth node joins the three
+under a QUORUM write load (`helenus cluster add`). It announces its tokens as joining, receives
+the writes of the ranges it gains while it streams them from the current replicas, and becomes
+Normal only then. Checked: nothing acknowledged before or during the join is lost (every row at
+ALL through the new node and an old one), the new node itself holds every row of the ranges it
+now replicates (read at ONE through it, which reads its own replica first), and ownership is
+balanced: about 25% each for `nodetool status`, about 75% each for the keyspace at RF 3.
+
+Runs last in phase 1: it leaves the ring with four nodes (127.0.0.81-84)."""
+
+import re
+import time
+
+import pytest
+from cassandra import ConsistencyLevel as CL
+from cassandra.concurrent import execute_concurrent_with_args
+from conftest import ccm, connect, create_keyspace, nodes, nodetool, status_states
+from load import Writer, read_all
+
+KS = "ct_bootstrap"
+TABLE = f"{KS}.kv"
+ROWS = 4000
+S = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def scenario(pinned):
+    a1 = sorted(nodes().values())[0]
+    create_keyspace(pinned[a1], KS, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+    create_keyspace(pinned[a1], f"{KS}_rf1", "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
+    assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
+    yield
+    if "writer" in S and S["writer"].is_alive():
+        S["writer"].stop()
+    pinned.reset()
+
+
+def test_a_fourth_node_joins_under_load(pinned):
+    a1, a2, a3 = sorted(nodes().values())[:3]
+    insert = pinned[a1].prepare(f"INSERT INTO {TABLE} (k, v) VALUES (?, ?)")
+    insert.consistency_level = CL.QUORUM
+    rows = [(k, f"r{k}") for k in range(ROWS)]
+    for ok, result in execute_concurrent_with_args(pinned[a1], insert, rows, concurrency=64):
+        assert ok, result
+    S["rows"] = dict(rows)
+    # Deletions and overwrites must stream too, not only live rows.
+    pinned[a2].execute(f"DELETE FROM {TABLE} WHERE k = 7")
+    del S["rows"][7]
+    w = Writer([pinned[a1], pinned[a2], pinned[a3]], TABLE, prefix=3, pause=0.005)
+    S["writer"] = w
+    w.start()
+    time.sleep(1)
+    t0 = time.monotonic()
+    ccm("add", timeout=900)
+    S["join_seconds"] = time.monotonic() - t0
+    time.sleep(1)
+    w.stop()
+    assert len(nodes()) == 4
+    assert w.acked, "the load wrote nothing"
+    assert not w.failed, f"{len(w.failed)} writes failed during the join: {w.failed[:3]}"
+    print(f"join took {S['join_seconds']:.1f} s under {len(w.acked)} acknowledged writes")
+
+
+def test_every_node_sees_the_new_one_normal():
+    a4 = sorted(nodes().values())[3]
+    for observer in sorted(nodes().values()):
+        assert status_states(observer).get(a4, ("?",))[0] == "UN", f"{observer} does not see {a4} UN"
+
+
+def test_nothing_acknowledged_was_lost(pinned):
+    a1, a4 = sorted(nodes().values())[0], sorted(nodes().values())[3]
+    everything = {**S["rows"], **S["writer"].acked}
+    for a in (a4, a1):
+        missing = read_all(pinned[a], TABLE, everything, CL.ALL)
+        assert missing == {}, f"{len(missing)} rows missing at ALL through {a}: {list(missing.items())[:5]}"
+    gone = pinned[a4].execute(f"SELECT k FROM {TABLE} WHERE k = 7").one()
+    assert gone is None, "the deleted row came back"
+
+
+def test_the_new_node_holds_its_ranges(pinned):
+    a4 = sorted(nodes().values())[3]
+    everything = {**S["rows"], **S["writer"].acked}
+    sample = sorted(everything)[:: max(1, len(everything) // 300)]
+    mine = {k: everything[k] for k in sample if a4 in endpoints(a4, k)}
+    assert len(mine) > len(sample) / 2, "RF 3 of 4 nodes: the new node replicates most keys"
+    # A ONE read coordinated by a replica reads its own copy first.
+    missing = read_all(pinned[a4], TABLE, mine, CL.ONE)
+    assert missing == {}, f"{len(missing)} of its {len(mine)} rows are not on the new node"
+
+
+def test_ownership_is_balanced():
+    a1 = sorted(nodes().values())[0]
+    # Plain `nodetool status` prints "?" when keyspaces differ in replication, as Cassandra's
+    # does: ownership is asked per keyspace.
+    one_copy = {a: owns for a, (state, owns) in status_states(a1, f"{KS}_rf1").items()}
+    assert len(one_copy) == 4 and all(15 <= o <= 35 for o in one_copy.values()), one_copy
+    three_copies = {a: owns for a, (state, owns) in status_states(a1, KS).items()}
+    assert len(three_copies) == 4 and all(60 <= o <= 90 for o in three_copies.values()), three_copies
+
+
+def endpoints(address, key):
+    out = nodetool(address, "getendpoints", KS, "kv", str(key))
+    return set(re.findall(r"\d+\.\d+\.\d+\.\d+", out))
