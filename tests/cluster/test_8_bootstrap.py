@@ -6,15 +6,19 @@ ALL through the new node and an old one), the new node itself holds every row of
 now replicates (read at ONE through it, which reads its own replica first), and ownership is
 balanced: about 25% each for `nodetool status`, about 75% each for the keyspace at RF 3.
 
-Runs last in phase 1: it leaves the ring with four nodes (127.0.0.81-84)."""
+Then the same node is decommissioned under load (`nodetool decommission`): the ring is back to
+three nodes with nothing lost, and the decommissioned node refuses to start again.
+
+Runs last in phase 1 (its fourth node is 127.0.0.84)."""
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.concurrent import execute_concurrent_with_args
-from conftest import ccm, connect, create_keyspace, nodes, nodetool, status_states
+from conftest import DIR, ccm, create_keyspace, nodes, nodetool, status_states, wait_until
 from load import Writer, read_all
 
 KS = "ct_bootstrap"
@@ -31,8 +35,9 @@ def scenario(pinned):
     pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
     assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
     yield
-    if "writer" in S and S["writer"].is_alive():
-        S["writer"].stop()
+    for w in ("writer", "writer2"):
+        if w in S and S[w].is_alive():
+            S[w].stop()
     pinned.reset()
 
 
@@ -102,3 +107,40 @@ def test_ownership_is_balanced():
 def endpoints(address, key):
     out = nodetool(address, "getendpoints", KS, "kv", str(key))
     return set(re.findall(r"\d+\.\d+\.\d+\.\d+", out))
+
+
+def test_decommission_hands_the_ranges_back_under_load(pinned):
+    """`nodetool decommission` on the new node: LEAVING, its ranges pushed to the nodes that own
+    them next (which also get the writes meanwhile), LEFT, and the process stops."""
+    a1, a2, a3, a4 = sorted(nodes().values())
+    w = Writer([pinned[a1], pinned[a2], pinned[a3]], TABLE, prefix=4, pause=0.005)
+    S["writer2"] = w
+    w.start()
+    time.sleep(1)
+    t0 = time.monotonic()
+    nodetool(a4, "decommission", timeout=600)
+    S["decommission_seconds"] = time.monotonic() - t0
+    w.stop()
+    assert not w.failed, f"{len(w.failed)} writes failed during the decommission: {w.failed[:3]}"
+    pid = int((Path(DIR) / "node4" / "pid").read_text())
+    wait_until(lambda: not Path(f"/proc/{pid}").exists(), 60, "the decommissioned node to stop")
+    print(f"decommission took {S['decommission_seconds']:.1f} s under {len(w.acked)} writes")
+
+
+def test_the_ring_is_back_to_three_and_lost_nothing(pinned):
+    a1, a2, a3, a4 = sorted(nodes().values())
+    for observer in (a1, a2, a3):
+        states = status_states(observer)
+        assert a4 not in states, f"{observer} still lists the decommissioned node: {states}"
+        assert all(states.get(a, ("?",))[0] == "UN" for a in (a1, a2, a3)), states
+    peers = {r.peer for r in pinned[a1].execute("SELECT peer FROM system.peers")}
+    assert a4 not in {str(p) for p in peers}
+    everything = {**S["rows"], **S["writer"].acked, **S["writer2"].acked}
+    missing = read_all(pinned[a2], TABLE, everything, CL.ALL)
+    assert missing == {}, f"{len(missing)} rows missing at ALL after the decommission"
+
+
+def test_a_decommissioned_node_does_not_rejoin():
+    out = ccm("start", "node4", timeout=60, check=False)
+    log = (Path(DIR) / "node4" / "log").read_text()
+    assert "decommissioned" in log.lower(), out

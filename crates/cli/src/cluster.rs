@@ -166,7 +166,7 @@ impl ClusterDir {
             .append(true)
             .open(dir.join("log"))?;
         let exe = std::env::current_exe()?;
-        let child = Command::new(exe)
+        let mut child = Command::new(exe)
             .arg("server")
             .args(["--listen-address", &n.address.to_string()])
             .args(["--data-dir", &dir.display().to_string()])
@@ -180,7 +180,9 @@ impl ClusterDir {
         std::fs::write(dir.join("pid"), child.id().to_string())?;
         let started = Instant::now();
         while started.elapsed() < limit {
-            if !Path::new(&format!("/proc/{}", child.id())).exists() {
+            // Exited already (a refused start): try_wait reaps it, where /proc would still
+            // show the unreaped child.
+            if !matches!(child.try_wait(), Ok(None)) {
                 break;
             }
             if self.seen_normal(n) {

@@ -226,6 +226,36 @@ impl ClusterService {
             .collect()
     }
 
+    /// Starts handing this node's ranges over (LEAVING): it still owns them, and peers also
+    /// send their writes to the nodes that will own them next (`leaving`).
+    pub fn announce_leaving(&self) {
+        self.set_status(status::LEAVING);
+    }
+
+    /// This node has handed its ranges over and owns nothing (LEFT): peers drop it from the
+    /// ring and from what drivers see.
+    pub fn announce_left(&self) {
+        self.set_status(status::LEFT);
+    }
+
+    fn set_status(&self, value: &str) {
+        self.shared.gossiper.lock().set_local(AppKey::Status, value);
+        self.rebuild_ring();
+        self.gossip_round();
+    }
+
+    /// Nodes handing their ranges over (LEAVING).
+    pub fn leaving(&self) -> Vec<NodeId> {
+        self.shared
+            .gossiper
+            .lock()
+            .states()
+            .iter()
+            .filter(|(_, s)| s.get(AppKey::Status) == Some(status::LEAVING))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// Sets this node's load (bytes on disk) as gossip carries it, for `nodetool status`.
     pub fn set_load(&self, bytes: u64) {
         self.shared
@@ -260,10 +290,18 @@ impl ClusterService {
 
     /// Tells peers this node is stopping, gives gossip a moment to carry it, and stops.
     pub async fn shutdown(&self) {
-        self.shared
-            .gossiper
-            .lock()
-            .set_local(AppKey::Status, status::SHUTDOWN);
+        {
+            let mut g = self.shared.gossiper.lock();
+            // A node that left the ring stays LEFT: SHUTDOWN would bring it back as a member.
+            let left = g
+                .states()
+                .get(&self.host_id())
+                .and_then(|s| s.get(AppKey::Status))
+                == Some(status::LEFT);
+            if !left {
+                g.set_local(AppKey::Status, status::SHUTDOWN);
+            }
+        }
         self.gossip_round();
         tokio::time::sleep(Duration::from_millis(50)).await;
         self.stop();
@@ -361,9 +399,10 @@ impl ClusterService {
             g.states()
                 .iter()
                 .filter(|(_, s)| {
+                    // A leaving node owns its ranges until it has handed them over (LEFT).
                     matches!(
                         s.get(AppKey::Status),
-                        Some(status::NORMAL) | Some(status::SHUTDOWN)
+                        Some(status::NORMAL) | Some(status::SHUTDOWN) | Some(status::LEAVING)
                     )
                 })
                 .filter_map(|(id, s)| Some((*id, member_of(*id, s)?)))

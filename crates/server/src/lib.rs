@@ -80,6 +80,9 @@ pub enum StartError {
     Listen { addr: String, message: String },
     #[error("client_encryption_options: {0}")]
     Tls(#[from] tls::TlsError),
+    /// The node's place in a ring forbids this start (a decommissioned node).
+    #[error("{0}")]
+    Ring(String),
 }
 
 /// Opens the node's state: identity, schema, storage (with commitlog replay), on the system clock.
@@ -195,7 +198,10 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
         listener,
         native_tls,
     ));
-    shutdown_signal().await;
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        _ = node.stop_requested() => println!("Helenus decommissioned: stopping"),
+    }
     if let Some(ring) = &ring {
         // Peers mark this node down at once rather than after the failure detector's delay.
         ring.shutdown().await;

@@ -16,6 +16,10 @@ pub struct LocalIdentity {
     /// this field existed belong to nodes that never bootstrapped: they own what they hold.
     #[serde(default = "owns_its_data")]
     pub bootstrapped: bool,
+    /// Set once this node has handed its ranges over and left the ring: started again with
+    /// this data directory it would claim ranges others now own, so it refuses to start.
+    #[serde(default)]
+    pub decommissioned: bool,
 }
 
 fn owns_its_data() -> bool {
@@ -40,6 +44,7 @@ impl LocalIdentity {
             tokens: LocalIdentity::spread_tokens(host_id, num_tokens),
             cluster_name: cluster_name.to_string(),
             bootstrapped: true,
+            decommissioned: false,
         };
         id.save(dir)?;
         Ok(id)

@@ -60,6 +60,8 @@ pub struct NodeState {
     pub auth: Arc<crate::auth::AuthService>,
     /// Who ran what (`audit_logging_options`); off unless configured or enabled by nodetool.
     pub audit: Arc<crate::audit::AuditLog>,
+    /// Set when the node itself decides to stop (after a decommission), as SIGTERM would.
+    stop_requested: tokio::sync::Notify,
 }
 
 impl NodeState {
@@ -91,7 +93,18 @@ impl NodeState {
             auth: Arc::new(crate::auth::AuthService::allow_all(clock.clone())),
             audit: Arc::new(crate::audit::AuditLog::disabled(clock.clone())),
             traces: crate::trace::TraceStore::new(clock),
+            stop_requested: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Asks the running server to stop cleanly, as SIGTERM does.
+    pub fn request_stop(&self) {
+        self.stop_requested.notify_one();
+    }
+
+    /// Resolves once `request_stop` was called (at most one waiter).
+    pub async fn stop_requested(&self) {
+        self.stop_requested.notified().await;
     }
 
     /// Where statements read and write data, with their consistency level.

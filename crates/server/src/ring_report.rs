@@ -52,7 +52,7 @@ fn rows(node: &NodeState, cluster: Option<&dyn ClusterView>) -> Vec<Row> {
         },
     }];
     if let Some(c) = cluster {
-        for p in c.peers() {
+        for p in c.peers().into_iter().filter(|p| p.status != "LEFT") {
             let Some(address) = p.address else { continue };
             out.push(Row {
                 id: p.host_id,

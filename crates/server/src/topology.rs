@@ -29,6 +29,11 @@ pub trait ClusterView: Send + Sync {
     /// Cuts this node's internode traffic with the peers at `addresses`, both ways (empty:
     /// heals): fault injection for partition tests (`fault_injection_enabled`).
     fn isolate(&self, addresses: std::collections::HashSet<IpAddr>);
+    /// `nodetool decommission`: checks the node may leave, then hands its ranges over in the
+    /// background and stops (`operation_mode` follows it).
+    fn decommission(self: Arc<Self>) -> Result<(), String>;
+    /// JOINING, NORMAL, LEAVING or DECOMMISSIONED, as `nodetool netstats` prints Cassandra's.
+    fn operation_mode(&self) -> String;
     /// The peer addresses this node is cut off from.
     fn isolated(&self) -> Vec<IpAddr>;
     /// Schema versions and the nodes on each (`nodetool describecluster`).

@@ -15,6 +15,7 @@ fn usage() -> String {
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
+     \x20         decommission, netstats,\n\
      \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
      \x20           [--included-categories C,..] [--excluded-categories C,..]\n\
      \x20           [--included-users U,..] [--excluded-users U,..], disableauditlog, getauditlog"
@@ -94,10 +95,37 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
         "status" | "ring" | "describecluster" | "gossipinfo" | "getendpoints" => {
             ring_report(&node, cmd, args)
         }
+        "decommission" => decommission(&node),
+        "netstats" => {
+            let mode = node.request_json("GET", "/storage_service/operation_mode")?;
+            println!("Mode: {}", mode.as_str().unwrap_or("UNKNOWN"));
+            Ok(())
+        }
         other => Err(NodetoolError::Usage(format!(
             "nodetool: Found unexpected argument '{other}'\n{}",
             usage()
         ))),
+    }
+}
+
+/// `decommission`: like nodetool's, returns once the node has handed its ranges over and left
+/// (the node then stops), or fails with its reason.
+fn decommission(node: &Node) -> Result<(), NodetoolError> {
+    node.request("POST", "/storage_service/decommission")?;
+    let mut last = String::from("LEAVING");
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        match node.request_json("GET", "/storage_service/operation_mode") {
+            Ok(mode) => last = mode.as_str().unwrap_or_default().to_string(),
+            // It stops right after DECOMMISSIONED; gone after that is done.
+            Err(NodetoolError::Connect { .. }) if last == "DECOMMISSIONED" => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        match last.as_str() {
+            "DECOMMISSIONED" => return Ok(()),
+            "LEAVING" => {}
+            failed => return Err(NodetoolError::Refused(failed.to_string())),
+        }
     }
 }
 

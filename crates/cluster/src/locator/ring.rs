@@ -137,6 +137,18 @@ impl Ring {
         Ring::new(nodes)
     }
 
+    /// This ring after `id` has left it (its ranges fall to the next owners).
+    pub fn without_member(&self, id: NodeId) -> Ring {
+        let nodes: Vec<(Member, Vec<Token>)> = self
+            .members
+            .values()
+            .filter(|m| m.id != id)
+            .map(|m| (m.clone(), self.tokens_of(m.id)))
+            .collect();
+        // Removing a member cannot create a token clash.
+        Ring::new(nodes).unwrap_or_default()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tokens.is_empty()
     }

@@ -337,6 +337,21 @@ fn storage_service(
             each_table(rest, &|id| node.engine.garbage_collect(id).map(drop))
         }
         ("POST", ["snapshots"]) => snapshot(node, clock, req),
+        ("POST", ["decommission"]) => match node.cluster() {
+            Some(c) => c
+                .clone()
+                .decommission()
+                .map_err(|e| (400, e))
+                .and_then(|()| ok()),
+            None => Err((400, "this node is not in a ring".into())),
+        },
+        ("GET", ["operation_mode"]) => Ok((
+            "application/json",
+            json!(node
+                .cluster()
+                .map_or_else(|| "NORMAL".to_string(), |c| c.operation_mode()))
+            .to_string(),
+        )),
         ("POST", ["audit_log"]) => enable_audit_log(node, req),
         ("DELETE", ["audit_log"]) => {
             node.audit.disable();

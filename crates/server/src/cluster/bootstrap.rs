@@ -24,13 +24,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Partitions per stream page: whole partitions, so a page's size follows the data.
-const STREAM_PAGE_PARTITIONS: usize = 128;
+pub(super) const STREAM_PAGE_PARTITIONS: usize = 128;
 /// A stream page not answered in this long fails the attempt (the source may be gone).
 const STREAM_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long gossip is given to tell every peer that this node is joining before the first
 /// range is read: writes coordinated by a peer that knows reach this node, and everything
 /// older is in the sources' data when it is read.
-const JOIN_SETTLE: Duration = Duration::from_secs(3);
+pub(super) const JOIN_SETTLE: Duration = Duration::from_secs(3);
 /// How long the joining node waits for the ring's schema before giving up.
 const SCHEMA_WAIT: Duration = Duration::from_secs(60);
 
@@ -60,6 +60,7 @@ pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>) {
                 tracing::error!(error = %e, "bootstrap done but local.json not updated");
             }
             cluster.service.announce_normal(&tokens);
+            *cluster.mode.lock() = "NORMAL".into();
         }
         Err(e) => tracing::error!(
             error = %e,
@@ -226,7 +227,7 @@ async fn stream_from(
 
 /// The storage bounds of a ring range `(start, end]`; one that wraps past the ring's end is
 /// read as two pieces.
-fn storage_pieces(range: TokenRange) -> Vec<(st::PartitionBound, st::PartitionBound)> {
+pub(super) fn storage_pieces(range: TokenRange) -> Vec<(st::PartitionBound, st::PartitionBound)> {
     let after = |token| st::PartitionBound::Token {
         token,
         inclusive: false,
@@ -245,7 +246,11 @@ fn storage_pieces(range: TokenRange) -> Vec<(st::PartitionBound, st::PartitionBo
     }
 }
 
-fn page_query(start: st::PartitionBound, end: st::PartitionBound, now_s: i64) -> st::ReadQuery {
+pub(super) fn page_query(
+    start: st::PartitionBound,
+    end: st::PartitionBound,
+    now_s: i64,
+) -> st::ReadQuery {
     st::ReadQuery {
         partitions: st::PartitionRange::Range { start, end },
         slices: Vec::new(),

@@ -11,6 +11,7 @@
 
 mod bootstrap;
 mod counters;
+mod decommission;
 mod paxos;
 mod replica;
 mod replicated;
@@ -61,6 +62,11 @@ pub async fn join_ring(
 ) -> Result<Membership, StartError> {
     let system_dir = config.primary_data_dir().join("system");
     let existing = LocalIdentity::load(&system_dir);
+    if existing.as_ref().is_some_and(|i| i.decommissioned) {
+        return Err(StartError::Ring(
+            "This node was decommissioned and will not rejoin the ring: start it with an empty data directory to add it as a new node".into(),
+        ));
+    }
     let host_id = existing
         .as_ref()
         .map_or_else(uuid::Uuid::new_v4, |i| i.host_id);
@@ -157,6 +163,7 @@ async fn choose_tokens(
         tokens: tokens.clone(),
         cluster_name: config.cluster_name.clone(),
         bootstrapped: !must_stream,
+        decommissioned: false,
     };
     identity.save(system_dir).map_err(|e| StartError::Dir {
         path: system_dir.display().to_string(),
@@ -173,13 +180,25 @@ async fn choose_tokens(
 
 /// Records in local.json that this node holds its ranges: a restart no longer streams.
 fn mark_bootstrapped(cluster: &ClusterNode) -> std::io::Result<()> {
+    update_identity(cluster, |identity| identity.bootstrapped = true)
+}
+
+/// Records in local.json that this node left the ring: it refuses to start again.
+fn mark_decommissioned(cluster: &ClusterNode) -> std::io::Result<()> {
+    update_identity(cluster, |identity| identity.decommissioned = true)
+}
+
+fn update_identity(
+    cluster: &ClusterNode,
+    change: impl FnOnce(&mut LocalIdentity),
+) -> std::io::Result<()> {
     let Some(node) = cluster.node() else {
         return Ok(());
     };
     let system_dir = node.config.primary_data_dir().join("system");
     match LocalIdentity::load(&system_dir) {
         Some(mut identity) => {
-            identity.bootstrapped = true;
+            change(&mut identity);
             identity.save(&system_dir)
         }
         None => Err(std::io::Error::other("local.json is missing")),
@@ -233,10 +252,13 @@ pub struct ClusterNode {
     /// The range movements of the joins under way, for one keyspace and ring at a time
     /// (`pending_replicas`).
     pending: Mutex<Option<(PendingKey, Vec<helenus_cluster::locator::RangeMove>)>>,
+    /// Cassandra's operation mode: JOINING while bootstrapping, NORMAL, LEAVING, DECOMMISSIONED
+    /// (with the reason when a topology operation failed).
+    mode: Mutex<String>,
 }
 
-/// Keyspace, ring snapshot and joining nodes a set of range movements was computed for.
-type PendingKey = (String, usize, Vec<(Member, Vec<i64>)>);
+/// Keyspace, ring snapshot, joining and leaving nodes a set of range movements was computed for.
+type PendingKey = (String, usize, Vec<(Member, Vec<i64>)>, Vec<NodeId>);
 
 struct CachedMap {
     ring: Arc<Ring>,
@@ -294,6 +316,14 @@ pub fn attach(
         down_since: Mutex::new(HashMap::new()),
         delivering: Mutex::new(std::collections::HashSet::new()),
         pending: Mutex::new(None),
+        mode: Mutex::new(
+            if bootstrap.is_some() {
+                "JOINING"
+            } else {
+                "NORMAL"
+            }
+            .into(),
+        ),
         schema_lease: Mutex::new(schema::LeaseState::default()),
         batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
@@ -395,8 +425,8 @@ impl ClusterNode {
         map
     }
 
-    /// Nodes joining the ring that gain `token` of `keyspace` (its writes must reach them too).
-    /// Empty, and cheap, when nobody is joining.
+    /// Nodes gaining `token` of `keyspace` in the joins and departures under way: its writes
+    /// must reach them too. Empty, and cheap, when the ring is not changing.
     fn pending_replicas(
         &self,
         keyspace: &KeyspaceMeta,
@@ -404,17 +434,22 @@ impl ClusterNode {
         token: i64,
     ) -> Vec<NodeId> {
         let joining = self.service.joining();
-        if joining.is_empty() {
+        let leaving = self.service.leaving();
+        if joining.is_empty() && leaving.is_empty() {
             return Vec::new();
         }
         let key = (
             keyspace.name.clone(),
             Arc::as_ptr(map.ring()) as usize,
             joining.clone(),
+            leaving.clone(),
         );
         let mut cache = self.pending.lock();
         if cache.as_ref().map(|(k, _)| k) != Some(&key) {
             let mut ring = (**map.ring()).clone();
+            for id in &leaving {
+                ring = ring.without_member(*id);
+            }
             for (member, tokens) in &joining {
                 match ring.with_member(member.clone(), tokens.clone()) {
                     Ok(r) => ring = r,
@@ -456,6 +491,13 @@ impl ClusterNode {
             .peers()
             .iter()
             .any(|p| p.host_id == node && p.status == helenus_cluster::gossip::status::NORMAL)
+    }
+
+    fn has_left(&self, node: NodeId) -> bool {
+        self.service
+            .peers()
+            .iter()
+            .any(|p| p.host_id == node && p.status == helenus_cluster::gossip::status::LEFT)
     }
 
     fn native_address(&self, node: NodeId) -> Option<SocketAddr> {
@@ -503,6 +545,9 @@ async fn forward_events(cluster: Arc<ClusterNode>) {
                 if cluster.is_normal(p) =>
             {
                 (p, Some(topology(proto::TopologyChangeType::NewNode)))
+            }
+            GossipEvent::Changed(p, AppKey::Status) if cluster.has_left(p) => {
+                (p, Some(topology(proto::TopologyChangeType::RemovedNode)))
             }
             GossipEvent::Joined(_) => continue,
             GossipEvent::Up(p) | GossipEvent::Restarted(p) => {
@@ -628,6 +673,14 @@ impl crate::topology::ClusterView for ClusterNode {
             tracing::warn!(?addresses, "fault injection: internode traffic cut");
         }
         self.service.transport().isolate_from(addresses);
+    }
+
+    fn decommission(self: Arc<Self>) -> Result<(), String> {
+        decommission::start(&self)
+    }
+
+    fn operation_mode(&self) -> String {
+        self.mode.lock().clone()
     }
 
     fn isolated(&self) -> Vec<IpAddr> {

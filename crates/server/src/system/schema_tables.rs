@@ -58,7 +58,9 @@ pub fn peers(state: &NodeState, t: &TableMeta) -> Rows {
     cluster
         .peers()
         .into_iter()
-        .filter(|p| !p.tokens.is_empty())
+        // Owners only, as Cassandra lists token-metadata members: not a node still joining
+        // (BOOT, its ranges not yet received) nor one that has left.
+        .filter(|p| !p.tokens.is_empty() && !matches!(p.status.as_str(), "BOOT" | "LEFT"))
         .filter_map(|p| {
             let address = p.address?;
             let native = p.native.unwrap_or(address);

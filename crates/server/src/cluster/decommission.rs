@@ -1,0 +1,182 @@
+//! Leaving the ring (issue 13's `nodetool decommission`): the node announces LEAVING (it still
+//! owns its ranges, and coordinators also send their writes to the nodes that will own them
+//! next), pushes every range it replicates to each node gaining it, announces LEFT (peers drop
+//! it from the ring and from `system.peers`), and stops. It is refused, as Cassandra refuses
+//! it, when the nodes left in its data center would be fewer than a keyspace's replication
+//! factor there.
+//!
+//! The push sends unfiltered partition pages (tombstones, timestamps and TTLs kept) as ordinary
+//! mutations, acknowledged one page at a time.
+
+use super::bootstrap::{page_query, storage_pieces, StreamTotals, JOIN_SETTLE};
+use super::ClusterNode;
+use crate::node::NodeState;
+use helenus_cluster::locator::{range_moves, NodeId, ReplicationMap, TokenRange};
+use helenus_cluster::messaging::Verb;
+use helenus_storage as st;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A page not acknowledged in this long fails the decommission (the node stays LEAVING).
+const PUSH_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Checks that the node may leave, announces LEAVING and starts handing its ranges over in
+/// the background; `ClusterNode::operation_mode` tells how it went.
+pub fn start(cluster: &Arc<ClusterNode>) -> Result<(), String> {
+    let node = cluster.node().ok_or("shutting down")?;
+    {
+        let mut mode = cluster.mode.lock();
+        if *mode != "NORMAL" {
+            return Err(format!("cannot decommission a node in mode {mode}"));
+        }
+        refuse_if_replicas_would_be_missing(cluster, &node)?;
+        *mode = "LEAVING".into();
+    }
+    cluster.service.announce_leaving();
+    tokio::spawn(run(cluster.clone()));
+    Ok(())
+}
+
+fn refuse_if_replicas_would_be_missing(
+    cluster: &ClusterNode,
+    node: &NodeState,
+) -> Result<(), String> {
+    let ring = cluster.service.ring();
+    if ring.tokens_of(cluster.local()).is_empty() {
+        return Err("this node owns no tokens (it is not NORMAL)".into());
+    }
+    let dc = &node.config.data_center;
+    let remaining = ring
+        .members()
+        .filter(|m| m.location.datacenter == *dc && m.id != cluster.local())
+        .count();
+    for keyspace in node.schema().user_keyspaces() {
+        let rf = cluster
+            .map_for(keyspace)
+            .strategy()
+            .replication_factor_in(&ring, dc);
+        if rf > remaining {
+            return Err(format!(
+                "Not enough live nodes to maintain replication factor in keyspace {} (RF = {rf}, N = {}). Perform a forceful decommission to ignore.",
+                keyspace.name,
+                remaining + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+async fn run(cluster: Arc<ClusterNode>) {
+    let started = Instant::now();
+    tokio::time::sleep(JOIN_SETTLE).await;
+    match hand_over(&cluster).await {
+        Ok(totals) => {
+            tracing::info!(
+                ranges = totals.ranges,
+                partitions = totals.partitions,
+                bytes = totals.bytes,
+                seconds = started.elapsed().as_secs_f64(),
+                "decommission handed every range over; leaving the ring"
+            );
+            if let Err(e) = super::mark_decommissioned(&cluster) {
+                tracing::error!(error = %e, "local.json not marked decommissioned");
+            }
+            cluster.service.announce_left();
+            // Two gossip rounds carry LEFT to every peer before this node goes quiet.
+            tokio::time::sleep(2 * super::GOSSIP_INTERVAL).await;
+            *cluster.mode.lock() = "DECOMMISSIONED".into();
+            // Long enough for `nodetool decommission`, polling the mode, to see it.
+            tokio::time::sleep(2 * super::GOSSIP_INTERVAL).await;
+            if let Some(node) = cluster.node() {
+                node.request_stop();
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "decommission failed: the node stays LEAVING");
+            *cluster.mode.lock() = format!("LEAVING (decommission failed: {e})");
+        }
+    }
+}
+
+async fn hand_over(cluster: &ClusterNode) -> Result<StreamTotals, String> {
+    let node = cluster.node().ok_or("shutting down")?;
+    let me = cluster.local();
+    let mut totals = StreamTotals::default();
+    for keyspace in node.schema().user_keyspaces() {
+        let before = cluster.map_for(keyspace);
+        let after = ReplicationMap::new(
+            Arc::new(before.ring().without_member(me)),
+            before.strategy().clone(),
+            me,
+        );
+        for movement in range_moves(&before, &after) {
+            if !movement.losing.contains(&me) {
+                continue;
+            }
+            for target in &movement.gaining {
+                for table in keyspace.tables.values() {
+                    let pushed = push_range(
+                        cluster,
+                        &node,
+                        *table.id.as_bytes(),
+                        movement.range,
+                        *target,
+                    )
+                    .await
+                    .map_err(|e| format!("{}.{} to {target}: {e}", keyspace.name, table.name))?;
+                    totals.partitions += pushed.partitions;
+                    totals.bytes += pushed.bytes;
+                }
+            }
+            totals.ranges += 1;
+        }
+    }
+    Ok(totals)
+}
+
+/// Sends this node's copy of one table's `range` to `target`, a page at a time.
+async fn push_range(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    table: st::TableId,
+    range: TokenRange,
+    target: NodeId,
+) -> Result<StreamTotals, String> {
+    let mut totals = StreamTotals::default();
+    for (mut start, end) in storage_pieces(range) {
+        loop {
+            let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
+            let engine = node.engine.clone();
+            let page = tokio::task::spawn_blocking(move || {
+                engine.read_unfiltered(table, &query, u64::MAX)
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+            let Some(last) = page.partitions.last() else {
+                break;
+            };
+            start = st::PartitionBound::Key {
+                token: last.token,
+                key: last.key.clone(),
+                inclusive: false,
+            };
+            totals.partitions += page.partitions.len() as u64;
+            let payload = helenus_mutation::encode_mutations(&page.partitions);
+            totals.bytes += payload.len() as u64;
+            let (id, answer) = cluster
+                .messenger
+                .request(target, Verb::MutationRequest, payload)
+                .map_err(|e| e.to_string())?;
+            match tokio::time::timeout(PUSH_PAGE_TIMEOUT, answer).await {
+                Ok(Ok(r)) if r.verb == Verb::MutationResponse => {}
+                Ok(_) => return Err("the target refused a page".into()),
+                Err(_) => {
+                    cluster.messenger.forget(id);
+                    return Err("a page timed out".into());
+                }
+            }
+        }
+    }
+    Ok(totals)
+}
