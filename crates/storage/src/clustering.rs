@@ -38,7 +38,8 @@ impl ClusteringComparator {
         }
     }
 
-    /// Compares two prefixes with their bound weights (-1 before, 0 exact, +1 after the prefix).
+    /// Compares two prefixes with their bound weights (-1 before, 0 exact, +1 after the prefix,
+    /// `AFTER_ROW` just after the row with exactly this prefix).
     pub fn compare(&self, a: &[Bytes], a_weight: i8, b: &[Bytes], b_weight: i8) -> Ordering {
         for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
             let o = self.compare_component(i, x, y);
@@ -47,22 +48,42 @@ impl ClusteringComparator {
             }
         }
         match a.len().cmp(&b.len()) {
-            Ordering::Equal => a_weight.cmp(&b_weight),
+            Ordering::Equal => rank(a_weight).cmp(&rank(b_weight)),
             Ordering::Less => {
-                if a_weight > 0 {
+                if rank(a_weight) == RANK_AFTER_ALL {
                     Ordering::Greater
                 } else {
                     Ordering::Less
                 }
             }
             Ordering::Greater => {
-                if b_weight > 0 {
+                if rank(b_weight) == RANK_AFTER_ALL {
                     Ordering::Less
                 } else {
                     Ordering::Greater
                 }
             }
         }
+    }
+}
+
+/// A position just after the row whose clustering is exactly the prefix, before the longer
+/// clusterings starting with it. Rows of a dense COMPACT STORAGE table may have a clustering
+/// prefix (Cassandra's null trailing components, which sort first): paging resumes there. Never
+/// stored: range tombstone bounds keep -1 and +1.
+pub const AFTER_ROW: i8 = 2;
+
+/// The rank of a +1 weight (after every clustering with the prefix).
+const RANK_AFTER_ALL: i8 = 2;
+
+/// Orders the weights of positions over one prefix: before all, the row, just after the row,
+/// after all.
+fn rank(weight: i8) -> i8 {
+    match weight {
+        AFTER_ROW => 1,
+        w if w < 0 => -2,
+        0 => 0,
+        _ => RANK_AFTER_ALL,
     }
 }
 
@@ -203,5 +224,29 @@ pub(crate) mod tests {
         let top = CKey::end(&ClusteringBound::unbounded(), &c);
         let row = CKey::row(vec![b(b""), b(b"")], &c);
         assert!(bottom < row && row < top);
+    }
+
+    #[test]
+    fn prefix_rows_sort_first_and_after_row_sits_between_them_and_longer_rows() {
+        // Descending second column: a missing component still sorts before every value.
+        let c = cmp2(true);
+        let prefix = CKey::row(vec![b(b"a")], &c);
+        let full = CKey::row(vec![b(b"a"), b(b"z")], &c);
+        assert!(prefix < full);
+        let after_row = CKey {
+            values: vec![b(b"a")],
+            weight: AFTER_ROW,
+            cmp: c.clone(),
+        };
+        assert!(prefix < after_row && after_row < full);
+        let after_all = CKey::end(
+            &ClusteringBound {
+                prefix: vec![b(b"a")],
+                kind: BoundKind::Inclusive,
+            },
+            &c,
+        );
+        assert!(after_row < after_all && full < after_all);
+        assert!(after_row < CKey::row(vec![b(b"b")], &c));
     }
 }

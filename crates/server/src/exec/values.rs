@@ -112,7 +112,9 @@ fn literal_accepted(kind: &str, t: NativeType) -> bool {
         "FLOAT" => matches!(t, Decimal | Double | Float),
         "BOOLEAN" => t == Boolean,
         "UUID" => matches!(t, Uuid | Timeuuid),
-        "HEX" => t == Blob,
+        // Cassandra's preferred type for a HEX constant is `ByteType` (not `BytesType`), so a
+        // tinyint receiver is an exact match for any hex constant, `0x` included.
+        "HEX" => matches!(t, Blob | Tinyint),
         "DURATION" => t == Duration,
         _ => false,
     }
@@ -421,8 +423,17 @@ fn literal_value(term: &Term, ty: &CqlType, receiver: &str) -> ExecResult<Option
     }
     let text = match term {
         Term::Blob(hex) => {
-            let bytes = decode_hex(hex).ok_or_else(|| invalid_literal(term, receiver, ty))?;
-            return Ok(Some(CqlValue::Blob(Bytes::from(bytes))));
+            let bytes =
+                Bytes::from(decode_hex(hex).ok_or_else(|| invalid_literal(term, receiver, ty))?);
+            if *native == NativeType::Blob {
+                return Ok(Some(CqlValue::Blob(bytes)));
+            }
+            // Cassandra parses every hex constant with `BytesType` whatever the receiver and does
+            // not validate the result: a tinyint gets the bytes as they are (`0x` is an empty
+            // value, which a bound empty tinyint would not be).
+            return Ok(Some(
+                helenus_types::deserialize(ty, &bytes).unwrap_or(CqlValue::Blob(bytes)),
+            ));
         }
         Term::Bool(b) => return Ok(Some(CqlValue::Boolean(*b))),
         Term::String(s) | Term::Integer(s) | Term::Float(s) | Term::Uuid(s) | Term::Duration(s) => {
@@ -879,6 +890,28 @@ mod tests {
         assert_eq!(
             v.unwrap(),
             Some(CqlValue::Blob(Bytes::from_static(&[10, 11])))
+        );
+    }
+
+    #[test]
+    fn hex_constants_go_to_blobs_and_tinyints_only() {
+        let tinyint = native(NativeType::Tinyint);
+        let hex = |h: &str| Term::Blob(h.into());
+        let value = |h: &str| eval(&hex(h), &tinyint, "v", &no_binds()).unwrap();
+        // Cassandra prefers ByteType for hex constants and stores their bytes unvalidated.
+        assert_eq!(value(""), Bound::Value(Bytes::new()));
+        assert_eq!(value("7f"), Bound::Value(Bytes::from_static(&[0x7f])));
+        assert_eq!(
+            to_value(&hex("7f"), &tinyint, "v", &no_binds()).unwrap(),
+            Some(CqlValue::Tinyint(127))
+        );
+        assert_eq!(
+            invalid_message(&hex(""), &native(NativeType::Smallint)),
+            "Invalid HEX constant (0x) for \"v\" of type smallint"
+        );
+        assert_eq!(
+            invalid_message(&hex("01"), &native(NativeType::Int)),
+            "Invalid HEX constant (0x01) for \"v\" of type int"
         );
     }
 

@@ -142,7 +142,11 @@ impl Partition {
             p.static_row = row_from_update(s)?;
         }
         for r in &m.rows {
-            if r.clustering.len() != layout.cmp.len() {
+            // A row may have a clustering prefix (dense COMPACT STORAGE tables, whose writes may
+            // leave out trailing clustering columns; the CQL layer decides when), never an empty
+            // clustering when the table has clustering columns, nor too long a one.
+            let n = r.clustering.len();
+            if n > layout.cmp.len() || (n == 0 && layout.cmp.len() != 0) {
                 return Err(StorageError::InvalidRequest(format!(
                     "row has {} clustering values, table has {}",
                     r.clustering.len(),

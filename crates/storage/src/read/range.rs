@@ -218,7 +218,14 @@ pub(super) fn resume_ranges(
         weight,
         cmp: layout.cmp.clone(),
     };
-    let (after, before) = (at(1), at(-1));
+    // A row with a clustering prefix (dense COMPACT STORAGE) is followed by the longer rows
+    // starting with it: resume just after the row itself, not after the whole prefix.
+    let after = if resume.len() < layout.cmp.len() {
+        at(crate::clustering::AFTER_ROW)
+    } else {
+        at(1)
+    };
+    let before = at(-1);
     ranges
         .into_iter()
         .filter_map(|(s, e)| {

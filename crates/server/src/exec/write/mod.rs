@@ -352,7 +352,10 @@ impl PartitionWrite<'_, '_, '_> {
             WriteKind::Insert | WriteKind::InsertJson { .. }
         );
         let needs_row = insert || !regular_cells.is_empty();
-        if !needs_row || (t.clustering_len() != 0 && !self.full_clustering) {
+        // A COMPACT STORAGE table stores a row under a clustering prefix when the write leaves
+        // out trailing clustering columns (planning allowed it); other tables need them all.
+        let prefix_row = t.is_compact() && !self.no_clustering;
+        if !needs_row || (t.clustering_len() != 0 && !self.full_clustering && !prefix_row) {
             return Ok(());
         }
         let expires = if ttl > 0 {

@@ -282,10 +282,14 @@ fn insert_values(
             .iter()
             .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
     if !missing_ck.is_empty() && (!only_static || !ck.is_empty()) {
-        return invalid(format!(
-            "Some clustering keys are missing: {}",
-            missing_ck.join(", ")
-        ));
+        if clustering_prefix_allowed(t, ck.len()) {
+            insert_prefix_gap(t, &ck)?;
+        } else {
+            return invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing_ck.join(", ")
+            ));
+        }
     }
     if let Some(value) = missing_compact_value(t, &ops) {
         return invalid(format!(
@@ -293,6 +297,33 @@ fn insert_values(
         ));
     }
     Ok((pk, ck, ops))
+}
+
+/// Whether a write may name only some clustering columns: Cassandra accepts it for COMPACT
+/// STORAGE tables as soon as one clustering column is restricted, and stores the row under that
+/// clustering prefix (the missing components read back as null and sort before any value).
+fn clustering_prefix_allowed(t: &TableMeta, restricted: usize) -> bool {
+    t.is_compact() && restricted > 0
+}
+
+/// An INSERT into a COMPACT STORAGE table giving a clustering column without the ones before
+/// it: the same refusal as a WHERE clause skipping them.
+fn insert_prefix_gap(t: &TableMeta, ck: &PositionedValues) -> ExecResult<()> {
+    let mut prev: Option<&str> = None;
+    for c in t.clustering() {
+        let given = ck.iter().any(|(p, _)| *p == c.position);
+        match (given, prev) {
+            (true, Some(prev)) => {
+                return invalid(format!(
+                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{prev}\" is not restricted",
+                    c.name
+                ))
+            }
+            (false, None) => prev = Some(c.name.as_str()),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The declared value column of a dense COMPACT STORAGE table when an INSERT leaves it out:
@@ -332,6 +363,7 @@ pub fn plan_update(
     }
     let (pk, ck, _) = where_keys(&t, &s.where_clause, specs, false)?;
     if ck.len() < t.clustering_len()
+        && !clustering_prefix_allowed(&t, ck.len())
         && ops
             .iter()
             .any(|(i, _)| t.columns[*i].kind != ColumnKind::Static)
