@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Process-level cluster tests (issue 12): real `helenus server` processes started with
 # `helenus cluster` on 127.0.0.81-88, driven by the Python driver (tests/cluster/*.py).
-#   phase 1: 3 nodes (127.0.0.81-83, datacenter1) shared by test_1..test_8 (drivers' view,
-#            replication, SIGSTOP, kill -9, LWT, counters, a network partition, and last a
-#            fourth node, 127.0.0.84, bootstrapping into the ring under load);
+#   phase 1: 3 nodes (127.0.0.81-83, datacenter1) shared by test_1..test_9 (drivers' view,
+#            replication, SIGSTOP, kill -9, LWT, counters, a network partition, repair, and last
+#            a fourth node, 127.0.0.84, bootstrapping into the ring under load, then leaving);
 #            then the client suites against the ring (CLUSTER_CLIENT_SUITES; default all drivers);
 #   phase 2: 4 nodes in two data centers (127.0.0.85-88, dc1/dc2) for test_dcs.py
 #            (skip with HELENUS_CLUSTER_SKIP_DCS=1).
@@ -89,7 +89,7 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
 }
 
 CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh rust go java node}" \
-  phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_bootstrap.py "$@"
+  phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_9_bootstrap.py "$@"
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
 fi

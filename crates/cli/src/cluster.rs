@@ -133,8 +133,7 @@ impl ClusterDir {
     }
 
     fn running(&self, n: &NodeEntry) -> Option<u32> {
-        self.pid(n)
-            .filter(|pid| Path::new(&format!("/proc/{pid}")).exists())
+        self.pid(n).filter(|pid| is_alive(*pid))
     }
 
     /// The seeds: the first node of each data center.
@@ -246,6 +245,19 @@ impl ClusterDir {
             std::thread::sleep(Duration::from_millis(100));
         }
         Ok(())
+    }
+}
+
+/// Whether process `pid` exists and has not exited: a killed node whose parent (gone, or an init
+/// that reaps late) has not reaped it yet is a zombie, and must count as stopped.
+fn is_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
     }
 }
 

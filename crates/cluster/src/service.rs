@@ -355,7 +355,13 @@ impl ClusterService {
         let mut ring_changed = false;
         for event in &events {
             match event {
-                GossipEvent::Joined(n) | GossipEvent::Restarted(n) => {
+                GossipEvent::Joined(n) => {
+                    self.learn_address(*n);
+                    ring_changed = true;
+                }
+                GossipEvent::Restarted(n) => {
+                    // Whatever connection this node had to it died with its old process.
+                    self.shared.transport.reset_peer(*n);
                     self.learn_address(*n);
                     ring_changed = true;
                 }

@@ -15,6 +15,17 @@ pub type Pending<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 /// A start that may be refused, with the reason.
 pub type Starting<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
+/// What `nodetool repair [-pr] [-st T -et T] [KS [TABLES]]` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct RepairOptions {
+    pub keyspace: Option<String>,
+    pub tables: Vec<String>,
+    /// Only this node's primary ranges (`-pr`).
+    pub primary_range: bool,
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+}
+
 pub trait ClusterView: Send + Sync {
     /// This node.
     fn local(&self) -> NodeId;
@@ -34,6 +45,13 @@ pub trait ClusterView: Send + Sync {
     fn decommission(self: Arc<Self>) -> Result<(), String>;
     /// JOINING, NORMAL, LEAVING or DECOMMISSIONED, as `nodetool netstats` prints Cassandra's.
     fn operation_mode(&self) -> String;
+    /// Starts a repair in the background; its number for `repair_status`.
+    fn start_repair(self: Arc<Self>, options: RepairOptions) -> u64;
+    /// `{"state": "running" | "done" | "failed", ...}` of repair `id`.
+    fn repair_status(&self, id: u64) -> Option<serde_json::Value>;
+    /// `nodetool disablehandoff` / `enablehandoff`: whether hints are stored for replicas.
+    fn set_hinted_handoff(&self, enabled: bool);
+    fn hinted_handoff(&self) -> bool;
     /// The peer addresses this node is cut off from.
     fn isolated(&self) -> Vec<IpAddr>;
     /// Schema versions and the nodes on each (`nodetool describecluster`).

@@ -15,7 +15,8 @@ fn usage() -> String {
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
-     \x20         decommission, netstats,\n\
+     \x20         decommission, netstats, repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
+     \x20         disablehandoff, enablehandoff, statushandoff,\n\
      \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
      \x20           [--included-categories C,..] [--excluded-categories C,..]\n\
      \x20           [--included-users U,..] [--excluded-users U,..], disableauditlog, getauditlog"
@@ -96,6 +97,28 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
             ring_report(&node, cmd, args)
         }
         "decommission" => decommission(&node),
+        "repair" => repair(&node, args),
+        "disablehandoff" | "enablehandoff" => node
+            .request(
+                "POST",
+                &format!(
+                    "/storage_service/hinted_handoff?enabled={}",
+                    cmd == "enablehandoff"
+                ),
+            )
+            .map(|_| ()),
+        "statushandoff" => {
+            let on = node.request_json("GET", "/storage_service/hinted_handoff")?;
+            println!(
+                "Hinted handoff is {}",
+                if on.as_bool() == Some(true) {
+                    "running"
+                } else {
+                    "not running"
+                }
+            );
+            Ok(())
+        }
         "netstats" => {
             let mode = node.request_json("GET", "/storage_service/operation_mode")?;
             println!("Mode: {}", mode.as_str().unwrap_or("UNKNOWN"));
@@ -125,6 +148,73 @@ fn decommission(node: &Node) -> Result<(), NodetoolError> {
             "DECOMMISSIONED" => return Ok(()),
             "LEAVING" => {}
             failed => return Err(NodetoolError::Refused(failed.to_string())),
+        }
+    }
+}
+
+/// `repair [-full] [-pr] [-st TOKEN -et TOKEN] [ks [tables...]]`: starts the repair on the node,
+/// waits for it and prints what it compared and moved. Every repair is full (`-full` is
+/// accepted for the scripts that pass it).
+fn repair(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
+    let mut query = Vec::new();
+    let mut names = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-full" | "--full" | "-seq" | "--sequential" => {}
+            "-pr" | "--partitioner-range" => query.push("pr=true".to_string()),
+            "-st" | "--start-token" | "-et" | "--end-token" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| NodetoolError::Usage(format!("{a} needs a token")))?;
+                let key = if matches!(a.as_str(), "-st" | "--start-token") {
+                    "st"
+                } else {
+                    "et"
+                };
+                query.push(format!("{key}={}", enc(v)));
+            }
+            other => names.push(other.to_string()),
+        }
+    }
+    if let Some((ks, tables)) = names.split_first() {
+        query.push(format!("ks={}", enc(ks)));
+        if !tables.is_empty() {
+            query.push(format!("tables={}", enc(&tables.join(","))));
+        }
+    }
+    let started = node.request_json(
+        "POST",
+        &format!("/storage_service/repair?{}", query.join("&")),
+    )?;
+    let id = started["id"].as_u64().unwrap_or(0);
+    println!(
+        "Starting repair command #{id}, repairing keyspace {}",
+        names.first().map_or("(all)", String::as_str)
+    );
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let status = node.request_json("GET", &format!("/storage_service/repair?id={id}"))?;
+        match status["state"].as_str() {
+            Some("running") => continue,
+            Some("done") => {
+                let s = &status["summary"];
+                println!(
+                    "Repair completed successfully: {} ranges compared, {} out of sync, {} sub-ranges repaired, {} partitions ({} bytes) streamed",
+                    s["ranges_compared"], s["ranges_out_of_sync"], s["sub_ranges_repaired"], s["partitions_streamed"], s["bytes_streamed"]
+                );
+                println!(
+                    "Repair command #{id} finished in {:.3} seconds",
+                    s["seconds"].as_f64().unwrap_or(0.0)
+                );
+                return Ok(());
+            }
+            _ => {
+                return Err(NodetoolError::Refused(format!(
+                    "Repair command #{id} failed: {}",
+                    status["error"].as_str().unwrap_or("unknown error")
+                )))
+            }
         }
     }
 }

@@ -52,6 +52,10 @@ pub enum Verb {
     SchemaRelease = 33,
     /// A traced request's session and events, shared so any node answers `system_traces`.
     TraceSession = 34,
+    /// A replica's Merkle tree of one table's token range (repair's validation); the payload
+    /// is a read command over the range and the tree depth.
+    RepairTreeRequest = 35,
+    RepairTreeResponse = 36,
     Failure = 40,
 }
 
@@ -85,6 +89,8 @@ impl Verb {
             32 => SchemaLease,
             33 => SchemaRelease,
             34 => TraceSession,
+            35 => RepairTreeRequest,
+            36 => RepairTreeResponse,
             40 => Failure,
             _ => return None,
         })

@@ -145,6 +145,15 @@ impl TcpTransport {
                 .is_some_and(|a| isolated.contains(&a.ip()))
     }
 
+    /// Drops the connection to `peer` (the next message opens a new one). For a peer that
+    /// restarted: a connection opened before is dead, and what is written into it before the
+    /// kernel notices would be lost without an error.
+    pub fn reset_peer(&self, peer: NodeId) {
+        if let Some(out) = self.inner.outbound.lock().remove(&peer) {
+            out.writer.abort();
+        }
+    }
+
     /// Stops listening and closes every connection.
     pub fn shutdown(&self) {
         if let Some(l) = self.inner.listener.lock().take() {

@@ -80,6 +80,45 @@ impl MerkleTree {
         self.partitions
     }
 
+    /// The wire form: range start and end, depth, partition count, then every node's digest.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + 8 + 4 + 8 + self.nodes.len() * 16);
+        out.extend_from_slice(&self.range.start.to_be_bytes());
+        out.extend_from_slice(&self.range.end.to_be_bytes());
+        out.extend_from_slice(&self.depth.to_be_bytes());
+        out.extend_from_slice(&self.partitions.to_be_bytes());
+        for node in &self.nodes {
+            out.extend_from_slice(node);
+        }
+        out
+    }
+
+    /// A tree `encode` wrote; `None` for anything else (a peer's bytes are not trusted: the
+    /// depth is bounded and the length must match it exactly).
+    pub fn decode(bytes: &[u8]) -> Option<MerkleTree> {
+        let start = i64::from_be_bytes(bytes.get(0..8)?.try_into().ok()?);
+        let end = i64::from_be_bytes(bytes.get(8..16)?.try_into().ok()?);
+        let depth = u32::from_be_bytes(bytes.get(16..20)?.try_into().ok()?);
+        let partitions = u64::from_be_bytes(bytes.get(20..28)?.try_into().ok()?);
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let digests = bytes.get(28..)?;
+        if digests.len() != (2usize << depth) * 16 {
+            return None;
+        }
+        let nodes = digests
+            .chunks_exact(16)
+            .map(|c| c.try_into().unwrap_or([0; 16]))
+            .collect();
+        Some(MerkleTree {
+            range: TokenRange::new(start, end),
+            depth,
+            nodes,
+            partitions,
+        })
+    }
+
     /// The token range of heap node `i` at `level` (0 = root).
     fn node_range(&self, i: usize) -> TokenRange {
         let level = usize::BITS - 1 - i.leading_zeros();
@@ -144,6 +183,17 @@ mod tests {
 
     fn tokens() -> impl Iterator<Item = Token> {
         (0..1000i64).map(|i| i.wrapping_mul(0x5851_F42D_4C95_7F2D))
+    }
+
+    #[test]
+    fn a_tree_survives_its_wire_form_and_bad_bytes_are_refused() {
+        let a = tree_with(tokens().map(|t| (t, t as u64)));
+        let bytes = a.encode();
+        assert_eq!(MerkleTree::decode(&bytes), Some(a));
+        assert_eq!(MerkleTree::decode(&bytes[..bytes.len() - 1]), None);
+        let mut deep = bytes.clone();
+        deep[16..20].copy_from_slice(&(MAX_DEPTH + 1).to_be_bytes());
+        assert_eq!(MerkleTree::decode(&deep), None);
     }
 
     #[test]

@@ -345,6 +345,21 @@ fn storage_service(
                 .and_then(|()| ok()),
             None => Err((400, "this node is not in a ring".into())),
         },
+        (method, ["repair"]) => repair(node, method, req),
+        ("POST", ["hinted_handoff"]) => match (node.cluster(), req.query.get("enabled")) {
+            (Some(c), Some(on)) => {
+                c.set_hinted_handoff(on == "true");
+                ok()
+            }
+            _ => Err((400, "needs a ring and enabled=true|false".into())),
+        },
+        ("GET", ["hinted_handoff"]) => Ok((
+            "application/json",
+            json!(node
+                .cluster()
+                .map_or(node.config.hinted_handoff_enabled, |c| c.hinted_handoff()))
+            .to_string(),
+        )),
         ("GET", ["operation_mode"]) => Ok((
             "application/json",
             json!(node
@@ -484,6 +499,53 @@ fn observe(
         (method, ["helenus", "fault", "partition"]) => fault_partition(node, method, req),
         _ => return None,
     })
+}
+
+/// `/storage_service/repair`: POST `?ks=&tables=a,b&pr=true&st=&et=` starts a repair and
+/// answers its number; GET `?id=N` tells how it is going.
+fn repair(node: &NodeState, method: &str, req: &HttpRequest) -> RouteResult {
+    let Some(cluster) = node.cluster() else {
+        return Err((400, "Nothing to repair: this node is not in a ring".into()));
+    };
+    let arg = |k: &str| req.query.get(k).filter(|v| !v.is_empty());
+    let token = |k: &str| -> Result<Option<i64>, (u16, String)> {
+        arg(k)
+            .map(|v| {
+                v.parse::<i64>()
+                    .map_err(|_| (400, format!("bad token {k}={v}")))
+            })
+            .transpose()
+    };
+    match method {
+        "POST" => {
+            let options = crate::topology::RepairOptions {
+                keyspace: arg("ks").cloned(),
+                tables: arg("tables")
+                    .map(|t| t.split(',').map(str::to_string).collect())
+                    .unwrap_or_default(),
+                primary_range: arg("pr").is_some_and(|v| v == "true"),
+                start: token("st")?,
+                end: token("et")?,
+            };
+            if let Some(ks) = &options.keyspace {
+                node.schema()
+                    .keyspace(ks)
+                    .map_err(|e| (400, e.to_string()))?;
+            }
+            let id = cluster.clone().start_repair(options);
+            Ok(("application/json", json!({ "id": id }).to_string()))
+        }
+        "GET" => {
+            let id = arg("id")
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or((400, "repair status needs id=N".to_string()))?;
+            cluster
+                .repair_status(id)
+                .map(|s| ("application/json", s.to_string()))
+                .ok_or((404, format!("no repair #{id}")))
+        }
+        _ => Err((404, format!("no such endpoint: {method} {}", req.path))),
+    }
 }
 
 /// `/helenus/fault/partition`: POST `?peers=A,B` cuts this node off from those peers' internode

@@ -13,6 +13,7 @@ mod bootstrap;
 mod counters;
 mod decommission;
 mod paxos;
+mod repair;
 mod replica;
 mod replicated;
 mod schema;
@@ -255,6 +256,10 @@ pub struct ClusterNode {
     /// Cassandra's operation mode: JOINING while bootstrapping, NORMAL, LEAVING, DECOMMISSIONED
     /// (with the reason when a topology operation failed).
     mode: Mutex<String>,
+    /// Repairs started here (`nodetool repair`), by number: running, or how they ended.
+    repairs: Mutex<BTreeMap<u64, serde_json::Value>>,
+    /// Whether hints are stored (`hinted_handoff_enabled`, `nodetool disablehandoff`).
+    hinted_handoff: std::sync::atomic::AtomicBool,
 }
 
 /// Keyspace, ring snapshot, joining and leaving nodes a set of range movements was computed for.
@@ -324,6 +329,8 @@ pub fn attach(
             }
             .into(),
         ),
+        repairs: Mutex::new(BTreeMap::new()),
+        hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
         schema_lease: Mutex::new(schema::LeaseState::default()),
         batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
@@ -476,7 +483,10 @@ impl ClusterNode {
         let Some(node) = self.node() else {
             return false;
         };
-        if !node.config.hinted_handoff_enabled {
+        if !self
+            .hinted_handoff
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
             return false;
         }
         let window = Duration::from_millis(node.config.max_hint_window_ms);
@@ -491,6 +501,21 @@ impl ClusterNode {
             .peers()
             .iter()
             .any(|p| p.host_id == node && p.status == helenus_cluster::gossip::status::NORMAL)
+    }
+
+    /// Whether `node` is this node or a peer gossip sees alive.
+    fn is_up(&self, node: NodeId) -> bool {
+        node == self.local() || self.service.is_alive(node)
+    }
+
+    /// `node`'s storage address as Cassandra prints endpoints (`/ip:port`).
+    fn address_of(&self, node: NodeId) -> String {
+        self.service
+            .peers()
+            .into_iter()
+            .find(|p| p.host_id == node)
+            .and_then(|p| p.address)
+            .map_or_else(|| node.to_string(), |a| format!("/{a}"))
     }
 
     fn has_left(&self, node: NodeId) -> bool {
@@ -677,6 +702,44 @@ impl crate::topology::ClusterView for ClusterNode {
 
     fn decommission(self: Arc<Self>) -> Result<(), String> {
         decommission::start(&self)
+    }
+
+    fn start_repair(self: Arc<Self>, options: crate::topology::RepairOptions) -> u64 {
+        let id = {
+            let mut repairs = self.repairs.lock();
+            let id = repairs.keys().next_back().map_or(1, |last| last + 1);
+            repairs.insert(id, serde_json::json!({"state": "running"}));
+            id
+        };
+        let cluster = self.clone();
+        tokio::spawn(async move {
+            let outcome = match repair::run(cluster.clone(), options).await {
+                Ok(summary) => {
+                    tracing::info!(?summary, "repair #{id} completed");
+                    serde_json::json!({"state": "done", "summary": summary})
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "repair #{id} failed");
+                    serde_json::json!({"state": "failed", "error": e})
+                }
+            };
+            cluster.repairs.lock().insert(id, outcome);
+        });
+        id
+    }
+
+    fn repair_status(&self, id: u64) -> Option<serde_json::Value> {
+        self.repairs.lock().get(&id).cloned()
+    }
+
+    fn set_hinted_handoff(&self, enabled: bool) {
+        self.hinted_handoff
+            .store(enabled, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn hinted_handoff(&self) -> bool {
+        self.hinted_handoff
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn operation_mode(&self) -> String {

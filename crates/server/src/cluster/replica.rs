@@ -76,6 +76,11 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             Verb::TruncateRequest => {
                 tokio::task::spawn_blocking(move || serve_truncate(&node, &cluster, &envelope));
             }
+            Verb::RepairTreeRequest => {
+                tokio::task::spawn_blocking(move || {
+                    super::repair::serve_tree(&cluster, &node, &envelope)
+                });
+            }
             Verb::StreamRequest => {
                 tokio::task::spawn_blocking(move || {
                     super::bootstrap::serve_stream(&cluster, &node, &envelope)

@@ -1,0 +1,361 @@
+//! Full repair (issue 13's `nodetool repair`): for every token range this node replicates (its
+//! primary ranges with `-pr`, cut to `-st`/`-et`), every replica builds a Merkle tree of each
+//! table's partitions in the range (`RepairTreeRequest`; a partition's digest hashes its
+//! unfiltered form, so equal data gives equal trees whatever order or SSTables it came from),
+//! the trees are compared, and only the leaf ranges where they differ are synchronised: the
+//! partitions every replica holds there are gathered and the union written to each replica,
+//! which the reconcile rules make exact (the newest cell, tombstone or TTL wins everywhere).
+//! Replicas already in sync cost one tree each and stream nothing.
+//!
+//! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
+
+use super::bootstrap::{page_query, storage_pieces};
+use super::ClusterNode;
+use crate::node::NodeState;
+use crate::topology::RepairOptions;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use helenus_cluster::locator::{NodeId, ReplicationMap, TokenRange};
+use helenus_cluster::messaging::{Envelope, Verb};
+use helenus_cluster::repair::MerkleTree;
+use helenus_storage as st;
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Leaves per tree: 2^10 of 16 bytes each; a differing leaf is about 1/1024 of a vnode range.
+const TREE_DEPTH: u32 = 10;
+/// How long each attempt at a tree or a page waits; after the last the repair fails (a
+/// replica may be gone). The first is short: a lost message is retried soon.
+const REPAIR_MESSAGE_TIMEOUTS: [Duration; 2] = [Duration::from_secs(10), Duration::from_secs(60)];
+
+/// What a repair compared and moved, as `nodetool repair` reports it.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct RepairSummary {
+    pub keyspaces: Vec<String>,
+    /// (range, table) pairs whose replicas were compared.
+    pub ranges_compared: usize,
+    /// ... of which the trees differed.
+    pub ranges_out_of_sync: usize,
+    /// Leaf ranges synchronised.
+    pub sub_ranges_repaired: usize,
+    /// Partitions written to replicas to bring them level.
+    pub partitions_streamed: u64,
+    pub bytes_streamed: u64,
+    pub seconds: f64,
+}
+
+/// Repairs what `options` names; the summary, or why it failed.
+pub async fn run(
+    cluster: Arc<ClusterNode>,
+    options: RepairOptions,
+) -> Result<RepairSummary, String> {
+    let started = Instant::now();
+    let node = cluster.node().ok_or("shutting down")?;
+    let schema = node.schema();
+    let keyspaces: Vec<_> = match &options.keyspace {
+        Some(name) => vec![schema.keyspace(name).map_err(|e| e.to_string())?.clone()],
+        None => schema.user_keyspaces().cloned().collect(),
+    };
+    let mut summary = RepairSummary::default();
+    for keyspace in keyspaces {
+        summary.keyspaces.push(keyspace.name.clone());
+        let map = cluster.map_for(&keyspace);
+        for range in ranges_to_repair(&map, cluster.local(), &options) {
+            let replicas = map.replicas(range.end).to_vec();
+            if let Some(down) = replicas.iter().find(|r| !cluster.is_up(**r)) {
+                return Err(format!("Endpoint not alive: {}", cluster.address_of(*down)));
+            }
+            for table in keyspace.tables.values() {
+                if !options.tables.is_empty() && !options.tables.contains(&table.name) {
+                    continue;
+                }
+                let id = *table.id.as_bytes();
+                repair_range(&cluster, &node, id, range, &replicas, &mut summary)
+                    .await
+                    .map_err(|e| format!("{}.{} {range:?}: {e}", keyspace.name, table.name))?;
+            }
+        }
+    }
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// This node's ranges (or primary ranges), each cut to the `-st`/`-et` range when one is given.
+fn ranges_to_repair(map: &ReplicationMap, me: NodeId, options: &RepairOptions) -> Vec<TokenRange> {
+    let mine = if options.primary_range {
+        map.primary_ranges_of(me)
+    } else {
+        map.ranges_of(me)
+    };
+    match (options.start, options.end) {
+        (Some(start), Some(end)) => {
+            let wanted = TokenRange::new(start, end);
+            mine.into_iter()
+                .filter_map(|r| intersect(r, wanted))
+                .collect()
+        }
+        _ => mine,
+    }
+}
+
+/// The part of `a` inside `b`, for ranges that do not wrap (`-st`/`-et` cut within one vnode
+/// range, as Cassandra requires of subrange repair); `a` whole when `b` covers it.
+fn intersect(a: TokenRange, b: TokenRange) -> Option<TokenRange> {
+    if a.start >= a.end || b.start >= b.end {
+        return (b.start == a.start && b.end == a.end).then_some(a);
+    }
+    let start = a.start.max(b.start);
+    let end = a.end.min(b.end);
+    (start < end).then(|| TokenRange::new(start, end))
+}
+
+async fn repair_range(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    table: st::TableId,
+    range: TokenRange,
+    replicas: &[NodeId],
+    summary: &mut RepairSummary,
+) -> Result<(), String> {
+    summary.ranges_compared += 1;
+    let mut trees = Vec::with_capacity(replicas.len());
+    for replica in replicas {
+        trees.push(tree_of(cluster, node, *replica, table, range).await?);
+    }
+    let Some((first, others)) = trees.split_first() else {
+        return Ok(());
+    };
+    let mut differing: Vec<TokenRange> = others.iter().flat_map(|t| first.difference(t)).collect();
+    differing.sort_by_key(|r| (r.start, r.end));
+    differing.dedup();
+    if differing.is_empty() {
+        return Ok(());
+    }
+    summary.ranges_out_of_sync += 1;
+    for sub in differing {
+        let mut union = Vec::new();
+        for replica in replicas {
+            union.extend(partitions_of(cluster, node, *replica, table, sub).await?);
+        }
+        for replica in replicas {
+            let (partitions, bytes) = write_to(cluster, node, *replica, &union).await?;
+            summary.partitions_streamed += partitions;
+            summary.bytes_streamed += bytes;
+        }
+        summary.sub_ranges_repaired += 1;
+    }
+    Ok(())
+}
+
+/// A replica's tree of `table` over `range`.
+async fn tree_of(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    replica: NodeId,
+    table: st::TableId,
+    range: TokenRange,
+) -> Result<MerkleTree, String> {
+    if replica == cluster.local() {
+        let engine = node.engine.clone();
+        let now = node.exec.clock().wall_secs();
+        return tokio::task::spawn_blocking(move || build_tree(&engine, table, range, now))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let reply = ask(
+        cluster,
+        replica,
+        Verb::RepairTreeRequest,
+        tree_request(table, range),
+    )
+    .await?;
+    if reply.verb != Verb::RepairTreeResponse {
+        return Err(format!("{replica} could not build its tree"));
+    }
+    MerkleTree::decode(&reply.payload).ok_or_else(|| format!("{replica} sent a malformed tree"))
+}
+
+/// Every partition a replica holds in `range`, unfiltered.
+async fn partitions_of(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    replica: NodeId,
+    table: st::TableId,
+    range: TokenRange,
+) -> Result<Vec<st::Mutation>, String> {
+    let mut out = Vec::new();
+    for (mut start, end) in storage_pieces(range) {
+        loop {
+            let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
+            let page = if replica == cluster.local() {
+                node.engine
+                    .read_unfiltered(table, &query, u64::MAX)
+                    .map_err(|e| e.to_string())?
+                    .partitions
+            } else {
+                let payload = super::wire::encode_read(table, &query);
+                let reply = ask(cluster, replica, Verb::StreamRequest, payload).await?;
+                if reply.verb != Verb::StreamResponse {
+                    return Err(format!("{replica} refused a page"));
+                }
+                helenus_mutation::decode_mutations(reply.payload).map_err(|e| e.to_string())?
+            };
+            let Some(last) = page.last() else { break };
+            start = st::PartitionBound::Key {
+                token: last.token,
+                key: last.key.clone(),
+                inclusive: false,
+            };
+            out.extend(page);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes `partitions` to `replica`, a page at a time; (partitions, bytes) sent.
+async fn write_to(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    replica: NodeId,
+    partitions: &[st::Mutation],
+) -> Result<(u64, u64), String> {
+    let mut bytes = 0;
+    for page in partitions.chunks(super::bootstrap::STREAM_PAGE_PARTITIONS) {
+        if replica == cluster.local() {
+            crate::proxy::apply_locally(&node.engine, page.to_vec())
+                .await
+                .map_err(|e| e.to_string())?;
+            continue;
+        }
+        let payload = helenus_mutation::encode_mutations(page);
+        bytes += payload.len() as u64;
+        let reply = ask(cluster, replica, Verb::MutationRequest, payload).await?;
+        if reply.verb != Verb::MutationResponse {
+            return Err(format!("{replica} refused a repair write"));
+        }
+    }
+    Ok((partitions.len() as u64, bytes))
+}
+
+/// Sends a repair message and waits for the answer, asking again once if it is late: every
+/// repair message is idempotent, and the first one written to a peer that restarted can be
+/// lost in the dead connection before either side notices (the retry goes out on a new one).
+async fn ask(
+    cluster: &ClusterNode,
+    to: NodeId,
+    verb: Verb,
+    payload: Bytes,
+) -> Result<Envelope, String> {
+    for wait in REPAIR_MESSAGE_TIMEOUTS {
+        let (id, answer) = cluster
+            .messenger
+            .request(to, verb, payload.clone())
+            .map_err(|e| e.to_string())?;
+        match tokio::time::timeout(wait, answer).await {
+            Ok(Ok(reply)) => return Ok(reply),
+            Ok(Err(_)) => return Err(format!("{to} did not answer")),
+            Err(_) => {
+                cluster.messenger.forget(id);
+                tracing::warn!(%to, ?verb, "repair message unanswered, asking again");
+            }
+        }
+    }
+    Err(format!("{to} timed out"))
+}
+
+fn tree_request(table: st::TableId, range: TokenRange) -> Bytes {
+    let mut out = BytesMut::with_capacity(16 + 16);
+    out.put_slice(&table);
+    out.put_i64(range.start);
+    out.put_i64(range.end);
+    out.freeze()
+}
+
+fn decode_tree_request(mut payload: Bytes) -> Option<(st::TableId, TokenRange)> {
+    if payload.len() != 32 {
+        return None;
+    }
+    let mut table = [0u8; 16];
+    payload.copy_to_slice(&mut table);
+    let start = payload.get_i64();
+    let end = payload.get_i64();
+    Some((table, TokenRange::new(start, end)))
+}
+
+/// This node's tree of `table` over `range`: each partition's digest is an MD5 of its
+/// unfiltered, canonical encoding.
+fn build_tree(
+    engine: &st::Engine,
+    table: st::TableId,
+    range: TokenRange,
+    now_s: i64,
+) -> Result<MerkleTree, String> {
+    let mut tree = MerkleTree::new(range, TREE_DEPTH);
+    for (mut start, end) in storage_pieces(range) {
+        loop {
+            let query = page_query(start.clone(), end.clone(), now_s);
+            let page = engine
+                .read_unfiltered(table, &query, u64::MAX)
+                .map_err(|e| e.to_string())?
+                .partitions;
+            let Some(last) = page.last() else { break };
+            start = st::PartitionBound::Key {
+                token: last.token,
+                key: last.key.clone(),
+                inclusive: false,
+            };
+            for p in &page {
+                let encoded = helenus_mutation::encode_mutations(std::slice::from_ref(p));
+                tree.add(p.token, &md5::compute(&encoded).0);
+            }
+        }
+    }
+    Ok(tree)
+}
+
+/// The replica's side of `tree_of`.
+pub fn serve_tree(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
+    let built = decode_tree_request(request.payload.clone())
+        .ok_or_else(|| "malformed tree request".to_string())
+        .and_then(|(table, range)| {
+            build_tree(&node.engine, table, range, node.exec.clock().wall_secs())
+        });
+    let (verb, payload) = match built {
+        Ok(tree) => (Verb::RepairTreeResponse, Bytes::from(tree.encode())),
+        Err(e) => {
+            tracing::warn!(error = %e, "repair tree not built");
+            (Verb::Failure, Bytes::new())
+        }
+    };
+    let _ = cluster.messenger.respond(request, verb, payload);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn a_subrange_cuts_the_ranges_it_overlaps() {
+        let r = TokenRange::new(0, 100);
+        assert_eq!(
+            intersect(r, TokenRange::new(50, 200)),
+            Some(TokenRange::new(50, 100))
+        );
+        assert_eq!(intersect(r, TokenRange::new(100, 200)), None);
+        assert_eq!(
+            intersect(r, TokenRange::new(-10, 10)),
+            Some(TokenRange::new(0, 10))
+        );
+    }
+
+    #[test]
+    fn tree_requests_round_trip_and_bad_ones_are_refused() {
+        let request = tree_request([3; 16], TokenRange::new(-7, 9));
+        assert_eq!(
+            decode_tree_request(request.clone()),
+            Some(([3; 16], TokenRange::new(-7, 9)))
+        );
+        assert_eq!(decode_tree_request(request.slice(1..)), None);
+    }
+}

@@ -1,0 +1,77 @@
+"""Repair (issue 13's `nodetool repair`): replicas already in sync compare Merkle trees and stream
+nothing; a replica that missed writes (killed during them, hinted handoff disabled with
+`nodetool disablehandoff` as an operator would) is brought level by a repair run on another
+node, after which every replica answers the same at ONE."""
+
+import re
+
+import pytest
+from cassandra import ConsistencyLevel as CL
+from cassandra.concurrent import execute_concurrent_with_args
+from conftest import ccm, create_keyspace, nodes, nodetool, wait_all_up
+from load import read_all
+
+KS = "ct_repair"
+TABLE = f"{KS}.kv"
+S = {}
+
+
+def three():
+    return sorted(nodes().values())[:3]
+
+
+def summary(out):
+    m = re.search(r"(\d+) ranges compared, (\d+) out of sync, (\d+) sub-ranges repaired, (\d+) partitions", out)
+    assert m, out
+    return dict(zip(["compared", "out_of_sync", "sub_ranges", "partitions"], map(int, m.groups())))
+
+
+def write(session, keys, cl):
+    insert = session.prepare(f"INSERT INTO {TABLE} (k, v) VALUES (?, ?)")
+    insert.consistency_level = cl
+    rows = [(k, f"v{k}") for k in keys]
+    for ok, result in execute_concurrent_with_args(session, insert, rows, concurrency=64):
+        assert ok, result
+    S.setdefault("rows", {}).update(dict(rows))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def scenario(pinned):
+    a1, _, _ = three()
+    create_keyspace(pinned[a1], KS, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+    pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
+    assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
+    yield
+    for a in three():
+        try:
+            nodetool(a, "enablehandoff")
+        except AssertionError:
+            pass
+    pinned.reset()
+
+
+def test_repair_of_in_sync_replicas_streams_nothing(pinned):
+    a1, _, _ = three()
+    write(pinned[a1], range(500), CL.ALL)
+    got = summary(nodetool(a1, "repair", KS, timeout=120))
+    assert got["compared"] > 0 and got["out_of_sync"] == 0 and got["partitions"] == 0, got
+
+
+def test_a_replica_that_missed_writes_is_repaired(pinned):
+    a1, a2, a3 = three()
+    for a in (a1, a2, a3):
+        nodetool(a, "disablehandoff")
+    assert "not running" in nodetool(a1, "statushandoff")
+    pinned.reset(a3)
+    ccm("kill", "node3")
+    missed = range(1000, 1300)
+    write(pinned[a1], missed, CL.QUORUM)
+    ccm("start", "node3", timeout=120)
+    wait_all_up()
+    before = read_all(pinned[a3], TABLE, {k: S["rows"][k] for k in missed}, CL.ONE)
+    assert len(before) == len(missed), f"node3 should have missed every write: {len(before)} missing"
+    got = summary(nodetool(a2, "repair", KS, timeout=300))
+    assert got["out_of_sync"] > 0 and got["partitions"] >= len(missed), got
+    for a in (a3, a1, a2):
+        missing = read_all(pinned[a], TABLE, S["rows"], CL.ONE)
+        assert missing == {}, f"{len(missing)} rows differ at ONE through {a} after the repair"
