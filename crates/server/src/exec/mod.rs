@@ -660,6 +660,7 @@ pub async fn execute(
                 prepends: node.exec.prepends(),
                 consistency: opts.consistency,
                 serial_consistency: opts.serial_consistency,
+                max_mutation_bytes: node.config.max_mutation_bytes(),
             };
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
@@ -695,6 +696,7 @@ pub async fn execute(
                 prepends: node.exec.prepends(),
                 consistency: opts.consistency,
                 serial_consistency: opts.serial_consistency,
+                max_mutation_bytes: node.config.max_mutation_bytes(),
             };
             if children.iter().any(|c| c.condition.is_some()) {
                 let statements: Vec<_> = children.iter().map(|c| (c, &binds)).collect();
