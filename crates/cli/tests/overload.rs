@@ -168,3 +168,69 @@ fn over_the_bytes_in_flight_a_throw_on_overload_client_is_refused_and_others_wai
     drop(node);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// CPU seconds (user and system) process `pid` has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and
+    // 13th, in clock ticks (100 a second on Linux).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+#[test]
+fn a_read_past_its_timeout_stops_its_cpu_work() {
+    let addr = "127.0.0.75";
+    let dir = tempdir("overload", "cancel");
+    let port = common::free_port(addr);
+    let node = start(
+        addr,
+        &dir,
+        port,
+        &["read_request_timeout=200ms", "range_request_timeout=200ms"],
+    );
+    let mut c = Client::connect(&node, 4);
+    c.ok(
+        "CREATE KEYSPACE k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+    );
+    c.ok("CREATE TABLE k.w (pk int, ck int, v int, PRIMARY KEY (pk, ck))");
+    // 400k rows in one partition, 10k a statement: filtering them takes seconds.
+    for i in 0..40 {
+        let cks: Vec<String> = (i * 10_000..(i + 1) * 10_000)
+            .map(|j| j.to_string())
+            .collect();
+        c.ok(&format!(
+            "UPDATE k.w SET v = {i} WHERE pk = 0 AND ck IN ({})",
+            cks.join(", ")
+        ));
+    }
+    let pid = node.child.id();
+    let started = Instant::now();
+    match c.query("SELECT count(*) FROM k.w WHERE v = -1 ALLOW FILTERING") {
+        proto::Response::Error(e) => assert_eq!(e.code, proto::ErrorCode::READ_TIMEOUT, "{e:?}"),
+        other => panic!("a scan of seconds under a 200 ms timeout times out: {other:?}"),
+    }
+    assert!(
+        started.elapsed().as_secs_f64() < 2.0,
+        "{:?}",
+        started.elapsed()
+    );
+    // Answered; within about a second the work behind it has stopped too.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = cpu_seconds(pid);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let busy = cpu_seconds(pid) - before;
+    assert!(
+        busy < 0.3,
+        "the node burned {busy:.2} s of CPU in the second after the timeout"
+    );
+    c.ok("SELECT release_version FROM system.local");
+    drop(node);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -49,6 +49,10 @@ pub struct Limits {
     closing: tokio::sync::watch::Sender<bool>,
 }
 
+/// How long after a read's timeout its work is stopped (`exec::cancel`): the timeout answers the
+/// client first.
+pub const CANCEL_GRACE: Duration = Duration::from_millis(50);
+
 /// How much longer than the coordinator a replicated request's own timeout waits.
 const RING_TIMEOUT_GRACE: Duration = Duration::from_millis(500);
 

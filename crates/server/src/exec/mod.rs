@@ -24,6 +24,7 @@ mod access_tests;
 mod aggregates;
 mod arith;
 mod batch;
+pub mod cancel;
 mod cast;
 pub mod client_warn;
 mod cql_text;

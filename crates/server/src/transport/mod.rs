@@ -562,7 +562,15 @@ impl Statement {
                 None => (run.await, None),
             }
         };
-        let handle = self.limits.pool().spawn(work);
+        // A read's work stops at its first check past the timeout (a little after it, so
+        // the client's answer is always the timeout's, not the stopped work's).
+        let handle = match limits::cancel_at_timeout(kind) {
+            true => {
+                let stop_at = deadline.into_std() + limits::CANCEL_GRACE;
+                self.limits.pool().spawn(exec::cancel::until(stop_at, work))
+            }
+            false => self.limits.pool().spawn(work),
+        };
         let abort = handle.abort_handle();
         let ((response, warnings), trace_id) = match tokio::time::timeout_at(deadline, handle).await
         {

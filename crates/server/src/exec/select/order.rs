@@ -212,6 +212,7 @@ pub(super) fn aggregate_rows(
         let mut j = i;
         while j < rows.len() && (plan.group_by == 0 || group_key(plan, &rows[j], now, node)? == key)
         {
+            crate::exec::cancel::check()?;
             for (c, s) in cols.iter().zip(states.iter_mut()) {
                 aggregates::agg_update(s, &c.sel, &c.ty, &rows[j], now)?;
             }
