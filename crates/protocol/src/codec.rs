@@ -663,6 +663,37 @@ mod tests {
     }
 
     #[test]
+    fn a_skipped_envelope_is_dropped_as_it_arrives_and_the_next_decodes() {
+        for (version, segments) in [(4u8, false), (5, true)] {
+            let mut s = ServerConnectionCodec::default();
+            let mut c = ClientConnectionCodec::new(1 << 20);
+            if segments {
+                s.enable_segments();
+                c.enable_segments();
+            }
+            let big = Request::Query {
+                query: "x".repeat(300 * 1024),
+                params: Default::default(),
+            };
+            let mut wire = BytesMut::new();
+            c.encode(&crate::RequestFrame::new(version, 3, big), &mut wire)
+                .unwrap();
+            c.encode(
+                &crate::RequestFrame::new(version, 4, Request::Options),
+                &mut wire,
+            )
+            .unwrap();
+            let mut buf = wire.split_to(150 * 1024);
+            assert!(s.decode(&mut buf).unwrap().is_none());
+            assert_eq!(s.skip_pending(&mut buf), Some((version, 3)));
+            assert_eq!(s.buffered_bytes(), 0, "v{version}");
+            buf.extend_from_slice(&wire);
+            let next = s.decode(&mut buf).unwrap().unwrap();
+            assert_eq!((next.stream, next.request), (4, Request::Options));
+        }
+    }
+
+    #[test]
     fn bad_segment_crc_is_fatal_and_answered_inside_a_segment() {
         let mut s = ServerConnectionCodec::default();
         let mut c = ClientConnectionCodec::new(1 << 20);
