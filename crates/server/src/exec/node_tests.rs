@@ -613,6 +613,14 @@ fn a_collection_over_max_mutation_size_is_refused_before_it_is_expanded() {
                 && err.contains("/16777216) for keyspace: k. Top keys are: big.5"),
             "{err}"
         );
+        let err = bound_query(
+            &node,
+            "UPDATE k.big SET l = ? + l WHERE p = 5",
+            vec![collection(20, &parts)],
+        )
+        .await
+        .unwrap_err();
+        assert!(err.contains("Rejected an oversized mutation ("), "{err}");
         // Under the bound it is written.
         bound_query(
             &node,

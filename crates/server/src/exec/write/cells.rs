@@ -273,11 +273,27 @@ impl RowCells<'_, '_, '_, '_> {
     /// The cells of a whole collection value `b` of `c`'s type, checked against the mutation
     /// size bound before any is made. A UDT's cells (one per field) are few: decoded as before.
     fn serialized_collection(&mut self, c: &ColumnMeta, b: &Bytes) -> ExecResult<()> {
-        let Some(size) = super::expand::cells_size(&c.cql_type, b) else {
+        if !self.check_expansion(c, b)? {
             let v = helenus_types::deserialize(&c.cql_type, b)
                 .map_err(|e| ExecError::Invalid(e.to_string()))?;
             collection_cells(c.id, &v, (self.ts, self.ttl), &self.binds.now, self.out);
             return Ok(());
+        }
+        let now = &self.binds.now;
+        let mut sink = super::expand::CellSink {
+            column: c.id,
+            timestamp_us: self.ts,
+            ttl_s: self.ttl,
+            out: self.out,
+        };
+        super::expand::collection_cells(&c.cql_type, b, || now.timeuuid().into_bytes(), &mut sink)
+    }
+
+    /// Adds the cells list, set or map value `b` of `c` would expand to to the row's total, and
+    /// refuses the write past `max_mutation_size`; false for other types (not checked here).
+    fn check_expansion(&mut self, c: &ColumnMeta, b: &[u8]) -> ExecResult<bool> {
+        let Some(size) = super::expand::cells_size(&c.cql_type, b) else {
+            return Ok(false);
         };
         self.expanded = self.expanded.saturating_add(size);
         if self.expanded > self.ctx.max_mutation_bytes {
@@ -289,14 +305,7 @@ impl RowCells<'_, '_, '_, '_> {
                 key,
             ));
         }
-        let now = &self.binds.now;
-        let mut sink = super::expand::CellSink {
-            column: c.id,
-            timestamp_us: self.ts,
-            ttl_s: self.ttl,
-            out: self.out,
-        };
-        super::expand::collection_cells(&c.cql_type, b, || now.timeuuid().into_bytes(), &mut sink)
+        Ok(true)
     }
 
     /// `c = c + t` (a counter increment or collection append) and `c = t + c` (a list prepend).
@@ -313,6 +322,12 @@ impl RowCells<'_, '_, '_, '_> {
             )
         {
             return self.append(c, term);
+        }
+        if is_prepend {
+            // Bounded before the elements are decoded, like a whole-value write.
+            if let Bound::Value(b) = values::eval(term, &c.cql_type, &c.name, self.binds)? {
+                self.check_expansion(c, &b)?;
+            }
         }
         match values::to_value(term, &c.cql_type, &c.name, self.binds)? {
             // Prepended elements get paths that sort before every existing one.
