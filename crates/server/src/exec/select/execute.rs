@@ -430,6 +430,7 @@ fn selected_rows(
 ) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
+        crate::exec::cancel::check()?;
         let mut cells = Vec::with_capacity(plan.compiled.columns.len());
         for c in &plan.compiled.columns {
             cells.push(selectors::eval(&c.sel, &c.ty, r, now)?);
