@@ -47,8 +47,18 @@ struct Framing {
     /// whenever no [`ResponseBatch`] is alive: every public encode closes it before returning.
     open_segment: BytesMut,
     failed: bool,
+    /// Bytes of a refused envelope still to drop as they arrive (see `skip_pending`).
+    skip: usize,
     /// Incoming envelopes must carry this direction bit.
     incoming_is_response: bool,
+}
+
+/// Drops up to `skip` bytes from the front of `src`; true once `skip` is 0.
+fn drop_skipped(skip: &mut usize, src: &mut BytesMut) -> bool {
+    let n = (*skip).min(src.len());
+    let _ = src.split_to(n);
+    *skip -= n;
+    *skip == 0
 }
 
 impl Framing {
@@ -61,6 +71,7 @@ impl Framing {
             scratch: BytesMut::new(),
             open_segment: BytesMut::new(),
             failed: false,
+            skip: 0,
             incoming_is_response,
         }
     }
@@ -84,6 +95,9 @@ impl Framing {
             return Err(DecodeError::fatal(DecodeErrorKind::Closed, None, None));
         }
         if !self.segments {
+            if !self.drop_skipped(buf) {
+                return Ok(None);
+            }
             let mut src = std::mem::take(buf);
             let r = self.take_envelope(&mut src);
             *buf = src;
@@ -95,7 +109,10 @@ impl Framing {
         let limit = self.max_frame_size_bytes + HEADER_LEN + MAX_SEGMENT_PAYLOAD;
         loop {
             let mut re = std::mem::take(&mut self.reassembly);
-            let r = self.take_envelope(&mut re);
+            let r = match self.drop_skipped(&mut re) {
+                true => self.take_envelope(&mut re),
+                false => Ok(None),
+            };
             self.reassembly = re;
             if let Some(env) = r? {
                 return Ok(Some(env));
@@ -115,6 +132,11 @@ impl Framing {
                 Err(kind) => return Err(self.fail(kind, None, None)),
             }
         }
+    }
+
+    /// Drops what is buffered of a refused envelope; true once none of it is left to come.
+    fn drop_skipped(&mut self, src: &mut BytesMut) -> bool {
+        drop_skipped(&mut self.skip, src)
     }
 
     fn take_envelope(
@@ -427,6 +449,30 @@ impl ServerConnectionCodec {
         }
     }
 
+    /// Bytes of an incoming envelope held inside the codec (v5 segments being reassembled),
+    /// besides what the read buffer holds.
+    pub fn buffered_bytes(&self) -> usize {
+        self.framing.reassembly.len()
+    }
+
+    /// Refuses the envelope whose bytes are arriving: what is buffered of it is dropped now,
+    /// the rest as it arrives, so it costs no memory. Returns its version and stream, or
+    /// `None` if its header is not complete yet (or an envelope is already being dropped).
+    pub fn skip_pending(&mut self, buf: &mut BytesMut) -> Option<(u8, i16)> {
+        let f = &mut self.framing;
+        if f.skip > 0 || f.failed {
+            return None;
+        }
+        let src = if f.segments { &mut f.reassembly } else { buf };
+        let h = FrameHeader::parse(src)?;
+        if h.is_response != f.incoming_is_response || !is_supported_version(h.version) {
+            return None;
+        }
+        f.skip = HEADER_LEN + h.body_len as usize;
+        drop_skipped(&mut f.skip, src);
+        Some((h.version, h.stream))
+    }
+
     /// Sets body compression (after STARTUP asked for it and READY was written). In v5 only
     /// lz4 applies, and only to segments; the server must refuse snappy for v5 at STARTUP.
     pub fn set_compression(&mut self, c: Option<Compression>) {
@@ -614,6 +660,37 @@ mod tests {
             s.decode(&mut BytesMut::new()).unwrap_err().kind,
             DecodeErrorKind::Closed
         );
+    }
+
+    #[test]
+    fn a_skipped_envelope_is_dropped_as_it_arrives_and_the_next_decodes() {
+        for (version, segments) in [(4u8, false), (5, true)] {
+            let mut s = ServerConnectionCodec::default();
+            let mut c = ClientConnectionCodec::new(1 << 20);
+            if segments {
+                s.enable_segments();
+                c.enable_segments();
+            }
+            let big = Request::Query {
+                query: "x".repeat(300 * 1024),
+                params: Default::default(),
+            };
+            let mut wire = BytesMut::new();
+            c.encode(&crate::RequestFrame::new(version, 3, big), &mut wire)
+                .unwrap();
+            c.encode(
+                &crate::RequestFrame::new(version, 4, Request::Options),
+                &mut wire,
+            )
+            .unwrap();
+            let mut buf = wire.split_to(150 * 1024);
+            assert!(s.decode(&mut buf).unwrap().is_none());
+            assert_eq!(s.skip_pending(&mut buf), Some((version, 3)));
+            assert_eq!(s.buffered_bytes(), 0, "v{version}");
+            buf.extend_from_slice(&wire);
+            let next = s.decode(&mut buf).unwrap().unwrap();
+            assert_eq!((next.stream, next.request), (4, Request::Options));
+        }
     }
 
     #[test]

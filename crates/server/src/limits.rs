@@ -49,6 +49,10 @@ pub struct Limits {
     closing: tokio::sync::watch::Sender<bool>,
 }
 
+/// How long after a read's timeout its work is stopped (`exec::cancel`): the timeout answers the
+/// client first.
+pub const CANCEL_GRACE: Duration = Duration::from_millis(50);
+
 /// How much longer than the coordinator a replicated request's own timeout waits.
 const RING_TIMEOUT_GRACE: Duration = Duration::from_millis(500);
 
@@ -278,6 +282,27 @@ impl RequestCharge {
         }
     }
 
+    /// Like [`RequestCharge::set_to`] without waiting: false (and the charge unchanged) when
+    /// the budget has not the bytes now.
+    pub fn try_set_to(&mut self, bytes: usize, total_units: u32) -> bool {
+        let want = (bytes as u64)
+            .div_ceil(UNIT_BYTES)
+            .min(u64::from(total_units)) as u32;
+        if want <= self.units {
+            self.budget.add_permits((self.units - want) as usize);
+            self.units = want;
+            return true;
+        }
+        match self.budget.try_acquire_many(want - self.units) {
+            Ok(permit) => {
+                permit.forget();
+                self.units = want;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Splits off the charge of a decoded frame, leaving the rest with the read buffer.
     pub fn take(&mut self) -> RequestCharge {
         let units = std::mem::take(&mut self.units);
@@ -307,6 +332,29 @@ impl Limits {
     pub async fn charge_frame_bytes(&self, charge: &mut RequestCharge, bytes: usize) {
         let bytes = if bytes > FREE_REQUEST_BYTES { bytes } else { 0 };
         charge.set_to(bytes, self.request_budget_units).await;
+    }
+
+    /// [`Limits::charge_frame_bytes`] for a connection that asked (`THROW_ON_OVERLOAD`) to be
+    /// refused rather than slowed down: the OVERLOADED message Cassandra gives when the bytes
+    /// are not in the budget now.
+    pub fn try_charge_frame_bytes(
+        &self,
+        charge: &mut RequestCharge,
+        bytes: usize,
+    ) -> Result<(), String> {
+        let wanted = if bytes > FREE_REQUEST_BYTES { bytes } else { 0 };
+        if charge.try_set_to(wanted, self.request_budget_units) {
+            return Ok(());
+        }
+        // Helenus has one node-wide budget and no narrower one per client address, so the
+        // endpoint's limit is the node's, and its use is what this connection holds.
+        let limit = u64::from(self.request_budget_units) * UNIT_BYTES;
+        let free = (self.request_budget.available_permits() as u64).min(limit / UNIT_BYTES);
+        let global = limit - free * UNIT_BYTES;
+        let endpoint = u64::from(charge.units) * UNIT_BYTES;
+        Err(format!(
+            "Request breached limit on bytes in flight. (Endpoint: {endpoint}/{limit} bytes, Global: {global}/{limit} bytes.)Server is currently in an overloaded state and cannot accept more requests."
+        ))
     }
 }
 

@@ -170,13 +170,15 @@ impl Commitlog {
         if st.offset > 0 && st.offset + entry_len > self.segment_size_bytes {
             self.rotate(&mut st)?;
         }
-        let mut buf = Vec::with_capacity(entry_len as usize);
-        buf.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        buf.extend_from_slice(&crc32c(payload).to_be_bytes());
-        buf.extend_from_slice(payload);
+        let mut header = [0u8; 8];
+        header[..4].copy_from_slice(&(payload.len() as u32).to_be_bytes());
+        header[4..].copy_from_slice(&crc32c(payload).to_be_bytes());
         let path = st.current.path.clone();
+        // Header and payload written apart (under the writer lock, so nothing comes between):
+        // copying a large mutation's payload behind its header cost another payload of memory.
         (&*st.file)
-            .write_all(&buf)
+            .write_all(&header)
+            .and_then(|()| (&*st.file).write_all(payload))
             .map_err(|e| StorageError::io(&path, e))?;
         st.offset += entry_len;
         st.written_seq += 1;

@@ -21,7 +21,7 @@ mod vint;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, WriteTimestamps};
 pub use compare::compare_serialized;
 pub use cql_type::{CqlType, NativeType, UserType, EMPTY_TYPE_CLASS, MAX_TYPE_NESTING};
-pub use decode::{deserialize, validate};
+pub use decode::{collection_len, deserialize, for_each_entry, validate};
 pub use error::TypeError;
 pub use format::{maybe_quote_identifier, to_cql_literal, to_json, to_plain_string};
 pub use parse::from_string;

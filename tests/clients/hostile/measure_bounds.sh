@@ -3,7 +3,7 @@
 # usage: tests/clients/hostile/measure_bounds.sh HELENUS_BINARY 127.0.0.x   (run from the repo root)
 PY=${PYTHON:-$HOME/.cache/helenus/venv/bin/python}
 BIN=$(realpath "$1"); IP=$2; D=/tmp/helenus-bounds-probe-$IP
-for k in unread unfinished admin_requests slow_statements; do
+for k in unread unfinished admin_requests slow_statements huge_bound_list; do
   rm -rf $D; mkdir -p $D
   $BIN server --listen-address $IP --data-dir $D/data > $D.log 2>&1 &
   PID=$!; sleep 2

@@ -59,6 +59,9 @@ pub struct NodeConfig {
     pub commitlog_sync_period_ms: u64,
     pub commitlog_sync_group_window_ms: u64,
     pub commitlog_segment_size_bytes: u64,
+    /// `max_mutation_size`: a write whose mutation is larger is refused before it is applied
+    /// (Cassandra's "Rejected an oversized mutation"); unset is half a commitlog segment.
+    pub max_mutation_size_bytes: Option<u64>,
     pub memtable_space_bytes: u64,
     pub key_cache_size_bytes: u64,
     pub file_cache_size_bytes: u64,
@@ -155,6 +158,7 @@ impl Default for NodeConfig {
             commitlog_sync_period_ms: 10_000,
             commitlog_sync_group_window_ms: 15,
             commitlog_segment_size_bytes: 32 * MIB,
+            max_mutation_size_bytes: None,
             memtable_space_bytes: 1024 * MIB,
             key_cache_size_bytes: 100 * MIB,
             file_cache_size_bytes: 512 * MIB,
@@ -206,6 +210,12 @@ fn scalar_text(v: &serde_yaml::Value) -> Option<String> {
 }
 
 impl NodeConfig {
+    /// The largest mutation a write may make, as Cassandra's `getMaxMutationSize`.
+    pub fn max_mutation_bytes(&self) -> u64 {
+        self.max_mutation_size_bytes
+            .unwrap_or(self.commitlog_segment_size_bytes / 2)
+    }
+
     /// Loads `path` over the defaults. Unknown keys are returned as warnings, not errors, so a
     /// cassandra.yaml can be used as a starting point.
     pub fn load(path: &Path) -> Result<(NodeConfig, Vec<String>), ConfigError> {

@@ -129,6 +129,8 @@ pub(super) fn set_storage(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigEr
         "commitlog_sync_group_window_in_ms" => c.commitlog_sync_group_window_ms = v.int()?,
         "commitlog_segment_size" => c.commitlog_segment_size_bytes = v.size(MIB)?,
         "commitlog_segment_size_in_mb" => c.commitlog_segment_size_bytes = v.int()? * MIB,
+        "max_mutation_size" => c.max_mutation_size_bytes = Some(v.size(1024)?),
+        "max_mutation_size_in_kb" => c.max_mutation_size_bytes = Some(v.int()? * 1024),
         "memtable_heap_space" | "memtable_offheap_space" => c.memtable_space_bytes = v.size(MIB)?,
         "memtable_heap_space_in_mb" | "memtable_offheap_space_in_mb" => {
             c.memtable_space_bytes = v.int()? * MIB

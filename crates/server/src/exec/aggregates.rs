@@ -76,6 +76,7 @@ pub fn fold_aggs(sel: &Sel, rows: &[Row], now: Now<'_>) -> ExecResult<Sel> {
             };
             let mut state = agg_init(sel);
             for row in rows {
+                super::cancel::check()?;
                 agg_update(&mut state, sel, ty, row, now)?;
             }
             Sel::Constant(agg_finish(&state, sel))

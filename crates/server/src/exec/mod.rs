@@ -24,6 +24,7 @@ mod access_tests;
 mod aggregates;
 mod arith;
 mod batch;
+pub mod cancel;
 mod cast;
 pub mod client_warn;
 mod cql_text;
@@ -660,6 +661,7 @@ pub async fn execute(
                 prepends: node.exec.prepends(),
                 consistency: opts.consistency,
                 serial_consistency: opts.serial_consistency,
+                max_mutation_bytes: node.config.max_mutation_bytes(),
             };
             if plan.condition.is_some() {
                 return lwt::execute(node, plan, &binds, &ctx).await;
@@ -695,6 +697,7 @@ pub async fn execute(
                 prepends: node.exec.prepends(),
                 consistency: opts.consistency,
                 serial_consistency: opts.serial_consistency,
+                max_mutation_bytes: node.config.max_mutation_bytes(),
             };
             if children.iter().any(|c| c.condition.is_some()) {
                 let statements: Vec<_> = children.iter().map(|c| (c, &binds)).collect();

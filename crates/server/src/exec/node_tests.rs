@@ -576,6 +576,70 @@ fn compact_storage_rows_may_leave_out_trailing_clustering_columns() {
     });
 }
 
+/// A serialized list, set or map body from serialized components (`[int n][bytes]...`).
+fn collection(count: usize, parts: &[Vec<u8>]) -> bytes::Bytes {
+    let mut out = (count as i32).to_be_bytes().to_vec();
+    for p in parts {
+        out.extend_from_slice(&(p.len() as i32).to_be_bytes());
+        out.extend_from_slice(p);
+    }
+    out.into()
+}
+
+async fn bound_query(node: &NodeState, cql: &str, values: Vec<bytes::Bytes>) -> Result<(), String> {
+    let session = parking_lot::Mutex::new(Session::default());
+    let mut p = params();
+    p.values =
+        proto::QueryValues::Positional(values.into_iter().map(proto::Value::Bytes).collect());
+    run_query(node, &session, cql, &p)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn bound_collections_become_cells_from_their_serialized_form() {
+    with_node(|node, _| async move {
+        query(&node, "CREATE TABLE k.c (p int PRIMARY KEY, l list<int>, s set<text>, m map<int, boolean>, b list<boolean>)").await;
+        let int = |i: i32| i.to_be_bytes().to_vec();
+        let l = collection(3, &[int(3), int(1), int(3)]);
+        let s = collection(2, &[b"b".to_vec(), b"a".to_vec()]);
+        // A boolean of 2 is true, stored as Cassandra normalizes it.
+        let m = collection(1, &[int(7), vec![2]]);
+        let b = collection(2, &[vec![0], vec![5]]);
+        bound_query(
+            &node,
+            "INSERT INTO k.c (p, l, s, m, b) VALUES (1, ?, ?, ?, ?)",
+            vec![l, s, m, b],
+        )
+        .await
+        .unwrap();
+        bound_query(
+            &node,
+            "UPDATE k.c SET l = l + ?, s = s + ? WHERE p = 1",
+            vec![collection(1, &[int(9)]), collection(1, &[b"c".to_vec()])],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            rows(&node, "SELECT l, s, m, b FROM k.c WHERE p = 1").await,
+            ["[3, 1, 3, 9] {'a', 'b', 'c'} {7: true} [false, true]"]
+        );
+        // Malformed elements are refused with Cassandra's messages, nothing written.
+        let err = bound_query(
+            &node,
+            "INSERT INTO k.c (p, l) VALUES (2, ?)",
+            vec![collection(1, &[vec![1, 2]])],
+        )
+        .await
+        .unwrap_err();
+        assert!(err.contains("Expected 4 or 0 byte int (2)"), "{err}");
+        assert!(rows(&node, "SELECT l FROM k.c WHERE p = 2")
+            .await
+            .is_empty());
+    });
+}
+
 #[test]
 fn paging_resumes_after_a_compact_storage_prefix_row() {
     with_node(|node, _| async move {
@@ -612,5 +676,48 @@ fn paging_resumes_after_a_compact_storage_prefix_row() {
             }
         }
         assert_eq!(seen, [10, 11, 12]);
+    });
+}
+
+#[test]
+fn a_collection_over_max_mutation_size_is_refused_before_it_is_expanded() {
+    with_node(|node, _| async move {
+        query(
+            &node,
+            "CREATE TABLE k.big (p int PRIMARY KEY, l list<blob>)",
+        )
+        .await;
+        // 20 elements of 1 MiB: over the default bound of half a 32 MiB commitlog segment.
+        let element = vec![7u8; 1 << 20];
+        let parts = vec![element; 20];
+        let err = bound_query(
+            &node,
+            "INSERT INTO k.big (p, l) VALUES (5, ?)",
+            vec![collection(20, &parts)],
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            err.contains("Rejected an oversized mutation (")
+                && err.contains("/16777216) for keyspace: k. Top keys are: big.5"),
+            "{err}"
+        );
+        let err = bound_query(
+            &node,
+            "UPDATE k.big SET l = ? + l WHERE p = 5",
+            vec![collection(20, &parts)],
+        )
+        .await
+        .unwrap_err();
+        assert!(err.contains("Rejected an oversized mutation ("), "{err}");
+        // Under the bound it is written.
+        bound_query(
+            &node,
+            "INSERT INTO k.big (p, l) VALUES (5, ?)",
+            vec![collection(10, &parts[..10])],
+        )
+        .await
+        .unwrap();
+        assert_eq!(rows(&node, "SELECT p FROM k.big").await, ["5"]);
     });
 }

@@ -292,6 +292,7 @@ pub async fn run_batch(
         prepends: node.exec.prepends(),
         consistency: super::consistency_level(b.consistency),
         serial_consistency: super::serial_level(b.serial_consistency),
+        max_mutation_bytes: node.config.max_mutation_bytes(),
     };
     let binds: Vec<super::values::Binds> = b
         .statements

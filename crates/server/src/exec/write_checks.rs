@@ -1,7 +1,7 @@
 //! Small write-side rules kept apart from `write.rs`: the multi-column relations a write accepts,
 //! Cassandra's limit on expiration dates, and the cell paths of prepended list elements.
 
-use super::error::{invalid, ExecResult};
+use super::error::{invalid, ExecError, ExecResult};
 use helenus_cql::ast::{Operator, Relation, RelationValue, Term};
 use helenus_schema::TableMeta;
 
@@ -65,6 +65,63 @@ pub fn check_expiration(t: &TableMeta, ttl: u32, now_s: i64) -> ExecResult<()> {
         "Request on table {}.{} with ttl of {ttl} seconds exceeds maximum supported expiration date of 2038-01-19T03:14:06+00:00. In order to avoid this use a lower TTL, change the expiration date overflow policy or upgrade to a version where this limitation is fixed. See CASSANDRA-14092 and CASSANDRA-14227 for more details.",
         t.keyspace, t.name
     ))
+}
+
+/// Bytes one cell adds to a mutation's serialized size besides its path and value: flags and
+/// the two lengths (Cassandra writes a cell at the row's timestamp without one of its own).
+pub const CELL_OVERHEAD_BYTES: u64 = 4;
+
+/// About the size Cassandra serializes `m` to, as `max_mutation_size` measures it.
+pub fn mutation_size(m: &helenus_storage::Mutation) -> u64 {
+    use helenus_storage::CellOp;
+    let row = |r: &helenus_storage::RowUpdate| -> u64 {
+        let clustering: u64 = r.clustering.iter().map(|c| 2 + c.len() as u64).sum();
+        let cells: u64 = r
+            .cells
+            .iter()
+            .map(|c| {
+                let value = match &c.op {
+                    CellOp::Set { value, .. } | CellOp::SetExpiring { value, .. } => value.len(),
+                    CellOp::CounterAdd(_) | CellOp::CounterState { .. } => 16,
+                    _ => 0,
+                };
+                let path = c.path.as_ref().map_or(0, |p| p.len());
+                CELL_OVERHEAD_BYTES + (value + path) as u64
+            })
+            .sum();
+        16 + clustering + cells
+    };
+    let rows: u64 = m.rows.iter().chain(m.static_row.iter()).map(row).sum();
+    16 + m.key.len() as u64 + 24 * m.range_tombstones.len() as u64 + rows
+}
+
+/// Cassandra's `MutationExceededMaxSizeException`, an InvalidRequest. A write's mutations are
+/// checked before any is applied, and a collection value before it is expanded into cells, so
+/// one request cannot make the node hold more than `max` bytes of cells per partition.
+pub fn oversized_mutation(size: u64, max: u64, t: &TableMeta, key: Option<&[u8]>) -> ExecError {
+    let top = match key {
+        Some(k) => format!("{}.{}", t.name, key_text(t, k)),
+        None => t.name.clone(),
+    };
+    ExecError::Invalid(format!(
+        "Rejected an oversized mutation ({size}/{max}) for keyspace: {}. Top keys are: {top}",
+        t.keyspace
+    ))
+}
+
+/// A partition key as Cassandra's `AbstractType.getString` shows it (components joined by ':').
+fn key_text(t: &TableMeta, key: &[u8]) -> String {
+    let Ok(parts) = helenus_types::split_composite_key(key, t.partition_key_len()) else {
+        return String::new();
+    };
+    t.partition_key()
+        .zip(parts)
+        .map(|(c, b)| match helenus_types::deserialize(&c.cql_type, &b) {
+            Ok(v) => helenus_types::to_plain_string(&v),
+            Err(_) => String::new(),
+        })
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 #[cfg(test)]

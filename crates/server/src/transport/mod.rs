@@ -156,8 +156,8 @@ struct Connection {
     gate: Arc<ResponseGate>,
     /// What the read buffer holds past FREE_REQUEST_BYTES: a large frame still arriving.
     buffer_charge: RequestCharge,
-    /// STARTUP's `THROW_ON_OVERLOAD` (v5): a request over the node's rate is refused with
-    /// OVERLOADED instead of being slowed down.
+    /// STARTUP's `THROW_ON_OVERLOAD`: a request over the node's rate or its bytes in flight
+    /// is refused with OVERLOADED instead of being slowed down.
     throw_on_overload: bool,
 }
 
@@ -201,7 +201,7 @@ impl Connection {
     /// Decodes and dispatches every whole frame in the buffer; `Break` closes the connection.
     async fn dispatch_buffered(&mut self) -> ControlFlow<()> {
         loop {
-            let before_bytes = self.buf.len();
+            let before_bytes = self.buffered_bytes();
             let frame = match self.codec.decode(&mut self.buf) {
                 Ok(Some(f)) => f,
                 Ok(None) => return ControlFlow::Continue(()),
@@ -385,21 +385,32 @@ impl Connection {
         let Ok(permit) = self.in_flight.clone().acquire_owned().await else {
             return ControlFlow::Break(());
         };
-        if let Err(rate) = self.limits.admit_rate(self.throw_on_overload).await {
-            // The refused frame left the read buffer: what it held goes back to the budget.
-            drop(self.buffer_charge.take());
-            let refused = exec::error_response(exec::ExecError::Overloaded(format!(
-                "Request breached global limit of {rate} requests/second. Server is currently in an overloaded state and cannot accept more requests."
-            )));
-            let out = proto::ResponseFrame::new(frame.version, frame.stream, refused);
-            return self.send(Outgoing::plain(out, AfterWrite::Nothing)).await;
+        // The frame's bytes left the read buffer: its charge goes with it. As in Cassandra,
+        // bytes in flight are checked first, then the rate.
+        let frame_bytes = before_bytes.saturating_sub(self.buffered_bytes());
+        if self.throw_on_overload {
+            if let Err(message) = self
+                .limits
+                .try_charge_frame_bytes(&mut self.buffer_charge, frame_bytes)
+            {
+                drop(self.buffer_charge.take());
+                return self.refuse(frame.version, frame.stream, message).await;
+            }
+        } else {
+            // The frame is whole and in memory: waiting would save nothing, and a waiter ahead
+            // of it in the budget's queue may be waiting for this very statement to end. What
+            // it was charged while arriving stands (all of it but the last read's bytes).
+            let _ = self
+                .limits
+                .try_charge_frame_bytes(&mut self.buffer_charge, frame_bytes);
         }
-        // The frame's bytes left the read buffer: its charge goes with it.
-        let frame_bytes = before_bytes.saturating_sub(self.buf.len());
-        self.limits
-            .charge_frame_bytes(&mut self.buffer_charge, frame_bytes)
-            .await;
         let request_charge = self.buffer_charge.take();
+        if let Err(rate) = self.limits.admit_rate(self.throw_on_overload).await {
+            // The refused frame's bytes go back to the budget with `request_charge`.
+            return self.refuse(frame.version, frame.stream, format!(
+                "Request breached global limit of {rate} requests/second. Server is currently in an overloaded state and cannot accept more requests."
+            )).await;
+        }
         let statement = Statement {
             node: self.node.clone(),
             limits: self.limits.clone(),
@@ -414,6 +425,18 @@ impl Connection {
             statement.run(frame, request_charge).await;
         });
         ControlFlow::Continue(())
+    }
+
+    /// Answers `stream` with OVERLOADED: the client asked to be refused, not slowed down.
+    async fn refuse(&self, version: u8, stream: i16, message: String) -> ControlFlow<()> {
+        let refused = exec::error_response(exec::ExecError::Overloaded(message));
+        let out = proto::ResponseFrame::new(version, stream, refused);
+        self.send(Outgoing::plain(out, AfterWrite::Nothing)).await
+    }
+
+    /// Bytes of requests not yet decoded: the read buffer and what the codec reassembles.
+    fn buffered_bytes(&self) -> usize {
+        self.buf.len() + self.codec.buffered_bytes()
     }
 
     async fn send(&self, out: Outgoing) -> ControlFlow<()> {
@@ -432,9 +455,9 @@ impl Connection {
         // A large frame still arriving holds budget for what it has filled so far (not the
         // buffer's capacity: after a reserve every busy connection would pass 64 KiB and be
         // charged); when the budget is spent, this connection waits here and is not read.
-        self.limits
-            .charge_frame_bytes(&mut self.buffer_charge, self.buf.len())
-            .await;
+        if !self.charge_arriving().await {
+            return false;
+        }
         // Half a frame that stops arriving would hold its buffer (and budget) for ever.
         let read_timeout = match self.buf.is_empty() {
             true => Duration::MAX,
@@ -449,6 +472,35 @@ impl Connection {
             _ = self.limits.closing() => return false,
         };
         !matches!(read, Ok(0) | Err(_))
+    }
+
+    /// Charges what is buffered of a frame still arriving. A patient connection waits here
+    /// for budget (and is not read meanwhile); one that asked to be refused has the frame
+    /// answered with OVERLOADED at once and its bytes dropped as they arrive, as Cassandra
+    /// discards a message it throws for. False when the connection is done.
+    async fn charge_arriving(&mut self) -> bool {
+        let pending = self.buffered_bytes();
+        if !self.throw_on_overload {
+            self.limits
+                .charge_frame_bytes(&mut self.buffer_charge, pending)
+                .await;
+            return true;
+        }
+        let Err(message) = self
+            .limits
+            .try_charge_frame_bytes(&mut self.buffer_charge, pending)
+        else {
+            return true;
+        };
+        let Some((version, stream)) = self.codec.skip_pending(&mut self.buf) else {
+            return true;
+        };
+        // What is left buffered (nothing of the dropped frame) fits what was charged before.
+        let left = self.buffered_bytes();
+        let _ = self
+            .limits
+            .try_charge_frame_bytes(&mut self.buffer_charge, left);
+        self.refuse(version, stream, message).await.is_continue()
     }
 
     /// Stops event forwarding, forgets the client, and waits for the writer to send what the
@@ -510,7 +562,15 @@ impl Statement {
                 None => (run.await, None),
             }
         };
-        let handle = self.limits.pool().spawn(work);
+        // A read's work stops at its first check past the timeout (a little after it, so
+        // the client's answer is always the timeout's, not the stopped work's).
+        let handle = match limits::cancel_at_timeout(kind) {
+            true => {
+                let stop_at = deadline.into_std() + limits::CANCEL_GRACE;
+                self.limits.pool().spawn(exec::cancel::until(stop_at, work))
+            }
+            false => self.limits.pool().spawn(work),
+        };
         let abort = handle.abort_handle();
         let ((response, warnings), trace_id) = match tokio::time::timeout_at(deadline, handle).await
         {

@@ -10,6 +10,6 @@ mod primitives;
 pub use crc::{crc32c, crc32c_update};
 pub use format1::{
     decode_keyed_rows, decode_partition, decode_partition_header, decode_rows, encode_keyed_row,
-    encode_partition, encode_partition_header, encode_partition_indexed,
+    encode_partition, encode_partition_header, encode_partition_indexed, encoded_len_hint,
 };
 pub use primitives::{Reader, Writer};

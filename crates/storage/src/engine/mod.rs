@@ -329,7 +329,11 @@ impl Engine {
             partition::stamp_local_times(&mut p, now);
             parts.push((t, p));
         }
-        let mut payload = Vec::new();
+        let hint: usize = parts
+            .iter()
+            .map(|(_, p)| 20 + crate::codec::encoded_len_hint(p))
+            .sum();
+        let mut payload = Vec::with_capacity(4 + hint);
         let mut sizes = Vec::with_capacity(parts.len());
         Writer(&mut payload).u32(parts.len() as u32);
         for (t, p) in &parts {

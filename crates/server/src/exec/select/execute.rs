@@ -216,9 +216,12 @@ pub fn execute(
     // A resumed page starts after the last row returned (scan.rs), so every row read counts.
     let every_row_counts =
         plan.filters.is_empty() && plan.multi_filters.is_empty() && !plan.distinct && ppl.is_none();
-    if let (Some(w), true) = (want, every_row_counts) {
+    match (want, every_row_counts) {
         // One more than the page needs, to tell whether another page follows.
-        source.limit_rows_per_partition_read(w.saturating_add(1));
+        (Some(w), true) => source.limit_rows_per_partition_read(w.saturating_add(1)),
+        // Otherwise storage is read in chunks, so no single read holds a whole wide partition
+        // and a statement past its timeout stops between chunks (exec::cancel).
+        _ => source.limit_rows_per_partition_read(READ_CHUNK_ROWS),
     }
     let page = Page {
         limit,
@@ -319,6 +322,9 @@ struct Collected {
     /// Whether no row follows this page.
     exhausted: bool,
 }
+
+/// Rows one storage read returns at most when the page does not say how many it needs.
+const READ_CHUNK_ROWS: usize = 16_384;
 
 /// Reads rows until the page is full, applying DISTINCT, PER PARTITION LIMIT and the filters.
 fn collect_rows(
@@ -424,6 +430,7 @@ fn selected_rows(
 ) -> ExecResult<Vec<Vec<Option<Bytes>>>> {
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
+        crate::exec::cancel::check()?;
         let mut cells = Vec::with_capacity(plan.compiled.columns.len());
         for c in &plan.compiled.columns {
             cells.push(selectors::eval(&c.sel, &c.ty, r, now)?);

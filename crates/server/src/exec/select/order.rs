@@ -78,6 +78,7 @@ pub(super) fn rank_by_similarity(
     let query = values::to_value(term, &c.cql_type, &c.name, binds)?;
     let mut scored = Vec::with_capacity(rows.len());
     for row in rows.drain(..) {
+        crate::exec::cancel::check()?;
         let v = match row.cells.get(*col).cloned().flatten() {
             Some(b) => helenus_types::deserialize(&c.cql_type, &b).ok(),
             None => None,
@@ -116,6 +117,7 @@ pub(super) fn merge_groups(
     let mut groups: Vec<Vec<Row>> = Vec::new();
     let mut last_key = None;
     for row in rows {
+        crate::exec::cancel::check()?;
         let key = group_key(plan, &row, now, node)?;
         match groups.last_mut() {
             Some(g) if last_key.as_ref() == Some(&key) => g.push(row),
@@ -212,6 +214,7 @@ pub(super) fn aggregate_rows(
         let mut j = i;
         while j < rows.len() && (plan.group_by == 0 || group_key(plan, &rows[j], now, node)? == key)
         {
+            crate::exec::cancel::check()?;
             for (c, s) in cols.iter().zip(states.iter_mut()) {
                 aggregates::agg_update(s, &c.sel, &c.ty, &rows[j], now)?;
             }

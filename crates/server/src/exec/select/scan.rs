@@ -334,8 +334,14 @@ impl<'a> RowSource<'a> {
             None,
             resume_after,
         );
+        let resumed = q.resume_after.is_some();
         let result = self.read(&q)?;
-        self.push_rows(&result, rows);
+        for p in &result.partitions {
+            // Read again from inside, a partition that had rows has no static row to give
+            // alone (its static values came with those rows).
+            let statics_alone = self.statics_alone() && !resumed;
+            rows::partition_rows(&self.plan.table, &self.layout, p, statics_alone, rows);
+        }
         Ok(result)
     }
 
@@ -503,6 +509,8 @@ impl<'a> RowSource<'a> {
     }
 
     pub fn next_row(&mut self) -> ExecResult<Option<Row>> {
+        // Every scan, filter and aggregate pulls its rows through here.
+        crate::exec::cancel::check()?;
         if self.buffered.is_empty() && !self.fill()? {
             return Ok(None);
         }

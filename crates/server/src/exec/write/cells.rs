@@ -122,6 +122,8 @@ pub(super) fn row_cells(
         ts,
         ttl,
         out,
+        table: t,
+        expanded: 0,
         lists: Vec::new(),
     };
     let read_lists = lists_read_by(&ops, t);
@@ -169,6 +171,9 @@ struct RowCells<'r, 'b, 'c, 'a> {
     ts: i64,
     ttl: u32,
     out: &'r mut Vec<st::CellUpdate>,
+    table: &'r helenus_schema::TableMeta,
+    /// Bytes of cells the row's collection values expanded to so far (the mutation size bound).
+    expanded: u64,
     /// The elements (path, value) of the list columns the statement reads, as its operations
     /// so far have left them: Cassandra applies a statement's list operations in order, each
     /// seeing the previous ones (`SET l = l + [3, 4], l[3] = 7` sets the appended 4).
@@ -259,12 +264,48 @@ impl RowCells<'_, '_, '_, '_> {
                     timestamp_us: self.ts - 1,
                     op: st::CellOp::DeleteComplex,
                 });
-                let v = helenus_types::deserialize(&c.cql_type, &b)
-                    .map_err(|e| ExecError::Invalid(e.to_string()))?;
-                collection_cells(c.id, &v, (self.ts, self.ttl), &self.binds.now, self.out);
+                self.serialized_collection(c, &b)?;
             }
         }
         Ok(())
+    }
+
+    /// The cells of a whole collection value `b` of `c`'s type, checked against the mutation
+    /// size bound before any is made. A UDT's cells (one per field) are few: decoded as before.
+    fn serialized_collection(&mut self, c: &ColumnMeta, b: &Bytes) -> ExecResult<()> {
+        if !self.check_expansion(c, b)? {
+            let v = helenus_types::deserialize(&c.cql_type, b)
+                .map_err(|e| ExecError::Invalid(e.to_string()))?;
+            collection_cells(c.id, &v, (self.ts, self.ttl), &self.binds.now, self.out);
+            return Ok(());
+        }
+        let now = &self.binds.now;
+        let mut sink = super::expand::CellSink {
+            column: c.id,
+            timestamp_us: self.ts,
+            ttl_s: self.ttl,
+            out: self.out,
+        };
+        super::expand::collection_cells(&c.cql_type, b, || now.timeuuid().into_bytes(), &mut sink)
+    }
+
+    /// Adds the cells list, set or map value `b` of `c` would expand to to the row's total, and
+    /// refuses the write past `max_mutation_size`; false for other types (not checked here).
+    fn check_expansion(&mut self, c: &ColumnMeta, b: &[u8]) -> ExecResult<bool> {
+        let Some(size) = super::expand::cells_size(&c.cql_type, b) else {
+            return Ok(false);
+        };
+        self.expanded = self.expanded.saturating_add(size);
+        if self.expanded > self.ctx.max_mutation_bytes {
+            let key = self.at.as_ref().map(|at| at.key.as_ref());
+            return Err(crate::exec::write_checks::oversized_mutation(
+                self.expanded,
+                self.ctx.max_mutation_bytes,
+                self.table,
+                key,
+            ));
+        }
+        Ok(true)
     }
 
     /// `c = c + t` (a counter increment or collection append) and `c = t + c` (a list prepend).
@@ -273,6 +314,20 @@ impl RowCells<'_, '_, '_, '_> {
             self.out
                 .extend(counter_update(c, c.id, self.ts, term, self.binds, false)?);
             return Ok(());
+        }
+        if !is_prepend
+            && matches!(
+                c.cql_type,
+                CqlType::List { .. } | CqlType::Set { .. } | CqlType::Map { .. }
+            )
+        {
+            return self.append(c, term);
+        }
+        if is_prepend {
+            // Bounded before the elements are decoded, like a whole-value write.
+            if let Bound::Value(b) = values::eval(term, &c.cql_type, &c.name, self.binds)? {
+                self.check_expansion(c, &b)?;
+            }
         }
         match values::to_value(term, &c.cql_type, &c.name, self.binds)? {
             // Prepended elements get paths that sort before every existing one.
@@ -287,6 +342,15 @@ impl RowCells<'_, '_, '_, '_> {
             None => {}
         }
         Ok(())
+    }
+
+    /// `c = c + t` appending to a list or adding to a set or map: from the serialized value,
+    /// as a whole-value write.
+    fn append(&mut self, c: &ColumnMeta, term: &Term) -> ExecResult<()> {
+        match values::eval(term, &c.cql_type, &c.name, self.binds)? {
+            Bound::Value(b) => self.serialized_collection(c, &b),
+            Bound::Null | Bound::Unset => Ok(()),
+        }
     }
 
     /// `c = c - t`: a counter decrement, or removal of set elements or of list values (read

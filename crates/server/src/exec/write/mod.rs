@@ -17,6 +17,7 @@ use helenus_types::{CqlType, NativeType};
 use std::sync::Arc;
 
 mod cells;
+mod expand;
 pub(super) mod lwt_cond;
 mod plan;
 
@@ -86,6 +87,8 @@ pub struct WriteContext<'a> {
     pub consistency: ConsistencyLevel,
     /// A conditional write's serial level.
     pub serial_consistency: ConsistencyLevel,
+    /// `max_mutation_size`: the largest mutation one partition of the write may make.
+    pub max_mutation_bytes: u64,
 }
 
 fn int_of(term: &Term, ty: NativeType, name: &str, binds: &Binds<'_>) -> ExecResult<Option<i64>> {
@@ -158,6 +161,15 @@ pub fn mutations(
         match plan.kind {
             WriteKind::Delete if plan.ops.is_empty() => write.deletions(&mut m)?,
             _ => write.rows(&mut m)?,
+        }
+        let size = super::write_checks::mutation_size(&m);
+        if size > ctx.max_mutation_bytes {
+            return Err(super::write_checks::oversized_mutation(
+                size,
+                ctx.max_mutation_bytes,
+                t,
+                Some(&m.key),
+            ));
         }
         out.push(m);
     }
@@ -333,12 +345,18 @@ impl PartitionWrite<'_, '_, '_> {
             &self.json_cols,
             &mut all,
         )?;
-        let (static_cells, mut regular_cells): (Vec<_>, Vec<_>) =
-            all.into_iter().partition(|cell| {
-                t.columns
-                    .iter()
-                    .any(|c| c.id == cell.column && c.kind == ColumnKind::Static)
-            });
+        let is_static = |cell: &st::CellUpdate| {
+            t.columns
+                .iter()
+                .any(|c| c.id == cell.column && c.kind == ColumnKind::Static)
+        };
+        // Most writes touch no static column: their cells are moved, not copied (a row of a
+        // million list elements is ~100 MB of cell updates).
+        let (static_cells, mut regular_cells): (Vec<_>, Vec<_>) = if all.iter().any(is_static) {
+            all.into_iter().partition(is_static)
+        } else {
+            (Vec::new(), all)
+        };
         if !static_cells.is_empty() {
             m.static_row = Some(st::RowUpdate {
                 clustering: Vec::new(),
@@ -378,12 +396,19 @@ impl PartitionWrite<'_, '_, '_> {
         } else {
             self.clusterings.clone()
         };
-        for c in cl {
+        let last = cl.len().saturating_sub(1);
+        for (i, c) in cl.into_iter().enumerate() {
+            // The last row takes the cells; only the others copy them.
+            let cells = if i == last {
+                std::mem::take(&mut regular_cells)
+            } else {
+                regular_cells.clone()
+            };
             m.rows.push(st::RowUpdate {
                 clustering: c,
                 liveness,
                 deletion: None,
-                cells: regular_cells.clone(),
+                cells,
             });
         }
         Ok(())
