@@ -124,17 +124,29 @@ impl HintStore {
 
     /// Delivers `target`'s hints in order through `deliver`; if every one is delivered the file is
     /// removed, otherwise the undelivered remainder is kept for the next attempt. Returns how
-    /// many were delivered.
+    /// many were delivered. Appends wait meanwhile, so `deliver` must be quick (it only decides).
     pub fn replay(
         &self,
         target: NodeId,
         mut deliver: impl FnMut(&Hint) -> bool,
     ) -> io::Result<usize> {
-        let hints = self.read(target)?;
-        let delivered = hints.iter().take_while(|h| deliver(h)).count();
+        // One lock hold from the read to the rewrite: a hint appended in between would sit in
+        // the dropped writer's buffer, be flushed into the file and then be removed with it.
         let mut writers = self.writers.lock();
-        writers.remove(&target);
+        if let Some(mut w) = writers.remove(&target) {
+            w.flush()?;
+        }
         let path = self.path(target);
+        let mut raw = Vec::new();
+        match File::open(&path) {
+            Ok(mut f) => {
+                f.read_to_end(&mut raw)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        }
+        let hints = parse_records(&raw);
+        let delivered = hints.iter().take_while(|h| deliver(h)).count();
         if delivered == hints.len() {
             match fs::remove_file(&path) {
                 Ok(()) => {}
@@ -259,6 +271,41 @@ mod tests {
             "delivered hints are gone"
         );
         assert_eq!(store.read(node(3)).unwrap()[0].created_ms, 5_000);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_hint_appended_while_others_are_delivered_is_kept() {
+        let dir = temp_dir("concurrent");
+        let store = Arc::new(HintStore::open(&dir, Arc::new(ManualClock::new(0))).unwrap());
+        store.store(node(2), &Bytes::from_static(b"old"));
+        let appender = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                store.store(node(2), &Bytes::from_static(b"new"));
+            })
+        };
+        let delivered = store
+            .replay(node(2), |_| {
+                // Delivery takes a while: the append above happens meanwhile.
+                std::thread::sleep(Duration::from_millis(150));
+                true
+            })
+            .unwrap();
+        appender.join().unwrap();
+        assert_eq!(delivered, 1);
+        let left: Vec<Bytes> = store
+            .read(node(2))
+            .unwrap()
+            .into_iter()
+            .map(|h| h.mutation)
+            .collect();
+        assert_eq!(
+            left,
+            vec![Bytes::from_static(b"new")],
+            "the new hint survives"
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 
