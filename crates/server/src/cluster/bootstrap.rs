@@ -34,12 +34,34 @@ pub(super) const JOIN_SETTLE: Duration = Duration::from_secs(3);
 /// How long the joining node waits for the ring's schema before giving up.
 const SCHEMA_WAIT: Duration = Duration::from_secs(60);
 
-/// What a bootstrap moved, for the log and `nodetool netstats`-style reporting.
+/// What a bootstrap or decommission moved, for the log.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct StreamTotals {
     pub ranges: usize,
     pub partitions: u64,
     pub bytes: u64,
+}
+
+impl StreamTotals {
+    pub(super) fn log(&self, started: Instant, what: &str) {
+        tracing::info!(
+            ranges = self.ranges,
+            partitions = self.partitions,
+            bytes = self.bytes,
+            seconds = started.elapsed().as_secs_f64(),
+            "{what}"
+        );
+    }
+}
+
+/// Where the page after `page` starts: just after its last partition (`None`: the range is
+/// done). Pages of a range are read this way by bootstrap, decommission and repair.
+pub(super) fn after_last(page: &[st::Mutation]) -> Option<st::PartitionBound> {
+    page.last().map(|last| st::PartitionBound::Key {
+        token: last.token,
+        key: last.key.clone(),
+        inclusive: false,
+    })
 }
 
 /// Streams every range this node gains with `tokens` from the current replicas, then makes
@@ -49,12 +71,9 @@ pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>) {
     let started = Instant::now();
     match stream_all(&cluster, &tokens).await {
         Ok(totals) => {
-            tracing::info!(
-                ranges = totals.ranges,
-                partitions = totals.partitions,
-                bytes = totals.bytes,
-                seconds = started.elapsed().as_secs_f64(),
-                "bootstrap streamed every gained range; joining the ring as NORMAL"
+            totals.log(
+                started,
+                "bootstrap streamed every gained range; joining the ring as NORMAL",
             );
             if let Err(e) = super::mark_bootstrapped(&cluster) {
                 tracing::error!(error = %e, "bootstrap done but local.json not updated");
@@ -210,12 +229,10 @@ async fn stream_from(
             totals.bytes += reply.payload.len() as u64;
             let partitions = helenus_mutation::decode_mutations(reply.payload)
                 .map_err(|e| format!("undecodable page: {e}"))?;
-            let Some(last) = partitions.last() else { break };
-            start = st::PartitionBound::Key {
-                token: last.token,
-                key: last.key.clone(),
-                inclusive: false,
+            let Some(next) = after_last(&partitions) else {
+                break;
             };
+            start = next;
             totals.partitions += partitions.len() as u64;
             crate::proxy::apply_locally(&node.engine, partitions)
                 .await

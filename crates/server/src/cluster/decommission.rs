@@ -8,7 +8,7 @@
 //! The push sends unfiltered partition pages (tombstones, timestamps and TTLs kept) as ordinary
 //! mutations, acknowledged one page at a time.
 
-use super::bootstrap::{page_query, storage_pieces, StreamTotals, JOIN_SETTLE};
+use super::bootstrap::{after_last, page_query, storage_pieces, StreamTotals, JOIN_SETTLE};
 use super::ClusterNode;
 use crate::node::NodeState;
 use helenus_cluster::locator::{range_moves, NodeId, ReplicationMap, TokenRange};
@@ -71,12 +71,9 @@ async fn run(cluster: Arc<ClusterNode>) {
     tokio::time::sleep(JOIN_SETTLE).await;
     match hand_over(&cluster).await {
         Ok(totals) => {
-            tracing::info!(
-                ranges = totals.ranges,
-                partitions = totals.partitions,
-                bytes = totals.bytes,
-                seconds = started.elapsed().as_secs_f64(),
-                "decommission handed every range over; leaving the ring"
+            totals.log(
+                started,
+                "decommission handed every range over; leaving the ring",
             );
             if let Err(e) = super::mark_decommissioned(&cluster) {
                 tracing::error!(error = %e, "local.json not marked decommissioned");
@@ -153,14 +150,10 @@ async fn push_range(
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
-            let Some(last) = page.partitions.last() else {
+            let Some(next) = after_last(&page.partitions) else {
                 break;
             };
-            start = st::PartitionBound::Key {
-                token: last.token,
-                key: last.key.clone(),
-                inclusive: false,
-            };
+            start = next;
             totals.partitions += page.partitions.len() as u64;
             let payload = helenus_mutation::encode_mutations(&page.partitions);
             totals.bytes += payload.len() as u64;

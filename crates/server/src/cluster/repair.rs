@@ -9,7 +9,7 @@
 //!
 //! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
 
-use super::bootstrap::{page_query, storage_pieces};
+use super::bootstrap::{after_last, page_query, storage_pieces};
 use super::ClusterNode;
 use crate::node::NodeState;
 use crate::topology::RepairOptions;
@@ -200,12 +200,10 @@ async fn partitions_of(
                 }
                 helenus_mutation::decode_mutations(reply.payload).map_err(|e| e.to_string())?
             };
-            let Some(last) = page.last() else { break };
-            start = st::PartitionBound::Key {
-                token: last.token,
-                key: last.key.clone(),
-                inclusive: false,
+            let Some(next) = after_last(&page) else {
+                break;
             };
+            start = next;
             out.extend(page);
         }
     }
@@ -298,12 +296,10 @@ fn build_tree(
                 .read_unfiltered(table, &query, u64::MAX)
                 .map_err(|e| e.to_string())?
                 .partitions;
-            let Some(last) = page.last() else { break };
-            start = st::PartitionBound::Key {
-                token: last.token,
-                key: last.key.clone(),
-                inclusive: false,
+            let Some(next) = after_last(&page) else {
+                break;
             };
+            start = next;
             for p in &page {
                 let encoded = helenus_mutation::encode_mutations(std::slice::from_ref(p));
                 tree.add(p.token, &md5::compute(&encoded).0);
