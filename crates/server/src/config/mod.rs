@@ -351,6 +351,15 @@ impl NodeConfig {
                 ),
             });
         }
+        if !self.admin_address().is_loopback() && self.client_encryption.is_none() {
+            return Err(ConfigError::Unsupported {
+                key: "api_address".into(),
+                message: format!(
+                    "the admin API on {} (not a loopback address) would receive superuser                      credentials in clear text: it needs client_encryption_options (its TLS                      serves the admin API too)",
+                    self.admin_address()
+                ),
+            });
+        }
         if self.admin_api_requires_credentials && self.authenticator != Authenticator::Password {
             return Err(ConfigError::Unsupported {
                 key: "admin_api_requires_credentials".into(),
@@ -481,6 +490,17 @@ mod tests {
         let err = cfg.check_consistency().unwrap_err().to_string();
         assert!(err.contains("PasswordAuthenticator"), "{err}");
         cfg.set("authenticator", "PasswordAuthenticator").unwrap();
+        let err = cfg.check_consistency().unwrap_err().to_string();
+        assert!(err.contains("client_encryption_options"), "{err}");
+        cfg.client_encryption = Some(ClientEncryption {
+            optional: false,
+            certificate_chain: "node.pem".into(),
+            private_key: "node.key".into(),
+            client_auth: ClientAuth::default(),
+            truststore: None,
+            tls12: true,
+            tls13: true,
+        });
         cfg.check_consistency().unwrap();
         assert!(cfg.admin_requires_credentials());
         cfg.set("api_address", "127.0.0.1").unwrap();
