@@ -133,6 +133,30 @@ pub fn b(v: &[u8]) -> Bytes {
     Bytes::copy_from_slice(v)
 }
 
+/// One operation on the counter column of the `counter_def` table's partition `c` (`path`:
+/// the replica shard, `None` on a node alone).
+pub fn counter_cell(path: Option<Bytes>, ts: i64, op: CellOp) -> Mutation {
+    Mutation {
+        table: COUNTERS,
+        key: b(b"c"),
+        token: token(b"c"),
+        partition_deletion: None,
+        range_tombstones: Vec::new(),
+        static_row: None,
+        rows: vec![RowUpdate {
+            clustering: Vec::new(),
+            liveness: None,
+            deletion: None,
+            cells: vec![CellUpdate {
+                column: 1,
+                path,
+                timestamp_us: ts,
+                op,
+            }],
+        }],
+    }
+}
+
 pub fn mutation(pk: &[u8]) -> Mutation {
     Mutation {
         table: TABLE,

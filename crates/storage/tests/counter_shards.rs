@@ -11,28 +11,6 @@ fn shard(n: u8) -> Bytes {
     Bytes::from(vec![n; 16])
 }
 
-fn cell(path: Option<Bytes>, ts: i64, op: CellOp) -> Mutation {
-    Mutation {
-        table: COUNTERS,
-        key: Bytes::from_static(b"c"),
-        token: token(b"c"),
-        partition_deletion: None,
-        range_tombstones: Vec::new(),
-        static_row: None,
-        rows: vec![RowUpdate {
-            clustering: Vec::new(),
-            liveness: None,
-            deletion: None,
-            cells: vec![CellUpdate {
-                column: 1,
-                path,
-                timestamp_us: ts,
-                op,
-            }],
-        }],
-    }
-}
-
 fn total(e: &Engine) -> Option<i64> {
     let r = e.read(COUNTERS, &point(b"c", now())).unwrap();
     let cells = &r.partitions.first()?.rows.first()?.cells;
@@ -51,7 +29,11 @@ fn lead(e: &Engine, path: Bytes, ts: i64, delta: i64) -> Mutation {
         .build()
         .unwrap();
     let mut out = rt
-        .block_on(e.apply_as_counter_leader(vec![cell(Some(path), ts, CellOp::CounterAdd(delta))]))
+        .block_on(e.apply_as_counter_leader(vec![counter_cell(
+            Some(path),
+            ts,
+            CellOp::CounterAdd(delta),
+        )]))
         .unwrap();
     out.pop().unwrap()
 }
@@ -106,7 +88,8 @@ fn a_counter_tombstone_beats_every_shard() {
     lead(&e, shard(1), 10, 5);
     lead(&e, shard(2), 10, 6);
     assert_eq!(total(&e), Some(11));
-    e.apply_blocking(&[cell(None, 5, CellOp::Delete)]).unwrap();
+    e.apply_blocking(&[counter_cell(None, 5, CellOp::Delete)])
+        .unwrap();
     assert_eq!(total(&e), None);
     // As on one node: increments after the deletion do not bring the counter back.
     lead(&e, shard(1), 20, 1);

@@ -320,26 +320,8 @@ fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
 fn counters_accumulate_across_flush_and_replay() {
     let dir = tempdir("counters");
     let add = |e: &Engine, d: i64, ts: i64| {
-        let m = Mutation {
-            table: COUNTERS,
-            key: b(b"c"),
-            token: token(b"c"),
-            partition_deletion: None,
-            range_tombstones: Vec::new(),
-            static_row: None,
-            rows: vec![RowUpdate {
-                clustering: Vec::new(),
-                liveness: None,
-                deletion: None,
-                cells: vec![CellUpdate {
-                    column: 1,
-                    path: None,
-                    timestamp_us: ts,
-                    op: CellOp::CounterAdd(d),
-                }],
-            }],
-        };
-        e.apply_blocking(&[m]).unwrap();
+        e.apply_blocking(&[counter_cell(None, ts, CellOp::CounterAdd(d))])
+            .unwrap();
     };
     let total = |e: &Engine| {
         let q = ReadQuery {
