@@ -268,14 +268,9 @@ impl RequestCharge {
     /// Makes the charge `bytes`, waiting for budget if it grows; a frame larger than the whole
     /// budget is charged the whole budget, so it still goes through alone.
     pub async fn set_to(&mut self, bytes: usize, total_units: u32) {
-        let want = (bytes as u64)
-            .div_ceil(UNIT_BYTES)
-            .min(u64::from(total_units)) as u32;
-        if want <= self.units {
-            self.budget.add_permits((self.units - want) as usize);
-            self.units = want;
+        let Some(want) = self.shrink_or_grow_to(bytes, total_units) else {
             return;
-        }
+        };
         if let Ok(permit) = self.budget.acquire_many(want - self.units).await {
             permit.forget();
             self.units = want;
@@ -285,14 +280,9 @@ impl RequestCharge {
     /// Like [`RequestCharge::set_to`] without waiting: false (and the charge unchanged) when
     /// the budget has not the bytes now.
     pub fn try_set_to(&mut self, bytes: usize, total_units: u32) -> bool {
-        let want = (bytes as u64)
-            .div_ceil(UNIT_BYTES)
-            .min(u64::from(total_units)) as u32;
-        if want <= self.units {
-            self.budget.add_permits((self.units - want) as usize);
-            self.units = want;
+        let Some(want) = self.shrink_or_grow_to(bytes, total_units) else {
             return true;
-        }
+        };
         match self.budget.try_acquire_many(want - self.units) {
             Ok(permit) => {
                 permit.forget();
@@ -301,6 +291,21 @@ impl RequestCharge {
             }
             Err(_) => false,
         }
+    }
+
+    /// The units `bytes` needs (at most the whole budget). When that is no more than the charge
+    /// holds, the charge shrinks to it and `None` is returned; otherwise the units wanted, for
+    /// the caller to acquire the difference.
+    fn shrink_or_grow_to(&mut self, bytes: usize, total_units: u32) -> Option<u32> {
+        let want = (bytes as u64)
+            .div_ceil(UNIT_BYTES)
+            .min(u64::from(total_units)) as u32;
+        if want > self.units {
+            return Some(want);
+        }
+        self.budget.add_permits((self.units - want) as usize);
+        self.units = want;
+        None
     }
 
     /// Splits off the charge of a decoded frame, leaving the rest with the read buffer.
