@@ -290,13 +290,29 @@ pub fn serve_stream(cluster: &ClusterNode, node: &NodeState, request: &Envelope)
                 .read_unfiltered(table, &query, u64::MAX)
                 .map_err(|e| e.to_string())
         });
-    let (verb, payload) = match answer {
-        Ok(result) => (
-            Verb::StreamResponse,
-            helenus_mutation::encode_mutations(&result.partitions),
-        ),
+    let page = answer.map(|result| helenus_mutation::encode_mutations(&result.partitions));
+    answer_or_refuse(
+        cluster,
+        request,
+        Verb::StreamResponse,
+        page,
+        "stream page refused",
+    );
+}
+
+/// Answers a peer's request with `verb` and the payload, or with `Failure` (logged as
+/// `refused`) when it could not be served.
+pub(super) fn answer_or_refuse(
+    cluster: &ClusterNode,
+    request: &Envelope,
+    verb: Verb,
+    outcome: Result<Bytes, String>,
+    refused: &str,
+) {
+    let (verb, payload) = match outcome {
+        Ok(payload) => (verb, payload),
         Err(e) => {
-            tracing::warn!(error = %e, "stream page refused");
+            tracing::warn!(error = %e, "{refused}");
             (Verb::Failure, Bytes::new())
         }
     };

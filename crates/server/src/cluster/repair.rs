@@ -9,7 +9,7 @@
 //!
 //! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
 
-use super::bootstrap::{after_last, page_query, storage_pieces};
+use super::bootstrap::{after_last, answer_or_refuse, page_query, storage_pieces};
 use super::ClusterNode;
 use crate::node::NodeState;
 use crate::topology::RepairOptions;
@@ -316,14 +316,14 @@ pub fn serve_tree(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
         .and_then(|(table, range)| {
             build_tree(&node.engine, table, range, node.exec.clock().wall_secs())
         });
-    let (verb, payload) = match built {
-        Ok(tree) => (Verb::RepairTreeResponse, Bytes::from(tree.encode())),
-        Err(e) => {
-            tracing::warn!(error = %e, "repair tree not built");
-            (Verb::Failure, Bytes::new())
-        }
-    };
-    let _ = cluster.messenger.respond(request, verb, payload);
+    let tree = built.map(|tree| Bytes::from(tree.encode()));
+    answer_or_refuse(
+        cluster,
+        request,
+        Verb::RepairTreeResponse,
+        tree,
+        "repair tree not built",
+    );
 }
 
 #[cfg(test)]
