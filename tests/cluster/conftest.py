@@ -246,6 +246,24 @@ def check_against_golden(name, got, keys):
             assert got.get(k) == want[k], f"{name}: {k} is {got.get(k)!r}, Cassandra 5.0.9 says {want[k]!r} ({got} vs {want})"
 
 
+def read_alone(address, read):
+    """`read(session)` on `address` with the other two nodes of the 3-node ring stopped (so it
+    can only answer from its own data); they are started again afterwards."""
+    others = [name for name, a in sorted(nodes().items())[:3] if a != address]
+    for name in others:
+        ccm("stop", name)
+    try:
+        c, s = connect(address)
+        try:
+            return read(s)
+        finally:
+            c.shutdown()
+    finally:
+        for name in others:
+            ccm("start", name)
+        wait_all_up()
+
+
 def hints_pending():
     """Hint files still waiting on any node (hints/<host id>.hints; removed once delivered)."""
     return sorted(str(p) for p in Path(DIR).glob("node*/hints/*.hints") if p.stat().st_size > 0)
