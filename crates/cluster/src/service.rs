@@ -38,6 +38,13 @@ pub struct ServiceSettings {
     pub generation: i64,
 }
 
+/// Joins and departures under way (`ClusterService::ring_changes`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RingChanges {
+    pub joining: Vec<(Member, Vec<Token>)>,
+    pub leaving: Vec<NodeId>,
+}
+
 /// A peer as `system.peers_v2` and `nodetool status` show it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeerInfo {
@@ -212,20 +219,6 @@ impl ClusterService {
         self.gossip_round();
     }
 
-    /// Live nodes joining the ring (BOOT with tokens), with the tokens they are taking.
-    pub fn joining(&self) -> Vec<(Member, Vec<Token>)> {
-        let g = self.shared.gossiper.lock();
-        g.states()
-            .iter()
-            .filter(|(id, s)| {
-                s.get(AppKey::Status) == Some(status::JOINING)
-                    && (**id == self.host_id() || g.is_alive(**id))
-            })
-            .filter_map(|(id, s)| member_of(*id, s))
-            .filter(|(_, tokens)| !tokens.is_empty())
-            .collect()
-    }
-
     /// Starts handing this node's ranges over (LEAVING): it still owns them, and peers also
     /// send their writes to the nodes that will own them next (`leaving`).
     pub fn announce_leaving(&self) {
@@ -244,16 +237,36 @@ impl ClusterService {
         self.gossip_round();
     }
 
-    /// Nodes handing their ranges over (LEAVING).
-    pub fn leaving(&self) -> Vec<NodeId> {
-        self.shared
-            .gossiper
-            .lock()
-            .states()
-            .iter()
-            .filter(|(_, s)| s.get(AppKey::Status) == Some(status::LEAVING))
-            .map(|(id, _)| *id)
-            .collect()
+    /// The joins and departures under way, read in one pass under the gossip lock: live nodes
+    /// joining (BOOT with tokens) with the tokens they are taking, and nodes handing their
+    /// ranges over (LEAVING). `None`, without allocating, when the ring is not changing: every
+    /// write asks.
+    pub fn ring_changes(&self) -> Option<RingChanges> {
+        let g = self.shared.gossiper.lock();
+        let changing = |s: &crate::gossip::EndpointState| {
+            matches!(
+                s.get(AppKey::Status),
+                Some(status::JOINING) | Some(status::LEAVING)
+            )
+        };
+        if !g.states().values().any(changing) {
+            return None;
+        }
+        let mut changes = RingChanges::default();
+        for (id, s) in g.states() {
+            match s.get(AppKey::Status) {
+                Some(status::LEAVING) => changes.leaving.push(*id),
+                Some(status::JOINING) if *id == self.host_id() || g.is_alive(*id) => {
+                    if let Some((member, tokens)) = member_of(*id, s) {
+                        if !tokens.is_empty() {
+                            changes.joining.push((member, tokens));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        (!changes.joining.is_empty() || !changes.leaving.is_empty()).then_some(changes)
     }
 
     /// Sets this node's load (bytes on disk) as gossip carries it, for `nodetool status`.

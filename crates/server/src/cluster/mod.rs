@@ -262,8 +262,9 @@ pub struct ClusterNode {
     hinted_handoff: std::sync::atomic::AtomicBool,
 }
 
-/// Keyspace, ring snapshot, joining and leaving nodes a set of range movements was computed for.
-type PendingKey = (String, usize, Vec<(Member, Vec<i64>)>, Vec<NodeId>);
+/// Keyspace, ring snapshot, and the joins and departures a set of range movements was
+/// computed for.
+type PendingKey = (String, usize, helenus_cluster::service::RingChanges);
 
 struct CachedMap {
     ring: Arc<Ring>,
@@ -440,24 +441,21 @@ impl ClusterNode {
         map: &ReplicationMap,
         token: i64,
     ) -> Vec<NodeId> {
-        let joining = self.service.joining();
-        let leaving = self.service.leaving();
-        if joining.is_empty() && leaving.is_empty() {
+        let Some(changes) = self.service.ring_changes() else {
             return Vec::new();
-        }
+        };
         let key = (
             keyspace.name.clone(),
             Arc::as_ptr(map.ring()) as usize,
-            joining.clone(),
-            leaving.clone(),
+            changes,
         );
         let mut cache = self.pending.lock();
         if cache.as_ref().map(|(k, _)| k) != Some(&key) {
             let mut ring = (**map.ring()).clone();
-            for id in &leaving {
+            for id in &key.2.leaving {
                 ring = ring.without_member(*id);
             }
-            for (member, tokens) in &joining {
+            for (member, tokens) in &key.2.joining {
                 match ring.with_member(member.clone(), tokens.clone()) {
                     Ok(r) => ring = r,
                     Err(e) => tracing::warn!(error = %e, "a joining node's tokens clash"),
