@@ -46,8 +46,8 @@ fn tables_with_types_at_the_nesting_limit_load_after_a_restart() {
         ">".repeat((limit - 1) / 2)
     );
     {
-        let node = start(addr, &dir, port, &[]);
-        let mut c = Client::connect(&node, 4);
+        let mut node = start(addr, &dir, port, &[]);
+        let mut c = Client::connect(&mut node, 4);
         c.ok("CREATE KEYSPACE h WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
         c.ok(&format!(
             "CREATE TABLE h.deep (k int PRIMARY KEY, v {ty}, t {tuple_ty})"
@@ -75,8 +75,8 @@ fn tables_with_types_at_the_nesting_limit_load_after_a_restart() {
         }
         // Dropped without a clean shutdown: the schema must load from what was written.
     }
-    let node = start(addr, &dir, port, &[]);
-    let mut c = Client::connect(&node, 4);
+    let mut node = start(addr, &dir, port, &[]);
+    let mut c = Client::connect(&mut node, 4);
     let rows = c.rows("SELECT k FROM h.deep");
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0][0].as_deref(), Some(&1i32.to_be_bytes()[..]));
@@ -174,8 +174,8 @@ fn unsupported_security_settings_stop_the_node_at_start() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn helenus");
-    let node = serving(child, addr, port);
-    let mut c = Client::connect(&node, 4);
+    let mut node = serving(child, addr, port);
+    let mut c = Client::connect(&mut node, 4);
     assert_eq!(c.rows("SELECT release_version FROM system.local").len(), 1);
     drop(node);
     let _ = std::fs::remove_dir_all(&dir);

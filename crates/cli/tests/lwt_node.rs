@@ -23,8 +23,8 @@ fn concurrent_compare_and_set_loses_no_update() {
     let dir = std::env::temp_dir().join(format!("helenus-it-lwt-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let node = start_node(&dir);
-    let mut c = Client::connect(&node, 4);
+    let mut node = start_node(&dir);
+    let mut c = Client::connect(&mut node, 4);
     c.ok("CREATE KEYSPACE lwt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
     c.ok("CREATE TABLE lwt.t (k int, c int, v int, PRIMARY KEY (k, c))");
     c.ok("INSERT INTO lwt.t (k, c, v) VALUES (1, 1, 0)");

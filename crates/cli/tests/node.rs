@@ -18,9 +18,9 @@ fn tempdir(name: &str) -> std::path::PathBuf {
 fn system_local_and_basic_crud_over_v4_and_v5() {
     let dir = tempdir("crud");
     let addr = "127.0.0.21";
-    let node = start(addr, &dir, free_port(addr), &[]);
+    let mut node = start(addr, &dir, free_port(addr), &[]);
     for version in [4u8, 5] {
-        let mut c = Client::connect(&node, version);
+        let mut c = Client::connect(&mut node, version);
         let local =
             c.rows("SELECT release_version, cluster_name FROM system.local WHERE key='local'");
         assert_eq!(local.len(), 1);
@@ -67,7 +67,7 @@ fn acknowledged_writes_survive_kill_9_in_batch_mode() {
     let mut acknowledged = 0;
     for cycle in 0..cycles {
         let mut node = start(addr, &dir, port, &["commitlog_sync=batch"]);
-        let mut c = Client::connect(&node, 4);
+        let mut c = Client::connect(&mut node, 4);
         if cycle == 0 {
             c.ok("CREATE KEYSPACE crash WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
             c.ok("CREATE TABLE crash.t (k int PRIMARY KEY, v int)");
@@ -96,8 +96,8 @@ fn acknowledged_writes_survive_kill_9_in_batch_mode() {
 fn malformed_frames_get_protocol_errors_and_the_node_keeps_serving() {
     let dir = tempdir("bad");
     let addr = "127.0.0.23";
-    let node = start(addr, &dir, free_port(addr), &[]);
-    let mut good = Client::connect(&node, 4);
+    let mut node = start(addr, &dir, free_port(addr), &[]);
+    let mut good = Client::connect(&mut node, 4);
     // An unsupported version probe is answered with PROTOCOL_ERROR.
     let mut s = TcpStream::connect((node.addr.as_str(), node.port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

@@ -14,7 +14,7 @@ fn over_the_rate_a_throw_on_overload_client_is_refused_and_others_are_slowed() {
     let addr = "127.0.0.24";
     let dir = tempdir("overload", "rate");
     let port = common::free_port(addr);
-    let node = start(
+    let mut node = start(
         addr,
         &dir,
         port,
@@ -46,7 +46,7 @@ fn over_the_rate_a_throw_on_overload_client_is_refused_and_others_are_slowed() {
     );
     assert!(answered > 0, "the bucket's first requests go through");
 
-    let mut patient = Client::connect(&node, 5);
+    let mut patient = Client::connect(&mut node, 5);
     let started = Instant::now();
     for _ in 0..15 {
         assert!(matches!(
@@ -189,13 +189,13 @@ fn a_read_past_its_timeout_stops_its_cpu_work() {
     let addr = "127.0.0.75";
     let dir = tempdir("overload", "cancel");
     let port = common::free_port(addr);
-    let node = start(
+    let mut node = start(
         addr,
         &dir,
         port,
         &["read_request_timeout=200ms", "range_request_timeout=200ms"],
     );
-    let mut c = Client::connect(&node, 4);
+    let mut c = Client::connect(&mut node, 4);
     c.ok(
         "CREATE KEYSPACE k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
     );

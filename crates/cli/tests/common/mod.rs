@@ -8,7 +8,7 @@ use helenus_protocol as proto;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -17,6 +17,30 @@ pub struct Node {
     pub child: Child,
     pub addr: String,
     pub port: u16,
+    /// Where the node's stdout and stderr go, when the test started it with [`start`].
+    pub log: Option<PathBuf>,
+}
+
+impl Node {
+    /// Why a connection to this node may have failed: whether the process is still alive and
+    /// the end of its output, so a flaky failure in CI says what the node said.
+    pub fn diagnosis(&mut self) -> String {
+        let status = match self.child.try_wait() {
+            Ok(Some(status)) => format!("node exited: {status}"),
+            Ok(None) => "node still running".to_string(),
+            Err(e) => format!("node status unknown: {e}"),
+        };
+        let tail = self
+            .log
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .map(|text| {
+                let lines: Vec<&str> = text.lines().collect();
+                lines[lines.len().saturating_sub(30)..].join("\n")
+            })
+            .unwrap_or_default();
+        format!("{status}; its output ends with:\n{tail}")
+    }
 }
 
 impl Drop for Node {
@@ -73,6 +97,7 @@ pub fn serving(mut child: Child, addr: &str, port: u16) -> Node {
                 child,
                 addr: addr.to_string(),
                 port,
+                log: None,
             };
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -86,13 +111,18 @@ pub fn serving(mut child: Child, addr: &str, port: u16) -> Node {
 }
 
 pub fn start(addr: &str, dir: &Path, port: u16, settings: &[&str]) -> Node {
+    std::fs::create_dir_all(dir).expect("node directory");
+    let log_path = dir.join("node.log");
+    let log = std::fs::File::create(&log_path).expect("node log");
     let child = Command::new(env!("CARGO_BIN_EXE_helenus"))
         .args(server_args(addr, dir, port, settings))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(log.try_clone().expect("node log"))
+        .stderr(log)
         .spawn()
         .expect("spawn helenus");
-    serving(child, addr, port)
+    let mut node = serving(child, addr, port);
+    node.log = Some(log_path);
+    node
 }
 
 pub struct Client {
@@ -103,7 +133,11 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn connect(node: &Node, version: u8) -> Client {
+    pub fn connect(node: &mut Node, version: u8) -> Client {
+        if let Err(e) = TcpStream::connect((node.addr.as_str(), node.port)) {
+            let diagnosis = node.diagnosis();
+            panic!("cannot connect to {}:{}: {e}; {diagnosis}", node.addr, node.port);
+        }
         Client::connect_to(&node.addr, node.port, version)
     }
 
