@@ -6,7 +6,9 @@
 #            a fourth node, 127.0.0.84, bootstrapping into the ring under load, then leaving);
 #            then the client suites against the ring (CLUSTER_CLIENT_SUITES; default all drivers);
 #   phase 2: 4 nodes in two data centers (127.0.0.85-88, dc1/dc2) for test_dcs.py
-#            (skip with HELENUS_CLUSTER_SKIP_DCS=1).
+#            (skip with HELENUS_CLUSTER_SKIP_DCS=1);
+#   phase 3: 3 nodes (127.0.0.81-83) with PasswordAuthenticator and CassandraAuthorizer for
+#            test_auth_ring.py, roles replicated across the ring (skip: HELENUS_CLUSTER_SKIP_AUTH=1).
 # Builds nothing: the binary is $HELENUS_BIN (default $CARGO_TARGET_DIR/release/helenus). Every
 # cluster is cleared on exit (trap), every step has a timeout. Extra pytest args pass through
 # (e.g. tests/cluster/run.sh -k kill). HELENUS_CLUSTER_LOGS=DIR keeps the nodes' logs there.
@@ -49,7 +51,7 @@ clear_cluster() {  # clear_cluster DIR: stop every node (SIGCONT, SIGTERM, then 
   rm -rf "$dir"
 }
 cleanup() {
-  for d in "$WORK"/c3 "$WORK"/dcs; do clear_cluster "$d"; done
+  for d in "$WORK"/c3 "$WORK"/dcs "$WORK"/auth; do clear_cluster "$d"; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -69,7 +71,7 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
   echo "--- $name: starting $count nodes from $first"
   # shellcheck disable=SC2086
   if ! timeout 240 "$HELENUS_BIN" cluster --dir "$dir" start "$count" --first-address "$first" $start_args \
-      -- --set commitlog_sync=batch --set fault_injection_enabled=true; then
+      -- --set commitlog_sync=batch --set fault_injection_enabled=true ${NODE_SETTINGS:-}; then
     echo "--- $name: the cluster did not start"; show_logs "$dir"; failed=1; clear_cluster "$dir"; return
   fi
   echo "--- $name: up in $((SECONDS - t0)) s"
@@ -92,6 +94,10 @@ CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh rust go java node}" \
   phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_9_bootstrap.py "$@"
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
+fi
+if [ "${HELENUS_CLUSTER_SKIP_AUTH:-0}" != 1 ]; then
+  CLIENT_SUITES="" NODE_SETTINGS="--set authenticator=PasswordAuthenticator --set authorizer=CassandraAuthorizer" \
+    phase "3 nodes with authentication" "$WORK/auth" 3 127.0.0.81 "" 240 test_auth_ring.py "$@"
 fi
 echo "cluster tests: $([ $failed -eq 0 ] && echo ok || echo FAILED) in $((SECONDS - T0)) s"
 exit $failed

@@ -176,6 +176,7 @@ mod tests {
             tokens: vec![],
             status: "NORMAL".into(),
             schema_version: Some(version.into()),
+            auth_version: None,
             release_version: None,
             load: None,
             alive,

@@ -55,6 +55,8 @@ pub struct PeerInfo {
     pub tokens: Vec<Token>,
     pub status: String,
     pub schema_version: Option<String>,
+    /// The digest of its roles and permissions (see `set_auth_version`).
+    pub auth_version: Option<String>,
     pub release_version: Option<String>,
     /// Bytes of data on disk, as the peer last announced.
     pub load: Option<u64>,
@@ -196,6 +198,15 @@ impl ClusterService {
             .set_local(AppKey::SchemaVersion, version);
     }
 
+    /// Announces the digest of this node's roles and permissions; peers whose digest differs
+    /// pull them and merge.
+    pub fn set_auth_version(&self, digest: &str) {
+        self.shared
+            .gossiper
+            .lock()
+            .set_local(AppKey::AuthVersion, digest);
+    }
+
     /// Takes `tokens` and becomes an owner (NORMAL): after a first start that learned the
     /// ring before choosing them.
     pub fn announce_normal(&self, tokens: &[Token]) {
@@ -294,6 +305,7 @@ impl ClusterService {
                 tokens: s.get(AppKey::Tokens).map(decode_tokens).unwrap_or_default(),
                 status: s.get(AppKey::Status).unwrap_or("").to_string(),
                 schema_version: s.get(AppKey::SchemaVersion).map(str::to_string),
+                auth_version: s.get(AppKey::AuthVersion).map(str::to_string),
                 release_version: s.get(AppKey::ReleaseVersion).map(str::to_string),
                 load: s.get(AppKey::Load).and_then(|l| l.parse().ok()),
                 alive: g.is_alive(*id),

@@ -63,4 +63,8 @@ pub trait ClusterView: Send + Sync {
     /// have it, as Cassandra waits for schema agreement before answering DDL; then give the
     /// lease back.
     fn end_schema_change(&self, changed: bool) -> Pending<'_>;
+    /// After a statement that may have changed roles or permissions: if they changed, push
+    /// them to the live peers and wait (bounded) until they have merged them, so the change
+    /// holds on every node when the statement returns.
+    fn roles_changed(&self) -> Pending<'_>;
 }

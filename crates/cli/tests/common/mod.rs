@@ -136,7 +136,10 @@ impl Client {
     pub fn connect(node: &mut Node, version: u8) -> Client {
         if let Err(e) = TcpStream::connect((node.addr.as_str(), node.port)) {
             let diagnosis = node.diagnosis();
-            panic!("cannot connect to {}:{}: {e}; {diagnosis}", node.addr, node.port);
+            panic!(
+                "cannot connect to {}:{}: {e}; {diagnosis}",
+                node.addr, node.port
+            );
         }
         Client::connect_to(&node.addr, node.port, version)
     }

@@ -26,6 +26,8 @@ pub enum AppKey {
     ReleaseVersion = 10,
     Load = 11,
     Severity = 12,
+    /// A digest of the node's roles and permissions (`system_auth`): peers that differ pull.
+    AuthVersion = 13,
 }
 
 impl AppKey {
@@ -44,6 +46,7 @@ impl AppKey {
             10 => ReleaseVersion,
             11 => Load,
             12 => Severity,
+            13 => AuthVersion,
             _ => return None,
         })
     }
@@ -64,6 +67,7 @@ impl AppKey {
             ReleaseVersion => "RELEASE_VERSION",
             Load => "LOAD",
             Severity => "SEVERITY",
+            AuthVersion => "X_AUTH_VERSION",
         }
     }
 }

@@ -56,6 +56,10 @@ pub enum Verb {
     /// is a read command over the range and the tree depth.
     RepairTreeRequest = 35,
     RepairTreeResponse = 36,
+    /// Asks for the receiver's roles and permissions (`system_auth`), answered with `AuthPush`.
+    AuthPull = 37,
+    /// Roles and permissions for the receiver to merge (newest write of each entry wins).
+    AuthPush = 38,
     Failure = 40,
 }
 
@@ -91,6 +95,8 @@ impl Verb {
             34 => TraceSession,
             35 => RepairTreeRequest,
             36 => RepairTreeResponse,
+            37 => AuthPull,
+            38 => AuthPush,
             40 => Failure,
             _ => return None,
         })

@@ -7,6 +7,7 @@
 //! statement needs which permission, and running the role statements, belong to the executor
 //! (`exec::access`, `exec::roles`); the `system_auth` tables are served by `system`.
 
+pub mod replicated;
 pub mod resource;
 pub mod roles;
 pub mod sasl;
@@ -14,6 +15,7 @@ pub mod sasl;
 use crate::config::{Authenticator, Authorizer, NodeConfig};
 use helenus_types::SharedClock;
 use parking_lot::{Mutex, RwLock};
+use replicated::AuthLog;
 use resource::Resource;
 use roles::{RoleChanges, RoleStore};
 use std::collections::HashMap;
@@ -64,6 +66,9 @@ pub struct AuthService {
     credentials_validity_ms: u64,
     path: Option<PathBuf>,
     store: RwLock<Arc<RoleStore>>,
+    /// What `store` is derived from: every entry with the time it was written, merged with
+    /// the ring's (see [`replicated`]).
+    log: Mutex<AuthLog>,
     /// Serialises changes so that two writers never persist interleaved states.
     change_lock: Mutex<()>,
     logins: Mutex<HashMap<String, CachedLogin>>,
@@ -102,13 +107,13 @@ pub fn hash_password(password: &str, cost: u32) -> Result<String, AuthError> {
 impl AuthService {
     /// No authentication, no authorization, nothing on disk: Cassandra's defaults.
     pub fn allow_all(clock: SharedClock) -> AuthService {
-        AuthService::new(&NodeConfig::default(), None, RoleStore::default(), clock)
+        AuthService::new(&NodeConfig::default(), None, AuthLog::default(), clock)
     }
 
     fn new(
         config: &NodeConfig,
         path: Option<PathBuf>,
-        store: RoleStore,
+        log: AuthLog,
         clock: SharedClock,
     ) -> AuthService {
         AuthService {
@@ -117,7 +122,8 @@ impl AuthService {
             bcrypt_cost: config.auth_bcrypt_gensalt_log2_rounds,
             credentials_validity_ms: config.credentials_validity_ms,
             path,
-            store: RwLock::new(Arc::new(store)),
+            store: RwLock::new(Arc::new(log.store())),
+            log: Mutex::new(log),
             change_lock: Mutex::new(()),
             logins: Mutex::new(HashMap::new()),
             login_slots: tokio::sync::Semaphore::new(
@@ -141,15 +147,17 @@ impl AuthService {
             return Ok(AuthService::allow_all(clock));
         }
         let path = system_dir.join(ROLES_FILE);
-        let store = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| storage_err(&path, e))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => RoleStore::default(),
+        let log = match std::fs::read(&path) {
+            Ok(bytes) => load(&path, &bytes)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => AuthLog::default(),
             Err(e) => return Err(storage_err(&path, e)),
         };
-        let service = AuthService::new(config, Some(path), store, clock);
+        let service = AuthService::new(config, Some(path), log, clock);
         if service.authenticate && service.snapshot().roles.is_empty() {
             let hash = hash_password(DEFAULT_SUPERUSER, service.bcrypt_cost)?;
-            service.update(|s| {
+            // Stamped at 0, the oldest time there is: every node of a new ring creates its own,
+            // and none of them may undo a password change made anywhere (replicated.rs).
+            service.apply(Some(0), |s| {
                 s.create_role(
                     DEFAULT_SUPERUSER,
                     RoleChanges {
@@ -179,14 +187,61 @@ impl AuthService {
         &self,
         change: impl FnOnce(&mut RoleStore) -> Result<T, AuthError>,
     ) -> Result<T, AuthError> {
+        self.apply(None, change)
+    }
+
+    /// `update`, with what changed stamped at `at` (default: now, and after every stamp held).
+    fn apply<T>(
+        &self,
+        at: Option<i64>,
+        change: impl FnOnce(&mut RoleStore) -> Result<T, AuthError>,
+    ) -> Result<T, AuthError> {
         let _guard = self.change_lock.lock();
-        let mut next = (*self.snapshot()).clone();
+        let before = self.snapshot();
+        let mut next = (*before).clone();
         let out = change(&mut next)?;
-        if let Some(path) = &self.path {
-            persist(path, &next)?;
-        }
-        *self.store.write() = Arc::new(next);
+        let mut log = self.log.lock().clone();
+        let at = at.unwrap_or_else(|| self.clock.wall_micros().max(log.newest().saturating_add(1)));
+        log.record(&before, &next, at);
+        self.publish(log)?;
         Ok(out)
+    }
+
+    /// Makes `log` durable and the roles it describes current (under `change_lock`).
+    fn publish(&self, log: AuthLog) -> Result<(), AuthError> {
+        if let Some(path) = &self.path {
+            let bytes = log.encode().map_err(|e| storage_err(path, e))?;
+            persist(path, &bytes)?;
+        }
+        *self.store.write() = Arc::new(log.store());
+        *self.log.lock() = log;
+        Ok(())
+    }
+
+    /// Every role and permission with its stamps, for a peer to merge.
+    pub fn export(&self) -> Result<Vec<u8>, AuthError> {
+        self.log
+            .lock()
+            .encode()
+            .map_err(|e| AuthError::Invalid(format!("cannot encode the roles: {e}")))
+    }
+
+    /// Merges a peer's export: each entry newer there replaces ours. Whether anything changed.
+    pub fn merge(&self, exported: &[u8]) -> Result<bool, AuthError> {
+        let incoming = AuthLog::decode(exported)
+            .map_err(|e| AuthError::Invalid(format!("roles from a peer not readable: {e}")))?;
+        let _guard = self.change_lock.lock();
+        let mut log = self.log.lock().clone();
+        if !log.merge(&incoming) {
+            return Ok(false);
+        }
+        self.publish(log)?;
+        Ok(true)
+    }
+
+    /// Equal on two nodes exactly when they hold the same roles and permissions.
+    pub fn digest(&self) -> String {
+        self.log.lock().digest()
     }
 
     /// Whether `user` may act as a superuser (directly or through a granted role).
@@ -257,14 +312,24 @@ impl AuthService {
     }
 }
 
+/// The roles file: the stamped log, or the plain roles a node wrote before roles were
+/// replicated (taken as written at 0, so any change made in the ring since wins).
+fn load(path: &Path, bytes: &[u8]) -> Result<AuthLog, AuthError> {
+    match AuthLog::decode(bytes) {
+        Ok(log) => Ok(log),
+        Err(_) => serde_json::from_slice::<RoleStore>(bytes)
+            .map(|store| AuthLog::from_store(&store, 0))
+            .map_err(|e| storage_err(path, e)),
+    }
+}
+
 /// Writes the roles to a temporary file, syncs it and renames it over the old one, so a crash
 /// leaves either the old roles or the new ones.
-fn persist(path: &Path, store: &RoleStore) -> Result<(), AuthError> {
+fn persist(path: &Path, json: &[u8]) -> Result<(), AuthError> {
     use std::io::Write;
-    let json = serde_json::to_vec_pretty(store).map_err(|e| storage_err(path, e))?;
     let tmp = path.with_extension("json.tmp");
     let mut f = std::fs::File::create(&tmp).map_err(|e| storage_err(&tmp, e))?;
-    f.write_all(&json).map_err(|e| storage_err(&tmp, e))?;
+    f.write_all(json).map_err(|e| storage_err(&tmp, e))?;
     f.sync_all().map_err(|e| storage_err(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| storage_err(path, e))?;
     if let Some(dir) = path.parent() {
@@ -346,7 +411,7 @@ mod tests {
         let s = AuthService::new(
             &config(4),
             None,
-            RoleStore::default(),
+            AuthLog::default(),
             helenus_types::SystemClock::shared(),
         );
         let changes = |pw: &str| RoleChanges {

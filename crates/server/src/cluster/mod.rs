@@ -9,6 +9,7 @@
 //! (they are never reassigned). `attach` runs once the node is open: it installs the replicated
 //! proxy and serves peers' requests.
 
+mod auth_sync;
 mod bootstrap;
 mod counters;
 mod decommission;
@@ -260,6 +261,8 @@ pub struct ClusterNode {
     repairs: Mutex<BTreeMap<u64, serde_json::Value>>,
     /// Whether hints are stored (`hinted_handoff_enabled`, `nodetool disablehandoff`).
     hinted_handoff: std::sync::atomic::AtomicBool,
+    /// The digest of the roles this node last pushed to its peers (auth_sync.rs).
+    auth_pushed: Mutex<String>,
 }
 
 /// Keyspace, ring snapshot, and the joins and departures a set of range movements was
@@ -332,6 +335,7 @@ pub fn attach(
         ),
         repairs: Mutex::new(BTreeMap::new()),
         hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
+        auth_pushed: Mutex::new(node.auth.digest()),
         schema_lease: Mutex::new(schema::LeaseState::default()),
         batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
@@ -340,6 +344,7 @@ pub fn attach(
     cluster
         .service
         .set_schema_version(&node.schema().version.to_string());
+    auth_sync::announce_digest(&cluster, node);
     let sharer = cluster.clone();
     node.traces.on_record(Box::new(move |session| {
         let payload = bytes::Bytes::from(crate::trace::encode_session(session));
@@ -651,6 +656,7 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
             .sum();
         cluster.service.set_load(load);
         schema::pull_if_behind(&cluster).await;
+        auth_sync::pull_if_behind(&cluster).await;
         cluster.replay_batchlog(&node).await;
     }
 }
@@ -774,6 +780,10 @@ impl crate::topology::ClusterView for ClusterNode {
             }
             schema::release_lease(self);
         })
+    }
+
+    fn roles_changed(&self) -> crate::topology::Pending<'_> {
+        Box::pin(auth_sync::push_changes(self))
     }
 }
 

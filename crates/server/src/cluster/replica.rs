@@ -89,6 +89,11 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             Verb::SchemaPull | Verb::SchemaPush | Verb::SchemaLease | Verb::SchemaRelease => {
                 tokio::spawn(async move { super::schema::serve(&cluster, &node, envelope).await });
             }
+            Verb::AuthPull | Verb::AuthPush => {
+                tokio::spawn(
+                    async move { super::auth_sync::serve(&cluster, &node, envelope).await },
+                );
+            }
             _ => refuse(&cluster.messenger, &envelope),
         }
     }

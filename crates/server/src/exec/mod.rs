@@ -719,6 +719,9 @@ pub async fn execute(
         Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks.as_deref()).await? {
             Some(change) => {
                 access::after_schema_change(node, user.as_deref(), &change)?;
+                if let Some(cluster) = node.cluster() {
+                    cluster.roles_changed().await;
+                }
                 let _ = node.events.send(crate::node::NodeEvent(
                     helenus_protocol::Event::SchemaChange(change.clone()),
                 ));
@@ -739,7 +742,13 @@ pub async fn execute(
             Ok(Outcome::Void)
         }
         Planned::Describe(d) => respond::describe(node, d, session_ks.as_deref()),
-        Planned::Auth(a) => roles::execute(node, user.as_deref(), a, session_ks.as_deref()).await,
+        Planned::Auth(a) => {
+            let outcome = roles::execute(node, user.as_deref(), a, session_ks.as_deref()).await;
+            if let Some(cluster) = node.cluster() {
+                cluster.roles_changed().await;
+            }
+            outcome
+        }
     }
 }
 
