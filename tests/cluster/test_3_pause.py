@@ -4,12 +4,14 @@ convicted, QUORUM never fails and loses nothing; after SIGCONT the node is UN ag
 every acknowledged write (read at ONE from it alone)."""
 
 import time
+from pathlib import Path
 
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import ReadTimeout, Unavailable, WriteTimeout
 from conftest import (
     CONVICT_WAIT,
+    DIR,
     ccm,
     check_against_golden,
     create_keyspace,
@@ -58,13 +60,38 @@ def test_pause_node2_under_quorum_load(pinned):
     S["paused_at"] = time.monotonic()
 
 
+def threads_of(name):
+    """How many threads node `name`'s process runs now."""
+    pid = (Path(DIR) / name / "pid").read_text().strip()
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no thread count for {name}")
+
+
 def test_all_times_out_before_conviction(pinned):
-    """While node2 is paused but not yet convicted, ALL waits for it and times out."""
+    """While node2 is paused but not yet convicted, ALL waits for it and times out; the reads
+    waiting on it hold no thread of their coordinator (reads are asynchronous at the proxy)."""
     a1, a2, a3 = sorted(nodes().values())
     s = pinned[a1]
-    key = next(iter(S["writer"].acked))
+    # Fewer than a connection's 64 running statements (limits.rs), which the load shares.
+    keys = list(S["writer"].acked)[:49]
+    key = keys[0]
+    threads_before = threads_of("node1")
     write = s.execute_async(stmt(f"INSERT INTO {TABLE} (k, v) VALUES (-1, 'all')", CL.ALL))
     read = s.execute_async(stmt(f"SELECT v FROM {TABLE} WHERE k = {key}", CL.ALL))
+    waiting = [s.execute_async(stmt(f"SELECT v FROM {TABLE} WHERE k = {k}", CL.ALL)) for k in keys[1:]]
+    time.sleep(1.0)
+    threads_waiting = max(threads_of("node1") for _ in range(5) if time.sleep(0.2) is None)
+    for f in waiting:
+        try:
+            f.result()
+        except ReadTimeout:
+            pass
+    # A read blocking a pool thread (block_in_place) made tokio start a thread per waiting read.
+    assert threads_waiting - threads_before < 24, (
+        f"node1 went from {threads_before} to {threads_waiting} threads with {len(waiting) + 1} reads waiting on a paused replica"
+    )
     errors = {}
     for name, f in (("write", write), ("read", read)):
         try:

@@ -76,13 +76,14 @@ pub trait StorageProxy: Send + Sync {
     }
 
     /// Reads at `consistency`, failing past `tombstone_failure_threshold` tombstones scanned.
-    fn read(
-        &self,
+    /// Asynchronous: a read that waits on other replicas holds no thread while it waits.
+    fn read<'a>(
+        &'a self,
         table: st::TableId,
-        query: &st::ReadQuery,
+        query: &'a st::ReadQuery,
         consistency: ConsistencyLevel,
         tombstone_failure_threshold: u64,
-    ) -> Result<st::ReadResult, ProxyError>;
+    ) -> ProxyFuture<'a, st::ReadResult>;
 
     /// Removes every row of `table` (blocking: run it off the async workers).
     fn truncate(&self, table: st::TableId) -> Result<(), ProxyError>;
@@ -99,6 +100,20 @@ pub trait StorageProxy: Send + Sync {
     ) -> Option<ProxyFuture<'a, CasResult>> {
         None
     }
+}
+
+/// Waits for `read` from synchronous code on the statement pool: at once when it is ready at
+/// the first poll (every read the local engine answers), else with the thread given up to the
+/// pool's other work meanwhile. For the few synchronous paths that read (a list element
+/// written by index); statements await reads.
+pub fn wait_for_read(
+    mut read: ProxyFuture<'_, st::ReadResult>,
+) -> Result<st::ReadResult, ProxyError> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if let std::task::Poll::Ready(done) = read.as_mut().poll(&mut cx) {
+        return done;
+    }
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(read))
 }
 
 /// Applies `mutations` to this node's engine as one commitlog entry (the single-mutation
@@ -137,16 +152,19 @@ impl StorageProxy for LocalProxy {
         Box::pin(async move { Ok(apply_locally(&self.engine, mutations).await?) })
     }
 
-    fn read(
-        &self,
+    fn read<'a>(
+        &'a self,
         table: st::TableId,
-        query: &st::ReadQuery,
+        query: &'a st::ReadQuery,
         _consistency: ConsistencyLevel,
         tombstone_failure_threshold: u64,
-    ) -> Result<st::ReadResult, ProxyError> {
-        Ok(self
-            .engine
-            .read_bounded(table, query, tombstone_failure_threshold)?)
+    ) -> ProxyFuture<'a, st::ReadResult> {
+        // The engine reads memtables and SSTables in place: ready at the first poll.
+        Box::pin(async move {
+            Ok(self
+                .engine
+                .read_bounded(table, query, tombstone_failure_threshold)?)
+        })
     }
 
     fn truncate(&self, table: st::TableId) -> Result<(), ProxyError> {

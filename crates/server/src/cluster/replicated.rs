@@ -4,10 +4,10 @@
 //! ring's ranges in token order, each read from its own replicas. System keyspaces
 //! (LocalStrategy) stay on this node.
 //!
-//! Reads are synchronous at the executor's seam: a read that needs other nodes waits for them
-//! with `block_in_place` on the statement pool, whose many workers absorb the wait. A read that
-//! the local replica alone satisfies (ONE/LOCAL_ONE with this node a replica) takes the
-//! engine's ordinary path, as on a single node.
+//! Reads are asynchronous at the executor's seam: a read that needs other nodes awaits their
+//! answers without holding a thread. A read that the local replica alone satisfies
+//! (ONE/LOCAL_ONE with this node a replica) takes the engine's ordinary path, as on a single
+//! node.
 
 use super::replica::{Hints, LocalStore};
 use super::{wire, ClusterNode};
@@ -95,7 +95,7 @@ impl ReplicatedProxy {
 
     /// One token's read at `consistency`: the local engine when it alone answers, else the
     /// coordinator's read across replicas, resolved into live rows.
-    fn read_token(
+    async fn read_token(
         &self,
         map: &ReplicationMap,
         token: Token,
@@ -109,15 +109,17 @@ impl ReplicatedProxy {
             threshold,
         } = read;
         let ring = map.ring().clone();
-        let is_alive = self.live();
-        let live = LiveReplicas {
-            ring: &ring,
-            local: self.cluster.local(),
-            is_alive: &is_alive,
+        let plan = {
+            let is_alive = self.live();
+            let live = LiveReplicas {
+                ring: &ring,
+                local: self.cluster.local(),
+                is_alive: &is_alive,
+            };
+            plan_read(map, token, consistency, &live).map_err(ReadError::from)?
         };
-        let plan = plan_read(map, token, consistency, &live).map_err(ReadError::from)?;
         if plan.block_for <= 1 && plan.contacts.first() == Some(&self.cluster.local()) {
-            return self.local.read(table, query, consistency, threshold);
+            return self.local.read(table, query, consistency, threshold).await;
         }
         let Some(node) = self.cluster.node() else {
             return Err(st::StorageError::ShuttingDown.into());
@@ -133,11 +135,10 @@ impl ReplicatedProxy {
         let command = wire::encode_read(table, &unlimited);
         let options = self.read_options(range);
         let messenger = self.cluster.messenger.clone();
-        let answer = tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(helenus_coordinator::read::read(
-                &plan, command, &messenger, &store, &store, &store, options,
-            ))
-        })
+        let answer = helenus_coordinator::read::read(
+            &plan, command, &messenger, &store, &store, &store, options,
+        )
+        .await
         .map_err(|e| self.with_addresses(e, &ring))?;
         let partitions = helenus_mutation::decode_mutations(answer).map_err(|e| {
             st::StorageError::InvalidRequest(format!("replica answer not understood: {e}"))
@@ -171,7 +172,7 @@ impl ReplicatedProxy {
 
     /// A range read: the ring's ranges in token order from the query's start, each read from
     /// its own replicas, until the query's limits are met.
-    fn read_range(
+    async fn read_range(
         &self,
         keyspace: &KeyspaceMeta,
         table: st::TableId,
@@ -180,7 +181,7 @@ impl ReplicatedProxy {
         threshold: u64,
     ) -> Result<st::ReadResult, ProxyError> {
         let st::PartitionRange::Range { start, end } = &query.partitions else {
-            return self.local.read(table, query, consistency, threshold);
+            return self.local.read(table, query, consistency, threshold).await;
         };
         let map = self.cluster.map_for(keyspace);
         let local = self.cluster.local();
@@ -191,7 +192,7 @@ impl ReplicatedProxy {
         );
         if one && pieces.iter().all(|(_, replicas)| replicas.contains(&local)) {
             // Every range has a replica here: one local scan answers, as on a single node.
-            return self.local.read(table, query, consistency, threshold);
+            return self.local.read(table, query, consistency, threshold).await;
         }
         let mut out = st::ReadResult::default();
         let (mut rows, mut partitions) = (0usize, 0usize);
@@ -205,7 +206,7 @@ impl ReplicatedProxy {
                 consistency,
                 threshold,
             };
-            let got = self.read_token(&map, range.end, read, &sub, true)?;
+            let got = self.read_token(&map, range.end, read, &sub, true).await?;
             rows += got.partitions.iter().map(|p| p.rows.len()).sum::<usize>();
             partitions += got.partitions.len();
             out.stats.live_rows += got.stats.live_rows;
@@ -423,36 +424,41 @@ impl StorageProxy for ReplicatedProxy {
         })
     }
 
-    fn read(
-        &self,
+    fn read<'a>(
+        &'a self,
         table: st::TableId,
-        query: &st::ReadQuery,
+        query: &'a st::ReadQuery,
         consistency: ConsistencyLevel,
         tombstone_failure_threshold: u64,
-    ) -> Result<st::ReadResult, ProxyError> {
+    ) -> ProxyFuture<'a, st::ReadResult> {
         let Some(keyspace) = self.replicated_keyspace(&table) else {
             return self
                 .local
                 .read(table, query, consistency, tombstone_failure_threshold);
         };
-        match &query.partitions {
-            st::PartitionRange::Single { token, .. } => {
-                let map = self.cluster.map_for(&keyspace);
-                let read = Read {
-                    table,
-                    consistency,
-                    threshold: tombstone_failure_threshold,
-                };
-                self.read_token(&map, *token, read, query, false)
+        Box::pin(async move {
+            match &query.partitions {
+                st::PartitionRange::Single { token, .. } => {
+                    let map = self.cluster.map_for(&keyspace);
+                    let read = Read {
+                        table,
+                        consistency,
+                        threshold: tombstone_failure_threshold,
+                    };
+                    self.read_token(&map, *token, read, query, false).await
+                }
+                st::PartitionRange::Range { .. } => {
+                    self.read_range(
+                        &keyspace,
+                        table,
+                        query,
+                        consistency,
+                        tombstone_failure_threshold,
+                    )
+                    .await
+                }
             }
-            st::PartitionRange::Range { .. } => self.read_range(
-                &keyspace,
-                table,
-                query,
-                consistency,
-                tombstone_failure_threshold,
-            ),
-        }
+        })
     }
 
     fn cas<'a>(
@@ -637,14 +643,14 @@ impl StorageProxy for NoNode {
         Box::pin(async { Err(st::StorageError::ShuttingDown.into()) })
     }
 
-    fn read(
-        &self,
+    fn read<'a>(
+        &'a self,
         _: st::TableId,
-        _: &st::ReadQuery,
+        _: &'a st::ReadQuery,
         _: ConsistencyLevel,
         _: u64,
-    ) -> Result<st::ReadResult, ProxyError> {
-        Err(st::StorageError::ShuttingDown.into())
+    ) -> ProxyFuture<'a, st::ReadResult> {
+        Box::pin(async { Err(st::StorageError::ShuttingDown.into()) })
     }
 
     fn truncate(&self, _: st::TableId) -> Result<(), ProxyError> {

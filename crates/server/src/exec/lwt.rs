@@ -177,7 +177,8 @@ async fn cas(
         (&key, token),
         &clusterings,
         (ctx.now_s, ctx.serial_consistency),
-    )?;
+    )
+    .await?;
     let applied = conditions_hold(statements, &targets, &current)?;
     if applied {
         super::apply_mutations(node, muts.into_iter().flatten().collect(), ctx.consistency).await?;
@@ -320,7 +321,7 @@ impl Current {
     }
 }
 
-fn read_current(
+async fn read_current(
     node: &NodeState,
     t: &TableMeta,
     partition: (&Bytes, i64),
@@ -328,7 +329,10 @@ fn read_current(
     (now_s, serial): (i64, helenus_coordinator::ConsistencyLevel),
 ) -> ExecResult<Current> {
     let q = current_query(t, partition, clusterings, now_s);
-    let read = node.proxy().read(*t.id.as_bytes(), &q, serial, u64::MAX)?;
+    let read = node
+        .proxy()
+        .read(*t.id.as_bytes(), &q, serial, u64::MAX)
+        .await?;
     Ok(current_from(t, clusterings, &read))
 }
 

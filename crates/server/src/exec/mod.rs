@@ -631,7 +631,8 @@ pub async fn execute(
                 &binds,
                 (opts.page_size, opts.paging_state.as_deref()),
                 opts.consistency,
-            )?;
+            )
+            .await?;
             trace::event(|| format!("Read {} live rows", out.rows.len()));
             Ok(Outcome::Rows {
                 keyspace: plan.table.keyspace.clone(),
@@ -817,7 +818,7 @@ fn current_list_paths(
         now_s,
         resume_after: None,
     };
-    let r = node.proxy().read(table, &q, consistency, u64::MAX)?;
+    let r = crate::proxy::wait_for_read(node.proxy().read(table, &q, consistency, u64::MAX))?;
     Ok(r.partitions
         .iter()
         .flat_map(|p| p.static_row.iter().chain(p.rows.iter()))

@@ -177,7 +177,7 @@ fn passes_filters(plan: &SelectPlan, row: &Row, binds: &Binds<'_>) -> ExecResult
 }
 
 /// Runs a planned SELECT for one page.
-pub fn execute(
+pub async fn execute(
     node: &NodeState,
     plan: &SelectPlan,
     binds: &Binds<'_>,
@@ -229,7 +229,7 @@ pub fn execute(
         already,
         want,
     };
-    let mut collected = collect_rows(&mut source, plan, binds, resume.as_ref(), &page)?;
+    let mut collected = collect_rows(&mut source, plan, binds, resume.as_ref(), &page).await?;
     let columns: Vec<(String, CqlType)> = plan
         .compiled
         .columns
@@ -327,7 +327,7 @@ struct Collected {
 const READ_CHUNK_ROWS: usize = 16_384;
 
 /// Reads rows until the page is full, applying DISTINCT, PER PARTITION LIMIT and the filters.
-fn collect_rows(
+async fn collect_rows(
     source: &mut super::scan::RowSource<'_>,
     plan: &SelectPlan,
     binds: &Binds<'_>,
@@ -340,7 +340,7 @@ fn collect_rows(
         exhausted: true,
     };
     let mut last_partition: Option<Bytes> = resume.map(|r| r.partition_key.clone());
-    while let Some(row) = source.next_row()? {
+    while let Some(row) = source.next_row().await? {
         if last_partition.as_ref() != Some(&row.partition_key) {
             last_partition = Some(row.partition_key.clone());
             out.per_partition_count = 0;

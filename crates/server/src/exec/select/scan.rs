@@ -16,7 +16,6 @@ use bytes::Bytes;
 use helenus_schema::TableKind;
 use helenus_storage as st;
 use helenus_types::CqlType;
-use std::cell::RefCell;
 use std::collections::VecDeque;
 
 /// Partitions read per storage call in a range scan.
@@ -53,7 +52,7 @@ pub struct RowSource<'a> {
     /// after that row before the scan goes on after it.
     inside: Option<(i64, Bytes, Vec<Bytes>)>,
     /// Tombstones this page's storage reads scanned (for Cassandra's tombstone thresholds).
-    tombstones: RefCell<TombstoneTally>,
+    tombstones: TombstoneTally,
 }
 
 pub(super) fn token_value(
@@ -272,7 +271,7 @@ impl<'a> RowSource<'a> {
             now_s,
             consistency,
             row_hint: None,
-            tombstones: RefCell::default(),
+            tombstones: TombstoneTally::default(),
         })
     }
 
@@ -304,26 +303,31 @@ impl<'a> RowSource<'a> {
     }
 
     /// One storage read of this page, within what is left of the tombstone failure threshold.
-    fn read(&self, q: &st::ReadQuery) -> ExecResult<st::ReadResult> {
+    async fn read(&mut self, q: &st::ReadQuery) -> ExecResult<st::ReadResult> {
         let cfg = &self.node.config;
-        let mut tally = self.tombstones.borrow_mut();
-        let threshold = tally.threshold_left(cfg.tombstone_failure_threshold);
-        let result = self.node.proxy().read(
-            *self.plan.table.id.as_bytes(),
-            q,
-            self.consistency,
-            threshold,
-        );
+        let threshold = self
+            .tombstones
+            .threshold_left(cfg.tombstone_failure_threshold);
+        let result = self
+            .node
+            .proxy()
+            .read(
+                *self.plan.table.id.as_bytes(),
+                q,
+                self.consistency,
+                threshold,
+            )
+            .await;
         let single_key = match &q.partitions {
             st::PartitionRange::Single { key, .. } => Some(key),
             st::PartitionRange::Range { .. } => None,
         };
-        tally.note(result, cfg.listen_address, single_key)
+        self.tombstones.note(result, cfg.listen_address, single_key)
     }
 
     /// The rows of one partition, after `resume_after` (in the read's order) when given.
-    fn read_partition(
-        &self,
+    async fn read_partition(
+        &mut self,
         token: i64,
         key: Bytes,
         resume_after: Option<Vec<Bytes>>,
@@ -335,7 +339,7 @@ impl<'a> RowSource<'a> {
             resume_after,
         );
         let resumed = q.resume_after.is_some();
-        let result = self.read(&q)?;
+        let result = self.read(&q).await?;
         for p in &result.partitions {
             // Read again from inside, a partition that had rows has no static row to give
             // alone (its static values came with those rows).
@@ -398,11 +402,13 @@ impl<'a> RowSource<'a> {
         }
     }
 
-    fn fill(&mut self) -> ExecResult<bool> {
+    async fn fill(&mut self) -> ExecResult<bool> {
         loop {
             let mut rows = Vec::new();
             if let Some((token, key, after)) = self.inside.take() {
-                let result = self.read_partition(token, key.clone(), Some(after), &mut rows)?;
+                let result = self
+                    .read_partition(token, key.clone(), Some(after), &mut rows)
+                    .await?;
                 self.inside = self.cut_at(&result);
                 if self.inside.is_none() {
                     // The range goes on after this partition.
@@ -426,11 +432,11 @@ impl<'a> RowSource<'a> {
                             .as_ref()
                             .filter(|r| r.partition_key == key && !r.clustering.is_empty())
                             .map(|r| r.clustering.clone());
-                        let result = self.read_partition(token, key, after, &mut rows)?;
+                        let result = self.read_partition(token, key, after, &mut rows).await?;
                         self.inside = self.cut_at(&result);
                     }
                     Mode::Range { done: true, .. } => return Ok(false),
-                    Mode::Range { .. } => self.read_range_batch(&mut rows)?,
+                    Mode::Range { .. } => self.read_range_batch(&mut rows).await?,
                 }
             }
             self.trim_resumed(&mut rows);
@@ -442,7 +448,7 @@ impl<'a> RowSource<'a> {
     }
 
     /// The next batch of partitions of a token-range scan, up to the row limit.
-    fn read_range_batch(&mut self, rows: &mut Vec<Row>) -> ExecResult<()> {
+    async fn read_range_batch(&mut self, rows: &mut Vec<Row>) -> ExecResult<()> {
         let Mode::Range {
             next_start,
             first,
@@ -487,7 +493,7 @@ impl<'a> RowSource<'a> {
             Some(RANGE_BATCH_PARTITIONS),
             None,
         );
-        let result = self.read(&q)?;
+        let result = self.read(&q).await?;
         self.inside = self.cut_at(&result);
         let cut = self.used_row_limit(&result);
         let n = result.partitions.len();
@@ -508,10 +514,10 @@ impl<'a> RowSource<'a> {
         Ok(())
     }
 
-    pub fn next_row(&mut self) -> ExecResult<Option<Row>> {
+    pub async fn next_row(&mut self) -> ExecResult<Option<Row>> {
         // Every scan, filter and aggregate pulls its rows through here.
         crate::exec::cancel::check()?;
-        if self.buffered.is_empty() && !self.fill()? {
+        if self.buffered.is_empty() && !self.fill().await? {
             return Ok(None);
         }
         Ok(self.buffered.pop_front())
@@ -537,7 +543,6 @@ impl Drop for RowSource<'_> {
     fn drop(&mut self) {
         let warn_threshold = self.node.config.tombstone_warn_threshold;
         self.tombstones
-            .get_mut()
             .warn_if_over(warn_threshold, &self.plan.table, self.row_hint);
     }
 }
