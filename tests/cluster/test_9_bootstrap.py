@@ -104,6 +104,32 @@ def test_ownership_is_balanced():
     assert len(three_copies) == 4 and all(60 <= o <= 90 for o in three_copies.values()), three_copies
 
 
+def partitions_on(address):
+    """Partitions of the table stored on `address` (compacted first, so none counts twice)."""
+    nodetool(address, "flush", KS, "kv")
+    nodetool(address, "compact", KS, "kv")
+    out = nodetool(address, "tablestats", f"{KS}.kv")
+    return int(re.search(r"Number of partitions \(estimate\): (\d+)", out).group(1))
+
+
+def test_cleanup_drops_what_an_old_node_no_longer_replicates(pinned):
+    """`nodetool cleanup` on node1 after the join: it kept every partition at RF 3 of 3 nodes,
+    and replicates about 3/4 of them at RF 3 of 4; nothing is lost to the cluster."""
+    a1, a4 = sorted(nodes().values())[0], sorted(nodes().values())[3]
+    before = partitions_on(a1)
+    everything = {**S["rows"], **S["writer"].acked}
+    assert before >= 0.9 * len(everything), f"node1 holds {before} of {len(everything)} partitions before cleanup"
+    sample = sorted(everything)[:: max(1, len(everything) // 300)]
+    kept_share = sum(a1 in endpoints(a1, k) for k in sample) / len(sample)
+    nodetool(a1, "cleanup", KS, timeout=300)
+    after = partitions_on(a1)
+    share = after / before
+    print(f"cleanup on node1: {before} -> {after} partitions ({share:.2f}; it replicates {kept_share:.2f} of a sample)")
+    assert abs(share - kept_share) < 0.1, f"node1 kept {share:.2f} of its partitions, replicates {kept_share:.2f}"
+    missing = read_all(pinned[a4], TABLE, everything, CL.ALL)
+    assert missing == {}, f"{len(missing)} rows missing at ALL after cleanup: {list(missing.items())[:5]}"
+
+
 def endpoints(address, key):
     out = nodetool(address, "getendpoints", KS, "kv", str(key))
     return set(re.findall(r"\d+\.\d+\.\d+\.\d+", out))

@@ -67,4 +67,11 @@ pub trait ClusterView: Send + Sync {
     /// them to the live peers and wait (bounded) until they have merged them, so the change
     /// holds on every node when the statement returns.
     fn roles_changed(&self) -> Pending<'_>;
+    /// The token ranges of `keyspace` this node replicates, as storage's `[lo, hi)` (None:
+    /// unbounded), for `nodetool cleanup`; None when it keeps everything; refused while nodes
+    /// join or leave.
+    fn owned_ranges(
+        &self,
+        keyspace: &helenus_schema::KeyspaceMeta,
+    ) -> Result<Option<Vec<(Option<i64>, Option<i64>)>>, String>;
 }

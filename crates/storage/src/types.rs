@@ -294,6 +294,21 @@ pub struct CompactionStats {
     pub output_generations: Vec<u64>,
 }
 
+impl CompactionStats {
+    /// Adds another task's counts (an operation that rewrote SSTables one at a time).
+    pub fn add(&mut self, other: &CompactionStats) {
+        self.input_sstables += other.input_sstables;
+        self.output_sstables += other.output_sstables;
+        self.bytes_read += other.bytes_read;
+        self.bytes_written += other.bytes_written;
+        self.partitions_written += other.partitions_written;
+        self.tombstones_purged += other.tombstones_purged;
+        self.partitions_copied += other.partitions_copied;
+        self.output_generations
+            .extend_from_slice(&other.output_generations);
+    }
+}
+
 /// A running compaction (nodetool compactionstats).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionProgress {

@@ -586,3 +586,59 @@ fn increments_of_one_counter_in_one_batch_all_count() {
     assert_eq!(counter_total(&e, b"d"), 5);
     e.shutdown().unwrap();
 }
+
+/// nodetool cleanup keeps exactly the partitions whose tokens lie in the owned ranges, drops
+/// an SSTable holding none, and leaves one wholly owned untouched.
+#[test]
+fn cleanup_keeps_only_the_owned_token_ranges() {
+    let dir = tempdir("cleanup");
+    let e = open(&dir, 864000);
+    for i in 0..60u8 {
+        let mut m = mutation(&[i]);
+        m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
+        e.apply_blocking(&[m]).unwrap();
+    }
+    e.flush(None).unwrap();
+    let everything = ReadQuery {
+        partitions: PartitionRange::Range {
+            start: PartitionBound::Unbounded,
+            end: PartitionBound::Unbounded,
+        },
+        ..point(b"", now())
+    };
+    let tokens: Vec<i64> = e
+        .read(TABLE, &everything)
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.token)
+        .collect();
+    assert_eq!(tokens.len(), 60);
+    // Two owned ranges: everything below the 10th token, and [20th, 40th).
+    let owned = [
+        (None, Some(tokens[10])),
+        (Some(tokens[20]), Some(tokens[40])),
+    ];
+    let stats = e.cleanup(TABLE, &owned).unwrap();
+    assert_eq!(stats.input_sstables, 1);
+    let kept: Vec<i64> = e
+        .read(TABLE, &everything)
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.token)
+        .collect();
+    let want: Vec<i64> = tokens[..10]
+        .iter()
+        .chain(&tokens[20..40])
+        .copied()
+        .collect();
+    assert_eq!(kept, want);
+    // Now every SSTable lies within the owned ranges: nothing to rewrite.
+    let again = e.cleanup(TABLE, &[(None, None)]).unwrap();
+    assert_eq!(again.input_sstables, 0);
+    // Nothing owned: the SSTables go.
+    e.cleanup(TABLE, &[]).unwrap();
+    assert!(e.read(TABLE, &everything).unwrap().partitions.is_empty());
+    e.shutdown().unwrap();
+}

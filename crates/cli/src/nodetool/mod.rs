@@ -12,6 +12,7 @@ fn usage() -> String {
     "usage: helenus nodetool [-h HOST] [-p PORT] [-u USER (-pw PASSWORD | -pwf FILE)]\n\
      \x20                       [--ssl [--truststore CA.pem]] <command> [args]\n\
      commands: info, flush [ks [tables...]], compact [ks [tables...]], garbagecollect [ks [tables...]],\n\
+     \x20         cleanup [ks [tables...]],\n\
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
@@ -85,7 +86,7 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
         return Err(NodetoolError::Usage(usage()));
     };
     match cmd.as_str() {
-        "flush" | "compact" | "garbagecollect" => maintenance(&node, cmd, args),
+        "flush" | "compact" | "garbagecollect" | "cleanup" => maintenance(&node, cmd, args),
         "snapshot" => snapshot(&node, args),
         "clearsnapshot" => clearsnapshot(&node, args),
         "tablestats" | "cfstats" | "tablehistograms" | "cfhistograms" | "compactionstats" => {
@@ -219,11 +220,12 @@ fn repair(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
     }
 }
 
-/// `flush`, `compact`, `garbagecollect` `[ks [tables...]]`.
+/// `flush`, `compact`, `garbagecollect`, `cleanup` `[ks [tables...]]`.
 fn maintenance(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolError> {
     let base = match cmd {
         "flush" => "/storage_service/keyspace_flush",
         "compact" => "/storage_service/keyspace_compaction",
+        "cleanup" => "/storage_service/keyspace_cleanup",
         _ => "/storage_service/keyspace_garbage_collect",
     };
     node.request("POST", &ks_path(base, args)).map(|_| ())

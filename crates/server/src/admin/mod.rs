@@ -298,6 +298,36 @@ fn ok() -> RouteResult {
     Ok(("application/json", "\"\"".to_string()))
 }
 
+/// `nodetool cleanup [KS [TABLES]]`: each table keeps only the token ranges this node
+/// replicates (nothing to do on a node alone, which replicates everything).
+fn cleanup(node: &NodeState, keyspace: Option<&str>, cf: Option<&String>) -> RouteResult {
+    let Some(cluster) = node.cluster() else {
+        return ok();
+    };
+    let schema = node.schema();
+    for t in tables_of(node, keyspace, cf)? {
+        let Some(ks) = schema.keyspaces.get(&t.keyspace) else {
+            continue;
+        };
+        if let Some(owned) = cluster.owned_ranges(ks).map_err(|e| (400, e))? {
+            let stats = node
+                .engine
+                .cleanup(*t.id.as_bytes(), &owned)
+                .map_err(storage_err)?;
+            tracing::info!(
+                "cleanup of {}.{}: {} SSTables rewritten into {}, {} bytes read, {} written",
+                t.keyspace,
+                t.name,
+                stats.input_sstables,
+                stats.output_sstables,
+                stats.bytes_read,
+                stats.bytes_written
+            );
+        }
+    }
+    ok()
+}
+
 /// `/storage_service/...`: identity, flush, compaction, garbage collection and snapshots.
 /// `None` for a path it does not serve.
 fn storage_service(
@@ -336,6 +366,7 @@ fn storage_service(
         ("POST", ["keyspace_garbage_collect", rest @ ..]) => {
             each_table(rest, &|id| node.engine.garbage_collect(id).map(drop))
         }
+        ("POST", ["keyspace_cleanup", rest @ ..]) => cleanup(node, rest.first().copied(), cf),
         ("POST", ["snapshots"]) => snapshot(node, clock, req),
         ("POST", ["decommission"]) => match node.cluster() {
             Some(c) => c

@@ -11,6 +11,7 @@
 
 mod auth_sync;
 mod bootstrap;
+mod cleanup;
 mod counters;
 mod decommission;
 mod paxos;
@@ -780,6 +781,13 @@ impl crate::topology::ClusterView for ClusterNode {
             }
             schema::release_lease(self);
         })
+    }
+
+    fn owned_ranges(
+        &self,
+        keyspace: &KeyspaceMeta,
+    ) -> Result<Option<Vec<(Option<i64>, Option<i64>)>>, String> {
+        cleanup::owned_ranges(self, keyspace)
     }
 
     fn roles_changed(&self) -> crate::topology::Pending<'_> {

@@ -191,6 +191,7 @@ pub(crate) fn merge_range(
         CompactionKind::Background => "Compaction",
         CompactionKind::Major => "Major compaction",
         CompactionKind::GarbageCollect => "Garbage collection",
+        CompactionKind::Cleanup => "Cleanup",
     };
     // Wide partitions streamed row block by row block read through a shared memo; everything
     // else through each input's last chunk.

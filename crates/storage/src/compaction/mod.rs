@@ -29,7 +29,8 @@ use crate::sstable::SSTableReader;
 use crate::table::Table;
 use crate::types::*;
 use control::lower_thread_priority;
-use merge::{merge_range, raw_copyable, token_splits, MergeCtx, RangeOutput, TokenRange};
+pub(crate) use merge::TokenRange;
+use merge::{merge_range, raw_copyable, token_splits, MergeCtx, RangeOutput};
 use std::collections::HashSet;
 use std::sync::Arc;
 use strategy::SSTableInfo;
@@ -44,6 +45,8 @@ pub(crate) enum CompactionKind {
     Background,
     Major,
     GarbageCollect,
+    /// `nodetool cleanup`: the inputs rewritten keeping only the token ranges the node owns.
+    Cleanup,
 }
 
 /// Merges `inputs` (reserved with [`reserve`]) into new SSTables, replacing them atomically in
@@ -58,6 +61,34 @@ pub(crate) fn compact_sstables(
     kind: CompactionKind,
     level: u32,
     max_output_bytes: u64,
+) -> Result<CompactionStats, StorageError> {
+    rewrite_sstables(bg, t, inputs, (kind, level, max_output_bytes), None)
+}
+
+/// `nodetool cleanup` of one SSTable: rewritten with only its partitions within `owned`
+/// (sorted, disjoint token ranges); with none there, it is simply removed.
+pub(crate) fn cleanup_sstables(
+    bg: &Background,
+    t: &Arc<Table>,
+    inputs: Vec<Arc<SSTableReader>>,
+    level: u32,
+    owned: &[TokenRange],
+) -> Result<CompactionStats, StorageError> {
+    rewrite_sstables(
+        bg,
+        t,
+        inputs,
+        (CompactionKind::Cleanup, level, u64::MAX),
+        Some(owned),
+    )
+}
+
+fn rewrite_sstables(
+    bg: &Background,
+    t: &Arc<Table>,
+    inputs: Vec<Arc<SSTableReader>>,
+    (kind, level, max_output_bytes): (CompactionKind, u32, u64),
+    owned: Option<&[TokenRange]>,
 ) -> Result<CompactionStats, StorageError> {
     let def = t.def.read().clone();
     let input_gens: HashSet<u64> = inputs.iter().map(|s| s.gen).collect();
@@ -103,7 +134,12 @@ pub(crate) fn compact_sstables(
             .max_by_key(|s| s.stats.uncompressed_bytes)
             .map(|s| s.format.base_us()),
     };
-    let (outputs, mut stats) = collect_outputs(merge_ranges(&ctx, &ranges))?;
+    let results = match owned {
+        // Owned ranges are many and small (one per vnode): merged one after the other.
+        Some(owned) => owned.iter().map(|r| merge_range(&ctx, r)).collect(),
+        None => merge_ranges(&ctx, &ranges),
+    };
+    let (outputs, mut stats) = collect_outputs(results)?;
     stats.input_sstables = inputs.len();
     stats.bytes_read = total;
     install_outputs(t, &input_gens, inputs, outputs);

@@ -78,12 +78,44 @@ impl Engine {
                 level,
                 u64::MAX,
             )?;
-            total.input_sstables += st.input_sstables;
-            total.output_sstables += st.output_sstables;
-            total.bytes_read += st.bytes_read;
-            total.bytes_written += st.bytes_written;
-            total.partitions_written += st.partitions_written;
-            total.tombstones_purged += st.tombstones_purged;
+            total.add(&st);
+        }
+        Ok(total)
+    }
+
+    /// nodetool cleanup: drops the partitions outside `owned`, token ranges `[lo, hi)` (None:
+    /// unbounded) that this node replicates. Memtables are flushed first; an SSTable whose
+    /// tokens all lie within one owned range is left as it is, any other is rewritten alone
+    /// (or removed, when none of its partitions are owned).
+    pub fn cleanup(
+        &self,
+        table: TableId,
+        owned: &[(Option<i64>, Option<i64>)],
+    ) -> Result<CompactionStats, StorageError> {
+        let t = self.table(table)?;
+        compaction::flush_table(&self.background, &t)?;
+        let owned: Vec<compaction::TokenRange> = owned
+            .iter()
+            .map(|&(lo, hi)| compaction::TokenRange { lo, hi })
+            .collect();
+        let within = |lo: i64, hi: i64| {
+            owned
+                .iter()
+                .any(|r| r.lo.is_none_or(|l| l <= lo) && r.hi.is_none_or(|h| hi < h))
+        };
+        let all: Vec<_> = t.sstables.read().clone();
+        let mut total = CompactionStats::default();
+        for s in all {
+            if within(s.stats.min_token, s.stats.max_token) {
+                continue;
+            }
+            let inputs = compaction::reserve(&t, vec![s.clone()]);
+            if inputs.is_empty() {
+                continue;
+            }
+            let st =
+                compaction::cleanup_sstables(&self.background, &t, inputs, s.stats.level, &owned)?;
+            total.add(&st);
         }
         Ok(total)
     }
