@@ -85,6 +85,27 @@ class Conversion(unittest.TestCase):
 
 
 class Literals(unittest.TestCase):
+    def test_overloads_static_format_and_query_text_assert_rows(self):
+        helpers = (
+            'private static List<Long> ts(Long... a) { return Arrays.asList(a); }\n'
+            'private void check(String c, Long t) throws Throwable { check(c, null, t); }\n'
+            'private void check(String c, List<Long> t) throws Throwable { check(c, null, t); }\n'
+            'private void check(String c, String w, Long t) throws Throwable {\n'
+            '    w = w == null ? "" : " WHERE " + w;\n'
+            '    assertRows(format("SELECT WRITETIME(%s) FROM %%s%s", c, w), row(t)); }\n'
+            'private void check(String c, String w, List<Long> t) throws Throwable {\n'
+            '    w = w == null ? "" : " WHERE " + w;\n'
+            '    assertRows(format("SELECT MAXWRITETIME(%s) FROM %%s%s", c, w), row(t)); }\n'
+            'private void assertRows(String q, Object[]... rows) throws Throwable { assertRows(execute(q), rows); }')
+        out, it = convert('createTable("CREATE TABLE %s (k int PRIMARY KEY, s set<int>)");\n'
+                          'execute("INSERT INTO %s (k, s) VALUES (1, {1}) USING TIMESTAMP 1");\n'
+                          'check("s", ts(1L));\ncheck("s[1]", 1L);\ncheck("s[1]", "k=1", 1L);', helpers)
+        self.assertEqual(out[2:], ["SELECT MAXWRITETIME(s) FROM ks.table_00",
+                                   "SELECT WRITETIME(s[1]) FROM ks.table_00",
+                                   "SELECT WRITETIME(s[1]) FROM ks.table_00 WHERE k=1"])
+        # Every write gave its timestamp: write times are compared, not ignored.
+        self.assertEqual([n for _, n in it.out[2:]], [[], [], []])
+
     def test_bind_skips_question_marks_in_strings(self):
         self.assertEqual(bind("SELECT '?' FROM t WHERE k = ?", [5]), "SELECT '?' FROM t WHERE k = 5")
 

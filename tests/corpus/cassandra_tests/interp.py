@@ -61,7 +61,10 @@ CONSTANTS = {
     ("ByteBufferUtil", "EMPTY_BYTE_BUFFER"): Blob(b""), ("Boolean", "TRUE"): True, ("Boolean", "FALSE"): False,
 }
 NONDETERMINISTIC = re.compile(r"\b(now|uuid|current_?timestamp|current_?date|current_?time|current_?timeuuid|"
-                              r"writetime|maxwritetime|ttl|random)\s*\(", re.I)
+                              r"ttl|random)\s*\(", re.I)
+# Write times are the clock's unless every write of the method gave its own (`USING TIMESTAMP`).
+WRITETIME = re.compile(r"\b(writetime|maxwritetime)\s*\(", re.I)
+WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|BEGIN)\b", re.I)
 
 CLUSTER_WIDE = re.compile(r"\bFROM\s+\"?system(_schema|_views|_virtual_schema|_auth|_distributed|_traces)?\"?\.", re.I)
 
@@ -441,7 +444,12 @@ class Interpreter:
             return self.method_call(callee, arg_nodes, env)
         name = callee[1]
         if name in RESULT_ASSERTS:
-            return self.eval(arg_nodes[0], env) if arg_nodes else None
+            first = self.eval(arg_nodes[0], env) if arg_nodes else None
+            if isinstance(first, str) and name in self.methods:
+                # The class's own overload taking the query text (`assertRows(String, Object[]...)`).
+                rest = [self.eval(a, env) for a in arg_nodes[1:]]
+                return self.call_helper(self.methods[name], [first] + rest)
+            return first
         if name in EXPECT_ERROR:
             k = EXPECT_ERROR[name]
             args = [self.eval(a, env) for a in arg_nodes[k:]] if len(arg_nodes) > k else []
@@ -471,6 +479,8 @@ class Interpreter:
                 q = self.format_table(args[0])
             self.emit_formatted(q, args[1:], [])
             return ResultSet()
+        if name == "format" and args and isinstance(args[0], str):
+            return java_format(args[0], args[1:])  # `import static java.lang.String.format`
         if name == "shortFunctionName" and isinstance(args[0], str):
             return args[0].split(".")[-1]
         if name in ("createFunctionName", "createAggregateName"):
@@ -526,6 +536,7 @@ class Interpreter:
         return self.eval(lam.body, env)
 
     def call_helper(self, method, args):
+        method = choose_overload(method, args)
         if self.depth >= MAX_HELPER_DEPTH:
             raise SkipMethod("helper recursion")
         self.depth += 1
@@ -679,9 +690,32 @@ class Interpreter:
         if not splits_cleanly(q):
             raise Untranslatable("statement the script splitter would cut or run on")
         notes = list(notes)
-        if q[:6].upper() == "SELECT" and NONDETERMINISTIC.search(q):
+        if WRITE.search(q) and not re.search(r"\bTIMESTAMP\b", q, re.I):
+            self.untimed_writes = True
+        timed = not getattr(self, "untimed_writes", False)
+        if q[:6].upper() == "SELECT" and (NONDETERMINISTIC.search(q) or (WRITETIME.search(q) and not timed)):
             notes.append("@ignore-values")
         if q[:6].upper() == "SELECT" and CLUSTER_WIDE.search(q) and not re.search(r"\bWHERE\b", q, re.I):
             # Sees every keyspace of the node: other scripts run beside this one, and system keyspaces differ.
             notes.append("@ignore")
         self.out.append((q, notes))
+
+
+def choose_overload(method, args):
+    """The overload of `method` a Java compiler would pick for `args`: the right arity, then the
+    first whose collection parameters get collections and whose scalar parameters get scalars."""
+    fitting = [m for m in method.overloads if len(m.params) == len(args)]
+    if len(fitting) <= 1:
+        return fitting[0] if fitting else method
+
+    def accepts(declared, value):
+        if value is None or isinstance(value, Unknown):
+            return True
+        is_collection = isinstance(value, (Coll, list))
+        wants_collection = any(k in declared for k in ("List", "Set", "Map", "Collection", "[]"))
+        return is_collection == wants_collection
+
+    for m in fitting:
+        if all(accepts(t, a) for t, a in zip(m.param_types, args)):
+            return m
+    return fitting[-1]

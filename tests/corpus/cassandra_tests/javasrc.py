@@ -104,12 +104,17 @@ def match_close(toks, i):
 # Class structure.
 
 class Method:
-    def __init__(self, name, params, body, annotations):
+    def __init__(self, name, params, body, annotations, param_types=None):
         self.name, self.params, self.body, self.annotations = name, params, body, annotations
+        # The declared type of each parameter, as text ("List<Long>"), to choose among overloads.
+        self.param_types = param_types or [""] * len(params)
+        # Every method of the class with this name, this one included (Java overloads).
+        self.overloads = [self]
 
 
 def parse_class(src):
-    """Returns (class name, superclass, methods by name (last overload wins), [(field name, init tokens)])."""
+    """Returns (class name, superclass, methods by name (the last overload, with `overloads` holding all),
+    [(field name, init tokens)])."""
     toks = tokenize(src)
     cls, sup = None, None
     for i, t in enumerate(toks):
@@ -172,11 +177,33 @@ def parse_class(src):
         paren = next((k for k, x in enumerate(head) if x.val == "("), None)
         if paren is not None and paren > 0 and head[paren - 1].kind == "id" and "class" not in [x.val for x in head]:
             pclose = match_close(head, paren)
-            methods[head[paren - 1].val] = Method(head[paren - 1].val, param_names(head[paren + 1:pclose]),
-                                                  toks[j + 1:close], annotations)
+            name = head[paren - 1].val
+            params = head[paren + 1:pclose]
+            method = Method(name, param_names(params), toks[j + 1:close], annotations, param_types(params))
+            if name in methods:
+                method.overloads = methods[name].overloads + [method]
+            methods[name] = method
         i = close + 1
         annotations = []
     return cls, sup, methods, fields
+
+
+def param_types(toks):
+    """The type of each parameter of a parameter list, as its tokens' text without the name."""
+    types, depth, current = [], 0, []
+    for t in toks:
+        if t.val == "<":
+            depth += 1
+        elif t.val == ">":
+            depth -= 1
+        if t.val == "," and depth == 0:
+            types.append("".join(x.val for x in current[:-1]))
+            current = []
+        else:
+            current.append(t)
+    if current:
+        types.append("".join(x.val for x in current[:-1]))
+    return types
 
 
 def param_names(toks):

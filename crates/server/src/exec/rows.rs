@@ -14,13 +14,21 @@ pub struct CellMeta {
     pub expires_at_s: i64,
 }
 
+/// One element of a multi-cell column: its path (set element, map key, list cell id or UDT
+/// field number) and its cell's write time and TTL.
+#[derive(Debug, Clone)]
+pub struct ElementMeta {
+    pub path: Bytes,
+    pub meta: CellMeta,
+}
+
 /// A CQL row with everything about it the selectors may need.
 #[derive(Debug, Clone)]
 pub struct Row {
     pub cells: Vec<Option<Bytes>>,
     pub meta: Vec<Option<CellMeta>>,
     /// Per-element write times and TTLs of multi-cell columns (`writetime(l)` is a list in 5.0).
-    pub element_meta: Vec<Option<Vec<CellMeta>>>,
+    pub element_meta: Vec<Option<Vec<ElementMeta>>>,
     /// The token of the row's partition key.
     pub token: i64,
     /// The serialized partition key (for paging).
@@ -119,10 +127,13 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row:
                     row.element_meta[idx] = Some(
                         group
                             .iter()
-                            .map(|cell| CellMeta {
-                                timestamp_us: cell.timestamp_us,
-                                ttl_s: cell.ttl_s,
-                                expires_at_s: cell.expires_at_s,
+                            .map(|cell| ElementMeta {
+                                path: cell.path.clone().unwrap_or_default(),
+                                meta: CellMeta {
+                                    timestamp_us: cell.timestamp_us,
+                                    ttl_s: cell.ttl_s,
+                                    expires_at_s: cell.expires_at_s,
+                                },
                             })
                             .collect(),
                     );

@@ -7,10 +7,11 @@ use super::functions;
 use super::rows::Row;
 use super::values::serialize;
 use crate::exec_state::Now;
-use bytes::{BufMut, Bytes};
+use bytes::Bytes;
 use helenus_types::{CqlType, CqlValue, NativeType};
 
 mod binds;
+mod cell_meta;
 mod compile;
 mod token;
 pub use binds::{note_selector_binds, projection_has_bind};
@@ -28,14 +29,8 @@ pub enum AggKind {
 #[derive(Debug, Clone)]
 pub enum Sel {
     Column(usize),
-    WriteTime(usize),
-    Ttl(usize),
-    /// `writetime(c)` of a multi-cell column: one write time per element.
-    WriteTimes(usize),
-    /// `ttl(c)` of a multi-cell column: one remaining TTL (or null) per element.
-    Ttls(usize),
-    /// `maxwritetime(c)` of a multi-cell column.
-    MaxWriteTimeOf(usize),
+    /// `writetime()`, `maxwritetime()` or `ttl()` of a column or part of one.
+    CellMeta(Box<cell_meta::CellMetaSel>),
     Token(Vec<usize>),
     Field {
         inner: Box<Sel>,
@@ -138,11 +133,7 @@ pub(super) fn decode(ty: &CqlType, b: &Option<Bytes>) -> ExecResult<Option<CqlVa
 pub fn eval(sel: &Sel, ty: &CqlType, row: &Row, now: Now<'_>) -> ExecResult<Option<Bytes>> {
     Ok(match sel {
         Sel::Column(i) => row.cells.get(*i).cloned().flatten(),
-        Sel::WriteTime(_)
-        | Sel::Ttl(_)
-        | Sel::WriteTimes(_)
-        | Sel::Ttls(_)
-        | Sel::MaxWriteTimeOf(_) => cell_meta(sel, row, now),
+        Sel::CellMeta(meta) => cell_meta::eval(meta, row, now)?,
         Sel::Token(_) => Some(serialize(&CqlValue::Bigint(row.token))),
         Sel::Field { inner, index, udt } => {
             let b = eval(inner, udt, row, now)?;
@@ -225,48 +216,6 @@ fn eval_arith(sel: &Sel, ty: &CqlType, row: &Row, now: Now<'_>) -> ExecResult<Op
     match (l, r) {
         (Some(l), Some(r)) => Ok(arith::apply(op, &l, &r, types, ty)?.map(|v| serialize(&v))),
         _ => Ok(None),
-    }
-}
-
-/// Write times and remaining TTLs of a cell, or of each element of a multi-cell column.
-fn cell_meta(sel: &Sel, row: &Row, now: Now<'_>) -> Option<Bytes> {
-    let remaining = |expires_at_s: i64| (expires_at_s - now.s).max(0) as i32;
-    match sel {
-        Sel::WriteTime(i) => row
-            .meta
-            .get(*i)
-            .copied()
-            .flatten()
-            .map(|m| serialize(&CqlValue::Bigint(m.timestamp_us))),
-        Sel::Ttl(i) => row.meta.get(*i).copied().flatten().and_then(|m| {
-            (m.ttl_s != 0).then(|| serialize(&CqlValue::Int(remaining(m.expires_at_s))))
-        }),
-        Sel::WriteTimes(i) | Sel::Ttls(i) => {
-            row.element_meta.get(*i).cloned().flatten().map(|metas| {
-                let mut out = bytes::BytesMut::new();
-                out.put_i32(metas.len() as i32);
-                for m in metas {
-                    if matches!(sel, Sel::WriteTimes(_)) {
-                        out.put_i32(8);
-                        out.put_i64(m.timestamp_us);
-                    } else if m.ttl_s == 0 {
-                        out.put_i32(-1);
-                    } else {
-                        out.put_i32(4);
-                        out.put_i32(remaining(m.expires_at_s));
-                    }
-                }
-                out.freeze()
-            })
-        }
-        Sel::MaxWriteTimeOf(i) => row
-            .element_meta
-            .get(*i)
-            .cloned()
-            .flatten()
-            .and_then(|metas| metas.iter().map(|m| m.timestamp_us).max())
-            .map(|ts| serialize(&CqlValue::Bigint(ts))),
-        _ => None,
     }
 }
 

@@ -6,6 +6,7 @@ use super::super::cast;
 use super::super::error::{ExecError, ExecResult};
 use super::super::functions;
 use super::super::values::{self, Binds, Bound};
+use super::cell_meta::MetaFn;
 use super::{AggKind, Compiled, OutColumn, Sel};
 use bytes::Bytes;
 use helenus_cql::ast::{ArithOp, CqlTypeExpr, Projection, Selector, Term};
@@ -207,7 +208,7 @@ pub(super) fn compile_one(
         }
         Selector::CountStar => (Sel::CountStar, bigint()),
         Selector::WriteTime(inner) | Selector::MaxWriteTime(inner) | Selector::Ttl(inner) => {
-            compile_cell_meta(t, s, inner)?
+            compile_cell_meta(t, s, inner, binds)?
         }
         Selector::FunctionCall { name, args } => compile_call(t, &name.name.name, args, binds)?,
         Selector::Cast {
@@ -258,43 +259,20 @@ pub(super) fn constant(
     })
 }
 
-/// `writetime(c)`, `maxwritetime(c)` and `ttl(c)`.
-fn compile_cell_meta(t: &TableMeta, s: &Selector, inner: &Selector) -> ExecResult<(Sel, CqlType)> {
-    let Selector::Column(id) = inner else {
-        return Err(ExecError::Invalid(
-            "writetime() and ttl() take a column".into(),
-        ));
+/// `writetime(x)`, `maxwritetime(x)` and `ttl(x)` of a column or part of one (cell_meta.rs).
+fn compile_cell_meta(
+    t: &TableMeta,
+    s: &Selector,
+    inner: &Selector,
+    binds: &Binds<'_>,
+) -> ExecResult<(Sel, CqlType)> {
+    let func = match s {
+        Selector::Ttl(_) => MetaFn::Ttl,
+        Selector::MaxWriteTime(_) => MetaFn::MaxWriteTime,
+        _ => MetaFn::WriteTime,
     };
-    let i = col_index(t, &id.name)?;
-    let c = &t.columns[i];
-    let fname = if matches!(s, Selector::Ttl(_)) {
-        "ttl"
-    } else {
-        "writetime"
-    };
-    if c.kind.is_primary_key() {
-        return Err(ExecError::Invalid(format!(
-            "Cannot use selection function {fname} on PRIMARY KEY part {}",
-            c.name
-        )));
-    }
-    if c.cql_type.is_multi_cell() {
-        // Cassandra 5.0: one value per element of a non-frozen collection or UDT.
-        let list_of = |e: NativeType| CqlType::List {
-            element: Box::new(CqlType::Native(e)),
-            frozen: false,
-        };
-        return Ok(match s {
-            Selector::Ttl(_) => (Sel::Ttls(i), list_of(NativeType::Int)),
-            Selector::MaxWriteTime(_) => (Sel::MaxWriteTimeOf(i), bigint()),
-            _ => (Sel::WriteTimes(i), list_of(NativeType::Bigint)),
-        });
-    }
-    Ok(if matches!(s, Selector::Ttl(_)) {
-        (Sel::Ttl(i), CqlType::Native(NativeType::Int))
-    } else {
-        (Sel::WriteTime(i), bigint())
-    })
+    let (compiled, _) = compile_one(t, inner, binds)?;
+    super::cell_meta::compile(t, func, compiled, &selector_name(inner))
 }
 
 /// A function call: `token`, an aggregate, `toJson` or a scalar function.
@@ -759,7 +737,7 @@ mod tests {
             invalid_message("writetime(c)"),
             "Cannot use selection function writetime on PRIMARY KEY part c"
         );
-        assert!(matches!(only("ttl(s)").sel, Sel::Ttl(_)));
+        assert!(matches!(only("ttl(s)").sel, Sel::CellMeta(_)));
     }
 
     #[test]
