@@ -14,3 +14,5 @@ mkdir -p "$(dirname "$REPORT")"
 "$PY" "$HERE/corpus.py" check --host "${HELENUS_HOST:-127.0.0.1}" --port "${HELENUS_PORT:-9042}" \
   --min-rate "${CORPUS_MIN_RATE:-0}" --group-floor "cu_=${CORPUS_CU_MIN_RATE:-0.95}" --report "$REPORT" --quiet --timeout 20 --deadline "${CORPUS_DEADLINE:-1000}" ${CORPUS_ARGS:-}
 echo "corpus report: $REPORT"
+# PREPARED metadata (bind markers' names and types, result columns, routing) as drivers see it.
+"$PY" "$HERE/prepared/prepared.py" check --host "${HELENUS_HOST:-127.0.0.1}" --port "${HELENUS_PORT:-9042}"

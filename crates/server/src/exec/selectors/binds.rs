@@ -96,6 +96,9 @@ fn note_selector(t: &TableMeta, s: &Selector, specs: &mut Vec<Option<BindSpec>>)
         },
         Selector::Cast { selector, .. }
         | Selector::Field { selector, .. }
+        | Selector::WriteTime(selector)
+        | Selector::MaxWriteTime(selector)
+        | Selector::Ttl(selector)
         | Selector::Negate(selector) => note_selector(t, selector, specs),
         Selector::Binary { left, right, .. } => {
             note_selector(t, left, specs)?;

@@ -299,6 +299,11 @@ fn compile_call(
                 args.len()
             )));
         };
+        if matches!(arg, Selector::Term(term) if crate::exec::key_values::has_bind(term)) {
+            return Err(ExecError::Invalid(
+                "Cannot infer type of argument ? in call to function system.tojson(any): use type casts to disambiguate".into(),
+            ));
+        }
         let (inner, ty) = compile_one(t, arg, binds)?;
         return Ok((
             Sel::ToJson {
