@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 /// Work still running that yields nothing.
 pub type Pending<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+/// Token ranges as storage takes them: `[lo, hi)`, None unbounded.
+pub type OwnedRanges = Vec<(Option<i64>, Option<i64>)>;
 /// A start that may be refused, with the reason.
 pub type Starting<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
@@ -73,5 +75,5 @@ pub trait ClusterView: Send + Sync {
     fn owned_ranges(
         &self,
         keyspace: &helenus_schema::KeyspaceMeta,
-    ) -> Result<Option<Vec<(Option<i64>, Option<i64>)>>, String>;
+    ) -> Result<Option<OwnedRanges>, String>;
 }

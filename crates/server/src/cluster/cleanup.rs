@@ -9,14 +9,14 @@ use helenus_cluster::locator::{ReplicationStrategy, TokenRange};
 use helenus_schema::KeyspaceMeta;
 
 /// Storage's form of a token range: `[lo, hi)`, None unbounded.
-pub type OwnedRange = (Option<i64>, Option<i64>);
+type OwnedRange = (Option<i64>, Option<i64>);
 
 /// The ranges of `keyspace` this node replicates, or None when it keeps everything (a keyspace
 /// that is not spread over the ring).
 pub fn owned_ranges(
     cluster: &ClusterNode,
     keyspace: &KeyspaceMeta,
-) -> Result<Option<Vec<OwnedRange>>, String> {
+) -> Result<Option<crate::topology::OwnedRanges>, String> {
     let moving = cluster
         .service
         .peers()

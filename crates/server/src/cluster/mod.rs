@@ -786,7 +786,7 @@ impl crate::topology::ClusterView for ClusterNode {
     fn owned_ranges(
         &self,
         keyspace: &KeyspaceMeta,
-    ) -> Result<Option<Vec<(Option<i64>, Option<i64>)>>, String> {
+    ) -> Result<Option<crate::topology::OwnedRanges>, String> {
         cleanup::owned_ranges(self, keyspace)
     }
 
