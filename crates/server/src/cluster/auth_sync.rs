@@ -103,18 +103,11 @@ pub async fn pull_if_behind(cluster: &ClusterNode) {
         .map(|p| p.host_id)
         .collect();
     for peer in differing {
-        let Ok((id, answer)) = cluster
-            .messenger
-            .request(peer, Verb::AuthPull, Bytes::new())
-        else {
-            continue;
-        };
-        match tokio::time::timeout(PULL_TIMEOUT, answer).await {
-            Ok(Ok(reply)) if reply.verb == Verb::AuthPush => {
-                take(cluster, &node, &reply.payload, peer);
-            }
-            Ok(_) => {}
-            Err(_) => cluster.messenger.forget(id),
+        if let Some(roles) = cluster
+            .pull_from(peer, Verb::AuthPull, Verb::AuthPush, PULL_TIMEOUT)
+            .await
+        {
+            take(cluster, &node, &roles, peer);
         }
     }
 }

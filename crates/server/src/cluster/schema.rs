@@ -161,22 +161,9 @@ pub async fn announce_change(cluster: &ClusterNode) {
         .service
         .set_schema_version(&node.schema().version.to_string());
     let payload = export(cluster, &node);
-    let mut waiting = Vec::new();
-    for peer in cluster.service.peers().into_iter().filter(|p| p.alive) {
-        if let Ok(pending) =
-            cluster
-                .messenger
-                .request(peer.host_id, Verb::SchemaPush, payload.clone())
-        {
-            waiting.push(pending);
-        }
-    }
-    let deadline = tokio::time::Instant::now() + AGREEMENT_WAIT;
-    for (id, answer) in waiting {
-        if tokio::time::timeout_at(deadline, answer).await.is_err() {
-            cluster.messenger.forget(id);
-        }
-    }
+    cluster
+        .request_live_peers(Verb::SchemaPush, payload, AGREEMENT_WAIT)
+        .await;
 }
 
 /// A peer's SchemaPull (answered with our schema), SchemaPush (taken if newer, acknowledged),
@@ -248,20 +235,13 @@ pub async fn pull_if_behind(cluster: &ClusterNode) {
     let Some(node) = cluster.node() else { return };
     let version = node.schema().version.to_string();
     for peer in peers_to_pull(&version, &cluster.service.peers()) {
-        let Ok((id, answer)) = cluster
-            .messenger
-            .request(peer, Verb::SchemaPull, Bytes::new())
-        else {
-            continue;
-        };
-        match tokio::time::timeout(PULL_TIMEOUT, answer).await {
-            Ok(Ok(reply)) if reply.verb == Verb::SchemaPush => {
-                if let Err(e) = take(cluster, &node, reply.payload).await {
-                    tracing::warn!(from = %peer, error = %e, "pulled schema not taken");
-                }
+        if let Some(schema) = cluster
+            .pull_from(peer, Verb::SchemaPull, Verb::SchemaPush, PULL_TIMEOUT)
+            .await
+        {
+            if let Err(e) = take(cluster, &node, schema).await {
+                tracing::warn!(from = %peer, error = %e, "pulled schema not taken");
             }
-            Ok(_) => {}
-            Err(_) => cluster.messenger.forget(id),
         }
     }
 }
