@@ -15,6 +15,7 @@ mod cleanup;
 mod counters;
 mod decommission;
 mod paxos;
+mod peers;
 mod repair;
 mod replica;
 mod replicated;
@@ -368,46 +369,6 @@ pub fn attach(
 }
 
 impl ClusterNode {
-    /// Sends `payload` as `verb` to every live peer and waits until each answered or `wait`
-    /// passed (a change pushed before a statement returns: schema, roles).
-    async fn request_live_peers(&self, verb: Verb, payload: bytes::Bytes, wait: Duration) {
-        let mut waiting = Vec::new();
-        for peer in self.service.peers().into_iter().filter(|p| p.alive) {
-            if let Ok(pending) = self.messenger.request(peer.host_id, verb, payload.clone()) {
-                waiting.push(pending);
-            }
-        }
-        let deadline = tokio::time::Instant::now() + wait;
-        for (id, answer) in waiting {
-            if tokio::time::timeout_at(deadline, answer).await.is_err() {
-                self.messenger.forget(id);
-            }
-        }
-    }
-
-    /// Asks `peer` with `verb` (an empty payload) and returns its answer's payload when it
-    /// came as `expect` within `wait` (a pull of schema or roles).
-    async fn pull_from(
-        &self,
-        peer: NodeId,
-        verb: Verb,
-        expect: Verb,
-        wait: Duration,
-    ) -> Option<bytes::Bytes> {
-        let (id, answer) = self
-            .messenger
-            .request(peer, verb, bytes::Bytes::new())
-            .ok()?;
-        match tokio::time::timeout(wait, answer).await {
-            Ok(Ok(reply)) if reply.verb == expect => Some(reply.payload),
-            Ok(_) => None,
-            Err(_) => {
-                self.messenger.forget(id);
-                None
-            }
-        }
-    }
-
     /// Tells peers this node is going away and stops gossip and messaging.
     pub async fn shutdown(&self) {
         self.service.shutdown().await;
