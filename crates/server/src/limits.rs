@@ -437,10 +437,16 @@ pub struct Admission {
 }
 
 impl ResponseGate {
+    /// Whether this connection must wait before starting another statement: over its own high
+    /// water mark, or holding unwritten responses while the node is over its bound. A
+    /// connection with nothing queued always gets one statement started, so a client that
+    /// never reads its answers cannot stall every other client by filling the node's bound.
     fn over(&self, limits: &Limits) -> bool {
-        self.queued_bytes.load(Ordering::Acquire) >= CONNECTION_RESPONSE_HIGH_WATER_BYTES
-            || limits.queued_response_bytes.load(Ordering::Acquire)
-                >= limits.max_queued_response_bytes
+        let mine = self.queued_bytes.load(Ordering::Acquire);
+        mine >= CONNECTION_RESPONSE_HIGH_WATER_BYTES
+            || (mine > 0
+                && limits.queued_response_bytes.load(Ordering::Acquire)
+                    >= limits.max_queued_response_bytes)
     }
 
     /// Waits until this connection and the node have room for another response, then takes a
@@ -677,6 +683,28 @@ mod tests {
         assert_eq!(limits.queued_response_bytes(), 0);
         let admitted = tokio::time::timeout(Duration::from_secs(1), gate.admit(&limits)).await;
         assert!(matches!(admitted, Ok(Some(_))));
+    }
+
+    #[tokio::test]
+    async fn a_client_filling_the_node_bound_does_not_stall_an_idle_connection() {
+        let config = NodeConfig {
+            native_transport_max_response_data_queued_bytes: 1024 * 1024,
+            ..NodeConfig::default()
+        };
+        let limits = Limits::new(&config, tokio::runtime::Handle::current());
+        let hog = Arc::new(ResponseGate::default());
+        let mut held = hog.admit(&limits).await.unwrap().into_response_charge();
+        held.settle(2 * 1024 * 1024);
+        // The hog holds unwritten responses with the node over its bound: it waits...
+        let hog_again = tokio::time::timeout(Duration::from_millis(100), hog.admit(&limits)).await;
+        assert!(hog_again.is_err(), "the hog started another statement");
+        // ...while a connection with nothing queued is still served.
+        let idle = Arc::new(ResponseGate::default());
+        let served = tokio::time::timeout(Duration::from_secs(1), idle.admit(&limits)).await;
+        assert!(
+            matches!(served, Ok(Some(_))),
+            "an idle connection was stalled"
+        );
     }
 
     #[test]
