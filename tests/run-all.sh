@@ -54,6 +54,12 @@ if [ -x crates/cql/fuzz/run.sh ]; then
   step "cql parser fuzzer (${CQL_FUZZ_SECONDS:-30}s)" $((${CQL_FUZZ_SECONDS:-30} + 900)) \
     env CARGO_TARGET_DIR="$HELENUS_CACHE/fuzz-target" crates/cql/fuzz/run.sh "${CQL_FUZZ_SECONDS:-30}"
 fi
+if [ -x crates/server/fuzz/run.sh ]; then
+  # Statement text prepared against a schema (issue 11's type-checker target): planning, typing
+  # and restriction checks; no panic, overflow, hang or allocation over its bound.
+  step "cql planner fuzzer (${PLAN_FUZZ_SECONDS:-30}s)" $((${PLAN_FUZZ_SECONDS:-30} + 1200)) \
+    env CARGO_TARGET_DIR="$HELENUS_CACHE/fuzz-target" crates/server/fuzz/run.sh "${PLAN_FUZZ_SECONDS:-30}"
+fi
 
 # Real processes in a ring (issue 12): 3 nodes on 127.0.0.81-83, then 2 DCs on 127.0.0.85-88.
 if [ -x tests/cluster/run.sh ]; then

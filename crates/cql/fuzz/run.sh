@@ -19,4 +19,5 @@ if [ -z "$(ls -A corpus/parse 2>/dev/null)" ]; then
 fi
 # -j1 / 2 GiB RSS: the build machine has 2 shared cores.
 RUSTC_BOOTSTRAP=1 cargo fuzz run parse corpus/parse -- \
-    -max_total_time="$secs" -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1
+    -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 -max_len=8192 \
+    -print_final_stats=1

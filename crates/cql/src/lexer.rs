@@ -74,6 +74,8 @@ struct Lexer<'a> {
     /// Characters since the start of the current line (kept incrementally: recounting from the
     /// line start would make one long line quadratic).
     column: usize,
+    /// Open `(`, `[` and `{` not yet closed.
+    depth: usize,
 }
 
 /// Splits `src` into tokens, ending with one [`TokenKind::Eof`] token.
@@ -84,6 +86,7 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
         pos: 0,
         line: 1,
         column: 0,
+        depth: 0,
     };
     let mut out = Vec::new();
     loop {
@@ -102,6 +105,9 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
         }
         let kind = lx.next_kind()?;
         let text = lx.src.get(start..lx.pos).unwrap_or_default().to_string();
+        if kind == TokenKind::Symbol {
+            lx.track_nesting(&text, line, column)?;
+        }
         out.push(Token {
             kind,
             text,
@@ -114,6 +120,31 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
 }
 
 impl<'a> Lexer<'a> {
+    /// Fails as soon as brackets open deeper than the parser would accept: without this, a
+    /// frame of 15 MB of `(` became 15 million tokens (about 60 bytes of memory per byte of
+    /// input) before the parser refused the second level past its limit.
+    fn track_nesting(&mut self, symbol: &str, line: usize, column: usize) -> Result<(), ParseError> {
+        match symbol {
+            "(" | "[" | "{" => {
+                self.depth += 1;
+                if self.depth > crate::MAX_NESTING_DEPTH {
+                    return Err(ParseError::new(
+                        line,
+                        column,
+                        symbol.to_string(),
+                        format!(
+                            "maximum nesting depth of {} exceeded",
+                            crate::MAX_NESTING_DEPTH
+                        ),
+                    ));
+                }
+            }
+            ")" | "]" | "}" => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        Ok(())
+    }
+
     fn peek(&self, ahead: usize) -> u8 {
         self.bytes.get(self.pos + ahead).copied().unwrap_or(0)
     }
@@ -442,6 +473,19 @@ mod tests {
             .into_iter()
             .map(|t| (t.kind, t.text))
             .collect()
+    }
+
+    #[test]
+    fn brackets_past_the_nesting_limit_stop_the_lexer_at_once() {
+        let deep = format!("SELECT * FROM t WHERE k = {}", "(".repeat(1 << 20));
+        let started = std::time::Instant::now();
+        let e = tokenize(&deep).unwrap_err();
+        assert!(e.message.contains("maximum nesting depth"), "{e}");
+        assert_eq!(e.column, 26 + crate::MAX_NESTING_DEPTH);
+        assert!(started.elapsed() < std::time::Duration::from_millis(200));
+        // As deep as the parser goes is still lexed, and closing brackets give the depth back.
+        let ok = "(".repeat(crate::MAX_NESTING_DEPTH) + &")".repeat(crate::MAX_NESTING_DEPTH);
+        assert!(tokenize(&ok.repeat(3)).is_ok());
     }
 
     #[test]
