@@ -63,7 +63,7 @@ fi
 
 # Real processes in a ring (issue 12): 3 nodes on 127.0.0.81-83, then 2 DCs on 127.0.0.85-88.
 if [ -x tests/cluster/run.sh ]; then
-  step "cluster (3 nodes, 2 DCs)" 900 env HELENUS_BIN="$BIN" tests/cluster/run.sh
+  step "cluster (3 nodes, 2 DCs, auth, replace)" 1500 env HELENUS_BIN="$BIN" tests/cluster/run.sh
 fi
 
 NODE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/helenus-test-node.XXXXXX")"
