@@ -180,3 +180,65 @@ fn unsupported_security_settings_stop_the_node_at_start() {
     drop(node);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 11: SIGTERM used to wait for running statements for ever. With clients keeping the
+/// node busy (writes that each take a while, which run to completion as in Cassandra), the node
+/// stops reading, gives the running statements the drain's bound, flushes and exits.
+#[test]
+fn sigterm_with_statements_running_stops_within_the_drain_bound() {
+    let dir = tempdir("sigterm");
+    let addr = "127.0.0.74";
+    let mut node = start(addr, &dir, free_port(addr), &[]);
+    let mut setup = Client::connect(&mut node, 4);
+    setup.query(
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+    );
+    setup.query("CREATE TABLE ks.t (k int PRIMARY KEY, v list<int>)");
+    let list = format!("[{}]", vec!["1"; 200_000].join(","));
+    let (addr_s, port) = (node.addr.clone(), node.port);
+    let busy: Vec<_> = (0..6)
+        .map(|i| {
+            let (addr_s, list) = (addr_s.clone(), list.clone());
+            std::thread::spawn(move || {
+                let mut c = Client::connect_to(&addr_s, port, 4);
+                for j in 0..20 {
+                    let q = format!("INSERT INTO ks.t (k, v) VALUES ({}, {list})", i * 100 + j);
+                    // The node going away ends this client: any answer, or none, is fine.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.query(&q)))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(800));
+    let pid = node.child.id().to_string();
+    let stopped_at = Instant::now();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = loop {
+        if let Some(status) = node.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopped_at.elapsed() < Duration::from_secs(30),
+            "still running 30 s after SIGTERM; {}",
+            node.diagnosis()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = stopped_at.elapsed();
+    for t in busy {
+        let _ = t.join();
+    }
+    assert!(status.success(), "{status}; {}", node.diagnosis());
+    let log = std::fs::read_to_string(dir.join("node.log")).unwrap_or_default();
+    assert!(log.contains("Helenus stopped"), "{log}");
+    println!("stopped {took:?} after SIGTERM");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -123,7 +123,12 @@ impl<'a> Lexer<'a> {
     /// Fails as soon as brackets open deeper than the parser would accept: without this, a
     /// frame of 15 MB of `(` became 15 million tokens (about 60 bytes of memory per byte of
     /// input) before the parser refused the second level past its limit.
-    fn track_nesting(&mut self, symbol: &str, line: usize, column: usize) -> Result<(), ParseError> {
+    fn track_nesting(
+        &mut self,
+        symbol: &str,
+        line: usize,
+        column: usize,
+    ) -> Result<(), ParseError> {
         match symbol {
             "(" | "[" | "{" => {
                 self.depth += 1;
