@@ -17,6 +17,10 @@ use super::state::{status, AppKey, EndpointState, Generation, Version, Versioned
 use crate::locator::NodeId;
 use crate::messaging::{Envelope, Verb};
 
+/// How far a value set on another node's behalf jumps past that node's own versions: more than
+/// the heartbeats it could have issued that a peer saw and this node did not.
+const ON_BEHALF_VERSION_JUMP: Version = 1 << 20;
+
 /// Gossip settings, with Cassandra's names where it has them.
 #[derive(Clone, Debug)]
 pub struct GossipConfig {
@@ -118,6 +122,30 @@ impl Gossiper {
                 },
             );
         }
+    }
+
+    /// Sets `key` of another node's state, as Cassandra's removenode speaks for a dead node.
+    /// The value's version jumps far past anything that node issued, so it beats every copy a
+    /// peer holds (their digests compare maximum versions) and a stale copy gossiped later
+    /// cannot undo it. False when the node is unknown.
+    pub fn set_on_behalf(&mut self, node: NodeId, key: AppKey, value: impl Into<String>) -> bool {
+        if node == self.local {
+            self.set_local(key, value);
+            return true;
+        }
+        let Some(state) = self.states.get_mut(&node) else {
+            return false;
+        };
+        let version = state.max_version() + ON_BEHALF_VERSION_JUMP;
+        let value = value.into();
+        let gone = key == AppKey::Status && status::is_gone(&value);
+        state.states.insert(key, VersionedValue { value, version });
+        self.events.push(GossipEvent::Changed(node, key));
+        if gone {
+            self.live.remove(&node);
+            self.detector.remove(node);
+        }
+        true
     }
 
     /// Every known node's state, this node's included.
@@ -335,6 +363,9 @@ impl Gossiper {
                 self.events.push(GossipEvent::Joined(node));
                 self.heard_from(node);
             }
+            // A removed node stays removed: a restart of it (its old data, its old tokens,
+            // perhaps now a replacement's) must not bring it back into the ring.
+            Some(mine) if mine.get(AppKey::Status) == Some(status::REMOVED) => return,
             Some(mine) if delta.generation > mine.generation => {
                 *mine = delta.clone();
                 self.events.push(GossipEvent::Restarted(node));
@@ -365,11 +396,12 @@ impl Gossiper {
     }
 
     fn heard_from(&mut self, node: NodeId) {
+        // Neither a node stopping nor one gone from the ring (news of it is not a heartbeat).
         let stopped = self
             .states
             .get(&node)
             .and_then(|s| s.get(AppKey::Status))
-            .is_some_and(|v| v == status::SHUTDOWN);
+            .is_some_and(|v| v == status::SHUTDOWN || status::is_gone(v));
         if stopped {
             return;
         }
