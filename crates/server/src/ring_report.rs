@@ -55,7 +55,12 @@ fn rows(node: &NodeState, cluster: Option<&dyn ClusterView>) -> Vec<Row> {
         for p in c
             .peers()
             .into_iter()
-            .filter(|p| !helenus_cluster::gossip::status::is_gone(&p.status))
+            // Token owners, and nodes still choosing theirs while they are up: one that died
+            // before it had tokens (a refused start) owned nothing, as Cassandra lists it.
+            .filter(|p| {
+                !helenus_cluster::gossip::status::is_gone(&p.status)
+                    && (p.alive || !p.tokens.is_empty())
+            })
         {
             let Some(address) = p.address else { continue };
             out.push(Row {

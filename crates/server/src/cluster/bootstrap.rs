@@ -32,7 +32,9 @@ pub(super) const STREAM_PAGE_PARTITIONS: usize = 128;
 const STREAM_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long gossip is given to tell every peer that this node is joining before the first
 /// range is read: writes coordinated by a peer that knows reach this node, and everything
-/// older is in the sources' data when it is read.
+/// older is in the sources' data when it is read. The node announces itself only once it has
+/// the ring's schema: a pending replica that refused writes for tables it does not know yet
+/// would fail QUORUM writes whenever another replica is down (as during a replacement).
 pub(super) const JOIN_SETTLE: Duration = Duration::from_secs(3);
 /// How long the joining node waits for the ring's schema before giving up.
 const SCHEMA_WAIT: Duration = Duration::from_secs(60);
@@ -144,9 +146,13 @@ async fn stream_all(
     tokens: &[Token],
     replacing: Option<NodeId>,
 ) -> Result<StreamTotals, String> {
-    tokio::time::sleep(JOIN_SETTLE.max(2 * GOSSIP_INTERVAL)).await;
     let node = cluster.node().ok_or("shutting down")?;
     wait_for_schema(cluster, &node).await?;
+    match replacing {
+        Some(dead) => cluster.service.announce_replacing(tokens, dead),
+        None => cluster.service.announce_joining(tokens),
+    }
+    tokio::time::sleep(JOIN_SETTLE.max(2 * GOSSIP_INTERVAL)).await;
     let me = Member {
         id: cluster.local(),
         address: node.config.listen_address,
@@ -178,12 +184,17 @@ async fn wait_for_schema(cluster: &ClusterNode, node: &NodeState) -> Result<(), 
     loop {
         super::schema::pull_if_behind(cluster).await;
         let mine = node.schema().version.to_string();
-        let agreed = cluster
+        let owners: Vec<_> = cluster
             .service
             .peers()
-            .iter()
+            .into_iter()
             .filter(|p| p.alive && p.status == helenus_cluster::gossip::status::NORMAL)
-            .all(|p| p.schema_version.as_deref() == Some(mine.as_str()));
+            .collect();
+        // Nobody up yet is no agreement.
+        let agreed = !owners.is_empty()
+            && owners
+                .iter()
+                .all(|p| p.schema_version.as_deref() == Some(mine.as_str()));
         if agreed {
             return Ok(());
         }

@@ -122,35 +122,13 @@ pub async fn join_ring(
                 addr: listen.to_string(),
                 message: e.to_string(),
             })?;
-    let (bootstrap, replacing) = match resumed {
-        Some((tokens, Some(replaced))) => {
-            tracing::info!(%replaced, "resuming an unfinished replacement");
-            service.announce_replacing(&tokens, replaced);
-            (Some(tokens), Some(replaced))
-        }
-        Some((tokens, None)) => {
-            tracing::info!("resuming an unfinished bootstrap");
-            service.announce_joining(&tokens);
-            (Some(tokens), None)
-        }
-        None if tokens.is_empty() => match config.replace_address_first_boot {
-            Some(address) => {
-                let ring = discover_ring(&service, config).await;
-                let (tokens, replaced) =
-                    replace::prepare(&service, config, host_id, &ring, address, &system_dir)
-                        .await?;
-                (Some(tokens), Some(replaced))
-            }
-            None => (
-                choose_tokens(&service, config, host_id, location, &system_dir).await?,
-                None,
-            ),
-        },
-        None => {
-            if config.replace_address_first_boot.is_some() {
-                tracing::warn!("replace_address_first_boot ignored: this node has already joined");
-            }
-            (None, None)
+    let settled = settle_tokens(&service, config, resumed, &tokens, host_id, location).await;
+    let (bootstrap, replacing) = match settled {
+        Ok(s) => s,
+        Err(e) => {
+            // Gone at once for the peers, rather than a ghost they convict later.
+            service.shutdown().await;
+            return Err(e);
         }
     };
     Ok(Membership {
@@ -161,9 +139,52 @@ pub async fn join_ring(
     })
 }
 
+/// This node's tokens, and whether it must stream first (replacing a dead node or not): those
+/// of a join or replacement that stopped half way, or, on a first start, tokens chosen for the
+/// ring or taken over from the dead node it replaces.
+async fn settle_tokens(
+    service: &ClusterService,
+    config: &NodeConfig,
+    resumed: Option<(Vec<i64>, Option<NodeId>)>,
+    tokens: &[i64],
+    host_id: uuid::Uuid,
+    location: Location,
+) -> Result<(Option<Vec<i64>>, Option<NodeId>), StartError> {
+    let system_dir = config.primary_data_dir().join("system");
+    Ok(match resumed {
+        Some((tokens, Some(replaced))) => {
+            tracing::info!(%replaced, "resuming an unfinished replacement");
+            (Some(tokens), Some(replaced))
+        }
+        Some((tokens, None)) => {
+            tracing::info!("resuming an unfinished bootstrap");
+            (Some(tokens), None)
+        }
+        None if tokens.is_empty() => match config.replace_address_first_boot {
+            Some(address) => {
+                let ring = discover_ring(service, config).await;
+                let (tokens, replaced) =
+                    replace::prepare(service, config, host_id, &ring, address, &system_dir)
+                        .await?;
+                (Some(tokens), Some(replaced))
+            }
+            None => (
+                choose_tokens(service, config, host_id, location, &system_dir).await?,
+                None,
+            ),
+        },
+        None => {
+            if config.replace_address_first_boot.is_some() {
+                tracing::warn!("replace_address_first_boot ignored: this node has already joined");
+            }
+            (None, None)
+        }
+    })
+}
+
 /// A first start: learns the ring from the seeds, takes tokens balanced for it and keeps them.
-/// A node joining a ring that holds data (not a seed, `auto_bootstrap`) announces them as
-/// JOINING and returns them for `bootstrap::run`; any other becomes an owner at once.
+/// A node joining a ring that holds data (not a seed, `auto_bootstrap`) returns them for
+/// `bootstrap::run`, which announces them as JOINING; any other becomes an owner at once.
 async fn choose_tokens(
     service: &ClusterService,
     config: &NodeConfig,
@@ -199,7 +220,7 @@ async fn choose_tokens(
         message: e.to_string(),
     })?;
     if must_stream {
-        service.announce_joining(&tokens);
+        // Announced by `bootstrap::run` once the node has the ring's schema.
         Ok(Some(tokens))
     } else {
         service.announce_normal(&tokens);

@@ -24,7 +24,7 @@ use std::time::Duration;
 const QUIET_BEFORE_REPLACE: Duration = Duration::from_secs(5);
 
 /// Settles a first start that replaces the node at `address`: its tokens, and its host id.
-/// Saves them (`bootstrapped: false`, `replacing`) before announcing BOOT_REPLACE.
+/// Saves them (`bootstrapped: false`, `replacing`); `bootstrap::run` announces BOOT_REPLACE.
 pub(super) async fn prepare(
     service: &ClusterService,
     config: &NodeConfig,
@@ -53,7 +53,6 @@ pub(super) async fn prepare(
         path: system_dir.display().to_string(),
         message: e.to_string(),
     })?;
-    service.announce_replacing(&tokens, dead);
     Ok((tokens, dead))
 }
 
