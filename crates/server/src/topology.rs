@@ -15,6 +15,9 @@ pub type Pending<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 /// A start that may be refused, with the reason.
 pub type Starting<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
+/// Token ranges as storage bounds `[lo, hi)` (None: unbounded).
+pub type OwnedRanges = Vec<(Option<i64>, Option<i64>)>;
+
 /// What `nodetool repair [-pr] [-st T -et T] [KS [TABLES]]` asks for.
 #[derive(Debug, Clone, Default)]
 pub struct RepairOptions {
@@ -78,5 +81,5 @@ pub trait ClusterView: Send + Sync {
     fn owned_ranges(
         &self,
         keyspace: &helenus_schema::KeyspaceMeta,
-    ) -> Result<Option<Vec<(Option<i64>, Option<i64>)>>, String>;
+    ) -> Result<Option<OwnedRanges>, String>;
 }

@@ -110,8 +110,8 @@ fn gained_ranges(
 ) -> Result<Vec<(TokenRange, Vec<NodeId>)>, String> {
     let clash = |e| format!("tokens clash with the ring: {e}");
     if let Some(dead) = replacing {
-        let restores = restore_moves(before, dead, Some((me.clone(), tokens.to_vec())))
-            .map_err(clash)?;
+        let restores =
+            restore_moves(before, dead, Some((me.clone(), tokens.to_vec()))).map_err(clash)?;
         return Ok(restores
             .into_iter()
             .filter(|r| r.gaining == me.id)
@@ -167,7 +167,7 @@ async fn stream_all(
             for table in keyspace.tables.values() {
                 let got = stream_range(cluster, &node, *table.id.as_bytes(), range, &sources)
                     .await
-                .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
+                    .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
                 totals.partitions += got.partitions;
                 totals.bytes += got.bytes;
             }

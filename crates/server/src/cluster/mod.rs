@@ -164,8 +164,7 @@ async fn settle_tokens(
             Some(address) => {
                 let ring = discover_ring(service, config).await;
                 let (tokens, replaced) =
-                    replace::prepare(service, config, host_id, &ring, address, &system_dir)
-                        .await?;
+                    replace::prepare(service, config, host_id, &ring, address, &system_dir).await?;
                 (Some(tokens), Some(replaced))
             }
             None => (

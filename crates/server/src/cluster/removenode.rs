@@ -136,7 +136,10 @@ async fn run(cluster: Arc<ClusterNode>, dead: NodeId) {
     removal.running = None;
     match outcome {
         Ok(totals) => {
-            totals.log(started, "removenode restored every range; the node is removed");
+            totals.log(
+                started,
+                "removenode restored every range; the node is removed",
+            );
             cluster.service.mark_removed(dead);
         }
         Err(e) => {
@@ -173,11 +176,22 @@ async fn restore_all(cluster: &ClusterNode, dead: NodeId) -> Result<StreamTotals
                     keyspace.name
                 ));
             }
-            let sources: Vec<NodeId> = r.sources.into_iter().filter(|s| cluster.is_up(*s)).collect();
+            let sources: Vec<NodeId> = r
+                .sources
+                .into_iter()
+                .filter(|s| cluster.is_up(*s))
+                .collect();
             for table in keyspace.tables.values() {
-                let copied = copy_range(cluster, &node, *table.id.as_bytes(), r.range, &sources, r.gaining)
-                    .await
-                    .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
+                let copied = copy_range(
+                    cluster,
+                    &node,
+                    *table.id.as_bytes(),
+                    r.range,
+                    &sources,
+                    r.gaining,
+                )
+                .await
+                .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
                 totals.partitions += copied.partitions;
                 totals.bytes += copied.bytes;
             }
@@ -255,14 +269,22 @@ async fn fetch_page(
 ) -> Result<Vec<st::Mutation>, String> {
     if source == cluster.local() {
         let engine = node.engine.clone();
-        let page = tokio::task::spawn_blocking(move || engine.read_unfiltered(table, &query, u64::MAX))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+        let page =
+            tokio::task::spawn_blocking(move || engine.read_unfiltered(table, &query, u64::MAX))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
         return Ok(page.partitions);
     }
     let payload = super::wire::encode_read(table, &query);
-    let reply = ask(cluster, source, Verb::StreamRequest, payload, Verb::StreamResponse).await?;
+    let reply = ask(
+        cluster,
+        source,
+        Verb::StreamRequest,
+        payload,
+        Verb::StreamResponse,
+    )
+    .await?;
     helenus_mutation::decode_mutations(reply).map_err(|e| format!("undecodable page: {e}"))
 }
 
@@ -280,7 +302,14 @@ async fn deliver_page(
             .await
             .map_err(|e| format!("applying a page: {e}"))?;
     } else {
-        ask(cluster, target, Verb::MutationRequest, payload, Verb::MutationResponse).await?;
+        ask(
+            cluster,
+            target,
+            Verb::MutationRequest,
+            payload,
+            Verb::MutationResponse,
+        )
+        .await?;
     }
     Ok(bytes)
 }

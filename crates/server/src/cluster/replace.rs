@@ -65,9 +65,7 @@ fn find_replaced(
     let peer = service
         .peers()
         .into_iter()
-        .find(|p| {
-            p.address.is_some_and(|a| a.ip() == address) && !status::is_gone(&p.status)
-        })
+        .find(|p| p.address.is_some_and(|a| a.ip() == address) && !status::is_gone(&p.status))
         .ok_or_else(|| {
             StartError::Ring(format!(
                 "Cannot replace_address /{address} because it doesn't exist in gossip"
