@@ -265,6 +265,12 @@ impl ClusterService {
         known
     }
 
+    /// Whether peers hold this node as removed: it was removed or replaced while it was down,
+    /// and must not serve anything.
+    pub fn removed_by_peers(&self) -> bool {
+        self.shared.gossiper.lock().removed_by_peers()
+    }
+
     /// `node`'s incarnation and heartbeat as last heard: a node whose heartbeat does not move
     /// for a few rounds is dead, whatever this node's failure detector, which starts by
     /// trusting news of a node, says yet.

@@ -81,6 +81,8 @@ pub struct Gossiper {
     detector: FailureDetector,
     rng: u64,
     events: Vec<GossipEvent>,
+    /// Peers hold this node's host id as removed (it was removed or replaced while it was down).
+    removed_by_peers: bool,
 }
 
 impl Gossiper {
@@ -102,6 +104,7 @@ impl Gossiper {
             live: BTreeSet::new(),
             detector,
             events: Vec::new(),
+            removed_by_peers: false,
         }
     }
 
@@ -146,6 +149,11 @@ impl Gossiper {
             self.detector.remove(node);
         }
         true
+    }
+
+    /// Whether peers say this node was removed from the ring (see `apply`).
+    pub fn removed_by_peers(&self) -> bool {
+        self.removed_by_peers
     }
 
     /// Every known node's state, this node's included.
@@ -314,7 +322,10 @@ impl Gossiper {
                 });
                 continue;
             };
-            if d.generation > mine.generation {
+            if d.generation > mine.generation && mine.get(AppKey::Status) == Some(status::REMOVED) {
+                // A removed node restarted: it is told, not taken back.
+                deltas.push((d.node, mine.newer_than(0)));
+            } else if d.generation > mine.generation {
                 requests.push(Digest {
                     max_version: 0,
                     ..*d
@@ -355,7 +366,11 @@ impl Gossiper {
 
     fn apply(&mut self, node: NodeId, delta: &EndpointState) {
         if node == self.local {
-            return; // only this node speaks for itself
+            // Only this node speaks for itself, but it listens when the ring removed it.
+            if delta.get(AppKey::Status) == Some(status::REMOVED) {
+                self.removed_by_peers = true;
+            }
+            return;
         }
         match self.states.get_mut(&node) {
             None => {

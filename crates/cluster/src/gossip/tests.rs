@@ -256,4 +256,9 @@ fn a_node_removed_on_its_behalf_stays_removed_everywhere_even_when_it_restarts()
         assert!(removed(&sim, i), "node {i} resurrected the removed node");
         assert!(!sim.nodes[i].0.is_alive(node(3)));
     }
+    assert!(
+        sim.nodes[3].0.removed_by_peers(),
+        "the removed node is told"
+    );
+    assert!(!sim.nodes[0].0.removed_by_peers());
 }

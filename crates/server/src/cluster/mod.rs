@@ -617,6 +617,14 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
     loop {
         every.tick().await;
         let Some(node) = cluster.node() else { return };
+        if cluster.service.removed_by_peers() {
+            tracing::error!("This node was removed from the ring (nodetool removenode, or replaced) while it was down: it stops, and will not start again with this data directory");
+            if let Err(e) = mark_decommissioned(&cluster) {
+                tracing::error!(error = %e, "local.json not marked");
+            }
+            node.request_stop();
+            return;
+        }
         if let Ok(targets) = cluster.hints.targets() {
             for target in targets {
                 if cluster.service.is_alive(target) {
