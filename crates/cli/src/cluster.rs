@@ -7,6 +7,7 @@
 //! helenus cluster start 3 [--dir DIR] [--first-address 127.0.0.1] [--dcs 2] [-- SERVER ARGS]
 //! helenus cluster status | stop [NODE] | kill NODE | pause NODE | resume NODE | start NODE
 //! helenus cluster add [--dc DC]      # one more node, which bootstraps (streams its ranges)
+//! helenus cluster replace NODE       # a new node that takes over dead NODE's tokens
 //! helenus cluster nodetool NODE ARGS... | cqlsh NODE [ARGS...] | clear
 //! ```
 //!
@@ -60,7 +61,7 @@ impl From<std::io::Error> for ClusterError {
 }
 
 const USAGE: &str = "usage: helenus cluster start N [--dir DIR] [--first-address IP] [--dcs D] [-- SERVER ARGS]\n\
-       helenus cluster [--dir DIR] status | stop [NODE] | kill NODE | pause NODE | resume NODE | start NODE | add [--dc DC] | nodetool NODE ARGS | cqlsh NODE | clear";
+       helenus cluster [--dir DIR] status | stop [NODE] | kill NODE | pause NODE | resume NODE | start NODE | add [--dc DC] | replace NODE | nodetool NODE ARGS | cqlsh NODE | clear";
 
 struct NodeEntry {
     name: String,
@@ -151,10 +152,16 @@ impl ClusterDir {
 
     /// Starts `n` and waits until the first running node reports it Up and Normal.
     fn start_node(&self, n: &NodeEntry) -> Result<(), ClusterError> {
-        self.start_node_within(n, NODE_START_TIMEOUT)
+        self.start_node_within(n, NODE_START_TIMEOUT, &[])
     }
 
-    fn start_node_within(&self, n: &NodeEntry, limit: Duration) -> Result<(), ClusterError> {
+    /// Starts `n` with `extra` server arguments after the cluster's.
+    fn start_node_within(
+        &self,
+        n: &NodeEntry,
+        limit: Duration,
+        extra: &[String],
+    ) -> Result<(), ClusterError> {
         if self.running(n).is_some() {
             return Ok(());
         }
@@ -172,6 +179,7 @@ impl ClusterDir {
             .args(["--seeds", &self.seeds()])
             .args(["--dc", &n.datacenter])
             .args(&self.server_args)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -335,6 +343,7 @@ pub fn run(args: Vec<String>) -> Result<(), ClusterError> {
         }
         ("start", args) => create(&dir, parse_start(args)?),
         ("add", args) => add(&dir, args),
+        ("replace", [name]) => replace(&dir, name),
         ("status", _) => status(&ClusterDir::load(&dir)?),
         ("stop", []) | ("clear", []) => {
             let c = ClusterDir::load(&dir)?;
@@ -415,6 +424,44 @@ fn create(dir: &Path, opts: StartOptions) -> Result<(), ClusterError> {
     status(&c)
 }
 
+/// `replace NODE`: a new node on the address after the highest one, in NODE's data center,
+/// started with `--replace-address` of NODE (which must be dead): it takes over NODE's tokens,
+/// streams its ranges and returns once every running node sees it UN.
+fn replace(dir: &Path, name: &str) -> Result<(), ClusterError> {
+    let mut c = ClusterDir::load(dir)?;
+    let (dead, datacenter) = {
+        let n = c.node(name)?;
+        if c.running(n).is_some() {
+            return Err(ClusterError::Usage(format!(
+                "{} is running: kill or stop it before replacing it",
+                n.name
+            )));
+        }
+        (n.address, n.datacenter.clone())
+    };
+    let address = next_address(&c)?;
+    let new_name = format!("node{}", c.nodes.len() + 1);
+    c.nodes.push(NodeEntry {
+        name: new_name.clone(),
+        address,
+        datacenter,
+    });
+    c.save()?;
+    let extra = ["--replace-address".to_string(), dead.to_string()];
+    c.start_node_within(c.node(&new_name)?, NODE_ADD_TIMEOUT, &extra)?;
+    status(&c)
+}
+
+/// The address after the highest one in the cluster.
+fn next_address(c: &ClusterDir) -> Result<Ipv4Addr, ClusterError> {
+    c.nodes
+        .iter()
+        .map(|n| u32::from(n.address))
+        .max()
+        .map(|a| Ipv4Addr::from(a + 1))
+        .ok_or_else(|| ClusterError::Usage("the cluster has no node to join".into()))
+}
+
 /// `add [--dc DC]`: a new node on the address after the highest one, in `DC` (default: the
 /// last node's), started as a non-seed so it bootstraps; returns once every node sees it UN.
 fn add(dir: &Path, args: &[String]) -> Result<(), ClusterError> {
@@ -425,13 +472,7 @@ fn add(dir: &Path, args: &[String]) -> Result<(), ClusterError> {
         _ => None,
     }
     .ok_or_else(|| ClusterError::Usage(USAGE.to_string()))?;
-    let address = c
-        .nodes
-        .iter()
-        .map(|n| u32::from(n.address))
-        .max()
-        .map(|a| Ipv4Addr::from(a + 1))
-        .ok_or_else(|| ClusterError::Usage("the cluster has no node to join".into()))?;
+    let address = next_address(&c)?;
     let name = format!("node{}", c.nodes.len() + 1);
     c.nodes.push(NodeEntry {
         name: name.clone(),
@@ -439,7 +480,7 @@ fn add(dir: &Path, args: &[String]) -> Result<(), ClusterError> {
         datacenter,
     });
     c.save()?;
-    c.start_node_within(c.node(&name)?, NODE_ADD_TIMEOUT)?;
+    c.start_node_within(c.node(&name)?, NODE_ADD_TIMEOUT, &[])?;
     status(&c)
 }
 

@@ -81,6 +81,10 @@ struct ServerArgs {
     rack: Option<String>,
     #[arg(long = "storage-port")]
     storage_port: Option<u16>,
+    /// Take over the tokens of the dead node at this address on this node's first start
+    /// (Cassandra's `-Dcassandra.replace_address_first_boot`).
+    #[arg(long = "replace-address")]
+    replace_address: Option<String>,
     /// Puts data, commitlog, caches and hints under this directory.
     #[arg(long = "data-dir")]
     data_dir: Option<PathBuf>,
@@ -145,7 +149,12 @@ fn run_server(args: ServerArgs) -> Result<(), ServerError> {
     if let Some(p) = args.storage_port {
         overrides.push(("storage_port".into(), p.to_string()));
     }
-    for (name, value) in [("seeds", args.seeds), ("dc", args.dc), ("rack", args.rack)] {
+    for (name, value) in [
+        ("seeds", args.seeds),
+        ("dc", args.dc),
+        ("rack", args.rack),
+        ("replace_address_first_boot", args.replace_address),
+    ] {
         if let Some(value) = value {
             overrides.push((name.into(), value));
         }

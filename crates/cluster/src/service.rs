@@ -230,6 +230,59 @@ impl ClusterService {
         self.gossip_round();
     }
 
+    /// Takes the tokens of `replaced`, a dead node, to stream its ranges (BOOT_REPLACE): like a
+    /// joining node it owns nothing yet and peers send it the writes of those ranges.
+    pub fn announce_replacing(&self, tokens: &[Token], replaced: NodeId) {
+        {
+            let mut g = self.shared.gossiper.lock();
+            g.set_local(AppKey::Tokens, encode_tokens(tokens));
+            g.set_local(AppKey::Replacing, replaced.to_string());
+            g.set_local(AppKey::Status, status::REPLACING);
+        }
+        self.gossip_round();
+    }
+
+    /// Marks `node`, dead, as having its ranges re-replicated (`removing`) or as gone from the
+    /// ring (`removed`), on its behalf (Cassandra's removenode and replace); every peer learns it
+    /// by gossip. False when the node is unknown.
+    pub fn mark_removing(&self, node: NodeId) -> bool {
+        self.set_on_behalf(node, status::REMOVING)
+    }
+
+    /// See `mark_removing`; final (a restart of the node is ignored).
+    pub fn mark_removed(&self, node: NodeId) -> bool {
+        self.set_on_behalf(node, status::REMOVED)
+    }
+
+    fn set_on_behalf(&self, node: NodeId, value: &str) -> bool {
+        let (known, events) = {
+            let mut g = self.shared.gossiper.lock();
+            let known = g.set_on_behalf(node, AppKey::Status, value);
+            (known, g.drain_events())
+        };
+        self.on_events(events);
+        self.gossip_round();
+        known
+    }
+
+    /// Whether peers hold this node as removed: it was removed or replaced while it was down,
+    /// and must not serve anything.
+    pub fn removed_by_peers(&self) -> bool {
+        self.shared.gossiper.lock().removed_by_peers()
+    }
+
+    /// `node`'s incarnation and heartbeat as last heard: a node whose heartbeat does not move
+    /// for a few rounds is dead, whatever this node's failure detector, which starts by
+    /// trusting news of a node, says yet.
+    pub fn heartbeat_of(&self, node: NodeId) -> Option<(i64, u64)> {
+        self.shared
+            .gossiper
+            .lock()
+            .states()
+            .get(&node)
+            .map(|s| (s.generation, s.heartbeat))
+    }
+
     /// Starts handing this node's ranges over (LEAVING): it still owns them, and peers also
     /// send their writes to the nodes that will own them next (`leaving`).
     pub fn announce_leaving(&self) {
@@ -249,15 +302,16 @@ impl ClusterService {
     }
 
     /// The joins and departures under way, read in one pass under the gossip lock: live nodes
-    /// joining (BOOT with tokens) with the tokens they are taking, and nodes handing their
-    /// ranges over (LEAVING). `None`, without allocating, when the ring is not changing: every
-    /// write asks.
+    /// joining (BOOT with tokens) with the tokens they are taking, nodes handing their ranges
+    /// over (LEAVING) or being removed (`removing`), and a replacement as both: the dead node
+    /// leaving and the new one joining with its tokens. `None`, without allocating, when the
+    /// ring is not changing: every write asks.
     pub fn ring_changes(&self) -> Option<RingChanges> {
         let g = self.shared.gossiper.lock();
         let changing = |s: &crate::gossip::EndpointState| {
             matches!(
                 s.get(AppKey::Status),
-                Some(status::JOINING) | Some(status::LEAVING)
+                Some(status::JOINING | status::LEAVING | status::REPLACING | status::REMOVING)
             )
         };
         if !g.states().values().any(changing) {
@@ -266,12 +320,17 @@ impl ClusterService {
         let mut changes = RingChanges::default();
         for (id, s) in g.states() {
             match s.get(AppKey::Status) {
-                Some(status::LEAVING) => changes.leaving.push(*id),
-                Some(status::JOINING) if *id == self.host_id() || g.is_alive(*id) => {
+                Some(status::LEAVING | status::REMOVING) => changes.leaving.push(*id),
+                Some(st @ (status::JOINING | status::REPLACING))
+                    if *id == self.host_id() || g.is_alive(*id) =>
+                {
                     if let Some((member, tokens)) = member_of(*id, s) {
                         if !tokens.is_empty() {
                             changes.joining.push((member, tokens));
                         }
+                    }
+                    if st == status::REPLACING {
+                        changes.leaving.extend(replaced_by(s));
                     }
                 }
                 _ => {}
@@ -427,14 +486,24 @@ impl ClusterService {
     fn rebuild_ring(&self) {
         let members: BTreeMap<NodeId, (Member, Vec<Token>)> = {
             let g = self.shared.gossiper.lock();
+            // A replacement that finished owns the dead node's tokens even before the news
+            // that the dead node is removed arrives.
+            let replaced: Vec<NodeId> = g
+                .states()
+                .values()
+                .filter(|s| s.get(AppKey::Status) == Some(status::NORMAL))
+                .filter_map(replaced_by)
+                .collect();
             g.states()
                 .iter()
-                .filter(|(_, s)| {
-                    // A leaving node owns its ranges until it has handed them over (LEFT).
+                .filter(|(id, s)| {
+                    // A leaving or removing node owns its ranges until they are handed over.
                     matches!(
                         s.get(AppKey::Status),
-                        Some(status::NORMAL) | Some(status::SHUTDOWN) | Some(status::LEAVING)
-                    )
+                        Some(
+                            status::NORMAL | status::SHUTDOWN | status::LEAVING | status::REMOVING
+                        )
+                    ) && !replaced.contains(id)
                 })
                 .filter_map(|(id, s)| Some((*id, member_of(*id, s)?)))
                 .collect()
@@ -447,6 +516,11 @@ impl ClusterService {
             Err(e) => tracing::warn!(error = %e, "ring not updated"),
         }
     }
+}
+
+/// The dead node a replacement names, if it is one.
+fn replaced_by(s: &crate::gossip::EndpointState) -> Option<NodeId> {
+    s.get(AppKey::Replacing)?.parse().ok().map(NodeId)
 }
 
 /// A node as the ring places it, with the tokens its gossip state carries.

@@ -20,6 +20,10 @@ pub struct LocalIdentity {
     /// this data directory it would claim ranges others now own, so it refuses to start.
     #[serde(default)]
     pub decommissioned: bool,
+    /// The host id of the dead node whose tokens this node took (`replace_address_first_boot`)
+    /// while it has not yet received their ranges: a restart resumes the replacement.
+    #[serde(default)]
+    pub replacing: Option<Uuid>,
 }
 
 fn owns_its_data() -> bool {
@@ -45,6 +49,7 @@ impl LocalIdentity {
             cluster_name: cluster_name.to_string(),
             bootstrapped: true,
             decommissioned: false,
+            replacing: None,
         };
         id.save(dir)?;
         Ok(id)

@@ -52,7 +52,16 @@ fn rows(node: &NodeState, cluster: Option<&dyn ClusterView>) -> Vec<Row> {
         },
     }];
     if let Some(c) = cluster {
-        for p in c.peers().into_iter().filter(|p| p.status != "LEFT") {
+        for p in c
+            .peers()
+            .into_iter()
+            // Token owners, and nodes still choosing theirs while they are up: one that died
+            // before it had tokens (a refused start) owned nothing, as Cassandra lists it.
+            .filter(|p| {
+                !helenus_cluster::gossip::status::is_gone(&p.status)
+                    && (p.alive || !p.tokens.is_empty())
+            })
+        {
             let Some(address) = p.address else { continue };
             out.push(Row {
                 id: p.host_id,
@@ -61,8 +70,8 @@ fn rows(node: &NodeState, cluster: Option<&dyn ClusterView>) -> Vec<Row> {
                 rack: p.location.rack.clone(),
                 up: p.alive,
                 state: match p.status.as_str() {
-                    "BOOT" => 'J',
-                    "LEAVING" => 'L',
+                    "BOOT" | "BOOT_REPLACE" => 'J',
+                    "LEAVING" | "removing" => 'L',
                     _ => 'N',
                 },
                 load: p.load,

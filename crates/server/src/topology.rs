@@ -45,6 +45,11 @@ pub trait ClusterView: Send + Sync {
     /// `nodetool decommission`: checks the node may leave, then hands its ranges over in the
     /// background and stops (`operation_mode` follows it).
     fn decommission(self: Arc<Self>) -> Result<(), String>;
+    /// `nodetool removenode HOSTID` (`force`: end the removal under way now): checks the node
+    /// is a dead ring member, then restores its ranges in the background and removes it.
+    fn remove_node(self: Arc<Self>, host_id: &str, force: bool) -> Result<(), String>;
+    /// `nodetool removenode status`.
+    fn removal_status(&self) -> String;
     /// JOINING, NORMAL, LEAVING or DECOMMISSIONED, as `nodetool netstats` prints Cassandra's.
     fn operation_mode(&self) -> String;
     /// Starts a repair in the background; its number for `repair_status`.

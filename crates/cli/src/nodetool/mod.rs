@@ -16,7 +16,7 @@ fn usage() -> String {
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
-     \x20         decommission, netstats, repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
+     \x20         decommission, removenode (HOSTID | status | force), netstats, repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
      \x20         disablehandoff, enablehandoff, statushandoff,\n\
      \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
      \x20           [--included-categories C,..] [--excluded-categories C,..]\n\
@@ -98,6 +98,7 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
             ring_report(&node, cmd, args)
         }
         "decommission" => decommission(&node),
+        "removenode" => removenode(&node, args),
         "repair" => repair(&node, args),
         "disablehandoff" | "enablehandoff" => node
             .request(
@@ -149,6 +150,45 @@ fn decommission(node: &Node) -> Result<(), NodetoolError> {
             "DECOMMISSIONED" => return Ok(()),
             "LEAVING" => {}
             failed => return Err(NodetoolError::Refused(failed.to_string())),
+        }
+    }
+}
+
+/// `removenode HOSTID`: like nodetool's, returns once the dead node's ranges are restored and
+/// it is out of the ring; `removenode status` prints the removal under way; `removenode force`
+/// ends it at once.
+fn removenode(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
+    let status = |node: &Node| -> Result<String, NodetoolError> {
+        let s = node.request_json("GET", "/storage_service/removal_status")?;
+        Ok(s.as_str().unwrap_or_default().to_string())
+    };
+    let path = match args {
+        [cmd] if cmd == "status" => {
+            println!("{}", status(node)?);
+            return Ok(());
+        }
+        [cmd] if cmd == "force" => {
+            println!("{}", status(node)?);
+            return node
+                .request("POST", "/storage_service/removenode?force=true")
+                .map(|_| ());
+        }
+        [host_id] => format!("/storage_service/removenode?host_id={}", enc(host_id)),
+        _ => {
+            return Err(NodetoolError::Usage(
+                "usage: nodetool removenode <status>|<force>|<ID>".into(),
+            ))
+        }
+    };
+    node.request("POST", &path)?;
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let now = status(node)?;
+        if now.contains("No removals in process") {
+            return Ok(());
+        }
+        if let Some(failed) = now.strip_prefix("RemovalStatus: Failed: ") {
+            return Err(NodetoolError::Refused(failed.to_string()));
         }
     }
 }

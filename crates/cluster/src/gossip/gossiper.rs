@@ -17,6 +17,10 @@ use super::state::{status, AppKey, EndpointState, Generation, Version, Versioned
 use crate::locator::NodeId;
 use crate::messaging::{Envelope, Verb};
 
+/// How far a value set on another node's behalf jumps past that node's own versions: more than
+/// the heartbeats it could have issued that a peer saw and this node did not.
+const ON_BEHALF_VERSION_JUMP: Version = 1 << 20;
+
 /// Gossip settings, with Cassandra's names where it has them.
 #[derive(Clone, Debug)]
 pub struct GossipConfig {
@@ -77,6 +81,8 @@ pub struct Gossiper {
     detector: FailureDetector,
     rng: u64,
     events: Vec<GossipEvent>,
+    /// Peers hold this node's host id as removed (it was removed or replaced while it was down).
+    removed_by_peers: bool,
 }
 
 impl Gossiper {
@@ -98,6 +104,7 @@ impl Gossiper {
             live: BTreeSet::new(),
             detector,
             events: Vec::new(),
+            removed_by_peers: false,
         }
     }
 
@@ -118,6 +125,35 @@ impl Gossiper {
                 },
             );
         }
+    }
+
+    /// Sets `key` of another node's state, as Cassandra's removenode speaks for a dead node.
+    /// The value's version jumps far past anything that node issued, so it beats every copy a
+    /// peer holds (their digests compare maximum versions) and a stale copy gossiped later
+    /// cannot undo it. False when the node is unknown.
+    pub fn set_on_behalf(&mut self, node: NodeId, key: AppKey, value: impl Into<String>) -> bool {
+        if node == self.local {
+            self.set_local(key, value);
+            return true;
+        }
+        let Some(state) = self.states.get_mut(&node) else {
+            return false;
+        };
+        let version = state.max_version() + ON_BEHALF_VERSION_JUMP;
+        let value = value.into();
+        let gone = key == AppKey::Status && status::is_gone(&value);
+        state.states.insert(key, VersionedValue { value, version });
+        self.events.push(GossipEvent::Changed(node, key));
+        if gone {
+            self.live.remove(&node);
+            self.detector.remove(node);
+        }
+        true
+    }
+
+    /// Whether peers say this node was removed from the ring (see `apply`).
+    pub fn removed_by_peers(&self) -> bool {
+        self.removed_by_peers
     }
 
     /// Every known node's state, this node's included.
@@ -286,7 +322,10 @@ impl Gossiper {
                 });
                 continue;
             };
-            if d.generation > mine.generation {
+            if d.generation > mine.generation && mine.get(AppKey::Status) == Some(status::REMOVED) {
+                // A removed node restarted: it is told, not taken back.
+                deltas.push((d.node, mine.newer_than(0)));
+            } else if d.generation > mine.generation {
                 requests.push(Digest {
                     max_version: 0,
                     ..*d
@@ -327,7 +366,11 @@ impl Gossiper {
 
     fn apply(&mut self, node: NodeId, delta: &EndpointState) {
         if node == self.local {
-            return; // only this node speaks for itself
+            // Only this node speaks for itself, but it listens when the ring removed it.
+            if delta.get(AppKey::Status) == Some(status::REMOVED) {
+                self.removed_by_peers = true;
+            }
+            return;
         }
         match self.states.get_mut(&node) {
             None => {
@@ -335,6 +378,9 @@ impl Gossiper {
                 self.events.push(GossipEvent::Joined(node));
                 self.heard_from(node);
             }
+            // A removed node stays removed: a restart of it (its old data, its old tokens,
+            // perhaps now a replacement's) must not bring it back into the ring.
+            Some(mine) if mine.get(AppKey::Status) == Some(status::REMOVED) => return,
             Some(mine) if delta.generation > mine.generation => {
                 *mine = delta.clone();
                 self.events.push(GossipEvent::Restarted(node));
@@ -365,11 +411,12 @@ impl Gossiper {
     }
 
     fn heard_from(&mut self, node: NodeId) {
+        // Neither a node stopping nor one gone from the ring (news of it is not a heartbeat).
         let stopped = self
             .states
             .get(&node)
             .and_then(|s| s.get(AppKey::Status))
-            .is_some_and(|v| v == status::SHUTDOWN);
+            .is_some_and(|v| v == status::SHUTDOWN || status::is_gone(v));
         if stopped {
             return;
         }

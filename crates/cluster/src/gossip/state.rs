@@ -28,6 +28,9 @@ pub enum AppKey {
     Severity = 12,
     /// A digest of the node's roles and permissions (`system_auth`): peers that differ pull.
     AuthVersion = 13,
+    /// The host id of the dead node this one replaces (`replace_address_first_boot`); Cassandra
+    /// carries the replaced address in the status value instead.
+    Replacing = 14,
 }
 
 impl AppKey {
@@ -47,6 +50,7 @@ impl AppKey {
             11 => Load,
             12 => Severity,
             13 => AuthVersion,
+            14 => Replacing,
             _ => return None,
         })
     }
@@ -68,6 +72,7 @@ impl AppKey {
             Load => "LOAD",
             Severity => "SEVERITY",
             AuthVersion => "X_AUTH_VERSION",
+            Replacing => "X_REPLACING",
         }
     }
 }
@@ -148,4 +153,19 @@ pub mod status {
     pub const LEAVING: &str = "LEAVING";
     pub const LEFT: &str = "LEFT";
     pub const SHUTDOWN: &str = "shutdown";
+    /// A new node streaming the ranges of the dead node whose tokens it takes over (`AppKey::
+    /// Replacing` names it): pending for those ranges, like BOOT, and an owner only once NORMAL.
+    pub const REPLACING: &str = "BOOT_REPLACE";
+    /// A dead node whose ranges the others are re-replicating (`nodetool removenode`), set on
+    /// its behalf: still an owner, with the gaining nodes pending.
+    pub const REMOVING: &str = "removing";
+    /// A dead node taken out of the ring (removenode, or a replacement that finished), set on
+    /// its behalf. Final: a later incarnation of it is ignored.
+    pub const REMOVED: &str = "removed";
+
+    /// Whether a node in `status` is gone from the ring for good (it is not shown, and owns
+    /// nothing).
+    pub fn is_gone(status: &str) -> bool {
+        status == LEFT || status == REMOVED
+    }
 }

@@ -224,3 +224,41 @@ fn a_clean_shutdown_is_seen_at_once_and_a_restart_revives_the_node() {
     sim.rounds(6);
     assert!(sim.knows_everyone());
 }
+
+#[test]
+fn a_node_removed_on_its_behalf_stays_removed_everywhere_even_when_it_restarts() {
+    let mut sim = Sim::new(4, 13);
+    sim.rounds(8);
+    assert!(sim.knows_everyone());
+    let others: Vec<NodeId> = (0..3).map(node).collect();
+    sim.net.partition(&[node(3)], &others);
+    sim.rounds(30);
+    assert!(!sim.nodes[1].0.is_alive(node(3)));
+    // Node 1 speaks for the dead node, from its own (possibly older) copy of its state.
+    assert!(sim.nodes[1]
+        .0
+        .set_on_behalf(node(3), AppKey::Status, status::REMOVED));
+    assert!(!sim.nodes[1]
+        .0
+        .set_on_behalf(node(9), AppKey::Status, status::REMOVED));
+    sim.rounds(6);
+    let removed = |sim: &Sim, i: usize| {
+        sim.nodes[i].0.states()[&node(3)].get(AppKey::Status) == Some(status::REMOVED)
+    };
+    for i in 0..3 {
+        assert!(removed(&sim, i), "node {i} did not learn the removal");
+    }
+    // The removed node comes back with its old identity: nobody takes it back.
+    sim.net.heal();
+    sim.add(3, 2, 13);
+    sim.rounds(8);
+    for i in 0..3 {
+        assert!(removed(&sim, i), "node {i} resurrected the removed node");
+        assert!(!sim.nodes[i].0.is_alive(node(3)));
+    }
+    assert!(
+        sim.nodes[3].0.removed_by_peers(),
+        "the removed node is told"
+    );
+    assert!(!sim.nodes[0].0.removed_by_peers());
+}

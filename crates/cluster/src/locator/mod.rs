@@ -12,7 +12,7 @@ mod testing;
 mod topology;
 
 pub use allocation::allocate_tokens;
-pub use movement::{pending_replicas, range_moves, RangeMove};
+pub use movement::{pending_replicas, range_moves, restore_moves, RangeMove, Restore};
 pub use replication_map::ReplicationMap;
 pub use ring::{DatacenterShape, Ring, RingError, Token, TokenRange, RING_SIZE};
 pub use strategy::ReplicationStrategy;

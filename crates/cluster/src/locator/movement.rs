@@ -4,12 +4,18 @@
 //! and the replica each should stream it from — the one losing the range where there is one, so
 //! the new replica gets exactly the data the old one was responsible for (Cassandra's
 //! "consistent range movement").
+//!
+//! A dead node cannot be a source: when one is removed (`nodetool removenode`) or replaced
+//! (`replace_address_first_boot`), `restore_moves` pairs each gaining replica with the replicas
+//! that survive instead.
 
 use std::collections::BTreeSet;
 
+use std::sync::Arc;
+
 use super::replication_map::ReplicationMap;
-use super::ring::{Token, TokenRange};
-use super::topology::NodeId;
+use super::ring::{RingError, Token, TokenRange};
+use super::topology::{Member, NodeId};
 
 /// One range changing hands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,6 +79,47 @@ pub fn pending_replicas(moves: &[RangeMove], token: Token) -> Vec<NodeId> {
         .filter(|m| m.range.contains(token))
         .flat_map(|m| m.gaining.iter().copied())
         .collect()
+}
+
+/// One range a node must receive because a dead replica of it goes away.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Restore {
+    pub range: TokenRange,
+    pub gaining: NodeId,
+    /// The range's other replicas before the change, in replica order (the dead node and the
+    /// gaining one excluded): any of them holds the range.
+    pub sources: Vec<NodeId>,
+}
+
+/// What re-replicates the ranges of `dead` (a member of `before`'s ring): with `replacement`, a
+/// new node taking its tokens gains them (Cassandra 4's replace); without, the ring closes over
+/// the gap and each range's next replicas gain it (removenode).
+pub fn restore_moves(
+    before: &ReplicationMap,
+    dead: NodeId,
+    replacement: Option<(Member, Vec<Token>)>,
+) -> Result<Vec<Restore>, RingError> {
+    let mut ring = before.ring().without_member(dead);
+    if let Some((member, tokens)) = replacement {
+        ring = ring.with_member(member, tokens)?;
+    }
+    let after = ReplicationMap::new(Arc::new(ring), before.strategy().clone(), dead);
+    let mut restores = Vec::new();
+    for movement in range_moves(before, &after) {
+        let old = before.replicas(movement.range.end);
+        for gaining in movement.gaining {
+            restores.push(Restore {
+                range: movement.range,
+                gaining,
+                sources: old
+                    .iter()
+                    .copied()
+                    .filter(|n| *n != dead && *n != gaining)
+                    .collect(),
+            });
+        }
+    }
+    Ok(restores)
 }
 
 #[cfg(test)]
@@ -162,5 +209,52 @@ mod tests {
                 "streamed from the leaving node"
             );
         }
+    }
+
+    fn four() -> Ring {
+        Ring::new((0..4u8).map(|i| (member(i, "dc1", "r1"), vec![i64::from(i) * 100]))).unwrap()
+    }
+
+    #[test]
+    fn removing_a_dead_node_gives_each_of_its_ranges_to_one_new_replica_fed_by_the_survivors() {
+        let before = map(four(), 3);
+        let restores = restore_moves(&before, id(2), None).unwrap();
+        // Node 2 replicated three of the four ranges with RF 3: each gets one new replica.
+        assert_eq!(restores.len(), 3);
+        for r in &restores {
+            assert_ne!(r.gaining, id(2));
+            assert!(!before.replicas(r.range.end).contains(&r.gaining));
+            assert_eq!(
+                r.sources.len(),
+                2,
+                "the two surviving replicas of {:?}",
+                r.range
+            );
+            assert!(!r.sources.contains(&id(2)) && !r.sources.contains(&r.gaining));
+            assert!(r
+                .sources
+                .iter()
+                .all(|s| before.replicas(r.range.end).contains(s)));
+        }
+        // The range node 2 did not replicate, (200, 300], needs nothing.
+        assert!(restores.iter().all(|r| r.range.end != 300));
+    }
+
+    #[test]
+    fn a_replacement_takes_exactly_the_dead_nodes_ranges_from_the_other_replicas() {
+        let before = map(four(), 3);
+        let tokens = before.ring().tokens_of(id(2));
+        let restores =
+            restore_moves(&before, id(2), Some((member(7, "dc1", "r1"), tokens))).unwrap();
+        let gained: Vec<TokenRange> = restores.iter().map(|r| r.range).collect();
+        assert_eq!(gained, before.ranges_of(id(2)));
+        for r in &restores {
+            assert_eq!(r.gaining, id(7));
+            assert_eq!(r.sources.len(), 2);
+            assert!(!r.sources.contains(&id(2)));
+        }
+        // A replacement whose tokens another live node holds is refused.
+        let clash = restore_moves(&before, id(2), Some((member(7, "dc1", "r1"), vec![100])));
+        assert!(clash.is_err());
     }
 }

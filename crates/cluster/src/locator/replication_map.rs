@@ -96,9 +96,12 @@ mod tests {
     fn four_node_ring() -> Arc<Ring> {
         let step = (u64::MAX / 4) as i64;
         Arc::new(
-            Ring::new(
-                (0..4).map(|i| (member(i, "dc1", "r1"), vec![i64::MIN + 1 + step * i as i64])),
-            )
+            Ring::new((0..4).map(|i| {
+                (
+                    member(i, "dc1", "r1"),
+                    vec![(i128::from(i64::MIN) + 1 + i128::from(step) * i128::from(i)) as i64],
+                )
+            }))
             .unwrap(),
         )
     }

@@ -376,6 +376,28 @@ fn storage_service(
                 .and_then(|()| ok()),
             None => Err((400, "this node is not in a ring".into())),
         },
+        ("POST", ["removenode"]) => match (node.cluster(), req.query.get("host_id")) {
+            (Some(c), Some(id)) => c
+                .clone()
+                .remove_node(id, req.query.get("force").is_some_and(|f| f == "true"))
+                .map_err(|e| (400, e))
+                .and_then(|()| ok()),
+            (Some(c), None) if req.query.get("force").is_some_and(|f| f == "true") => c
+                .clone()
+                .remove_node("", true)
+                .map_err(|e| (400, e))
+                .and_then(|()| ok()),
+            (Some(_), None) => Err((400, "needs host_id=UUID or force=true".into())),
+            (None, _) => Err((400, "this node is not in a ring".into())),
+        },
+        ("GET", ["removal_status"]) => Ok((
+            "application/json",
+            json!(node.cluster().map_or_else(
+                || "RemovalStatus: No removals in process.".to_string(),
+                |c| c.removal_status()
+            ))
+            .to_string(),
+        )),
         (method, ["repair"]) => repair(node, method, req),
         ("POST", ["hinted_handoff"]) => match (node.cluster(), req.query.get("enabled")) {
             (Some(c), Some(on)) => {

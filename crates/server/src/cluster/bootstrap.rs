@@ -7,6 +7,9 @@
 //! local.json) streams again on restart; replaying what it already holds is harmless (the
 //! reconcile rules keep the newest of equal data).
 //!
+//! A replacement (replace.rs) streams the same way, the ranges of the dead node it replaces,
+//! from the surviving replicas (`restore_moves`), never from the dead node.
+//!
 //! Streaming here sends partitions: the source reads each gained range unfiltered (tombstones,
 //! timestamps and TTLs kept) in pages of whole partitions (`StreamRequest`), and the joining
 //! node applies them as writes. Whole-SSTable streaming, throttling and `nodetool netstats`
@@ -16,7 +19,7 @@ use super::{wire, ClusterNode, GOSSIP_INTERVAL};
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_cluster::locator::{
-    range_moves, Location, Member, NodeId, ReplicationMap, Token, TokenRange,
+    range_moves, restore_moves, Location, Member, NodeId, ReplicationMap, Token, TokenRange,
 };
 use helenus_cluster::messaging::{Envelope, Verb};
 use helenus_storage as st;
@@ -29,7 +32,9 @@ pub(super) const STREAM_PAGE_PARTITIONS: usize = 128;
 const STREAM_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long gossip is given to tell every peer that this node is joining before the first
 /// range is read: writes coordinated by a peer that knows reach this node, and everything
-/// older is in the sources' data when it is read.
+/// older is in the sources' data when it is read. The node announces itself only once it has
+/// the ring's schema: a pending replica that refused writes for tables it does not know yet
+/// would fail QUORUM writes whenever another replica is down (as during a replacement).
 pub(super) const JOIN_SETTLE: Duration = Duration::from_secs(3);
 /// How long the joining node waits for the ring's schema before giving up.
 const SCHEMA_WAIT: Duration = Duration::from_secs(60);
@@ -64,12 +69,12 @@ pub(super) fn after_last(page: &[st::Mutation]) -> Option<st::PartitionBound> {
     })
 }
 
-/// Streams every range this node gains with `tokens` from the current replicas, then makes
-/// it an owner. Runs once the node is open; on failure the node stays JOINING and says why
-/// (a restart resumes).
-pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>) {
+/// Streams every range this node gains with `tokens` from the current replicas (those of the
+/// dead node it is `replacing`, if it replaces one), then makes it an owner. Runs once the node
+/// is open; on failure the node stays JOINING and says why (a restart resumes).
+pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>, replacing: Option<NodeId>) {
     let started = Instant::now();
-    match stream_all(&cluster, &tokens).await {
+    match stream_all(&cluster, &tokens, replacing).await {
         Ok(totals) => {
             totals.log(
                 started,
@@ -78,20 +83,76 @@ pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>) {
             if let Err(e) = super::mark_bootstrapped(&cluster) {
                 tracing::error!(error = %e, "bootstrap done but local.json not updated");
             }
-            cluster.service.announce_normal(&tokens);
+            match replacing {
+                Some(dead) => super::replace::finish(&cluster, &tokens, dead),
+                None => cluster.service.announce_normal(&tokens),
+            }
             *cluster.mode.lock() = "NORMAL".into();
         }
-        Err(e) => tracing::error!(
-            error = %e,
-            "bootstrap failed: this node stays JOINING and owns nothing; restart it to retry"
-        ),
+        Err(e) => {
+            tracing::error!(
+                error = %e,
+                "bootstrap failed: this node stays JOINING and owns nothing; restart it to retry"
+            );
+            *cluster.mode.lock() = format!("JOINING (bootstrap failed: {e})");
+        }
     }
 }
 
-async fn stream_all(cluster: &Arc<ClusterNode>, tokens: &[Token]) -> Result<StreamTotals, String> {
-    tokio::time::sleep(JOIN_SETTLE.max(2 * GOSSIP_INTERVAL)).await;
+/// The ranges this node gains in `keyspace`'s map `before` (the current ring), each with the
+/// replicas to stream it from, best first.
+fn gained_ranges(
+    cluster: &ClusterNode,
+    before: &ReplicationMap,
+    me: &Member,
+    tokens: &[Token],
+    replacing: Option<NodeId>,
+) -> Result<Vec<(TokenRange, Vec<NodeId>)>, String> {
+    let clash = |e| format!("tokens clash with the ring: {e}");
+    if let Some(dead) = replacing {
+        let restores =
+            restore_moves(before, dead, Some((me.clone(), tokens.to_vec()))).map_err(clash)?;
+        return Ok(restores
+            .into_iter()
+            .filter(|r| r.gaining == me.id)
+            .map(|r| {
+                let live = r
+                    .sources
+                    .into_iter()
+                    .filter(|s| cluster.service.is_alive(*s))
+                    .collect();
+                (r.range, live)
+            })
+            .collect());
+    }
+    let after_ring = before
+        .ring()
+        .with_member(me.clone(), tokens.to_vec())
+        .map_err(clash)?;
+    let after = ReplicationMap::new(
+        Arc::new(after_ring),
+        before.strategy().clone(),
+        cluster.local(),
+    );
+    Ok(range_moves(before, &after)
+        .into_iter()
+        .filter(|m| m.gaining.contains(&me.id))
+        .map(|m| (m.range, stream_sources(cluster, before, &m, me.id)))
+        .collect())
+}
+
+async fn stream_all(
+    cluster: &Arc<ClusterNode>,
+    tokens: &[Token],
+    replacing: Option<NodeId>,
+) -> Result<StreamTotals, String> {
     let node = cluster.node().ok_or("shutting down")?;
     wait_for_schema(cluster, &node).await?;
+    match replacing {
+        Some(dead) => cluster.service.announce_replacing(tokens, dead),
+        None => cluster.service.announce_joining(tokens),
+    }
+    tokio::time::sleep(JOIN_SETTLE.max(2 * GOSSIP_INTERVAL)).await;
     let me = Member {
         id: cluster.local(),
         address: node.config.listen_address,
@@ -102,30 +163,11 @@ async fn stream_all(cluster: &Arc<ClusterNode>, tokens: &[Token]) -> Result<Stre
     // System keyspaces are each node's own (or computed); user keyspaces hold the ring's data.
     for keyspace in schema.user_keyspaces() {
         let before = cluster.map_for(keyspace);
-        let after_ring = before
-            .ring()
-            .with_member(me.clone(), tokens.to_vec())
-            .map_err(|e| format!("tokens clash with the ring: {e}"))?;
-        let after = ReplicationMap::new(
-            Arc::new(after_ring),
-            before.strategy().clone(),
-            cluster.local(),
-        );
-        for movement in range_moves(&before, &after) {
-            if !movement.gaining.contains(&me.id) {
-                continue;
-            }
-            let sources = stream_sources(cluster, &before, &movement, me.id);
+        for (range, sources) in gained_ranges(cluster, &before, &me, tokens, replacing)? {
             for table in keyspace.tables.values() {
-                let got = stream_range(
-                    cluster,
-                    &node,
-                    *table.id.as_bytes(),
-                    movement.range,
-                    &sources,
-                )
-                .await
-                .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
+                let got = stream_range(cluster, &node, *table.id.as_bytes(), range, &sources)
+                    .await
+                    .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
                 totals.partitions += got.partitions;
                 totals.bytes += got.bytes;
             }
@@ -142,12 +184,17 @@ async fn wait_for_schema(cluster: &ClusterNode, node: &NodeState) -> Result<(), 
     loop {
         super::schema::pull_if_behind(cluster).await;
         let mine = node.schema().version.to_string();
-        let agreed = cluster
+        let owners: Vec<_> = cluster
             .service
             .peers()
-            .iter()
+            .into_iter()
             .filter(|p| p.alive && p.status == helenus_cluster::gossip::status::NORMAL)
-            .all(|p| p.schema_version.as_deref() == Some(mine.as_str()));
+            .collect();
+        // Nobody up yet is no agreement.
+        let agreed = !owners.is_empty()
+            && owners
+                .iter()
+                .all(|p| p.schema_version.as_deref() == Some(mine.as_str()));
         if agreed {
             return Ok(());
         }

@@ -17,11 +17,12 @@ pub fn owned_ranges(
     cluster: &ClusterNode,
     keyspace: &KeyspaceMeta,
 ) -> Result<Option<crate::topology::OwnedRanges>, String> {
-    let moving = cluster
-        .service
-        .peers()
-        .iter()
-        .any(|p| p.status == status::JOINING || p.status == status::LEAVING);
+    let moving = cluster.service.peers().iter().any(|p| {
+        matches!(
+            p.status.as_str(),
+            status::JOINING | status::LEAVING | status::REPLACING | status::REMOVING
+        )
+    });
     if moving || *cluster.mode.lock() != "NORMAL" {
         return Err(
             "Node is involved in cluster membership changes. Not safe to run cleanup.".into(),

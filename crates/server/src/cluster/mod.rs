@@ -14,9 +14,12 @@ mod bootstrap;
 mod cleanup;
 mod counters;
 mod decommission;
+mod events;
 mod paxos;
 mod peers;
+mod removenode;
 mod repair;
+mod replace;
 mod replica;
 mod replicated;
 mod schema;
@@ -24,16 +27,15 @@ mod wire;
 
 use crate::config::NodeConfig;
 use crate::local_node::LocalIdentity;
-use crate::node::{NodeEvent, NodeState};
+use crate::node::NodeState;
 use crate::StartError;
-use helenus_cluster::gossip::{AppKey, FailureDetectorConfig, GossipConfig, GossipEvent};
+use helenus_cluster::gossip::{FailureDetectorConfig, GossipConfig};
 use helenus_cluster::locator::{
     allocate_tokens, Location, Member, NodeId, ReplicationMap, ReplicationStrategy, Ring,
 };
 use helenus_cluster::messaging::{Envelope, Messenger, Verb};
 use helenus_cluster::service::{ClusterService, PeerInfo, ServiceSettings};
 use helenus_coordinator::hints::HintStore;
-use helenus_protocol as proto;
 use helenus_schema::KeyspaceMeta;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -57,6 +59,8 @@ pub struct Membership {
     inbox: mpsc::Receiver<Envelope>,
     /// The tokens this node is joining with, when it must first stream their ranges.
     bootstrap: Option<Vec<i64>>,
+    /// The dead node whose tokens those are, when this node replaces it.
+    replacing: Option<NodeId>,
 }
 
 /// Starts gossip and settles this node's tokens (see the module docs).
@@ -74,12 +78,12 @@ pub async fn join_ring(
     let host_id = existing
         .as_ref()
         .map_or_else(uuid::Uuid::new_v4, |i| i.host_id);
-    // A bootstrap that stopped half way resumes: the node announces its tokens as JOINING
-    // again, never as an owner of data it may not have received.
+    // A bootstrap or replacement that stopped half way resumes: the node announces its tokens
+    // as JOINING (or replacing) again, never as an owner of data it may not have received.
     let resumed = existing
         .as_ref()
         .filter(|i| !i.bootstrapped)
-        .map(|i| i.tokens.clone());
+        .map(|i| (i.tokens.clone(), i.replacing.map(NodeId)));
     let tokens = existing
         .filter(|i| i.bootstrapped)
         .map(|i| i.tokens)
@@ -119,27 +123,68 @@ pub async fn join_ring(
                 addr: listen.to_string(),
                 message: e.to_string(),
             })?;
-    let bootstrap = match resumed {
-        Some(tokens) => {
-            tracing::info!("resuming an unfinished bootstrap");
-            service.announce_joining(&tokens);
-            Some(tokens)
+    let settled = settle_tokens(&service, config, resumed, &tokens, host_id, location).await;
+    let (bootstrap, replacing) = match settled {
+        Ok(s) => s,
+        Err(e) => {
+            // Gone at once for the peers, rather than a ghost they convict later.
+            service.shutdown().await;
+            return Err(e);
         }
-        None if tokens.is_empty() => {
-            choose_tokens(&service, config, host_id, location, &system_dir).await?
-        }
-        None => None,
     };
     Ok(Membership {
         service,
         inbox,
         bootstrap,
+        replacing,
+    })
+}
+
+/// This node's tokens, and whether it must stream first (replacing a dead node or not): those
+/// of a join or replacement that stopped half way, or, on a first start, tokens chosen for the
+/// ring or taken over from the dead node it replaces.
+async fn settle_tokens(
+    service: &ClusterService,
+    config: &NodeConfig,
+    resumed: Option<(Vec<i64>, Option<NodeId>)>,
+    tokens: &[i64],
+    host_id: uuid::Uuid,
+    location: Location,
+) -> Result<(Option<Vec<i64>>, Option<NodeId>), StartError> {
+    let system_dir = config.primary_data_dir().join("system");
+    Ok(match resumed {
+        Some((tokens, Some(replaced))) => {
+            tracing::info!(%replaced, "resuming an unfinished replacement");
+            (Some(tokens), Some(replaced))
+        }
+        Some((tokens, None)) => {
+            tracing::info!("resuming an unfinished bootstrap");
+            (Some(tokens), None)
+        }
+        None if tokens.is_empty() => match config.replace_address_first_boot {
+            Some(address) => {
+                let ring = discover_ring(service, config).await;
+                let (tokens, replaced) =
+                    replace::prepare(service, config, host_id, &ring, address, &system_dir).await?;
+                (Some(tokens), Some(replaced))
+            }
+            None => (
+                choose_tokens(service, config, host_id, location, &system_dir).await?,
+                None,
+            ),
+        },
+        None => {
+            if config.replace_address_first_boot.is_some() {
+                tracing::warn!("replace_address_first_boot ignored: this node has already joined");
+            }
+            (None, None)
+        }
     })
 }
 
 /// A first start: learns the ring from the seeds, takes tokens balanced for it and keeps them.
-/// A node joining a ring that holds data (not a seed, `auto_bootstrap`) announces them as
-/// JOINING and returns them for `bootstrap::run`; any other becomes an owner at once.
+/// A node joining a ring that holds data (not a seed, `auto_bootstrap`) returns them for
+/// `bootstrap::run`, which announces them as JOINING; any other becomes an owner at once.
 async fn choose_tokens(
     service: &ClusterService,
     config: &NodeConfig,
@@ -168,13 +213,14 @@ async fn choose_tokens(
         cluster_name: config.cluster_name.clone(),
         bootstrapped: !must_stream,
         decommissioned: false,
+        replacing: None,
     };
     identity.save(system_dir).map_err(|e| StartError::Dir {
         path: system_dir.display().to_string(),
         message: e.to_string(),
     })?;
     if must_stream {
-        service.announce_joining(&tokens);
+        // Announced by `bootstrap::run` once the node has the ring's schema.
         Ok(Some(tokens))
     } else {
         service.announce_normal(&tokens);
@@ -184,7 +230,10 @@ async fn choose_tokens(
 
 /// Records in local.json that this node holds its ranges: a restart no longer streams.
 fn mark_bootstrapped(cluster: &ClusterNode) -> std::io::Result<()> {
-    update_identity(cluster, |identity| identity.bootstrapped = true)
+    update_identity(cluster, |identity| {
+        identity.bootstrapped = true;
+        identity.replacing = None;
+    })
 }
 
 /// Records in local.json that this node left the ring: it refuses to start again.
@@ -261,6 +310,8 @@ pub struct ClusterNode {
     mode: Mutex<String>,
     /// Repairs started here (`nodetool repair`), by number: running, or how they ended.
     repairs: Mutex<BTreeMap<u64, serde_json::Value>>,
+    /// The `nodetool removenode` this node coordinates, if any (removenode.rs).
+    removal: Mutex<removenode::Removal>,
     /// Whether hints are stored (`hinted_handoff_enabled`, `nodetool disablehandoff`).
     hinted_handoff: std::sync::atomic::AtomicBool,
     /// The digest of the roles this node last pushed to its peers (auth_sync.rs).
@@ -286,6 +337,7 @@ pub fn attach(
         service,
         inbox,
         bootstrap,
+        replacing,
     } = membership;
     let hints_dir = node.config.hints_directory.clone();
     let hints =
@@ -336,6 +388,7 @@ pub fn attach(
             .into(),
         ),
         repairs: Mutex::new(BTreeMap::new()),
+        removal: Mutex::new(removenode::Removal::default()),
         hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
         auth_pushed: Mutex::new(node.auth.digest()),
         schema_lease: Mutex::new(schema::LeaseState::default()),
@@ -360,10 +413,10 @@ pub fn attach(
     let proxy = Arc::new(replicated::ReplicatedProxy::new(cluster.clone()));
     node.join_ring(proxy, cluster.clone());
     tokio::spawn(replica::serve(cluster.clone(), inbox));
-    tokio::spawn(forward_events(cluster.clone()));
+    tokio::spawn(events::forward_events(cluster.clone()));
     tokio::spawn(housekeeping(cluster.clone()));
     if let Some(tokens) = bootstrap {
-        tokio::spawn(bootstrap::run(cluster.clone(), tokens));
+        tokio::spawn(bootstrap::run(cluster.clone(), tokens, replacing));
     }
     Ok(cluster)
 }
@@ -523,11 +576,12 @@ impl ClusterNode {
             .map_or_else(|| node.to_string(), |a| format!("/{a}"))
     }
 
+    /// Whether `node` is gone from the ring: decommissioned, removed or replaced.
     fn has_left(&self, node: NodeId) -> bool {
         self.service
             .peers()
             .iter()
-            .any(|p| p.host_id == node && p.status == helenus_cluster::gossip::status::LEFT)
+            .any(|p| p.host_id == node && helenus_cluster::gossip::status::is_gone(&p.status))
     }
 
     fn native_address(&self, node: NodeId) -> Option<SocketAddr> {
@@ -557,81 +611,6 @@ fn strategy_of(keyspace: &KeyspaceMeta) -> ReplicationStrategy {
     }
 }
 
-/// Gossip's view of peers becomes drivers' TOPOLOGY_CHANGE and STATUS_CHANGE events; a replica
-/// coming back gets its hints.
-async fn forward_events(cluster: Arc<ClusterNode>) {
-    let mut events = cluster.service.subscribe();
-    loop {
-        let event = match events.recv().await {
-            Ok(e) => e,
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(_) => return,
-        };
-        let Some(node) = cluster.node() else { return };
-        let (peer, pushed) = match event {
-            // A node is new to drivers once it owns tokens (NORMAL), which is when
-            // system.peers lists it; first contact may be while it is still choosing them.
-            GossipEvent::Joined(p) | GossipEvent::Changed(p, AppKey::Status)
-                if cluster.is_normal(p) =>
-            {
-                (p, Some(topology(proto::TopologyChangeType::NewNode)))
-            }
-            GossipEvent::Changed(p, AppKey::Status) if cluster.has_left(p) => {
-                (p, Some(topology(proto::TopologyChangeType::RemovedNode)))
-            }
-            GossipEvent::Joined(_) => continue,
-            GossipEvent::Up(p) | GossipEvent::Restarted(p) => {
-                cluster.down_since.lock().remove(&p);
-                tokio::spawn(replica::deliver_hints_to(cluster.clone(), p));
-                (p, Some(status(proto::StatusChangeType::Up)))
-            }
-            GossipEvent::Down(p) => {
-                cluster
-                    .down_since
-                    .lock()
-                    .insert(p, tokio::time::Instant::now());
-                (p, Some(status(proto::StatusChangeType::Down)))
-            }
-            GossipEvent::Changed(_, _) => continue,
-        };
-        if let (Some(make), Some(address)) = (pushed, cluster.native_address(peer)) {
-            let _ = node.events.send(NodeEvent(make(address)));
-        }
-    }
-}
-
-type MakeEvent = fn(SocketAddr) -> proto::Event;
-
-fn topology(change: proto::TopologyChangeType) -> MakeEvent {
-    match change {
-        proto::TopologyChangeType::NewNode => |address| proto::Event::TopologyChange {
-            change: proto::TopologyChangeType::NewNode,
-            address,
-        },
-        proto::TopologyChangeType::RemovedNode => |address| proto::Event::TopologyChange {
-            change: proto::TopologyChangeType::RemovedNode,
-            address,
-        },
-        proto::TopologyChangeType::MovedNode => |address| proto::Event::TopologyChange {
-            change: proto::TopologyChangeType::MovedNode,
-            address,
-        },
-    }
-}
-
-fn status(change: proto::StatusChangeType) -> MakeEvent {
-    match change {
-        proto::StatusChangeType::Up => |address| proto::Event::StatusChange {
-            change: proto::StatusChangeType::Up,
-            address,
-        },
-        proto::StatusChangeType::Down => |address| proto::Event::StatusChange {
-            change: proto::StatusChangeType::Down,
-            address,
-        },
-    }
-}
-
 /// Periodic work: hints to replicas that are up (a delivery that stopped half way resumes),
 /// the load gossip carries, and schema pulls from peers that disagree.
 async fn housekeeping(cluster: Arc<ClusterNode>) {
@@ -639,6 +618,14 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
     loop {
         every.tick().await;
         let Some(node) = cluster.node() else { return };
+        if cluster.service.removed_by_peers() {
+            tracing::error!("This node was removed from the ring (nodetool removenode, or replaced) while it was down: it stops, and will not start again with this data directory");
+            if let Err(e) = mark_decommissioned(&cluster) {
+                tracing::error!(error = %e, "local.json not marked");
+            }
+            node.request_stop();
+            return;
+        }
         if let Ok(targets) = cluster.hints.targets() {
             for target in targets {
                 if cluster.service.is_alive(target) {
@@ -708,6 +695,14 @@ impl crate::topology::ClusterView for ClusterNode {
 
     fn decommission(self: Arc<Self>) -> Result<(), String> {
         decommission::start(&self)
+    }
+
+    fn remove_node(self: Arc<Self>, host_id: &str, force: bool) -> Result<(), String> {
+        removenode::start(&self, host_id, force)
+    }
+
+    fn removal_status(&self) -> String {
+        removenode::status(self)
     }
 
     fn start_repair(self: Arc<Self>, options: crate::topology::RepairOptions) -> u64 {

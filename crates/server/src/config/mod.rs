@@ -81,6 +81,9 @@ pub struct NodeConfig {
     /// Whether a new node that is not a seed streams the ranges it gains before owning them
     /// (Cassandra: `auto_bootstrap`, true).
     pub auto_bootstrap: bool,
+    /// `replace_address_first_boot` (or `--replace-address`): on its first start this node
+    /// takes over the tokens of the dead node at this address and streams its ranges.
+    pub replace_address_first_boot: Option<IpAddr>,
     /// Helenus's own: whether the admin API may cut this node off from peers
     /// (`/helenus/fault/partition`), for partition tests with real processes. Off by default.
     pub fault_injection_enabled: bool,
@@ -173,6 +176,7 @@ impl Default for NodeConfig {
             hinted_handoff_enabled: true,
             fault_injection_enabled: false,
             auto_bootstrap: true,
+            replace_address_first_boot: None,
             max_hint_window_ms: 3 * 3600 * 1000,
             allocate_tokens_for_local_replication_factor: 3,
             api_address: None,

@@ -223,6 +223,9 @@ pub(super) fn set_cluster(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigEr
         "hinted_handoff_enabled" => c.hinted_handoff_enabled = v.boolean()?,
         "fault_injection_enabled" => c.fault_injection_enabled = v.boolean()?,
         "auto_bootstrap" => c.auto_bootstrap = v.boolean()?,
+        "replace_address_first_boot" | "replace_address" => {
+            c.replace_address_first_boot = Some(v.ip()?)
+        }
         "max_hint_window" => c.max_hint_window_ms = v.duration_ms()?,
         "max_hint_window_in_ms" => c.max_hint_window_ms = v.int()?,
         "allocate_tokens_for_local_replication_factor" => {

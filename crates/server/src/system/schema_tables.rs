@@ -59,8 +59,13 @@ pub fn peers(state: &NodeState, t: &TableMeta) -> Rows {
         .peers()
         .into_iter()
         // Owners only, as Cassandra lists token-metadata members: not a node still joining
-        // (BOOT, its ranges not yet received) nor one that has left.
-        .filter(|p| !p.tokens.is_empty() && !matches!(p.status.as_str(), "BOOT" | "LEFT"))
+        // (BOOT, BOOT_REPLACE: its ranges not yet received) nor one that has left or was
+        // removed or replaced.
+        .filter(|p| {
+            !p.tokens.is_empty()
+                && !matches!(p.status.as_str(), "BOOT" | "BOOT_REPLACE")
+                && !helenus_cluster::gossip::status::is_gone(&p.status)
+        })
         .filter_map(|p| {
             let address = p.address?;
             let native = p.native.unwrap_or(address);
