@@ -111,6 +111,7 @@ mod commitlog;
 mod compaction;
 mod engine;
 mod error;
+mod index;
 mod memtable;
 mod partition;
 mod path_name;
@@ -126,6 +127,9 @@ mod types;
 pub use engine::Engine;
 pub use engine::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use error::StorageError;
+pub use index::{
+    entry_clustering, entry_target, index_table_def, token_component, value_partition, IndexDef,
+};
 pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
 pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

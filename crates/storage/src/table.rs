@@ -79,6 +79,8 @@ pub(crate) struct Table {
     pub futile_tombstone_gens: Mutex<HashSet<u64>>,
     pub counters: TableCounters,
     pub dropped: AtomicBool,
+    /// The secondary indexes whose entries every write to this table adds (index.rs).
+    pub indexes: RwLock<Arc<[crate::index::IndexDef]>>,
 }
 
 impl Table {
