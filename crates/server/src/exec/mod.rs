@@ -33,6 +33,9 @@ pub mod describe;
 mod error;
 mod floor;
 mod functions;
+pub mod index_storage;
+#[cfg(test)]
+mod index_tests;
 mod json;
 mod key_values;
 mod lwt;
