@@ -81,6 +81,9 @@ pub(crate) struct Table {
     pub dropped: AtomicBool,
     /// The secondary indexes whose entries every write to this table adds (index.rs).
     pub indexes: RwLock<Arc<[crate::index::IndexDef]>>,
+    /// For an index's table: whether its build completed (the marker file, read once here so
+    /// a query need not look at the disk).
+    pub index_built: AtomicBool,
 }
 
 impl Table {

@@ -33,10 +33,7 @@ pub fn index_table_id(t: &TableMeta, name: &str) -> st::TableId {
 
 /// The column (index into `t.columns`) an index table serves `=` on, if `i` is kept in one.
 pub fn indexed_column(t: &TableMeta, i: &IndexMeta) -> Option<usize> {
-    let plain = i
-        .options
-        .keys()
-        .all(|k| k == "target" || k == "class_name");
+    let plain = i.options.keys().all(|k| k == "target" || k == "class_name");
     if !plain {
         return None;
     }

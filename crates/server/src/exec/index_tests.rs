@@ -88,7 +88,11 @@ async fn pages(node: &NodeState, cql: &str, page_size: i32) -> Vec<Vec<String>> 
 #[test]
 fn an_indexed_equality_reads_only_the_rows_its_entries_name() {
     with_node(|node, _| async move {
-        query(&node, "CREATE TABLE k.big (k int PRIMARY KEY, v int, v2 int)").await;
+        query(
+            &node,
+            "CREATE TABLE k.big (k int PRIMARY KEY, v int, v2 int)",
+        )
+        .await;
         let all: Vec<String> = (0..200_000)
             .map(|i| format!("{i}, {}, {}", i % 20_000, i % 20_000))
             .collect();
@@ -150,8 +154,17 @@ fn paging_through_index_matches_returns_each_row_once_in_scan_order() {
             .unwrap();
         check(pages(&node, "SELECT k, c FROM k.wide WHERE v = 1", 100).await);
         // Restricted clustering and LIMIT go on across pages too.
-        let got = pages(&node, "SELECT k, c FROM k.wide WHERE v = 1 AND c = 3 LIMIT 120 ALLOW FILTERING", 50).await;
-        let want = rows(&node, "SELECT k, c FROM k.wide WHERE v2 = 1 AND c = 3 LIMIT 120 ALLOW FILTERING").await;
+        let got = pages(
+            &node,
+            "SELECT k, c FROM k.wide WHERE v = 1 AND c = 3 LIMIT 120 ALLOW FILTERING",
+            50,
+        )
+        .await;
+        let want = rows(
+            &node,
+            "SELECT k, c FROM k.wide WHERE v2 = 1 AND c = 3 LIMIT 120 ALLOW FILTERING",
+        )
+        .await;
         assert_eq!(got.concat(), want);
         assert_eq!(want.len(), 120);
     });
@@ -160,18 +173,30 @@ fn paging_through_index_matches_returns_each_row_once_in_scan_order() {
 #[test]
 fn rows_moved_deleted_or_expired_are_not_returned() {
     with_node(|node, clock| async move {
-        query(&node, "CREATE TABLE k.t (k int, c int, v int, PRIMARY KEY (k, c))").await;
+        query(
+            &node,
+            "CREATE TABLE k.t (k int, c int, v int, PRIMARY KEY (k, c))",
+        )
+        .await;
         query(&node, "CREATE INDEX t_v_idx ON k.t (v)").await;
         wait_built(&node, "t", "t_v_idx").await;
         for k in 0..8 {
-            query(&node, &format!("INSERT INTO k.t (k, c, v) VALUES ({k}, 0, 5)")).await;
+            query(
+                &node,
+                &format!("INSERT INTO k.t (k, c, v) VALUES ({k}, 0, 5)"),
+            )
+            .await;
         }
         query(&node, "UPDATE k.t SET v = 6 WHERE k = 1 AND c = 0").await;
         query(&node, "DELETE FROM k.t WHERE k = 2 AND c = 0").await;
         query(&node, "DELETE FROM k.t WHERE k = 3").await;
         query(&node, "DELETE v FROM k.t WHERE k = 4 AND c = 0").await;
         query(&node, "UPDATE k.t SET v = null WHERE k = 5 AND c = 0").await;
-        query(&node, "UPDATE k.t USING TTL 10 SET v = 5 WHERE k = 6 AND c = 0").await;
+        query(
+            &node,
+            "UPDATE k.t USING TTL 10 SET v = 5 WHERE k = 6 AND c = 0",
+        )
+        .await;
         // Moved away and back: one entry, one row.
         query(&node, "UPDATE k.t SET v = 6 WHERE k = 7 AND c = 0").await;
         query(&node, "UPDATE k.t SET v = 5 WHERE k = 7 AND c = 0").await;
@@ -183,9 +208,14 @@ fn rows_moved_deleted_or_expired_are_not_returned() {
         let mut got = rows(&node, "SELECT k, v FROM k.t WHERE v = 5").await;
         got.sort();
         assert_eq!(got, ["0 5", "7 5"]);
-        assert_eq!(rows(&node, "SELECT k, v FROM k.t WHERE v = 6").await, ["1 6"]);
+        assert_eq!(
+            rows(&node, "SELECT k, v FROM k.t WHERE v = 6").await,
+            ["1 6"]
+        );
         query(&node, "TRUNCATE k.t").await;
-        assert!(rows(&node, "SELECT k FROM k.t WHERE v = 5").await.is_empty());
+        assert!(rows(&node, "SELECT k FROM k.t WHERE v = 5")
+            .await
+            .is_empty());
     });
 }
 
@@ -223,7 +253,12 @@ fn the_index_answers_after_a_restart_from_its_persisted_table() {
         assert_eq!(got, want);
         assert!(rows_merged(&node, "r") - before <= 42);
         query(&node, "DROP INDEX k.r_v_idx").await;
-        assert!(node.engine.table_stats(index_id(&node, "r", "r_v_idx")).sstable_count == 0);
+        assert!(
+            node.engine
+                .table_stats(index_id(&node, "r", "r_v_idx"))
+                .sstable_count
+                == 0
+        );
     });
     node.engine.shutdown().unwrap();
     let _ = std::fs::remove_dir_all(dir);

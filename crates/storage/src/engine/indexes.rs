@@ -7,6 +7,7 @@ use crate::index::{self, IndexDef, BUILD_BATCH_PARTITIONS, BUILT_MARKER};
 use crate::partition::{self, Partition};
 use crate::table::Table;
 use crate::types::*;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Engine {
@@ -23,7 +24,7 @@ impl Engine {
     /// data written before the index existed); survives restarts.
     pub fn index_built(&self, index_table: TableId) -> bool {
         self.table(index_table)
-            .is_ok_and(|t| t.dir.join(BUILT_MARKER).exists())
+            .is_ok_and(|t| t.index_built.load(Ordering::Relaxed))
     }
 
     /// Adds the entries of every row of `base` to index `def` (registered with `set_indexes`
@@ -72,6 +73,7 @@ impl Engine {
         let t = self.table(def.index_table)?;
         let marker = t.dir.join(BUILT_MARKER);
         std::fs::write(&marker, b"").map_err(|e| StorageError::io(&marker, e))?;
+        t.index_built.store(true, Ordering::Relaxed);
         Ok(written)
     }
 

@@ -115,6 +115,7 @@ impl Engine {
             return self.alter_table(def);
         }
         let dir = self.table_dir(&def)?;
+        let built = dir.join(crate::index::BUILT_MARKER).exists();
         std::fs::create_dir_all(&dir).map_err(|e| StorageError::io(&dir, e))?;
         let layout = Arc::new(TableLayout::new(&def));
         let gens = sstable::list_generations(&dir)?;
@@ -136,6 +137,7 @@ impl Engine {
             counters: TableCounters::default(),
             dropped: AtomicBool::new(false),
             indexes: RwLock::new(Arc::from(Vec::new())),
+            index_built: AtomicBool::new(built),
         });
         self.tables.write().insert(def.id, table);
         Ok(())

@@ -74,8 +74,7 @@ pub(super) fn choose(
         return Ok(Some(IndexCursor {
             index_table,
             value,
-            after: resume
-                .map(|r| st::entry_clustering(r.token, &r.partition_key, &r.clustering)),
+            after: resume.map(|r| st::entry_clustering(r.token, &r.partition_key, &r.clustering)),
             batch: FIRST_BATCH_ENTRIES,
             done: false,
         }));
@@ -118,9 +117,6 @@ impl IndexCursor {
         if let Some(last) = entries.last() {
             self.after = Some(last.clone());
         }
-        Ok(entries
-            .iter()
-            .filter_map(|e| st::entry_target(e))
-            .collect())
+        Ok(entries.iter().filter_map(|e| st::entry_target(e)).collect())
     }
 }
