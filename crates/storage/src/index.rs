@@ -25,9 +25,10 @@
 //! one that scans and filters, and a paging state (token, key, clustering of the last row)
 //! is a position inside the index partition.
 //!
-//! Entries are only ever added: an update that moves a row to another value, a deletion or
-//! an expiry leaves the old entry behind, and the reader checks each base row against the
-//! restriction (Cassandra's legacy index does the same and then deletes the stale entry).
+//! Writes only add entries: an update that moves a row to another value, a deletion or an
+//! expiry leaves the old entry behind, and the reader checks each base row against the
+//! restriction, then deletes the stale entry (`stale_entry_deletion`), as Cassandra's legacy
+//! index does.
 //! Indexed: regular, single-cell columns (including frozen collections as a whole); other
 //! targets (collection elements, static, key columns) are served by scanning.
 
@@ -111,6 +112,34 @@ pub fn value_partition(value: &Bytes) -> PartitionRange {
     PartitionRange::Single {
         key: value.clone(),
         token: helenus_types::murmur3_token(value),
+    }
+}
+
+/// Deletes the entry `entry` of `value`, found stale (its base row gone or changed), as of its
+/// own write: an entry written again since, by a write that set the value back, stays.
+pub fn stale_entry_deletion(
+    index_table: TableId,
+    value: &Bytes,
+    entry: Vec<Bytes>,
+    written_at_us: i64,
+    now_s: i64,
+) -> Mutation {
+    Mutation {
+        table: index_table,
+        key: value.clone(),
+        token: helenus_types::murmur3_token(value),
+        partition_deletion: None,
+        range_tombstones: Vec::new(),
+        static_row: None,
+        rows: vec![RowUpdate {
+            clustering: entry,
+            liveness: None,
+            deletion: Some(DeletionTime {
+                marked_for_delete_at_us: written_at_us,
+                local_deletion_time_s: now_s,
+            }),
+            cells: Vec::new(),
+        }],
     }
 }
 

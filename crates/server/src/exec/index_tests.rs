@@ -18,7 +18,7 @@ fn table_id(node: &NodeState, table: &str) -> helenus_storage::TableId {
 
 fn index_id(node: &NodeState, table: &str, index: &str) -> helenus_storage::TableId {
     let schema = node.schema();
-    crate::exec::index_storage::index_table_id(&schema.keyspaces["k"].tables[table], index)
+    crate::index_storage::index_table_id(&schema.keyspaces["k"].tables[table], index)
 }
 
 /// Waits (bounded) until the build of `index` on `table` completes.
@@ -31,6 +31,23 @@ async fn wait_built(node: &NodeState, table: &str, index: &str) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("index {index} not built after 30 s");
+}
+
+/// Live entries of int `value` in index `index` of `table`.
+fn entries(node: &NodeState, table: &str, index: &str, value: i32) -> usize {
+    let value = bytes::Bytes::copy_from_slice(&value.to_be_bytes());
+    let q = helenus_storage::ReadQuery {
+        partitions: helenus_storage::value_partition(&value),
+        slices: Vec::new(),
+        reversed: false,
+        row_limit: None,
+        per_partition_limit: None,
+        partition_limit: None,
+        now_s: MANUAL_NOW_US / 1_000_000,
+        resume_after: None,
+    };
+    let r = node.engine.read(index_id(node, table, index), &q).unwrap();
+    r.partitions.iter().map(|p| p.rows.len()).sum()
 }
 
 /// Rows the reads of `table` merged so far (live or not): what they cost.
@@ -102,6 +119,12 @@ fn an_indexed_equality_reads_only_the_rows_its_entries_name() {
         insert_all(&node, "big", "k, v, v2", &all[100_000..]).await;
         query(&node, "CREATE INDEX big_v_idx ON k.big (v)").await;
         wait_built(&node, "big", "big_v_idx").await;
+        let listed = rows(
+            &node,
+            "SELECT index_name FROM system.\"IndexInfo\" WHERE table_name = 'k'",
+        )
+        .await;
+        assert_eq!(listed, ["'big_v_idx'"]);
         let before = rows_merged(&node, "big");
         let t0 = std::time::Instant::now();
         let got = rows(&node, "SELECT k FROM k.big WHERE v = 777").await;
@@ -200,9 +223,12 @@ fn rows_moved_deleted_or_expired_are_not_returned() {
         // Moved away and back: one entry, one row.
         query(&node, "UPDATE k.t SET v = 6 WHERE k = 7 AND c = 0").await;
         query(&node, "UPDATE k.t SET v = 5 WHERE k = 7 AND c = 0").await;
+        assert_eq!(entries(&node, "t", "t_v_idx", 5), 8);
         let mut got = rows(&node, "SELECT k, v FROM k.t WHERE v = 5").await;
         got.sort();
         assert_eq!(got, ["0 5", "6 5", "7 5"]);
+        // The stale entries the query met are deleted: the next query does not read them.
+        assert_eq!(entries(&node, "t", "t_v_idx", 5), 3);
         clock.advance(Duration::from_secs(11));
         node.engine.flush(None).unwrap();
         let mut got = rows(&node, "SELECT k, v FROM k.t WHERE v = 5").await;

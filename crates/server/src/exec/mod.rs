@@ -33,7 +33,6 @@ pub mod describe;
 mod error;
 mod floor;
 mod functions;
-pub mod index_storage;
 #[cfg(test)]
 mod index_tests;
 mod json;

@@ -166,7 +166,7 @@ pub fn open_engine(
             let def = table_def(t);
             engine.create_table(def.clone())?;
             // Before the replay, which restores index entries with their base rows.
-            let defs = super::index_storage::register(&engine, t, &def)?;
+            let defs = crate::index_storage::register(&engine, t, &def)?;
             unbuilt.push((def.id, defs));
         }
     }
@@ -174,7 +174,7 @@ pub fn open_engine(
     tracing::info!("commitlog replay: {stats:?}");
     // After it: a build must see the rows only the commitlog held.
     for (base, defs) in unbuilt {
-        super::index_storage::start_builds(&engine, base, defs);
+        crate::index_storage::start_builds(&engine, base, defs);
     }
     Ok(engine)
 }

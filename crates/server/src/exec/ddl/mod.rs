@@ -330,7 +330,7 @@ fn sync_indexes(
     t: &helenus_schema::TableMeta,
     def: &helenus_storage::TableDef,
 ) -> ExecResult<()> {
-    use crate::exec::index_storage as ix;
+    use crate::index_storage as ix;
     let unbuilt = ix::register(&node.engine, t, def)?;
     if let Some(o) = old {
         ix::drop_removed(&node.engine, o, t)?;

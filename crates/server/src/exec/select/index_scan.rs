@@ -19,8 +19,9 @@ use bytes::Bytes;
 use helenus_cql::ast::{Operator, RelationValue};
 use helenus_storage as st;
 
-/// Entries read first; each further read of the same page doubles, up to the maximum, so a
-/// small page reads few stale entries and a long scan few times.
+/// Entries read first when the page size is not known; each further read of the same page
+/// doubles, up to the maximum, so a small page reads few stale entries and a long scan reads
+/// few times.
 const FIRST_BATCH_ENTRIES: usize = 128;
 const MAX_BATCH_ENTRIES: usize = 4096;
 
@@ -28,6 +29,8 @@ const MAX_BATCH_ENTRIES: usize = 4096;
 /// entry read.
 pub(super) struct IndexCursor {
     index_table: st::TableId,
+    /// The indexed column (in the table's columns) and the value it is restricted to.
+    column: usize,
     value: Bytes,
     after: Option<Vec<Bytes>>,
     batch: usize,
@@ -56,8 +59,7 @@ pub(super) fn choose(
         let (Operator::Eq, RelationValue::Single(term)) = (f.op, &f.value) else {
             continue;
         };
-        let Some(index_table) =
-            crate::exec::index_storage::built_index_table(&node.engine, t, f.column)
+        let Some(index_table) = crate::index_storage::built_index_table(&node.engine, t, f.column)
         else {
             continue;
         };
@@ -73,6 +75,7 @@ pub(super) fn choose(
         }
         return Ok(Some(IndexCursor {
             index_table,
+            column: f.column,
             value,
             after: resume.map(|r| st::entry_clustering(r.token, &r.partition_key, &r.clustering)),
             batch: FIRST_BATCH_ENTRIES,
@@ -82,17 +85,27 @@ pub(super) fn choose(
     Ok(None)
 }
 
+/// One entry read: the base row it names, and when it was written.
+pub(super) struct Entry {
+    pub(super) token: i64,
+    pub(super) key: Bytes,
+    pub(super) clustering: Vec<Bytes>,
+    written_at_us: i64,
+}
+
 impl IndexCursor {
+    /// Sizes the first read for a page of `rows` (one more, to tell whether another follows),
+    /// so a page reads about the entries it returns.
+    pub(super) fn expect_rows(&mut self, rows: usize) {
+        self.batch = rows.saturating_add(1).clamp(1, MAX_BATCH_ENTRIES);
+    }
+
     pub(super) fn done(&self) -> bool {
         self.done
     }
 
-    /// The next entries: base rows as (token, partition key, clustering), in scan order.
-    pub(super) fn next_batch(
-        &mut self,
-        engine: &st::Engine,
-        now_s: i64,
-    ) -> ExecResult<Vec<(i64, Bytes, Vec<Bytes>)>> {
+    /// The next entries, in scan order.
+    pub(super) fn next_batch(&mut self, engine: &st::Engine, now_s: i64) -> ExecResult<Vec<Entry>> {
         if self.done {
             return Ok(Vec::new());
         }
@@ -107,16 +120,59 @@ impl IndexCursor {
             resume_after: self.after.clone(),
         };
         let result = engine.read(self.index_table, &q)?;
-        let entries: Vec<Vec<Bytes>> = result
-            .partitions
-            .into_iter()
-            .flat_map(|p| p.rows.into_iter().map(|r| r.clustering))
-            .collect();
-        self.done = entries.len() < self.batch;
+        let rows: Vec<st::LiveRow> = result.partitions.into_iter().flat_map(|p| p.rows).collect();
+        self.done = rows.len() < self.batch;
         self.batch = (self.batch * 2).min(MAX_BATCH_ENTRIES);
-        if let Some(last) = entries.last() {
-            self.after = Some(last.clone());
+        if let Some(last) = rows.last() {
+            self.after = Some(last.clustering.clone());
         }
-        Ok(entries.iter().filter_map(|e| st::entry_target(e)).collect())
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| {
+                let (token, key, clustering) = st::entry_target(&r.clustering)?;
+                Some(Entry {
+                    token,
+                    key,
+                    clustering,
+                    written_at_us: r.row_timestamp_us?,
+                })
+            })
+            .collect())
+    }
+
+    /// Deletes the entries of `group` (one base partition's) whose row `found` (the point
+    /// reads of exactly those rows) lacks or holds with another value, so later queries do
+    /// not read them again. Best effort: an entry left behind is filtered out again.
+    pub(super) async fn purge_stale(
+        &self,
+        engine: &st::Engine,
+        group: &[Entry],
+        found: &[crate::exec::rows::Row],
+        now_s: i64,
+    ) {
+        let stale: Vec<st::Mutation> = group
+            .iter()
+            .filter(|e| {
+                !found.iter().any(|r| {
+                    r.clustering == e.clustering
+                        && r.cells.get(self.column).and_then(Option::as_ref) == Some(&self.value)
+                })
+            })
+            .map(|e| {
+                let entry = st::entry_clustering(e.token, &e.key, &e.clustering);
+                st::stale_entry_deletion(
+                    self.index_table,
+                    &self.value,
+                    entry,
+                    e.written_at_us,
+                    now_s,
+                )
+            })
+            .collect();
+        if !stale.is_empty() {
+            if let Err(e) = engine.apply_batch(stale).await {
+                tracing::debug!("stale index entries not deleted: {e}");
+            }
+        }
     }
 }

@@ -531,18 +531,22 @@ impl<'a> RowSource<'a> {
         };
         let entries = cursor.next_batch(&self.node.engine, self.now_s)?;
         let mut rest = entries.as_slice();
-        while let Some((token, key, _)) = rest.first() {
-            let n = rest.iter().take_while(|e| e.1 == *key).count();
+        while let Some(first) = rest.first() {
+            let (token, key) = (first.token, first.key.clone());
+            let n = rest.iter().take_while(|e| e.key == key).count();
             let (group, after) = rest.split_at(n);
             rest = after;
             let named: std::collections::HashSet<&Vec<Bytes>> =
-                group.iter().map(|e| &e.2).collect();
-            let slices = match (self.slices.is_empty(), self.plan.table.clustering().next()) {
+                group.iter().map(|e| &e.clustering).collect();
+            // Under clustering restrictions the read is of their slices, so a row it lacks
+            // may still be live: only point reads tell which entries are stale.
+            let points = self.slices.is_empty();
+            let slices = match (points, self.plan.table.clustering().next()) {
                 (true, Some(_)) => group
                     .iter()
                     .map(|e| {
                         let at = |kind| st::ClusteringBound {
-                            prefix: e.2.clone(),
+                            prefix: e.clustering.clone(),
                             kind,
                         };
                         (at(st::BoundKind::Inclusive), at(st::BoundKind::Inclusive))
@@ -556,7 +560,7 @@ impl<'a> RowSource<'a> {
                 ..self.query(
                     st::PartitionRange::Single {
                         key: key.clone(),
-                        token: *token,
+                        token,
                     },
                     None,
                     None,
@@ -567,9 +571,22 @@ impl<'a> RowSource<'a> {
             for p in &result.partitions {
                 rows::partition_rows(&self.plan.table, &self.layout, p, false, &mut found);
             }
+            if let (true, Mode::Index(cursor)) = (points, &self.mode) {
+                cursor
+                    .purge_stale(&self.node.engine, group, &found, self.now_s)
+                    .await;
+            }
             rows.extend(found.into_iter().filter(|r| named.contains(&r.clustering)));
         }
         Ok(())
+    }
+
+    /// Tells the source the page returns at most `rows` rows (a read through an index sizes
+    /// its first read of entries by it).
+    pub fn expect_rows(&mut self, rows: usize) {
+        if let Mode::Index(cursor) = &mut self.mode {
+            cursor.expect_rows(rows);
+        }
     }
 
     pub async fn next_row(&mut self) -> ExecResult<Option<Row>> {

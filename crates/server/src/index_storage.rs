@@ -9,7 +9,6 @@
 //! The tables persist like any table; an index whose build did not finish (a restart during
 //! it) is built again after the commitlog replay, its entries written so far kept.
 
-use crate::exec::cql_text::maybe_quote;
 use helenus_schema::{ColumnKind, IndexMeta, TableMeta};
 use helenus_storage as st;
 use std::sync::Arc;
@@ -38,12 +37,20 @@ pub fn indexed_column(t: &TableMeta, i: &IndexMeta) -> Option<usize> {
         return None;
     }
     let target = i.options.get("target")?;
+    let target = target
+        .strip_prefix("full(")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or(target);
+    // A target names its column as CQL would: double-quoted (quotes doubled) unless plain.
+    let name = match target.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) => inner.replace("\"\"", "\""),
+        None => target.to_string(),
+    };
     t.columns.iter().position(|c| {
-        let quoted = maybe_quote(&c.name);
-        c.kind == ColumnKind::Regular
+        c.name == name
+            && c.kind == ColumnKind::Regular
             && !c.cql_type.is_multi_cell()
             && !c.cql_type.is_counter()
-            && (*target == quoted || *target == format!("full({quoted})"))
     })
 }
 
