@@ -19,6 +19,8 @@
 //!   agreement, the Paxos store, hints and the batchlog. `topology` is what the rest of the
 //!   server sees of the ring (`ClusterView`); `ring_report` renders nodetool's ring commands.
 //! - `system`: system and virtual tables, computed on read from `NodeState`.
+//! - `index_storage`: secondary indexes as the engine keeps them (index tables in step with
+//!   the schema, their builds); `exec` reads through them, `system` lists the built ones.
 //! - `node`: `NodeState`, the state every connection shares (config, identity, schema, engine,
 //!   clients, events, the prepared cache, traces). It knows nothing of `exec`: the cache it holds
 //!   stores statements through the `prepared::CachedStatement` trait, and traces live in `trace`.
@@ -40,6 +42,7 @@ mod cluster;
 pub mod config;
 pub mod exec;
 pub mod exec_state;
+mod index_storage;
 mod keys;
 mod limits;
 mod local_node;

@@ -43,6 +43,8 @@
 //!               of partitions (mod.rs); the compact data format 2 (compact.rs)
 //! partition/    the in-memory partition, rows and cells (cellmap.rs), what a read returns, and
 //!               a partition as a mutation with its times fixed (unfiltered.rs)
+//! index.rs      secondary indexes: a hidden table per index, entries added on the write
+//!               path (engine/indexes.rs), the build over earlier data
 //! reconcile.rs  the rules that decide which of two versions wins
 //! clustering.rs clustering keys ordered by the table's comparators
 //! byte_cache.rs the sharded, byte-budgeted cache the caches and compaction use
@@ -111,6 +113,7 @@ mod commitlog;
 mod compaction;
 mod engine;
 mod error;
+mod index;
 mod memtable;
 mod partition;
 mod path_name;
@@ -126,6 +129,10 @@ mod types;
 pub use engine::Engine;
 pub use engine::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
 pub use error::StorageError;
+pub use index::{
+    entry_clustering, entry_target, index_table_def, stale_entry_deletion, token_component,
+    value_partition, IndexDef,
+};
 pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
 pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

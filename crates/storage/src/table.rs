@@ -79,6 +79,11 @@ pub(crate) struct Table {
     pub futile_tombstone_gens: Mutex<HashSet<u64>>,
     pub counters: TableCounters,
     pub dropped: AtomicBool,
+    /// The secondary indexes whose entries every write to this table adds (index.rs).
+    pub indexes: RwLock<Arc<[crate::index::IndexDef]>>,
+    /// For an index's table: whether its build completed (the marker file, read once here so
+    /// a query need not look at the disk).
+    pub index_built: AtomicBool,
 }
 
 impl Table {

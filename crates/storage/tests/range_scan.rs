@@ -1,6 +1,7 @@
 //! Token-range scans with a row limit: a page stops inside a huge partition after reading about
 //! a page of its rows, and the next read resumes inside it, so a full paged scan reads each row
-//! a bounded number of times (not the rest of the partition per page).
+//! a bounded number of times (not the rest of the partition per page). A scan that a flush
+//! overtakes still sees every partition.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
 
 mod common;
@@ -262,4 +263,51 @@ fn unlimited_range_scan_still_returns_every_row() {
         .collect();
     assert!(got == expected(false));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_batched_range_scan_sees_every_partition_while_the_memtable_flushes() {
+    let dir = tempdir("scan-during-flush");
+    let e = open(&dir, 864000);
+    for round in 0..4u32 {
+        let base = round * 20_000;
+        let ms: Vec<Mutation> = (base..base + 20_000)
+            .map(|pk| {
+                let mut m = mutation(&pk.to_be_bytes());
+                m.rows.push(row(b"c", vec![set(1, 1, b"v")]));
+                m
+            })
+            .collect();
+        e.apply_blocking(&ms).unwrap();
+        let scanner = {
+            let e = e.clone();
+            std::thread::spawn(move || {
+                // As an index build reads: 256 partitions a read, from after the last one.
+                let mut start = PartitionBound::Unbounded;
+                let mut seen = 0usize;
+                loop {
+                    let q = ReadQuery {
+                        partitions: PartitionRange::Range {
+                            start: start.clone(),
+                            end: PartitionBound::Unbounded,
+                        },
+                        partition_limit: Some(256),
+                        ..point(b"", now())
+                    };
+                    let r = e.read(TABLE, &q).unwrap();
+                    seen += r.partitions.len();
+                    let Some(last) = r.partitions.last() else {
+                        return seen;
+                    };
+                    start = PartitionBound::Key {
+                        token: last.token,
+                        key: last.key.clone(),
+                        inclusive: false,
+                    };
+                }
+            })
+        };
+        e.flush(None).unwrap();
+        assert_eq!(scanner.join().unwrap(), (base + 20_000) as usize);
+    }
 }

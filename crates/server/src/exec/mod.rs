@@ -33,6 +33,8 @@ pub mod describe;
 mod error;
 mod floor;
 mod functions;
+#[cfg(test)]
+mod index_tests;
 mod json;
 mod key_values;
 mod lwt;

@@ -11,9 +11,9 @@ use helenus_types::ManualClock;
 use std::sync::Arc;
 
 /// 2021-01-01T00:00:00Z, far from any real "now" the system clock could give.
-const MANUAL_NOW_US: i64 = 1_609_459_200_000_000;
+pub(super) const MANUAL_NOW_US: i64 = 1_609_459_200_000_000;
 
-fn params() -> proto::QueryParameters {
+pub(super) fn params() -> proto::QueryParameters {
     proto::QueryParameters {
         consistency: proto::Consistency::One,
         values: proto::QueryValues::default(),
@@ -27,7 +27,7 @@ fn params() -> proto::QueryParameters {
     }
 }
 
-fn node_with(clock: Arc<ManualClock>) -> (Arc<NodeState>, std::path::PathBuf) {
+pub(super) fn node_with(clock: Arc<ManualClock>) -> (Arc<NodeState>, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!(
         "helenus-clock-test-{}-{}",
         std::process::id(),
@@ -42,7 +42,7 @@ fn node_with(clock: Arc<ManualClock>) -> (Arc<NodeState>, std::path::PathBuf) {
     (node, dir)
 }
 
-async fn query(node: &NodeState, cql: &str) -> Outcome {
+pub(super) async fn query(node: &NodeState, cql: &str) -> Outcome {
     let session = parking_lot::Mutex::new(Session::default());
     match run_query(node, &session, cql, &params()).await {
         Ok((_, out)) => out,
@@ -51,7 +51,7 @@ async fn query(node: &NodeState, cql: &str) -> Outcome {
 }
 
 /// The rows of a SELECT as CQL literals, one string per row.
-async fn rows(node: &NodeState, cql: &str) -> Vec<String> {
+pub(super) async fn rows(node: &NodeState, cql: &str) -> Vec<String> {
     let Outcome::Rows { out, .. } = query(node, cql).await else {
         panic!("{cql}: no rows");
     };
@@ -73,7 +73,7 @@ async fn rows(node: &NodeState, cql: &str) -> Vec<String> {
 }
 
 /// Runs `body` against a fresh node whose clock stands at `MANUAL_NOW_US`, with keyspace `k`.
-fn with_node<F>(body: impl FnOnce(Arc<NodeState>, Arc<ManualClock>) -> F)
+pub(super) fn with_node<F>(body: impl FnOnce(Arc<NodeState>, Arc<ManualClock>) -> F)
 where
     F: std::future::Future<Output = ()>,
 {

@@ -160,12 +160,21 @@ pub fn open_engine(
     clock: helenus_types::SharedClock,
 ) -> Result<Arc<st::Engine>, st::StorageError> {
     let engine = st::Engine::open(storage_config(cfg, clock))?;
+    let mut unbuilt = Vec::new();
     for ks in schema.user_keyspaces() {
         for t in ks.tables.values() {
-            engine.create_table(table_def(t))?;
+            let def = table_def(t);
+            engine.create_table(def.clone())?;
+            // Before the replay, which restores index entries with their base rows.
+            let defs = crate::index_storage::register(&engine, t, &def)?;
+            unbuilt.push((def.id, defs));
         }
     }
     let stats = engine.replay_commitlog()?;
     tracing::info!("commitlog replay: {stats:?}");
+    // After it: a build must see the rows only the commitlog held.
+    for (base, defs) in unbuilt {
+        crate::index_storage::start_builds(&engine, base, defs);
+    }
     Ok(engine)
 }

@@ -299,6 +299,31 @@ pub fn indexes(state: &NodeState, t: &TableMeta) -> Rows {
     out
 }
 
+/// `system."IndexInfo"`: the indexes that answer queries, by keyspace (Cassandra's
+/// `table_name` column holds the keyspace name). An index kept in an index table is listed once
+/// its build completes; the others answer by scanning from their creation.
+pub fn built_indexes(state: &NodeState, t: &TableMeta) -> Rows {
+    use crate::index_storage::{index_table_id, indexed_column};
+    let mut out = Vec::new();
+    for ks in schema_keyspaces(state) {
+        for table in ks.tables.values() {
+            for idx in &table.indexes {
+                let built = indexed_column(table, idx).is_none()
+                    || state.engine.index_built(index_table_id(table, &idx.name));
+                if built {
+                    out.push(
+                        RowBuilder::new(t)
+                            .set("table_name", text(ks.name.clone()))
+                            .set("index_name", text(idx.name.clone()))
+                            .build(),
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
 pub fn dropped_columns(state: &NodeState, t: &TableMeta) -> Rows {
     let mut out = Vec::new();
     for ks in schema_keyspaces(state) {

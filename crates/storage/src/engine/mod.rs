@@ -3,6 +3,7 @@
 
 mod admin;
 mod backpressure;
+mod indexes;
 
 use crate::clustering::CKey;
 use crate::codec::{decode_partition, encode_partition, Reader, Writer};
@@ -114,6 +115,7 @@ impl Engine {
             return self.alter_table(def);
         }
         let dir = self.table_dir(&def)?;
+        let built = dir.join(crate::index::BUILT_MARKER).exists();
         std::fs::create_dir_all(&dir).map_err(|e| StorageError::io(&dir, e))?;
         let layout = Arc::new(TableLayout::new(&def));
         let gens = sstable::list_generations(&dir)?;
@@ -134,6 +136,8 @@ impl Engine {
             futile_tombstone_gens: Mutex::new(HashSet::new()),
             counters: TableCounters::default(),
             dropped: AtomicBool::new(false),
+            indexes: RwLock::new(Arc::from(Vec::new())),
+            index_built: AtomicBool::new(built),
         });
         self.tables.write().insert(def.id, table);
         Ok(())
@@ -157,6 +161,11 @@ impl Engine {
             return Ok(());
         };
         t.dropped.store(true, Ordering::Relaxed);
+        // An index has no life without its table.
+        let indexes = t.indexes.read().clone();
+        for def in indexes.iter() {
+            self.drop_table(def.index_table)?;
+        }
         let _f = t.flush_lock.lock();
         self.log.forget_table(id);
         let uids: HashSet<u64> = t.sstables.read().iter().map(|s| s.uid).collect();
@@ -172,6 +181,12 @@ impl Engine {
     /// Removes all data of a table (memtables and SSTables; snapshots are kept).
     pub fn truncate(&self, id: TableId) -> Result<(), StorageError> {
         let t = self.table(id)?;
+        let indexes = t.indexes.read().clone();
+        for def in indexes.iter() {
+            if self.tables.read().contains_key(&def.index_table) {
+                self.truncate(def.index_table)?;
+            }
+        }
         let _f = t.flush_lock.lock();
         {
             let mut mt = t.memtable.write();
@@ -327,7 +342,11 @@ impl Engine {
                 Partition::from_mutation(m, &layout)?
             };
             partition::stamp_local_times(&mut p, now);
+            let indexes = t.indexes.read().clone();
             parts.push((t, p));
+            if !indexes.is_empty() {
+                self.index_parts(m, &indexes, now, &mut parts)?;
+            }
         }
         let hint: usize = parts
             .iter()

@@ -104,7 +104,14 @@ impl ReadPath {
             let Some(last) = batch.keys.last().cloned() else {
                 return Ok(());
             };
+            let mut done: Option<PKey> = None;
+            let mut outdated = false;
             for (token, key) in std::mem::take(&mut batch.keys) {
+                if batch.outdated(t) {
+                    outdated = true;
+                    break;
+                }
+                done = Some((token, key.clone()));
                 let located = batch.locate(token, &key);
                 // Read as a single partition is, so a row limit bounds what is read of a huge
                 // partition, not only what is returned (a page stops inside it and the next
@@ -127,6 +134,13 @@ impl ReadPath {
                     }
                 }
             }
+            if outdated {
+                // A flush happened mid-batch: the keys left are listed again, with its SSTable.
+                if let Some(k) = done {
+                    cursor = Bound::Excluded(k);
+                }
+                continue;
+            }
             if !batch.more {
                 return Ok(());
             }
@@ -143,6 +157,8 @@ struct Batch {
     more: bool,
     sstables: Vec<Arc<SSTableReader>>,
     entries: Vec<std::iter::Peekable<std::vec::IntoIter<Arc<IndexEntry>>>>,
+    /// The memtables the keys came from (active, then flushing).
+    memtables: Vec<Arc<Memtable>>,
 }
 
 impl Batch {
@@ -161,9 +177,8 @@ impl Batch {
             }
             keys.extend(ks);
         };
-        let current = t.memtable.read().clone();
-        let flushing: Vec<Arc<Memtable>> = t.flushing.read().clone();
-        for mt in std::iter::once(&current).chain(flushing.iter()) {
+        let memtables = live_memtables(t);
+        for mt in &memtables {
             note(mt.keys_in_range(cursor, end, RANGE_BATCH), &mut keys);
         }
         let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
@@ -186,7 +201,19 @@ impl Batch {
             more: safe_max.is_some(),
             sstables,
             entries,
+            memtables,
         })
+    }
+
+    /// Whether a memtable the keys came from has been flushed since: its rows are then in an
+    /// SSTable this batch does not know, while partitions are read from the memtables live at
+    /// the time, so reading on would skip them.
+    fn outdated(&self, t: &Table) -> bool {
+        let current = t.memtable.read();
+        let flushing = t.flushing.read();
+        self.memtables
+            .iter()
+            .any(|m| !Arc::ptr_eq(&current, m) && !flushing.iter().any(|f| Arc::ptr_eq(f, m)))
     }
 
     /// The SSTables holding this key, with their index entries (keys come in order, so each
@@ -250,4 +277,11 @@ pub(super) fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CK
         .map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp)))
         .filter(|(s, e)| s <= e)
         .collect()
+}
+
+/// The table's active memtable, then those being flushed.
+fn live_memtables(t: &Table) -> Vec<Arc<Memtable>> {
+    let mut out = vec![t.memtable.read().clone()];
+    out.extend(t.flushing.read().iter().cloned());
+    out
 }

@@ -292,14 +292,16 @@ async fn replace_schema(node: &NodeState, schema: &Schema, new_schema: Schema) -
                 .keyspaces
                 .get(&ks.name)
                 .and_then(|k| k.tables.get(&t.name));
+            let def = table_def(t);
             let res = match old {
-                None => node.engine.create_table(table_def(t)),
-                Some(o) if o.id != t.id => node.engine.create_table(table_def(t)),
-                Some(o) if **o != **t => node.engine.alter_table(table_def(t)),
-                _ => Ok(()),
+                None => node.engine.create_table(def.clone()),
+                Some(o) if o.id != t.id => node.engine.create_table(def.clone()),
+                Some(o) if **o != **t => node.engine.alter_table(def.clone()),
+                _ => continue,
             };
             // The storage error keeps its kind: a refused definition is Invalid, I/O a server error.
             res?;
+            sync_indexes(node, old.filter(|o| o.id == t.id), t, &def)?;
         }
     }
     for ks in schema.user_keyspaces() {
@@ -317,6 +319,35 @@ async fn replace_schema(node: &NodeState, schema: &Schema, new_schema: Schema) -
         }
     }
     node.replace_schema(new_schema);
+    Ok(())
+}
+
+/// Keeps the engine's index tables in step with `t`'s indexes (`old`: the same table before
+/// the change): new ones created and built in the background, removed ones dropped.
+fn sync_indexes(
+    node: &NodeState,
+    old: Option<&Arc<helenus_schema::TableMeta>>,
+    t: &helenus_schema::TableMeta,
+    def: &helenus_storage::TableDef,
+) -> ExecResult<()> {
+    use crate::index_storage as ix;
+    let unbuilt = ix::register(&node.engine, t, def)?;
+    if let Some(o) = old {
+        ix::drop_removed(&node.engine, o, t)?;
+    }
+    // An index that existed before this change is being built by the thread its creation
+    // started (or was built at start-up).
+    let new: Vec<_> = unbuilt
+        .into_iter()
+        .filter(|d| {
+            old.is_none_or(|o| {
+                !o.indexes
+                    .iter()
+                    .any(|i| ix::index_table_id(o, &i.name) == d.index_table)
+            })
+        })
+        .collect();
+    ix::start_builds(&node.engine, def.id, new);
     Ok(())
 }
 

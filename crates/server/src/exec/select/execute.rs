@@ -223,6 +223,9 @@ pub async fn execute(
         // and a statement past its timeout stops between chunks (exec::cancel).
         _ => source.limit_rows_per_partition_read(READ_CHUNK_ROWS),
     }
+    if let Some(w) = want {
+        source.expect_rows(w);
+    }
     let page = Page {
         limit,
         per_partition_limit: ppl,

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 mod execute;
 mod filter;
+mod index_scan;
 mod json;
 mod order;
 mod plan;

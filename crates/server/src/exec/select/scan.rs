@@ -2,6 +2,7 @@
 //! batches of partitions), and the computed rows of system tables. All yield rows in the order a
 //! client sees them and resume after a paging state.
 
+use super::index_scan::{self, IndexCursor};
 use super::{
     clustering_slices, compare_clustering, PartitionSelection, SelectPlan, TokenBound, ValuesOf,
 };
@@ -33,6 +34,8 @@ enum Mode {
         done: bool,
     },
     System,
+    /// The entries of a secondary index, then the base rows they name (index_scan.rs).
+    Index(IndexCursor),
 }
 
 pub struct RowSource<'a> {
@@ -235,7 +238,10 @@ impl<'a> RowSource<'a> {
             let mode = match &plan.partitions {
                 PartitionSelection::Keys(values_of) => key_mode(t, values_of, binds, resume)?,
                 PartitionSelection::TokenRange { lower, upper } => {
-                    range_mode(t, lower, upper, binds, resume)?
+                    match index_scan::choose(node, plan, binds, resume)? {
+                        Some(cursor) => Mode::Index(cursor),
+                        None => range_mode(t, lower, upper, binds, resume)?,
+                    }
                 }
             };
             (mode, VecDeque::new())
@@ -437,6 +443,8 @@ impl<'a> RowSource<'a> {
                     }
                     Mode::Range { done: true, .. } => return Ok(false),
                     Mode::Range { .. } => self.read_range_batch(&mut rows).await?,
+                    Mode::Index(cursor) if cursor.done() => return Ok(false),
+                    Mode::Index(_) => self.read_index_batch(&mut rows).await?,
                 }
             }
             self.trim_resumed(&mut rows);
@@ -514,6 +522,73 @@ impl<'a> RowSource<'a> {
         Ok(())
     }
 
+    /// The base rows of the next batch of index entries: one read per base partition, of the
+    /// rows the entries name (or, under clustering restrictions, of the restricted slices, kept
+    /// only where an entry names the row).
+    async fn read_index_batch(&mut self, rows: &mut Vec<Row>) -> ExecResult<()> {
+        let Mode::Index(cursor) = &mut self.mode else {
+            return Ok(());
+        };
+        let entries = cursor.next_batch(&self.node.engine, self.now_s)?;
+        let mut rest = entries.as_slice();
+        while let Some(first) = rest.first() {
+            let (token, key) = (first.token, first.key.clone());
+            let n = rest.iter().take_while(|e| e.key == key).count();
+            let (group, after) = rest.split_at(n);
+            rest = after;
+            let named: std::collections::HashSet<&Vec<Bytes>> =
+                group.iter().map(|e| &e.clustering).collect();
+            // Under clustering restrictions the read is of their slices, so a row it lacks
+            // may still be live: only point reads tell which entries are stale.
+            let points = self.slices.is_empty();
+            let slices = match (points, self.plan.table.clustering().next()) {
+                (true, Some(_)) => group
+                    .iter()
+                    .map(|e| {
+                        let at = |kind| st::ClusteringBound {
+                            prefix: e.clustering.clone(),
+                            kind,
+                        };
+                        (at(st::BoundKind::Inclusive), at(st::BoundKind::Inclusive))
+                    })
+                    .collect(),
+                _ => self.slices.clone(),
+            };
+            let q = st::ReadQuery {
+                slices,
+                row_limit: None,
+                ..self.query(
+                    st::PartitionRange::Single {
+                        key: key.clone(),
+                        token,
+                    },
+                    None,
+                    None,
+                )
+            };
+            let result = self.read(&q).await?;
+            let mut found = Vec::new();
+            for p in &result.partitions {
+                rows::partition_rows(&self.plan.table, &self.layout, p, false, &mut found);
+            }
+            if let (true, Mode::Index(cursor)) = (points, &self.mode) {
+                cursor
+                    .purge_stale(&self.node.engine, group, &found, self.now_s)
+                    .await;
+            }
+            rows.extend(found.into_iter().filter(|r| named.contains(&r.clustering)));
+        }
+        Ok(())
+    }
+
+    /// Tells the source the page returns at most `rows` rows (a read through an index sizes
+    /// its first read of entries by it).
+    pub fn expect_rows(&mut self, rows: usize) {
+        if let Mode::Index(cursor) = &mut self.mode {
+            cursor.expect_rows(rows);
+        }
+    }
+
     pub async fn next_row(&mut self) -> ExecResult<Option<Row>> {
         // Every scan, filter and aggregate pulls its rows through here.
         crate::exec::cancel::check()?;
@@ -532,6 +607,7 @@ impl<'a> RowSource<'a> {
             Mode::System => false,
             Mode::Keys { keys } => !keys.is_empty() || self.inside.is_some(),
             Mode::Range { done, .. } => !*done || self.inside.is_some(),
+            Mode::Index(cursor) => !cursor.done(),
         }
     }
 }

@@ -1,0 +1,291 @@
+//! Secondary-index queries against a real node: served by the index table (base rows read
+//! only where entries point), paged inside the index, never returning a row whose current
+//! value no longer matches, and answering after a restart. Each query is also run over an
+//! unindexed copy of the column with ALLOW FILTERING, the scan path, which must agree.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::node_tests::{node_with, params, query, rows, with_node, MANUAL_NOW_US};
+use super::{run_query, Outcome, Session};
+use crate::node::NodeState;
+use helenus_types::ManualClock;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn table_id(node: &NodeState, table: &str) -> helenus_storage::TableId {
+    *node.schema().keyspaces["k"].tables[table].id.as_bytes()
+}
+
+fn index_id(node: &NodeState, table: &str, index: &str) -> helenus_storage::TableId {
+    let schema = node.schema();
+    crate::index_storage::index_table_id(&schema.keyspaces["k"].tables[table], index)
+}
+
+/// Waits (bounded) until the build of `index` on `table` completes.
+async fn wait_built(node: &NodeState, table: &str, index: &str) {
+    let id = index_id(node, table, index);
+    for _ in 0..3_000 {
+        if node.engine.index_built(id) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("index {index} not built after 30 s");
+}
+
+/// Live entries of int `value` in index `index` of `table`.
+fn entries(node: &NodeState, table: &str, index: &str, value: i32) -> usize {
+    let value = bytes::Bytes::copy_from_slice(&value.to_be_bytes());
+    let q = helenus_storage::ReadQuery {
+        partitions: helenus_storage::value_partition(&value),
+        slices: Vec::new(),
+        reversed: false,
+        row_limit: None,
+        per_partition_limit: None,
+        partition_limit: None,
+        now_s: MANUAL_NOW_US / 1_000_000,
+        resume_after: None,
+    };
+    let r = node.engine.read(index_id(node, table, index), &q).unwrap();
+    r.partitions.iter().map(|p| p.rows.len()).sum()
+}
+
+/// Rows the reads of `table` merged so far (live or not): what they cost.
+fn rows_merged(node: &NodeState, table: &str) -> u64 {
+    node.engine
+        .table_stats(table_id(node, table))
+        .rows_merged_by_reads
+}
+
+/// Inserts `rows` (each a VALUES list) into `table` in unlogged batches.
+async fn insert_all(node: &NodeState, table: &str, columns: &str, rows: &[String]) {
+    for chunk in rows.chunks(250) {
+        let mut cql = String::from("BEGIN UNLOGGED BATCH ");
+        for r in chunk {
+            cql.push_str(&format!("INSERT INTO k.{table} ({columns}) VALUES ({r}); "));
+        }
+        cql.push_str("APPLY BATCH");
+        query(node, &cql).await;
+    }
+}
+
+/// Every page of `cql` at `page_size` rows, each row its columns joined by spaces.
+async fn pages(node: &NodeState, cql: &str, page_size: i32) -> Vec<Vec<String>> {
+    let session = parking_lot::Mutex::new(Session::default());
+    let mut params = params();
+    params.page_size = Some(page_size);
+    let mut out = Vec::new();
+    loop {
+        let Ok((_, Outcome::Rows { out: page, .. })) =
+            run_query(node, &session, cql, &params).await
+        else {
+            panic!("{cql}: no rows");
+        };
+        out.push(
+            page.rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|b| {
+                            let b = b.clone().unwrap();
+                            i32::from_be_bytes(b.as_ref().try_into().unwrap()).to_string()
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect(),
+        );
+        match page.paging_state {
+            Some(state) => params.paging_state = Some(state),
+            None => return out,
+        }
+    }
+}
+
+#[test]
+fn an_indexed_equality_reads_only_the_rows_its_entries_name() {
+    with_node(|node, _| async move {
+        query(
+            &node,
+            "CREATE TABLE k.big (k int PRIMARY KEY, v int, v2 int)",
+        )
+        .await;
+        let all: Vec<String> = (0..200_000)
+            .map(|i| format!("{i}, {}, {}", i % 20_000, i % 20_000))
+            .collect();
+        insert_all(&node, "big", "k, v, v2", &all[..100_000]).await;
+        node.engine.flush(None).unwrap();
+        // Part of the rows in SSTables, part in the memtable; the index built over both.
+        insert_all(&node, "big", "k, v, v2", &all[100_000..]).await;
+        query(&node, "CREATE INDEX big_v_idx ON k.big (v)").await;
+        wait_built(&node, "big", "big_v_idx").await;
+        let listed = rows(
+            &node,
+            "SELECT index_name FROM system.\"IndexInfo\" WHERE table_name = 'k'",
+        )
+        .await;
+        assert_eq!(listed, ["'big_v_idx'"]);
+        let before = rows_merged(&node, "big");
+        let t0 = std::time::Instant::now();
+        let got = rows(&node, "SELECT k FROM k.big WHERE v = 777").await;
+        let took = t0.elapsed();
+        let merged = rows_merged(&node, "big") - before;
+        assert_eq!(got.len(), 10);
+        // The base rows of 10 entries, not 200,000.
+        assert!(merged <= 20, "read {merged} base rows for 10 matches");
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+        let scanned = rows(&node, "SELECT k FROM k.big WHERE v2 = 777 ALLOW FILTERING").await;
+        assert_eq!(got, scanned, "same rows, same order as the scan");
+        let limited = rows(&node, "SELECT k FROM k.big WHERE v = 777 LIMIT 3").await;
+        assert_eq!(limited, got[..3]);
+    });
+}
+
+#[test]
+fn paging_through_index_matches_returns_each_row_once_in_scan_order() {
+    with_node(|node, _| async move {
+        query(
+            &node,
+            "CREATE TABLE k.wide (k int, c int, v int, v2 int, PRIMARY KEY (k, c))",
+        )
+        .await;
+        query(&node, "CREATE INDEX wide_v_idx ON k.wide (v)").await;
+        wait_built(&node, "wide", "wide_v_idx").await;
+        let all: Vec<String> = (0..5_000)
+            .map(|i| format!("{}, {}, {}, {}", i / 10, i % 10, i % 2, i % 2))
+            .collect();
+        insert_all(&node, "wide", "k, c, v, v2", &all[..2_500]).await;
+        node.engine.flush(None).unwrap();
+        insert_all(&node, "wide", "k, c, v, v2", &all[2_500..]).await;
+        let scan = "SELECT k, c FROM k.wide WHERE v2 = 1 ALLOW FILTERING";
+        let expected: Vec<String> = rows(&node, scan).await;
+        assert_eq!(expected.len(), 2_500);
+        let check = |got: Vec<Vec<String>>| {
+            assert!(got.iter().all(|p| p.len() <= 100));
+            let flat: Vec<String> = got.concat();
+            assert_eq!(flat, expected, "each match once, in the scan's order");
+        };
+        let before = rows_merged(&node, "wide");
+        check(pages(&node, "SELECT k, c FROM k.wide WHERE v = 1", 100).await);
+        // The 2,500 rows the entries name, not the table's 5,000.
+        let merged = rows_merged(&node, "wide") - before;
+        assert!(merged <= 2_600, "read {merged} base rows for 2,500 matches");
+        node.engine.flush(None).unwrap();
+        node.engine.compact(table_id(&node, "wide")).unwrap();
+        node.engine
+            .compact(index_id(&node, "wide", "wide_v_idx"))
+            .unwrap();
+        check(pages(&node, "SELECT k, c FROM k.wide WHERE v = 1", 100).await);
+        // Restricted clustering and LIMIT go on across pages too.
+        let got = pages(
+            &node,
+            "SELECT k, c FROM k.wide WHERE v = 1 AND c = 3 LIMIT 120 ALLOW FILTERING",
+            50,
+        )
+        .await;
+        let want = rows(
+            &node,
+            "SELECT k, c FROM k.wide WHERE v2 = 1 AND c = 3 LIMIT 120 ALLOW FILTERING",
+        )
+        .await;
+        assert_eq!(got.concat(), want);
+        assert_eq!(want.len(), 120);
+    });
+}
+
+#[test]
+fn rows_moved_deleted_or_expired_are_not_returned() {
+    with_node(|node, clock| async move {
+        query(
+            &node,
+            "CREATE TABLE k.t (k int, c int, v int, PRIMARY KEY (k, c))",
+        )
+        .await;
+        query(&node, "CREATE INDEX t_v_idx ON k.t (v)").await;
+        wait_built(&node, "t", "t_v_idx").await;
+        for k in 0..8 {
+            query(
+                &node,
+                &format!("INSERT INTO k.t (k, c, v) VALUES ({k}, 0, 5)"),
+            )
+            .await;
+        }
+        query(&node, "UPDATE k.t SET v = 6 WHERE k = 1 AND c = 0").await;
+        query(&node, "DELETE FROM k.t WHERE k = 2 AND c = 0").await;
+        query(&node, "DELETE FROM k.t WHERE k = 3").await;
+        query(&node, "DELETE v FROM k.t WHERE k = 4 AND c = 0").await;
+        query(&node, "UPDATE k.t SET v = null WHERE k = 5 AND c = 0").await;
+        query(
+            &node,
+            "UPDATE k.t USING TTL 10 SET v = 5 WHERE k = 6 AND c = 0",
+        )
+        .await;
+        // Moved away and back: one entry, one row.
+        query(&node, "UPDATE k.t SET v = 6 WHERE k = 7 AND c = 0").await;
+        query(&node, "UPDATE k.t SET v = 5 WHERE k = 7 AND c = 0").await;
+        assert_eq!(entries(&node, "t", "t_v_idx", 5), 8);
+        let mut got = rows(&node, "SELECT k, v FROM k.t WHERE v = 5").await;
+        got.sort();
+        assert_eq!(got, ["0 5", "6 5", "7 5"]);
+        // The stale entries the query met are deleted: the next query does not read them.
+        assert_eq!(entries(&node, "t", "t_v_idx", 5), 3);
+        clock.advance(Duration::from_secs(11));
+        node.engine.flush(None).unwrap();
+        let mut got = rows(&node, "SELECT k, v FROM k.t WHERE v = 5").await;
+        got.sort();
+        assert_eq!(got, ["0 5", "7 5"]);
+        assert_eq!(
+            rows(&node, "SELECT k, v FROM k.t WHERE v = 6").await,
+            ["1 6"]
+        );
+        query(&node, "TRUNCATE k.t").await;
+        assert!(rows(&node, "SELECT k FROM k.t WHERE v = 5")
+            .await
+            .is_empty());
+    });
+}
+
+#[test]
+fn the_index_answers_after_a_restart_from_its_persisted_table() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let clock = Arc::new(ManualClock::new(MANUAL_NOW_US));
+    let (node, dir) = node_with(clock.clone());
+    rt.block_on(async {
+        query(&node, "CREATE KEYSPACE k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+        query(&node, "CREATE TABLE k.r (k int PRIMARY KEY, v int)").await;
+        let all: Vec<String> = (0..20_000).map(|i| format!("{i}, {}", i % 1_000)).collect();
+        insert_all(&node, "r", "k, v", &all).await;
+        query(&node, "CREATE INDEX r_v_idx ON k.r (v)").await;
+        wait_built(&node, "r", "r_v_idx").await;
+        // Only in the commitlog at the restart: replayed into base and index alike.
+        query(&node, "INSERT INTO k.r (k, v) VALUES (99999, 7)").await;
+    });
+    node.engine.shutdown_without_flush().unwrap();
+    drop(node);
+    let mut config = crate::config::NodeConfig::default();
+    config.set_data_dir(&dir);
+    let node = crate::open_node_with_clock(config, clock).unwrap();
+    rt.block_on(async {
+        assert!(node.engine.index_built(index_id(&node, "r", "r_v_idx")));
+        let before = rows_merged(&node, "r");
+        let mut got = rows(&node, "SELECT k FROM k.r WHERE v = 7").await;
+        got.sort();
+        let mut want: Vec<String> = (0..20).map(|i| (i * 1_000 + 7).to_string()).collect();
+        want.push("99999".into());
+        want.sort();
+        assert_eq!(got, want);
+        assert!(rows_merged(&node, "r") - before <= 42);
+        query(&node, "DROP INDEX k.r_v_idx").await;
+        assert!(
+            node.engine
+                .table_stats(index_id(&node, "r", "r_v_idx"))
+                .sstable_count
+                == 0
+        );
+    });
+    node.engine.shutdown().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
