@@ -313,6 +313,8 @@ fn write_envelope(
 pub struct ServerConnectionCodec {
     framing: Framing,
     version: Option<u8>,
+    /// Header and body bytes of the last request decoded.
+    last_envelope_bytes: usize,
 }
 
 impl ServerConnectionCodec {
@@ -322,7 +324,15 @@ impl ServerConnectionCodec {
         ServerConnectionCodec {
             framing: Framing::new(max_frame_size_bytes, false),
             version: None,
+            last_envelope_bytes: 0,
         }
+    }
+
+    /// Header and body bytes of the request `decode` returned last: what that request holds
+    /// in memory. (The read buffer's shrinkage during the same decode can be larger: it also
+    /// counts the dropped tail of a message refused before.)
+    pub fn last_envelope_bytes(&self) -> usize {
+        self.last_envelope_bytes
     }
 
     /// Consumes one whole request from `buf` (a read buffer). `Ok(None)`: need more bytes.
@@ -330,6 +340,7 @@ impl ServerConnectionCodec {
         let Some((h, body)) = self.framing.next_envelope(buf)? else {
             return Ok(None);
         };
+        self.last_envelope_bytes = HEADER_LEN + body.len();
         if let Some(v) = self.version {
             if v != h.version {
                 let kind = DecodeErrorKind::VersionMismatch {

@@ -387,7 +387,11 @@ impl Connection {
         };
         // The frame's bytes left the read buffer: its charge goes with it. As in Cassandra,
         // bytes in flight are checked first, then the rate.
-        let frame_bytes = before_bytes.saturating_sub(self.buffered_bytes());
+        // The request's own bytes: the buffer also shrank by the tail of any message refused
+        // before it, which must not be charged to this one.
+        let frame_bytes = before_bytes
+            .saturating_sub(self.buffered_bytes())
+            .min(self.codec.last_envelope_bytes());
         if self.throw_on_overload {
             if let Err(message) = self
                 .limits
