@@ -34,17 +34,7 @@ static NODE: LazyLock<Option<Arc<NodeState>>> = LazyLock::new(|| {
         .build()
         .ok()?;
     let session = parking_lot::Mutex::new(exec::Session::default());
-    let params = proto::QueryParameters {
-        consistency: proto::Consistency::One,
-        values: proto::QueryValues::default(),
-        skip_metadata: false,
-        page_size: None,
-        paging_state: None,
-        serial_consistency: None,
-        default_timestamp: None,
-        keyspace: None,
-        now_in_seconds: None,
-    };
+    let params = proto::QueryParameters::default();
     for ddl in SCHEMA {
         runtime
             .block_on(exec::run_query(&node, &session, ddl, &params))
