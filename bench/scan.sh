@@ -44,11 +44,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-run_client() {  # server addr flush-command
+run_client() {  # server addr flush-command server-pid
   log "$1: load and scans"
   timeout -k 10 3600 "$PY" "$ROOT/bench/scan_client.py" "$2" 9042 --rows "$ROWS" --partitions "$PARTITIONS" \
     --wide-rows "$WIDE_ROWS" --fetch-sizes "$FETCH_SIZES" --scan-limit-s "$SCAN_LIMIT_S" \
-    --flush-cmd "$3" > "$WORK/$1.jsonl"
+    --flush-cmd "$3" --server-pid "$4" > "$WORK/$1.jsonl"
 }
 
 for s in $SERVERS; do
@@ -59,12 +59,13 @@ for s in $SERVERS; do
         --data-dir "$WORK/helenus" > "$WORK/helenus.log" 2>&1 &
       HPID=$!
       wait_port "$HEL_ADDR" 9042 60 || { log "helenus did not start"; exit 1; }
-      run_client helenus "$HEL_ADDR" "$HELENUS nodetool -h $HEL_ADDR flush bench_scan"
+      run_client helenus "$HEL_ADDR" "$HELENUS nodetool -h $HEL_ADDR flush bench_scan" "$HPID"
       kill -TERM "$HPID"; wait "$HPID" 2>/dev/null || true; HPID="" ;;
     cassandra)
       CASS_UP=1
       HEAP="$HEAP" "$CASS/start.sh" "$CASS_ADDR" 9042 "$WORK/cassandra" >&2
-      run_client cassandra "$CASS_ADDR" "$CASS/nodetool.sh $CASS_ADDR -- flush bench_scan"
+      run_client cassandra "$CASS_ADDR" "$CASS/nodetool.sh $CASS_ADDR -- flush bench_scan" \
+        "$(cat "$WORK/cassandra/cassandra.pid")"
       "$CASS/stop.sh" "$CASS_ADDR" "$WORK/cassandra" >&2 || true; CASS_UP="" ;;
     *) log "unknown server $s"; exit 2 ;;
   esac

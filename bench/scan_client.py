@@ -7,6 +7,7 @@ flush. Prints one JSON object per line: {"phase", "scan", "fetch_size", "rows", 
 """
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -83,8 +84,22 @@ def load(session, rows, partitions, wide_rows):
                 raise RuntimeError(r.result_or_exc)
 
 
-def timed_scan(session, cql, fetch_size, limit_s):
+def process_cpu_s(pid):
+    """User + system CPU seconds of process `pid` (all its threads), or None without one."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            # Fields after the command name, which may hold spaces: utime and stime are 14 and 15.
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def timed_scan(session, cql, fetch_size, limit_s, server_pid):
     stmt = SimpleStatement(cql, fetch_size=fetch_size)
+    s0 = process_cpu_s(server_pid)
     t0, c0 = time.monotonic(), time.process_time()
     n = 0
     timed_out = False
@@ -94,7 +109,10 @@ def timed_scan(session, cql, fetch_size, limit_s):
         if n % 1000 == 0 and time.monotonic() - t0 > limit_s:
             timed_out = True
             break
-    return n, time.monotonic() - t0, time.process_time() - c0, timed_out
+    secs, cpu = time.monotonic() - t0, time.process_time() - c0
+    s1 = process_cpu_s(server_pid)
+    server_cpu = None if s0 is None or s1 is None else s1 - s0
+    return n, secs, cpu, server_cpu, timed_out
 
 
 SCANS = [
@@ -104,12 +122,14 @@ SCANS = [
 ]
 
 
-def scans(session, phase, fetch_sizes, limit_s):
+def scans(session, phase, fetch_sizes, limit_s, server_pid):
     for name, cql in SCANS:
         for fs in fetch_sizes:
-            n, secs, cpu, timed_out = timed_scan(session, cql, fs, limit_s)
+            n, secs, cpu, server_cpu, timed_out = timed_scan(session, cql, fs, limit_s, server_pid)
             out = {"phase": phase, "scan": name, "fetch_size": fs, "rows": n,
-                   "seconds": round(secs, 3), "client_cpu_s": round(cpu, 3), "timed_out": timed_out}
+                   "seconds": round(secs, 3), "client_cpu_s": round(cpu, 3),
+                   "server_cpu_s": None if server_cpu is None else round(server_cpu, 3),
+                   "timed_out": timed_out}
             print(json.dumps(out), flush=True)
 
 
@@ -124,6 +144,8 @@ def main():
     ap.add_argument("--scan-limit-s", type=float, default=300.0)
     ap.add_argument("--flush-cmd", required=True)
     ap.add_argument("--skip-load", action="store_true")
+    # The server's CPU per scan says what the server costs whatever the client's share of the wall time.
+    ap.add_argument("--server-pid", type=int, default=0)
     a = ap.parse_args()
     profile = ExecutionProfile(request_timeout=REQUEST_TIMEOUT_S)
     cluster = Cluster([a.host], port=a.port, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
@@ -135,9 +157,9 @@ def main():
         t0 = time.monotonic()
         load(session, a.rows, a.partitions, a.wide_rows)
         print(json.dumps({"load_s": round(time.monotonic() - t0, 3)}), flush=True)
-        scans(session, "memtable", fetch_sizes, a.scan_limit_s)
+        scans(session, "memtable", fetch_sizes, a.scan_limit_s, a.server_pid)
     subprocess.run(shlex.split(a.flush_cmd), check=True, stdout=sys.stderr, timeout=600)
-    scans(session, "flushed", fetch_sizes, a.scan_limit_s)
+    scans(session, "flushed", fetch_sizes, a.scan_limit_s, a.server_pid)
     cluster.shutdown()
 
 

@@ -36,10 +36,13 @@ def main():
         for s in servers:
             r = data[s][0].get(k)
             if r:
-                row[s] = {x: r[x] for x in ("rows", "seconds", "client_cpu_s", "timed_out")}
+                row[s] = {x: r.get(x) for x in
+                          ("rows", "seconds", "client_cpu_s", "server_cpu_s", "timed_out")}
         h, c = row.get("helenus"), row.get("cassandra")
         if h and c and c["seconds"] > 0 and not h["timed_out"] and not c["timed_out"]:
             row["ratio_helenus_over_cassandra"] = round(h["seconds"] / c["seconds"], 3)
+            if h["server_cpu_s"] is not None and c["server_cpu_s"]:
+                row["server_cpu_ratio"] = round(h["server_cpu_s"] / c["server_cpu_s"], 3)
         rows.append(row)
     result = {"commit": commit, "loadavg_at_end": loadavg,
               "load_s": {s: data[s][1] for s in servers}, "scans": rows}
@@ -48,9 +51,13 @@ def main():
     lines = [f"# Scan benchmark at {commit}", "",
              f"Load average at the end: {loadavg}. Load time (s): "
              + ", ".join(f"{s} {data[s][1]}" for s in servers), "",
+             "Each cell: wall seconds (client CPU s / server CPU s). The pager fetches one page at a",
+             "time, so the wall time is about the client's CPU plus the server's: the server CPU ratio",
+             "is what the server costs, whatever the client's share.", "",
              "| phase | scan | fetch | rows | "
-             + " | ".join(f"{s} s (client CPU s)" for s in servers) + " | Helenus/Cassandra |",
-             "|---|---|---|---|" + "---|" * len(servers) + "---|"]
+             + " | ".join(f"{s} s (client / server CPU s)" for s in servers)
+             + " | Helenus/Cassandra wall | server CPU |",
+             "|---|---|---|---|" + "---|" * len(servers) + "---|---|"]
     for r in rows:
         cells = []
         n = ""
@@ -59,12 +66,14 @@ def main():
             if v:
                 n = v["rows"]
                 t = ">" if v["timed_out"] else ""
-                cells.append(f"{t}{v['seconds']} ({v['client_cpu_s']})")
+                server = "-" if v.get("server_cpu_s") is None else v["server_cpu_s"]
+                cells.append(f"{t}{v['seconds']} ({v['client_cpu_s']} / {server})")
             else:
                 cells.append("-")
         ratio = r.get("ratio_helenus_over_cassandra", "-")
+        cpu_ratio = r.get("server_cpu_ratio", "-")
         lines.append(f"| {r['phase']} | {r['scan']} | {r['fetch_size']} | {n} | "
-                     + " | ".join(cells) + f" | {ratio} |")
+                     + " | ".join(cells) + f" | {ratio} | {cpu_ratio} |")
     with open(prefix + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -59,6 +59,7 @@ fn config(dir: &std::path::Path) -> StorageConfig {
         commitlog_sync: CommitlogSync::Periodic { period_ms: 1000 },
         commitlog_segment_size_bytes: 32 << 20,
         memtable_space_bytes: 1 << 30,
+        memtable_cleanup_threshold: 1.0,
         key_cache_bytes: 16 << 20,
         chunk_cache_bytes: 64 << 20,
         row_cache_bytes: 0,
@@ -132,6 +133,7 @@ fn dir_bytes(d: &std::path::Path) -> u64 {
 
 fn point(k: u64) -> ReadQuery {
     ReadQuery {
+        columns: None,
         partitions: PartitionRange::Single {
             key: Bytes::from(format!("{k:010}").into_bytes()),
             token: token(k),
@@ -242,6 +244,7 @@ fn main() {
             kind: BoundKind::Inclusive,
         };
         let q = ReadQuery {
+            columns: None,
             partitions: PartitionRange::Single {
                 key: Bytes::from_static(b"wide"),
                 token: 0,

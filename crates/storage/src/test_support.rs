@@ -33,6 +33,7 @@ pub fn config(dir: &Path, sync: CommitlogSync) -> StorageConfig {
         commitlog_sync: sync,
         commitlog_segment_size_bytes: 1 << 20,
         memtable_space_bytes: 64 << 20,
+        memtable_cleanup_threshold: 1.0,
         key_cache_bytes: 1 << 20,
         chunk_cache_bytes: 4 << 20,
         row_cache_bytes: 0,
@@ -192,6 +193,7 @@ pub fn row(ck: &[u8], cells: Vec<CellUpdate>) -> RowUpdate {
 
 pub fn point(pk: &[u8], now_s: i64) -> ReadQuery {
     ReadQuery {
+        columns: None,
         partitions: PartitionRange::Single {
             key: b(pk),
             token: token(pk),
@@ -208,6 +210,7 @@ pub fn point(pk: &[u8], now_s: i64) -> ReadQuery {
 
 pub fn scan_all(now_s: i64) -> ReadQuery {
     ReadQuery {
+        columns: None,
         partitions: PartitionRange::Range {
             start: PartitionBound::Unbounded,
             end: PartitionBound::Unbounded,

@@ -24,6 +24,11 @@ pub struct StorageConfig {
     /// Memtable budget: a flush starts when all memtables together reach it, and writes wait
     /// (bounded) when unflushed memtables reach `MEMTABLE_BACKPRESSURE_FACTOR` times it.
     pub memtable_space_bytes: u64,
+    /// Cassandra's `memtable_cleanup_threshold`: the largest memtable is flushed once the
+    /// memtables not already flushing hold this fraction of `memtable_space_bytes` (Cassandra's
+    /// default, 1 / (1 + memtable_flush_writers), is a third), so resident memory stays well
+    /// under the budget instead of climbing to it before the first flush.
+    pub memtable_cleanup_threshold: f64,
     /// Key cache (partition index positions per SSTable), Cassandra's `key_cache_size`.
     pub key_cache_bytes: u64,
     pub chunk_cache_bytes: u64,
@@ -208,6 +213,11 @@ pub struct ReadQuery {
     /// For a single-partition read: only rows after this clustering in the read's order (a
     /// page resumed inside the partition reads from where the last one stopped).
     pub resume_after: Option<Vec<Bytes>>,
+    /// The regular columns whose cells the caller reads, sorted; None = all. Cells of other
+    /// columns still decide whether a row is live (a row kept alive only by a column not
+    /// selected is still a row), but are not copied into the result: a scan selecting one
+    /// column of a wide row pays for that column only. Static rows are returned whole.
+    pub columns: Option<std::sync::Arc<[ColumnId]>>,
 }
 
 /// Live data of a read.

@@ -69,6 +69,7 @@ fn every_acknowledged_write_survives_sigkill() {
         for k in &acked {
             let key = bytes::Bytes::copy_from_slice(&k.to_be_bytes());
             let q = ReadQuery {
+                columns: None,
                 partitions: PartitionRange::Single {
                     key: key.clone(),
                     token: (k.wrapping_mul(0x9E37_79B9_7F4A_7C15)) as i64,

@@ -325,6 +325,7 @@ fn counters_accumulate_across_flush_and_replay() {
     };
     let total = |e: &Engine| {
         let q = ReadQuery {
+            columns: None,
             partitions: PartitionRange::Single {
                 key: b(b"c"),
                 token: token(b"c"),
@@ -384,6 +385,7 @@ fn range_scan_pages_with_exclusive_start_key() {
     let mut start = PartitionBound::Unbounded;
     loop {
         let q = ReadQuery {
+            columns: None,
             partitions: PartitionRange::Range {
                 start: start.clone(),
                 end: PartitionBound::Unbounded,
@@ -420,6 +422,7 @@ fn slices_reversed_and_limits() {
         kind,
     };
     let q = ReadQuery {
+        columns: None,
         slices: vec![(
             bound(b'b', BoundKind::Exclusive),
             bound(b'f', BoundKind::Inclusive),
@@ -600,6 +603,7 @@ fn cleanup_keeps_only_the_owned_token_ranges() {
     }
     e.flush(None).unwrap();
     let everything = ReadQuery {
+        columns: None,
         partitions: PartitionRange::Range {
             start: PartitionBound::Unbounded,
             end: PartitionBound::Unbounded,

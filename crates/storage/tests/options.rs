@@ -148,6 +148,7 @@ fn row_cache_serves_repeat_reads_and_is_invalidated_by_writes() {
     assert_eq!((st.row_cache_hits, st.row_cache_requests), (2, 4));
     // A slice is answered from the cached whole partition.
     let q = ReadQuery {
+        columns: None,
         slices: vec![(
             ClusteringBound {
                 prefix: vec![b(&[2])],

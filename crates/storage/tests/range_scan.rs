@@ -90,6 +90,7 @@ fn load(e: &Engine) {
 
 fn range_query(start: PartitionBound, reversed: bool, limit: usize) -> ReadQuery {
     ReadQuery {
+        columns: None,
         partitions: PartitionRange::Range {
             start,
             end: PartitionBound::Unbounded,
@@ -126,6 +127,7 @@ fn scan(e: &Engine, reversed: bool, limit: usize) -> Scan {
         let q = match &at {
             At::Range(start) => range_query(start.clone(), reversed, limit),
             At::Inside(token, key, after) => ReadQuery {
+                columns: None,
                 partitions: PartitionRange::Single {
                     key: key.clone(),
                     token: *token,
@@ -246,6 +248,7 @@ fn unlimited_range_scan_still_returns_every_row() {
     let e = open(&dir, 864000);
     load(&e);
     let q = ReadQuery {
+        columns: None,
         row_limit: None,
         partition_limit: None,
         ..range_query(PartitionBound::Unbounded, false, 1)
@@ -287,6 +290,7 @@ fn a_batched_range_scan_sees_every_partition_while_the_memtable_flushes() {
                 let mut seen = 0usize;
                 loop {
                     let q = ReadQuery {
+                        columns: None,
                         partitions: PartitionRange::Range {
                             start: start.clone(),
                             end: PartitionBound::Unbounded,

@@ -316,6 +316,7 @@ pub(super) fn page_query(
     now_s: i64,
 ) -> st::ReadQuery {
     st::ReadQuery {
+        columns: None,
         partitions: st::PartitionRange::Range { start, end },
         slices: Vec::new(),
         reversed: false,

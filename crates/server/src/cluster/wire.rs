@@ -99,6 +99,7 @@ pub fn decode_read(mut buf: Bytes) -> Result<(st::TableId, st::ReadQuery), WireE
     Ok((
         table,
         st::ReadQuery {
+            columns: None,
             partitions,
             slices,
             reversed,
@@ -236,6 +237,7 @@ mod tests {
         };
         vec![
             st::ReadQuery {
+                columns: None,
                 partitions: st::PartitionRange::Single {
                     key: Bytes::from_static(b"\0\0\0\x07"),
                     token: -42,
@@ -252,6 +254,7 @@ mod tests {
                 resume_after: Some(vec![Bytes::from_static(b"x")]),
             },
             st::ReadQuery {
+                columns: None,
                 partitions: st::PartitionRange::Range {
                     start: st::PartitionBound::Key {
                         token: i64::MIN,

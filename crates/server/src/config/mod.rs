@@ -63,6 +63,10 @@ pub struct NodeConfig {
     /// (Cassandra's "Rejected an oversized mutation"); unset is half a commitlog segment.
     pub max_mutation_size_bytes: Option<u64>,
     pub memtable_space_bytes: u64,
+    /// `memtable_cleanup_threshold` when given; otherwise 1 / (1 + `memtable_flush_writers`),
+    /// Cassandra's default.
+    pub memtable_cleanup_threshold: Option<f64>,
+    pub memtable_flush_writers: u64,
     pub key_cache_size_bytes: u64,
     pub file_cache_size_bytes: u64,
     pub row_cache_size_bytes: u64,
@@ -163,6 +167,9 @@ impl Default for NodeConfig {
             commitlog_segment_size_bytes: 32 * MIB,
             max_mutation_size_bytes: None,
             memtable_space_bytes: 1024 * MIB,
+            memtable_cleanup_threshold: None,
+            // Cassandra's default for one data directory.
+            memtable_flush_writers: 2,
             key_cache_size_bytes: 100 * MIB,
             file_cache_size_bytes: 512 * MIB,
             row_cache_size_bytes: 0,
@@ -218,6 +225,13 @@ impl NodeConfig {
     pub fn max_mutation_bytes(&self) -> u64 {
         self.max_mutation_size_bytes
             .unwrap_or(self.commitlog_segment_size_bytes / 2)
+    }
+
+    /// The fraction of the memtable space at which the largest memtable is flushed, as
+    /// Cassandra computes it.
+    pub fn memtable_cleanup_threshold(&self) -> f64 {
+        self.memtable_cleanup_threshold
+            .unwrap_or(1.0 / (1.0 + self.memtable_flush_writers as f64))
     }
 
     /// Loads `path` over the defaults. Unknown keys are returned as warnings, not errors, so a

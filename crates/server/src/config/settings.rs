@@ -43,6 +43,16 @@ impl Value<'_> {
         }
     }
 
+    /// A fraction in (0, 1], as `memtable_cleanup_threshold` takes.
+    fn fraction(&self) -> Result<f64, ConfigError> {
+        let v = self.text.trim();
+        match v.parse::<f64>() {
+            Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
+            Ok(_) => Err(self.bad(format!("{v}: must be above 0 and at most 1"))),
+            Err(e) => Err(self.bad(format!("{v}: {e}"))),
+        }
+    }
+
     fn size(&self, default_unit_bytes: u64) -> Result<u64, ConfigError> {
         parse_size_bytes(self.text, default_unit_bytes).map_err(|m| self.bad(m))
     }
@@ -135,6 +145,8 @@ pub(super) fn set_storage(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigEr
         "memtable_heap_space_in_mb" | "memtable_offheap_space_in_mb" => {
             c.memtable_space_bytes = v.int()? * MIB
         }
+        "memtable_cleanup_threshold" => c.memtable_cleanup_threshold = Some(v.fraction()?),
+        "memtable_flush_writers" => c.memtable_flush_writers = v.int()?.max(1),
         "key_cache_size" => c.key_cache_size_bytes = v.size(MIB)?,
         "key_cache_size_in_mb" => c.key_cache_size_bytes = v.int()? * MIB,
         "file_cache_size" => c.file_cache_size_bytes = v.size(MIB)?,

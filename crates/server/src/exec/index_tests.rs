@@ -37,6 +37,7 @@ async fn wait_built(node: &NodeState, table: &str, index: &str) {
 fn entries(node: &NodeState, table: &str, index: &str, value: i32) -> usize {
     let value = bytes::Bytes::copy_from_slice(&value.to_be_bytes());
     let q = helenus_storage::ReadQuery {
+        columns: None,
         partitions: helenus_storage::value_partition(&value),
         slices: Vec::new(),
         reversed: false,

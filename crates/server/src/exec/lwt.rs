@@ -361,6 +361,7 @@ fn current_query(
     // No clustering row asked for: only the static row matters, one row is enough to carry it.
     let row_limit = (has_clustering && clusterings.is_empty()).then_some(1);
     st::ReadQuery {
+        columns: None,
         partitions: st::PartitionRange::Single {
             key: key.clone(),
             token,

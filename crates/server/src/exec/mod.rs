@@ -808,6 +808,7 @@ fn current_list_paths(
         )]
     };
     let q = st::ReadQuery {
+        columns: None,
         partitions: st::PartitionRange::Single {
             key: key.clone(),
             token,

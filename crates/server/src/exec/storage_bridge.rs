@@ -142,6 +142,7 @@ pub fn storage_config(cfg: &NodeConfig, clock: helenus_types::SharedClock) -> st
         },
         commitlog_segment_size_bytes: cfg.commitlog_segment_size_bytes,
         memtable_space_bytes: cfg.memtable_space_bytes,
+        memtable_cleanup_threshold: cfg.memtable_cleanup_threshold(),
         key_cache_bytes: cfg.key_cache_size_bytes,
         chunk_cache_bytes: cfg.file_cache_size_bytes,
         row_cache_bytes: cfg.row_cache_size_bytes,

@@ -24,6 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         commitlog_sync: CommitlogSync::Batch,
         commitlog_segment_size_bytes: 1 << 20,
         memtable_space_bytes: 2 << 20,
+        memtable_cleanup_threshold: 1.0,
         key_cache_bytes: 1 << 20,
         chunk_cache_bytes: 1 << 20,
         row_cache_bytes: 0,

@@ -688,31 +688,33 @@ impl Dec<'_, '_> {
         Ok(())
     }
 
-    /// `rows`, keeping only rows inside `ranges` (the others are stepped over, not built), and
-    /// stopping once `keep` rows are kept. Returns whether it stopped before the `n`-th row.
+    /// `rows`, appended to `out` in clustering order, keeping only rows inside `ranges` (the
+    /// others are stepped over, not built), and stopping once `keep` rows are kept. Returns
+    /// whether it stopped before the `n`-th row. The caller builds its map once from all the
+    /// blocks it reads: merging each block into a map would copy the map per block.
     pub fn rows_in(
         &mut self,
         cmp: &Arc<ClusteringComparator>,
         n: usize,
-        p: &mut Partition,
+        out: &mut Vec<(CKey, Row)>,
         ranges: &[(CKey, CKey)],
         keep: usize,
     ) -> Result<bool, StorageError> {
-        let mut rows = Vec::new();
+        let mut kept = 0;
         let mut stopped = false;
         for _ in 0..n {
-            if rows.len() >= keep {
+            if kept >= keep {
                 stopped = true;
                 break;
             }
             let (flags, k) = self.row_head(cmp)?;
             if ranges.iter().any(|(s, e)| *s <= k && k <= *e) {
-                rows.push((k, self.row_body(flags)?));
+                out.push((k, self.row_body(flags)?));
+                kept += 1;
             } else {
                 self.skip_row_body(flags)?;
             }
         }
-        add_sorted_rows(p, rows);
         Ok(stopped)
     }
 

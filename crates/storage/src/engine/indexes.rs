@@ -36,6 +36,7 @@ impl Engine {
         let mut written = 0u64;
         loop {
             let q = ReadQuery {
+                columns: None,
                 partitions: PartitionRange::Range {
                     start: start.clone(),
                     end: PartitionBound::Unbounded,

@@ -525,23 +525,33 @@ impl Engine {
     /// Bytes held by all memtables (active, flushing and being freed), allocator overhead
     /// included: what `memtable_space_bytes` bounds.
     pub(crate) fn memtable_bytes(&self) -> u64 {
-        self.tables
-            .read()
-            .values()
-            .map(|t| {
-                t.memtable.read().heap_bytes()
-                    + t.flushing
-                        .read()
-                        .iter()
-                        .map(|m| m.heap_bytes())
-                        .sum::<u64>()
-            })
-            .sum::<u64>()
-            + self.budget.freeing_bytes.load(Ordering::Relaxed)
+        self.memtable_usage().1
+    }
+
+    /// (bytes of the memtables taking writes, bytes of all memtables): the first is what
+    /// `memtable_cleanup_threshold` is a fraction of the space for, the second what the space
+    /// bounds.
+    fn memtable_usage(&self) -> (u64, u64) {
+        let (mut unflushed, mut flushing) = (0u64, 0u64);
+        for t in self.tables.read().values() {
+            unflushed += t.memtable.read().heap_bytes();
+            flushing += t
+                .flushing
+                .read()
+                .iter()
+                .map(|m| m.heap_bytes())
+                .sum::<u64>();
+        }
+        let freeing = self.budget.freeing_bytes.load(Ordering::Relaxed);
+        (unflushed, unflushed + flushing + freeing)
     }
 
     pub(crate) fn maybe_trigger_flush(&self) {
-        if self.memtable_bytes() < self.config.memtable_space_bytes.max(1 << 20) {
+        let space = self.config.memtable_space_bytes.max(1 << 20);
+        let threshold = self.config.memtable_cleanup_threshold.clamp(0.01, 1.0);
+        let cleanup_at = (space as f64 * threshold) as u64;
+        let (unflushed, all) = self.memtable_usage();
+        if unflushed < cleanup_at && all < space {
             return;
         }
         if self.budget.flush_pending.swap(true, Ordering::AcqRel) {

@@ -394,14 +394,17 @@ pub fn stamp_local_times(p: &mut Partition, now_s: i64) {
     }
 }
 
-/// Live cells of a row at `now_s` under deletion `d`, in column then cell-path order.
+/// Live cells of a row at `now_s` under deletion `d`, in column then cell-path order, of the
+/// `wanted` columns (None: all), and whether any cell of any column is live.
 fn live_cells(
     row: &Row,
     d: Option<DeletionTime>,
     now_s: i64,
     layout: &TableLayout,
-) -> Vec<LiveCell> {
+    wanted: Option<&[ColumnId]>,
+) -> (Vec<LiveCell>, bool) {
     let mut out: Vec<LiveCell> = Vec::new();
+    let mut any_live = false;
     // A counter in a ring is one cell per shard (the path names the shard's leader); its value
     // is their sum. On one node it is the single cell without a path.
     let mut counters: Vec<(ColumnId, i64, i64)> = Vec::new();
@@ -414,6 +417,15 @@ fn live_cells(
         {
             continue;
         }
+        if let Some(w) = wanted {
+            if w.binary_search(col).is_err() {
+                any_live |= match c.kind {
+                    CellKind::Counter { .. } => !counter_deleted(row, *col),
+                    _ => true,
+                };
+                continue;
+            }
+        }
         let (value, ttl_s, expires_at_s) = match &c.kind {
             CellKind::Live {
                 value,
@@ -421,11 +433,15 @@ fn live_cells(
                 expires_at_s,
             } => (value.clone(), *ttl_s, *expires_at_s),
             CellKind::Counter { total, .. } => {
-                add_counter_shard(&mut counters, row, *col, *total, c.timestamp_us);
+                if !counter_deleted(row, *col) {
+                    any_live = true;
+                    add_counter_shard(&mut counters, *col, *total, c.timestamp_us);
+                }
                 continue;
             }
             CellKind::Tombstone { .. } => continue,
         };
+        any_live = true;
         out.push(LiveCell {
             column: *col,
             path: path.clone(),
@@ -465,25 +481,26 @@ fn live_cells(
         }
         i = j;
     }
-    out
+    (out, any_live)
 }
 
-/// Adds one live counter shard to its column's sum. A tombstone of the whole counter (the cell
-/// without a path) beats every shard whatever their timestamps, as it beats a counter on one
-/// node (CASSANDRA-7346).
+/// Whether the whole counter `col` is deleted: a tombstone of the counter (the cell without a
+/// path) beats every shard whatever their timestamps, as it beats a counter on one node
+/// (CASSANDRA-7346).
+fn counter_deleted(row: &Row, col: ColumnId) -> bool {
+    matches!(
+        row.cells.get(&(col, None)).map(|c| &c.kind),
+        Some(CellKind::Tombstone { .. })
+    )
+}
+
+/// Adds one live counter shard to its column's sum.
 fn add_counter_shard(
     counters: &mut Vec<(ColumnId, i64, i64)>,
-    row: &Row,
     col: ColumnId,
     total: i64,
     timestamp_us: i64,
 ) {
-    if matches!(
-        row.cells.get(&(col, None)).map(|c| &c.kind),
-        Some(CellKind::Tombstone { .. })
-    ) {
-        return;
-    }
     match counters.iter_mut().find(|(c, _, _)| *c == col) {
         Some((_, sum, ts)) => {
             *sum = sum.wrapping_add(total);
@@ -500,14 +517,15 @@ pub fn live_row(
     outer: Option<DeletionTime>,
     now_s: i64,
     layout: &TableLayout,
+    wanted: Option<&[ColumnId]>,
 ) -> Option<LiveRow> {
     let d = reconcile::max_deletion(outer, row.deletion);
     let row_ts = row
         .liveness
         .filter(|l| !reconcile::deletes(d, l.timestamp_us) && reconcile::liveness_is_live(l, now_s))
         .map(|l| l.timestamp_us);
-    let cells = live_cells(row, d, now_s, layout);
-    if row_ts.is_none() && cells.is_empty() {
+    let (cells, any_live) = live_cells(row, d, now_s, layout, wanted);
+    if row_ts.is_none() && !any_live {
         return None;
     }
     Some(LiveRow {
@@ -533,7 +551,9 @@ pub(crate) fn live_partition(
     layout: &TableLayout,
     limits: &mut Limits,
 ) -> Result<Option<PartitionData>, StorageError> {
-    let static_row = live_row(&[], &p.static_row, p.deletion, q.now_s, layout);
+    // Static rows stay whole: a partition with only static data is a row, which the caller
+    // tells by its cells.
+    let static_row = live_row(&[], &p.static_row, p.deletion, q.now_s, layout, None);
     if !p.static_row.is_empty() {
         let live = static_row.is_some();
         limits.scan.row(&p.static_row, p.deletion, live, q.now_s)?;
@@ -562,7 +582,7 @@ pub(crate) fn live_partition(
         let it = p.rows.range(s.clone()..=e.clone());
         let mut visit = |k: &CKey, r: &Row| -> Result<bool, StorageError> {
             let outer = p.covering_deletion(k);
-            let lr = live_row(&k.values, r, outer, q.now_s, layout);
+            let lr = live_row(&k.values, r, outer, q.now_s, layout, q.columns.as_deref());
             scan.row(r, outer, lr.is_some(), q.now_s)?;
             rows.extend(lr);
             Ok(rows.len() < max_rows)

@@ -135,18 +135,27 @@ impl DataFormat {
 
     /// `decode_rows` restricted to `ranges` and at most `keep` kept rows (format 2; format 1
     /// decodes every row). Returns whether it stopped early.
+    /// Appends a row block's rows to `out` in clustering order; the compact format keeps only
+    /// rows inside `ranges`, up to `keep` of them (true when it stopped there).
     pub fn decode_rows_in(
         self,
         r: &mut Reader<'_>,
         cmp: &Arc<ClusteringComparator>,
         n: usize,
-        p: &mut Partition,
+        out: &mut Vec<(CKey, Row)>,
         ranges: &[(CKey, CKey)],
         keep: usize,
     ) -> Result<bool, StorageError> {
         match self {
-            DataFormat::Fixed => codec::decode_rows(r, cmp, n, p).map(|_| false),
-            DataFormat::Compact { base_us } => Dec { r, base_us }.rows_in(cmp, n, p, ranges, keep),
+            DataFormat::Fixed => {
+                let mut block = Partition::new(bytes::Bytes::new(), 0);
+                codec::decode_rows(r, cmp, n, &mut block)?;
+                out.extend(block.rows);
+                Ok(false)
+            }
+            DataFormat::Compact { base_us } => {
+                Dec { r, base_us }.rows_in(cmp, n, out, ranges, keep)
+            }
         }
     }
 

@@ -194,7 +194,7 @@ impl SSTableReader {
             return Ok((self.read_partition_at(e, cache)?, None));
         }
         let head = self.read_bytes(e.position, e.header_len, cache)?;
-        let (mut p, _) = self
+        let (p, _) = self
             .format
             .decode_partition_header(
                 &mut Reader::new(&head, "sstable partition header"),
@@ -206,31 +206,23 @@ impl SSTableReader {
             .into_iter()
             .filter_map(|i| e.blocks.get(i))
             .collect();
-        let in_ranges = |p: &Partition| -> usize {
-            ranges
-                .iter()
-                .filter(|(s, e)| s <= e)
-                .map(|(s, e)| p.rows.range(s.clone()..=e.clone()).count())
-                .sum()
-        };
+        let in_ranges = |k: &CKey| ranges.iter().any(|(s, e)| s <= e && s <= k && k <= e);
         let order: Box<dyn Iterator<Item = &&RowBlock>> = if reversed {
             Box::new(overlapping.iter().rev())
         } else {
             Box::new(overlapping.iter())
         };
-        let edge = |p: &Partition| {
-            if reversed {
-                p.rows.first_key_value()
-            } else {
-                p.rows.last_key_value()
-            }
-            .map(|(k, _)| k.clone())
-        };
+        // The blocks' rows, gathered and put in the partition's map once at the end: each block
+        // merged into the map would copy the map, and counting the rows kept so far in the map
+        // would walk it, per block (a 5,000-row page read 50 blocks that way: quadratic).
+        let mut rows: Vec<(CKey, Row)> = Vec::new();
+        let mut have = p.rows.keys().filter(|k| in_ranges(k)).count();
+        // Where the rows read so far end in the read's direction: the last row of the last
+        // block forward, the first row of the last block reversed (blocks go backwards).
+        let mut edge: Option<usize> = None;
         for b in order {
-            let have = in_ranges(&p);
             if max_rows != usize::MAX && have >= max_rows {
-                let at = edge(&p);
-                return Ok((p, at));
+                return Ok(finish(p, rows, edge, reversed));
             }
             // Forward, a block can stop at the row that completes the allowance; reversed, the
             // rows wanted are the block's last ones, so it is read whole.
@@ -241,24 +233,58 @@ impl SSTableReader {
             };
             let pos = e.position + u64::from(b.offset);
             let bytes = self.read_bytes(pos, b.length, cache)?;
+            let before = rows.len();
             let stopped = self
                 .format
                 .decode_rows_in(
                     &mut Reader::new(&bytes, "sstable row block"),
                     &self.cmp,
                     b.rows as usize,
-                    &mut p,
+                    &mut rows,
                     ranges,
                     keep,
                 )
                 .map_err(|_| self.corrupt(pos))?;
+            if let Some(added) = rows.get(before..) {
+                have += added.iter().filter(|(k, _)| in_ranges(k)).count();
+                if !added.is_empty() {
+                    edge = Some(if reversed { before } else { rows.len() - 1 });
+                }
+            }
             if stopped {
-                let at = edge(&p);
-                return Ok((p, at));
+                return Ok(finish(p, rows, edge, reversed));
             }
         }
-        Ok((p, None))
+        Ok((finish(p, rows, None, reversed).0, None))
     }
+}
+
+/// Puts the gathered `rows` into `p` and names the clustering at `edge` (an index into `rows`):
+/// where a read that stopped early is complete up to. Rows are in order within a block and
+/// blocks come in the read's direction, so building the map sorts runs, not rows.
+fn finish(
+    mut p: Partition,
+    rows: Vec<(CKey, Row)>,
+    edge: Option<usize>,
+    reversed: bool,
+) -> (Partition, Option<CKey>) {
+    let at = match edge.and_then(|i| rows.get(i)) {
+        Some((k, _)) => Some(k.clone()),
+        // Nothing read from the blocks: the edge is the map's own, as before any block.
+        None => if reversed {
+            p.rows.first_key_value()
+        } else {
+            p.rows.last_key_value()
+        }
+        .map(|(k, _)| k.clone()),
+    };
+    let mut block: std::collections::BTreeMap<CKey, Row> = rows.into_iter().collect();
+    if p.rows.is_empty() {
+        p.rows = block;
+    } else {
+        p.rows.append(&mut block);
+    }
+    (p, at)
 }
 
 /// Indexes of the row-index blocks that may hold rows of `ranges`, in order: a binary search per

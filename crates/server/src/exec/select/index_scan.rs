@@ -110,6 +110,7 @@ impl IndexCursor {
             return Ok(Vec::new());
         }
         let q = st::ReadQuery {
+            columns: None,
             partitions: st::value_partition(&self.value),
             slices: Vec::new(),
             reversed: false,

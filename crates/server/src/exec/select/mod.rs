@@ -22,6 +22,7 @@ mod index_scan;
 mod json;
 mod order;
 mod plan;
+mod projection;
 mod restrictions;
 mod scan;
 mod validate;

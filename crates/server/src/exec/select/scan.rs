@@ -56,6 +56,8 @@ pub struct RowSource<'a> {
     inside: Option<(i64, Bytes, Vec<Bytes>)>,
     /// Tombstones this page's storage reads scanned (for Cassandra's tombstone thresholds).
     tombstones: TombstoneTally,
+    /// The non-key columns storage copies into rows (see projection.rs); None = all.
+    columns: Option<std::sync::Arc<[u32]>>,
 }
 
 pub(super) fn token_value(
@@ -265,7 +267,14 @@ impl<'a> RowSource<'a> {
             } else {
                 mode
             };
+        // An index scan checks base rows against restrictions it resolved itself: it reads
+        // them whole.
+        let columns = match mode {
+            Mode::Keys { .. } | Mode::Range { .. } => super::projection::read_columns(plan),
+            Mode::Index(_) | Mode::System => None,
+        };
         Ok(RowSource {
+            columns,
             inside,
             node,
             plan,
@@ -297,6 +306,7 @@ impl<'a> RowSource<'a> {
         resume_after: Option<Vec<Bytes>>,
     ) -> st::ReadQuery {
         st::ReadQuery {
+            columns: self.columns.clone(),
             partitions,
             slices: self.slices.clone(),
             reversed: self.plan.reversed,
@@ -555,6 +565,7 @@ impl<'a> RowSource<'a> {
                 _ => self.slices.clone(),
             };
             let q = st::ReadQuery {
+                columns: None,
                 slices,
                 row_limit: None,
                 ..self.query(
