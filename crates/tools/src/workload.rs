@@ -20,10 +20,12 @@ pub const TIMESERIES_VALUE_LEN: usize = 100;
 pub const WIDE_ROWS_PER_PARTITION: u64 = 1000;
 /// TTL of wide-partition rows, seconds (WORKLOADS.md §3).
 pub const WIDE_TTL_S: u32 = 8640;
-/// Rows a wide-partition read returns at most.
-pub const WIDE_READ_LIMIT: u32 = 100;
-/// Approximate size of one JSON-ish wide-partition record.
-pub const WIDE_PAYLOAD_LEN: usize = 1000;
+/// Rows a wide-partition read returns at most: a log viewer's page of the newest events (at ~16 KB
+/// a row, ten rows are a ~160 KB response).
+pub const WIDE_READ_LIMIT: u32 = 10;
+/// Approximate size of one JSON-ish wide-partition record: 1,000 of them make the ~16 MB partition
+/// of WORKLOADS.md §3.
+pub const WIDE_PAYLOAD_LEN: usize = 16_000;
 
 /// Why a workload could not be built.
 #[derive(Debug)]
@@ -488,5 +490,7 @@ mod tests {
         let v = bind_values(&w.ops[0], 2500, &mut rng);
         assert_eq!(v[0], CqlValue::Text("part-2".into()));
         assert_eq!(v[1], bind_values(&w.ops[0], 2500, &mut rng)[1]);
+        // 1,000 rows of ~16 KB: the ~16 MB partition of WORKLOADS.md §3.
+        assert!(matches!(&v[2], CqlValue::Text(p) if (15_000..17_000).contains(&p.len())));
     }
 }
