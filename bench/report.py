@@ -107,7 +107,7 @@ def latte_markdown(latte, servers):
     by = {(r["server"], r["workload"], r["dist"]): r for r in latte}
     keys = sorted({(r["workload"], r["dist"]) for r in latte},
                   key=lambda k: (["write", "read", "mixed"].index(k[0]), DIST_ORDER.index(k[1]) if k[1] in DIST_ORDER else 9))
-    md = ["## latte (second client): Helenus vs Cassandra", "",
+    md = ["## latte (second client)", "",
           "latte 0.29 with `bench/standard1.rn`: a closed-loop run for the maximum, then a fixed-rate run at half "
           "of it for the percentiles. Client CPU is latte's own (user + system of both runs).", ""]
     if "helenus" in servers and "cassandra" in servers:
