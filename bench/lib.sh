@@ -36,6 +36,46 @@ measured() {  # server workload dist json-file stress-args...
   return 0
 }
 
+# latte (a client nobody on the project wrote) on the same matrix: bench/standard1.rn's
+# <op>_<dist> functions, a closed-loop run of PROBE seconds for the maximum, then a fixed-rate run
+# at half of it for the percentiles; one manifest line ("client":"latte") with both reports.
+# The caller sets LATTE_BIN, LATTE_THREADS, LATTE_CONCURRENCY, SERVER_ADDR, PROBE, STEP_DUR, WORK.
+latte_fns() {  # workload dist -> latte -f argument
+  case "$1" in
+    write|read) echo "$1_$2" ;;
+    mixed) echo "read_$2:0.5,write_$2:0.5" ;;
+  esac
+}
+latte_run() {  # out-json latte-run-args... (runs in $WORK: latte writes its logs to the cwd)
+  local json="$1"; shift
+  (cd "$WORK" && /usr/bin/time -f "%U %S" -o "$json.time" timeout -k 10 "${STRESS_TIMEOUT:-0}" "$LATTE_BIN" run -q -t "$LATTE_THREADS" -p "$LATTE_CONCURRENCY" \
+    "$@" -o "$json" "$ROOT/bench/standard1.rn" -P rows="$ROWS" --consistency ONE -c 1 "$SERVER_ADDR") > "$json.log" 2>&1
+}
+measured_latte() {  # server workload dist json-prefix
+  local s="$1" wl="$2" dist="$3" pre="$4" fns b0 s0 w0 b1 s1 w1 ut0 ut1 rc=0 half=0
+  fns="$(latte_fns "$wl" "$dist")"
+  b0=$(cpu_busy); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
+  latte_run "$pre-max.json" -w "${LATTE_WARMUP:-2s}" -d "$PROBE" -f "$fns" || rc=$?
+  if [ "$rc" = 0 ]; then
+    half="$(jq -r '.result.cycle_throughput.value / 2 | floor' "$pre-max.json" 2>/dev/null || echo 0)"
+    if [ "${half:-0}" -ge 1 ]; then latte_run "$pre-half.json" -w 0s -d "$STEP_DUR" -r "$half" -f "$fns" || rc=$?; fi
+  fi
+  b1=$(cpu_busy); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
+  [ "$rc" = 0 ] || log "latte exited with $rc ($pre-*.json.log): $(tail -3 "$pre-max.json.log" 2>/dev/null | tr '\n' ' ')"
+  # the client's CPU: user + system of both latte processes, start-up and warm-up included
+  ut0="$(awk '{print $1 + $2}' "$pre-max.json.time" 2>/dev/null | tail -1)"
+  ut1="$(awk '{print $1 + $2}' "$pre-half.json.time" 2>/dev/null | tail -1)"
+  awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$pre-max.json" -v hj="$pre-half.json" -v hz="$HZ" -v b="$((b1 - b0))" \
+      -v sv="$((s1 - s0))" -v w0="$w0" -v w1="$w1" -v c="$(awk -v a="${ut0:-0}" -v b="${ut1:-0}" 'BEGIN{print a + b}')" \
+      -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" -v half="${half:-0}" 'BEGIN{
+    wall = w1 - w0; busy = b / hz; srv = sv / hz; other = busy - srv - c; if (other < 0) other = 0;
+    n = split(substr(rss, 2, length(rss) - 2), r, ","); total = 0; for (i = 1; i <= n; i++) total += r[i];
+    printf "{\"client\":\"latte\",\"server\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\",\"json\":\"%s\",\"half_json\":\"%s\",\"half_rate_per_s\":%d,\"exit_code\":%d,\"wall_s\":%.2f,\"machine_busy_cpu_s\":%.2f,\"server_cpu_s\":%.2f,\"client_cpu_s\":%.2f,\"other_cpu_s\":%.2f,\"other_cores\":%.3f,\"server_rss_mib\":%d,\"server_rss_mib_per_node\":%s,\"trustworthy\":%s}\n",
+      s, wl, d, j, hj, half, rc, wall, busy, srv, c, other, other / (wall > 0 ? wall : 1), total, rss, (other / (wall > 0 ? wall : 1) <= noise) ? "true" : "false"
+  }' >> "$MANIFEST"
+  return 0
+}
+
 pop_for() {
   case "$1" in
     uniform)  echo "dist=UNIFORM(1..$ROWS)" ;;

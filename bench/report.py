@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Turns a bench/run.sh manifest into <out>.json (every number), <out>.md (ratio tables),
-<out>-<workload>.png (P90/P99 vs offered rate, one line per server) and <out>.html."""
+<out>-<workload>.png (P90/P99 vs offered rate, one line per server) and <out>.html.
+Manifest lines with "client": "latte" (the second client) get their own tables and
+<out>-latte.png; lines without a client are helenus-stress's."""
 import argparse, html, json, os, sys
 
 METRICS = [  # (key, label, higher_is_better)
@@ -66,6 +68,76 @@ def summarize(entry):
     return out
 
 
+# latte 0.29's percentile list (stats/percentiles.rs): Min, 1, 2, 5, 10, 25, 50, 75, 90, 95, 98,
+# 99, 99.9, 99.99, Max.
+LATTE_PCT = {"p50": 6, "p90": 8, "p99": 11, "p999": 12, "max": 14}
+# The latte table: (key, label); each shown for Helenus and Cassandra, then their ratio.
+LATTE_SUMMARY = [("max_throughput_per_s", "op/s"), ("probe_p99_ms", "P99 at max (ms)"),
+                 ("half_max_p50_ms", "P50 at 50% (ms)"), ("half_max_p99_ms", "P99 at 50% (ms)"),
+                 ("half_max_p999_ms", "P99.9 at 50% (ms)"), ("server_cpu_ms_per_1000_ops", "server CPU ms / 1k ops"),
+                 ("client_cpu_ms_per_1000_ops", "client CPU ms / 1k ops")]
+
+
+def latte_pcts(report, prefix, out):
+    lat = ((report or {}).get("result") or {}).get("cycle_latency") or {}
+    pct = lat.get("percentiles") or []
+    for k, i in LATTE_PCT.items():
+        out[f"{prefix}_{k}_ms"] = pct[i]["value"] if i < len(pct) else None
+
+
+def summarize_latte(entry):
+    """A latte manifest line: the closed-loop report (json) and the half-rate one (half_json)."""
+    mx, half = load(entry["json"]) or {}, load(entry.get("half_json", "")) or {}
+    out = dict(entry)
+    res, hres = mx.get("result") or {}, half.get("result") or {}
+    out["max_throughput_per_s"] = (res.get("cycle_throughput") or {}).get("value")
+    out["half_max_rate_per_s"] = (hres.get("cycle_throughput") or {}).get("value")
+    latte_pcts(mx, "probe", out)
+    latte_pcts(half, "half_max", out)
+    out["errors"] = (res.get("error_count") or 0) + (hres.get("error_count") or 0)
+    out["rows_per_read"] = res.get("row_count_per_req")
+    ops = (res.get("cycle_count") or 0) + (hres.get("cycle_count") or 0)
+    out["ops"] = ops
+    out["server_cpu_ms_per_1000_ops"] = entry["server_cpu_s"] * 1e6 / ops if ops else None
+    out["client_cpu_ms_per_1000_ops"] = entry["client_cpu_s"] * 1e6 / ops if ops else None
+    return out
+
+
+def latte_markdown(latte, servers):
+    by = {(r["server"], r["workload"], r["dist"]): r for r in latte}
+    keys = sorted({(r["workload"], r["dist"]) for r in latte},
+                  key=lambda k: (["write", "read", "mixed"].index(k[0]), DIST_ORDER.index(k[1]) if k[1] in DIST_ORDER else 9))
+    md = ["## latte (second client)", "",
+          "latte 0.29 with `bench/standard1.rn`: a closed-loop run for the maximum, then a fixed-rate run at half "
+          "of it for the percentiles. Client CPU is latte's own (user + system of both runs).", ""]
+    if "helenus" in servers and "cassandra" in servers:
+        md += ["| workload | " + " | ".join(f"H {l} | C {l} | H/C" for _, l in LATTE_SUMMARY) + " |",
+               "|---|" + "---|---|---|" * len(LATTE_SUMMARY)]
+        for wl, d in keys:
+            h, c = by.get(("helenus", wl, d)) or {}, by.get(("cassandra", wl, d)) or {}
+            cells = []
+            for k, _ in LATTE_SUMMARY:
+                hv, cv = h.get(k), c.get(k)
+                cells += [fmt(hv), fmt(cv), f"{hv / cv:.2f}" if hv is not None and cv else "-"]
+            md.append(f"| {wl}/{d} | " + " | ".join(cells) + " |")
+        md.append("")
+    md += ["| server | workload | max op/s | P50 / P99 / P99.9 at max (ms) | half rate offered / achieved (op/s) | P50 / P99 / P99.9 / max at 50% (ms) "
+           "| server CPU s | client CPU s | server RSS (MiB) | rows per op | errors | other cores |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for wl, d in keys:
+        for s in servers:
+            r = by.get((s, wl, d))
+            if r:
+                md.append(f"| {s} | {wl}/{d} | {fmt(r.get('max_throughput_per_s'))} | "
+                          f"{fmt(r.get('probe_p50_ms'))} / {fmt(r.get('probe_p99_ms'))} / {fmt(r.get('probe_p999_ms'))} | "
+                          f"{fmt(r.get('half_rate_per_s'))} / {fmt(r.get('half_max_rate_per_s'))} | {fmt(r.get('half_max_p50_ms'))} / {fmt(r.get('half_max_p99_ms'))} / "
+                          f"{fmt(r.get('half_max_p999_ms'))} / {fmt(r.get('half_max_max_ms'))} | {fmt(r['server_cpu_s'])} | "
+                          f"{fmt(r['client_cpu_s'])} | {r.get('server_rss_mib', '-')} | {fmt(r.get('rows_per_read'))} | "
+                          f"{r.get('errors', 0)} | {r['other_cores']:.2f} |")
+    md.append("")
+    return md
+
+
 def fmt(x):
     if x is None:
         return "-"
@@ -81,18 +153,22 @@ def main():
     ap.add_argument("--settings", default="")
     ap.add_argument("--title", default="")
     a = ap.parse_args()
-    rows = []
+    rows, latte = [], []
     with open(a.manifest) as f:
         for line in f:
             if line.strip():
-                rows.append(summarize(json.loads(line)))
-    servers = sorted({r["server"] for r in rows}, key=["helenus", "cassandra", "ceiling"].index)
+                e = json.loads(line)
+                if e.get("client") == "latte":
+                    latte.append(summarize_latte(e))
+                else:
+                    rows.append(summarize(e))
+    servers = sorted({r["server"] for r in rows + latte}, key=["helenus", "cassandra", "ceiling"].index)
     runs = [r for r in rows if r["workload"] != "load"]
     keys = sorted({(r["workload"], r["dist"]) for r in runs}, key=lambda k: (["write", "read", "mixed"].index(k[0]), DIST_ORDER.index(k[1]) if k[1] in DIST_ORDER else 9, k[1]))
     by = {(r["server"], r["workload"], r["dist"]): r for r in runs}
-    trustworthy = all(r["trustworthy"] for r in rows)
+    trustworthy = all(r["trustworthy"] for r in rows + latte)
     result = {"mode": a.mode, "commit": a.commit, "settings": a.settings, "trustworthy": trustworthy,
-              "servers": servers, "runs": rows}
+              "servers": servers, "runs": rows, "latte_runs": latte}
     with open(a.out + ".json", "w") as f:
         json.dump(result, f, indent=1)
 
@@ -101,12 +177,12 @@ def main():
     if not trustworthy:
         md += ["**NOT TRUSTWORTHY: the machine was not quiet** (other processes used more CPU than allowed; "
                "see `other_cores` per run in the JSON).", ""]
-    failed = [r for r in rows if r.get("exit_code")]
+    failed = [r for r in rows + latte if r.get("exit_code")]
     if failed:
-        md += ["**Runs that failed** (stress exit code; see its log):", ""]
-        md += [f"- {r['server']} {r['workload']}/{r['dist']}: exit {r['exit_code']} ({r['json']}.log)" for r in failed]
+        md += ["**Runs that failed** (client exit code; see its log):", ""]
+        md += [f"- {r.get('client', 'stress')} {r['server']} {r['workload']}/{r['dist']}: exit {r['exit_code']} ({r['json']}.log)" for r in failed]
         md.append("")
-    if "helenus" in servers and "cassandra" in servers:
+    if "helenus" in servers and "cassandra" in servers and runs:
         md += ["## Summary: Helenus vs Cassandra", "",
                "| workload | " + " | ".join(f"H {l} | C {l} | H/C" for _, l in SUMMARY) + " |",
                "|---|" + "---|---|---|" * len(SUMMARY)]
@@ -127,7 +203,7 @@ def main():
                       f"{fmt(r.get('server_cpu_ms_per_1000_ops'))} | {r.get('server_rss_mib_per_node', [r.get('server_rss_mib')])} |")
         md.append("")
     for base, other in [("cassandra", "helenus"), ("cassandra", "ceiling")]:
-        if base not in servers or other not in servers:
+        if base not in servers or other not in servers or not runs:
             continue
         md += [f"## {other.capitalize()} / Cassandra", "",
                "| workload | " + " | ".join(m[1] for m in METRICS) + " |",
@@ -140,8 +216,9 @@ def main():
                 cells.append(f"{xv / yv:.2f}" if xv is not None and yv else "-")
             md.append(f"| {wl}/{d} | " + " | ".join(cells) + " |")
         md.append("")
-    md += ["## Absolute numbers", "", "| server | workload | " + " | ".join(m[1] for m in METRICS) + " | RSS per node (MiB) | errors | other cores | trustworthy |",
-           "|---|---|" + "---|" * (len(METRICS) + 4)]
+    if runs:
+        md += ["## Absolute numbers", "", "| server | workload | " + " | ".join(m[1] for m in METRICS) + " | RSS per node (MiB) | errors | other cores | trustworthy |",
+               "|---|---|" + "---|" * (len(METRICS) + 4)]
     for wl, d in keys:
         for s in servers:
             r = by.get((s, wl, d))
@@ -149,6 +226,8 @@ def main():
                 md.append(f"| {s} | {wl}/{d} | " + " | ".join(fmt(r.get(k)) for k, _, _ in METRICS)
                           + f" | {r.get('server_rss_mib_per_node', '-')} | {r.get('errors', 0)} | {r['other_cores']:.2f} | {r['trustworthy']} |")
     md.append("")
+    if latte:
+        md += latte_markdown(latte, servers)
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(md))
 
@@ -169,6 +248,23 @@ def main():
             fig.suptitle(f"{wl} / {d}")
             fig.tight_layout()
             png = f"{a.out}-{wl}-{d}.png"
+            fig.savefig(png, dpi=80); plt.close(fig); pngs.append(png)
+        if latte:
+            lkeys = sorted({(r["workload"], r["dist"]) for r in latte},
+                           key=lambda k: (["write", "read", "mixed"].index(k[0]), DIST_ORDER.index(k[1]) if k[1] in DIST_ORDER else 9))
+            lby = {(r["server"], r["workload"], r["dist"]): r for r in latte}
+            fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+            width = 0.8 / max(1, len(servers))
+            for ax, (k, label) in zip(axes, [("max_throughput_per_s", "max throughput (op/s)"), ("half_max_p99_ms", "P99 at 50% of max (ms)")]):
+                for j, s in enumerate(servers):
+                    ys = [(lby.get((s, wl, d)) or {}).get(k) or 0 for wl, d in lkeys]
+                    ax.bar([i + j * width for i in range(len(lkeys))], ys, width, label=s)
+                ax.set_xticks([i + width * (len(servers) - 1) / 2 for i in range(len(lkeys))])
+                ax.set_xticklabels([f"{wl}/{d}" for wl, d in lkeys], rotation=45, ha="right", fontsize=8)
+                ax.set_ylabel(label); ax.grid(alpha=0.3, axis="y"); ax.legend()
+            fig.suptitle("latte (second client)")
+            fig.tight_layout()
+            png = f"{a.out}-latte.png"
             fig.savefig(png, dpi=80); plt.close(fig); pngs.append(png)
     except ImportError:
         print("matplotlib not available: no PNGs", file=sys.stderr)

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: Helenus vs Apache Cassandra 5.0 vs the protocol-ceiling server, one after
-# the other in the same run, with the same client (helenus-stress) and the same settings.
+# the other in the same run, with the same clients (helenus-stress, then latte) and the same settings.
 #   bench/run.sh [quick|full]        quick: a few minutes; full: the record run (>= 60 s steps)
 # Matrix (WORKLOADS.md §1): write / read / mixed x uniform / gaussian / in-memory key populations,
 # each a `helenus-stress sla` step load (closed-loop probe, then fixed-rate steps, then 50% of max).
+# latte (second client, bench/standard1.rn): the same matrix as a closed-loop run for the maximum
+# and a fixed-rate run at half of it; not run against the ceiling server.
 # Writes bench/results/<date>-<commit>.{json,html,md} and PNGs (P90/P99 vs offered rate).
-# Env: SERVERS="helenus cassandra ceiling" WORKLOADS="write read mixed" DISTS="uniform gaussian inmem"
-#      ROWS THREADS HEAP (memory budget per server, default 1G) NOISE_MAX_CORES (0.25) KEEP_SERVERS=0
+# Env: SERVERS="helenus cassandra ceiling" CLIENTS="stress latte" WORKLOADS="write read mixed"
+#      DISTS="uniform gaussian inmem" ROWS THREADS HEAP (memory budget per server, default 1G)
+#      NOISE_MAX_CORES (0.25) KEEP_SERVERS=0 LATTE_THREADS=1 LATTE_CONCURRENCY=128
+#      HELENUS_ADDR=127.0.0.1 CASS_ADDR=127.0.0.44 CEILING_ADDR=127.0.0.45
 set -euo pipefail
 MODE="${1:-quick}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,11 +30,18 @@ case "$MODE" in
   *) echo "usage: bench/run.sh [quick|full]" >&2; exit 2 ;;
 esac
 THREADS="${THREADS:-64}"; HEAP="${HEAP:-1G}"; NOISE_MAX_CORES="${NOISE_MAX_CORES:-0.25}"
-SERVERS="${SERVERS:-helenus cassandra ceiling}"
+SERVERS="${SERVERS:-helenus cassandra ceiling}"; CLIENTS="${CLIENTS:-stress latte}"
+# latte as bench.sh of ../shared/cassandra drives it: one thread, one connection, 128 in flight.
+LATTE_THREADS="${LATTE_THREADS:-1}"; LATTE_CONCURRENCY="${LATTE_CONCURRENCY:-128}"
+LATTE_BIN="${LATTE_BIN:-${CB_CACHE:-$HOME/.cache/cassandra-baseline}/latte/bin/latte}"
+has_client() { case " $CLIENTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if has_client latte && [ ! -x "$LATTE_BIN" ]; then
+  echo "latte not built ($LATTE_BIN): run $CASS/setup.sh without SKIP_LATTE, or CLIENTS=stress" >&2; exit 1
+fi
 WORKLOADS="${WORKLOADS:-write read mixed}"; DISTS="${DISTS:-uniform gaussian inmem}"
 # Uncommon loopback addresses so other work on this machine (127.0.0.2-5) is not disturbed;
 # Cassandra's JMX port follows the last octet (7099 + 100 x 44).
-CASS_ADDR="${CASS_ADDR:-127.0.0.44}"; CEILING_ADDR="${CEILING_ADDR:-127.0.0.45}"
+HELENUS_ADDR="${HELENUS_ADDR:-127.0.0.1}"; CASS_ADDR="${CASS_ADDR:-127.0.0.44}"; CEILING_ADDR="${CEILING_ADDR:-127.0.0.45}"
 DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 OUT="$ROOT/bench/results"; NAME="$DATE-$COMMIT"
 mkdir -p "$WORK" "$OUT"
@@ -47,7 +58,7 @@ fi
 SERVER_PID=""; SERVER_ADDR=""; SERVER_DIR=""
 start_server() {
   local s="$1"
-  case "$s" in helenus) SERVER_ADDR=127.0.0.1 ;; cassandra) SERVER_ADDR="$CASS_ADDR" ;; ceiling) SERVER_ADDR="$CEILING_ADDR" ;; esac
+  case "$s" in helenus) SERVER_ADDR="$HELENUS_ADDR" ;; cassandra) SERVER_ADDR="$CASS_ADDR" ;; ceiling) SERVER_ADDR="$CEILING_ADDR" ;; esac
   # Never measure somebody else's process: the address must be free before we start ours.
   if port_open "$SERVER_ADDR" 9042; then log "$SERVER_ADDR:9042 is already in use by another process"; return 1; fi
   SERVER_DIR="$WORK/data-$s"; rm -rf "$SERVER_DIR"; mkdir -p "$SERVER_DIR"
@@ -96,7 +107,8 @@ settle() {  # flush and wait for compactions (Cassandra via nodetool; Helenus vi
   log "settled in $((SECONDS - t0))s"
 }
 
-log "mode=$MODE rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR servers=[$SERVERS] loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+log "mode=$MODE rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR servers=[$SERVERS] clients=[$CLIENTS] loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+LOADAVG_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 RAN=""
 for s in $SERVERS; do
   if [ "$s" = helenus ] && [ ! -x "$HELENUS" ]; then log "skipping helenus: $HELENUS not built"; continue; fi
@@ -105,23 +117,41 @@ for s in $SERVERS; do
   RAN="$RAN $s"
   common=(cl=ONE)
   net=(-node "$SERVER_ADDR" -port native=9042 -rate threads="$THREADS")
-  measured "$s" load seq "$WORK/$s-load.json" write n="$ROWS" "${common[@]}" quiet -pop seq=1.."$ROWS" "${net[@]}"
+  if has_client stress || [ "$s" = ceiling ]; then
+    measured "$s" load seq "$WORK/$s-load.json" write n="$ROWS" "${common[@]}" quiet -pop seq=1.."$ROWS" "${net[@]}"
+  else  # latte alone: it loads the same keys (1..ROWS) itself
+    (cd "$WORK" && "$LATTE_BIN" schema "$ROOT/bench/standard1.rn" -P rows="$ROWS" "$SERVER_ADDR" > "$WORK/$s-latte-schema.log" 2>&1 &&
+      timeout -k 10 1800 "$LATTE_BIN" load -q -t "$LATTE_THREADS" --concurrency "$LATTE_CONCURRENCY" "$ROOT/bench/standard1.rn" \
+        -P rows="$ROWS" --consistency ONE -c 1 "$SERVER_ADDR" > "$WORK/$s-latte-load.log" 2>&1) || log "latte load failed: $WORK/$s-latte-load.log"
+  fi
   settle "$s"
   # The ceiling server ignores keys: one key population is enough to measure it.
   dists="$DISTS"; [ "$s" = ceiling ] && dists="${DISTS%% *}"
-  for wl in $WORKLOADS; do
-    for d in $dists; do
-      args=(sla "$wl"); [ "$wl" = mixed ] && args+=("ratio(write=1,read=1)")
-      log "$s: $wl / $d"
-      measured "$s" "$wl" "$d" "$WORK/$s-$wl-$d.json" "${args[@]}" "${common[@]}" quiet step="$STEP" step_duration="$STEP_DUR" \
-        probe_duration="$PROBE" max_steps="$MAX_STEPS" -pop "$(pop_for "$d")" "${net[@]}" -hdr "$WORK/$s-$wl-$d.hdr"
-      [ "$wl" = write ] && settle "$s"
+  if has_client stress || [ "$s" = ceiling ]; then
+    for wl in $WORKLOADS; do
+      for d in $dists; do
+        args=(sla "$wl"); [ "$wl" = mixed ] && args+=("ratio(write=1,read=1)")
+        log "$s: $wl / $d"
+        measured "$s" "$wl" "$d" "$WORK/$s-$wl-$d.json" "${args[@]}" "${common[@]}" quiet step="$STEP" step_duration="$STEP_DUR" \
+          probe_duration="$PROBE" max_steps="$MAX_STEPS" -pop "$(pop_for "$d")" "${net[@]}" -hdr "$WORK/$s-$wl-$d.hdr"
+        [ "$wl" = write ] && settle "$s"
+      done
     done
-  done
+  fi
+  # latte's prepared statements need real result metadata, which the ceiling server does not give.
+  if has_client latte && [ "$s" != ceiling ]; then
+    for wl in $WORKLOADS; do
+      for d in $dists; do
+        log "$s: latte $wl / $d"
+        measured_latte "$s" "$wl" "$d" "$WORK/$s-latte-$wl-$d"
+        [ "$wl" = write ] && settle "$s"
+      done
+    done
+  fi
   stop_server "$s"; CURRENT=""
 done
 [ -n "$RAN" ] || { log "no server ran"; exit 1; }
 
 make_report --manifest "$MANIFEST" --out "$OUT/$NAME" --mode "$MODE" --commit "$COMMIT" \
-  --settings "rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR probe=$PROBE max_steps=$MAX_STEPS cores=$(nproc)"
+  --settings "rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR probe=$PROBE max_steps=$MAX_STEPS cores=$(nproc) clients=[$CLIENTS] latte=-t$LATTE_THREADS/-p$LATTE_CONCURRENCY/-c1 loadavg_before=[$LOADAVG_BEFORE] loadavg_after=[$(cut -d' ' -f1-3 /proc/loadavg)]"
 log "results: $OUT/$NAME.{json,html,md} (raw: $WORK)"

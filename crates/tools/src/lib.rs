@@ -1,5 +1,6 @@
 //! Helenus's tools that are not the server: `helenus stress` (a cassandra-stress compatible load
-//! generator with an open-model scheduler, HdrHistogram latencies and a step-load `sla` mode) and
+//! generator with an open-model scheduler, HdrHistogram latencies, a step-load `sla` mode and
+//! tlp-stress's `BasicTimeSeries` as the `timeseries` command) and
 //! the protocol-ceiling server used by `bench/` to measure the native protocol's cost alone.
 //!
 //! It talks to servers only through the `scylla` driver (stress) or a minimal v4 codec (ceiling);
@@ -13,6 +14,7 @@ pub mod runner;
 pub mod scheduler;
 pub mod sla;
 pub mod stats;
+pub mod timeseries;
 pub mod workload;
 
 use std::io::Write;
@@ -84,6 +86,13 @@ async fn run(opts: StressOptions, workload: Workload) -> Result<i32, runner::Run
         .unwrap_or_else(|| workload.default_population.clone());
     let prepared = connect_and_prepare(&opts, workload).await?;
     let mut sinks = Sinks::open(&opts)?;
+    if let Some(ts) = opts.timeseries.clone() {
+        let report =
+            timeseries::run_timeseries(&opts, &ts, &prepared, &mut sinks, population).await;
+        write_json(&opts, report.to_json(&opts, &ts))?;
+        let errors: u64 = report.steps.iter().map(|s| s.phase.total().errors).sum();
+        return Ok(if errors > 0 { 1 } else { 0 });
+    }
     if let Some(sla) = opts.sla.clone() {
         let report = sla::run_sla(&opts, &sla, &prepared, &mut sinks, population).await;
         sla::print_report(&report);

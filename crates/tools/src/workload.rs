@@ -20,10 +20,12 @@ pub const TIMESERIES_VALUE_LEN: usize = 100;
 pub const WIDE_ROWS_PER_PARTITION: u64 = 1000;
 /// TTL of wide-partition rows, seconds (WORKLOADS.md §3).
 pub const WIDE_TTL_S: u32 = 8640;
-/// Rows a wide-partition read returns at most.
-pub const WIDE_READ_LIMIT: u32 = 100;
-/// Approximate size of one JSON-ish wide-partition record.
-pub const WIDE_PAYLOAD_LEN: usize = 1000;
+/// Rows a wide-partition read returns at most: a log viewer's page of the newest events (at ~16 KB
+/// a row, ten rows are a ~160 KB response).
+pub const WIDE_READ_LIMIT: u32 = 10;
+/// Approximate size of one JSON-ish wide-partition record: 1,000 of them make the ~16 MB partition
+/// of WORKLOADS.md §3.
+pub const WIDE_PAYLOAD_LEN: usize = 16_000;
 
 /// Why a workload could not be built.
 #[derive(Debug)]
@@ -226,6 +228,14 @@ fn standard1(o: &StressOptions) -> Workload {
 }
 
 fn timeseries(o: &StressOptions) -> Workload {
+    // The `timeseries` command sets its own limit and sensor count; `profile=timeseries` keeps
+    // tlp-stress's defaults.
+    let (limit, sensors) = o
+        .timeseries
+        .as_ref()
+        .map_or((TIMESERIES_READ_LIMIT, 10_000), |t| {
+            (t.read_limit, t.partitions)
+        });
     let table = format!(
         "CREATE TABLE IF NOT EXISTS {}.sensor_data (sensor_id text, ts timeuuid, value text, PRIMARY KEY (sensor_id, ts)) \
          WITH CLUSTERING ORDER BY (ts DESC) AND{}",
@@ -239,18 +249,27 @@ fn timeseries(o: &StressOptions) -> Workload {
             OpDef {
                 name: "insert".into(),
                 weight: 8,
-                cql: format!("INSERT INTO {}.sensor_data (sensor_id, ts, value) VALUES (?, ?, ?)", o.keyspace),
+                cql: format!(
+                    "INSERT INTO {}.sensor_data (sensor_id, ts, value) VALUES (?, ?, ?)",
+                    o.keyspace
+                ),
                 values: ValuesGen::TimeSeriesInsert,
             },
             OpDef {
                 name: "select".into(),
                 weight: 2,
-                cql: format!("SELECT * FROM {}.sensor_data WHERE sensor_id = ? LIMIT {TIMESERIES_READ_LIMIT}", o.keyspace),
+                cql: format!(
+                    "SELECT * FROM {}.sensor_data WHERE sensor_id = ? LIMIT {limit}",
+                    o.keyspace
+                ),
                 values: ValuesGen::TimeSeriesSelect,
             },
         ],
         // Sensors, not rows: each sensor's partition grows with the run.
-        default_population: DistSpec::Uniform { min: 1, max: 10_000 },
+        default_population: DistSpec::Uniform {
+            min: 1,
+            max: sensors,
+        },
     }
 }
 
@@ -428,6 +447,41 @@ mod tests {
     }
 
     #[test]
+    fn timeseries_command_binds_sensor_and_reads_its_latest_rows() {
+        let w = Workload::from_options(&opts("timeseries limit=50 partitions=300 readrate=0.25"))
+            .unwrap();
+        assert_eq!(
+            w.ops
+                .iter()
+                .map(|o| (o.name.as_str(), o.weight))
+                .collect::<Vec<_>>(),
+            vec![("insert", 750), ("select", 250)]
+        );
+        assert_eq!(
+            w.ops[0].cql,
+            "INSERT INTO keyspace1.sensor_data (sensor_id, ts, value) VALUES (?, ?, ?)"
+        );
+        assert_eq!(
+            w.ops[1].cql,
+            "SELECT * FROM keyspace1.sensor_data WHERE sensor_id = ? LIMIT 50"
+        );
+        assert!(w.schema_cql[1].starts_with(
+            "CREATE TABLE IF NOT EXISTS keyspace1.sensor_data (sensor_id text, ts timeuuid, value text, \
+             PRIMARY KEY (sensor_id, ts)) WITH CLUSTERING ORDER BY (ts DESC) AND compaction = {'class': 'TimeWindowCompactionStrategy'"
+        ));
+        assert_eq!(w.default_population, DistSpec::Uniform { min: 1, max: 300 });
+        let mut rng = Rng::new(3);
+        let insert = bind_values(&w.ops[0], 42, &mut rng);
+        assert_eq!(insert[0], CqlValue::Text("sensor-42".into()));
+        assert!(matches!(&insert[1], CqlValue::Timeuuid(_)));
+        assert!(matches!(&insert[2], CqlValue::Text(v) if v.len() == TIMESERIES_VALUE_LEN));
+        assert_eq!(
+            bind_values(&w.ops[1], 42, &mut rng),
+            vec![CqlValue::Text("sensor-42".into())]
+        );
+    }
+
+    #[test]
     fn widettl_groups_indexes_into_partitions_with_a_ttl() {
         let w = Workload::from_options(&opts("write profile=widettl")).unwrap();
         assert!(w.schema_cql[1].contains("default_time_to_live = 8640"));
@@ -436,5 +490,7 @@ mod tests {
         let v = bind_values(&w.ops[0], 2500, &mut rng);
         assert_eq!(v[0], CqlValue::Text("part-2".into()));
         assert_eq!(v[1], bind_values(&w.ops[0], 2500, &mut rng)[1]);
+        // 1,000 rows of ~16 KB: the ~16 MB partition of WORKLOADS.md §3.
+        assert!(matches!(&v[2], CqlValue::Text(p) if (15_000..17_000).contains(&p.len())));
     }
 }

@@ -10,8 +10,10 @@ use std::time::Duration;
 use crate::dist::DistSpec;
 
 mod groups;
+mod timeseries;
 mod values;
 use groups::parse_groups;
+pub use timeseries::{TimeSeriesOptions, DEFAULT_TIMESERIES_IN_FLIGHT, MAX_TIMESERIES_STEPS};
 pub use values::{parse_count, parse_dist, parse_duration, parse_rate};
 
 /// What went wrong on the command line.
@@ -44,10 +46,10 @@ impl fmt::Display for OptionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OptionError::MissingCommand => {
-                write!(f, "no command given; expected one of write, read, mixed, user, sla, help")
+                write!(f, "no command given; expected one of write, read, mixed, user, sla, timeseries, help")
             }
             OptionError::UnknownCommand(c) => {
-                write!(f, "unknown command '{c}'; expected one of write, read, mixed, user, sla, help")
+                write!(f, "unknown command '{c}'; expected one of write, read, mixed, user, sla, timeseries, help")
             }
             OptionError::UnknownGroup(g) => write!(
                 f,
@@ -194,6 +196,8 @@ pub struct StressOptions {
     /// Print fewer lines (no per-second progress).
     pub quiet: bool,
     pub sla: Option<SlaOptions>,
+    /// The `timeseries` command's steps and tlp-stress options.
+    pub timeseries: Option<TimeSeriesOptions>,
 }
 
 impl Default for StressOptions {
@@ -224,6 +228,7 @@ impl Default for StressOptions {
             no_warmup: false,
             quiet: false,
             sla: None,
+            timeseries: None,
         }
     }
 }
@@ -236,6 +241,8 @@ commands:
   mixed ratio(write=1,read=1)        weighted mix (profiles: ratio(insert=8,select=2))
   user profile=FILE.yaml ops(insert=1,q1=2)   cassandra-stress YAML user profile
   sla write|read|mixed ... [load=N] [step=10%|step=R start=R] [step_duration=60s] [probe_duration=30s] [max_steps=N]
+  timeseries [rates=2k,4k,6k] [step_duration=60s] [partitions=10k] [limit=500] [readrate=0.2] [populate=N]
+                                     tlp-stress BasicTimeSeries: fixed-rate steps, P99 per interval (-rate threads=400)
 command options: n=N | duration=60s, cl=ONE|QUORUM|LOCAL_ONE|..., profile=NAME, no-warmup, quiet
 groups:
   -pop dist=UNIFORM(1..N)|GAUSSIAN(1..N,mean,stdev)|GAUSSIAN(1..N,stdvrng)|SEQ(1..N) | seq=1..N
@@ -250,6 +257,9 @@ pub fn parse_args(args: &[String]) -> Result<StressOptions, OptionError> {
     let mut opts = StressOptions::default();
     let mut rest = args;
     let first = rest.first().ok_or(OptionError::MissingCommand)?;
+    if first.eq_ignore_ascii_case("timeseries") {
+        return timeseries::parse_timeseries(args);
+    }
     let mut sla = None;
     if first == "sla" {
         sla = Some(SlaOptions {
