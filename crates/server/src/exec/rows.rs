@@ -42,6 +42,9 @@ pub struct ColumnLayout {
     by_id: std::collections::HashMap<u32, usize>,
     pk: Vec<usize>,
     ck: Vec<usize>,
+    /// Whether rows carry their cells' write times and TTLs (`Row::meta`, `element_meta`);
+    /// without them those are empty and cost nothing per row.
+    cell_meta: bool,
 }
 
 impl ColumnLayout {
@@ -58,7 +61,20 @@ impl ColumnLayout {
                 }
             }
         }
-        ColumnLayout { by_id, pk, ck }
+        ColumnLayout {
+            by_id,
+            pk,
+            ck,
+            cell_meta: true,
+        }
+    }
+
+    /// Rows built without write times and TTLs, for a selection that reads none.
+    pub fn without_cell_meta(self) -> Self {
+        ColumnLayout {
+            cell_meta: false,
+            ..self
+        }
     }
 }
 
@@ -112,6 +128,11 @@ fn assemble_complex(t: &CqlType, cells: &[&st::LiveCell]) -> Option<Bytes> {
 }
 
 fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row: &mut Row) {
+    let meta_of = |cell: &st::LiveCell| CellMeta {
+        timestamp_us: cell.timestamp_us,
+        ttl_s: cell.ttl_s,
+        expires_at_s: cell.expires_at_s,
+    };
     let mut i = 0;
     while i < cells.len() {
         let col = cells[i].column;
@@ -124,26 +145,22 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row:
                 if c.cql_type.is_multi_cell() {
                     let group: Vec<&st::LiveCell> = cells[i..j].iter().collect();
                     row.cells[idx] = assemble_complex(&c.cql_type, &group);
-                    row.element_meta[idx] = Some(
-                        group
-                            .iter()
-                            .map(|cell| ElementMeta {
-                                path: cell.path.clone().unwrap_or_default(),
-                                meta: CellMeta {
-                                    timestamp_us: cell.timestamp_us,
-                                    ttl_s: cell.ttl_s,
-                                    expires_at_s: cell.expires_at_s,
-                                },
-                            })
-                            .collect(),
-                    );
+                    if let Some(element_meta) = row.element_meta.get_mut(idx) {
+                        *element_meta = Some(
+                            group
+                                .iter()
+                                .map(|cell| ElementMeta {
+                                    path: cell.path.clone().unwrap_or_default(),
+                                    meta: meta_of(cell),
+                                })
+                                .collect(),
+                        );
+                    }
                 } else if let Some(cell) = cells.get(j - 1) {
                     row.cells[idx] = Some(cell.value.clone());
-                    row.meta[idx] = Some(CellMeta {
-                        timestamp_us: cell.timestamp_us,
-                        ttl_s: cell.ttl_s,
-                        expires_at_s: cell.expires_at_s,
-                    });
+                    if let Some(meta) = row.meta.get_mut(idx) {
+                        *meta = Some(meta_of(cell));
+                    }
                 }
             }
         }
@@ -171,10 +188,11 @@ pub fn partition_rows(
     out: &mut Vec<Row>,
 ) {
     let n = t.columns.len();
+    let meta_len = if layout.cell_meta { n } else { 0 };
     let mut base = Row {
         cells: vec![None; n],
-        meta: vec![None; n],
-        element_meta: vec![None; n],
+        meta: vec![None; meta_len],
+        element_meta: vec![None; meta_len],
         token: p.token,
         partition_key: p.key.clone(),
         clustering: Vec::new(),

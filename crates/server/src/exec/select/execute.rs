@@ -338,7 +338,9 @@ async fn collect_rows(
     page: &Page,
 ) -> ExecResult<Collected> {
     let mut out = Collected {
-        rows: Vec::new(),
+        // Sized for the page up front: growing a page of thousands of rows reallocates and
+        // copies it, into fresh memory each time.
+        rows: Vec::with_capacity(page.want.unwrap_or(0).min(READ_CHUNK_ROWS)),
         per_partition_count: resume.map(|r| r.partition_rows_returned).unwrap_or(0),
         exhausted: true,
     };

@@ -51,6 +51,34 @@ pub(super) fn read_columns(plan: &SelectPlan) -> Option<Arc<[u32]>> {
     Some(ids.into())
 }
 
+/// Whether rows for `plan` need their cells' write times and TTLs (`writetime()`, `ttl()`,
+/// `maxwritetime()`), which cost three allocations per row to carry.
+pub(super) fn reads_cell_meta(plan: &SelectPlan) -> bool {
+    plan.json
+        || plan.bound_projection.is_some()
+        || plan.compiled.columns.iter().any(|c| has_cell_meta(&c.sel))
+        || plan
+            .group_fn
+            .as_ref()
+            .is_some_and(|g| has_cell_meta(&g.sel))
+}
+
+fn has_cell_meta(sel: &Sel) -> bool {
+    match sel {
+        Sel::CellMeta(_) => true,
+        Sel::Column(_) | Sel::Token(_) | Sel::Constant(_) | Sel::CountStar => false,
+        Sel::Field { inner, .. }
+        | Sel::Negate(inner)
+        | Sel::ToJson { inner, .. }
+        | Sel::Slice { inner, .. }
+        | Sel::Element { inner, .. }
+        | Sel::Cast { inner, .. }
+        | Sel::Agg { arg: inner, .. } => has_cell_meta(inner),
+        Sel::Arith { left, right, .. } => has_cell_meta(left) || has_cell_meta(right),
+        Sel::Func { args, .. } => args.iter().any(has_cell_meta),
+    }
+}
+
 /// Adds the columns `sel` reads to `used`; false when it cannot tell.
 fn collect(sel: &Sel, used: &mut Vec<usize>) -> bool {
     match sel {

@@ -278,7 +278,11 @@ impl<'a> RowSource<'a> {
             inside,
             node,
             plan,
-            layout: ColumnLayout::new(t),
+            layout: if super::projection::reads_cell_meta(plan) {
+                ColumnLayout::new(t)
+            } else {
+                ColumnLayout::new(t).without_cell_meta()
+            },
             slices,
             mode,
             buffered,
