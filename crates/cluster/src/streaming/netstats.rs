@@ -124,12 +124,10 @@ fn size(value: f64, short: bool) -> String {
         (1024.0 * 1024.0, "MiB"),
         (1024.0, "KiB"),
     ];
-    let (n, unit) = UNITS
-        .iter()
-        .find(|(scale, _)| value >= *scale)
-        .map_or((value, if short { "B" } else { "bytes" }), |(scale, unit)| {
-            (value / scale, unit)
-        });
+    let (n, unit) = UNITS.iter().find(|(scale, _)| value >= *scale).map_or(
+        (value, if short { "B" } else { "bytes" }),
+        |(scale, unit)| (value / scale, unit),
+    );
     let text = format!("{n:.2}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text} {unit}")

@@ -272,17 +272,22 @@ impl StreamManager {
     pub fn snapshot(&self) -> Vec<PlanSnapshot> {
         let mut plans = self.plans.lock();
         plans.retain(|p| {
-            !(p.remote
-                && (p.served_everything() || p.last_activity.lock().elapsed() > REMOTE_IDLE))
+            !(p.remote && (p.served_everything() || p.last_activity.lock().elapsed() > REMOTE_IDLE))
         });
-        let mut out: Vec<PlanSnapshot> = plans.iter().map(|p| p.snapshot(None)).collect();
+        // A plan shows once it has a session, as Cassandra's do (a repair of replicas in
+        // sync never has one).
+        let mut out: Vec<PlanSnapshot> = plans
+            .iter()
+            .filter(|p| !p.sessions.lock().is_empty())
+            .map(|p| p.snapshot(None))
+            .collect();
         out.extend(self.failed.lock().iter().cloned());
         out
     }
 
     fn end(&self, plan: &Plan, failure: Option<String>) {
         self.plans.lock().retain(|p| p.id != plan.id);
-        if let Some(reason) = failure {
+        if let Some(reason) = failure.filter(|_| !plan.sessions.lock().is_empty()) {
             let mut failed = self.failed.lock();
             if failed.len() == FAILED_KEPT {
                 failed.pop_front();

@@ -38,11 +38,14 @@ async fn a_finished_plan_leaves_netstats_and_a_dropped_one_is_reported_failed() 
     assert_eq!(shown.len(), 1);
     assert!(shown[0].failure.is_some());
     let plan = manager.start_plan(StreamOperation::Repair);
-    plan.fail("peer died");
     assert_eq!(
-        manager.snapshot()[1].failure.as_deref(),
-        Some("peer died")
+        manager.snapshot().len(),
+        1,
+        "a plan without sessions is not shown"
     );
+    plan.expect(peer(3), Direction::Sending, 1);
+    plan.fail("peer died");
+    assert_eq!(manager.snapshot()[1].failure.as_deref(), Some("peer died"));
 }
 
 #[tokio::test]

@@ -69,7 +69,10 @@ impl StreamThrottle {
         }
         let mut bucket = self.bucket.lock();
         let now = Instant::now();
-        let earned = now.saturating_duration_since(bucket.refilled_at).as_secs_f64() * rate;
+        let earned = now
+            .saturating_duration_since(bucket.refilled_at)
+            .as_secs_f64()
+            * rate;
         bucket.available_bytes = (bucket.available_bytes + earned).min(rate * BURST_SECONDS);
         bucket.refilled_at = now;
         bucket.available_bytes -= bytes as f64;
