@@ -192,7 +192,7 @@ mod tests {
             }],
             failure: None,
         };
-        let text = format_netstats("JOINING", &[plan.clone()], None, false);
+        let text = format_netstats("JOINING", std::slice::from_ref(&plan), None, false);
         assert_eq!(
             text,
             format!(
