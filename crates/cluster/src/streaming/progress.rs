@@ -261,10 +261,18 @@ impl StreamManager {
         let mut sessions = plan.sessions.lock();
         let session = sessions.entry(peer).or_insert_with(Session::new);
         let side = session.side(Direction::Sending);
-        side.files_total = side.files_total.max(u64::from(tag.files_total));
         // An empty page ends its file: the requester moves to the next one.
-        let done = u64::from(tag.file_index) + u64::from(bytes == 0);
-        side.files_done = side.files_done.max(done);
+        let ended = u64::from(bytes == 0);
+        if tag.files_total == 0 {
+            // A requester that does not count its files up front (removenode, repair): the
+            // files are counted as they end, plus the one under way.
+            side.files_done += ended;
+            side.files_total = side.files_done + 1;
+        } else {
+            side.files_total = side.files_total.max(u64::from(tag.files_total));
+            let done = u64::from(tag.file_index) + ended;
+            side.files_done = side.files_done.max(done);
+        }
         side.bytes_done += bytes;
     }
 

@@ -80,3 +80,26 @@ async fn a_source_shows_the_plan_it_serves_until_every_file_is_read() {
     manager.served(&tag, peer(4), 0);
     assert!(manager.snapshot().is_empty());
 }
+
+#[tokio::test]
+async fn a_source_counts_the_files_of_a_requester_that_does_not() {
+    let manager = Arc::new(StreamManager::new(0, 0));
+    let tag = StreamTag {
+        plan_id: uuid::Uuid::from_u128(8),
+        operation: StreamOperation::Repair,
+        files_total: 0,
+        file_index: 0,
+    };
+    manager.served(&tag, peer(5), 700);
+    manager.served(&tag, peer(5), 0);
+    manager.served(&tag, peer(5), 200);
+    let shown = manager.snapshot();
+    assert_eq!(
+        shown[0].sessions[0].sending,
+        Some(StreamSummary {
+            files_total: 2,
+            files_done: 1,
+            bytes_done: 900
+        })
+    );
+}
