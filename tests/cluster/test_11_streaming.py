@@ -90,6 +90,7 @@ def test_netstats_shows_a_throttled_bootstrap_on_both_sides():
         return out if re.search(r"^Bootstrap [0-9a-f-]{36}$", out, re.M) and received_bytes(out) > 0 else None
 
     out = wait_until(joining_session, 120, "a Bootstrap session receiving on the new node", interval=0.3)
+    print(f"netstats on the joining node:\n{out}")
     assert out.startswith("Mode: JOINING\n"), out
     assert re.search(r"^    /\d+\.\d+\.\d+\.\d+$", out, re.M), out
     assert re.search(r"^        Receiving \d+ files, \d+ bytes total\. Already received \d+ files", out, re.M), out
@@ -103,6 +104,7 @@ def test_netstats_shows_a_throttled_bootstrap_on_both_sides():
                 return text
         return None
     sending = wait_until(source_session, 30, "a source showing the Bootstrap plan", interval=0.3)
+    print(f"netstats on a source:\n{sending}")
     assert re.search(r"^        Sending \d+ files, \d+ bytes total\. Already sent \d+ files", sending, re.M), sending
 
     # The throttle bounds what each source sends (it is per node, outbound, as Cassandra's):

@@ -85,8 +85,15 @@ pub fn format_netstats(
 
 fn summary_line(direction: Direction, s: &StreamSummary, human: bool) -> String {
     let bytes_total = s.bytes_total_estimate();
-    // Java's printf of a double division: NaN when nothing is expected.
-    let pct = |a: u64, b: u64| a as f64 / b as f64 * 100.0;
+    // A session that has not started a file yet knows no size: 0%, where Java would print
+    // NaN (Cassandra knows every file's size before it starts).
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            0.0
+        } else {
+            a as f64 / b as f64 * 100.0
+        }
+    };
     let bytes = |n: u64| {
         if human {
             format!("{} total", size(n as f64, false))
