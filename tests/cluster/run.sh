@@ -11,7 +11,9 @@
 #            test_auth_ring.py, roles replicated across the ring (skip: HELENUS_CLUSTER_SKIP_AUTH=1);
 #   phase 4: 3 nodes (127.0.0.81-83) for test_10_replace.py: node3 killed and replaced by a node
 #            on 127.0.0.84 (--replace-address), then a node added on .85 and node2 killed and
-#            removed (nodetool removenode) (skip: HELENUS_CLUSTER_SKIP_REPLACE=1).
+#            removed (nodetool removenode) (skip: HELENUS_CLUSTER_SKIP_REPLACE=1);
+#   phase 5: 3 nodes (127.0.0.81-83) for test_11_streaming.py: netstats and setstreamthroughput
+#            while a node joins (.84) and leaves at 1 MiB/s (skip: HELENUS_CLUSTER_SKIP_STREAMS=1).
 # Builds nothing: the binary is $HELENUS_BIN (default $CARGO_TARGET_DIR/release/helenus). Every
 # cluster is cleared on exit (trap), every step has a timeout. Extra pytest args pass through
 # (e.g. tests/cluster/run.sh -k kill). HELENUS_CLUSTER_LOGS=DIR keeps the nodes' logs there.
@@ -54,7 +56,7 @@ clear_cluster() {  # clear_cluster DIR: stop every node (SIGCONT, SIGTERM, then 
   rm -rf "$dir"
 }
 cleanup() {
-  for d in "$WORK"/c3 "$WORK"/dcs "$WORK"/auth "$WORK"/rp; do clear_cluster "$d"; done
+  for d in "$WORK"/c3 "$WORK"/dcs "$WORK"/auth "$WORK"/rp "$WORK"/st; do clear_cluster "$d"; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -104,6 +106,9 @@ if [ "${HELENUS_CLUSTER_SKIP_AUTH:-0}" != 1 ]; then
 fi
 if [ "${HELENUS_CLUSTER_SKIP_REPLACE:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "replace and removenode" "$WORK/rp" 3 127.0.0.81 "" 300 test_10_replace.py "$@"
+fi
+if [ "${HELENUS_CLUSTER_SKIP_STREAMS:-0}" != 1 ]; then
+  CLIENT_SUITES="" phase "streaming" "$WORK/st" 3 127.0.0.81 "" 300 test_11_streaming.py "$@"
 fi
 echo "cluster tests: $([ $failed -eq 0 ] && echo ok || echo FAILED) in $((SECONDS - T0)) s"
 exit $failed

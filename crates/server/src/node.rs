@@ -60,6 +60,9 @@ pub struct NodeState {
     pub auth: Arc<crate::auth::AuthService>,
     /// Who ran what (`audit_logging_options`); off unless configured or enabled by nodetool.
     pub audit: Arc<crate::audit::AuditLog>,
+    /// Stream sessions under way and the outbound stream throttle (`nodetool netstats`,
+    /// `setstreamthroughput`); a node alone keeps the settings.
+    pub streams: Arc<helenus_cluster::streaming::StreamManager>,
     /// Set when the node itself decides to stop (after a decommission), as SIGTERM would.
     stop_requested: tokio::sync::Notify,
 }
@@ -74,6 +77,10 @@ impl NodeState {
     ) -> NodeState {
         let (events, _) = broadcast::channel(1024);
         let prepared_cache_bytes = config.prepared_statements_cache_size_bytes;
+        let streams = Arc::new(helenus_cluster::streaming::StreamManager::new(
+            config.stream_throughput_outbound_bytes_per_s,
+            config.entire_sstable_stream_throughput_outbound_bytes_per_s,
+        ));
         NodeState {
             config,
             identity,
@@ -92,6 +99,7 @@ impl NodeState {
             prepared: crate::prepared::PreparedCache::new(prepared_cache_bytes),
             auth: Arc::new(crate::auth::AuthService::allow_all(clock.clone())),
             audit: Arc::new(crate::audit::AuditLog::disabled(clock.clone())),
+            streams,
             traces: crate::trace::TraceStore::new(clock),
             stop_requested: tokio::sync::Notify::new(),
         }

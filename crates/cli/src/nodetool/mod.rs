@@ -4,6 +4,7 @@
 
 mod http;
 mod report;
+mod streams;
 
 use http::{enc, ks_path};
 pub use http::{Node, NodetoolError};
@@ -16,8 +17,9 @@ fn usage() -> String {
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
-     \x20         decommission, removenode (HOSTID | status | force), netstats, repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
+     \x20         decommission, removenode (HOSTID | status | force), netstats [-H], repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
      \x20         disablehandoff, enablehandoff, statushandoff,\n\
+     \x20         setstreamthroughput [-e | -m] N, getstreamthroughput [-e | -m | -d],\n\
      \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
      \x20           [--included-categories C,..] [--excluded-categories C,..]\n\
      \x20           [--included-users U,..] [--excluded-users U,..], disableauditlog, getauditlog"
@@ -122,10 +124,12 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
             Ok(())
         }
         "netstats" => {
-            let mode = node.request_json("GET", "/storage_service/operation_mode")?;
-            println!("Mode: {}", mode.as_str().unwrap_or("UNKNOWN"));
+            let human = args.iter().any(|a| a == "-H" || a == "--human-readable");
+            let path = format!("/storage_service/netstats?human={human}");
+            print!("{}", node.request("GET", &path)?);
             Ok(())
         }
+        "setstreamthroughput" | "getstreamthroughput" => streams::run(&node, cmd, args),
         other => Err(NodetoolError::Usage(format!(
             "nodetool: Found unexpected argument '{other}'\n{}",
             usage()

@@ -9,6 +9,8 @@
 
 pub mod access;
 
+mod streams;
+
 use crate::node::NodeState;
 use crate::tls::{self, ServerTls, Stream};
 use helenus_storage::StorageError;
@@ -413,6 +415,9 @@ fn storage_service(
                 .map_or(node.config.hinted_handoff_enabled, |c| c.hinted_handoff()))
             .to_string(),
         )),
+        ("GET", ["netstats"]) => streams::netstats(node, req),
+        ("GET", ["stream_throughput"]) => streams::throughput(node),
+        ("POST", ["stream_throughput"]) => streams::set_throughput(node, req),
         ("GET", ["operation_mode"]) => Ok((
             "application/json",
             json!(node

@@ -12,16 +12,21 @@
 //!
 //! Streaming here sends partitions: the source reads each gained range unfiltered (tombstones,
 //! timestamps and TTLs kept) in pages of whole partitions (`StreamRequest`), and the joining
-//! node applies them as writes. Whole-SSTable streaming, throttling and `nodetool netstats`
-//! are not built yet.
+//! node applies them as writes. The sources throttle the pages they send (`streams.rs`), and
+//! the plan shows in `nodetool netstats` on both sides while it runs. A bootstrap that fails
+//! is reported there and in the mode, and the node stays JOINING: what it received is never
+//! taken as complete, and a restart streams every range again. Whole-SSTable streaming is not
+//! built yet.
 
-use super::{wire, ClusterNode, GOSSIP_INTERVAL};
+use super::streams::{file_name, ip_of, stream_request, tag_for};
+use super::{ClusterNode, GOSSIP_INTERVAL};
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_cluster::locator::{
     range_moves, restore_moves, Location, Member, NodeId, ReplicationMap, Token, TokenRange,
 };
 use helenus_cluster::messaging::{Envelope, Verb};
+use helenus_cluster::streaming::{Direction, StreamOperation, StreamPlan};
 use helenus_storage as st;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -158,23 +163,56 @@ async fn stream_all(
         address: node.config.listen_address,
         location: Location::new(node.config.data_center.clone(), node.config.rack.clone()),
     };
-    let mut totals = StreamTotals::default();
     let schema = node.schema();
+    // Every file (a table's gained range) is listed first, so netstats shows the totals from
+    // the start, each expected from its first source.
+    let plan = node.streams.start_plan(StreamOperation::Bootstrap);
+    let mut files = Vec::new();
+    let mut ranges = 0;
     // System keyspaces are each node's own (or computed); user keyspaces hold the ring's data.
     for keyspace in schema.user_keyspaces() {
         let before = cluster.map_for(keyspace);
         for (range, sources) in gained_ranges(cluster, &before, &me, tokens, replacing)? {
             for table in keyspace.tables.values() {
-                let got = stream_range(cluster, &node, *table.id.as_bytes(), range, &sources)
-                    .await
-                    .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
+                if let Some(first) = sources.first() {
+                    plan.expect(ip_of(cluster, *first), Direction::Receiving, 1);
+                }
+                let file = StreamFile {
+                    name: file_name(&keyspace.name, &table.name, range),
+                    table: *table.id.as_bytes(),
+                    range,
+                };
+                files.push((file, sources.clone()));
+            }
+            ranges += 1;
+        }
+    }
+    let mut totals = StreamTotals {
+        ranges,
+        ..StreamTotals::default()
+    };
+    for (file, sources) in &files {
+        match stream_range(cluster, &node, &plan, file, sources).await {
+            Ok(got) => {
                 totals.partitions += got.partitions;
                 totals.bytes += got.bytes;
             }
-            totals.ranges += 1;
+            Err(e) => {
+                let reason = format!("{}: {e}", file.name);
+                plan.fail(&reason);
+                return Err(reason);
+            }
         }
     }
+    plan.finish();
     Ok(totals)
+}
+
+/// One table's range to stream, as netstats names it.
+pub(super) struct StreamFile {
+    pub name: String,
+    pub table: st::TableId,
+    pub range: TokenRange,
 }
 
 /// Waits until this node has the schema every live peer announces (it pulls it), so it knows
@@ -228,21 +266,27 @@ fn stream_sources(
     sources
 }
 
-/// Streams one table's `range` from the first source that answers every page.
+/// Streams one file from the first source that answers every page.
 async fn stream_range(
     cluster: &ClusterNode,
     node: &NodeState,
-    table: st::TableId,
-    range: TokenRange,
+    plan: &StreamPlan,
+    file: &StreamFile,
     sources: &[NodeId],
 ) -> Result<StreamTotals, String> {
     let mut last_error = "no live replica holds the range".to_string();
+    let mut expected_from = sources.first().map(|s| ip_of(cluster, *s));
     for source in sources {
-        match stream_from(cluster, node, table, range, *source).await {
+        let peer = ip_of(cluster, *source);
+        if let Some(from) = expected_from.filter(|from| *from != peer) {
+            plan.move_file(from, peer, Direction::Receiving);
+        }
+        expected_from = Some(peer);
+        match stream_from(cluster, node, plan, file, *source).await {
             Ok(t) => return Ok(t),
             Err(e) => {
                 tracing::warn!(%source, error = %e, "stream source failed, trying the next");
-                last_error = format!("from {source}: {e}");
+                last_error = format!("from {peer}: {e}");
             }
         }
     }
@@ -252,15 +296,17 @@ async fn stream_range(
 async fn stream_from(
     cluster: &ClusterNode,
     node: &NodeState,
-    table: st::TableId,
-    range: TokenRange,
+    plan: &StreamPlan,
+    file: &StreamFile,
     source: NodeId,
 ) -> Result<StreamTotals, String> {
+    let peer = ip_of(cluster, source);
+    plan.file_started(peer, Direction::Receiving, file.name.clone());
     let mut totals = StreamTotals::default();
-    for (mut start, end) in storage_pieces(range) {
+    for (mut start, end) in storage_pieces(file.range) {
         loop {
             let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
-            let payload = wire::encode_read(table, &query);
+            let payload = stream_request(&tag_for(plan, peer), file.table, &query);
             let (id, answer) = cluster
                 .messenger
                 .request(source, Verb::StreamRequest, payload)
@@ -273,19 +319,22 @@ async fn stream_from(
                     return Err("a page timed out".into());
                 }
             };
-            totals.bytes += reply.payload.len() as u64;
+            let bytes = reply.payload.len() as u64;
             let partitions = helenus_mutation::decode_mutations(reply.payload)
                 .map_err(|e| format!("undecodable page: {e}"))?;
             let Some(next) = after_last(&partitions) else {
                 break;
             };
             start = next;
+            totals.bytes += bytes;
             totals.partitions += partitions.len() as u64;
+            plan.transferred(peer, Direction::Receiving, bytes);
             crate::proxy::apply_locally(&node.engine, partitions)
                 .await
                 .map_err(|e| format!("applying a page: {e}"))?;
         }
     }
+    plan.file_done(peer, Direction::Receiving);
     Ok(totals)
 }
 
@@ -326,26 +375,6 @@ pub(super) fn page_query(
         now_s,
         resume_after: None,
     }
-}
-
-/// The source's side: one page of a range, unfiltered, with no tombstone threshold (a stream
-/// must carry every deletion, however many).
-pub fn serve_stream(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
-    let answer = wire::decode_read(request.payload.clone())
-        .map_err(|e| e.to_string())
-        .and_then(|(table, query)| {
-            node.engine
-                .read_unfiltered(table, &query, u64::MAX)
-                .map_err(|e| e.to_string())
-        });
-    let page = answer.map(|result| helenus_mutation::encode_mutations(&result.partitions));
-    answer_or_refuse(
-        cluster,
-        request,
-        Verb::StreamResponse,
-        page,
-        "stream page refused",
-    );
 }
 
 /// Answers a peer's request with `verb` and the payload, or with `Failure` (logged as

@@ -6,14 +6,18 @@
 //! factor there.
 //!
 //! The push sends unfiltered partition pages (tombstones, timestamps and TTLs kept) as ordinary
-//! mutations, acknowledged one page at a time.
+//! mutations, acknowledged one page at a time, each let through by the node's outbound stream
+//! throttle; the plan ("Unbootstrap") shows in `nodetool netstats` while it runs.
 
-use super::bootstrap::{after_last, page_query, storage_pieces, StreamTotals, JOIN_SETTLE};
+use super::bootstrap::{
+    after_last, page_query, storage_pieces, StreamFile, StreamTotals, JOIN_SETTLE,
+};
+use super::streams::{file_name, ip_of};
 use super::ClusterNode;
 use crate::node::NodeState;
-use helenus_cluster::locator::{range_moves, NodeId, ReplicationMap, TokenRange};
+use helenus_cluster::locator::{range_moves, NodeId, ReplicationMap};
 use helenus_cluster::messaging::Verb;
-use helenus_storage as st;
+use helenus_cluster::streaming::{Direction, StreamOperation, StreamPlan};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -98,7 +102,10 @@ async fn run(cluster: Arc<ClusterNode>) {
 async fn hand_over(cluster: &ClusterNode) -> Result<StreamTotals, String> {
     let node = cluster.node().ok_or("shutting down")?;
     let me = cluster.local();
-    let mut totals = StreamTotals::default();
+    // Every file is listed first, so netstats shows the totals from the start.
+    let plan = node.streams.start_plan(StreamOperation::Unbootstrap);
+    let mut files = Vec::new();
+    let mut ranges = 0;
     for keyspace in node.schema().user_keyspaces() {
         let before = cluster.map_for(keyspace);
         let after = ReplicationMap::new(
@@ -112,35 +119,52 @@ async fn hand_over(cluster: &ClusterNode) -> Result<StreamTotals, String> {
             }
             for target in &movement.gaining {
                 for table in keyspace.tables.values() {
-                    let pushed = push_range(
-                        cluster,
-                        &node,
-                        *table.id.as_bytes(),
-                        movement.range,
-                        *target,
-                    )
-                    .await
-                    .map_err(|e| format!("{}.{} to {target}: {e}", keyspace.name, table.name))?;
-                    totals.partitions += pushed.partitions;
-                    totals.bytes += pushed.bytes;
+                    plan.expect(ip_of(cluster, *target), Direction::Sending, 1);
+                    let file = StreamFile {
+                        name: file_name(&keyspace.name, &table.name, movement.range),
+                        table: *table.id.as_bytes(),
+                        range: movement.range,
+                    };
+                    files.push((file, *target));
                 }
             }
-            totals.ranges += 1;
+            ranges += 1;
         }
     }
+    let mut totals = StreamTotals {
+        ranges,
+        ..StreamTotals::default()
+    };
+    for (file, target) in &files {
+        match push_range(cluster, &node, &plan, file, *target).await {
+            Ok(pushed) => {
+                totals.partitions += pushed.partitions;
+                totals.bytes += pushed.bytes;
+            }
+            Err(e) => {
+                let reason = format!("{} to {}: {e}", file.name, ip_of(cluster, *target));
+                plan.fail(&reason);
+                return Err(reason);
+            }
+        }
+    }
+    plan.finish();
     Ok(totals)
 }
 
-/// Sends this node's copy of one table's `range` to `target`, a page at a time.
+/// Sends this node's copy of one file to `target`, a page at a time.
 async fn push_range(
     cluster: &ClusterNode,
     node: &NodeState,
-    table: st::TableId,
-    range: TokenRange,
+    plan: &StreamPlan,
+    file: &StreamFile,
     target: NodeId,
 ) -> Result<StreamTotals, String> {
+    let peer = ip_of(cluster, target);
+    plan.file_started(peer, Direction::Sending, file.name.clone());
     let mut totals = StreamTotals::default();
-    for (mut start, end) in storage_pieces(range) {
+    let table = file.table;
+    for (mut start, end) in storage_pieces(file.range) {
         loop {
             let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
             let engine = node.engine.clone();
@@ -156,7 +180,9 @@ async fn push_range(
             start = next;
             totals.partitions += page.partitions.len() as u64;
             let payload = helenus_mutation::encode_mutations(&page.partitions);
-            totals.bytes += payload.len() as u64;
+            let bytes = payload.len() as u64;
+            totals.bytes += bytes;
+            node.streams.throttle().acquire(bytes).await;
             let (id, answer) = cluster
                 .messenger
                 .request(target, Verb::MutationRequest, payload)
@@ -169,7 +195,9 @@ async fn push_range(
                     return Err("a page timed out".into());
                 }
             }
+            plan.transferred(peer, Direction::Sending, bytes);
         }
     }
+    plan.file_done(peer, Direction::Sending);
     Ok(totals)
 }

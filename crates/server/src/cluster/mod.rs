@@ -23,6 +23,7 @@ mod replace;
 mod replica;
 mod replicated;
 mod schema;
+mod streams;
 mod wire;
 
 use crate::config::NodeConfig;

@@ -10,14 +10,18 @@
 //! every copy, page by page, pulling from the source and pushing to the gaining node (either
 //! may be itself), with the same unfiltered pages as bootstrap and decommission. `removenode
 //! force` ends a removal that cannot finish (a gaining node down) by marking the node removed
-//! at once; what was not copied is then repair's to restore.
+//! at once; what was not copied is then repair's to restore. The pages this node sends count
+//! against its outbound stream throttle, and the plan ("Restore replica count") shows in
+//! `nodetool netstats`.
 
 use super::bootstrap::{after_last, page_query, storage_pieces, StreamTotals, JOIN_SETTLE};
+use super::streams::{ip_of, stream_request};
 use super::ClusterNode;
 use crate::node::NodeState;
 use helenus_cluster::gossip::status;
 use helenus_cluster::locator::{restore_moves, NodeId, TokenRange};
 use helenus_cluster::messaging::Verb;
+use helenus_cluster::streaming::{Direction, StreamOperation, StreamPlan, StreamTag};
 use helenus_storage as st;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -151,6 +155,23 @@ async fn run(cluster: Arc<ClusterNode>, dead: NodeId) {
 
 async fn restore_all(cluster: &ClusterNode, dead: NodeId) -> Result<StreamTotals, String> {
     let node = cluster.node().ok_or("shutting down")?;
+    let plan = node
+        .streams
+        .start_plan(StreamOperation::RestoreReplicaCount);
+    let outcome = restore_with(cluster, &node, &plan, dead).await;
+    match &outcome {
+        Ok(_) => plan.finish(),
+        Err(e) => plan.fail(e),
+    }
+    outcome
+}
+
+async fn restore_with(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    plan: &StreamPlan,
+    dead: NodeId,
+) -> Result<StreamTotals, String> {
     let mut totals = StreamTotals::default();
     let mut plans = Vec::new();
     let schema = node.schema();
@@ -184,7 +205,8 @@ async fn restore_all(cluster: &ClusterNode, dead: NodeId) -> Result<StreamTotals
             for table in keyspace.tables.values() {
                 let copied = copy_range(
                     cluster,
-                    &node,
+                    node,
+                    plan,
                     *table.id.as_bytes(),
                     r.range,
                     &sources,
@@ -217,6 +239,7 @@ fn set_waiting(cluster: &ClusterNode, dead: NodeId, waiting: Vec<NodeId>) -> Res
 async fn copy_range(
     cluster: &ClusterNode,
     node: &NodeState,
+    plan: &StreamPlan,
     table: st::TableId,
     range: TokenRange,
     sources: &[NodeId],
@@ -224,7 +247,7 @@ async fn copy_range(
 ) -> Result<StreamTotals, String> {
     let mut last_error = "no live replica holds the range".to_string();
     for source in sources {
-        match copy_from(cluster, node, table, range, *source, target).await {
+        match copy_from(cluster, node, plan, table, range, *source, target).await {
             Ok(t) => return Ok(t),
             Err(e) => {
                 tracing::warn!(%source, error = %e, "removenode source failed, trying the next");
@@ -238,23 +261,37 @@ async fn copy_range(
 async fn copy_from(
     cluster: &ClusterNode,
     node: &NodeState,
+    plan: &StreamPlan,
     table: st::TableId,
     range: TokenRange,
     source: NodeId,
     target: NodeId,
 ) -> Result<StreamTotals, String> {
+    let to = ip_of(cluster, target);
+    let sends = target != cluster.local();
+    if sends {
+        plan.expect(to, Direction::Sending, 1);
+        plan.file_started(to, Direction::Sending, format!("{range:?}"));
+    }
     let mut totals = StreamTotals::default();
     for (mut start, end) in storage_pieces(range) {
         loop {
             let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
-            let page = fetch_page(cluster, node, table, query, source).await?;
+            let page = fetch_page(cluster, node, plan, table, query, source).await?;
             let Some(next) = after_last(&page) else {
                 break;
             };
             start = next;
             totals.partitions += page.len() as u64;
-            totals.bytes += deliver_page(cluster, node, page, target).await?;
+            let bytes = deliver_page(cluster, node, page, target).await?;
+            totals.bytes += bytes;
+            if sends {
+                plan.transferred(to, Direction::Sending, bytes);
+            }
         }
+    }
+    if sends {
+        plan.file_done(to, Direction::Sending);
     }
     Ok(totals)
 }
@@ -263,6 +300,7 @@ async fn copy_from(
 async fn fetch_page(
     cluster: &ClusterNode,
     node: &NodeState,
+    plan: &StreamPlan,
     table: st::TableId,
     query: st::ReadQuery,
     source: NodeId,
@@ -276,7 +314,14 @@ async fn fetch_page(
                 .map_err(|e| e.to_string())?;
         return Ok(page.partitions);
     }
-    let payload = super::wire::encode_read(table, &query);
+    // The source counts what it serves; files are this node's to count.
+    let tag = StreamTag {
+        plan_id: plan.id(),
+        operation: plan.operation(),
+        files_total: 0,
+        file_index: 0,
+    };
+    let payload = stream_request(&tag, table, &query);
     let reply = ask(
         cluster,
         source,
@@ -302,6 +347,7 @@ async fn deliver_page(
             .await
             .map_err(|e| format!("applying a page: {e}"))?;
     } else {
+        node.streams.throttle().acquire(bytes).await;
         ask(
             cluster,
             target,

@@ -5,11 +5,14 @@
 //! the trees are compared, and only the leaf ranges where they differ are synchronised: the
 //! partitions every replica holds there are gathered and the union written to each replica,
 //! which the reconcile rules make exact (the newest cell, tombstone or TTL wins everywhere).
-//! Replicas already in sync cost one tree each and stream nothing.
+//! Replicas already in sync cost one tree each and stream nothing. The writes of a
+//! synchronisation count against this node's outbound stream throttle, and the plan ("Repair")
+//! shows in `nodetool netstats` once it moves data.
 //!
 //! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
 
 use super::bootstrap::{after_last, answer_or_refuse, page_query, storage_pieces};
+use super::streams::{ip_of, stream_request};
 use super::ClusterNode;
 use crate::node::NodeState;
 use crate::topology::RepairOptions;
@@ -17,6 +20,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use helenus_cluster::locator::{NodeId, ReplicationMap, TokenRange};
 use helenus_cluster::messaging::{Envelope, Verb};
 use helenus_cluster::repair::MerkleTree;
+use helenus_cluster::streaming::{Direction, StreamOperation, StreamPlan, StreamTag};
 use helenus_storage as st;
 use serde::Serialize;
 use std::sync::Arc;
@@ -56,11 +60,29 @@ pub async fn run(
         Some(name) => vec![schema.keyspace(name).map_err(|e| e.to_string())?.clone()],
         None => schema.user_keyspaces().cloned().collect(),
     };
+    let plan = node.streams.start_plan(StreamOperation::Repair);
+    let outcome = repair_keyspaces(&cluster, &node, &plan, keyspaces, &options).await;
+    match &outcome {
+        Ok(_) => plan.finish(),
+        Err(e) => plan.fail(e),
+    }
+    let mut summary = outcome?;
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+async fn repair_keyspaces(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    plan: &StreamPlan,
+    keyspaces: Vec<Arc<helenus_schema::KeyspaceMeta>>,
+    options: &RepairOptions,
+) -> Result<RepairSummary, String> {
     let mut summary = RepairSummary::default();
     for keyspace in keyspaces {
         summary.keyspaces.push(keyspace.name.clone());
         let map = cluster.map_for(&keyspace);
-        for range in ranges_to_repair(&map, cluster.local(), &options) {
+        for range in ranges_to_repair(&map, cluster.local(), options) {
             let replicas = map.replicas(range.end).to_vec();
             if let Some(down) = replicas.iter().find(|r| !cluster.is_up(**r)) {
                 return Err(format!("Endpoint not alive: {}", cluster.address_of(*down)));
@@ -70,13 +92,12 @@ pub async fn run(
                     continue;
                 }
                 let id = *table.id.as_bytes();
-                repair_range(&cluster, &node, id, range, &replicas, &mut summary)
+                repair_range(cluster, node, plan, id, range, &replicas, &mut summary)
                     .await
                     .map_err(|e| format!("{}.{} {range:?}: {e}", keyspace.name, table.name))?;
             }
         }
     }
-    summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }
 
@@ -112,6 +133,7 @@ fn intersect(a: TokenRange, b: TokenRange) -> Option<TokenRange> {
 async fn repair_range(
     cluster: &ClusterNode,
     node: &NodeState,
+    plan: &StreamPlan,
     table: st::TableId,
     range: TokenRange,
     replicas: &[NodeId],
@@ -135,10 +157,10 @@ async fn repair_range(
     for sub in differing {
         let mut union = Vec::new();
         for replica in replicas {
-            union.extend(partitions_of(cluster, node, *replica, table, sub).await?);
+            union.extend(partitions_of(cluster, node, plan, *replica, table, sub).await?);
         }
         for replica in replicas {
-            let (partitions, bytes) = write_to(cluster, node, *replica, &union).await?;
+            let (partitions, bytes) = write_to(cluster, node, plan, *replica, &union).await?;
             summary.partitions_streamed += partitions;
             summary.bytes_streamed += bytes;
         }
@@ -179,11 +201,18 @@ async fn tree_of(
 async fn partitions_of(
     cluster: &ClusterNode,
     node: &NodeState,
+    plan: &StreamPlan,
     replica: NodeId,
     table: st::TableId,
     range: TokenRange,
 ) -> Result<Vec<st::Mutation>, String> {
     let mut out = Vec::new();
+    let peer = ip_of(cluster, replica);
+    let remote = replica != cluster.local();
+    if remote {
+        plan.expect(peer, Direction::Receiving, 1);
+        plan.file_started(peer, Direction::Receiving, format!("{range:?}"));
+    }
     for (mut start, end) in storage_pieces(range) {
         loop {
             let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
@@ -193,11 +222,19 @@ async fn partitions_of(
                     .map_err(|e| e.to_string())?
                     .partitions
             } else {
-                let payload = super::wire::encode_read(table, &query);
+                // The replica counts what it serves; files are this node's to count.
+                let tag = StreamTag {
+                    plan_id: plan.id(),
+                    operation: plan.operation(),
+                    files_total: 0,
+                    file_index: 0,
+                };
+                let payload = stream_request(&tag, table, &query);
                 let reply = ask(cluster, replica, Verb::StreamRequest, payload).await?;
                 if reply.verb != Verb::StreamResponse {
                     return Err(format!("{replica} refused a page"));
                 }
+                plan.transferred(peer, Direction::Receiving, reply.payload.len() as u64);
                 helenus_mutation::decode_mutations(reply.payload).map_err(|e| e.to_string())?
             };
             let Some(next) = after_last(&page) else {
@@ -207,6 +244,9 @@ async fn partitions_of(
             out.extend(page);
         }
     }
+    if remote {
+        plan.file_done(peer, Direction::Receiving);
+    }
     Ok(out)
 }
 
@@ -214,10 +254,16 @@ async fn partitions_of(
 async fn write_to(
     cluster: &ClusterNode,
     node: &NodeState,
+    plan: &StreamPlan,
     replica: NodeId,
     partitions: &[st::Mutation],
 ) -> Result<(u64, u64), String> {
     let mut bytes = 0;
+    let peer = ip_of(cluster, replica);
+    let remote = replica != cluster.local();
+    if remote {
+        plan.expect(peer, Direction::Sending, 1);
+    }
     for page in partitions.chunks(super::bootstrap::STREAM_PAGE_PARTITIONS) {
         if replica == cluster.local() {
             crate::proxy::apply_locally(&node.engine, page.to_vec())
@@ -226,11 +272,17 @@ async fn write_to(
             continue;
         }
         let payload = helenus_mutation::encode_mutations(page);
-        bytes += payload.len() as u64;
+        let page_bytes = payload.len() as u64;
+        bytes += page_bytes;
+        node.streams.throttle().acquire(page_bytes).await;
         let reply = ask(cluster, replica, Verb::MutationRequest, payload).await?;
         if reply.verb != Verb::MutationResponse {
             return Err(format!("{replica} refused a repair write"));
         }
+        plan.transferred(peer, Direction::Sending, page_bytes);
+    }
+    if remote {
+        plan.file_done(peer, Direction::Sending);
     }
     Ok((partitions.len() as u64, bytes))
 }

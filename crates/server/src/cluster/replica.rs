@@ -82,9 +82,7 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                 });
             }
             Verb::StreamRequest => {
-                tokio::task::spawn_blocking(move || {
-                    super::bootstrap::serve_stream(&cluster, &node, &envelope)
-                });
+                tokio::spawn(super::streams::serve_stream(cluster, node, envelope));
             }
             Verb::SchemaPull | Verb::SchemaPush | Verb::SchemaLease | Verb::SchemaRelease => {
                 tokio::spawn(async move { super::schema::serve(&cluster, &node, envelope).await });

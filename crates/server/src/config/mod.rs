@@ -82,6 +82,12 @@ pub struct NodeConfig {
     /// Failure detector sensitivity (Cassandra: 8).
     pub phi_convict_threshold: f64,
     pub hinted_handoff_enabled: bool,
+    /// `stream_throughput_outbound` (Cassandra 5.0: `24MiB/s`; 0 unthrottled): the rate this
+    /// node sends stream data at, over all its sessions; `nodetool setstreamthroughput`.
+    pub stream_throughput_outbound_bytes_per_s: u64,
+    /// `entire_sstable_stream_throughput_outbound` (24MiB/s): accepted and reported; Helenus
+    /// streams partitions only so far, which the setting above throttles.
+    pub entire_sstable_stream_throughput_outbound_bytes_per_s: u64,
     /// Whether a new node that is not a seed streams the ranges it gains before owning them
     /// (Cassandra: `auto_bootstrap`, true).
     pub auto_bootstrap: bool,
@@ -181,6 +187,8 @@ impl Default for NodeConfig {
             storage_port: 7000,
             phi_convict_threshold: 8.0,
             hinted_handoff_enabled: true,
+            stream_throughput_outbound_bytes_per_s: 24 * MIB,
+            entire_sstable_stream_throughput_outbound_bytes_per_s: 24 * MIB,
             fault_injection_enabled: false,
             auto_bootstrap: true,
             replace_address_first_boot: None,

@@ -196,6 +196,9 @@ pub(super) fn set_requests(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigE
     Ok(true)
 }
 
+/// A megabit per second, as Cassandra's older `*_megabits_per_sec` settings count it.
+const BYTES_PER_MEGABIT: u64 = 125_000;
+
 /// The ring: seeds, the storage port, failure detection, hints and token allocation. A seed
 /// without a port takes `storage_port`, in whichever order the two are set.
 pub(super) fn set_cluster(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigError> {
@@ -233,6 +236,18 @@ pub(super) fn set_cluster(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigEr
                 .ok_or_else(|| v.bad(format!("'{}' is not a positive number", v.text)))?
         }
         "hinted_handoff_enabled" => c.hinted_handoff_enabled = v.boolean()?,
+        // Cassandra 5.0's rates (`24MiB/s`, a bare number in MiB/s), and the names before 4.1
+        // in megabits per second.
+        "stream_throughput_outbound" => c.stream_throughput_outbound_bytes_per_s = v.size(MIB)?,
+        "stream_throughput_outbound_megabits_per_sec" => {
+            c.stream_throughput_outbound_bytes_per_s = v.int()? * BYTES_PER_MEGABIT
+        }
+        "entire_sstable_stream_throughput_outbound" => {
+            c.entire_sstable_stream_throughput_outbound_bytes_per_s = v.size(MIB)?
+        }
+        "entire_sstable_stream_throughput_outbound_megabits_per_sec" => {
+            c.entire_sstable_stream_throughput_outbound_bytes_per_s = v.int()? * BYTES_PER_MEGABIT
+        }
         "fault_injection_enabled" => c.fault_injection_enabled = v.boolean()?,
         "auto_bootstrap" => c.auto_bootstrap = v.boolean()?,
         "replace_address_first_boot" | "replace_address" => {
@@ -328,6 +343,18 @@ mod tests {
         assert_eq!(c.read_request_timeout_ms, 7000);
         assert_eq!(c.tombstone_warn_threshold, u64::MAX);
         assert_eq!(c.rack, "r9");
+        assert_eq!(c.stream_throughput_outbound_bytes_per_s, 24 * MIB);
+        assert!(c.set("stream_throughput_outbound", "8MiB/s").unwrap());
+        assert_eq!(c.stream_throughput_outbound_bytes_per_s, 8 * MIB);
+        assert!(c.set("stream_throughput_outbound", "0MiB/s").unwrap());
+        assert_eq!(c.stream_throughput_outbound_bytes_per_s, 0);
+        assert!(c
+            .set("entire_sstable_stream_throughput_outbound", "1GiB/s")
+            .unwrap());
+        assert_eq!(
+            c.entire_sstable_stream_throughput_outbound_bytes_per_s,
+            1024 * MIB
+        );
         assert!(!c.set("no_such_setting", "1").unwrap());
         assert!(!c.raw.contains_key("no_such_setting"));
     }
