@@ -19,6 +19,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CASS="${CASS_TOOLS:-/work/shared/cassandra}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 HELENUS="${HELENUS:-$TARGET_DIR/release/helenus}"
+# The second client (Rust, scylla driver): its CPU per row is small, so wall times are the servers'.
+SCAN_BIN="${SCAN_BIN:-$TARGET_DIR/release/helenus-scan}"
 PY="${PY:-$HOME/.cache/helenus/venv/bin/python}"
 ROWS="${ROWS:-200000}"; PARTITIONS="${PARTITIONS:-350}"; WIDE_ROWS="${WIDE_ROWS:-100000}"
 FETCH_SIZES="${FETCH_SIZES:-1000,5000}"; SCAN_LIMIT_S="${SCAN_LIMIT_S:-300}"
@@ -32,9 +34,9 @@ log() { echo "[scan-bench $(date -u +%T)] $*" >&2; }
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 wait_port() { local t0=$SECONDS; while (( SECONDS - t0 < ${3:-120} )); do port_open "$1" "$2" && return 0; sleep 1; done; return 1; }
 
-if [ ! -x "$HELENUS" ]; then
-  log "building helenus (release)"
-  (cd "$ROOT" && cargo build -q --release --bin helenus)
+if [ ! -x "$HELENUS" ] || [ ! -x "$SCAN_BIN" ]; then
+  log "building helenus and helenus-scan (release)"
+  (cd "$ROOT" && cargo build -q --release --bin helenus --bin helenus-scan)
 fi
 
 HPID=""; CASS_UP=""
@@ -48,7 +50,7 @@ run_client() {  # server addr flush-command server-pid
   log "$1: load and scans"
   timeout -k 10 3600 "$PY" "$ROOT/bench/scan_client.py" "$2" 9042 --rows "$ROWS" --partitions "$PARTITIONS" \
     --wide-rows "$WIDE_ROWS" --fetch-sizes "$FETCH_SIZES" --scan-limit-s "$SCAN_LIMIT_S" \
-    --flush-cmd "$3" --server-pid "$4" > "$WORK/$1.jsonl"
+    --flush-cmd "$3" --server-pid "$4" --rust-scan "$SCAN_BIN" > "$WORK/$1.jsonl"
 }
 
 for s in $SERVERS; do

@@ -122,7 +122,24 @@ SCANS = [
 ]
 
 
-def scans(session, phase, fetch_sizes, limit_s, server_pid):
+def rust_scan(binary, host, port, cql, fetch_size, limit_s, server_pid):
+    """The same scan by helenus-scan (Rust, scylla driver, one page at a time): a client whose
+    CPU per row is a few percent of the Python driver's, so the wall time is the server's."""
+    s0 = process_cpu_s(server_pid)
+    try:
+        out = subprocess.run([binary, f"{host}:{port}", str(fetch_size), cql], check=True,
+                             capture_output=True, text=True, timeout=limit_s + 60)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, ValueError, IndexError) as e:
+        print(f"helenus-scan failed: {e}", file=sys.stderr)
+        return None
+    s1 = process_cpu_s(server_pid)
+    return {"rows": r["rows"], "seconds": round(r["seconds"], 3),
+            "client_cpu_s": round(r["client_cpu_s"], 3),
+            "server_cpu_s": None if s0 is None or s1 is None else round(s1 - s0, 3)}
+
+
+def scans(session, phase, fetch_sizes, limit_s, server_pid, rust=None):
     for name, cql in SCANS:
         for fs in fetch_sizes:
             n, secs, cpu, server_cpu, timed_out = timed_scan(session, cql, fs, limit_s, server_pid)
@@ -130,6 +147,8 @@ def scans(session, phase, fetch_sizes, limit_s, server_pid):
                    "seconds": round(secs, 3), "client_cpu_s": round(cpu, 3),
                    "server_cpu_s": None if server_cpu is None else round(server_cpu, 3),
                    "timed_out": timed_out}
+            if rust:
+                out["rust"] = rust_scan(rust[0], rust[1], rust[2], cql, fs, limit_s, server_pid)
             print(json.dumps(out), flush=True)
 
 
@@ -146,20 +165,22 @@ def main():
     ap.add_argument("--skip-load", action="store_true")
     # The server's CPU per scan says what the server costs whatever the client's share of the wall time.
     ap.add_argument("--server-pid", type=int, default=0)
+    ap.add_argument("--rust-scan", default="", help="helenus-scan binary: each scan again with it")
     a = ap.parse_args()
     profile = ExecutionProfile(request_timeout=REQUEST_TIMEOUT_S)
     cluster = Cluster([a.host], port=a.port, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                       protocol_version=5)
     session = cluster.connect()
     fetch_sizes = [int(x) for x in a.fetch_sizes.split(",")]
+    rust = (a.rust_scan, a.host, a.port) if a.rust_scan else None
     if not a.skip_load:
         schema(session)
         t0 = time.monotonic()
         load(session, a.rows, a.partitions, a.wide_rows)
         print(json.dumps({"load_s": round(time.monotonic() - t0, 3)}), flush=True)
-        scans(session, "memtable", fetch_sizes, a.scan_limit_s, a.server_pid)
+        scans(session, "memtable", fetch_sizes, a.scan_limit_s, a.server_pid, rust)
     subprocess.run(shlex.split(a.flush_cmd), check=True, stdout=sys.stderr, timeout=600)
-    scans(session, "flushed", fetch_sizes, a.scan_limit_s, a.server_pid)
+    scans(session, "flushed", fetch_sizes, a.scan_limit_s, a.server_pid, rust)
     cluster.shutdown()
 
 

@@ -37,12 +37,15 @@ def main():
             r = data[s][0].get(k)
             if r:
                 row[s] = {x: r.get(x) for x in
-                          ("rows", "seconds", "client_cpu_s", "server_cpu_s", "timed_out")}
+                          ("rows", "seconds", "client_cpu_s", "server_cpu_s", "timed_out", "rust")}
         h, c = row.get("helenus"), row.get("cassandra")
         if h and c and c["seconds"] > 0 and not h["timed_out"] and not c["timed_out"]:
             row["ratio_helenus_over_cassandra"] = round(h["seconds"] / c["seconds"], 3)
             if h["server_cpu_s"] is not None and c["server_cpu_s"]:
                 row["server_cpu_ratio"] = round(h["server_cpu_s"] / c["server_cpu_s"], 3)
+        hr, cr = (h or {}).get("rust"), (c or {}).get("rust")
+        if hr and cr and cr["seconds"] > 0:
+            row["rust_ratio_helenus_over_cassandra"] = round(hr["seconds"] / cr["seconds"], 3)
         rows.append(row)
     result = {"commit": commit, "loadavg_at_end": loadavg,
               "load_s": {s: data[s][1] for s in servers}, "scans": rows}
@@ -74,6 +77,21 @@ def main():
         cpu_ratio = r.get("server_cpu_ratio", "-")
         lines.append(f"| {r['phase']} | {r['scan']} | {r['fetch_size']} | {n} | "
                      + " | ".join(cells) + f" | {ratio} | {cpu_ratio} |")
+    if any(r.get("rust_ratio_helenus_over_cassandra") for r in rows):
+        lines += ["", "## The same scans with helenus-scan (Rust, scylla driver, one page at a time)", "",
+                  "A client whose CPU per row is a few percent of the Python driver's: the wall time is",
+                  "the server's. Each cell: wall seconds (client CPU s / server CPU s).", "",
+                  "| phase | scan | fetch | " + " | ".join(servers) + " | Helenus/Cassandra wall |",
+                  "|---|---|---|" + "---|" * len(servers) + "---|"]
+        for r in rows:
+            cells = []
+            for s in servers:
+                v = (r.get(s) or {}).get("rust")
+                cells.append("-" if not v else
+                             f"{v['seconds']} ({v['client_cpu_s']} / {v.get('server_cpu_s', '-')})")
+            ratio = r.get("rust_ratio_helenus_over_cassandra", "-")
+            lines.append(f"| {r['phase']} | {r['scan']} | {r['fetch_size']} | "
+                         + " | ".join(cells) + f" | {ratio} |")
     with open(prefix + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -605,10 +605,13 @@ impl<'a> RowSource<'a> {
     }
 
     pub async fn next_row(&mut self) -> ExecResult<Option<Row>> {
-        // Every scan, filter and aggregate pulls its rows through here.
-        crate::exec::cancel::check()?;
-        if self.buffered.is_empty() && !self.fill().await? {
-            return Ok(None);
+        // Every scan, filter and aggregate pulls its rows through here; the deadline is
+        // checked before each storage read, not per buffered row (a clock read per row).
+        if self.buffered.is_empty() {
+            crate::exec::cancel::check()?;
+            if !self.fill().await? {
+                return Ok(None);
+            }
         }
         Ok(self.buffered.pop_front())
     }
