@@ -118,3 +118,42 @@ fn writes_below_the_budget_never_wait() {
     assert_eq!(e.write_stall_stats(), WriteStallStats::default());
     e.shutdown().unwrap();
 }
+
+/// Memtable bytes written until the engine switches memtables by itself, or None within `cap`.
+fn bytes_until_first_flush(threshold: f64, cap: u64) -> Option<u64> {
+    let dir = tempdir("cleanup-threshold");
+    let mut cfg = config(&dir, CommitlogSync::Periodic { period_ms: 1000 });
+    cfg.memtable_space_bytes = 8 << 20;
+    cfg.memtable_cleanup_threshold = threshold;
+    cfg.commitlog_segment_size_bytes = 32 << 20;
+    let e = Engine::open(cfg).unwrap();
+    e.create_table(table_def(864000)).unwrap();
+    let value = vec![7u8; 16 << 10];
+    let mut written = 0u64;
+    let mut flushed_at = None;
+    for i in 0..(cap / value.len() as u64) as u32 {
+        let mut m = mutation(&i.to_be_bytes());
+        m.rows.push(row(b"a", vec![set(1, 1, &value)]));
+        e.apply_blocking(&[m]).unwrap();
+        written += value.len() as u64;
+        if e.table_stats(TABLE).memtable_switch_count > 0 {
+            flushed_at = Some(written);
+            break;
+        }
+    }
+    e.shutdown().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    flushed_at
+}
+
+#[test]
+fn the_largest_memtable_flushes_at_the_cleanup_threshold_not_at_the_whole_budget() {
+    // Cassandra's default for two flush writers: a third of the 8 MiB space.
+    let at = bytes_until_first_flush(1.0 / 3.0, 6 << 20).expect("a flush below 6 MiB");
+    assert!(
+        (2 << 20..(4 << 20)).contains(&at),
+        "flushed after {at} bytes"
+    );
+    // At 1.0 the memtable fills the whole space first.
+    assert_eq!(bytes_until_first_flush(1.0, 6 << 20), None);
+}

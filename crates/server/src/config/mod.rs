@@ -482,6 +482,19 @@ mod tests {
     }
 
     #[test]
+    fn memtable_cleanup_threshold_follows_the_flush_writers_unless_given() {
+        let mut cfg = NodeConfig::default();
+        assert!((cfg.memtable_cleanup_threshold() - 1.0 / 3.0).abs() < 1e-9);
+        assert!(cfg.set("memtable_flush_writers", "4").unwrap());
+        assert!((cfg.memtable_cleanup_threshold() - 0.2).abs() < 1e-9);
+        assert!(cfg.set("memtable_cleanup_threshold", "0.5").unwrap());
+        assert!((cfg.memtable_cleanup_threshold() - 0.5).abs() < 1e-9);
+        assert!(cfg.set("memtable_cleanup_threshold", "0").is_err());
+        assert!(cfg.set("memtable_cleanup_threshold", "1.5").is_err());
+        assert!(cfg.set("memtable_cleanup_threshold", "half").is_err());
+    }
+
+    #[test]
     fn yaml_overrides_defaults_and_warns_on_unknown_keys() {
         let dir = std::env::temp_dir().join(format!("helenus-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
