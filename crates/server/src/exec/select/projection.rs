@@ -8,21 +8,17 @@ use helenus_schema::ColumnKind;
 use std::sync::Arc;
 
 /// The storage ids of the non-key columns `plan` reads, sorted, or None when it needs them all
-/// (every column selected, or a selection this walk does not follow).
+/// (every column selected, JSON, or a projection compiled per execution).
 pub(super) fn read_columns(plan: &SelectPlan) -> Option<Arc<[u32]>> {
     if plan.json || plan.bound_projection.is_some() {
         return None;
     }
     let mut used: Vec<usize> = Vec::new();
     for c in &plan.compiled.columns {
-        if !collect(&c.sel, &mut used) {
-            return None;
-        }
+        collect(&c.sel, &mut used);
     }
     if let Some(g) = &plan.group_fn {
-        if !collect(&g.sel, &mut used) {
-            return None;
-        }
+        collect(&g.sel, &mut used);
     }
     used.extend(plan.filters.iter().map(|f| f.column));
     used.extend(
@@ -64,39 +60,38 @@ pub(super) fn reads_cell_meta(plan: &SelectPlan) -> bool {
 }
 
 fn has_cell_meta(sel: &Sel) -> bool {
-    match sel {
-        Sel::CellMeta(_) => true,
-        Sel::Column(_) | Sel::Token(_) | Sel::Constant(_) | Sel::CountStar => false,
-        Sel::Field { inner, .. }
-        | Sel::Negate(inner)
-        | Sel::ToJson { inner, .. }
-        | Sel::Slice { inner, .. }
-        | Sel::Element { inner, .. }
-        | Sel::Cast { inner, .. }
-        | Sel::Agg { arg: inner, .. } => has_cell_meta(inner),
-        Sel::Arith { left, right, .. } => has_cell_meta(left) || has_cell_meta(right),
-        Sel::Func { args, .. } => args.iter().any(has_cell_meta),
-    }
+    matches!(sel, Sel::CellMeta(_)) || inner_selectors(sel).into_iter().any(has_cell_meta)
 }
 
-/// Adds the columns `sel` reads to `used`; false when it cannot tell.
-fn collect(sel: &Sel, used: &mut Vec<usize>) -> bool {
+/// Adds the columns `sel` reads to `used`.
+fn collect(sel: &Sel, used: &mut Vec<usize>) {
     match sel {
         Sel::Column(i) => used.push(*i),
         Sel::CellMeta(m) => used.push(m.column),
         Sel::Token(cols) => used.extend(cols.iter().copied()),
-        Sel::Constant(_) | Sel::CountStar => {}
+        _ => inner_selectors(sel)
+            .into_iter()
+            .for_each(|inner| collect(inner, used)),
+    }
+}
+
+/// The selectors `sel` is computed from. Exhaustive, so a new kind of selector must say what
+/// it reads.
+fn inner_selectors(sel: &Sel) -> Vec<&Sel> {
+    match sel {
+        Sel::Column(_) | Sel::CellMeta(_) | Sel::Token(_) | Sel::Constant(_) | Sel::CountStar => {
+            Vec::new()
+        }
         Sel::Field { inner, .. }
         | Sel::Negate(inner)
         | Sel::ToJson { inner, .. }
         | Sel::Slice { inner, .. }
         | Sel::Element { inner, .. }
         | Sel::Cast { inner, .. }
-        | Sel::Agg { arg: inner, .. } => return collect(inner, used),
-        Sel::Arith { left, right, .. } => return collect(left, used) && collect(right, used),
-        Sel::Func { args, .. } => return args.iter().all(|a| collect(a, used)),
+        | Sel::Agg { arg: inner, .. } => vec![inner],
+        Sel::Arith { left, right, .. } => vec![left, right],
+        Sel::Func { args, .. } => args.iter().collect(),
     }
-    true
 }
 
 #[cfg(test)]
@@ -115,10 +110,11 @@ mod tests {
             arg_types: vec![],
         };
         let mut used = Vec::new();
-        assert!(collect(&sel, &mut used));
+        collect(&sel, &mut used);
         assert_eq!(used, vec![3, 5]);
         let mut used = Vec::new();
-        assert!(collect(&Sel::CountStar, &mut used));
+        collect(&Sel::CountStar, &mut used);
         assert!(used.is_empty());
+        assert!(!has_cell_meta(&sel));
     }
 }
