@@ -168,6 +168,17 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row:
     }
 }
 
+fn empty_row() -> Row {
+    Row {
+        cells: Vec::new(),
+        meta: Vec::new(),
+        element_meta: Vec::new(),
+        token: 0,
+        partition_key: Bytes::new(),
+        clustering: Vec::new(),
+    }
+}
+
 /// Splits a serialized partition key into its components.
 pub fn key_components(t: &TableMeta, key: &Bytes) -> Vec<Bytes> {
     let n = t.partition_key_len();
@@ -211,8 +222,15 @@ pub fn partition_rows(
         }
         return;
     }
-    for r in &p.rows {
-        let mut row = base.clone();
+    let last = p.rows.len().saturating_sub(1);
+    for (n, r) in p.rows.iter().enumerate() {
+        // The last row takes the partition's values instead of a copy (a one-row partition,
+        // the commonest, then copies nothing).
+        let mut row = if n == last {
+            std::mem::replace(&mut base, empty_row())
+        } else {
+            base.clone()
+        };
         for (i, v) in r.clustering.iter().enumerate() {
             if let Some(&idx) = layout.ck.get(i) {
                 row.cells[idx] = Some(v.clone());
