@@ -3,6 +3,7 @@
 pub use crate::error::StorageError;
 // The mutation model is shared with the coordinator and cluster crates; storage re-exports it
 // so its callers name it `helenus_storage::Mutation` as before.
+use crate::histogram::Percentiles;
 use bytes::Bytes;
 pub use helenus_mutation::{
     BoundKind, CellOp, CellUpdate, ClusteringBound, ColumnId, DeletionTime, Liveness, Mutation,
@@ -370,6 +371,19 @@ pub struct TableStats {
     pub tombstones_scanned_max: u64,
     /// Reads abandoned past the tombstone failure threshold.
     pub tombstone_failures: u64,
+    pub histograms: TableHistograms,
+}
+
+/// The columns of `nodetool tablehistograms`, each as the bucket bounds of its percentiles
+/// (histogram.rs): local latencies recorded since start, SSTables per single-partition read,
+/// and partition sizes and cells per partition over the table's SSTables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableHistograms {
+    pub read_latency_ns: Percentiles,
+    pub write_latency_ns: Percentiles,
+    pub sstables_per_read: Percentiles,
+    pub partition_size_bytes: Percentiles,
+    pub cell_count: Percentiles,
 }
 
 /// Counters of one cache (engine-wide).
