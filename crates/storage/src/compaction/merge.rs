@@ -212,7 +212,7 @@ pub(crate) fn merge_range(
         ctx.level,
         ctx.max_output_bytes,
         task,
-        &rate,
+        (&ctx.bg.compaction_limiter, &rate),
         ctx.raw_base,
     );
     ctx.bg.progress.end(task);
