@@ -37,13 +37,15 @@ pub struct StorageConfig {
     /// Cassandra.
     pub row_cache_bytes: u64,
     pub concurrent_compactors: usize,
-    /// 0 = unthrottled.
+    /// One rate for all compactions of the node, with up to a second of unused rate saved for
+    /// a burst (compaction/control.rs); 0 = unthrottled.
     pub compaction_throughput_mib_per_s: u64,
     /// Cap on flush writing; 0 (the default, as in Cassandra) = unthrottled. Tests use it to make
     /// flushing fall behind on purpose.
     pub flush_throughput_mib_per_s: u64,
-    /// A major compaction of more uncompressed input than this merges its token ranges in
-    /// parallel, one per `concurrent_compactors` (`DEFAULT_PARALLEL_MAJOR_COMPACTION_MIN_BYTES`).
+    /// A major compaction of a Leveled table of more uncompressed input than this merges its
+    /// token ranges in parallel, one per `concurrent_compactors`
+    /// (`DEFAULT_PARALLEL_MAJOR_COMPACTION_MIN_BYTES`); other strategies write one SSTable.
     pub parallel_major_compaction_min_bytes: u64,
     /// The node's clock: TTL expiry, purge decisions and file times read it, so a node on a
     /// simulated clock has storage on the same time.
