@@ -37,6 +37,22 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
         "tombstones_scanned_by_reads": s.tombstones_scanned_by_reads,
         "tombstones_scanned_max": s.tombstones_scanned_max,
         "tombstone_failures": s.tombstone_failures,
+        "histograms": histograms_json(&s.histograms),
+    })
+}
+
+/// `nodetool tablehistograms`'s columns, each as [50%, 75%, 95%, 98%, 99%, min, max] (bucket
+/// bounds, see helenus_storage::histogram); latencies in microseconds as Cassandra prints them.
+fn histograms_json(h: &st::TableHistograms) -> Value {
+    use st::histogram::Percentiles;
+    let row = |p: &Percentiles| [p.p50, p.p75, p.p95, p.p98, p.p99, p.min, p.max];
+    let micros = |p: &Percentiles| row(p).map(|ns| ns as f64 / 1000.0);
+    json!({
+        "read_latency_us": micros(&h.read_latency_ns),
+        "write_latency_us": micros(&h.write_latency_ns),
+        "sstables": row(&h.sstables_per_read),
+        "partition_size_bytes": row(&h.partition_size_bytes),
+        "cell_count": row(&h.cell_count),
     })
 }
 

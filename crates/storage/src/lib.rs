@@ -114,6 +114,7 @@ mod commitlog;
 mod compaction;
 mod engine;
 mod error;
+pub mod histogram;
 mod index;
 mod memtable;
 mod partition;

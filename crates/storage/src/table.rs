@@ -2,6 +2,7 @@
 //! (which registers tables), the read path and the flush and compaction threads, so none of them
 //! needs the engine to reach a table.
 
+use crate::histogram::{LatencyHistogram, SSTablesPerReadHistogram};
 use crate::memtable::Memtable;
 use crate::partition::TableLayout;
 use crate::sstable::SSTableReader;
@@ -58,6 +59,11 @@ pub(crate) struct TableCounters {
     pub tombstones_scanned: AtomicU64,
     pub tombstones_scanned_max: AtomicU64,
     pub tombstone_failures: AtomicU64,
+    /// Local read and write latency (ns) and SSTables per single-partition read, for
+    /// `nodetool tablehistograms`.
+    pub read_latency: LatencyHistogram,
+    pub write_latency: LatencyHistogram,
+    pub sstables_per_read: SSTablesPerReadHistogram,
 }
 
 /// One table's state.

@@ -3,6 +3,7 @@
 pub use crate::error::StorageError;
 // The mutation model is shared with the coordinator and cluster crates; storage re-exports it
 // so its callers name it `helenus_storage::Mutation` as before.
+use crate::histogram::Percentiles;
 use bytes::Bytes;
 pub use helenus_mutation::{
     BoundKind, CellOp, CellUpdate, ClusteringBound, ColumnId, DeletionTime, Liveness, Mutation,
@@ -36,13 +37,15 @@ pub struct StorageConfig {
     /// Cassandra.
     pub row_cache_bytes: u64,
     pub concurrent_compactors: usize,
-    /// 0 = unthrottled.
+    /// One rate for all compactions of the node, with up to a second of unused rate saved for
+    /// a burst (compaction/control.rs); 0 = unthrottled.
     pub compaction_throughput_mib_per_s: u64,
     /// Cap on flush writing; 0 (the default, as in Cassandra) = unthrottled. Tests use it to make
     /// flushing fall behind on purpose.
     pub flush_throughput_mib_per_s: u64,
-    /// A major compaction of more uncompressed input than this merges its token ranges in
-    /// parallel, one per `concurrent_compactors` (`DEFAULT_PARALLEL_MAJOR_COMPACTION_MIN_BYTES`).
+    /// A major compaction of a Leveled table of more uncompressed input than this merges its
+    /// token ranges in parallel, one per `concurrent_compactors`
+    /// (`DEFAULT_PARALLEL_MAJOR_COMPACTION_MIN_BYTES`); other strategies write one SSTable.
     pub parallel_major_compaction_min_bytes: u64,
     /// The node's clock: TTL expiry, purge decisions and file times read it, so a node on a
     /// simulated clock has storage on the same time.
@@ -370,6 +373,19 @@ pub struct TableStats {
     pub tombstones_scanned_max: u64,
     /// Reads abandoned past the tombstone failure threshold.
     pub tombstone_failures: u64,
+    pub histograms: TableHistograms,
+}
+
+/// The columns of `nodetool tablehistograms`, each as the bucket bounds of its percentiles
+/// (histogram.rs): local latencies recorded since start, SSTables per single-partition read,
+/// and partition sizes and cells per partition over the table's SSTables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableHistograms {
+    pub read_latency_ns: Percentiles,
+    pub write_latency_ns: Percentiles,
+    pub sstables_per_read: Percentiles,
+    pub partition_size_bytes: Percentiles,
+    pub cell_count: Percentiles,
 }
 
 /// Counters of one cache (engine-wide).

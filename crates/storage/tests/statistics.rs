@@ -194,3 +194,44 @@ fn tombstone_compaction_waits_for_overlapping_older_data_unless_unchecked() {
     );
     e.shutdown().unwrap();
 }
+
+/// `nodetool tablehistograms`'s columns come from histograms the read and write paths and the
+/// SSTable writers fill: a table written, flushed and read reports non-zero latencies, SSTables
+/// per read, partition sizes and cells per partition.
+#[test]
+fn table_histograms_record_latencies_sizes_and_cells() {
+    let dir = tempdir("tablehistograms");
+    let e = open(&dir, 864000);
+    assert_eq!(e.table_stats(TABLE).histograms, TableHistograms::default());
+    // Ten partitions of 20 rows with two cells each (plus a row marker-free write: 40 cells),
+    // in two SSTables.
+    for round in 0..2u8 {
+        for p in 0..5u8 {
+            let mut m = mutation(&[b'p', round, p]);
+            for ck in 0..20u8 {
+                m.rows
+                    .push(row(&[ck], vec![set(1, 1, b"value"), set(2, 1, b"other")]));
+            }
+            e.apply_blocking(&[m]).unwrap();
+        }
+        e.flush(None).unwrap();
+    }
+    for p in 0..5u8 {
+        e.read(TABLE, &point(&[b'p', 0, p], now())).unwrap();
+    }
+    let h = e.table_stats(TABLE).histograms;
+    assert!(h.write_latency_ns.p50 > 0 && h.write_latency_ns.max >= h.write_latency_ns.p50);
+    assert!(h.read_latency_ns.p50 > 0 && h.read_latency_ns.max >= h.read_latency_ns.p50);
+    // Each read found its partition in one SSTable.
+    assert_eq!((h.sstables_per_read.min, h.sstables_per_read.max), (1, 1));
+    // 40 cells per partition: the bucket bound at or above 40 (Cassandra's 42).
+    assert_eq!((h.cell_count.min, h.cell_count.max), (42, 42));
+    assert!(h.partition_size_bytes.p50 > 40 * 5);
+    // The histograms survive a restart with the SSTables' statistics.
+    e.shutdown().unwrap();
+    drop(e);
+    let e = open(&dir, 864000);
+    assert_eq!(e.table_stats(TABLE).histograms.cell_count.p99, 42);
+    e.shutdown().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

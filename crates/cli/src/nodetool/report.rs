@@ -87,29 +87,28 @@ pub fn tablestats(v: &Value) {
     println!("----------------");
 }
 
-/// `nodetool tablehistograms`'s layout (latencies are not measured yet: zeros).
+/// `nodetool tablehistograms`'s layout (Cassandra's TableHistograms): one row per percentile,
+/// latencies and SSTables with two decimals, sizes and counts whole.
 pub fn tablehistograms(ks: &str, t: &str, v: &Value) {
-    let s = &v[0]["stats"];
+    let h = &v[0]["stats"]["histograms"];
+    let col = |name: &str, i: usize| h[name][i].as_f64().unwrap_or(0.0);
     println!("{ks}/{t} histograms");
     println!("Percentile      Read Latency     Write Latency          SSTables    Partition Size        Cell Count");
     println!("                    (micros)          (micros)                             (bytes)                  ");
-    let mean = s["mean_partition_size_bytes"].as_u64().unwrap_or(0);
-    let max = s["max_partition_size_bytes"].as_u64().unwrap_or(0);
-    let sst = s["sstables_per_read_max"].as_u64().unwrap_or(0);
-    for (p, size) in [
-        ("50%", mean),
-        ("75%", mean),
-        ("95%", max),
-        ("98%", max),
-        ("99%", max),
-        ("Min", 0),
-        ("Max", max),
-    ] {
+    for (i, p) in ["50%", "75%", "95%", "98%", "99%", "Min", "Max"]
+        .iter()
+        .enumerate()
+    {
         println!(
-            "{p:<10}{:>18}{:>18}{:>18}{:>18}{:>18}",
-            "0.00", "0.00", sst, size, 0
+            "{p:<10}{:>18.2}{:>18.2}{:>18.2}{:>18.0}{:>18.0}",
+            col("read_latency_us", i),
+            col("write_latency_us", i),
+            col("sstables", i),
+            col("partition_size_bytes", i),
+            col("cell_count", i),
         );
     }
+    println!();
 }
 
 /// `nodetool compactionstats`'s layout.

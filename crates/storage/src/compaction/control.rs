@@ -5,7 +5,11 @@
 //!   scheduling priority (`nice`), so on a busy node requests get the CPU first and compaction
 //!   takes what is left, which is what Cassandra's compaction executor asks of the JVM with its
 //!   minimum thread priority. Flushes keep the normal priority: writes wait on them.
-//! * Rate: a background compaction writes at most `compaction_throughput` while the table holds
+//! * Rate: all compactions together write at most `compaction_throughput` (one node-wide
+//!   [`RateLimiter`], as Cassandra's is one Guava `RateLimiter` for the node), with up to one
+//!   second of unused rate saved for a burst, as Guava's `SmoothBursty` saves it: an operator's
+//!   `nodetool compact` or `garbagecollect` after an idle second starts with that much credit.
+//!   A background compaction writes at most `compaction_throughput` while the table holds
 //!   a normal number of SSTables (twice its min_threshold); each further min_threshold
 //!   SSTables doubles the allowed rate, and beyond three doublings it is unlimited. A backlog
 //!   makes every read touch more SSTables, which costs foreground latency more than compaction
@@ -51,23 +55,73 @@ pub(crate) fn lower_thread_priority() {
     }
 }
 
-/// Keeps a writer under a rate that may change while it runs.
+/// Seconds of unused rate a [`RateLimiter`] saves (Guava's `SmoothBursty` default, which
+/// Cassandra's compaction limiter uses).
+const BURST_S: f64 = 1.0;
+/// Bytes a writer accumulates before it charges the limiter (one lock per MiB, not per
+/// partition).
+const CHARGE_STEP_BYTES: u64 = 1 << 20;
+
+/// A token bucket shared by the writers it limits: credit refills at the rate of the caller
+/// charging it, up to `BURST_S` of it, and goes into debt when a charge exceeds it, so writers
+/// on several threads share one rate (each waits for the debt in front of it).
+pub(crate) struct RateLimiter {
+    bucket: parking_lot::Mutex<Bucket>,
+}
+
+struct Bucket {
+    credit_bytes: f64,
+    at: Instant,
+}
+
+impl RateLimiter {
+    /// A limiter with no credit at `at` (it earns its burst by staying idle, as Guava's does).
+    pub(crate) fn new_at(at: Instant) -> Self {
+        RateLimiter {
+            bucket: parking_lot::Mutex::new(Bucket {
+                credit_bytes: 0.0,
+                at,
+            }),
+        }
+    }
+
+    /// Charges `bytes` at `rate_mib_s` (0 = unlimited) and returns how long the caller must
+    /// wait for them.
+    fn charge(&self, bytes: u64, rate_mib_s: u64, now: Instant) -> Duration {
+        if rate_mib_s == 0 {
+            return Duration::ZERO;
+        }
+        let rate_bytes_s = rate_mib_s as f64 * 1048576.0;
+        let mut b = self.bucket.lock();
+        let idle_s = now.saturating_duration_since(b.at).as_secs_f64();
+        b.credit_bytes = (b.credit_bytes + idle_s * rate_bytes_s).min(rate_bytes_s * BURST_S);
+        b.at = b.at.max(now);
+        b.credit_bytes -= bytes as f64;
+        if b.credit_bytes >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-b.credit_bytes / rate_bytes_s)
+        }
+    }
+}
+
+/// Keeps a writer under a rate that may change while it runs, through a limiter it may share.
 pub(crate) struct Throttle<'a> {
+    limiter: &'a RateLimiter,
     rate: &'a dyn Fn() -> u64,
     current: u64,
-    /// Start of the current rate's period and the bytes written when it began.
-    since: Instant,
-    since_written: u64,
+    /// Bytes written when the limiter was last charged.
+    charged: u64,
     next_check: u64,
 }
 
 impl<'a> Throttle<'a> {
-    pub(crate) fn new(rate: &'a dyn Fn() -> u64) -> Self {
+    pub(crate) fn new(limiter: &'a RateLimiter, rate: &'a dyn Fn() -> u64) -> Self {
         Throttle {
+            limiter,
             current: rate(),
             rate,
-            since: Instant::now(),
-            since_written: 0,
+            charged: 0,
             next_check: RECHECK_BYTES,
         }
     }
@@ -78,23 +132,20 @@ impl<'a> Throttle<'a> {
         self.current
     }
 
-    /// Called with the total bytes written so far; sleeps while ahead of the rate.
+    /// Called with the total bytes written so far; sleeps while the limiter is in debt.
     pub(crate) fn wrote(&mut self, written: u64) {
         if written >= self.next_check {
             self.next_check = written + RECHECK_BYTES;
-            let rate = (self.rate)();
-            if rate != self.current {
-                self.current = rate;
-                self.since = Instant::now();
-                self.since_written = written;
-            }
+            self.current = (self.rate)();
         }
-        if self.current == 0 {
+        let due = written.saturating_sub(self.charged);
+        if due < CHARGE_STEP_BYTES {
             return;
         }
-        let due = (written - self.since_written) as f64 / (self.current as f64 * 1048576.0);
-        if let Some(wait) = Duration::from_secs_f64(due).checked_sub(self.since.elapsed()) {
-            std::thread::sleep(wait.min(Duration::from_secs(1)));
+        self.charged = written;
+        let wait = self.limiter.charge(due, self.current, Instant::now());
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
         }
     }
 }
@@ -119,7 +170,8 @@ mod tests {
     fn a_throttle_holds_the_rate_and_follows_its_changes() {
         let rate = std::sync::atomic::AtomicU64::new(8);
         let read = || rate.load(std::sync::atomic::Ordering::Relaxed);
-        let mut t = Throttle::new(&read);
+        let limiter = RateLimiter::new_at(Instant::now());
+        let mut t = Throttle::new(&limiter, &read);
         let start = Instant::now();
         t.wrote(1 << 20);
         // 1 MiB at 8 MiB/s is due after 125 ms.
@@ -130,5 +182,26 @@ mod tests {
         let lifted = Instant::now();
         t.wrote(64 << 20);
         assert!(lifted.elapsed() < Duration::from_millis(50));
+    }
+
+    /// Guava's SmoothBursty, which Cassandra's compaction_throughput is: a second of idle rate
+    /// is credit, no more, and writers on two threads share one rate.
+    #[test]
+    fn an_idle_limiter_lets_one_second_through_then_holds_the_rate_for_everyone() {
+        let mib = 1u64 << 20;
+        let start = Instant::now();
+        let limiter = RateLimiter::new_at(start);
+        // Fresh: no credit, 64 MiB at 64 MiB/s wait a second.
+        let wait = limiter.charge(64 * mib, 64, start);
+        assert!((wait.as_secs_f64() - 1.0).abs() < 1e-6, "{wait:?}");
+        // Ten idle seconds after that debt is paid earn one second of credit, not ten.
+        let later = start + Duration::from_secs(11);
+        assert_eq!(limiter.charge(64 * mib, 64, later), Duration::ZERO);
+        let wait = limiter.charge(32 * mib, 64, later);
+        assert!((wait.as_secs_f64() - 0.5).abs() < 1e-6, "{wait:?}");
+        // A second writer at the same moment waits behind the first one's debt.
+        let wait = limiter.charge(32 * mib, 64, later);
+        assert!((wait.as_secs_f64() - 1.0).abs() < 1e-6, "{wait:?}");
+        assert_eq!(limiter.charge(u64::MAX, 0, later), Duration::ZERO);
     }
 }

@@ -50,7 +50,7 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
         u64::MAX,
         task,
         // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
-        &|| bg.config.flush_throughput_mib_per_s,
+        (&bg.flush_limiter, &|| bg.config.flush_throughput_mib_per_s),
         None,
     );
     bg.progress.end(task);

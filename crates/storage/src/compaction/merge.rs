@@ -212,7 +212,7 @@ pub(crate) fn merge_range(
         ctx.level,
         ctx.max_output_bytes,
         task,
-        &rate,
+        (&ctx.bg.compaction_limiter, &rate),
         ctx.raw_base,
     );
     ctx.bg.progress.end(task);
@@ -481,16 +481,20 @@ mod tests {
         assert_eq!(token_splits(&[], 4).unwrap(), vec![TokenRange::ALL]);
     }
 
-    #[test]
-    fn a_large_major_compaction_merges_token_ranges_in_parallel() {
-        let dir = tempdir("parallel-major");
+    /// Three SSTables of 1,000 partitions in all: disjoint keys (copied encoded), overwrites
+    /// and deletions (merged), on an engine that parallelises even this small major compaction.
+    fn engine_with_three_sstables(
+        name: &str,
+        compaction: CompactionOptions,
+    ) -> (Arc<Engine>, std::path::PathBuf) {
+        let dir = tempdir(name);
         let mut config = config(&dir, CommitlogSync::Batch);
         config.concurrent_compactors = 2;
-        // Parallelise even this small compaction.
         config.parallel_major_compaction_min_bytes = 0;
         let e = Engine::open(config).unwrap();
-        e.create_table(table_def(0)).unwrap();
-        // Three SSTables: disjoint keys (copied encoded), overwrites and deletions (merged).
+        let mut def = table_def(0);
+        def.options.compaction = compaction;
+        e.create_table(def).unwrap();
         for round in 0..3u32 {
             for i in 0..400u32 {
                 let key = format!("k{}", i + round * 300);
@@ -513,6 +517,16 @@ mod tests {
             }
             e.flush(None).unwrap();
         }
+        (e, dir)
+    }
+
+    #[test]
+    fn a_large_major_compaction_of_a_leveled_table_merges_token_ranges_in_parallel() {
+        let leveled = CompactionOptions::Leveled {
+            sstable_size_in_mb: 160,
+            fanout_size: 10,
+        };
+        let (e, dir) = engine_with_three_sstables("parallel-major", leveled);
         let before = e.read(TABLE, &scan_all(now())).unwrap();
         let cs = e.compact(TABLE).unwrap();
         assert_eq!((cs.input_sstables, cs.output_sstables), (3, 2));
@@ -527,6 +541,27 @@ mod tests {
         let (a, b) = (&set[0].stats, &set[1].stats);
         assert!(a.max_token < b.min_token || b.max_token < a.min_token);
         drop(set);
+        e.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Cassandra's SizeTiered major compaction leaves one SSTable, however large the input.
+    #[test]
+    fn a_major_compaction_of_a_size_tiered_table_writes_one_sstable() {
+        let stcs = TableOptions::default().compaction;
+        assert!(matches!(stcs, CompactionOptions::SizeTiered { .. }));
+        let (e, dir) = engine_with_three_sstables("stcs-major", stcs);
+        let before = e.read(TABLE, &scan_all(now())).unwrap();
+        let cs = e.compact(TABLE).unwrap();
+        assert_eq!((cs.input_sstables, cs.output_sstables), (3, 1));
+        assert_eq!(
+            e.read(TABLE, &scan_all(now())).unwrap().partitions,
+            before.partitions
+        );
+        // From one SSTable too (the log-store run's first stage).
+        let cs = e.compact(TABLE).unwrap();
+        assert_eq!((cs.input_sstables, cs.output_sstables), (1, 1));
+        assert_eq!(e.table(TABLE).unwrap().sstables.read().len(), 1);
         e.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }

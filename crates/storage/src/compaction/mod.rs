@@ -51,9 +51,8 @@ pub(crate) enum CompactionKind {
 
 /// Merges `inputs` (reserved with [`reserve`]) into new SSTables, replacing them atomically in
 /// the table's SSTable set, and releases their reservation whatever the outcome.
-/// A major compaction of more than `parallel_major_compaction_min_bytes` runs one merge per token range on
-/// `concurrent_compactors` threads; the outputs split at those token boundaries, as whole files
-/// that a new owner of a range could take.
+/// A major compaction of a Leveled table of more than `parallel_major_compaction_min_bytes` runs
+/// one merge per token range on `concurrent_compactors` threads (see [`splits_major_by_token`]).
 pub(crate) fn compact_sstables(
     bg: &Background,
     t: &Arc<Table>,
@@ -109,7 +108,10 @@ fn rewrite_sstables(
         .chain(t.flushing.read().iter().cloned())
         .collect();
     let ranges = match kind {
-        CompactionKind::Major if total > bg.config.parallel_major_compaction_min_bytes => {
+        CompactionKind::Major
+            if total > bg.config.parallel_major_compaction_min_bytes
+                && splits_major_by_token(&def.options.compaction) =>
+        {
             token_splits(&inputs, bg.config.concurrent_compactors.clamp(1, 8))?
         }
         _ => vec![TokenRange::ALL],
@@ -144,6 +146,16 @@ fn rewrite_sstables(
     stats.bytes_read = total;
     install_outputs(t, &input_gens, inputs, outputs);
     Ok(stats)
+}
+
+/// Whether a major compaction of a table with these options may split its output at token
+/// boundaries to merge the ranges in parallel. Only Leveled: its major compaction writes
+/// non-overlapping `sstable_size_in_mb` files anyway, so ranges merged apart give the same kind
+/// of output. SizeTiered and TimeWindow major compactions write one SSTable per data directory,
+/// as Cassandra's do (operators count on `nodetool compact` leaving one file); those still use
+/// two threads, the merge and the SSTable writer's compression thread (sstable/sink.rs).
+fn splits_major_by_token(options: &CompactionOptions) -> bool {
+    matches!(options, CompactionOptions::Leveled { .. })
 }
 
 /// Runs one merge per token range: on threads of their own when there are several.

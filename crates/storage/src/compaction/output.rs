@@ -1,7 +1,7 @@
 //! Writing merged partitions into new SSTables, split by size, throttled, with progress reports:
 //! shared by flush and compaction.
 
-use super::control::Throttle;
+use super::control::{RateLimiter, Throttle};
 use super::worker::Background;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::partition::Partition;
@@ -41,7 +41,7 @@ pub(crate) fn write_outputs<'a>(
     level: u32,
     max_output_bytes: u64,
     task: u64,
-    rate_mib_s: &dyn Fn() -> u64,
+    (limiter, rate_mib_s): (&RateLimiter, &dyn Fn() -> u64),
     timestamp_base: Option<i64>,
 ) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
     let mut out = Outputs {
@@ -56,7 +56,7 @@ pub(crate) fn write_outputs<'a>(
         finished: Vec::new(),
         writer: None,
     };
-    let mut throttle = Throttle::new(rate_mib_s);
+    let mut throttle = Throttle::new(limiter, rate_mib_s);
     let (mut written, mut reported) = (0u64, 0u64);
     for p in parts {
         let n = match p.and_then(|p| out.append(p)) {

@@ -4,7 +4,7 @@
 
 use super::progress::Progress;
 use crate::commitlog::Commitlog;
-use crate::compaction::control::lower_thread_priority;
+use crate::compaction::control::{lower_thread_priority, RateLimiter};
 use crate::memtable::budget::MemtableBudget;
 use crate::table::{Table, Tables};
 use crate::types::*;
@@ -12,6 +12,7 @@ use helenus_types::SharedClock;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Weak};
+use std::time::Instant;
 
 /// Background work requests.
 pub(crate) enum Job {
@@ -48,6 +49,10 @@ pub(crate) struct Background {
     pub log: Arc<Commitlog>,
     pub budget: Arc<MemtableBudget>,
     pub progress: Progress,
+    /// `compaction_throughput`, shared by every compaction of the node (as Cassandra's is).
+    pub compaction_limiter: RateLimiter,
+    /// `flush_throughput` (unlimited by default).
+    pub flush_limiter: RateLimiter,
     /// Flush requests (one flush thread).
     flush_jobs: Mutex<Option<mpsc::Sender<Job>>>,
     /// Compaction requests (a pool of `concurrent_compactors` threads).
@@ -73,6 +78,8 @@ impl Background {
             log,
             budget,
             progress: Progress::default(),
+            compaction_limiter: RateLimiter::new_at(Instant::now()),
+            flush_limiter: RateLimiter::new_at(Instant::now()),
             flush_jobs: Mutex::new(Some(ftx)),
             compaction_jobs: Mutex::new(Some(ctx)),
             workers: Mutex::new(Vec::new()),

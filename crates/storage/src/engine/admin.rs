@@ -3,6 +3,7 @@
 
 use crate::compaction::{self, CompactionKind};
 use crate::engine::{Engine, Table};
+use crate::histogram::{CellCountHistogram, PartitionSizeHistogram};
 use crate::path_name::PathName;
 use crate::types::*;
 use std::sync::atomic::Ordering;
@@ -207,7 +208,11 @@ impl Engine {
         };
         let mut uncompressed = 0u64;
         let mut data_bytes = 0u64;
+        let mut sizes = PartitionSizeHistogram::default();
+        let mut cells = CellCountHistogram::default();
         for r in &sstables {
+            sizes.merge(&r.stats.partition_size_histogram);
+            cells.merge(&r.stats.cell_count_histogram);
             s.live_disk_space_bytes += r.disk_bytes();
             s.estimated_partitions += r.stats.partitions;
             s.index_summary_bytes += r.summary_bytes() as u64;
@@ -226,6 +231,13 @@ impl Engine {
             data_bytes as f64 / uncompressed as f64
         } else {
             0.0
+        };
+        s.histograms = TableHistograms {
+            read_latency_ns: t.counters.read_latency.percentiles(),
+            write_latency_ns: t.counters.write_latency.percentiles(),
+            sstables_per_read: t.counters.sstables_per_read.percentiles(),
+            partition_size_bytes: sizes.percentiles(),
+            cell_count: cells.percentiles(),
         };
         s
     }

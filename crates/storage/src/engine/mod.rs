@@ -28,6 +28,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Stripes of the per-partition lock that serialises counter read-modify-write.
 const COUNTER_LOCK_STRIPES: usize = 1024;
@@ -323,6 +324,7 @@ impl Engine {
         ms: &[Mutation],
         resolved: &mut HashMap<CounterCellKey, (i64, i64)>,
     ) -> Result<u64, StorageError> {
+        let started = Instant::now();
         let now = self.clock.wall_secs();
         let stripes = self.counter_stripes(ms);
         let _counter_guards: Vec<_> = stripes
@@ -384,6 +386,12 @@ impl Engine {
             t.counters.writes.fetch_add(1, Ordering::Relaxed);
         }
         drop(guards);
+        // Cassandra's local write latency: from the mutation's arrival to its memtable insert
+        // (not the commitlog sync a batch-mode writer then waits for).
+        let took_ns = elapsed_ns(started);
+        for t in &tables {
+            t.counters.write_latency.record(took_ns);
+        }
         self.reads.caches.invalidate_row_cache(&written);
         self.maybe_trigger_flush();
         Ok(seq)
@@ -488,8 +496,12 @@ impl Engine {
         tombstone_failure_threshold: u64,
     ) -> Result<ReadResult, StorageError> {
         let t = self.table(table)?;
-        self.reads
-            .read_counted(&t, q, tombstone_failure_threshold, None)
+        let started = Instant::now();
+        let r = self
+            .reads
+            .read_counted(&t, q, tombstone_failure_threshold, None);
+        t.counters.read_latency.record(elapsed_ns(started));
+        r
     }
 
     /// What this node stores for `q`: every partition the read covers with its deletions,
@@ -503,8 +515,12 @@ impl Engine {
         tombstone_failure_threshold: u64,
     ) -> Result<UnfilteredResult, StorageError> {
         let t = self.table(table)?;
-        self.reads
-            .read_unfiltered(&t, q, tombstone_failure_threshold)
+        let started = Instant::now();
+        let r = self
+            .reads
+            .read_unfiltered(&t, q, tombstone_failure_threshold);
+        t.counters.read_latency.record(elapsed_ns(started));
+        r
     }
 
     /// What `read_bounded(q)` would return on a node holding all of `answers` (unfiltered
@@ -599,4 +615,9 @@ fn with_resolved_counters(
         }
     }
     m
+}
+
+/// Nanoseconds since `started`, saturated (a latency past 584 years is still the largest).
+fn elapsed_ns(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }

@@ -147,6 +147,7 @@ impl ReadPath {
         t.counters
             .max_sstables_per_read
             .fetch_max(touched, Ordering::Relaxed);
+        t.counters.sstables_per_read.record(touched);
         let merged = m.acc.as_ref().map_or(0, |p| p.rows.len() as u64);
         t.counters.rows_merged.fetch_add(merged, Ordering::Relaxed);
         Ok((m.acc, m.frontier))

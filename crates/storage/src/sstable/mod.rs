@@ -176,6 +176,9 @@ pub struct SSTableWriter {
     /// Index.db entries encoded as partitions arrive (the count goes in front at the end).
     index_body: Vec<u8>,
     index_count: usize,
+    /// The statistics' cell count when the last partition was indexed: the next one's cells
+    /// are the difference.
+    cells_indexed: u64,
     /// The last partition's (token, key), for the order check.
     last_key: Option<(i64, Bytes)>,
     filter: BloomFilter,

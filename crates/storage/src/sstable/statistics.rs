@@ -11,10 +11,14 @@
 //! Files written before version 2 end after `level` and read with empty bounds and histograms.
 //! From version 3 on: `u8 data_format | i64 timestamp_base_us` (the encoding of Data.db and
 //! Index.db, see sstable/format.rs); earlier files are data format 1.
+//! From version 4 on: `estimated histogram partition_size_bytes | estimated histogram
+//! cells_per_partition` (histogram.rs, for `nodetool tablehistograms`); earlier files read with
+//! empty ones.
 
 use crate::clustering::CKey;
 use crate::codec::{Reader, Writer};
 use crate::error::StorageError;
+use crate::histogram::{CellCountHistogram, PartitionSizeHistogram};
 use crate::partition::{Partition, Row};
 use crate::reconcile::CellKind;
 use bytes::Bytes;
@@ -22,7 +26,7 @@ use std::collections::BTreeMap;
 
 const MAGIC: &[u8; 4] = b"hl-1";
 /// Current statistics version (the extension byte after `level`).
-const STATS_VERSION: u8 = 3;
+const STATS_VERSION: u8 = 4;
 /// Bins kept by a streaming histogram (Cassandra keeps 100 for tombstone drop times).
 pub const HISTOGRAM_MAX_BINS: usize = 100;
 /// Drop times are rounded up to this many seconds before binning. Cassandra rounds to 60 s to
@@ -145,6 +149,11 @@ pub struct SSTableStats {
     pub data_format: u8,
     /// Timestamps in format-2 data are deltas from this.
     pub timestamp_base_us: i64,
+    /// Bytes of each partition (Cassandra's `EstimatedPartitionSizeHistogram`).
+    pub partition_size_histogram: PartitionSizeHistogram,
+    /// Cells, row markers and deletions of each partition (Cassandra's
+    /// `EstimatedColumnCountHistogram`).
+    pub cell_count_histogram: CellCountHistogram,
 }
 
 impl SSTableStats {
@@ -215,6 +224,8 @@ impl SSTableStats {
         self.drop_time_histogram.encode(&mut w);
         w.u8(self.data_format);
         w.i64(self.timestamp_base_us);
+        self.partition_size_histogram.encode(&mut w);
+        self.cell_count_histogram.encode(&mut w);
     }
 
     pub fn decode(buf: &[u8]) -> Result<Self, StorageError> {
@@ -267,6 +278,10 @@ impl SSTableStats {
         if s.version >= 3 {
             s.data_format = r.u8()?;
             s.timestamp_base_us = r.i64()?;
+        }
+        if s.version >= 4 {
+            s.partition_size_histogram = PartitionSizeHistogram::decode(&mut r)?;
+            s.cell_count_histogram = CellCountHistogram::decode(&mut r)?;
         }
         // Later versions append after this; what we know is read, the rest is ignored.
         Ok(s)

@@ -26,6 +26,7 @@ impl SSTableWriter {
             logical_pos: 0,
             index_body: Vec::new(),
             index_count: 0,
+            cells_indexed: 0,
             last_key: None,
             filter: BloomFilter::new(expected_keys, fp_chance),
             stats: SSTableStats::empty(level),
@@ -132,6 +133,10 @@ impl SSTableWriter {
         let s = &mut self.stats;
         s.partitions += 1;
         s.max_partition_bytes = s.max_partition_bytes.max(u64::from(e.length));
+        s.partition_size_histogram.add(u64::from(e.length));
+        // Every append path notes a partition's cells before indexing it.
+        s.cell_count_histogram.add(s.cells - self.cells_indexed);
+        self.cells_indexed = s.cells;
         s.min_token = s.min_token.min(e.token);
         s.max_token = s.max_token.max(e.token);
         self.last_key = Some((e.token, e.key.clone()));
