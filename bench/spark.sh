@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scans through Apache Spark 3.5 and the DataStax Spark Cassandra Connector 3.5.1 (a tool nobody on the
 # project wrote), Helenus beside Apache Cassandra 5.0.9 in the same run, on the same data:
-#   bench/spark.sh                 # quick (the default): 200k rows, each query twice, ~15 min on 2 busy cores
+#   bench/spark.sh                 # quick (the default): 200k rows, each query twice (25 min at load ~10 on 2 cores)
 #   ROWS=20000 bench/spark.sh      # a smoke test
 # Installs, idempotently: pyspark 3.5 in a venv at ~/.cache/helenus/spark-venv (PyPI) and the connector with
 # its dependencies through spark.jars.packages into ~/.cache/helenus/spark-ivy (Maven Central).
