@@ -44,7 +44,7 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
 /// `nodetool tablehistograms`'s columns, each as [50%, 75%, 95%, 98%, 99%, min, max] (bucket
 /// bounds, see helenus_storage::histogram); latencies in microseconds as Cassandra prints them.
 fn histograms_json(h: &st::TableHistograms) -> Value {
-    use st::histogram::Percentiles;
+    use st::Percentiles;
     let row = |p: &Percentiles| [p.p50, p.p75, p.p95, p.p98, p.p99, p.min, p.max];
     let micros = |p: &Percentiles| row(p).map(|ns| ns as f64 / 1000.0);
     json!({

@@ -10,7 +10,9 @@
 //!   since the node started, like its `EstimatedHistogram`-based metrics before 3.0.
 
 use crate::codec::{Reader, Writer};
+// Defined with the other read-out types, so `types` needs nothing from here.
 use crate::error::StorageError;
+use crate::types::Percentiles;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bucket bounds: `FROM_ZERO` adds a bucket for 0 before 1 (Cassandra's `considerZeroes`),
@@ -40,18 +42,6 @@ const fn offsets<const N: usize>(from_zero: bool) -> [u64; N] {
 /// overflow bucket) above the last bound.
 fn bucket_of(offsets: &[u64], value: u64) -> usize {
     offsets.partition_point(|o| *o < value)
-}
-
-/// The percentiles `nodetool tablehistograms` prints, in its row order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Percentiles {
-    pub p50: u64,
-    pub p75: u64,
-    pub p95: u64,
-    pub p98: u64,
-    pub p99: u64,
-    pub min: u64,
-    pub max: u64,
 }
 
 impl Percentiles {

@@ -3,7 +3,6 @@
 pub use crate::error::StorageError;
 // The mutation model is shared with the coordinator and cluster crates; storage re-exports it
 // so its callers name it `helenus_storage::Mutation` as before.
-use crate::histogram::Percentiles;
 use bytes::Bytes;
 pub use helenus_mutation::{
     BoundKind, CellOp, CellUpdate, ClusteringBound, ColumnId, DeletionTime, Liveness, Mutation,
@@ -403,4 +402,16 @@ pub struct CacheStats {
     pub key: CacheCounters,
     pub chunk: CacheCounters,
     pub row: CacheCounters,
+}
+
+/// The percentiles `nodetool tablehistograms` prints, in its row order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Percentiles {
+    pub p50: u64,
+    pub p75: u64,
+    pub p95: u64,
+    pub p98: u64,
+    pub p99: u64,
+    pub min: u64,
+    pub max: u64,
 }
