@@ -295,7 +295,6 @@ fn main() {
             kind: BoundKind::Inclusive,
         };
         let q = ReadQuery {
-            columns: None,
             partitions: PartitionRange::Single {
                 key: Bytes::from_static(b"wide"),
                 token: 0,

@@ -210,7 +210,6 @@ pub fn point(pk: &[u8], now_s: i64) -> ReadQuery {
 
 pub fn scan_all(now_s: i64) -> ReadQuery {
     ReadQuery {
-        columns: None,
         partitions: PartitionRange::Range {
             start: PartitionBound::Unbounded,
             end: PartitionBound::Unbounded,

@@ -422,7 +422,6 @@ fn slices_reversed_and_limits() {
         kind,
     };
     let q = ReadQuery {
-        columns: None,
         slices: vec![(
             bound(b'b', BoundKind::Exclusive),
             bound(b'f', BoundKind::Inclusive),

@@ -248,7 +248,6 @@ fn unlimited_range_scan_still_returns_every_row() {
     let e = open(&dir, 864000);
     load(&e);
     let q = ReadQuery {
-        columns: None,
         row_limit: None,
         partition_limit: None,
         ..range_query(PartitionBound::Unbounded, false, 1)

@@ -36,7 +36,6 @@ fn entries(e: &Engine, value: &[u8], page: usize) -> Vec<(i64, Bytes, Vec<Bytes>
     let mut after: Option<Vec<Bytes>> = None;
     loop {
         let q = ReadQuery {
-            columns: None,
             partitions: value_partition(&b(value)),
             row_limit: Some(page),
             resume_after: after.clone(),

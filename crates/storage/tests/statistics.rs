@@ -15,7 +15,6 @@ fn bound(v: &[u8]) -> ClusteringBound {
 
 fn slice(e: &Engine, lo: &[u8], hi: &[u8]) -> Vec<Vec<u8>> {
     let q = ReadQuery {
-        columns: None,
         slices: vec![(bound(lo), bound(hi))],
         ..point(b"p", now())
     };

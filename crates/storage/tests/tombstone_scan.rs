@@ -112,7 +112,6 @@ fn read_stops_at_the_row_limit_and_counts_only_what_it_visited() {
     let e = open(&dir, 864_000);
     load(&e);
     let q = ReadQuery {
-        columns: None,
         row_limit: Some(2),
         ..point(b"p", now())
     };
@@ -171,7 +170,6 @@ fn read_past_the_failure_threshold_fails_typed() {
     assert_eq!(e.table_stats(TABLE).tombstone_failures, 1);
     // A paged read (row limit) over the same tombstones fails the same way.
     let q = ReadQuery {
-        columns: None,
         row_limit: Some(100),
         ..point(b"p", now())
     };

@@ -441,7 +441,6 @@ fn limited_reads_across_replicas_can_come_up_short() {
     }
     a1.apply_blocking(&[on_b, on_c]).unwrap();
     let q = ReadQuery {
-        columns: None,
         row_limit: Some(2),
         ..point(b"k", now())
     };

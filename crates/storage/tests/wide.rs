@@ -30,7 +30,6 @@ fn slice(e: &Engine, lo: u32, hi: u32) -> Vec<u32> {
         kind: BoundKind::Inclusive,
     };
     let q = ReadQuery {
-        columns: None,
         slices: vec![(bd(lo), bd(hi))],
         ..point(b"wide", now())
     };
@@ -118,7 +117,6 @@ fn limited(e: &Engine, from: u32, reversed: bool, limit: usize) -> Vec<u32> {
         (bd(Some(from)), bd(None))
     };
     let q = ReadQuery {
-        columns: None,
         slices: vec![slice],
         reversed,
         row_limit: Some(limit),
@@ -224,7 +222,6 @@ fn two_hundred_megabyte_partition_is_sliced_with_bounded_memory() {
     let (mut seen, mut resume) = (0u32, None::<Vec<Bytes>>);
     loop {
         let q = ReadQuery {
-            columns: None,
             row_limit: Some(5_000),
             resume_after: resume.take(),
             ..point(b"wide", now())
@@ -269,7 +266,6 @@ fn pages_resume_after_the_last_row_returned() {
         let mut resume: Option<Vec<Bytes>> = None;
         loop {
             let q = ReadQuery {
-                columns: None,
                 reversed,
                 row_limit: Some(700),
                 resume_after: resume.clone(),
