@@ -84,6 +84,9 @@ pub(crate) struct Table {
     /// every flush would rewrite them again.
     pub futile_tombstone_gens: Mutex<HashSet<u64>>,
     pub counters: TableCounters,
+    /// Bumped whenever a memtable stops being live (its flush finished, or a truncate): a range
+    /// scan that listed keys from memtables checks it per partition, a load instead of locks.
+    pub memtables_retired: AtomicU64,
     pub dropped: AtomicBool,
     /// The secondary indexes whose entries every write to this table adds (index.rs).
     pub indexes: RwLock<Arc<[crate::index::IndexDef]>>,

@@ -354,9 +354,35 @@ impl Enc<'_> {
 pub struct Dec<'a, 'b> {
     pub r: &'a mut Reader<'b>,
     pub base_us: i64,
+    /// The regular columns a read returns, sorted (None: all). Values of other columns are not
+    /// copied (an empty value keeps the cell's timestamp, TTL and liveness, which decide
+    /// whether the row is live), and cells of a simple row that its row marker makes redundant
+    /// are stepped over: see `simple_cells`.
+    columns: Option<&'a [ColumnId]>,
 }
 
-impl Dec<'_, '_> {
+impl<'a, 'b> Dec<'a, 'b> {
+    pub fn new(r: &'a mut Reader<'b>, base_us: i64) -> Self {
+        Dec {
+            r,
+            base_us,
+            columns: None,
+        }
+    }
+
+    /// A decoder for a read that returns only `columns` (see the field).
+    pub fn projected(r: &'a mut Reader<'b>, base_us: i64, columns: Option<&'a [ColumnId]>) -> Self {
+        Dec {
+            r,
+            base_us,
+            columns,
+        }
+    }
+
+    fn unwanted(&self, column: ColumnId) -> bool {
+        self.columns
+            .is_some_and(|w| w.binary_search(&column).is_err())
+    }
     pub fn uv(&mut self) -> Result<u64, StorageError> {
         let mut v = 0u64;
         for i in 0..10 {
@@ -387,6 +413,11 @@ impl Dec<'_, '_> {
     pub fn vbytes(&mut self) -> Result<Bytes, StorageError> {
         let n = usize::try_from(self.uv()?).map_err(|_| err("length"))?;
         Ok(Bytes::copy_from_slice(self.r.take(n)?))
+    }
+    /// Steps over a length-prefixed value.
+    fn skip_vbytes(&mut self) -> Result<(), StorageError> {
+        let n = usize::try_from(self.uv()?).map_err(|_| err("length"))?;
+        self.r.take(n).map(|_| ())
     }
     fn ts(&mut self) -> Result<i64, StorageError> {
         Ok(self.base_us.wrapping_add(self.sv()?))
@@ -487,7 +518,11 @@ impl Dec<'_, '_> {
     ) -> Result<(), StorageError> {
         let n = self.count(1)?;
         let first = self.u32()?;
-        let timestamp_us = live_ts.ok_or(err("simple row without liveness"))?;
+        let timestamp_us = live_ts.ok_or_else(|| err("simple row without liveness"))?;
+        // The cells share the row marker's timestamp and never expire: whatever deletion
+        // shadows one shadows the marker, so with an unexpiring marker a cell the read does not
+        // return cannot change whether the row is live, and is not built.
+        let marker_suffices = row.liveness.is_some_and(|l| l.ttl_s == 0);
         // Column offsets from the first: 0, 1, 2... or the bitmap's set bits.
         let sparse = flags & R_SPARSE != 0;
         let mut bitmap = if sparse { self.uv()? } else { 0 };
@@ -502,7 +537,11 @@ impl Dec<'_, '_> {
             } else {
                 u32::try_from(i).map_err(|_| err("column id"))?
             };
-            let col = first.checked_add(offset).ok_or(err("column id"))?;
+            let col = first.checked_add(offset).ok_or_else(|| err("column id"))?;
+            if marker_suffices && self.unwanted(col) {
+                self.skip_vbytes()?;
+                continue;
+            }
             let kind = CellKind::Live {
                 value: self.vbytes()?,
                 ttl_s: 0,
@@ -536,13 +575,18 @@ impl Dec<'_, '_> {
             None
         };
         let timestamp_us = if f & C_ROW_TIMESTAMP != 0 {
-            live_ts.ok_or(err("row timestamp without liveness"))?
+            live_ts.ok_or_else(|| err("row timestamp without liveness"))?
         } else {
             self.ts()?
         };
         let kind = match f & (C_TOMBSTONE | C_COUNTER) {
             0 => {
-                let value = self.vbytes()?;
+                let value = if self.unwanted(col) {
+                    self.skip_vbytes()?;
+                    Bytes::new()
+                } else {
+                    self.vbytes()?
+                };
                 let (ttl_s, expires_at_s) = if f & C_EXPIRING != 0 {
                     (self.u32()?, self.sv()?)
                 } else {

@@ -68,14 +68,15 @@ impl<'a> Reader<'a> {
         self.buf.get(self.pos..).unwrap_or_default()
     }
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
-        let end = self
+        // No error value is built on the way that succeeds: this runs per field decoded, and
+        // dropping an unused `StorageError` is a call to its drop glue.
+        let Some((end, s)) = self
             .pos
             .checked_add(n)
-            .ok_or(StorageError::Decode { what: self.what })?;
-        let s = self
-            .buf
-            .get(self.pos..end)
-            .ok_or(StorageError::Decode { what: self.what })?;
+            .and_then(|end| Some((end, self.buf.get(self.pos..end)?)))
+        else {
+            return Err(StorageError::Decode { what: self.what });
+        };
         self.pos = end;
         Ok(s)
     }

@@ -66,6 +66,7 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
         .freeing_bytes
         .fetch_add(freeing, Ordering::Relaxed);
     t.flushing.write().retain(|m| !Arc::ptr_eq(m, &old));
+    t.memtables_retired.fetch_add(1, Ordering::Release);
     bg.log.discard(def.id, pos);
     drop(old);
     bg.budget

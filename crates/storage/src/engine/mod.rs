@@ -136,6 +136,7 @@ impl Engine {
             compacting: Mutex::new(HashSet::new()),
             futile_tombstone_gens: Mutex::new(HashSet::new()),
             counters: TableCounters::default(),
+            memtables_retired: AtomicU64::new(0),
             dropped: AtomicBool::new(false),
             indexes: RwLock::new(Arc::from(Vec::new())),
             index_built: AtomicBool::new(built),
@@ -193,6 +194,7 @@ impl Engine {
             let mut mt = t.memtable.write();
             *mt = Arc::new(Memtable::default());
             t.flushing.write().clear();
+            t.memtables_retired.fetch_add(1, Ordering::Release);
             self.log.forget_table(id);
         }
         let old: Vec<Arc<SSTableReader>> = std::mem::take(&mut *t.sstables.write());

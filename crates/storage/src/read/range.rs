@@ -6,15 +6,22 @@ use super::{restrict, ReadPath};
 use crate::clustering::CKey;
 use crate::memtable::{self, Memtable, PKey};
 use crate::partition::{self, Limits, Partition, TableLayout};
-use crate::sstable::{IndexEntry, SSTableReader};
+use crate::sstable::{IndexEntry, IndexIter, SSTableReader};
 use crate::table::Table;
 use crate::types::*;
 use bytes::Bytes;
+use std::collections::VecDeque;
 use std::ops::Bound;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Partitions fetched per source per round of a range scan.
+/// Partitions fetched per source per round of a range scan, at most; a read starts with
+/// `FIRST_RANGE_BATCH` and grows the rounds by `RANGE_BATCH_GROWTH`, so a page that ends
+/// inside its first partitions (a page of a clustered table) does not list and decode the
+/// index entries of hundreds of partitions it will not read.
 const RANGE_BATCH: usize = 256;
+const FIRST_RANGE_BATCH: usize = 4;
+const RANGE_BATCH_GROWTH: usize = 4;
 
 impl ReadPath {
     /// The live data of `q` within `limits`; an unfiltered read also collects the merged
@@ -96,100 +103,187 @@ impl ReadPath {
         out: &mut ReadResult,
         mut keep: Option<&mut Vec<Partition>>,
     ) -> Result<(), StorageError> {
-        loop {
-            if !memtable::range_is_valid(&cursor, &end) {
-                return Ok(());
-            }
-            let mut batch = Batch::next(t, &cursor, &end)?;
-            let Some(last) = batch.keys.last().cloned() else {
-                return Ok(());
-            };
-            let mut done: Option<PKey> = None;
-            let mut outdated = false;
-            for (token, key) in std::mem::take(&mut batch.keys) {
-                if batch.outdated(t) {
-                    outdated = true;
-                    break;
+        let mut batch_size = FIRST_RANGE_BATCH;
+        // One snapshot of the SSTables per pass, each index walked forward once: a pass ends
+        // when a flush retires a memtable the keys may have come from (its rows then live in an
+        // SSTable the snapshot lacks), and the next pass resumes after the last key read.
+        'snapshot: loop {
+            let retired_at = t.memtables_retired.load(Ordering::Acquire);
+            let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+            let mut indexes = IndexCursors::open(&sstables, &cursor)?;
+            loop {
+                if !memtable::range_is_valid(&cursor, &end) {
+                    return Ok(());
                 }
-                done = Some((token, key.clone()));
-                let located = batch.locate(token, &key);
-                // Read as a single partition is, so a row limit bounds what is read of a huge
-                // partition, not only what is returned (a page stops inside it and the next
-                // page resumes there).
-                let d = self.read_single(
-                    t,
-                    token,
-                    &key,
-                    ranges,
-                    q,
-                    layout,
-                    limits,
-                    Some(&located),
-                    keep.as_deref_mut(),
-                )?;
-                if let Some(d) = d {
-                    out.partitions.push(d);
-                    if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
-                        return Ok(());
+                let batch = Batch::next(t, &cursor, &end, batch_size, &mut indexes)?;
+                batch_size = (batch_size * RANGE_BATCH_GROWTH).min(RANGE_BATCH);
+                let Some(last) = batch.keys.last().cloned() else {
+                    return Ok(());
+                };
+                for (token, key) in batch.keys {
+                    if t.memtables_retired.load(Ordering::Acquire) != retired_at {
+                        continue 'snapshot;
+                    }
+                    let located = indexes.locate(token, &key);
+                    // Read as a single partition is, so a row limit bounds what is read of a
+                    // huge partition, not only what is returned (a page stops inside it and the
+                    // next page resumes there).
+                    let d = self.read_single(
+                        t,
+                        token,
+                        &key,
+                        ranges,
+                        q,
+                        layout,
+                        limits,
+                        Some(&located),
+                        keep.as_deref_mut(),
+                    )?;
+                    cursor = Bound::Excluded((token, key));
+                    if let Some(d) = d {
+                        out.partitions.push(d);
+                        if out.partitions.len() >= partition_limit || limits.rows_left == 0 {
+                            return Ok(());
+                        }
                     }
                 }
-            }
-            if outdated {
-                // A flush happened mid-batch: the keys left are listed again, with its SSTable.
-                if let Some(k) = done {
-                    cursor = Bound::Excluded(k);
+                if !batch.more {
+                    return Ok(());
                 }
-                continue;
+                cursor = Bound::Excluded(last);
             }
-            if !batch.more {
-                return Ok(());
-            }
-            cursor = Bound::Excluded(last);
         }
     }
 }
 
-/// One round of a range scan: the next keys after the cursor from every source, in order, and
-/// each SSTable's index entries for them.
+/// Each SSTable's index entries from a scan's start on, walked forward once, with those read
+/// ahead of the keys handed out so far.
+struct IndexCursors<'s> {
+    sources: Vec<IndexCursor<'s>>,
+}
+
+struct IndexCursor<'s> {
+    sstable: &'s Arc<SSTableReader>,
+    entries: IndexIter<'s>,
+    /// Entries read from the index and not yet located, in order.
+    pending: VecDeque<Arc<IndexEntry>>,
+    /// Whether the walk reached the end of the scan's range or of the index.
+    done: bool,
+}
+
+impl<'s> IndexCursors<'s> {
+    fn open(sstables: &'s [Arc<SSTableReader>], start: &Bound<PKey>) -> Result<Self, StorageError> {
+        let sources = sstables
+            .iter()
+            .map(|s| {
+                Ok(IndexCursor {
+                    sstable: s,
+                    entries: s.entries_after(start)?,
+                    pending: VecDeque::new(),
+                    done: false,
+                })
+            })
+            .collect::<Result<_, StorageError>>()?;
+        Ok(IndexCursors { sources })
+    }
+
+    /// The SSTables holding this key, with their index entries (keys come in order, so each
+    /// SSTable's entries are walked once).
+    fn locate(&mut self, token: i64, key: &Bytes) -> Vec<Located> {
+        let mut located = Vec::new();
+        for c in &mut self.sources {
+            while c
+                .pending
+                .front()
+                .is_some_and(|e| (e.token, &e.key) < (token, key))
+            {
+                c.pending.pop_front();
+            }
+            if c.pending
+                .front()
+                .is_some_and(|e| e.token == token && e.key == *key)
+            {
+                located.push((c.sstable.clone(), c.pending.pop_front()));
+            }
+        }
+        located
+    }
+}
+
+impl IndexCursor<'_> {
+    /// Reads entries until `size` are pending or the walk passes `end`.
+    fn fill(&mut self, size: usize, end: &Bound<PKey>) -> Result<(), StorageError> {
+        while !self.done && self.pending.len() < size {
+            let Some(e) = self.entries.next() else {
+                self.done = true;
+                break;
+            };
+            let e = e?;
+            let k = (e.token, &e.key);
+            let inside = match end {
+                Bound::Unbounded => true,
+                Bound::Included(b) => k <= (b.0, &b.1),
+                Bound::Excluded(b) => k < (b.0, &b.1),
+            };
+            if !inside {
+                self.done = true;
+                break;
+            }
+            self.pending.push_back(Arc::new(e));
+        }
+        Ok(())
+    }
+}
+
+/// One round of a range scan: the next keys after the cursor from every source, in order.
 struct Batch {
     keys: Vec<PKey>,
     /// Whether a source had a full batch of keys, so more may follow the last key.
     more: bool,
-    sstables: Vec<Arc<SSTableReader>>,
-    entries: Vec<std::iter::Peekable<std::vec::IntoIter<Arc<IndexEntry>>>>,
-    /// The memtables the keys came from (active, then flushing).
-    memtables: Vec<Arc<Memtable>>,
 }
 
 impl Batch {
-    fn next(t: &Table, cursor: &Bound<PKey>, end: &Bound<PKey>) -> Result<Batch, StorageError> {
+    fn next(
+        t: &Table,
+        cursor: &Bound<PKey>,
+        end: &Bound<PKey>,
+        size: usize,
+        indexes: &mut IndexCursors<'_>,
+    ) -> Result<Batch, StorageError> {
         let mut keys: Vec<PKey> = Vec::new();
-        // The smallest last key of the sources that had a full batch: past it, a source may
-        // have keys this round did not fetch.
+        // The smallest last key of the sources that may have more keys than they gave: past
+        // it, a source may have keys this round did not fetch.
         let mut safe_max: Option<PKey> = None;
-        let mut note = |ks: Vec<PKey>, keys: &mut Vec<PKey>| {
-            if ks.len() >= RANGE_BATCH {
+        let mut note_last = |last: PKey| {
+            if !matches!(&safe_max, Some(s) if last >= *s) {
+                safe_max = Some(last);
+            }
+        };
+        for mt in &live_memtables(t) {
+            let ks = mt.keys_in_range(cursor, end, size);
+            if ks.len() >= size {
                 if let Some(last) = ks.last() {
-                    if !matches!(&safe_max, Some(s) if last >= s) {
-                        safe_max = Some(last.clone());
-                    }
+                    note_last(last.clone());
                 }
             }
             keys.extend(ks);
-        };
-        let memtables = live_memtables(t);
-        for mt in &memtables {
-            note(mt.keys_in_range(cursor, end, RANGE_BATCH), &mut keys);
         }
-        let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
-        let mut entries = Vec::with_capacity(sstables.len());
-        for s in &sstables {
-            let es = s.entries_in_range(cursor, end, RANGE_BATCH)?;
-            note(
-                es.iter().map(|e| (e.token, e.key.clone())).collect(),
-                &mut keys,
-            );
-            entries.push(es.into_iter().peekable());
+        for c in &mut indexes.sources {
+            c.fill(size, end)?;
+            // Entries at or before the cursor were passed over by keys from other sources.
+            while c
+                .pending
+                .front()
+                .is_some_and(|e| !after(cursor, e.token, &e.key))
+            {
+                c.pending.pop_front();
+            }
+            if !c.done {
+                if let Some(e) = c.pending.back() {
+                    note_last((e.token, e.key.clone()));
+                }
+            }
+            keys.extend(c.pending.iter().map(|e| (e.token, e.key.clone())));
         }
         keys.sort();
         keys.dedup();
@@ -199,36 +293,16 @@ impl Batch {
         Ok(Batch {
             keys,
             more: safe_max.is_some(),
-            sstables,
-            entries,
-            memtables,
         })
     }
+}
 
-    /// Whether a memtable the keys came from has been flushed since: its rows are then in an
-    /// SSTable this batch does not know, while partitions are read from the memtables live at
-    /// the time, so reading on would skip them.
-    fn outdated(&self, t: &Table) -> bool {
-        let current = t.memtable.read();
-        let flushing = t.flushing.read();
-        self.memtables
-            .iter()
-            .any(|m| !Arc::ptr_eq(&current, m) && !flushing.iter().any(|f| Arc::ptr_eq(f, m)))
-    }
-
-    /// The SSTables holding this key, with their index entries (keys come in order, so each
-    /// SSTable's entries are walked once).
-    fn locate(&mut self, token: i64, key: &Bytes) -> Vec<Located> {
-        let mut located = Vec::new();
-        for (s, es) in self.sstables.iter().zip(self.entries.iter_mut()) {
-            while es.peek().is_some_and(|e| (e.token, &e.key) < (token, key)) {
-                es.next();
-            }
-            if let Some(e) = es.next_if(|e| e.token == token && e.key == *key) {
-                located.push((s.clone(), Some(e)));
-            }
-        }
-        located
+/// Whether (token, key) lies after the scan's cursor.
+fn after(cursor: &Bound<PKey>, token: i64, key: &Bytes) -> bool {
+    match cursor {
+        Bound::Unbounded => true,
+        Bound::Included(c) => (token, key) >= (c.0, &c.1),
+        Bound::Excluded(c) => (token, key) > (c.0, &c.1),
     }
 }
 

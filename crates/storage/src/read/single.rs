@@ -14,8 +14,9 @@ use crate::partition::{self, Limits, Partition, TableLayout};
 use crate::read::shortcut::Shortcut;
 use crate::sstable::{IndexEntry, SSTableReader};
 use crate::table::Table;
-use crate::types::{PartitionData, ReadQuery};
+use crate::types::{ColumnId, PartitionData, ReadQuery};
 use bytes::Bytes;
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -36,8 +37,15 @@ impl ReadPath {
         key: &Bytes,
         ranges: Option<&[(CKey, CKey)]>,
     ) -> Result<Option<Partition>, StorageError> {
-        self.merged_partition_upto(t, token, key, ranges, false, usize::MAX, None)
-            .map(|(p, _)| p)
+        let want = Want {
+            token,
+            key,
+            ranges,
+            reversed: false,
+            allowance: usize::MAX,
+            columns: None,
+        };
+        self.merged_partition_upto(t, &want, None).map(|(p, _)| p)
     }
 
     /// The live view of one partition for `q`, within `limits`. `keep`: where an unfiltered
@@ -65,15 +73,20 @@ impl ReadPath {
         let first = want.min(usize::try_from(tombstones_left).unwrap_or(usize::MAX));
         let mut allowance = first.saturating_add(FIRST_EXTRA_ROWS);
         loop {
-            let (merged, frontier) = self.merged_partition_upto(
-                t,
+            let plan = Want {
                 token,
                 key,
-                Some(ranges),
-                q.reversed,
+                ranges: Some(ranges),
+                reversed: q.reversed,
                 allowance,
-                located,
-            )?;
+                // The merged partition an unfiltered read keeps has every column.
+                columns: if keep.is_some() {
+                    None
+                } else {
+                    q.columns.as_deref()
+                },
+            };
+            let (merged, frontier) = self.merged_partition_upto(t, &plan, located)?;
             let Some(mut p) = merged else {
                 return Ok(None);
             };
@@ -119,31 +132,19 @@ impl ReadPath {
     /// stopped early, the clustering up to which the merge is complete. `located`: the SSTables
     /// holding the partition with its index entries, when the caller has them already (a range
     /// scan); otherwise every SSTable is searched.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn merged_partition_upto(
+    fn merged_partition_upto(
         &self,
         t: &Table,
-        token: i64,
-        key: &Bytes,
-        ranges: Option<&[(CKey, CKey)]>,
-        reversed: bool,
-        allowance: usize,
+        want: &Want<'_>,
         located: Option<&[Located]>,
     ) -> Result<(Option<Partition>, Option<CKey>), StorageError> {
-        let want = Want {
-            token,
-            key,
-            ranges,
-            reversed,
-            allowance,
-        };
         let mut m = Merging {
             acc: None,
             frontier: None,
-            reversed,
+            reversed: want.reversed,
         };
-        merge_memtables(t, &want, &mut m);
-        let touched = self.merge_sstables(t, &want, located, &mut m)?;
+        merge_memtables(t, want, &mut m);
+        let touched = self.merge_sstables(t, want, located, &mut m)?;
         t.counters
             .max_sstables_per_read
             .fetch_max(touched, Ordering::Relaxed);
@@ -194,10 +195,15 @@ impl ReadPath {
             touched += 1;
             let cache = Some(&self.caches.chunk);
             let (p, edge) = match ranges {
-                Some(r) => {
-                    s.read_partition_sliced_upto(&e, r, want.reversed, want.allowance, cache)?
-                }
-                None => (s.read_partition_at(&e, cache)?, None),
+                Some(r) => s.read_partition_sliced_upto(
+                    &e,
+                    r,
+                    want.reversed,
+                    want.allowance,
+                    cache,
+                    want.columns,
+                )?,
+                None => (s.read_partition_projected(&e, cache, want.columns)?, None),
             };
             m.add(restrict_owned(p, ranges), edge);
         }
@@ -244,6 +250,9 @@ struct Want<'r> {
     ranges: Option<&'r [(CKey, CKey)]>,
     reversed: bool,
     allowance: usize,
+    /// The regular columns the read returns (None: all): SSTables do not copy the others'
+    /// values (`Dec::projected`).
+    columns: Option<&'r [ColumnId]>,
 }
 
 /// The partition merged so far from a read's sources, and the clustering up to which it is
@@ -332,12 +341,17 @@ pub(crate) fn restrict_upto(
     (out, None)
 }
 
-/// `ranges` cut at `frontier` (inclusive) in the read's direction.
-fn clip(ranges: &[(CKey, CKey)], frontier: Option<&CKey>, reversed: bool) -> Vec<(CKey, CKey)> {
+/// `ranges` cut at `frontier` (inclusive) in the read's direction (borrowed when there is no
+/// frontier, the common case: a range scan reads thousands of partitions).
+fn clip<'r>(
+    ranges: &'r [(CKey, CKey)],
+    frontier: Option<&CKey>,
+    reversed: bool,
+) -> Cow<'r, [(CKey, CKey)]> {
     let Some(f) = frontier else {
-        return ranges.to_vec();
+        return Cow::Borrowed(ranges);
     };
-    ranges
+    let clipped: Vec<(CKey, CKey)> = ranges
         .iter()
         .filter_map(|(s, e)| {
             let (s, e) = if reversed {
@@ -347,5 +361,6 @@ fn clip(ranges: &[(CKey, CKey)], frontier: Option<&CKey>, reversed: bool) -> Vec
             };
             (s <= e).then_some((s, e))
         })
-        .collect()
+        .collect();
+    Cow::Owned(clipped)
 }

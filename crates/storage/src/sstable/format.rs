@@ -17,6 +17,7 @@ use crate::codec::compact::{Dec, Enc};
 use crate::codec::{self, Reader, Writer};
 use crate::error::StorageError;
 use crate::partition::{Partition, Row};
+use crate::types::ColumnId;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -30,6 +31,14 @@ pub enum DataFormat {
     Fixed,
     /// Format 2: codec/compact.rs, timestamps relative to `base_us`.
     Compact { base_us: i64 },
+}
+
+/// What a slice read keeps of a row block: rows inside `ranges`, at most `keep` of them, with
+/// the values of `columns` only (None: all; see `Dec::projected`).
+pub struct BlockRows<'a> {
+    pub ranges: &'a [(CKey, CKey)],
+    pub keep: usize,
+    pub columns: Option<&'a [ColumnId]>,
 }
 
 impl DataFormat {
@@ -97,7 +106,7 @@ impl DataFormat {
         let (p, n) = match self {
             DataFormat::Fixed => codec::decode_partition_header(r, cmp)?,
             DataFormat::Compact { base_us } => {
-                Dec { r, base_us }.partition_header(cmp, e.key.clone(), e.token)?
+                Dec::new(r, base_us).partition_header(cmp, e.key.clone(), e.token)?
             }
         };
         if p.token != e.token || p.key != e.key {
@@ -108,43 +117,35 @@ impl DataFormat {
         Ok((p, n))
     }
 
-    /// Decodes the whole partition `e` points to.
+    /// Decodes the whole partition `e` points to; `columns`: the regular columns a read
+    /// returns (None: all; see `Dec::projected`).
     pub fn decode_partition(
         self,
         r: &mut Reader<'_>,
         cmp: &Arc<ClusteringComparator>,
         e: &IndexEntry,
+        columns: Option<&[ColumnId]>,
     ) -> Result<Partition, StorageError> {
         let (mut p, n) = self.decode_partition_header(r, cmp, e)?;
-        self.decode_rows(r, cmp, n, &mut p)?;
+        match self {
+            DataFormat::Fixed => codec::decode_rows(r, cmp, n, &mut p)?,
+            DataFormat::Compact { base_us } => {
+                Dec::projected(r, base_us, columns).rows(cmp, n, &mut p)?
+            }
+        }
         Ok(p)
     }
 
-    pub fn decode_rows(
-        self,
-        r: &mut Reader<'_>,
-        cmp: &Arc<ClusteringComparator>,
-        n: usize,
-        p: &mut Partition,
-    ) -> Result<(), StorageError> {
-        match self {
-            DataFormat::Fixed => codec::decode_rows(r, cmp, n, p),
-            DataFormat::Compact { base_us } => Dec { r, base_us }.rows(cmp, n, p),
-        }
-    }
-
-    /// `decode_rows` restricted to `ranges` and at most `keep` kept rows (format 2; format 1
-    /// decodes every row). Returns whether it stopped early.
-    /// Appends a row block's rows to `out` in clustering order; the compact format keeps only
-    /// rows inside `ranges`, up to `keep` of them (true when it stopped there).
+    /// Appends a row block's `n` rows to `out` in clustering order; the compact format keeps
+    /// only what `wanted` asks for (format 1 decodes every row whole). Returns whether it
+    /// stopped at `wanted.keep` rows.
     pub fn decode_rows_in(
         self,
         r: &mut Reader<'_>,
         cmp: &Arc<ClusteringComparator>,
         n: usize,
         out: &mut Vec<(CKey, Row)>,
-        ranges: &[(CKey, CKey)],
-        keep: usize,
+        wanted: &BlockRows<'_>,
     ) -> Result<bool, StorageError> {
         match self {
             DataFormat::Fixed => {
@@ -153,9 +154,13 @@ impl DataFormat {
                 out.extend(block.rows);
                 Ok(false)
             }
-            DataFormat::Compact { base_us } => {
-                Dec { r, base_us }.rows_in(cmp, n, out, ranges, keep)
-            }
+            DataFormat::Compact { base_us } => Dec::projected(r, base_us, wanted.columns).rows_in(
+                cmp,
+                n,
+                out,
+                wanted.ranges,
+                wanted.keep,
+            ),
         }
     }
 
@@ -168,7 +173,7 @@ impl DataFormat {
     ) -> Result<(), StorageError> {
         match self {
             DataFormat::Fixed => codec::decode_keyed_rows(r, cmp, n, out),
-            DataFormat::Compact { base_us } => Dec { r, base_us }.keyed_rows(cmp, n, out),
+            DataFormat::Compact { base_us } => Dec::new(r, base_us).keyed_rows(cmp, n, out),
         }
     }
 
@@ -235,10 +240,7 @@ impl DataFormat {
         if self == DataFormat::Fixed {
             return decode_fixed_index(&mut r, buf.len());
         }
-        let mut d = Dec {
-            r: &mut r,
-            base_us: 0,
-        };
+        let mut d = Dec::new(&mut r, 0);
         // An entry is at least 1 (key length) + 8 (token) + 3 (varints) bytes.
         let n = d.count(12)?;
         let mut index = Vec::with_capacity(n);

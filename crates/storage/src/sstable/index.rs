@@ -116,7 +116,7 @@ impl PartitionIndex {
         }
         let (count, min_entry_bytes) = match self.format {
             DataFormat::Fixed => (s.with(|r| r.u32().map(|n| n as u64))?, 32u64),
-            DataFormat::Compact { .. } => (s.with(|r| Dec { r, base_us: 0 }.uv())?, 12),
+            DataFormat::Compact { .. } => (s.with(|r| Dec::new(r, 0).uv())?, 12),
         };
         if count.saturating_mul(min_entry_bytes) > self.body_end {
             return Err(self.corrupt("entry count"));
@@ -483,7 +483,9 @@ fn raw_entry<'a>(
         DataFormat::Fixed => raw_fixed(buf),
         DataFormat::Compact { .. } => raw_compact(buf, position),
     };
-    let (e, used) = parsed.ok_or(StorageError::Decode { what: "index" })?;
+    let Some((e, used)) = parsed else {
+        return Err(StorageError::Decode { what: "index" });
+    };
     r.take(used)?;
     Ok(e)
 }
@@ -579,10 +581,7 @@ impl RawEntry<'_> {
         let blocks = if format == DataFormat::Fixed {
             super::format::decode_fixed_blocks(&mut r)?
         } else {
-            let mut d = Dec {
-                r: &mut r,
-                base_us: 0,
-            };
+            let mut d = Dec::new(&mut r, 0);
             super::format::decode_compact_blocks(&mut d)?
         };
         Ok(IndexEntry {

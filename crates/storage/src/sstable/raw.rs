@@ -421,12 +421,9 @@ pub(crate) fn concat(
 /// The clustering values of the encoded row at the start of `row`.
 fn row_clustering(row: &[u8]) -> Result<Vec<Bytes>, StorageError> {
     let mut r = Reader::new(row, "row clustering");
-    Dec {
-        r: &mut r,
-        base_us: 0,
-    }
-    .row_clustering()
-    .map(|(_, values)| values)
+    Dec::new(&mut r, 0)
+        .row_clustering()
+        .map(|(_, values)| values)
 }
 
 impl SSTableWriter {

@@ -2,6 +2,7 @@
 //! bloom filter and index, and reading them through the chunk cache.
 
 use super::*;
+use crate::types::ColumnId;
 
 impl SSTableReader {
     /// Opens a complete generation.
@@ -218,8 +219,21 @@ impl SSTableReader {
         e: &IndexEntry,
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
+        self.read_partition_projected(e, cache, None)
+    }
+
+    /// `read_partition_at` for a read that returns only `columns` (see `Dec::projected`).
+    pub(crate) fn read_partition_projected(
+        &self,
+        e: &IndexEntry,
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+        columns: Option<&[ColumnId]>,
+    ) -> Result<Partition, StorageError> {
         let buf = self.read_bytes(e.position, e.length, cache)?;
-        self.decode_partition_bytes(&buf, e)
+        let mut r = Reader::new(&buf, "sstable partition");
+        self.format
+            .decode_partition(&mut r, &self.cmp, e, columns)
+            .map_err(|_| self.corrupt(e.position))
     }
 
     /// Decodes the partition `e` points to from its bytes (as `read_bytes`/`read_span` give them).
@@ -230,7 +244,7 @@ impl SSTableReader {
     ) -> Result<Partition, StorageError> {
         let mut r = Reader::new(buf, "sstable partition");
         self.format
-            .decode_partition(&mut r, &self.cmp, e)
+            .decode_partition(&mut r, &self.cmp, e, None)
             .map_err(|_| self.corrupt(e.position))
     }
 
@@ -243,7 +257,7 @@ impl SSTableReader {
         ranges: &[(CKey, CKey)],
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
-        self.read_partition_sliced_upto(e, ranges, false, usize::MAX, cache)
+        self.read_partition_sliced_upto(e, ranges, false, usize::MAX, cache, None)
             .map(|(p, _)| p)
     }
 
@@ -321,28 +335,11 @@ impl SSTableReader {
 
     /// Index entries of the partitions in the key range, up to `limit`, in order (a range scan
     /// reads the partitions through them without looking each key up again).
-    pub fn entries_in_range(
+    /// Index entries from the first one inside `start` on (a range scan's walk).
+    pub(crate) fn entries_after(
         &self,
         start: &std::ops::Bound<(i64, Bytes)>,
-        end: &std::ops::Bound<(i64, Bytes)>,
-        limit: usize,
-    ) -> Result<Vec<Arc<IndexEntry>>, StorageError> {
-        use std::ops::Bound;
-        let lo = self.index.lower_bound(start)?;
-        let mut out = Vec::new();
-        for e in self.entries_from(lo).take(limit) {
-            let e = e?;
-            let k = (e.token, &e.key);
-            let inside = match end {
-                Bound::Unbounded => true,
-                Bound::Included(b) => k <= (b.0, &b.1),
-                Bound::Excluded(b) => k < (b.0, &b.1),
-            };
-            if !inside {
-                break;
-            }
-            out.push(Arc::new(e));
-        }
-        Ok(out)
+    ) -> Result<IndexIter<'_>, StorageError> {
+        Ok(self.entries_from(self.index.lower_bound(start)?))
     }
 }

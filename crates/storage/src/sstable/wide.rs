@@ -3,6 +3,7 @@
 //! partitions too large to merge in memory, so its memory is bounded by row-index blocks and
 //! chunks, not by the partition.
 
+use super::format::BlockRows;
 use super::{
     IndexEntry, RowBlock, SSTableReader, SSTableWriter, ROW_INDEX_BLOCK_BYTES,
     ROW_INDEX_THRESHOLD_BYTES,
@@ -13,6 +14,7 @@ use crate::codec::Reader;
 use crate::error::StorageError;
 use crate::partition::{Partition, Row};
 use crate::sstable::ChunkKey;
+use crate::types::ColumnId;
 use std::collections::VecDeque;
 
 /// The rows of one partition of one SSTable, decoded one row-index block at a time.
@@ -189,9 +191,10 @@ impl SSTableReader {
         reversed: bool,
         max_rows: usize,
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+        columns: Option<&[ColumnId]>,
     ) -> Result<(Partition, Option<CKey>), StorageError> {
         if e.blocks.is_empty() {
-            return Ok((self.read_partition_at(e, cache)?, None));
+            return Ok((self.read_partition_projected(e, cache, columns)?, None));
         }
         let head = self.read_bytes(e.position, e.header_len, cache)?;
         let (p, _) = self
@@ -241,8 +244,11 @@ impl SSTableReader {
                     &self.cmp,
                     b.rows as usize,
                     &mut rows,
-                    ranges,
-                    keep,
+                    &BlockRows {
+                        ranges,
+                        keep,
+                        columns,
+                    },
                 )
                 .map_err(|_| self.corrupt(pos))?;
             if let Some(added) = rows.get(before..) {

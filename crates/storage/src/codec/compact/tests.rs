@@ -159,7 +159,7 @@ pub(crate) fn encode(p: &Partition, base_us: i64) -> Vec<u8> {
 pub(crate) fn decode(buf: &[u8], p: &Partition, base_us: i64) -> Result<Partition, StorageError> {
     let cmp = cmp2(false);
     let mut r = Reader::new(buf, "t");
-    let mut d = Dec { r: &mut r, base_us };
+    let mut d = Dec::new(&mut r, base_us);
     let (mut back, n) = d.partition_header(&cmp, p.key.clone(), p.token)?;
     d.rows(&cmp, n, &mut back)?;
     if r.remaining() != 0 {
@@ -255,12 +255,9 @@ fn standard1_row_costs_less_than_12_bytes_over_its_values() {
     let cmp = Arc::new(ClusteringComparator::new(Vec::new()));
     let mut rd = Reader::new(&new, "t");
     let mut back = VecDeque::new();
-    Dec {
-        r: &mut rd,
-        base_us: base,
-    }
-    .keyed_rows(&cmp, 1, &mut back)
-    .unwrap();
+    Dec::new(&mut rd, base)
+        .keyed_rows(&cmp, 1, &mut back)
+        .unwrap();
     assert_eq!(back.pop_front().map(|(_, r)| r).as_ref(), Some(r));
 }
 
@@ -310,10 +307,7 @@ fn rows_outside_a_slice_are_skipped_exactly() {
         ];
         for (ranges, keep) in slices {
             let mut r = Reader::new(&buf, "t");
-            let mut d = Dec {
-                r: &mut r,
-                base_us: t,
-            };
+            let mut d = Dec::new(&mut r, t);
             let (mut back, n) = d.partition_header(&cmp, p.key.clone(), p.token).unwrap();
             let mut kept = Vec::new();
             let stopped = d.rows_in(&cmp, n, &mut kept, &ranges, keep).unwrap();
