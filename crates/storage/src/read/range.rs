@@ -116,15 +116,19 @@ impl ReadPath {
                     return Ok(());
                 }
                 let batch = Batch::next(t, &cursor, &end, batch_size, &mut indexes)?;
+                // The memtables were listed after the snapshot: one retired in between had its
+                // keys in neither, and an empty or final batch would end the scan without them.
+                if t.memtables_retired.load(Ordering::Acquire) != retired_at {
+                    continue 'snapshot;
+                }
                 batch_size = (batch_size * RANGE_BATCH_GROWTH).min(RANGE_BATCH);
                 let Some(last) = batch.keys.last().cloned() else {
                     return Ok(());
                 };
                 for (token, key) in batch.keys {
-                    if t.memtables_retired.load(Ordering::Acquire) != retired_at {
-                        continue 'snapshot;
-                    }
                     let located = indexes.locate(token, &key);
+                    let (limits_before, kept_before) =
+                        (Limits { ..*limits }, keep.as_deref().map_or(0, Vec::len));
                     // Read as a single partition is, so a row limit bounds what is read of a
                     // huge partition, not only what is returned (a page stops inside it and the
                     // next page resumes there).
@@ -139,6 +143,16 @@ impl ReadPath {
                         Some(&located),
                         keep.as_deref_mut(),
                     )?;
+                    // A memtable retired since the snapshot may have held this partition when
+                    // it was listed and been gone when it was read (its rows in an SSTable the
+                    // snapshot lacks): the read is undone and done again with a new snapshot.
+                    if t.memtables_retired.load(Ordering::Acquire) != retired_at {
+                        *limits = limits_before;
+                        if let Some(k) = keep.as_deref_mut() {
+                            k.truncate(kept_before);
+                        }
+                        continue 'snapshot;
+                    }
                     cursor = Bound::Excluded((token, key));
                     if let Some(d) = d {
                         out.partitions.push(d);
