@@ -61,20 +61,7 @@ impl RowSync<'_> {
                 })
                 .collect();
             loop {
-                for (replica, cursor) in self.replicas.iter().zip(cursors.iter_mut()) {
-                    if cursor.buffered.is_empty() && !cursor.done {
-                        let page = self.digest_page(*replica, &cursor.next, &end).await?;
-                        cursor.done = page.len() < DIGEST_PAGE;
-                        if let Some(last) = page.last() {
-                            cursor.next = st::PartitionBound::Key {
-                                token: last.token,
-                                key: last.key.clone(),
-                                inclusive: false,
-                            };
-                        }
-                        cursor.buffered.extend(page);
-                    }
-                }
+                self.refill(&mut cursors, &end).await?;
                 if cursors.iter().all(|c| c.done && c.buffered.is_empty()) {
                     break;
                 }
@@ -99,24 +86,56 @@ impl RowSync<'_> {
         Ok(())
     }
 
+    /// Reads the next page of every list whose buffered entries are all compared, from all
+    /// those replicas at once.
+    async fn refill(&self, cursors: &mut [Cursor], end: &st::PartitionBound) -> Result<(), String> {
+        let wanted: Vec<usize> = (0..cursors.len())
+            .filter(|i| {
+                cursors
+                    .get(*i)
+                    .is_some_and(|c| c.buffered.is_empty() && !c.done)
+            })
+            .collect();
+        let pages = futures::future::try_join_all(wanted.iter().filter_map(|i| {
+            let replica = *self.replicas.get(*i)?;
+            let start = cursors.get(*i)?.next.clone();
+            Some(self.digest_page(replica, start, end.clone()))
+        }))
+        .await?;
+        for (i, page) in wanted.into_iter().zip(pages) {
+            let Some(cursor) = cursors.get_mut(i) else {
+                continue;
+            };
+            cursor.done = page.len() < DIGEST_PAGE;
+            if let Some(last) = page.last() {
+                cursor.next = st::PartitionBound::Key {
+                    token: last.token,
+                    key: last.key.clone(),
+                    inclusive: false,
+                };
+            }
+            cursor.buffered.extend(page);
+        }
+        Ok(())
+    }
+
     /// One page of `replica`'s digest list from `start` to `end`.
     async fn digest_page(
         &self,
         replica: NodeId,
-        start: &st::PartitionBound,
-        end: &st::PartitionBound,
+        start: st::PartitionBound,
+        end: st::PartitionBound,
     ) -> Result<Vec<DigestEntry>, String> {
         if replica == self.cluster.local() {
             let engine = self.node.engine.clone();
             let (table, now_s) = (self.table, self.now_s);
-            let (start, end) = (start.clone(), end.clone());
             return tokio::task::spawn_blocking(move || {
                 list_digests(&engine, table, start, end, now_s, DIGEST_PAGE)
             })
             .await
             .map_err(|e| e.to_string())?;
         }
-        let mut query = page_query(start.clone(), end.clone(), self.now_s);
+        let mut query = page_query(start, end, self.now_s);
         query.partition_limit = Some(DIGEST_PAGE);
         let payload = wire::encode_read(self.table, &query);
         let reply = ask(self.cluster, replica, Verb::RepairDigestsRequest, payload).await?;
@@ -128,68 +147,82 @@ impl RowSync<'_> {
     }
 
     /// Reads each version of `chunk`'s partitions from one replica holding it, then writes to
-    /// each replica the versions it lacks.
+    /// each replica the versions it lacks; the replicas are read, then written, at once.
     async fn repair_chunk(
         &self,
         chunk: &[Divergent],
         summary: &mut RepairSummary,
     ) -> Result<(), String> {
-        let mut read: Vec<HashMap<(i64, Bytes), Vec<st::Mutation>>> = Vec::new();
-        for (source, replica) in self.replicas.iter().enumerate() {
+        let reads = self.replicas.iter().enumerate().map(|(source, replica)| {
             let keys: Vec<(i64, Bytes)> = chunk
                 .iter()
                 .filter(|d| d.versions.iter().any(|v| v.from == source))
                 .map(|d| (d.token, d.key.clone()))
                 .collect();
+            self.read_keys(*replica, keys)
+        });
+        let mut read: Vec<HashMap<(i64, Bytes), Vec<st::Mutation>>> = Vec::new();
+        for (partitions, bytes) in futures::future::try_join_all(reads).await? {
+            summary.bytes_streamed += bytes;
             let mut by_key: HashMap<(i64, Bytes), Vec<st::Mutation>> = HashMap::new();
-            if !keys.is_empty() {
-                for p in self.read_keys(*replica, keys).await? {
-                    by_key.entry((p.token, p.key.clone())).or_default().push(p);
-                }
+            for p in partitions {
+                by_key.entry((p.token, p.key.clone())).or_default().push(p);
             }
             read.push(by_key);
         }
+        let mut writes = Vec::new();
         for (target, replica) in self.replicas.iter().enumerate() {
-            let mut writes = Vec::new();
-            let mut partitions = 0;
+            let mut partitions = Vec::new();
+            let mut keys = 0;
             for d in chunk {
-                let before = writes.len();
+                let before = partitions.len();
                 for v in d.versions.iter().filter(|v| v.to.contains(&target)) {
                     let fetched = read
                         .get(v.from)
                         .and_then(|m| m.get(&(d.token, d.key.clone())));
-                    writes.extend(fetched.into_iter().flatten().cloned());
+                    partitions.extend(fetched.into_iter().flatten().cloned());
                 }
-                partitions += u64::from(writes.len() > before);
+                keys += u64::from(partitions.len() > before);
             }
-            if writes.is_empty() {
-                continue;
+            if keys > 0 {
+                writes.push((*replica, keys, partitions));
             }
-            let bytes = self.write_to(*replica, &writes).await?;
-            summary.partitions_streamed += partitions;
+        }
+        let sent = futures::future::try_join_all(
+            writes
+                .iter()
+                .map(|(replica, _, partitions)| self.write_to(*replica, partitions)),
+        )
+        .await?;
+        for ((replica, keys, _), bytes) in writes.iter().zip(sent) {
+            summary.partitions_streamed += keys;
             summary.bytes_streamed += bytes;
             *summary
                 .partitions_written
                 .entry(ip_of(self.cluster, *replica).to_string())
-                .or_default() += partitions;
+                .or_default() += keys;
         }
         Ok(())
     }
 
-    /// The named partitions as `replica` holds them, unfiltered (absent ones left out).
+    /// The named partitions as `replica` holds them, unfiltered (absent ones left out), and
+    /// the bytes that came over the network for them.
     async fn read_keys(
         &self,
         replica: NodeId,
         keys: Vec<(i64, Bytes)>,
-    ) -> Result<Vec<st::Mutation>, String> {
+    ) -> Result<(Vec<st::Mutation>, u64), String> {
+        if keys.is_empty() {
+            return Ok((Vec::new(), 0));
+        }
         if replica == self.cluster.local() {
             let engine = self.node.engine.clone();
             let (table, now_s) = (self.table, self.now_s);
-            return tokio::task::spawn_blocking(move || {
-                read_partitions(&engine, table, now_s, keys)
-            })
-            .await
-            .map_err(|e| e.to_string())?;
+            let read =
+                tokio::task::spawn_blocking(move || read_partitions(&engine, table, now_s, keys))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            return read.map(|partitions| (partitions, 0));
         }
         let peer = ip_of(self.cluster, replica);
         self.plan.expect(peer, Direction::Receiving, 1);
@@ -210,10 +243,12 @@ impl RowSync<'_> {
         if reply.verb != Verb::RepairRowsResponse {
             return Err(format!("{replica} refused to send partitions"));
         }
-        self.plan
-            .transferred(peer, Direction::Receiving, reply.payload.len() as u64);
+        let bytes = reply.payload.len() as u64;
+        self.plan.transferred(peer, Direction::Receiving, bytes);
         self.plan.file_done(peer, Direction::Receiving);
-        helenus_mutation::decode_mutations(reply.payload).map_err(|e| e.to_string())
+        let partitions =
+            helenus_mutation::decode_mutations(reply.payload).map_err(|e| e.to_string())?;
+        Ok((partitions, bytes))
     }
 
     /// Writes `partitions` to `replica`, a page at a time; the bytes sent.
