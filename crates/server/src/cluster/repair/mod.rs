@@ -17,9 +17,11 @@
 //!
 //! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
 
+mod cache;
 mod compare;
 mod rows;
 
+pub use cache::DigestCache;
 pub use rows::{serve_digests, serve_rows};
 
 use super::bootstrap::{after_last, answer_or_refuse, page_query, storage_pieces};
@@ -186,6 +188,7 @@ async fn repair_range(
         plan,
         table,
         replicas,
+        tree_range: range,
         now_s: node.exec.clock().wall_secs(),
     };
     for sub in compare::coalesce(range, differing, TREE_DEPTH, COALESCE_GAP_LEAVES) {
@@ -206,9 +209,14 @@ async fn tree_of(
     if replica == cluster.local() {
         let engine = node.engine.clone();
         let now = node.exec.clock().wall_secs();
-        return tokio::task::spawn_blocking(move || build_tree(&engine, table, range, now))
-            .await
-            .map_err(|e| e.to_string())?;
+        let (tree, digests) =
+            tokio::task::spawn_blocking(move || build_tree(&engine, table, range, now))
+                .await
+                .map_err(|e| e.to_string())??;
+        if let Some(digests) = digests {
+            cluster.repair_digests.keep(table, range, digests);
+        }
+        return Ok(tree);
     }
     let reply = ask(
         cluster,
@@ -305,21 +313,36 @@ fn visit_digests(
     }
 }
 
-/// This node's tree of `table` over `range`.
+/// This node's tree of `table` over `range`, and the digests it hashed unless there were too
+/// many to keep (cache.rs).
 fn build_tree(
     engine: &st::Engine,
     table: st::TableId,
     range: TokenRange,
     now_s: i64,
-) -> Result<MerkleTree, String> {
+) -> Result<(MerkleTree, Option<Vec<compare::DigestEntry>>), String> {
     let mut tree = MerkleTree::new(range, TREE_DEPTH);
+    let mut digests = Some(Vec::new());
     for (start, end) in storage_pieces(range) {
         visit_digests(engine, table, start, end, now_s, |p, digest| {
             tree.add(p.token, &digest);
+            if digests
+                .as_ref()
+                .is_some_and(|d| d.len() >= cache::MAX_ENTRIES)
+            {
+                digests = None;
+            }
+            if let Some(d) = digests.as_mut() {
+                d.push(compare::DigestEntry {
+                    token: p.token,
+                    key: p.key.clone(),
+                    digest,
+                });
+            }
             true
         })?;
     }
-    Ok(tree)
+    Ok((tree, digests))
 }
 
 /// The replica's side of `tree_of`.
@@ -327,7 +350,12 @@ pub fn serve_tree(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let built = decode_tree_request(request.payload.clone())
         .ok_or_else(|| "malformed tree request".to_string())
         .and_then(|(table, range)| {
-            build_tree(&node.engine, table, range, node.exec.clock().wall_secs())
+            let (tree, digests) =
+                build_tree(&node.engine, table, range, node.exec.clock().wall_secs())?;
+            if let Some(digests) = digests {
+                cluster.repair_digests.keep(table, range, digests);
+            }
+            Ok(tree)
         });
     let tree = built.map(|tree| Bytes::from(tree.encode()));
     answer_or_refuse(

@@ -30,6 +30,8 @@ pub(super) struct RowSync<'a> {
     pub plan: &'a StreamPlan,
     pub table: st::TableId,
     pub replicas: &'a [NodeId],
+    /// The range the trees were built over: the replicas kept their digests under it.
+    pub tree_range: TokenRange,
     pub now_s: i64,
 }
 
@@ -127,6 +129,16 @@ impl RowSync<'_> {
         end: st::PartitionBound,
     ) -> Result<Vec<DigestEntry>, String> {
         if replica == self.cluster.local() {
+            let cached = self.cluster.repair_digests.page(
+                self.table,
+                self.tree_range,
+                &start,
+                &end,
+                DIGEST_PAGE,
+            );
+            if let Some(page) = cached {
+                return Ok(page);
+            }
             let engine = self.node.engine.clone();
             let (table, now_s) = (self.table, self.now_s);
             return tokio::task::spawn_blocking(move || {
@@ -137,7 +149,7 @@ impl RowSync<'_> {
         }
         let mut query = page_query(start, end, self.now_s);
         query.partition_limit = Some(DIGEST_PAGE);
-        let payload = wire::encode_read(self.table, &query);
+        let payload = digests_request(self.tree_range, self.table, &query);
         let reply = ask(self.cluster, replica, Verb::RepairDigestsRequest, payload).await?;
         if reply.verb != Verb::RepairDigestsResponse {
             return Err(format!("{replica} could not list its digests"));
@@ -342,12 +354,22 @@ fn read_partitions(
     Ok(out)
 }
 
-/// The replica's side of `digest_page`: the request is a read command over the range, its
-/// partition limit the page size.
+/// A `RepairDigestsRequest` payload: the range of the tree compared (its digests may still be
+/// kept), then a read command over the part to list, its partition limit the page size.
+fn digests_request(tree_range: TokenRange, table: st::TableId, query: &st::ReadQuery) -> Bytes {
+    let read = wire::encode_read(table, query);
+    let mut out = BytesMut::with_capacity(16 + read.len());
+    out.put_i64(tree_range.start);
+    out.put_i64(tree_range.end);
+    out.put_slice(&read);
+    out.freeze()
+}
+
+/// The replica's side of `digest_page`: from the digests kept with the tree when there are,
+/// else read and hashed again.
 pub fn serve_digests(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
-    let listed = wire::decode_read(request.payload.clone())
-        .map_err(|e| e.to_string())
-        .and_then(|(table, query)| {
+    let listed = decode_digests_request(request.payload.clone())
+        .and_then(|(tree_range, table, query)| {
             let st::PartitionRange::Range { start, end } = query.partitions else {
                 return Err("a digest list needs a range".to_string());
             };
@@ -355,7 +377,13 @@ pub fn serve_digests(cluster: &ClusterNode, node: &NodeState, request: &Envelope
                 .partition_limit
                 .unwrap_or(DIGEST_PAGE)
                 .clamp(1, MAX_DIGEST_PAGE);
-            list_digests(&node.engine, table, start, end, query.now_s, limit)
+            match cluster
+                .repair_digests
+                .page(table, tree_range, &start, &end, limit)
+            {
+                Some(page) => Ok(page),
+                None => list_digests(&node.engine, table, start, end, query.now_s, limit),
+            }
         })
         .map(|entries| encode_digests(&entries));
     answer_or_refuse(
@@ -398,6 +426,17 @@ pub async fn serve_rows(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request
         page,
         "repair rows refused",
     );
+}
+
+fn decode_digests_request(
+    mut payload: Bytes,
+) -> Result<(TokenRange, st::TableId, st::ReadQuery), String> {
+    if payload.remaining() < 16 {
+        return Err("malformed digest list request".into());
+    }
+    let tree_range = TokenRange::new(payload.get_i64(), payload.get_i64());
+    let (table, query) = wire::decode_read(payload).map_err(|e| e.to_string())?;
+    Ok((tree_range, table, query))
 }
 
 fn encode_digests(entries: &[DigestEntry]) -> Bytes {
@@ -532,6 +571,22 @@ mod tests {
             None
         );
         assert_eq!(decode_rows_request(request.slice(..10)), None);
+    }
+
+    #[test]
+    fn digest_list_requests_round_trip_and_short_ones_are_refused() {
+        let query = page_query(
+            st::PartitionBound::Unbounded,
+            st::PartitionBound::Unbounded,
+            77,
+        );
+        let request = digests_request(TokenRange::new(-3, 8), [4; 16], &query);
+        let (range, table, decoded) = decode_digests_request(request.clone()).unwrap();
+        assert_eq!(
+            (range, table, decoded.now_s),
+            (TokenRange::new(-3, 8), [4; 16], 77)
+        );
+        assert!(decode_digests_request(request.slice(..15)).is_err());
     }
 
     #[test]
