@@ -1,7 +1,9 @@
 """Repair (issue 13's `nodetool repair`): replicas already in sync compare Merkle trees and stream
 nothing; a replica that missed writes (killed during them, hinted handoff disabled with
 `nodetool disablehandoff` as an operator would) is brought level by a repair run on another
-node, after which every replica answers the same at ONE."""
+node, after which every replica answers the same at ONE. The repair is row-level: it writes the
+partitions that differ, to the replica that lacks them, not every partition of a differing
+Merkle leaf to every replica."""
 
 import re
 
@@ -23,7 +25,14 @@ def three():
 def summary(out):
     m = re.search(r"(\d+) ranges compared, (\d+) out of sync, (\d+) sub-ranges repaired, (\d+) partitions", out)
     assert m, out
-    return dict(zip(["compared", "out_of_sync", "sub_ranges", "partitions"], map(int, m.groups())))
+    got = dict(zip(["compared", "out_of_sync", "sub_ranges", "partitions"], map(int, m.groups())))
+    rows = re.search(r"Row-level sync: (\d+) partitions compared by digest, (\d+) out of sync; written to: (.*)", out)
+    assert rows, out
+    got["rows_compared"], got["rows_out_of_sync"] = int(rows.group(1)), int(rows.group(2))
+    got["written"] = {} if rows.group(3).strip() == "none" else {
+        peer: int(n) for peer, n in (w.split() for w in rows.group(3).strip().split(", "))
+    }
+    return got
 
 
 def write(session, keys, cl):
@@ -55,6 +64,7 @@ def test_repair_of_in_sync_replicas_streams_nothing(pinned):
     write(pinned[a1], range(500), CL.ALL)
     got = summary(nodetool(a1, "repair", KS, timeout=120))
     assert got["compared"] > 0 and got["out_of_sync"] == 0 and got["partitions"] == 0, got
+    assert got["rows_compared"] == 0 and got["written"] == {}, got
 
 
 def test_a_replica_that_missed_writes_is_repaired(pinned):
@@ -72,6 +82,11 @@ def test_a_replica_that_missed_writes_is_repaired(pinned):
     assert len(before) == len(missed), f"node3 should have missed every write: {len(before)} missing"
     got = summary(nodetool(a2, "repair", KS, timeout=300))
     assert got["out_of_sync"] > 0 and got["partitions"] >= len(missed), got
+    # Only what node3 missed moves, and only to node3: a leaf-level repair would write each
+    # differing leaf's every partition (the in-sync ones too) to all three replicas.
+    assert got["partitions"] <= 2 * len(missed) + 10, got
+    assert got["rows_out_of_sync"] == len(missed), got
+    assert got["written"] == {a3: len(missed)}, got
     for a in (a3, a1, a2):
         missing = read_all(pinned[a], TABLE, S["rows"], CL.ONE)
         assert missing == {}, f"{len(missing)} rows differ at ONE through {a} after the repair"

@@ -248,6 +248,17 @@ fn repair(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
                     "Repair completed successfully: {} ranges compared, {} out of sync, {} sub-ranges repaired, {} partitions ({} bytes) streamed",
                     s["ranges_compared"], s["ranges_out_of_sync"], s["sub_ranges_repaired"], s["partitions_streamed"], s["bytes_streamed"]
                 );
+                if let Some(compared) = s["partitions_compared"].as_u64() {
+                    let written: Vec<String> = s["partitions_written"]
+                        .as_object()
+                        .map(|w| w.iter().map(|(peer, n)| format!("{peer} {n}")).collect())
+                        .unwrap_or_default();
+                    println!(
+                        "Row-level sync: {compared} partitions compared by digest, {} out of sync; written to: {}",
+                        s["partitions_out_of_sync"],
+                        if written.is_empty() { "none".to_string() } else { written.join(", ") }
+                    );
+                }
                 println!(
                     "Repair command #{id} finished in {:.3} seconds",
                     s["seconds"].as_f64().unwrap_or(0.0)

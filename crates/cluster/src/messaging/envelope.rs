@@ -61,6 +61,13 @@ pub enum Verb {
     /// Roles and permissions for the receiver to merge (newest write of each entry wins).
     AuthPush = 38,
     Failure = 40,
+    /// One page of (token, key, digest) for the partitions of a token range (row-level repair);
+    /// the payload is a read command over the range whose partition limit bounds the page.
+    RepairDigestsRequest = 41,
+    RepairDigestsResponse = 42,
+    /// The named partitions, unfiltered (row-level repair fetching what differs, by key).
+    RepairRowsRequest = 43,
+    RepairRowsResponse = 44,
 }
 
 impl Verb {
@@ -98,6 +105,10 @@ impl Verb {
             37 => AuthPull,
             38 => AuthPush,
             40 => Failure,
+            41 => RepairDigestsRequest,
+            42 => RepairDigestsResponse,
+            43 => RepairRowsRequest,
+            44 => RepairRowsResponse,
             _ => return None,
         })
     }

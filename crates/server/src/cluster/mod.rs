@@ -317,6 +317,8 @@ pub struct ClusterNode {
     hinted_handoff: std::sync::atomic::AtomicBool,
     /// The digest of the roles this node last pushed to its peers (auth_sync.rs).
     auth_pushed: Mutex<String>,
+    /// The partition digests of this node's latest repair trees (repair/cache.rs).
+    repair_digests: repair::DigestCache,
 }
 
 /// Keyspace, ring snapshot, and the joins and departures a set of range movements was
@@ -392,6 +394,7 @@ pub fn attach(
         removal: Mutex::new(removenode::Removal::default()),
         hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
         auth_pushed: Mutex::new(node.auth.digest()),
+        repair_digests: repair::DigestCache::default(),
         schema_lease: Mutex::new(schema::LeaseState::default()),
         batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),

@@ -81,6 +81,14 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                     super::repair::serve_tree(&cluster, &node, &envelope)
                 });
             }
+            Verb::RepairDigestsRequest => {
+                tokio::task::spawn_blocking(move || {
+                    super::repair::serve_digests(&cluster, &node, &envelope)
+                });
+            }
+            Verb::RepairRowsRequest => {
+                tokio::spawn(super::repair::serve_rows(cluster, node, envelope));
+            }
             Verb::StreamRequest => {
                 tokio::spawn(super::streams::serve_stream(cluster, node, envelope));
             }

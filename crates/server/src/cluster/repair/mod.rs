@@ -2,17 +2,29 @@
 //! primary ranges with `-pr`, cut to `-st`/`-et`), every replica builds a Merkle tree of each
 //! table's partitions in the range (`RepairTreeRequest`; a partition's digest hashes its
 //! unfiltered form, so equal data gives equal trees whatever order or SSTables it came from),
-//! the trees are compared, and only the leaf ranges where they differ are synchronised: the
-//! partitions every replica holds there are gathered and the union written to each replica,
-//! which the reconcile rules make exact (the newest cell, tombstone or TTL wins everywhere).
-//! Replicas already in sync cost one tree each and stream nothing. The writes of a
-//! synchronisation count against this node's outbound stream throttle, and the plan ("Repair")
-//! shows in `nodetool netstats` once it moves data.
+//! and the trees are compared. Replicas already in sync cost one tree each and stream nothing.
+//!
+//! Where the trees differ, repair works row by row, as ScyllaDB's row-level repair does
+//! (rows.rs): a missed write changes a leaf that holds many partitions that did not change, so
+//! moving whole leaves would move mostly data every replica already has. Each replica lists the
+//! (token, key, digest) of its partitions in the differing leaves (`RepairDigestsRequest`, the
+//! same digest as the tree's), a partition whose digest is not the same on every replica is
+//! fetched by key from one holder of each version (`RepairRowsRequest`), and each version is
+//! written only to the replicas that do not hold it; the reconcile rules make the result exact
+//! (the newest cell, tombstone or TTL wins everywhere). The writes count against this node's
+//! outbound stream throttle, and the plan ("Repair") shows in `nodetool netstats` once it moves
+//! data.
 //!
 //! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
 
+mod cache;
+mod compare;
+mod rows;
+
+pub use cache::DigestCache;
+pub use rows::{serve_digests, serve_rows};
+
 use super::bootstrap::{after_last, answer_or_refuse, page_query, storage_pieces};
-use super::streams::{ip_of, stream_request};
 use super::ClusterNode;
 use crate::node::NodeState;
 use crate::topology::RepairOptions;
@@ -20,14 +32,21 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use helenus_cluster::locator::{NodeId, ReplicationMap, TokenRange};
 use helenus_cluster::messaging::{Envelope, Verb};
 use helenus_cluster::repair::MerkleTree;
-use helenus_cluster::streaming::{Direction, StreamOperation, StreamPlan, StreamTag};
+use helenus_cluster::streaming::{StreamOperation, StreamPlan};
 use helenus_storage as st;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Leaves per tree: 2^10 of 16 bytes each; a differing leaf is about 1/1024 of a vnode range.
 const TREE_DEPTH: u32 = 10;
+/// Differing leaves this close are synchronised as one range: listing the digests of the
+/// few partitions between them costs less than the round trips of separate ranges (a replica
+/// that missed writes spread over the ring differs in most leaves). Measured on bench/ops.sh's
+/// repair_missed (10% of rows missed): gaps of 2 leaves took 1.3x the time of 16, a whole
+/// range (1024) 1.1x.
+const COALESCE_GAP_LEAVES: u64 = 16;
 /// How long each attempt at a tree or a page waits; after the last the repair fails (a
 /// replica may be gone). The first is short: a lost message is retried soon.
 const REPAIR_MESSAGE_TIMEOUTS: [Duration; 2] = [Duration::from_secs(10), Duration::from_secs(60)];
@@ -40,10 +59,17 @@ pub struct RepairSummary {
     pub ranges_compared: usize,
     /// ... of which the trees differed.
     pub ranges_out_of_sync: usize,
-    /// Leaf ranges synchronised.
+    /// Ranges synchronised row by row: runs of differing leaves.
     pub sub_ranges_repaired: usize,
-    /// Partitions written to replicas to bring them level.
+    /// Partitions whose digests were compared across the replicas in those ranges.
+    pub partitions_compared: u64,
+    /// ... of which some replica lacked a version another held.
+    pub partitions_out_of_sync: u64,
+    /// Partitions written to replicas to bring them level (the sum of `partitions_written`).
     pub partitions_streamed: u64,
+    /// Partitions written to each replica, by address.
+    pub partitions_written: BTreeMap<String, u64>,
+    /// Bytes of partitions read from and written to other replicas.
     pub bytes_streamed: u64,
     pub seconds: f64,
 }
@@ -140,30 +166,33 @@ async fn repair_range(
     summary: &mut RepairSummary,
 ) -> Result<(), String> {
     summary.ranges_compared += 1;
-    let mut trees = Vec::with_capacity(replicas.len());
-    for replica in replicas {
-        trees.push(tree_of(cluster, node, *replica, table, range).await?);
-    }
+    // Each replica builds its tree at once: the builds read and hash every partition of the
+    // range, the longest part of a repair of replicas in sync.
+    let trees = futures::future::try_join_all(
+        replicas
+            .iter()
+            .map(|replica| tree_of(cluster, node, *replica, table, range)),
+    )
+    .await?;
     let Some((first, others)) = trees.split_first() else {
         return Ok(());
     };
-    let mut differing: Vec<TokenRange> = others.iter().flat_map(|t| first.difference(t)).collect();
-    differing.sort_by_key(|r| (r.start, r.end));
-    differing.dedup();
+    let differing: Vec<TokenRange> = others.iter().flat_map(|t| first.difference(t)).collect();
     if differing.is_empty() {
         return Ok(());
     }
     summary.ranges_out_of_sync += 1;
-    for sub in differing {
-        let mut union = Vec::new();
-        for replica in replicas {
-            union.extend(partitions_of(cluster, node, plan, *replica, table, sub).await?);
-        }
-        for replica in replicas {
-            let (partitions, bytes) = write_to(cluster, node, plan, *replica, &union).await?;
-            summary.partitions_streamed += partitions;
-            summary.bytes_streamed += bytes;
-        }
+    let sync = rows::RowSync {
+        cluster,
+        node,
+        plan,
+        table,
+        replicas,
+        tree_range: range,
+        now_s: node.exec.clock().wall_secs(),
+    };
+    for sub in compare::coalesce(range, differing, TREE_DEPTH, COALESCE_GAP_LEAVES) {
+        sync.sync(sub, summary).await?;
         summary.sub_ranges_repaired += 1;
     }
     Ok(())
@@ -180,9 +209,14 @@ async fn tree_of(
     if replica == cluster.local() {
         let engine = node.engine.clone();
         let now = node.exec.clock().wall_secs();
-        return tokio::task::spawn_blocking(move || build_tree(&engine, table, range, now))
-            .await
-            .map_err(|e| e.to_string())?;
+        let (tree, digests) =
+            tokio::task::spawn_blocking(move || build_tree(&engine, table, range, now))
+                .await
+                .map_err(|e| e.to_string())??;
+        if let Some(digests) = digests {
+            cluster.repair_digests.keep(table, range, digests);
+        }
+        return Ok(tree);
     }
     let reply = ask(
         cluster,
@@ -195,96 +229,6 @@ async fn tree_of(
         return Err(format!("{replica} could not build its tree"));
     }
     MerkleTree::decode(&reply.payload).ok_or_else(|| format!("{replica} sent a malformed tree"))
-}
-
-/// Every partition a replica holds in `range`, unfiltered.
-async fn partitions_of(
-    cluster: &ClusterNode,
-    node: &NodeState,
-    plan: &StreamPlan,
-    replica: NodeId,
-    table: st::TableId,
-    range: TokenRange,
-) -> Result<Vec<st::Mutation>, String> {
-    let mut out = Vec::new();
-    let peer = ip_of(cluster, replica);
-    let remote = replica != cluster.local();
-    if remote {
-        plan.expect(peer, Direction::Receiving, 1);
-        plan.file_started(peer, Direction::Receiving, format!("{range:?}"));
-    }
-    for (mut start, end) in storage_pieces(range) {
-        loop {
-            let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
-            let page = if replica == cluster.local() {
-                node.engine
-                    .read_unfiltered(table, &query, u64::MAX)
-                    .map_err(|e| e.to_string())?
-                    .partitions
-            } else {
-                // The replica counts what it serves; files are this node's to count.
-                let tag = StreamTag {
-                    plan_id: plan.id(),
-                    operation: plan.operation(),
-                    files_total: 0,
-                    file_index: 0,
-                };
-                let payload = stream_request(&tag, table, &query);
-                let reply = ask(cluster, replica, Verb::StreamRequest, payload).await?;
-                if reply.verb != Verb::StreamResponse {
-                    return Err(format!("{replica} refused a page"));
-                }
-                plan.transferred(peer, Direction::Receiving, reply.payload.len() as u64);
-                helenus_mutation::decode_mutations(reply.payload).map_err(|e| e.to_string())?
-            };
-            let Some(next) = after_last(&page) else {
-                break;
-            };
-            start = next;
-            out.extend(page);
-        }
-    }
-    if remote {
-        plan.file_done(peer, Direction::Receiving);
-    }
-    Ok(out)
-}
-
-/// Writes `partitions` to `replica`, a page at a time; (partitions, bytes) sent.
-async fn write_to(
-    cluster: &ClusterNode,
-    node: &NodeState,
-    plan: &StreamPlan,
-    replica: NodeId,
-    partitions: &[st::Mutation],
-) -> Result<(u64, u64), String> {
-    let mut bytes = 0;
-    let peer = ip_of(cluster, replica);
-    let remote = replica != cluster.local();
-    if remote {
-        plan.expect(peer, Direction::Sending, 1);
-    }
-    for page in partitions.chunks(super::bootstrap::STREAM_PAGE_PARTITIONS) {
-        if replica == cluster.local() {
-            crate::proxy::apply_locally(&node.engine, page.to_vec())
-                .await
-                .map_err(|e| e.to_string())?;
-            continue;
-        }
-        let payload = helenus_mutation::encode_mutations(page);
-        let page_bytes = payload.len() as u64;
-        bytes += page_bytes;
-        node.streams.throttle().acquire(page_bytes).await;
-        let reply = ask(cluster, replica, Verb::MutationRequest, payload).await?;
-        if reply.verb != Verb::MutationResponse {
-            return Err(format!("{replica} refused a repair write"));
-        }
-        plan.transferred(peer, Direction::Sending, page_bytes);
-    }
-    if remote {
-        plan.file_done(peer, Direction::Sending);
-    }
-    Ok((partitions.len() as u64, bytes))
 }
 
 /// Sends a repair message and waits for the answer, asking again once if it is late: every
@@ -332,33 +276,73 @@ fn decode_tree_request(mut payload: Bytes) -> Option<(st::TableId, TokenRange)> 
     Some((table, TokenRange::new(start, end)))
 }
 
-/// This node's tree of `table` over `range`: each partition's digest is an MD5 of its
-/// unfiltered, canonical encoding.
+/// A partition's digest, in trees and digest lists alike: the MD5 of its unfiltered,
+/// canonical encoding, so equal data gives equal digests whatever SSTables it came from.
+fn partition_digest(partition: &st::Mutation) -> [u8; 16] {
+    md5::compute(helenus_mutation::encode_mutations(std::slice::from_ref(
+        partition,
+    )))
+    .0
+}
+
+/// Visits the partitions of `table` from `start` to `end` in storage order with their digests,
+/// a page at a time, until the range ends or `visit` answers false.
+fn visit_digests(
+    engine: &st::Engine,
+    table: st::TableId,
+    mut start: st::PartitionBound,
+    end: st::PartitionBound,
+    now_s: i64,
+    mut visit: impl FnMut(&st::Mutation, [u8; 16]) -> bool,
+) -> Result<(), String> {
+    loop {
+        let query = page_query(start, end.clone(), now_s);
+        let page = engine
+            .read_unfiltered(table, &query, u64::MAX)
+            .map_err(|e| e.to_string())?
+            .partitions;
+        let Some(next) = after_last(&page) else {
+            return Ok(());
+        };
+        start = next;
+        for p in &page {
+            if !visit(p, partition_digest(p)) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// This node's tree of `table` over `range`, and the digests it hashed unless there were too
+/// many to keep (cache.rs).
 fn build_tree(
     engine: &st::Engine,
     table: st::TableId,
     range: TokenRange,
     now_s: i64,
-) -> Result<MerkleTree, String> {
+) -> Result<(MerkleTree, Option<Vec<compare::DigestEntry>>), String> {
     let mut tree = MerkleTree::new(range, TREE_DEPTH);
-    for (mut start, end) in storage_pieces(range) {
-        loop {
-            let query = page_query(start.clone(), end.clone(), now_s);
-            let page = engine
-                .read_unfiltered(table, &query, u64::MAX)
-                .map_err(|e| e.to_string())?
-                .partitions;
-            let Some(next) = after_last(&page) else {
-                break;
-            };
-            start = next;
-            for p in &page {
-                let encoded = helenus_mutation::encode_mutations(std::slice::from_ref(p));
-                tree.add(p.token, &md5::compute(&encoded).0);
+    let mut digests = Some(Vec::new());
+    for (start, end) in storage_pieces(range) {
+        visit_digests(engine, table, start, end, now_s, |p, digest| {
+            tree.add(p.token, &digest);
+            if digests
+                .as_ref()
+                .is_some_and(|d| d.len() >= cache::MAX_ENTRIES)
+            {
+                digests = None;
             }
-        }
+            if let Some(d) = digests.as_mut() {
+                d.push(compare::DigestEntry {
+                    token: p.token,
+                    key: p.key.clone(),
+                    digest,
+                });
+            }
+            true
+        })?;
     }
-    Ok(tree)
+    Ok((tree, digests))
 }
 
 /// The replica's side of `tree_of`.
@@ -366,7 +350,12 @@ pub fn serve_tree(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let built = decode_tree_request(request.payload.clone())
         .ok_or_else(|| "malformed tree request".to_string())
         .and_then(|(table, range)| {
-            build_tree(&node.engine, table, range, node.exec.clock().wall_secs())
+            let (tree, digests) =
+                build_tree(&node.engine, table, range, node.exec.clock().wall_secs())?;
+            if let Some(digests) = digests {
+                cluster.repair_digests.keep(table, range, digests);
+            }
+            Ok(tree)
         });
     let tree = built.map(|tree| Bytes::from(tree.encode()));
     answer_or_refuse(
