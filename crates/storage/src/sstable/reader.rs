@@ -229,11 +229,26 @@ impl SSTableReader {
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
         columns: Option<&[ColumnId]>,
     ) -> Result<Partition, StorageError> {
-        let buf = self.read_bytes(e.position, e.length, cache)?;
-        let mut r = Reader::new(&buf, "sstable partition");
-        self.format
-            .decode_partition(&mut r, &self.cmp, e, columns)
-            .map_err(|_| self.corrupt(e.position))
+        let decode = |buf: &[u8]| {
+            let mut r = Reader::new(buf, "sstable partition");
+            self.format
+                .decode_partition(&mut r, &self.cmp, e, columns)
+                .map_err(|_| self.corrupt(e.position))
+        };
+        // A partition inside one chunk (a scan's small partitions) is decoded where the chunk
+        // holds it, not copied out first.
+        let (position, length) = (e.position, e.length);
+        if length > 0
+            && (position + u64::from(length) - 1) / self.chunk_len == position / self.chunk_len
+        {
+            let chunk = self.read_chunk((position / self.chunk_len) as usize, cache)?;
+            let start = (position % self.chunk_len) as usize;
+            let piece = chunk
+                .get(start..start + length as usize)
+                .ok_or_else(|| self.corrupt(position))?;
+            return decode(piece);
+        }
+        decode(&self.read_bytes(position, length, cache)?)
     }
 
     /// Decodes the partition `e` points to from its bytes (as `read_bytes`/`read_span` give them).
