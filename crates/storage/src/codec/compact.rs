@@ -359,6 +359,8 @@ pub struct Dec<'a, 'b> {
     /// whether the row is live), and cells of a simple row that its row marker makes redundant
     /// are stepped over: see `simple_cells`.
     columns: Option<&'a [ColumnId]>,
+    /// The buffer `r` reads, when values may share it instead of being copied out of it.
+    shared: Option<&'a Bytes>,
 }
 
 impl<'a, 'b> Dec<'a, 'b> {
@@ -367,7 +369,16 @@ impl<'a, 'b> Dec<'a, 'b> {
             r,
             base_us,
             columns: None,
+            shared: None,
         }
+    }
+
+    /// Values decoded from here on point into `buf` (which `r` must read) instead of being
+    /// copied: a read whose result lives briefly saves an allocation and a copy per cell. What
+    /// outlives a read (a cached row) must not share, or it would pin the whole buffer.
+    pub fn sharing(mut self, buf: Option<&'a Bytes>) -> Self {
+        self.shared = buf;
+        self
     }
 
     /// A decoder for a read that returns only `columns` (see the field).
@@ -376,6 +387,7 @@ impl<'a, 'b> Dec<'a, 'b> {
             r,
             base_us,
             columns,
+            shared: None,
         }
     }
 
@@ -412,7 +424,15 @@ impl<'a, 'b> Dec<'a, 'b> {
     }
     pub fn vbytes(&mut self) -> Result<Bytes, StorageError> {
         let n = usize::try_from(self.uv()?).map_err(|_| err("length"))?;
-        Ok(Bytes::copy_from_slice(self.r.take(n)?))
+        let value = self.r.take(n)?;
+        if let Some(buf) = self.shared {
+            // Where the value sits in `buf`, checked, so a reader over another buffer copies.
+            let offset = (value.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize);
+            if offset.checked_add(n).is_some_and(|end| end <= buf.len()) {
+                return Ok(buf.slice(offset..offset + n));
+            }
+        }
+        Ok(Bytes::copy_from_slice(value))
     }
     /// Steps over a length-prefixed value.
     fn skip_vbytes(&mut self) -> Result<(), StorageError> {

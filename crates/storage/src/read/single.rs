@@ -12,9 +12,9 @@ use crate::error::StorageError;
 use crate::memtable::Memtable;
 use crate::partition::{self, Limits, Partition, TableLayout};
 use crate::read::shortcut::Shortcut;
-use crate::sstable::{IndexEntry, SSTableReader};
+use crate::sstable::{IndexEntry, ReadCells, SSTableReader};
 use crate::table::Table;
-use crate::types::{ColumnId, PartitionData, ReadQuery};
+use crate::types::{PartitionData, ReadQuery};
 use bytes::Bytes;
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
@@ -43,7 +43,8 @@ impl ReadPath {
             ranges,
             reversed: false,
             allowance: usize::MAX,
-            columns: None,
+            // The row cache keeps what this returns: values must not pin chunks.
+            cells: ReadCells::default(),
         };
         self.merged_partition_upto(t, &want, None).map(|(p, _)| p)
     }
@@ -79,11 +80,15 @@ impl ReadPath {
                 ranges: Some(ranges),
                 reversed: q.reversed,
                 allowance,
-                // The merged partition an unfiltered read keeps has every column.
-                columns: if keep.is_some() {
-                    None
-                } else {
-                    q.columns.as_deref()
+                cells: ReadCells {
+                    // The merged partition an unfiltered read keeps has every column.
+                    columns: if keep.is_some() {
+                        None
+                    } else {
+                        q.columns.as_deref()
+                    },
+                    // What a read returns lives until its response is written.
+                    share: true,
                 },
             };
             let (merged, frontier) = self.merged_partition_upto(t, &plan, located)?;
@@ -201,9 +206,9 @@ impl ReadPath {
                     want.reversed,
                     want.allowance,
                     cache,
-                    want.columns,
+                    want.cells,
                 )?,
-                None => (s.read_partition_projected(&e, cache, want.columns)?, None),
+                None => (s.read_partition_projected(&e, cache, want.cells)?, None),
             };
             m.add(restrict_owned(p, ranges), edge);
         }
@@ -250,9 +255,8 @@ struct Want<'r> {
     ranges: Option<&'r [(CKey, CKey)]>,
     reversed: bool,
     allowance: usize,
-    /// The regular columns the read returns (None: all): SSTables do not copy the others'
-    /// values (`Dec::projected`).
-    columns: Option<&'r [ColumnId]>,
+    /// Which values SSTables decode, and whether they may point into the chunks.
+    cells: ReadCells<'r>,
 }
 
 /// The partition merged so far from a read's sources, and the clustering up to which it is

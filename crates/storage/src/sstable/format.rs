@@ -34,11 +34,37 @@ pub enum DataFormat {
 }
 
 /// What a slice read keeps of a row block: rows inside `ranges`, at most `keep` of them, with
-/// the values of `columns` only (None: all; see `Dec::projected`).
+/// `cells` of them.
 pub struct BlockRows<'a> {
     pub ranges: &'a [(CKey, CKey)],
     pub keep: usize,
+    pub cells: Cells<'a>,
+}
+
+/// Which cell values a read copies: those of `columns` only (None: all; see `Dec::projected`),
+/// pointing into `shared` (the bytes decoded) when set (see `Dec::sharing`).
+#[derive(Clone, Copy, Default)]
+pub struct Cells<'a> {
     pub columns: Option<&'a [ColumnId]>,
+    pub shared: Option<&'a bytes::Bytes>,
+}
+
+/// What a read asks of the cells it decodes: the values of `columns` only (None: all), and
+/// whether they may point into the decompressed data (`Dec::sharing`).
+#[derive(Clone, Copy, Default)]
+pub struct ReadCells<'a> {
+    pub columns: Option<&'a [ColumnId]>,
+    pub share: bool,
+}
+
+impl<'a> ReadCells<'a> {
+    /// The cells of a buffer decoded for this read.
+    pub fn of(self, buf: &'a bytes::Bytes) -> Cells<'a> {
+        Cells {
+            columns: self.columns,
+            shared: self.share.then_some(buf),
+        }
+    }
 }
 
 impl DataFormat {
@@ -124,14 +150,14 @@ impl DataFormat {
         r: &mut Reader<'_>,
         cmp: &Arc<ClusteringComparator>,
         e: &IndexEntry,
-        columns: Option<&[ColumnId]>,
+        wanted: &Cells<'_>,
     ) -> Result<Partition, StorageError> {
         let (mut p, n) = self.decode_partition_header(r, cmp, e)?;
         match self {
             DataFormat::Fixed => codec::decode_rows(r, cmp, n, &mut p)?,
-            DataFormat::Compact { base_us } => {
-                Dec::projected(r, base_us, columns).rows(cmp, n, &mut p)?
-            }
+            DataFormat::Compact { base_us } => Dec::projected(r, base_us, wanted.columns)
+                .sharing(wanted.shared)
+                .rows(cmp, n, &mut p)?,
         }
         Ok(p)
     }
@@ -154,13 +180,9 @@ impl DataFormat {
                 out.extend(block.rows);
                 Ok(false)
             }
-            DataFormat::Compact { base_us } => Dec::projected(r, base_us, wanted.columns).rows_in(
-                cmp,
-                n,
-                out,
-                wanted.ranges,
-                wanted.keep,
-            ),
+            DataFormat::Compact { base_us } => Dec::projected(r, base_us, wanted.cells.columns)
+                .sharing(wanted.cells.shared)
+                .rows_in(cmp, n, out, wanted.ranges, wanted.keep),
         }
     }
 

@@ -53,6 +53,7 @@ pub(crate) mod tools;
 pub(crate) mod wide;
 mod writer;
 
+pub(crate) use format::ReadCells;
 use format::{DataFormat, CURRENT_DATA_FORMAT};
 pub use index::IndexIter;
 use index::PartitionIndex;

@@ -1,8 +1,8 @@
 //! Reading an SSTable: opening and checking its components, finding partitions through the
 //! bloom filter and index, and reading them through the chunk cache.
 
+use super::format::{Cells, ReadCells};
 use super::*;
-use crate::types::ColumnId;
 
 impl SSTableReader {
     /// Opens a complete generation.
@@ -219,20 +219,20 @@ impl SSTableReader {
         e: &IndexEntry,
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
-        self.read_partition_projected(e, cache, None)
+        self.read_partition_projected(e, cache, ReadCells::default())
     }
 
-    /// `read_partition_at` for a read that returns only `columns` (see `Dec::projected`).
+    /// `read_partition_at` with only the cells `wanted` asks for.
     pub(crate) fn read_partition_projected(
         &self,
         e: &IndexEntry,
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
-        columns: Option<&[ColumnId]>,
+        wanted: ReadCells<'_>,
     ) -> Result<Partition, StorageError> {
-        let decode = |buf: &[u8]| {
-            let mut r = Reader::new(buf, "sstable partition");
+        let decode = |bytes: &Bytes| {
+            let mut r = Reader::new(bytes, "sstable partition");
             self.format
-                .decode_partition(&mut r, &self.cmp, e, columns)
+                .decode_partition(&mut r, &self.cmp, e, &wanted.of(bytes))
                 .map_err(|_| self.corrupt(e.position))
         };
         // A partition inside one chunk (a scan's small partitions) is decoded where the chunk
@@ -243,12 +243,13 @@ impl SSTableReader {
         {
             let chunk = self.read_chunk((position / self.chunk_len) as usize, cache)?;
             let start = (position % self.chunk_len) as usize;
-            let piece = chunk
-                .get(start..start + length as usize)
-                .ok_or_else(|| self.corrupt(position))?;
-            return decode(piece);
+            let range = start..start + length as usize;
+            if chunk.get(range.clone()).is_none() {
+                return Err(self.corrupt(position));
+            }
+            return decode(&Bytes::from_owner(SharedChunk(chunk)).slice(range));
         }
-        decode(&self.read_bytes(position, length, cache)?)
+        decode(&Bytes::from(self.read_bytes(position, length, cache)?))
     }
 
     /// Decodes the partition `e` points to from its bytes (as `read_bytes`/`read_span` give them).
@@ -259,7 +260,7 @@ impl SSTableReader {
     ) -> Result<Partition, StorageError> {
         let mut r = Reader::new(buf, "sstable partition");
         self.format
-            .decode_partition(&mut r, &self.cmp, e, None)
+            .decode_partition(&mut r, &self.cmp, e, &Cells::default())
             .map_err(|_| self.corrupt(e.position))
     }
 
@@ -272,7 +273,7 @@ impl SSTableReader {
         ranges: &[(CKey, CKey)],
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
     ) -> Result<Partition, StorageError> {
-        self.read_partition_sliced_upto(e, ranges, false, usize::MAX, cache, None)
+        self.read_partition_sliced_upto(e, ranges, false, usize::MAX, cache, ReadCells::default())
             .map(|(p, _)| p)
     }
 
@@ -356,5 +357,14 @@ impl SSTableReader {
         start: &std::ops::Bound<(i64, Bytes)>,
     ) -> Result<IndexIter<'_>, StorageError> {
         Ok(self.entries_from(self.index.lower_bound(start)?))
+    }
+}
+
+/// A decompressed chunk as the owner of `Bytes` that point into it.
+struct SharedChunk(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for SharedChunk {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
     }
 }

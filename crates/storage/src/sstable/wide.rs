@@ -3,7 +3,7 @@
 //! partitions too large to merge in memory, so its memory is bounded by row-index blocks and
 //! chunks, not by the partition.
 
-use super::format::BlockRows;
+use super::format::{BlockRows, ReadCells};
 use super::{
     IndexEntry, RowBlock, SSTableReader, SSTableWriter, ROW_INDEX_BLOCK_BYTES,
     ROW_INDEX_THRESHOLD_BYTES,
@@ -14,7 +14,6 @@ use crate::codec::Reader;
 use crate::error::StorageError;
 use crate::partition::{Partition, Row};
 use crate::sstable::ChunkKey;
-use crate::types::ColumnId;
 use std::collections::VecDeque;
 
 /// The rows of one partition of one SSTable, decoded one row-index block at a time.
@@ -191,10 +190,10 @@ impl SSTableReader {
         reversed: bool,
         max_rows: usize,
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
-        columns: Option<&[ColumnId]>,
+        wanted: ReadCells<'_>,
     ) -> Result<(Partition, Option<CKey>), StorageError> {
         if e.blocks.is_empty() {
-            return Ok((self.read_partition_projected(e, cache, columns)?, None));
+            return Ok((self.read_partition_projected(e, cache, wanted)?, None));
         }
         let head = self.read_bytes(e.position, e.header_len, cache)?;
         let (p, _) = self
@@ -235,7 +234,7 @@ impl SSTableReader {
                 max_rows.saturating_sub(have)
             };
             let pos = e.position + u64::from(b.offset);
-            let bytes = self.read_bytes(pos, b.length, cache)?;
+            let bytes = bytes::Bytes::from(self.read_bytes(pos, b.length, cache)?);
             let before = rows.len();
             let stopped = self
                 .format
@@ -247,7 +246,7 @@ impl SSTableReader {
                     &BlockRows {
                         ranges,
                         keep,
-                        columns,
+                        cells: wanted.of(&bytes),
                     },
                 )
                 .map_err(|_| self.corrupt(pos))?;

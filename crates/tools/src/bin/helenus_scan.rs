@@ -1,7 +1,7 @@
 //! `helenus-scan HOST:PORT FETCH_SIZE CQL [REPEAT]`: times a paged full read of `CQL` (one page
-//! at a time, as a driver's pager does without prefetching), decoding each row's first column
-//! as a bigint, and prints one JSON line per repetition: rows, seconds, and the client's own
-//! CPU seconds. bench/scan.sh uses it beside the Python driver: a client whose CPU per row is
+//! at a time, as a driver's pager does without prefetching), decoding every column of each row,
+//! and prints one JSON line per repetition: rows, seconds, the client's own CPU seconds, and the
+//! sum of a bigint first column. bench/scan.sh uses it beside the Python driver: a client whose CPU per row is
 //! small, so a scan's wall time is mostly the server's.
 use std::ops::ControlFlow;
 use std::time::Instant;
@@ -10,6 +10,7 @@ use helenus_tools::stats::process_cpu_time;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::response::PagingState;
 use scylla::statement::unprepared::Statement;
+use scylla::value::{CqlValue, Row};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
@@ -67,7 +68,8 @@ async fn run(addr: &str, fetch: i32, cql: &str, repeat: u32) -> Result<(), Failu
     Ok(())
 }
 
-/// Reads every page; returns the rows read and the wrapping sum of their first column.
+/// Reads every page; returns the rows read and the wrapping sum of their first column (when a
+/// bigint).
 async fn scan(
     session: &scylla::client::session::Session,
     statement: &Statement,
@@ -79,9 +81,11 @@ async fn scan(
             .query_single_page(statement.clone(), &[], paging)
             .await?;
         let page = result.into_rows_result()?;
-        for row in page.rows::<(i64,)>()? {
-            let (v,) = row?;
-            checksum = checksum.wrapping_add(v);
+        // Rows of any columns (a SELECT * too); the checksum sums a bigint first column.
+        for row in page.rows::<Row>()? {
+            if let Some(Some(CqlValue::BigInt(v))) = row?.columns.first() {
+                checksum = checksum.wrapping_add(*v);
+            }
             rows += 1;
         }
         match next.into_paging_control_flow() {

@@ -332,3 +332,45 @@ fn rows_outside_a_slice_are_skipped_exactly() {
         }
     }
 }
+
+#[test]
+fn shared_decoding_points_values_into_the_buffer_and_decodes_the_same() {
+    let cmp = cmp2(false);
+    let p = everything(&cmp, b"key", -3);
+    let buf = Bytes::from(encode(&p, 0));
+    let mut r = Reader::new(&buf, "t");
+    let mut d = Dec::new(&mut r, 0).sharing(Some(&buf));
+    let (mut back, n) = d.partition_header(&cmp, p.key.clone(), p.token).unwrap();
+    d.rows(&cmp, n, &mut back).unwrap();
+    same(&p, &back);
+    let inside = |v: &Bytes| {
+        let (start, end) = (buf.as_ptr() as usize, buf.as_ptr() as usize + buf.len());
+        v.is_empty() || (start..end).contains(&(v.as_ptr() as usize))
+    };
+    let values: Vec<&Bytes> = back
+        .rows
+        .values()
+        .flat_map(|r| r.cells.iter())
+        .filter_map(|(_, c)| match &c.kind {
+            CellKind::Live { value, .. } => Some(value),
+            _ => None,
+        })
+        .collect();
+    assert!(!values.is_empty());
+    assert!(
+        values.iter().all(|v| inside(v)),
+        "every value shares the buffer"
+    );
+
+    // A reader over another buffer than the one named copies instead.
+    let other = buf.to_vec();
+    let mut r = Reader::new(&other, "t");
+    let mut d = Dec::new(&mut r, 0).sharing(Some(&buf));
+    let (mut copied, n) = d.partition_header(&cmp, p.key.clone(), p.token).unwrap();
+    d.rows(&cmp, n, &mut copied).unwrap();
+    same(&p, &copied);
+    let shares = copied.rows.values().flat_map(|r| r.cells.iter()).any(|(_, c)| {
+        matches!(&c.kind, CellKind::Live { value, .. } if !value.is_empty() && inside(value))
+    });
+    assert!(!shares);
+}
