@@ -192,20 +192,7 @@ pub fn row(ck: &[u8], cells: Vec<CellUpdate>) -> RowUpdate {
 }
 
 pub fn point(pk: &[u8], now_s: i64) -> ReadQuery {
-    ReadQuery {
-        columns: None,
-        partitions: PartitionRange::Single {
-            key: b(pk),
-            token: token(pk),
-        },
-        slices: Vec::new(),
-        reversed: false,
-        row_limit: None,
-        per_partition_limit: None,
-        partition_limit: None,
-        now_s,
-        resume_after: None,
-    }
+    ReadQuery::whole_partition(b(pk), token(pk), now_s)
 }
 
 pub fn scan_all(now_s: i64) -> ReadQuery {

@@ -222,6 +222,23 @@ pub struct ReadQuery {
     pub columns: Option<std::sync::Arc<[ColumnId]>>,
 }
 
+impl ReadQuery {
+    /// Every row of one partition, whole, with TTLs expiring at `now_s`.
+    pub fn whole_partition(key: Bytes, token: i64, now_s: i64) -> Self {
+        ReadQuery {
+            columns: None,
+            partitions: PartitionRange::Single { key, token },
+            slices: Vec::new(),
+            reversed: false,
+            row_limit: None,
+            per_partition_limit: None,
+            partition_limit: None,
+            now_s,
+            resume_after: None,
+        }
+    }
+}
+
 /// Live data of a read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadResult {

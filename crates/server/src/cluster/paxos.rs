@@ -124,20 +124,11 @@ impl EnginePaxosStore {
 
 /// A read of every row of one partition, TTLs expiring at `now_s`.
 pub fn whole_partition(partition_key: &[u8], now_s: i64) -> st::ReadQuery {
-    st::ReadQuery {
-        columns: None,
-        partitions: st::PartitionRange::Single {
-            key: Bytes::copy_from_slice(partition_key),
-            token: helenus_types::murmur3_token(partition_key),
-        },
-        slices: Vec::new(),
-        reversed: false,
-        row_limit: None,
-        per_partition_limit: None,
-        partition_limit: None,
+    st::ReadQuery::whole_partition(
+        Bytes::copy_from_slice(partition_key),
+        helenus_types::murmur3_token(partition_key),
         now_s,
-        resume_after: None,
-    }
+    )
 }
 
 impl PaxosStore for EnginePaxosStore {

@@ -65,27 +65,32 @@ pub async fn serve_stream(cluster: Arc<ClusterNode>, node: Arc<NodeState>, reque
         .await
         .map_err(|e| e.to_string())
         .and_then(|page| page);
+    // An empty page moves no data: it counts nothing against the throttle or in netstats.
+    let read = read.map(|(tag, partitions, page)| (tag, page, partitions > 0));
+    send_page(&cluster, &node, &request, read, Verb::StreamResponse).await;
+}
+
+/// Answers `request` with a page read for a stream plan (tagged `tag`), once the outbound
+/// throttle allows its bytes (when `counts`), counting them in this node's netstats under the
+/// requester's plan; or refuses it with why the read failed.
+pub(super) async fn send_page(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    request: &Envelope,
+    read: Result<(StreamTag, Bytes, bool), String>,
+    verb: Verb,
+) {
     let page = match read {
-        Ok((tag, partitions, page)) => {
-            let bytes = if partitions == 0 {
-                0
-            } else {
-                page.len() as u64
-            };
+        Ok((tag, page, counts)) => {
+            let bytes = if counts { page.len() as u64 } else { 0 };
             node.streams.throttle().acquire(bytes).await;
             node.streams
-                .served(&tag, ip_of(&cluster, request.from), bytes);
+                .served(&tag, ip_of(cluster, request.from), bytes);
             Ok(page)
         }
         Err(e) => Err(e),
     };
-    answer_or_refuse(
-        &cluster,
-        &request,
-        Verb::StreamResponse,
-        page,
-        "stream page refused",
-    );
+    answer_or_refuse(cluster, request, verb, page, "stream page refused");
 }
 
 /// The tag, the number of partitions and the encoded page a stream request asks for.

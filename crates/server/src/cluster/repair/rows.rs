@@ -7,7 +7,7 @@ use super::{ask, visit_digests, RepairSummary};
 use crate::cluster::bootstrap::{
     answer_or_refuse, page_query, storage_pieces, STREAM_PAGE_PARTITIONS,
 };
-use crate::cluster::streams::ip_of;
+use crate::cluster::streams::{ip_of, send_page};
 use crate::cluster::{wire, ClusterNode};
 use crate::node::NodeState;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -335,17 +335,7 @@ fn read_partitions(
 ) -> Result<Vec<st::Mutation>, String> {
     let mut out = Vec::with_capacity(keys.len());
     for (token, key) in keys {
-        let query = st::ReadQuery {
-            columns: None,
-            partitions: st::PartitionRange::Single { key, token },
-            slices: Vec::new(),
-            reversed: false,
-            row_limit: None,
-            per_partition_limit: None,
-            partition_limit: None,
-            now_s,
-            resume_after: None,
-        };
+        let query = st::ReadQuery::whole_partition(key, token, now_s);
         let read = engine
             .read_unfiltered(table, &query, u64::MAX)
             .map_err(|e| e.to_string())?;
@@ -409,23 +399,8 @@ pub async fn serve_rows(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request
     .await
     .map_err(|e| e.to_string())
     .and_then(|read| read);
-    let page = match read {
-        Ok((tag, page)) => {
-            let bytes = page.len() as u64;
-            node.streams.throttle().acquire(bytes).await;
-            node.streams
-                .served(&tag, ip_of(&cluster, request.from), bytes);
-            Ok(page)
-        }
-        Err(e) => Err(e),
-    };
-    answer_or_refuse(
-        &cluster,
-        &request,
-        Verb::RepairRowsResponse,
-        page,
-        "repair rows refused",
-    );
+    let read = read.map(|(tag, page)| (tag, page, true));
+    send_page(&cluster, &node, &request, read, Verb::RepairRowsResponse).await;
 }
 
 fn decode_digests_request(
