@@ -10,7 +10,7 @@ use super::{restrict, restrict_owned, unfiltered, ReadPath};
 use crate::clustering::CKey;
 use crate::error::StorageError;
 use crate::memtable::Memtable;
-use crate::partition::{self, Limits, Partition, TableLayout};
+use crate::partition::{self, Limits, Partition, Row, TableLayout};
 use crate::read::shortcut::Shortcut;
 use crate::sstable::{IndexEntry, ReadCells, SSTableReader};
 use crate::table::Table;
@@ -326,6 +326,9 @@ pub(crate) fn restrict_upto(
         ordered.reverse();
     }
     let mut last: Option<&CKey> = None;
+    // Gathered, then built into the map at once: inserting a page of rows one by one descends
+    // the tree per row.
+    let mut taken: Vec<(CKey, Row)> = Vec::new();
     for (s, e) in ordered {
         let it = p.rows.range(s.clone()..=e.clone());
         let it: Box<dyn Iterator<Item = _>> = if reversed {
@@ -334,14 +337,17 @@ pub(crate) fn restrict_upto(
             Box::new(it)
         };
         for (k, r) in it {
-            if out.rows.len() >= allowance {
+            if taken.len() >= allowance {
                 // A row is left out: the copy is complete only up to the last one taken.
-                return (out, last.cloned());
+                let edge = last.cloned();
+                out.rows = taken.into_iter().collect();
+                return (out, edge);
             }
-            out.rows.insert(k.clone(), r.clone());
+            taken.push((k.clone(), r.clone()));
             last = Some(k);
         }
     }
+    out.rows = taken.into_iter().collect();
     (out, None)
 }
 
