@@ -220,6 +220,26 @@ pub(crate) enum Span {
     Owned(Vec<u8>),
 }
 
+impl Span {
+    /// The bytes as `Bytes`: a chunk's are shared with it (the chunk lives as long as they
+    /// do), owned ones are moved.
+    pub(crate) fn into_bytes(self) -> bytes::Bytes {
+        match self {
+            Span::Chunk(c, r) => bytes::Bytes::from_owner(SharedChunk(c)).slice(r),
+            Span::Owned(v) => bytes::Bytes::from(v),
+        }
+    }
+}
+
+/// A decompressed chunk as the owner of `Bytes` that point into it.
+struct SharedChunk(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for SharedChunk {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 impl std::ops::Deref for Span {
     type Target = [u8];
     fn deref(&self) -> &[u8] {

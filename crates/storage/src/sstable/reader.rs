@@ -237,19 +237,8 @@ impl SSTableReader {
         };
         // A partition inside one chunk (a scan's small partitions) is decoded where the chunk
         // holds it, not copied out first.
-        let (position, length) = (e.position, e.length);
-        if length > 0
-            && (position + u64::from(length) - 1) / self.chunk_len == position / self.chunk_len
-        {
-            let chunk = self.read_chunk((position / self.chunk_len) as usize, cache)?;
-            let start = (position % self.chunk_len) as usize;
-            let range = start..start + length as usize;
-            if chunk.get(range.clone()).is_none() {
-                return Err(self.corrupt(position));
-            }
-            return decode(&Bytes::from_owner(SharedChunk(chunk)).slice(range));
-        }
-        decode(&Bytes::from(self.read_bytes(position, length, cache)?))
+        let span = self.span_from(e.position, e.length, |ci| self.read_chunk(ci, cache))?;
+        decode(&span.into_bytes())
     }
 
     /// Decodes the partition `e` points to from its bytes (as `read_bytes`/`read_span` give them).
@@ -320,8 +309,7 @@ impl SSTableReader {
         length: u32,
         last: &mut Option<(usize, Arc<Vec<u8>>)>,
     ) -> Result<Span, StorageError> {
-        let end = position + u64::from(length);
-        let mut chunk_at = |ci: usize| -> Result<Arc<Vec<u8>>, StorageError> {
+        let chunk_at = |ci: usize| -> Result<Arc<Vec<u8>>, StorageError> {
             if let Some((i, c)) = last.as_ref() {
                 if *i == ci {
                     return Ok(c.clone());
@@ -331,10 +319,21 @@ impl SSTableReader {
             *last = Some((ci, c.clone()));
             Ok(c)
         };
-        let first = (position / self.chunk_len) as usize;
-        let start_in = (position % self.chunk_len) as usize;
+        self.span_from(position, length, chunk_at)
+    }
+
+    /// The bytes at `position..position + length`, borrowed from the chunk `chunk_at` gives
+    /// when they lie in one, else copied out of the chunks they span.
+    fn span_from(
+        &self,
+        position: u64,
+        length: u32,
+        mut chunk_at: impl FnMut(usize) -> Result<Arc<Vec<u8>>, StorageError>,
+    ) -> Result<Span, StorageError> {
+        let end = position + u64::from(length);
         if length > 0 && (end - 1) / self.chunk_len == position / self.chunk_len {
-            let chunk = chunk_at(first)?;
+            let chunk = chunk_at((position / self.chunk_len) as usize)?;
+            let start_in = (position % self.chunk_len) as usize;
             let range = start_in..start_in + length as usize;
             if chunk.get(range.clone()).is_none() {
                 return Err(self.corrupt(position));
@@ -357,14 +356,5 @@ impl SSTableReader {
         start: &std::ops::Bound<(i64, Bytes)>,
     ) -> Result<IndexIter<'_>, StorageError> {
         Ok(self.entries_from(self.index.lower_bound(start)?))
-    }
-}
-
-/// A decompressed chunk as the owner of `Bytes` that point into it.
-struct SharedChunk(Arc<Vec<u8>>);
-
-impl AsRef<[u8]> for SharedChunk {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
     }
 }
