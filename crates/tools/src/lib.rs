@@ -19,6 +19,23 @@ pub mod workload;
 
 use std::io::Write;
 
+/// Runs `work` on the runtime `builder` makes, for a tool's `main`: a runtime that cannot start
+/// or work that fails prints `error: ...` and exits with status 1.
+pub fn block_on_or_exit<E: std::fmt::Display>(
+    mut builder: tokio::runtime::Builder,
+    work: impl std::future::Future<Output = Result<(), E>>,
+) {
+    let outcome = builder
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| rt.block_on(work).map_err(|e| e.to_string()));
+    if let Err(e) = outcome {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
 use options::{parse_args, StressOptions, USAGE};
 use runner::{connect_and_prepare, print_summary, run_phase, PhaseSpec, Sinks};
 use workload::Workload;

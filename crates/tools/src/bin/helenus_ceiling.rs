@@ -14,19 +14,7 @@ fn main() {
         .ok()
         .and_then(|t| t.parse().ok())
         .unwrap_or(2);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = rt.block_on(helenus_tools::ceiling::serve(addr)) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(threads);
+    helenus_tools::block_on_or_exit(builder, helenus_tools::ceiling::serve(addr));
 }

@@ -28,20 +28,10 @@ fn main() {
         eprintln!("error: FETCH_SIZE and REPEAT are numbers");
         std::process::exit(2);
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = rt.block_on(run(addr, fetch, cql, repeat)) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    helenus_tools::block_on_or_exit(
+        tokio::runtime::Builder::new_current_thread(),
+        run(addr, fetch, cql, repeat),
+    );
 }
 
 async fn run(addr: &str, fetch: i32, cql: &str, repeat: u32) -> Result<(), Failure> {
