@@ -76,6 +76,36 @@ pub fn end_bound(b: &PartitionBound) -> Bound<PKey> {
     }
 }
 
+/// Whether partition (token, key) lies at or after `start`.
+pub(crate) fn is_after_start(start: &Bound<PKey>, token: i64, key: &Bytes) -> bool {
+    match start {
+        Bound::Unbounded => true,
+        Bound::Included(s) => (token, key) >= (s.0, &s.1),
+        Bound::Excluded(s) => (token, key) > (s.0, &s.1),
+    }
+}
+
+/// Whether partition (token, key) lies at or before `end`.
+pub(crate) fn is_before_end(end: &Bound<PKey>, token: i64, key: &Bytes) -> bool {
+    match end {
+        Bound::Unbounded => true,
+        Bound::Included(e) => (token, key) <= (e.0, &e.1),
+        Bound::Excluded(e) => (token, key) < (e.0, &e.1),
+    }
+}
+
+impl PartitionBound {
+    /// Whether partition (token, key) is inside a range that starts at this bound.
+    pub fn admits_as_start(&self, token: i64, key: &Bytes) -> bool {
+        start_bound(self).is_some_and(|s| is_after_start(&s, token, key))
+    }
+
+    /// Whether partition (token, key) is inside a range that ends at this bound.
+    pub fn admits_as_end(&self, token: i64, key: &Bytes) -> bool {
+        is_before_end(&end_bound(self), token, key)
+    }
+}
+
 /// Whether `(start, end)` can contain anything; `BTreeMap::range` panics otherwise.
 pub fn range_is_valid(start: &Bound<PKey>, end: &Bound<PKey>) -> bool {
     match (start, end) {

@@ -233,13 +233,7 @@ impl IndexCursor<'_> {
                 break;
             };
             let e = e?;
-            let k = (e.token, &e.key);
-            let inside = match end {
-                Bound::Unbounded => true,
-                Bound::Included(b) => k <= (b.0, &b.1),
-                Bound::Excluded(b) => k < (b.0, &b.1),
-            };
-            if !inside {
+            if !memtable::is_before_end(end, e.token, &e.key) {
                 self.done = true;
                 break;
             }
@@ -288,7 +282,7 @@ impl Batch {
             while c
                 .pending
                 .front()
-                .is_some_and(|e| !after(cursor, e.token, &e.key))
+                .is_some_and(|e| !memtable::is_after_start(cursor, e.token, &e.key))
             {
                 c.pending.pop_front();
             }
@@ -308,15 +302,6 @@ impl Batch {
             keys,
             more: safe_max.is_some(),
         })
-    }
-}
-
-/// Whether (token, key) lies after the scan's cursor.
-fn after(cursor: &Bound<PKey>, token: i64, key: &Bytes) -> bool {
-    match cursor {
-        Bound::Unbounded => true,
-        Bound::Included(c) => (token, key) >= (c.0, &c.1),
-        Bound::Excluded(c) => (token, key) > (c.0, &c.1),
     }
 }
 

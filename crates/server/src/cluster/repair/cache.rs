@@ -75,51 +75,17 @@ impl DigestCache {
                 .find(|c| c.table == table && c.range == range && c.built.elapsed() < KEEP)?;
             cached.entries.clone()
         };
-        let from = entries.partition_point(|e| !after_start(e, start));
+        let from = entries.partition_point(|e| !start.admits_as_start(e.token, &e.key));
         Some(
             entries
                 .get(from..)
                 .unwrap_or(&[])
                 .iter()
-                .take_while(|e| before_end(e, end))
+                .take_while(|e| end.admits_as_end(e.token, &e.key))
                 .take(limit)
                 .cloned()
                 .collect(),
         )
-    }
-}
-
-fn after_start(e: &DigestEntry, start: &st::PartitionBound) -> bool {
-    match start {
-        st::PartitionBound::Unbounded => true,
-        st::PartitionBound::Token { token, inclusive } => {
-            e.token > *token || (*inclusive && e.token == *token)
-        }
-        st::PartitionBound::Key {
-            token,
-            key,
-            inclusive,
-        } => {
-            let at = (e.token, &e.key);
-            at > (*token, key) || (*inclusive && at == (*token, key))
-        }
-    }
-}
-
-fn before_end(e: &DigestEntry, end: &st::PartitionBound) -> bool {
-    match end {
-        st::PartitionBound::Unbounded => true,
-        st::PartitionBound::Token { token, inclusive } => {
-            e.token < *token || (*inclusive && e.token == *token)
-        }
-        st::PartitionBound::Key {
-            token,
-            key,
-            inclusive,
-        } => {
-            let at = (e.token, &e.key);
-            at < (*token, key) || (*inclusive && at == (*token, key))
-        }
     }
 }
 
