@@ -23,7 +23,7 @@ pub struct ElementMeta {
 }
 
 /// A CQL row with everything about it the selectors may need.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Row {
     pub cells: Vec<Option<Bytes>>,
     pub meta: Vec<Option<CellMeta>>,
@@ -168,17 +168,6 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row:
     }
 }
 
-fn empty_row() -> Row {
-    Row {
-        cells: Vec::new(),
-        meta: Vec::new(),
-        element_meta: Vec::new(),
-        token: 0,
-        partition_key: Bytes::new(),
-        clustering: Vec::new(),
-    }
-}
-
 /// Splits a serialized partition key into its components.
 pub fn key_components(t: &TableMeta, key: &Bytes) -> Vec<Bytes> {
     let n = t.partition_key_len();
@@ -227,7 +216,7 @@ pub fn partition_rows(
         // The last row takes the partition's values instead of a copy (a one-row partition,
         // the commonest, then copies nothing).
         let mut row = if n == last {
-            std::mem::replace(&mut base, empty_row())
+            std::mem::take(&mut base)
         } else {
             base.clone()
         };

@@ -242,13 +242,6 @@ fn of_aggregates(
     now: crate::exec_state::Now<'_>,
 ) -> ExecResult<Option<Bytes>> {
     let folded = aggregates::fold_aggs(&c.sel, rows, now)?;
-    let empty = Row {
-        cells: Vec::new(),
-        meta: Vec::new(),
-        element_meta: Vec::new(),
-        token: 0,
-        partition_key: Bytes::new(),
-        clustering: Vec::new(),
-    };
+    let empty = Row::default();
     crate::exec::selectors::eval(&folded, &c.ty, rows.first().unwrap_or(&empty), now)
 }
