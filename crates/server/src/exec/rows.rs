@@ -197,9 +197,15 @@ pub fn partition_rows(
         partition_key: p.key.clone(),
         clustering: Vec::new(),
     };
-    for (i, comp) in key_components(t, &p.key).into_iter().enumerate() {
-        if let Some(&idx) = layout.pk.get(i) {
-            base.cells[idx] = Some(comp);
+    match layout.pk.as_slice() {
+        // One key column, the commonest: its value is the key, with no list to split it into.
+        [idx] => base.cells[*idx] = Some(p.key.clone()),
+        _ => {
+            for (i, comp) in key_components(t, &p.key).into_iter().enumerate() {
+                if let Some(&idx) = layout.pk.get(i) {
+                    base.cells[idx] = Some(comp);
+                }
+            }
         }
     }
     if let Some(s) = &p.static_row {

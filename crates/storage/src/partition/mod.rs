@@ -536,6 +536,7 @@ pub fn live_row(
 }
 
 /// Row-count limits of one read, shared across partitions, with the tombstones it scanned so far.
+#[derive(Clone, Copy)]
 pub(crate) struct Limits {
     pub rows_left: usize,
     pub per_partition: usize,
@@ -551,6 +552,32 @@ pub(crate) fn live_partition(
     layout: &TableLayout,
     limits: &mut Limits,
 ) -> Result<Option<PartitionData>, StorageError> {
+    live_partition_within(p, &slice_ranges(q, layout), q, layout, limits)
+}
+
+/// The query's slices as comparator positions (all rows when none), empty ones left out.
+pub(crate) fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
+    if q.slices.is_empty() {
+        let u = ClusteringBound::unbounded();
+        return vec![(CKey::start(&u, &layout.cmp), CKey::end(&u, &layout.cmp))];
+    }
+    q.slices
+        .iter()
+        .map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp)))
+        .filter(|(s, e)| s <= e)
+        .collect()
+}
+
+/// `live_partition` over `ranges` (ascending, each start at most its end) instead of the
+/// query's slices: a read that resumes inside a partition, or reads a partition in place
+/// (read/single.rs), passes the slices already cut.
+pub(crate) fn live_partition_within(
+    p: &Partition,
+    ranges: &[(CKey, CKey)],
+    q: &ReadQuery,
+    layout: &TableLayout,
+    limits: &mut Limits,
+) -> Result<Option<PartitionData>, StorageError> {
     // Static rows stay whole: a partition with only static data is a row, which the caller
     // tells by its cells.
     let static_row = live_row(&[], &p.static_row, p.deletion, q.now_s, layout, None);
@@ -558,24 +585,16 @@ pub(crate) fn live_partition(
         let live = static_row.is_some();
         limits.scan.row(&p.static_row, p.deletion, live, q.now_s)?;
     }
-    let mut rows = Vec::new();
     let max_rows = limits.rows_left.min(limits.per_partition);
-    let mut ranges: Vec<(CKey, CKey)> = if q.slices.is_empty() {
-        let u = ClusteringBound::unbounded();
-        vec![(CKey::start(&u, &layout.cmp), CKey::end(&u, &layout.cmp))]
+    let mut rows = Vec::with_capacity(max_rows.min(p.rows.len()));
+    limits.scan.range_tombstones(&p.range_tombstones, ranges)?;
+    let in_order: Box<dyn Iterator<Item = &(CKey, CKey)>> = if q.reversed {
+        Box::new(ranges.iter().rev())
     } else {
-        q.slices
-            .iter()
-            .map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp)))
-            .collect()
+        Box::new(ranges.iter())
     };
-    ranges.retain(|(s, e)| s <= e);
-    limits.scan.range_tombstones(&p.range_tombstones, &ranges)?;
-    if q.reversed {
-        ranges.reverse();
-    }
     let scan = &mut limits.scan;
-    'outer: for (s, e) in &ranges {
+    'outer: for (s, e) in in_order {
         if rows.len() >= max_rows {
             break;
         }

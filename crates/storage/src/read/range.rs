@@ -39,7 +39,7 @@ impl ReadPath {
         if limits.rows_left == 0 || limits.per_partition == 0 || partition_limit == 0 {
             return Ok(out);
         }
-        let ranges = slice_ranges(q, &layout);
+        let ranges = partition::slice_ranges(q, &layout);
         match &q.partitions {
             PartitionRange::Single { key, token } => {
                 let ranges = match &q.resume_after {
@@ -336,19 +336,6 @@ pub(super) fn resume_ranges(
             };
             (s <= e).then_some((s, e))
         })
-        .collect()
-}
-
-/// The query's slices as comparator positions (all rows when none).
-pub(super) fn slice_ranges(q: &ReadQuery, layout: &TableLayout) -> Vec<(CKey, CKey)> {
-    if q.slices.is_empty() {
-        let u = ClusteringBound::unbounded();
-        return vec![(CKey::start(&u, &layout.cmp), CKey::end(&u, &layout.cmp))];
-    }
-    q.slices
-        .iter()
-        .map(|(s, e)| (CKey::start(s, &layout.cmp), CKey::end(e, &layout.cmp)))
-        .filter(|(s, e)| s <= e)
         .collect()
 }
 

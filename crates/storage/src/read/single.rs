@@ -64,6 +64,13 @@ impl ReadPath {
         located: Option<&[Located]>,
         keep: Option<&mut Vec<Partition>>,
     ) -> Result<Option<PartitionData>, StorageError> {
+        if keep.is_none() {
+            if let Some(read) =
+                self.read_in_memtable(t, token, key, ranges, q, layout, limits, located)?
+            {
+                return Ok(read);
+            }
+        }
         let want = limits.rows_left.min(limits.per_partition);
         // A read that fails past a tombstone threshold first reads no more rows than it may
         // scan tombstones: an unlimited read of a partition of millions of deleted rows fails
@@ -110,7 +117,8 @@ impl ReadPath {
                 per_partition: limits.per_partition,
                 scan: limits.scan,
             };
-            let data = partition::live_partition(&p, q, layout, &mut trial)?;
+            // `p` holds only rows of `ranges`, the query's slices cut where a page resumes.
+            let data = partition::live_partition_within(&p, ranges, q, layout, &mut trial)?;
             let got = data.as_ref().map_or(0, |d| d.rows.len());
             if frontier.is_none() || got >= want {
                 *limits = trial;
@@ -128,6 +136,54 @@ impl ReadPath {
             }
             allowance = allowance.saturating_mul(RETRY_GROWTH);
         }
+    }
+
+    /// The live view of a partition that only the active memtable holds (recent data, and
+    /// every partition of a table not flushed yet), read in place: no merged copy of its rows
+    /// is made first. None when the partition has another source (an SSTable, or a memtable
+    /// being flushed); the caller then merges. `limits` change only when this answers.
+    #[allow(clippy::too_many_arguments)]
+    fn read_in_memtable(
+        &self,
+        t: &Table,
+        token: i64,
+        key: &Bytes,
+        ranges: &[(CKey, CKey)],
+        q: &ReadQuery,
+        layout: &TableLayout,
+        limits: &mut Limits,
+        located: Option<&[Located]>,
+    ) -> Result<Option<Option<PartitionData>>, StorageError> {
+        if !t.flushing.read().is_empty() {
+            return Ok(None);
+        }
+        let current = t.memtable.read().clone();
+        let mut trial = *limits;
+        let read = current.with_partition(token, key, |p| {
+            partition::live_partition_within(p, ranges, q, layout, &mut trial)
+        });
+        let Some(data) = read else {
+            return Ok(None);
+        };
+        let data = data?;
+        // Checked after the memtable was read: a flush that moved the partition into an
+        // SSTable meanwhile is seen here (a range scan's snapshot is rechecked by its caller
+        // through the retirement counter).
+        let in_sstables = match located {
+            Some(l) => !l.is_empty(),
+            None => t.sstables.read().iter().any(|s| s.may_contain(token, key)),
+        };
+        if in_sstables {
+            return Ok(None);
+        }
+        let visited = |l: &Limits| l.scan.stats.live_rows + l.scan.stats.tombstones_scanned;
+        t.counters.rows_merged.fetch_add(
+            visited(&trial).saturating_sub(visited(limits)),
+            Ordering::Relaxed,
+        );
+        t.counters.sstables_per_read.record(0);
+        *limits = trial;
+        Ok(Some(data))
     }
 
     /// Memtables and SSTables merged for a read of one partition (of `ranges` of it), newest
@@ -169,9 +225,13 @@ impl ReadPath {
         m: &mut Merging,
     ) -> Result<u64, StorageError> {
         let (token, key) = (want.token, want.key);
-        let (sstables, mut entries, shortcut) = self.sstables_in_order(t, want.ranges, located);
+        let (mut sources, mut shortcut) = self.sstables_in_order(t, want.ranges, located);
         let mut touched = 0u64;
-        for (n, s) in sstables.iter().enumerate() {
+        for n in 0..sources.len() {
+            let Some((s, entry)) = sources.get_mut(n) else {
+                break;
+            };
+            let (s, entry) = (s.clone(), entry.take());
             // Rows past the frontier are cut from the result, so no source reads them: a
             // huge partition spread over SSTables costs one allowance, not one per SSTable.
             let clipped = want
@@ -181,18 +241,23 @@ impl ReadPath {
             if matches!(ranges, Some(r) if r.is_empty() || !s.may_have_rows_in(r)) {
                 continue;
             }
-            if matches!(&m.acc, Some(a) if shortcut.covers(a, s.stats.max_timestamp_us)) {
-                let skipped = sstables.iter().skip(n);
-                let skipped = skipped.filter(|s| s.may_contain(token, key)).count();
-                t.counters
-                    .sstables_skipped_by_timestamp
-                    .fetch_add(skipped as u64, Ordering::Relaxed);
-                break;
+            if let Some(a) = &m.acc {
+                // Built once something was merged: a scan's partition in one SSTable, the
+                // common case, never needs it.
+                let shortcut = shortcut.get_or_insert_with(|| self.shortcut_for(t, want.ranges));
+                if shortcut.covers(a, s.stats.max_timestamp_us) {
+                    let skipped = sources[n..].iter();
+                    let skipped = skipped.filter(|(s, _)| s.may_contain(token, key)).count();
+                    t.counters
+                        .sstables_skipped_by_timestamp
+                        .fetch_add(skipped as u64, Ordering::Relaxed);
+                    break;
+                }
             }
-            let e = match entries.get_mut(n).and_then(Option::take) {
+            let e = match entry {
                 Some(e) => e,
                 None if located.is_some() => continue,
-                None => match self.caches.find_in_sstable(t, s, token, key)? {
+                None => match self.caches.find_in_sstable(t, &s, token, key)? {
                     Some(e) => e,
                     None => continue,
                 },
@@ -215,38 +280,39 @@ impl ReadPath {
         Ok(touched)
     }
 
-    /// The SSTables to read, newest first when the short-circuit may stop early, with their index
-    /// entries when `located` has them, and the short-circuit for the read.
+    fn shortcut_for(&self, t: &Table, ranges: Option<&[(CKey, CKey)]>) -> Shortcut {
+        Shortcut::new(&t.def.read(), ranges, self.shortcut.load(Ordering::Relaxed))
+    }
+
+    /// The SSTables to read, newest first, with their index entries when `located` has them,
+    /// and the short-circuit when it was needed to order them.
     fn sstables_in_order(
         &self,
         t: &Table,
         ranges: Option<&[(CKey, CKey)]>,
         located: Option<&[Located]>,
-    ) -> (SSTables, Vec<Option<Arc<IndexEntry>>>, Shortcut) {
-        let sources: Vec<Located> = match located {
-            Some(l) => l.to_vec(),
-            None => t
-                .sstables
-                .read()
-                .iter()
-                .map(|s| (s.clone(), None))
-                .collect(),
+    ) -> (Vec<Located>, Option<Shortcut>) {
+        let newest_first = |sources: &mut Vec<Located>| {
+            if sources.len() > 1 {
+                sources.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
+            }
         };
-        let (mut sstables, mut entries): (SSTables, Vec<_>) = sources.into_iter().unzip();
-        let shortcut = Shortcut::new(&t.def.read(), ranges, self.shortcut.load(Ordering::Relaxed));
-        if located.is_some() {
-            // Newest first, as `order` sorts (entries stay beside their SSTable).
-            let mut both: Vec<_> = sstables.into_iter().zip(entries).collect();
-            both.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
-            (sstables, entries) = both.into_iter().unzip();
-        } else {
-            shortcut.order(&mut sstables);
+        match located {
+            Some(l) => {
+                let mut sources = l.to_vec();
+                newest_first(&mut sources);
+                (sources, None)
+            }
+            None => {
+                let mut sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+                let shortcut = self.shortcut_for(t, ranges);
+                shortcut.order(&mut sstables);
+                let sources = sstables.into_iter().map(|s| (s, None)).collect();
+                (sources, Some(shortcut))
+            }
         }
-        (sstables, entries, shortcut)
     }
 }
-
-type SSTables = Vec<Arc<SSTableReader>>;
 
 /// What a read of one partition asks of each source.
 struct Want<'r> {

@@ -22,7 +22,7 @@
 //! after its own live rows, which the others' deletions may shadow. Cassandra's short-read
 //! protection (asking the replicas for more) is not implemented yet.
 
-use super::range::{resume_ranges, slice_ranges};
+use super::range::resume_ranges;
 use super::{restrict, ReadPath};
 use crate::clustering::CKey;
 use crate::compaction::purge;
@@ -141,7 +141,7 @@ pub(crate) fn resolve(
     if limits.rows_left == 0 || limits.per_partition == 0 || partition_limit == 0 {
         return Ok(out);
     }
-    let mut ranges = slice_ranges(q, &layout);
+    let mut ranges = partition::slice_ranges(q, &layout);
     let (start, end) = match &q.partitions {
         PartitionRange::Single { key, token } => {
             if let Some(r) = &q.resume_after {
