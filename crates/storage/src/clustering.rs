@@ -135,6 +135,33 @@ impl CKey {
     }
 }
 
+impl CKey {
+    /// Whether this start position precedes every clustering (an unbounded slice start).
+    fn is_table_start(&self) -> bool {
+        self.values.is_empty() && self.weight < 0
+    }
+
+    /// Whether this end position follows every clustering (an unbounded slice end).
+    fn is_table_end(&self) -> bool {
+        self.values.is_empty() && self.weight > 0
+    }
+}
+
+/// Whether `k` lies in one of `ranges` (start and end inclusive). A side that is the table's
+/// edge is not compared: a full scan's rows are each checked without a comparison.
+pub(crate) fn in_ranges(ranges: &[(CKey, CKey)], k: &CKey) -> bool {
+    ranges
+        .iter()
+        .any(|(s, e)| (s.is_table_start() || s <= k) && (e.is_table_end() || k <= e))
+}
+
+/// Whether `ranges` hold every clustering.
+pub(crate) fn covers_all(ranges: &[(CKey, CKey)]) -> bool {
+    ranges
+        .iter()
+        .any(|(s, e)| s.is_table_start() && e.is_table_end())
+}
+
 impl PartialEq for CKey {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal

@@ -383,7 +383,7 @@ fn current_from(t: &TableMeta, clusterings: &[Vec<Bytes>], read: &st::ReadResult
     let mut static_live = false;
     for p in &read.partitions {
         static_live |= p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty());
-        partition_rows(t, &layout, p, true, &mut all);
+        partition_rows(t, &layout, p.clone(), true, &mut all);
     }
     let keep = |r: &Row, kinds: &[ColumnKind]| {
         let mut r = r.clone();

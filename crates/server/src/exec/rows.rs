@@ -39,7 +39,9 @@ pub struct Row {
 
 /// Where each storage column id lands in the CQL row.
 pub struct ColumnLayout {
-    by_id: std::collections::HashMap<u32, usize>,
+    /// (column id, position) sorted by id: a lookup per cell costs a few comparisons, not a
+    /// hash.
+    by_id: Vec<(u32, usize)>,
     pk: Vec<usize>,
     ck: Vec<usize>,
     /// Whether rows carry their cells' write times and TTLs (`Row::meta`, `element_meta`);
@@ -49,7 +51,7 @@ pub struct ColumnLayout {
 
 impl ColumnLayout {
     pub fn new(t: &TableMeta) -> Self {
-        let mut by_id = std::collections::HashMap::new();
+        let mut by_id = Vec::new();
         let mut pk = Vec::new();
         let mut ck = Vec::new();
         for (i, c) in t.columns.iter().enumerate() {
@@ -57,16 +59,25 @@ impl ColumnLayout {
                 ColumnKind::PartitionKey => pk.push(i),
                 ColumnKind::Clustering => ck.push(i),
                 _ => {
-                    by_id.insert(c.id, i);
+                    by_id.push((c.id, i));
                 }
             }
         }
+        by_id.sort_unstable();
         ColumnLayout {
             by_id,
             pk,
             ck,
             cell_meta: true,
         }
+    }
+
+    fn position_of(&self, column: u32) -> Option<usize> {
+        let at = self
+            .by_id
+            .binary_search_by_key(&column, |(id, _)| *id)
+            .ok()?;
+        self.by_id.get(at).map(|(_, i)| *i)
     }
 
     /// Rows built without write times and TTLs, for a selection that reads none.
@@ -140,7 +151,7 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row:
         while j < cells.len() && cells[j].column == col {
             j += 1;
         }
-        if let Some(&idx) = layout.by_id.get(&col) {
+        if let Some(idx) = layout.position_of(col) {
             if let Some(c) = t.columns.get(idx) {
                 if c.cql_type.is_multi_cell() {
                     let group: Vec<&st::LiveCell> = cells[i..j].iter().collect();
@@ -183,7 +194,7 @@ pub fn key_components(t: &TableMeta, key: &Bytes) -> Vec<Bytes> {
 pub fn partition_rows(
     t: &TableMeta,
     layout: &ColumnLayout,
-    p: &st::PartitionData,
+    p: st::PartitionData,
     statics_alone: bool,
     out: &mut Vec<Row>,
 ) {
@@ -218,7 +229,7 @@ pub fn partition_rows(
         return;
     }
     let last = p.rows.len().saturating_sub(1);
-    for (n, r) in p.rows.iter().enumerate() {
+    for (n, r) in p.rows.into_iter().enumerate() {
         // The last row takes the partition's values instead of a copy (a one-row partition,
         // the commonest, then copies nothing).
         let mut row = if n == last {
@@ -231,8 +242,8 @@ pub fn partition_rows(
                 row.cells[idx] = Some(v.clone());
             }
         }
-        row.clustering = r.clustering.clone();
         fill_cells(t, layout, &r.cells, &mut row);
+        row.clustering = r.clustering;
         out.push(row);
     }
 }

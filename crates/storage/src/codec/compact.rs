@@ -772,7 +772,7 @@ impl<'a, 'b> Dec<'a, 'b> {
                 break;
             }
             let (flags, k) = self.row_head(cmp)?;
-            if ranges.iter().any(|(s, e)| *s <= k && k <= *e) {
+            if crate::clustering::in_ranges(ranges, &k) {
                 out.push((k, self.row_body(flags)?));
                 kept += 1;
             } else {

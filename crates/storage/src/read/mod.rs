@@ -35,9 +35,9 @@ impl ReadPath {
 /// `restrict` for a partition the caller owns (one just read from an SSTable): rows outside
 /// the ranges are dropped in place instead of the rest being copied.
 pub(crate) fn restrict_owned(mut p: Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
-    if let Some(ranges) = ranges {
+    if let Some(ranges) = ranges.filter(|r| !crate::clustering::covers_all(r)) {
         p.rows
-            .retain(|k, _| ranges.iter().any(|(s, e)| s <= k && k <= e));
+            .retain(|k, _| crate::clustering::in_ranges(ranges, k));
     }
     p
 }

@@ -208,7 +208,7 @@ impl SSTableReader {
             .into_iter()
             .filter_map(|i| e.blocks.get(i))
             .collect();
-        let in_ranges = |k: &CKey| ranges.iter().any(|(s, e)| s <= e && s <= k && k <= e);
+        let in_ranges = |k: &CKey| crate::clustering::in_ranges(ranges, k);
         let order: Box<dyn Iterator<Item = &&RowBlock>> = if reversed {
             Box::new(overlapping.iter().rev())
         } else {
@@ -217,7 +217,11 @@ impl SSTableReader {
         // The blocks' rows, gathered and put in the partition's map once at the end: each block
         // merged into the map would copy the map, and counting the rows kept so far in the map
         // would walk it, per block (a 5,000-row page read 50 blocks that way: quadratic).
-        let mut rows: Vec<(CKey, Row)> = Vec::new();
+        // Sized up front (growing a page of rows copies it each time), within a bound that
+        // row counts read from a damaged file cannot push past.
+        let expected: usize = overlapping.iter().map(|b| b.rows as usize).sum();
+        let mut rows: Vec<(CKey, Row)> =
+            Vec::with_capacity(expected.min(max_rows).min(MAX_PRESIZED_ROWS));
         let mut have = p.rows.keys().filter(|k| in_ranges(k)).count();
         // Where the rows read so far end in the read's direction: the last row of the last
         // block forward, the first row of the last block reversed (blocks go backwards).
@@ -263,6 +267,9 @@ impl SSTableReader {
         Ok((finish(p, rows, None, reversed).0, None))
     }
 }
+
+/// Rows a sliced read makes room for before reading them.
+const MAX_PRESIZED_ROWS: usize = 1 << 16;
 
 /// Puts the gathered `rows` into `p` and names the clustering at `edge` (an index into `rows`):
 /// where a read that stopped early is complete up to. Rows are in order within a block and

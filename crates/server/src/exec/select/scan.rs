@@ -345,14 +345,15 @@ impl<'a> RowSource<'a> {
         self.tombstones.note(result, cfg.listen_address, single_key)
     }
 
-    /// The rows of one partition, after `resume_after` (in the read's order) when given.
+    /// The rows of one partition, after `resume_after` (in the read's order) when given;
+    /// returns where the read stopped inside it (`cut_at`).
     async fn read_partition(
         &mut self,
         token: i64,
         key: Bytes,
         resume_after: Option<Vec<Bytes>>,
         rows: &mut Vec<Row>,
-    ) -> ExecResult<st::ReadResult> {
+    ) -> ExecResult<Option<(i64, Bytes, Vec<Bytes>)>> {
         let q = self.query(
             st::PartitionRange::Single { key, token },
             None,
@@ -360,13 +361,14 @@ impl<'a> RowSource<'a> {
         );
         let resumed = q.resume_after.is_some();
         let result = self.read(&q).await?;
-        for p in &result.partitions {
-            // Read again from inside, a partition that had rows has no static row to give
-            // alone (its static values came with those rows).
-            let statics_alone = self.statics_alone() && !resumed;
+        let cut = self.cut_at(&result);
+        // Read again from inside, a partition that had rows has no static row to give alone
+        // (its static values came with those rows).
+        let statics_alone = self.statics_alone() && !resumed;
+        for p in result.partitions {
             rows::partition_rows(&self.plan.table, &self.layout, p, statics_alone, rows);
         }
-        Ok(result)
+        Ok(cut)
     }
 
     /// Where a read stopped when it used up its row limit: the last partition and its last row
@@ -389,8 +391,8 @@ impl<'a> RowSource<'a> {
     }
 
     /// The CQL rows of a storage read's partitions.
-    fn push_rows(&self, result: &st::ReadResult, rows: &mut Vec<Row>) {
-        for p in &result.partitions {
+    fn push_rows(&self, result: st::ReadResult, rows: &mut Vec<Row>) {
+        for p in result.partitions {
             rows::partition_rows(
                 &self.plan.table,
                 &self.layout,
@@ -426,10 +428,9 @@ impl<'a> RowSource<'a> {
         loop {
             let mut rows = Vec::new();
             if let Some((token, key, after)) = self.inside.take() {
-                let result = self
+                self.inside = self
                     .read_partition(token, key.clone(), Some(after), &mut rows)
                     .await?;
-                self.inside = self.cut_at(&result);
                 if self.inside.is_none() {
                     // The range goes on after this partition.
                     if let Mode::Range {
@@ -452,8 +453,7 @@ impl<'a> RowSource<'a> {
                             .as_ref()
                             .filter(|r| r.partition_key == key && !r.clustering.is_empty())
                             .map(|r| r.clustering.clone());
-                        let result = self.read_partition(token, key, after, &mut rows).await?;
-                        self.inside = self.cut_at(&result);
+                        self.inside = self.read_partition(token, key, after, &mut rows).await?;
                     }
                     Mode::Range { done: true, .. } => return Ok(false),
                     Mode::Range { .. } => self.read_range_batch(&mut rows).await?,
@@ -532,7 +532,7 @@ impl<'a> RowSource<'a> {
                 *done = true;
             }
         }
-        self.push_rows(&result, rows);
+        self.push_rows(result, rows);
         Ok(())
     }
 
@@ -583,7 +583,7 @@ impl<'a> RowSource<'a> {
             };
             let result = self.read(&q).await?;
             let mut found = Vec::new();
-            for p in &result.partitions {
+            for p in result.partitions {
                 rows::partition_rows(&self.plan.table, &self.layout, p, false, &mut found);
             }
             if let (true, Mode::Index(cursor)) = (points, &self.mode) {
