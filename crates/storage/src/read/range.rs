@@ -1,7 +1,7 @@
 //! A query's partitions: one partition (through the row cache when the table uses it), or a
 //! token range walked in batches over memtables and SSTables.
 
-use super::single::Located;
+use super::single::{Located, OnePartition};
 use super::{restrict, ReadPath};
 use crate::clustering::CKey;
 use crate::memtable::{self, Memtable, PKey};
@@ -56,8 +56,14 @@ impl ReadPath {
                     self.merged_partition_cached(t, *token, key)?
                         .map(|p| restrict(&p, Some(&ranges)))
                 } else {
-                    let d =
-                        self.read_single(t, *token, key, &ranges, q, &layout, limits, None, keep)?;
+                    let at = OnePartition {
+                        token: *token,
+                        key,
+                        ranges: &ranges,
+                        q,
+                        layout: &layout,
+                    };
+                    let d = self.read_single(t, &at, limits, None, keep)?;
                     out.partitions.extend(d);
                     return Ok(out);
                 };
@@ -132,17 +138,15 @@ impl ReadPath {
                     // Read as a single partition is, so a row limit bounds what is read of a
                     // huge partition, not only what is returned (a page stops inside it and the
                     // next page resumes there).
-                    let d = self.read_single(
-                        t,
+                    let at = OnePartition {
                         token,
-                        &key,
+                        key: &key,
                         ranges,
                         q,
                         layout,
-                        limits,
-                        Some(&located),
-                        keep.as_deref_mut(),
-                    )?;
+                    };
+                    let d =
+                        self.read_single(t, &at, limits, Some(&located), keep.as_deref_mut())?;
                     // A memtable retired since the snapshot may have held this partition when
                     // it was listed and been gone when it was read (its rows in an SSTable the
                     // snapshot lacks): the read is undone and done again with a new snapshot.

@@ -51,26 +51,26 @@ impl ReadPath {
 
     /// The live view of one partition for `q`, within `limits`. `keep`: where an unfiltered
     /// read puts the merged partition, cut where the live view stopped (read/unfiltered.rs).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn read_single(
         &self,
         t: &Table,
-        token: i64,
-        key: &Bytes,
-        ranges: &[(CKey, CKey)],
-        q: &ReadQuery,
-        layout: &TableLayout,
+        at: &OnePartition<'_>,
         limits: &mut Limits,
         located: Option<&[Located]>,
         keep: Option<&mut Vec<Partition>>,
     ) -> Result<Option<PartitionData>, StorageError> {
         if keep.is_none() {
-            if let Some(read) =
-                self.read_in_memtable(t, token, key, ranges, q, layout, limits, located)?
-            {
+            if let Some(read) = self.read_in_memtable(t, at, limits, located)? {
                 return Ok(read);
             }
         }
+        let &OnePartition {
+            token,
+            key,
+            ranges,
+            q,
+            layout,
+        } = at;
         let want = limits.rows_left.min(limits.per_partition);
         // A read that fails past a tombstone threshold first reads no more rows than it may
         // scan tombstones: an unlimited read of a partition of millions of deleted rows fails
@@ -142,25 +142,21 @@ impl ReadPath {
     /// every partition of a table not flushed yet), read in place: no merged copy of its rows
     /// is made first. None when the partition has another source (an SSTable, or a memtable
     /// being flushed); the caller then merges. `limits` change only when this answers.
-    #[allow(clippy::too_many_arguments)]
     fn read_in_memtable(
         &self,
         t: &Table,
-        token: i64,
-        key: &Bytes,
-        ranges: &[(CKey, CKey)],
-        q: &ReadQuery,
-        layout: &TableLayout,
+        at: &OnePartition<'_>,
         limits: &mut Limits,
         located: Option<&[Located]>,
     ) -> Result<Option<Option<PartitionData>>, StorageError> {
+        let (token, key) = (at.token, at.key);
         if !t.flushing.read().is_empty() {
             return Ok(None);
         }
         let current = t.memtable.read().clone();
         let mut trial = *limits;
         let read = current.with_partition(token, key, |p| {
-            partition::live_partition_within(p, ranges, q, layout, &mut trial)
+            partition::live_partition_within(p, at.ranges, at.q, at.layout, &mut trial)
         });
         let Some(data) = read else {
             return Ok(None);
@@ -312,6 +308,16 @@ impl ReadPath {
             }
         }
     }
+}
+
+/// One partition's read: its key, the slices of it to read (ascending, already cut where a
+/// page resumes), and the query they come from.
+pub(crate) struct OnePartition<'r> {
+    pub token: i64,
+    pub key: &'r Bytes,
+    pub ranges: &'r [(CKey, CKey)],
+    pub q: &'r ReadQuery,
+    pub layout: &'r TableLayout,
 }
 
 /// What a read of one partition asks of each source.
