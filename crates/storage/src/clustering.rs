@@ -155,6 +155,26 @@ pub(crate) fn in_ranges(ranges: &[(CKey, CKey)], k: &CKey) -> bool {
         .any(|(s, e)| (s.is_table_start() || s <= k) && (e.is_table_end() || k <= e))
 }
 
+/// `[start, end]` as map bounds, a side that is the table's edge left open: a map's range
+/// then needs no comparison on that side, and nothing is cloned.
+pub(crate) fn map_bounds<'k>(
+    start: &'k CKey,
+    end: &'k CKey,
+) -> (std::ops::Bound<&'k CKey>, std::ops::Bound<&'k CKey>) {
+    use std::ops::Bound;
+    let lo = if start.is_table_start() {
+        Bound::Unbounded
+    } else {
+        Bound::Included(start)
+    };
+    let hi = if end.is_table_end() {
+        Bound::Unbounded
+    } else {
+        Bound::Included(end)
+    };
+    (lo, hi)
+}
+
 /// Whether `ranges` hold every clustering.
 pub(crate) fn covers_all(ranges: &[(CKey, CKey)]) -> bool {
     ranges

@@ -598,7 +598,7 @@ pub(crate) fn live_partition_within(
         if rows.len() >= max_rows {
             break;
         }
-        let it = p.rows.range(s.clone()..=e.clone());
+        let it = p.rows.range::<CKey, _>(crate::clustering::map_bounds(s, e));
         let mut visit = |k: &CKey, r: &Row| -> Result<bool, StorageError> {
             let outer = p.covering_deletion(k);
             let lr = live_row(&k.values, r, outer, q.now_s, layout, q.columns.as_deref());

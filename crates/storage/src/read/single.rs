@@ -402,7 +402,7 @@ pub(crate) fn restrict_upto(
     // the tree per row.
     let mut taken: Vec<(CKey, Row)> = Vec::new();
     for (s, e) in ordered {
-        let it = p.rows.range(s.clone()..=e.clone());
+        let it = p.rows.range::<CKey, _>(crate::clustering::map_bounds(s, e));
         let it: Box<dyn Iterator<Item = _>> = if reversed {
             Box::new(it.rev())
         } else {
