@@ -465,3 +465,70 @@ fn read_page_excluding(
     let page = helenus_mutation::encode_mutations(&result.partitions);
     Ok((tag, result.partitions.len(), page))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use helenus_cluster::streaming::StreamOperation;
+
+    fn listed() -> Vec<st::WholeSSTable> {
+        vec![st::WholeSSTable {
+            gen: 7,
+            components: vec![st::ComponentInfo {
+                name: "Data.db".into(),
+                size: 1234,
+                crc32c: 0xdead_beef,
+            }],
+        }]
+    }
+
+    #[test]
+    fn a_list_survives_the_wire_and_a_truncated_one_is_refused() {
+        let bytes = encode_list(&listed());
+        assert_eq!(decode_list(&bytes).unwrap(), listed());
+        for cut in 0..bytes.len() {
+            assert!(decode_list(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_request_head_round_trips_and_garbage_is_an_error() {
+        let tag = StreamTag {
+            plan_id: uuid::Uuid::new_v4(),
+            operation: StreamOperation::Bootstrap,
+            files_total: 3,
+            file_index: 1,
+        };
+        let mut out = Vec::new();
+        put_head(&mut out, &tag, "6f1c1f3e-2b7a-4c59-9a39-3a1f0d7c2e11", [9; 16]);
+        let mut buf = out.as_slice();
+        let (got, session, table) = get_head(&mut buf).unwrap();
+        assert_eq!((got.file_index, got.files_total), (1, 3));
+        assert_eq!(session, "6f1c1f3e-2b7a-4c59-9a39-3a1f0d7c2e11");
+        assert_eq!(table, [9; 16]);
+        assert!(buf.is_empty());
+        let mut short = &out[..out.len() - 1];
+        assert!(get_head(&mut short).is_err());
+    }
+
+    #[test]
+    fn a_page_request_names_what_it_leaves_out() {
+        let tag = StreamTag {
+            plan_id: uuid::Uuid::new_v4(),
+            operation: StreamOperation::Bootstrap,
+            files_total: 1,
+            file_index: 0,
+        };
+        let q = st::ReadQuery::whole_partition(Bytes::from_static(b"k"), 1, 0);
+        let (verb, _) = page_request(&tag, [1; 16], &q, &[]);
+        assert_eq!(verb, Verb::StreamRequest);
+        let (verb, payload) = page_request(&tag, [1; 16], &q, &[4, 5]);
+        assert_eq!(verb, Verb::StreamRequestExcluding);
+        let mut buf = payload.as_ref();
+        assert_eq!(get_u32(&mut buf, "n").unwrap(), 2);
+        assert_eq!(get_u64(&mut buf, "g").unwrap(), 4);
+        assert_eq!(get_u64(&mut buf, "g").unwrap(), 5);
+        assert_eq!(StreamTag::decode(buf).unwrap().plan_id, tag.plan_id);
+    }
+}
