@@ -501,7 +501,12 @@ mod tests {
             file_index: 1,
         };
         let mut out = Vec::new();
-        put_head(&mut out, &tag, "6f1c1f3e-2b7a-4c59-9a39-3a1f0d7c2e11", [9; 16]);
+        put_head(
+            &mut out,
+            &tag,
+            "6f1c1f3e-2b7a-4c59-9a39-3a1f0d7c2e11",
+            [9; 16],
+        );
         let mut buf = out.as_slice();
         let (got, session, table) = get_head(&mut buf).unwrap();
         assert_eq!((got.file_index, got.files_total), (1, 3));

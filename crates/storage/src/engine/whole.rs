@@ -312,6 +312,7 @@ impl Engine {
     ) -> Result<u64, StorageError> {
         let t = self.table(table)?;
         check_received(dir, sent)?;
+        reset_level(dir, sent.gen)?;
         let cmp = t.layout.read().cmp.clone();
         // Opening reads and checks every component but Data.db, whose bytes the CRC covers.
         drop(SSTableReader::open(dir, sent.gen, &cmp)?);
@@ -351,6 +352,21 @@ impl Engine {
         let _guard = ExcludeGuard;
         self.read_unfiltered(table, q, tombstone_failure_threshold)
     }
+}
+
+/// Puts a received SSTable in level 0, as Cassandra does with streamed ones: its level was the
+/// sender's, and among the receiver's SSTables of that level it may overlap others.
+fn reset_level(dir: &Path, gen: u64) -> Result<(), StorageError> {
+    let path = sstable::component_path(dir, gen, "Statistics.db");
+    let bytes = fs::read(&path).map_err(|e| StorageError::io(&path, e))?;
+    let mut stats = sstable::SSTableStats::decode(&bytes)?;
+    if stats.level == 0 {
+        return Ok(());
+    }
+    stats.level = 0;
+    let mut out = Vec::with_capacity(bytes.len());
+    stats.encode(&mut out);
+    fs::write(&path, out).map_err(|e| StorageError::io(&path, e))
 }
 
 /// Every component the sender listed is in `dir` with its size and CRC32C.
