@@ -114,6 +114,7 @@ mod commitlog;
 mod compaction;
 mod engine;
 mod error;
+mod exclusion;
 pub mod histogram;
 mod index;
 mod memtable;

@@ -31,7 +31,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 pub use whole::{append_received, span_inside, ComponentInfo, WholeSSTable};
-pub(crate) use whole::{excluding, visible};
 
 /// Stripes of the per-partition lock that serialises counter read-modify-write.
 const COUNTER_LOCK_STRIPES: usize = 1024;

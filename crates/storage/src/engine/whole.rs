@@ -19,13 +19,10 @@ use crate::error::StorageError;
 use crate::sstable::{self, SSTableReader};
 use crate::table::Table;
 use crate::types::*;
-use std::cell::RefCell;
-use std::collections::HashSet;
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Staging left behind by a session that never ended (a peer died mid-stream) is removed once
@@ -52,38 +49,6 @@ pub struct WholeSSTable {
 impl WholeSSTable {
     pub fn bytes(&self) -> u64 {
         self.components.iter().map(|c| c.size).sum()
-    }
-}
-
-thread_local! {
-    /// Generations a range read on this thread leaves out (`read_unfiltered_excluding`): the
-    /// read path takes its SSTable snapshot deep inside, and a stream page is one synchronous
-    /// read on one thread.
-    static EXCLUDED: RefCell<Option<HashSet<u64>>> = const { RefCell::new(None) };
-}
-
-/// Whether a range read on this thread leaves SSTables out (then it must not purge tombstones:
-/// what they shadow may be in a generation left out, sent whole).
-pub(crate) fn excluding() -> bool {
-    EXCLUDED.with(|e| e.borrow().is_some())
-}
-
-/// `sstables` without the generations this thread's read leaves out.
-pub(crate) fn visible(mut sstables: Vec<Arc<SSTableReader>>) -> Vec<Arc<SSTableReader>> {
-    EXCLUDED.with(|e| {
-        if let Some(gens) = e.borrow().as_ref() {
-            sstables.retain(|s| !gens.contains(&s.gen));
-        }
-    });
-    sstables
-}
-
-/// Clears the exclusion when the read ends, however it ends.
-struct ExcludeGuard;
-
-impl Drop for ExcludeGuard {
-    fn drop(&mut self) {
-        EXCLUDED.with(|e| *e.borrow_mut() = None);
     }
 }
 
@@ -348,9 +313,9 @@ impl Engine {
         if excluded.is_empty() {
             return self.read_unfiltered(table, q, tombstone_failure_threshold);
         }
-        EXCLUDED.with(|e| *e.borrow_mut() = Some(excluded.iter().copied().collect()));
-        let _guard = ExcludeGuard;
-        self.read_unfiltered(table, q, tombstone_failure_threshold)
+        crate::exclusion::leaving_out(excluded, || {
+            self.read_unfiltered(table, q, tombstone_failure_threshold)
+        })
     }
 }
 

@@ -110,7 +110,7 @@ impl ReadPath {
         'snapshot: loop {
             let retired_at = t.memtables_retired.load(Ordering::Acquire);
             // A stream page leaves out the SSTables it sent whole (engine/whole.rs).
-            let sstables = crate::engine::visible(t.sstables.read().clone());
+            let sstables = crate::exclusion::visible(t.sstables.read().clone());
             let mut indexes = IndexCursors::open(&sstables, &cursor)?;
             loop {
                 if !memtable::range_is_valid(&cursor, &end) {
