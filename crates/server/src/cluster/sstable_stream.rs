@@ -394,7 +394,10 @@ fn release(
 async fn serve_chunk(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let engine = node.engine.clone();
     let payload = request.payload.clone();
-    let read = tokio::task::spawn_blocking(move || read_chunk(&engine, &payload))
+    // A chunk must pass the throttle well within the requester's timeout, however low the rate.
+    let rate = node.streams.entire_sstable_rate_bytes_per_s();
+    let cap = if rate == 0 { CHUNK_BYTES } else { (rate * 5).clamp(64 << 10, CHUNK_BYTES) };
+    let read = tokio::task::spawn_blocking(move || read_chunk(&engine, &payload, cap))
         .await
         .map_err(|e| e.to_string())
         .and_then(|r| r);
@@ -418,13 +421,18 @@ async fn serve_chunk(cluster: &ClusterNode, node: &NodeState, request: &Envelope
     );
 }
 
-fn read_chunk(engine: &st::Engine, payload: &[u8]) -> Result<(StreamTag, Bytes), String> {
+/// Up to `cap` bytes of the component a chunk request names.
+fn read_chunk(
+    engine: &st::Engine,
+    payload: &[u8],
+    cap: u64,
+) -> Result<(StreamTag, Bytes), String> {
     let mut buf = payload;
     let (tag, session, table) = get_head(&mut buf)?;
     let gen = get_u64(&mut buf, "generation")?;
     let component = get_str(&mut buf, "component")?;
     let offset = get_u64(&mut buf, "offset")?;
-    let len = get_u64(&mut buf, "length")?.min(CHUNK_BYTES) as usize;
+    let len = get_u64(&mut buf, "length")?.min(cap) as usize;
     let chunk = engine
         .read_staged(table, &session, gen, &component, offset, len)
         .map_err(|e| e.to_string())?;
