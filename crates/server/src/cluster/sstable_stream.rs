@@ -396,7 +396,11 @@ async fn serve_chunk(cluster: &ClusterNode, node: &NodeState, request: &Envelope
     let payload = request.payload.clone();
     // A chunk must pass the throttle well within the requester's timeout, however low the rate.
     let rate = node.streams.entire_sstable_rate_bytes_per_s();
-    let cap = if rate == 0 { CHUNK_BYTES } else { (rate * 5).clamp(64 << 10, CHUNK_BYTES) };
+    let cap = if rate == 0 {
+        CHUNK_BYTES
+    } else {
+        (rate * 5).clamp(64 << 10, CHUNK_BYTES)
+    };
     let read = tokio::task::spawn_blocking(move || read_chunk(&engine, &payload, cap))
         .await
         .map_err(|e| e.to_string())
@@ -422,11 +426,7 @@ async fn serve_chunk(cluster: &ClusterNode, node: &NodeState, request: &Envelope
 }
 
 /// Up to `cap` bytes of the component a chunk request names.
-fn read_chunk(
-    engine: &st::Engine,
-    payload: &[u8],
-    cap: u64,
-) -> Result<(StreamTag, Bytes), String> {
+fn read_chunk(engine: &st::Engine, payload: &[u8], cap: u64) -> Result<(StreamTag, Bytes), String> {
     let mut buf = payload;
     let (tag, session, table) = get_head(&mut buf)?;
     let gen = get_u64(&mut buf, "generation")?;
