@@ -126,3 +126,32 @@ fn only_sstables_wholly_inside_the_range_are_staged() {
         .read_staged(TABLE, SESSION, 1, "../x", 0, 10)
         .is_err());
 }
+
+#[test]
+fn a_page_without_the_sent_sstables_keeps_tombstones_past_gc_grace() {
+    // gc_grace 0: a plain unfiltered read purges the deletion with the row it shadows.
+    let sd = tempdir("whole-tombstone");
+    let e = open(&sd, 0);
+    write_rows(&e, 0..1);
+    e.flush(None).unwrap();
+    let staged = e
+        .stage_whole_sstables(TABLE, i64::MIN, i64::MAX, SESSION)
+        .unwrap();
+    let mut m = mutation(b"k0");
+    m.partition_deletion = Some(DeletionTime {
+        marked_for_delete_at_us: 20,
+        local_deletion_time_s: now() - 10,
+    });
+    e.apply_blocking(&[m]).unwrap();
+    let all = e
+        .read_unfiltered(TABLE, &scan_all(now()), u64::MAX)
+        .unwrap();
+    assert!(all.partitions.is_empty());
+    // Without the SSTable (sent whole, holding the row) the deletion must still go.
+    let gens: Vec<u64> = staged.iter().map(|w| w.gen).collect();
+    let rest = e
+        .read_unfiltered_excluding(TABLE, &scan_all(now()), u64::MAX, &gens)
+        .unwrap();
+    assert_eq!(rest.partitions.len(), 1);
+    assert!(rest.partitions[0].partition_deletion.is_some());
+}

@@ -1,7 +1,7 @@
 //! Stream sessions and their progress, as `nodetool netstats` shows Cassandra's: a plan (one
 //! bootstrap, decommission, removenode or repair) has a session per peer, and each session
-//! counts what it receives and sends. Helenus streams partitions, not SSTable files, so a
-//! "file" here is one table's token range (the unit a plan streams whole, in pages).
+//! counts what it receives and sends. A "file" here is either one table's token range (streamed
+//! as pages of partitions) or one SSTable sent whole as its files (whole-SSTable streaming).
 //!
 //! A plan this node drives is registered by its driver (`StreamManager::start_plan`) and leaves
 //! the list when it finishes; one that fails, or whose driver drops it unfinished, is kept with
