@@ -9,10 +9,16 @@ balanced: about 25% each for `nodetool status`, about 75% each for the keyspace 
 Then the same node is decommissioned under load (`nodetool decommission`): the ring is back to
 three nodes with nothing lost, and the decommissioned node refuses to start again.
 
+Whole-SSTable streaming: tables of one wide partition each, flushed on every node before the
+join, hold SSTables that lie wholly inside one token range; the ones in ranges the new node gains
+go as their files (`helenus_stream_whole_sstables_received_total` on the new node), are read
+back whole at ALL, and the test prints how many bytes went whole against partition pages.
+
 Runs last in phase 1 (its fourth node is 127.0.0.84)."""
 
 import re
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,6 +30,8 @@ from load import Writer, read_all
 KS = "ct_bootstrap"
 TABLE = f"{KS}.kv"
 ROWS = 4000
+WIDE_TABLES = 6
+WIDE_ROWS = 300
 S = {}
 
 
@@ -33,6 +41,8 @@ def scenario(pinned):
     create_keyspace(pinned[a1], KS, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
     create_keyspace(pinned[a1], f"{KS}_rf1", "{'class': 'SimpleStrategy', 'replication_factor': 1}")
     pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
+    for i in range(WIDE_TABLES):
+        pinned[a1].execute(f"CREATE TABLE {KS}.wide{i} (p int, c int, v text, PRIMARY KEY (p, c))")
     assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
     yield
     for w in ("writer", "writer2"):
@@ -49,6 +59,7 @@ def test_a_fourth_node_joins_under_load(pinned):
     for ok, result in execute_concurrent_with_args(pinned[a1], insert, rows, concurrency=64):
         assert ok, result
     S["rows"] = dict(rows)
+    write_wide_partitions(pinned[a1], (a1, a2, a3))
     # Deletions and overwrites must stream too, not only live rows.
     pinned[a2].execute(f"DELETE FROM {TABLE} WHERE k = 7")
     del S["rows"][7]
@@ -102,6 +113,41 @@ def test_ownership_is_balanced():
     assert len(one_copy) == 4 and all(15 <= o <= 35 for o in one_copy.values()), one_copy
     three_copies = {a: owns for a, (state, owns) in status_states(a1, KS).items()}
     assert len(three_copies) == 4 and all(60 <= o <= 90 for o in three_copies.values()), three_copies
+
+
+def write_wide_partitions(session, addresses):
+    """One partition per table, flushed everywhere: each node's SSTable of such a table spans a
+    single token, so it lies wholly inside the range holding it."""
+    for i in range(WIDE_TABLES):
+        insert = session.prepare(f"INSERT INTO {KS}.wide{i} (p, c, v) VALUES (?, ?, ?)")
+        insert.consistency_level = CL.ALL
+        rows = [(i, c, f"w{i}-{c}" * 20) for c in range(WIDE_ROWS)]
+        for ok, result in execute_concurrent_with_args(session, insert, rows, concurrency=64):
+            assert ok, result
+    for a in addresses:
+        nodetool(a, "flush", KS)
+
+
+def metrics(address):
+    with urllib.request.urlopen(f"http://{address}:10000/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {m[0]: int(m[1]) for m in re.findall(r"^(helenus_stream_\w+) (\d+)$", text, re.M)}
+
+
+def test_sstables_inside_a_gained_range_went_whole(pinned):
+    a4 = sorted(nodes().values())[3]
+    m = metrics(a4)
+    whole, whole_bytes = m["helenus_stream_whole_sstables_received_total"], m["helenus_stream_whole_sstable_bytes_received_total"]
+    pages = m["helenus_stream_partition_bytes_received_total"]
+    print(f"bootstrap: {whole} SSTables ({whole_bytes} bytes) went whole, {pages} bytes as partition pages")
+    assert whole > 0, f"no SSTable went whole: {m}"
+    sent = sum(metrics(a)["helenus_stream_whole_sstables_sent_total"] for a in sorted(nodes().values())[:3])
+    assert sent == whole, f"the sources sent {sent} whole SSTables, the new node received {whole}"
+    for i in range(WIDE_TABLES):
+        q = pinned[a4].prepare(f"SELECT c, v FROM {KS}.wide{i} WHERE p = ?")
+        q.consistency_level = CL.ALL
+        got = {r.c: r.v for r in pinned[a4].execute(q, (i,))}
+        assert got == {c: f"w{i}-{c}" * 20 for c in range(WIDE_ROWS)}, f"wide{i}: {len(got)} rows at ALL"
 
 
 def partitions_on(address):

@@ -99,8 +99,28 @@ pub fn info_json(node: &NodeState, clock: &dyn Clock) -> Value {
 pub fn render(node: &NodeState) -> String {
     let mut out = String::new();
     render_engine(node, &mut out);
+    render_streams(node, &mut out);
     render_tables(node, &mut out);
     out
+}
+
+/// Whole SSTables streamed as files (cluster/sstable_stream.rs), beside the partition pages.
+fn render_streams(node: &NodeState, out: &mut String) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let w = &node.streams.whole_sstables;
+    for (name, value) in [
+        ("whole_sstables_received", &w.received),
+        ("whole_sstable_bytes_received", &w.received_bytes),
+        ("whole_sstables_sent", &w.sent),
+        ("whole_sstable_bytes_sent", &w.sent_bytes),
+        ("partition_bytes_received", &w.partition_bytes_received),
+    ] {
+        let _ = writeln!(
+            out,
+            "# TYPE helenus_stream_{name}_total counter\nhelenus_stream_{name}_total {}",
+            value.load(Relaxed)
+        );
+    }
 }
 
 /// Engine-wide: connected clients, caches (hits / requests / bytes) and write backpressure.

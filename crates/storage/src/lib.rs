@@ -114,6 +114,7 @@ mod commitlog;
 mod compaction;
 mod engine;
 mod error;
+mod exclusion;
 pub mod histogram;
 mod index;
 mod memtable;
@@ -129,7 +130,10 @@ pub mod test_support;
 mod types;
 
 pub use engine::Engine;
-pub use engine::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR};
+pub use engine::{
+    append_received, span_inside, ComponentInfo, WholeSSTable, WriteStallStats, MAX_WRITE_STALL_MS,
+    MEMTABLE_BACKPRESSURE_FACTOR,
+};
 pub use error::StorageError;
 pub use index::{
     entry_clustering, entry_target, index_table_def, stale_entry_deletion, token_component,

@@ -68,6 +68,17 @@ pub enum Verb {
     /// The named partitions, unfiltered (row-level repair fetching what differs, by key).
     RepairRowsRequest = 43,
     RepairRowsResponse = 44,
+    /// Whole-SSTable streaming (server cluster/sstable_stream.rs): the sender stages the
+    /// SSTables of a table that lie wholly inside a range and lists them with their components'
+    /// sizes and CRC32Cs; the receiver reads the components in pieces, then releases the stage.
+    WholeSSTableListRequest = 50,
+    WholeSSTableListResponse = 51,
+    WholeSSTableChunkRequest = 52,
+    WholeSSTableChunkResponse = 53,
+    WholeSSTableRelease = 54,
+    /// A `StreamRequest` that leaves out the SSTables already sent whole (answered with a
+    /// `StreamResponse`).
+    StreamRequestExcluding = 55,
 }
 
 impl Verb {
@@ -109,6 +120,12 @@ impl Verb {
             42 => RepairDigestsResponse,
             43 => RepairRowsRequest,
             44 => RepairRowsResponse,
+            50 => WholeSSTableListRequest,
+            51 => WholeSSTableListResponse,
+            52 => WholeSSTableChunkRequest,
+            53 => WholeSSTableChunkResponse,
+            54 => WholeSSTableRelease,
+            55 => StreamRequestExcluding,
             _ => return None,
         })
     }

@@ -11,7 +11,7 @@ mod throttle;
 pub use netstats::{format_netstats, NetstatsCounters};
 pub use progress::{
     Direction, PlanSnapshot, SessionSnapshot, StreamManager, StreamOperation, StreamPlan,
-    StreamSummary, StreamTag,
+    StreamSummary, StreamTag, WholeSSTableCounters,
 };
 pub use throttle::StreamThrottle;
 

@@ -1,7 +1,7 @@
 //! Stream sessions and their progress, as `nodetool netstats` shows Cassandra's: a plan (one
 //! bootstrap, decommission, removenode or repair) has a session per peer, and each session
-//! counts what it receives and sends. Helenus streams partitions, not SSTable files, so a
-//! "file" here is one table's token range (the unit a plan streams whole, in pages).
+//! counts what it receives and sends. A "file" here is either one table's token range (streamed
+//! as pages of partitions) or one SSTable sent whole as its files (whole-SSTable streaming).
 //!
 //! A plan this node drives is registered by its driver (`StreamManager::start_plan`) and leaves
 //! the list when it finishes; one that fails, or whose driver drops it unfinished, is kept with
@@ -187,13 +187,38 @@ impl Plan {
     }
 }
 
+/// Whole SSTables streamed, by direction (`helenus_stream_whole_sstables_*` metrics).
+#[derive(Debug, Default)]
+pub struct WholeSSTableCounters {
+    pub received: AtomicU64,
+    pub received_bytes: AtomicU64,
+    pub sent: AtomicU64,
+    pub sent_bytes: AtomicU64,
+    /// Bytes of partition pages received, to compare with the whole files' share.
+    pub partition_bytes_received: AtomicU64,
+}
+
+impl WholeSSTableCounters {
+    pub fn count_received(&self, bytes: u64) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        self.received_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn count_sent(&self, bytes: u64) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
 /// Every stream session of this node, and the outbound throttle they share.
 #[derive(Debug)]
 pub struct StreamManager {
     throttle: StreamThrottle,
-    /// `entire_sstable_stream_throughput_outbound`, kept and reported; Helenus does not
-    /// stream whole SSTables yet, so nothing is throttled by it.
-    entire_sstable_rate_bytes_per_s: AtomicU64,
+    /// `entire_sstable_stream_throughput_outbound`: the bucket whole SSTable files are sent
+    /// through, apart from partition pages, as Cassandra keeps the two limits.
+    entire_sstable_throttle: StreamThrottle,
+    /// Whole SSTables (and their bytes) this node received and sent, for the metrics.
+    pub whole_sstables: WholeSSTableCounters,
     plans: Mutex<Vec<Arc<Plan>>>,
     failed: Mutex<VecDeque<PlanSnapshot>>,
 }
@@ -202,7 +227,8 @@ impl StreamManager {
     pub fn new(rate_bytes_per_s: u64, entire_sstable_rate_bytes_per_s: u64) -> StreamManager {
         StreamManager {
             throttle: StreamThrottle::new(rate_bytes_per_s),
-            entire_sstable_rate_bytes_per_s: AtomicU64::new(entire_sstable_rate_bytes_per_s),
+            entire_sstable_throttle: StreamThrottle::new(entire_sstable_rate_bytes_per_s),
+            whole_sstables: WholeSSTableCounters::default(),
             plans: Mutex::new(Vec::new()),
             failed: Mutex::new(VecDeque::new()),
         }
@@ -212,13 +238,16 @@ impl StreamManager {
         &self.throttle
     }
 
+    pub fn entire_sstable_throttle(&self) -> &StreamThrottle {
+        &self.entire_sstable_throttle
+    }
+
     pub fn entire_sstable_rate_bytes_per_s(&self) -> u64 {
-        self.entire_sstable_rate_bytes_per_s.load(Ordering::Relaxed)
+        self.entire_sstable_throttle.rate_bytes_per_s()
     }
 
     pub fn set_entire_sstable_rate_bytes_per_s(&self, rate: u64) {
-        self.entire_sstable_rate_bytes_per_s
-            .store(rate, Ordering::Relaxed);
+        self.entire_sstable_throttle.set_rate_bytes_per_s(rate);
     }
 
     /// Registers a plan this node drives; it shows in netstats until finished or dropped.

@@ -15,10 +15,11 @@
 //! node applies them as writes. The sources throttle the pages they send (`streams.rs`), and
 //! the plan shows in `nodetool netstats` on both sides while it runs. A bootstrap that fails
 //! is reported there and in the mode, and the node stays JOINING: what it received is never
-//! taken as complete, and a restart streams every range again. Whole-SSTable streaming is not
-//! built yet.
+//! taken as complete, and a restart streams every range again. Before a range's pages, the
+//! SSTables wholly inside it are sent as their files (sstable_stream.rs), and the pages leave
+//! them out.
 
-use super::streams::{file_name, ip_of, stream_request, tag_for};
+use super::streams::{file_name, ip_of, tag_for};
 use super::{ClusterNode, GOSSIP_INTERVAL};
 use crate::node::NodeState;
 use bytes::Bytes;
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 /// Partitions per stream page: whole partitions, so a page's size follows the data.
 pub(super) const STREAM_PAGE_PARTITIONS: usize = 128;
 /// A stream page not answered in this long fails the attempt (the source may be gone).
-const STREAM_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const STREAM_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long gossip is given to tell every peer that this node is joining before the first
 /// range is read: writes coordinated by a peer that knows reach this node, and everything
 /// older is in the sources' data when it is read. The node announces itself only once it has
@@ -50,6 +51,8 @@ pub struct StreamTotals {
     pub ranges: usize,
     pub partitions: u64,
     pub bytes: u64,
+    /// SSTables received or sent as their files (their bytes are in `bytes`).
+    pub whole_sstables: u64,
 }
 
 impl StreamTotals {
@@ -58,6 +61,7 @@ impl StreamTotals {
             ranges = self.ranges,
             partitions = self.partitions,
             bytes = self.bytes,
+            whole_sstables = self.whole_sstables,
             seconds = started.elapsed().as_secs_f64(),
             "{what}"
         );
@@ -196,6 +200,7 @@ async fn stream_all(
             Ok(got) => {
                 totals.partitions += got.partitions;
                 totals.bytes += got.bytes;
+                totals.whole_sstables += got.whole_sstables;
             }
             Err(e) => {
                 let reason = format!("{}: {e}", file.name);
@@ -301,15 +306,26 @@ async fn stream_from(
     source: NodeId,
 ) -> Result<StreamTotals, String> {
     let peer = ip_of(cluster, source);
+    // The SSTables wholly inside the range come first as files; the pages leave them out.
+    let whole = super::sstable_stream::pull_whole(cluster, node, plan, file, source).await?;
     plan.file_started(peer, Direction::Receiving, file.name.clone());
-    let mut totals = StreamTotals::default();
+    let mut totals = StreamTotals {
+        bytes: whole.bytes,
+        whole_sstables: whole.files,
+        ..StreamTotals::default()
+    };
     for (mut start, end) in storage_pieces(file.range) {
         loop {
             let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
-            let payload = stream_request(&tag_for(plan, peer), file.table, &query);
+            let (verb, payload) = super::sstable_stream::page_request(
+                &tag_for(plan, peer),
+                file.table,
+                &query,
+                &whole.excluded,
+            );
             let (id, answer) = cluster
                 .messenger
-                .request(source, Verb::StreamRequest, payload)
+                .request(source, verb, payload)
                 .map_err(|e| e.to_string())?;
             let reply = match tokio::time::timeout(STREAM_PAGE_TIMEOUT, answer).await {
                 Ok(Ok(r)) if r.verb == Verb::StreamResponse => r,
@@ -329,6 +345,7 @@ async fn stream_from(
             totals.bytes += bytes;
             totals.partitions += partitions.len() as u64;
             plan.transferred(peer, Direction::Receiving, bytes);
+            super::sstable_stream::count_partition_bytes(node, bytes);
             crate::proxy::apply_locally(&node.engine, partitions)
                 .await
                 .map_err(|e| format!("applying a page: {e}"))?;

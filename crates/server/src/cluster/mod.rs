@@ -23,6 +23,7 @@ mod replace;
 mod replica;
 mod replicated;
 mod schema;
+mod sstable_stream;
 mod streams;
 mod wire;
 

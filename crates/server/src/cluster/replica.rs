@@ -92,6 +92,12 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             Verb::StreamRequest => {
                 tokio::spawn(super::streams::serve_stream(cluster, node, envelope));
             }
+            Verb::WholeSSTableListRequest
+            | Verb::WholeSSTableChunkRequest
+            | Verb::WholeSSTableRelease
+            | Verb::StreamRequestExcluding => {
+                tokio::spawn(super::sstable_stream::serve(cluster, node, envelope));
+            }
             Verb::SchemaPull | Verb::SchemaPush | Verb::SchemaLease | Verb::SchemaRelease => {
                 tokio::spawn(async move { super::schema::serve(&cluster, &node, envelope).await });
             }

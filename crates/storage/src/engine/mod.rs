@@ -4,6 +4,7 @@
 mod admin;
 mod backpressure;
 mod indexes;
+mod whole;
 
 use crate::clustering::CKey;
 use crate::codec::{decode_partition, encode_partition, Reader, Writer};
@@ -29,6 +30,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+pub use whole::{append_received, span_inside, ComponentInfo, WholeSSTable};
 
 /// Stripes of the per-partition lock that serialises counter read-modify-write.
 const COUNTER_LOCK_STRIPES: usize = 1024;

@@ -115,7 +115,8 @@ impl ReadPath {
         // SSTable the snapshot lacks), and the next pass resumes after the last key read.
         'snapshot: loop {
             let retired_at = t.memtables_retired.load(Ordering::Acquire);
-            let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+            // A stream page leaves out the SSTables it sent whole (engine/whole.rs).
+            let sstables = crate::exclusion::visible(t.sstables.read().clone());
             let mut indexes = IndexCursors::open(&sstables, &cursor)?;
             loop {
                 if !memtable::range_is_valid(&cursor, &end) {

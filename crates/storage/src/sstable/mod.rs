@@ -59,7 +59,7 @@ pub use index::IndexIter;
 use index::PartitionIndex;
 
 const MAGIC: &[u8; 4] = b"hl-1";
-const COMPONENTS: [&str; 5] = [
+pub(crate) const COMPONENTS: [&str; 5] = [
     "Data.db",
     "CompressionInfo.db",
     "Index.db",
