@@ -74,6 +74,31 @@ pub struct RepairSummary {
     pub seconds: f64,
 }
 
+/// Starts a repair in the background; its number, for `repair_status`.
+pub fn start(cluster: &Arc<ClusterNode>, options: RepairOptions) -> u64 {
+    let id = {
+        let mut repairs = cluster.repairs.lock();
+        let id = repairs.keys().next_back().map_or(1, |last| last + 1);
+        repairs.insert(id, serde_json::json!({"state": "running"}));
+        id
+    };
+    let cluster = cluster.clone();
+    tokio::spawn(async move {
+        let outcome = match run(cluster.clone(), options).await {
+            Ok(summary) => {
+                tracing::info!(?summary, "repair #{id} completed");
+                serde_json::json!({"state": "done", "summary": summary})
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "repair #{id} failed");
+                serde_json::json!({"state": "failed", "error": e})
+            }
+        };
+        cluster.repairs.lock().insert(id, outcome);
+    });
+    id
+}
+
 /// Repairs what `options` names; the summary, or why it failed.
 pub async fn run(
     cluster: Arc<ClusterNode>,
