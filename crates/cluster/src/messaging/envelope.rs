@@ -68,6 +68,9 @@ pub enum Verb {
     /// The named partitions, unfiltered (row-level repair fetching what differs, by key).
     RepairRowsRequest = 43,
     RepairRowsResponse = 44,
+    /// A repair's record for the receiver's repair history (`system_distributed`), sent by the
+    /// repair's coordinator when it starts and ends. Numbered apart from the streaming verbs.
+    RepairHistory = 60,
 }
 
 impl Verb {
@@ -109,6 +112,7 @@ impl Verb {
             42 => RepairDigestsResponse,
             43 => RepairRowsRequest,
             44 => RepairRowsResponse,
+            60 => RepairHistory,
             _ => return None,
         })
     }
