@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.concurrent import execute_concurrent_with_args
-from conftest import BIN, DIR, ccm, create_keyspace, nodes, nodetool, stmt, wait_state, wait_until
+from conftest import BIN, DIR, ccm, create_keyspace, nodes, nodetool, status_states, stmt, wait_state, wait_until
 
 KS = "ct_ops"
 TABLE = f"{KS}.blobs"
@@ -140,8 +140,9 @@ def test_a_leaving_node_blocks_a_second_decommission():
     S.setdefault("procs", []).append(leaving)
     wait_until(lambda: nodetool(a4, "netstats").startswith("Mode: LEAVING\n"), 60, "node4 LEAVING", interval=0.3)
     assert "Node in LEAVING state; wait for status to become normal or restart" in refused(a4, "decommission")
-    message = wait_until(lambda: (lambda m: m if "leaving: [/" in m else None)(refused(a1, "decommission")),
-                         30, "node1 to see node4 leaving")
+    # node1 must know node4 is leaving first: otherwise its decommission would be allowed.
+    wait_until(lambda: status_states(a1).get(a4, ("?",))[0] == "UL", 30, "node1 to see node4 leaving")
+    message = refused(a1, "decommission")
     assert RANGE_MOVEMENT.format("decommission") in message and f"leaving: [/{a4}]" in message, message
     nodetool(a4, "setstreamthroughput", "0")
     finish(leaving)
