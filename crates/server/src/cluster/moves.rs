@@ -111,7 +111,7 @@ mod tests {
             host_id: NodeId(uuid::Uuid::from_bytes([n; 16])),
             address: Some(format!("127.0.0.{n}:7000").parse().unwrap()),
             native: None,
-            location: Location::new("dc1".into(), "rack1".into()),
+            location: Location::new("dc1", "rack1"),
             tokens: Vec::new(),
             status: status.into(),
             schema_version: None,

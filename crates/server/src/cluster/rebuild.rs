@@ -138,6 +138,9 @@ async fn stream_all(
     Ok(totals)
 }
 
+/// A file to receive and the replicas to read it from, best first.
+type SourcedFile = (StreamFile, Vec<NodeId>);
+
 /// Files to receive: every table of every range this node replicates, each with the replicas
 /// to read it from, best first; and the number of ranges. Every file is listed in the plan
 /// first, so netstats shows the totals from the start.
@@ -146,7 +149,7 @@ fn plan_files(
     node: &NodeState,
     plan: &StreamPlan,
     source_dc: Option<&str>,
-) -> Result<(Vec<(StreamFile, Vec<NodeId>)>, usize), String> {
+) -> Result<(Vec<SourcedFile>, usize), String> {
     let me = cluster.local();
     let mut files = Vec::new();
     let mut ranges = 0;
