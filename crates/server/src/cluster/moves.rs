@@ -31,8 +31,8 @@ impl Movements {
     }
 }
 
-/// Sorts what the peers announce. A node JOINING, LEAVING or MOVING counts only while it is
-/// alive: one that died half way is not moving ranges any more (it is removed or restarted
+/// Sorts what the peers announce, as Cassandra counts bootstrap tokens and leaving and moving
+/// endpoints. A node JOINING, LEAVING or MOVING counts only while it is alive: one that died half way is not moving ranges any more (it is removed or restarted
 /// first). A node being removed is dead by definition and counts until it is removed;
 /// `ignore` is left out (the node a removal continues with).
 fn peer_movements(peers: &[PeerInfo], ignore: Option<NodeId>) -> Movements {
@@ -42,7 +42,10 @@ fn peer_movements(peers: &[PeerInfo], ignore: Option<NodeId>) -> Movements {
             .address
             .map_or_else(|| p.host_id.to_string(), |a| format!("/{}", a.ip()));
         match p.status.as_str() {
-            status::JOINING | status::REPLACING if p.alive => out.bootstrapping.push(name),
+            // One still learning the ring (no tokens yet) moves nothing so far.
+            status::JOINING | status::REPLACING if p.alive && !p.tokens.is_empty() => {
+                out.bootstrapping.push(name)
+            }
             status::LEAVING if p.alive => out.leaving.push(name),
             MOVING if p.alive => out.moving.push(name),
             status::REMOVING => out.leaving.push(name),
@@ -84,7 +87,16 @@ pub(super) fn refuse_if_moving(
             ));
         }
     }
-    let movements = peer_movements(&cluster.service.peers(), ignore);
+    // A node that replaces another learns the ring under a first host id and then takes a new
+    // one: the first, JOINING at this node's own address, is still in gossip for a while.
+    let me = cluster.service.listen_address().ip();
+    let peers: Vec<PeerInfo> = cluster
+        .service
+        .peers()
+        .into_iter()
+        .filter(|p| p.address.map(|a| a.ip()) != Some(me))
+        .collect();
+    let movements = peer_movements(&peers, ignore);
     if movements.is_empty() {
         return Ok(());
     }
@@ -107,12 +119,17 @@ mod tests {
     use helenus_cluster::locator::Location;
 
     fn peer(n: u8, status: &str, alive: bool) -> PeerInfo {
+        let tokens = if status == status::JOINING && n == 6 {
+            Vec::new()
+        } else {
+            vec![i64::from(n)]
+        };
         PeerInfo {
             host_id: NodeId(uuid::Uuid::from_bytes([n; 16])),
             address: Some(format!("127.0.0.{n}:7000").parse().unwrap()),
             native: None,
             location: Location::new("dc1", "rack1"),
-            tokens: Vec::new(),
+            tokens,
             status: status.into(),
             schema_version: None,
             auth_version: None,
@@ -130,6 +147,7 @@ mod tests {
             peer(3, status::LEAVING, false),
             peer(4, status::REMOVING, false),
             peer(5, status::REPLACING, true),
+            peer(6, status::JOINING, true),
         ];
         let m = peer_movements(&peers, None);
         assert_eq!(m.bootstrapping, vec!["/127.0.0.2", "/127.0.0.5"]);
