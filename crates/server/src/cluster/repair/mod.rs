@@ -16,6 +16,9 @@
 //! data.
 //!
 //! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
+//!
+//! Each keyspace's repair is recorded in the repair history (`history.rs`), served as
+//! `system_distributed.parent_repair_history` and `repair_history` on every node.
 
 mod cache;
 mod compare;
