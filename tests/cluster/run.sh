@@ -13,7 +13,11 @@
 #            on 127.0.0.84 (--replace-address), then a node added on .85 and node2 killed and
 #            removed (nodetool removenode) (skip: HELENUS_CLUSTER_SKIP_REPLACE=1);
 #   phase 5: 3 nodes (127.0.0.81-83) for test_11_streaming.py: netstats and setstreamthroughput
-#            while a node joins (.84) and leaves at 1 MiB/s (skip: HELENUS_CLUSTER_SKIP_STREAMS=1).
+#            while a node joins (.84) and leaves at 1 MiB/s (skip: HELENUS_CLUSTER_SKIP_STREAMS=1);
+#   phase 6: 3 nodes (127.0.0.81-83) for test_12_ops.py: rebuild, one topology change at a time
+#            (a node joining on .84, one refused on .85) and repair history
+#            (skip: HELENUS_CLUSTER_SKIP_OPS=1).
+# HELENUS_CLUSTER_SKIP_MAIN=1 skips phase 1 (to run only a later phase).
 # Builds nothing: the binary is $HELENUS_BIN (default $CARGO_TARGET_DIR/release/helenus). Every
 # cluster is cleared on exit (trap), every step has a timeout. Extra pytest args pass through
 # (e.g. tests/cluster/run.sh -k kill). HELENUS_CLUSTER_LOGS=DIR keeps the nodes' logs there.
@@ -56,7 +60,7 @@ clear_cluster() {  # clear_cluster DIR: stop every node (SIGCONT, SIGTERM, then 
   rm -rf "$dir"
 }
 cleanup() {
-  for d in "$WORK"/c3 "$WORK"/dcs "$WORK"/auth "$WORK"/rp "$WORK"/st; do clear_cluster "$d"; done
+  for d in "$WORK"/c3 "$WORK"/dcs "$WORK"/auth "$WORK"/rp "$WORK"/st "$WORK"/ops; do clear_cluster "$d"; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -95,8 +99,10 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
   echo "--- $name: $((SECONDS - t0)) s"
 }
 
+if [ "${HELENUS_CLUSTER_SKIP_MAIN:-0}" != 1 ]; then
 CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh rust go java node}" \
   phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_9_bootstrap.py "$@"
+fi
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
 fi
@@ -109,6 +115,9 @@ if [ "${HELENUS_CLUSTER_SKIP_REPLACE:-0}" != 1 ]; then
 fi
 if [ "${HELENUS_CLUSTER_SKIP_STREAMS:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "streaming" "$WORK/st" 3 127.0.0.81 "" 300 test_11_streaming.py "$@"
+fi
+if [ "${HELENUS_CLUSTER_SKIP_OPS:-0}" != 1 ]; then
+  CLIENT_SUITES="" phase "topology operations" "$WORK/ops" 3 127.0.0.81 "" 420 test_12_ops.py "$@"
 fi
 echo "cluster tests: $([ $failed -eq 0 ] && echo ok || echo FAILED) in $((SECONDS - T0)) s"
 exit $failed

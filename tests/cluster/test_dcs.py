@@ -8,6 +8,7 @@ import struct
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import Unavailable
+from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import DCAwareRoundRobinPolicy, FallthroughRetryPolicy, TokenAwarePolicy
 from conftest import (
@@ -78,6 +79,44 @@ def test_data_centers_seen_by_drivers_and_nodetool(pinned):
         assert {(h.address, h.datacenter) for h in c.metadata.all_hosts()} == set(dc_of.items())
     finally:
         c.shutdown()
+
+
+REBUILD_KS = "ct_rebuild"
+REBUILD_ROWS = 600
+
+
+def local_one_keys(session):
+    rows = session.execute(stmt(f"SELECT k FROM {REBUILD_KS}.kv", CL.LOCAL_ONE, fetch_size=200), timeout=60)
+    return {r.k for r in rows}
+
+
+def test_rebuild_gives_a_new_data_center_its_data(pinned):
+    """Adding a data center as Cassandra's docs describe: a keyspace written while dc2 had no
+    replicas is altered to replicate there, and `nodetool rebuild dc1` on each dc2 node streams
+    it from dc1; LOCAL_ONE reads in dc2 then return every row."""
+    dcs = by_dc()
+    a1 = dcs["dc1"][0]
+    create_keyspace(pinned[a1], REBUILD_KS, "{'class': 'NetworkTopologyStrategy', 'dc1': 2}")
+    pinned[a1].execute(f"CREATE TABLE {REBUILD_KS}.kv (k int PRIMARY KEY, v text)")
+    assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
+    insert = pinned[a1].prepare(f"INSERT INTO {REBUILD_KS}.kv (k, v) VALUES (?, ?)")
+    insert.consistency_level = CL.LOCAL_QUORUM
+    for ok, result in execute_concurrent_with_args(pinned[a1], insert, [(k, f"v{k}") for k in range(REBUILD_ROWS)], concurrency=32):
+        assert ok, result
+    pinned[a1].execute(f"ALTER KEYSPACE {REBUILD_KS} WITH replication = {{'class': 'NetworkTopologyStrategy', 'dc1': 2, 'dc2': 2}}")
+    assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
+    d2 = dcs["dc2"][0]
+    assert len(local_one_keys(pinned[d2])) < REBUILD_ROWS  # dc2 holds none of it yet
+    with pytest.raises(AssertionError) as bad:
+        nodetool(d2, "rebuild", "dc3")
+    assert "Provided datacenter 'dc3' is not a valid datacenter, available datacenters are: dc1,dc2" in str(bad.value)
+    for address in dcs["dc2"]:
+        nodetool(address, "rebuild", "--", "dc1", timeout=180)
+    for address in dcs["dc2"]:
+        assert local_one_keys(pinned[address]) == set(range(REBUILD_ROWS)), address
+        row = pinned[address].execute(stmt(f"SELECT v FROM {REBUILD_KS}.kv WHERE k = 7", CL.LOCAL_ONE)).one()
+        assert row.v == "v7"
+    pinned[a1].execute(f"DROP KEYSPACE {REBUILD_KS}")
 
 
 def test_placement_per_data_center(ks):

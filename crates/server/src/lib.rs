@@ -26,6 +26,7 @@
 //!   stores statements through the `prepared::CachedStatement` trait, and traces live in `trace`.
 //! - `prepared`: the prepared-statement cache, bounded by the memory its statements hold.
 //! - `trace`: query tracing sessions and events (`system_traces`).
+//! - `repair_history`: the repairs run in the ring (`system_distributed`'s repair history).
 //! - `auth`: roles, permissions, SASL PLAIN and password checks (PasswordAuthenticator,
 //!   CassandraRoleManager, CassandraAuthorizer); `exec` decides what each statement needs.
 //! - `audit`: the audit log (FileAuditLogger's lines, filters, nodetool enable/disable);
@@ -50,6 +51,7 @@ pub mod metrics;
 mod node;
 mod prepared;
 pub mod proxy;
+mod repair_history;
 mod ring_report;
 mod system;
 pub mod tls;

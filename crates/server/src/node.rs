@@ -56,6 +56,8 @@ pub struct NodeState {
     pub prepared: crate::prepared::PreparedCache,
     /// Recent traced requests, served as `system_traces.sessions` and `events`.
     pub traces: crate::trace::TraceStore,
+    /// Repairs coordinated here or heard of, served as `system_distributed`'s repair history.
+    pub repair_history: crate::repair_history::RepairHistory,
     /// Roles, permissions and logins (allow-all unless the node was configured otherwise).
     pub auth: Arc<crate::auth::AuthService>,
     /// Who ran what (`audit_logging_options`); off unless configured or enabled by nodetool.
@@ -101,6 +103,7 @@ impl NodeState {
             audit: Arc::new(crate::audit::AuditLog::disabled(clock.clone())),
             streams,
             traces: crate::trace::TraceStore::new(clock),
+            repair_history: crate::repair_history::RepairHistory::default(),
             stop_requested: tokio::sync::Notify::new(),
         }
     }

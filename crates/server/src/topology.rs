@@ -50,6 +50,11 @@ pub trait ClusterView: Send + Sync {
     fn remove_node(self: Arc<Self>, host_id: &str, force: bool) -> Result<(), String>;
     /// `nodetool removenode status`.
     fn removal_status(&self) -> String;
+    /// `nodetool rebuild [SOURCE_DC]`: checks the data center and that no topology change is
+    /// under way, then streams this node's ranges in the background (`rebuild_status`).
+    fn rebuild(self: Arc<Self>, source_dc: Option<String>) -> Result<(), String>;
+    /// `{"state": "running" | "done" | "failed" | "none", "message": ...}` of the last rebuild.
+    fn rebuild_status(&self) -> serde_json::Value;
     /// JOINING, NORMAL, LEAVING or DECOMMISSIONED, as `nodetool netstats` prints Cassandra's.
     fn operation_mode(&self) -> String;
     /// Starts a repair in the background; its number for `repair_status`.

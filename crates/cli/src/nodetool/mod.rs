@@ -3,6 +3,7 @@
 //! statistics, node facts.
 
 mod http;
+mod rebuild;
 mod report;
 mod streams;
 
@@ -17,7 +18,7 @@ fn usage() -> String {
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
-     \x20         decommission, removenode (HOSTID | status | force), netstats [-H], repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
+     \x20         decommission, removenode (HOSTID | status | force), rebuild [SOURCE_DC], netstats [-H], repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
      \x20         disablehandoff, enablehandoff, statushandoff,\n\
      \x20         setstreamthroughput [-e | -m] N, getstreamthroughput [-e | -m | -d],\n\
      \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
@@ -101,6 +102,7 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
         }
         "decommission" => decommission(&node),
         "removenode" => removenode(&node, args),
+        "rebuild" => rebuild::run(&node, args),
         "repair" => repair(&node, args),
         "disablehandoff" | "enablehandoff" => node
             .request(

@@ -79,6 +79,9 @@ pub enum Verb {
     /// A `StreamRequest` that leaves out the SSTables already sent whole (answered with a
     /// `StreamResponse`).
     StreamRequestExcluding = 55,
+    /// A repair's record for the receiver's repair history (`system_distributed`), sent by the
+    /// repair's coordinator when it starts and ends. Numbered apart from the streaming verbs.
+    RepairHistory = 60,
 }
 
 impl Verb {
@@ -126,6 +129,7 @@ impl Verb {
             53 => WholeSSTableChunkResponse,
             54 => WholeSSTableRelease,
             55 => StreamRequestExcluding,
+            60 => RepairHistory,
             _ => return None,
         })
     }

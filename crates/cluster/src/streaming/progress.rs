@@ -34,6 +34,8 @@ pub enum StreamOperation {
     /// Removenode.
     RestoreReplicaCount,
     Repair,
+    /// `nodetool rebuild`.
+    Rebuild,
     Other,
 }
 
@@ -44,6 +46,7 @@ impl StreamOperation {
             StreamOperation::Unbootstrap => "Unbootstrap",
             StreamOperation::RestoreReplicaCount => "Restore replica count",
             StreamOperation::Repair => "Repair",
+            StreamOperation::Rebuild => "Rebuild",
             StreamOperation::Other => "Other",
         }
     }
@@ -55,6 +58,7 @@ impl StreamOperation {
             StreamOperation::Unbootstrap => 2,
             StreamOperation::RestoreReplicaCount => 3,
             StreamOperation::Repair => 4,
+            StreamOperation::Rebuild => 5,
             StreamOperation::Other => 0,
         }
     }
@@ -65,6 +69,7 @@ impl StreamOperation {
             2 => StreamOperation::Unbootstrap,
             3 => StreamOperation::RestoreReplicaCount,
             4 => StreamOperation::Repair,
+            5 => StreamOperation::Rebuild,
             _ => StreamOperation::Other,
         }
     }

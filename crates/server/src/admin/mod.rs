@@ -392,6 +392,25 @@ fn storage_service(
             (Some(_), None) => Err((400, "needs host_id=UUID or force=true".into())),
             (None, _) => Err((400, "this node is not in a ring".into())),
         },
+        ("POST", ["rebuild"]) => match node.cluster() {
+            Some(c) => c
+                .clone()
+                .rebuild(
+                    req.query
+                        .get("source_dc")
+                        .filter(|d| !d.is_empty())
+                        .cloned(),
+                )
+                .map_err(|e| (400, e))
+                .and_then(|()| ok()),
+            None => Err((400, "this node is not in a ring".into())),
+        },
+        ("GET", ["rebuild_status"]) => Ok((
+            "application/json",
+            node.cluster()
+                .map_or_else(|| json!({"state": "none"}), |c| c.rebuild_status())
+                .to_string(),
+        )),
         ("GET", ["removal_status"]) => Ok((
             "application/json",
             json!(node.cluster().map_or_else(

@@ -157,6 +157,18 @@ async fn stream_all(
 ) -> Result<StreamTotals, String> {
     let node = cluster.node().ok_or("shutting down")?;
     wait_for_schema(cluster, &node).await?;
+    let what = if replacing.is_some() {
+        "replace"
+    } else {
+        "bootstrap"
+    };
+    if let Err(e) = super::moves::refuse_if_moving(cluster, what, false, None) {
+        // As Cassandra's node fails to start: it stops before announcing anything, and a
+        // restart once the ring is quiet joins (local.json still says not bootstrapped).
+        tracing::error!("{e}");
+        node.request_stop();
+        return Err(e);
+    }
     match replacing {
         Some(dead) => cluster.service.announce_replacing(tokens, dead),
         None => cluster.service.announce_joining(tokens),
@@ -271,8 +283,8 @@ fn stream_sources(
     sources
 }
 
-/// Streams one file from the first source that answers every page.
-async fn stream_range(
+/// Streams one file from the first source that answers every page (bootstrap and rebuild).
+pub(super) async fn stream_range(
     cluster: &ClusterNode,
     node: &NodeState,
     plan: &StreamPlan,

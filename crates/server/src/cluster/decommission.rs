@@ -28,10 +28,20 @@ const PUSH_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// the background; `ClusterNode::operation_mode` tells how it went.
 pub fn start(cluster: &Arc<ClusterNode>) -> Result<(), String> {
     let node = cluster.node().ok_or("shutting down")?;
+    let mode = cluster.mode.lock().clone();
+    if mode != "NORMAL" {
+        // Cassandra's words, a second decommission among them.
+        return Err(format!(
+            "Node in {mode} state; wait for status to become normal or restart"
+        ));
+    }
+    super::moves::refuse_if_moving(cluster, "decommission", true, None)?;
     {
         let mut mode = cluster.mode.lock();
         if *mode != "NORMAL" {
-            return Err(format!("cannot decommission a node in mode {mode}"));
+            return Err(format!(
+                "Node in {mode} state; wait for status to become normal or restart"
+            ));
         }
         refuse_if_replicas_would_be_missing(cluster, &node)?;
         *mode = "LEAVING".into();

@@ -15,8 +15,10 @@ mod cleanup;
 mod counters;
 mod decommission;
 mod events;
+mod moves;
 mod paxos;
 mod peers;
+mod rebuild;
 mod removenode;
 mod repair;
 mod replace;
@@ -314,6 +316,8 @@ pub struct ClusterNode {
     repairs: Mutex<BTreeMap<u64, serde_json::Value>>,
     /// The `nodetool removenode` this node coordinates, if any (removenode.rs).
     removal: Mutex<removenode::Removal>,
+    /// The `nodetool rebuild` of this node, if one runs, and how the last one ended.
+    rebuild: Mutex<rebuild::Rebuild>,
     /// Whether hints are stored (`hinted_handoff_enabled`, `nodetool disablehandoff`).
     hinted_handoff: std::sync::atomic::AtomicBool,
     /// The digest of the roles this node last pushed to its peers (auth_sync.rs).
@@ -393,6 +397,7 @@ pub fn attach(
         ),
         repairs: Mutex::new(BTreeMap::new()),
         removal: Mutex::new(removenode::Removal::default()),
+        rebuild: Mutex::new(rebuild::Rebuild::default()),
         hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
         auth_pushed: Mutex::new(node.auth.digest()),
         repair_digests: repair::DigestCache::default(),
@@ -710,28 +715,16 @@ impl crate::topology::ClusterView for ClusterNode {
         removenode::status(self)
     }
 
+    fn rebuild(self: Arc<Self>, source_dc: Option<String>) -> Result<(), String> {
+        rebuild::start(&self, source_dc)
+    }
+
+    fn rebuild_status(&self) -> serde_json::Value {
+        rebuild::status(self)
+    }
+
     fn start_repair(self: Arc<Self>, options: crate::topology::RepairOptions) -> u64 {
-        let id = {
-            let mut repairs = self.repairs.lock();
-            let id = repairs.keys().next_back().map_or(1, |last| last + 1);
-            repairs.insert(id, serde_json::json!({"state": "running"}));
-            id
-        };
-        let cluster = self.clone();
-        tokio::spawn(async move {
-            let outcome = match repair::run(cluster.clone(), options).await {
-                Ok(summary) => {
-                    tracing::info!(?summary, "repair #{id} completed");
-                    serde_json::json!({"state": "done", "summary": summary})
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "repair #{id} failed");
-                    serde_json::json!({"state": "failed", "error": e})
-                }
-            };
-            cluster.repairs.lock().insert(id, outcome);
-        });
-        id
+        repair::start(&self, options)
     }
 
     fn repair_status(&self, id: u64) -> Option<serde_json::Value> {

@@ -36,6 +36,13 @@ pub(super) struct Removal {
     failed: Option<String>,
 }
 
+impl Removal {
+    /// Whether this node coordinates a removal now.
+    pub(super) fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+}
+
 #[derive(Debug)]
 struct Running {
     node: NodeId,
@@ -73,6 +80,11 @@ pub(super) fn start(cluster: &Arc<ClusterNode>, host_id: &str, force: bool) -> R
             peer.address.map_or_else(|| dead.to_string(), |a| format!("/{a}"))
         ));
     }
+    if cluster.removal.lock().running.is_some() {
+        return Err("This node is already processing a removal. Wait for it to complete, or use 'removenode force' if this has failed.".into());
+    }
+    // The node a removal continues with (already `removing`) is no other change.
+    super::moves::refuse_if_moving(cluster, "removenode", true, Some(dead))?;
     {
         let mut removal = cluster.removal.lock();
         if removal.running.is_some() {

@@ -63,6 +63,11 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                     )
                 });
             }
+            Verb::RepairHistory => {
+                if let Some(repair) = crate::repair_history::decode(&envelope.payload) {
+                    node.repair_history.upsert(repair);
+                }
+            }
             Verb::TraceSession => {
                 if let Some(session) = crate::trace::decode_session(&envelope.payload) {
                     node.traces.keep_remote(session);

@@ -1,9 +1,11 @@
 //! System and virtual tables, computed on read from the node's state: `system.local`, `system.peers`,
 //! `system.peers_v2`, `system.size_estimates`, `system_schema.*`, `system_virtual_schema.*` and
-//! `system_views.*`, `system_traces.*` and `system_auth.*`. Their definitions come from the schema crate's golden file (recorded from
+//! `system_views.*`, `system_traces.*`, `system_auth.*` and
+//! `system_distributed`'s repair history. Their definitions come from the schema crate's golden file (recorded from
 //! Cassandra 5.0), so every column a driver expects exists with the type it expects.
 
 mod auth_tables;
+mod repair_tables;
 mod schema_tables;
 
 use crate::node::NodeState;
@@ -78,6 +80,10 @@ pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> 
         ("system_views", "clients") => schema_tables::clients(state, table),
         ("system_traces", "sessions") => schema_tables::trace_sessions(state, table),
         ("system_traces", "events") => schema_tables::trace_events(state, table),
+        ("system_distributed", "parent_repair_history") => {
+            repair_tables::parent_repair_history(state, table)
+        }
+        ("system_distributed", "repair_history") => repair_tables::repair_history(state, table),
         ("system_auth", "roles") => auth_tables::roles(state, table),
         ("system_auth", "role_members") => auth_tables::role_members(state, table),
         ("system_auth", "role_permissions") => auth_tables::role_permissions(state, table),

@@ -16,9 +16,13 @@
 //! data.
 //!
 //! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
+//!
+//! Each keyspace's repair is recorded in the repair history (`history.rs`), served as
+//! `system_distributed.parent_repair_history` and `repair_history` on every node.
 
 mod cache;
 mod compare;
+mod history;
 mod rows;
 
 pub use cache::DigestCache;
@@ -74,6 +78,31 @@ pub struct RepairSummary {
     pub seconds: f64,
 }
 
+/// Starts a repair in the background; its number, for `repair_status`.
+pub fn start(cluster: &Arc<ClusterNode>, options: RepairOptions) -> u64 {
+    let id = {
+        let mut repairs = cluster.repairs.lock();
+        let id = repairs.keys().next_back().map_or(1, |last| last + 1);
+        repairs.insert(id, serde_json::json!({"state": "running"}));
+        id
+    };
+    let cluster = cluster.clone();
+    tokio::spawn(async move {
+        let outcome = match run(cluster.clone(), options).await {
+            Ok(summary) => {
+                tracing::info!(?summary, "repair #{id} completed");
+                serde_json::json!({"state": "done", "summary": summary})
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "repair #{id} failed");
+                serde_json::json!({"state": "failed", "error": e})
+            }
+        };
+        cluster.repairs.lock().insert(id, outcome);
+    });
+    id
+}
+
 /// Repairs what `options` names; the summary, or why it failed.
 pub async fn run(
     cluster: Arc<ClusterNode>,
@@ -108,23 +137,72 @@ async fn repair_keyspaces(
     for keyspace in keyspaces {
         summary.keyspaces.push(keyspace.name.clone());
         let map = cluster.map_for(&keyspace);
-        for range in ranges_to_repair(&map, cluster.local(), options) {
-            let replicas = map.replicas(range.end).to_vec();
-            if let Some(down) = replicas.iter().find(|r| !cluster.is_up(**r)) {
-                return Err(format!("Endpoint not alive: {}", cluster.address_of(*down)));
-            }
-            for table in keyspace.tables.values() {
-                if !options.tables.is_empty() && !options.tables.contains(&table.name) {
-                    continue;
-                }
-                let id = *table.id.as_bytes();
-                repair_range(cluster, node, plan, id, range, &replicas, &mut summary)
-                    .await
-                    .map_err(|e| format!("{}.{} {range:?}: {e}", keyspace.name, table.name))?;
-            }
-        }
+        let ranges = ranges_to_repair(&map, cluster.local(), options);
+        let tables: Vec<_> = keyspace
+            .tables
+            .values()
+            .filter(|t| options.tables.is_empty() || options.tables.contains(&t.name))
+            .collect();
+        let names = tables.iter().map(|t| t.name.clone()).collect();
+        // Each keyspace's repair is a parent repair in the history, as in Cassandra.
+        let mut history =
+            history::HistoryLog::start(cluster, node, &keyspace.name, names, &ranges, options);
+        let job = KeyspaceJob {
+            cluster,
+            node,
+            plan,
+            keyspace: &keyspace.name,
+            map: &map,
+            tables: &tables,
+        };
+        let outcome = job.repair(&ranges, &mut summary, &mut history).await;
+        history.finish(&outcome);
+        outcome?;
     }
     Ok(summary)
+}
+
+/// One keyspace's repair: its tables over the ranges asked for.
+struct KeyspaceJob<'a> {
+    cluster: &'a ClusterNode,
+    node: &'a NodeState,
+    plan: &'a StreamPlan,
+    keyspace: &'a str,
+    map: &'a ReplicationMap,
+    tables: &'a [&'a Arc<helenus_schema::TableMeta>],
+}
+
+impl KeyspaceJob<'_> {
+    async fn repair(
+        &self,
+        ranges: &[TokenRange],
+        summary: &mut RepairSummary,
+        history: &mut history::HistoryLog<'_>,
+    ) -> Result<(), String> {
+        for &range in ranges {
+            let replicas = self.map.replicas(range.end).to_vec();
+            let session = history.start_session(range, &replicas);
+            if let Some(down) = replicas.iter().find(|r| !self.cluster.is_up(**r)) {
+                let e = format!("Endpoint not alive: {}", self.cluster.address_of(*down));
+                history.end_job(session, None, Err(&e));
+                return Err(e);
+            }
+            for table in self.tables {
+                let id = *table.id.as_bytes();
+                let (cluster, node, plan) = (self.cluster, self.node, self.plan);
+                let outcome = repair_range(cluster, node, plan, id, range, &replicas, summary)
+                    .await
+                    .map_err(|e| format!("{}.{} {range:?}: {e}", self.keyspace, table.name));
+                history.end_job(
+                    session,
+                    Some(&table.name),
+                    outcome.as_ref().map(|_| ()).map_err(String::as_str),
+                );
+                outcome?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// This node's ranges (or primary ranges), each cut to the `-st`/`-et` range when one is given.
