@@ -403,25 +403,36 @@ impl<'a> RowSource<'a> {
         }
     }
 
-    /// Drops rows of the resumed partition up to the paging position.
+    /// Drops rows of the resumed partition up to the paging position. A partition's rows are
+    /// contiguous and in the read's order, so those are one run from its first row: the rows
+    /// after the position are not compared (a page resumed inside a partition, read from the
+    /// position on, compares one row).
     fn trim_resumed(&mut self, rows: &mut Vec<Row>) {
-        if let Some(r) = self.resume.take() {
-            let t = &self.plan.table;
-            rows.retain(|row| {
-                if row.partition_key != r.partition_key {
-                    return true;
-                }
-                if r.clustering.is_empty() {
-                    return false;
-                }
-                let o = compare_clustering(t, &row.clustering, &r.clustering);
-                if self.plan.reversed {
-                    o.is_lt()
-                } else {
-                    o.is_gt()
-                }
-            });
-        }
+        let Some(r) = self.resume.take() else {
+            return;
+        };
+        let Some(first) = rows.iter().position(|row| row.partition_key == r.partition_key) else {
+            return;
+        };
+        let t = &self.plan.table;
+        let reached = |row: &Row| {
+            if r.clustering.is_empty() {
+                return true;
+            }
+            let o = compare_clustering(t, &row.clustering, &r.clustering);
+            if self.plan.reversed {
+                o.is_ge()
+            } else {
+                o.is_le()
+            }
+        };
+        let run = rows
+            .get(first..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|row| row.partition_key == r.partition_key && reached(row))
+            .count();
+        rows.drain(first..first + run);
     }
 
     async fn fill(&mut self) -> ExecResult<bool> {
