@@ -110,6 +110,16 @@ def test_rebuild_gives_a_new_data_center_its_data(pinned):
     with pytest.raises(AssertionError) as bad:
         nodetool(d2, "rebuild", "dc3")
     assert "Provided datacenter 'dc3' is not a valid datacenter, available datacenters are: dc1,dc2" in str(bad.value)
+    with pytest.raises(AssertionError) as bad:
+        nodetool(d2, "rebuild", "-ks", "ct_no_such_ks", "--", "dc1")
+    assert "Unknown keyspace ct_no_such_ks" in str(bad.value)
+    # `-ks` limits the rebuild to the keyspaces named: another one's rebuild leaves this short.
+    other = REBUILD_KS + "_other"
+    create_keyspace(pinned[a1], other, "{'class': 'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 1}")
+    assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
+    nodetool(d2, "rebuild", "-ks", other, "--", "dc1", timeout=180)
+    assert len(local_one_keys(pinned[d2])) < REBUILD_ROWS
+    pinned[a1].execute(f"DROP KEYSPACE {other}")
     for address in dcs["dc2"]:
         nodetool(address, "rebuild", "--", "dc1", timeout=180)
     for address in dcs["dc2"]:

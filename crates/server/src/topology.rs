@@ -52,7 +52,11 @@ pub trait ClusterView: Send + Sync {
     fn removal_status(&self) -> String;
     /// `nodetool rebuild [SOURCE_DC]`: checks the data center and that no topology change is
     /// under way, then streams this node's ranges in the background (`rebuild_status`).
-    fn rebuild(self: Arc<Self>, source_dc: Option<String>) -> Result<(), String>;
+    fn rebuild(
+        self: Arc<Self>,
+        source_dc: Option<String>,
+        keyspaces: Vec<String>,
+    ) -> Result<(), String>;
     /// `{"state": "running" | "done" | "failed" | "none", "message": ...}` of the last rebuild.
     fn rebuild_status(&self) -> serde_json::Value;
     /// JOINING, NORMAL, LEAVING or DECOMMISSIONED, as `nodetool netstats` prints Cassandra's.

@@ -1,19 +1,22 @@
 //! `rebuild [-ks KEYSPACE] [SOURCE_DC]`: like Cassandra's nodetool, starts the rebuild on the
 //! node and returns once it has streamed every range it replicates, or fails with the reason.
-//! (`--keyspace` is accepted for the scripts that pass it; every keyspace is rebuilt.)
+//! `-ks` names the keyspaces to rebuild (comma-separated, as Cassandra's); without it, all.
 
 use super::http::enc;
 use super::{Node, NodetoolError};
 
 pub fn run(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
     let mut source_dc = None;
+    let mut keyspaces = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--" => {}
             "-ks" | "--keyspace" => {
-                it.next()
+                let ks = it
+                    .next()
                     .ok_or_else(|| NodetoolError::Usage(format!("{a} needs a keyspace")))?;
+                keyspaces = Some(ks.clone());
             }
             dc if source_dc.is_none() && !dc.starts_with('-') => source_dc = Some(dc.to_string()),
             other => {
@@ -23,10 +26,14 @@ pub fn run(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
             }
         }
     }
-    let path = match &source_dc {
-        Some(dc) => format!("/storage_service/rebuild?source_dc={}", enc(dc)),
-        None => "/storage_service/rebuild".to_string(),
-    };
+    let mut query = Vec::new();
+    if let Some(dc) = &source_dc {
+        query.push(format!("source_dc={}", enc(dc)));
+    }
+    if let Some(ks) = &keyspaces {
+        query.push(format!("keyspace={}", enc(ks)));
+    }
+    let path = format!("/storage_service/rebuild?{}", query.join("&"));
     node.request("POST", &path)?;
     loop {
         std::thread::sleep(std::time::Duration::from_millis(250));

@@ -400,6 +400,15 @@ fn storage_service(
                         .get("source_dc")
                         .filter(|d| !d.is_empty())
                         .cloned(),
+                    req.query
+                        .get("keyspace")
+                        .map(|ks| {
+                            ks.split(',')
+                                .map(|k| k.trim().to_string())
+                                .filter(|k| !k.is_empty())
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 )
                 .map_err(|e| (400, e))
                 .and_then(|()| ok()),

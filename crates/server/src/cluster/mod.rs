@@ -715,8 +715,18 @@ impl crate::topology::ClusterView for ClusterNode {
         removenode::status(self)
     }
 
-    fn rebuild(self: Arc<Self>, source_dc: Option<String>) -> Result<(), String> {
-        rebuild::start(&self, source_dc)
+    fn rebuild(
+        self: Arc<Self>,
+        source_dc: Option<String>,
+        keyspaces: Vec<String>,
+    ) -> Result<(), String> {
+        rebuild::start(
+            &self,
+            rebuild::Request {
+                source_dc,
+                keyspaces,
+            },
+        )
     }
 
     fn rebuild_status(&self) -> serde_json::Value {

@@ -36,10 +36,17 @@ impl Rebuild {
 
 /// Checks the source data center and that no topology change is under way, then starts the
 /// rebuild in the background (`status` follows it).
-pub(super) fn start(cluster: &Arc<ClusterNode>, source_dc: Option<String>) -> Result<(), String> {
-    if let Some(dc) = &source_dc {
+/// What `nodetool rebuild` asks for: where to stream from, and which keyspaces (none: all).
+pub(super) struct Request {
+    pub source_dc: Option<String>,
+    pub keyspaces: Vec<String>,
+}
+
+pub(super) fn start(cluster: &Arc<ClusterNode>, request: Request) -> Result<(), String> {
+    if let Some(dc) = &request.source_dc {
         check_datacenter(cluster, dc)?;
     }
+    check_keyspaces(cluster, &request.keyspaces)?;
     if cluster.rebuild.lock().running {
         return Err("Node is still rebuilding. Check nodetool netstats.".into());
     }
@@ -54,11 +61,24 @@ pub(super) fn start(cluster: &Arc<ClusterNode>, source_dc: Option<String>) -> Re
             last: None,
         };
     }
-    tokio::spawn(run(cluster.clone(), source_dc));
+    tokio::spawn(run(cluster.clone(), request));
     Ok(())
 }
 
 /// Cassandra's refusal of a data center the ring does not have.
+/// Every keyspace named must exist, as Cassandra's rebuild opens each before streaming.
+fn check_keyspaces(cluster: &ClusterNode, keyspaces: &[String]) -> Result<(), String> {
+    let Some(node) = cluster.node() else {
+        return Err("shutting down".into());
+    };
+    let schema = node.schema();
+    let known: Vec<&str> = schema.user_keyspaces().map(|k| k.name.as_str()).collect();
+    match keyspaces.iter().find(|k| !known.contains(&k.as_str())) {
+        Some(unknown) => Err(format!("Unknown keyspace {unknown}")),
+        None => Ok(()),
+    }
+}
+
 fn check_datacenter(cluster: &ClusterNode, dc: &str) -> Result<(), String> {
     let dcs = cluster.service.ring().datacenters();
     if dcs.contains_key(dc) {
@@ -83,9 +103,9 @@ pub(super) fn status(cluster: &ClusterNode) -> serde_json::Value {
     }
 }
 
-async fn run(cluster: Arc<ClusterNode>, source_dc: Option<String>) {
+async fn run(cluster: Arc<ClusterNode>, request: Request) {
     let started = Instant::now();
-    let outcome = stream_all(&cluster, source_dc.as_deref()).await;
+    let outcome = stream_all(&cluster, &request).await;
     let mut state = cluster.rebuild.lock();
     state.running = false;
     state.last = Some(match outcome {
@@ -103,13 +123,10 @@ async fn run(cluster: Arc<ClusterNode>, source_dc: Option<String>) {
     });
 }
 
-async fn stream_all(
-    cluster: &ClusterNode,
-    source_dc: Option<&str>,
-) -> Result<StreamTotals, String> {
+async fn stream_all(cluster: &ClusterNode, request: &Request) -> Result<StreamTotals, String> {
     let node = cluster.node().ok_or("shutting down")?;
     let plan = node.streams.start_plan(StreamOperation::Rebuild);
-    let planned = plan_files(cluster, &node, &plan, source_dc);
+    let planned = plan_files(cluster, &node, &plan, request);
     let (files, ranges) = match planned {
         Ok(p) => p,
         Err(e) => {
@@ -148,14 +165,18 @@ fn plan_files(
     cluster: &ClusterNode,
     node: &NodeState,
     plan: &StreamPlan,
-    source_dc: Option<&str>,
+    request: &Request,
 ) -> Result<(Vec<SourcedFile>, usize), String> {
     let me = cluster.local();
+    let source_dc = request.source_dc.as_deref();
     let mut files = Vec::new();
     let mut ranges = 0;
     for keyspace in node.schema().user_keyspaces() {
         if matches!(strategy_of(keyspace), ReplicationStrategy::Local) {
             continue; // every node's own
+        }
+        if !request.keyspaces.is_empty() && !request.keyspaces.contains(&keyspace.name) {
+            continue;
         }
         let map = cluster.map_for(keyspace);
         if let Some(dc) = source_dc {

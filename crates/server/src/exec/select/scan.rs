@@ -411,7 +411,10 @@ impl<'a> RowSource<'a> {
         let Some(r) = self.resume.take() else {
             return;
         };
-        let Some(first) = rows.iter().position(|row| row.partition_key == r.partition_key) else {
+        let Some(first) = rows
+            .iter()
+            .position(|row| row.partition_key == r.partition_key)
+        else {
             return;
         };
         let t = &self.plan.table;
