@@ -189,26 +189,54 @@ async fn stream_all(
     for keyspace in schema.user_keyspaces() {
         let before = cluster.map_for(keyspace);
         for (range, sources) in gained_ranges(cluster, &before, &me, tokens, replacing)? {
-            for table in keyspace.tables.values() {
-                if let Some(first) = sources.first() {
-                    plan.expect(ip_of(cluster, *first), Direction::Receiving, 1);
-                }
-                let file = StreamFile {
-                    name: file_name(&keyspace.name, &table.name, range),
-                    table: *table.id.as_bytes(),
-                    range,
-                };
-                files.push((file, sources.clone()));
-            }
+            add_range_files(cluster, &plan, keyspace, range, &sources, &mut files);
             ranges += 1;
         }
     }
+    stream_files(cluster, &node, plan, &files, ranges).await
+}
+
+/// A file to receive and the replicas to read it from, best first.
+pub(super) type SourcedFile = (StreamFile, Vec<NodeId>);
+
+/// Adds to `files` one file per table of `keyspace` for `range`, each expected in `plan` from
+/// its first source, so netstats shows the totals from the start.
+pub(super) fn add_range_files(
+    cluster: &ClusterNode,
+    plan: &StreamPlan,
+    keyspace: &helenus_schema::KeyspaceMeta,
+    range: TokenRange,
+    sources: &[NodeId],
+    files: &mut Vec<SourcedFile>,
+) {
+    for table in keyspace.tables.values() {
+        if let Some(first) = sources.first() {
+            plan.expect(ip_of(cluster, *first), Direction::Receiving, 1);
+        }
+        let file = StreamFile {
+            name: file_name(&keyspace.name, &table.name, range),
+            table: *table.id.as_bytes(),
+            range,
+        };
+        files.push((file, sources.to_vec()));
+    }
+}
+
+/// Receives every file of `plan` (`ranges` token ranges), each from the first of its sources
+/// that serves it; the plan fails with the first file that none does.
+pub(super) async fn stream_files(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    plan: StreamPlan,
+    files: &[SourcedFile],
+    ranges: usize,
+) -> Result<StreamTotals, String> {
     let mut totals = StreamTotals {
         ranges,
         ..StreamTotals::default()
     };
-    for (file, sources) in &files {
-        match stream_range(cluster, &node, &plan, file, sources).await {
+    for (file, sources) in files {
+        match stream_range(cluster, node, &plan, file, sources).await {
             Ok(got) => {
                 totals.partitions += got.partitions;
                 totals.bytes += got.bytes;

@@ -11,12 +11,11 @@
 //! harmless (the reconcile rules keep the newest of equal data), so a failed rebuild is simply
 //! run again.
 
-use super::bootstrap::{stream_range, StreamFile, StreamTotals};
-use super::streams::{file_name, ip_of};
+use super::bootstrap::{add_range_files, stream_files, SourcedFile, StreamTotals};
 use super::{strategy_of, ClusterNode};
 use crate::node::NodeState;
 use helenus_cluster::locator::{NodeId, ReplicationMap, ReplicationStrategy, TokenRange};
-use helenus_cluster::streaming::{Direction, StreamOperation, StreamPlan};
+use helenus_cluster::streaming::{StreamOperation, StreamPlan};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -134,29 +133,8 @@ async fn stream_all(cluster: &ClusterNode, request: &Request) -> Result<StreamTo
             return Err(e);
         }
     };
-    let mut totals = StreamTotals {
-        ranges,
-        ..StreamTotals::default()
-    };
-    for (file, sources) in &files {
-        match stream_range(cluster, &node, &plan, file, sources).await {
-            Ok(got) => {
-                totals.partitions += got.partitions;
-                totals.bytes += got.bytes;
-            }
-            Err(e) => {
-                let reason = format!("{}: {e}", file.name);
-                plan.fail(&reason);
-                return Err(reason);
-            }
-        }
-    }
-    plan.finish();
-    Ok(totals)
+    stream_files(cluster, &node, plan, &files, ranges).await
 }
-
-/// A file to receive and the replicas to read it from, best first.
-type SourcedFile = (StreamFile, Vec<NodeId>);
 
 /// Files to receive: every table of every range this node replicates, each with the replicas
 /// to read it from, best first; and the number of ranges. Every file is listed in the plan
@@ -188,21 +166,13 @@ fn plan_files(
         }
         for range in map.ranges_of(me) {
             let sources = sources_of(cluster, node, &map, range, source_dc);
-            let Some(first) = sources.first() else {
+            if sources.is_empty() {
                 return Err(format!(
                     "unable to find sufficient sources for streaming range {range:?} in keyspace {}",
                     keyspace.name
                 ));
-            };
-            for table in keyspace.tables.values() {
-                plan.expect(ip_of(cluster, *first), Direction::Receiving, 1);
-                let file = StreamFile {
-                    name: file_name(&keyspace.name, &table.name, range),
-                    table: *table.id.as_bytes(),
-                    range,
-                };
-                files.push((file, sources.clone()));
             }
+            add_range_files(cluster, plan, keyspace, range, &sources, &mut files);
             ranges += 1;
         }
     }
