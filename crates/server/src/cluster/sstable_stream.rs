@@ -323,10 +323,7 @@ pub async fn serve(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request: Env
         Verb::WholeSSTableListRequest => {
             let engine = node.engine.clone();
             let payload = request.payload.clone();
-            let listed = tokio::task::spawn_blocking(move || stage(&engine, &payload))
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|r| r);
+            let listed = blocking(move || stage(&engine, &payload)).await;
             let verb = Verb::WholeSSTableListResponse;
             super::bootstrap::answer_or_refuse(
                 &cluster,
@@ -341,11 +338,7 @@ pub async fn serve(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request: Env
             let engine = node.engine.clone();
             let payload = request.payload.clone();
             let streams = node.streams.clone();
-            let released =
-                tokio::task::spawn_blocking(move || release(&engine, &streams, &payload))
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r);
+            let released = blocking(move || release(&engine, &streams, &payload)).await;
             let verb = Verb::WholeSSTableRelease;
             super::bootstrap::answer_or_refuse(
                 &cluster,
@@ -472,6 +465,16 @@ fn read_page_excluding(
         .map_err(|e| e.to_string())?;
     let page = helenus_mutation::encode_mutations(&result.partitions);
     Ok((tag, result.partitions.len(), page))
+}
+
+/// Runs storage work off the async workers; a panicked job is its request's error.
+async fn blocking<T: Send + 'static>(
+    job: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(job)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r)
 }
 
 #[cfg(test)]
