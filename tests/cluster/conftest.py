@@ -86,6 +86,9 @@ def status_states(address, keyspace=None):
         m = re.match(r"^([UD][NLJM])\s+(\d+\.\d+\.\d+\.\d+)\s+(.*)$", line)
         if m:
             owns = re.search(r"(\d+(?:\.\d+)?)%", m.group(3))
+            # One process per address: a second line for one (an old host id that never owned
+            # anything, say) would hide the real node behind it.
+            assert m.group(2) not in states, f"{m.group(2)} listed twice by {address}:\n{out}"
             states[m.group(2)] = (m.group(1), float(owns.group(1)) if owns else None)
     return states
 

@@ -44,10 +44,12 @@ S = {}
 def host_ids(observer):
     """{address: host id} from `nodetool status` on `observer`."""
     out = nodetool(observer, "status")
-    return dict(
+    pairs = [
         (m.group(1), m.group(2))
         for m in re.finditer(r"^[UD][NLJM]\s+(\d+\.\d+\.\d+\.\d+)\s.*?([0-9a-f]{8}-[0-9a-f-]{27})", out, re.M)
-    )
+    ]
+    assert len(pairs) == len(dict(pairs)), f"an address listed twice by {observer}:\n{out}"
+    return dict(pairs)
 
 
 def everything():
@@ -171,6 +173,20 @@ def test_the_replacement_alone_holds_every_row():
         for name in ("node1", "node2"):
             ccm("start", name, timeout=120)
     assert missing == {}, f"{len(missing)} of {len(rows)} rows are not on the replacement"
+
+
+def test_restarted_nodes_agree_with_the_replacement_on_its_host_id():
+    """The refused start at the replacement's address left a host id in gossip that never owned
+    anything; nodes restarted after the replace learn it from their peers, and must neither
+    list it nor take it for the replacement (Cassandra drops such fat clients)."""
+    n = nodes()
+    a1, a2, a4 = n["node1"], n["node2"], n["node4"]
+    own = host_ids(a4)[a4]
+    for observer in (a1, a2):
+        ids = wait_until(lambda: (lambda i: i if a4 in i else None)(host_ids(observer)), 30, f"{observer} to list {a4}")
+        assert ids[a4] == own, f"{observer} takes {ids[a4]} for {a4}, which is {own}"
+        states = status_states(observer)
+        assert states[a4][0] == "UN", states
 
 
 def test_removenode_refuses_a_live_node_and_itself():

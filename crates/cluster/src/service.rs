@@ -458,6 +458,10 @@ impl ClusterService {
                         AppKey::Tokens | AppKey::Status | AppKey::Dc | AppKey::Rack
                     );
                 }
+                GossipEvent::Evicted(n) => {
+                    self.shared.addresses.write().remove(n);
+                    ring_changed = true;
+                }
                 GossipEvent::Up(_) | GossipEvent::Down(_) => {}
             }
         }
@@ -618,8 +622,10 @@ mod tests {
             .await
             .unwrap();
         let all = [first.clone(), second.clone(), third.clone()];
-        wait_for("a ring of 12 tokens everywhere", || {
-            all.iter().all(|s| s.ring().len() == 12)
+        // A peer learned from a third is up once its heartbeat moves: a round later.
+        wait_for("a ring of 12 tokens and every peer up everywhere", || {
+            all.iter()
+                .all(|s| s.ring().len() == 12 && s.peers().iter().all(|p| p.alive))
         })
         .await;
         let peers = third.peers();

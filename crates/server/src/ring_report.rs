@@ -55,11 +55,11 @@ fn rows(node: &NodeState, cluster: Option<&dyn ClusterView>) -> Vec<Row> {
         for p in c
             .peers()
             .into_iter()
-            // Token owners, and nodes still choosing theirs while they are up: one that died
-            // before it had tokens (a refused start) owned nothing, as Cassandra lists it.
+            // Nodes with tokens, as Cassandra lists its token metadata: one still choosing
+            // them, or one that died before it had any (a refused start), owns nothing and may
+            // share its address with a real member.
             .filter(|p| {
-                !helenus_cluster::gossip::status::is_gone(&p.status)
-                    && (p.alive || !p.tokens.is_empty())
+                !helenus_cluster::gossip::status::is_gone(&p.status) && !p.tokens.is_empty()
             })
         {
             let Some(address) = p.address else { continue };

@@ -6,7 +6,7 @@
 //! The protocol is a plain state machine (`tick`, `handle`) that returns the messages to send, so
 //! it runs unchanged over TCP or on the simulated network under a manual clock.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use helenus_types::SharedClock;
@@ -33,6 +33,13 @@ pub struct GossipConfig {
     pub failure_detector: FailureDetectorConfig,
     /// Seeds the choice of gossip partners (deterministic simulations).
     pub random_seed: u64,
+    /// How long a node without tokens may stay silent before it is dropped from gossip
+    /// (Cassandra's fat-client timeout): a start that was refused or killed before it chose
+    /// tokens owned nothing, and must not linger as a second node at its address.
+    pub fat_client_timeout: Duration,
+    /// How long news of a dropped incarnation is ignored (Cassandra's quarantine delay), so a
+    /// peer that has not dropped it yet does not gossip it back.
+    pub quarantine: Duration,
 }
 
 impl Default for GossipConfig {
@@ -43,6 +50,8 @@ impl Default for GossipConfig {
             seeds: Vec::new(),
             failure_detector: FailureDetectorConfig::default(),
             random_seed: 0x5eed,
+            fat_client_timeout: Duration::from_secs(30),
+            quarantine: Duration::from_secs(60),
         }
     }
 }
@@ -57,6 +66,9 @@ pub enum GossipEvent {
     Up(NodeId),
     Down(NodeId),
     Changed(NodeId, AppKey),
+    /// Dropped from gossip: a node without tokens that stayed silent, or that a newer node at
+    /// its address superseded. It never owned anything.
+    Evicted(NodeId),
 }
 
 /// Why an incoming gossip message was dropped.
@@ -79,6 +91,12 @@ pub struct Gossiper {
     states: BTreeMap<NodeId, EndpointState>,
     live: BTreeSet<NodeId>,
     detector: FailureDetector,
+    clock: SharedClock,
+    /// When each peer's heartbeat last moved, or when it was first learned of (monotonic
+    /// nanoseconds): what the fat-client timeout measures.
+    last_news: HashMap<NodeId, u64>,
+    /// Dropped incarnations (generation) and when their quarantine ends.
+    evicted: HashMap<NodeId, (Generation, u64)>,
     rng: u64,
     events: Vec<GossipEvent>,
     /// Peers hold this node's host id as removed (it was removed or replaced while it was down).
@@ -92,7 +110,7 @@ impl Gossiper {
         config: GossipConfig,
         clock: SharedClock,
     ) -> Self {
-        let detector = FailureDetector::new(config.failure_detector.clone(), clock);
+        let detector = FailureDetector::new(config.failure_detector.clone(), clock.clone());
         let mut states = BTreeMap::new();
         states.insert(local, EndpointState::new(generation));
         Gossiper {
@@ -103,6 +121,9 @@ impl Gossiper {
             states,
             live: BTreeSet::new(),
             detector,
+            clock,
+            last_news: HashMap::new(),
+            evicted: HashMap::new(),
             events: Vec::new(),
             removed_by_peers: false,
         }
@@ -191,6 +212,7 @@ impl Gossiper {
             me.heartbeat = version;
         }
         self.convict();
+        self.evict_fat_clients();
         let syn = self.syn_envelope();
         self.partners()
             .into_iter()
@@ -219,7 +241,7 @@ impl Gossiper {
             Verb::GossipDigestAck => {
                 let ack = Ack::decode(envelope.payload.clone())?;
                 for (node, delta) in &ack.deltas {
-                    self.apply(*node, delta);
+                    self.apply(from, *node, delta);
                 }
                 if ack.requests.is_empty() {
                     return Ok(Vec::new());
@@ -234,7 +256,7 @@ impl Gossiper {
             Verb::GossipDigestAck2 => {
                 let ack2 = Ack2::decode(envelope.payload.clone())?;
                 for (node, delta) in &ack2.deltas {
-                    self.apply(*node, delta);
+                    self.apply(from, *node, delta);
                 }
                 Ok(Vec::new())
             }
@@ -364,7 +386,8 @@ impl Gossiper {
             .collect()
     }
 
-    fn apply(&mut self, node: NodeId, delta: &EndpointState) {
+    /// Folds in what `from` says of `node`.
+    fn apply(&mut self, from: NodeId, node: NodeId, delta: &EndpointState) {
         if node == self.local {
             // Only this node speaks for itself, but it listens when the ring removed it.
             if delta.get(AppKey::Status) == Some(status::REMOVED) {
@@ -372,11 +395,24 @@ impl Gossiper {
             }
             return;
         }
+        if self.quarantined(node, delta.generation) {
+            return;
+        }
         match self.states.get_mut(&node) {
             None => {
                 self.states.insert(node, delta.clone());
                 self.events.push(GossipEvent::Joined(node));
-                self.heard_from(node);
+                // News from a third party is no sign of life: the node may have died long ago
+                // (Cassandra echoes before marking such a node up). Its own word is, and so is
+                // its heartbeat moving later.
+                if from == node {
+                    self.heard_from(node);
+                } else {
+                    // Its rhythm is measured from now all the same.
+                    self.detector.report(node);
+                    self.last_news.insert(node, self.clock.monotonic_nanos());
+                }
+                self.evict_superseded(node);
             }
             // A removed node stays removed: a restart of it (its old data, its old tokens,
             // perhaps now a replacement's) must not bring it back into the ring.
@@ -386,6 +422,7 @@ impl Gossiper {
                 self.events.push(GossipEvent::Restarted(node));
                 self.detector.remove(node);
                 self.heard_from(node);
+                self.evict_superseded(node);
             }
             Some(mine) if delta.generation == mine.generation => {
                 let beat = delta.heartbeat > mine.heartbeat;
@@ -421,6 +458,7 @@ impl Gossiper {
             return;
         }
         self.detector.report(node);
+        self.last_news.insert(node, self.clock.monotonic_nanos());
         if self.live.insert(node) {
             self.events.push(GossipEvent::Up(node));
         }
@@ -439,6 +477,90 @@ impl Gossiper {
         }
     }
 
+    /// Whether news of this incarnation of `node` is to be ignored: it was dropped, and its
+    /// quarantine has not ended. A newer incarnation is welcome at once.
+    fn quarantined(&mut self, node: NodeId, generation: Generation) -> bool {
+        let Some(&(dropped, until)) = self.evicted.get(&node) else {
+            return false;
+        };
+        if generation > dropped || self.clock.monotonic_nanos() >= until {
+            self.evicted.remove(&node);
+            return false;
+        }
+        true
+    }
+
+    /// Drops peers that own nothing and have been silent past the fat-client timeout (and the
+    /// ends of quarantines).
+    fn evict_fat_clients(&mut self) {
+        let now = self.clock.monotonic_nanos();
+        self.evicted.retain(|_, (_, until)| now < *until);
+        let timeout = nanos(self.config.fat_client_timeout);
+        let silent: Vec<NodeId> = self
+            .states
+            .iter()
+            .filter(|(id, s)| **id != self.local && is_fat_client(s) && !self.live.contains(id))
+            .map(|(id, _)| *id)
+            .filter(|id| {
+                let since = *self.last_news.entry(*id).or_insert(now);
+                now.saturating_sub(since) > timeout
+            })
+            .collect();
+        for node in silent {
+            tracing::info!(%node, "dropping a silent node without tokens from gossip");
+            self.evict(node);
+        }
+    }
+
+    /// A node that owns nothing is dropped once a newer incarnation of another host id speaks
+    /// from its address: one address holds one process, so the older one is gone however
+    /// recently its heartbeat was relayed (Cassandra keys gossip by address, so there the newer
+    /// state simply replaces the older). `learned` is the node just heard of, either side.
+    fn evict_superseded(&mut self, learned: NodeId) {
+        let Some(address) = self
+            .states
+            .get(&learned)
+            .and_then(|s| s.get(AppKey::InternalAddress))
+            .map(str::to_string)
+        else {
+            return;
+        };
+        let at_address = |s: &EndpointState| s.get(AppKey::InternalAddress) == Some(&address);
+        let Some(newest) = self
+            .states
+            .values()
+            .filter(|s| at_address(s))
+            .map(|s| s.generation)
+            .max()
+        else {
+            return;
+        };
+        let superseded: Vec<NodeId> = self
+            .states
+            .iter()
+            .filter(|(id, s)| {
+                **id != self.local && at_address(s) && is_fat_client(s) && s.generation < newest
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for node in superseded {
+            tracing::info!(%node, %address, "a newer node at this address replaces an old one without tokens in gossip");
+            self.evict(node);
+        }
+    }
+
+    fn evict(&mut self, node: NodeId) {
+        let Some(state) = self.states.remove(&node) else {
+            return;
+        };
+        self.live.remove(&node);
+        self.detector.remove(node);
+        self.last_news.remove(&node);
+        let until = self.clock.monotonic_nanos() + nanos(self.config.quarantine);
+        self.evicted.insert(node, (state.generation, until));
+        self.events.push(GossipEvent::Evicted(node));
+    }
+
     fn pick(&mut self, from: &[NodeId]) -> Option<NodeId> {
         if from.is_empty() {
             return None;
@@ -450,4 +572,15 @@ impl Gossiper {
     fn next_random(&mut self) -> u64 {
         crate::seeded::next_u64(&mut self.rng)
     }
+}
+
+/// A node that owns no tokens and is not a departed member (whose state must stay, so it is not
+/// taken back).
+fn is_fat_client(s: &EndpointState) -> bool {
+    let no_tokens = s.get(AppKey::Tokens).is_none_or(|t| t.trim().is_empty());
+    no_tokens && !s.get(AppKey::Status).is_some_and(status::is_gone)
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

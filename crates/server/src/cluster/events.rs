@@ -31,7 +31,14 @@ pub(super) async fn forward_events(cluster: Arc<ClusterNode>) {
             GossipEvent::Changed(p, AppKey::Status) if cluster.has_left(p) => {
                 (p, Some(topology(proto::TopologyChangeType::RemovedNode)))
             }
-            GossipEvent::Joined(_) => continue,
+            GossipEvent::Joined(_) | GossipEvent::Evicted(_) => continue,
+            // Drivers know token owners only; a node without tokens may share its address with
+            // the one that replaced it, whose status its news would otherwise set.
+            GossipEvent::Up(p) | GossipEvent::Down(p) | GossipEvent::Restarted(p)
+                if !cluster.has_tokens(p) =>
+            {
+                continue
+            }
             GossipEvent::Up(p) | GossipEvent::Restarted(p) => {
                 cluster.down_since.lock().remove(&p);
                 tokio::spawn(replica::deliver_hints_to(cluster.clone(), p));

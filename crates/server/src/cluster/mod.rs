@@ -109,6 +109,7 @@ pub async fn join_ring(
                 initial_interval: 2 * GOSSIP_INTERVAL,
             },
             random_seed: host_id.as_u64_pair().0,
+            ..GossipConfig::default()
         },
         // Announced from the first gossip round: peers and drivers must not see a nil
         // version for a node that is already NORMAL.
@@ -569,6 +570,14 @@ impl ClusterNode {
             .peers()
             .iter()
             .any(|p| p.host_id == node && p.status == helenus_cluster::gossip::status::NORMAL)
+    }
+
+    /// Whether gossip gives `node` tokens (a ring member, or one joining).
+    fn has_tokens(&self, node: NodeId) -> bool {
+        self.service
+            .peers()
+            .iter()
+            .any(|p| p.host_id == node && !p.tokens.is_empty())
     }
 
     /// Whether `node` is this node or a peer gossip sees alive.
