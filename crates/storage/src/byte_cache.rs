@@ -3,9 +3,10 @@
 //! keep lock hold times short; eviction is FIFO within a shard (cheap, scan-resistant enough for
 //! chunk-sized entries, and with no per-hit bookkeeping).
 
+use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, Hash, RandomState};
+use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ const SHARDS: usize = 16;
 pub use crate::types::CacheCounters;
 
 struct Shard<K, V> {
-    map: HashMap<K, (Arc<V>, u64)>,
+    map: HashMap<K, (Arc<V>, u64), RandomState>,
     order: VecDeque<K>,
     bytes: u64,
 }
@@ -34,21 +35,24 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
             shards: (0..SHARDS)
                 .map(|_| {
                     Mutex::new(Shard {
-                        map: HashMap::new(),
+                        map: HashMap::default(),
                         order: VecDeque::new(),
                         bytes: 0,
                     })
                 })
                 .collect(),
             shard_budget_bytes: budget_bytes / SHARDS as u64,
-            hasher: RandomState::new(),
+            hasher: RandomState::default(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
     }
 
     fn shard(&self, k: &K) -> Option<&Mutex<Shard<K, V>>> {
-        self.shards.get(self.hasher.hash_one(k) as usize % SHARDS)
+        // Middle bits: a shard's map indexes by the low bits and tags by the top ones, and its
+        // hasher may share this one's seed.
+        self.shards
+            .get((self.hasher.hash_one(k) >> 32) as usize % SHARDS)
     }
 
     pub fn get(&self, k: &K) -> Option<Arc<V>> {

@@ -62,6 +62,7 @@ impl ReadPath {
                         ranges: &ranges,
                         q,
                         layout: &layout,
+                        in_memtables: true,
                     };
                     let d = self.read_single(t, &at, limits, None, keep)?;
                     out.partitions.extend(d);
@@ -110,6 +111,8 @@ impl ReadPath {
         mut keep: Option<&mut Vec<Partition>>,
     ) -> Result<(), StorageError> {
         let mut batch_size = FIRST_RANGE_BATCH;
+        // Reused for every partition: a scan locates thousands.
+        let mut located: Vec<Located> = Vec::new();
         // One snapshot of the SSTables per pass, each index walked forward once: a pass ends
         // when a flush retires a memtable the keys may have come from (its rows then live in an
         // SSTable the snapshot lacks), and the next pass resumes after the last key read.
@@ -129,11 +132,11 @@ impl ReadPath {
                     continue 'snapshot;
                 }
                 batch_size = (batch_size * RANGE_BATCH_GROWTH).min(RANGE_BATCH);
-                let Some(last) = batch.keys.last().cloned() else {
+                let Some((last, _)) = batch.keys.last().cloned() else {
                     return Ok(());
                 };
-                for (token, key) in batch.keys {
-                    let located = indexes.locate(token, &key);
+                for ((token, key), in_memtables) in batch.keys {
+                    indexes.locate(token, &key, &mut located);
                     let (limits_before, kept_before) =
                         (Limits { ..*limits }, keep.as_deref().map_or(0, Vec::len));
                     // Read as a single partition is, so a row limit bounds what is read of a
@@ -145,6 +148,7 @@ impl ReadPath {
                         ranges,
                         q,
                         layout,
+                        in_memtables,
                     };
                     let d =
                         self.read_single(t, &at, limits, Some(&located), keep.as_deref_mut())?;
@@ -206,10 +210,10 @@ impl<'s> IndexCursors<'s> {
         Ok(IndexCursors { sources })
     }
 
-    /// The SSTables holding this key, with their index entries (keys come in order, so each
-    /// SSTable's entries are walked once).
-    fn locate(&mut self, token: i64, key: &Bytes) -> Vec<Located> {
-        let mut located = Vec::new();
+    /// The SSTables holding this key, with their index entries, into `located` (keys come in
+    /// order, so each SSTable's entries are walked once).
+    fn locate(&mut self, token: i64, key: &Bytes, located: &mut Vec<Located>) {
+        located.clear();
         for c in &mut self.sources {
             while c
                 .pending
@@ -225,7 +229,6 @@ impl<'s> IndexCursors<'s> {
                 located.push((c.sstable.clone(), c.pending.pop_front()));
             }
         }
-        located
     }
 }
 
@@ -248,9 +251,11 @@ impl IndexCursor<'_> {
     }
 }
 
-/// One round of a range scan: the next keys after the cursor from every source, in order.
+/// One round of a range scan: the next keys after the cursor from every source, in order,
+/// each with whether a memtable listed it (a key only SSTables listed is not looked up in the
+/// memtables: a write landing there since is concurrent with this read, which may miss it).
 struct Batch {
-    keys: Vec<PKey>,
+    keys: Vec<(PKey, bool)>,
     /// Whether a source had a full batch of keys, so more may follow the last key.
     more: bool,
 }
@@ -263,7 +268,7 @@ impl Batch {
         size: usize,
         indexes: &mut IndexCursors<'_>,
     ) -> Result<Batch, StorageError> {
-        let mut keys: Vec<PKey> = Vec::new();
+        let mut keys: Vec<(PKey, bool)> = Vec::new();
         // The smallest last key of the sources that may have more keys than they gave: past
         // it, a source may have keys this round did not fetch.
         let mut safe_max: Option<PKey> = None;
@@ -279,7 +284,7 @@ impl Batch {
                     note_last(last.clone());
                 }
             }
-            keys.extend(ks);
+            keys.extend(ks.into_iter().map(|k| (k, true)));
         }
         for c in &mut indexes.sources {
             c.fill(size, end)?;
@@ -296,12 +301,16 @@ impl Batch {
                     note_last((e.token, e.key.clone()));
                 }
             }
-            keys.extend(c.pending.iter().map(|e| (e.token, e.key.clone())));
+            keys.extend(c.pending.iter().map(|e| ((e.token, e.key.clone()), false)));
         }
-        keys.sort();
-        keys.dedup();
+        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        keys.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            kept.1 |= same && later.1;
+            same
+        });
         if let Some(s) = &safe_max {
-            keys.retain(|k| k <= s);
+            keys.retain(|(k, _)| k <= s);
         }
         Ok(Batch {
             keys,

@@ -45,6 +45,7 @@ impl ReadPath {
             allowance: usize::MAX,
             // The row cache keeps what this returns: values must not pin chunks.
             cells: ReadCells::default(),
+            in_memtables: true,
         };
         self.merged_partition_upto(t, &want, None).map(|(p, _)| p)
     }
@@ -59,7 +60,7 @@ impl ReadPath {
         located: Option<&[Located]>,
         keep: Option<&mut Vec<Partition>>,
     ) -> Result<Option<PartitionData>, StorageError> {
-        if keep.is_none() {
+        if keep.is_none() && at.in_memtables {
             if let Some(read) = self.read_in_memtable(t, at, limits, located)? {
                 return Ok(read);
             }
@@ -70,6 +71,7 @@ impl ReadPath {
             ranges,
             q,
             layout,
+            in_memtables,
         } = at;
         let want = limits.rows_left.min(limits.per_partition);
         // A read that fails past a tombstone threshold first reads no more rows than it may
@@ -97,6 +99,7 @@ impl ReadPath {
                     // What a read returns lives until its response is written.
                     share: true,
                 },
+                in_memtables,
             };
             let (merged, frontier) = self.merged_partition_upto(t, &plan, located)?;
             let Some(mut p) = merged else {
@@ -200,7 +203,9 @@ impl ReadPath {
             frontier: None,
             reversed: want.reversed,
         };
-        merge_memtables(t, want, &mut m);
+        if want.in_memtables {
+            merge_memtables(t, want, &mut m);
+        }
         let touched = self.merge_sstables(t, want, located, &mut m)?;
         t.counters
             .max_sstables_per_read
@@ -221,13 +226,9 @@ impl ReadPath {
         m: &mut Merging,
     ) -> Result<u64, StorageError> {
         let (token, key) = (want.token, want.key);
-        let (mut sources, mut shortcut) = self.sstables_in_order(t, want.ranges, located);
+        let (sources, mut shortcut) = self.sstables_in_order(t, want.ranges, located);
         let mut touched = 0u64;
-        for n in 0..sources.len() {
-            let Some((s, entry)) = sources.get_mut(n) else {
-                break;
-            };
-            let (s, entry) = (s.clone(), entry.take());
+        for (n, (s, entry)) in sources.iter().enumerate() {
             // Rows past the frontier are cut from the result, so no source reads them: a
             // huge partition spread over SSTables costs one allowance, not one per SSTable.
             let clipped = want
@@ -250,11 +251,15 @@ impl ReadPath {
                     break;
                 }
             }
+            let found;
             let e = match entry {
                 Some(e) => e,
                 None if located.is_some() => continue,
-                None => match self.caches.find_in_sstable(t, &s, token, key)? {
-                    Some(e) => e,
+                None => match self.caches.find_in_sstable(t, s, token, key)? {
+                    Some(e) => {
+                        found = e;
+                        &found
+                    }
                     None => continue,
                 },
             };
@@ -262,14 +267,14 @@ impl ReadPath {
             let cache = Some(&self.caches.chunk);
             let (p, edge) = match ranges {
                 Some(r) => s.read_partition_sliced_upto(
-                    &e,
+                    e,
                     r,
                     want.reversed,
                     want.allowance,
                     cache,
                     want.cells,
                 )?,
-                None => (s.read_partition_projected(&e, cache, want.cells)?, None),
+                None => (s.read_partition_projected(e, cache, want.cells)?, None),
             };
             m.add(restrict_owned(p, ranges), edge);
         }
@@ -282,29 +287,26 @@ impl ReadPath {
 
     /// The SSTables to read, newest first, with their index entries when `located` has them,
     /// and the short-circuit when it was needed to order them.
-    fn sstables_in_order(
+    fn sstables_in_order<'l>(
         &self,
         t: &Table,
         ranges: Option<&[(CKey, CKey)]>,
-        located: Option<&[Located]>,
-    ) -> (Vec<Located>, Option<Shortcut>) {
-        let newest_first = |sources: &mut Vec<Located>| {
-            if sources.len() > 1 {
-                sources.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
-            }
-        };
+        located: Option<&'l [Located]>,
+    ) -> (Cow<'l, [Located]>, Option<Shortcut>) {
         match located {
+            // A scan's partition is in one SSTable, mostly: nothing to order or copy.
+            Some(l) if l.len() <= 1 => (Cow::Borrowed(l), None),
             Some(l) => {
                 let mut sources = l.to_vec();
-                newest_first(&mut sources);
-                (sources, None)
+                sources.sort_by_key(|(s, _)| std::cmp::Reverse(s.stats.max_timestamp_us));
+                (Cow::Owned(sources), None)
             }
             None => {
                 let mut sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
                 let shortcut = self.shortcut_for(t, ranges);
                 shortcut.order(&mut sstables);
                 let sources = sstables.into_iter().map(|s| (s, None)).collect();
-                (sources, Some(shortcut))
+                (Cow::Owned(sources), Some(shortcut))
             }
         }
     }
@@ -318,6 +320,9 @@ pub(crate) struct OnePartition<'r> {
     pub ranges: &'r [(CKey, CKey)],
     pub q: &'r ReadQuery,
     pub layout: &'r TableLayout,
+    /// False when the memtables need not be looked at: a range scan listed theirs and this
+    /// key was not among them.
+    pub in_memtables: bool,
 }
 
 /// What a read of one partition asks of each source.
@@ -329,6 +334,8 @@ struct Want<'r> {
     allowance: usize,
     /// Which values SSTables decode, and whether they may point into the chunks.
     cells: ReadCells<'r>,
+    /// See `OnePartition::in_memtables`.
+    in_memtables: bool,
 }
 
 /// The partition merged so far from a read's sources, and the clustering up to which it is

@@ -292,7 +292,7 @@ impl PartitionIndex {
         IndexIter {
             ix: self,
             next: i.min(self.count),
-            buf: Vec::new(),
+            buf: Bytes::new(),
             pos: 0,
             position: 0,
             skip: 0,
@@ -307,7 +307,7 @@ impl PartitionIndex {
 pub struct IndexIter<'a> {
     ix: &'a PartitionIndex,
     next: usize,
-    buf: Vec<u8>,
+    buf: Bytes,
     pos: usize,
     /// Data-stream position of the next entry (format 2).
     position: u64,
@@ -341,7 +341,7 @@ impl IndexIter<'_> {
         let (start, end) = ix
             .pages_range(first, last)
             .ok_or_else(|| ix.corrupt("summary"))?;
-        self.buf = ix.read_range(start, end)?;
+        self.buf = Bytes::from(ix.read_range(start, end)?);
         self.pos = 0;
         self.position = ix.samples.get(first).map_or(0, |s| s.position);
         self.loaded_to_page = Some(last);
@@ -367,7 +367,10 @@ impl IndexIter<'_> {
                 self.skip -= 1;
                 continue;
             }
-            return e.to_entry(format);
+            // The key points into the window instead of being copied: a scan reads thousands of
+            // entries and keeps each only while it reads that partition.
+            let key = self.buf.slice_ref(e.key);
+            return e.to_entry_keyed(format, key);
         }
     }
 }
@@ -577,6 +580,10 @@ fn raw_fixed(buf: &[u8]) -> Option<(RawEntry<'_>, usize)> {
 
 impl RawEntry<'_> {
     fn to_entry(&self, format: DataFormat) -> Result<IndexEntry, StorageError> {
+        self.to_entry_keyed(format, Bytes::copy_from_slice(self.key))
+    }
+
+    fn to_entry_keyed(&self, format: DataFormat, key: Bytes) -> Result<IndexEntry, StorageError> {
         let mut r = Reader::new(self.blocks, "row index");
         let blocks = if format == DataFormat::Fixed {
             super::format::decode_fixed_blocks(&mut r)?
@@ -586,7 +593,7 @@ impl RawEntry<'_> {
         };
         Ok(IndexEntry {
             token: self.token,
-            key: Bytes::copy_from_slice(self.key),
+            key,
             position: self.position,
             length: self.length,
             header_len: self.header_len,
