@@ -125,7 +125,11 @@ impl ReadPath {
                 if !memtable::range_is_valid(&cursor, &end) {
                     return Ok(());
                 }
-                let batch = Batch::next(t, &cursor, &end, batch_size, &mut indexes)?;
+                // No more keys than the partitions still wanted: a read of 128 partitions
+                // (as the server asks) would otherwise decode up to a batch of index entries
+                // past them, and throw them away.
+                let wanted = partition_limit.saturating_sub(out.partitions.len()).max(1);
+                let batch = Batch::next(t, &cursor, &end, batch_size.min(wanted), &mut indexes)?;
                 // The memtables were listed after the snapshot: one retired in between had its
                 // keys in neither, and an empty or final batch would end the scan without them.
                 if t.memtables_retired.load(Ordering::Acquire) != retired_at {
