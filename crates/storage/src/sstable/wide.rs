@@ -192,11 +192,15 @@ impl SSTableReader {
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
         wanted: ReadCells<'_>,
     ) -> Result<(Partition, Option<CKey>), StorageError> {
-        if e.blocks.is_empty() {
+        // Every row takes at least a byte: a partition with fewer bytes of rows than the
+        // allowance is read whole, in place (a scan's small partitions).
+        let row_bytes = e.length.saturating_sub(e.header_len) as usize;
+        let whole = max_rows == usize::MAX || row_bytes < max_rows;
+        if e.blocks.is_empty() && whole {
             return Ok((self.read_partition_projected(e, cache, wanted)?, None));
         }
         let head = self.read_bytes(e.position, e.header_len, cache)?;
-        let (p, _) = self
+        let (p, row_count) = self
             .format
             .decode_partition_header(
                 &mut Reader::new(&head, "sstable partition header"),
@@ -204,10 +208,28 @@ impl SSTableReader {
                 e,
             )
             .map_err(|_| self.corrupt(e.position))?;
-        let overlapping: Vec<&RowBlock> = overlapping_blocks(&e.blocks, ranges, &self.cmp)
-            .into_iter()
-            .filter_map(|i| e.blocks.get(i))
-            .collect();
+        // A partition under the row-index threshold is one block of all its rows: a page that
+        // resumes inside it skips the rows before the slice undecoded, and one that ends inside
+        // it stops at the allowance, instead of decoding the whole partition each time.
+        let unindexed;
+        let overlapping: Vec<&RowBlock> = if e.blocks.is_empty() {
+            let fits = row_count <= max_rows && crate::clustering::covers_all(ranges);
+            if fits {
+                return Ok((self.read_partition_projected(e, cache, wanted)?, None));
+            }
+            unindexed = RowBlock {
+                first: Vec::new(),
+                offset: e.header_len,
+                length: u32::try_from(row_bytes).map_err(|_| self.corrupt(e.position))?,
+                rows: u32::try_from(row_count).map_err(|_| self.corrupt(e.position))?,
+            };
+            vec![&unindexed]
+        } else {
+            overlapping_blocks(&e.blocks, ranges, &self.cmp)
+                .into_iter()
+                .filter_map(|i| e.blocks.get(i))
+                .collect()
+        };
         let in_ranges = |k: &CKey| crate::clustering::in_ranges(ranges, k);
         let order: Box<dyn Iterator<Item = &&RowBlock>> = if reversed {
             Box::new(overlapping.iter().rev())
