@@ -185,8 +185,9 @@ def test_restarted_nodes_agree_with_the_replacement_on_its_host_id():
     for observer in (a1, a2):
         ids = wait_until(lambda: (lambda i: i if a4 in i else None)(host_ids(observer)), 30, f"{observer} to list {a4}")
         assert ids[a4] == own, f"{observer} takes {ids[a4]} for {a4}, which is {own}"
-        states = status_states(observer)
-        assert states[a4][0] == "UN", states
+        # Up once its own heartbeat reaches the restarted node, not on a third party's word.
+        wait_until(lambda: status_states(observer).get(a4, ("?",))[0] == "UN", 30, f"{observer} to see {a4} up")
+        assert host_ids(observer)[a4] == own
 
 
 def test_removenode_refuses_a_live_node_and_itself():
