@@ -789,6 +789,12 @@ impl<'a, 'b> Dec<'a, 'b> {
         n: usize,
         p: &mut Partition,
     ) -> Result<(), StorageError> {
+        // One row, the commonest partition: inserted as it is decoded, with no list first.
+        if n == 1 {
+            let (k, r) = self.keyed_row(cmp)?;
+            p.rows.insert(k, r);
+            return Ok(());
+        }
         let mut rows = Vec::with_capacity(n.min(self.r.remaining()));
         for _ in 0..n {
             rows.push(self.keyed_row(cmp)?);
