@@ -414,6 +414,25 @@ fn storage_service(
                 .and_then(|()| ok()),
             None => Err((400, "this node is not in a ring".into())),
         },
+        ("POST", ["bootstrap", "resume"]) => match node.cluster() {
+            Some(c) => c
+                .clone()
+                .resume_bootstrap()
+                .map_err(|e| (400, e))
+                .map(|resuming| {
+                    (
+                        "application/json",
+                        json!({ "resuming": resuming }).to_string(),
+                    )
+                }),
+            None => Ok(("application/json", json!({ "resuming": false }).to_string())),
+        },
+        ("GET", ["bootstrap_status"]) => Ok((
+            "application/json",
+            node.cluster()
+                .map_or_else(|| json!({"state": "none"}), |c| c.bootstrap_status())
+                .to_string(),
+        )),
         ("GET", ["rebuild_status"]) => Ok((
             "application/json",
             node.cluster()

@@ -131,6 +131,7 @@ async fn hand_over(cluster: &ClusterNode) -> Result<StreamTotals, String> {
                 for table in keyspace.tables.values() {
                     plan.expect(ip_of(cluster, *target), Direction::Sending, 1);
                     let file = StreamFile {
+                        keyspace: keyspace.name.clone(),
                         name: file_name(&keyspace.name, &table.name, movement.range),
                         table: *table.id.as_bytes(),
                         range: movement.range,

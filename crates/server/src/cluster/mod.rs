@@ -24,6 +24,7 @@ mod repair;
 mod replace;
 mod replica;
 mod replicated;
+mod resume;
 mod schema;
 mod sstable_stream;
 mod streams;
@@ -319,6 +320,8 @@ pub struct ClusterNode {
     removal: Mutex<removenode::Removal>,
     /// The `nodetool rebuild` of this node, if one runs, and how the last one ended.
     rebuild: Mutex<rebuild::Rebuild>,
+    /// This node's bootstrap: running, failed (resumable) or done (resume.rs).
+    bootstrap: Mutex<resume::BootstrapState>,
     /// Whether hints are stored (`hinted_handoff_enabled`, `nodetool disablehandoff`).
     hinted_handoff: std::sync::atomic::AtomicBool,
     /// The digest of the roles this node last pushed to its peers (auth_sync.rs).
@@ -399,6 +402,10 @@ pub fn attach(
         repairs: Mutex::new(BTreeMap::new()),
         removal: Mutex::new(removenode::Removal::default()),
         rebuild: Mutex::new(rebuild::Rebuild::default()),
+        bootstrap: Mutex::new(match bootstrap {
+            Some(_) => resume::BootstrapState::Running,
+            None => resume::BootstrapState::Idle,
+        }),
         hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
         auth_pushed: Mutex::new(node.auth.digest()),
         repair_digests: repair::DigestCache::default(),
@@ -740,6 +747,14 @@ impl crate::topology::ClusterView for ClusterNode {
 
     fn rebuild_status(&self) -> serde_json::Value {
         rebuild::status(self)
+    }
+
+    fn resume_bootstrap(self: Arc<Self>) -> Result<bool, String> {
+        resume::resume(&self)
+    }
+
+    fn bootstrap_status(&self) -> serde_json::Value {
+        resume::status(self)
     }
 
     fn start_repair(self: Arc<Self>, options: crate::topology::RepairOptions) -> u64 {
