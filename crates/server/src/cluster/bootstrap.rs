@@ -401,9 +401,9 @@ async fn stream_from(
                 &query,
                 &whole.excluded,
             );
-            let reply = request_page(cluster, source, verb, payload).await?;
-            let bytes = reply.payload.len() as u64;
-            let partitions = helenus_mutation::decode_mutations(reply.payload)
+            let reply = ask_source(cluster, source, verb, payload, Verb::StreamResponse).await?;
+            let bytes = reply.len() as u64;
+            let partitions = helenus_mutation::decode_mutations(reply)
                 .map_err(|e| format!("undecodable page: {e}"))?;
             let Some(next) = after_last(&partitions) else {
                 break;
@@ -422,15 +422,16 @@ async fn stream_from(
     Ok(totals)
 }
 
-/// Asks `source` for a page and waits for it, giving up when the source is convicted down (a
-/// killed source would otherwise hold the stream for the whole page timeout) or the timeout
-/// passes.
-async fn request_page(
+/// Sends a stream request to `source` and waits for its answer with `answer_verb`, giving up
+/// when the source is convicted down (a killed source would otherwise hold the stream for the
+/// whole page timeout) or the timeout passes.
+pub(super) async fn ask_source(
     cluster: &ClusterNode,
     source: NodeId,
     verb: Verb,
     payload: Bytes,
-) -> Result<Envelope, String> {
+    answer_verb: Verb,
+) -> Result<Bytes, String> {
     let (id, mut answer) = cluster
         .messenger
         .request(source, verb, payload)
@@ -438,18 +439,16 @@ async fn request_page(
     let deadline = Instant::now() + STREAM_PAGE_TIMEOUT;
     loop {
         match tokio::time::timeout(GOSSIP_INTERVAL, &mut answer).await {
-            Ok(Ok(r)) if r.verb == Verb::StreamResponse => return Ok(r),
-            Ok(_) => return Err("the source refused the page".into()),
+            Ok(Ok(r)) if r.verb == answer_verb => return Ok(r.payload),
+            Ok(_) => return Err(format!("the source refused a {verb:?}")),
             Err(_) => {
                 let down = !cluster.service.is_alive(source);
                 if down || Instant::now() >= deadline {
                     cluster.messenger.forget(id);
-                    let why = if down {
-                        "the source went down"
-                    } else {
-                        "a page timed out"
-                    };
-                    return Err(why.into());
+                    return Err(match down {
+                        true => "the source went down".into(),
+                        false => format!("a {verb:?} timed out"),
+                    });
                 }
             }
         }
