@@ -96,7 +96,7 @@ pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>, replacing: Optio
                 started,
                 "bootstrap streamed every gained range; joining the ring as NORMAL",
             );
-            if let Err(e) = super::mark_bootstrapped(&cluster) {
+            if let Err(e) = super::identity::mark_bootstrapped(&cluster) {
                 tracing::error!(error = %e, "bootstrap done but local.json not updated");
             }
             if let Some(node) = cluster.node() {

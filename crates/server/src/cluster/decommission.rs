@@ -89,7 +89,7 @@ async fn run(cluster: Arc<ClusterNode>) {
                 started,
                 "decommission handed every range over; leaving the ring",
             );
-            if let Err(e) = super::mark_decommissioned(&cluster) {
+            if let Err(e) = super::identity::mark_decommissioned(&cluster) {
                 tracing::error!(error = %e, "local.json not marked decommissioned");
             }
             cluster.service.announce_left();

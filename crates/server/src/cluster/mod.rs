@@ -15,6 +15,7 @@ mod cleanup;
 mod counters;
 mod decommission;
 mod events;
+mod identity;
 mod moves;
 mod paxos;
 mod peers;
@@ -231,36 +232,6 @@ async fn choose_tokens(
     } else {
         service.announce_normal(&tokens);
         Ok(None)
-    }
-}
-
-/// Records in local.json that this node holds its ranges: a restart no longer streams.
-fn mark_bootstrapped(cluster: &ClusterNode) -> std::io::Result<()> {
-    update_identity(cluster, |identity| {
-        identity.bootstrapped = true;
-        identity.replacing = None;
-    })
-}
-
-/// Records in local.json that this node left the ring: it refuses to start again.
-fn mark_decommissioned(cluster: &ClusterNode) -> std::io::Result<()> {
-    update_identity(cluster, |identity| identity.decommissioned = true)
-}
-
-fn update_identity(
-    cluster: &ClusterNode,
-    change: impl FnOnce(&mut LocalIdentity),
-) -> std::io::Result<()> {
-    let Some(node) = cluster.node() else {
-        return Ok(());
-    };
-    let system_dir = node.config.primary_data_dir().join("system");
-    match LocalIdentity::load(&system_dir) {
-        Some(mut identity) => {
-            change(&mut identity);
-            identity.save(&system_dir)
-        }
-        None => Err(std::io::Error::other("local.json is missing")),
     }
 }
 
@@ -646,7 +617,7 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
         let Some(node) = cluster.node() else { return };
         if cluster.service.removed_by_peers() {
             tracing::error!("This node was removed from the ring (nodetool removenode, or replaced) while it was down: it stops, and will not start again with this data directory");
-            if let Err(e) = mark_decommissioned(&cluster) {
+            if let Err(e) = identity::mark_decommissioned(&cluster) {
                 tracing::error!(error = %e, "local.json not marked");
             }
             node.request_stop();
