@@ -79,7 +79,7 @@ def test_a_bootstrap_whose_source_dies_fails_then_resumes(pinned, loaded):
 
         # The bootstrap fails clearly: mode, netstats and log say so; the node owns nothing.
         out = wait_until(
-            lambda: (o := nodetool(joining, "netstats")) if "Error during bootstrap" in o else None,
+            lambda: o if "Error during bootstrap" in (o := nodetool(joining, "netstats")) else None,
             60,
             "the bootstrap to fail",
         )
