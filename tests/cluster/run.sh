@@ -13,7 +13,9 @@
 #            on 127.0.0.84 (--replace-address), then a node added on .85 and node2 killed and
 #            removed (nodetool removenode) (skip: HELENUS_CLUSTER_SKIP_REPLACE=1);
 #   phase 5: 3 nodes (127.0.0.81-83) for test_11_streaming.py: netstats and setstreamthroughput
-#            while a node joins (.84) and leaves at 1 MiB/s (skip: HELENUS_CLUSTER_SKIP_STREAMS=1);
+#            while a node joins (.84) and leaves at 1 MiB/s; then test_13_resume.py: a node
+#            joining on .85 whose only source for some ranges is killed fails, and
+#            `nodetool bootstrap resume` finishes it (skip: HELENUS_CLUSTER_SKIP_STREAMS=1);
 #   phase 6: 3 nodes (127.0.0.81-83) for test_12_ops.py: rebuild, one topology change at a time
 #            (a node joining on .84, one refused on .85) and repair history
 #            (skip: HELENUS_CLUSTER_SKIP_OPS=1).
@@ -114,7 +116,7 @@ if [ "${HELENUS_CLUSTER_SKIP_REPLACE:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "replace and removenode" "$WORK/rp" 3 127.0.0.81 "" 300 test_10_replace.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_STREAMS:-0}" != 1 ]; then
-  CLIENT_SUITES="" phase "streaming" "$WORK/st" 3 127.0.0.81 "" 300 test_11_streaming.py "$@"
+  CLIENT_SUITES="" phase "streaming" "$WORK/st" 3 127.0.0.81 "" 400 test_11_streaming.py test_13_resume.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_OPS:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "topology operations" "$WORK/ops" 3 127.0.0.81 "" 420 test_12_ops.py "$@"

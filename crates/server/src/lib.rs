@@ -39,6 +39,7 @@
 pub mod admin;
 pub mod audit;
 pub mod auth;
+mod available_ranges;
 mod cluster;
 pub mod config;
 pub mod exec;

@@ -59,6 +59,11 @@ pub trait ClusterView: Send + Sync {
     ) -> Result<(), String>;
     /// `{"state": "running" | "done" | "failed" | "none", "message": ...}` of the last rebuild.
     fn rebuild_status(&self) -> serde_json::Value;
+    /// `nodetool bootstrap resume`: restarts a failed bootstrap in the background (true), or
+    /// false when there is none to resume (`bootstrap_status` follows it).
+    fn resume_bootstrap(self: Arc<Self>) -> Result<bool, String>;
+    /// `{"state": "running" | "done" | "failed" | "none", "message": ...}` of the bootstrap.
+    fn bootstrap_status(&self) -> serde_json::Value;
     /// JOINING, NORMAL, LEAVING or DECOMMISSIONED, as `nodetool netstats` prints Cassandra's.
     fn operation_mode(&self) -> String;
     /// Starts a repair in the background; its number for `repair_status`.

@@ -2,6 +2,7 @@
 //! HTTP API (port 10000). One function per command group: table maintenance, snapshots,
 //! statistics, node facts.
 
+mod bootstrap;
 mod http;
 mod rebuild;
 mod report;
@@ -18,7 +19,7 @@ fn usage() -> String {
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
-     \x20         decommission, removenode (HOSTID | status | force), rebuild [SOURCE_DC], netstats [-H], repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
+     \x20         decommission, removenode (HOSTID | status | force), rebuild [SOURCE_DC], bootstrap resume, netstats [-H], repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
      \x20         disablehandoff, enablehandoff, statushandoff,\n\
      \x20         setstreamthroughput [-e | -m] N, getstreamthroughput [-e | -m | -d],\n\
      \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
@@ -103,6 +104,7 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
         "decommission" => decommission(&node),
         "removenode" => removenode(&node, args),
         "rebuild" => rebuild::run(&node, args),
+        "bootstrap" => bootstrap::run(&node, args),
         "repair" => repair(&node, args),
         "disablehandoff" | "enablehandoff" => node
             .request(

@@ -414,6 +414,9 @@ fn storage_service(
                 .and_then(|()| ok()),
             None => Err((400, "this node is not in a ring".into())),
         },
+        ("POST", ["bootstrap", "resume"]) | ("GET", ["bootstrap_status"]) => {
+            streams::bootstrap(node, segs)
+        }
         ("GET", ["rebuild_status"]) => Ok((
             "application/json",
             node.cluster()
@@ -458,22 +461,7 @@ fn storage_service(
             node.audit.disable();
             ok()
         }
-        ("GET", ["audit_log"]) => Ok((
-            "application/json",
-            match node.audit.options() {
-                Some(o) => json!({
-                    "enabled": true,
-                    "included_keyspaces": o.included_keyspaces,
-                    "excluded_keyspaces": o.excluded_keyspaces,
-                    "included_categories": o.included_categories,
-                    "excluded_categories": o.excluded_categories,
-                    "included_users": o.included_users,
-                    "excluded_users": o.excluded_users,
-                }),
-                None => json!({"enabled": false}),
-            }
-            .to_string(),
-        )),
+        ("GET", ["audit_log"]) => Ok(("application/json", audit_log_options(node).to_string())),
         ("DELETE", ["snapshots"]) => node
             .engine
             .clear_snapshot(req.query.get("tag").map(String::as_str))
@@ -481,6 +469,23 @@ fn storage_service(
             .and_then(|()| ok()),
         _ => return None,
     })
+}
+
+/// `GET /storage_service/audit_log` (`nodetool getauditlog`): whether audit logging is on, and
+/// its filters.
+fn audit_log_options(node: &NodeState) -> serde_json::Value {
+    match node.audit.options() {
+        Some(o) => json!({
+            "enabled": true,
+            "included_keyspaces": o.included_keyspaces,
+            "excluded_keyspaces": o.excluded_keyspaces,
+            "included_categories": o.included_categories,
+            "excluded_categories": o.excluded_categories,
+            "included_users": o.included_users,
+            "excluded_users": o.excluded_users,
+        }),
+        None => json!({"enabled": false}),
+    }
 }
 
 /// `POST /storage_service/audit_log` (`nodetool enableauditlog`): the configured options, with

@@ -1,5 +1,6 @@
-//! The admin API of streaming: `nodetool netstats` (the text, in Cassandra's layout) and the
-//! outbound stream throttle (`getstreamthroughput` / `setstreamthroughput`).
+//! The admin API of streaming: `nodetool netstats` (the text, in Cassandra's layout), the
+//! outbound stream throttle (`getstreamthroughput` / `setstreamthroughput`) and `nodetool
+//! bootstrap resume`.
 
 use super::{HttpRequest, RouteResult};
 use crate::node::NodeState;
@@ -52,4 +53,20 @@ pub(super) fn set_throughput(node: &NodeState, req: &HttpRequest) -> RouteResult
     }
     tracing::info!(rate_bytes_per_s = rate, "stream throughput changed");
     throughput(node)
+}
+
+/// `nodetool bootstrap resume`: `POST /storage_service/bootstrap/resume` answers
+/// `{"resuming": true}` when a failed bootstrap restarts, false when there is none to resume (a
+/// node alone never bootstraps); `GET /storage_service/bootstrap_status` then follows it:
+/// `{"state": "running" | "done" | "failed" | "none", "message": ...}`.
+pub(super) fn bootstrap(node: &NodeState, segs: &[&str]) -> RouteResult {
+    let body = match (segs, node.cluster()) {
+        (["bootstrap", "resume"], Some(c)) => {
+            json!({ "resuming": c.clone().resume_bootstrap().map_err(|e| (400, e))? })
+        }
+        (["bootstrap", "resume"], None) => json!({ "resuming": false }),
+        (_, Some(c)) => c.bootstrap_status(),
+        (_, None) => json!({"state": "none"}),
+    };
+    Ok(("application/json", body.to_string()))
 }

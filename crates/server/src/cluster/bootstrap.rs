@@ -4,8 +4,9 @@
 //! range it owns empty. While it streams, coordinators send it the writes of those ranges too
 //! (pending replicas, `ClusterNode::pending_replicas`), so nothing written during the join is
 //! missing at the end. A node whose bootstrap stopped half way (`bootstrapped: false` in
-//! local.json) streams again on restart; replaying what it already holds is harmless (the
-//! reconcile rules keep the newest of equal data).
+//! local.json) streams again on restart, skipping the ranges it recorded as received
+//! (`available_ranges.rs`, Cassandra's `system.available_ranges_v2`); replaying what it already
+//! holds would be harmless (the reconcile rules keep the newest of equal data), only slow.
 //!
 //! A replacement (replace.rs) streams the same way, the ranges of the dead node it replaces,
 //! from the surviving replicas (`restore_moves`), never from the dead node.
@@ -14,13 +15,15 @@
 //! timestamps and TTLs kept) in pages of whole partitions (`StreamRequest`), and the joining
 //! node applies them as writes. The sources throttle the pages they send (`streams.rs`), and
 //! the plan shows in `nodetool netstats` on both sides while it runs. A bootstrap that fails
-//! is reported there and in the mode, and the node stays JOINING: what it received is never
-//! taken as complete, and a restart streams every range again. Before a range's pages, the
+//! (no live source left for a range) is reported there, in the mode and in the log, and the
+//! node stays JOINING, owning nothing: `nodetool bootstrap resume` (resume.rs) or a restart
+//! streams the ranges not yet received, then makes it NORMAL. Before a range's pages, the
 //! SSTables wholly inside it are sent as their files (sstable_stream.rs), and the pages leave
 //! them out.
 
 use super::streams::{file_name, ip_of, tag_for};
 use super::{ClusterNode, GOSSIP_INTERVAL};
+use crate::available_ranges::AvailableRanges;
 use crate::node::NodeState;
 use bytes::Bytes;
 use helenus_cluster::locator::{
@@ -53,12 +56,15 @@ pub struct StreamTotals {
     pub bytes: u64,
     /// SSTables received or sent as their files (their bytes are in `bytes`).
     pub whole_sstables: u64,
+    /// Ranges a resumed bootstrap did not stream: received before it failed.
+    pub skipped: usize,
 }
 
 impl StreamTotals {
     pub(super) fn log(&self, started: Instant, what: &str) {
         tracing::info!(
             ranges = self.ranges,
+            skipped = self.skipped,
             partitions = self.partitions,
             bytes = self.bytes,
             whole_sstables = self.whole_sstables,
@@ -80,7 +86,8 @@ pub(super) fn after_last(page: &[st::Mutation]) -> Option<st::PartitionBound> {
 
 /// Streams every range this node gains with `tokens` from the current replicas (those of the
 /// dead node it is `replacing`, if it replaces one), then makes it an owner. Runs once the node
-/// is open; on failure the node stays JOINING and says why (a restart resumes).
+/// is open; on failure the node stays JOINING and says why (`nodetool bootstrap resume` or a
+/// restart resumes).
 pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>, replacing: Option<NodeId>) {
     let started = Instant::now();
     match stream_all(&cluster, &tokens, replacing).await {
@@ -89,22 +96,24 @@ pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>, replacing: Optio
                 started,
                 "bootstrap streamed every gained range; joining the ring as NORMAL",
             );
-            if let Err(e) = super::mark_bootstrapped(&cluster) {
+            if let Err(e) = super::identity::mark_bootstrapped(&cluster) {
                 tracing::error!(error = %e, "bootstrap done but local.json not updated");
+            }
+            if let Some(node) = cluster.node() {
+                // The received ranges are now simply this node's own.
+                let system_dir = node.config.primary_data_dir().join("system");
+                if let Err(e) = crate::available_ranges::AvailableRanges::clear(&system_dir) {
+                    tracing::warn!(error = %e, "the received ranges could not be cleared");
+                }
             }
             match replacing {
                 Some(dead) => super::replace::finish(&cluster, &tokens, dead),
                 None => cluster.service.announce_normal(&tokens),
             }
             *cluster.mode.lock() = "NORMAL".into();
+            super::resume::finished(&cluster, Ok(totals));
         }
-        Err(e) => {
-            tracing::error!(
-                error = %e,
-                "bootstrap failed: this node stays JOINING and owns nothing; restart it to retry"
-            );
-            *cluster.mode.lock() = format!("JOINING (bootstrap failed: {e})");
-        }
+        Err(e) => super::resume::finished(&cluster, Err(e)),
     }
 }
 
@@ -183,17 +192,37 @@ async fn stream_all(
     // Every file (a table's gained range) is listed first, so netstats shows the totals from
     // the start, each expected from its first source.
     let plan = node.streams.start_plan(StreamOperation::Bootstrap);
+    let mut received = AvailableRanges::load(&node.config.primary_data_dir().join("system"));
     let mut files = Vec::new();
-    let mut ranges = 0;
+    let (mut ranges, mut skipped) = (0, 0);
     // System keyspaces are each node's own (or computed); user keyspaces hold the ring's data.
     for keyspace in schema.user_keyspaces() {
         let before = cluster.map_for(keyspace);
         for (range, sources) in gained_ranges(cluster, &before, &me, tokens, replacing)? {
+            if received.contains(&keyspace.name, range.start, range.end) {
+                skipped += 1;
+                continue;
+            }
             add_range_files(cluster, &plan, keyspace, range, &sources, &mut files);
             ranges += 1;
         }
     }
-    stream_files(cluster, &node, plan, &files, ranges).await
+    if skipped > 0 {
+        tracing::info!(
+            skipped,
+            remaining = ranges,
+            "resuming bootstrap: the ranges received before are not streamed again"
+        );
+    }
+    let mut record = |file: &StreamFile| {
+        // Not recorded is only streamed again on a resume: the bootstrap goes on.
+        if let Err(e) = received.add(&file.keyspace, file.range.start, file.range.end) {
+            tracing::warn!(error = %e, range = %file.name, "a received range not recorded");
+        }
+    };
+    let mut totals = stream_files(cluster, &node, plan, &files, ranges, &mut record).await?;
+    totals.skipped = skipped;
+    Ok(totals)
 }
 
 /// A file to receive and the replicas to read it from, best first.
@@ -214,6 +243,7 @@ pub(super) fn add_range_files(
             plan.expect(ip_of(cluster, *first), Direction::Receiving, 1);
         }
         let file = StreamFile {
+            keyspace: keyspace.name.clone(),
             name: file_name(&keyspace.name, &table.name, range),
             table: *table.id.as_bytes(),
             range,
@@ -223,24 +253,31 @@ pub(super) fn add_range_files(
 }
 
 /// Receives every file of `plan` (`ranges` token ranges), each from the first of its sources
-/// that serves it; the plan fails with the first file that none does.
+/// that serves it; the plan fails with the first file that none does. `range_done` is told of
+/// the last file of each keyspace's range once it is received (the files of a range are
+/// listed together, `add_range_files`).
 pub(super) async fn stream_files(
     cluster: &ClusterNode,
     node: &NodeState,
     plan: StreamPlan,
     files: &[SourcedFile],
     ranges: usize,
+    range_done: &mut (dyn FnMut(&StreamFile) + Send),
 ) -> Result<StreamTotals, String> {
     let mut totals = StreamTotals {
         ranges,
         ..StreamTotals::default()
     };
-    for (file, sources) in files {
+    for (i, (file, sources)) in files.iter().enumerate() {
         match stream_range(cluster, node, &plan, file, sources).await {
             Ok(got) => {
                 totals.partitions += got.partitions;
                 totals.bytes += got.bytes;
                 totals.whole_sstables += got.whole_sstables;
+                let next = files.get(i + 1).map(|(next, _)| next);
+                if next.is_none_or(|n| n.keyspace != file.keyspace || n.range != file.range) {
+                    range_done(file);
+                }
             }
             Err(e) => {
                 let reason = format!("{}: {e}", file.name);
@@ -255,6 +292,7 @@ pub(super) async fn stream_files(
 
 /// One table's range to stream, as netstats names it.
 pub(super) struct StreamFile {
+    pub keyspace: String,
     pub name: String,
     pub table: st::TableId,
     pub range: TokenRange,
@@ -363,20 +401,9 @@ async fn stream_from(
                 &query,
                 &whole.excluded,
             );
-            let (id, answer) = cluster
-                .messenger
-                .request(source, verb, payload)
-                .map_err(|e| e.to_string())?;
-            let reply = match tokio::time::timeout(STREAM_PAGE_TIMEOUT, answer).await {
-                Ok(Ok(r)) if r.verb == Verb::StreamResponse => r,
-                Ok(_) => return Err("the source refused the page".into()),
-                Err(_) => {
-                    cluster.messenger.forget(id);
-                    return Err("a page timed out".into());
-                }
-            };
-            let bytes = reply.payload.len() as u64;
-            let partitions = helenus_mutation::decode_mutations(reply.payload)
+            let reply = ask_source(cluster, source, verb, payload, Verb::StreamResponse).await?;
+            let bytes = reply.len() as u64;
+            let partitions = helenus_mutation::decode_mutations(reply)
                 .map_err(|e| format!("undecodable page: {e}"))?;
             let Some(next) = after_last(&partitions) else {
                 break;
@@ -393,6 +420,39 @@ async fn stream_from(
     }
     plan.file_done(peer, Direction::Receiving);
     Ok(totals)
+}
+
+/// Sends a stream request to `source` and waits for its answer with `answer_verb`, giving up
+/// when the source is convicted down (a killed source would otherwise hold the stream for the
+/// whole page timeout) or the timeout passes.
+pub(super) async fn ask_source(
+    cluster: &ClusterNode,
+    source: NodeId,
+    verb: Verb,
+    payload: Bytes,
+    answer_verb: Verb,
+) -> Result<Bytes, String> {
+    let (id, mut answer) = cluster
+        .messenger
+        .request(source, verb, payload)
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + STREAM_PAGE_TIMEOUT;
+    loop {
+        match tokio::time::timeout(GOSSIP_INTERVAL, &mut answer).await {
+            Ok(Ok(r)) if r.verb == answer_verb => return Ok(r.payload),
+            Ok(_) => return Err(format!("the source refused a {verb:?}")),
+            Err(_) => {
+                let down = !cluster.service.is_alive(source);
+                if down || Instant::now() >= deadline {
+                    cluster.messenger.forget(id);
+                    return Err(match down {
+                        true => "the source went down".into(),
+                        false => format!("a {verb:?} timed out"),
+                    });
+                }
+            }
+        }
+    }
 }
 
 /// The storage bounds of a ring range `(start, end]`; one that wraps past the ring's end is

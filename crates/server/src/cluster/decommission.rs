@@ -89,7 +89,7 @@ async fn run(cluster: Arc<ClusterNode>) {
                 started,
                 "decommission handed every range over; leaving the ring",
             );
-            if let Err(e) = super::mark_decommissioned(&cluster) {
+            if let Err(e) = super::identity::mark_decommissioned(&cluster) {
                 tracing::error!(error = %e, "local.json not marked decommissioned");
             }
             cluster.service.announce_left();
@@ -131,6 +131,7 @@ async fn hand_over(cluster: &ClusterNode) -> Result<StreamTotals, String> {
                 for table in keyspace.tables.values() {
                     plan.expect(ip_of(cluster, *target), Direction::Sending, 1);
                     let file = StreamFile {
+                        keyspace: keyspace.name.clone(),
                         name: file_name(&keyspace.name, &table.name, movement.range),
                         table: *table.id.as_bytes(),
                         range: movement.range,

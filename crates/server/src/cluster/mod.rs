@@ -15,6 +15,7 @@ mod cleanup;
 mod counters;
 mod decommission;
 mod events;
+mod identity;
 mod moves;
 mod paxos;
 mod peers;
@@ -24,6 +25,7 @@ mod repair;
 mod replace;
 mod replica;
 mod replicated;
+mod resume;
 mod schema;
 mod sstable_stream;
 mod streams;
@@ -233,36 +235,6 @@ async fn choose_tokens(
     }
 }
 
-/// Records in local.json that this node holds its ranges: a restart no longer streams.
-fn mark_bootstrapped(cluster: &ClusterNode) -> std::io::Result<()> {
-    update_identity(cluster, |identity| {
-        identity.bootstrapped = true;
-        identity.replacing = None;
-    })
-}
-
-/// Records in local.json that this node left the ring: it refuses to start again.
-fn mark_decommissioned(cluster: &ClusterNode) -> std::io::Result<()> {
-    update_identity(cluster, |identity| identity.decommissioned = true)
-}
-
-fn update_identity(
-    cluster: &ClusterNode,
-    change: impl FnOnce(&mut LocalIdentity),
-) -> std::io::Result<()> {
-    let Some(node) = cluster.node() else {
-        return Ok(());
-    };
-    let system_dir = node.config.primary_data_dir().join("system");
-    match LocalIdentity::load(&system_dir) {
-        Some(mut identity) => {
-            change(&mut identity);
-            identity.save(&system_dir)
-        }
-        None => Err(std::io::Error::other("local.json is missing")),
-    }
-}
-
 /// Waits until gossip has shown the ring this node joins: another member's tokens, or, for a
 /// seed nobody answers, an empty ring.
 async fn discover_ring(service: &ClusterService, config: &NodeConfig) -> Arc<Ring> {
@@ -319,6 +291,8 @@ pub struct ClusterNode {
     removal: Mutex<removenode::Removal>,
     /// The `nodetool rebuild` of this node, if one runs, and how the last one ended.
     rebuild: Mutex<rebuild::Rebuild>,
+    /// This node's bootstrap: running, failed (resumable) or done (resume.rs).
+    bootstrap: Mutex<resume::BootstrapState>,
     /// Whether hints are stored (`hinted_handoff_enabled`, `nodetool disablehandoff`).
     hinted_handoff: std::sync::atomic::AtomicBool,
     /// The digest of the roles this node last pushed to its peers (auth_sync.rs).
@@ -399,6 +373,10 @@ pub fn attach(
         repairs: Mutex::new(BTreeMap::new()),
         removal: Mutex::new(removenode::Removal::default()),
         rebuild: Mutex::new(rebuild::Rebuild::default()),
+        bootstrap: Mutex::new(match bootstrap {
+            Some(_) => resume::BootstrapState::Running,
+            None => resume::BootstrapState::Idle,
+        }),
         hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
         auth_pushed: Mutex::new(node.auth.digest()),
         repair_digests: repair::DigestCache::default(),
@@ -639,7 +617,7 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
         let Some(node) = cluster.node() else { return };
         if cluster.service.removed_by_peers() {
             tracing::error!("This node was removed from the ring (nodetool removenode, or replaced) while it was down: it stops, and will not start again with this data directory");
-            if let Err(e) = mark_decommissioned(&cluster) {
+            if let Err(e) = identity::mark_decommissioned(&cluster) {
                 tracing::error!(error = %e, "local.json not marked");
             }
             node.request_stop();
@@ -740,6 +718,14 @@ impl crate::topology::ClusterView for ClusterNode {
 
     fn rebuild_status(&self) -> serde_json::Value {
         rebuild::status(self)
+    }
+
+    fn resume_bootstrap(self: Arc<Self>) -> Result<bool, String> {
+        resume::resume(&self)
+    }
+
+    fn bootstrap_status(&self) -> serde_json::Value {
+        resume::status(self)
     }
 
     fn start_repair(self: Arc<Self>, options: crate::topology::RepairOptions) -> u64 {

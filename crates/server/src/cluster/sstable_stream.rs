@@ -19,7 +19,7 @@
 //! split at the ring's token boundaries, so with many vnodes an SSTable usually spans several
 //! ranges, and those go as partitions. Decommission and removenode push partitions only.
 
-use super::bootstrap::{StreamFile, STREAM_PAGE_TIMEOUT};
+use super::bootstrap::StreamFile;
 use super::streams::{ip_of, send_page, stream_request, tag_for};
 use super::{wire, ClusterNode};
 use crate::node::NodeState;
@@ -131,7 +131,7 @@ fn decode_list(mut buf: &[u8]) -> Result<Vec<st::WholeSSTable>, String> {
     Ok(staged)
 }
 
-/// Sends `payload` to `source` and waits for its answer with `verb`.
+/// Sends `payload` to `source` and waits for its answer with `verb` (or the source's death).
 async fn ask(
     cluster: &ClusterNode,
     source: NodeId,
@@ -139,18 +139,7 @@ async fn ask(
     payload: Bytes,
     answer_verb: Verb,
 ) -> Result<Bytes, String> {
-    let (id, answer) = cluster
-        .messenger
-        .request(source, verb, payload)
-        .map_err(|e| e.to_string())?;
-    match tokio::time::timeout(STREAM_PAGE_TIMEOUT, answer).await {
-        Ok(Ok(r)) if r.verb == answer_verb => Ok(r.payload),
-        Ok(_) => Err(format!("the source refused a {verb:?}")),
-        Err(_) => {
-            cluster.messenger.forget(id);
-            Err(format!("a {verb:?} timed out"))
-        }
-    }
+    super::bootstrap::ask_source(cluster, source, verb, payload, answer_verb).await
 }
 
 /// The receiver's side: pulls from `source` every SSTable of `file` that lies wholly inside its
