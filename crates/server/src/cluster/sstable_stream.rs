@@ -19,6 +19,7 @@
 //! split at the ring's token boundaries, so with many vnodes an SSTable usually spans several
 //! ranges, and those go as partitions. Decommission and removenode push partitions only.
 
+use super::bootstrap::ask_source;
 use super::bootstrap::StreamFile;
 use super::streams::{ip_of, send_page, stream_request, tag_for};
 use super::{wire, ClusterNode};
@@ -131,17 +132,6 @@ fn decode_list(mut buf: &[u8]) -> Result<Vec<st::WholeSSTable>, String> {
     Ok(staged)
 }
 
-/// Sends `payload` to `source` and waits for its answer with `verb` (or the source's death).
-async fn ask(
-    cluster: &ClusterNode,
-    source: NodeId,
-    verb: Verb,
-    payload: Bytes,
-    answer_verb: Verb,
-) -> Result<Bytes, String> {
-    super::bootstrap::ask_source(cluster, source, verb, payload, answer_verb).await
-}
-
 /// The receiver's side: pulls from `source` every SSTable of `file` that lies wholly inside its
 /// range, and imports them. The source's staging is released whatever happens.
 pub(super) async fn pull_whole(
@@ -161,7 +151,7 @@ pub(super) async fn pull_whole(
         Verb::WholeSSTableListRequest,
         Verb::WholeSSTableListResponse,
     );
-    let listed = ask(cluster, source, verbs.0, Bytes::from(list), verbs.1).await;
+    let listed = ask_source(cluster, source, verbs.0, Bytes::from(list), verbs.1).await;
     let result = match listed.and_then(|b| decode_list(&b)) {
         Ok(staged) => receive_all(cluster, node, plan, file, source, &session, staged).await,
         Err(e) => Err(e),
@@ -172,7 +162,7 @@ pub(super) async fn pull_whole(
     release.extend_from_slice(&file.table);
     release.put_u64(files);
     release.put_u64(bytes);
-    let released = ask(
+    let released = ask_source(
         cluster,
         source,
         Verb::WholeSSTableRelease,
@@ -261,7 +251,7 @@ async fn receive_components(
                 Verb::WholeSSTableChunkRequest,
                 Verb::WholeSSTableChunkResponse,
             );
-            let chunk = ask(cluster, source, verbs.0, Bytes::from(req), verbs.1).await?;
+            let chunk = ask_source(cluster, source, verbs.0, Bytes::from(req), verbs.1).await?;
             if chunk.is_empty() || chunk.len() as u64 > len {
                 return Err(format!("{} of hl-1-{} ended early", c.name, w.gen));
             }
