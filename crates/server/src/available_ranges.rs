@@ -5,10 +5,6 @@
 //! atomically (and synced) as each range finishes, and computes the system table's rows from
 //! it. The file is removed once the node is NORMAL: the ranges are then simply its own.
 
-use crate::node::NodeState;
-use bytes::{BufMut, Bytes, BytesMut};
-use helenus_schema::TableMeta;
-use helenus_types::CqlValue;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,6 +43,11 @@ impl AvailableRanges {
             .is_some_and(|ranges| ranges.contains(&(start, end)))
     }
 
+    /// The received `(start, end]` ranges of each keyspace (`system.available_ranges_v2`).
+    pub fn by_keyspace(&self) -> &BTreeMap<String, BTreeSet<(i64, i64)>> {
+        &self.by_keyspace
+    }
+
     /// How many ranges are recorded, over every keyspace.
     #[cfg(test)]
     fn len(&self) -> usize {
@@ -74,35 +75,6 @@ impl AvailableRanges {
             _ => Ok(()),
         }
     }
-}
-
-/// A range as Cassandra serializes it in `available_ranges_v2`'s blobs (a Range bounds kind,
-/// 0, then each Murmur3 token as its length and 8 big-endian bytes).
-fn range_blob(start: i64, end: i64) -> CqlValue {
-    let mut b = BytesMut::with_capacity(28);
-    b.put_i32(0);
-    for token in [start, end] {
-        b.put_i32(8);
-        b.put_i64(token);
-    }
-    CqlValue::Blob(b.freeze())
-}
-
-/// The rows of `system.available_ranges_v2`: one per keyspace with ranges received (all full
-/// ranges: Helenus has no transient replication, so `transient_ranges` is null, an empty set).
-pub fn system_rows(state: &NodeState, t: &TableMeta) -> Vec<Vec<Option<Bytes>>> {
-    let ranges = AvailableRanges::load(&state.config.primary_data_dir().join("system"));
-    ranges
-        .by_keyspace
-        .iter()
-        .map(|(keyspace, ranges)| {
-            let blobs = ranges.iter().map(|(s, e)| range_blob(*s, *e)).collect();
-            crate::system::RowBuilder::new(t)
-                .set("keyspace_name", crate::system::text(keyspace.clone()))
-                .set("full_ranges", CqlValue::Set(blobs))
-                .build()
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -144,15 +116,5 @@ mod tests {
         std::fs::write(dir.join(FILE), b"{not json").unwrap();
         assert_eq!(AvailableRanges::load(&dir).len(), 0);
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_range_blob_has_cassandras_layout() {
-        let CqlValue::Blob(b) = range_blob(1, -1) else {
-            panic!("not a blob");
-        };
-        let mut want = vec![0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 8];
-        want.extend([0xff; 8]);
-        assert_eq!(&b[..], &want[..]);
     }
 }

@@ -5,6 +5,7 @@
 //! Cassandra 5.0), so every column a driver expects exists with the type it expects.
 
 mod auth_tables;
+mod ranges_table;
 mod repair_tables;
 mod schema_tables;
 
@@ -63,7 +64,7 @@ pub fn rows_of(state: &NodeState, table: &TableMeta) -> Vec<Vec<Option<Bytes>>> 
     let rows = match (table.keyspace.as_str(), table.name.as_str()) {
         ("system", "local") => vec![schema_tables::local_row(state, table)],
         ("system", "peers") | ("system", "peers_v2") => schema_tables::peers(state, table),
-        ("system", "available_ranges_v2") => crate::available_ranges::system_rows(state, table),
+        ("system", "available_ranges_v2") => ranges_table::system_rows(state, table),
         ("system", "IndexInfo") => schema_tables::built_indexes(state, table),
         ("system", "size_estimates") | ("system", "table_estimates") => {
             schema_tables::size_estimates(state, table)
