@@ -137,12 +137,12 @@ impl CKey {
 
 impl CKey {
     /// Whether this start position precedes every clustering (an unbounded slice start).
-    fn is_table_start(&self) -> bool {
+    pub(crate) fn is_table_start(&self) -> bool {
         self.values.is_empty() && self.weight < 0
     }
 
     /// Whether this end position follows every clustering (an unbounded slice end).
-    fn is_table_end(&self) -> bool {
+    pub(crate) fn is_table_end(&self) -> bool {
         self.values.is_empty() && self.weight > 0
     }
 }

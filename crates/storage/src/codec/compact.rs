@@ -766,13 +766,24 @@ impl<'a, 'b> Dec<'a, 'b> {
     ) -> Result<bool, StorageError> {
         let mut kept = 0;
         let mut stopped = false;
+        // Rows come in clustering order: with one slice, once a row is past its start so are
+        // the rest, and only the end is left to compare (none for a slice to the table's end,
+        // a page resumed inside a wide partition).
+        let mut started = false;
         for _ in 0..n {
             if kept >= keep {
                 stopped = true;
                 break;
             }
             let (flags, k) = self.row_head(cmp)?;
-            if crate::clustering::in_ranges(ranges, &k) {
+            let inside = match ranges {
+                [(s, e)] => {
+                    started = started || s.is_table_start() || *s <= k;
+                    started && (e.is_table_end() || k <= *e)
+                }
+                _ => crate::clustering::in_ranges(ranges, &k),
+            };
+            if inside {
                 out.push((k, self.row_body(flags)?));
                 kept += 1;
             } else {
