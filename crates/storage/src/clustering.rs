@@ -2,7 +2,7 @@
 //! Cassandra's `ClusteringComparator` (a bound sorts just before or just after every clustering
 //! that starts with its prefix).
 
-use crate::types::{BoundKind, ClusteringBound, ClusteringColumn};
+use crate::types::{BoundKind, ClusteringBound, ClusteringColumn, ValueOrder};
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::fmt;
@@ -11,11 +11,14 @@ use std::sync::Arc;
 /// Orders clusterings of one table.
 pub struct ClusteringComparator {
     columns: Vec<ClusteringColumn>,
+    /// Each column's `ValueComparator::order`, asked once.
+    orders: Vec<ValueOrder>,
 }
 
 impl ClusteringComparator {
     pub fn new(columns: Vec<ClusteringColumn>) -> Self {
-        ClusteringComparator { columns }
+        let orders = columns.iter().map(|c| c.cmp.order()).collect();
+        ClusteringComparator { columns, orders }
     }
 
     /// Number of clustering columns.
@@ -26,7 +29,8 @@ impl ClusteringComparator {
     fn compare_component(&self, i: usize, a: &[u8], b: &[u8]) -> Ordering {
         match self.columns.get(i) {
             Some(c) => {
-                let o = c.cmp.compare(a, b);
+                let inline = self.orders.get(i).and_then(|o| o.compare(a, b));
+                let o = inline.unwrap_or_else(|| c.cmp.compare(a, b));
                 if c.descending {
                     o.reverse()
                 } else {

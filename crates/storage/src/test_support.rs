@@ -15,6 +15,9 @@ use std::sync::Arc;
 
 pub struct Bytewise;
 impl ValueComparator for Bytewise {
+    fn order(&self) -> crate::types::ValueOrder {
+        crate::types::ValueOrder::Bytes
+    }
     fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         a.cmp(b)
     }

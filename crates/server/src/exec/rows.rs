@@ -138,7 +138,9 @@ fn assemble_complex(t: &CqlType, cells: &[&st::LiveCell]) -> Option<Bytes> {
     Some(out.freeze())
 }
 
-fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row: &mut Row) {
+/// Puts a row's live cells in their columns' places; simple columns' values are moved out of
+/// `cells`, not copied.
+fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &mut [st::LiveCell], row: &mut Row) {
     let meta_of = |cell: &st::LiveCell| CellMeta {
         timestamp_us: cell.timestamp_us,
         ttl_s: cell.ttl_s,
@@ -167,11 +169,11 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &[st::LiveCell], row:
                                 .collect(),
                         );
                     }
-                } else if let Some(cell) = cells.get(j - 1) {
-                    row.cells[idx] = Some(cell.value.clone());
+                } else if let Some(cell) = cells.get_mut(j - 1) {
                     if let Some(meta) = row.meta.get_mut(idx) {
                         *meta = Some(meta_of(cell));
                     }
+                    row.cells[idx] = Some(std::mem::take(&mut cell.value));
                 }
             }
         }
@@ -219,17 +221,18 @@ pub fn partition_rows(
             }
         }
     }
-    if let Some(s) = &p.static_row {
-        fill_cells(t, layout, &s.cells, &mut base);
+    let has_statics = p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty());
+    if let Some(mut s) = p.static_row {
+        fill_cells(t, layout, &mut s.cells, &mut base);
     }
     if p.rows.is_empty() {
-        if statics_alone && p.static_row.as_ref().is_some_and(|s| !s.cells.is_empty()) {
+        if statics_alone && has_statics {
             out.push(base);
         }
         return;
     }
     let last = p.rows.len().saturating_sub(1);
-    for (n, r) in p.rows.into_iter().enumerate() {
+    for (n, mut r) in p.rows.into_iter().enumerate() {
         // The last row takes the partition's values instead of a copy (a one-row partition,
         // the commonest, then copies nothing).
         let mut row = if n == last {
@@ -242,7 +245,7 @@ pub fn partition_rows(
                 row.cells[idx] = Some(v.clone());
             }
         }
-        fill_cells(t, layout, &r.cells, &mut row);
+        fill_cells(t, layout, &mut r.cells, &mut row);
         row.clustering = r.clustering;
         out.push(row);
     }

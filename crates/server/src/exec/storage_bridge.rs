@@ -17,6 +17,20 @@ impl st::ValueComparator for TypeComparator {
     fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         helenus_types::compare_serialized(&self.0, a, b)
     }
+
+    fn order(&self) -> st::ValueOrder {
+        use helenus_types::NativeType as N;
+        // Exactly the types compare_serialized orders bytewise or as signed integers.
+        match &self.0 {
+            CqlType::Native(
+                N::Ascii | N::Varchar | N::Blob | N::Inet | N::Date | N::Boolean | N::Duration,
+            ) => st::ValueOrder::Bytes,
+            CqlType::Native(
+                N::Int | N::Bigint | N::Counter | N::Timestamp | N::Time | N::Smallint | N::Tinyint,
+            ) => st::ValueOrder::SignedBigEndian,
+            _ => st::ValueOrder::Other,
+        }
+    }
 }
 
 /// The order of cell paths inside a multi-cell column: list cells by their timeuuid path, set
@@ -178,4 +192,60 @@ pub fn open_engine(
         crate::index_storage::start_builds(&engine, base, defs);
     }
     Ok(engine)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use helenus_storage::ValueComparator;
+    use helenus_types::NativeType as N;
+
+    /// The clustering comparator's inline rules must order exactly as the type's own order,
+    /// for every width a value of a column can arrive with (damaged or empty ones included).
+    #[test]
+    fn inline_clustering_orders_agree_with_the_types_order() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let types = [
+            N::Ascii,
+            N::Varchar,
+            N::Blob,
+            N::Inet,
+            N::Date,
+            N::Boolean,
+            N::Int,
+            N::Bigint,
+            N::Counter,
+            N::Timestamp,
+            N::Time,
+            N::Smallint,
+            N::Tinyint,
+        ];
+        for n in types {
+            let t = CqlType::Native(n);
+            let order = TypeComparator(t.clone()).order();
+            assert_ne!(order, st::ValueOrder::Other);
+            for _ in 0..2000 {
+                let mut value = || {
+                    let len = [0usize, 1, 2, 4, 8, 8, 8, 3][(next() % 8) as usize];
+                    // Few distinct bytes, so equal values and shared prefixes come up often.
+                    let v: Vec<u8> = (0..len)
+                        .map(|_| [0u8, 0x7f, 0x80, 0xff][(next() % 4) as usize])
+                        .collect();
+                    v
+                };
+                let (a, b) = (value(), value());
+                assert_eq!(
+                    order.compare(&a, &b),
+                    Some(helenus_types::compare_serialized(&t, &a, &b)),
+                    "{n:?}: {a:?} vs {b:?}"
+                );
+            }
+        }
+    }
 }

@@ -32,16 +32,6 @@ impl ReadPath {
     }
 }
 
-/// `restrict` for a partition the caller owns (one just read from an SSTable): rows outside
-/// the ranges are dropped in place instead of the rest being copied.
-pub(crate) fn restrict_owned(mut p: Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
-    if let Some(ranges) = ranges.filter(|r| !crate::clustering::covers_all(r)) {
-        p.rows
-            .retain(|k, _| crate::clustering::in_ranges(ranges, k));
-    }
-    p
-}
-
 /// Clones a partition keeping only rows inside `ranges` (deletions and static row always kept).
 pub(crate) fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partition {
     let Some(ranges) = ranges else {

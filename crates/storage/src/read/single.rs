@@ -6,7 +6,7 @@
 //! fewer live rows than the limit remain (deleted or expired rows), the read is repeated with a
 //! larger allowance, up to the whole slice.
 
-use super::{restrict, restrict_owned, unfiltered, ReadPath};
+use super::{restrict, unfiltered, ReadPath};
 use crate::clustering::CKey;
 use crate::error::StorageError;
 use crate::memtable::Memtable;
@@ -106,11 +106,7 @@ impl ReadPath {
                 return Ok(None);
             };
             if let Some(f) = &frontier {
-                if q.reversed {
-                    p.rows.retain(|k, _| k >= f);
-                } else {
-                    p.rows.retain(|k, _| k <= f);
-                }
+                cut_past(&mut p, f, q.reversed);
             }
             // A retry reads more of the partition, so it counts what this trial counted again:
             // only the accepted trial's counts are kept. A trial past the tombstone failure
@@ -276,7 +272,8 @@ impl ReadPath {
                 )?,
                 None => (s.read_partition_projected(e, cache, want.cells)?, None),
             };
-            m.add(restrict_owned(p, ranges), edge);
+            // A sliced read returns only rows of its ranges: nothing to restrict.
+            m.add(p, edge);
         }
         Ok(touched)
     }
@@ -428,6 +425,26 @@ pub(crate) fn restrict_upto(
     }
     out.rows = taken.into_iter().collect();
     (out, None)
+}
+
+/// Drops the rows past `frontier` in the read's direction (the frontier row itself stays): a
+/// split of the map, not a comparison per row.
+fn cut_past(p: &mut Partition, frontier: &CKey, reversed: bool) {
+    use std::ops::Bound::{Excluded, Unbounded};
+    if reversed {
+        // Everything before the frontier goes: split at it and keep the upper part.
+        let kept = p.rows.split_off(frontier);
+        p.rows = kept;
+    } else {
+        let first_past = p
+            .rows
+            .range::<CKey, _>((Excluded(frontier), Unbounded))
+            .next()
+            .map(|(k, _)| k.clone());
+        if let Some(k) = first_past {
+            drop(p.rows.split_off(&k));
+        }
+    }
 }
 
 /// `ranges` cut at `frontier` (inclusive) in the read's direction (borrowed when there is no

@@ -162,9 +162,9 @@ impl DataFormat {
         Ok(p)
     }
 
-    /// Appends a row block's `n` rows to `out` in clustering order; the compact format keeps
-    /// only what `wanted` asks for (format 1 decodes every row whole). Returns whether it
-    /// stopped at `wanted.keep` rows.
+    /// Appends a row block's `n` rows inside `wanted.ranges` to `out` in clustering order; the
+    /// compact format keeps only what `wanted` asks for (format 1 decodes every row whole).
+    /// Returns whether it stopped at `wanted.keep` rows.
     pub fn decode_rows_in(
         self,
         r: &mut Reader<'_>,
@@ -177,7 +177,8 @@ impl DataFormat {
             DataFormat::Fixed => {
                 let mut block = Partition::new(bytes::Bytes::new(), 0);
                 codec::decode_rows(r, cmp, n, &mut block)?;
-                out.extend(block.rows);
+                let inside = |(k, _): &(CKey, Row)| crate::clustering::in_ranges(wanted.ranges, k);
+                out.extend(block.rows.into_iter().filter(inside));
                 Ok(false)
             }
             DataFormat::Compact { base_us } => Dec::projected(r, base_us, wanted.cells.columns)

@@ -180,7 +180,8 @@ impl SSTableWriter {
 
 impl SSTableReader {
     /// Like `read_partition_sliced`, but stops once the blocks read (in clustering order, or
-    /// reverse order when `reversed`) hold at least `max_rows` rows inside `ranges`. Returns the
+    /// reverse order when `reversed`) hold at least `max_rows` rows inside `ranges`. Only rows
+    /// inside `ranges` are returned. Returns the
     /// clustering up to which the result is complete when it stopped early: rows beyond it in
     /// the read's direction were not read.
     pub fn read_partition_sliced_upto(
@@ -197,7 +198,12 @@ impl SSTableReader {
         let row_bytes = e.length.saturating_sub(e.header_len) as usize;
         let whole = max_rows == usize::MAX || row_bytes < max_rows;
         if e.blocks.is_empty() && whole {
-            return Ok((self.read_partition_projected(e, cache, wanted)?, None));
+            let mut p = self.read_partition_projected(e, cache, wanted)?;
+            if !crate::clustering::covers_all(ranges) {
+                p.rows
+                    .retain(|k, _| crate::clustering::in_ranges(ranges, k));
+            }
+            return Ok((p, None));
         }
         let head = self.read_bytes(e.position, e.header_len, cache)?;
         let (p, row_count) = self
@@ -277,7 +283,8 @@ impl SSTableReader {
                 )
                 .map_err(|_| self.corrupt(pos))?;
             if let Some(added) = rows.get(before..) {
-                have += added.iter().filter(|(k, _)| in_ranges(k)).count();
+                // Only rows inside the ranges were added.
+                have += added.len();
                 if !added.is_empty() {
                     edge = Some(if reversed { before } else { rows.len() - 1 });
                 }

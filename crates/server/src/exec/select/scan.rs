@@ -365,6 +365,7 @@ impl<'a> RowSource<'a> {
         // Read again from inside, a partition that had rows has no static row to give alone
         // (its static values came with those rows).
         let statics_alone = self.statics_alone() && !resumed;
+        reserve_rows(rows, &result);
         for p in result.partitions {
             rows::partition_rows(&self.plan.table, &self.layout, p, statics_alone, rows);
         }
@@ -392,6 +393,7 @@ impl<'a> RowSource<'a> {
 
     /// The CQL rows of a storage read's partitions.
     fn push_rows(&self, result: st::ReadResult, rows: &mut Vec<Row>) {
+        reserve_rows(rows, &result);
         for p in result.partitions {
             rows::partition_rows(
                 &self.plan.table,
@@ -477,7 +479,13 @@ impl<'a> RowSource<'a> {
             }
             self.trim_resumed(&mut rows);
             if !rows.is_empty() {
-                self.buffered.extend(rows);
+                // Called with nothing buffered: the read's rows become the buffer as they are,
+                // not copied into it.
+                if self.buffered.is_empty() {
+                    self.buffered = VecDeque::from(rows);
+                } else {
+                    self.buffered.extend(rows);
+                }
                 return Ok(true);
             }
         }
@@ -642,6 +650,13 @@ impl<'a> RowSource<'a> {
             Mode::Index(cursor) => !cursor.done(),
         }
     }
+}
+
+/// Room for a read's rows before they are built: a page of thousands of rows grown by pushes
+/// is copied a dozen times.
+fn reserve_rows(rows: &mut Vec<Row>, result: &st::ReadResult) {
+    let n: usize = result.partitions.iter().map(|p| p.rows.len().max(1)).sum();
+    rows.reserve(n);
 }
 
 /// Like Cassandra's read command on close: once the page is done (or abandoned), the tombstones
