@@ -136,7 +136,18 @@ fn limited(e: &Engine, from: u32, reversed: bool, limit: usize) -> Vec<u32> {
 
 #[test]
 fn limited_slices_stay_exact_across_deletions_in_other_sstables() {
-    let dir = tempdir("wide-limited");
+    limited_slices_across_deletions("wide-limited", false);
+}
+
+/// The same rows and deletions compacted into one SSTable: a forward read then builds its rows
+/// from that SSTable's alone (no merge), retrying past deleted rows just the same.
+#[test]
+fn limited_slices_stay_exact_across_deletions_in_the_same_sstable() {
+    limited_slices_across_deletions("wide-limited-one", true);
+}
+
+fn limited_slices_across_deletions(name: &str, compact: bool) {
+    let dir = tempdir(name);
     let e = open(&dir, 864000);
     write_wide(&e, 20_000, 100, u32::MAX);
     // A later SSTable deletes rows 1000..1049 one by one and 2000..=3000 with a range tombstone.
@@ -164,6 +175,10 @@ fn limited_slices_stay_exact_across_deletions_in_other_sstables() {
     ));
     e.apply_blocking(&[m]).unwrap();
     e.flush(None).unwrap();
+    if compact {
+        e.compact(TABLE).unwrap();
+        assert_eq!(e.table_stats(TABLE).sstable_count, 1);
+    }
     let live = |v: &u32| !(1000..1050).contains(v) && !(2000..=3000).contains(v);
     let expect = |from: u32, reversed: bool, n: usize| -> Vec<u32> {
         if reversed {

@@ -47,6 +47,10 @@ pub struct ColumnLayout {
     /// Whether rows carry their cells' write times and TTLs (`Row::meta`, `element_meta`);
     /// without them those are empty and cost nothing per row.
     cell_meta: bool,
+    /// Slots per row: the table's columns, or up to the last column a query reads (a later
+    /// slot reads as null through `cells.get`). A row's slots are allocated and dropped per
+    /// row; one column of a 61-column table read in 61 slots cost more than the column.
+    width: usize,
 }
 
 impl ColumnLayout {
@@ -69,6 +73,31 @@ impl ColumnLayout {
             pk,
             ck,
             cell_meta: true,
+            width: t.columns.len(),
+        }
+    }
+
+    /// Rows with slots only up to the last key column or column of `read` (storage ids of the
+    /// non-key columns a query reads; None: all), whose cells are the only ones placed.
+    pub fn narrowed_to(self, read: Option<&[u32]>) -> Self {
+        let Some(read) = read else {
+            return self;
+        };
+        let by_id: Vec<(u32, usize)> = self
+            .by_id
+            .into_iter()
+            .filter(|(id, _)| read.binary_search(id).is_ok())
+            .collect();
+        let last = by_id
+            .iter()
+            .map(|(_, i)| *i)
+            .chain(self.pk.iter().copied())
+            .chain(self.ck.iter().copied())
+            .max();
+        ColumnLayout {
+            width: last.map_or(0, |i| i + 1).min(self.width),
+            by_id,
+            ..self
         }
     }
 
@@ -138,6 +167,13 @@ fn assemble_complex(t: &CqlType, cells: &[&st::LiveCell]) -> Option<Bytes> {
     Some(out.freeze())
 }
 
+/// Sets slot `idx` of `row` (every slot a layout places is within its width).
+fn put(row: &mut Row, idx: usize, value: Option<Bytes>) {
+    if let Some(slot) = row.cells.get_mut(idx) {
+        *slot = value;
+    }
+}
+
 /// Puts a row's live cells in their columns' places; simple columns' values are moved out of
 /// `cells`, not copied.
 fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &mut [st::LiveCell], row: &mut Row) {
@@ -157,7 +193,7 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &mut [st::LiveCell], 
             if let Some(c) = t.columns.get(idx) {
                 if c.cql_type.is_multi_cell() {
                     let group: Vec<&st::LiveCell> = cells[i..j].iter().collect();
-                    row.cells[idx] = assemble_complex(&c.cql_type, &group);
+                    put(row, idx, assemble_complex(&c.cql_type, &group));
                     if let Some(element_meta) = row.element_meta.get_mut(idx) {
                         *element_meta = Some(
                             group
@@ -173,7 +209,7 @@ fn fill_cells(t: &TableMeta, layout: &ColumnLayout, cells: &mut [st::LiveCell], 
                     if let Some(meta) = row.meta.get_mut(idx) {
                         *meta = Some(meta_of(cell));
                     }
-                    row.cells[idx] = Some(std::mem::take(&mut cell.value));
+                    put(row, idx, Some(std::mem::take(&mut cell.value)));
                 }
             }
         }
@@ -200,7 +236,7 @@ pub fn partition_rows(
     statics_alone: bool,
     out: &mut Vec<Row>,
 ) {
-    let n = t.columns.len();
+    let n = layout.width;
     let meta_len = if layout.cell_meta { n } else { 0 };
     let mut base = Row {
         cells: vec![None; n],
@@ -212,11 +248,11 @@ pub fn partition_rows(
     };
     match layout.pk.as_slice() {
         // One key column, the commonest: its value is the key, with no list to split it into.
-        [idx] => base.cells[*idx] = Some(p.key.clone()),
+        [idx] => put(&mut base, *idx, Some(p.key.clone())),
         _ => {
             for (i, comp) in key_components(t, &p.key).into_iter().enumerate() {
                 if let Some(&idx) = layout.pk.get(i) {
-                    base.cells[idx] = Some(comp);
+                    put(&mut base, idx, Some(comp));
                 }
             }
         }
@@ -242,11 +278,85 @@ pub fn partition_rows(
         };
         for (i, v) in r.clustering.iter().enumerate() {
             if let Some(&idx) = layout.ck.get(i) {
-                row.cells[idx] = Some(v.clone());
+                put(&mut row, idx, Some(v.clone()));
             }
         }
         fill_cells(t, layout, &mut r.cells, &mut row);
         row.clustering = r.clustering;
         out.push(row);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use helenus_cql::ast::Statement;
+    use helenus_schema::{KeyspaceKind, KeyspaceMeta};
+
+    fn table(ddl: &str) -> TableMeta {
+        let ks = KeyspaceMeta::new("ks", KeyspaceKind::User, Default::default(), true);
+        let Statement::CreateTable(c) = helenus_cql::parse(ddl).unwrap().statement else {
+            panic!("not a CREATE TABLE: {ddl}")
+        };
+        crate::exec::ddl::build_table(&ks, &c).unwrap()
+    }
+
+    fn cell(column: u32, value: &'static [u8]) -> st::LiveCell {
+        st::LiveCell {
+            column,
+            path: None,
+            value: Bytes::from_static(value),
+            timestamp_us: 1,
+            ttl_s: 0,
+            expires_at_s: 0,
+        }
+    }
+
+    /// A layout narrowed to the columns a query reads gives every read column (and the key)
+    /// the value a full-width row has, in fewer slots.
+    #[test]
+    fn narrowed_rows_hold_the_read_columns_as_full_rows_do() {
+        let t = table("CREATE TABLE t (k int, c int, a text, b text, d text, PRIMARY KEY (k, c))");
+        let id = |name: &str| t.column(name).unwrap().id;
+        let pos = |name: &str| t.columns.iter().position(|c| c.name == name).unwrap();
+        let data = || st::PartitionData {
+            key: Bytes::from_static(&[0, 0, 0, 1]),
+            token: 7,
+            static_row: None,
+            rows: vec![st::LiveRow {
+                clustering: vec![Bytes::from_static(&[0, 0, 0, 2])],
+                cells: vec![
+                    cell(id("a"), b"x"),
+                    cell(id("b"), b"y"),
+                    cell(id("d"), b"z"),
+                ],
+                row_timestamp_us: Some(1),
+            }],
+        };
+        let mut full = Vec::new();
+        partition_rows(&t, &ColumnLayout::new(&t), data(), true, &mut full);
+        let read = [id("a")];
+        let narrow_layout = ColumnLayout::new(&t).narrowed_to(Some(&read));
+        let mut narrow = Vec::new();
+        partition_rows(&t, &narrow_layout, data(), true, &mut narrow);
+        assert_eq!((full.len(), narrow.len()), (1, 1));
+        assert_eq!(full[0].cells.len(), t.columns.len());
+        assert!(narrow[0].cells.len() < full[0].cells.len());
+        for name in ["k", "c", "a"] {
+            assert_eq!(
+                narrow[0].cells.get(pos(name)),
+                full[0].cells.get(pos(name)),
+                "{name}"
+            );
+            assert!(full[0].cells[pos(name)].is_some(), "{name}");
+        }
+        for name in ["b", "d"] {
+            assert_eq!(
+                narrow[0].cells.get(pos(name)).cloned().flatten(),
+                None,
+                "{name}"
+            );
+        }
+        assert_eq!(narrow[0].clustering, full[0].clustering);
     }
 }

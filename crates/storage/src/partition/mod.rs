@@ -578,6 +578,68 @@ pub(crate) fn live_partition_within(
     layout: &TableLayout,
     limits: &mut Limits,
 ) -> Result<Option<PartitionData>, StorageError> {
+    use crate::clustering::map_bounds;
+    // Each shape its own loop, not a boxed iterator: a scan of one-row partitions calls this
+    // per row.
+    match (ranges, q.reversed) {
+        ([(s, e)], false) => {
+            let rows = p.rows.range(map_bounds(s, e));
+            live_rows_of(p, rows, ranges, q, layout, limits)
+        }
+        ([(s, e)], true) => {
+            let rows = p.rows.range(map_bounds(s, e)).rev();
+            live_rows_of(p, rows, ranges, q, layout, limits)
+        }
+        (_, false) => {
+            let rows = ranges
+                .iter()
+                .flat_map(|(s, e)| p.rows.range(map_bounds(s, e)));
+            live_rows_of(p, rows, ranges, q, layout, limits)
+        }
+        (_, true) => {
+            let rows =
+                (ranges.iter().rev()).flat_map(|(s, e)| p.rows.range(map_bounds(s, e)).rev());
+            live_rows_of(p, rows, ranges, q, layout, limits)
+        }
+    }
+}
+
+/// `live_partition_within` for rows that are not in `header`'s map: `rows` are the rows of
+/// `ranges` (and only those), ascending, as one SSTable gives them; `header` holds the
+/// partition's deletion, static row and range tombstones. A read with no other source to merge
+/// then builds no map.
+pub(crate) fn live_partition_sorted<'r>(
+    header: &Partition,
+    rows: &'r [(CKey, Row)],
+    ranges: &[(CKey, CKey)],
+    q: &ReadQuery,
+    layout: &TableLayout,
+    limits: &mut Limits,
+) -> Result<Option<PartitionData>, StorageError> {
+    let pair = |(k, r): &'r (CKey, Row)| (k, r);
+    if q.reversed {
+        live_rows_of(
+            header,
+            rows.iter().rev().map(pair),
+            ranges,
+            q,
+            layout,
+            limits,
+        )
+    } else {
+        live_rows_of(header, rows.iter().map(pair), ranges, q, layout, limits)
+    }
+}
+
+/// The live view of partition `p` with `rows` (in the read's order) as its rows.
+fn live_rows_of<'r>(
+    p: &Partition,
+    rows: impl Iterator<Item = (&'r CKey, &'r Row)>,
+    ranges: &[(CKey, CKey)],
+    q: &ReadQuery,
+    layout: &TableLayout,
+    limits: &mut Limits,
+) -> Result<Option<PartitionData>, StorageError> {
     // Static rows stay whole: a partition with only static data is a row, which the caller
     // tells by its cells.
     let static_row = live_row(&[], &p.static_row, p.deletion, q.now_s, layout, None);
@@ -586,51 +648,32 @@ pub(crate) fn live_partition_within(
         limits.scan.row(&p.static_row, p.deletion, live, q.now_s)?;
     }
     let max_rows = limits.rows_left.min(limits.per_partition);
-    let mut rows = Vec::with_capacity(max_rows.min(p.rows.len()));
+    let (lower, _) = rows.size_hint();
+    let mut live_rows = Vec::with_capacity(max_rows.min(lower.max(p.rows.len())));
     limits.scan.range_tombstones(&p.range_tombstones, ranges)?;
-    let in_order: Box<dyn Iterator<Item = &(CKey, CKey)>> = if q.reversed {
-        Box::new(ranges.iter().rev())
-    } else {
-        Box::new(ranges.iter())
-    };
     let scan = &mut limits.scan;
-    'outer: for (s, e) in in_order {
-        if rows.len() >= max_rows {
-            break;
-        }
-        let it = p.rows.range::<CKey, _>(crate::clustering::map_bounds(s, e));
-        let mut visit = |k: &CKey, r: &Row| -> Result<bool, StorageError> {
+    if max_rows > 0 {
+        for (k, r) in rows {
             let outer = p.covering_deletion(k);
             let lr = live_row(&k.values, r, outer, q.now_s, layout, q.columns.as_deref());
             scan.row(r, outer, lr.is_some(), q.now_s)?;
-            rows.extend(lr);
-            Ok(rows.len() < max_rows)
-        };
-        if q.reversed {
-            for (k, r) in it.rev() {
-                if !visit(k, r)? {
-                    break 'outer;
-                }
-            }
-        } else {
-            for (k, r) in it {
-                if !visit(k, r)? {
-                    break 'outer;
-                }
+            live_rows.extend(lr);
+            if live_rows.len() >= max_rows {
+                break;
             }
         }
     }
-    if rows.is_empty() && static_row.is_none() {
+    if live_rows.is_empty() && static_row.is_none() {
         return Ok(None);
     }
     // A partition with only static data counts as one row, as in Cassandra's paging.
-    let used = rows.len().max(1);
+    let used = live_rows.len().max(1);
     limits.rows_left = limits.rows_left.saturating_sub(used);
     Ok(Some(PartitionData {
         key: p.key.clone(),
         token: p.token,
         static_row,
-        rows,
+        rows: live_rows,
     }))
 }
 

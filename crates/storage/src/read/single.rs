@@ -23,6 +23,9 @@ use std::sync::Arc;
 /// An SSTable that holds a partition, with the partition's index entry when already known.
 pub(crate) type Located = (Arc<SSTableReader>, Option<Arc<IndexEntry>>);
 
+/// The only SSTable that holds a partition, with the partition's index entry.
+type Sole = (Arc<SSTableReader>, Arc<IndexEntry>);
+
 /// Rows per SSTable read beyond the limit on the first attempt (tombstones and expired rows
 /// take up room), and the factor by which a retry grows the allowance.
 const FIRST_EXTRA_ROWS: usize = 16;
@@ -65,6 +68,11 @@ impl ReadPath {
                 return Ok(read);
             }
         }
+        if keep.is_none() && !at.q.reversed {
+            if let Some((s, e)) = self.sole_sstable(t, at, located)? {
+                return self.read_sole_sstable(t, at, limits, &s, &e);
+            }
+        }
         let &OnePartition {
             token,
             key,
@@ -74,14 +82,7 @@ impl ReadPath {
             in_memtables,
         } = at;
         let want = limits.rows_left.min(limits.per_partition);
-        // A read that fails past a tombstone threshold first reads no more rows than it may
-        // scan tombstones: an unlimited read of a partition of millions of deleted rows fails
-        // after about the threshold, not after the whole partition.
-        let scan = &limits.scan;
-        let tombstones_left =
-            scan.failure_threshold - scan.stats.tombstones_scanned.min(scan.failure_threshold);
-        let first = want.min(usize::try_from(tombstones_left).unwrap_or(usize::MAX));
-        let mut allowance = first.saturating_add(FIRST_EXTRA_ROWS);
+        let mut allowance = first_allowance(limits, want);
         loop {
             let plan = Want {
                 token,
@@ -131,6 +132,89 @@ impl ReadPath {
                         layout,
                     ));
                 }
+                return Ok(data);
+            }
+            allowance = allowance.saturating_mul(RETRY_GROWTH);
+        }
+    }
+
+    /// The one SSTable holding the partition, when no memtable and no other SSTable does: its
+    /// rows need no merge. A write racing the check is concurrent with the read, which may
+    /// miss it as it may whenever it comes a moment later.
+    fn sole_sstable(
+        &self,
+        t: &Table,
+        at: &OnePartition<'_>,
+        located: Option<&[Located]>,
+    ) -> Result<Option<Sole>, StorageError> {
+        let (token, key) = (at.token, at.key);
+        if at.in_memtables {
+            if !t.flushing.read().is_empty() {
+                return Ok(None);
+            }
+            let current = t.memtable.read().clone();
+            if current.with_partition(token, key, |_| ()).is_some() {
+                return Ok(None);
+            }
+        }
+        if let Some(l) = located {
+            return Ok(match l {
+                [(s, Some(e))] => Some((s.clone(), e.clone())),
+                _ => None,
+            });
+        }
+        let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        let mut sole = None;
+        for s in sstables.iter().filter(|s| s.may_contain(token, key)) {
+            if let Some(e) = self.caches.find_in_sstable(t, s, token, key)? {
+                if sole.is_some() {
+                    return Ok(None);
+                }
+                sole = Some((s.clone(), e));
+            }
+        }
+        Ok(sole)
+    }
+
+    /// `read_single` of a partition only `s` holds (a forward read): its live rows are built
+    /// from the rows as the SSTable gives them, with no merged copy in between.
+    fn read_sole_sstable(
+        &self,
+        t: &Table,
+        at: &OnePartition<'_>,
+        limits: &mut Limits,
+        s: &SSTableReader,
+        e: &IndexEntry,
+    ) -> Result<Option<PartitionData>, StorageError> {
+        let (ranges, q) = (at.ranges, at.q);
+        let want = limits.rows_left.min(limits.per_partition);
+        let mut allowance = first_allowance(limits, want);
+        loop {
+            let cells = ReadCells {
+                columns: q.columns.as_deref(),
+                share: true,
+            };
+            let cache = Some(&self.caches.chunk);
+            let read = s.read_rows_sliced_upto(e, ranges, false, allowance, cache, cells)?;
+            let mut trial = *limits;
+            let data = partition::live_partition_sorted(
+                &read.header,
+                &read.rows,
+                ranges,
+                q,
+                at.layout,
+                &mut trial,
+            )?;
+            let got = data.as_ref().map_or(0, |d| d.rows.len());
+            if !read.stopped || got >= want {
+                *limits = trial;
+                t.counters
+                    .max_sstables_per_read
+                    .fetch_max(1, Ordering::Relaxed);
+                t.counters.sstables_per_read.record(1);
+                t.counters
+                    .rows_merged
+                    .fetch_add(read.rows.len() as u64, Ordering::Relaxed);
                 return Ok(data);
             }
             allowance = allowance.saturating_mul(RETRY_GROWTH);
@@ -307,6 +391,18 @@ impl ReadPath {
             }
         }
     }
+}
+
+/// The rows each source reads on a first attempt at `want` live rows. A read that fails past
+/// a tombstone threshold first reads no more rows than it may scan tombstones: an unlimited
+/// read of a partition of millions of deleted rows fails after about the threshold, not after
+/// the whole partition.
+fn first_allowance(limits: &Limits, want: usize) -> usize {
+    let scan = &limits.scan;
+    let tombstones_left =
+        scan.failure_threshold - scan.stats.tombstones_scanned.min(scan.failure_threshold);
+    let first = want.min(usize::try_from(tombstones_left).unwrap_or(usize::MAX));
+    first.saturating_add(FIRST_EXTRA_ROWS)
 }
 
 /// One partition's read: its key, the slices of it to read (ascending, already cut where a

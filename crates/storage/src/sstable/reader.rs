@@ -324,7 +324,7 @@ impl SSTableReader {
 
     /// The bytes at `position..position + length`, borrowed from the chunk `chunk_at` gives
     /// when they lie in one, else copied out of the chunks they span.
-    fn span_from(
+    pub(super) fn span_from(
         &self,
         position: u64,
         length: u32,

@@ -178,12 +178,23 @@ impl SSTableWriter {
     }
 }
 
+/// The rows of one partition inside some clustering ranges, as one SSTable gives them: in
+/// clustering order within each row-index block, blocks in the read's direction.
+pub(crate) struct SlicedRows {
+    /// The partition's header: key, deletion, static row, range tombstones; no rows.
+    pub header: Partition,
+    pub rows: Vec<(CKey, Row)>,
+    /// Whether the read stopped at its row allowance: rows beyond the edge were not read.
+    pub stopped: bool,
+    /// The index in `rows` of the last row in the read's direction, when any was read.
+    pub edge: Option<usize>,
+}
+
 impl SSTableReader {
     /// Like `read_partition_sliced`, but stops once the blocks read (in clustering order, or
-    /// reverse order when `reversed`) hold at least `max_rows` rows inside `ranges`. Only rows
-    /// inside `ranges` are returned. Returns the
+    /// reverse order when `reversed`) hold at least `max_rows` rows inside `ranges`. Returns the
     /// clustering up to which the result is complete when it stopped early: rows beyond it in
-    /// the read's direction were not read.
+    /// the read's direction were not read. Only rows inside `ranges` are returned.
     pub fn read_partition_sliced_upto(
         &self,
         e: &IndexEntry,
@@ -193,17 +204,31 @@ impl SSTableReader {
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
         wanted: ReadCells<'_>,
     ) -> Result<(Partition, Option<CKey>), StorageError> {
+        let read = self.read_rows_sliced_upto(e, ranges, reversed, max_rows, cache, wanted)?;
+        Ok(if read.stopped {
+            finish(read.header, read.rows, read.edge, reversed)
+        } else {
+            (finish(read.header, read.rows, None, reversed).0, None)
+        })
+    }
+
+    /// `read_partition_sliced_upto`'s rows as the SSTable holds them, not put in a map: a read
+    /// with no other source to merge builds its live rows straight from them.
+    pub(crate) fn read_rows_sliced_upto(
+        &self,
+        e: &IndexEntry,
+        ranges: &[(CKey, CKey)],
+        reversed: bool,
+        max_rows: usize,
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+        wanted: ReadCells<'_>,
+    ) -> Result<SlicedRows, StorageError> {
         // Every row takes at least a byte: a partition with fewer bytes of rows than the
         // allowance is read whole, in place (a scan's small partitions).
         let row_bytes = e.length.saturating_sub(e.header_len) as usize;
         let whole = max_rows == usize::MAX || row_bytes < max_rows;
         if e.blocks.is_empty() && whole {
-            let mut p = self.read_partition_projected(e, cache, wanted)?;
-            if !crate::clustering::covers_all(ranges) {
-                p.rows
-                    .retain(|k, _| crate::clustering::in_ranges(ranges, k));
-            }
-            return Ok((p, None));
+            return self.read_rows_whole(e, ranges, cache, wanted);
         }
         let head = self.read_bytes(e.position, e.header_len, cache)?;
         let (p, row_count) = self
@@ -221,7 +246,7 @@ impl SSTableReader {
         let overlapping: Vec<&RowBlock> = if e.blocks.is_empty() {
             let fits = row_count <= max_rows && crate::clustering::covers_all(ranges);
             if fits {
-                return Ok((self.read_partition_projected(e, cache, wanted)?, None));
+                return self.read_rows_whole(e, ranges, cache, wanted);
             }
             unindexed = RowBlock {
                 first: Vec::new(),
@@ -236,7 +261,6 @@ impl SSTableReader {
                 .filter_map(|i| e.blocks.get(i))
                 .collect()
         };
-        let in_ranges = |k: &CKey| crate::clustering::in_ranges(ranges, k);
         let order: Box<dyn Iterator<Item = &&RowBlock>> = if reversed {
             Box::new(overlapping.iter().rev())
         } else {
@@ -248,33 +272,37 @@ impl SSTableReader {
         // Sized up front (growing a page of rows copies it each time), within a bound that
         // row counts read from a damaged file cannot push past.
         let expected: usize = overlapping.iter().map(|b| b.rows as usize).sum();
-        let mut rows: Vec<(CKey, Row)> =
-            Vec::with_capacity(expected.min(max_rows).min(MAX_PRESIZED_ROWS));
-        let mut have = p.rows.keys().filter(|k| in_ranges(k)).count();
-        // Where the rows read so far end in the read's direction: the last row of the last
-        // block forward, the first row of the last block reversed (blocks go backwards).
-        let mut edge: Option<usize> = None;
+        let mut out = SlicedRows {
+            header: p,
+            rows: Vec::with_capacity(expected.min(max_rows).min(MAX_PRESIZED_ROWS)),
+            stopped: false,
+            // Where the rows read so far end in the read's direction: the last row of the last
+            // block forward, the first row of the last block reversed (blocks go backwards).
+            edge: None,
+        };
         for b in order {
-            if max_rows != usize::MAX && have >= max_rows {
-                return Ok(finish(p, rows, edge, reversed));
+            if max_rows != usize::MAX && out.rows.len() >= max_rows {
+                out.stopped = true;
+                return Ok(out);
             }
             // Forward, a block can stop at the row that completes the allowance; reversed, the
             // rows wanted are the block's last ones, so it is read whole.
             let keep = if reversed {
                 usize::MAX
             } else {
-                max_rows.saturating_sub(have)
+                max_rows.saturating_sub(out.rows.len())
             };
             let pos = e.position + u64::from(b.offset);
             let bytes = bytes::Bytes::from(self.read_bytes(pos, b.length, cache)?);
-            let before = rows.len();
+            let before = out.rows.len();
+            // Only rows inside the ranges are added.
             let stopped = self
                 .format
                 .decode_rows_in(
                     &mut Reader::new(&bytes, "sstable row block"),
                     &self.cmp,
                     b.rows as usize,
-                    &mut rows,
+                    &mut out.rows,
                     &BlockRows {
                         ranges,
                         keep,
@@ -282,18 +310,54 @@ impl SSTableReader {
                     },
                 )
                 .map_err(|_| self.corrupt(pos))?;
-            if let Some(added) = rows.get(before..) {
-                // Only rows inside the ranges were added.
-                have += added.len();
-                if !added.is_empty() {
-                    edge = Some(if reversed { before } else { rows.len() - 1 });
-                }
+            if out.rows.len() > before {
+                out.edge = Some(if reversed { before } else { out.rows.len() - 1 });
             }
             if stopped {
-                return Ok(finish(p, rows, edge, reversed));
+                out.stopped = true;
+                return Ok(out);
             }
         }
-        Ok((finish(p, rows, None, reversed).0, None))
+        Ok(out)
+    }
+
+    /// A partition without a row index read whole, decoded where its chunk holds it (a scan's
+    /// small partitions are not copied out first), keeping the rows inside `ranges`.
+    fn read_rows_whole(
+        &self,
+        e: &IndexEntry,
+        ranges: &[(CKey, CKey)],
+        cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
+        wanted: ReadCells<'_>,
+    ) -> Result<SlicedRows, StorageError> {
+        let span = self.span_from(e.position, e.length, |ci| self.read_chunk(ci, cache))?;
+        let bytes = span.into_bytes();
+        let mut r = Reader::new(&bytes, "sstable partition");
+        let (header, n) = self
+            .format
+            .decode_partition_header(&mut r, &self.cmp, e)
+            .map_err(|_| self.corrupt(e.position))?;
+        let mut rows = Vec::with_capacity(n.min(r.remaining()).min(MAX_PRESIZED_ROWS));
+        self.format
+            .decode_rows_in(
+                &mut r,
+                &self.cmp,
+                n,
+                &mut rows,
+                &BlockRows {
+                    ranges,
+                    keep: usize::MAX,
+                    cells: wanted.of(&bytes),
+                },
+            )
+            .map_err(|_| self.corrupt(e.position))?;
+        let edge = rows.len().checked_sub(1);
+        Ok(SlicedRows {
+            header,
+            rows,
+            stopped: false,
+            edge,
+        })
     }
 }
 

@@ -273,15 +273,16 @@ impl<'a> RowSource<'a> {
             Mode::Keys { .. } | Mode::Range { .. } => super::projection::read_columns(plan),
             Mode::Index(_) | Mode::System => None,
         };
+        let layout = ColumnLayout::new(t).narrowed_to(columns.as_deref());
         Ok(RowSource {
             columns,
             inside,
             node,
             plan,
             layout: if super::projection::reads_cell_meta(plan) {
-                ColumnLayout::new(t)
+                layout
             } else {
-                ColumnLayout::new(t).without_cell_meta()
+                layout.without_cell_meta()
             },
             slices,
             mode,
