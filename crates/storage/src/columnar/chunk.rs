@@ -67,18 +67,18 @@ pub(super) fn encode_chunk(
             encode_ints(&mut body, &vals, Allow::ALL);
         }
         ColumnValues::Float32(v) => {
-            let vals: Vec<i64> = (0..rows)
+            let bits: Vec<u64> = (0..rows)
                 .filter(valid)
-                .filter_map(|i| v.get(i).map(|f| i64::from(f.to_bits())))
+                .filter_map(|i| v.get(i).map(|f| u64::from(f.to_bits())))
                 .collect();
-            encode_ints(&mut body, &vals, Allow::ALL);
+            encode_floats(&mut body, &bits, true);
         }
         ColumnValues::Float64(v) => {
-            let vals: Vec<i64> = (0..rows)
+            let bits: Vec<u64> = (0..rows)
                 .filter(valid)
-                .filter_map(|i| v.get(i).map(|f| f.to_bits() as i64))
+                .filter_map(|i| v.get(i).map(|f| f.to_bits()))
                 .collect();
-            encode_ints(&mut body, &vals, Allow::ALL);
+            encode_floats(&mut body, &bits, false);
         }
         ColumnValues::Bytes(v) => {
             let vals: Vec<&[u8]> = (0..rows).filter(valid).map(|i| v.get(i)).collect();
@@ -101,6 +101,72 @@ pub(super) fn encode_chunk(
         }
     }
     (out, stats)
+}
+
+/// Powers of ten a float column may be scaled by (exact in binary64).
+const DECIMAL_SCALES: [f64; 7] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
+/// The scale byte of floats stored as their bit patterns.
+const RAW_BITS: u8 = 0xff;
+
+/// The bit pattern (of an f32 when `single`) a scaled integer decodes to: the one formula
+/// encoder and decoder share, so the encoder's check that every value comes back bit for bit
+/// holds for the decoder too.
+fn unscale(i: i64, p: f64, single: bool) -> u64 {
+    let v = i as f64 / p;
+    if single {
+        u64::from((v as f32).to_bits())
+    } else {
+        v.to_bits()
+    }
+}
+
+/// Floats with few decimals (coordinates, prices, scores) as integers times a power of ten
+/// (bit-packed, run-length or dictionary from there), when every value comes back bit for bit;
+/// others as their bit patterns. The scale byte says which. `bits`: the values' bit patterns
+/// (f32 patterns when `single`).
+fn encode_floats(out: &mut Vec<u8>, bits: &[u64], single: bool) {
+    let value = |b: u64| {
+        if single {
+            f64::from(f32::from_bits(b as u32))
+        } else {
+            f64::from_bits(b)
+        }
+    };
+    'scale: for (k, p) in DECIMAL_SCALES.iter().enumerate() {
+        let mut ints = Vec::with_capacity(bits.len());
+        for b in bits {
+            let s = (value(*b) * p).round();
+            // Beyond 2^53 integers are not exact; NaN fails here, -0.0 at the bit check.
+            if s.is_nan() || s.abs() >= 9.0e15 {
+                continue 'scale;
+            }
+            let i = s as i64;
+            if unscale(i, *p, single) != *b {
+                continue 'scale;
+            }
+            ints.push(i);
+        }
+        out.push(k as u8);
+        encode_ints(out, &ints, Allow::ALL);
+        return;
+    }
+    out.push(RAW_BITS);
+    let ints: Vec<i64> = bits.iter().map(|b| *b as i64).collect();
+    encode_ints(out, &ints, Allow::ALL);
+}
+
+/// Decodes `n` floats as bit patterns (f32 patterns when `single`).
+fn decode_floats(c: &mut Cursor<'_>, n: usize, single: bool) -> Result<Vec<u64>, ColumnarError> {
+    let scale = c.u8()?;
+    let mut ints = Vec::with_capacity(n);
+    decode_ints(c, n, &mut ints)?;
+    if scale == RAW_BITS {
+        return Ok(ints.iter().map(|b| *b as u64).collect());
+    }
+    let p = *DECIMAL_SCALES
+        .get(scale as usize)
+        .ok_or(ColumnarError::corrupt("float scale"))?;
+    Ok(ints.iter().map(|i| unscale(*i, p, single)).collect())
 }
 
 /// The compressed body and its codec, when compression saves at least an eighth.
@@ -183,19 +249,20 @@ fn decode_body(
             decode_bytes(c, present, &mut dense)?;
             ColumnValues::Bytes(spread_bytes(&dense, validity.as_ref(), rows))
         }
-        _ => {
+        Physical::Int => {
             let mut dense = Vec::with_capacity(present);
             decode_ints(c, present, &mut dense)?;
-            let ints = spread(dense, validity.as_ref(), rows);
-            match physical {
-                Physical::Float32 => {
-                    ColumnValues::Float32(ints.iter().map(|b| f32::from_bits(*b as u32)).collect())
-                }
-                Physical::Float64 => {
-                    ColumnValues::Float64(ints.iter().map(|b| f64::from_bits(*b as u64)).collect())
-                }
-                _ => ColumnValues::Int(ints),
-            }
+            ColumnValues::Int(spread(dense, validity.as_ref(), rows, 0))
+        }
+        Physical::Float32 => {
+            let dense = decode_floats(c, present, true)?;
+            let bits = spread(dense, validity.as_ref(), rows, 0);
+            ColumnValues::Float32(bits.iter().map(|b| f32::from_bits(*b as u32)).collect())
+        }
+        Physical::Float64 => {
+            let dense = decode_floats(c, present, false)?;
+            let bits = spread(dense, validity.as_ref(), rows, 0);
+            ColumnValues::Float64(bits.iter().map(|b| f64::from_bits(*b)).collect())
         }
     };
     if !c.is_empty() {
@@ -204,14 +271,20 @@ fn decode_body(
     Ok(Column { values, validity })
 }
 
-/// Places the non-null values at their rows (nulls get 0).
-fn spread(dense: Vec<i64>, validity: Option<&Bitmap>, rows: usize) -> Vec<i64> {
+/// Places the non-null values at their rows (nulls get `zero`).
+fn spread<T: Copy>(dense: Vec<T>, validity: Option<&Bitmap>, rows: usize, zero: T) -> Vec<T> {
     let Some(v) = validity else {
         return dense;
     };
     let mut it = dense.into_iter();
     (0..rows)
-        .map(|i| if v.get(i) { it.next().unwrap_or(0) } else { 0 })
+        .map(|i| {
+            if v.get(i) {
+                it.next().unwrap_or(zero)
+            } else {
+                zero
+            }
+        })
         .collect()
 }
 

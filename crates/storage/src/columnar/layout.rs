@@ -198,8 +198,10 @@ impl Builder {
         match self {
             Builder::Ints { vals, valid, nulls } => {
                 let validity = std::mem::take(valid);
+                // The next group is as long: keep its vectors from growing by doubling.
+                let next = Vec::with_capacity(vals.len());
                 let c = Column {
-                    values: super::vector::ColumnValues::Int(std::mem::take(vals)),
+                    values: super::vector::ColumnValues::Int(std::mem::replace(vals, next)),
                     validity: (*nulls > 0).then_some(validity),
                 };
                 *nulls = 0;
@@ -220,8 +222,8 @@ pub(super) struct GroupBuilder {
     pub layout: StreamLayout,
     builders: Vec<Builder>,
     pub rows: usize,
-    /// Scratch: the native cell of each schema column in the current row.
-    slots: Vec<Option<Cell>>,
+    /// (column id, schema position), sorted by id: cells are looked up per row.
+    by_id: Vec<(ColumnId, usize)>,
 }
 
 impl GroupBuilder {
@@ -248,12 +250,18 @@ impl GroupBuilder {
                 }
             })
             .collect();
-        let slots = vec![None; layout.columns.len()];
+        let mut by_id: Vec<(ColumnId, usize)> = layout
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(j, c)| (c.id, j))
+            .collect();
+        by_id.sort_unstable();
         GroupBuilder {
             layout,
             builders,
             rows: 0,
-            slots,
+            by_id,
         }
     }
 
@@ -292,11 +300,11 @@ impl GroupBuilder {
     ) -> Result<(), ColumnarError> {
         self.rows += 1;
         self.push_keys(p, kind, clustering)?;
-        let extras = self.split_cells(row);
+        let (slots, extras) = self.split_cells(row);
         let base = row
             .liveness
             .map(|l| l.timestamp_us)
-            .or_else(|| self.slots.iter().flatten().map(|c| c.timestamp_us).next())
+            .or_else(|| slots.iter().flatten().map(|c| c.timestamp_us).next())
             .or(row.deletion.map(|d| d.marked_for_delete_at_us));
         let rel = |t: i64| base.map(|b| t.wrapping_sub(b));
         let l = row.liveness;
@@ -335,7 +343,7 @@ impl GroupBuilder {
         let rts = if header { &p.range_tombstones[..] } else { &[] };
         let extras = encode_extras(rts, row, extras);
         self.put_raw(S_EXTRAS, extras.as_deref());
-        self.push_cells(base)
+        self.push_cells(base, &slots)
     }
 
     fn push_keys(&mut self, p: &Partition, kind: i64, ck: &[Bytes]) -> Result<(), ColumnarError> {
@@ -357,29 +365,32 @@ impl GroupBuilder {
         Ok(())
     }
 
-    /// Fills `slots` with the row's native cells (simple columns of the schema, live or
-    /// tombstone); returns the others.
-    fn split_cells(&mut self, row: &Row) -> CellMap {
-        self.slots.iter_mut().for_each(|s| *s = None);
+    /// The row's native cell of each schema column (simple columns, live or tombstone), and
+    /// the cells that go to extras.
+    fn split_cells<'r>(&self, row: &'r Row) -> (Vec<Option<&'r Cell>>, CellMap) {
+        let mut slots = vec![None; self.layout.columns.len()];
         let mut extras = CellMap::new();
         for ((col, path), c) in &row.cells {
             let native = path.is_none() && !matches!(c.kind, CellKind::Counter { .. });
-            match self.layout.column_index(*col).filter(|_| native) {
-                Some(j) => {
-                    if let Some(s) = self.slots.get_mut(j) {
-                        *s = Some(c.clone());
-                    }
-                }
+            let j = match self.by_id.binary_search_by_key(col, |(id, _)| *id) {
+                Ok(i) if native => self.by_id.get(i).map(|(_, j)| *j),
+                _ => None,
+            };
+            match j.and_then(|j| slots.get_mut(j)) {
+                Some(s) => *s = Some(c),
                 None => {
                     extras.insert((*col, path.clone()), c.clone());
                 }
             }
         }
-        extras
+        (slots, extras)
     }
 
-    fn push_cells(&mut self, base: Option<i64>) -> Result<(), ColumnarError> {
-        let slots = std::mem::take(&mut self.slots);
+    fn push_cells(
+        &mut self,
+        base: Option<i64>,
+        slots: &[Option<&Cell>],
+    ) -> Result<(), ColumnarError> {
         for (j, slot) in slots.iter().enumerate() {
             let s = self.layout.column_stream(j);
             let (value, ts, ttl, ldt) = match slot {
@@ -409,7 +420,6 @@ impl GroupBuilder {
             self.put_int(s + 2, ttl);
             self.put_int(s + 3, ldt);
         }
-        self.slots = slots;
         Ok(())
     }
 }

@@ -692,3 +692,48 @@ fn a_damaged_byte_anywhere_is_an_error() {
     let e = SegmentReader::open(&dir.join("missing.col"), &clustering_cols());
     assert!(matches!(e, Err(ColumnarError::Io { .. })));
 }
+
+#[test]
+fn floats_with_few_decimals_are_stored_as_scaled_integers() {
+    let mut r = Rng(4);
+    let coords: Vec<Option<Vec<u8>>> = (0..4096)
+        .map(|_| {
+            let v = ((r.below(3_600_000) as f64) - 1_800_000.0) / 1e4;
+            Some(v.to_be_bytes().to_vec())
+        })
+        .collect();
+    let col = build(&coords, ValueType::Double);
+    let (bytes, _) = encode_chunk(&col, ValueType::Double, BlockCompression::None);
+    // 22 bits a value instead of 64.
+    assert!(bytes.len() < 4096 * 3, "{}", bytes.len());
+    let back = decode_chunk(&bytes, 4096, Physical::Float64).unwrap();
+    for (i, v) in coords.iter().enumerate() {
+        assert_eq!(
+            back.serialized(i, ValueType::Double).as_deref(),
+            v.as_deref()
+        );
+    }
+    // One value that is not a short decimal (or -0.0, or NaN) keeps the chunk in raw bits.
+    for odd in [f64::NAN, -0.0, 0.1 + 0.2] {
+        let mut vals = coords.clone();
+        vals[7] = Some(odd.to_be_bytes().to_vec());
+        let col = build(&vals, ValueType::Double);
+        let (bytes, _) = encode_chunk(&col, ValueType::Double, BlockCompression::None);
+        let back = decode_chunk(&bytes, 4096, Physical::Float64).unwrap();
+        assert_eq!(back.serialized(7, ValueType::Double), vals[7]);
+        assert!(bytes.len() > 4096 * 7);
+    }
+    let small: Vec<Option<Vec<u8>>> = (0..100)
+        .map(|i| Some((i as f32 / 4.0).to_be_bytes().to_vec()))
+        .collect();
+    let col = build(&small, ValueType::Float);
+    let (bytes, _) = encode_chunk(&col, ValueType::Float, BlockCompression::None);
+    assert!(bytes.len() < 120, "{}", bytes.len());
+    let back = decode_chunk(&bytes, 100, Physical::Float32).unwrap();
+    for (i, v) in small.iter().enumerate() {
+        assert_eq!(
+            back.serialized(i, ValueType::Float).as_deref(),
+            v.as_deref()
+        );
+    }
+}
