@@ -182,7 +182,8 @@ fn compress(body: &[u8], c: BlockCompression) -> Option<(u8, Vec<u8>)> {
     (packed.len() + packed.len() / 7 < body.len()).then_some((codec, packed))
 }
 
-/// Decodes a chunk of `rows` rows. `bytes` empty: all `rows` are null (of `physical`).
+/// Decodes a chunk of `rows` rows of `physical` type (as the footer says: a chunk that says
+/// otherwise is corrupt). `bytes` empty: all `rows` are null.
 pub(super) fn decode_chunk(
     bytes: &[u8],
     rows: usize,
@@ -195,8 +196,9 @@ pub(super) fn decode_chunk(
         return Ok(Column::nulls(physical, rows));
     }
     let mut c = Cursor::new(bytes);
-    let physical =
-        Physical::from_tag(c.u8()?).ok_or(ColumnarError::corrupt("chunk physical type"))?;
+    if Physical::from_tag(c.u8()?) != Some(physical) {
+        return Err(ColumnarError::corrupt("chunk physical type"));
+    }
     if c.len_at_most(MAX_CHUNK_ROWS)? != rows {
         return Err(ColumnarError::corrupt("chunk row count"));
     }

@@ -111,7 +111,8 @@ impl Footer {
                 let stats = ChunkStats::decode(&mut c)?;
                 let in_data = offset >= MAGIC.len() as u64
                     && offset.checked_add(len).is_some_and(|end| end <= data_end);
-                if (len > 0 && !in_data) || stats.rows as usize != rows {
+                let all_null = stats.nulls as usize == rows;
+                if (len > 0 && !in_data) || (len == 0 && !all_null) || stats.rows as usize != rows {
                     return Err(ColumnarError::corrupt("chunk entry"));
                 }
                 chunks.push(ChunkEntry {

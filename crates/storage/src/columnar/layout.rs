@@ -36,7 +36,9 @@ use std::sync::Arc;
 pub struct ColumnarSchema {
     pub partition_key: ValueType,
     pub clustering: Vec<ClusteringSpec>,
-    /// Regular and static columns stored as columns; others' cells go to the extras stream.
+    /// Simple (not collection, not counter) regular and static columns stored as columns; a
+    /// row with a collection or counter cell of one of these is refused. Cells of columns not
+    /// listed (collections, counters, dropped columns) go to the extras stream.
     pub columns: Vec<ColumnSpec>,
 }
 
@@ -300,7 +302,7 @@ impl GroupBuilder {
     ) -> Result<(), ColumnarError> {
         self.rows += 1;
         self.push_keys(p, kind, clustering)?;
-        let (slots, extras) = self.split_cells(row);
+        let (slots, extras) = self.split_cells(row)?;
         let base = row
             .liveness
             .map(|l| l.timestamp_us)
@@ -367,23 +369,33 @@ impl GroupBuilder {
 
     /// The row's native cell of each schema column (simple columns, live or tombstone), and
     /// the cells that go to extras.
-    fn split_cells<'r>(&self, row: &'r Row) -> (Vec<Option<&'r Cell>>, CellMap) {
+    fn split_cells<'r>(
+        &self,
+        row: &'r Row,
+    ) -> Result<(Vec<Option<&'r Cell>>, CellMap), ColumnarError> {
         let mut slots = vec![None; self.layout.columns.len()];
         let mut extras = CellMap::new();
         for ((col, path), c) in &row.cells {
-            let native = path.is_none() && !matches!(c.kind, CellKind::Counter { .. });
             let j = match self.by_id.binary_search_by_key(col, |(id, _)| *id) {
-                Ok(i) if native => self.by_id.get(i).map(|(_, j)| *j),
-                _ => None,
+                Ok(i) => self.by_id.get(i).map(|(_, j)| *j),
+                Err(_) => None,
             };
-            match j.and_then(|j| slots.get_mut(j)) {
-                Some(s) => *s = Some(c),
-                None => {
+            let native = path.is_none() && !matches!(c.kind, CellKind::Counter { .. });
+            match (j.and_then(|j| slots.get_mut(j)), native) {
+                (Some(s), true) => *s = Some(c),
+                // Its chunk statistics would claim no values where the column has some.
+                (Some(_), false) => {
+                    return Err(ColumnarError::Invalid(format!(
+                        "column {col} is declared as a simple column but has collection or \
+                         counter cells"
+                    )))
+                }
+                (None, _) => {
                     extras.insert((*col, path.clone()), c.clone());
                 }
             }
         }
-        (slots, extras)
+        Ok((slots, extras))
     }
 
     fn push_cells(

@@ -190,8 +190,8 @@ impl SegmentReader {
     /// Whether row group `g` cannot hold a row satisfying `r` (decided from the footer).
     pub fn can_skip(&self, g: usize, r: &Restriction) -> bool {
         let Some(s) = self.target_stream(r.target) else {
-            // Not stored here: every value is null, which matches no comparison.
-            return matches!(r.target, Target::Column(_));
+            // Not a column here: its cells, if any, are in the extras stream, without bounds.
+            return false;
         };
         let t = self.footer.layout.stream_type(s);
         let (Some(stats), Some(v)) = (self.chunk_stats(g, r.target), t.scalar(&r.value)) else {
@@ -221,6 +221,11 @@ impl SegmentReader {
         let rows = self.group_rows(g);
         if e.len == 0 {
             return decode_chunk(&[], rows, e.physical);
+        }
+        if e.physical != self.footer.layout.stream_type(s).physical()
+            && e.physical != Physical::Bytes
+        {
+            return Err(ColumnarError::corrupt("chunk physical type"));
         }
         let len = usize::try_from(e.len).map_err(|_| ColumnarError::corrupt("chunk length"))?;
         let mut buf = vec![0u8; len];

@@ -737,3 +737,32 @@ fn floats_with_few_decimals_are_stored_as_scaled_integers() {
         );
     }
 }
+
+#[test]
+fn declared_columns_must_be_simple_and_abandoned_writers_leave_nothing() {
+    let dir = tempdir("columnar-declared");
+    let path = dir.join("seg.col");
+    let mut w = SegmentWriter::create(&path, &schema(), SegmentOptions::default()).unwrap();
+    let mut p = Partition::new(Bytes::from_static(b"k"), 1);
+    let mut row = Row::default();
+    let counter = Cell {
+        timestamp_us: 1,
+        kind: CellKind::Counter { clock: 1, total: 5 },
+    };
+    row.cells.insert((COLS[0].0, None), counter);
+    p.static_row = row;
+    assert!(matches!(w.append(&p), Err(ColumnarError::Invalid(_))));
+    drop(w);
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Cells of a column the schema does not list are in extras: never skipped on.
+    let parts = random_partitions(&mut Rng(3), 10);
+    let summary = write(&dir, &parts, SegmentOptions::default());
+    let reader = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
+    let r = Restriction {
+        target: Target::Column(UNKNOWN_COL),
+        op: CompareOp::Eq,
+        value: vec![1],
+    };
+    assert!(!reader.can_skip(0, &r));
+}

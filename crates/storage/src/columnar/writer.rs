@@ -56,7 +56,10 @@ pub struct SegmentSummary {
 pub struct SegmentWriter {
     path: PathBuf,
     tmp: PathBuf,
-    out: BufWriter<File>,
+    /// None once the footer is written.
+    out: Option<BufWriter<File>>,
+    /// Set once the file has its final name; a writer dropped before removes its temporary file.
+    renamed: bool,
     pos: u64,
     options: SegmentOptions,
     builder: GroupBuilder,
@@ -91,7 +94,8 @@ impl SegmentWriter {
         Ok(SegmentWriter {
             path: path.to_path_buf(),
             tmp,
-            out,
+            out: Some(out),
+            renamed: false,
             pos: MAGIC.len() as u64,
             options,
             builder: GroupBuilder::new(StreamLayout::of(schema)),
@@ -175,10 +179,7 @@ impl SegmentWriter {
             let t = self.builder.layout.stream_type(s);
             let (bytes, stats) = encode_chunk(col, t, self.options.compression);
             let offset = self.pos;
-            self.out
-                .write_all(&bytes)
-                .map_err(|e| ColumnarError::io(&self.tmp, e))?;
-            self.pos += bytes.len() as u64;
+            self.write(&bytes)?;
             chunks.push(ChunkEntry {
                 offset,
                 len: bytes.len() as u64,
@@ -191,6 +192,17 @@ impl SegmentWriter {
         Ok(())
     }
 
+    fn write(&mut self, bytes: &[u8]) -> Result<(), ColumnarError> {
+        let out = self
+            .out
+            .as_mut()
+            .ok_or(ColumnarError::Invalid("segment already finished".into()))?;
+        out.write_all(bytes)
+            .map_err(|e| ColumnarError::io(&self.tmp, e))?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
     /// Writes the last row group and the footer, syncs, and renames the file into place.
     pub fn finish(mut self) -> Result<SegmentSummary, ColumnarError> {
         self.flush_group()?;
@@ -199,16 +211,18 @@ impl SegmentWriter {
             groups: std::mem::take(&mut self.groups),
         };
         let body = footer.encode();
+        let mut trailer = Vec::with_capacity(16);
+        trailer.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        trailer.extend_from_slice(&crc32c(&body).to_le_bytes());
+        trailer.extend_from_slice(MAGIC);
+        self.write(&body)?;
+        self.write(&trailer)?;
         let io = |e| ColumnarError::io(&self.tmp, e);
-        self.out.write_all(&body).map_err(io)?;
-        self.out
-            .write_all(&(body.len() as u32).to_le_bytes())
-            .map_err(io)?;
-        self.out
-            .write_all(&crc32c(&body).to_le_bytes())
-            .map_err(io)?;
-        self.out.write_all(MAGIC).map_err(io)?;
-        let file = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        let out = self
+            .out
+            .take()
+            .ok_or(ColumnarError::Invalid("segment already finished".into()))?;
+        let file = out.into_inner().map_err(|e| io(e.into_error()))?;
         file.sync_all().map_err(io)?;
         drop(file);
         std::fs::rename(&self.tmp, &self.path).map_err(|e| ColumnarError::io(&self.path, e))?;
@@ -218,15 +232,23 @@ impl SegmentWriter {
                 let _ = d.sync_all();
             }
         }
-        let file_bytes = self.pos + body.len() as u64 + 16 + MAGIC.len() as u64;
+        self.renamed = true;
         Ok(summary(
             &footer,
-            self.path,
-            file_bytes,
+            self.path.clone(),
+            self.pos,
             body.len() as u64,
             self.entries,
             self.partitions,
         ))
+    }
+}
+
+impl Drop for SegmentWriter {
+    fn drop(&mut self) {
+        if !self.renamed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
     }
 }
 
