@@ -108,6 +108,16 @@ impl StreamLayout {
         self.columns.iter().position(|c| c.id == id)
     }
 
+    /// Whether stream `s` holds serialized values (keys, clustering, column values, extras)
+    /// rather than the writer's own integers.
+    pub fn is_raw(&self, s: usize) -> bool {
+        let first_column = self.column_stream(0);
+        s == S_KEY
+            || s == S_EXTRAS
+            || (SYSTEM_STREAMS..first_column).contains(&s)
+            || (s >= first_column && (s - first_column).is_multiple_of(PER_COLUMN))
+    }
+
     /// The declared type of stream `s`.
     pub fn stream_type(&self, s: usize) -> ValueType {
         match s {
@@ -224,6 +234,8 @@ pub(super) struct GroupBuilder {
     pub layout: StreamLayout,
     builders: Vec<Builder>,
     pub rows: usize,
+    /// Value bytes (keys, clustering, values, extras) held, for the writer's memory bound.
+    pub raw_bytes: usize,
     /// (column id, schema position), sorted by id: cells are looked up per row.
     by_id: Vec<(ColumnId, usize)>,
 }
@@ -232,11 +244,7 @@ impl GroupBuilder {
     pub fn new(layout: StreamLayout) -> Self {
         let builders = (0..layout.streams())
             .map(|s| {
-                let raw = s == S_KEY
-                    || s == S_EXTRAS
-                    || (s >= SYSTEM_STREAMS && s < layout.column_stream(0))
-                    || (s >= layout.column_stream(0)
-                        && (s - layout.column_stream(0)).is_multiple_of(PER_COLUMN));
+                let raw = layout.is_raw(s);
                 if raw {
                     Builder::Raw {
                         vals: BytesVec::default(),
@@ -263,6 +271,7 @@ impl GroupBuilder {
             layout,
             builders,
             rows: 0,
+            raw_bytes: 0,
             by_id,
         }
     }
@@ -270,6 +279,7 @@ impl GroupBuilder {
     /// Takes the columns of every stream, leaving the builder empty for the next group.
     pub fn take(&mut self) -> Vec<Column> {
         self.rows = 0;
+        self.raw_bytes = 0;
         let layout = &self.layout;
         self.builders
             .iter_mut()
@@ -285,6 +295,7 @@ impl GroupBuilder {
     }
 
     fn put_raw(&mut self, s: usize, v: Option<&[u8]>) {
+        self.raw_bytes += v.map_or(0, |v| v.len());
         if let Some(b) = self.builders.get_mut(s) {
             b.raw(v);
         }
@@ -456,9 +467,12 @@ fn encode_extras(rts: &[(CKey, CKey, DeletionTime)], row: &Row, cells: CellMap) 
 
 /// The decoded streams of one row group, turned back into entries.
 pub(super) struct GroupColumns<'a> {
-    pub layout: &'a StreamLayout,
-    pub cols: &'a [Column],
-    pub cmp: &'a Arc<ClusteringComparator>,
+    layout: &'a StreamLayout,
+    cols: &'a [Column],
+    cmp: &'a Arc<ClusteringComparator>,
+    /// Serialized values of the raw streams, one buffer per stream: a rebuilt cell's value is
+    /// a slice of it, not an allocation of its own.
+    serialized: Vec<Option<(Bytes, Vec<u32>)>>,
 }
 
 /// One entry rebuilt from the streams.
@@ -476,7 +490,29 @@ fn corrupt(what: &'static str) -> ColumnarError {
     ColumnarError::corrupt(what)
 }
 
-impl GroupColumns<'_> {
+impl<'a> GroupColumns<'a> {
+    pub fn new(
+        layout: &'a StreamLayout,
+        cols: &'a [Column],
+        cmp: &'a Arc<ClusteringComparator>,
+    ) -> Self {
+        let serialized = cols
+            .iter()
+            .enumerate()
+            .map(|(s, c)| {
+                layout
+                    .is_raw(s)
+                    .then(|| serialize(c, layout.stream_type(s)))
+            })
+            .collect();
+        GroupColumns {
+            layout,
+            cols,
+            cmp,
+            serialized,
+        }
+    }
+
     fn col(&self, s: usize) -> Result<&Column, ColumnarError> {
         self.cols.get(s).ok_or(corrupt("missing stream"))
     }
@@ -486,8 +522,18 @@ impl GroupColumns<'_> {
     }
 
     fn raw(&self, s: usize, i: usize) -> Result<Option<Bytes>, ColumnarError> {
-        let t = self.layout.stream_type(s);
-        Ok(self.col(s)?.serialized(i, t).map(Bytes::from))
+        if !self.col(s)?.is_valid(i) {
+            return Ok(None);
+        }
+        let Some(Some((data, offsets))) = self.serialized.get(s) else {
+            return Err(corrupt("not a value stream"));
+        };
+        match (offsets.get(i), offsets.get(i + 1)) {
+            (Some(a), Some(b)) if a <= b && *b as usize <= data.len() => {
+                Ok(Some(data.slice(*a as usize..*b as usize)))
+            }
+            _ => Err(corrupt("value offsets")),
+        }
     }
 
     fn dt(
@@ -583,6 +629,21 @@ impl GroupColumns<'_> {
             range_tombstones,
         })
     }
+}
+
+/// Every row of `c` in Cassandra's serialized form for type `t`, in one buffer (nulls empty).
+fn serialize(c: &Column, t: ValueType) -> (Bytes, Vec<u32>) {
+    if let super::vector::ColumnValues::Bytes(b) = &c.values {
+        return (Bytes::from(b.data.clone()), b.offsets.clone());
+    }
+    let mut data = Vec::new();
+    let mut offsets = Vec::with_capacity(c.len() + 1);
+    offsets.push(0);
+    for i in 0..c.len() {
+        c.serialize_into(i, t, &mut data);
+        offsets.push(data.len() as u32);
+    }
+    (Bytes::from(data), offsets)
 }
 
 fn ttl(v: Option<i64>) -> Result<u32, ColumnarError> {

@@ -339,11 +339,7 @@ impl SegmentReader {
             let cols = (0..self.footer.layout.streams())
                 .map(|s| self.stream(g, s))
                 .collect::<Result<Vec<_>, _>>()?;
-            let gc = GroupColumns {
-                layout: &self.footer.layout,
-                cols: &cols,
-                cmp: &self.cmp,
-            };
+            let gc = GroupColumns::new(&self.footer.layout, &cols, &self.cmp);
             for i in 0..self.group_rows(g) {
                 let e = gc.entry(i)?;
                 let same = current

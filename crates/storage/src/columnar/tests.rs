@@ -432,6 +432,7 @@ fn random_partitions_round_trip_through_segments() {
         let parts = random_partitions(&mut r, n);
         let options = SegmentOptions {
             row_group_rows: [1, 3, 7, 64, 1 << 16][round % 5],
+            row_group_bytes: [64 << 20, 100][round % 2],
             compression: COMPRESSIONS[round % 3],
         };
         let summary = write(&dir, &parts, options);
@@ -519,6 +520,7 @@ fn scan_rows(dir: &std::path::Path, n: usize) -> SegmentSummary {
         SegmentOptions {
             row_group_rows: 1000,
             compression: BlockCompression::Lz4,
+            ..SegmentOptions::default()
         },
     )
 }
@@ -605,6 +607,7 @@ fn skipping_on_random_segments_never_drops_a_matching_row() {
             SegmentOptions {
                 row_group_rows: 5,
                 compression: BlockCompression::None,
+                ..SegmentOptions::default()
             },
         );
         let reader = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
@@ -666,6 +669,7 @@ fn a_damaged_byte_anywhere_is_an_error() {
         SegmentOptions {
             row_group_rows: 4,
             compression: BlockCompression::Lz4,
+            ..SegmentOptions::default()
         },
     );
     let good = std::fs::read(&summary.path).unwrap();

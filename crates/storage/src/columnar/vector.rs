@@ -354,16 +354,29 @@ impl Column {
 
     /// Row `i` in Cassandra's serialized form for type `t` (None when null).
     pub fn serialized(&self, i: usize, t: ValueType) -> Option<Vec<u8>> {
-        if !self.is_valid(i) {
-            return None;
-        }
         let mut out = Vec::new();
-        match &self.values {
-            ColumnValues::Int(v) => t.serialize_int(*v.get(i)?, &mut out),
-            ColumnValues::Float32(v) => out.extend_from_slice(&v.get(i)?.to_be_bytes()),
-            ColumnValues::Float64(v) => out.extend_from_slice(&v.get(i)?.to_be_bytes()),
-            ColumnValues::Bytes(v) => out.extend_from_slice(v.get(i)),
+        self.serialize_into(i, t, &mut out).then_some(out)
+    }
+
+    /// Appends row `i` in serialized form to `out`; false (nothing appended) when null.
+    pub fn serialize_into(&self, i: usize, t: ValueType, out: &mut Vec<u8>) -> bool {
+        if !self.is_valid(i) {
+            return false;
         }
-        Some(out)
+        match &self.values {
+            ColumnValues::Int(v) => v.get(i).map(|x| t.serialize_int(*x, out)).is_some(),
+            ColumnValues::Float32(v) => v
+                .get(i)
+                .map(|x| out.extend_from_slice(&x.to_be_bytes()))
+                .is_some(),
+            ColumnValues::Float64(v) => v
+                .get(i)
+                .map(|x| out.extend_from_slice(&x.to_be_bytes()))
+                .is_some(),
+            ColumnValues::Bytes(v) => {
+                out.extend_from_slice(v.get(i));
+                true
+            }
+        }
     }
 }

@@ -25,6 +25,9 @@ use std::sync::Arc;
 pub struct SegmentOptions {
     /// Entries (rows) per row group: the unit of chunk skipping and of a scan's reads.
     pub row_group_rows: usize,
+    /// A row group is also cut once its values take this many bytes, so long values cannot
+    /// make the writer hold an unbounded group in memory.
+    pub row_group_bytes: usize,
     pub compression: BlockCompression,
 }
 
@@ -32,6 +35,7 @@ impl Default for SegmentOptions {
     fn default() -> Self {
         SegmentOptions {
             row_group_rows: 64 * 1024,
+            row_group_bytes: 64 << 20,
             compression: BlockCompression::Lz4,
         }
     }
@@ -148,7 +152,9 @@ impl SegmentWriter {
         *first = false;
         self.builder.push(p, kind, ck, row, header)?;
         self.entries += 1;
-        if self.builder.rows >= self.options.row_group_rows {
+        if self.builder.rows >= self.options.row_group_rows
+            || self.builder.raw_bytes >= self.options.row_group_bytes
+        {
             self.flush_group()?;
         }
         Ok(())
