@@ -195,9 +195,18 @@ struct Written {
     raw: u64,
 }
 
+/// Rows per row group (HELENUS_BENCH_GROUP_ROWS), the unit of chunk skipping.
+fn group_rows() -> usize {
+    std::env::var("HELENUS_BENCH_GROUP_ROWS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SegmentOptions::default().row_group_rows)
+}
+
 fn write_segment(path: &std::path::Path, order: &[u64], compression: BlockCompression) -> Written {
     let options = SegmentOptions {
         compression,
+        row_group_rows: group_rows(),
         ..SegmentOptions::default()
     };
     let mut w = SegmentWriter::create(path, &schema(), options).unwrap();
@@ -217,6 +226,83 @@ fn write_segment(path: &std::path::Path, order: &[u64], compression: BlockCompre
         encode,
         raw,
     }
+}
+
+struct BigIntCmp;
+impl ValueComparator for BigIntCmp {
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        let v = |x: &[u8]| x.try_into().map(i64::from_be_bytes).ok();
+        v(a).cmp(&v(b))
+    }
+}
+
+fn month_of(m: &Mutation) -> i32 {
+    let cell = m.rows[0]
+        .cells
+        .iter()
+        .find(|c| c.column == MONTH_YEAR)
+        .unwrap();
+    match &cell.op {
+        CellOp::Set { value, .. } => i32::from_be_bytes(value[..4].try_into().unwrap()),
+        _ => unreachable!(),
+    }
+}
+
+/// The study's wide layout: partitioned by MonthYear, rows clustered by event id, so rows of
+/// one month are contiguous and a restriction on a column that follows the month (SQLDATE)
+/// skips most row groups.
+fn write_wide(path: &std::path::Path, rows: u64) -> SegmentSummary {
+    let mut by_month: Vec<(i64, i32, u64)> = (0..rows)
+        .map(|id| {
+            let m = month_of(&event(id));
+            (token(m as u64), m, id)
+        })
+        .collect();
+    by_month.sort_unstable();
+    let schema = ColumnarSchema {
+        partition_key: ValueType::Int,
+        clustering: vec![ClusteringSpec {
+            column: ClusteringColumn {
+                cmp: std::sync::Arc::new(BigIntCmp),
+                descending: false,
+            },
+            value_type: ValueType::BigInt,
+        }],
+        columns: COLUMNS
+            .iter()
+            .filter(|c| c.0 != MONTH_YEAR)
+            .map(|(id, _, t)| ColumnSpec {
+                id: *id,
+                value_type: *t,
+            })
+            .collect(),
+    };
+    let options = SegmentOptions {
+        row_group_rows: group_rows(),
+        ..SegmentOptions::default()
+    };
+    let mut w = SegmentWriter::create(path, &schema, options).unwrap();
+    for month in by_month.chunk_by(|a, b| a.1 == b.1) {
+        let m = month[0].1;
+        let mut rows = Vec::with_capacity(month.len());
+        for (_, _, id) in month {
+            let mut row = event(*id).rows.pop().unwrap();
+            row.clustering = vec![Bytes::copy_from_slice(&(*id as i64).to_be_bytes())];
+            row.cells.retain(|c| c.column != MONTH_YEAR);
+            rows.push(row);
+        }
+        let mutation = Mutation {
+            table: TABLE,
+            key: Bytes::copy_from_slice(&m.to_be_bytes()),
+            token: month[0].0,
+            partition_deletion: None,
+            range_tombstones: Vec::new(),
+            static_row: None,
+            rows,
+        };
+        w.append_mutation(&mutation, 1_700_000_000).unwrap();
+    }
+    w.finish().unwrap()
 }
 
 /// Rows per second of a scan of every column with keys and per-cell times (what a merge with
@@ -367,6 +453,29 @@ fn main() {
     };
     let (_, _, none_groups, _) = scan(&lz4_path, vec![AVG_TONE], vec![before_1979]);
 
+    let wide_path = dir.join("gdelt-wide.col");
+    let wide = write_wide(&wide_path, rows);
+    let key_eq = Restriction {
+        target: Target::PartitionKey,
+        op: CompareOp::Eq,
+        value: 198012i32.to_be_bytes().to_vec(),
+    };
+    let (_, wide_key_bytes, wide_key_groups, _) = scan(&wide_path, vec![AVG_TONE], vec![key_eq]);
+    let date_range = vec![
+        Restriction {
+            target: Target::Column(1),
+            op: CompareOp::Ge,
+            value: 19801201i32.to_be_bytes().to_vec(),
+        },
+        Restriction {
+            target: Target::Column(1),
+            op: CompareOp::Lt,
+            value: 19810101i32.to_be_bytes().to_vec(),
+        },
+    ];
+    let (_, wide_date_bytes, wide_date_groups, _) = scan(&wide_path, vec![AVG_TONE], date_range);
+    let (_, wide_full_bytes, _, _) = scan(&wide_path, vec![AVG_TONE], Vec::new());
+
     let (row_bytes, row_s) = if with_rows {
         row_sstable_bytes(&dir, rows)
     } else {
@@ -394,7 +503,9 @@ fn main() {
     println!("  \"scan_all_columns_with_keys_and_cell_times\": {{\"rows_per_s\": {meta_rps:.0}}},");
     println!("  \"rebuild_partitions_as_mutations\": {{\"rows_per_s\": {rebuild_rps:.0}}},");
     println!("  \"MonthYear_eq_198012\": {{\"row_groups_read\": {eq_groups}, \"of\": {}, \"bytes_read\": {eq_bytes}}},", lz4.summary.row_groups);
-    println!("  \"MonthYear_lt_197901\": {{\"row_groups_read\": {none_groups}}}");
+    println!("  \"MonthYear_lt_197901\": {{\"row_groups_read\": {none_groups}}},");
+    println!("  \"wide_by_month\": {{\"file_bytes\": {}, \"row_groups\": {}, \"AvgTone_all_bytes_read\": {wide_full_bytes}, \"key_MonthYear_eq_198012\": {{\"row_groups_read\": {wide_key_groups}, \"bytes_read\": {wide_key_bytes}}}, \"SQLDATE_in_dec_1980\": {{\"row_groups_read\": {wide_date_groups}, \"bytes_read\": {wide_date_bytes}}}}}",
+        wide.file_bytes, wide.row_groups);
     println!("}}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -25,6 +25,8 @@ use std::sync::Arc;
 /// What a restriction compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
+    /// The partition key (its serialized form, ordered by the schema's partition key type).
+    PartitionKey,
     /// The i-th clustering column.
     Clustering(usize),
     Column(ColumnId),
@@ -176,6 +178,7 @@ impl SegmentReader {
     fn target_stream(&self, t: Target) -> Option<usize> {
         let l = &self.footer.layout;
         match t {
+            Target::PartitionKey => Some(S_KEY),
             Target::Clustering(i) => (i < l.clustering.len()).then(|| l.clustering_stream(i)),
             Target::Column(id) => l.column_index(id).map(|j| l.column_stream(j)),
         }

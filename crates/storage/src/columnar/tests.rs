@@ -588,6 +588,13 @@ fn pruned_scans_read_only_their_columns_and_skip_groups() {
     let groups: Vec<usize> = restricted.scan(&req_eq).map(|b| b.unwrap().group).collect();
     assert_eq!(groups, vec![3]);
     assert!(restricted.bytes_read() - at_open < value_bytes / 5);
+    // Keys are "{i:08}" text-ordered blobs: "00004500" lies in row group 4 only.
+    let by_key = Restriction {
+        target: Target::PartitionKey,
+        op: CompareOp::Eq,
+        value: b"00004500".to_vec(),
+    };
+    assert_eq!(restricted.matching_groups(&[by_key]), vec![4]);
     // Cell timestamps come back absolute.
     let b = all.read_group(2, &req_all).unwrap();
     let cells = b.columns[0].cells.as_ref().unwrap();
@@ -613,17 +620,15 @@ fn skipping_on_random_segments_never_drops_a_matching_row() {
         let reader = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
         for _ in 0..30 {
             let (id, t) = COLS[r.below(5) as usize];
-            let target = if r.below(4) == 0 {
-                Target::Clustering(0)
-            } else {
-                Target::Column(id)
+            let (target, t) = match r.below(6) {
+                0 => (Target::Clustering(0), ValueType::Int),
+                1 => (Target::PartitionKey, ValueType::Blob),
+                _ => (Target::Column(id), t),
             };
-            let t = if target == Target::Clustering(0) {
-                ValueType::Int
-            } else {
-                t
+            let bound = match target {
+                Target::PartitionKey => format!("k{}", r.below(80)).into_bytes(),
+                _ => value(&mut r, t, 1),
             };
-            let bound = value(&mut r, t, 1);
             let Some(bs) = t.scalar(&bound) else { continue };
             let op = ops()[r.below(5) as usize];
             let res = Restriction {
@@ -643,6 +648,7 @@ fn skipping_on_random_segments_never_drops_a_matching_row() {
                 let b = reader.read_group(g, &req).unwrap();
                 let col = match target {
                     Target::Clustering(_) => &b.keys.as_ref().unwrap().clustering[0],
+                    Target::PartitionKey => &b.keys.as_ref().unwrap().keys,
                     Target::Column(_) => &b.columns[0].values,
                 };
                 for i in 0..b.rows {

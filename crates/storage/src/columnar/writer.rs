@@ -23,7 +23,11 @@ use std::sync::Arc;
 /// How a segment is cut and compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentOptions {
-    /// Entries (rows) per row group: the unit of chunk skipping and of a scan's reads.
+    /// Entries (rows) per row group: the unit of chunk skipping and of a scan's reads. Smaller
+    /// groups skip more (partitions are in token order, so a group's min/max spans as many
+    /// partitions as it holds) but cost footer bytes and compression: on 1M GDELT-shaped
+    /// rows, 8,192 / 16,384 / 65,536 rows gave files of 43.6 / 42.7 / 42.1 MB, and a
+    /// restriction on a month-correlated column read 34/123, 30/62 and 16/16 groups.
     pub row_group_rows: usize,
     /// A row group is also cut once its values take this many bytes, so long values cannot
     /// make the writer hold an unbounded group in memory.
@@ -34,7 +38,7 @@ pub struct SegmentOptions {
 impl Default for SegmentOptions {
     fn default() -> Self {
         SegmentOptions {
-            row_group_rows: 64 * 1024,
+            row_group_rows: 16 * 1024,
             row_group_bytes: 64 << 20,
             compression: BlockCompression::Lz4,
         }
