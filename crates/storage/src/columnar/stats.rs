@@ -18,6 +18,27 @@ pub struct ChunkStats {
     /// when the chunk fell back to bytes for a value that does not fit its type.
     pub min: Option<Scalar>,
     pub max: Option<Scalar>,
+    /// Every distinct non-null value, in order, when there are at most `MAX_STAT_VALUES` (and
+    /// text short enough to keep whole): an equality skips a chunk whose range holds the
+    /// value but whose values do not, as a group of two partition keys far apart.
+    pub values: Option<Vec<Scalar>>,
+}
+
+/// Most distinct values a chunk's statistics list.
+pub const MAX_STAT_VALUES: usize = 8;
+
+/// The distinct items of `it` (by `eq`) if there are at most `MAX_STAT_VALUES`.
+fn small_set<T>(it: impl Iterator<Item = T>, eq: impl Fn(&T, &T) -> bool) -> Option<Vec<T>> {
+    let mut set: Vec<T> = Vec::new();
+    for x in it {
+        if !set.iter().any(|y| eq(y, &x)) {
+            if set.len() == MAX_STAT_VALUES {
+                return None;
+            }
+            set.push(x);
+        }
+    }
+    Some(set)
 }
 
 /// A comparison of one column with a constant, as in `WHERE c >= 5 ALLOW FILTERING`.
@@ -35,6 +56,7 @@ impl ChunkStats {
         let rows = col.len();
         let nulls = col.null_count();
         let valid = |i: &usize| col.is_valid(*i);
+        let values = distinct_values(col, t);
         let (min, max) = match (&col.values, t.physical()) {
             (ColumnValues::Int(v), Physical::Int) => {
                 let it = (0..rows).filter(valid).filter_map(|i| v.get(i).copied());
@@ -68,6 +90,7 @@ impl ChunkStats {
         ChunkStats {
             rows: rows as u32,
             nulls: nulls as u32,
+            values: values.filter(|_| max.is_some()),
             min: min.filter(|_| max.is_some()),
             max,
         }
@@ -78,6 +101,11 @@ impl ChunkStats {
     pub fn can_skip(&self, op: CompareOp, value: &Scalar) -> bool {
         if self.nulls >= self.rows {
             return true;
+        }
+        if let (CompareOp::Eq, Some(values)) = (op, &self.values) {
+            return values
+                .iter()
+                .all(|v| matches!(v.compare(value), Some(o) if o != Ordering::Equal));
         }
         let (Some(min), Some(max)) = (&self.min, &self.max) else {
             return false;
@@ -117,6 +145,11 @@ impl ChunkStats {
             }
             _ => out.push(0),
         }
+        let values = self.values.as_deref().unwrap_or_default();
+        out.push(values.len() as u8);
+        for v in values {
+            put_scalar(out, v);
+        }
     }
 
     pub(super) fn decode(c: &mut Cursor<'_>) -> Result<ChunkStats, ColumnarError> {
@@ -139,13 +172,91 @@ impl ChunkStats {
             }
             _ => return Err(ColumnarError::corrupt("stats kind")),
         };
+        let n = c.u8()? as usize;
+        if n > MAX_STAT_VALUES {
+            return Err(ColumnarError::corrupt("stats values"));
+        }
+        let values = if n > 0 {
+            Some((0..n).map(|_| scalar(c)).collect::<Result<Vec<_>, _>>()?)
+        } else {
+            None
+        };
         Ok(ChunkStats {
             rows,
             nulls,
             min,
             max,
+            values,
         })
     }
+}
+
+fn put_scalar(out: &mut Vec<u8>, v: &Scalar) {
+    match v {
+        Scalar::Int(i) => {
+            out.push(1);
+            put_sv(out, *i);
+        }
+        Scalar::Float(f) => {
+            out.push(2);
+            out.extend_from_slice(&f.to_bits().to_le_bytes());
+        }
+        Scalar::Bytes(b) => {
+            out.push(3);
+            put_uv(out, b.len() as u64);
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+fn scalar(c: &mut Cursor<'_>) -> Result<Scalar, ColumnarError> {
+    Ok(match c.u8()? {
+        1 => Scalar::Int(c.sv()?),
+        2 => Scalar::Float(f64::from_bits(c.u64_le()?)),
+        3 => {
+            let n = c.len_at_most(STAT_PREFIX_BYTES)?;
+            Scalar::Bytes(c.take(n)?.to_vec())
+        }
+        _ => return Err(ColumnarError::corrupt("stats value")),
+    })
+}
+
+/// The chunk's distinct values for `ChunkStats::values`, in order.
+fn distinct_values(col: &Column, t: ValueType) -> Option<Vec<Scalar>> {
+    let rows = (0..col.len()).filter(|i| col.is_valid(*i));
+    let mut set: Vec<Scalar> = match (&col.values, t.physical()) {
+        (ColumnValues::Int(v), Physical::Int) => {
+            small_set(rows.filter_map(|i| v.get(i).copied()), |a, b| a == b)?
+                .into_iter()
+                .map(Scalar::Int)
+                .collect()
+        }
+        (ColumnValues::Float32(v), Physical::Float32) => small_set(
+            rows.filter_map(|i| v.get(i).map(|f| f64::from(*f))),
+            |a, b| java_double_compare(*a, *b) == Ordering::Equal,
+        )?
+        .into_iter()
+        .map(Scalar::Float)
+        .collect(),
+        (ColumnValues::Float64(v), Physical::Float64) => {
+            small_set(rows.filter_map(|i| v.get(i).copied()), |a, b| {
+                java_double_compare(*a, *b) == Ordering::Equal
+            })?
+            .into_iter()
+            .map(Scalar::Float)
+            .collect()
+        }
+        (ColumnValues::Bytes(v), Physical::Bytes) if t.bytewise_ordered() => {
+            let set = small_set(rows.map(|i| v.get(i)), |a, b| a == b)?;
+            if set.iter().any(|b| b.len() > STAT_PREFIX_BYTES) {
+                return None;
+            }
+            set.into_iter().map(|b| Scalar::Bytes(b.to_vec())).collect()
+        }
+        _ => return None,
+    };
+    set.sort_by(|a, b| a.compare(b).unwrap_or(Ordering::Equal));
+    (!set.is_empty()).then_some(set)
 }
 
 fn float_bounds(it: impl Iterator<Item = f64> + Clone) -> (Option<Scalar>, Option<Scalar>) {
@@ -198,6 +309,20 @@ mod tests {
         let all_null = ChunkStats::of(&ints(&[None, None]), ValueType::Int);
         assert!(all_null.can_skip(CompareOp::Ge, &Scalar::Int(i64::MIN)));
         assert!(!s.can_skip(CompareOp::Eq, &Scalar::Bytes(vec![1])));
+    }
+
+    #[test]
+    fn few_distinct_values_are_listed_and_decide_equality() {
+        let s = ChunkStats::of(&ints(&[Some(20), Some(10), None, Some(20)]), ValueType::Int);
+        assert_eq!(s.values, Some(vec![Scalar::Int(10), Scalar::Int(20)]));
+        assert!(s.can_skip(CompareOp::Eq, &Scalar::Int(15)));
+        assert!(!s.can_skip(CompareOp::Eq, &Scalar::Int(10)));
+        assert!(!s.can_skip(CompareOp::Ge, &Scalar::Int(15)));
+        let mut b = Vec::new();
+        s.encode(&mut b);
+        assert_eq!(ChunkStats::decode(&mut Cursor::new(&b)).unwrap(), s);
+        let many: Vec<Option<i64>> = (0..=MAX_STAT_VALUES as i64).map(Some).collect();
+        assert_eq!(ChunkStats::of(&ints(&many), ValueType::Int).values, None);
     }
 
     #[test]
