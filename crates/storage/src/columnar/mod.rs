@@ -18,7 +18,8 @@
 //! vector.rs   typed vectors (i64, f32, f64, offsets + bytes), null bitmaps, value types
 //! ints.rs     integer encodings: bit-packed (frame of reference), run-length, delta, dictionary
 //! varlen.rs   text/blob encodings: plain, sorted dictionary
-//! stats.rs    per-chunk min/max/null count in CQL order, and the predicate-skip rule
+//! stats.rs    per-chunk min/max/null count in CQL order (and the values themselves when at
+//!             most 8 are distinct), and the predicate-skip rule
 //! chunk.rs    one chunk: null bitmap + values, the chooser's encoding, LZ4/zstd when it pays
 //! layout.rs   partitions <-> streams (writer side: GroupBuilder; reader side: GroupColumns)
 //! footer.rs   the footer index
