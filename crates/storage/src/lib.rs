@@ -43,6 +43,9 @@
 //!               of partitions (mod.rs); the compact data format 2 (compact.rs)
 //! partition/    the in-memory partition, rows and cells (cellmap.rs), what a read returns, and
 //!               a partition as a mutation with its times fixed (unfiltered.rs)
+//! columnar/     columnar segments (issue 15, not yet wired to tables): typed column chunks
+//!               with dictionary, run-length, bit-packed and delta encodings, LZ4/zstd, per-chunk
+//!               min/max and null counts, a footer index, pruned scans that skip chunks
 //! index.rs      secondary indexes: a hidden table per index, entries added on the write
 //!               path (engine/indexes.rs), the build over earlier data
 //! reconcile.rs  the rules that decide which of two versions wins
@@ -110,6 +113,7 @@
 mod byte_cache;
 mod clustering;
 mod codec;
+pub mod columnar;
 mod commitlog;
 mod compaction;
 mod engine;

@@ -1,0 +1,133 @@
+//! The segment's footer: the stream types and, per row group, where each chunk is, its CRC32C
+//! and its statistics. A reader loads it once and then reads only the chunks a scan needs.
+//!
+//! ```text
+//! file    = magic (8) | chunks ... | footer | u32 LE footer length | u32 LE footer CRC32C | magic (8)
+//! footer  = uv version | u8 key type | uv k, k * u8 type | uv n, n * (uv column id, u8 type)
+//!           | uv groups, groups * (uv rows, streams * chunk)
+//! chunk   = uv offset | uv length (0: all null) | u32 LE CRC32C | u8 physical | stats
+//! ```
+
+use super::bits::{put_uv, Cursor};
+use super::chunk::MAX_CHUNK_ROWS;
+use super::layout::{ColumnSpec, StreamLayout};
+use super::stats::ChunkStats;
+use super::vector::{Physical, ValueType};
+use super::ColumnarError;
+
+pub(super) const MAGIC: &[u8; 8] = b"HLCOLv1\n";
+pub(super) const TRAILER_LEN: usize = 16;
+const VERSION: u64 = 1;
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct ChunkEntry {
+    pub offset: u64,
+    pub len: u64,
+    pub crc: u32,
+    pub physical: Physical,
+    pub stats: ChunkStats,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct GroupMeta {
+    pub rows: usize,
+    pub chunks: Vec<ChunkEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Footer {
+    pub layout: StreamLayout,
+    pub groups: Vec<GroupMeta>,
+}
+
+impl Footer {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_uv(&mut out, VERSION);
+        out.push(self.layout.key.tag());
+        put_uv(&mut out, self.layout.clustering.len() as u64);
+        out.extend(self.layout.clustering.iter().map(|t| t.tag()));
+        put_uv(&mut out, self.layout.columns.len() as u64);
+        for c in &self.layout.columns {
+            put_uv(&mut out, u64::from(c.id));
+            out.push(c.value_type.tag());
+        }
+        put_uv(&mut out, self.groups.len() as u64);
+        for g in &self.groups {
+            put_uv(&mut out, g.rows as u64);
+            for c in &g.chunks {
+                put_uv(&mut out, c.offset);
+                put_uv(&mut out, c.len);
+                out.extend_from_slice(&c.crc.to_le_bytes());
+                out.push(c.physical.tag());
+                c.stats.encode(&mut out);
+            }
+        }
+        out
+    }
+
+    /// Parses a footer whose chunks must lie in `[MAGIC.len(), data_end)`.
+    pub fn decode(buf: &[u8], data_end: u64) -> Result<Footer, ColumnarError> {
+        let mut c = Cursor::new(buf);
+        if c.uv()? != VERSION {
+            return Err(ColumnarError::corrupt("footer version"));
+        }
+        let ty = |c: &mut Cursor<'_>| {
+            ValueType::from_tag(c.u8()?).ok_or(ColumnarError::corrupt("value type"))
+        };
+        let key = ty(&mut c)?;
+        let k = c.count(8)?;
+        let clustering = (0..k).map(|_| ty(&mut c)).collect::<Result<Vec<_>, _>>()?;
+        let n = c.count(16)?;
+        let mut columns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let id = u32::try_from(c.uv()?).map_err(|_| ColumnarError::corrupt("column id"))?;
+            columns.push(ColumnSpec {
+                id,
+                value_type: ty(&mut c)?,
+            });
+        }
+        let layout = StreamLayout {
+            key,
+            clustering,
+            columns,
+        };
+        let streams = layout.streams();
+        let n_groups = c.count(8)?;
+        let mut groups = Vec::with_capacity(n_groups);
+        for _ in 0..n_groups {
+            let rows = c.len_at_most(MAX_CHUNK_ROWS)?;
+            // Each chunk entry takes at least 9 bytes.
+            if streams.saturating_mul(9) > c.remaining() {
+                return Err(ColumnarError::corrupt("footer truncated"));
+            }
+            let mut chunks = Vec::with_capacity(streams);
+            for _ in 0..streams {
+                let offset = c.uv()?;
+                let len = c.uv()?;
+                let crc = c.u32_le()?;
+                let physical = Physical::from_tag(c.u8()?)
+                    .ok_or(ColumnarError::corrupt("chunk physical type"))?;
+                let stats = ChunkStats::decode(&mut c)?;
+                let in_data = offset >= MAGIC.len() as u64
+                    && offset.checked_add(len).is_some_and(|end| end <= data_end);
+                let all_null = stats.nulls as usize == rows;
+                if (len > 0 && !in_data) || (len == 0 && !all_null) || stats.rows as usize != rows {
+                    return Err(ColumnarError::corrupt("chunk entry"));
+                }
+                chunks.push(ChunkEntry {
+                    offset,
+                    len,
+                    crc,
+                    physical,
+                    stats,
+                });
+            }
+            groups.push(GroupMeta { rows, chunks });
+        }
+        if !c.is_empty() {
+            return Err(ColumnarError::corrupt("trailing footer bytes"));
+        }
+        Ok(Footer { layout, groups })
+    }
+}

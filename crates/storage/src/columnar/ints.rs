@@ -1,0 +1,397 @@
+//! Integer encodings, and the chooser that picks the smallest per chunk:
+//!
+//! ```text
+//! 0 bit-packed   sv(min) u8(width) packed(v - min)            frame of reference: small ints, codes
+//! 1 run-length   uv(runs) ints(run values) ints(run lengths)  constant stretches (timestamps of a batch)
+//! 2 delta        sv(first) ints(v[i] - v[i-1])                monotone ints, sorted tokens, timestamps
+//! 3 dictionary   uv(d) ints(sorted distinct) ints(codes)      few distinct values spread far apart
+//! ```
+//!
+//! Nested `ints` are encoded by this same chooser without dictionaries (and delta only where it
+//! can help), so a dictionary's codes become run-length or bit-packed by whichever is smaller.
+//! Differences use wrapping arithmetic, so every i64 round-trips. Floats are encoded as their bit
+//! patterns through the same code (a dictionary of few distinct values, or runs, or plain bits).
+
+use super::bits::{pack, packed_len, put_sv, put_uv, unpack, width, zigzag, Cursor};
+use super::ColumnarError;
+
+const BIT_PACKED: u8 = 0;
+const RUN_LENGTH: u8 = 1;
+const DELTA: u8 = 2;
+const DICTIONARY: u8 = 3;
+
+/// Candidates a (nested) encoding may use.
+#[derive(Clone, Copy)]
+pub(super) struct Allow {
+    pub rle: bool,
+    pub delta: bool,
+    pub dict: bool,
+}
+
+impl Allow {
+    pub const ALL: Allow = Allow {
+        rle: true,
+        delta: true,
+        dict: true,
+    };
+    const PACKED: Allow = Allow {
+        rle: false,
+        delta: false,
+        dict: false,
+    };
+}
+
+fn uv_len(v: u64) -> usize {
+    (width(v).max(1) as usize).div_ceil(7)
+}
+
+fn packed_cost(min: i64, max: i64, n: usize) -> usize {
+    2 + uv_len(zigzag(min)) + packed_len(n, width(max.wrapping_sub(min) as u64))
+}
+
+/// What the chooser learns of a vector in one pass.
+struct Shape {
+    min: i64,
+    max: i64,
+    runs: usize,
+    run_min: i64,
+    run_max: i64,
+    longest_run: usize,
+    delta_min: i64,
+    delta_max: i64,
+}
+
+fn shape(v: &[i64]) -> Shape {
+    let first = v.first().copied().unwrap_or(0);
+    let mut s = Shape {
+        min: first,
+        max: first,
+        runs: usize::from(!v.is_empty()),
+        run_min: first,
+        run_max: first,
+        longest_run: usize::from(!v.is_empty()),
+        delta_min: i64::MAX,
+        delta_max: i64::MIN,
+    };
+    let mut run = 1usize;
+    for w in v.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        s.min = s.min.min(b);
+        s.max = s.max.max(b);
+        let d = b.wrapping_sub(a);
+        s.delta_min = s.delta_min.min(d);
+        s.delta_max = s.delta_max.max(d);
+        if a == b {
+            run += 1;
+        } else {
+            s.runs += 1;
+            run = 1;
+        }
+        s.longest_run = s.longest_run.max(run);
+    }
+    // Run values' range equals the values' range; only their count differs.
+    s.run_min = s.min;
+    s.run_max = s.max;
+    s
+}
+
+impl Shape {
+    fn rle_cost(&self) -> usize {
+        1 + uv_len(self.runs as u64)
+            + packed_cost(self.run_min, self.run_max, self.runs)
+            + packed_cost(1, self.longest_run as i64, self.runs)
+    }
+
+    fn delta_cost(&self, n: usize) -> usize {
+        if n < 2 {
+            return usize::MAX;
+        }
+        1 + uv_len(zigzag(self.min)) + packed_cost(self.delta_min, self.delta_max, n - 1)
+    }
+}
+
+/// Appends the smallest encoding of `v` among those `allow` permits.
+pub(super) fn encode_ints(out: &mut Vec<u8>, v: &[i64], allow: Allow) {
+    let s = shape(v);
+    let packed = 1 + packed_cost(s.min, s.max, v.len());
+    let rle = if allow.rle { s.rle_cost() } else { usize::MAX };
+    let delta = if allow.delta {
+        s.delta_cost(v.len())
+    } else {
+        usize::MAX
+    };
+    let best = packed.min(rle).min(delta);
+    if allow.dict && v.len() >= 16 && best > 8 && try_dictionary(out, v, &s, best) {
+        return;
+    }
+    if best == packed {
+        encode_packed(out, v, s.min, s.max);
+    } else if best == rle {
+        encode_rle(out, v, s.runs);
+    } else {
+        encode_delta(out, v);
+    }
+}
+
+fn encode_packed(out: &mut Vec<u8>, v: &[i64], min: i64, max: i64) {
+    out.push(BIT_PACKED);
+    put_sv(out, min);
+    let w = width(max.wrapping_sub(min) as u64);
+    out.push(w as u8);
+    pack(out, v.iter().map(|x| x.wrapping_sub(min) as u64), w);
+}
+
+fn encode_rle(out: &mut Vec<u8>, v: &[i64], runs: usize) {
+    let mut values = Vec::with_capacity(runs);
+    let mut lengths = Vec::with_capacity(runs);
+    for x in v {
+        match (values.last(), lengths.last_mut()) {
+            (Some(last), Some(len)) if last == x => *len += 1,
+            _ => {
+                values.push(*x);
+                lengths.push(1i64);
+            }
+        }
+    }
+    out.push(RUN_LENGTH);
+    put_uv(out, values.len() as u64);
+    encode_ints(out, &values, Allow::PACKED);
+    encode_ints(out, &lengths, Allow::PACKED);
+}
+
+fn encode_delta(out: &mut Vec<u8>, v: &[i64]) {
+    out.push(DELTA);
+    put_sv(out, v.first().copied().unwrap_or(0));
+    let deltas: Vec<i64> = v.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
+    encode_ints(out, &deltas, Allow::PACKED);
+}
+
+/// Writes a dictionary encoding if it is estimated smaller than `best`; returns whether it did.
+fn try_dictionary(out: &mut Vec<u8>, v: &[i64], s: &Shape, best: usize) -> bool {
+    let mut dict = v.to_vec();
+    dict.sort_unstable();
+    dict.dedup();
+    let d = dict.len();
+    if d > v.len() / 2 {
+        return false;
+    }
+    let code_bits = width((d as u64).saturating_sub(1));
+    let codes = (packed_len(v.len(), code_bits) + 4)
+        .min(1 + packed_len(s.runs, code_bits) + packed_cost(1, s.longest_run as i64, s.runs));
+    let dict_shape = shape(&dict);
+    let dict_cost =
+        (1 + packed_cost(dict_shape.min, dict_shape.max, d)).min(dict_shape.delta_cost(d));
+    if 2 + uv_len(d as u64) + dict_cost + codes >= best {
+        return false;
+    }
+    out.push(DICTIONARY);
+    put_uv(out, d as u64);
+    encode_ints(
+        out,
+        &dict,
+        Allow {
+            rle: false,
+            delta: true,
+            dict: false,
+        },
+    );
+    let codes: Vec<i64> = v
+        .iter()
+        .map(|x| dict.binary_search(x).unwrap_or(0) as i64)
+        .collect();
+    encode_ints(
+        out,
+        &codes,
+        Allow {
+            rle: true,
+            delta: false,
+            dict: false,
+        },
+    );
+    true
+}
+
+/// Encodings nest at most this deep (dictionary codes in runs); a corrupt file that claims
+/// more must not recurse without bound.
+const MAX_DEPTH: u32 = 4;
+
+/// Decodes `n` integers, appending them to `out`.
+pub(super) fn decode_ints(
+    c: &mut Cursor<'_>,
+    n: usize,
+    out: &mut Vec<i64>,
+) -> Result<(), ColumnarError> {
+    decode_nested(c, n, out, 0)
+}
+
+fn decode_nested(
+    c: &mut Cursor<'_>,
+    n: usize,
+    out: &mut Vec<i64>,
+    depth: u32,
+) -> Result<(), ColumnarError> {
+    if depth > MAX_DEPTH {
+        return Err(ColumnarError::corrupt("integer encodings nested too deep"));
+    }
+    let decode_ints =
+        |c: &mut Cursor<'_>, n: usize, out: &mut Vec<i64>| decode_nested(c, n, out, depth + 1);
+    match c.u8()? {
+        BIT_PACKED => {
+            let min = c.sv()?;
+            let w = u32::from(c.u8()?);
+            if packed_len(n, w.min(64)) > c.remaining() {
+                return Err(ColumnarError::corrupt("packed ints past end"));
+            }
+            out.reserve(n);
+            unpack(c, n, w, |x| out.push(min.wrapping_add(x as i64)))
+        }
+        RUN_LENGTH => {
+            let runs = c.len_at_most(n)?;
+            let mut values = Vec::with_capacity(runs);
+            decode_ints(c, runs, &mut values)?;
+            let mut lengths = Vec::with_capacity(runs);
+            decode_ints(c, runs, &mut lengths)?;
+            let total = lengths
+                .iter()
+                .try_fold(0usize, |acc, l| acc.checked_add(usize::try_from(*l).ok()?));
+            if total != Some(n) {
+                return Err(ColumnarError::corrupt("run lengths"));
+            }
+            out.reserve(n);
+            for (v, l) in values.iter().zip(&lengths) {
+                out.extend(std::iter::repeat_n(*v, *l as usize));
+            }
+            Ok(())
+        }
+        DELTA => {
+            let first = c.sv()?;
+            if n == 0 {
+                return Err(ColumnarError::corrupt("delta of no values"));
+            }
+            let start = out.len();
+            out.reserve(n);
+            out.push(first);
+            decode_ints(c, n - 1, out)?;
+            let mut acc = first;
+            for x in out.iter_mut().skip(start + 1) {
+                acc = acc.wrapping_add(*x);
+                *x = acc;
+            }
+            Ok(())
+        }
+        DICTIONARY => {
+            let d = c.len_at_most(n)?;
+            let mut dict = Vec::with_capacity(d);
+            decode_ints(c, d, &mut dict)?;
+            let start = out.len();
+            decode_ints(c, n, out)?;
+            for x in out.iter_mut().skip(start) {
+                *x = *usize::try_from(*x)
+                    .ok()
+                    .and_then(|i| dict.get(i))
+                    .ok_or(ColumnarError::corrupt("dictionary code"))?;
+            }
+            Ok(())
+        }
+        _ => Err(ColumnarError::corrupt("integer encoding")),
+    }
+}
+
+/// The encoding tag a buffer starts with.
+#[cfg(test)]
+pub(super) fn encoding_name(tag: Option<u8>) -> &'static str {
+    match tag {
+        Some(BIT_PACKED) => "bit-packed",
+        Some(RUN_LENGTH) => "run-length",
+        Some(DELTA) => "delta",
+        Some(DICTIONARY) => "dictionary",
+        _ => "none",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::Rng;
+
+    fn round_trip(v: &[i64]) -> Vec<u8> {
+        let mut b = Vec::new();
+        encode_ints(&mut b, v, Allow::ALL);
+        let mut back = Vec::new();
+        let mut c = Cursor::new(&b);
+        decode_ints(&mut c, v.len(), &mut back).unwrap();
+        assert_eq!(back, v);
+        assert!(c.is_empty(), "trailing bytes");
+        for cut in 0..b.len() {
+            let mut out = Vec::new();
+            let _ = decode_ints(&mut Cursor::new(&b[..cut]), v.len(), &mut out);
+        }
+        b
+    }
+
+    fn tag(v: &[i64]) -> &'static str {
+        encoding_name(round_trip(v).first().copied())
+    }
+
+    #[test]
+    fn the_chooser_picks_the_shape_of_the_data() {
+        // A constant is bit-packed at width 0: a few bytes whatever the count.
+        assert!(round_trip(&[7; 1000]).len() < 6);
+        let batches: Vec<i64> = (0..1000)
+            .map(|i| 1_700_000_000_000_000 + (i / 250) * 977)
+            .collect();
+        assert_eq!(tag(&batches), "run-length");
+        let monotone: Vec<i64> = (0..1000)
+            .map(|i| 1_700_000_000_000_000 + i * 1000)
+            .collect();
+        assert_eq!(tag(&monotone), "delta");
+        assert!(round_trip(&monotone).len() < 20);
+        let small: Vec<i64> = (0..1000).map(|i| (i * 7919) % 13).collect();
+        assert_eq!(tag(&small), "bit-packed");
+        let far: Vec<i64> = (0..1000).map(|i| [i64::MIN, 0, i64::MAX][i % 3]).collect();
+        assert_eq!(tag(&far), "dictionary");
+        assert!(round_trip(&far).len() < 300);
+        let months: Vec<i64> = (0..1000).map(|i| 197901 + (i / 100)).collect();
+        assert!(round_trip(&months).len() < 60);
+    }
+
+    #[test]
+    fn edge_vectors_round_trip() {
+        round_trip(&[]);
+        round_trip(&[i64::MIN]);
+        round_trip(&[i64::MIN, i64::MAX]);
+        round_trip(&[i64::MAX, i64::MIN, 0, -1, 1]);
+        round_trip(&[0; 100_000]);
+    }
+
+    #[test]
+    fn random_vectors_round_trip() {
+        let mut r = Rng(0x1234_5678);
+        for _ in 0..500 {
+            let n = r.below(300) as usize;
+            let spread = [1u64, 2, 16, 1 << 20, u64::MAX][r.below(5) as usize];
+            let run = 1 + r.below(20) as usize;
+            let mut v = Vec::with_capacity(n);
+            while v.len() < n {
+                let x = r.below(spread) as i64 - (spread / 2) as i64;
+                v.extend(std::iter::repeat_n(x, run.min(n - v.len())));
+            }
+            round_trip(&v);
+        }
+    }
+
+    #[test]
+    fn corrupt_codes_and_runs_are_errors() {
+        let mut b = vec![DICTIONARY];
+        put_uv(&mut b, 1);
+        encode_ints(&mut b, &[5], Allow::PACKED);
+        encode_ints(&mut b, &[0, 3], Allow::PACKED);
+        assert!(decode_ints(&mut Cursor::new(&b), 2, &mut Vec::new()).is_err());
+        let mut b = vec![RUN_LENGTH];
+        put_uv(&mut b, 1);
+        encode_ints(&mut b, &[5], Allow::PACKED);
+        encode_ints(&mut b, &[3], Allow::PACKED);
+        assert!(decode_ints(&mut Cursor::new(&b), 2, &mut Vec::new()).is_err());
+        assert!(decode_ints(&mut Cursor::new(&[9]), 1, &mut Vec::new()).is_err());
+    }
+}

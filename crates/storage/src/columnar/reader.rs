@@ -1,0 +1,419 @@
+//! Reading a segment: the footer once at open, then per row group only the chunks a scan asks
+//! for (each a positioned read of its byte range, checked against its CRC32C), after skipping
+//! row groups whose statistics rule out a restriction. Also rebuilds whole partitions, for a
+//! merge with other sources (compaction, reads that reconcile).
+
+use super::chunk::decode_chunk;
+use super::footer::{ChunkEntry, Footer, MAGIC, TRAILER_LEN};
+use super::layout::{
+    ColumnSpec, Entry, GroupColumns, KIND_ROW, KIND_STATIC, S_BASE_TS, S_KEY, S_KIND, S_TOKEN,
+};
+use super::stats::{ChunkStats, CompareOp};
+use super::vector::{Column, ColumnValues, Physical, ValueType};
+use super::ColumnarError;
+use crate::clustering::{CKey, ClusteringComparator};
+use crate::codec::crc32c;
+use crate::partition::{to_mutation, Partition};
+use crate::reconcile;
+use crate::types::{ClusteringColumn, ColumnId, Mutation, TableId};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What a restriction compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The partition key (its serialized form, ordered by the schema's partition key type).
+    PartitionKey,
+    /// The i-th clustering column.
+    Clustering(usize),
+    Column(ColumnId),
+}
+
+/// `target op value`, the value in Cassandra's serialized form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restriction {
+    pub target: Target,
+    pub op: CompareOp,
+    pub value: Vec<u8>,
+}
+
+/// What a scan reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScanRequest {
+    /// Regular columns, in the order the batches return them.
+    pub columns: Vec<ColumnId>,
+    /// Row groups that cannot satisfy all of these are skipped, unread.
+    pub restrictions: Vec<Restriction>,
+    /// Tokens, keys, entry kinds and clustering of every row.
+    pub keys: bool,
+    /// Timestamps, TTLs and deletion times of cells and rows, for reconciliation.
+    pub metadata: bool,
+}
+
+/// One row group's selected columns, one slot per entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowGroupBatch {
+    pub group: usize,
+    pub rows: usize,
+    pub keys: Option<KeyColumns>,
+    pub row_meta: Option<RowMeta>,
+    pub columns: Vec<ColumnBatch>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyColumns {
+    pub tokens: Column,
+    pub keys: Column,
+    /// 0 row, 1 static row, 2 partition without rows (only deletions).
+    pub kinds: Column,
+    pub clustering: Vec<Column>,
+}
+
+/// Row-level times, absolute (null where absent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowMeta {
+    pub liveness_ts: Column,
+    pub liveness_ttl: Column,
+    pub liveness_expires: Column,
+    pub deletion_ts: Column,
+    pub deletion_ldt: Column,
+    /// Set on a partition's first entry of each row group.
+    pub partition_deletion_ts: Column,
+    pub partition_deletion_ldt: Column,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnBatch {
+    pub id: ColumnId,
+    pub value_type: ValueType,
+    /// Live values (null: no live cell here, a tombstone, or a cell kept in extras).
+    pub values: Column,
+    pub cells: Option<CellMeta>,
+}
+
+/// Per-cell times, absolute: a timestamp with a null value is a cell tombstone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellMeta {
+    pub timestamps: Column,
+    pub ttl: Column,
+    /// TTL expiry for expiring cells, deletion time for tombstones.
+    pub local_deletion: Column,
+}
+
+/// An open segment.
+pub struct SegmentReader {
+    path: PathBuf,
+    file: File,
+    footer: Footer,
+    cmp: Arc<ClusteringComparator>,
+    bytes_read: AtomicU64,
+}
+
+impl SegmentReader {
+    /// Opens `path`; `clustering` orders clustering keys when partitions are rebuilt.
+    pub fn open(path: &Path, clustering: &[ClusteringColumn]) -> Result<Self, ColumnarError> {
+        let file = File::open(path).map_err(|e| ColumnarError::io(path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| ColumnarError::io(path, e))?
+            .len();
+        let min = (MAGIC.len() + TRAILER_LEN) as u64;
+        if len < min {
+            return Err(ColumnarError::corrupt("file too short"));
+        }
+        let mut head = [0u8; 8];
+        file.read_exact_at(&mut head, 0)
+            .map_err(|e| ColumnarError::io(path, e))?;
+        let mut tail = [0u8; TRAILER_LEN];
+        file.read_exact_at(&mut tail, len - TRAILER_LEN as u64)
+            .map_err(|e| ColumnarError::io(path, e))?;
+        let (lens, magic) = tail.split_at(8);
+        if &head != MAGIC || magic != MAGIC {
+            return Err(ColumnarError::corrupt("not a columnar segment"));
+        }
+        let mut c = super::bits::Cursor::new(lens);
+        let footer_len = u64::from(c.u32_le()?);
+        let footer_crc = c.u32_le()?;
+        let footer_start = (len - TRAILER_LEN as u64)
+            .checked_sub(footer_len)
+            .filter(|s| *s >= MAGIC.len() as u64)
+            .ok_or(ColumnarError::corrupt("footer length"))?;
+        let mut body = vec![0u8; footer_len as usize];
+        file.read_exact_at(&mut body, footer_start)
+            .map_err(|e| ColumnarError::io(path, e))?;
+        if crc32c(&body) != footer_crc {
+            return Err(ColumnarError::FooterChecksum);
+        }
+        let footer = Footer::decode(&body, footer_start)?;
+        Ok(SegmentReader {
+            path: path.to_path_buf(),
+            file,
+            footer,
+            cmp: Arc::new(ClusteringComparator::new(clustering.to_vec())),
+            bytes_read: AtomicU64::new(footer_len + TRAILER_LEN as u64),
+        })
+    }
+
+    pub fn row_groups(&self) -> usize {
+        self.footer.groups.len()
+    }
+
+    pub fn group_rows(&self, g: usize) -> usize {
+        self.footer.groups.get(g).map_or(0, |m| m.rows)
+    }
+
+    /// The regular columns this segment stores as columns.
+    pub fn columns(&self) -> &[ColumnSpec] {
+        &self.footer.layout.columns
+    }
+
+    /// Bytes read from the file so far (footer and chunks).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
+    }
+
+    fn target_stream(&self, t: Target) -> Option<usize> {
+        let l = &self.footer.layout;
+        match t {
+            Target::PartitionKey => Some(S_KEY),
+            Target::Clustering(i) => (i < l.clustering.len()).then(|| l.clustering_stream(i)),
+            Target::Column(id) => l.column_index(id).map(|j| l.column_stream(j)),
+        }
+    }
+
+    /// Statistics of the chunk of row group `g` a restriction on `t` would look at.
+    pub fn chunk_stats(&self, g: usize, t: Target) -> Option<&ChunkStats> {
+        let s = self.target_stream(t)?;
+        Some(&self.footer.groups.get(g)?.chunks.get(s)?.stats)
+    }
+
+    /// Whether row group `g` cannot hold a row satisfying `r` (decided from the footer).
+    pub fn can_skip(&self, g: usize, r: &Restriction) -> bool {
+        let Some(s) = self.target_stream(r.target) else {
+            // Not a column here: its cells, if any, are in the extras stream, without bounds.
+            return false;
+        };
+        let t = self.footer.layout.stream_type(s);
+        let (Some(stats), Some(v)) = (self.chunk_stats(g, r.target), t.scalar(&r.value)) else {
+            return false;
+        };
+        stats.can_skip(r.op, &v)
+    }
+
+    /// Row groups not ruled out by any of `restrictions`.
+    pub fn matching_groups(&self, restrictions: &[Restriction]) -> Vec<usize> {
+        (0..self.row_groups())
+            .filter(|g| !restrictions.iter().any(|r| self.can_skip(*g, r)))
+            .collect()
+    }
+
+    fn entry(&self, g: usize, s: usize) -> Result<&ChunkEntry, ColumnarError> {
+        self.footer
+            .groups
+            .get(g)
+            .and_then(|m| m.chunks.get(s))
+            .ok_or(ColumnarError::corrupt("no such chunk"))
+    }
+
+    /// Reads and decodes stream `s` of row group `g`.
+    fn stream(&self, g: usize, s: usize) -> Result<Column, ColumnarError> {
+        let e = self.entry(g, s)?;
+        let rows = self.group_rows(g);
+        if e.len == 0 {
+            return decode_chunk(&[], rows, e.physical);
+        }
+        if e.physical != self.footer.layout.stream_type(s).physical()
+            && e.physical != Physical::Bytes
+        {
+            return Err(ColumnarError::corrupt("chunk physical type"));
+        }
+        let len = usize::try_from(e.len).map_err(|_| ColumnarError::corrupt("chunk length"))?;
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, e.offset)
+            .map_err(|err| ColumnarError::io(&self.path, err))?;
+        self.bytes_read.fetch_add(e.len, Ordering::Relaxed);
+        if crc32c(&buf) != e.crc {
+            return Err(ColumnarError::Checksum {
+                group: g,
+                stream: s,
+            });
+        }
+        decode_chunk(&buf, rows, e.physical)
+    }
+
+    /// Reads the streams `req` selects of row group `g` (whether or not it could be skipped).
+    pub fn read_group(&self, g: usize, req: &ScanRequest) -> Result<RowGroupBatch, ColumnarError> {
+        let rows = self.group_rows(g);
+        let l = &self.footer.layout;
+        let keys = if req.keys {
+            Some(KeyColumns {
+                tokens: self.stream(g, S_TOKEN)?,
+                keys: self.stream(g, S_KEY)?,
+                kinds: self.stream(g, S_KIND)?,
+                clustering: (0..l.clustering.len())
+                    .map(|i| self.stream(g, l.clustering_stream(i)))
+                    .collect::<Result<_, _>>()?,
+            })
+        } else {
+            None
+        };
+        let base = if req.metadata {
+            Some(self.stream(g, S_BASE_TS)?)
+        } else {
+            None
+        };
+        let row_meta = match &base {
+            Some(b) => Some(self.row_meta(g, b)?),
+            None => None,
+        };
+        let mut columns = Vec::with_capacity(req.columns.len());
+        for id in &req.columns {
+            let Some(j) = l.column_index(*id) else {
+                columns.push(ColumnBatch {
+                    id: *id,
+                    value_type: ValueType::Opaque,
+                    values: Column::nulls(Physical::Bytes, rows),
+                    cells: base.as_ref().map(|_| CellMeta {
+                        timestamps: Column::nulls(Physical::Int, rows),
+                        ttl: Column::nulls(Physical::Int, rows),
+                        local_deletion: Column::nulls(Physical::Int, rows),
+                    }),
+                });
+                continue;
+            };
+            let s = l.column_stream(j);
+            let cells = match &base {
+                Some(b) => Some(CellMeta {
+                    timestamps: absolute(self.stream(g, s + 1)?, b),
+                    ttl: self.stream(g, s + 2)?,
+                    local_deletion: self.stream(g, s + 3)?,
+                }),
+                None => None,
+            };
+            columns.push(ColumnBatch {
+                id: *id,
+                value_type: l.stream_type(s),
+                values: self.stream(g, s)?,
+                cells,
+            });
+        }
+        Ok(RowGroupBatch {
+            group: g,
+            rows,
+            keys,
+            row_meta,
+            columns,
+        })
+    }
+
+    fn row_meta(&self, g: usize, base: &Column) -> Result<RowMeta, ColumnarError> {
+        Ok(RowMeta {
+            liveness_ts: absolute(self.stream(g, 4)?, base),
+            liveness_ttl: self.stream(g, 5)?,
+            liveness_expires: self.stream(g, 6)?,
+            deletion_ts: absolute(self.stream(g, 7)?, base),
+            deletion_ldt: self.stream(g, 8)?,
+            partition_deletion_ts: self.stream(g, 9)?,
+            partition_deletion_ldt: self.stream(g, 10)?,
+        })
+    }
+
+    /// The row groups `req`'s restrictions leave, read one at a time.
+    pub fn scan<'a>(
+        &'a self,
+        req: &'a ScanRequest,
+    ) -> impl Iterator<Item = Result<RowGroupBatch, ColumnarError>> + 'a {
+        self.matching_groups(&req.restrictions)
+            .into_iter()
+            .map(move |g| self.read_group(g, req))
+    }
+
+    /// Rebuilds every partition in order, a row group at a time, calling `f` with each.
+    pub(crate) fn for_each_partition(
+        &self,
+        mut f: impl FnMut(Partition) -> Result<(), ColumnarError>,
+    ) -> Result<(), ColumnarError> {
+        let mut current: Option<Partition> = None;
+        for g in 0..self.row_groups() {
+            let cols = (0..self.footer.layout.streams())
+                .map(|s| self.stream(g, s))
+                .collect::<Result<Vec<_>, _>>()?;
+            let gc = GroupColumns::new(&self.footer.layout, &cols, &self.cmp);
+            for i in 0..self.group_rows(g) {
+                let e = gc.entry(i)?;
+                let same = current
+                    .as_ref()
+                    .is_some_and(|p| p.token == e.token && p.key == e.key);
+                if !same {
+                    if let Some(p) = current.take() {
+                        f(p)?;
+                    }
+                }
+                let p = current.get_or_insert_with(|| Partition::new(e.key.clone(), e.token));
+                add_entry(p, e, &self.cmp)?;
+            }
+        }
+        match current {
+            Some(p) => f(p),
+            None => Ok(()),
+        }
+    }
+
+    /// Every partition as the mutation that writes it back (`table` names it), in order, a row
+    /// group at a time: everything the segment holds, deletions and times included.
+    pub fn for_each_mutation(
+        &self,
+        table: TableId,
+        mut f: impl FnMut(Mutation) -> Result<(), ColumnarError>,
+    ) -> Result<(), ColumnarError> {
+        self.for_each_partition(|p| f(to_mutation(&p, table)))
+    }
+
+    /// Every partition, rebuilt.
+    #[cfg(test)]
+    pub(crate) fn partitions(&self) -> Result<Vec<Partition>, ColumnarError> {
+        let mut out = Vec::new();
+        self.for_each_partition(|p| {
+            out.push(p);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+/// `deltas` + `base`, row by row (null where either is).
+fn absolute(deltas: Column, base: &Column) -> Column {
+    let mut out = deltas;
+    if let ColumnValues::Int(v) = &mut out.values {
+        for (i, x) in v.iter_mut().enumerate() {
+            *x = x.wrapping_add(base.int(i).unwrap_or(0));
+        }
+    }
+    out
+}
+
+fn add_entry(
+    p: &mut Partition,
+    e: Entry,
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<(), ColumnarError> {
+    p.deletion = reconcile::max_deletion(p.deletion, e.partition_deletion);
+    for rt in e.range_tombstones {
+        if !p.range_tombstones.contains(&rt) {
+            p.range_tombstones.push(rt);
+        }
+    }
+    match e.kind {
+        KIND_STATIC => p.static_row = e.row,
+        KIND_ROW => {
+            p.rows.insert(CKey::row(e.clustering, cmp), e.row);
+        }
+        super::layout::KIND_PARTITION => {}
+        _ => return Err(ColumnarError::corrupt("entry kind")),
+    }
+    Ok(())
+}

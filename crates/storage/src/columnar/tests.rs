@@ -1,0 +1,778 @@
+//! Property tests of chunks and segments: random columns of every type round-trip through every
+//! encoding and compression; random partitions (every kind of deletion, TTLs, collections,
+//! counters, static rows, clustering prefixes) round-trip through segments cut into small row
+//! groups; pruned scans read fewer bytes; chunk skipping never drops a matching row; a damaged
+//! byte anywhere is an error, never a panic.
+
+use super::chunk::{decode_chunk, encode_chunk, typed_column};
+use super::*;
+use crate::clustering::CKey;
+use crate::partition::{Partition, Row};
+use crate::reconcile::{Cell, CellKind};
+use crate::test_support::{tempdir, Rng};
+use crate::types::{ClusteringColumn, DeletionTime, Liveness, ValueComparator};
+use bytes::Bytes;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+const TYPES: [ValueType; 13] = [
+    ValueType::Boolean,
+    ValueType::TinyInt,
+    ValueType::SmallInt,
+    ValueType::Int,
+    ValueType::BigInt,
+    ValueType::Timestamp,
+    ValueType::Date,
+    ValueType::Time,
+    ValueType::Float,
+    ValueType::Double,
+    ValueType::Text,
+    ValueType::Blob,
+    ValueType::Opaque,
+];
+
+const COMPRESSIONS: [BlockCompression; 3] = [
+    BlockCompression::None,
+    BlockCompression::Lz4,
+    BlockCompression::Zstd(3),
+];
+
+/// A random serialized value of `t`; `mode` shapes the column (0 random, 1 few values,
+/// 2 one value, 3 extremes and long values).
+fn value(r: &mut Rng, t: ValueType, mode: u64) -> Vec<u8> {
+    let x = match mode {
+        1 => r.below(5),
+        2 => 42,
+        3 => [0, u64::MAX, 1 << 63, (1 << 63) - 1][r.below(4) as usize],
+        _ => r.next(),
+    };
+    match t {
+        ValueType::Boolean => vec![(x & 1) as u8],
+        ValueType::TinyInt => vec![x as u8],
+        ValueType::SmallInt => (x as u16).to_be_bytes().to_vec(),
+        ValueType::Int | ValueType::Date => (x as u32).to_be_bytes().to_vec(),
+        ValueType::Float => {
+            let f =
+                [f32::NAN, -0.0, 0.0, f32::INFINITY, f32::from_bits(x as u32)][r.below(5) as usize];
+            f.to_be_bytes().to_vec()
+        }
+        ValueType::Double => {
+            let f =
+                [f64::NAN, -0.0, 0.5, f64::NEG_INFINITY, f64::from_bits(x)][r.below(5) as usize];
+            f.to_be_bytes().to_vec()
+        }
+        ValueType::Text | ValueType::Blob | ValueType::Opaque => {
+            let len = match mode {
+                3 => {
+                    [0usize, 1, STAT_PREFIX_BYTES, STAT_PREFIX_BYTES + 1, 5000][r.below(5) as usize]
+                }
+                _ => r.below(12) as usize,
+            };
+            let fill = if mode == 3 && r.below(2) == 0 {
+                0xff
+            } else {
+                x as u8
+            };
+            vec![fill; len]
+        }
+        _ => x.to_be_bytes().to_vec(),
+    }
+}
+
+/// Random column of `rows` values (None: null).
+fn random_column(r: &mut Rng, t: ValueType, rows: usize) -> Vec<Option<Vec<u8>>> {
+    let mode = r.below(4);
+    let null_pct = [0, 0, 10, 50, 100][r.below(5) as usize];
+    (0..rows)
+        .map(|_| (r.below(100) >= null_pct).then(|| value(r, t, mode)))
+        .collect()
+}
+
+fn build(values: &[Option<Vec<u8>>], t: ValueType) -> Column {
+    let mut raw = BytesVec::default();
+    let mut valid = Bitmap::default();
+    for v in values {
+        raw.push(v.as_deref().unwrap_or_default());
+        valid.push(v.is_some());
+    }
+    let nulls = values.iter().any(|v| v.is_none());
+    typed_column(raw, nulls.then_some(valid), t)
+}
+
+fn ops() -> [CompareOp; 5] {
+    [
+        CompareOp::Eq,
+        CompareOp::Lt,
+        CompareOp::Le,
+        CompareOp::Gt,
+        CompareOp::Ge,
+    ]
+}
+
+fn satisfies(v: &Scalar, op: CompareOp, bound: &Scalar) -> bool {
+    let Some(o) = v.compare(bound) else {
+        return true;
+    };
+    match op {
+        CompareOp::Eq => o == Ordering::Equal,
+        CompareOp::Lt => o == Ordering::Less,
+        CompareOp::Le => o != Ordering::Greater,
+        CompareOp::Gt => o == Ordering::Greater,
+        CompareOp::Ge => o != Ordering::Less,
+    }
+}
+
+#[test]
+fn random_chunks_of_every_type_round_trip_and_never_skip_a_match() {
+    let mut r = Rng(0xC0FF_EE00_1234_5678);
+    for round in 0..1500 {
+        let t = TYPES[round % TYPES.len()];
+        let rows = [0usize, 1, 2, 17, 300, 4096][r.below(6) as usize];
+        let values = random_column(&mut r, t, rows);
+        let col = build(&values, t);
+        let compression = COMPRESSIONS[r.below(3) as usize];
+        let (bytes, stats) = encode_chunk(&col, t, compression);
+        let back = decode_chunk(&bytes, rows, col.values.physical()).unwrap();
+        assert_eq!(back.len(), rows);
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(
+                back.serialized(i, t).as_deref(),
+                v.as_deref(),
+                "{t:?} row {i}"
+            );
+        }
+        assert_eq!(stats.rows as usize, rows);
+        assert_eq!(
+            stats.nulls as usize,
+            values.iter().filter(|v| v.is_none()).count()
+        );
+        // Skipping is never wrong: a chunk holding a value that satisfies the restriction is
+        // never skipped, whatever the bound (values of the chunk and random others).
+        let present: Vec<Scalar> = values
+            .iter()
+            .flatten()
+            .filter_map(|v| t.scalar(v))
+            .collect();
+        for _ in 0..8 {
+            let bound_bytes = match (r.below(2), values.iter().flatten().next()) {
+                (0, Some(v)) => v.clone(),
+                _ => {
+                    let mode = r.below(4);
+                    value(&mut r, t, mode)
+                }
+            };
+            let Some(bound) = t.scalar(&bound_bytes) else {
+                continue;
+            };
+            for op in ops() {
+                if present.iter().any(|v| satisfies(v, op, &bound)) {
+                    assert!(
+                        !stats.can_skip(op, &bound),
+                        "{t:?} {op:?} {bound:?} {stats:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn values_that_do_not_fit_their_type_are_kept_as_bytes() {
+    let values = vec![Some(vec![0, 0, 0, 7]), Some(Vec::new()), None];
+    let col = build(&values, ValueType::Int);
+    assert_eq!(col.values.physical(), Physical::Bytes);
+    let (bytes, stats) = encode_chunk(&col, ValueType::Int, BlockCompression::Lz4);
+    assert_eq!(stats.max, None);
+    let back = decode_chunk(&bytes, 3, Physical::Bytes).unwrap();
+    for (i, v) in values.iter().enumerate() {
+        assert_eq!(back.serialized(i, ValueType::Int).as_deref(), v.as_deref());
+    }
+}
+
+#[test]
+fn damaged_chunks_are_errors() {
+    let mut r = Rng(99);
+    for t in TYPES {
+        let values = random_column(&mut r, t, 200);
+        let col = build(&values, t);
+        let (bytes, _) = encode_chunk(&col, t, BlockCompression::Lz4);
+        for cut in 0..bytes.len() {
+            let _ = decode_chunk(&bytes[..cut], 200, col.values.physical());
+        }
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x5a;
+            let _ = decode_chunk(&b, 200, col.values.physical());
+        }
+        assert!(decode_chunk(&bytes, 199, col.values.physical()).is_err() || bytes.is_empty());
+    }
+}
+
+struct IntCmp;
+impl ValueComparator for IntCmp {
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        let v = |x: &[u8]| x.try_into().map(i32::from_be_bytes).ok();
+        v(a).cmp(&v(b))
+    }
+}
+
+struct Bytewise;
+impl ValueComparator for Bytewise {
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+}
+
+const COLS: [(u32, ValueType); 6] = [
+    (1, ValueType::Int),
+    (2, ValueType::BigInt),
+    (3, ValueType::Double),
+    (4, ValueType::Text),
+    (5, ValueType::Boolean),
+    (6, ValueType::Opaque),
+];
+/// Not in the schema: a collection, a counter and an unknown column go to extras.
+const SET_COL: u32 = 10;
+const COUNTER_COL: u32 = 11;
+const UNKNOWN_COL: u32 = 12;
+
+fn schema() -> ColumnarSchema {
+    ColumnarSchema {
+        partition_key: ValueType::Blob,
+        clustering: vec![
+            ClusteringSpec {
+                column: ClusteringColumn {
+                    cmp: Arc::new(IntCmp),
+                    descending: false,
+                },
+                value_type: ValueType::Int,
+            },
+            ClusteringSpec {
+                column: ClusteringColumn {
+                    cmp: Arc::new(Bytewise),
+                    descending: true,
+                },
+                value_type: ValueType::Text,
+            },
+        ],
+        columns: COLS
+            .iter()
+            .map(|(id, t)| ColumnSpec {
+                id: *id,
+                value_type: *t,
+            })
+            .collect(),
+    }
+}
+
+fn clustering_cols() -> Vec<ClusteringColumn> {
+    schema().clustering.into_iter().map(|c| c.column).collect()
+}
+
+fn dt(r: &mut Rng) -> DeletionTime {
+    DeletionTime {
+        marked_for_delete_at_us: 1_000_000 + r.below(1000) as i64,
+        local_deletion_time_s: 1_700_000_000 + r.below(100) as i64,
+    }
+}
+
+fn random_cell(r: &mut Rng, t: ValueType, ts: i64) -> Cell {
+    let kind = match r.below(10) {
+        0 => CellKind::Tombstone {
+            local_deletion_time_s: 1_700_000_000 + r.below(50) as i64,
+        },
+        1 => CellKind::Live {
+            value: {
+                let mode = r.below(4);
+                Bytes::from(value(r, t, mode))
+            },
+            ttl_s: 1 + r.below(1000) as u32,
+            expires_at_s: 1_700_000_000 + r.below(5000) as i64,
+        },
+        _ => CellKind::Live {
+            value: Bytes::from(value(r, t, 1)),
+            ttl_s: 0,
+            expires_at_s: 0,
+        },
+    };
+    let jitter = if r.below(4) == 0 {
+        r.below(100) as i64
+    } else {
+        0
+    };
+    Cell {
+        timestamp_us: ts + jitter,
+        kind,
+    }
+}
+
+fn random_row(r: &mut Rng, ts: i64, is_static: bool) -> Row {
+    let mut row = Row::default();
+    if !is_static && r.below(5) > 0 {
+        let ttl = if r.below(6) == 0 { 60 } else { 0 };
+        row.liveness = Some(Liveness {
+            timestamp_us: ts,
+            ttl_s: ttl,
+            expires_at_s: if ttl > 0 { 1_700_000_060 } else { 0 },
+        });
+    }
+    if r.below(12) == 0 {
+        row.deletion = Some(dt(r));
+    }
+    for (id, t) in COLS {
+        if r.below(4) > 0 {
+            row.cells.insert((id, None), random_cell(r, t, ts));
+        }
+    }
+    if r.below(5) == 0 {
+        row.complex_deletions.insert(SET_COL, dt(r));
+        for e in 0..r.below(3) {
+            let path = Bytes::from(vec![e as u8]);
+            row.cells
+                .insert((SET_COL, Some(path)), random_cell(r, ValueType::Blob, ts));
+        }
+    }
+    if r.below(8) == 0 {
+        let c = Cell {
+            timestamp_us: ts,
+            kind: CellKind::Counter {
+                clock: r.below(9) as i64,
+                total: r.next() as i64,
+            },
+        };
+        row.cells.insert((COUNTER_COL, None), c);
+    }
+    if r.below(10) == 0 {
+        row.cells
+            .insert((UNKNOWN_COL, None), random_cell(r, ValueType::Blob, ts));
+    }
+    row
+}
+
+fn random_partitions(r: &mut Rng, n: usize) -> Vec<Partition> {
+    let cmp = Arc::new(crate::clustering::ClusteringComparator::new(
+        clustering_cols(),
+    ));
+    let mut keys: Vec<(i64, Bytes)> = (0..n)
+        .map(|i| ((r.next() % 1000) as i64 - 500, Bytes::from(format!("k{i}"))))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut out = Vec::new();
+    for (token, key) in keys {
+        let mut p = Partition::new(key, token);
+        let ts = 1_000_000 + r.below(1_000_000) as i64;
+        if r.below(8) == 0 {
+            p.deletion = Some(dt(r));
+        }
+        if r.below(10) == 0 {
+            let s = crate::types::ClusteringBound {
+                prefix: vec![Bytes::from(5i32.to_be_bytes().to_vec())],
+                kind: crate::types::BoundKind::Inclusive,
+            };
+            let e = crate::types::ClusteringBound {
+                prefix: vec![Bytes::from(9i32.to_be_bytes().to_vec())],
+                kind: crate::types::BoundKind::Exclusive,
+            };
+            p.range_tombstones
+                .push((CKey::start(&s, &cmp), CKey::end(&e, &cmp), dt(r)));
+        }
+        if r.below(4) == 0 {
+            p.static_row = random_row(r, ts, true);
+        }
+        let rows = [0, 1, 1, 3, 20][r.below(5) as usize];
+        for _ in 0..rows {
+            let a = Bytes::from(((r.below(40) as i32) - 20).to_be_bytes().to_vec());
+            let ck = if r.below(10) == 0 {
+                vec![a]
+            } else {
+                vec![a, Bytes::from(format!("c{}", r.below(5)))]
+            };
+            p.rows.insert(CKey::row(ck, &cmp), random_row(r, ts, false));
+        }
+        out.push(p);
+    }
+    out
+}
+
+fn write(dir: &std::path::Path, parts: &[Partition], options: SegmentOptions) -> SegmentSummary {
+    let path = dir.join("seg.col");
+    let mut w = SegmentWriter::create(&path, &schema(), options).unwrap();
+    for p in parts {
+        w.append(p).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn meaningful(p: &Partition) -> bool {
+    p.deletion.is_some()
+        || !p.range_tombstones.is_empty()
+        || !p.static_row.is_empty()
+        || !p.rows.is_empty()
+}
+
+fn assert_same(a: &Partition, b: &Partition) {
+    assert_eq!((a.token, &a.key), (b.token, &b.key));
+    assert_eq!(a.deletion, b.deletion, "{:?}", a.key);
+    assert_eq!(a.range_tombstones, b.range_tombstones);
+    assert_eq!(a.static_row, b.static_row, "{:?}", a.key);
+    assert_eq!(a.rows.len(), b.rows.len());
+    for ((ka, ra), (kb, rb)) in a.rows.iter().zip(&b.rows) {
+        assert_eq!(ka.values, kb.values);
+        assert_eq!(ra, rb, "{:?} {:?}", a.key, ka);
+    }
+}
+
+#[test]
+fn random_partitions_round_trip_through_segments() {
+    let dir = tempdir("columnar-roundtrip");
+    let mut r = Rng(0x5EED);
+    for round in 0..40 {
+        let n = 1 + r.below(60) as usize;
+        let parts = random_partitions(&mut r, n);
+        let options = SegmentOptions {
+            row_group_rows: [1, 3, 7, 64, 1 << 16][round % 5],
+            row_group_bytes: [64 << 20, 100][round % 2],
+            compression: COMPRESSIONS[round % 3],
+        };
+        let summary = write(&dir, &parts, options);
+        let expected: Vec<&Partition> = parts.iter().filter(|p| meaningful(p)).collect();
+        assert_eq!(summary.partitions as usize, expected.len());
+        let reader = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
+        let back = reader.partitions().unwrap();
+        assert_eq!(back.len(), expected.len());
+        for (a, b) in expected.iter().zip(&back) {
+            assert_same(a, b);
+        }
+        let mut n = 0;
+        reader
+            .for_each_mutation([7; 16], |m| {
+                assert_eq!(m.key, expected[n].key);
+                n += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, expected.len());
+    }
+}
+
+#[test]
+fn out_of_order_partitions_are_refused() {
+    let dir = tempdir("columnar-order");
+    let path = dir.join("seg.col");
+    let mut w = SegmentWriter::create(&path, &schema(), SegmentOptions::default()).unwrap();
+    let mut p = Partition::new(Bytes::from_static(b"b"), 5);
+    p.deletion = Some(DeletionTime {
+        marked_for_delete_at_us: 1,
+        local_deletion_time_s: 1,
+    });
+    w.append(&p).unwrap();
+    assert!(w.append(&p).is_err());
+    p.key = Bytes::from_static(b"a");
+    assert!(w.append(&p).is_err());
+}
+
+/// GDELT-like rows: a scan of one column reads its chunks only.
+fn scan_rows(dir: &std::path::Path, n: usize) -> SegmentSummary {
+    let mut r = Rng(7);
+    let cmp = Arc::new(crate::clustering::ClusteringComparator::new(
+        clustering_cols(),
+    ));
+    let mut parts = Vec::new();
+    for i in 0..n {
+        let mut p = Partition::new(Bytes::from(format!("{i:08}")), i as i64);
+        let mut row = Row {
+            liveness: Some(Liveness {
+                timestamp_us: 1_000 + i as i64,
+                ttl_s: 0,
+                expires_at_s: 0,
+            }),
+            ..Row::default()
+        };
+        for (id, t) in COLS {
+            let v = match t {
+                ValueType::Int => ((i / 100) as i32).to_be_bytes().to_vec(),
+                _ => value(&mut r, t, 0),
+            };
+            let live = CellKind::Live {
+                value: Bytes::from(v),
+                ttl_s: 0,
+                expires_at_s: 0,
+            };
+            row.cells.insert(
+                (id, None),
+                Cell {
+                    timestamp_us: 1_000 + i as i64,
+                    kind: live,
+                },
+            );
+        }
+        let ck = vec![
+            Bytes::from(0i32.to_be_bytes().to_vec()),
+            Bytes::from_static(b"x"),
+        ];
+        p.rows.insert(CKey::row(ck, &cmp), row);
+        parts.push(p);
+    }
+    write(
+        dir,
+        &parts,
+        SegmentOptions {
+            row_group_rows: 1000,
+            compression: BlockCompression::Lz4,
+            ..SegmentOptions::default()
+        },
+    )
+}
+
+#[test]
+fn pruned_scans_read_only_their_columns_and_skip_groups() {
+    let dir = tempdir("columnar-scan");
+    let summary = scan_rows(&dir, 10_000);
+    let open = || SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
+    let one = open();
+    let at_open = one.bytes_read();
+    let req = ScanRequest {
+        columns: vec![1],
+        ..ScanRequest::default()
+    };
+    let mut rows = 0;
+    for b in one.scan(&req) {
+        let b = b.unwrap();
+        for i in 0..b.rows {
+            let expected = ((b.group * 1000 + i) / 100) as i64;
+            assert_eq!(b.columns[0].values.int(i), Some(expected));
+        }
+        rows += b.rows;
+    }
+    assert_eq!(rows, 10_000);
+    let col1 = summary
+        .column_bytes
+        .iter()
+        .find(|(id, _)| *id == 1)
+        .unwrap()
+        .1;
+    let value_bytes = summary
+        .stream_bytes
+        .iter()
+        .find(|(n, _)| n == "col 1 value")
+        .unwrap()
+        .1;
+    assert_eq!(one.bytes_read() - at_open, value_bytes);
+    assert!(col1 >= value_bytes);
+    let all = open();
+    let req_all = ScanRequest {
+        columns: COLS.iter().map(|c| c.0).collect(),
+        keys: true,
+        metadata: true,
+        ..ScanRequest::default()
+    };
+    assert_eq!(all.scan(&req_all).count(), 10);
+    assert!(
+        one.bytes_read() * 10 < all.bytes_read(),
+        "{} vs {}",
+        one.bytes_read(),
+        all.bytes_read()
+    );
+    // Column 1 is i / 100: = 3456 / 100 = 34 lies in row group 3 only.
+    let restricted = open();
+    let req_eq = ScanRequest {
+        columns: vec![1],
+        restrictions: vec![Restriction {
+            target: Target::Column(1),
+            op: CompareOp::Eq,
+            value: 34i32.to_be_bytes().to_vec(),
+        }],
+        ..ScanRequest::default()
+    };
+    let groups: Vec<usize> = restricted.scan(&req_eq).map(|b| b.unwrap().group).collect();
+    assert_eq!(groups, vec![3]);
+    assert!(restricted.bytes_read() - at_open < value_bytes / 5);
+    // Keys are "{i:08}" text-ordered blobs: "00004500" lies in row group 4 only.
+    let by_key = Restriction {
+        target: Target::PartitionKey,
+        op: CompareOp::Eq,
+        value: b"00004500".to_vec(),
+    };
+    assert_eq!(restricted.matching_groups(&[by_key]), vec![4]);
+    // Cell timestamps come back absolute.
+    let b = all.read_group(2, &req_all).unwrap();
+    let cells = b.columns[0].cells.as_ref().unwrap();
+    assert_eq!(cells.timestamps.int(5), Some(1_000 + 2005));
+    assert_eq!(b.row_meta.unwrap().liveness_ts.int(5), Some(1_000 + 2005));
+}
+
+#[test]
+fn skipping_on_random_segments_never_drops_a_matching_row() {
+    let dir = tempdir("columnar-skip");
+    let mut r = Rng(0xABCD);
+    for _ in 0..10 {
+        let parts = random_partitions(&mut r, 80);
+        let summary = write(
+            &dir,
+            &parts,
+            SegmentOptions {
+                row_group_rows: 5,
+                compression: BlockCompression::None,
+                ..SegmentOptions::default()
+            },
+        );
+        let reader = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
+        for _ in 0..30 {
+            let (id, t) = COLS[r.below(5) as usize];
+            let (target, t) = match r.below(6) {
+                0 => (Target::Clustering(0), ValueType::Int),
+                1 => (Target::PartitionKey, ValueType::Blob),
+                _ => (Target::Column(id), t),
+            };
+            let bound = match target {
+                Target::PartitionKey => format!("k{}", r.below(80)).into_bytes(),
+                _ => value(&mut r, t, 1),
+            };
+            let Some(bs) = t.scalar(&bound) else { continue };
+            let op = ops()[r.below(5) as usize];
+            let res = Restriction {
+                target,
+                op,
+                value: bound,
+            };
+            let req = ScanRequest {
+                columns: vec![id],
+                keys: true,
+                ..ScanRequest::default()
+            };
+            for g in 0..reader.row_groups() {
+                if !reader.can_skip(g, &res) {
+                    continue;
+                }
+                let b = reader.read_group(g, &req).unwrap();
+                let col = match target {
+                    Target::Clustering(_) => &b.keys.as_ref().unwrap().clustering[0],
+                    Target::PartitionKey => &b.keys.as_ref().unwrap().keys,
+                    Target::Column(_) => &b.columns[0].values,
+                };
+                for i in 0..b.rows {
+                    if let Some(v) = col.serialized(i, t).and_then(|v| t.scalar(&v)) {
+                        assert!(
+                            !satisfies(&v, op, &bs),
+                            "skipped group {g} holds {v:?} {op:?} {bs:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_damaged_byte_anywhere_is_an_error() {
+    let dir = tempdir("columnar-corrupt");
+    let mut r = Rng(0xBAD);
+    let parts = random_partitions(&mut r, 12);
+    let summary = write(
+        &dir,
+        &parts,
+        SegmentOptions {
+            row_group_rows: 4,
+            compression: BlockCompression::Lz4,
+            ..SegmentOptions::default()
+        },
+    );
+    let good = std::fs::read(&summary.path).unwrap();
+    let path = dir.join("bad.col");
+    let read_all = |p: &std::path::Path| -> Result<usize, ColumnarError> {
+        let reader = SegmentReader::open(p, &clustering_cols())?;
+        Ok(reader.partitions()?.len())
+    };
+    assert!(read_all(&summary.path).is_ok());
+    for i in 0..good.len() {
+        let mut bad = good.clone();
+        bad[i] ^= 1 << (i % 8);
+        std::fs::write(&path, &bad).unwrap();
+        assert!(
+            read_all(&path).is_err(),
+            "flipped byte {i} of {} went unnoticed",
+            good.len()
+        );
+    }
+    for cut in [0, 1, 8, good.len() / 2, good.len() - 1] {
+        std::fs::write(&path, &good[..cut]).unwrap();
+        assert!(read_all(&path).is_err());
+    }
+    let e = SegmentReader::open(&dir.join("missing.col"), &clustering_cols());
+    assert!(matches!(e, Err(ColumnarError::Io { .. })));
+}
+
+#[test]
+fn floats_with_few_decimals_are_stored_as_scaled_integers() {
+    let mut r = Rng(4);
+    let coords: Vec<Option<Vec<u8>>> = (0..4096)
+        .map(|_| {
+            let v = ((r.below(3_600_000) as f64) - 1_800_000.0) / 1e4;
+            Some(v.to_be_bytes().to_vec())
+        })
+        .collect();
+    let col = build(&coords, ValueType::Double);
+    let (bytes, _) = encode_chunk(&col, ValueType::Double, BlockCompression::None);
+    // 22 bits a value instead of 64.
+    assert!(bytes.len() < 4096 * 3, "{}", bytes.len());
+    let back = decode_chunk(&bytes, 4096, Physical::Float64).unwrap();
+    for (i, v) in coords.iter().enumerate() {
+        assert_eq!(
+            back.serialized(i, ValueType::Double).as_deref(),
+            v.as_deref()
+        );
+    }
+    // One value that is not a short decimal (or -0.0, or NaN) keeps the chunk in raw bits.
+    for odd in [f64::NAN, -0.0, 0.1 + 0.2] {
+        let mut vals = coords.clone();
+        vals[7] = Some(odd.to_be_bytes().to_vec());
+        let col = build(&vals, ValueType::Double);
+        let (bytes, _) = encode_chunk(&col, ValueType::Double, BlockCompression::None);
+        let back = decode_chunk(&bytes, 4096, Physical::Float64).unwrap();
+        assert_eq!(back.serialized(7, ValueType::Double), vals[7]);
+        assert!(bytes.len() > 4096 * 7);
+    }
+    let small: Vec<Option<Vec<u8>>> = (0..100)
+        .map(|i| Some((i as f32 / 4.0).to_be_bytes().to_vec()))
+        .collect();
+    let col = build(&small, ValueType::Float);
+    let (bytes, _) = encode_chunk(&col, ValueType::Float, BlockCompression::None);
+    assert!(bytes.len() < 120, "{}", bytes.len());
+    let back = decode_chunk(&bytes, 100, Physical::Float32).unwrap();
+    for (i, v) in small.iter().enumerate() {
+        assert_eq!(
+            back.serialized(i, ValueType::Float).as_deref(),
+            v.as_deref()
+        );
+    }
+}
+
+#[test]
+fn declared_columns_must_be_simple_and_abandoned_writers_leave_nothing() {
+    let dir = tempdir("columnar-declared");
+    let path = dir.join("seg.col");
+    let mut w = SegmentWriter::create(&path, &schema(), SegmentOptions::default()).unwrap();
+    let mut p = Partition::new(Bytes::from_static(b"k"), 1);
+    let mut row = Row::default();
+    let counter = Cell {
+        timestamp_us: 1,
+        kind: CellKind::Counter { clock: 1, total: 5 },
+    };
+    row.cells.insert((COLS[0].0, None), counter);
+    p.static_row = row;
+    assert!(matches!(w.append(&p), Err(ColumnarError::Invalid(_))));
+    drop(w);
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Cells of a column the schema does not list are in extras: never skipped on.
+    let parts = random_partitions(&mut Rng(3), 10);
+    let summary = write(&dir, &parts, SegmentOptions::default());
+    let reader = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
+    let r = Restriction {
+        target: Target::Column(UNKNOWN_COL),
+        op: CompareOp::Eq,
+        value: vec![1],
+    };
+    assert!(!reader.can_skip(0, &r));
+}

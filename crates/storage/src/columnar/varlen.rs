@@ -1,0 +1,181 @@
+//! Variable-length (text, blob) encodings:
+//!
+//! ```text
+//! 0 plain       ints(lengths) raw bytes
+//! 1 dictionary  uv(d) ints(dictionary lengths) dictionary bytes ints(codes)
+//! ```
+//!
+//! The dictionary is sorted bytewise, so code order is value order for text and blobs (a later
+//! filter can compare codes instead of bytes). Codes go through the integer chooser, so a
+//! column of few values in long runs costs a few bytes per run.
+
+use super::bits::Cursor;
+use super::ints::{decode_ints, encode_ints, Allow};
+use super::vector::BytesVec;
+use super::ColumnarError;
+use std::collections::HashMap;
+
+const PLAIN: u8 = 0;
+const DICTIONARY: u8 = 1;
+
+/// Appends the smaller of the plain and dictionary encodings of `values`.
+pub(super) fn encode_bytes(out: &mut Vec<u8>, values: &[&[u8]]) {
+    let mut plain = Vec::new();
+    encode_plain(&mut plain, values.iter().copied());
+    if values.len() >= 4 {
+        if let Some(dict) = encode_dictionary(values, plain.len()) {
+            out.extend_from_slice(&dict);
+            return;
+        }
+    }
+    out.extend_from_slice(&plain);
+}
+
+fn encode_plain<'a>(out: &mut Vec<u8>, values: impl Iterator<Item = &'a [u8]> + Clone) {
+    out.push(PLAIN);
+    let lengths: Vec<i64> = values.clone().map(|v| v.len() as i64).collect();
+    encode_ints(out, &lengths, Allow::ALL);
+    for v in values {
+        out.extend_from_slice(v);
+    }
+}
+
+/// The dictionary encoding when there are few enough distinct values for it to be smaller than
+/// `plain_len`.
+fn encode_dictionary(values: &[&[u8]], plain_len: usize) -> Option<Vec<u8>> {
+    let limit = values.len() / 2;
+    let mut seen: HashMap<&[u8], u32, foldhash::fast::RandomState> = HashMap::default();
+    let mut distinct_bytes = 0usize;
+    for v in values {
+        if !seen.contains_key(v) {
+            if seen.len() >= limit {
+                return None;
+            }
+            distinct_bytes += v.len();
+            seen.insert(v, 0);
+        }
+    }
+    if distinct_bytes >= plain_len {
+        return None;
+    }
+    let mut dict: Vec<&[u8]> = seen.keys().copied().collect();
+    dict.sort_unstable();
+    for (i, v) in dict.iter().enumerate() {
+        seen.insert(v, i as u32);
+    }
+    let codes: Vec<i64> = values
+        .iter()
+        .map(|v| seen.get(v).copied().map_or(0, i64::from))
+        .collect();
+    let mut out = vec![DICTIONARY];
+    super::bits::put_uv(&mut out, dict.len() as u64);
+    let mut entries = Vec::new();
+    encode_plain(&mut entries, dict.iter().copied());
+    // The plain encoding's tag is implied here.
+    out.extend_from_slice(entries.get(1..).unwrap_or_default());
+    encode_ints(
+        &mut out,
+        &codes,
+        Allow {
+            rle: true,
+            delta: false,
+            dict: false,
+        },
+    );
+    (out.len() < plain_len).then_some(out)
+}
+
+/// Decodes `n` values, appending them to `out`.
+pub(super) fn decode_bytes(
+    c: &mut Cursor<'_>,
+    n: usize,
+    out: &mut BytesVec,
+) -> Result<(), ColumnarError> {
+    match c.u8()? {
+        PLAIN => decode_plain(c, n, out),
+        DICTIONARY => {
+            let d = c.len_at_most(n)?;
+            let mut dict = BytesVec::default();
+            decode_plain(c, d, &mut dict)?;
+            let mut codes = Vec::with_capacity(n);
+            decode_ints(c, n, &mut codes)?;
+            for code in codes {
+                let i = usize::try_from(code)
+                    .ok()
+                    .filter(|i| *i < dict.len())
+                    .ok_or(ColumnarError::corrupt("dictionary code"))?;
+                out.push(dict.get(i));
+            }
+            Ok(())
+        }
+        _ => Err(ColumnarError::corrupt("bytes encoding")),
+    }
+}
+
+fn decode_plain(c: &mut Cursor<'_>, n: usize, out: &mut BytesVec) -> Result<(), ColumnarError> {
+    let mut lengths = Vec::with_capacity(n.min(c.remaining().saturating_mul(8)));
+    decode_ints(c, n, &mut lengths)?;
+    let total = lengths
+        .iter()
+        .try_fold(0usize, |acc, l| acc.checked_add(usize::try_from(*l).ok()?))
+        .ok_or(ColumnarError::corrupt("value lengths"))?;
+    let data = c.take(total)?;
+    let base = out.data.len();
+    if base.saturating_add(total) > u32::MAX as usize {
+        return Err(ColumnarError::corrupt("chunk values too large"));
+    }
+    out.data.extend_from_slice(data);
+    out.offsets.reserve(n);
+    let mut end = base;
+    for l in lengths {
+        end += l as usize;
+        out.offsets.push(end as u32);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(values: &[&[u8]]) -> Vec<u8> {
+        let mut b = Vec::new();
+        encode_bytes(&mut b, values);
+        let mut back = BytesVec::default();
+        let mut c = Cursor::new(&b);
+        decode_bytes(&mut c, values.len(), &mut back).unwrap();
+        assert!(c.is_empty());
+        assert_eq!(back.iter().collect::<Vec<_>>(), values);
+        for cut in 0..b.len() {
+            let _ = decode_bytes(
+                &mut Cursor::new(&b[..cut]),
+                values.len(),
+                &mut BytesVec::default(),
+            );
+        }
+        b
+    }
+
+    #[test]
+    fn low_cardinality_text_becomes_a_dictionary() {
+        let codes: [&[u8]; 3] = [b"USA", b"GBR", b"ALB"];
+        let v: Vec<&[u8]> = (0..3000).map(|i| codes[(i * 7) % 3]).collect();
+        let b = round_trip(&v);
+        assert_eq!(b[0], DICTIONARY);
+        assert!(b.len() < 900, "{}", b.len());
+        let runs: Vec<&[u8]> = (0..3000).map(|i| codes[i / 1000]).collect();
+        assert!(round_trip(&runs).len() < 40);
+    }
+
+    #[test]
+    fn distinct_and_edge_values_stay_plain() {
+        let owned: Vec<Vec<u8>> = (0..100u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        let v: Vec<&[u8]> = owned.iter().map(|x| x.as_slice()).collect();
+        assert_eq!(round_trip(&v)[0], PLAIN);
+        round_trip(&[]);
+        round_trip(&[b""]);
+        round_trip(&[b"", b"", b"", b"", b""]);
+        let big = vec![0xffu8; 1 << 20];
+        round_trip(&[&big, b"x", &big]);
+    }
+}
