@@ -306,3 +306,30 @@ def test_unknown_table_or_keyspace_fails_clearly(session):
     r = nodetool("export", session.keyspace)
     assert r.returncode != 0
     assert "usage: nodetool export" in r.stderr
+
+
+def test_a_wide_partition_is_exported_whole(session):
+    """A partition of more rows than one storage read returns (5000) is read on from its last
+    row: every live row once, its static value on each, deleted rows left out."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    session.execute("DROP TABLE IF EXISTS export_wide")
+    session.execute("CREATE TABLE export_wide (k int, c int, s text static, v int, PRIMARY KEY (k, c))")
+    ins = session.prepare("INSERT INTO export_wide (k, c, v) VALUES (?, ?, ?)")
+    rows = [(1, c, c) for c in range(12_000)] + [(k, 0, k) for k in range(2, 50)]
+    execute_concurrent_with_args(session, ins, rows, concurrency=64, raise_on_first_error=True)
+    session.execute("UPDATE export_wide SET s = 'wide' WHERE k = 1")
+    session.execute("DELETE FROM export_wide WHERE k = 1 AND c >= 4990 AND c < 5010")
+    session.execute("DELETE FROM export_wide WHERE k = 1 AND c = 11999")
+    out = tempfile.mkdtemp(prefix="helenus-export-wide-")
+    r = nodetool("export", session.keyspace, "export_wide", out)
+    assert r.returncode == 0, r.stderr + r.stdout
+    got = []
+    for f in os.listdir(out):
+        got.extend(pq.read_table(os.path.join(out, f)).to_pylist())
+    wide = sorted(row["c"] for row in got if row["k"] == 1)
+    want = [c for c in range(12_000) if not (4990 <= c < 5010) and c != 11999]
+    assert wide == want
+    assert all(row["s"] == "wide" for row in got if row["k"] == 1)
+    assert sorted(row["k"] for row in got if row["k"] != 1) == list(range(2, 50))
+    assert len(got) == len(list(session.execute("SELECT * FROM export_wide")))
