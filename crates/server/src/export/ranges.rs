@@ -65,21 +65,20 @@ pub fn primary_ranges(node: &NodeState, keyspace: &KeyspaceMeta) -> Vec<ExportRa
     let Some(cluster) = node.cluster() else {
         return ranges_of_tokens(&node.identity.tokens);
     };
-    let me = cluster.local();
     let ring = cluster.ring();
-    let mut out: Vec<ExportRange> = ring
-        .ranges()
+    if ring.is_empty() {
+        // Not yet in the ring (joining): what it holds is its own tokens' ranges.
+        return ranges_of_tokens(&node.identity.tokens);
+    }
+    let me = cluster.local();
+    ring.ranges()
         .into_iter()
         .filter(|(range, _)| cluster.replicas(keyspace, range.end).first() == Some(&me))
         .map(|(range, _)| ExportRange {
             start: range.start,
             end: range.end,
         })
-        .collect();
-    if ring.is_empty() {
-        out = ranges_of_tokens(&node.identity.tokens);
-    }
-    out
+        .collect()
 }
 
 #[cfg(test)]
