@@ -31,7 +31,8 @@ struct Cli {
 enum Command {
     /// Start a node.
     Server(ServerArgs),
-    /// nodetool commands over the node's admin API: `helenus nodetool -h 127.0.0.1 flush ks t`.
+    /// nodetool commands over the node's admin API: `helenus nodetool -h 127.0.0.1 flush ks t`,
+    /// `export ks t DIR [--format parquet]` (a point-in-time Parquet copy, a file per token range).
     #[command(disable_help_flag = true)]
     Nodetool {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

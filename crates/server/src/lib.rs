@@ -44,6 +44,7 @@ mod cluster;
 pub mod config;
 pub mod exec;
 pub mod exec_state;
+pub mod export;
 mod index_storage;
 mod keys;
 mod limits;

@@ -1,7 +1,10 @@
-//! The SSTables a range read on this thread leaves out: a stream page after whole-SSTable
-//! streaming (engine/whole.rs) must not send again what went as files. The read path takes its
-//! SSTable snapshot deep inside, and a stream page is one synchronous read on one thread, so
-//! the set rides in a thread-local rather than through every read signature.
+//! What a read on this thread sees of a table's SSTables and memtables, where that is not
+//! everything: the SSTables a range read leaves out (a stream page after whole-SSTable
+//! streaming, engine/whole.rs, must not send again what went as files), or a pinned set of
+//! SSTables read instead of the live ones and the memtables (an export's point-in-time view,
+//! engine/pinned.rs). The read path takes its SSTable snapshot deep inside, and both are one
+//! synchronous read on one thread, so the sets ride in thread-locals rather than through every
+//! read signature.
 
 use crate::sstable::SSTableReader;
 use std::cell::RefCell;
@@ -11,6 +14,8 @@ use std::sync::Arc;
 thread_local! {
     /// Set only for the length of one `leaving_out` call.
     static EXCLUDED: RefCell<Option<HashSet<u64>>> = const { RefCell::new(None) };
+    /// Set only for the length of one `reading_pinned` call.
+    static PINNED: RefCell<Option<Vec<Arc<SSTableReader>>>> = const { RefCell::new(None) };
 }
 
 /// Whether a range read on this thread leaves SSTables out (then it must not purge tombstones:
@@ -19,8 +24,22 @@ pub(crate) fn excluding() -> bool {
     EXCLUDED.with(|e| e.borrow().is_some())
 }
 
-/// `sstables` without the generations this thread's read leaves out.
+/// The SSTables this thread's read is pinned to, if it is: it then reads those and no
+/// memtable.
+pub(crate) fn pinned() -> Option<Vec<Arc<SSTableReader>>> {
+    PINNED.with(|p| p.borrow().clone())
+}
+
+/// Whether this thread's read is pinned (see `pinned`).
+pub(crate) fn is_pinned() -> bool {
+    PINNED.with(|p| p.borrow().is_some())
+}
+
+/// `sstables` without the generations this thread's read leaves out, or the pinned set.
 pub(crate) fn visible(mut sstables: Vec<Arc<SSTableReader>>) -> Vec<Arc<SSTableReader>> {
+    if let Some(p) = pinned() {
+        return p;
+    }
     EXCLUDED.with(|e| {
         if let Some(gens) = e.borrow().as_ref() {
             sstables.retain(|s| !gens.contains(&s.gen));
@@ -36,6 +55,22 @@ impl Drop for ExcludeGuard {
     fn drop(&mut self) {
         EXCLUDED.with(|e| *e.borrow_mut() = None);
     }
+}
+
+/// Clears the pin when the read ends, however it ends.
+struct PinGuard;
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        PINNED.with(|p| *p.borrow_mut() = None);
+    }
+}
+
+/// Runs `read` over `sstables` alone, instead of the table's live SSTables and memtables.
+pub(crate) fn reading_pinned<R>(sstables: &[Arc<SSTableReader>], read: impl FnOnce() -> R) -> R {
+    PINNED.with(|p| *p.borrow_mut() = Some(sstables.to_vec()));
+    let _guard = PinGuard;
+    read()
 }
 
 /// Runs `read` with generations `gens` left out of this thread's range reads.

@@ -135,8 +135,8 @@ mod types;
 
 pub use engine::Engine;
 pub use engine::{
-    append_received, span_inside, ComponentInfo, WholeSSTable, WriteStallStats, MAX_WRITE_STALL_MS,
-    MEMTABLE_BACKPRESSURE_FACTOR,
+    append_received, span_inside, ComponentInfo, PinnedTable, WholeSSTable, WriteStallStats,
+    MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSURE_FACTOR,
 };
 pub use error::StorageError;
 pub use index::{

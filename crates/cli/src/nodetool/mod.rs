@@ -3,6 +3,7 @@
 //! statistics, node facts.
 
 mod bootstrap;
+mod export;
 mod http;
 mod rebuild;
 mod report;
@@ -15,7 +16,7 @@ fn usage() -> String {
     "usage: helenus nodetool [-h HOST] [-p PORT] [-u USER (-pw PASSWORD | -pwf FILE)]\n\
      \x20                       [--ssl [--truststore CA.pem]] <command> [args]\n\
      commands: info, flush [ks [tables...]], compact [ks [tables...]], garbagecollect [ks [tables...]],\n\
-     \x20         cleanup [ks [tables...]],\n\
+     \x20         cleanup [ks [tables...]], export ks table dir [--format parquet],\n\
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
@@ -104,6 +105,7 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
         "decommission" => decommission(&node),
         "removenode" => removenode(&node, args),
         "rebuild" => rebuild::run(&node, args),
+        "export" => export::run(&node, args),
         "bootstrap" => bootstrap::run(&node, args),
         "repair" => repair(&node, args),
         "disablehandoff" | "enablehandoff" => node

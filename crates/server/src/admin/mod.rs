@@ -370,6 +370,7 @@ fn storage_service(
         }
         ("POST", ["keyspace_cleanup", rest @ ..]) => cleanup(node, rest.first().copied(), cf),
         ("POST", ["snapshots"]) => snapshot(node, clock, req),
+        ("POST", ["export"]) => export(node, clock, req),
         ("POST", ["decommission"]) => match node.cluster() {
             Some(c) => c
                 .clone()
@@ -546,6 +547,50 @@ fn snapshot(node: &NodeState, clock: &dyn Clock, req: &HttpRequest) -> RouteResu
             .map_err(storage_err)?;
     }
     Ok(("application/json", json!(tag).to_string()))
+}
+
+/// `POST /storage_service/export?ks=&cf=&dir=&format=parquet` (`nodetool export`): writes a
+/// point-in-time copy of the table under `dir` on this node, a file per primary range, and
+/// answers what it wrote.
+fn export(node: &NodeState, clock: &dyn Clock, req: &HttpRequest) -> RouteResult {
+    let arg = |k: &str| req.query.get(k).map(String::as_str).unwrap_or_default();
+    let fail = |e: crate::export::ExportFailure| (e.status(), e.to_string());
+    let (keyspace, table, dir) = (arg("ks"), arg("cf"), arg("dir"));
+    if keyspace.is_empty() || table.is_empty() || dir.is_empty() {
+        return Err((400, "export needs ks, cf and dir".into()));
+    }
+    let request = crate::export::ExportRequest {
+        keyspace,
+        table,
+        dir: std::path::Path::new(dir),
+        format: crate::export::ExportFormat::parse(arg("format")).map_err(fail)?,
+        now_s: clock.wall_ms().div_euclid(1000),
+    };
+    let done = crate::export::export(node, &request).map_err(fail)?;
+    let files: Vec<_> = done
+        .files
+        .iter()
+        .map(|f| {
+            json!({
+                "path": f.path.display().to_string(),
+                "token_start": f.range.start,
+                "token_end": f.range.end,
+                "rows": f.rows,
+                "bytes": f.bytes,
+            })
+        })
+        .collect();
+    let body = json!({
+        "keyspace": keyspace,
+        "table": table,
+        "format": "parquet",
+        "sstables": done.sstables,
+        "rows": done.files.iter().map(|f| f.rows).sum::<u64>(),
+        "bytes": done.files.iter().map(|f| f.bytes).sum::<u64>(),
+        "elapsed_ms": done.elapsed_ms,
+        "files": files,
+    });
+    Ok(("application/json", body.to_string()))
 }
 
 /// Read-only views: Prometheus metrics, table statistics, running compactions, node info.

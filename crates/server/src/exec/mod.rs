@@ -43,7 +43,7 @@ mod node_tests;
 mod paging;
 mod respond;
 mod roles;
-mod rows;
+pub(crate) mod rows;
 mod select;
 mod selectors;
 mod sorted;

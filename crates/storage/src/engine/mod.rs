@@ -4,6 +4,7 @@
 mod admin;
 mod backpressure;
 mod indexes;
+mod pinned;
 mod whole;
 
 use crate::clustering::CKey;
@@ -24,6 +25,7 @@ pub use backpressure::{WriteStallStats, MAX_WRITE_STALL_MS, MEMTABLE_BACKPRESSUR
 use bytes::Bytes;
 use helenus_types::SharedClock;
 use parking_lot::{Mutex, RwLock};
+pub use pinned::PinnedTable;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
 use std::path::PathBuf;

@@ -49,9 +49,12 @@ impl ReadPath {
                 if ranges.is_empty() {
                     return Ok(out);
                 }
+                // A pinned read sees no memtable, and the row cache holds what they had.
+                let pinned = crate::exclusion::is_pinned();
                 let merged = if t.def.read().options.rows_per_partition_to_cache > 0
                     && self.caches.row_cache_enabled()
                     && keep.is_none()
+                    && !pinned
                 {
                     self.merged_partition_cached(t, *token, key)?
                         .map(|p| restrict(&p, Some(&ranges)))
@@ -62,7 +65,7 @@ impl ReadPath {
                         ranges: &ranges,
                         q,
                         layout: &layout,
-                        in_memtables: true,
+                        in_memtables: !pinned,
                     };
                     let d = self.read_single(t, &at, limits, None, keep)?;
                     out.partitions.extend(d);
@@ -357,8 +360,11 @@ pub(super) fn resume_ranges(
         .collect()
 }
 
-/// The table's active memtable, then those being flushed.
+/// The table's active memtable, then those being flushed (none for a pinned read).
 fn live_memtables(t: &Table) -> Vec<Arc<Memtable>> {
+    if crate::exclusion::is_pinned() {
+        return Vec::new();
+    }
     let mut out = vec![t.memtable.read().clone()];
     out.extend(t.flushing.read().iter().cloned());
     out

@@ -383,7 +383,8 @@ impl ReadPath {
                 (Cow::Owned(sources), None)
             }
             None => {
-                let mut sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+                let mut sstables: Vec<Arc<SSTableReader>> =
+                    crate::exclusion::pinned().unwrap_or_else(|| t.sstables.read().clone());
                 let shortcut = self.shortcut_for(t, ranges);
                 shortcut.order(&mut sstables);
                 let sources = sstables.into_iter().map(|s| (s, None)).collect();
