@@ -79,6 +79,11 @@ fn a_pinned_read_sees_the_table_as_the_pin_left_it() {
         rows_of(&e.read_pinned(&pin, &point(b"a", now())).unwrap()),
         expected[..1].to_vec()
     );
+    // "b" is in one pinned SSTable (read without a merge) and deleted in the live table.
+    assert_eq!(
+        rows_of(&e.read_pinned(&pin, &point(b"b", now())).unwrap()),
+        expected[1..].to_vec()
+    );
     // The live table moved on, and an ordinary read after a pinned one is not pinned.
     let live = rows_of(&e.read(TABLE, &scan_all(now())).unwrap());
     assert_eq!(

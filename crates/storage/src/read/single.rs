@@ -163,7 +163,9 @@ impl ReadPath {
                 _ => None,
             });
         }
-        let sstables: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+        // A pinned read (nodetool export) reads its pinned set, as the merge does.
+        let sstables: Vec<Arc<SSTableReader>> =
+            crate::exclusion::pinned().unwrap_or_else(|| t.sstables.read().clone());
         let mut sole = None;
         for s in sstables.iter().filter(|s| s.may_contain(token, key)) {
             if let Some(e) = self.caches.find_in_sstable(t, s, token, key)? {
