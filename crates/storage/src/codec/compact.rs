@@ -477,9 +477,14 @@ impl<'a, 'b> Dec<'a, 'b> {
         if n == R_CLUSTERING_COUNTED {
             n = self.count(1)?;
         }
-        let values = (0..n)
-            .map(|_| self.vbytes())
-            .collect::<Result<Vec<_>, _>>()?;
+        // One clustering column, the commonest: no collecting through a fallible iterator.
+        if n == 1 {
+            return Ok((flags, vec![self.vbytes()?]));
+        }
+        let mut values = Vec::with_capacity(n.min(self.r.remaining()));
+        for _ in 0..n {
+            values.push(self.vbytes()?);
+        }
         Ok((flags, values))
     }
 

@@ -519,6 +519,43 @@ pub fn live_row(
     layout: &TableLayout,
     wanted: Option<&[ColumnId]>,
 ) -> Option<LiveRow> {
+    live_row_keyed(|| clustering.to_vec(), row, outer, now_s, layout, wanted)
+}
+
+/// A row's clustering as a read holds it: borrowed from a map (copied into a live row) or
+/// owned (moved into it, when the read's rows are its own).
+pub(crate) trait RowKey {
+    fn ckey(&self) -> &CKey;
+    fn into_values(self) -> Vec<Bytes>;
+}
+
+impl RowKey for &CKey {
+    fn ckey(&self) -> &CKey {
+        self
+    }
+    fn into_values(self) -> Vec<Bytes> {
+        self.values.clone()
+    }
+}
+
+impl RowKey for CKey {
+    fn ckey(&self) -> &CKey {
+        self
+    }
+    fn into_values(self) -> Vec<Bytes> {
+        self.values
+    }
+}
+
+/// `live_row` with the clustering made only for a live row.
+fn live_row_keyed(
+    clustering: impl FnOnce() -> Vec<Bytes>,
+    row: &Row,
+    outer: Option<DeletionTime>,
+    now_s: i64,
+    layout: &TableLayout,
+    wanted: Option<&[ColumnId]>,
+) -> Option<LiveRow> {
     let d = reconcile::max_deletion(outer, row.deletion);
     let row_ts = row
         .liveness
@@ -529,7 +566,7 @@ pub fn live_row(
         return None;
     }
     Some(LiveRow {
-        clustering: clustering.to_vec(),
+        clustering: clustering(),
         cells,
         row_timestamp_us: row_ts,
     })
@@ -608,33 +645,26 @@ pub(crate) fn live_partition_within(
 /// `ranges` (and only those), ascending, as one SSTable gives them; `header` holds the
 /// partition's deletion, static row and range tombstones. A read with no other source to merge
 /// then builds no map.
-pub(crate) fn live_partition_sorted<'r>(
+pub(crate) fn live_partition_sorted(
     header: &Partition,
-    rows: &'r [(CKey, Row)],
+    rows: Vec<(CKey, Row)>,
     ranges: &[(CKey, CKey)],
     q: &ReadQuery,
     layout: &TableLayout,
     limits: &mut Limits,
 ) -> Result<Option<PartitionData>, StorageError> {
-    let pair = |(k, r): &'r (CKey, Row)| (k, r);
+    // The rows are this read's own: their clusterings move into the live rows.
     if q.reversed {
-        live_rows_of(
-            header,
-            rows.iter().rev().map(pair),
-            ranges,
-            q,
-            layout,
-            limits,
-        )
+        live_rows_of(header, rows.into_iter().rev(), ranges, q, layout, limits)
     } else {
-        live_rows_of(header, rows.iter().map(pair), ranges, q, layout, limits)
+        live_rows_of(header, rows.into_iter(), ranges, q, layout, limits)
     }
 }
 
 /// The live view of partition `p` with `rows` (in the read's order) as its rows.
-fn live_rows_of<'r>(
+fn live_rows_of<K: RowKey, R: std::borrow::Borrow<Row>>(
     p: &Partition,
-    rows: impl Iterator<Item = (&'r CKey, &'r Row)>,
+    rows: impl Iterator<Item = (K, R)>,
     ranges: &[(CKey, CKey)],
     q: &ReadQuery,
     layout: &TableLayout,
@@ -654,8 +684,10 @@ fn live_rows_of<'r>(
     let scan = &mut limits.scan;
     if max_rows > 0 {
         for (k, r) in rows {
-            let outer = p.covering_deletion(k);
-            let lr = live_row(&k.values, r, outer, q.now_s, layout, q.columns.as_deref());
+            let r = r.borrow();
+            let outer = p.covering_deletion(k.ckey());
+            let columns = q.columns.as_deref();
+            let lr = live_row_keyed(|| k.into_values(), r, outer, q.now_s, layout, columns);
             scan.row(r, outer, lr.is_some(), q.now_s)?;
             live_rows.extend(lr);
             if live_rows.len() >= max_rows {

@@ -199,9 +199,10 @@ impl ReadPath {
             let cache = Some(&self.caches.chunk);
             let read = s.read_rows_sliced_upto(e, ranges, false, allowance, cache, cells)?;
             let mut trial = *limits;
+            let read_rows = read.rows.len() as u64;
             let data = partition::live_partition_sorted(
                 &read.header,
-                &read.rows,
+                read.rows,
                 ranges,
                 q,
                 at.layout,
@@ -216,7 +217,7 @@ impl ReadPath {
                 t.counters.sstables_per_read.record(1);
                 t.counters
                     .rows_merged
-                    .fetch_add(read.rows.len() as u64, Ordering::Relaxed);
+                    .fetch_add(read_rows, Ordering::Relaxed);
                 return Ok(data);
             }
             allowance = allowance.saturating_mul(RETRY_GROWTH);
