@@ -290,16 +290,8 @@ pub fn partition_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use helenus_cql::ast::Statement;
-    use helenus_schema::{KeyspaceKind, KeyspaceMeta};
 
-    fn table(ddl: &str) -> TableMeta {
-        let ks = KeyspaceMeta::new("ks", KeyspaceKind::User, Default::default(), true);
-        let Statement::CreateTable(c) = helenus_cql::parse(ddl).unwrap().statement else {
-            panic!("not a CREATE TABLE: {ddl}")
-        };
-        crate::exec::ddl::build_table(&ks, &c).unwrap()
-    }
+    use crate::exec::ddl::table_for_test as table;
 
     fn cell(column: u32, value: &'static [u8]) -> st::LiveCell {
         st::LiveCell {

@@ -151,16 +151,8 @@ fn is_frozen_collection(t: &CqlType) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use helenus_cql::ast::{IndexTargetKind as K, Statement};
-    use helenus_schema::{KeyspaceKind, KeyspaceMeta};
-
-    fn table(ddl: &str) -> TableMeta {
-        let ks = KeyspaceMeta::new("ks", KeyspaceKind::User, Default::default(), true);
-        let Statement::CreateTable(c) = helenus_cql::parse(ddl).unwrap().statement else {
-            panic!("not a CREATE TABLE: {ddl}")
-        };
-        super::super::build_table(&ks, &c).unwrap()
-    }
+    use crate::exec::ddl::table_for_test as table;
+    use helenus_cql::ast::IndexTargetKind as K;
 
     fn refusal(t: &TableMeta, col: &str, kind: K) -> Option<String> {
         let c = t.column(col).unwrap();

@@ -28,6 +28,18 @@ pub use index::is_sai_class;
 pub(crate) use index::references_duration;
 pub use table::{apply_table_properties, build_table};
 
+/// A user table built from its CREATE TABLE statement in keyspace `ks`, for tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+pub(crate) fn table_for_test(ddl: &str) -> helenus_schema::TableMeta {
+    use helenus_schema::{KeyspaceKind, KeyspaceMeta};
+    let ks = KeyspaceMeta::new("ks", KeyspaceKind::User, Default::default(), true);
+    let ast::Statement::CreateTable(c) = helenus_cql::parse(ddl).unwrap().statement else {
+        panic!("not a CREATE TABLE: {ddl}")
+    };
+    build_table(&ks, &c).unwrap()
+}
+
 const SCHEMA_FILE: &str = "schema.json";
 
 pub fn initial_schema(system_dir: &Path) -> Result<Schema, helenus_schema::SchemaError> {

@@ -5,20 +5,14 @@ use crate::exec::error::ExecError;
 use crate::exec::select::{PartitionSelection, SelectPlan};
 use crate::exec::BindSpec;
 use helenus_cql::ast::Statement;
-use helenus_schema::{IndexMeta, KeyspaceKind, KeyspaceMeta, TableMeta};
+use helenus_schema::{IndexMeta, TableMeta};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const TABLE: &str =
     "CREATE TABLE t (k int, c1 int, c2 int, v int, s int STATIC, PRIMARY KEY (k, c1, c2))";
 
-fn table(ddl: &str) -> TableMeta {
-    let ks = KeyspaceMeta::new("ks", KeyspaceKind::User, Default::default(), true);
-    let Statement::CreateTable(c) = helenus_cql::parse(ddl).unwrap().statement else {
-        panic!("not a CREATE TABLE: {ddl}")
-    };
-    crate::exec::ddl::build_table(&ks, &c).unwrap()
-}
+use crate::exec::ddl::table_for_test as table;
 
 fn with_index(mut t: TableMeta, target: &str) -> TableMeta {
     t.indexes.push(IndexMeta {
