@@ -138,8 +138,8 @@ impl ReadPath {
         }
     }
 
-    /// The one SSTable holding the partition, when no memtable and no other SSTable does: its
-    /// rows need no merge. A write racing the check is concurrent with the read, which may
+    /// The one SSTable holding the partition, when no memtable does and no other SSTable may
+    /// (by the caller's list, or the bloom filters): its rows need no merge. A write racing the check is concurrent with the read, which may
     /// miss it as it may whenever it comes a moment later.
     fn sole_sstable(
         &self,
@@ -166,16 +166,17 @@ impl ReadPath {
         // A pinned read (nodetool export) reads its pinned set, as the merge does.
         let sstables: Vec<Arc<SSTableReader>> =
             crate::exclusion::pinned().unwrap_or_else(|| t.sstables.read().clone());
-        let mut sole = None;
-        for s in sstables.iter().filter(|s| s.may_contain(token, key)) {
-            if let Some(e) = self.caches.find_in_sstable(t, s, token, key)? {
-                if sole.is_some() {
-                    return Ok(None);
-                }
-                sole = Some((s.clone(), e));
-            }
-        }
-        Ok(sole)
+        // Decided by the bloom filters alone: when two SSTables may hold the partition the merge
+        // reads it, looking each index up once and in its own order (the max-timestamp
+        // short-circuit may skip the older one's lookup), rather than after lookups here.
+        let mut candidates = sstables.iter().filter(|s| s.may_contain(token, key));
+        let (Some(s), None) = (candidates.next(), candidates.next()) else {
+            return Ok(None);
+        };
+        Ok(self
+            .caches
+            .find_in_sstable(t, s, token, key)?
+            .map(|e| (s.clone(), e)))
     }
 
     /// `read_single` of a partition only `s` holds (a forward read): its live rows are built
