@@ -149,11 +149,15 @@ impl ReadPath {
     ) -> Result<Option<Sole>, StorageError> {
         let (token, key) = (at.token, at.key);
         if at.in_memtables {
-            if !t.flushing.read().is_empty() {
-                return Ok(None);
-            }
+            // The active memtable first, then those being flushed: a flush puts the memtable it
+            // replaces among them before the new one is seen, so a partition that was in
+            // neither when each was looked at was not written before this read began. (The
+            // other order misses one whose memtable was switched out between the two looks.)
             let current = t.memtable.read().clone();
             if current.with_partition(token, key, |_| ()).is_some() {
+                return Ok(None);
+            }
+            if !t.flushing.read().is_empty() {
                 return Ok(None);
             }
         }
