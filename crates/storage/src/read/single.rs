@@ -241,9 +241,6 @@ impl ReadPath {
         located: Option<&[Located]>,
     ) -> Result<Option<Option<PartitionData>>, StorageError> {
         let (token, key) = (at.token, at.key);
-        if !t.flushing.read().is_empty() {
-            return Ok(None);
-        }
         let current = t.memtable.read().clone();
         let mut trial = *limits;
         let read = current.with_partition(token, key, |p| {
@@ -252,6 +249,11 @@ impl ReadPath {
         let Some(data) = read else {
             return Ok(None);
         };
+        // Looked at after the active memtable (see `sole_sstable`): checked first, a memtable
+        // switched out in between, holding older rows of the partition, went unread.
+        if !t.flushing.read().is_empty() {
+            return Ok(None);
+        }
         let data = data?;
         // Checked after the memtable was read: a flush that moved the partition into an
         // SSTable meanwhile is seen here (a range scan's snapshot is rechecked by its caller
