@@ -94,6 +94,8 @@ def fmt_result(res):
 def agreement(cells):
     """Whether every engine returned the same answer (floats to 3 decimals, stream sizes aside)."""
     def key(res):
+        if isinstance(res, dict) and "sum_numarticles" in res:  # the CQL projection's stream = DuckDB's row
+            res = [res["rows"], res["sum_numarticles"]]
         if isinstance(res, dict):
             return json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in res.items()
                                if k != "rows"}, sort_keys=True)
@@ -111,13 +113,16 @@ def markdown(a, ingest, queries, cols, pngs):
              "## Ingest and size after `nodetool flush` + `nodetool compact`", "",
              "| server/layout | rows/s | load s | bytes | bytes/row | SSTables | compact ms | note |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
+    notes = ["", "Compact ms is the `nodetool compact` command's wall time, its client's start-up included (a JVM "
+             "of ~2 s for Cassandra's nodetool); for Parquet it is the export's. Bytes are the table's live "
+             "files after the major compaction (the Parquet files for the export)."]
     for r in ingest:
         b = r.get("bytes")
         lines.append(f"| {r['target']} | {r.get('rows_per_s', '-')} | {r.get('load_s', '-')} | "
                      f"{b if b is not None else '-'} | {round(b / a.rows, 1) if b else '-'} | "
                      f"{r.get('sstables', r.get('files', '-'))} | {r.get('compact_ms', r.get('export_ms', '-'))} | "
                      f"{'; '.join(r.get('failed', [])) or ('Parquet export (ms in compact column)' if 'export_ms' in r else '')} |")
-    lines += ["", "## Query wall seconds", "",
+    lines += notes + ["", "## Query wall seconds", "",
               "CQL queries through the Python driver (fetch size 5000); the tone-by-actor query streams "
               "(actor1name, avgtone) and aggregates in the client, as CQL cannot GROUP BY a regular column. "
               "DuckDB (2 threads) runs SQL on Helenus's Parquet export of the narrow table.", "",
@@ -128,6 +133,7 @@ def markdown(a, ingest, queries, cols, pngs):
         lines.append(f"| {label} | " + " | ".join(fmt_s(cells.get(c)) for c in cols)
                      + f" | {agreement(cells)} |")
     lines += ["", "## Scan rate: records per CPU second (server's for CQL, DuckDB's own for Parquet)", "",
+              "The table's rows over the CPU seconds of the query (from /proc at 10 ms ticks: coarse on small runs).", "",
               "| query | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
     for q, label in QUERIES:
         if q in FULL_SCANS:
