@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Python parts of bench/spark.sh: scans through Apache Spark and the DataStax Spark Cassandra Connector.
 
-  spark_bench.py gen    FILE --rows N [--seed 1979]          GDELT-shaped rows (bench/storage_client.py's generator)
+  spark_bench.py gen    FILE --rows N [--seed 1979]          GDELT-shaped rows (bench/gdelt.py's generator)
   spark_bench.py load   HOST FILE --partitions P             cassandra-driver: schema + both tables
   spark_bench.py query  HOST --runs 2 --tables events,events_single --pid-file F   pyspark: the timed queries
   spark_bench.py report WORKDIR OUT_PREFIX COMMIT SERVER...  results JSON + Markdown
