@@ -23,6 +23,22 @@ use std::sync::Arc;
 /// An SSTable that holds a partition, with the partition's index entry when already known.
 pub(crate) type Located = (Arc<SSTableReader>, Option<Arc<IndexEntry>>);
 
+/// The SSTables a read of one partition looks in: the table's, or a pinned read's set
+/// (nodetool export).
+fn readable_sstables(t: &Table) -> Vec<Arc<SSTableReader>> {
+    crate::exclusion::pinned().unwrap_or_else(|| t.sstables.read().clone())
+}
+
+/// What the active memtable says of a partition read in place.
+enum InMemtable {
+    /// It held the partition alone: the read's answer.
+    Served(Option<PartitionData>),
+    /// It does not hold the partition.
+    Absent,
+    /// It holds the partition, and so may another source: the read merges.
+    Elsewhere,
+}
+
 /// The only SSTable that holds a partition, with the partition's index entry.
 type Sole = (Arc<SSTableReader>, Arc<IndexEntry>);
 
@@ -63,13 +79,20 @@ impl ReadPath {
         located: Option<&[Located]>,
         keep: Option<&mut Vec<Partition>>,
     ) -> Result<Option<PartitionData>, StorageError> {
+        // Whether the active memtable was looked at and lacks the partition: the one-SSTable
+        // check below then does not look it up again.
+        let mut active_absent = false;
         if keep.is_none() && at.in_memtables {
-            if let Some(read) = self.read_in_memtable(t, at, limits, located)? {
-                return Ok(read);
+            match self.read_in_memtable(t, at, limits, located)? {
+                InMemtable::Served(read) => return Ok(read),
+                InMemtable::Absent => active_absent = true,
+                // In the active memtable and elsewhere too: no SSTable holds it alone.
+                InMemtable::Elsewhere => {}
             }
         }
-        if keep.is_none() && !at.q.reversed {
-            if let Some((s, e)) = self.sole_sstable(t, at, located)? {
+        let may_be_sole = !at.in_memtables || active_absent;
+        if keep.is_none() && !at.q.reversed && may_be_sole {
+            if let Some((s, e)) = self.sole_sstable(t, at, located, active_absent)? {
                 return self.read_sole_sstable(t, at, limits, &s, &e);
             }
         }
@@ -146,9 +169,10 @@ impl ReadPath {
         t: &Table,
         at: &OnePartition<'_>,
         located: Option<&[Located]>,
+        active_absent: bool,
     ) -> Result<Option<Sole>, StorageError> {
         let (token, key) = (at.token, at.key);
-        if at.in_memtables {
+        if at.in_memtables && !active_absent {
             // The active memtable first, then those being flushed: a flush puts the memtable it
             // replaces among them before the new one is seen, so a partition that was in
             // neither when each was looked at was not written before this read began. (The
@@ -157,9 +181,9 @@ impl ReadPath {
             if current.with_partition(token, key, |_| ()).is_some() {
                 return Ok(None);
             }
-            if !t.flushing.read().is_empty() {
-                return Ok(None);
-            }
+        }
+        if at.in_memtables && !t.flushing.read().is_empty() {
+            return Ok(None);
         }
         if let Some(l) = located {
             return Ok(match l {
@@ -167,9 +191,7 @@ impl ReadPath {
                 _ => None,
             });
         }
-        // A pinned read (nodetool export) reads its pinned set, as the merge does.
-        let sstables: Vec<Arc<SSTableReader>> =
-            crate::exclusion::pinned().unwrap_or_else(|| t.sstables.read().clone());
+        let sstables = readable_sstables(t);
         // Decided by the bloom filters alone: when two SSTables may hold the partition the merge
         // reads it, looking each index up once and in its own order (the max-timestamp
         // short-circuit may skip the older one's lookup), rather than after lookups here.
@@ -231,15 +253,15 @@ impl ReadPath {
 
     /// The live view of a partition that only the active memtable holds (recent data, and
     /// every partition of a table not flushed yet), read in place: no merged copy of its rows
-    /// is made first. None when the partition has another source (an SSTable, or a memtable
-    /// being flushed); the caller then merges. `limits` change only when this answers.
+    /// is made first. `Elsewhere` when the partition has another source (an SSTable, or a
+    /// memtable being flushed); the caller then merges. `limits` change only when this answers.
     fn read_in_memtable(
         &self,
         t: &Table,
         at: &OnePartition<'_>,
         limits: &mut Limits,
         located: Option<&[Located]>,
-    ) -> Result<Option<Option<PartitionData>>, StorageError> {
+    ) -> Result<InMemtable, StorageError> {
         let (token, key) = (at.token, at.key);
         let current = t.memtable.read().clone();
         let mut trial = *limits;
@@ -247,12 +269,12 @@ impl ReadPath {
             partition::live_partition_within(p, at.ranges, at.q, at.layout, &mut trial)
         });
         let Some(data) = read else {
-            return Ok(None);
+            return Ok(InMemtable::Absent);
         };
         // Looked at after the active memtable (see `sole_sstable`): checked first, a memtable
         // switched out in between, holding older rows of the partition, went unread.
         if !t.flushing.read().is_empty() {
-            return Ok(None);
+            return Ok(InMemtable::Elsewhere);
         }
         let data = data?;
         // Checked after the memtable was read: a flush that moved the partition into an
@@ -263,7 +285,7 @@ impl ReadPath {
             None => t.sstables.read().iter().any(|s| s.may_contain(token, key)),
         };
         if in_sstables {
-            return Ok(None);
+            return Ok(InMemtable::Elsewhere);
         }
         let visited = |l: &Limits| l.scan.stats.live_rows + l.scan.stats.tombstones_scanned;
         t.counters.rows_merged.fetch_add(
@@ -272,7 +294,7 @@ impl ReadPath {
         );
         t.counters.sstables_per_read.record(0);
         *limits = trial;
-        Ok(Some(data))
+        Ok(InMemtable::Served(data))
     }
 
     /// Memtables and SSTables merged for a read of one partition (of `ranges` of it), newest
@@ -393,8 +415,7 @@ impl ReadPath {
                 (Cow::Owned(sources), None)
             }
             None => {
-                let mut sstables: Vec<Arc<SSTableReader>> =
-                    crate::exclusion::pinned().unwrap_or_else(|| t.sstables.read().clone());
+                let mut sstables = readable_sstables(t);
                 let shortcut = self.shortcut_for(t, ranges);
                 shortcut.order(&mut sstables);
                 let sources = sstables.into_iter().map(|s| (s, None)).collect();
