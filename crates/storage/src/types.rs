@@ -91,26 +91,9 @@ impl ValueOrder {
     pub fn compare(self, a: &[u8], b: &[u8]) -> Option<std::cmp::Ordering> {
         match self {
             ValueOrder::Bytes => Some(a.cmp(b)),
-            ValueOrder::SignedBigEndian => Some(compare_signed(a, b)),
+            ValueOrder::SignedBigEndian => Some(helenus_types::compare_signed(a, b)),
             ValueOrder::Other => None,
         }
-    }
-}
-
-/// Two's-complement big-endian integers of one width: the sign bit flipped, then bytes. Values
-/// of unequal widths (never valid for one column) and the empty value order bytewise, which
-/// puts the empty value first.
-fn compare_signed(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
-        if a.len() == 8 && b.len() == 8 {
-            return i64::from_be_bytes(*x).cmp(&i64::from_be_bytes(*y));
-        }
-    }
-    match (a.split_first(), b.split_first()) {
-        (Some((ha, ra)), Some((hb, rb))) if a.len() == b.len() => {
-            (ha ^ 0x80).cmp(&(hb ^ 0x80)).then_with(|| ra.cmp(rb))
-        }
-        _ => a.cmp(b),
     }
 }
 

@@ -42,8 +42,14 @@ fn be_u64(x: &[u8], at: usize) -> Option<u64> {
 }
 
 /// Compares fixed-width big-endian signed integers of any width by flipping the sign bit of
-/// the first byte, then comparing bytes; falls back to bytes on a width mismatch.
-fn compare_signed(a: &[u8], b: &[u8]) -> Ordering {
+/// the first byte, then comparing bytes; falls back to bytes on a width mismatch (which puts
+/// the empty value first). Clustering comparisons call it directly, several per row read.
+pub fn compare_signed(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        if a.len() == 8 && b.len() == 8 {
+            return i64::from_be_bytes(*x).cmp(&i64::from_be_bytes(*y));
+        }
+    }
     if a.len() != b.len() {
         return a.cmp(b);
     }

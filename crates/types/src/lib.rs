@@ -19,7 +19,7 @@ mod value;
 mod vint;
 
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, WriteTimestamps};
-pub use compare::compare_serialized;
+pub use compare::{compare_serialized, compare_signed};
 pub use cql_type::{CqlType, NativeType, UserType, EMPTY_TYPE_CLASS, MAX_TYPE_NESTING};
 pub use decode::{collection_len, deserialize, for_each_entry, validate};
 pub use error::TypeError;
