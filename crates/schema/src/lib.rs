@@ -28,9 +28,9 @@ pub use model::{
 pub use options::{
     full_compaction_class, full_compressor_class, short_replication_class, CompactionParams,
     CompactionStrategy, CompressionParams, Compressor, OptionsError, ReplicationParams,
-    ReplicationStrategy, TableParams, DEFAULT_KEYSPACE_RF, EVERYWHERE_STRATEGY_CLASS,
-    LOCAL_STRATEGY_CLASS, LZ4_COMPRESSOR_CLASS, NETWORK_TOPOLOGY_STRATEGY_CLASS,
-    SIMPLE_STRATEGY_CLASS, SIZE_TIERED_CLASS,
+    ReplicationStrategy, StorageLayout, TableParams, DEFAULT_KEYSPACE_RF,
+    EVERYWHERE_STRATEGY_CLASS, LAYOUT_EXTENSION, LOCAL_STRATEGY_CLASS, LZ4_COMPRESSOR_CLASS,
+    NETWORK_TOPOLOGY_STRATEGY_CLASS, SIMPLE_STRATEGY_CLASS, SIZE_TIERED_CLASS,
 };
 pub use persist::{decode_user_schema, encode_user_schema, load_user_schema, save_user_schema};
 pub use system::system_keyspaces;

@@ -21,6 +21,11 @@ impl ClusteringComparator {
         ClusteringComparator { columns, orders }
     }
 
+    /// The clustering columns, in order.
+    pub fn columns(&self) -> &[ClusteringColumn] {
+        &self.columns
+    }
+
     /// Number of clustering columns.
     pub fn len(&self) -> usize {
         self.columns.len()

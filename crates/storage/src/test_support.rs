@@ -80,6 +80,25 @@ pub fn table_def(gc_grace_seconds: u32) -> TableDef {
     }
 }
 
+/// `table_def` in the columnar layout: columns 1, 2 and the static column as columns of blobs,
+/// the set column's cells in the segments' extras.
+pub fn columnar_table_def(gc_grace_seconds: u32) -> TableDef {
+    use crate::columnar::{ColumnSpec, ValueType};
+    let mut def = table_def(gc_grace_seconds);
+    def.options.layout = DataLayout::Columnar(ColumnarTypes {
+        partition_key: ValueType::Blob,
+        clustering: vec![ValueType::Blob],
+        columns: [1, 2, STATIC_COL]
+            .into_iter()
+            .map(|id| ColumnSpec {
+                id,
+                value_type: ValueType::Blob,
+            })
+            .collect(),
+    });
+    def
+}
+
 /// A table shaped like bench/storage_client.py's GDELT events: one row per partition, no
 /// clustering, `columns` regular columns numbered from 1.
 pub fn gdelt_def(id: TableId, columns: u32) -> TableDef {
@@ -117,8 +136,13 @@ pub fn counter_def() -> TableDef {
 }
 
 pub fn open(dir: &Path, gc: u32) -> Arc<Engine> {
+    open_with(dir, table_def(gc))
+}
+
+/// `open` with `def` for the `TABLE` table (its layout, say).
+pub fn open_with(dir: &Path, def: TableDef) -> Arc<Engine> {
     let e = Engine::open(config(dir, CommitlogSync::Batch)).unwrap();
-    e.create_table(table_def(gc)).unwrap();
+    e.create_table(def).unwrap();
     e.create_table(counter_def()).unwrap();
     e.replay_commitlog().unwrap();
     e

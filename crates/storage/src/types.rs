@@ -168,6 +168,30 @@ pub struct TableOptions {
     /// Compaction sub-option `unchecked_tombstone_compaction`: run single-SSTable tombstone
     /// compaction even when other SSTables overlap its token range.
     pub unchecked_tombstone_compaction: bool,
+    /// How new SSTables store data (flush and compaction outputs); existing SSTables keep the
+    /// layout they were written with until compaction rewrites them.
+    pub layout: DataLayout,
+}
+
+/// How a table's SSTables store its partitions.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum DataLayout {
+    /// Rows one after another (the Data.db stream).
+    #[default]
+    Rows,
+    /// Columns as chunks (crate::columnar): scans read only the columns they need.
+    Columnar(ColumnarTypes),
+}
+
+/// The value types of a columnar table's columns, from the CQL types (storage knows none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnarTypes {
+    pub partition_key: crate::columnar::ValueType,
+    /// One per clustering column, in order.
+    pub clustering: Vec<crate::columnar::ValueType>,
+    /// Simple (not collection, not counter) regular and static columns; the rest go to the
+    /// segments' extras stream.
+    pub columns: Vec<crate::columnar::ColumnSpec>,
 }
 
 impl Default for TableOptions {
@@ -187,6 +211,7 @@ impl Default for TableOptions {
             rows_per_partition_to_cache: 0,
             tombstone_threshold: 0.2,
             unchecked_tombstone_compaction: false,
+            layout: DataLayout::Rows,
         }
     }
 }

@@ -6,6 +6,7 @@
 mod compaction;
 mod compression;
 mod error;
+mod layout;
 mod replication;
 
 pub use compaction::{
@@ -13,6 +14,7 @@ pub use compaction::{
 };
 pub use compression::{full_compressor_class, CompressionParams, Compressor, LZ4_COMPRESSOR_CLASS};
 pub use error::OptionsError;
+pub use layout::{StorageLayout, LAYOUT_EXTENSION};
 pub use replication::{
     short_replication_class, ReplicationParams, ReplicationStrategy, DEFAULT_KEYSPACE_RF,
     EVERYWHERE_STRATEGY_CLASS, LOCAL_STRATEGY_CLASS, NETWORK_TOPOLOGY_STRATEGY_CLASS,

@@ -29,6 +29,25 @@ fn string_map(m: &BTreeMap<String, String>) -> String {
     format!("{{{}}}", body.join(", "))
 }
 
+/// `extensions` (a `map<text, blob>`): printable UTF-8 values as string literals (how they are
+/// usually written, `{'helenus.layout': 'columnar'}`), others as blob literals; both replay.
+fn extensions_map(m: &BTreeMap<String, Vec<u8>>) -> String {
+    let body: Vec<String> = m
+        .iter()
+        .map(|(k, v)| {
+            let value = match std::str::from_utf8(v) {
+                Ok(s) if !s.chars().any(char::is_control) => quote_string(s),
+                _ => format!(
+                    "0x{}",
+                    v.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                ),
+            };
+            format!("{}: {}", quote_string(k), value)
+        })
+        .collect();
+    format!("{{{}}}", body.join(", "))
+}
+
 pub fn keyspace_statement(ks: &KeyspaceMeta) -> String {
     if ks.kind == KeyspaceKind::Virtual {
         return format!(
@@ -133,7 +152,7 @@ fn table_options(t: &TableMeta) -> Vec<String> {
         format!("memtable = {}", quote_string(p.memtable_or_default())),
         format!("crc_check_chance = {}", format_double(p.crc_check_chance)),
         format!("default_time_to_live = {}", p.default_time_to_live),
-        "extensions = {}".to_string(),
+        format!("extensions = {}", extensions_map(&p.extensions)),
         format!("gc_grace_seconds = {}", p.gc_grace_seconds),
         format!(
             "incremental_backups = {}",

@@ -4,7 +4,7 @@
 use crate::config::{CommitlogSyncMode, NodeConfig};
 use helenus_schema::{
     ClusteringOrder, ColumnKind, CompactionParams, CompactionStrategy, Compressor, Schema,
-    TableMeta,
+    StorageLayout, TableMeta,
 };
 use helenus_storage as st;
 use helenus_types::CqlType;
@@ -74,6 +74,61 @@ pub fn table_options(t: &TableMeta) -> st::TableOptions {
         rows_per_partition_to_cache: rows_per_partition(&p.caching),
         tombstone_threshold: compaction.tombstone_threshold,
         unchecked_tombstone_compaction: compaction.unchecked_tombstone_compaction,
+        layout: data_layout(t),
+    }
+}
+
+/// The engine's layout for the table's `helenus.layout` extension, with each column's value
+/// type (storage knows no CQL types). Collections, UDTs and counters have no column of their
+/// own in a segment (their cells go to its extras stream).
+fn data_layout(t: &TableMeta) -> st::DataLayout {
+    if t.params.storage_layout() != StorageLayout::Columnar {
+        return st::DataLayout::Rows;
+    }
+    let mut key = t.partition_key();
+    let partition_key = match (key.next(), key.next()) {
+        (Some(c), None) => value_type(&c.cql_type),
+        // A composite key's serialized form has no order of its own.
+        _ => st::columnar::ValueType::Opaque,
+    };
+    st::DataLayout::Columnar(st::ColumnarTypes {
+        partition_key,
+        clustering: t.clustering().map(|c| value_type(&c.cql_type)).collect(),
+        columns: t
+            .columns
+            .iter()
+            .filter(|c| !c.kind.is_primary_key())
+            .filter(|c| !c.cql_type.is_multi_cell() && !c.cql_type.is_counter())
+            .map(|c| st::columnar::ColumnSpec {
+                id: c.id,
+                value_type: value_type(&c.cql_type),
+            })
+            .collect(),
+    })
+}
+
+/// How a segment stores values of a CQL type: the types with a cheap order get typed vectors
+/// and min/max statistics; the others are bytes.
+fn value_type(t: &CqlType) -> st::columnar::ValueType {
+    use helenus_types::NativeType as N;
+    use st::columnar::ValueType as V;
+    match t {
+        CqlType::Native(n) => match n {
+            N::Boolean => V::Boolean,
+            N::Tinyint => V::TinyInt,
+            N::Smallint => V::SmallInt,
+            N::Int => V::Int,
+            N::Bigint => V::BigInt,
+            N::Timestamp => V::Timestamp,
+            N::Date => V::Date,
+            N::Time => V::Time,
+            N::Float => V::Float,
+            N::Double => V::Double,
+            N::Ascii | N::Varchar => V::Text,
+            N::Blob => V::Blob,
+            _ => V::Opaque,
+        },
+        _ => V::Opaque,
     }
 }
 

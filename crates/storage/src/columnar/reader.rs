@@ -110,7 +110,16 @@ pub struct SegmentReader {
     footer: Footer,
     cmp: Arc<ClusteringComparator>,
     bytes_read: AtomicU64,
+    /// The entry number each row group starts at (and the total last), for reads by entry.
+    group_starts: Vec<u64>,
+    /// The row groups most recently decoded whole for `partition_at`: reads walking a segment
+    /// in order (range reads, merges) take a group's partitions one by one, and each would
+    /// otherwise decode every stream of the group again.
+    recent: parking_lot::Mutex<Vec<(usize, Arc<Vec<Column>>)>>,
 }
+
+/// Row groups `partition_at` keeps decoded (each a full set of streams).
+const RECENT_GROUPS: usize = 2;
 
 impl SegmentReader {
     /// Opens `path`; `clustering` orders clustering keys when partitions are rebuilt.
@@ -148,13 +157,85 @@ impl SegmentReader {
             return Err(ColumnarError::FooterChecksum);
         }
         let footer = Footer::decode(&body, footer_start)?;
+        let mut group_starts = Vec::with_capacity(footer.groups.len() + 1);
+        let mut at = 0u64;
+        for g in &footer.groups {
+            group_starts.push(at);
+            at += g.rows as u64;
+        }
+        group_starts.push(at);
         Ok(SegmentReader {
             path: path.to_path_buf(),
             file,
             footer,
             cmp: Arc::new(ClusteringComparator::new(clustering.to_vec())),
             bytes_read: AtomicU64::new(footer_len + TRAILER_LEN as u64),
+            group_starts,
+            recent: parking_lot::Mutex::new(Vec::new()),
         })
+    }
+
+    /// Entries in the segment.
+    pub fn entries(&self) -> u64 {
+        self.group_starts.last().copied().unwrap_or(0)
+    }
+
+    /// Every stream of row group `g`, decoded (from the recent groups when there).
+    fn whole_group(&self, g: usize) -> Result<Arc<Vec<Column>>, ColumnarError> {
+        if let Some((_, cols)) = self.recent.lock().iter().find(|(i, _)| *i == g) {
+            return Ok(cols.clone());
+        }
+        let cols = Arc::new(
+            (0..self.footer.layout.streams())
+                .map(|s| self.stream(g, s))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+        let mut recent = self.recent.lock();
+        if recent.len() >= RECENT_GROUPS {
+            recent.remove(0);
+        }
+        recent.push((g, cols.clone()));
+        Ok(cols)
+    }
+
+    /// The partition made of entries `first..first + count` (as the SSTable index records
+    /// them), rebuilt; `key` and `token` name it when it has no entry.
+    pub(crate) fn partition_at(
+        &self,
+        first: u64,
+        count: u64,
+        token: i64,
+        key: &bytes::Bytes,
+    ) -> Result<Partition, ColumnarError> {
+        let mut p = Partition::new(key.clone(), token);
+        let end = first
+            .checked_add(count)
+            .filter(|e| *e <= self.entries())
+            .ok_or(ColumnarError::corrupt("entry out of range"))?;
+        let mut at = first;
+        while at < end {
+            // The group holding entry `at`: the last one starting at or before it.
+            let g = self
+                .group_starts
+                .partition_point(|s| *s <= at)
+                .saturating_sub(1);
+            let start = self.group_starts.get(g).copied().unwrap_or(0);
+            let cols = self.whole_group(g)?;
+            let gc = GroupColumns::new(&self.footer.layout, &cols, &self.cmp);
+            let upto = end.min(start + self.group_rows(g) as u64);
+            if upto <= at {
+                return Err(ColumnarError::corrupt("empty row group"));
+            }
+            for i in at..upto {
+                let e = gc.entry((i - start) as usize)?;
+                if e.token != token || e.key != *key {
+                    return Err(ColumnarError::corrupt("entry of another partition"));
+                }
+                add_entry(&mut p, e, &self.cmp)?;
+            }
+            at = upto;
+        }
+        Ok(p)
     }
 
     pub fn row_groups(&self) -> usize {

@@ -118,6 +118,11 @@ impl SegmentWriter {
         })
     }
 
+    /// Entries appended so far (rows, static rows, deletion-only partitions).
+    pub(crate) fn entries(&self) -> u64 {
+        self.entries
+    }
+
     /// Appends a partition; partitions must arrive in (token, key) order. What the row SSTable
     /// writer's `append` takes, so flush and compaction can feed either.
     pub(crate) fn append(&mut self, p: &Partition) -> Result<(), ColumnarError> {

@@ -111,6 +111,14 @@ pub(crate) struct MergeCtx<'a> {
     pub raw_base: Option<i64>,
 }
 
+impl MergeCtx<'_> {
+    /// Whether an input or the outputs are columnar (no streamed partitions then).
+    fn columnar(&self) -> bool {
+        self.def.options.layout != crate::types::DataLayout::Rows
+            || self.inputs.iter().any(|s| s.is_columnar())
+    }
+}
+
 /// What one range produced.
 pub(crate) struct RangeOutput {
     pub sstables: Vec<Arc<SSTableReader>>,
@@ -121,7 +129,9 @@ pub(crate) struct RangeOutput {
 /// Whether partitions of `s` can be copied without decoding: format 2, and clustering bounds that
 /// the output can inherit.
 pub(crate) fn raw_copyable(s: &SSTableReader) -> bool {
-    matches!(s.format, DataFormat::Compact { .. }) && s.clustering_bounds().is_some()
+    matches!(s.format, DataFormat::Compact { .. })
+        && s.clustering_bounds().is_some()
+        && !s.is_columnar()
 }
 
 /// The partition of `entries` (one per input holding it) re-encoded for `to_base` without
@@ -387,7 +397,8 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
             max_purgeable_ts: max_purgeable(self.ctx, e.token, &e.key),
             now_s: self.ctx.now_s,
         };
-        if input_bytes > STREAM_PARTITION_BYTES {
+        // Rows streamed one by one go to a Data.db stream from Data.db streams only.
+        if input_bytes > STREAM_PARTITION_BYTES && !self.ctx.columnar() {
             return Some(Ok(self.streamed(purge_at)));
         }
         self.merge_whole(purge_at)
@@ -441,10 +452,13 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
             let Some(last) = self.last_chunks.get_mut(*si) else {
                 continue;
             };
-            let p = match s
-                .read_span(e.position, e.length, last)
-                .and_then(|bytes| s.decode_partition_bytes(&bytes, e))
-            {
+            let read = if s.is_columnar() {
+                s.read_partition_at(e, None)
+            } else {
+                s.read_span(e.position, e.length, last)
+                    .and_then(|bytes| s.decode_partition_bytes(&bytes, e))
+            };
+            let p = match read {
                 Ok(p) => p,
                 Err(e) => return Some(Err(e)),
             };

@@ -130,9 +130,10 @@ fn rewrite_sstables(
         max_output_bytes,
         // Outputs share the timestamp base of the largest input, whose partitions then copy
         // with their timestamp deltas unchanged.
+        // A columnar output takes decoded partitions only.
         raw_base: inputs
             .iter()
-            .filter(|s| raw_copyable(s))
+            .filter(|s| raw_copyable(s) && def.options.layout == DataLayout::Rows)
             .max_by_key(|s| s.stats.uncompressed_bytes)
             .map(|s| s.format.base_us()),
     };

@@ -137,6 +137,12 @@ impl Outputs<'_> {
             self.level,
             self.clock.clone(),
         )?;
+        if let DataLayout::Columnar(types) = &options.layout {
+            w.use_columns(
+                &crate::sstable::segment_schema(types, &self.cmp),
+                &options.compression,
+            )?;
+        }
         if let Some(base) = self.timestamp_base {
             w.set_timestamp_base(base);
         }

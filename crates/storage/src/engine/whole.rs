@@ -63,11 +63,24 @@ pub fn span_inside(first: i64, last: i64, start: i64, end: i64) -> bool {
     }
 }
 
+/// Every component name either kind of SSTable has (for checks and cleanup).
 fn component_names() -> impl Iterator<Item = &'static str> {
-    sstable::COMPONENTS
-        .iter()
-        .copied()
-        .chain(std::iter::once("TOC.txt"))
+    sstable::all_component_names().chain(std::iter::once("TOC.txt"))
+}
+
+/// The components of a row or a columnar SSTable, TOC last.
+fn kind_components(columnar: bool) -> impl Iterator<Item = &'static str> {
+    let data: &'static [&'static str] = if columnar {
+        &sstable::COLUMNAR_COMPONENTS
+    } else {
+        &sstable::COMPONENTS
+    };
+    data.iter().copied().chain(std::iter::once("TOC.txt"))
+}
+
+/// Whether a sent generation is columnar (it has a segment).
+fn sent_columnar(sent: &WholeSSTable) -> bool {
+    sent.components.iter().any(|c| c.name == "Columns.db")
 }
 
 /// A component name from the network: only the ones an SSTable has.
@@ -143,7 +156,7 @@ fn token_span(s: &SSTableReader) -> Option<(i64, i64)> {
 /// Hard-links generation `s` into `dir` and describes its components.
 fn stage_one(s: &SSTableReader, dir: &Path) -> Result<WholeSSTable, StorageError> {
     let mut components = Vec::new();
-    for name in component_names() {
+    for name in kind_components(s.is_columnar()) {
         let src = sstable::component_path(&s.dir, s.gen, name);
         let dst = sstable::component_path(dir, s.gen, name);
         fs::hard_link(&src, &dst).map_err(|e| StorageError::io(&src, e))?;
@@ -282,7 +295,7 @@ impl Engine {
             .next_gen
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // TOC last: without it the generation is incomplete and the next load drops it.
-        for name in component_names() {
+        for name in kind_components(sent_columnar(sent)) {
             let from = sstable::component_path(dir, sent.gen, name);
             let to = sstable::component_path(&t.dir, gen, name);
             if let Err(e) = fs::rename(&from, &to) {
@@ -333,7 +346,7 @@ fn reset_level(dir: &Path, gen: u64) -> Result<(), StorageError> {
 
 /// Every component the sender listed is in `dir` with its size and CRC32C.
 fn check_received(dir: &Path, sent: &WholeSSTable) -> Result<(), StorageError> {
-    for name in component_names() {
+    for name in kind_components(sent_columnar(sent)) {
         let expected = sent
             .components
             .iter()

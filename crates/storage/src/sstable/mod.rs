@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) mod bloom;
+mod columnar_data;
 pub(crate) mod compression;
 pub(crate) mod format;
 pub(crate) mod index;
@@ -53,6 +54,7 @@ pub(crate) mod tools;
 pub(crate) mod wide;
 mod writer;
 
+pub(crate) use columnar_data::segment_schema;
 pub(crate) use format::ReadCells;
 use format::{DataFormat, CURRENT_DATA_FORMAT};
 pub use index::IndexIter;
@@ -66,6 +68,17 @@ pub(crate) const COMPONENTS: [&str; 5] = [
     "Filter.db",
     "Statistics.db",
 ];
+/// A columnar SSTable's components: its segment in place of Data.db and CompressionInfo.db.
+pub(crate) const COLUMNAR_COMPONENTS: [&str; 4] =
+    ["Columns.db", "Index.db", "Filter.db", "Statistics.db"];
+
+/// Every component name either kind of SSTable may have (for cleanup and streaming).
+pub(crate) fn all_component_names() -> impl Iterator<Item = &'static str> {
+    COMPONENTS
+        .iter()
+        .chain(COLUMNAR_COMPONENTS.iter().take(1))
+        .copied()
+}
 /// Upper bound on a chunk so a corrupt length cannot trigger a huge allocation.
 const MAX_CHUNK_BYTES: usize = 16 << 20;
 
@@ -101,7 +114,7 @@ pub fn list_generations(dir: &Path) -> Result<Vec<u64>, StorageError> {
     }
     for gen in all {
         if !complete.contains(&gen) {
-            for c in COMPONENTS {
+            for c in all_component_names().chain(std::iter::once("Columns.db.tmp")) {
                 let _ = fs::remove_file(component_path(dir, gen, c));
             }
         }
@@ -193,6 +206,9 @@ pub struct SSTableWriter {
     base_chosen: bool,
     /// The base of a first partition with no timestamps.
     clock: SharedClock,
+    /// A columnar SSTable's segment (`Columns.db`), which takes the partitions instead of the
+    /// Data.db stream (see `columnar_data.rs`).
+    columns: Option<crate::columnar::SegmentWriter>,
 }
 
 fn read_checked(path: &Path) -> Result<Vec<u8>, StorageError> {
@@ -270,6 +286,8 @@ pub struct SSTableReader {
     clustering_bounds: Option<(CKey, CKey)>,
     cmp: Arc<ClusteringComparator>,
     pub(crate) format: DataFormat,
+    /// A columnar SSTable's segment; its index entries count segment entries, not bytes.
+    columns: Option<columnar_data::ColumnarData>,
 }
 
 static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -431,7 +431,10 @@ impl SSTableWriter {
     /// compaction can re-encode inputs for it ahead of time. False when the base is already
     /// chosen or this writer does not write format 2.
     pub(crate) fn set_timestamp_base(&mut self, base_us: i64) -> bool {
-        if self.base_chosen || !matches!(self.format, DataFormat::Compact { .. }) {
+        if self.base_chosen
+            || self.is_columnar()
+            || !matches!(self.format, DataFormat::Compact { .. })
+        {
             return false;
         }
         self.base_chosen = true;
@@ -454,6 +457,7 @@ impl SSTableWriter {
         p: &EncodedPartition,
         clustering_bounds: Option<&(CKey, CKey)>,
     ) -> Result<(), StorageError> {
+        self.refuse_if_columnar()?;
         self.check_order(p.token, &p.key)?;
         let mut blocks = Vec::new();
         for (row, offset, length, rows) in block_spans(&p.row_starts, p.bytes.len()) {

@@ -11,20 +11,12 @@ impl SSTableReader {
         gen: u64,
         cmp: &Arc<ClusteringComparator>,
     ) -> Result<Arc<Self>, StorageError> {
-        let ci_path = component_path(dir, gen, "CompressionInfo.db");
-        let ci = read_checked(&ci_path)?;
-        let mut r = Reader::new(&ci, "compression info");
-        let algorithm = r.u8()?;
-        let chunk_len = u64::from(r.u32()?).max(1);
-        let _total = r.u64()?;
-        let n = r.u32()? as usize;
-        if n * 8 > r.remaining() {
-            return Err(StorageError::CorruptSSTable {
-                file: ci_path,
-                reason: "chunk count".into(),
-            });
-        }
-        let chunk_offsets = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
+        let columns = Self::open_columns(dir, gen, cmp)?;
+        let (algorithm, chunk_len, chunk_offsets) = match columns {
+            // No Data.db stream: no chunk to read.
+            Some(_) => (0, 1, Vec::new()),
+            None => read_compression_info(dir, gen)?,
+        };
 
         let spath = component_path(dir, gen, "Statistics.db");
         let stats =
@@ -34,7 +26,15 @@ impl SSTableReader {
         let fpath = component_path(dir, gen, "Filter.db");
         let filter =
             BloomFilter::decode(&fs::read(&fpath).map_err(|e| StorageError::io(&fpath, e))?)?;
-        let data_path = component_path(dir, gen, "Data.db");
+        let data_path = component_path(
+            dir,
+            gen,
+            if columns.is_some() {
+                columnar_data::COLUMNS_COMPONENT
+            } else {
+                "Data.db"
+            },
+        );
         let data = File::open(&data_path).map_err(|e| StorageError::io(&data_path, e))?;
         let clustering_bounds = (stats.has_clustering_bounds()
             && stats.min_clustering.len() == cmp.len()
@@ -60,6 +60,7 @@ impl SSTableReader {
             clustering_bounds,
             cmp: cmp.clone(),
             format,
+            columns,
         }))
     }
 
@@ -67,7 +68,7 @@ impl SSTableReader {
     /// means a crash mid-delete leaves an incomplete generation that the next load discards.
     pub fn component_paths(&self) -> Vec<PathBuf> {
         std::iter::once(&"TOC.txt")
-            .chain(COMPONENTS.iter())
+            .chain(self.data_components().iter())
             .map(|c| component_path(&self.dir, self.gen, c))
             .collect()
     }
@@ -229,6 +230,9 @@ impl SSTableReader {
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
         wanted: ReadCells<'_>,
     ) -> Result<Partition, StorageError> {
+        if let Some(p) = self.columnar_partition(e) {
+            return p;
+        }
         let decode = |bytes: &Bytes| {
             let mut r = Reader::new(bytes, "sstable partition");
             self.format
@@ -357,4 +361,23 @@ impl SSTableReader {
     ) -> Result<IndexIter<'_>, StorageError> {
         Ok(self.entries_from(self.index.lower_bound(start)?))
     }
+}
+
+/// A row SSTable's CompressionInfo.db: (algorithm, chunk length, chunk offsets).
+fn read_compression_info(dir: &Path, gen: u64) -> Result<(u8, u64, Vec<u64>), StorageError> {
+    let ci_path = component_path(dir, gen, "CompressionInfo.db");
+    let ci = read_checked(&ci_path)?;
+    let mut r = Reader::new(&ci, "compression info");
+    let algorithm = r.u8()?;
+    let chunk_len = u64::from(r.u32()?).max(1);
+    let _total = r.u64()?;
+    let n = r.u32()? as usize;
+    if n * 8 > r.remaining() {
+        return Err(StorageError::CorruptSSTable {
+            file: ci_path,
+            reason: "chunk count".into(),
+        });
+    }
+    let chunk_offsets = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
+    Ok((algorithm, chunk_len, chunk_offsets))
 }

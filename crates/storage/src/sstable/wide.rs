@@ -102,6 +102,7 @@ impl SSTableWriter {
         row_count: u32,
         next_row: &mut dyn FnMut() -> Option<Result<(CKey, Row), StorageError>>,
     ) -> Result<(), StorageError> {
+        self.refuse_if_columnar()?;
         self.check_order(header.token, &header.key)?;
         let start = self.logical_pos;
         let mut buf = Vec::new();
@@ -223,6 +224,9 @@ impl SSTableReader {
         cache: Option<&ByteCache<ChunkKey, Vec<u8>>>,
         wanted: ReadCells<'_>,
     ) -> Result<SlicedRows, StorageError> {
+        if let Some(read) = self.columnar_sliced(e, ranges) {
+            return read;
+        }
         // Every row takes at least a byte: a partition with fewer bytes of rows than the
         // allowance is read whole, in place (a scan's small partitions).
         let row_bytes = e.length.saturating_sub(e.header_len) as usize;

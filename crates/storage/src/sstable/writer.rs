@@ -36,6 +36,7 @@ impl SSTableWriter {
             format: DataFormat::from_stats(CURRENT_DATA_FORMAT, 0)?,
             base_chosen: false,
             clock,
+            columns: None,
         })
     }
 
@@ -70,6 +71,10 @@ impl SSTableWriter {
         let header_len =
             self.format_for(p)
                 .encode_partition_indexed(&mut self.scratch, p, &mut starts);
+        if self.is_columnar() {
+            let len = self.scratch.len();
+            return self.append_columnar(p, len);
+        }
         let spans = block_spans(&starts, self.scratch.len());
         let mut keys = p.rows.keys().enumerate();
         let mut blocks = Vec::with_capacity(spans.len());
@@ -127,13 +132,19 @@ impl SSTableWriter {
 
     /// Adds a partition's entry to the index, the bloom filter and the statistics.
     pub(super) fn index_partition(&mut self, e: &IndexEntry) {
+        self.index_partition_sized(e, u64::from(e.length))
+    }
+
+    /// `index_partition` for a partition of `bytes` bytes in the row encoding (a columnar
+    /// entry's length counts entries, not bytes).
+    pub(super) fn index_partition_sized(&mut self, e: &IndexEntry, bytes: u64) {
         self.format.encode_index_entry(&mut self.index_body, e);
         self.index_count += 1;
         self.filter.insert(e.token, &e.key);
         let s = &mut self.stats;
         s.partitions += 1;
-        s.max_partition_bytes = s.max_partition_bytes.max(u64::from(e.length));
-        s.partition_size_histogram.add(u64::from(e.length));
+        s.max_partition_bytes = s.max_partition_bytes.max(bytes);
+        s.partition_size_histogram.add(bytes);
         // Every append path notes a partition's cells before indexing it.
         s.cell_count_histogram.add(s.cells - self.cells_indexed);
         self.cells_indexed = s.cells;
@@ -202,14 +213,18 @@ impl SSTableWriter {
         self.filter.encode(&mut fb);
         write_file(&component_path(&self.dir, self.gen, "Filter.db"), &fb)?;
 
+        let columns_bytes = self.finish_columns()?;
         let data = self.sink.finish()?;
         self.stats.uncompressed_bytes = self.logical_pos;
-        self.stats.data_file_bytes = data.bytes;
+        self.stats.data_file_bytes = columns_bytes.unwrap_or(data.bytes);
         self.stats.min_clustering = self.min_ck.take().map(|k| k.values).unwrap_or_default();
         self.stats.max_clustering = self.max_ck.take().map(|k| k.values).unwrap_or_default();
         self.stats.data_format = self.format.code();
         self.stats.timestamp_base_us = self.format.base_us();
 
+        if columns_bytes.is_some() {
+            return finish_columnar_components(&self.dir, self.gen, &self.stats, cmp);
+        }
         let mut ci = MAGIC.to_vec();
         {
             let mut w = Writer(&mut ci);
@@ -244,10 +259,32 @@ impl SSTableWriter {
     /// Removes a half-written generation (error path).
     pub fn abort(self) {
         let _ = self.sink.finish();
-        for c in std::iter::once(&"TOC.txt").chain(COMPONENTS.iter()) {
+        // A segment writer dropped unfinished removes its temporary file.
+        drop(self.columns);
+        for c in std::iter::once("TOC.txt").chain(all_component_names()) {
             let _ = fs::remove_file(component_path(&self.dir, self.gen, c));
         }
     }
+}
+
+/// The Statistics.db and TOC of a columnar SSTable (its segment is written).
+fn finish_columnar_components(
+    dir: &Path,
+    gen: u64,
+    stats: &SSTableStats,
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<Arc<SSTableReader>, StorageError> {
+    // The empty Data.db the chunk sink created is not a component of this kind.
+    let _ = fs::remove_file(component_path(dir, gen, "Data.db"));
+    let mut sb = Vec::new();
+    stats.encode(&mut sb);
+    write_file(&component_path(dir, gen, "Statistics.db"), &sb)?;
+    let toc = COLUMNAR_COMPONENTS.join("\n") + "\nTOC.txt\n";
+    write_file(&component_path(dir, gen, "TOC.txt"), toc.as_bytes())?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    SSTableReader::open(dir, gen, cmp)
 }
 
 fn max_ldt(p: &Partition) -> i64 {

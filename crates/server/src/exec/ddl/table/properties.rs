@@ -3,8 +3,10 @@
 
 use super::super::{map_value, scalar};
 use crate::exec::error::{ExecError, ExecResult};
-use helenus_cql::ast::{OptionValue, Properties};
-use helenus_schema::{CompactionParams, CompressionParams, TableParams};
+use helenus_cql::ast::{OptionValue, Properties, Term};
+use helenus_schema::{
+    CompactionParams, CompressionParams, StorageLayout, TableParams, LAYOUT_EXTENSION,
+};
 use std::collections::BTreeMap;
 
 /// Applies `WITH` properties to table params, with Cassandra's validation and defaults.
@@ -81,12 +83,7 @@ fn apply_property(params: &mut TableParams, name: &str, v: &OptionValue) -> Exec
         "caching" => params.caching = caching(map_value(v, name)?),
         "compaction" => params.compaction = compaction(map_value(v, name)?)?,
         "compression" => params.compression = compression(map_value(v, name)?)?,
-        "extensions" => {
-            params.extensions = map_value(v, name)?
-                .into_iter()
-                .map(|(k, v)| (k, v.into_bytes()))
-                .collect();
-        }
+        "extensions" => params.extensions = extensions(v)?,
         "id" => {
             if uuid::Uuid::parse_str(&scalar(v, name)?).is_err() {
                 return Err(ExecError::Config("Invalid table id".into()));
@@ -95,6 +92,40 @@ fn apply_property(params: &mut TableParams, name: &str, v: &OptionValue) -> Exec
         other => return Err(ExecError::Syntax(format!("Unknown property '{other}'"))),
     }
     Ok(())
+}
+
+/// `extensions = {'name': value}`, a `map<text, blob>`: string values are kept as their UTF-8
+/// bytes, blob literals (`0x...`) decoded. The layout extension's value is checked here.
+fn extensions(v: &OptionValue) -> ExecResult<BTreeMap<String, Vec<u8>>> {
+    let invalid = || ExecError::Syntax("Invalid value for property 'extensions'".into());
+    let OptionValue::Map(entries) = v else {
+        return Err(ExecError::Syntax(
+            "Invalid value for property 'extensions'. It should be a map.".into(),
+        ));
+    };
+    let mut out = BTreeMap::new();
+    for (k, t) in entries {
+        let bytes = match t {
+            Term::String(s) => s.clone().into_bytes(),
+            Term::Blob(hex) => decode_hex(hex).ok_or_else(invalid)?,
+            _ => return Err(invalid()),
+        };
+        if k == LAYOUT_EXTENSION {
+            StorageLayout::parse(&bytes).map_err(ExecError::Config)?;
+        }
+        out.insert(k.clone(), bytes);
+    }
+    Ok(out)
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 fn double_option(v: &OptionValue, name: &str) -> ExecResult<f64> {
