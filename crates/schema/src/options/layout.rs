@@ -29,7 +29,7 @@ impl StorageLayout {
             "rows" => Ok(StorageLayout::Rows),
             "columnar" => Ok(StorageLayout::Columnar),
             _ => Err(format!(
-                "Unknown value {:?} for the extension '{LAYOUT_EXTENSION}': expected 'rows' or \
+                "Unknown value '{}' for the extension '{LAYOUT_EXTENSION}': expected 'rows' or \
                  'columnar'",
                 String::from_utf8_lossy(value)
             )),

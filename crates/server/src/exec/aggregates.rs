@@ -29,6 +29,54 @@ pub enum AggState {
     First(Option<Option<Bytes>>),
 }
 
+impl AggState {
+    /// `n` more rows for `count(*)`, or values for `count(c)`.
+    pub fn add_count(&mut self, n: i64) {
+        if let AggState::Count(c) = self {
+            *c += n;
+        }
+    }
+
+    /// One non-null value of a `sum` or `avg` argument: as a double, and exactly when it is
+    /// an integer (`as_num`'s pair), as `agg_update` adds it.
+    pub fn add_number(&mut self, x: f64, exact: i128) {
+        match self {
+            AggState::Sum(f, i, seen) => {
+                f.add(x);
+                *i = i.wrapping_add(exact);
+                *seen = true;
+            }
+            AggState::Avg(f, i, n, seen) => {
+                f.add(x);
+                *i = i.wrapping_add(exact);
+                *n += 1;
+                *seen = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// A candidate for `min` or `max` (serialized as `ty`): kept when it beats the current one.
+    pub fn offer_extreme(&mut self, kind: AggKind, ty: &CqlType, v: Bytes) {
+        if let AggState::Extreme(cur) = self {
+            let replace = match cur {
+                None => true,
+                Some(c) => {
+                    let o = helenus_types::compare_serialized(ty, &v, c);
+                    if kind == AggKind::Min {
+                        o.is_lt()
+                    } else {
+                        o.is_gt()
+                    }
+                }
+            };
+            if replace {
+                *cur = Some(v);
+            }
+        }
+    }
+}
+
 /// A floating-point sum with Kahan compensation, as Cassandra's float/double `sum` and `avg`
 /// (java.util.DoubleSummaryStatistics): `0.1 + ... + 0.6` gives 15.3, not 15.299999999999999.
 #[derive(Debug, Clone, Copy, Default)]
@@ -192,39 +240,15 @@ pub fn agg_update(
         (AggState::Count(n), Sel::Agg { arg, ty, .. }) if eval(arg, ty, row, now)?.is_some() => {
             *n += 1;
         }
-        (AggState::Extreme(cur), Sel::Agg { kind, arg, ty }) => {
+        (state @ AggState::Extreme(_), Sel::Agg { kind, arg, ty }) => {
             if let Some(b) = eval(arg, ty, row, now)? {
-                let replace = match cur {
-                    None => true,
-                    Some(c) => {
-                        let o = helenus_types::compare_serialized(ty, &b, c);
-                        if *kind == AggKind::Min {
-                            o.is_lt()
-                        } else {
-                            o.is_gt()
-                        }
-                    }
-                };
-                if replace {
-                    *cur = Some(b);
-                }
+                state.offer_extreme(*kind, ty, b);
             }
         }
-        (AggState::Sum(f, i, seen), Sel::Agg { arg, ty, .. }) => {
+        (state @ (AggState::Sum(..) | AggState::Avg(..)), Sel::Agg { arg, ty, .. }) => {
             if let Some(v) = decode(ty, &eval(arg, ty, row, now)?)? {
                 let (x, y) = as_num(&v);
-                f.add(x);
-                *i = i.wrapping_add(y);
-                *seen = true;
-            }
-        }
-        (AggState::Avg(f, i, n, seen), Sel::Agg { arg, ty, .. }) => {
-            if let Some(v) = decode(ty, &eval(arg, ty, row, now)?)? {
-                let (x, y) = as_num(&v);
-                f.add(x);
-                *i = i.wrapping_add(y);
-                *n += 1;
-                *seen = true;
+                state.add_number(x, y);
             }
         }
         (AggState::Big { sum, avg, n }, Sel::Agg { arg, ty, .. }) => {

@@ -109,7 +109,7 @@ fn data_layout(t: &TableMeta) -> st::DataLayout {
 
 /// How a segment stores values of a CQL type: the types with a cheap order get typed vectors
 /// and min/max statistics; the others are bytes.
-fn value_type(t: &CqlType) -> st::columnar::ValueType {
+pub(crate) fn value_type(t: &CqlType) -> st::columnar::ValueType {
     use helenus_types::NativeType as N;
     use st::columnar::ValueType as V;
     match t {

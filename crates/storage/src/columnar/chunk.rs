@@ -313,7 +313,7 @@ fn spread_bytes(dense: &BytesVec, validity: Option<&Bitmap>, rows: usize) -> Byt
 
 /// Converts raw serialized values to the vector of type `t`; falls back to bytes when a value
 /// does not fit (an empty int, which Cassandra accepts), so nothing is ever lost.
-pub(super) fn typed_column(raw: BytesVec, validity: Option<Bitmap>, t: ValueType) -> Column {
+pub(crate) fn typed_column(raw: BytesVec, validity: Option<Bitmap>, t: ValueType) -> Column {
     let valid = |i: usize| validity.as_ref().is_none_or(|v| v.get(i));
     let n = raw.len();
     let values = match t.physical() {

@@ -58,14 +58,14 @@ pub(super) const S_TOKEN: usize = 0;
 pub(super) const S_KEY: usize = 1;
 pub(super) const S_KIND: usize = 2;
 pub(super) const S_BASE_TS: usize = 3;
-const S_LIVE_TS: usize = 4;
-const S_LIVE_TTL: usize = 5;
+pub(super) const S_LIVE_TS: usize = 4;
+pub(super) const S_LIVE_TTL: usize = 5;
 const S_LIVE_LDT: usize = 6;
-const S_ROW_DEL_TS: usize = 7;
+pub(super) const S_ROW_DEL_TS: usize = 7;
 const S_ROW_DEL_LDT: usize = 8;
-const S_PART_DEL_TS: usize = 9;
+pub(super) const S_PART_DEL_TS: usize = 9;
 const S_PART_DEL_LDT: usize = 10;
-const S_EXTRAS: usize = 11;
+pub(super) const S_EXTRAS: usize = 11;
 const SYSTEM_STREAMS: usize = 12;
 /// Streams per regular column: value, ts, ttl, ldt.
 pub(super) const PER_COLUMN: usize = 4;
@@ -472,8 +472,13 @@ pub(super) struct GroupColumns<'a> {
     cmp: &'a Arc<ClusteringComparator>,
     /// Serialized values of the raw streams, one buffer per stream: a rebuilt cell's value is
     /// a slice of it, not an allocation of its own.
-    serialized: Vec<Option<(Bytes, Vec<u32>)>>,
+    serialized: Serialized,
 }
+
+/// Per stream, the serialized values of a raw stream and their offsets (None for others).
+/// Shared, so that the partitions of a group read one at a time slice one buffer: a buffer
+/// per partition would each hold the whole group's values for as long as a value lives.
+pub(super) type Serialized = Arc<Vec<Option<(Bytes, Vec<u32>)>>>;
 
 /// One entry rebuilt from the streams.
 pub(super) struct Entry {
@@ -496,15 +501,30 @@ impl<'a> GroupColumns<'a> {
         cols: &'a [Column],
         cmp: &'a Arc<ClusteringComparator>,
     ) -> Self {
-        let serialized = cols
-            .iter()
-            .enumerate()
-            .map(|(s, c)| {
-                layout
-                    .is_raw(s)
-                    .then(|| serialize(c, layout.stream_type(s)))
-            })
-            .collect();
+        Self::with_serialized(layout, cols, cmp, Self::serialize_all(layout, cols))
+    }
+
+    /// The raw streams of `cols` serialized, for `with_serialized`.
+    pub fn serialize_all(layout: &StreamLayout, cols: &[Column]) -> Serialized {
+        Arc::new(
+            cols.iter()
+                .enumerate()
+                .map(|(s, c)| {
+                    layout
+                        .is_raw(s)
+                        .then(|| serialize(c, layout.stream_type(s)))
+                })
+                .collect(),
+        )
+    }
+
+    /// Over streams whose raw ones `serialized` already holds (`serialize_all` of `cols`).
+    pub fn with_serialized(
+        layout: &'a StreamLayout,
+        cols: &'a [Column],
+        cmp: &'a Arc<ClusteringComparator>,
+        serialized: Serialized,
+    ) -> Self {
         GroupColumns {
             layout,
             cols,

@@ -50,6 +50,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use chunk::typed_column;
 pub use chunk::{BlockCompression, MAX_CHUNK_ROWS};
 pub use error::ColumnarError;
 pub use layout::{ClusteringSpec, ColumnSpec, ColumnarSchema};

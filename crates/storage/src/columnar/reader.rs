@@ -6,10 +6,11 @@
 use super::chunk::decode_chunk;
 use super::footer::{ChunkEntry, Footer, MAGIC, TRAILER_LEN};
 use super::layout::{
-    ColumnSpec, Entry, GroupColumns, KIND_ROW, KIND_STATIC, S_BASE_TS, S_KEY, S_KIND, S_TOKEN,
+    ColumnSpec, Entry, GroupColumns, Serialized, KIND_ROW, KIND_STATIC, S_BASE_TS, S_EXTRAS, S_KEY,
+    S_KIND, S_LIVE_TS, S_LIVE_TTL, S_PART_DEL_TS, S_ROW_DEL_TS, S_TOKEN,
 };
 use super::stats::{ChunkStats, CompareOp};
-use super::vector::{Column, ColumnValues, Physical, ValueType};
+use super::vector::{Column, ColumnValues, Physical, Scalar, ValueType};
 use super::ColumnarError;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::crc32c;
@@ -115,7 +116,13 @@ pub struct SegmentReader {
     /// The row groups most recently decoded whole for `partition_at`: reads walking a segment
     /// in order (range reads, merges) take a group's partitions one by one, and each would
     /// otherwise decode every stream of the group again.
-    recent: parking_lot::Mutex<Vec<(usize, Arc<Vec<Column>>)>>,
+    recent: parking_lot::Mutex<Vec<(usize, Arc<DecodedGroup>)>>,
+}
+
+/// A row group's streams, decoded, with its raw streams serialized once.
+struct DecodedGroup {
+    cols: Vec<Column>,
+    serialized: Serialized,
 }
 
 /// Row groups `partition_at` keeps decoded (each a full set of streams).
@@ -181,21 +188,21 @@ impl SegmentReader {
     }
 
     /// Every stream of row group `g`, decoded (from the recent groups when there).
-    fn whole_group(&self, g: usize) -> Result<Arc<Vec<Column>>, ColumnarError> {
-        if let Some((_, cols)) = self.recent.lock().iter().find(|(i, _)| *i == g) {
-            return Ok(cols.clone());
+    fn whole_group(&self, g: usize) -> Result<Arc<DecodedGroup>, ColumnarError> {
+        if let Some((_, d)) = self.recent.lock().iter().find(|(i, _)| *i == g) {
+            return Ok(d.clone());
         }
-        let cols = Arc::new(
-            (0..self.footer.layout.streams())
-                .map(|s| self.stream(g, s))
-                .collect::<Result<Vec<_>, _>>()?,
-        );
+        let cols = (0..self.footer.layout.streams())
+            .map(|s| self.stream(g, s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let serialized = GroupColumns::serialize_all(&self.footer.layout, &cols);
+        let d = Arc::new(DecodedGroup { cols, serialized });
         let mut recent = self.recent.lock();
         if recent.len() >= RECENT_GROUPS {
             recent.remove(0);
         }
-        recent.push((g, cols.clone()));
-        Ok(cols)
+        recent.push((g, d.clone()));
+        Ok(d)
     }
 
     /// The partition made of entries `first..first + count` (as the SSTable index records
@@ -220,8 +227,13 @@ impl SegmentReader {
                 .partition_point(|s| *s <= at)
                 .saturating_sub(1);
             let start = self.group_starts.get(g).copied().unwrap_or(0);
-            let cols = self.whole_group(g)?;
-            let gc = GroupColumns::new(&self.footer.layout, &cols, &self.cmp);
+            let d = self.whole_group(g)?;
+            let gc = GroupColumns::with_serialized(
+                &self.footer.layout,
+                &d.cols,
+                &self.cmp,
+                d.serialized.clone(),
+            );
             let upto = end.min(start + self.group_rows(g) as u64);
             if upto <= at {
                 return Err(ColumnarError::corrupt("empty row group"));
@@ -282,6 +294,44 @@ impl SegmentReader {
             return false;
         };
         stats.can_skip(r.op, &v)
+    }
+
+    /// The smallest and largest token of row group `g` (from the footer).
+    pub fn group_token_range(&self, g: usize) -> Option<(i64, i64)> {
+        let stats = &self.footer.groups.get(g)?.chunks.get(S_TOKEN)?.stats;
+        match (&stats.min, &stats.max) {
+            (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) => Some((*lo, *hi)),
+            _ => None,
+        }
+    }
+
+    /// Whether row group `g`'s live rows are exactly its values of `columns` (decided from the
+    /// footer): only rows, each with a primary-key liveness and no TTL on it, no deletion of a
+    /// row or partition, nothing in the extras stream, and no TTL on a cell of `columns`. Cell
+    /// tombstones are fine: their value slots are null, as an absent cell's.
+    pub fn group_is_plain(&self, g: usize, columns: &[ColumnId]) -> bool {
+        let Some(meta) = self.footer.groups.get(g) else {
+            return false;
+        };
+        let rows = meta.rows as u32;
+        let stats = |s: usize| meta.chunks.get(s).map(|c| &c.stats);
+        let all_null = |s: usize| stats(s).is_some_and(|st| st.nulls >= rows);
+        let only_rows = stats(S_KIND).is_some_and(|st| {
+            st.nulls == 0 && st.max == Some(Scalar::Int(KIND_ROW)) && st.min == st.max
+        });
+        let all_live = stats(S_LIVE_TS).is_some_and(|st| st.nulls == 0);
+        let l = &self.footer.layout;
+        only_rows
+            && all_live
+            && all_null(S_LIVE_TTL)
+            && all_null(S_ROW_DEL_TS)
+            && all_null(S_PART_DEL_TS)
+            && all_null(S_EXTRAS)
+            && columns.iter().all(|id| match l.column_index(*id) {
+                Some(j) => all_null(l.column_stream(j) + 2),
+                // Not a column of this segment: no value anywhere (extras are empty).
+                None => true,
+            })
     }
 
     /// Row groups not ruled out by any of `restrictions`.

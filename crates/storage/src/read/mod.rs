@@ -4,6 +4,7 @@
 //! and their resolution that replicas are reconciled with (unfiltered.rs).
 
 pub(crate) mod caches;
+pub(crate) mod columnar_scan;
 mod range;
 pub(crate) mod shortcut;
 mod single;
@@ -13,6 +14,7 @@ mod unfiltered;
 use crate::clustering::CKey;
 use crate::partition::Partition;
 use caches::Caches;
+pub(crate) use single::readable_sstables;
 use std::sync::atomic::AtomicBool;
 pub(crate) use unfiltered::resolve;
 

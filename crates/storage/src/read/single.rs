@@ -25,7 +25,7 @@ pub(crate) type Located = (Arc<SSTableReader>, Option<Arc<IndexEntry>>);
 
 /// The SSTables a read of one partition looks in: the table's, or a pinned read's set
 /// (nodetool export).
-fn readable_sstables(t: &Table) -> Vec<Arc<SSTableReader>> {
+pub(crate) fn readable_sstables(t: &Table) -> Vec<Arc<SSTableReader>> {
     crate::exclusion::pinned().unwrap_or_else(|| t.sstables.read().clone())
 }
 

@@ -202,6 +202,9 @@ pub async fn execute(
         Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
         _ => None,
     };
+    if let Some(out) = super::columnar::aggregate(node, plan, binds, resume.is_some()).await? {
+        return Ok(out);
+    }
     let already = resume.as_ref().map(|r| r.rows_returned).unwrap_or(0);
     let grouped = plan.compiled.has_aggregate || plan.group_by > 0;
     let merging = !plan.merge_order.is_empty() || plan.ann.is_some();

@@ -16,6 +16,7 @@ use helenus_types::CqlType;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+mod columnar;
 mod execute;
 mod filter;
 mod index_scan;

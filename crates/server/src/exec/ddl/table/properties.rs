@@ -119,7 +119,7 @@ fn extensions(v: &OptionValue) -> ExecResult<BTreeMap<String, Vec<u8>>> {
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len())

@@ -1,0 +1,348 @@
+//! Aggregates over a columnar table computed from column vectors (issue 15): `SELECT count(*),
+//! avg(c), min(c) ... FROM t [WHERE token(k) > ? AND token(k) <= ?] [AND c op v ... ALLOW
+//! FILTERING]` reads only the columns named, skips row groups by their statistics, and folds
+//! each batch into the same aggregate states the row path uses (aggregates.rs), so results are
+//! Cassandra's to the bit (Kahan sums, integer overflow, min/max order), without building rows.
+//!
+//! Taken only where it answers exactly as the row path: a node alone (a ring member's reads go
+//! through replicas at the consistency level asked), a table without static columns (a
+//! partition with only a static row is a row of `count(*)`), aggregates of regular columns
+//! only, and restrictions `=`, `<`, `<=`, `>`, `>=` on regular columns of ordered types. Any
+//! other statement runs as before.
+
+use super::{Filter, PartitionSelection, SelectOutput, SelectPlan};
+use crate::exec::aggregates::{agg_finish, agg_init, AggState};
+use crate::exec::error::{ExecError, ExecResult};
+use crate::exec::selectors::{AggKind, Sel};
+use crate::exec::storage_bridge::value_type;
+use crate::exec::values::{self, Binds, Bound};
+use crate::node::NodeState;
+use helenus_cql::ast::{Operator, RelationValue};
+use helenus_schema::{ColumnKind, StorageLayout, TableMeta};
+use helenus_storage as st;
+use helenus_storage::columnar::{Column, ColumnSpec, ColumnValues, CompareOp, Scalar, ValueType};
+use helenus_types::CqlType;
+
+/// One output column of an aggregate-only selection.
+#[derive(Clone)]
+struct Output {
+    sel: Sel,
+    /// `count(*)`, or the aggregate's argument column (its index in the scan's columns).
+    arg: Option<usize>,
+    kind: AggKind,
+    ty: CqlType,
+}
+
+/// The aggregate's result, or None when the statement is not one this path answers.
+pub(super) async fn aggregate(
+    node: &NodeState,
+    plan: &SelectPlan,
+    binds: &Binds<'_>,
+    resumed: bool,
+) -> ExecResult<Option<SelectOutput>> {
+    let t = &plan.table;
+    if resumed || node.cluster().is_some() || !eligible(plan) {
+        return Ok(None);
+    }
+    let Some((outputs, columns)) = outputs(t, plan) else {
+        return Ok(None);
+    };
+    let Some(restrictions) = restrictions(t, &plan.filters, binds)? else {
+        return Ok(None);
+    };
+    let Some((start, end)) = token_bounds(t, &plan.partitions, binds)? else {
+        return Ok(None);
+    };
+    let scan = st::ColumnScan {
+        start,
+        end,
+        columns,
+        restrictions,
+        now_s: binds.now.s,
+    };
+    let engine = node.engine.clone();
+    let table = *t.id.as_bytes();
+    let folded = outputs.clone();
+    // A scan of the whole table is seconds of CPU: off the connection's runtime thread.
+    let states = tokio::task::spawn_blocking(move || fold(&engine, table, &scan, &folded))
+        .await
+        .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
+    let row = outputs
+        .iter()
+        .zip(states.iter())
+        .map(|(o, s)| agg_finish(s, &o.sel))
+        .collect();
+    Ok(Some(SelectOutput {
+        columns: plan
+            .compiled
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.ty.clone()))
+            .collect(),
+        rows: vec![row],
+        paging_state: None,
+    }))
+}
+
+/// The statement's shape: aggregates without groups over a token range (or all of it) of a
+/// columnar table with no static column, with no clustering or multi-column restriction.
+fn eligible(plan: &SelectPlan) -> bool {
+    let t = &plan.table;
+    t.params.storage_layout() == StorageLayout::Columnar
+        && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
+        && plan.compiled.has_aggregate
+        && plan.group_by == 0
+        && plan.group_fn.is_none()
+        && !plan.distinct
+        && !plan.json
+        && plan.ann.is_none()
+        && plan.merge_order.is_empty()
+        && plan.multi_filters.is_empty()
+        && plan.clustering_eq.is_empty()
+        && plan.clustering_slice.is_none()
+        && plan.per_partition_limit.is_none()
+        && plan.token_filter.0.is_none()
+        && plan.token_filter.1.is_none()
+        && plan.bound_projection.is_none()
+        && matches!(plan.partitions, PartitionSelection::TokenRange { .. })
+}
+
+/// The outputs (each `count(*)` or an aggregate of a regular column) and the columns scanned.
+fn outputs(t: &TableMeta, plan: &SelectPlan) -> Option<(Vec<Output>, Vec<ColumnSpec>)> {
+    let mut columns: Vec<ColumnSpec> = Vec::new();
+    let mut out = Vec::new();
+    for c in &plan.compiled.columns {
+        let (kind, arg, ty) = match &c.sel {
+            Sel::CountStar => (AggKind::Count, None, c.ty.clone()),
+            Sel::Agg { kind, arg, ty } => {
+                let Sel::Column(i) = arg.as_ref() else {
+                    return None;
+                };
+                let meta = t.columns.get(*i)?;
+                if meta.kind != ColumnKind::Regular
+                    || meta.cql_type.is_multi_cell()
+                    || meta.cql_type.is_counter()
+                {
+                    return None;
+                }
+                let vt = value_type(&meta.cql_type);
+                let supported = match kind {
+                    AggKind::Count => true,
+                    AggKind::Min | AggKind::Max => vt != ValueType::Opaque,
+                    AggKind::Sum | AggKind::Avg => numeric(vt),
+                };
+                if !supported {
+                    return None;
+                }
+                let at = match columns.iter().position(|s| s.id == meta.id) {
+                    Some(at) => at,
+                    None => {
+                        columns.push(ColumnSpec {
+                            id: meta.id,
+                            value_type: vt,
+                        });
+                        columns.len() - 1
+                    }
+                };
+                (*kind, Some(at), ty.clone())
+            }
+            _ => return None,
+        };
+        out.push(Output {
+            sel: c.sel.clone(),
+            arg,
+            kind,
+            ty,
+        });
+    }
+    Some((out, columns))
+}
+
+fn numeric(vt: ValueType) -> bool {
+    matches!(
+        vt,
+        ValueType::TinyInt
+            | ValueType::SmallInt
+            | ValueType::Int
+            | ValueType::BigInt
+            | ValueType::Float
+            | ValueType::Double
+    )
+}
+
+/// The `ALLOW FILTERING` restrictions as column restrictions; None when one is not `=`, `<`,
+/// `<=`, `>`, `>=` on a regular column of an ordered type.
+fn restrictions(
+    t: &TableMeta,
+    filters: &[Filter],
+    binds: &Binds<'_>,
+) -> ExecResult<Option<Vec<st::ColumnRestriction>>> {
+    let mut out = Vec::new();
+    for f in filters {
+        let Some(c) = t.columns.get(f.column) else {
+            return Ok(None);
+        };
+        let op = match f.op {
+            Operator::Eq => CompareOp::Eq,
+            Operator::Lt => CompareOp::Lt,
+            Operator::Lte => CompareOp::Le,
+            Operator::Gt => CompareOp::Gt,
+            Operator::Gte => CompareOp::Ge,
+            _ => return Ok(None),
+        };
+        let vt = value_type(&c.cql_type);
+        let RelationValue::Single(term) = &f.value else {
+            return Ok(None);
+        };
+        if c.kind != ColumnKind::Regular || f.key.is_some() || vt == ValueType::Opaque {
+            return Ok(None);
+        }
+        // Null and unset values are refused with the row path's messages.
+        let Bound::Value(v) = values::eval(term, &c.cql_type, &c.name, binds)? else {
+            return Ok(None);
+        };
+        out.push(st::ColumnRestriction {
+            column: ColumnSpec {
+                id: c.id,
+                value_type: vt,
+            },
+            op,
+            value: v.to_vec(),
+        });
+    }
+    Ok(Some(out))
+}
+
+/// The token bounds of the selection; None for one that wraps (left to the row path).
+fn token_bounds(
+    t: &TableMeta,
+    p: &PartitionSelection,
+    binds: &Binds<'_>,
+) -> ExecResult<Option<(st::PartitionBound, st::PartitionBound)>> {
+    let PartitionSelection::TokenRange { lower, upper } = p else {
+        return Ok(None);
+    };
+    let bound = |b: &Option<(helenus_cql::ast::Term, bool)>| -> ExecResult<_> {
+        Ok(match b {
+            None => (st::PartitionBound::Unbounded, None),
+            Some((term, inclusive)) => {
+                let token = super::scan::token_value(t, term, binds)?;
+                (
+                    st::PartitionBound::Token {
+                        token,
+                        inclusive: *inclusive,
+                    },
+                    Some(token),
+                )
+            }
+        })
+    };
+    let ((start, lo), (end, hi)) = (bound(lower)?, bound(upper)?);
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        if lo > hi {
+            return Ok(None);
+        }
+    }
+    Ok(Some((start, end)))
+}
+
+/// The aggregate states after every batch of the scan.
+fn fold(
+    engine: &st::Engine,
+    table: st::TableId,
+    scan: &st::ColumnScan,
+    outputs: &[Output],
+) -> ExecResult<Vec<AggState>> {
+    let mut states: Vec<AggState> = outputs.iter().map(|o| agg_init(&o.sel)).collect();
+    let types: Vec<ValueType> = scan.columns.iter().map(|c| c.value_type).collect();
+    engine
+        .scan_columns(table, scan, &mut |batch| {
+            for (o, state) in outputs.iter().zip(states.iter_mut()) {
+                let Some(at) = o.arg else {
+                    state.add_count(batch.selected_rows() as i64);
+                    continue;
+                };
+                let (Some(col), Some(vt)) = (batch.columns.get(at), types.get(at)) else {
+                    continue;
+                };
+                fold_column(state, o, &batch, col, *vt);
+            }
+            Ok(())
+        })
+        .map_err(ExecError::from)?;
+    Ok(states)
+}
+
+/// Folds one batch's values of an aggregate's column into its state.
+fn fold_column(
+    state: &mut AggState,
+    o: &Output,
+    batch: &st::ScanBatch,
+    col: &Column,
+    vt: ValueType,
+) {
+    let rows = (0..batch.rows).filter(|i| batch.is_selected(*i) && col.is_valid(*i));
+    match o.kind {
+        AggKind::Count => state.add_count(rows.count() as i64),
+        AggKind::Sum | AggKind::Avg => match &col.values {
+            ColumnValues::Int(v) => {
+                for i in rows {
+                    let x = v.get(i).copied().unwrap_or(0);
+                    state.add_number(x as f64, i128::from(x));
+                }
+            }
+            ColumnValues::Float32(v) => {
+                for i in rows {
+                    state.add_number(f64::from(v.get(i).copied().unwrap_or(0.0)), 0);
+                }
+            }
+            ColumnValues::Float64(v) => {
+                for i in rows {
+                    state.add_number(v.get(i).copied().unwrap_or(0.0), 0);
+                }
+            }
+            // A chunk kept as serialized values (one did not fit the type): parsed one by one.
+            ColumnValues::Bytes(v) => {
+                for i in rows {
+                    match vt.scalar(v.get(i)) {
+                        Some(Scalar::Int(x)) => state.add_number(x as f64, i128::from(x)),
+                        Some(Scalar::Float(x)) => state.add_number(x, 0),
+                        _ => {}
+                    }
+                }
+            }
+        },
+        AggKind::Min | AggKind::Max => {
+            // The batch's own extreme first, then one comparison with the running one.
+            let mut best: Option<(usize, Scalar)> = None;
+            for i in rows {
+                let Some(s) = scalar_at(col, i, vt) else {
+                    continue;
+                };
+                let better = match &best {
+                    None => true,
+                    Some((_, b)) => match s.compare(b) {
+                        Some(ord) if o.kind == AggKind::Min => ord.is_lt(),
+                        Some(ord) => ord.is_gt(),
+                        None => false,
+                    },
+                };
+                if better {
+                    best = Some((i, s));
+                }
+            }
+            if let Some(v) = best.and_then(|(i, _)| col.serialized(i, vt)) {
+                state.offer_extreme(o.kind, &o.ty, v.into());
+            }
+        }
+    }
+}
+
+fn scalar_at(col: &Column, i: usize, vt: ValueType) -> Option<Scalar> {
+    match &col.values {
+        ColumnValues::Int(v) => v.get(i).map(|x| Scalar::Int(*x)),
+        ColumnValues::Float32(v) => v.get(i).map(|x| Scalar::Float(f64::from(*x))),
+        ColumnValues::Float64(v) => v.get(i).map(|x| Scalar::Float(*x)),
+        ColumnValues::Bytes(v) => vt.scalar(v.get(i)),
+    }
+}

@@ -1,0 +1,444 @@
+//! Scans of live rows column by column (issue 15): what aggregates and projections over a
+//! columnar table read instead of rows.
+//!
+//! A row group of a columnar SSTable is served straight from its chunks when that is exact:
+//! its rows are plain (`SegmentReader::group_is_plain`: every row live by its primary key, no
+//! deletion or TTL in it) and no other source (memtable, other SSTable) has a partition in
+//! its token span, so no reconciliation could change a value. Such a group is skipped unread
+//! when a restriction rules it out (chunk statistics), else its chunks for the columns asked
+//! are read and the restrictions evaluated on the vectors.
+//!
+//! Every token of the range that no such group covers (memtables, row SSTables, groups with
+//! deletions or overlapping other sources) is read through the row path, merged and
+//! reconciled as any read, and its live rows turned into the same column batches. So the scan
+//! is exact whatever the table holds, and as fast as its chunks once compacted.
+
+use crate::columnar::{Bitmap, BytesVec, Column, ColumnValues, Restriction, ScanRequest, Target};
+use crate::columnar::{ColumnSpec, CompareOp, Scalar, ValueType};
+use crate::engine::Engine;
+use crate::memtable::{end_bound, start_bound, Memtable};
+use crate::sstable::SSTableReader;
+use crate::types::*;
+use std::sync::Arc;
+
+/// What `Engine::scan_columns` reads.
+#[derive(Debug, Clone)]
+pub struct ColumnScan {
+    /// Token bounds of the partitions (`Unbounded` or `Token`; a range that wraps is two scans).
+    pub start: PartitionBound,
+    pub end: PartitionBound,
+    /// The regular columns the batches hold, in this order, with their value types.
+    pub columns: Vec<ColumnSpec>,
+    /// Rows must satisfy all of these.
+    pub restrictions: Vec<ColumnRestriction>,
+    /// "Now" for TTL expiry on the row path.
+    pub now_s: i64,
+}
+
+/// `column op value` (the value serialized as the column's CQL type), as `WHERE c > 5 ALLOW
+/// FILTERING` restricts a regular column; a null never matches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnRestriction {
+    pub column: ColumnSpec,
+    pub op: CompareOp,
+    pub value: Vec<u8>,
+}
+
+impl ColumnRestriction {
+    fn chunk_restriction(&self) -> Restriction {
+        Restriction {
+            target: Target::Column(self.column.id),
+            op: self.op,
+            value: self.value.clone(),
+        }
+    }
+}
+
+/// Live rows of part of the range, one vector per column asked.
+#[derive(Debug, Clone)]
+pub struct ScanBatch {
+    pub rows: usize,
+    /// The rows inside the range that satisfy every restriction (None: all of them).
+    pub selected: Option<Bitmap>,
+    /// One per `ColumnScan::columns`, same order: live values, null where the row has none.
+    pub columns: Vec<Column>,
+}
+
+impl ScanBatch {
+    /// Rows selected.
+    pub fn selected_rows(&self) -> usize {
+        self.selected.as_ref().map_or(self.rows, |s| s.count_ones())
+    }
+
+    pub fn is_selected(&self, i: usize) -> bool {
+        i < self.rows && self.selected.as_ref().is_none_or(|s| s.get(i))
+    }
+}
+
+/// How a scan was served, for tests and reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ColumnScanStats {
+    /// Row groups read from their chunks.
+    pub groups_read: u64,
+    /// Row groups skipped unread by their statistics.
+    pub groups_skipped: u64,
+    /// Live rows read through the row path.
+    pub rows_from_row_path: u64,
+}
+
+/// Partitions one row-path read returns at most (a batch's worth of small partitions).
+const ROW_PATH_PARTITIONS: usize = 4096;
+
+impl Engine {
+    /// Calls `f` with batches of the live rows of `scan`'s range, in no particular order.
+    pub fn scan_columns(
+        &self,
+        table: TableId,
+        scan: &ColumnScan,
+        f: &mut dyn FnMut(ScanBatch) -> Result<(), StorageError>,
+    ) -> Result<ColumnScanStats, StorageError> {
+        let t = self.table(table)?;
+        let mut stats = ColumnScanStats::default();
+        let Some((lo, hi)) = token_span(&scan.start, &scan.end)? else {
+            return Ok(stats);
+        };
+        let sstables = crate::read::readable_sstables(&t);
+        let memtables: Vec<Arc<Memtable>> = std::iter::once(t.memtable.read().clone())
+            .chain(t.flushing.read().iter().cloned())
+            .collect();
+        let ids: Vec<ColumnId> = scan.columns.iter().map(|c| c.id).collect();
+        // The restricted columns are read too, to evaluate the restrictions on.
+        let mut read_ids = ids.clone();
+        for r in &scan.restrictions {
+            if !read_ids.contains(&r.column.id) {
+                read_ids.push(r.column.id);
+            }
+        }
+        let skips: Vec<Restriction> = scan
+            .restrictions
+            .iter()
+            .map(ColumnRestriction::chunk_restriction)
+            .collect();
+        let mut covered: Vec<(i64, i64)> = Vec::new();
+        for (si, s) in sstables.iter().enumerate() {
+            let Some(seg) = s.segment() else { continue };
+            for g in 0..seg.row_groups() {
+                let Some((glo, ghi)) = seg.group_token_range(g) else {
+                    continue;
+                };
+                if ghi < lo || glo > hi || !seg.group_is_plain(g, &read_ids) {
+                    continue;
+                }
+                if others_hold(&sstables, si, &memtables, glo, ghi)? {
+                    continue;
+                }
+                covered.push((glo, ghi));
+                if skips.iter().any(|r| seg.can_skip(g, r)) {
+                    stats.groups_skipped += 1;
+                    continue;
+                }
+                let req = ScanRequest {
+                    columns: read_ids.clone(),
+                    restrictions: Vec::new(),
+                    keys: glo < lo || ghi > hi,
+                    metadata: false,
+                };
+                let batch = seg.read_group(g, &req)?;
+                stats.groups_read += 1;
+                let mut selected = batch.keys.as_ref().map(|k| {
+                    let mut m = Bitmap::with_capacity(batch.rows);
+                    for i in 0..batch.rows {
+                        m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
+                    }
+                    m
+                });
+                let columns: Vec<Column> = batch.columns.into_iter().map(|c| c.values).collect();
+                apply_restrictions(&mut selected, batch.rows, &columns, &read_ids, scan);
+                f(ScanBatch {
+                    rows: batch.rows,
+                    selected,
+                    columns: columns.into_iter().take(ids.len()).collect(),
+                })?;
+            }
+        }
+        for (glo, ghi) in gaps(lo, hi, covered) {
+            stats.rows_from_row_path += self.scan_rows(table, glo, ghi, scan, &read_ids, f)?;
+        }
+        Ok(stats)
+    }
+
+    /// The live rows of tokens `lo..=hi` read through the row path, as batches.
+    fn scan_rows(
+        &self,
+        table: TableId,
+        lo: i64,
+        hi: i64,
+        scan: &ColumnScan,
+        read_ids: &[ColumnId],
+        f: &mut dyn FnMut(ScanBatch) -> Result<(), StorageError>,
+    ) -> Result<u64, StorageError> {
+        let mut sorted: Vec<ColumnId> = read_ids.to_vec();
+        sorted.sort_unstable();
+        let mut start = PartitionBound::Token {
+            token: lo,
+            inclusive: true,
+        };
+        let mut rows_read = 0u64;
+        loop {
+            let q = ReadQuery {
+                partitions: PartitionRange::Range {
+                    start: start.clone(),
+                    end: PartitionBound::Token {
+                        token: hi,
+                        inclusive: true,
+                    },
+                },
+                slices: Vec::new(),
+                reversed: false,
+                row_limit: None,
+                per_partition_limit: None,
+                partition_limit: Some(ROW_PATH_PARTITIONS),
+                now_s: scan.now_s,
+                resume_after: None,
+                columns: Some(Arc::from(sorted.as_slice())),
+            };
+            let r = self.read(table, &q)?;
+            let Some(last) = r.partitions.last() else {
+                return Ok(rows_read);
+            };
+            start = PartitionBound::Key {
+                token: last.token,
+                key: last.key.clone(),
+                inclusive: false,
+            };
+            let full = r.partitions.len() >= ROW_PATH_PARTITIONS;
+            let batch = rows_batch(&r.partitions, read_ids, scan);
+            rows_read += batch.rows as u64;
+            let ids = scan.columns.len();
+            f(ScanBatch {
+                columns: batch.columns.into_iter().take(ids).collect(),
+                ..batch
+            })?;
+            if !full {
+                return Ok(rows_read);
+            }
+        }
+    }
+}
+
+/// The inclusive token span of the bounds; None when empty. Key bounds are refused: a scan
+/// covers whole tokens.
+fn token_span(
+    start: &PartitionBound,
+    end: &PartitionBound,
+) -> Result<Option<(i64, i64)>, StorageError> {
+    let lo = match start {
+        PartitionBound::Unbounded => Some(i64::MIN),
+        PartitionBound::Token { token, inclusive } if *inclusive => Some(*token),
+        PartitionBound::Token { token, .. } => token.checked_add(1),
+        PartitionBound::Key { .. } => None.ok_or(key_bound())?,
+    };
+    let hi = match end {
+        PartitionBound::Unbounded => Some(i64::MAX),
+        PartitionBound::Token { token, inclusive } if *inclusive => Some(*token),
+        PartitionBound::Token { token, .. } => token.checked_sub(1),
+        PartitionBound::Key { .. } => None.ok_or(key_bound())?,
+    };
+    Ok(match (lo, hi) {
+        (Some(lo), Some(hi)) if lo <= hi => Some((lo, hi)),
+        _ => None,
+    })
+}
+
+fn key_bound() -> StorageError {
+    StorageError::InvalidRequest("a column scan takes token bounds only".into())
+}
+
+/// Whether a source other than SSTable `own` holds a partition with a token in `lo..=hi`.
+fn others_hold(
+    sstables: &[Arc<SSTableReader>],
+    own: usize,
+    memtables: &[Arc<Memtable>],
+    lo: i64,
+    hi: i64,
+) -> Result<bool, StorageError> {
+    for (i, s) in sstables.iter().enumerate() {
+        if i == own || s.stats.partitions == 0 || s.stats.max_token < lo || s.stats.min_token > hi {
+            continue;
+        }
+        let at = s.first_at_or_after_token(lo)?;
+        if at < s.partition_count() && s.entry(at)?.token <= hi {
+            return Ok(true);
+        }
+    }
+    let bound = |token, inclusive| PartitionBound::Token { token, inclusive };
+    let Some(start) = start_bound(&bound(lo, true)) else {
+        return Ok(false);
+    };
+    let end = end_bound(&bound(hi, true));
+    Ok(memtables
+        .iter()
+        .any(|m| !m.keys_in_range(&start, &end, 1).is_empty()))
+}
+
+/// `lo..=hi` less the spans in `covered` (which may touch or overlap), in order.
+fn gaps(lo: i64, hi: i64, mut covered: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    covered.sort_unstable();
+    let mut out = Vec::new();
+    let mut next = Some(lo);
+    for (a, b) in covered {
+        let Some(from) = next else { break };
+        if b < from {
+            continue;
+        }
+        if a > from {
+            out.push((from, (a - 1).min(hi)));
+        }
+        next = b.checked_add(1);
+        if next.is_some_and(|n| n > hi) {
+            next = None;
+        }
+    }
+    if let Some(from) = next {
+        if from <= hi {
+            out.push((from, hi));
+        }
+    }
+    out
+}
+
+/// Narrows `selected` to rows satisfying every restriction of `scan` (their columns are in
+/// `columns`, in `ids` order).
+fn apply_restrictions(
+    selected: &mut Option<Bitmap>,
+    rows: usize,
+    columns: &[Column],
+    ids: &[ColumnId],
+    scan: &ColumnScan,
+) {
+    for r in &scan.restrictions {
+        let col = ids
+            .iter()
+            .position(|c| *c == r.column.id)
+            .and_then(|j| columns.get(j));
+        let (Some(col), Some(value)) = (col, r.column.value_type.scalar(&r.value)) else {
+            // A value that is not of the column's type matches no row.
+            *selected = Some(Bitmap::filled(rows, false));
+            return;
+        };
+        let before = selected.take();
+        let mut out = Bitmap::with_capacity(rows);
+        for i in 0..rows {
+            let kept = before.as_ref().is_none_or(|m| m.get(i));
+            out.push(kept && matches(col, i, r.column.value_type, r.op, &value));
+        }
+        *selected = Some(out);
+    }
+}
+
+/// The value type of column `id`, from the columns or restrictions of `scan`.
+fn column_type(scan: &ColumnScan, id: ColumnId) -> ValueType {
+    scan.columns
+        .iter()
+        .chain(scan.restrictions.iter().map(|r| &r.column))
+        .find(|c| c.id == id)
+        .map_or(ValueType::Opaque, |c| c.value_type)
+}
+
+fn matches(col: &Column, i: usize, t: ValueType, op: CompareOp, value: &Scalar) -> bool {
+    if !col.is_valid(i) {
+        return false;
+    }
+    let v = match &col.values {
+        ColumnValues::Int(v) => v.get(i).map(|x| Scalar::Int(*x)),
+        ColumnValues::Float32(v) => v.get(i).map(|x| Scalar::Float(f64::from(*x))),
+        ColumnValues::Float64(v) => v.get(i).map(|x| Scalar::Float(*x)),
+        // Text and blobs, or a chunk of another type kept as its serialized bytes.
+        ColumnValues::Bytes(v) => t.scalar(v.get(i)),
+    };
+    let Some(o) = v.and_then(|v| v.compare(value)) else {
+        return false;
+    };
+    match op {
+        CompareOp::Eq => o.is_eq(),
+        CompareOp::Lt => o.is_lt(),
+        CompareOp::Le => o.is_le(),
+        CompareOp::Gt => o.is_gt(),
+        CompareOp::Ge => o.is_ge(),
+    }
+}
+
+/// Live rows of the row path as a batch (static rows are not rows of a column scan).
+fn rows_batch(partitions: &[PartitionData], ids: &[ColumnId], scan: &ColumnScan) -> ScanBatch {
+    let rows: usize = partitions.iter().map(|p| p.rows.len()).sum();
+    let mut raw: Vec<(BytesVec, Bitmap)> = ids
+        .iter()
+        .map(|_| (BytesVec::default(), Bitmap::with_capacity(rows)))
+        .collect();
+    for row in partitions.iter().flat_map(|p| p.rows.iter()) {
+        for (j, id) in ids.iter().enumerate() {
+            // Cells are sorted by column id; a simple column has one.
+            let cell = row
+                .cells
+                .iter()
+                .find(|c| c.column == *id && c.path.is_none());
+            if let Some((values, valid)) = raw.get_mut(j) {
+                values.push(cell.map_or(&[][..], |c| c.value.as_ref()));
+                valid.push(cell.is_some());
+            }
+        }
+    }
+    let types: Vec<ValueType> = ids.iter().map(|id| column_type(scan, *id)).collect();
+    let columns: Vec<Column> = raw
+        .into_iter()
+        .zip(types)
+        .map(|((values, valid), t)| crate::columnar::typed_column(values, Some(valid), t))
+        .collect();
+    let mut selected = None;
+    apply_restrictions(&mut selected, rows, &columns, ids, scan);
+    ScanBatch {
+        rows,
+        selected,
+        columns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token_bound(token: i64, inclusive: bool) -> PartitionBound {
+        PartitionBound::Token { token, inclusive }
+    }
+
+    #[test]
+    fn gaps_are_the_range_less_the_covered_spans() {
+        assert_eq!(gaps(0, 100, vec![]), vec![(0, 100)]);
+        assert_eq!(
+            gaps(0, 100, vec![(10, 20), (15, 30), (31, 40), (90, 200)]),
+            vec![(0, 9), (41, 89)]
+        );
+        assert_eq!(gaps(0, 100, vec![(-5, 100)]), vec![]);
+        assert_eq!(
+            gaps(i64::MIN, i64::MAX, vec![(i64::MIN, 0), (5, i64::MAX)]),
+            vec![(1, 4)]
+        );
+    }
+
+    #[test]
+    fn token_bounds_become_an_inclusive_span() {
+        let span = |s, e| token_span(&s, &e).ok().flatten();
+        assert_eq!(
+            span(token_bound(5, false), token_bound(9, true)),
+            Some((6, 9))
+        );
+        assert_eq!(
+            span(PartitionBound::Unbounded, token_bound(i64::MIN, false)),
+            None
+        );
+        assert_eq!(
+            span(token_bound(i64::MAX, false), PartitionBound::Unbounded),
+            None
+        );
+    }
+}

@@ -1,0 +1,347 @@
+//! Column scans of a columnar table (issue 15): the batches `Engine::scan_columns` gives hold
+//! exactly the live rows a row read returns, whatever mix of memtables, overlapping SSTables,
+//! deletions and TTLs the table has; and once compacted they come from the chunks, with row
+//! groups skipped by their statistics.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing test may panic
+
+mod common;
+use common::*;
+use helenus_storage::columnar::{ColumnSpec, ColumnValues, CompareOp, ValueType};
+use helenus_storage::*;
+
+const T: TableId = [21; 16];
+/// int, double, text.
+const MONTH: ColumnId = 1;
+const TONE: ColumnId = 2;
+const CODE: ColumnId = 3;
+
+fn spec(id: ColumnId) -> ColumnSpec {
+    let value_type = match id {
+        MONTH => ValueType::Int,
+        TONE => ValueType::Double,
+        _ => ValueType::Text,
+    };
+    ColumnSpec { id, value_type }
+}
+
+fn def() -> TableDef {
+    TableDef {
+        id: T,
+        keyspace: "ks".into(),
+        name: "events".into(),
+        clustering: Vec::new(),
+        columns: [MONTH, TONE, CODE]
+            .into_iter()
+            .map(|id| ColumnDef {
+                id,
+                is_static: false,
+                multi_cell: None,
+                is_counter: false,
+            })
+            .collect(),
+        options: TableOptions {
+            layout: DataLayout::Columnar(ColumnarTypes {
+                partition_key: ValueType::Blob,
+                clustering: Vec::new(),
+                columns: [MONTH, TONE, CODE].into_iter().map(spec).collect(),
+            }),
+            ..TableOptions::default()
+        },
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    i.to_be_bytes().to_vec()
+}
+
+const CODES: [&str; 4] = ["USA", "FRA", "ALB", "CHN"];
+
+fn insert(i: u64, ts: i64, ttl_s: u32, month: i32, tone: f64, code: &str) -> Mutation {
+    let k = key(i);
+    let cell = |column, value: Vec<u8>| CellUpdate {
+        column,
+        path: None,
+        timestamp_us: ts,
+        op: CellOp::Set {
+            value: value.into(),
+            ttl_s,
+        },
+    };
+    Mutation {
+        table: T,
+        key: b(&k),
+        token: token(&k),
+        partition_deletion: None,
+        range_tombstones: Vec::new(),
+        static_row: None,
+        rows: vec![RowUpdate {
+            clustering: Vec::new(),
+            liveness: Some(Liveness {
+                timestamp_us: ts,
+                ttl_s,
+                expires_at_s: if ttl_s > 0 {
+                    now() + i64::from(ttl_s)
+                } else {
+                    0
+                },
+            }),
+            deletion: None,
+            cells: vec![
+                cell(MONTH, month.to_be_bytes().to_vec()),
+                cell(TONE, tone.to_be_bytes().to_vec()),
+                cell(CODE, code.as_bytes().to_vec()),
+            ],
+        }],
+    }
+}
+
+fn delete(i: u64, ts: i64) -> Mutation {
+    let k = key(i);
+    Mutation {
+        table: T,
+        key: b(&k),
+        token: token(&k),
+        partition_deletion: Some(DeletionTime {
+            marked_for_delete_at_us: ts,
+            local_deletion_time_s: 0,
+        }),
+        range_tombstones: Vec::new(),
+        static_row: None,
+        rows: Vec::new(),
+    }
+}
+
+/// What a query reads: (rows, sum of MONTH, sum of TONE, rows with CODE = 'ALB'), over rows
+/// with MONTH >= `min_month`, in tokens `range`.
+type Totals = (u64, i64, f64, u64);
+
+fn scan(
+    e: &Engine,
+    min_month: i32,
+    range: (PartitionBound, PartitionBound),
+    now_s: i64,
+) -> (Totals, ColumnScanStats) {
+    let s = ColumnScan {
+        start: range.0,
+        end: range.1,
+        columns: vec![spec(MONTH), spec(TONE), spec(CODE)],
+        restrictions: vec![ColumnRestriction {
+            column: spec(MONTH),
+            op: CompareOp::Ge,
+            value: min_month.to_be_bytes().to_vec(),
+        }],
+        now_s,
+    };
+    let mut t: Totals = (0, 0, 0.0, 0);
+    let stats = e
+        .scan_columns(T, &s, &mut |batch| {
+            for i in 0..batch.rows {
+                if !batch.is_selected(i) {
+                    continue;
+                }
+                t.0 += 1;
+                let (m, tone, code) = (&batch.columns[0], &batch.columns[1], &batch.columns[2]);
+                t.1 += m.int(i).unwrap_or(0);
+                if let ColumnValues::Float64(v) = &tone.values {
+                    if tone.is_valid(i) {
+                        t.2 += v[i];
+                    }
+                }
+                if let ColumnValues::Bytes(v) = &code.values {
+                    if code.is_valid(i) && v.get(i) == b"ALB" {
+                        t.3 += 1;
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    (t, stats)
+}
+
+/// The same totals from a row read.
+fn expected(
+    e: &Engine,
+    min_month: i32,
+    range: (PartitionBound, PartitionBound),
+    now_s: i64,
+) -> Totals {
+    let q = ReadQuery {
+        partitions: PartitionRange::Range {
+            start: range.0,
+            end: range.1,
+        },
+        ..scan_all(now_s)
+    };
+    let r = e.read(T, &q).unwrap();
+    let mut t: Totals = (0, 0, 0.0, 0);
+    for row in r.partitions.iter().flat_map(|p| p.rows.iter()) {
+        let cell = |c| {
+            row.cells
+                .iter()
+                .find(|x| x.column == c)
+                .map(|x| x.value.clone())
+        };
+        let Some(m) = cell(MONTH).map(|v| i32::from_be_bytes(v[..].try_into().unwrap())) else {
+            continue;
+        };
+        if m < min_month {
+            continue;
+        }
+        t.0 += 1;
+        t.1 += i64::from(m);
+        t.2 += cell(TONE).map_or(0.0, |v| f64::from_be_bytes(v[..].try_into().unwrap()));
+        t.3 += u64::from(cell(CODE).is_some_and(|v| v[..] == *b"ALB"));
+    }
+    t
+}
+
+fn close(a: Totals, b: Totals) -> bool {
+    a.0 == b.0 && a.1 == b.1 && a.3 == b.3 && (a.2 - b.2).abs() <= 1e-6 * a.2.abs().max(1.0)
+}
+
+fn all() -> (PartitionBound, PartitionBound) {
+    (PartitionBound::Unbounded, PartitionBound::Unbounded)
+}
+
+fn tokens(lo: i64, hi: i64) -> (PartitionBound, PartitionBound) {
+    (
+        PartitionBound::Token {
+            token: lo,
+            inclusive: false,
+        },
+        PartitionBound::Token {
+            token: hi,
+            inclusive: true,
+        },
+    )
+}
+
+#[test]
+fn column_scans_match_row_reads_under_random_writes_deletes_ttls_and_compactions() {
+    for seed in 1..=4u64 {
+        let dir = tempdir("colscan");
+        let e = open_with(&dir, def());
+        let mut r = Rng(seed.wrapping_mul(0x9E37_79B9) | 1);
+        let mut ts = 1_000_000i64;
+        for step in 0..12 {
+            for _ in 0..(200 + r.below(400)) {
+                ts += 1;
+                let i = r.below(1500);
+                let m = match r.below(10) {
+                    0 => delete(i, ts),
+                    1 => insert(i, ts, 1, 0, 0.0, "TTL"),
+                    _ => insert(
+                        i,
+                        ts,
+                        0,
+                        197_901 + r.below(72) as i32,
+                        r.below(2000) as f64 / 100.0 - 10.0,
+                        CODES[r.below(4) as usize],
+                    ),
+                };
+                e.apply_blocking(&[m]).unwrap();
+            }
+            match r.below(4) {
+                0 => {}
+                1 => e.flush(None).unwrap(),
+                _ => {
+                    e.flush(None).unwrap();
+                    if step % 3 == 2 {
+                        e.compact(T).unwrap();
+                    }
+                }
+            }
+            // TTL 1 s: some expire while the test runs, in memtables and SSTables alike.
+            let lo = r.next() as i64;
+            let hi = lo.saturating_add((r.next() >> 2) as i64);
+            for (min_month, range) in [(0, all()), (198_012, all()), (0, tokens(lo, hi))] {
+                // One "now" for both: rows with a TTL of 1 s expire while the test runs.
+                let now_s = now();
+                let (got, stats) = scan(&e, min_month, range.clone(), now_s);
+                let want = expected(&e, min_month, range, now_s);
+                assert!(
+                    close(got, want),
+                    "seed {seed} step {step}: {got:?} != {want:?} ({stats:?})"
+                );
+            }
+        }
+        e.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_compacted_table_is_scanned_from_its_chunks_with_groups_skipped() {
+    let dir = tempdir("colscan-compacted");
+    let e = open_with(&dir, def());
+    let mut batch = Vec::new();
+    for i in 0..60_000u64 {
+        // Months rise with the key's position in token order, so groups hold few months.
+        batch.push(insert(
+            i,
+            10 + i as i64,
+            0,
+            0,
+            (i % 7) as f64,
+            CODES[(i % 4) as usize],
+        ));
+        if batch.len() == 1000 {
+            e.apply_blocking(&batch).unwrap();
+            batch.clear();
+        }
+    }
+    compact_to_one(&e);
+    // Rewrite the months in token order so that a restriction can skip groups.
+    let q = scan_all(now());
+    let rows = e.read(T, &q).unwrap();
+    for (n, p) in rows.partitions.iter().enumerate() {
+        let i = u64::from_be_bytes(p.key[..].try_into().unwrap());
+        batch.push(insert(
+            i,
+            100_000 + i as i64,
+            0,
+            197_901 + (n / 1000) as i32,
+            1.0,
+            "USA",
+        ));
+        if batch.len() == 1000 {
+            e.apply_blocking(&batch).unwrap();
+            batch.clear();
+        }
+    }
+    compact_to_one(&e);
+    let (got, stats) = scan(&e, 0, all(), now());
+    assert!(close(got, expected(&e, 0, all(), now())), "{got:?}");
+    assert_eq!(got.0, 60_000);
+    assert_eq!(stats.rows_from_row_path, 0, "{stats:?}");
+    assert!(stats.groups_read >= 2, "{stats:?}");
+    let (got, stats) = scan(&e, 197_958, all(), now());
+    assert_eq!(got, expected(&e, 197_958, all(), now()));
+    assert_eq!(got.0, 3000);
+    assert!(stats.groups_skipped >= 2, "{stats:?}");
+    // A write after the compaction is read through the row path, the rest from chunks.
+    e.apply_blocking(&[delete(7, 1_000_000)]).unwrap();
+    let (got, stats) = scan(&e, 0, all(), now());
+    assert_eq!(got.0, 59_999);
+    assert!(
+        stats.rows_from_row_path > 0 && stats.groups_read >= 1,
+        "{stats:?}"
+    );
+    e.shutdown().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Flushes and compacts until one SSTable is left: a background compaction of the flush's
+/// output may hold some SSTables while the major compaction runs.
+fn compact_to_one(e: &Engine) {
+    e.flush(None).unwrap();
+    for _ in 0..200 {
+        e.compact(T).unwrap();
+        if e.table_stats(T).sstable_count == 1 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the table did not compact to one SSTable");
+}

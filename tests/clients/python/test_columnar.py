@@ -1,0 +1,169 @@
+"""The columnar layout (issue 15) through the driver: `WITH extensions = {'helenus.layout':
+'columnar'}` is accepted and round-trips through system_schema and DESCRIBE; a columnar table
+holding the same writes, deletes and TTLs as a row table answers every read and every CQL
+aggregate the same, before and after flushes and compactions (which turn its SSTables
+columnar); a bad layout value is a configuration error.
+
+Flush and compaction go through `helenus nodetool` (HELENUS_BIN, or
+$CARGO_TARGET_DIR/release/helenus as tests/clients/run.sh sets it).
+"""
+
+import math
+import random
+
+import pytest
+from cassandra import ConfigurationException
+from cassandra.concurrent import execute_concurrent_with_args
+
+from test_parquet_export import nodetool
+
+COLUMNAR = "WITH extensions = {'helenus.layout': 'columnar'}"
+SCHEMA = "(k int PRIMARY KEY, month int, tone double, code text, n bigint, f float, tags set<text>)"
+CODES = ["USA", "FRA", "ALB", "CHN", "DEU"]
+N = 4000
+
+
+def write(session, table, rows):
+    ins = session.prepare(
+        f"INSERT INTO {table} (k, month, tone, code, n, f, tags) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    )
+    execute_concurrent_with_args(session, ins, rows, concurrency=64, raise_on_first_error=True)
+
+
+def rows_for(seed, keys):
+    r = random.Random(seed)
+    return [
+        (
+            k,
+            197901 + r.randrange(72),
+            r.uniform(-10, 10),
+            r.choice(CODES),
+            r.randrange(-(10**12), 10**12),
+            r.uniform(-1000, 1000),
+            {r.choice(CODES)} if r.random() < 0.1 else None,
+        )
+        for k in keys
+    ]
+
+
+def changes(session, table, seed):
+    """Deletes, cell deletions, updates without INSERT and TTLs: what a columnar SSTable
+    must keep exactly as a row SSTable does."""
+    r = random.Random(seed)
+    for _ in range(60):
+        k = r.randrange(N)
+        session.execute(f"DELETE FROM {table} WHERE k = %s", (k,))
+        session.execute(f"DELETE tone FROM {table} WHERE k = %s", (r.randrange(N),))
+        session.execute(
+            f"UPDATE {table} SET month = %s, code = 'UPD' WHERE k = %s",
+            (198012, N + r.randrange(200)),
+        )
+        session.execute(
+            f"UPDATE {table} USING TTL 100000 SET n = %s WHERE k = %s", (7, r.randrange(N))
+        )
+
+
+@pytest.fixture(scope="module")
+def tables(session):
+    names = {"col": "col_events", "row": "row_events"}
+    for kind, name in names.items():
+        session.execute(f"DROP TABLE IF EXISTS {name}")
+        session.execute(f"CREATE TABLE {name} {SCHEMA} {COLUMNAR if kind == 'col' else ''}")
+    for name in names.values():
+        write(session, name, rows_for(1, range(N)))
+        changes(session, name, 2)
+    for step in ("flush", "compact"):
+        r = nodetool(step, session.keyspace, names["col"])
+        assert r.returncode == 0, r.stderr
+    # Writes after the compaction stay in the memtable, over the compacted SSTable.
+    for name in names.values():
+        write(session, name, rows_for(3, range(0, N, 37)))
+        changes(session, name, 4)
+    return names
+
+
+QUERIES = [
+    "SELECT count(*) FROM {t}",
+    "SELECT count(*), sum(month), avg(tone), min(code), max(code), min(tone), max(n), "
+    "sum(f), avg(n), count(tone), min(month) FROM {t}",
+    "SELECT count(*), avg(tone), min(tone), max(tone) FROM {t} WHERE month = 198012 "
+    "ALLOW FILTERING",
+    "SELECT count(*) FROM {t} WHERE code = 'ALB' ALLOW FILTERING",
+    "SELECT count(*), max(code) FROM {t} WHERE code = 'NONE' ALLOW FILTERING",
+    "SELECT count(tone), sum(n) FROM {t} WHERE month >= 198000 AND month < 198100 "
+    "AND tone > 0 ALLOW FILTERING",
+    "SELECT count(*), sum(month) FROM {t} WHERE token(k) > -3000000000000000000 "
+    "AND token(k) <= 4000000000000000000",
+    "SELECT count(*) FROM {t} WHERE token(k) > 5000000000000000000",
+    "SELECT k, month, tone, code, n, f, tags FROM {t}",
+    "SELECT k, code FROM {t} WHERE k IN (1, 37, 74, 3999, 4100)",
+]
+
+
+def same(a, b):
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def answer(session, q, t):
+    return sorted(tuple(r) for r in session.execute(q.format(t=t)))
+
+
+def check_all(session, tables):
+    for q in QUERIES:
+        got, want = answer(session, q, tables["col"]), answer(session, q, tables["row"])
+        assert len(got) == len(want), q
+        for g, w in zip(got, want):
+            assert same(g, w), f"{q}: {g} != {w}"
+
+
+def test_columnar_answers_as_rows_do(session, tables):
+    check_all(session, tables)
+    assert answer(session, QUERIES[0], tables["col"])[0][0] > N // 2
+
+
+def test_columnar_answers_as_rows_do_once_all_is_compacted(session, tables):
+    for step in ("flush", "compact"):
+        r = nodetool(step, session.keyspace, tables["col"])
+        assert r.returncode == 0, r.stderr
+    check_all(session, tables)
+
+
+def test_layout_round_trips_through_schema_and_describe(session, tables):
+    row = session.execute(
+        "SELECT extensions FROM system_schema.tables WHERE keyspace_name = %s "
+        "AND table_name = %s",
+        (session.keyspace, tables["col"]),
+    ).one()
+    assert dict(row.extensions) == {"helenus.layout": b"columnar"}
+    ddl = session.execute(f"DESCRIBE TABLE {tables['col']}").one().create_statement
+    assert "extensions = {'helenus.layout': 'columnar'}" in ddl
+    plain = session.execute(f"DESCRIBE TABLE {tables['row']}").one().create_statement
+    assert "extensions = {}" in plain
+    # The DESCRIBE output creates the same table again (a blob literal is accepted too).
+    session.execute("DROP TABLE IF EXISTS col_copy")
+    session.execute(ddl.replace(f".{tables['col']} ", ".col_copy "))
+    again = session.execute(
+        "SELECT extensions FROM system_schema.tables WHERE keyspace_name = %s "
+        "AND table_name = 'col_copy'",
+        (session.keyspace,),
+    ).one()
+    assert dict(again.extensions) == {"helenus.layout": b"columnar"}
+    session.execute("ALTER TABLE col_copy WITH extensions = {'helenus.layout': 0x726f7773}")
+    altered = session.execute(
+        "SELECT extensions FROM system_schema.tables WHERE keyspace_name = %s "
+        "AND table_name = 'col_copy'",
+        (session.keyspace,),
+    ).one()
+    assert dict(altered.extensions) == {"helenus.layout": b"rows"}
+
+
+def test_an_unknown_layout_is_a_configuration_error(session):
+    with pytest.raises(ConfigurationException, match="Unknown value 'parquet' .*expected 'rows' or 'columnar'"):
+        session.execute(
+            "CREATE TABLE bad_layout (k int PRIMARY KEY) "
+            "WITH extensions = {'helenus.layout': 'parquet'}"
+        )
