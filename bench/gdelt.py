@@ -189,12 +189,17 @@ def data_stats(rows, seed):
 KEYSPACE = "bench_analytics"
 # Layout -> (table name, primary key, table options). narrow: one row per partition (the study's "CQL
 # rows"); wide: a partition per month, events clustered in it (a month's aggregate is one partition
-# read); compact: narrow with COMPACT STORAGE (the study's second Cassandra layout).
+# read); compact: narrow with COMPACT STORAGE (the study's second Cassandra layout); columnar: narrow in
+# Helenus's columnar layout (issue 15; Cassandra would take the option and store rows, so it is Helenus's).
 LAYOUTS = {
     "narrow": ("narrow", "PRIMARY KEY (globaleventid)", ""),
     "wide": ("wide", "PRIMARY KEY ((monthyear), globaleventid)", ""),
     "compact": ("compact_narrow", "PRIMARY KEY (globaleventid)", " WITH COMPACT STORAGE"),
+    "columnar": ("columnar_narrow", "PRIMARY KEY (globaleventid)",
+                 " WITH extensions = {'helenus.layout': 'columnar'}"),
 }
+# Layouts only Helenus has.
+HELENUS_ONLY = {"columnar"}
 
 
 def table_name(layout):
