@@ -195,8 +195,10 @@ LAYOUTS = {
     "narrow": ("narrow", "PRIMARY KEY (globaleventid)", ""),
     "wide": ("wide", "PRIMARY KEY ((monthyear), globaleventid)", ""),
     "compact": ("compact_narrow", "PRIMARY KEY (globaleventid)", " WITH COMPACT STORAGE"),
+    # zstd chunks, as the Parquet export's: the size aim compares with Parquet (zstd).
     "columnar": ("columnar_narrow", "PRIMARY KEY (globaleventid)",
-                 " WITH extensions = {'helenus.layout': 'columnar'}"),
+                 " WITH extensions = {'helenus.layout': 'columnar'}"
+                 " AND compression = {'class': 'ZstdCompressor'}"),
 }
 # Layouts only Helenus has.
 HELENUS_ONLY = {"columnar"}

@@ -144,6 +144,7 @@ pub use index::{
     value_partition, IndexDef,
 };
 pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
+pub use read::columnar_page::ColumnPage;
 pub use read::columnar_scan::{ColumnRestriction, ColumnScan, ColumnScanStats, ScanBatch};
 pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

@@ -117,7 +117,13 @@ pub struct SegmentReader {
     /// in order (range reads, merges) take a group's partitions one by one, and each would
     /// otherwise decode every stream of the group again.
     recent: parking_lot::Mutex<Vec<(usize, Arc<DecodedGroup>)>>,
+    /// Streams `read_group` decoded last, by (group, stream): pages of a scan read a group's
+    /// key and column streams once per page, and a page is a fraction of a group.
+    streams: parking_lot::Mutex<std::collections::VecDeque<((usize, usize), Arc<Column>)>>,
 }
+
+/// Streams `read_group` keeps decoded per segment.
+const RECENT_STREAMS: usize = 16;
 
 /// A row group's streams, decoded, with its raw streams serialized once.
 struct DecodedGroup {
@@ -179,6 +185,7 @@ impl SegmentReader {
             bytes_read: AtomicU64::new(footer_len + TRAILER_LEN as u64),
             group_starts,
             recent: parking_lot::Mutex::new(Vec::new()),
+            streams: parking_lot::Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
@@ -376,15 +383,29 @@ impl SegmentReader {
         decode_chunk(&buf, rows, e.physical)
     }
 
+    /// Stream `s` of group `g`, from the recently decoded streams when there.
+    fn cached_stream(&self, g: usize, s: usize) -> Result<Column, ColumnarError> {
+        if let Some((_, c)) = self.streams.lock().iter().find(|(at, _)| *at == (g, s)) {
+            return Ok(Column::clone(c));
+        }
+        let c = self.stream(g, s)?;
+        let mut recent = self.streams.lock();
+        if recent.len() >= RECENT_STREAMS {
+            recent.pop_front();
+        }
+        recent.push_back(((g, s), Arc::new(c.clone())));
+        Ok(c)
+    }
+
     /// Reads the streams `req` selects of row group `g` (whether or not it could be skipped).
     pub fn read_group(&self, g: usize, req: &ScanRequest) -> Result<RowGroupBatch, ColumnarError> {
         let rows = self.group_rows(g);
         let l = &self.footer.layout;
         let keys = if req.keys {
             Some(KeyColumns {
-                tokens: self.stream(g, S_TOKEN)?,
-                keys: self.stream(g, S_KEY)?,
-                kinds: self.stream(g, S_KIND)?,
+                tokens: self.cached_stream(g, S_TOKEN)?,
+                keys: self.cached_stream(g, S_KEY)?,
+                kinds: self.cached_stream(g, S_KIND)?,
                 clustering: (0..l.clustering.len())
                     .map(|i| self.stream(g, l.clustering_stream(i)))
                     .collect::<Result<_, _>>()?,
@@ -428,7 +449,7 @@ impl SegmentReader {
             columns.push(ColumnBatch {
                 id: *id,
                 value_type: l.stream_type(s),
-                values: self.stream(g, s)?,
+                values: self.cached_stream(g, s)?,
                 cells,
             });
         }

@@ -13,11 +13,13 @@
 //! reconciled as any read, and its live rows turned into the same column batches. So the scan
 //! is exact whatever the table holds, and as fast as its chunks once compacted.
 
+use super::columnar_page::Piece;
 use crate::columnar::{Bitmap, BytesVec, Column, ColumnValues, Restriction, ScanRequest, Target};
 use crate::columnar::{ColumnSpec, CompareOp, Scalar, ValueType};
 use crate::engine::Engine;
 use crate::memtable::{end_bound, start_bound, Memtable};
 use crate::sstable::SSTableReader;
+use crate::table::Table;
 use crate::types::*;
 use std::sync::Arc;
 
@@ -89,6 +91,88 @@ pub struct ColumnScanStats {
 /// Partitions one row-path read returns at most (a batch's worth of small partitions).
 const ROW_PATH_PARTITIONS: usize = 4096;
 
+/// How a token range splits into plain row groups read from chunks and spans for the row path.
+pub(crate) struct Pieces {
+    pub sstables: Vec<Arc<SSTableReader>>,
+    /// The scan's columns, then the restricted columns not among them.
+    pub read_ids: Vec<ColumnId>,
+    /// `read_ids` sorted (the row path's projection).
+    pub sorted_ids: Vec<ColumnId>,
+    /// Plain groups in range: (SSTable index, group, first token, last token, skipped by a
+    /// restriction).
+    pub groups: Vec<(usize, usize, i64, i64, bool)>,
+}
+
+impl Pieces {
+    /// Groups to read and gaps for the row path, in token order over `lo..=hi`.
+    pub(crate) fn in_order(&self, lo: i64, hi: i64) -> Vec<Piece> {
+        let covered = self.groups.iter().map(|g| (g.2, g.3)).collect();
+        let mut out: Vec<(i64, Piece)> = self
+            .groups
+            .iter()
+            .filter(|g| !g.4)
+            .map(|g| (g.2, Piece::Group(g.0, g.1)))
+            .chain(
+                gaps(lo, hi, covered)
+                    .into_iter()
+                    .map(|(a, b)| (a, Piece::Gap(a, b))),
+            )
+            .collect();
+        out.sort_by_key(|(start, _)| *start);
+        out.into_iter().map(|(_, p)| p).collect()
+    }
+}
+
+/// The plain row groups of `lo..=hi` no other source overlaps (see the module doc).
+pub(crate) fn plain_groups(
+    t: &Table,
+    scan: &ColumnScan,
+    lo: i64,
+    hi: i64,
+) -> Result<Pieces, StorageError> {
+    let sstables = crate::read::readable_sstables(t);
+    let memtables: Vec<Arc<Memtable>> = std::iter::once(t.memtable.read().clone())
+        .chain(t.flushing.read().iter().cloned())
+        .collect();
+    // The restricted columns are read too, to evaluate the restrictions on.
+    let mut read_ids: Vec<ColumnId> = scan.columns.iter().map(|c| c.id).collect();
+    for r in &scan.restrictions {
+        if !read_ids.contains(&r.column.id) {
+            read_ids.push(r.column.id);
+        }
+    }
+    let skips: Vec<Restriction> = scan
+        .restrictions
+        .iter()
+        .map(ColumnRestriction::chunk_restriction)
+        .collect();
+    let mut groups = Vec::new();
+    for (si, s) in sstables.iter().enumerate() {
+        let Some(seg) = s.segment() else { continue };
+        for g in 0..seg.row_groups() {
+            let Some((glo, ghi)) = seg.group_token_range(g) else {
+                continue;
+            };
+            if ghi < lo || glo > hi || !seg.group_is_plain(g, &read_ids) {
+                continue;
+            }
+            if others_hold(&sstables, si, &memtables, glo, ghi)? {
+                continue;
+            }
+            let skipped = skips.iter().any(|r| seg.can_skip(g, r));
+            groups.push((si, g, glo, ghi, skipped));
+        }
+    }
+    let mut sorted_ids = read_ids.clone();
+    sorted_ids.sort_unstable();
+    Ok(Pieces {
+        sstables,
+        read_ids,
+        sorted_ids,
+        groups,
+    })
+}
+
 impl Engine {
     /// Calls `f` with batches of the live rows of `scan`'s range, in no particular order.
     pub fn scan_columns(
@@ -102,67 +186,44 @@ impl Engine {
         let Some((lo, hi)) = token_span(&scan.start, &scan.end)? else {
             return Ok(stats);
         };
-        let sstables = crate::read::readable_sstables(&t);
-        let memtables: Vec<Arc<Memtable>> = std::iter::once(t.memtable.read().clone())
-            .chain(t.flushing.read().iter().cloned())
-            .collect();
-        let ids: Vec<ColumnId> = scan.columns.iter().map(|c| c.id).collect();
-        // The restricted columns are read too, to evaluate the restrictions on.
-        let mut read_ids = ids.clone();
-        for r in &scan.restrictions {
-            if !read_ids.contains(&r.column.id) {
-                read_ids.push(r.column.id);
+        let pieces = plain_groups(&t, scan, lo, hi)?;
+        let ids = scan.columns.len();
+        stats.groups_skipped = pieces.groups.iter().filter(|g| g.4).count() as u64;
+        for piece in pieces.in_order(lo, hi) {
+            match piece {
+                Piece::Group(si, g) => {
+                    let Some(seg) = pieces.sstables.get(si).and_then(|s| s.segment()) else {
+                        continue;
+                    };
+                    let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
+                    let req = ScanRequest {
+                        columns: pieces.read_ids.clone(),
+                        restrictions: Vec::new(),
+                        keys: glo < lo || ghi > hi,
+                        metadata: false,
+                    };
+                    let batch = seg.read_group(g, &req)?;
+                    stats.groups_read += 1;
+                    let mut selected = batch.keys.as_ref().map(|k| {
+                        let mut m = Bitmap::with_capacity(batch.rows);
+                        for i in 0..batch.rows {
+                            m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
+                        }
+                        m
+                    });
+                    let columns: Vec<Column> =
+                        batch.columns.into_iter().map(|c| c.values).collect();
+                    apply_restrictions(&mut selected, batch.rows, &columns, &pieces.read_ids, scan);
+                    f(ScanBatch {
+                        rows: batch.rows,
+                        selected,
+                        columns: columns.into_iter().take(ids).collect(),
+                    })?;
+                }
+                Piece::Gap(a, b) => {
+                    stats.rows_from_row_path += self.scan_rows(table, a, b, scan, &pieces, f)?;
+                }
             }
-        }
-        let skips: Vec<Restriction> = scan
-            .restrictions
-            .iter()
-            .map(ColumnRestriction::chunk_restriction)
-            .collect();
-        let mut covered: Vec<(i64, i64)> = Vec::new();
-        for (si, s) in sstables.iter().enumerate() {
-            let Some(seg) = s.segment() else { continue };
-            for g in 0..seg.row_groups() {
-                let Some((glo, ghi)) = seg.group_token_range(g) else {
-                    continue;
-                };
-                if ghi < lo || glo > hi || !seg.group_is_plain(g, &read_ids) {
-                    continue;
-                }
-                if others_hold(&sstables, si, &memtables, glo, ghi)? {
-                    continue;
-                }
-                covered.push((glo, ghi));
-                if skips.iter().any(|r| seg.can_skip(g, r)) {
-                    stats.groups_skipped += 1;
-                    continue;
-                }
-                let req = ScanRequest {
-                    columns: read_ids.clone(),
-                    restrictions: Vec::new(),
-                    keys: glo < lo || ghi > hi,
-                    metadata: false,
-                };
-                let batch = seg.read_group(g, &req)?;
-                stats.groups_read += 1;
-                let mut selected = batch.keys.as_ref().map(|k| {
-                    let mut m = Bitmap::with_capacity(batch.rows);
-                    for i in 0..batch.rows {
-                        m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
-                    }
-                    m
-                });
-                let columns: Vec<Column> = batch.columns.into_iter().map(|c| c.values).collect();
-                apply_restrictions(&mut selected, batch.rows, &columns, &read_ids, scan);
-                f(ScanBatch {
-                    rows: batch.rows,
-                    selected,
-                    columns: columns.into_iter().take(ids.len()).collect(),
-                })?;
-            }
-        }
-        for (glo, ghi) in gaps(lo, hi, covered) {
-            stats.rows_from_row_path += self.scan_rows(table, glo, ghi, scan, &read_ids, f)?;
         }
         Ok(stats)
     }
@@ -174,11 +235,9 @@ impl Engine {
         lo: i64,
         hi: i64,
         scan: &ColumnScan,
-        read_ids: &[ColumnId],
+        pieces: &Pieces,
         f: &mut dyn FnMut(ScanBatch) -> Result<(), StorageError>,
     ) -> Result<u64, StorageError> {
-        let mut sorted: Vec<ColumnId> = read_ids.to_vec();
-        sorted.sort_unstable();
         let mut start = PartitionBound::Token {
             token: lo,
             inclusive: true,
@@ -200,7 +259,7 @@ impl Engine {
                 partition_limit: Some(ROW_PATH_PARTITIONS),
                 now_s: scan.now_s,
                 resume_after: None,
-                columns: Some(Arc::from(sorted.as_slice())),
+                columns: Some(Arc::from(pieces.sorted_ids.as_slice())),
             };
             let r = self.read(table, &q)?;
             let Some(last) = r.partitions.last() else {
@@ -212,7 +271,7 @@ impl Engine {
                 inclusive: false,
             };
             let full = r.partitions.len() >= ROW_PATH_PARTITIONS;
-            let batch = rows_batch(&r.partitions, read_ids, scan);
+            let batch = rows_batch(&r.partitions, &pieces.read_ids, scan);
             rows_read += batch.rows as u64;
             let ids = scan.columns.len();
             f(ScanBatch {
@@ -228,7 +287,7 @@ impl Engine {
 
 /// The inclusive token span of the bounds; None when empty. Key bounds are refused: a scan
 /// covers whole tokens.
-fn token_span(
+pub(crate) fn token_span(
     start: &PartitionBound,
     end: &PartitionBound,
 ) -> Result<Option<(i64, i64)>, StorageError> {
@@ -309,7 +368,7 @@ fn gaps(lo: i64, hi: i64, mut covered: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 
 /// Narrows `selected` to rows satisfying every restriction of `scan` (their columns are in
 /// `columns`, in `ids` order).
-fn apply_restrictions(
+pub(crate) fn apply_restrictions(
     selected: &mut Option<Bitmap>,
     rows: usize,
     columns: &[Column],
@@ -369,7 +428,11 @@ fn matches(col: &Column, i: usize, t: ValueType, op: CompareOp, value: &Scalar) 
 }
 
 /// Live rows of the row path as a batch (static rows are not rows of a column scan).
-fn rows_batch(partitions: &[PartitionData], ids: &[ColumnId], scan: &ColumnScan) -> ScanBatch {
+pub(crate) fn rows_batch(
+    partitions: &[PartitionData],
+    ids: &[ColumnId],
+    scan: &ColumnScan,
+) -> ScanBatch {
     let rows: usize = partitions.iter().map(|p| p.rows.len()).sum();
     let mut raw: Vec<(BytesVec, Bitmap)> = ids
         .iter()

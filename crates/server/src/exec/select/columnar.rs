@@ -13,6 +13,7 @@
 use super::{Filter, PartitionSelection, SelectOutput, SelectPlan};
 use crate::exec::aggregates::{agg_finish, agg_init, AggState};
 use crate::exec::error::{ExecError, ExecResult};
+use crate::exec::paging::PagingState;
 use crate::exec::selectors::{AggKind, Sel};
 use crate::exec::storage_bridge::value_type;
 use crate::exec::values::{self, Binds, Bound};
@@ -82,6 +83,137 @@ pub(super) async fn aggregate(
         rows: vec![row],
         paging_state: None,
     }))
+}
+
+/// One page of `SELECT <columns> FROM t [WHERE token(k) ...] [AND c op v ALLOW FILTERING]` over
+/// a columnar table without clustering or static columns, read column by column in token
+/// order (`Engine::scan_column_page`): what the Spark connector's scans are. `want` is the rows
+/// this page may return (None: all), `after` the partition the last page ended with; the
+/// paging state is the row path's, so either path resumes the other's pages.
+pub(super) async fn project(
+    node: &NodeState,
+    plan: &SelectPlan,
+    binds: &Binds<'_>,
+    want: Option<usize>,
+    resume: Option<&PagingState>,
+) -> ExecResult<Option<SelectOutput>> {
+    let t = &plan.table;
+    if node.cluster().is_some() || !projection_eligible(plan) {
+        return Ok(None);
+    }
+    // Output slot -> None for the partition key, Some(j) for the j-th scanned column.
+    let mut columns: Vec<ColumnSpec> = Vec::new();
+    let mut slots = Vec::new();
+    for c in &plan.compiled.columns {
+        let Sel::Column(i) = c.sel else {
+            return Ok(None);
+        };
+        let Some(meta) = t.columns.get(i) else {
+            return Ok(None);
+        };
+        match meta.kind {
+            ColumnKind::PartitionKey => slots.push(None),
+            ColumnKind::Regular
+                if !meta.cql_type.is_multi_cell() && !meta.cql_type.is_counter() =>
+            {
+                let at = columns
+                    .iter()
+                    .position(|s| s.id == meta.id)
+                    .unwrap_or_else(|| {
+                        columns.push(ColumnSpec {
+                            id: meta.id,
+                            value_type: value_type(&meta.cql_type),
+                        });
+                        columns.len() - 1
+                    });
+                slots.push(Some(at));
+            }
+            _ => return Ok(None),
+        }
+    }
+    let Some(restrictions) = restrictions(t, &plan.filters, binds)? else {
+        return Ok(None);
+    };
+    let Some((start, end)) = token_bounds(t, &plan.partitions, binds)? else {
+        return Ok(None);
+    };
+    let scan = st::ColumnScan {
+        start,
+        end,
+        columns,
+        restrictions,
+        now_s: binds.now.s,
+    };
+    let already = resume.map_or(0, |r| r.rows_returned);
+    let after = resume.map(|r| (r.token, r.partition_key.clone()));
+    let limit = want.unwrap_or(usize::MAX);
+    let engine = node.engine.clone();
+    let table = *t.id.as_bytes();
+    let page =
+        tokio::task::spawn_blocking(move || engine.scan_column_page(table, &scan, after, limit))
+            .await
+            .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
+    let rows: Vec<Vec<Option<bytes::Bytes>>> = page
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, (_, key))| {
+            slots
+                .iter()
+                .map(|slot| match slot {
+                    None => Some(key.clone()),
+                    Some(j) => page.cells.get(*j).and_then(|c| c.get(i)).cloned().flatten(),
+                })
+                .collect()
+        })
+        .collect();
+    let paging_state = match (page.more, page.keys.last()) {
+        (true, Some((token, key))) => Some(
+            PagingState {
+                token: *token,
+                partition_key: key.clone(),
+                clustering: Vec::new(),
+                rows_returned: already + rows.len(),
+                partition_rows_returned: 1,
+            }
+            .encode(),
+        ),
+        _ => None,
+    };
+    Ok(Some(SelectOutput {
+        columns: plan
+            .compiled
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.ty.clone()))
+            .collect(),
+        rows,
+        paging_state,
+    }))
+}
+
+/// A plain projection of a columnar table with one partition key column and no clustering or
+/// static column, over a token range, with at most simple restrictions.
+fn projection_eligible(plan: &SelectPlan) -> bool {
+    let t = &plan.table;
+    t.params.storage_layout() == StorageLayout::Columnar
+        && t.partition_key_len() == 1
+        && t.clustering_len() == 0
+        && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
+        && !plan.compiled.has_aggregate
+        && plan.group_by == 0
+        && !plan.distinct
+        && !plan.json
+        && plan.ann.is_none()
+        && plan.merge_order.is_empty()
+        && plan.multi_filters.is_empty()
+        && plan.clustering_eq.is_empty()
+        && plan.clustering_slice.is_none()
+        && plan.per_partition_limit.is_none()
+        && plan.token_filter.0.is_none()
+        && plan.token_filter.1.is_none()
+        && plan.bound_projection.is_none()
+        && matches!(plan.partitions, PartitionSelection::TokenRange { .. })
 }
 
 /// The statement's shape: aggregates without groups over a token range (or all of it) of a

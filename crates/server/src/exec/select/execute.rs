@@ -214,6 +214,13 @@ pub async fn execute(
     } else {
         rows_wanted(limit, page_size, already)
     };
+    if !grouped && !merging {
+        if let Some(out) =
+            super::columnar::project(node, plan, binds, want, resume.as_ref()).await?
+        {
+            return Ok(out);
+        }
+    }
     let mut source =
         super::scan::RowSource::new(node, plan, binds, resume.as_ref(), (now.s, consistency))?;
     // A resumed page starts after the last row returned (scan.rs), so every row read counts.
