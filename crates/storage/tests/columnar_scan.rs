@@ -41,7 +41,8 @@ fn def() -> TableDef {
             .collect(),
         options: TableOptions {
             layout: DataLayout::Columnar(ColumnarTypes {
-                partition_key: ValueType::Blob,
+                // Keys are 8-byte big-endian numbers: a bigint key stream, stored as integers.
+                partition_key: ValueType::BigInt,
                 clustering: Vec::new(),
                 columns: [MONTH, TONE, CODE].into_iter().map(spec).collect(),
             }),
@@ -255,6 +256,12 @@ fn column_scans_match_row_reads_under_random_writes_deletes_ttls_and_compactions
             // TTL 1 s: some expire while the test runs, in memtables and SSTables alike.
             let lo = r.next() as i64;
             let hi = lo.saturating_add((r.next() >> 2) as i64);
+            let now_s = now();
+            assert_eq!(
+                paged(&e, 1 + r.below(300) as usize, now_s),
+                row_scan(&e, now_s),
+                "seed {seed} step {step}: pages"
+            );
             for (min_month, range) in [(0, all()), (198_012, all()), (0, tokens(lo, hi))] {
                 // One "now" for both: rows with a TTL of 1 s expire while the test runs.
                 let now_s = now();
@@ -313,6 +320,7 @@ fn a_compacted_table_is_scanned_from_its_chunks_with_groups_skipped() {
     compact_to_one(&e);
     let (got, stats) = scan(&e, 0, all(), now());
     assert!(close(got, expected(&e, 0, all(), now())), "{got:?}");
+    assert_eq!(paged(&e, 4999, now()), row_scan(&e, now()));
     assert_eq!(got.0, 60_000);
     assert_eq!(stats.rows_from_row_path, 0, "{stats:?}");
     assert!(stats.groups_read >= 2, "{stats:?}");
@@ -344,4 +352,51 @@ fn compact_to_one(e: &Engine) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     panic!("the table did not compact to one SSTable");
+}
+
+/// (token, key, MONTH, CODE) of every row, in order.
+type Listed = Vec<(i64, Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>)>;
+
+/// Every row through pages of `limit` rows of `Engine::scan_column_page`.
+fn paged(e: &Engine, limit: usize, now_s: i64) -> Listed {
+    let s = ColumnScan {
+        start: PartitionBound::Unbounded,
+        end: PartitionBound::Unbounded,
+        columns: vec![spec(MONTH), spec(CODE)],
+        restrictions: Vec::new(),
+        now_s,
+    };
+    let mut out = Listed::new();
+    let mut after = None;
+    for _ in 0..100_000 {
+        let page = e.scan_column_page(T, &s, after.clone(), limit).unwrap();
+        assert!(page.keys.len() <= limit);
+        for (i, (token, key)) in page.keys.iter().enumerate() {
+            let cell = |c: usize| page.cells[c][i].as_ref().map(|v| v.to_vec());
+            out.push((*token, key.to_vec(), cell(0), cell(1)));
+        }
+        if !page.more {
+            return out;
+        }
+        after = page.keys.last().cloned();
+    }
+    panic!("pages did not end");
+}
+
+/// The same through a row scan.
+fn row_scan(e: &Engine, now_s: i64) -> Listed {
+    let r = e.read(T, &scan_all(now_s)).unwrap();
+    let mut out = Listed::new();
+    for p in &r.partitions {
+        for row in &p.rows {
+            let cell = |c| {
+                row.cells
+                    .iter()
+                    .find(|x| x.column == c)
+                    .map(|x| x.value.to_vec())
+            };
+            out.push((p.token, p.key.to_vec(), cell(MONTH), cell(CODE)));
+        }
+    }
+    out
 }

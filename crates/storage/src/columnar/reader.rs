@@ -270,6 +270,11 @@ impl SegmentReader {
         &self.footer.layout.columns
     }
 
+    /// How the key stream stores partition keys (their serialized form: `Column::serialized`).
+    pub fn key_type(&self) -> ValueType {
+        self.footer.layout.key
+    }
+
     /// Bytes read from the file so far (footer and chunks).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read.load(Ordering::Relaxed)

@@ -78,8 +78,10 @@ impl Engine {
                     let columns: Vec<Column> = b.columns.into_iter().map(|c| c.values).collect();
                     let mut selected = None;
                     apply_restrictions(&mut selected, b.rows, &columns, &pieces.read_ids, scan);
+                    let key_type = seg.key_type();
                     for i in 0..b.rows {
-                        let (Some(token), Some(key)) = (k.tokens.int(i), key_at(&k.keys, i)) else {
+                        let key = k.keys.serialized(i, key_type).map(Bytes::from);
+                        let (Some(token), Some(key)) = (k.tokens.int(i), key) else {
                             continue;
                         };
                         let inside = token >= lo && token <= hi;
@@ -161,15 +163,6 @@ impl Engine {
 pub(crate) enum Piece {
     Group(usize, usize),
     Gap(i64, i64),
-}
-
-fn key_at(keys: &Column, i: usize) -> Option<Bytes> {
-    match &keys.values {
-        crate::columnar::ColumnValues::Bytes(v) if keys.is_valid(i) => {
-            Some(Bytes::copy_from_slice(v.get(i)))
-        }
-        _ => None,
-    }
 }
 
 /// Appends row `i` of `columns` (in `read_ids` order: the scan's columns first).
