@@ -4,20 +4,25 @@
 //! ```text
 //! file    = magic (8) | chunks ... | footer | u32 LE footer length | u32 LE footer CRC32C | magic (8)
 //! footer  = uv version | u8 key type | uv k, k * u8 type | uv n, n * (uv column id, u8 type)
-//!           | uv groups, groups * (uv rows, streams * chunk)
+//!           | uv groups, groups * (uv rows, u8 flags, streams * chunk)
 //! chunk   = uv offset | uv length (0: all null) | u32 LE CRC32C | u8 physical | stats
+//! flags   = bit 0: the group's tokens are Murmur3 of its keys, so its token chunk has no
+//!           bytes (its statistics are kept) and readers hash the keys (version 2; version 1
+//!           footers have no flags byte)
 //! ```
 
 use super::bits::{put_uv, Cursor};
 use super::chunk::MAX_CHUNK_ROWS;
-use super::layout::{ColumnSpec, StreamLayout};
+use super::layout::{ColumnSpec, StreamLayout, S_TOKEN};
 use super::stats::ChunkStats;
 use super::vector::{Physical, ValueType};
 use super::ColumnarError;
 
 pub(super) const MAGIC: &[u8; 8] = b"HLCOLv1\n";
 pub(super) const TRAILER_LEN: usize = 16;
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
+/// Group flag: tokens derived from keys.
+pub(super) const DERIVED_TOKENS: u8 = 1;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct ChunkEntry {
@@ -31,7 +36,15 @@ pub(super) struct ChunkEntry {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct GroupMeta {
     pub rows: usize,
+    /// DERIVED_TOKENS or 0.
+    pub flags: u8,
     pub chunks: Vec<ChunkEntry>,
+}
+
+impl GroupMeta {
+    pub fn derived_tokens(&self) -> bool {
+        self.flags & DERIVED_TOKENS != 0
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +68,7 @@ impl Footer {
         put_uv(&mut out, self.groups.len() as u64);
         for g in &self.groups {
             put_uv(&mut out, g.rows as u64);
+            out.push(g.flags);
             for c in &g.chunks {
                 put_uv(&mut out, c.offset);
                 put_uv(&mut out, c.len);
@@ -69,7 +83,8 @@ impl Footer {
     /// Parses a footer whose chunks must lie in `[MAGIC.len(), data_end)`.
     pub fn decode(buf: &[u8], data_end: u64) -> Result<Footer, ColumnarError> {
         let mut c = Cursor::new(buf);
-        if c.uv()? != VERSION {
+        let version = c.uv()?;
+        if version != 1 && version != VERSION {
             return Err(ColumnarError::corrupt("footer version"));
         }
         let ty = |c: &mut Cursor<'_>| {
@@ -97,12 +112,16 @@ impl Footer {
         let mut groups = Vec::with_capacity(n_groups);
         for _ in 0..n_groups {
             let rows = c.len_at_most(MAX_CHUNK_ROWS)?;
+            let flags = if version >= 2 { c.u8()? } else { 0 };
+            if flags & !DERIVED_TOKENS != 0 {
+                return Err(ColumnarError::corrupt("group flags"));
+            }
             // Each chunk entry takes at least 9 bytes.
             if streams.saturating_mul(9) > c.remaining() {
                 return Err(ColumnarError::corrupt("footer truncated"));
             }
             let mut chunks = Vec::with_capacity(streams);
-            for _ in 0..streams {
+            for s in 0..streams {
                 let offset = c.uv()?;
                 let len = c.uv()?;
                 let crc = c.u32_le()?;
@@ -111,7 +130,9 @@ impl Footer {
                 let stats = ChunkStats::decode(&mut c)?;
                 let in_data = offset >= MAGIC.len() as u64
                     && offset.checked_add(len).is_some_and(|end| end <= data_end);
-                let all_null = stats.nulls as usize == rows;
+                // A derived token chunk has no bytes but the statistics of the tokens.
+                let derived = s == S_TOKEN && flags & DERIVED_TOKENS != 0;
+                let all_null = stats.nulls as usize == rows || derived;
                 if (len > 0 && !in_data) || (len == 0 && !all_null) || stats.rows as usize != rows {
                     return Err(ColumnarError::corrupt("chunk entry"));
                 }
@@ -123,7 +144,11 @@ impl Footer {
                     stats,
                 });
             }
-            groups.push(GroupMeta { rows, chunks });
+            groups.push(GroupMeta {
+                rows,
+                flags,
+                chunks,
+            });
         }
         if !c.is_empty() {
             return Err(ColumnarError::corrupt("trailing footer bytes"));

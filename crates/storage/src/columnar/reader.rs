@@ -365,6 +365,9 @@ impl SegmentReader {
     fn stream(&self, g: usize, s: usize) -> Result<Column, ColumnarError> {
         let e = self.entry(g, s)?;
         let rows = self.group_rows(g);
+        if s == S_TOKEN && self.footer.groups.get(g).is_some_and(|m| m.derived_tokens()) {
+            return self.derived_tokens(g);
+        }
         if e.len == 0 {
             return decode_chunk(&[], rows, e.physical);
         }
@@ -386,6 +389,25 @@ impl SegmentReader {
             });
         }
         decode_chunk(&buf, rows, e.physical)
+    }
+
+    /// The tokens of a group whose footer says they are the Murmur3 tokens of its keys.
+    fn derived_tokens(&self, g: usize) -> Result<Column, ColumnarError> {
+        let keys = self.cached_stream(g, S_KEY)?;
+        let key_type = self.footer.layout.key;
+        let mut buf = Vec::new();
+        let tokens = (0..keys.len())
+            .map(|i| {
+                buf.clear();
+                keys.serialize_into(i, key_type, &mut buf)
+                    .then(|| helenus_types::murmur3_token(&buf))
+                    .ok_or(ColumnarError::corrupt("a derived token without a key"))
+            })
+            .collect::<Result<Vec<i64>, _>>()?;
+        Ok(Column {
+            values: ColumnValues::Int(tokens),
+            validity: None,
+        })
     }
 
     /// Stream `s` of group `g`, from the recently decoded streams when there.

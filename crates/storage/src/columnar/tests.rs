@@ -350,11 +350,25 @@ fn random_row(r: &mut Rng, ts: i64, is_static: bool) -> Row {
 }
 
 fn random_partitions(r: &mut Rng, n: usize) -> Vec<Partition> {
+    random_partitions_tokened(r, n, false)
+}
+
+/// `murmur3`: tokens as the server makes them (so a segment may derive them from the keys),
+/// else made up (few, so that keys share tokens).
+fn random_partitions_tokened(r: &mut Rng, n: usize, murmur3: bool) -> Vec<Partition> {
     let cmp = Arc::new(crate::clustering::ClusteringComparator::new(
         clustering_cols(),
     ));
     let mut keys: Vec<(i64, Bytes)> = (0..n)
-        .map(|i| ((r.next() % 1000) as i64 - 500, Bytes::from(format!("k{i}"))))
+        .map(|i| {
+            let key = Bytes::from(format!("k{i}"));
+            let token = if murmur3 {
+                helenus_types::murmur3_token(&key)
+            } else {
+                (r.next() % 1000) as i64 - 500
+            };
+            (token, key)
+        })
         .collect();
     keys.sort();
     keys.dedup();
@@ -429,7 +443,8 @@ fn random_partitions_round_trip_through_segments() {
     let mut r = Rng(0x5EED);
     for round in 0..40 {
         let n = 1 + r.below(60) as usize;
-        let parts = random_partitions(&mut r, n);
+        let murmur3 = round % 2 == 1;
+        let parts = random_partitions_tokened(&mut r, n, murmur3);
         let options = SegmentOptions {
             row_group_rows: [1, 3, 7, 64, 1 << 16][round % 5],
             row_group_bytes: [64 << 20, 100][round % 2],
@@ -438,6 +453,11 @@ fn random_partitions_round_trip_through_segments() {
         let summary = write(&dir, &parts, options);
         let expected: Vec<&Partition> = parts.iter().filter(|p| meaningful(p)).collect();
         assert_eq!(summary.partitions as usize, expected.len());
+        // Murmur3 tokens are not stored: readers hash the keys.
+        let token_bytes = summary.stream_bytes.iter().find(|(n, _)| n == "token").map(|x| x.1);
+        if !expected.is_empty() {
+            assert_eq!(token_bytes == Some(0), murmur3, "round {round}: {token_bytes:?}");
+        }
         let reader = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
         let back = reader.partitions().unwrap();
         assert_eq!(back.len(), expected.len());

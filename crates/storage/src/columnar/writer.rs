@@ -4,10 +4,12 @@
 //! is written under a temporary name and renamed once synced, so a crash leaves no half segment.
 
 use super::chunk::{encode_chunk, BlockCompression, MAX_CHUNK_ROWS};
-use super::footer::{ChunkEntry, Footer, GroupMeta, MAGIC};
+use super::footer::{ChunkEntry, Footer, GroupMeta, DERIVED_TOKENS, MAGIC};
 use super::layout::{
-    ColumnarSchema, GroupBuilder, StreamLayout, KIND_PARTITION, KIND_ROW, KIND_STATIC,
+    ColumnarSchema, GroupBuilder, StreamLayout, KIND_PARTITION, KIND_ROW, KIND_STATIC, S_KEY,
+    S_TOKEN,
 };
+use super::vector::{Column, ValueType};
 use super::ColumnarError;
 use crate::clustering::ClusteringComparator;
 use crate::codec::crc32c;
@@ -189,10 +191,15 @@ impl SegmentWriter {
             return Ok(());
         }
         let cols = self.builder.take();
+        let derived = tokens_derived(&cols, self.builder.layout.key);
         let mut chunks = Vec::with_capacity(cols.len());
         for (s, col) in cols.iter().enumerate() {
             let t = self.builder.layout.stream_type(s);
-            let (bytes, stats) = encode_chunk(col, t, self.options.compression);
+            let (mut bytes, stats) = encode_chunk(col, t, self.options.compression);
+            if derived && s == S_TOKEN {
+                // Random 64-bit tokens do not compress: readers hash the keys instead.
+                bytes.clear();
+            }
             let offset = self.pos;
             self.write(&bytes)?;
             chunks.push(ChunkEntry {
@@ -203,7 +210,11 @@ impl SegmentWriter {
                 stats,
             });
         }
-        self.groups.push(GroupMeta { rows, chunks });
+        self.groups.push(GroupMeta {
+            rows,
+            flags: if derived { DERIVED_TOKENS } else { 0 },
+            chunks,
+        });
         Ok(())
     }
 
@@ -257,6 +268,20 @@ impl SegmentWriter {
             self.partitions,
         ))
     }
+}
+
+/// Whether every token of a group is the Murmur3 token of its serialized partition key (as the
+/// server computes tokens; tests that make up tokens keep their token streams).
+fn tokens_derived(cols: &[Column], key_type: ValueType) -> bool {
+    let (Some(tokens), Some(keys)) = (cols.get(S_TOKEN), cols.get(S_KEY)) else {
+        return false;
+    };
+    let mut buf = Vec::new();
+    (0..tokens.len()).all(|i| {
+        buf.clear();
+        keys.serialize_into(i, key_type, &mut buf)
+            && tokens.int(i) == Some(helenus_types::murmur3_token(&buf))
+    })
 }
 
 impl Drop for SegmentWriter {
