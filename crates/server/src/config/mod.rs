@@ -66,6 +66,11 @@ pub struct NodeConfig {
     /// `memtable_cleanup_threshold` when given; otherwise 1 / (1 + `memtable_flush_writers`),
     /// Cassandra's default.
     pub memtable_cleanup_threshold: Option<f64>,
+    /// Helenus's `default_table_layout`: how tables whose `extensions` name no
+    /// `helenus.layout` store their SSTables (rows, as Cassandra, unless set to columnar). Their
+    /// schema stays as written: it is for running a workload, or a test suite, on the columnar
+    /// layout unchanged.
+    pub default_table_layout: helenus_schema::StorageLayout,
     pub memtable_flush_writers: u64,
     pub key_cache_size_bytes: u64,
     pub file_cache_size_bytes: u64,
@@ -174,6 +179,7 @@ impl Default for NodeConfig {
             max_mutation_size_bytes: None,
             memtable_space_bytes: 1024 * MIB,
             memtable_cleanup_threshold: None,
+            default_table_layout: helenus_schema::StorageLayout::Rows,
             // Cassandra's default for one data directory.
             memtable_flush_writers: 2,
             key_cache_size_bytes: 100 * MIB,

@@ -146,6 +146,10 @@ pub(super) fn set_storage(c: &mut NodeConfig, v: Value) -> Result<bool, ConfigEr
             c.memtable_space_bytes = v.int()? * MIB
         }
         "memtable_cleanup_threshold" => c.memtable_cleanup_threshold = Some(v.fraction()?),
+        "default_table_layout" => {
+            c.default_table_layout =
+                helenus_schema::StorageLayout::parse(v.text.as_bytes()).map_err(|e| v.bad(e))?
+        }
         "memtable_flush_writers" => c.memtable_flush_writers = v.int()?.max(1),
         "key_cache_size" => c.key_cache_size_bytes = v.size(MIB)?,
         "key_cache_size_in_mb" => c.key_cache_size_bytes = v.int()? * MIB,

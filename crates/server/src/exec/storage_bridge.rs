@@ -78,11 +78,29 @@ pub fn table_options(t: &TableMeta) -> st::TableOptions {
     }
 }
 
+/// The node's `default_table_layout` (columnar when set so; read by `effective_layout`).
+static COLUMNAR_BY_DEFAULT: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// How the table's SSTables are stored: its `helenus.layout` extension, else the node's
+/// `default_table_layout`.
+pub fn effective_layout(t: &TableMeta) -> StorageLayout {
+    if t.params
+        .extensions
+        .contains_key(helenus_schema::LAYOUT_EXTENSION)
+        || !COLUMNAR_BY_DEFAULT.load(std::sync::atomic::Ordering::Relaxed)
+    {
+        t.params.storage_layout()
+    } else {
+        StorageLayout::Columnar
+    }
+}
+
 /// The engine's layout for the table's `helenus.layout` extension, with each column's value
 /// type (storage knows no CQL types). Collections, UDTs and counters have no column of their
 /// own in a segment (their cells go to its extras stream).
 fn data_layout(t: &TableMeta) -> st::DataLayout {
-    if t.params.storage_layout() != StorageLayout::Columnar {
+    if effective_layout(t) != StorageLayout::Columnar {
         return st::DataLayout::Rows;
     }
     let mut key = t.partition_key();
@@ -229,6 +247,10 @@ pub fn open_engine(
     schema: &Schema,
     clock: helenus_types::SharedClock,
 ) -> Result<Arc<st::Engine>, st::StorageError> {
+    COLUMNAR_BY_DEFAULT.store(
+        cfg.default_table_layout == StorageLayout::Columnar,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let engine = st::Engine::open(storage_config(cfg, clock))?;
     let mut unbuilt = Vec::new();
     for ks in schema.user_keyspaces() {

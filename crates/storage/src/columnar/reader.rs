@@ -365,7 +365,13 @@ impl SegmentReader {
     fn stream(&self, g: usize, s: usize) -> Result<Column, ColumnarError> {
         let e = self.entry(g, s)?;
         let rows = self.group_rows(g);
-        if s == S_TOKEN && self.footer.groups.get(g).is_some_and(|m| m.derived_tokens()) {
+        if s == S_TOKEN
+            && self
+                .footer
+                .groups
+                .get(g)
+                .is_some_and(|m| m.derived_tokens())
+        {
             return self.derived_tokens(g);
         }
         if e.len == 0 {

@@ -454,9 +454,17 @@ fn random_partitions_round_trip_through_segments() {
         let expected: Vec<&Partition> = parts.iter().filter(|p| meaningful(p)).collect();
         assert_eq!(summary.partitions as usize, expected.len());
         // Murmur3 tokens are not stored: readers hash the keys.
-        let token_bytes = summary.stream_bytes.iter().find(|(n, _)| n == "token").map(|x| x.1);
+        let token_bytes = summary
+            .stream_bytes
+            .iter()
+            .find(|(n, _)| n == "token")
+            .map(|x| x.1);
         if !expected.is_empty() {
-            assert_eq!(token_bytes == Some(0), murmur3, "round {round}: {token_bytes:?}");
+            assert_eq!(
+                token_bytes == Some(0),
+                murmur3,
+                "round {round}: {token_bytes:?}"
+            );
         }
         let reader = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
         let back = reader.partitions().unwrap();

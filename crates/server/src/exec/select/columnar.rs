@@ -15,11 +15,11 @@ use crate::exec::aggregates::{agg_finish, agg_init, AggState};
 use crate::exec::error::{ExecError, ExecResult};
 use crate::exec::paging::PagingState;
 use crate::exec::selectors::{AggKind, Sel};
-use crate::exec::storage_bridge::value_type;
+use crate::exec::storage_bridge::{effective_layout, value_type};
 use crate::exec::values::{self, Binds, Bound};
 use crate::node::NodeState;
 use helenus_cql::ast::{Operator, RelationValue};
-use helenus_schema::{ColumnKind, StorageLayout, TableMeta};
+use helenus_schema::{ColumnKind, StorageLayout, TableKind, TableMeta};
 use helenus_storage as st;
 use helenus_storage::columnar::{Column, ColumnSpec, ColumnValues, CompareOp, Scalar, ValueType};
 use helenus_types::CqlType;
@@ -196,7 +196,8 @@ pub(super) async fn project(
 /// static column, over a token range, with at most simple restrictions.
 fn projection_eligible(plan: &SelectPlan) -> bool {
     let t = &plan.table;
-    t.params.storage_layout() == StorageLayout::Columnar
+    t.kind == TableKind::User
+        && effective_layout(t) == StorageLayout::Columnar
         && t.partition_key_len() == 1
         && t.clustering_len() == 0
         && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
@@ -220,7 +221,8 @@ fn projection_eligible(plan: &SelectPlan) -> bool {
 /// columnar table with no static column, with no clustering or multi-column restriction.
 fn eligible(plan: &SelectPlan) -> bool {
     let t = &plan.table;
-    t.params.storage_layout() == StorageLayout::Columnar
+    t.kind == TableKind::User
+        && effective_layout(t) == StorageLayout::Columnar
         && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
         && plan.compiled.has_aggregate
         && plan.group_by == 0
