@@ -8,17 +8,21 @@
 # `nodetool flush` + `nodetool compact` (the on-disk size after compaction), then the study's queries
 # through CQL (bench/analytics_client.py: full-scan count, AvgTone by Actor1Name aggregated in the client,
 # AVG/MIN/MAX(AvgTone) for MonthYear 198012, counts for Actor1CountryCode USA and ALB, a 2-column
-# projection). Helenus's narrow table is then exported with `helenus nodetool export ... --format parquet`
-# and DuckDB runs the same queries on the Parquet files.
+# projection), then the same queries through Spark 3.5 (local[2], the DataStax connector 3.5.1) on that
+# layout's table (bench/analytics_spark.py: one Spark session per server, fed layout by layout through a
+# FIFO; Spark SQL = the DuckDB SQL). Helenus's narrow table is then exported with `helenus nodetool export
+# ... --format parquet`; DuckDB, then the same Spark session (spark.read.parquet), run the queries on the files.
 # Writes bench/results/analytics-<date>-<commit>.json, .md and -<query>.png (bench/analytics_report.py).
-# Spark over each layout is not run here yet (bench/spark.sh covers the CQL layouts).
 # Env: ROWS (100000), SEED (1979), LAYOUTS ("narrow wide compact columnar"), SERVERS ("helenus cassandra"),
-#      QUERY_LIMIT_S (600: a query slower than this is recorded as timed out), LOAD_LIMIT_S (3600),
-#      HEL_ADDR (127.0.0.91), CASS_ADDR (127.0.0.92), HEAP (Cassandra heap, 1G), HELENUS (binary),
-#      PY (python with cassandra-driver; duckdb is installed into it when missing), LABEL (names the
-#      results instead of the commit).
+#      QUERY_LIMIT_S (600: a query slower than this is recorded as timed out, CQL and Spark alike),
+#      LOAD_LIMIT_S (3600), HEL_ADDR (127.0.0.91), CASS_ADDR (127.0.0.92), HEAP (Cassandra heap, 1G),
+#      HELENUS (binary), PY (python with cassandra-driver; duckdb is installed into it when missing),
+#      SPARK (1; 0 skips Spark), SPARK_ADDR (the Spark driver's bind address, 127.0.0.95), DRIVER_MEMORY
+#      (Spark driver, 2g), SPARK_VENV (~/.cache/helenus/spark-venv: pyspark 3.5 installed there once,
+#      bench/lib.sh's spark_install), LABEL (names the results instead of the commit).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"   # spark_install, kill_pidfile
 CASS="${CASS_TOOLS:-/work/shared/cassandra}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 HELENUS="${HELENUS:-$TARGET_DIR/release/helenus}"
@@ -27,6 +31,7 @@ ROWS="${ROWS:-100000}"; SEED="${SEED:-1979}"; LAYOUTS="${LAYOUTS:-narrow wide co
 SERVERS="${SERVERS:-helenus cassandra}"; HEAP="${HEAP:-1G}"
 QUERY_LIMIT_S="${QUERY_LIMIT_S:-600}"; LOAD_LIMIT_S="${LOAD_LIMIT_S:-3600}"
 HEL_ADDR="${HEL_ADDR:-127.0.0.91}"; CASS_ADDR="${CASS_ADDR:-127.0.0.92}"
+SPARK="${SPARK:-1}"; SPARK_ADDR="${SPARK_ADDR:-127.0.0.95}"; DRIVER_MEMORY="${DRIVER_MEMORY:-2g}"
 KS=bench_analytics
 DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 WORK="${HOME}/.cache/helenus/bench/analytics-$$"
@@ -45,6 +50,7 @@ if [ ! -x "$HELENUS" ]; then
 fi
 # DuckDB reads the Parquet export; installed into the driver's venv once.
 "$PY" -c 'import duckdb' 2>/dev/null || { log "installing duckdb into $PY's venv"; "$PY" -m pip install -q duckdb >&2; }
+if [ "$SPARK" = 1 ] && ! spark_install; then log "pyspark 3.5 unavailable: no Spark queries"; SPARK=0; fi
 
 # ---- servers: one at a time, each on a fresh data dir; stopped by PID ----
 CURRENT=""; PID=""; ADDR=""; DIR=""
@@ -81,7 +87,7 @@ stop_server() {
   esac
   CURRENT=""; PID=""
 }
-trap stop_server EXIT
+trap 'if declare -F spark_stop >/dev/null; then spark_stop; fi; stop_server' EXIT
 
 nodetool() {  # args... (against the current server)
   case "$CURRENT" in
@@ -151,6 +157,59 @@ parquet_export() {
     || failed parquet query "$(tail -5 "$WORK/duckdb.err")"
 }
 
+# ---- Spark: one client (bench/analytics_spark.py serve) per server, fed targets through a FIFO ----
+# Each target ("table LAYOUT" or "parquet DIR") ends with a {"done"} line in spark.out; the query lines
+# go to RESULTS with the server's name. Bounded: a query over QUERY_LIMIT_S is cancelled by the client; a
+# target without its "done" after 7 x QUERY_LIMIT_S + 300 s stops the client (recorded as failed).
+SPARK_PID=""; SPARK_BROKEN=""
+spark_start() {
+  rm -f "$WORK/spark.in" "$WORK/spark.pid"; mkfifo "$WORK/spark.in"; : > "$WORK/spark.out"
+  mkdir -p "$WORK/spark-local"
+  "$SPARK_PY" "$ROOT/bench/analytics_spark.py" serve "$ADDR" --server-pid "$PID" --limit-s "$QUERY_LIMIT_S" \
+    --driver-addr "$SPARK_ADDR" --driver-memory "$DRIVER_MEMORY" --local-dir "$WORK/spark-local" \
+    --pid-file "$WORK/spark.pid" < "$WORK/spark.in" > "$WORK/spark.out" 2>> "$WORK/spark.err" &
+  SPARK_PID=$!
+  exec 7> "$WORK/spark.in"   # held open between targets: the client sees EOF only when it is closed
+  log "$CURRENT: Spark client started (pid $SPARK_PID, driver on $SPARK_ADDR)"
+}
+spark_stop() {
+  [ -n "$SPARK_PID" ] || return 0
+  if kill -0 "$SPARK_PID" 2>/dev/null; then ( echo quit >&7 ) 2>/dev/null || true; fi
+  exec 7>&-   # (a bare exec: its redirections are permanent, so nothing else on this line)
+  local t0=$SECONDS
+  while kill -0 "$SPARK_PID" 2>/dev/null && (( SECONDS - t0 < 60 )); do sleep 0.5; done
+  kill -0 "$SPARK_PID" 2>/dev/null && kill -TERM "$SPARK_PID" 2>/dev/null
+  wait "$SPARK_PID" 2>/dev/null || true
+  kill_pidfile "$WORK/spark.pid"
+  SPARK_PID=""
+}
+spark_target() {  # layout target-line (the layout names the records of a failure)
+  [ "$SPARK" = 1 ] && [ -z "$SPARK_BROKEN" ] || return 0
+  if [ -z "$SPARK_PID" ] || ! kill -0 "$SPARK_PID" 2>/dev/null; then
+    SPARK_PID=""; spark_start
+  fi
+  local n0 t0=$SECONDS limit=$(( QUERY_LIMIT_S * 7 + 300 )) done=""
+  n0=$(wc -l < "$WORK/spark.out")
+  log "$CURRENT: Spark queries on $2"
+  ( echo "$2" >&7 ) 2>/dev/null || true
+  while (( SECONDS - t0 < limit )); do
+    if tail -n +"$((n0 + 1))" "$WORK/spark.out" | grep -q '^{"done"'; then done=1; break; fi
+    kill -0 "$SPARK_PID" 2>/dev/null || break
+    sleep 1
+  done
+  tail -n +"$((n0 + 1))" "$WORK/spark.out" | grep '^{"spark_session"' \
+    | sed "s/^{/{\"server\":\"$CURRENT\",\"layout\":\"all\",\"step\":\"spark_session\",/" >> "$RESULTS" || true
+  tail -n +"$((n0 + 1))" "$WORK/spark.out" | grep '^{"engine"' \
+    | sed "s/^{/{\"server\":\"$CURRENT\",\"step\":\"query\",/" >> "$RESULTS" || true
+  if [ -z "$done" ]; then
+    failed "$1" spark "no answer from the Spark client after $(( SECONDS - t0 )) s: $(tail -5 "$WORK/spark.err" 2>/dev/null)"
+    # A client that never started a session is not restarted for this server's other targets.
+    grep -q '"spark_session"' "$WORK/spark.out" || SPARK_BROKEN=1
+    spark_stop
+    return 1
+  fi
+}
+
 log "generating $ROWS GDELT 1.0 events (seed $SEED)"
 DATASET="$(timeout 3600 "$PY" "$ROOT/bench/gdelt.py" gen --rows "$ROWS" --seed "$SEED" --pickle "$WORK/gdelt.pkl")"
 log "data set: $DATASET"
@@ -165,14 +224,18 @@ for s in $SERVERS; do
     load_layout "$layout" "$table" || continue
     compact_layout "$layout" "$table" || true
     query_layout "$layout"
+    spark_target "$layout" "table $layout" || true
   done
-  if [ "$s" = helenus ] && [[ " $LAYOUTS " == *" narrow "* ]]; then parquet_export || true; fi
+  if [ "$s" = helenus ] && [[ " $LAYOUTS " == *" narrow "* ]] && parquet_export; then
+    spark_target parquet "parquet $WORK/parquet" || true
+  fi
+  spark_stop; SPARK_BROKEN=""
   stop_server
 done
 
 VENV_PY="$HOME/.cache/helenus/bench-venv/bin/python"   # matplotlib (bench/lib.sh's make_report creates it)
 "$VENV_PY" -c 'import matplotlib' 2>/dev/null || VENV_PY="$PY"
 "$VENV_PY" "$ROOT/bench/analytics_report.py" "$RESULTS" "$OUT/$NAME" --label "${LABEL:-$COMMIT}" \
-  --dataset "$DATASET" --loadavg "$LOADAVG_START" --rows "$ROWS"
+  --dataset "$DATASET" --loadavg "$LOADAVG_START" --rows "$ROWS" --cores 2   # scan rate per core: Spark local[2], DuckDB 2 threads, the 2-core test box
 log "wrote $OUT/$NAME.json and .md"
 rm -rf "$WORK"

@@ -1,7 +1,9 @@
 # Shared pieces of bench/run.sh (one node per server) and bench/cluster.sh (3-node rings): CPU and
 # RSS from /proc, the measured helenus-stress run (one manifest line per run), key populations and the
-# report step. Sourced, not run. The caller sets ROOT, STRESS, MANIFEST, ROWS, NOISE_MAX_CORES and
-# SERVER_PIDS (the server's process ids, space separated: one for a node, three for a ring).
+# report step; and the Spark install of bench/spark.sh and bench/analytics.sh (spark_install). Sourced,
+# not run. The caller sets ROOT, STRESS, MANIFEST, ROWS, NOISE_MAX_CORES and SERVER_PIDS (the server's
+# process ids, space separated: one for a node, three for a ring); a caller may define its own log()
+# after sourcing (the functions here call whichever log() is defined when they run).
 
 HZ="$(getconf CLK_TCK)"
 log() { echo "[bench $(date -u +%T)] $*" >&2; }
@@ -93,4 +95,25 @@ make_report() {
   fi
   local py="$venv/bin/python"; [ -x "$py" ] || py=python3
   "$py" "$ROOT/bench/report.py" "$@"
+}
+
+# ---- Spark (bench/spark.sh, bench/analytics.sh) ----
+# pyspark 3.5 from PyPI in a venv at SPARK_VENV (~/.cache/helenus/spark-venv), installed once; sets
+# SPARK_PY and SPARK_VERSION. The DataStax connector comes on the session's first start through
+# spark.jars.packages into ~/.cache/helenus/spark-ivy (bench/spark_bench.py's spark_session).
+spark_install() {
+  SPARK_VENV="${SPARK_VENV:-$HOME/.cache/helenus/spark-venv}"
+  if ! "$SPARK_VENV/bin/python" -c 'import pyspark; assert pyspark.__version__.startswith("3.5")' 2>/dev/null; then
+    log "installing pyspark 3.5 into $SPARK_VENV"
+    python3 -m venv "$SPARK_VENV" || return 1
+    timeout 900 "$SPARK_VENV/bin/pip" install -q 'pyspark==3.5.*' >&2 || return 1
+  fi
+  SPARK_PY="$SPARK_VENV/bin/python"
+  SPARK_VERSION="$("$SPARK_PY" -c 'import pyspark; print(pyspark.__version__)')"
+  java -version 2>&1 | head -1 | grep -q '"17' || log "warning: Spark 3.5 is tested here with Java 17; found: $(java -version 2>&1 | head -1)"
+}
+# The Spark driver JVM whose pid a Spark client wrote to FILE (bench/spark_bench.py's --pid-file): TERM if
+# still alive. It exits with its Python parent; this is the backstop.
+kill_pidfile() {  # file
+  if [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; then kill -TERM "$(cat "$1")" 2>/dev/null || true; fi
 }

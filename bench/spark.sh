@@ -19,6 +19,7 @@
 #      LABEL (names the results instead of the commit).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"   # spark_install, kill_pidfile
 CASS="${CASS_TOOLS:-/work/shared/cassandra}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 HELENUS="${HELENUS:-$TARGET_DIR/release/helenus}"
@@ -36,24 +37,15 @@ log() { echo "[spark-bench $(date -u +%T)] $*" >&2; }
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 wait_port() { local t0=$SECONDS; while (( SECONDS - t0 < ${3:-120} )); do port_open "$1" "$2" && return 0; sleep 1; done; return 1; }
 
-# --- installs (idempotent)
-if ! "$SPARK_VENV/bin/python" -c 'import pyspark; assert pyspark.__version__.startswith("3.5")' 2>/dev/null; then
-  log "installing pyspark 3.5 into $SPARK_VENV"
-  python3 -m venv "$SPARK_VENV"
-  timeout 900 "$SPARK_VENV/bin/pip" install -q 'pyspark==3.5.*'
-fi
-SPARK_VERSION="$("$SPARK_VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
-java -version 2>&1 | head -1 | grep -q '"17' || log "warning: Spark 3.5 is tested here with Java 17; found: $(java -version 2>&1 | head -1)"
+# --- installs (idempotent): pyspark (bench/lib.sh), the connector on the session's first start
+spark_install || { log "pyspark 3.5 could not be installed into $SPARK_VENV"; exit 1; }
 if [ ! -x "$HELENUS" ]; then
   log "building helenus (release)"
   (cd "$ROOT" && cargo build -q --release --bin helenus)
 fi
 
 HPID=""; CASS_UP=""
-kill_spark() {  # the Spark driver JVM (it exits with its Python parent; this is the backstop)
-  local f="$WORK/$1-spark.pid"
-  if [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; then kill -TERM "$(cat "$f")" 2>/dev/null || true; fi
-}
+kill_spark() { kill_pidfile "$WORK/$1-spark.pid"; }  # the Spark driver JVM (backstop)
 cleanup() {
   for s in $SERVERS; do kill_spark "$s"; done
   if [ -n "$HPID" ] && kill -0 "$HPID" 2>/dev/null; then kill -TERM "$HPID"; wait "$HPID" 2>/dev/null || true; fi

@@ -129,31 +129,42 @@ def cmd_load(a):
 
 # ---------------------------------------------------------------------------------------- Spark queries
 
-def cmd_query(a):
+def spark_session(host, driver_addr, driver_memory="2g", local_dir="/tmp", pid_file="",
+                  app="helenus-spark-bench"):
+    """The Spark session of the benches (bench/spark.sh and bench/analytics.sh): local[2], the connector
+    from spark.jars.packages (cached in ~/.cache/helenus/spark-ivy), the driver bound to `driver_addr`,
+    the connector on `host`:9042 at LOCAL_ONE. Writes the driver JVM's pid to `pid_file` (a backstop for
+    the caller's cleanup: the JVM exits with its Python parent)."""
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
 
     cache = os.path.expanduser("~/.cache/helenus")
-    spark = (SparkSession.builder.master("local[2]").appName("helenus-spark-bench")
+    spark = (SparkSession.builder.master("local[2]").appName(app)
              .config("spark.jars.packages", CONNECTOR)
              .config("spark.jars.ivy", os.path.join(cache, "spark-ivy"))
-             .config("spark.driver.memory", a.driver_memory)
-             .config("spark.driver.bindAddress", a.driver_addr)
-             .config("spark.driver.host", a.driver_addr)
+             .config("spark.driver.memory", driver_memory)
+             .config("spark.driver.bindAddress", driver_addr)
+             .config("spark.driver.host", driver_addr)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.local.dir", a.local_dir)
+             .config("spark.local.dir", local_dir)
              .config("spark.sql.extensions", "com.datastax.spark.connector.CassandraSparkExtensions")
-             .config("spark.cassandra.connection.host", a.host)
+             .config("spark.cassandra.connection.host", host)
              .config("spark.cassandra.connection.port", "9042")
              .config("spark.cassandra.input.consistency.level", "LOCAL_ONE")
              .config("spark.cassandra.read.timeoutMS", "120000")
              .getOrCreate())
-    if a.pid_file:
-        with open(a.pid_file, "w") as f:
+    if pid_file:
+        with open(pid_file, "w") as f:
             f.write(str(spark.sparkContext._gateway.proc.pid))
     spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def cmd_query(a):
+    from pyspark.sql import functions as F
+
+    spark = spark_session(a.host, a.driver_addr, a.driver_memory, a.local_dir, a.pid_file)
     try:
         for table in a.tables.split(","):
             df = spark.read.format("org.apache.spark.sql.cassandra").options(keyspace=KS, table=table).load()
