@@ -98,6 +98,11 @@ if [ -x "$BIN" ] && step "start node on $HOST:$PORT" 60 true && start_node; then
     # (Cassandra's own CQL unit tests) have their own floor, CORPUS_CU_MIN_RATE, set in check.sh.
     step "differential CQL corpus" 1200 env CORPUS_MIN_RATE="${CORPUS_MIN_RATE:-0.98}" tests/corpus/check.sh
   fi
+  if [ -x tests/corpus/columnar.sh ]; then
+    # The same corpus on a node storing every user table columnar (issue 15), with the same floors.
+    step "differential CQL corpus, columnar layout" 1200 \
+      env HELENUS_BIN="$BIN" CORPUS_MIN_RATE="${CORPUS_MIN_RATE:-0.98}" tests/corpus/columnar.sh
+  fi
   kill -0 "$NODE_PID" 2>/dev/null || { echo "node died during the tests; log:"; tail -50 "$NODE_DIR.log"; failed=$((failed + 1)); }
 else
   failed=$((failed + 1)); failures+=("start node")
