@@ -43,9 +43,11 @@
 //!               of partitions (mod.rs); the compact data format 2 (compact.rs)
 //! partition/    the in-memory partition, rows and cells (cellmap.rs), what a read returns, and
 //!               a partition as a mutation with its times fixed (unfiltered.rs)
-//! columnar/     columnar segments (issue 15, not yet wired to tables): typed column chunks
-//!               with dictionary, run-length, bit-packed and delta encodings, LZ4/zstd, per-chunk
-//!               min/max and null counts, a footer index, pruned scans that skip chunks
+//! columnar/     columnar segments (issue 15): typed column chunks with dictionary, run-length,
+//!               bit-packed and delta encodings, LZ4/zstd, per-chunk min/max and null counts, a
+//!               footer index, pruned scans that skip chunks; a columnar table's SSTables hold
+//!               one in place of Data.db (sstable/columnar_data.rs), and read/columnar_scan.rs
+//!               and engine/columnar.rs scan them column by column
 //! index.rs      secondary indexes: a hidden table per index, entries added on the write
 //!               path (engine/indexes.rs), the build over earlier data
 //! reconcile.rs  the rules that decide which of two versions wins
@@ -144,7 +146,8 @@ pub use index::{
     value_partition, IndexDef,
 };
 pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
-pub use read::columnar_page::ColumnPage;
-pub use read::columnar_scan::{ColumnRestriction, ColumnScan, ColumnScanStats, ScanBatch};
+pub use read::columnar_scan::{
+    ColumnPage, ColumnRestriction, ColumnScan, ColumnScanStats, ScanBatch,
+};
 pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

@@ -83,7 +83,6 @@ pub fn table_def(gc_grace_seconds: u32) -> TableDef {
 /// `table_def` in the columnar layout: columns 1, 2 and the static column as columns of blobs,
 /// the set column's cells in the segments' extras.
 pub fn columnar_table_def(gc_grace_seconds: u32) -> TableDef {
-    use crate::columnar::{ColumnSpec, ValueType};
     let mut def = table_def(gc_grace_seconds);
     def.options.layout = DataLayout::Columnar(ColumnarTypes {
         partition_key: ValueType::Blob,

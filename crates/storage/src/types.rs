@@ -173,6 +173,39 @@ pub struct TableOptions {
     pub layout: DataLayout,
 }
 
+/// How a column's serialized values are stored and ordered. Integers of every width, booleans,
+/// timestamps, dates and times share the `i64` vector; `date` keeps Cassandra's unsigned
+/// (2^31-offset) day number, so numeric order is CQL order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueType {
+    Boolean,
+    TinyInt,
+    SmallInt,
+    Int,
+    BigInt,
+    /// Milliseconds since the epoch (8 bytes).
+    Timestamp,
+    /// Days with a 2^31 offset (4 bytes, unsigned).
+    Date,
+    /// Nanoseconds since midnight (8 bytes).
+    Time,
+    Float,
+    Double,
+    /// UTF-8 or ASCII text: bytewise order, as Cassandra compares it.
+    Text,
+    Blob,
+    /// Anything without a cheap order here (uuid, varint, decimal, frozen collections, inet):
+    /// stored as bytes, no min/max, never skipped.
+    Opaque,
+}
+
+/// A regular column of a columnar table and how its values are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnSpec {
+    pub id: ColumnId,
+    pub value_type: ValueType,
+}
+
 /// How a table's SSTables store its partitions.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum DataLayout {
@@ -186,12 +219,12 @@ pub enum DataLayout {
 /// The value types of a columnar table's columns, from the CQL types (storage knows none).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnarTypes {
-    pub partition_key: crate::columnar::ValueType,
+    pub partition_key: ValueType,
     /// One per clustering column, in order.
-    pub clustering: Vec<crate::columnar::ValueType>,
+    pub clustering: Vec<ValueType>,
     /// Simple (not collection, not counter) regular and static columns; the rest go to the
     /// segments' extras stream.
-    pub columns: Vec<crate::columnar::ColumnSpec>,
+    pub columns: Vec<ColumnSpec>,
 }
 
 impl Default for TableOptions {

@@ -48,11 +48,7 @@ pub struct ClusteringSpec {
     pub value_type: ValueType,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ColumnSpec {
-    pub id: ColumnId,
-    pub value_type: ValueType,
-}
+pub use crate::types::ColumnSpec;
 
 pub(super) const S_TOKEN: usize = 0;
 pub(super) const S_KEY: usize = 1;

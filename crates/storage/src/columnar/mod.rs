@@ -1,7 +1,7 @@
 //! Columnar segments: a table's rows stored column by column, for scans that read only the
-//! columns a query needs (issue 15). **Not yet wired to tables**: no table option selects this
-//! layout, and flush, compaction and reads still write and read row SSTables only. This module
-//! is the self-contained foundation they will call.
+//! columns a query needs (issue 15). A table in the columnar layout (`DataLayout::Columnar`)
+//! has SSTables whose partitions are a segment (sstable/columnar_data.rs); column scans read
+//! them through engine/columnar.rs and read/columnar_scan.rs.
 //!
 //! A segment is one file: row groups of up to `SegmentOptions::row_group_rows` entries (rows,
 //! static rows, partitions with only deletions), each holding one chunk per stream, then a
@@ -27,13 +27,12 @@
 //! reader.rs   SegmentReader: pruned scans with chunk skipping; partitions rebuilt for merges
 //! ```
 //!
-//! Wiring it in (a later change): a table option picks the layout; flush and compaction hand
-//! the same `Partition`s they give `SSTableWriter::append` to `SegmentWriter::append`; merges
-//! read `SegmentReader::for_each_partition`; scans that need few columns call `scan` and
-//! reconcile batches across sources by (token, key, clustering) with the cell timestamps in
-//! `ColumnBatch::cells`. Chunk skipping is exact for one segment: a scan merging several
-//! sources must not skip a row group whose rows another source may update, unless it skips
-//! on the merged result (or the table is compacted to one segment per range).
+//! How the engine uses it: flush and compaction hand `SSTableWriter::append`'s partitions to
+//! `SegmentWriter::append`; reads and merges rebuild partitions with `partition_at`; scans
+//! that need few columns read groups with `read_group`. Chunk skipping is exact for one
+//! segment only: a scan serves a group from its chunks (and skips it by its statistics) only
+//! when no other source holds a partition in its token span and its rows carry no deletion or
+//! TTL (`group_is_plain`); every other token goes through the merged row path.
 
 mod bits;
 mod chunk;

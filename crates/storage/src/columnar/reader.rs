@@ -119,8 +119,11 @@ pub struct SegmentReader {
     recent: parking_lot::Mutex<Vec<(usize, Arc<DecodedGroup>)>>,
     /// Streams `read_group` decoded last, by (group, stream): pages of a scan read a group's
     /// key and column streams once per page, and a page is a fraction of a group.
-    streams: parking_lot::Mutex<std::collections::VecDeque<((usize, usize), Arc<Column>)>>,
+    streams: parking_lot::Mutex<RecentStreams>,
 }
+
+/// Decoded streams by (group, stream), oldest first.
+type RecentStreams = std::collections::VecDeque<((usize, usize), Arc<Column>)>;
 
 /// Streams `read_group` keeps decoded per segment.
 const RECENT_STREAMS: usize = 16;

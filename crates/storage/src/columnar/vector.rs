@@ -4,31 +4,7 @@
 
 use std::cmp::Ordering;
 
-/// How a column's serialized values are stored and ordered. Integers of every width, booleans,
-/// timestamps, dates and times share the `i64` vector; `date` keeps Cassandra's unsigned
-/// (2^31-offset) day number, so numeric order is CQL order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ValueType {
-    Boolean,
-    TinyInt,
-    SmallInt,
-    Int,
-    BigInt,
-    /// Milliseconds since the epoch (8 bytes).
-    Timestamp,
-    /// Days with a 2^31 offset (4 bytes, unsigned).
-    Date,
-    /// Nanoseconds since midnight (8 bytes).
-    Time,
-    Float,
-    Double,
-    /// UTF-8 or ASCII text: bytewise order, as Cassandra compares it.
-    Text,
-    Blob,
-    /// Anything without a cheap order here (uuid, varint, decimal, frozen collections, inet):
-    /// stored as bytes, no min/max, never skipped.
-    Opaque,
-}
+pub use crate::types::ValueType;
 
 impl ValueType {
     pub(super) fn tag(self) -> u8 {

@@ -62,7 +62,7 @@ pub struct SegmentSummary {
     pub column_bytes: Vec<(ColumnId, u64)>,
 }
 
-/// Writes one columnar segment. Not yet wired to tables: see the module doc.
+/// Writes one columnar segment (a columnar SSTable's Columns.db, or a file of its own).
 pub struct SegmentWriter {
     path: PathBuf,
     tmp: PathBuf,

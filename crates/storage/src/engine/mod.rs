@@ -3,6 +3,7 @@
 
 mod admin;
 mod backpressure;
+mod columnar;
 mod indexes;
 mod pinned;
 mod whole;

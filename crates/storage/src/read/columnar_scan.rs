@@ -13,14 +13,13 @@
 //! reconciled as any read, and its live rows turned into the same column batches. So the scan
 //! is exact whatever the table holds, and as fast as its chunks once compacted.
 
-use super::columnar_page::Piece;
-use crate::columnar::{Bitmap, BytesVec, Column, ColumnValues, Restriction, ScanRequest, Target};
+use crate::columnar::{Bitmap, BytesVec, Column, ColumnValues, Restriction, Target};
 use crate::columnar::{ColumnSpec, CompareOp, Scalar, ValueType};
-use crate::engine::Engine;
 use crate::memtable::{end_bound, start_bound, Memtable};
 use crate::sstable::SSTableReader;
 use crate::table::Table;
 use crate::types::*;
+use bytes::Bytes;
 use std::sync::Arc;
 
 /// What `Engine::scan_columns` reads.
@@ -88,8 +87,30 @@ pub struct ColumnScanStats {
     pub rows_from_row_path: u64,
 }
 
-/// Partitions one row-path read returns at most (a batch's worth of small partitions).
-const ROW_PATH_PARTITIONS: usize = 4096;
+/// Rows of one page, in (token, key) order.
+#[derive(Debug, Clone, Default)]
+pub struct ColumnPage {
+    /// (token, partition key) of each row.
+    pub keys: Vec<(i64, Bytes)>,
+    /// One per `ColumnScan::columns`, each with one serialized value (or null) per row.
+    pub cells: Vec<Vec<Option<Bytes>>>,
+    /// Whether rows may follow this page in the range.
+    pub more: bool,
+}
+
+impl ColumnPage {
+    pub(crate) fn full(&self, limit: usize) -> bool {
+        self.keys.len() >= limit
+    }
+}
+
+/// One piece of a scanned range: a plain row group (SSTable index, group) or a token span the
+/// row path reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Piece {
+    Group(usize, usize),
+    Gap(i64, i64),
+}
 
 /// How a token range splits into plain row groups read from chunks and spans for the row path.
 pub(crate) struct Pieces {
@@ -171,118 +192,6 @@ pub(crate) fn plain_groups(
         sorted_ids,
         groups,
     })
-}
-
-impl Engine {
-    /// Calls `f` with batches of the live rows of `scan`'s range, in no particular order.
-    pub fn scan_columns(
-        &self,
-        table: TableId,
-        scan: &ColumnScan,
-        f: &mut dyn FnMut(ScanBatch) -> Result<(), StorageError>,
-    ) -> Result<ColumnScanStats, StorageError> {
-        let t = self.table(table)?;
-        let mut stats = ColumnScanStats::default();
-        let Some((lo, hi)) = token_span(&scan.start, &scan.end)? else {
-            return Ok(stats);
-        };
-        let pieces = plain_groups(&t, scan, lo, hi)?;
-        let ids = scan.columns.len();
-        stats.groups_skipped = pieces.groups.iter().filter(|g| g.4).count() as u64;
-        for piece in pieces.in_order(lo, hi) {
-            match piece {
-                Piece::Group(si, g) => {
-                    let Some(seg) = pieces.sstables.get(si).and_then(|s| s.segment()) else {
-                        continue;
-                    };
-                    let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
-                    let req = ScanRequest {
-                        columns: pieces.read_ids.clone(),
-                        restrictions: Vec::new(),
-                        keys: glo < lo || ghi > hi,
-                        metadata: false,
-                    };
-                    let batch = seg.read_group(g, &req)?;
-                    stats.groups_read += 1;
-                    let mut selected = batch.keys.as_ref().map(|k| {
-                        let mut m = Bitmap::with_capacity(batch.rows);
-                        for i in 0..batch.rows {
-                            m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
-                        }
-                        m
-                    });
-                    let columns: Vec<Column> =
-                        batch.columns.into_iter().map(|c| c.values).collect();
-                    apply_restrictions(&mut selected, batch.rows, &columns, &pieces.read_ids, scan);
-                    f(ScanBatch {
-                        rows: batch.rows,
-                        selected,
-                        columns: columns.into_iter().take(ids).collect(),
-                    })?;
-                }
-                Piece::Gap(a, b) => {
-                    stats.rows_from_row_path += self.scan_rows(table, a, b, scan, &pieces, f)?;
-                }
-            }
-        }
-        Ok(stats)
-    }
-
-    /// The live rows of tokens `lo..=hi` read through the row path, as batches.
-    fn scan_rows(
-        &self,
-        table: TableId,
-        lo: i64,
-        hi: i64,
-        scan: &ColumnScan,
-        pieces: &Pieces,
-        f: &mut dyn FnMut(ScanBatch) -> Result<(), StorageError>,
-    ) -> Result<u64, StorageError> {
-        let mut start = PartitionBound::Token {
-            token: lo,
-            inclusive: true,
-        };
-        let mut rows_read = 0u64;
-        loop {
-            let q = ReadQuery {
-                partitions: PartitionRange::Range {
-                    start: start.clone(),
-                    end: PartitionBound::Token {
-                        token: hi,
-                        inclusive: true,
-                    },
-                },
-                slices: Vec::new(),
-                reversed: false,
-                row_limit: None,
-                per_partition_limit: None,
-                partition_limit: Some(ROW_PATH_PARTITIONS),
-                now_s: scan.now_s,
-                resume_after: None,
-                columns: Some(Arc::from(pieces.sorted_ids.as_slice())),
-            };
-            let r = self.read(table, &q)?;
-            let Some(last) = r.partitions.last() else {
-                return Ok(rows_read);
-            };
-            start = PartitionBound::Key {
-                token: last.token,
-                key: last.key.clone(),
-                inclusive: false,
-            };
-            let full = r.partitions.len() >= ROW_PATH_PARTITIONS;
-            let batch = rows_batch(&r.partitions, &pieces.read_ids, scan);
-            rows_read += batch.rows as u64;
-            let ids = scan.columns.len();
-            f(ScanBatch {
-                columns: batch.columns.into_iter().take(ids).collect(),
-                ..batch
-            })?;
-            if !full {
-                return Ok(rows_read);
-            }
-        }
-    }
 }
 
 /// The inclusive token span of the bounds; None when empty. Key bounds are refused: a scan

@@ -4,7 +4,6 @@
 //! and their resolution that replicas are reconciled with (unfiltered.rs).
 
 pub(crate) mod caches;
-pub(crate) mod columnar_page;
 pub(crate) mod columnar_scan;
 mod range;
 pub(crate) mod shortcut;

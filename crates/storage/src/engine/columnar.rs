@@ -1,35 +1,135 @@
-//! Pages of a column scan in token order (issue 15): what a paged `SELECT a, b FROM t WHERE
-//! token(k) > ? AND token(k) <= ?` over a columnar table reads (the Spark connector's scan),
-//! resumable after the last partition a page returned.
+//! Column scans of columnar tables (issue 15), the engine's side: `scan_columns` (batches in no
+//! order, for aggregates) and `scan_column_page` (rows in token order, resumable, for paged
+//! projections). How a range splits into plain row groups read from their chunks and spans
+//! read through the row path is read/columnar_scan.rs's.
 //!
-//! The token range is cut as `Engine::scan_columns` cuts it (columnar_scan.rs): plain row
-//! groups no other source overlaps are read from their chunks (only the key streams and the
-//! columns asked), every other token through the row path. The pieces are disjoint token spans,
-//! visited in token order, so the rows come out in (token, key) order as a row scan's do.
-//! For tables without clustering columns: one row per partition, so a page resumes after a
-//! partition key.
+//! A page visits the pieces (plain groups and row-path spans: disjoint token spans) in token
+//! order, so its rows come out in (token, key) order as a row scan's do, and the next page
+//! resumes after the last partition key. Pages are for tables without clustering columns (one
+//! row per partition).
 
-use super::columnar_scan::{apply_restrictions, plain_groups, rows_batch, token_span, ColumnScan};
-use crate::columnar::{Column, ScanRequest};
+use crate::columnar::{Bitmap, Column, ScanRequest};
 use crate::engine::Engine;
+use crate::read::columnar_scan::{
+    apply_restrictions, plain_groups, rows_batch, token_span, ColumnPage, ColumnScan,
+    ColumnScanStats, Piece, Pieces, ScanBatch,
+};
 use crate::types::*;
 use bytes::Bytes;
 use std::sync::Arc;
 
-/// Rows of one page, in (token, key) order.
-#[derive(Debug, Clone, Default)]
-pub struct ColumnPage {
-    /// (token, partition key) of each row.
-    pub keys: Vec<(i64, Bytes)>,
-    /// One per `ColumnScan::columns`, each with one serialized value (or null) per row.
-    pub cells: Vec<Vec<Option<Bytes>>>,
-    /// Whether rows may follow this page in the range.
-    pub more: bool,
-}
+/// Partitions one row-path read returns at most (a batch's worth of small partitions).
+const ROW_PATH_PARTITIONS: usize = 4096;
 
-impl ColumnPage {
-    fn full(&self, limit: usize) -> bool {
-        self.keys.len() >= limit
+impl Engine {
+    /// Calls `f` with batches of the live rows of `scan`'s range, in no particular order.
+    pub fn scan_columns(
+        &self,
+        table: TableId,
+        scan: &ColumnScan,
+        f: &mut dyn FnMut(ScanBatch) -> Result<(), StorageError>,
+    ) -> Result<ColumnScanStats, StorageError> {
+        let t = self.table(table)?;
+        let mut stats = ColumnScanStats::default();
+        let Some((lo, hi)) = token_span(&scan.start, &scan.end)? else {
+            return Ok(stats);
+        };
+        let pieces = plain_groups(&t, scan, lo, hi)?;
+        let ids = scan.columns.len();
+        stats.groups_skipped = pieces.groups.iter().filter(|g| g.4).count() as u64;
+        for piece in pieces.in_order(lo, hi) {
+            match piece {
+                Piece::Group(si, g) => {
+                    let Some(seg) = pieces.sstables.get(si).and_then(|s| s.segment()) else {
+                        continue;
+                    };
+                    let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
+                    let req = ScanRequest {
+                        columns: pieces.read_ids.clone(),
+                        restrictions: Vec::new(),
+                        keys: glo < lo || ghi > hi,
+                        metadata: false,
+                    };
+                    let batch = seg.read_group(g, &req)?;
+                    stats.groups_read += 1;
+                    let mut selected = batch.keys.as_ref().map(|k| {
+                        let mut m = Bitmap::with_capacity(batch.rows);
+                        for i in 0..batch.rows {
+                            m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
+                        }
+                        m
+                    });
+                    let columns: Vec<Column> =
+                        batch.columns.into_iter().map(|c| c.values).collect();
+                    apply_restrictions(&mut selected, batch.rows, &columns, &pieces.read_ids, scan);
+                    f(ScanBatch {
+                        rows: batch.rows,
+                        selected,
+                        columns: columns.into_iter().take(ids).collect(),
+                    })?;
+                }
+                Piece::Gap(a, b) => {
+                    stats.rows_from_row_path += self.scan_rows(table, a, b, scan, &pieces, f)?;
+                }
+            }
+        }
+        Ok(stats)
+    }
+
+    /// The live rows of tokens `lo..=hi` read through the row path, as batches.
+    fn scan_rows(
+        &self,
+        table: TableId,
+        lo: i64,
+        hi: i64,
+        scan: &ColumnScan,
+        pieces: &Pieces,
+        f: &mut dyn FnMut(ScanBatch) -> Result<(), StorageError>,
+    ) -> Result<u64, StorageError> {
+        let mut start = PartitionBound::Token {
+            token: lo,
+            inclusive: true,
+        };
+        let mut rows_read = 0u64;
+        loop {
+            let q = ReadQuery {
+                partitions: PartitionRange::Range {
+                    start: start.clone(),
+                    end: PartitionBound::Token {
+                        token: hi,
+                        inclusive: true,
+                    },
+                },
+                slices: Vec::new(),
+                reversed: false,
+                row_limit: None,
+                per_partition_limit: None,
+                partition_limit: Some(ROW_PATH_PARTITIONS),
+                now_s: scan.now_s,
+                resume_after: None,
+                columns: Some(Arc::from(pieces.sorted_ids.as_slice())),
+            };
+            let r = self.read(table, &q)?;
+            let Some(last) = r.partitions.last() else {
+                return Ok(rows_read);
+            };
+            start = PartitionBound::Key {
+                token: last.token,
+                key: last.key.clone(),
+                inclusive: false,
+            };
+            let full = r.partitions.len() >= ROW_PATH_PARTITIONS;
+            let batch = rows_batch(&r.partitions, &pieces.read_ids, scan);
+            rows_read += batch.rows as u64;
+            let ids = scan.columns.len();
+            f(ScanBatch {
+                columns: batch.columns.into_iter().take(ids).collect(),
+                ..batch
+            })?;
+            if !full {
+                return Ok(rows_read);
+            }
+        }
     }
 }
 
@@ -155,14 +255,6 @@ impl Engine {
         }
         Ok(page)
     }
-}
-
-/// One piece of a scanned range: a plain row group (SSTable index, group) or a token span the
-/// row path reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Piece {
-    Group(usize, usize),
-    Gap(i64, i64),
 }
 
 /// Appends row `i` of `columns` (in `read_ids` order: the scan's columns first).
