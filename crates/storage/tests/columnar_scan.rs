@@ -132,6 +132,7 @@ fn scan(
             value: min_month.to_be_bytes().to_vec(),
         }],
         now_s,
+        tombstone_failure_threshold: u64::MAX,
     };
     let mut t: Totals = (0, 0, 0.0, 0);
     let stats = e
@@ -365,6 +366,7 @@ fn paged(e: &Engine, limit: usize, now_s: i64) -> Listed {
         columns: vec![spec(MONTH), spec(CODE)],
         restrictions: Vec::new(),
         now_s,
+        tombstone_failure_threshold: u64::MAX,
     };
     let mut out = Listed::new();
     let mut after = None;
@@ -399,4 +401,48 @@ fn row_scan(e: &Engine, now_s: i64) -> Listed {
         }
     }
     out
+}
+
+#[test]
+fn a_scan_over_too_many_tombstones_fails_as_a_row_scan_does() {
+    let dir = tempdir("colscan-tombstones");
+    let e = open_with(&dir, def());
+    // Rows whose one cell is deleted: a cell tombstone each (partition deletions are not
+    // counted, as in Cassandra).
+    let deletes: Vec<Mutation> = (0..50)
+        .map(|i| {
+            let mut m = insert(i, 10, 0, 1, 1.0, "X");
+            m.rows[0].liveness = None;
+            m.rows[0].cells = vec![CellUpdate {
+                column: MONTH,
+                path: None,
+                timestamp_us: 10,
+                op: CellOp::Delete,
+            }];
+            m
+        })
+        .collect();
+    e.apply_blocking(&deletes).unwrap();
+    let s = |threshold| ColumnScan {
+        start: PartitionBound::Unbounded,
+        end: PartitionBound::Unbounded,
+        columns: vec![spec(MONTH)],
+        restrictions: Vec::new(),
+        now_s: now(),
+        tombstone_failure_threshold: threshold,
+    };
+    let err = e.scan_columns(T, &s(10), &mut |_| Ok(())).unwrap_err();
+    assert!(
+        matches!(err, StorageError::TombstoneOverwhelming { .. }),
+        "{err:?}"
+    );
+    let err = e.scan_column_page(T, &s(10), None, 100).unwrap_err();
+    assert!(
+        matches!(err, StorageError::TombstoneOverwhelming { .. }),
+        "{err:?}"
+    );
+    let stats = e.scan_columns(T, &s(1000), &mut |_| Ok(())).unwrap();
+    assert_eq!(stats.tombstones_scanned, 50);
+    e.shutdown().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }

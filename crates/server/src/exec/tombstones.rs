@@ -55,12 +55,7 @@ impl TombstoneTally {
                     "Scanned over {} tombstones during query; query aborted (see tombstone_failure_threshold)",
                     self.tombstones + tombstones_scanned
                 );
-                Err(ExecError::ReadFailure {
-                    consistency: proto::Consistency::One,
-                    node,
-                    reason: READ_TOO_MANY_TOMBSTONES,
-                    reason_name: "READ_TOO_MANY_TOMBSTONES",
-                })
+                Err(overwhelmed(node))
             }
             Err(e) => Err(e.into()),
         }
@@ -110,4 +105,14 @@ fn query_text(t: &TableMeta, last: Option<&(i64, Option<Bytes>)>, limit: Option<
     }
     q.push_str(" ALLOW FILTERING");
     q
+}
+
+/// The error of a read that scanned more tombstones than `tombstone_failure_threshold`.
+pub fn overwhelmed(node: std::net::IpAddr) -> ExecError {
+    ExecError::ReadFailure {
+        consistency: proto::Consistency::One,
+        node,
+        reason: READ_TOO_MANY_TOMBSTONES,
+        reason_name: "READ_TOO_MANY_TOMBSTONES",
+    }
 }

@@ -69,7 +69,7 @@ impl Engine {
                     })?;
                 }
                 Piece::Gap(a, b) => {
-                    stats.rows_from_row_path += self.scan_rows(table, a, b, scan, &pieces, f)?;
+                    self.scan_rows(table, (a, b), scan, &pieces, &mut stats, f)?;
                 }
             }
         }
@@ -80,17 +80,16 @@ impl Engine {
     fn scan_rows(
         &self,
         table: TableId,
-        lo: i64,
-        hi: i64,
+        (lo, hi): (i64, i64),
         scan: &ColumnScan,
         pieces: &Pieces,
+        stats: &mut ColumnScanStats,
         f: &mut dyn FnMut(ScanBatch) -> Result<(), StorageError>,
-    ) -> Result<u64, StorageError> {
+    ) -> Result<(), StorageError> {
         let mut start = PartitionBound::Token {
             token: lo,
             inclusive: true,
         };
-        let mut rows_read = 0u64;
         loop {
             let q = ReadQuery {
                 partitions: PartitionRange::Range {
@@ -109,9 +108,13 @@ impl Engine {
                 resume_after: None,
                 columns: Some(Arc::from(pieces.sorted_ids.as_slice())),
             };
-            let r = self.read(table, &q)?;
+            let left = scan
+                .tombstone_failure_threshold
+                .saturating_sub(stats.tombstones_scanned);
+            let r = self.read_bounded(table, &q, left)?;
+            stats.tombstones_scanned += r.stats.tombstones_scanned;
             let Some(last) = r.partitions.last() else {
-                return Ok(rows_read);
+                return Ok(());
             };
             start = PartitionBound::Key {
                 token: last.token,
@@ -120,14 +123,14 @@ impl Engine {
             };
             let full = r.partitions.len() >= ROW_PATH_PARTITIONS;
             let batch = rows_batch(&r.partitions, &pieces.read_ids, scan);
-            rows_read += batch.rows as u64;
+            stats.rows_from_row_path += batch.rows as u64;
             let ids = scan.columns.len();
             f(ScanBatch {
                 columns: batch.columns.into_iter().take(ids).collect(),
                 ..batch
             })?;
             if !full {
-                return Ok(rows_read);
+                return Ok(());
             }
         }
     }
@@ -228,7 +231,11 @@ impl Engine {
                         resume_after: None,
                         columns: Some(Arc::from(pieces.sorted_ids.as_slice())),
                     };
-                    let r = self.read(table, &q)?;
+                    let left = scan
+                        .tombstone_failure_threshold
+                        .saturating_sub(page.tombstones_scanned);
+                    let r = self.read_bounded(table, &q, left)?;
+                    page.tombstones_scanned += r.stats.tombstones_scanned;
                     let batch = rows_batch(&r.partitions, &pieces.read_ids, scan);
                     let mut i = 0;
                     for p in &r.partitions {

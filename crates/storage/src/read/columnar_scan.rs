@@ -34,6 +34,9 @@ pub struct ColumnScan {
     pub restrictions: Vec<ColumnRestriction>,
     /// "Now" for TTL expiry on the row path.
     pub now_s: i64,
+    /// The scan fails with `TombstoneOverwhelming` once its row-path reads scanned more
+    /// tombstones than this (as a row scan does; plain groups have none).
+    pub tombstone_failure_threshold: u64,
 }
 
 /// `column op value` (the value serialized as the column's CQL type), as `WHERE c > 5 ALLOW
@@ -85,6 +88,8 @@ pub struct ColumnScanStats {
     pub groups_skipped: u64,
     /// Live rows read through the row path.
     pub rows_from_row_path: u64,
+    /// Tombstones the row-path reads scanned.
+    pub tombstones_scanned: u64,
 }
 
 /// Rows of one page, in (token, key) order.
@@ -96,6 +101,8 @@ pub struct ColumnPage {
     pub cells: Vec<Vec<Option<Bytes>>>,
     /// Whether rows may follow this page in the range.
     pub more: bool,
+    /// Tombstones the page's row-path reads scanned.
+    pub tombstones_scanned: u64,
 }
 
 impl ColumnPage {

@@ -60,6 +60,7 @@ pub(super) async fn aggregate(
         columns,
         restrictions,
         now_s: binds.now.s,
+        tombstone_failure_threshold: node.config.tombstone_failure_threshold,
     };
     let engine = node.engine.clone();
     let table = *t.id.as_bytes();
@@ -67,7 +68,8 @@ pub(super) async fn aggregate(
     // A scan of the whole table is seconds of CPU: off the connection's runtime thread.
     let states = tokio::task::spawn_blocking(move || fold(&engine, table, &scan, &folded))
         .await
-        .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
+        .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))?
+        .map_err(|e| scan_error(node, e))?;
     let row = outputs
         .iter()
         .zip(states.iter())
@@ -143,6 +145,7 @@ pub(super) async fn project(
         columns,
         restrictions,
         now_s: binds.now.s,
+        tombstone_failure_threshold: node.config.tombstone_failure_threshold,
     };
     let already = resume.map_or(0, |r| r.rows_returned);
     let after = resume.map(|r| (r.token, r.partition_key.clone()));
@@ -190,6 +193,16 @@ pub(super) async fn project(
         rows,
         paging_state,
     }))
+}
+
+/// A scan's error as the row path reports it: too many tombstones is its read failure.
+fn scan_error(node: &NodeState, e: st::StorageError) -> ExecError {
+    match e {
+        st::StorageError::TombstoneOverwhelming { .. } => {
+            crate::exec::tombstones::overwhelmed(node.config.listen_address)
+        }
+        other => other.into(),
+    }
 }
 
 /// A plain projection of a columnar table with one partition key column and no clustering or
@@ -386,24 +399,22 @@ fn fold(
     table: st::TableId,
     scan: &st::ColumnScan,
     outputs: &[Output],
-) -> ExecResult<Vec<AggState>> {
+) -> Result<Vec<AggState>, st::StorageError> {
     let mut states: Vec<AggState> = outputs.iter().map(|o| agg_init(&o.sel)).collect();
     let types: Vec<ValueType> = scan.columns.iter().map(|c| c.value_type).collect();
-    engine
-        .scan_columns(table, scan, &mut |batch| {
-            for (o, state) in outputs.iter().zip(states.iter_mut()) {
-                let Some(at) = o.arg else {
-                    state.add_count(batch.selected_rows() as i64);
-                    continue;
-                };
-                let (Some(col), Some(vt)) = (batch.columns.get(at), types.get(at)) else {
-                    continue;
-                };
-                fold_column(state, o, &batch, col, *vt);
-            }
-            Ok(())
-        })
-        .map_err(ExecError::from)?;
+    engine.scan_columns(table, scan, &mut |batch| {
+        for (o, state) in outputs.iter().zip(states.iter_mut()) {
+            let Some(at) = o.arg else {
+                state.add_count(batch.selected_rows() as i64);
+                continue;
+            };
+            let (Some(col), Some(vt)) = (batch.columns.get(at), types.get(at)) else {
+                continue;
+            };
+            fold_column(state, o, &batch, col, *vt);
+        }
+        Ok(())
+    })?;
     Ok(states)
 }
 
