@@ -91,28 +91,15 @@ impl Engine {
             inclusive: true,
         };
         loop {
-            let q = ReadQuery {
-                partitions: PartitionRange::Range {
-                    start: start.clone(),
-                    end: PartitionBound::Token {
-                        token: hi,
-                        inclusive: true,
-                    },
-                },
-                slices: Vec::new(),
-                reversed: false,
-                row_limit: None,
-                per_partition_limit: None,
-                partition_limit: Some(ROW_PATH_PARTITIONS),
-                now_s: scan.now_s,
-                resume_after: None,
-                columns: Some(Arc::from(pieces.sorted_ids.as_slice())),
-            };
-            let left = scan
-                .tombstone_failure_threshold
-                .saturating_sub(stats.tombstones_scanned);
-            let r = self.read_bounded(table, &q, left)?;
-            stats.tombstones_scanned += r.stats.tombstones_scanned;
+            let (r, scanned) = self.row_path_read(
+                table,
+                (start.clone(), hi),
+                ROW_PATH_PARTITIONS,
+                scan,
+                pieces,
+                stats.tombstones_scanned,
+            )?;
+            stats.tombstones_scanned += scanned;
             let Some(last) = r.partitions.last() else {
                 return Ok(());
             };
@@ -212,30 +199,17 @@ impl Engine {
                         },
                     };
                     let want = limit - page.keys.len();
-                    let q = ReadQuery {
-                        partitions: PartitionRange::Range {
-                            start,
-                            end: PartitionBound::Token {
-                                token: b,
-                                inclusive: true,
-                            },
-                        },
-                        slices: Vec::new(),
-                        reversed: false,
-                        row_limit: None,
-                        per_partition_limit: None,
-                        // Partitions a restriction leaves out still count here: a short page
-                        // only says "more may follow", as a row scan's pages do.
-                        partition_limit: Some(want),
-                        now_s: scan.now_s,
-                        resume_after: None,
-                        columns: Some(Arc::from(pieces.sorted_ids.as_slice())),
-                    };
-                    let left = scan
-                        .tombstone_failure_threshold
-                        .saturating_sub(page.tombstones_scanned);
-                    let r = self.read_bounded(table, &q, left)?;
-                    page.tombstones_scanned += r.stats.tombstones_scanned;
+                    // Partitions a restriction leaves out still count against `want`: a
+                    // short page only says "more may follow", as a row scan's pages do.
+                    let (r, scanned) = self.row_path_read(
+                        table,
+                        (start, b),
+                        want,
+                        scan,
+                        &pieces,
+                        page.tombstones_scanned,
+                    )?;
+                    page.tombstones_scanned += scanned;
                     let batch = rows_batch(&r.partitions, &pieces.read_ids, scan);
                     let mut i = 0;
                     for p in &r.partitions {
@@ -261,6 +235,43 @@ impl Engine {
             }
         }
         Ok(page)
+    }
+}
+
+impl Engine {
+    /// Up to `partitions` partitions of `start..=hi` through the row path, with only the
+    /// scan's columns, within what is left of its tombstone threshold after `scanned`;
+    /// returns them and the tombstones the read scanned.
+    fn row_path_read(
+        &self,
+        table: TableId,
+        (start, hi): (PartitionBound, i64),
+        partitions: usize,
+        scan: &ColumnScan,
+        pieces: &Pieces,
+        scanned: u64,
+    ) -> Result<(ReadResult, u64), StorageError> {
+        let q = ReadQuery {
+            partitions: PartitionRange::Range {
+                start,
+                end: PartitionBound::Token {
+                    token: hi,
+                    inclusive: true,
+                },
+            },
+            slices: Vec::new(),
+            reversed: false,
+            row_limit: None,
+            per_partition_limit: None,
+            partition_limit: Some(partitions),
+            now_s: scan.now_s,
+            resume_after: None,
+            columns: Some(Arc::from(pieces.sorted_ids.as_slice())),
+        };
+        let left = scan.tombstone_failure_threshold.saturating_sub(scanned);
+        let r = self.read_bounded(table, &q, left)?;
+        let n = r.stats.tombstones_scanned;
+        Ok((r, n))
     }
 }
 

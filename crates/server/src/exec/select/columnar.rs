@@ -48,19 +48,8 @@ pub(super) async fn aggregate(
     let Some((outputs, columns)) = outputs(t, plan) else {
         return Ok(None);
     };
-    let Some(restrictions) = restrictions(t, &plan.filters, binds)? else {
+    let Some(scan) = column_scan(node, plan, binds, columns)? else {
         return Ok(None);
-    };
-    let Some((start, end)) = token_bounds(t, &plan.partitions, binds)? else {
-        return Ok(None);
-    };
-    let scan = st::ColumnScan {
-        start,
-        end,
-        columns,
-        restrictions,
-        now_s: binds.now.s,
-        tombstone_failure_threshold: node.config.tombstone_failure_threshold,
     };
     let engine = node.engine.clone();
     let table = *t.id.as_bytes();
@@ -76,12 +65,7 @@ pub(super) async fn aggregate(
         .map(|(o, s)| agg_finish(s, &o.sel))
         .collect();
     Ok(Some(SelectOutput {
-        columns: plan
-            .compiled
-            .columns
-            .iter()
-            .map(|c| (c.name.clone(), c.ty.clone()))
-            .collect(),
+        columns: result_columns(plan),
         rows: vec![row],
         paging_state: None,
     }))
@@ -133,19 +117,8 @@ pub(super) async fn project(
             _ => return Ok(None),
         }
     }
-    let Some(restrictions) = restrictions(t, &plan.filters, binds)? else {
+    let Some(scan) = column_scan(node, plan, binds, columns)? else {
         return Ok(None);
-    };
-    let Some((start, end)) = token_bounds(t, &plan.partitions, binds)? else {
-        return Ok(None);
-    };
-    let scan = st::ColumnScan {
-        start,
-        end,
-        columns,
-        restrictions,
-        now_s: binds.now.s,
-        tombstone_failure_threshold: node.config.tombstone_failure_threshold,
     };
     let already = resume.map_or(0, |r| r.rows_returned);
     let after = resume.map(|r| (r.token, r.partition_key.clone()));
@@ -184,15 +157,43 @@ pub(super) async fn project(
         _ => None,
     };
     Ok(Some(SelectOutput {
-        columns: plan
-            .compiled
-            .columns
-            .iter()
-            .map(|c| (c.name.clone(), c.ty.clone()))
-            .collect(),
+        columns: result_columns(plan),
         rows,
         paging_state,
     }))
+}
+
+/// The scan of `columns` the plan's token range and restrictions ask for; None when a
+/// restriction or the range is not one a column scan takes.
+fn column_scan(
+    node: &NodeState,
+    plan: &SelectPlan,
+    binds: &Binds<'_>,
+    columns: Vec<ColumnSpec>,
+) -> ExecResult<Option<st::ColumnScan>> {
+    let t = &plan.table;
+    let Some(restrictions) = restrictions(t, &plan.filters, binds)? else {
+        return Ok(None);
+    };
+    let Some((start, end)) = token_bounds(t, &plan.partitions, binds)? else {
+        return Ok(None);
+    };
+    Ok(Some(st::ColumnScan {
+        start,
+        end,
+        columns,
+        restrictions,
+        now_s: binds.now.s,
+        tombstone_failure_threshold: node.config.tombstone_failure_threshold,
+    }))
+}
+
+fn result_columns(plan: &SelectPlan) -> Vec<(String, CqlType)> {
+    plan.compiled
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect()
 }
 
 /// A scan's error as the row path reports it: too many tombstones is its read failure.
@@ -209,13 +210,22 @@ fn scan_error(node: &NodeState, e: st::StorageError) -> ExecError {
 /// static column, over a token range, with at most simple restrictions.
 fn projection_eligible(plan: &SelectPlan) -> bool {
     let t = &plan.table;
-    t.kind == TableKind::User
-        && effective_layout(t) == StorageLayout::Columnar
+    plain_scan(plan)
         && t.partition_key_len() == 1
         && t.clustering_len() == 0
-        && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
         && !plan.compiled.has_aggregate
+}
+
+/// What both column-scan statements need: a user table stored columnar without static columns,
+/// read over a token range (or all of it) with no clustering, multi-column or extra token
+/// restriction, no grouping, ordering, DISTINCT, JSON or per-partition limit.
+fn plain_scan(plan: &SelectPlan) -> bool {
+    let t = &plan.table;
+    t.kind == TableKind::User
+        && effective_layout(t) == StorageLayout::Columnar
+        && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
         && plan.group_by == 0
+        && plan.group_fn.is_none()
         && !plan.distinct
         && !plan.json
         && plan.ann.is_none()
@@ -233,25 +243,7 @@ fn projection_eligible(plan: &SelectPlan) -> bool {
 /// The statement's shape: aggregates without groups over a token range (or all of it) of a
 /// columnar table with no static column, with no clustering or multi-column restriction.
 fn eligible(plan: &SelectPlan) -> bool {
-    let t = &plan.table;
-    t.kind == TableKind::User
-        && effective_layout(t) == StorageLayout::Columnar
-        && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
-        && plan.compiled.has_aggregate
-        && plan.group_by == 0
-        && plan.group_fn.is_none()
-        && !plan.distinct
-        && !plan.json
-        && plan.ann.is_none()
-        && plan.merge_order.is_empty()
-        && plan.multi_filters.is_empty()
-        && plan.clustering_eq.is_empty()
-        && plan.clustering_slice.is_none()
-        && plan.per_partition_limit.is_none()
-        && plan.token_filter.0.is_none()
-        && plan.token_filter.1.is_none()
-        && plan.bound_projection.is_none()
-        && matches!(plan.partitions, PartitionSelection::TokenRange { .. })
+    plain_scan(plan) && plan.compiled.has_aggregate
 }
 
 /// The outputs (each `count(*)` or an aggregate of a regular column) and the columns scanned.
