@@ -58,5 +58,7 @@ pub use reader::{
     SegmentReader, Target,
 };
 pub use stats::{ChunkStats, CompareOp, STAT_PREFIX_BYTES};
-pub use vector::{Bitmap, BytesVec, Column, ColumnValues, Physical, Scalar, ValueType};
+pub use vector::{
+    java_double_compare, Bitmap, BytesVec, Column, ColumnValues, Physical, Scalar, ValueType,
+};
 pub use writer::{SegmentOptions, SegmentSummary, SegmentWriter};

@@ -124,7 +124,8 @@ impl Scalar {
     }
 }
 
-pub(super) fn java_double_compare(a: f64, b: f64) -> Ordering {
+/// `Double.compare`: the order CQL gives doubles and floats.
+pub fn java_double_compare(a: f64, b: f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Greater,

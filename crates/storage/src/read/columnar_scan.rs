@@ -324,14 +324,21 @@ fn matches(col: &Column, i: usize, t: ValueType, op: CompareOp, value: &Scalar) 
     if !col.is_valid(i) {
         return false;
     }
-    let v = match &col.values {
-        ColumnValues::Int(v) => v.get(i).map(|x| Scalar::Int(*x)),
-        ColumnValues::Float32(v) => v.get(i).map(|x| Scalar::Float(f64::from(*x))),
-        ColumnValues::Float64(v) => v.get(i).map(|x| Scalar::Float(*x)),
-        // Text and blobs, or a chunk of another type kept as its serialized bytes.
-        ColumnValues::Bytes(v) => t.scalar(v.get(i)),
+    // Compared in place: a Scalar per row would copy every text value.
+    let o = match (&col.values, value) {
+        (ColumnValues::Int(v), Scalar::Int(b)) => v.get(i).map(|a| a.cmp(b)),
+        (ColumnValues::Float32(v), Scalar::Float(b)) => v
+            .get(i)
+            .map(|a| crate::columnar::java_double_compare(f64::from(*a), *b)),
+        (ColumnValues::Float64(v), Scalar::Float(b)) => v
+            .get(i)
+            .map(|a| crate::columnar::java_double_compare(*a, *b)),
+        (ColumnValues::Bytes(v), Scalar::Bytes(b)) => Some(v.get(i).cmp(b.as_slice())),
+        // A chunk of another type kept as its serialized bytes.
+        (ColumnValues::Bytes(v), _) => t.scalar(v.get(i)).and_then(|a| a.compare(value)),
+        _ => None,
     };
-    let Some(o) = v.and_then(|v| v.compare(value)) else {
+    let Some(o) = o else {
         return false;
     };
     match op {

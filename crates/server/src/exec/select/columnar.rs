@@ -451,35 +451,38 @@ fn fold_column(
         },
         AggKind::Min | AggKind::Max => {
             // The batch's own extreme first, then one comparison with the running one.
-            let mut best: Option<(usize, Scalar)> = None;
+            let mut best: Option<usize> = None;
             for i in rows {
-                let Some(s) = scalar_at(col, i, vt) else {
-                    continue;
-                };
-                let better = match &best {
+                let better = match best {
                     None => true,
-                    Some((_, b)) => match s.compare(b) {
+                    Some(b) => match compare_rows(col, i, b, vt) {
                         Some(ord) if o.kind == AggKind::Min => ord.is_lt(),
                         Some(ord) => ord.is_gt(),
                         None => false,
                     },
                 };
                 if better {
-                    best = Some((i, s));
+                    best = Some(i);
                 }
             }
-            if let Some(v) = best.and_then(|(i, _)| col.serialized(i, vt)) {
+            if let Some(v) = best.and_then(|i| col.serialized(i, vt)) {
                 state.offer_extreme(o.kind, &o.ty, v.into());
             }
         }
     }
 }
 
-fn scalar_at(col: &Column, i: usize, vt: ValueType) -> Option<Scalar> {
+/// Rows `a` and `b` of `col` in CQL order, compared in place (no value copied).
+fn compare_rows(col: &Column, a: usize, b: usize, vt: ValueType) -> Option<std::cmp::Ordering> {
+    let double = st::columnar::java_double_compare;
     match &col.values {
-        ColumnValues::Int(v) => v.get(i).map(|x| Scalar::Int(*x)),
-        ColumnValues::Float32(v) => v.get(i).map(|x| Scalar::Float(f64::from(*x))),
-        ColumnValues::Float64(v) => v.get(i).map(|x| Scalar::Float(*x)),
-        ColumnValues::Bytes(v) => vt.scalar(v.get(i)),
+        ColumnValues::Int(v) => Some(v.get(a)?.cmp(v.get(b)?)),
+        ColumnValues::Float32(v) => Some(double(f64::from(*v.get(a)?), f64::from(*v.get(b)?))),
+        ColumnValues::Float64(v) => Some(double(*v.get(a)?, *v.get(b)?)),
+        ColumnValues::Bytes(v) if matches!(vt, ValueType::Text | ValueType::Blob) => {
+            Some(v.get(a).cmp(v.get(b)))
+        }
+        // A chunk of another type kept as its serialized bytes.
+        ColumnValues::Bytes(v) => vt.scalar(v.get(a))?.compare(&vt.scalar(v.get(b))?),
     }
 }
