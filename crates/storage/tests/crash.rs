@@ -11,8 +11,19 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn reopen(dir: &std::path::Path) -> Arc<Engine> {
+fn reopen(dir: &std::path::Path, layout: &str) -> Arc<Engine> {
     let e = Engine::open(config(dir, CommitlogSync::Batch)).unwrap();
+    let layout = match layout {
+        "columnar" => DataLayout::Columnar(ColumnarTypes {
+            partition_key: columnar::ValueType::BigInt,
+            clustering: vec![columnar::ValueType::Blob],
+            columns: vec![columnar::ColumnSpec {
+                id: 1,
+                value_type: columnar::ValueType::Blob,
+            }],
+        }),
+        _ => DataLayout::Rows,
+    };
     e.create_table(TableDef {
         id: [1; 16],
         keyspace: "ks".into(),
@@ -27,7 +38,10 @@ fn reopen(dir: &std::path::Path) -> Arc<Engine> {
             multi_cell: None,
             is_counter: false,
         }],
-        options: TableOptions::default(),
+        options: TableOptions {
+            layout,
+            ..TableOptions::default()
+        },
     })
     .unwrap();
     e.replay_commitlog().unwrap();
@@ -36,10 +50,21 @@ fn reopen(dir: &std::path::Path) -> Arc<Engine> {
 
 #[test]
 fn every_acknowledged_write_survives_sigkill() {
+    crash_cycles("rows", 50);
+}
+
+/// The same with the table in the columnar layout (issue 15): the writer's memtable flushes
+/// every few thousand writes, so kills land in segment writes and compactions too.
+#[test]
+fn every_acknowledged_write_to_a_columnar_table_survives_sigkill() {
+    crash_cycles("columnar", 25);
+}
+
+fn crash_cycles(layout: &str, default_cycles: usize) {
     let cycles: usize = std::env::var("HELENUS_CRASH_CYCLES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(50);
+        .unwrap_or(default_cycles);
     let dir = tempdir("crash");
     let mut rng = Rng(rand_u64() | 1);
     let mut acked: Vec<u64> = Vec::new();
@@ -49,6 +74,7 @@ fn every_acknowledged_write_survives_sigkill() {
         let mut child = Command::new(env!("CARGO_BIN_EXE_storage_crash_writer"))
             .arg(&dir)
             .arg(start.to_string())
+            .arg(layout)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -65,7 +91,7 @@ fn every_acknowledged_write_survives_sigkill() {
         let keys: Vec<u64> = out.lines().filter_map(|l| l.trim().parse().ok()).collect();
         acked.extend(keys);
         // Verify everything acknowledged so far.
-        let e = reopen(&dir);
+        let e = reopen(&dir, layout);
         for k in &acked {
             let key = bytes::Bytes::copy_from_slice(&k.to_be_bytes());
             let q = ReadQuery {
@@ -90,10 +116,33 @@ fn every_acknowledged_write_survives_sigkill() {
         "the writer made progress ({} keys)",
         acked.len()
     );
+    let segments = count_files(&dir, "-Columns.db");
+    assert_eq!(
+        segments > 0,
+        layout == "columnar",
+        "{segments} columnar segments"
+    );
     eprintln!(
-        "{cycles} crash cycles, {} acknowledged keys, {:?}",
+        "{cycles} crash cycles ({layout}, {segments} segments at the end), {} acknowledged keys, {:?}",
         acked.len(),
         started.elapsed()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Files under `dir` whose names end with `suffix`.
+fn count_files(dir: &std::path::Path, suffix: &str) -> usize {
+    let mut n = 0;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for ent in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = ent.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.to_string_lossy().ends_with(suffix) {
+                n += 1;
+            }
+        }
+    }
+    n
 }

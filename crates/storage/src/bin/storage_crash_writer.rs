@@ -1,6 +1,7 @@
 //! Test helper for the crash test (tests/crash.rs): opens an engine in `argv[1]` with Batch
 //! commitlog sync, replays, then writes sequential keys starting at `argv[2]` forever, printing
-//! each key once `apply` has returned (i.e. once it is acknowledged and durable).
+//! each key once `apply` has returned (i.e. once it is acknowledged and durable). With
+//! `argv[3]` = `columnar`, the table is in the columnar layout (its flushes write segments).
 
 use bytes::Bytes;
 use helenus_storage::*;
@@ -18,12 +19,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let dir = std::path::PathBuf::from(args.get(1).ok_or("usage: storage_crash_writer DIR START")?);
     let start: u64 = args.get(2).ok_or("missing START")?.parse()?;
+    let layout = match args.get(3).map(String::as_str) {
+        Some("columnar") => DataLayout::Columnar(ColumnarTypes {
+            partition_key: columnar::ValueType::BigInt,
+            clustering: vec![columnar::ValueType::Blob],
+            columns: vec![columnar::ColumnSpec {
+                id: 1,
+                value_type: columnar::ValueType::Blob,
+            }],
+        }),
+        _ => DataLayout::Rows,
+    };
     let engine = Engine::open(StorageConfig {
         data_dir: dir.join("data"),
         commitlog_dir: dir.join("commitlog"),
         commitlog_sync: CommitlogSync::Batch,
         commitlog_segment_size_bytes: 1 << 20,
-        memtable_space_bytes: 2 << 20,
+        // A columnar table's memtable is flushed every hundred writes or so, so kills land in
+        // segment writes and compactions too.
+        memtable_space_bytes: if matches!(layout, DataLayout::Rows) {
+            2 << 20
+        } else {
+            16 << 10
+        },
         memtable_cleanup_threshold: 1.0,
         key_cache_bytes: 1 << 20,
         chunk_cache_bytes: 1 << 20,
@@ -49,7 +67,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             multi_cell: None,
             is_counter: false,
         }],
-        options: TableOptions::default(),
+        options: TableOptions {
+            layout,
+            ..TableOptions::default()
+        },
     })?;
     engine.replay_commitlog()?;
     let out = std::io::stdout();
