@@ -8,7 +8,7 @@
 //! resumes after the last partition key. Pages are for tables without clustering columns (one
 //! row per partition).
 
-use crate::columnar::{Bitmap, Column, ScanRequest};
+use crate::columnar::{Bitmap, Column, ColumnValues, ScanRequest};
 use crate::engine::Engine;
 use crate::read::columnar_scan::{
     apply_restrictions, plain_groups, rows_batch, token_span, ColumnPage, ColumnScan,
@@ -169,14 +169,27 @@ impl Engine {
                     let mut selected = None;
                     apply_restrictions(&mut selected, b.rows, &columns, &pieces.read_ids, scan);
                     let key_type = seg.key_type();
-                    for i in 0..b.rows {
-                        let key = k.keys.serialized(i, key_type).map(Bytes::from);
-                        let (Some(token), Some(key)) = (k.tokens.int(i), key) else {
+                    // Entries are in token order: a page resuming inside the group starts at
+                    // its first token, not at the group's first row.
+                    let first = match &k.tokens.values {
+                        ColumnValues::Int(v) => v.partition_point(|t| *t < lo),
+                        _ => 0,
+                    };
+                    for i in first..b.rows {
+                        let Some(token) = k.tokens.int(i) else {
                             continue;
                         };
-                        let inside = token >= lo && token <= hi;
+                        if token > hi {
+                            break;
+                        }
+                        if selected.as_ref().is_some_and(|s| !s.get(i)) {
+                            continue;
+                        }
+                        let Some(key) = k.keys.serialized(i, key_type).map(Bytes::from) else {
+                            continue;
+                        };
                         let past = after.as_ref().is_none_or(|a| (token, &key) > (a.0, &a.1));
-                        if !inside || !past || selected.as_ref().is_some_and(|s| !s.get(i)) {
+                        if token < lo || !past {
                             continue;
                         }
                         push_row(&mut page, token, key, &columns, scan, i);
