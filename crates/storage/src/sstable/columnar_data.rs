@@ -75,6 +75,12 @@ impl SSTableWriter {
         self.columns = Some(crate::columnar::SegmentWriter::create(
             &path, schema, options,
         )?);
+        // The Data.db stream `create` opened is not a component of this kind.
+        if let Some(sink) = self.sink.take() {
+            sink.finish()?;
+            let data = component_path(&self.dir, self.gen, "Data.db");
+            fs::remove_file(&data).map_err(|e| StorageError::io(&data, e))?;
+        }
         Ok(())
     }
 
@@ -92,13 +98,10 @@ impl SSTableWriter {
         Ok(())
     }
 
-    /// Appends a partition to the segment; `encoded_len` is its size in the row encoding, which
-    /// the statistics and output splitting count as for a row SSTable.
-    pub(super) fn append_columnar(
-        &mut self,
-        p: &Partition,
-        encoded_len: usize,
-    ) -> Result<(), StorageError> {
+    /// Appends a partition to the segment. The statistics' partition sizes and the output
+    /// splitting count it at its row encoding's estimated size (`encoded_len_hint`): encoding
+    /// it in rows only to measure it would write every partition twice.
+    pub(super) fn append_columnar(&mut self, p: &Partition) -> Result<(), StorageError> {
         let Some(seg) = self.columns.as_mut() else {
             return Err(StorageError::InvalidRequest("not a columnar writer".into()));
         };
@@ -108,7 +111,7 @@ impl SSTableWriter {
             StorageError::InvalidRequest("partition with too many rows for one SSTable".into())
         })?;
         self.note_stats(p);
-        let bytes = encoded_len as u64;
+        let bytes = crate::codec::encoded_len_hint(p) as u64;
         self.index_partition_sized(
             &IndexEntry {
                 token: p.token,

@@ -184,7 +184,8 @@ pub struct SSTableWriter {
     /// The CompressionInfo code of the table's compression.
     file_code: u8,
     chunk_len: usize,
-    sink: ChunkSink,
+    /// The Data.db stream; None once a columnar writer (`use_columns`) has dropped it.
+    sink: Option<ChunkSink>,
     pending: Vec<u8>,
     logical_pos: u64,
     /// Index.db entries encoded as partitions arrive (the count goes in front at the end).

@@ -21,7 +21,7 @@ impl SSTableWriter {
             gen,
             file_code: codec.file_code(),
             chunk_len,
-            sink: ChunkSink::create(dir, gen, codec)?,
+            sink: Some(ChunkSink::create(dir, gen, codec)?),
             pending: Vec::with_capacity(chunk_len),
             logical_pos: 0,
             index_body: Vec::new(),
@@ -66,15 +66,14 @@ impl SSTableWriter {
     /// Appends a partition; partitions must arrive in (token, key) order.
     pub fn append(&mut self, p: &Partition) -> Result<(), StorageError> {
         self.check_order(p.token, &p.key)?;
+        if self.is_columnar() {
+            return self.append_columnar(p);
+        }
         self.scratch.clear();
         let mut starts = Vec::new();
         let header_len =
             self.format_for(p)
                 .encode_partition_indexed(&mut self.scratch, p, &mut starts);
-        if self.is_columnar() {
-            let len = self.scratch.len();
-            return self.append_columnar(p, len);
-        }
         let spans = block_spans(&starts, self.scratch.len());
         let mut keys = p.rows.keys().enumerate();
         let mut blocks = Vec::with_capacity(spans.len());
@@ -179,10 +178,17 @@ impl SSTableWriter {
             if self.pending.len() >= self.chunk_len {
                 let chunk =
                     std::mem::replace(&mut self.pending, Vec::with_capacity(self.chunk_len));
-                self.sink.write_chunk(chunk)?;
+                self.data_sink()?.write_chunk(chunk)?;
             }
         }
         Ok(())
+    }
+
+    /// The Data.db stream (a columnar writer has none).
+    fn data_sink(&mut self) -> Result<&mut ChunkSink, StorageError> {
+        self.sink
+            .as_mut()
+            .ok_or_else(|| StorageError::InvalidRequest("a columnar SSTable has no Data.db".into()))
     }
 
     /// Bytes of data written so far (uncompressed), for output splitting.
@@ -197,7 +203,7 @@ impl SSTableWriter {
     ) -> Result<Arc<SSTableReader>, StorageError> {
         if !self.pending.is_empty() {
             let chunk = std::mem::take(&mut self.pending);
-            self.sink.write_chunk(chunk)?;
+            self.data_sink()?.write_chunk(chunk)?;
         }
         // The index and filter do not depend on where the chunks landed: they are encoded and
         // written while the writing thread finishes the data and syncs it.
@@ -214,17 +220,19 @@ impl SSTableWriter {
         write_file(&component_path(&self.dir, self.gen, "Filter.db"), &fb)?;
 
         let columns_bytes = self.finish_columns()?;
-        let data = self.sink.finish()?;
+        let data = self.sink.take().map(ChunkSink::finish).transpose()?;
         self.stats.uncompressed_bytes = self.logical_pos;
-        self.stats.data_file_bytes = columns_bytes.unwrap_or(data.bytes);
+        self.stats.data_file_bytes = columns_bytes
+            .or(data.as_ref().map(|d| d.bytes))
+            .unwrap_or(0);
         self.stats.min_clustering = self.min_ck.take().map(|k| k.values).unwrap_or_default();
         self.stats.max_clustering = self.max_ck.take().map(|k| k.values).unwrap_or_default();
         self.stats.data_format = self.format.code();
         self.stats.timestamp_base_us = self.format.base_us();
 
-        if columns_bytes.is_some() {
+        let Some(data) = data else {
             return finish_columnar_components(&self.dir, self.gen, &self.stats, cmp);
-        }
+        };
         let mut ci = MAGIC.to_vec();
         {
             let mut w = Writer(&mut ci);
@@ -258,7 +266,9 @@ impl SSTableWriter {
 
     /// Removes a half-written generation (error path).
     pub fn abort(self) {
-        let _ = self.sink.finish();
+        if let Some(sink) = self.sink {
+            let _ = sink.finish();
+        }
         // A segment writer dropped unfinished removes its temporary file.
         drop(self.columns);
         for c in std::iter::once("TOC.txt").chain(all_component_names()) {
@@ -274,8 +284,6 @@ fn finish_columnar_components(
     stats: &SSTableStats,
     cmp: &Arc<ClusteringComparator>,
 ) -> Result<Arc<SSTableReader>, StorageError> {
-    // The empty Data.db the chunk sink created is not a component of this kind.
-    let _ = fs::remove_file(component_path(dir, gen, "Data.db"));
     let mut sb = Vec::new();
     stats.encode(&mut sb);
     write_file(&component_path(dir, gen, "Statistics.db"), &sb)?;
