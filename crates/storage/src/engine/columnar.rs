@@ -8,7 +8,7 @@
 //! resumes after the last partition key. Pages are for tables without clustering columns (one
 //! row per partition).
 
-use crate::columnar::{Bitmap, Column, ColumnValues, ScanRequest};
+use crate::columnar::{Bitmap, Column, ColumnValues, KeyColumns, ScanRequest, SegmentReader};
 use crate::engine::Engine;
 use crate::read::columnar_scan::{
     apply_restrictions, plain_groups, rows_batch, token_span, ColumnPage, ColumnScan,
@@ -43,27 +43,21 @@ impl Engine {
                     let Some(seg) = pieces.sstables.get(si).and_then(|s| s.segment()) else {
                         continue;
                     };
+                    // Token bounds matter only to a group that straddles one.
                     let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
-                    let req = ScanRequest {
-                        columns: pieces.read_ids.clone(),
-                        restrictions: Vec::new(),
-                        keys: glo < lo || ghi > hi,
-                        metadata: false,
-                    };
-                    let batch = seg.read_group(g, &req)?;
+                    let (rows, keys, columns) =
+                        group_columns(seg, g, &pieces, glo < lo || ghi > hi)?;
                     stats.groups_read += 1;
-                    let mut selected = batch.keys.as_ref().map(|k| {
-                        let mut m = Bitmap::with_capacity(batch.rows);
-                        for i in 0..batch.rows {
+                    let mut selected = keys.map(|k| {
+                        let mut m = Bitmap::with_capacity(rows);
+                        for i in 0..rows {
                             m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
                         }
                         m
                     });
-                    let columns: Vec<Column> =
-                        batch.columns.into_iter().map(|c| c.values).collect();
-                    apply_restrictions(&mut selected, batch.rows, &columns, &pieces.read_ids, scan);
+                    apply_restrictions(&mut selected, rows, &columns, &pieces.read_ids, scan);
                     f(ScanBatch {
-                        rows: batch.rows,
+                        rows,
                         selected,
                         columns: columns.into_iter().take(ids).collect(),
                     })?;
@@ -121,9 +115,6 @@ impl Engine {
             }
         }
     }
-}
-
-impl Engine {
     /// Up to `limit` live rows of `scan`'s range after partition `after`, in token order; for
     /// tables without clustering columns.
     pub fn scan_column_page(
@@ -157,17 +148,10 @@ impl Engine {
                     let Some(seg) = pieces.sstables.get(si).and_then(|s| s.segment()) else {
                         continue;
                     };
-                    let req = ScanRequest {
-                        columns: pieces.read_ids.clone(),
-                        restrictions: Vec::new(),
-                        keys: true,
-                        metadata: false,
-                    };
-                    let b = seg.read_group(g, &req)?;
-                    let Some(k) = b.keys else { continue };
-                    let columns: Vec<Column> = b.columns.into_iter().map(|c| c.values).collect();
+                    let (rows, keys, columns) = group_columns(seg, g, &pieces, true)?;
+                    let Some(k) = keys else { continue };
                     let mut selected = None;
-                    apply_restrictions(&mut selected, b.rows, &columns, &pieces.read_ids, scan);
+                    apply_restrictions(&mut selected, rows, &columns, &pieces.read_ids, scan);
                     let key_type = seg.key_type();
                     // Entries are in token order: a page resuming inside the group starts at
                     // its first token, not at the group's first row.
@@ -175,7 +159,7 @@ impl Engine {
                         ColumnValues::Int(v) => v.partition_point(|t| *t < lo),
                         _ => 0,
                     };
-                    for i in first..b.rows {
+                    for i in first..rows {
                         let Some(token) = k.tokens.int(i) else {
                             continue;
                         };
@@ -249,9 +233,6 @@ impl Engine {
         }
         Ok(page)
     }
-}
-
-impl Engine {
     /// Up to `partitions` partitions of `start..=hi` through the row path, with only the
     /// scan's columns, within what is left of its tombstone threshold after `scanned`;
     /// returns them and the tombstones the read scanned.
@@ -286,6 +267,28 @@ impl Engine {
         let n = r.stats.tombstones_scanned;
         Ok((r, n))
     }
+}
+
+/// Row group `g` of `seg`: its rows, its key columns when `keys`, and the values of the
+/// pieces' columns (`read_ids` order).
+fn group_columns(
+    seg: &SegmentReader,
+    g: usize,
+    pieces: &Pieces,
+    keys: bool,
+) -> Result<(usize, Option<KeyColumns>, Vec<Column>), StorageError> {
+    let req = ScanRequest {
+        columns: pieces.read_ids.clone(),
+        restrictions: Vec::new(),
+        keys,
+        metadata: false,
+    };
+    let b = seg.read_group(g, &req)?;
+    Ok((
+        b.rows,
+        b.keys,
+        b.columns.into_iter().map(|c| c.values).collect(),
+    ))
 }
 
 /// Appends row `i` of `columns` (in `read_ids` order: the scan's columns first).
