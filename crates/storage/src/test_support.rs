@@ -268,3 +268,22 @@ impl Rng {
         self.next() % n.max(1)
     }
 }
+
+/// Names of the files under `dir` (at any depth) that end with `suffix`.
+pub fn files_ending(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for ent in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = ent.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
+                if name.ends_with(suffix) {
+                    out.push(name.to_string());
+                }
+            }
+        }
+    }
+    out
+}

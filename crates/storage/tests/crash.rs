@@ -116,7 +116,7 @@ fn crash_cycles(layout: &str, default_cycles: usize) {
         "the writer made progress ({} keys)",
         acked.len()
     );
-    let segments = count_files(&dir, "-Columns.db");
+    let segments = files_ending(&dir, "-Columns.db").len();
     assert_eq!(
         segments > 0,
         layout == "columnar",
@@ -128,21 +128,4 @@ fn crash_cycles(layout: &str, default_cycles: usize) {
         started.elapsed()
     );
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Files under `dir` whose names end with `suffix`.
-fn count_files(dir: &std::path::Path, suffix: &str) -> usize {
-    let mut n = 0;
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for ent in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = ent.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else if p.to_string_lossy().ends_with(suffix) {
-                n += 1;
-            }
-        }
-    }
-    n
 }

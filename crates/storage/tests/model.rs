@@ -556,7 +556,7 @@ fn check_against_model(layouts: Layouts) {
             model(&ops, false),
             "seed {seed} after a major compaction"
         );
-        let files = component_files(&dir);
+        let files = files_ending(&dir, ".db");
         let has = |suffix: &str| files.iter().any(|f| f.ends_with(suffix));
         if has("Index.db") {
             // The table's current layout is what the major compaction wrote.
@@ -566,23 +566,4 @@ fn check_against_model(layouts: Layouts) {
         e.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
-}
-
-/// Names of the SSTable files under the engine's data directory.
-fn component_files(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for ent in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = ent.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
-                if name.starts_with("hl-1-") {
-                    out.push(name.to_string());
-                }
-            }
-        }
-    }
-    out
 }

@@ -64,18 +64,28 @@ def changes(session, table, seed):
         )
 
 
-@pytest.fixture(scope="module")
-def tables(session):
-    names = {"col": "col_events", "row": "row_events"}
+def create_pair(session, prefix):
+    """A columnar table and a row table of the same schema: {"col": name, "row": name}."""
+    names = {"col": f"col_{prefix}", "row": f"row_{prefix}"}
     for kind, name in names.items():
         session.execute(f"DROP TABLE IF EXISTS {name}")
         session.execute(f"CREATE TABLE {name} {SCHEMA} {COLUMNAR if kind == 'col' else ''}")
+    return names
+
+
+def flush_and_compact(session, table):
+    for step in ("flush", "compact"):
+        r = nodetool(step, session.keyspace, table)
+        assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def tables(session):
+    names = create_pair(session, "events")
     for name in names.values():
         write(session, name, rows_for(1, range(N)))
         changes(session, name, 2)
-    for step in ("flush", "compact"):
-        r = nodetool(step, session.keyspace, names["col"])
-        assert r.returncode == 0, r.stderr
+    flush_and_compact(session, names["col"])
     # Writes after the compaction stay in the memtable, over the compacted SSTable.
     for name in names.values():
         write(session, name, rows_for(3, range(0, N, 37)))
@@ -134,23 +144,17 @@ def test_columnar_answers_as_rows_do(session, tables):
 
 
 def test_columnar_answers_as_rows_do_once_all_is_compacted(session, tables):
-    for step in ("flush", "compact"):
-        r = nodetool(step, session.keyspace, tables["col"])
-        assert r.returncode == 0, r.stderr
+    flush_and_compact(session, tables["col"])
     check_all(session, tables)
 
 
 @pytest.fixture(scope="module")
 def clean_tables(session):
     """Inserts only, compacted: every row group of the columnar table is read from its chunks."""
-    names = {"col": "col_clean", "row": "row_clean"}
-    for kind, name in names.items():
-        session.execute(f"DROP TABLE IF EXISTS {name}")
-        session.execute(f"CREATE TABLE {name} {SCHEMA} {COLUMNAR if kind == 'col' else ''}")
+    names = create_pair(session, "clean")
+    for name in names.values():
         write(session, name, rows_for(5, range(N)))
-    for step in ("flush", "compact"):
-        r = nodetool(step, session.keyspace, names["col"])
-        assert r.returncode == 0, r.stderr
+    flush_and_compact(session, names["col"])
     return names
 
 
