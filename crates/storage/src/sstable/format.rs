@@ -8,7 +8,8 @@
 //! (uv count + count * vbytes first clustering, uv offset, uv length, uv rows)`. Positions are
 //! not stored: partitions are back to back in the data stream, so each starts where the
 //! previous one ends. Readers decode entries on demand (sstable/index.rs); `decode_index` (the
-//! whole index at once) remains as the tests' reference.
+//! whole index at once) remains as the tests' reference. A columnar SSTable's Index.db starts
+//! `"hl-k"` and holds keyed entries (`encode_keyed_index_entry`).
 
 use super::IndexEntry;
 use super::RowBlock;
@@ -289,6 +290,19 @@ impl DataFormat {
             position += u64::from(length);
         }
         Ok(index)
+    }
+}
+
+/// One entry of a columnar SSTable's Index.db (sstable/index.rs's `EntryShape::Keyed`): the
+/// key, the entry count tagged with whether the token follows, and the token only when it is
+/// not the key's Murmur3 token (tables of other partitioners, tests' made-up tokens).
+pub fn encode_keyed_index_entry(out: &mut Vec<u8>, e: &IndexEntry) {
+    let derived = helenus_types::murmur3_token(&e.key) == e.token;
+    let mut w = Enc { out, base_us: 0 };
+    w.vbytes(&e.key);
+    w.uv(u64::from(e.length) << 1 | u64::from(!derived));
+    if !derived {
+        w.out.extend_from_slice(&e.token.to_be_bytes());
     }
 }
 

@@ -32,6 +32,20 @@ pub const MIN_INDEX_INTERVAL: usize = 128;
 /// Bytes the open pass and `IndexIter` read per `pread` (at least one page).
 const INDEX_READ_BYTES: usize = 64 << 10;
 const MAGIC: &[u8; 4] = b"hl-1";
+/// Index.db of a columnar SSTable: keyed entries (`EntryShape::Keyed`).
+pub(crate) const KEYED_MAGIC: &[u8; 4] = b"hl-k";
+
+/// How the entries of one Index.db are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EntryShape {
+    Fixed,
+    Compact,
+    /// A columnar SSTable's: `vbytes key | uv (length << 1 | token stored) | [i64 token]`.
+    /// No header length and no row-index blocks (a columnar partition has neither), and the
+    /// token only where it is not the key's Murmur3 token: an entry of a bigint key is 10
+    /// bytes instead of 20, and Index.db half of what it was beside the segment.
+    Keyed,
+}
 
 /// One summary sample: the first entry of an index page.
 #[derive(Debug, Clone)]
@@ -48,7 +62,7 @@ struct Sample {
 pub(crate) struct PartitionIndex {
     file: File,
     path: PathBuf,
-    format: DataFormat,
+    shape: EntryShape,
     count: usize,
     interval: usize,
     samples: Vec<Sample>,
@@ -87,7 +101,10 @@ impl PartitionIndex {
         let mut ix = PartitionIndex {
             file,
             path: path.to_path_buf(),
-            format,
+            shape: match format {
+                DataFormat::Fixed => EntryShape::Fixed,
+                DataFormat::Compact { .. } => EntryShape::Compact,
+            },
             count: 0,
             interval: interval.max(1),
             samples: Vec::new(),
@@ -95,6 +112,13 @@ impl PartitionIndex {
         };
         if len < 8 {
             return Err(ix.corrupt("too short"));
+        }
+        let mut magic = [0u8; 4];
+        ix.file
+            .read_exact_at(&mut magic, 0)
+            .map_err(|e| StorageError::io(path, e))?;
+        if &magic == KEYED_MAGIC && ix.shape == EntryShape::Compact {
+            ix.shape = EntryShape::Keyed;
         }
         ix.scan()?;
         Ok(ix)
@@ -111,12 +135,18 @@ impl PartitionIndex {
     fn scan(&mut self) -> Result<(), StorageError> {
         let mut s = Stream::new(self, 0);
         let magic = s.with(|r| r.take(4).map(<[u8]>::to_vec))?;
-        if magic != MAGIC {
+        let expected = if self.shape == EntryShape::Keyed {
+            KEYED_MAGIC
+        } else {
+            MAGIC
+        };
+        if magic != expected {
             return Err(self.corrupt("magic"));
         }
-        let (count, min_entry_bytes) = match self.format {
-            DataFormat::Fixed => (s.with(|r| r.u32().map(|n| n as u64))?, 32u64),
-            DataFormat::Compact { .. } => (s.with(|r| Dec::new(r, 0).uv())?, 12),
+        let (count, min_entry_bytes) = match self.shape {
+            EntryShape::Fixed => (s.with(|r| r.u32().map(|n| n as u64))?, 32u64),
+            EntryShape::Compact => (s.with(|r| Dec::new(r, 0).uv())?, 12),
+            EntryShape::Keyed => (s.with(|r| Dec::new(r, 0).uv())?, 2),
         };
         if count.saturating_mul(min_entry_bytes) > self.body_end {
             return Err(self.corrupt("entry count"));
@@ -124,13 +154,13 @@ impl PartitionIndex {
         let count = usize::try_from(count).map_err(|_| self.corrupt("entry count"))?;
         let mut position = 0u64;
         let mut samples = Vec::with_capacity(count / self.interval + 1);
-        let format = self.format;
+        let shape = self.shape;
         for i in 0..count {
             let offset = s.offset();
             let sampled = i % self.interval == 0;
             // Only sampled entries' keys are copied out of the read buffer.
             let (token, key, length, pos) = s.with(|r| {
-                let e = raw_entry(format, r, position)?;
+                let e = raw_entry(shape, r, position)?;
                 let key = sampled.then(|| e.key.to_vec());
                 Ok((e.token, key, e.length, e.position))
             })?;
@@ -210,10 +240,10 @@ impl PartitionIndex {
         let mut r = Reader::new(&buf, "index page");
         let mut position = self.samples.get(page).map_or(0, |s| s.position);
         for _ in 0..i % self.interval {
-            let e = raw_entry(self.format, &mut r, position)?;
+            let e = raw_entry(self.shape, &mut r, position)?;
             position = e.position + u64::from(e.length);
         }
-        raw_entry(self.format, &mut r, position)?.to_entry(self.format)
+        raw_entry(self.shape, &mut r, position)?.to_entry(self.shape)
     }
 
     /// Decodes page `page` forward: calls `f(position, entry)` for each entry until it
@@ -232,7 +262,7 @@ impl PartitionIndex {
         let first = page * self.interval;
         let last = (first + self.interval).min(self.count);
         for i in first..last {
-            let e = raw_entry(self.format, &mut r, position)?;
+            let e = raw_entry(self.shape, &mut r, position)?;
             if let Some(t) = f(i, &e)? {
                 return Ok(Some(t));
             }
@@ -259,10 +289,10 @@ impl PartitionIndex {
         let Some(page) = self.page_of(token, key) else {
             return Ok(None);
         };
-        let format = self.format;
+        let shape = self.shape;
         self.walk_page(page, |i, e| match (e.token, e.key).cmp(&(token, key)) {
             std::cmp::Ordering::Less => Ok(None),
-            std::cmp::Ordering::Equal => Ok(Some(Some((i, e.to_entry(format)?)))),
+            std::cmp::Ordering::Equal => Ok(Some(Some((i, e.to_entry(shape)?)))),
             std::cmp::Ordering::Greater => Ok(Some(None)),
         })
         .map(Option::flatten)
@@ -353,14 +383,14 @@ impl IndexIter<'_> {
         if self.pos >= self.buf.len() {
             self.load()?;
         }
-        let format = self.ix.format;
+        let shape = self.ix.shape;
         loop {
             let rest = self
                 .buf
                 .get(self.pos..)
                 .ok_or_else(|| self.ix.corrupt("page"))?;
             let mut r = Reader::new(rest, "index page");
-            let e = raw_entry(format, &mut r, self.position)?;
+            let e = raw_entry(shape, &mut r, self.position)?;
             self.pos += rest.len() - r.remaining();
             self.position = e.position + u64::from(e.length);
             if self.skip > 0 {
@@ -370,7 +400,7 @@ impl IndexIter<'_> {
             // The key points into the window instead of being copied: a scan reads thousands of
             // entries and keeps each only while it reads that partition.
             let key = self.buf.slice_ref(e.key);
-            return e.to_entry_keyed(format, key);
+            return e.to_entry_keyed(shape, key);
         }
     }
 }
@@ -477,14 +507,15 @@ impl<'a> Stream<'a> {
 /// `MIN_INDEX_INTERVAL` entries per key cache miss), so it reads the slice directly rather
 /// than through `Reader`'s per-field `Result`s.
 fn raw_entry<'a>(
-    format: DataFormat,
+    shape: EntryShape,
     r: &mut Reader<'a>,
     position: u64,
 ) -> Result<RawEntry<'a>, StorageError> {
     let buf = r.rest();
-    let parsed = match format {
-        DataFormat::Fixed => raw_fixed(buf),
-        DataFormat::Compact { .. } => raw_compact(buf, position),
+    let parsed = match shape {
+        EntryShape::Fixed => raw_fixed(buf),
+        EntryShape::Compact => raw_compact(buf, position),
+        EntryShape::Keyed => raw_keyed(buf, position),
     };
     let Some((e, used)) = parsed else {
         return Err(StorageError::Decode { what: "index" });
@@ -550,6 +581,27 @@ fn raw_compact(buf: &[u8], position: u64) -> Option<(RawEntry<'_>, usize)> {
     Some((e, p))
 }
 
+fn raw_keyed(buf: &[u8], position: u64) -> Option<(RawEntry<'_>, usize)> {
+    let mut p = 0usize;
+    let kn = usize::try_from(uv(buf, &mut p)?).ok()?;
+    let key = skip(buf, &mut p, kn)?;
+    let tagged = uv(buf, &mut p)?;
+    let token = if tagged & 1 == 1 {
+        i64::from_be_bytes(be(buf, &mut p)?)
+    } else {
+        helenus_types::murmur3_token(key)
+    };
+    let e = RawEntry {
+        key,
+        token,
+        position,
+        length: u32::try_from(tagged >> 1).ok()?,
+        header_len: 0,
+        blocks: &[],
+    };
+    Some((e, p))
+}
+
 fn raw_fixed(buf: &[u8]) -> Option<(RawEntry<'_>, usize)> {
     let mut p = 0usize;
     let kn = u32::from_be_bytes(be(buf, &mut p)?) as usize;
@@ -579,17 +631,16 @@ fn raw_fixed(buf: &[u8]) -> Option<(RawEntry<'_>, usize)> {
 }
 
 impl RawEntry<'_> {
-    fn to_entry(&self, format: DataFormat) -> Result<IndexEntry, StorageError> {
-        self.to_entry_keyed(format, Bytes::copy_from_slice(self.key))
+    fn to_entry(&self, shape: EntryShape) -> Result<IndexEntry, StorageError> {
+        self.to_entry_keyed(shape, Bytes::copy_from_slice(self.key))
     }
 
-    fn to_entry_keyed(&self, format: DataFormat, key: Bytes) -> Result<IndexEntry, StorageError> {
+    fn to_entry_keyed(&self, shape: EntryShape, key: Bytes) -> Result<IndexEntry, StorageError> {
         let mut r = Reader::new(self.blocks, "row index");
-        let blocks = if format == DataFormat::Fixed {
-            super::format::decode_fixed_blocks(&mut r)?
-        } else {
-            let mut d = Dec::new(&mut r, 0);
-            super::format::decode_compact_blocks(&mut d)?
+        let blocks = match shape {
+            EntryShape::Fixed => super::format::decode_fixed_blocks(&mut r)?,
+            EntryShape::Compact => super::format::decode_compact_blocks(&mut Dec::new(&mut r, 0))?,
+            EntryShape::Keyed => Vec::new(),
         };
         Ok(IndexEntry {
             token: self.token,

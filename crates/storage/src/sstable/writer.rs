@@ -137,7 +137,11 @@ impl SSTableWriter {
     /// `index_partition` for a partition of `bytes` bytes in the row encoding (a columnar
     /// entry's length counts entries, not bytes).
     pub(super) fn index_partition_sized(&mut self, e: &IndexEntry, bytes: u64) {
-        self.format.encode_index_entry(&mut self.index_body, e);
+        if self.is_columnar() {
+            super::format::encode_keyed_index_entry(&mut self.index_body, e);
+        } else {
+            self.format.encode_index_entry(&mut self.index_body, e);
+        }
         self.index_count += 1;
         self.filter.insert(e.token, &e.key);
         let s = &mut self.stats;
@@ -207,7 +211,11 @@ impl SSTableWriter {
         }
         // The index and filter do not depend on where the chunks landed: they are encoded and
         // written while the writing thread finishes the data and syncs it.
-        let mut head = MAGIC.to_vec();
+        let mut head = if self.is_columnar() {
+            super::index::KEYED_MAGIC.to_vec()
+        } else {
+            MAGIC.to_vec()
+        };
         self.format.encode_index_count(&mut head, self.index_count);
         let crc = crc32c_update(crc32c(&head), &self.index_body);
         write_file_parts(

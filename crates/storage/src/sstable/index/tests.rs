@@ -223,3 +223,68 @@ fn a_page_changed_after_open_is_an_error_not_a_panic() {
     assert!(ix.iter_from(0).any(|e| e.is_err()));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A columnar SSTable's keyed Index.db: tokens that are the key's Murmur3 token are not
+/// stored (and come back derived), others are; lookups, bounds and walks agree with what was
+/// written, and the derived entries take 10 bytes for an 8-byte key.
+#[test]
+fn keyed_entries_derive_murmur3_tokens_and_keep_the_others() {
+    let dir = temp_dir("keyed");
+    let mut written: Vec<IndexEntry> = (0..1000u64)
+        .map(|i| {
+            let key = Bytes::from(i.to_be_bytes().to_vec());
+            let token = if i % 5 == 0 {
+                i as i64 * 7 - 3000
+            } else {
+                helenus_types::murmur3_token(&key)
+            };
+            IndexEntry {
+                token,
+                key,
+                position: 0,
+                length: 1 + (i as u32 % 60),
+                header_len: 0,
+                blocks: Vec::new(),
+            }
+        })
+        .collect();
+    written.sort_by(|a, b| (a.token, &a.key).cmp(&(b.token, &b.key)));
+    let mut position = 0;
+    let mut body = Vec::new();
+    for e in &mut written {
+        e.position = position;
+        position += u64::from(e.length);
+        crate::sstable::format::encode_keyed_index_entry(&mut body, e);
+    }
+    // 800 derived entries of 10 bytes, 200 with their 8-byte token.
+    assert_eq!(body.len(), 800 * 10 + 200 * 18);
+    let format = DataFormat::Compact { base_us: 0 };
+    let mut file = KEYED_MAGIC.to_vec();
+    format.encode_index_count(&mut file, written.len());
+    file.extend_from_slice(&body);
+    let crc = crc32c(&file);
+    file.extend_from_slice(&crc.to_be_bytes());
+    let path = dir.join("keyed");
+    std::fs::write(&path, &file).unwrap();
+    for interval in [1, 4, 128] {
+        let ix = PartitionIndex::open_with_interval(&path, format, interval).unwrap();
+        assert_eq!(ix.len(), written.len());
+        for (i, e) in written.iter().enumerate() {
+            same(&ix.entry(i).unwrap(), e);
+            let (at, found) = ix.search(e.token, &e.key).unwrap().unwrap();
+            assert_eq!(at, i);
+            same(&found, e);
+            let b = Bound::Excluded((e.token, e.key.clone()));
+            assert_eq!(ix.lower_bound(&b).unwrap(), i + 1);
+            assert!(ix.search(e.token + 1, &e.key).unwrap().is_none());
+        }
+        let walked: Vec<IndexEntry> = ix.iter_from(3).map(Result::unwrap).collect();
+        assert_eq!(walked.len(), written.len() - 3);
+        for (w, e) in walked.iter().zip(&written[3..]) {
+            same(w, e);
+        }
+    }
+    // The keyed magic is only read as such for format 2.
+    assert!(PartitionIndex::open(&path, DataFormat::Fixed).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
