@@ -105,3 +105,32 @@ def test_truncate_empties_every_replica(ks, pinned):
         # ONE through each node: each node's own replica is empty (RF=3: every node holds every key).
         assert list(pinned[reader].execute(stmt(f"SELECT k FROM {ks}.trunc", CL.ONE))) == [], reader
         assert pinned[reader].execute(stmt(f"SELECT k FROM {ks}.trunc WHERE k = 5", CL.ALL)).one() is None
+
+
+def trace_text(session, statement):
+    rs = session.execute(statement, trace=True)
+    rows = list(rs)
+    events = rs.get_query_trace(max_wait_sec=10).events
+    return rows, " | ".join(e.description for e in events)
+
+
+def test_columnar_scans_run_on_a_replica_of_every_token_at_one(ks, pinned):
+    """RF=3 on three nodes: every node replicates every token, so at ONE / LOCAL_ONE (the Spark
+    connector's default) a column scan answers from the coordinator's own data; at QUORUM the
+    same statement goes through the replicas. Both answer what was acknowledged at ALL."""
+    a1, a2, _ = sorted(nodes().values())
+    pinned[a1].execute(f"CREATE TABLE IF NOT EXISTS {ks}.cols (k int PRIMARY KEY, m int, x double) "
+                       "WITH extensions = {'helenus.layout': 'columnar'}")
+    assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
+    insert = pinned[a1].prepare(f"INSERT INTO {ks}.cols (k, m, x) VALUES (?, ?, ?)")
+    insert.consistency_level = CL.ALL
+    for k in range(300):
+        pinned[a1].execute(insert, (k, k % 7, k / 4))
+    agg = f"SELECT count(*), sum(m), max(x) FROM {ks}.cols"
+    for cl, local in ((CL.ONE, True), (CL.LOCAL_ONE, True), (CL.QUORUM, False)):
+        rows, trace = trace_text(pinned[a2], stmt(agg, cl))
+        assert tuple(rows[0]) == (300, sum(k % 7 for k in range(300)), 299 / 4), cl
+        assert ("from its column chunks" in trace) == local, (cl, trace)
+        rows, trace = trace_text(pinned[a2], stmt(f"SELECT k, x FROM {ks}.cols", cl, fetch_size=1000))
+        assert sorted(r.k for r in rows) == list(range(300)), cl
+        assert ("column by column" in trace) == local, (cl, trace)

@@ -217,6 +217,7 @@ impl Limits {
         match kind {
             RequestKind::Read => self.timeouts.read,
             RequestKind::Range => self.timeouts.range,
+            RequestKind::RangeAggregate => AGGREGATE_SCAN_TIMEOUT.max(self.timeouts.range),
             RequestKind::Write { .. } => self.timeouts.write,
             RequestKind::Other => self.timeouts.other,
         }
@@ -517,7 +518,14 @@ impl Admission {
 pub enum RequestKind {
     Read,
     Range,
-    Write { write_type: &'static str },
+    /// Aggregates over a range (`SELECT count(*) FROM t`): Cassandra pages these internally,
+    /// each page under the range timeout, so a whole-table count of millions of rows runs for
+    /// as long as the table takes to read; here the statement is bounded by
+    /// `AGGREGATE_SCAN_TIMEOUT` instead of the range timeout.
+    RangeAggregate,
+    Write {
+        write_type: &'static str,
+    },
     Other,
 }
 
@@ -538,7 +546,15 @@ pub fn kind_of_statement(query: &str) -> RequestKind {
                 || upper.contains("ALLOW FILTERING")
                 || upper.contains("TOKEN(")
             {
-                RequestKind::Range
+                let selection = upper.split(" FROM ").next().unwrap_or_default();
+                let aggregates = ["COUNT(", "SUM(", "AVG(", "MIN(", "MAX("]
+                    .iter()
+                    .any(|f| selection.replace(' ', "").contains(f));
+                if aggregates {
+                    RequestKind::RangeAggregate
+                } else {
+                    RequestKind::Range
+                }
             } else {
                 RequestKind::Read
             }
@@ -579,12 +595,14 @@ pub fn timeout_error(
 ) -> crate::exec::ExecError {
     use crate::exec::ExecError;
     match kind {
-        RequestKind::Read | RequestKind::Range => ExecError::ReadTimeout {
-            consistency,
-            received: 0,
-            block_for: 1,
-            data_present: false,
-        },
+        RequestKind::Read | RequestKind::Range | RequestKind::RangeAggregate => {
+            ExecError::ReadTimeout {
+                consistency,
+                received: 0,
+                block_for: 1,
+                data_present: false,
+            }
+        }
         RequestKind::Write { write_type } => ExecError::WriteTimeout {
             consistency,
             write_type: write_type.to_string(),
@@ -600,8 +618,15 @@ pub fn timeout_error(
 
 /// Whether a request of `kind` is stopped at its timeout (see [`timeout_for`]).
 pub fn cancel_at_timeout(kind: RequestKind) -> bool {
-    matches!(kind, RequestKind::Read | RequestKind::Range)
+    matches!(
+        kind,
+        RequestKind::Read | RequestKind::Range | RequestKind::RangeAggregate
+    )
 }
+
+/// How long an aggregate over a range may run (see `RequestKind::RangeAggregate`): a bound
+/// against a scan that never ends, far above any table this node can read.
+pub const AGGREGATE_SCAN_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// A close upper estimate of a response's encoded size, counted before the writer encodes it.
 pub fn response_size_bytes(response: &proto::Response) -> u64 {
@@ -635,6 +660,22 @@ mod tests {
             RequestKind::Read
         );
         assert_eq!(kind_of_statement("SELECT * FROM ks.t"), RequestKind::Range);
+        assert_eq!(
+            kind_of_statement("SELECT count(*) FROM ks.t"),
+            RequestKind::RangeAggregate
+        );
+        assert_eq!(
+            kind_of_statement("SELECT k, MAX (v) FROM t WHERE v > 1 ALLOW FILTERING"),
+            RequestKind::RangeAggregate
+        );
+        assert_eq!(
+            kind_of_statement("SELECT count(*) FROM t WHERE k = 1"),
+            RequestKind::Read
+        );
+        assert_eq!(
+            kind_of_statement("SELECT k FROM counts WHERE token(k) > 0"),
+            RequestKind::Range
+        );
         assert_eq!(
             kind_of_statement("SELECT * FROM t WHERE v = 1 ALLOW FILTERING"),
             RequestKind::Range

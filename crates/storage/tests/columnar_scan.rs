@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use helenus_storage::columnar::{ColumnSpec, ColumnValues, CompareOp, ValueType};
 use helenus_storage::*;
+use std::collections::BTreeMap;
 
 const T: TableId = [21; 16];
 /// int, double, text.
@@ -133,6 +134,7 @@ fn scan(
         }],
         now_s,
         tombstone_failure_threshold: u64::MAX,
+        partition_runs: false,
     };
     let mut t: Totals = (0, 0, 0.0, 0);
     let stats = e
@@ -196,6 +198,72 @@ fn expected(
         t.3 += u64::from(cell(CODE).is_some_and(|v| v[..] == *b"ALB"));
     }
     t
+}
+
+/// Rows with MONTH >= `min_month` per partition key, from a column scan's partition runs
+/// (which must tile each batch) and from a row read.
+fn rows_per_partition(
+    e: &Engine,
+    min_month: i32,
+    range: (PartitionBound, PartitionBound),
+    now_s: i64,
+) -> (BTreeMap<Vec<u8>, u64>, BTreeMap<Vec<u8>, u64>) {
+    let s = ColumnScan {
+        start: range.0.clone(),
+        end: range.1.clone(),
+        columns: vec![spec(MONTH)],
+        restrictions: vec![ColumnRestriction {
+            column: spec(MONTH),
+            op: CompareOp::Ge,
+            value: min_month.to_be_bytes().to_vec(),
+        }],
+        now_s,
+        tombstone_failure_threshold: u64::MAX,
+        partition_runs: true,
+    };
+    let mut got = BTreeMap::new();
+    e.scan_columns(T, &s, &mut |batch| {
+        let mut next = 0;
+        for run in &batch.partitions {
+            assert_eq!(run.start, next, "runs tile the batch");
+            assert!(run.end > run.start);
+            assert_eq!(run.token, token(&run.key));
+            next = run.end;
+            let n = (run.start..run.end)
+                .filter(|i| batch.is_selected(*i))
+                .count() as u64;
+            if n > 0 {
+                *got.entry(run.key.to_vec()).or_insert(0) += n;
+            }
+        }
+        assert_eq!(next, batch.rows, "runs cover the batch");
+        Ok(())
+    })
+    .unwrap();
+    let q = ReadQuery {
+        partitions: PartitionRange::Range {
+            start: range.0,
+            end: range.1,
+        },
+        ..scan_all(now_s)
+    };
+    let mut want = BTreeMap::new();
+    for p in e.read(T, &q).unwrap().partitions {
+        let n = p
+            .rows
+            .iter()
+            .filter(|row| {
+                row.cells.iter().any(|c| {
+                    c.column == MONTH
+                        && i32::from_be_bytes(c.value[..].try_into().unwrap()) >= min_month
+                })
+            })
+            .count() as u64;
+        if n > 0 {
+            want.insert(p.key.to_vec(), n);
+        }
+    }
+    (got, want)
 }
 
 fn close(a: Totals, b: Totals) -> bool {
@@ -267,11 +335,13 @@ fn column_scans_match_row_reads_under_random_writes_deletes_ttls_and_compactions
                 // One "now" for both: rows with a TTL of 1 s expire while the test runs.
                 let now_s = now();
                 let (got, stats) = scan(&e, min_month, range.clone(), now_s);
-                let want = expected(&e, min_month, range, now_s);
+                let want = expected(&e, min_month, range.clone(), now_s);
                 assert!(
                     close(got, want),
                     "seed {seed} step {step}: {got:?} != {want:?} ({stats:?})"
                 );
+                let (runs, rows) = rows_per_partition(&e, min_month, range, now_s);
+                assert_eq!(runs, rows, "seed {seed} step {step}: rows per partition");
             }
         }
         e.shutdown().unwrap();
@@ -329,6 +399,9 @@ fn a_compacted_table_is_scanned_from_its_chunks_with_groups_skipped() {
     assert_eq!(got, expected(&e, 197_958, all(), now()));
     assert_eq!(got.0, 3000);
     assert!(stats.groups_skipped >= 2, "{stats:?}");
+    let (runs, rows) = rows_per_partition(&e, 197_958, all(), now());
+    assert_eq!(runs.len(), 3000);
+    assert_eq!(runs, rows);
     // A write after the compaction is read through the row path, the rest from chunks.
     e.apply_blocking(&[delete(7, 1_000_000)]).unwrap();
     let (got, stats) = scan(&e, 0, all(), now());
@@ -367,6 +440,7 @@ fn paged(e: &Engine, limit: usize, now_s: i64) -> Listed {
         restrictions: Vec::new(),
         now_s,
         tombstone_failure_threshold: u64::MAX,
+        partition_runs: false,
     };
     let mut out = Listed::new();
     let mut after = None;
@@ -430,6 +504,7 @@ fn a_scan_over_too_many_tombstones_fails_as_a_row_scan_does() {
         restrictions: Vec::new(),
         now_s: now(),
         tombstone_failure_threshold: threshold,
+        partition_runs: false,
     };
     let err = e.scan_columns(T, &s(10), &mut |_| Ok(())).unwrap_err();
     assert!(

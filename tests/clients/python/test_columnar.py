@@ -114,6 +114,9 @@ QUERIES = [
     "SELECT k, tone FROM {t} WHERE code = 'ALB' AND month > 198006 ALLOW FILTERING",
     "SELECT k FROM {t} LIMIT 1000",
     "SELECT k, code FROM {t} WHERE k IN (1, 37, 74, 3999, 4100)",
+    # Grouped by the partition key: one group per partition, LIMIT counting groups.
+    "SELECT k, count(*), avg(tone), max(code), sum(n) FROM {t} GROUP BY k",
+    "SELECT count(tone), k FROM {t} WHERE month > 198006 GROUP BY k LIMIT 50 ALLOW FILTERING",
 ]
 
 
@@ -170,6 +173,50 @@ def test_pages_of_a_column_scan_are_in_token_order_and_resume_exactly(session, t
         got = [r.k for r in session.execute(SimpleStatement(q.format(t=tables["col"]), fetch_size=size))]
         want = [r.k for r in session.execute(SimpleStatement(q.format(t=tables["row"]), fetch_size=size))]
         assert got == want, size
+
+
+WIDE_SCHEMA = "(m int, k int, tone double, code text, PRIMARY KEY (m, k))"
+WIDE_QUERIES = [
+    "SELECT m, count(*), avg(tone), min(code), max(tone) FROM {t} GROUP BY m",
+    "SELECT m, count(code) FROM {t} WHERE tone > 0 GROUP BY m LIMIT 7 ALLOW FILTERING",
+    "SELECT count(*), sum(tone) FROM {t} WHERE token(m) > 0 GROUP BY m",
+    "SELECT count(*), sum(tone) FROM {t}",
+]
+
+
+def test_aggregates_grouped_by_partition_of_a_clustered_table_answer_as_rows_do(session):
+    """Partitions of many rows, some in compacted SSTables and some in the memtable: each
+    group is one partition's rows, in token order, as a row table groups them."""
+    names = {"col": "col_wide", "row": "row_wide"}
+    r = random.Random(11)
+    rows = [(m, k, r.uniform(-5, 5), r.choice(CODES)) for m in range(40) for k in range(r.randrange(1, 300))]
+    for kind, name in names.items():
+        session.execute(f"DROP TABLE IF EXISTS {name}")
+        session.execute(f"CREATE TABLE {name} {WIDE_SCHEMA} {COLUMNAR if kind == 'col' else ''}")
+        ins = session.prepare(f"INSERT INTO {name} (m, k, tone, code) VALUES (?, ?, ?, ?)")
+        execute_concurrent_with_args(session, ins, rows, concurrency=64, raise_on_first_error=True)
+    flush_and_compact(session, names["col"])
+    for name in names.values():
+        session.execute(f"DELETE FROM {name} WHERE m = 3")
+        session.execute(f"INSERT INTO {name} (m, k, tone, code) VALUES (5, 100000, 1.5, 'NEW')")
+    for q in WIDE_QUERIES:
+        got = list(session.execute(q.format(t=names["col"])))
+        want = list(session.execute(q.format(t=names["row"])))
+        assert len(got) == len(want) and len(got) > 0, q
+        for g, w in zip(got, want):
+            assert same(tuple(g), tuple(w)), f"{q}: {g} != {w}"
+
+
+def test_column_scans_are_what_answers_a_columnar_table(session, clean_tables):
+    """The trace shows which path ran: aggregates and projections of the columnar table read
+    its columns, the row table's the rows."""
+    for q, what in (("SELECT count(*), avg(tone) FROM {t}", "from its column chunks"),
+                    ("SELECT k, count(*) FROM {t} GROUP BY k", "from its column chunks"),
+                    ("SELECT k, month FROM {t}", "column by column")):
+        for kind in ("col", "row"):
+            rs = session.execute(q.format(t=clean_tables[kind]), trace=True)
+            events = " | ".join(e.description for e in rs.get_query_trace(max_wait_sec=10).events)
+            assert (what in events) == (kind == "col"), (q, kind, events)
 
 
 def test_layout_round_trips_through_schema_and_describe(session, tables):

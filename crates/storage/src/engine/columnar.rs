@@ -8,11 +8,13 @@
 //! resumes after the last partition key. Pages are for tables without clustering columns (one
 //! row per partition).
 
-use crate::columnar::{Bitmap, Column, ColumnValues, KeyColumns, ScanRequest, SegmentReader};
+use crate::columnar::{
+    Bitmap, Column, ColumnValues, KeyColumns, ScanRequest, SegmentReader, ValueType,
+};
 use crate::engine::Engine;
 use crate::read::columnar_scan::{
-    apply_restrictions, plain_groups, rows_batch, token_span, ColumnPage, ColumnScan,
-    ColumnScanStats, Piece, Pieces, ScanBatch,
+    apply_restrictions, extend_runs, plain_groups, rows_batch, token_span, ColumnPage, ColumnScan,
+    ColumnScanStats, PartitionRun, Piece, Pieces, ScanBatch,
 };
 use crate::types::*;
 use bytes::Bytes;
@@ -45,8 +47,14 @@ impl Engine {
                     };
                     // Token bounds matter only to a group that straddles one.
                     let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
+                    let straddles = glo < lo || ghi > hi;
                     let (rows, keys, columns) =
-                        group_columns(seg, g, &pieces, glo < lo || ghi > hi)?;
+                        group_columns(seg, g, &pieces, straddles || scan.partition_runs)?;
+                    let partitions = match (&keys, scan.partition_runs) {
+                        (Some(k), true) => group_runs(k, rows, seg.key_type()),
+                        _ => Vec::new(),
+                    };
+                    let keys = keys.filter(|_| straddles);
                     stats.groups_read += 1;
                     let mut selected = keys.map(|k| {
                         let mut m = Bitmap::with_capacity(rows);
@@ -60,6 +68,7 @@ impl Engine {
                         rows,
                         selected,
                         columns: columns.into_iter().take(ids).collect(),
+                        partitions,
                     })?;
                 }
                 Piece::Gap(a, b) => {
@@ -271,6 +280,22 @@ impl Engine {
 
 /// Row group `g` of `seg`: its rows, its key columns when `keys`, and the values of the
 /// pieces' columns (`read_ids` order).
+/// The partitions of a group's `rows` rows, from its key columns.
+fn group_runs(k: &KeyColumns, rows: usize, key_type: ValueType) -> Vec<PartitionRun> {
+    let mut runs = Vec::new();
+    let mut key = Vec::new();
+    for i in 0..rows {
+        key.clear();
+        let Some(token) = k.tokens.int(i) else {
+            continue;
+        };
+        if k.keys.serialize_into(i, key_type, &mut key) {
+            extend_runs(&mut runs, i, token, &key);
+        }
+    }
+    runs
+}
+
 fn group_columns(
     seg: &SegmentReader,
     g: usize,

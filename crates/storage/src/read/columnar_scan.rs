@@ -37,6 +37,9 @@ pub struct ColumnScan {
     /// The scan fails with `TombstoneOverwhelming` once its row-path reads scanned more
     /// tombstones than this (as a row scan does; plain groups have none).
     pub tombstone_failure_threshold: u64,
+    /// Whether batches say which partition each row belongs to (`ScanBatch::partitions`), for
+    /// aggregates grouped by partition.
+    pub partition_runs: bool,
 }
 
 /// `column op value` (the value serialized as the column's CQL type), as `WHERE c > 5 ALLOW
@@ -66,6 +69,32 @@ pub struct ScanBatch {
     pub selected: Option<Bitmap>,
     /// One per `ColumnScan::columns`, same order: live values, null where the row has none.
     pub columns: Vec<Column>,
+    /// With `ColumnScan::partition_runs`: the batch's rows as runs of one partition each, in
+    /// row order (empty otherwise).
+    pub partitions: Vec<PartitionRun>,
+}
+
+/// Rows `start..end` of a batch, all of partition (`token`, `key`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionRun {
+    pub start: usize,
+    pub end: usize,
+    pub token: i64,
+    pub key: Bytes,
+}
+
+/// Appends row `row` of partition (`token`, `key`) to `runs`: a new run where the partition
+/// changes.
+pub(crate) fn extend_runs(runs: &mut Vec<PartitionRun>, row: usize, token: i64, key: &[u8]) {
+    match runs.last_mut() {
+        Some(r) if r.end == row && r.token == token && r.key.as_ref() == key => r.end = row + 1,
+        _ => runs.push(PartitionRun {
+            start: row,
+            end: row + 1,
+            token,
+            key: Bytes::copy_from_slice(key),
+        }),
+    }
 }
 
 impl ScanBatch {
@@ -382,10 +411,24 @@ pub(crate) fn rows_batch(
         .collect();
     let mut selected = None;
     apply_restrictions(&mut selected, rows, &columns, ids, scan);
+    let mut runs = Vec::new();
+    if scan.partition_runs {
+        let mut start = 0;
+        for p in partitions.iter().filter(|p| !p.rows.is_empty()) {
+            runs.push(PartitionRun {
+                start,
+                end: start + p.rows.len(),
+                token: p.token,
+                key: p.key.clone(),
+            });
+            start += p.rows.len();
+        }
+    }
     ScanBatch {
         rows,
         selected,
         columns,
+        partitions: runs,
     }
 }
 

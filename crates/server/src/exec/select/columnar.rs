@@ -4,8 +4,16 @@
 //! each batch into the same aggregate states the row path uses (aggregates.rs), so results are
 //! Cassandra's to the bit (Kahan sums, integer overflow, min/max order), without building rows.
 //!
-//! Taken only where it answers exactly as the row path: a node alone (a ring member's reads go
-//! through replicas at the consistency level asked), a table without static columns (a
+//! `GROUP BY` the whole partition key (the only grouping of a key prefix that does not need
+//! clustering values: Cassandra refuses part of a partition key) folds each partition's rows
+//! into its own states, from the batches' partition runs; the groups come out in token order,
+//! the partition key columns may be selected beside the aggregates, and LIMIT counts groups,
+//! all in one page as the row path's grouping returns them.
+//!
+//! Taken only where it answers exactly as the row path: a node alone, or a ring member that
+//! replicates every token of the keyspace while no node joins or leaves, asked at ONE or
+//! LOCAL_ONE (one replica's answer is what those levels read: the Spark connector's default;
+//! any other level goes through replicas), a table without static columns (a
 //! partition with only a static row is a row of `count(*)`), aggregates of regular columns
 //! only, and restrictions `=`, `<`, `<=`, `>`, `>=` on regular columns of ordered types. Any
 //! other statement runs as before.
@@ -18,13 +26,14 @@ use crate::exec::selectors::{AggKind, Sel};
 use crate::exec::storage_bridge::{effective_layout, value_type};
 use crate::exec::values::{self, Binds, Bound};
 use crate::node::NodeState;
+use helenus_coordinator::ConsistencyLevel;
 use helenus_cql::ast::{Operator, RelationValue};
 use helenus_schema::{ColumnKind, StorageLayout, TableKind, TableMeta};
 use helenus_storage as st;
 use helenus_storage::columnar::{Column, ColumnSpec, ColumnValues, CompareOp, Scalar, ValueType};
 use helenus_types::CqlType;
 
-/// One output column of an aggregate-only selection.
+/// One output column of an aggregate selection.
 #[derive(Clone)]
 struct Output {
     sel: Sel,
@@ -32,7 +41,12 @@ struct Output {
     arg: Option<usize>,
     kind: AggKind,
     ty: CqlType,
+    /// A partition key column of a grouped selection: its component of the key (no state).
+    key_part: Option<usize>,
 }
+
+/// One group of a grouped aggregate: its partition and the outputs' states.
+type Group = ((i64, bytes::Bytes), Vec<AggState>);
 
 /// The aggregate's result, or None when the statement is not one this path answers.
 pub(super) async fn aggregate(
@@ -40,33 +54,56 @@ pub(super) async fn aggregate(
     plan: &SelectPlan,
     binds: &Binds<'_>,
     resumed: bool,
+    (limit, consistency): (Option<usize>, ConsistencyLevel),
 ) -> ExecResult<Option<SelectOutput>> {
     let t = &plan.table;
-    if resumed || node.cluster().is_some() || !eligible(plan) {
+    if resumed || !eligible(plan) || !served_locally(node, t, consistency) {
         return Ok(None);
     }
-    let Some((outputs, columns)) = outputs(t, plan) else {
+    let grouped = plan.group_by > 0;
+    let Some((outputs, columns)) = outputs(t, plan, grouped) else {
         return Ok(None);
     };
-    let Some(scan) = column_scan(node, plan, binds, columns)? else {
+    let Some(mut scan) = column_scan(node, plan, binds, columns)? else {
         return Ok(None);
     };
+    scan.partition_runs = grouped;
+    crate::trace::event(|| {
+        format!(
+            "Aggregating {}.{} from its column chunks",
+            t.keyspace, t.name
+        )
+    });
     let engine = node.engine.clone();
     let table = *t.id.as_bytes();
     let folded = outputs.clone();
     // A scan of the whole table is seconds of CPU: off the connection's runtime thread.
-    let states = tokio::task::spawn_blocking(move || fold(&engine, table, &scan, &folded))
+    let groups = tokio::task::spawn_blocking(move || fold(&engine, table, &scan, &folded))
         .await
         .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))?
         .map_err(|e| scan_error(node, e))?;
-    let row = outputs
-        .iter()
-        .zip(states.iter())
-        .map(|(o, s)| agg_finish(s, &o.sel))
-        .collect();
+    let finish = |key: Option<&bytes::Bytes>, states: &[AggState]| -> Vec<Option<bytes::Bytes>> {
+        let parts = key.map(|k| crate::exec::rows::key_components(t, k));
+        outputs
+            .iter()
+            .zip(states.iter())
+            .map(|(o, s)| match (o.key_part, &parts) {
+                (Some(i), Some(parts)) => parts.get(i).cloned(),
+                _ => agg_finish(s, &o.sel),
+            })
+            .collect()
+    };
+    let rows = match groups {
+        Folded::Total(states) => vec![finish(None, &states)],
+        Folded::Groups(groups) => groups
+            .iter()
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|((_, key), states)| finish(Some(key), states))
+            .collect(),
+    };
     Ok(Some(SelectOutput {
         columns: result_columns(plan),
-        rows: vec![row],
+        rows,
         paging_state: None,
     }))
 }
@@ -80,11 +117,11 @@ pub(super) async fn project(
     node: &NodeState,
     plan: &SelectPlan,
     binds: &Binds<'_>,
-    want: Option<usize>,
+    (want, consistency): (Option<usize>, ConsistencyLevel),
     resume: Option<&PagingState>,
 ) -> ExecResult<Option<SelectOutput>> {
     let t = &plan.table;
-    if node.cluster().is_some() || !projection_eligible(plan) {
+    if !projection_eligible(plan) || !served_locally(node, t, consistency) {
         return Ok(None);
     }
     // Output slot -> None for the partition key, Some(j) for the j-th scanned column.
@@ -120,6 +157,7 @@ pub(super) async fn project(
     let Some(scan) = column_scan(node, plan, binds, columns)? else {
         return Ok(None);
     };
+    crate::trace::event(|| format!("Reading {}.{} column by column", t.keyspace, t.name));
     let already = resume.map_or(0, |r| r.rows_returned);
     let after = resume.map(|r| (r.token, r.partition_key.clone()));
     let limit = want.unwrap_or(usize::MAX);
@@ -185,6 +223,7 @@ fn column_scan(
         restrictions,
         now_s: binds.now.s,
         tombstone_failure_threshold: node.config.tombstone_failure_threshold,
+        partition_runs: false,
     }))
 }
 
@@ -206,6 +245,30 @@ fn scan_error(node: &NodeState, e: st::StorageError) -> ExecError {
     }
 }
 
+/// Whether this node's own data answers a scan of `t` at `consistency`: it is alone, or it is a
+/// NORMAL ring member replicating every token of the keyspace (no node joining or leaving) and
+/// the level asks for one replica.
+fn served_locally(node: &NodeState, t: &TableMeta, consistency: ConsistencyLevel) -> bool {
+    let Some(cluster) = node.cluster() else {
+        return true;
+    };
+    if !matches!(
+        consistency,
+        ConsistencyLevel::One | ConsistencyLevel::LocalOne
+    ) {
+        return false;
+    }
+    let schema = node.schema();
+    let Some(ks) = schema.keyspaces.get(&t.keyspace) else {
+        return false;
+    };
+    match cluster.owned_ranges(ks) {
+        Ok(None) => true,
+        Ok(Some(ranges)) => ranges == [(None, None)],
+        Err(_) => false,
+    }
+}
+
 /// A plain projection of a columnar table with one partition key column and no clustering or
 /// static column, over a token range, with at most simple restrictions.
 fn projection_eligible(plan: &SelectPlan) -> bool {
@@ -213,18 +276,20 @@ fn projection_eligible(plan: &SelectPlan) -> bool {
     plain_scan(plan)
         && t.partition_key_len() == 1
         && t.clustering_len() == 0
+        && plan.group_by == 0
         && !plan.compiled.has_aggregate
 }
 
 /// What both column-scan statements need: a user table stored columnar without static columns,
 /// read over a token range (or all of it) with no clustering, multi-column or extra token
-/// restriction, no grouping, ordering, DISTINCT, JSON or per-partition limit.
+/// restriction, no grouping (but by the whole partition key, for aggregates), ordering,
+/// DISTINCT, JSON or per-partition limit.
 fn plain_scan(plan: &SelectPlan) -> bool {
     let t = &plan.table;
     t.kind == TableKind::User
         && effective_layout(t) == StorageLayout::Columnar
         && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
-        && plan.group_by == 0
+        && (plan.group_by == 0 || plan.group_by == t.partition_key_len())
         && plan.group_fn.is_none()
         && !plan.distinct
         && !plan.json
@@ -240,18 +305,36 @@ fn plain_scan(plan: &SelectPlan) -> bool {
         && matches!(plan.partitions, PartitionSelection::TokenRange { .. })
 }
 
-/// The statement's shape: aggregates without groups over a token range (or all of it) of a
-/// columnar table with no static column, with no clustering or multi-column restriction.
+/// The statement's shape: aggregates, ungrouped or grouped by partition, over a token range (or
+/// all of it) of a columnar table with no static column, with no clustering or multi-column
+/// restriction.
 fn eligible(plan: &SelectPlan) -> bool {
     plain_scan(plan) && plan.compiled.has_aggregate
 }
 
-/// The outputs (each `count(*)` or an aggregate of a regular column) and the columns scanned.
-fn outputs(t: &TableMeta, plan: &SelectPlan) -> Option<(Vec<Output>, Vec<ColumnSpec>)> {
+/// The outputs (each `count(*)`, an aggregate of a regular column or, `grouped`, a partition
+/// key column) and the columns scanned.
+fn outputs(
+    t: &TableMeta,
+    plan: &SelectPlan,
+    grouped: bool,
+) -> Option<(Vec<Output>, Vec<ColumnSpec>)> {
     let mut columns: Vec<ColumnSpec> = Vec::new();
     let mut out = Vec::new();
     for c in &plan.compiled.columns {
         let (kind, arg, ty) = match &c.sel {
+            Sel::Column(i) if grouped => {
+                let meta = t.columns.get(*i)?;
+                let part = t.partition_key().position(|k| k.id == meta.id)?;
+                out.push(Output {
+                    sel: c.sel.clone(),
+                    arg: None,
+                    kind: AggKind::Count,
+                    ty: c.ty.clone(),
+                    key_part: Some(part),
+                });
+                continue;
+            }
             Sel::CountStar => (AggKind::Count, None, c.ty.clone()),
             Sel::Agg { kind, arg, ty } => {
                 let Sel::Column(i) = arg.as_ref() else {
@@ -292,6 +375,7 @@ fn outputs(t: &TableMeta, plan: &SelectPlan) -> Option<(Vec<Output>, Vec<ColumnS
             arg,
             kind,
             ty,
+            key_part: None,
         });
     }
     Some((out, columns))
@@ -385,40 +469,106 @@ fn token_bounds(
     Ok(Some((start, end)))
 }
 
-/// The aggregate states after every batch of the scan.
+/// What a scan folded into: one set of states, or one per partition in (token, key) order.
+enum Folded {
+    Total(Vec<AggState>),
+    Groups(Vec<Group>),
+}
+
+/// The aggregate states after every batch of the scan (per partition with `partition_runs`).
 fn fold(
     engine: &st::Engine,
     table: st::TableId,
     scan: &st::ColumnScan,
     outputs: &[Output],
-) -> Result<Vec<AggState>, st::StorageError> {
-    let mut states: Vec<AggState> = outputs.iter().map(|o| agg_init(&o.sel)).collect();
+) -> Result<Folded, st::StorageError> {
+    let init = || -> Vec<AggState> { outputs.iter().map(|o| agg_init(&o.sel)).collect() };
     let types: Vec<ValueType> = scan.columns.iter().map(|c| c.value_type).collect();
+    let mut total = init();
+    let mut groups: Vec<Group> = Vec::new();
     engine.scan_columns(table, scan, &mut |batch| {
-        for (o, state) in outputs.iter().zip(states.iter_mut()) {
-            let Some(at) = o.arg else {
-                state.add_count(batch.selected_rows() as i64);
+        if !scan.partition_runs {
+            fold_rows(&mut total, outputs, &types, &batch, 0..batch.rows);
+            return Ok(());
+        }
+        for run in &batch.partitions {
+            if !(run.start..run.end).any(|i| batch.is_selected(i)) {
                 continue;
-            };
-            let (Some(col), Some(vt)) = (batch.columns.get(at), types.get(at)) else {
-                continue;
-            };
-            fold_column(state, o, &batch, col, *vt);
+            }
+            let key = (run.token, run.key.clone());
+            let at = group_slot(&mut groups, key, init);
+            if let Some((_, states)) = groups.get_mut(at) {
+                fold_rows(states, outputs, &types, &batch, run.start..run.end);
+            }
         }
         Ok(())
     })?;
-    Ok(states)
+    Ok(if scan.partition_runs {
+        Folded::Groups(groups)
+    } else {
+        Folded::Total(total)
+    })
 }
 
-/// Folds one batch's values of an aggregate's column into its state.
+/// The index of partition `key`'s group, added in (token, key) order if new: batches arrive
+/// in token order, so this is almost always the last group or a new one after it.
+fn group_slot(
+    groups: &mut Vec<Group>,
+    key: (i64, bytes::Bytes),
+    init: impl Fn() -> Vec<AggState>,
+) -> usize {
+    if let Some((last, _)) = groups.last() {
+        if *last == key {
+            return groups.len() - 1;
+        }
+        if *last > key {
+            return match groups.binary_search_by(|(k, _)| k.cmp(&key)) {
+                Ok(i) => i,
+                Err(i) => {
+                    groups.insert(i, (key, init()));
+                    i
+                }
+            };
+        }
+    }
+    groups.push((key, init()));
+    groups.len() - 1
+}
+
+/// Folds rows `rows` of a batch into one set of states.
+fn fold_rows(
+    states: &mut [AggState],
+    outputs: &[Output],
+    types: &[ValueType],
+    batch: &st::ScanBatch,
+    rows: std::ops::Range<usize>,
+) {
+    for (o, state) in outputs.iter().zip(states.iter_mut()) {
+        if o.key_part.is_some() {
+            continue;
+        }
+        let Some(at) = o.arg else {
+            let n = rows.clone().filter(|i| batch.is_selected(*i)).count();
+            state.add_count(n as i64);
+            continue;
+        };
+        let (Some(col), Some(vt)) = (batch.columns.get(at), types.get(at)) else {
+            continue;
+        };
+        fold_column(state, o, batch, col, *vt, rows.clone());
+    }
+}
+
+/// Folds rows `rows` of a batch's values of an aggregate's column into its state.
 fn fold_column(
     state: &mut AggState,
     o: &Output,
     batch: &st::ScanBatch,
     col: &Column,
     vt: ValueType,
+    rows: std::ops::Range<usize>,
 ) {
-    let rows = (0..batch.rows).filter(|i| batch.is_selected(*i) && col.is_valid(*i));
+    let rows = rows.filter(|i| batch.is_selected(*i) && col.is_valid(*i));
     match o.kind {
         AggKind::Count => state.add_count(rows.count() as i64),
         AggKind::Sum | AggKind::Avg => match &col.values {

@@ -202,7 +202,10 @@ pub async fn execute(
         Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
         _ => None,
     };
-    if let Some(out) = super::columnar::aggregate(node, plan, binds, resume.is_some()).await? {
+    if let Some(out) =
+        super::columnar::aggregate(node, plan, binds, resume.is_some(), (limit, consistency))
+            .await?
+    {
         return Ok(out);
     }
     let already = resume.as_ref().map(|r| r.rows_returned).unwrap_or(0);
@@ -216,7 +219,8 @@ pub async fn execute(
     };
     if !grouped && !merging {
         if let Some(out) =
-            super::columnar::project(node, plan, binds, want, resume.as_ref()).await?
+            super::columnar::project(node, plan, binds, (want, consistency), resume.as_ref())
+                .await?
         {
             return Ok(out);
         }

@@ -15,8 +15,11 @@ pub(crate) use time_window::TimeWindow;
 use crate::sstable::SSTableReader;
 use crate::types::CompactionOptions;
 
-/// Output split size for strategies that do not set one.
-const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 30;
+/// Size-tiered and time-window compactions write one SSTable, as Cassandra's do. Their outputs
+/// were once split at 1 GiB (uncompressed): the pieces of one merge are similar in size and so
+/// form a bucket again, and a table of four such pieces or more was merged into the same pieces
+/// forever (a columnar table, whose pieces are sized by an estimate, from ~700k partitions).
+const UNSPLIT: u64 = u64::MAX;
 
 /// What a strategy sees of an SSTable.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Size-tiered: SSTables of similar size group into buckets; the bucket of the smallest
 //! SSTables with at least `min_threshold` members is compacted, at most `max_threshold` of them.
 
-use super::{gens, Choice, SSTableInfo, Strategy, DEFAULT_MAX_OUTPUT_BYTES};
+use super::{gens, Choice, SSTableInfo, Strategy, UNSPLIT};
 
 /// Cassandra's defaults: a bucket takes SSTables within half and one and a half times its
 /// average size, and every SSTable under 50 MiB goes to one bucket.
@@ -19,7 +19,7 @@ impl Strategy for SizeTiered {
         Choice {
             inputs: gens(&pick(free, self.min_threshold, self.max_threshold)),
             level: 0,
-            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_output_bytes: UNSPLIT,
         }
     }
 }

@@ -46,7 +46,7 @@ fn size_tiered_waits_for_min_threshold_similar_sstables() {
     four.push(sst(4, 110 * MIB));
     let c = stcs(4, 32).choose(&four, &four);
     assert_eq!(c.inputs, vec![1, 2, 3, 4]);
-    assert_eq!((c.level, c.max_output_bytes), (0, DEFAULT_MAX_OUTPUT_BYTES));
+    assert_eq!((c.level, c.max_output_bytes), (0, UNSPLIT));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! size-tiered (as Cassandra's TWCS does with its STCS defaults); an older window with more than
 //! one SSTable compacts whole, newest such window first.
 
-use super::{gens, size_tiered, Choice, SSTableInfo, Strategy, DEFAULT_MAX_OUTPUT_BYTES};
+use super::{gens, size_tiered, Choice, SSTableInfo, Strategy, UNSPLIT};
 use std::collections::BTreeMap;
 
 pub(crate) struct TimeWindow {
@@ -47,7 +47,7 @@ impl Strategy for TimeWindow {
         Choice {
             inputs: gens(&pick),
             level: 0,
-            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_output_bytes: UNSPLIT,
         }
     }
 }
