@@ -117,16 +117,17 @@ fn delete(i: u64, ts: i64) -> Mutation {
 /// with MONTH >= `min_month`, in tokens `range`.
 type Totals = (u64, i64, f64, u64);
 
-fn scan(
-    e: &Engine,
+/// A scan of `columns` over rows with MONTH >= `min_month` in tokens `range`.
+fn month_scan(
+    columns: Vec<ColumnSpec>,
     min_month: i32,
     range: (PartitionBound, PartitionBound),
     now_s: i64,
-) -> (Totals, ColumnScanStats) {
-    let s = ColumnScan {
+) -> ColumnScan {
+    ColumnScan {
         start: range.0,
         end: range.1,
-        columns: vec![spec(MONTH), spec(TONE), spec(CODE)],
+        columns,
         restrictions: vec![ColumnRestriction {
             column: spec(MONTH),
             op: CompareOp::Ge,
@@ -135,7 +136,21 @@ fn scan(
         now_s,
         tombstone_failure_threshold: u64::MAX,
         partition_runs: false,
-    };
+    }
+}
+
+fn scan(
+    e: &Engine,
+    min_month: i32,
+    range: (PartitionBound, PartitionBound),
+    now_s: i64,
+) -> (Totals, ColumnScanStats) {
+    let s = month_scan(
+        vec![spec(MONTH), spec(TONE), spec(CODE)],
+        min_month,
+        range,
+        now_s,
+    );
     let mut t: Totals = (0, 0, 0.0, 0);
     let stats = e
         .scan_columns(T, &s, &mut |batch| {
@@ -209,17 +224,8 @@ fn rows_per_partition(
     now_s: i64,
 ) -> (BTreeMap<Vec<u8>, u64>, BTreeMap<Vec<u8>, u64>) {
     let s = ColumnScan {
-        start: range.0.clone(),
-        end: range.1.clone(),
-        columns: vec![spec(MONTH)],
-        restrictions: vec![ColumnRestriction {
-            column: spec(MONTH),
-            op: CompareOp::Ge,
-            value: min_month.to_be_bytes().to_vec(),
-        }],
-        now_s,
-        tombstone_failure_threshold: u64::MAX,
         partition_runs: true,
+        ..month_scan(vec![spec(MONTH)], min_month, range.clone(), now_s)
     };
     let mut got = BTreeMap::new();
     e.scan_columns(T, &s, &mut |batch| {
