@@ -135,7 +135,7 @@ fn month_scan(
         }],
         now_s,
         tombstone_failure_threshold: u64::MAX,
-        partition_runs: false,
+        group_runs: None,
     }
 }
 
@@ -224,7 +224,7 @@ fn rows_per_partition(
     now_s: i64,
 ) -> (BTreeMap<Vec<u8>, u64>, BTreeMap<Vec<u8>, u64>) {
     let s = ColumnScan {
-        partition_runs: true,
+        group_runs: Some(0),
         ..month_scan(vec![spec(MONTH)], min_month, range.clone(), now_s)
     };
     let mut got = BTreeMap::new();
@@ -446,7 +446,7 @@ fn paged(e: &Engine, limit: usize, now_s: i64) -> Listed {
         restrictions: Vec::new(),
         now_s,
         tombstone_failure_threshold: u64::MAX,
-        partition_runs: false,
+        group_runs: None,
     };
     let mut out = Listed::new();
     let mut after = None;
@@ -510,7 +510,7 @@ fn a_scan_over_too_many_tombstones_fails_as_a_row_scan_does() {
         restrictions: Vec::new(),
         now_s: now(),
         tombstone_failure_threshold: threshold,
-        partition_runs: false,
+        group_runs: None,
     };
     let err = e.scan_columns(T, &s(10), &mut |_| Ok(())).unwrap_err();
     assert!(

@@ -278,6 +278,11 @@ impl SegmentReader {
         self.footer.layout.key
     }
 
+    /// How the clustering streams store each clustering column, in clustering order.
+    pub fn clustering_types(&self) -> &[ValueType] {
+        &self.footer.layout.clustering
+    }
+
     /// Bytes read from the file so far (footer and chunks).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read.load(Ordering::Relaxed)

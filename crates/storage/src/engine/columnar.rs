@@ -49,9 +49,9 @@ impl Engine {
                     let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
                     let straddles = glo < lo || ghi > hi;
                     let (rows, keys, columns) =
-                        group_columns(seg, g, &pieces, straddles || scan.partition_runs)?;
-                    let partitions = match (&keys, scan.partition_runs) {
-                        (Some(k), true) => group_runs(k, rows, seg.key_type()),
+                        group_columns(seg, g, &pieces, straddles || scan.group_runs.is_some())?;
+                    let partitions = match (&keys, scan.group_runs) {
+                        (Some(k), Some(n)) => group_runs(k, rows, seg, n),
                         _ => Vec::new(),
                     };
                     let keys = keys.filter(|_| straddles);
@@ -280,18 +280,27 @@ impl Engine {
 
 /// Row group `g` of `seg`: its rows, its key columns when `keys`, and the values of the
 /// pieces' columns (`read_ids` order).
-/// The partitions of a group's `rows` rows, from its key columns.
-fn group_runs(k: &KeyColumns, rows: usize, key_type: ValueType) -> Vec<PartitionRun> {
+/// The runs of a row group's `rows` rows by partition and first `n` clustering values, from
+/// its key columns.
+fn group_runs(k: &KeyColumns, rows: usize, seg: &SegmentReader, n: usize) -> Vec<PartitionRun> {
     let mut runs = Vec::new();
     let mut key = Vec::new();
+    let types: Vec<ValueType> = seg.clustering_types().iter().take(n).copied().collect();
+    let mut values: Vec<Vec<u8>> = vec![Vec::new(); types.len()];
     for i in 0..rows {
         key.clear();
         let Some(token) = k.tokens.int(i) else {
             continue;
         };
-        if k.keys.serialize_into(i, key_type, &mut key) {
-            extend_runs(&mut runs, i, token, &key);
+        if !k.keys.serialize_into(i, seg.key_type(), &mut key) {
+            continue;
         }
+        for ((v, t), c) in values.iter_mut().zip(&types).zip(&k.clustering) {
+            v.clear();
+            c.serialize_into(i, *t, v);
+        }
+        let prefix: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        extend_runs(&mut runs, i, (token, &key), &prefix);
     }
     runs
 }

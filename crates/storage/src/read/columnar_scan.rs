@@ -37,9 +37,10 @@ pub struct ColumnScan {
     /// The scan fails with `TombstoneOverwhelming` once its row-path reads scanned more
     /// tombstones than this (as a row scan does; plain groups have none).
     pub tombstone_failure_threshold: u64,
-    /// Whether batches say which partition each row belongs to (`ScanBatch::partitions`), for
-    /// aggregates grouped by partition.
-    pub partition_runs: bool,
+    /// With `Some(n)`, batches say which group each row belongs to (`ScanBatch::partitions`):
+    /// its partition and its first `n` clustering values, for aggregates grouped by a prefix of
+    /// the primary key (`GROUP BY` the partition key and `n` clustering columns).
+    pub group_runs: Option<usize>,
 }
 
 /// `column op value` (the value serialized as the column's CQL type), as `WHERE c > 5 ALLOW
@@ -69,30 +70,51 @@ pub struct ScanBatch {
     pub selected: Option<Bitmap>,
     /// One per `ColumnScan::columns`, same order: live values, null where the row has none.
     pub columns: Vec<Column>,
-    /// With `ColumnScan::partition_runs`: the batch's rows as runs of one partition each, in
-    /// row order (empty otherwise).
+    /// With `ColumnScan::group_runs`: the batch's rows as runs of one group each, in row
+    /// order (empty otherwise).
     pub partitions: Vec<PartitionRun>,
 }
 
-/// Rows `start..end` of a batch, all of partition (`token`, `key`).
+/// Rows `start..end` of a batch, all of partition (`token`, `key`) and, when the scan groups
+/// by clustering columns too, with the same first clustering values `clustering`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionRun {
     pub start: usize,
     pub end: usize,
     pub token: i64,
     pub key: Bytes,
+    pub clustering: Vec<Bytes>,
 }
 
-/// Appends row `row` of partition (`token`, `key`) to `runs`: a new run where the partition
-/// changes.
-pub(crate) fn extend_runs(runs: &mut Vec<PartitionRun>, row: usize, token: i64, key: &[u8]) {
+/// Appends row `row` of group (`token`, `key`, `clustering`) to `runs`: a new run where the
+/// group changes.
+pub(crate) fn extend_runs(
+    runs: &mut Vec<PartitionRun>,
+    row: usize,
+    (token, key): (i64, &[u8]),
+    clustering: &[&[u8]],
+) {
     match runs.last_mut() {
-        Some(r) if r.end == row && r.token == token && r.key.as_ref() == key => r.end = row + 1,
+        Some(r)
+            if r.end == row
+                && r.token == token
+                && r.key.as_ref() == key
+                && r.clustering
+                    .iter()
+                    .map(Bytes::as_ref)
+                    .eq(clustering.iter().copied()) =>
+        {
+            r.end = row + 1
+        }
         _ => runs.push(PartitionRun {
             start: row,
             end: row + 1,
             token,
             key: Bytes::copy_from_slice(key),
+            clustering: clustering
+                .iter()
+                .map(|c| Bytes::copy_from_slice(c))
+                .collect(),
         }),
     }
 }
@@ -412,16 +434,13 @@ pub(crate) fn rows_batch(
     let mut selected = None;
     apply_restrictions(&mut selected, rows, &columns, ids, scan);
     let mut runs = Vec::new();
-    if scan.partition_runs {
-        let mut start = 0;
-        for p in partitions.iter().filter(|p| !p.rows.is_empty()) {
-            runs.push(PartitionRun {
-                start,
-                end: start + p.rows.len(),
-                token: p.token,
-                key: p.key.clone(),
-            });
-            start += p.rows.len();
+    if let Some(n) = scan.group_runs {
+        let rows = partitions
+            .iter()
+            .flat_map(|p| p.rows.iter().map(move |r| (p, r)));
+        for (i, (p, row)) in rows.enumerate() {
+            let prefix: Vec<&[u8]> = row.clustering.iter().take(n).map(Bytes::as_ref).collect();
+            extend_runs(&mut runs, i, (p.token, &p.key), &prefix);
         }
     }
     ScanBatch {

@@ -41,12 +41,24 @@ struct Output {
     arg: Option<usize>,
     kind: AggKind,
     ty: CqlType,
-    /// A partition key column of a grouped selection: its component of the key (no state).
-    key_part: Option<usize>,
+    /// A key column of a grouped selection, read from the group's key (no state).
+    key_part: Option<KeyPart>,
 }
 
-/// One group of a grouped aggregate: its partition and the outputs' states.
-type Group = ((i64, bytes::Bytes), Vec<AggState>);
+/// Where a grouped selection's key column comes from.
+#[derive(Clone, Copy)]
+enum KeyPart {
+    /// The i-th component of the partition key.
+    Partition(usize),
+    /// The i-th clustering value of the group's prefix.
+    Clustering(usize),
+}
+
+/// A group's identity: its partition (token, key) and clustering prefix.
+type GroupKey = ((i64, bytes::Bytes), Vec<bytes::Bytes>);
+
+/// One group of a grouped aggregate: its key and the outputs' states.
+type Group = (GroupKey, Vec<AggState>);
 
 /// The aggregate's result, or None when the statement is not one this path answers.
 pub(super) async fn aggregate(
@@ -60,14 +72,18 @@ pub(super) async fn aggregate(
     if resumed || !eligible(plan) || !served_locally(node, t, consistency) {
         return Ok(None);
     }
-    let grouped = plan.group_by > 0;
-    let Some((outputs, columns)) = outputs(t, plan, grouped) else {
+    // GROUP BY names the partition key, then a prefix of the clustering columns.
+    let group_runs = plan
+        .group_by
+        .checked_sub(t.partition_key_len())
+        .filter(|_| plan.group_by > 0);
+    let Some((outputs, columns)) = outputs(t, plan, group_runs) else {
         return Ok(None);
     };
     let Some(mut scan) = column_scan(node, plan, binds, columns)? else {
         return Ok(None);
     };
-    scan.partition_runs = grouped;
+    scan.group_runs = group_runs;
     crate::trace::event(|| {
         format!(
             "Aggregating {}.{} from its column chunks",
@@ -82,13 +98,14 @@ pub(super) async fn aggregate(
         .await
         .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))?
         .map_err(|e| scan_error(node, e))?;
-    let finish = |key: Option<&bytes::Bytes>, states: &[AggState]| -> Vec<Option<bytes::Bytes>> {
-        let parts = key.map(|k| crate::exec::rows::key_components(t, k));
+    let finish = |key: Option<&GroupKey>, states: &[AggState]| -> Vec<Option<bytes::Bytes>> {
+        let parts = key.map(|((_, k), c)| (crate::exec::rows::key_components(t, k), c));
         outputs
             .iter()
             .zip(states.iter())
             .map(|(o, s)| match (o.key_part, &parts) {
-                (Some(i), Some(parts)) => parts.get(i).cloned(),
+                (Some(KeyPart::Partition(i)), Some((parts, _))) => parts.get(i).cloned(),
+                (Some(KeyPart::Clustering(i)), Some((_, c))) => c.get(i).cloned(),
                 _ => agg_finish(s, &o.sel),
             })
             .collect()
@@ -98,7 +115,7 @@ pub(super) async fn aggregate(
         Folded::Groups(groups) => groups
             .iter()
             .take(limit.unwrap_or(usize::MAX))
-            .map(|((_, key), states)| finish(Some(key), states))
+            .map(|(key, states)| finish(Some(key), states))
             .collect(),
     };
     Ok(Some(SelectOutput {
@@ -223,7 +240,7 @@ fn column_scan(
         restrictions,
         now_s: binds.now.s,
         tombstone_failure_threshold: node.config.tombstone_failure_threshold,
-        partition_runs: false,
+        group_runs: None,
     }))
 }
 
@@ -289,7 +306,7 @@ fn plain_scan(plan: &SelectPlan) -> bool {
     t.kind == TableKind::User
         && effective_layout(t) == StorageLayout::Columnar
         && !t.columns.iter().any(|c| c.kind == ColumnKind::Static)
-        && (plan.group_by == 0 || plan.group_by == t.partition_key_len())
+        && (plan.group_by == 0 || plan.group_by >= t.partition_key_len())
         && plan.group_fn.is_none()
         && !plan.distinct
         && !plan.json
@@ -312,20 +329,25 @@ fn eligible(plan: &SelectPlan) -> bool {
     plain_scan(plan) && plan.compiled.has_aggregate
 }
 
-/// The outputs (each `count(*)`, an aggregate of a regular column or, `grouped`, a partition
-/// key column) and the columns scanned.
+/// The outputs (each `count(*)`, an aggregate of a regular column or, grouped by the partition
+/// key and `group_runs` clustering columns, one of those key columns) and the columns scanned.
 fn outputs(
     t: &TableMeta,
     plan: &SelectPlan,
-    grouped: bool,
+    group_runs: Option<usize>,
 ) -> Option<(Vec<Output>, Vec<ColumnSpec>)> {
     let mut columns: Vec<ColumnSpec> = Vec::new();
     let mut out = Vec::new();
     for c in &plan.compiled.columns {
-        let (kind, arg, ty) = match &c.sel {
-            Sel::Column(i) if grouped => {
+        let (kind, arg, ty) = match (&c.sel, group_runs) {
+            (Sel::Column(i), Some(n)) => {
                 let meta = t.columns.get(*i)?;
-                let part = t.partition_key().position(|k| k.id == meta.id)?;
+                let part = match t.partition_key().position(|k| k.id == meta.id) {
+                    Some(p) => KeyPart::Partition(p),
+                    None => {
+                        KeyPart::Clustering(t.clustering().take(n).position(|k| k.id == meta.id)?)
+                    }
+                };
                 out.push(Output {
                     sel: c.sel.clone(),
                     arg: None,
@@ -335,8 +357,8 @@ fn outputs(
                 });
                 continue;
             }
-            Sel::CountStar => (AggKind::Count, None, c.ty.clone()),
-            Sel::Agg { kind, arg, ty } => {
+            (Sel::CountStar, _) => (AggKind::Count, None, c.ty.clone()),
+            (Sel::Agg { kind, arg, ty }, _) => {
                 let Sel::Column(i) = arg.as_ref() else {
                     return None;
                 };
@@ -475,7 +497,7 @@ enum Folded {
     Groups(Vec<Group>),
 }
 
-/// The aggregate states after every batch of the scan (per partition with `partition_runs`).
+/// The aggregate states after every batch of the scan (per group with `group_runs`).
 fn fold(
     engine: &st::Engine,
     table: st::TableId,
@@ -487,7 +509,7 @@ fn fold(
     let mut total = init();
     let mut groups: Vec<Group> = Vec::new();
     engine.scan_columns(table, scan, &mut |batch| {
-        if !scan.partition_runs {
+        if scan.group_runs.is_none() {
             fold_rows(&mut total, outputs, &types, &batch, 0..batch.rows);
             return Ok(());
         }
@@ -495,7 +517,7 @@ fn fold(
             if !(run.start..run.end).any(|i| batch.is_selected(i)) {
                 continue;
             }
-            let key = (run.token, run.key.clone());
+            let key = ((run.token, run.key.clone()), run.clustering.clone());
             let at = group_slot(&mut groups, key, init);
             if let Some((_, states)) = groups.get_mut(at) {
                 fold_rows(states, outputs, &types, &batch, run.start..run.end);
@@ -503,36 +525,36 @@ fn fold(
         }
         Ok(())
     })?;
-    Ok(if scan.partition_runs {
+    Ok(if scan.group_runs.is_some() {
         Folded::Groups(groups)
     } else {
         Folded::Total(total)
     })
 }
 
-/// The index of partition `key`'s group, added in (token, key) order if new: batches arrive
-/// in token order, so this is almost always the last group or a new one after it.
-fn group_slot(
-    groups: &mut Vec<Group>,
-    key: (i64, bytes::Bytes),
-    init: impl Fn() -> Vec<AggState>,
-) -> usize {
-    if let Some((last, _)) = groups.last() {
-        if *last == key {
-            return groups.len() - 1;
-        }
-        if *last > key {
-            return match groups.binary_search_by(|(k, _)| k.cmp(&key)) {
-                Ok(i) => i,
-                Err(i) => {
-                    groups.insert(i, (key, init()));
-                    i
-                }
-            };
-        }
+/// The index of group `key`, added if new. Batches arrive in token order and a partition's
+/// rows in clustering order, so this is almost always the last group or a new one after it;
+/// a partition that comes back out of order goes to its place in (token, key) order, and a
+/// clustering prefix new to a partition after that partition's other groups.
+fn group_slot(groups: &mut Vec<Group>, key: GroupKey, init: impl Fn() -> Vec<AggState>) -> usize {
+    let Some(((last_partition, last_prefix), _)) = groups.last() else {
+        groups.push((key, init()));
+        return 0;
+    };
+    if *last_partition == key.0 && *last_prefix == key.1 {
+        return groups.len() - 1;
     }
-    groups.push((key, init()));
-    groups.len() - 1
+    if *last_partition <= key.0 {
+        groups.push((key, init()));
+        return groups.len() - 1;
+    }
+    let first = groups.partition_point(|((p, _), _)| *p < key.0);
+    let end = groups.partition_point(|((p, _), _)| *p <= key.0);
+    if let Some(at) = (first..end).find(|&i| groups.get(i).is_some_and(|(k, _)| k.1 == key.1)) {
+        return at;
+    }
+    groups.insert(end, (key, init()));
+    end
 }
 
 /// Folds rows `rows` of a batch into one set of states.
