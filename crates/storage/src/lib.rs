@@ -147,7 +147,7 @@ pub use index::{
 };
 pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
 pub use read::columnar_scan::{
-    ColumnPage, ColumnRestriction, ColumnScan, ColumnScanStats, PartitionRun, ScanBatch,
+    ColumnPage, ColumnRestriction, ColumnScan, ColumnScanStats, PartitionRun, ResumeAt, ScanBatch,
 };
 pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

@@ -460,7 +460,11 @@ fn paged(e: &Engine, limit: usize, now_s: i64) -> Listed {
         if !page.more {
             return out;
         }
-        after = page.keys.last().cloned();
+        after = page.keys.last().map(|(token, key)| ResumeAt {
+            token: *token,
+            key: key.clone(),
+            clustering: page.clustering.last().cloned().unwrap_or_default(),
+        });
     }
     panic!("pages did not end");
 }

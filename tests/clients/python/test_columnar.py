@@ -212,6 +212,17 @@ def test_aggregates_grouped_by_key_prefixes_answer_as_rows_do(session):
         assert len(got) == len(want) and len(got) > 0, q
         for g, w in zip(got, want):
             assert same(tuple(g), tuple(w)), f"{q}: {g} != {w}"
+    # Projections of the clustered table, paged: pages resume inside partitions (a page of 7
+    # rows ends inside most of them), from chunks and from the memtable alike.
+    for q in ("SELECT m, d, k, code FROM {t}", "SELECT tone, k, m FROM {t} WHERE token(m) > 0",
+              "SELECT k, m FROM {t} WHERE code = 'ALB' ALLOW FILTERING"):
+        for size in (7, 1000):
+            rs = session.execute(SimpleStatement(q.format(t=names["col"]), fetch_size=size), trace=True)
+            events = " | ".join(e.description for e in rs.get_query_trace(max_wait_sec=10).events)
+            assert "column by column" in events, q
+            got = [tuple(r) for r in rs]
+            want = [tuple(r) for r in session.execute(SimpleStatement(q.format(t=names["row"]), fetch_size=size))]
+            assert got == want and len(got) > 0, (q, size)
 
 
 def test_column_scans_are_what_answers_a_columnar_table(session, clean_tables):

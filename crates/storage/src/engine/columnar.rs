@@ -8,13 +8,14 @@
 //! resumes after the last partition key. Pages are for tables without clustering columns (one
 //! row per partition).
 
+use crate::clustering::ClusteringComparator;
 use crate::columnar::{
     Bitmap, Column, ColumnValues, KeyColumns, ScanRequest, SegmentReader, ValueType,
 };
 use crate::engine::Engine;
 use crate::read::columnar_scan::{
     apply_restrictions, extend_runs, plain_groups, rows_batch, token_span, ColumnPage, ColumnScan,
-    ColumnScanStats, PartitionRun, Piece, Pieces, ScanBatch,
+    ColumnScanStats, PartitionRun, Piece, Pieces, ResumeAt, ScanBatch,
 };
 use crate::types::*;
 use bytes::Bytes;
@@ -124,21 +125,17 @@ impl Engine {
             }
         }
     }
-    /// Up to `limit` live rows of `scan`'s range after partition `after`, in token order; for
-    /// tables without clustering columns.
+    /// Up to `limit` live rows of `scan`'s range after `after`, in (token, key, clustering)
+    /// order: a page resumes after the last row of the page before it (`ResumeAt`).
     pub fn scan_column_page(
         &self,
         table: TableId,
         scan: &ColumnScan,
-        after: Option<(i64, Bytes)>,
+        after: Option<ResumeAt>,
         limit: usize,
     ) -> Result<ColumnPage, StorageError> {
         let t = self.table(table)?;
-        if !t.def.read().clustering.is_empty() {
-            return Err(StorageError::InvalidRequest(
-                "a column page is for tables without clustering columns".into(),
-            ));
-        }
+        let cmp = ClusteringComparator::new(t.def.read().clustering.clone());
         let mut page = ColumnPage {
             cells: vec![Vec::new(); scan.columns.len()],
             ..ColumnPage::default()
@@ -146,67 +143,41 @@ impl Engine {
         let Some((lo, hi)) = token_span(&scan.start, &scan.end)? else {
             return Ok(page);
         };
-        let lo = after.as_ref().map_or(lo, |(tk, _)| lo.max(*tk));
+        let lo = after.as_ref().map_or(lo, |a| lo.max(a.token));
         if lo > hi || limit == 0 {
             return Ok(page);
         }
         let pieces = plain_groups(&t, scan, lo, hi)?;
+        let past = |token: i64, key: &Bytes, clustering: &[Bytes]| {
+            after
+                .as_ref()
+                .is_none_or(|a| a.is_before(&cmp, token, key, clustering))
+        };
         for piece in pieces.in_order(lo, hi) {
-            match piece {
+            let full = match piece {
                 Piece::Group(si, g) => {
                     let Some(seg) = pieces.sstables.get(si).and_then(|s| s.segment()) else {
                         continue;
                     };
-                    let (rows, keys, columns) = group_columns(seg, g, &pieces, true)?;
-                    let Some(k) = keys else { continue };
-                    let mut selected = None;
-                    apply_restrictions(&mut selected, rows, &columns, &pieces.read_ids, scan);
-                    let key_type = seg.key_type();
-                    // Entries are in token order: a page resuming inside the group starts at
-                    // its first token, not at the group's first row.
-                    let first = match &k.tokens.values {
-                        ColumnValues::Int(v) => v.partition_point(|t| *t < lo),
-                        _ => 0,
-                    };
-                    for i in first..rows {
-                        let Some(token) = k.tokens.int(i) else {
-                            continue;
-                        };
-                        if token > hi {
-                            break;
-                        }
-                        if selected.as_ref().is_some_and(|s| !s.get(i)) {
-                            continue;
-                        }
-                        let Some(key) = k.keys.serialized(i, key_type).map(Bytes::from) else {
-                            continue;
-                        };
-                        let past = after.as_ref().is_none_or(|a| (token, &key) > (a.0, &a.1));
-                        if token < lo || !past {
-                            continue;
-                        }
-                        push_row(&mut page, token, key, &columns, scan, i);
-                        if page.full(limit) {
-                            page.more = true;
-                            return Ok(page);
-                        }
-                    }
+                    page_group(&mut page, (seg, g), &pieces, scan, (lo, hi, limit), &past)?
                 }
                 Piece::Gap(a, b) => {
                     let start = match &after {
-                        Some((tk, key)) if *tk >= a => PartitionBound::Key {
-                            token: *tk,
-                            key: key.clone(),
-                            inclusive: false,
+                        // Resuming inside a partition: it is read again, its rows up to the
+                        // last one returned skipped.
+                        Some(at) if at.token >= a => PartitionBound::Key {
+                            token: at.token,
+                            key: at.key.clone(),
+                            inclusive: !at.clustering.is_empty(),
                         },
                         _ => PartitionBound::Token {
                             token: a,
                             inclusive: true,
                         },
                     };
-                    let want = limit - page.keys.len();
-                    // Partitions a restriction leaves out still count against `want`: a
+                    // Partitions a restriction leaves out still count against what is read: a
                     // short page only says "more may follow", as a row scan's pages do.
+                    let want = limit - page.keys.len();
                     let (r, scanned) = self.row_path_read(
                         table,
                         (start, b),
@@ -216,28 +187,13 @@ impl Engine {
                         page.tombstones_scanned,
                     )?;
                     page.tombstones_scanned += scanned;
-                    let batch = rows_batch(&r.partitions, &pieces.read_ids, scan);
-                    let mut i = 0;
-                    for p in &r.partitions {
-                        for _ in &p.rows {
-                            if batch.is_selected(i) {
-                                push_row(
-                                    &mut page,
-                                    p.token,
-                                    p.key.clone(),
-                                    &batch.columns,
-                                    scan,
-                                    i,
-                                );
-                            }
-                            i += 1;
-                        }
-                    }
-                    if r.partitions.len() >= want {
-                        page.more = true;
-                        return Ok(page);
-                    }
+                    page_rows(&mut page, &r.partitions, &pieces, scan, limit, &past)
+                        || r.partitions.len() >= want
                 }
+            };
+            if full {
+                page.more = true;
+                return Ok(page);
             }
         }
         Ok(page)
@@ -278,8 +234,6 @@ impl Engine {
     }
 }
 
-/// Row group `g` of `seg`: its rows, its key columns when `keys`, and the values of the
-/// pieces' columns (`read_ids` order).
 /// The runs of a row group's `rows` rows by partition and first `n` clustering values, from
 /// its key columns.
 fn group_runs(k: &KeyColumns, rows: usize, seg: &SegmentReader, n: usize) -> Vec<PartitionRun> {
@@ -305,6 +259,8 @@ fn group_runs(k: &KeyColumns, rows: usize, seg: &SegmentReader, n: usize) -> Vec
     runs
 }
 
+/// Row group `g` of `seg`: its rows, its key columns when `keys`, and the values of the
+/// pieces' columns (`read_ids` order).
 fn group_columns(
     seg: &SegmentReader,
     g: usize,
@@ -325,16 +281,96 @@ fn group_columns(
     ))
 }
 
+/// Adds the selected rows of plain row group `g` of `seg` inside `lo..=hi` and `past` the
+/// resume point to `page`, up to `limit` rows; whether the page is full.
+fn page_group(
+    page: &mut ColumnPage,
+    (seg, g): (&SegmentReader, usize),
+    pieces: &Pieces,
+    scan: &ColumnScan,
+    (lo, hi, limit): (i64, i64, usize),
+    past: &dyn Fn(i64, &Bytes, &[Bytes]) -> bool,
+) -> Result<bool, StorageError> {
+    let (rows, keys, columns) = group_columns(seg, g, pieces, true)?;
+    let Some(k) = keys else {
+        return Ok(false);
+    };
+    let mut selected = None;
+    apply_restrictions(&mut selected, rows, &columns, &pieces.read_ids, scan);
+    // Entries are in token order: a page resuming inside the group starts at its first
+    // token, not at the group's first row.
+    let first = match &k.tokens.values {
+        ColumnValues::Int(v) => v.partition_point(|t| *t < lo),
+        _ => 0,
+    };
+    let types = seg.clustering_types();
+    for i in first..rows {
+        let Some(token) = k.tokens.int(i) else {
+            continue;
+        };
+        if token > hi {
+            break;
+        }
+        if selected.as_ref().is_some_and(|s| !s.get(i)) {
+            continue;
+        }
+        let Some(key) = k.keys.serialized(i, seg.key_type()).map(Bytes::from) else {
+            continue;
+        };
+        let clustering: Vec<Bytes> = k
+            .clustering
+            .iter()
+            .zip(types)
+            .map(|(c, t)| Bytes::from(c.serialized(i, *t).unwrap_or_default()))
+            .collect();
+        if !past(token, &key, &clustering) {
+            continue;
+        }
+        push_row(page, (token, key, clustering), &columns, scan, i);
+        if page.full(limit) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Adds the selected rows of row-path `partitions` `past` the resume point to `page`, up to
+/// `limit` rows; whether the page is full.
+fn page_rows(
+    page: &mut ColumnPage,
+    partitions: &[PartitionData],
+    pieces: &Pieces,
+    scan: &ColumnScan,
+    limit: usize,
+    past: &dyn Fn(i64, &Bytes, &[Bytes]) -> bool,
+) -> bool {
+    let batch = rows_batch(partitions, &pieces.read_ids, scan);
+    let rows = partitions
+        .iter()
+        .flat_map(|p| p.rows.iter().map(move |r| (p, r)));
+    for (i, (p, row)) in rows.enumerate() {
+        if !batch.is_selected(i) || !past(p.token, &p.key, &row.clustering) {
+            continue;
+        }
+        let at = (p.token, p.key.clone(), row.clustering.clone());
+        push_row(page, at, &batch.columns, scan, i);
+        if page.full(limit) {
+            return true;
+        }
+    }
+    false
+}
+
 /// Appends row `i` of `columns` (in `read_ids` order: the scan's columns first).
 fn push_row(
     page: &mut ColumnPage,
-    token: i64,
-    key: Bytes,
+    (token, key, clustering): (i64, Bytes, Vec<Bytes>),
     columns: &[Column],
     scan: &ColumnScan,
     i: usize,
 ) {
     page.keys.push((token, key));
+    page.clustering.push(clustering);
     let mut buf = Vec::new();
     for ((out, col), spec) in page.cells.iter_mut().zip(columns).zip(&scan.columns) {
         buf.clear();

@@ -13,6 +13,7 @@
 //! reconciled as any read, and its live rows turned into the same column batches. So the scan
 //! is exact whatever the table holds, and as fast as its chunks once compacted.
 
+use crate::clustering::ClusteringComparator;
 use crate::columnar::{Bitmap, BytesVec, Column, ColumnValues, Restriction, Target};
 use crate::columnar::{ColumnSpec, CompareOp, Scalar, ValueType};
 use crate::memtable::{end_bound, start_bound, Memtable};
@@ -130,6 +131,35 @@ impl ScanBatch {
     }
 }
 
+/// Where a page of `Engine::scan_column_page` resumes: after the row (`token`, `key`,
+/// `clustering`), or after the whole partition when `clustering` is empty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResumeAt {
+    pub token: i64,
+    pub key: Bytes,
+    pub clustering: Vec<Bytes>,
+}
+
+impl ResumeAt {
+    /// Whether the row (`token`, `key`, `clustering`) comes after this point.
+    pub(crate) fn is_before(
+        &self,
+        cmp: &ClusteringComparator,
+        token: i64,
+        key: &Bytes,
+        clustering: &[Bytes],
+    ) -> bool {
+        match (token, key).cmp(&(self.token, &self.key)) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => {
+                !self.clustering.is_empty()
+                    && cmp.compare(clustering, 0, &self.clustering, 0).is_gt()
+            }
+        }
+    }
+}
+
 /// How a scan was served, for tests and reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ColumnScanStats {
@@ -143,11 +173,13 @@ pub struct ColumnScanStats {
     pub tombstones_scanned: u64,
 }
 
-/// Rows of one page, in (token, key) order.
+/// Rows of one page, in (token, key, clustering) order.
 #[derive(Debug, Clone, Default)]
 pub struct ColumnPage {
     /// (token, partition key) of each row.
     pub keys: Vec<(i64, Bytes)>,
+    /// The clustering values of each row (empty for a table without clustering columns).
+    pub clustering: Vec<Vec<Bytes>>,
     /// One per `ColumnScan::columns`, each with one serialized value (or null) per row.
     pub cells: Vec<Vec<Option<Bytes>>>,
     /// Whether rows may follow this page in the range.

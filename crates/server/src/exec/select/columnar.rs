@@ -126,10 +126,10 @@ pub(super) async fn aggregate(
 }
 
 /// One page of `SELECT <columns> FROM t [WHERE token(k) ...] [AND c op v ALLOW FILTERING]` over
-/// a columnar table without clustering or static columns, read column by column in token
+/// a columnar table without static columns, read column by column in (token, key, clustering)
 /// order (`Engine::scan_column_page`): what the Spark connector's scans are. `want` is the rows
-/// this page may return (None: all), `after` the partition the last page ended with; the
-/// paging state is the row path's, so either path resumes the other's pages.
+/// this page may return (None: all); the paging state is the row path's (the last row's
+/// partition and clustering), so either path resumes the other's pages.
 pub(super) async fn project(
     node: &NodeState,
     plan: &SelectPlan,
@@ -141,18 +141,101 @@ pub(super) async fn project(
     if !projection_eligible(plan) || !served_locally(node, t, consistency) {
         return Ok(None);
     }
-    // Output slot -> None for the partition key, Some(j) for the j-th scanned column.
+    let Some((slots, columns)) = projection_slots(t, plan) else {
+        return Ok(None);
+    };
+    let Some(scan) = column_scan(node, plan, binds, columns)? else {
+        return Ok(None);
+    };
+    crate::trace::event(|| format!("Reading {}.{} column by column", t.keyspace, t.name));
+    let after = resume.map(|r| st::ResumeAt {
+        token: r.token,
+        key: r.partition_key.clone(),
+        clustering: r.clustering.clone(),
+    });
+    let limit = want.unwrap_or(usize::MAX);
+    let engine = node.engine.clone();
+    let table = *t.id.as_bytes();
+    let page =
+        tokio::task::spawn_blocking(move || engine.scan_column_page(table, &scan, after, limit))
+            .await
+            .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
+    let composite = t.partition_key_len() > 1;
+    let rows: Vec<Vec<Option<bytes::Bytes>>> = page
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, (_, key))| {
+            let parts = composite.then(|| crate::exec::rows::key_components(t, key));
+            slots
+                .iter()
+                .map(|slot| match (slot, &parts) {
+                    (Slot::Partition(p), Some(parts)) => parts.get(*p).cloned(),
+                    (Slot::Partition(_), None) => Some(key.clone()),
+                    (Slot::Clustering(c), _) => {
+                        page.clustering.get(i).and_then(|v| v.get(*c)).cloned()
+                    }
+                    (Slot::Column(j), _) => {
+                        page.cells.get(*j).and_then(|c| c.get(i)).cloned().flatten()
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let paging_state = match (page.more, page.keys.last()) {
+        (true, Some((token, key))) => {
+            // Rows of the last partition returned so far (a page may resume inside it).
+            let in_page = page.keys.iter().rev().take_while(|(_, k)| k == key).count();
+            let before = resume
+                .filter(|r| r.partition_key == *key && in_page == page.keys.len())
+                .map_or(0, |r| r.partition_rows_returned);
+            Some(
+                PagingState {
+                    token: *token,
+                    partition_key: key.clone(),
+                    clustering: page.clustering.last().cloned().unwrap_or_default(),
+                    rows_returned: resume.map_or(0, |r| r.rows_returned) + rows.len(),
+                    partition_rows_returned: before + in_page,
+                }
+                .encode(),
+            )
+        }
+        _ => None,
+    };
+    Ok(Some(SelectOutput {
+        columns: result_columns(plan),
+        rows,
+        paging_state,
+    }))
+}
+
+/// Where a projected column comes from.
+enum Slot {
+    /// The i-th partition key component.
+    Partition(usize),
+    /// The i-th clustering value.
+    Clustering(usize),
+    /// The j-th scanned column.
+    Column(usize),
+}
+
+/// Each selected column's slot, and the regular columns to scan; None when a selector is not
+/// a plain column, or a column is a collection or counter.
+fn projection_slots(t: &TableMeta, plan: &SelectPlan) -> Option<(Vec<Slot>, Vec<ColumnSpec>)> {
     let mut columns: Vec<ColumnSpec> = Vec::new();
     let mut slots = Vec::new();
     for c in &plan.compiled.columns {
         let Sel::Column(i) = c.sel else {
-            return Ok(None);
+            return None;
         };
-        let Some(meta) = t.columns.get(i) else {
-            return Ok(None);
-        };
-        match meta.kind {
-            ColumnKind::PartitionKey => slots.push(None),
+        let meta = t.columns.get(i)?;
+        let slot = match meta.kind {
+            ColumnKind::PartitionKey => {
+                Slot::Partition(t.partition_key().position(|k| k.id == meta.id)?)
+            }
+            ColumnKind::Clustering => {
+                Slot::Clustering(t.clustering().position(|k| k.id == meta.id)?)
+            }
             ColumnKind::Regular
                 if !meta.cql_type.is_multi_cell() && !meta.cql_type.is_counter() =>
             {
@@ -166,56 +249,13 @@ pub(super) async fn project(
                         });
                         columns.len() - 1
                     });
-                slots.push(Some(at));
+                Slot::Column(at)
             }
-            _ => return Ok(None),
-        }
+            _ => return None,
+        };
+        slots.push(slot);
     }
-    let Some(scan) = column_scan(node, plan, binds, columns)? else {
-        return Ok(None);
-    };
-    crate::trace::event(|| format!("Reading {}.{} column by column", t.keyspace, t.name));
-    let already = resume.map_or(0, |r| r.rows_returned);
-    let after = resume.map(|r| (r.token, r.partition_key.clone()));
-    let limit = want.unwrap_or(usize::MAX);
-    let engine = node.engine.clone();
-    let table = *t.id.as_bytes();
-    let page =
-        tokio::task::spawn_blocking(move || engine.scan_column_page(table, &scan, after, limit))
-            .await
-            .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
-    let rows: Vec<Vec<Option<bytes::Bytes>>> = page
-        .keys
-        .iter()
-        .enumerate()
-        .map(|(i, (_, key))| {
-            slots
-                .iter()
-                .map(|slot| match slot {
-                    None => Some(key.clone()),
-                    Some(j) => page.cells.get(*j).and_then(|c| c.get(i)).cloned().flatten(),
-                })
-                .collect()
-        })
-        .collect();
-    let paging_state = match (page.more, page.keys.last()) {
-        (true, Some((token, key))) => Some(
-            PagingState {
-                token: *token,
-                partition_key: key.clone(),
-                clustering: Vec::new(),
-                rows_returned: already + rows.len(),
-                partition_rows_returned: 1,
-            }
-            .encode(),
-        ),
-        _ => None,
-    };
-    Ok(Some(SelectOutput {
-        columns: result_columns(plan),
-        rows,
-        paging_state,
-    }))
+    Some((slots, columns))
 }
 
 /// The scan of `columns` the plan's token range and restrictions ask for; None when a
@@ -286,21 +326,16 @@ fn served_locally(node: &NodeState, t: &TableMeta, consistency: ConsistencyLevel
     }
 }
 
-/// A plain projection of a columnar table with one partition key column and no clustering or
-/// static column, over a token range, with at most simple restrictions.
+/// A plain projection of a columnar table without static columns, over a token range, with at
+/// most simple restrictions.
 fn projection_eligible(plan: &SelectPlan) -> bool {
-    let t = &plan.table;
-    plain_scan(plan)
-        && t.partition_key_len() == 1
-        && t.clustering_len() == 0
-        && plan.group_by == 0
-        && !plan.compiled.has_aggregate
+    plain_scan(plan) && plan.group_by == 0 && !plan.compiled.has_aggregate
 }
 
 /// What both column-scan statements need: a user table stored columnar without static columns,
 /// read over a token range (or all of it) with no clustering, multi-column or extra token
-/// restriction, no grouping (but by the whole partition key, for aggregates), ordering,
-/// DISTINCT, JSON or per-partition limit.
+/// restriction, no grouping (but by the partition key and a clustering prefix, for
+/// aggregates), ordering, DISTINCT, JSON or per-partition limit.
 fn plain_scan(plan: &SelectPlan) -> bool {
     let t = &plan.table;
     t.kind == TableKind::User
