@@ -47,11 +47,11 @@ impl<'a> Cursor<'a> {
         let end = self
             .pos
             .checked_add(n)
-            .ok_or(ColumnarError::corrupt("length overflow"))?;
+            .ok_or_else(|| ColumnarError::corrupt("length overflow"))?;
         let s = self
             .buf
             .get(self.pos..end)
-            .ok_or(ColumnarError::corrupt("truncated"))?;
+            .ok_or_else(|| ColumnarError::corrupt("truncated"))?;
         self.pos = end;
         Ok(s)
     }
@@ -155,10 +155,32 @@ pub(super) fn unpack(
     }
     let bytes = c.take(packed_len(n, w))?;
     let mask = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
+    // Values up to 56 bits wide are read with one unaligned 8-byte load each (a value and
+    // its bit offset in the first byte fit in 64 bits) wherever 8 bytes remain; the last few,
+    // and wider values, through the byte accumulator below.
+    let mut done = 0;
+    if w <= 56 {
+        let wide = w as usize;
+        while done < n {
+            let bit = done * wide;
+            let Some(word) = bytes.get(bit / 8..bit / 8 + 8) else {
+                break;
+            };
+            let mut b = [0u8; 8];
+            b.copy_from_slice(word);
+            f((u64::from_le_bytes(b) >> (bit % 8)) & mask);
+            done += 1;
+        }
+    }
+    let start_bit = done * w as usize;
     let mut acc: u128 = 0;
     let mut bits = 0u32;
-    let mut it = bytes.iter();
-    for _ in 0..n {
+    let mut it = bytes.iter().skip(start_bit / 8);
+    if !start_bit.is_multiple_of(8) {
+        acc = u128::from(it.next().copied().unwrap_or(0) >> (start_bit % 8));
+        bits = 8 - (start_bit % 8) as u32;
+    }
+    for _ in done..n {
         while bits < w {
             let b = it.next().copied().unwrap_or(0);
             acc |= u128::from(b) << bits;
@@ -187,9 +209,10 @@ mod tests {
 
     #[test]
     fn packing_round_trips_every_width() {
-        for w in 0..=64u32 {
+        // Lengths around the point where the 8-byte loads stop and the tail loop takes over.
+        for (w, n) in (0..=64u32).flat_map(|w| [1u64, 7, 8, 9, 37, 200].map(|n| (w, n))) {
             let mask = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
-            let vals: Vec<u64> = (0..37u64)
+            let vals: Vec<u64> = (0..n)
                 .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & mask)
                 .collect();
             let mut b = Vec::new();

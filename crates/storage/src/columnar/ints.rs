@@ -289,7 +289,7 @@ fn decode_nested(
                 *x = *usize::try_from(*x)
                     .ok()
                     .and_then(|i| dict.get(i))
-                    .ok_or(ColumnarError::corrupt("dictionary code"))?;
+                    .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
             }
             Ok(())
         }

@@ -51,6 +51,20 @@ pub enum CompareOp {
     Ge,
 }
 
+impl CompareOp {
+    /// Whether a value comparing `o` to the operand satisfies `value op operand`.
+    #[inline]
+    pub fn holds(self, o: std::cmp::Ordering) -> bool {
+        match self {
+            CompareOp::Eq => o.is_eq(),
+            CompareOp::Lt => o.is_lt(),
+            CompareOp::Le => o.is_le(),
+            CompareOp::Gt => o.is_gt(),
+            CompareOp::Ge => o.is_ge(),
+        }
+    }
+}
+
 impl ChunkStats {
     pub(super) fn of(col: &Column, t: ValueType) -> ChunkStats {
         let rows = col.len();

@@ -103,7 +103,7 @@ pub(super) fn decode_bytes(
                 let i = usize::try_from(code)
                     .ok()
                     .filter(|i| *i < dict.len())
-                    .ok_or(ColumnarError::corrupt("dictionary code"))?;
+                    .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
                 out.push(dict.get(i));
             }
             Ok(())
@@ -118,7 +118,7 @@ fn decode_plain(c: &mut Cursor<'_>, n: usize, out: &mut BytesVec) -> Result<(), 
     let total = lengths
         .iter()
         .try_fold(0usize, |acc, l| acc.checked_add(usize::try_from(*l).ok()?))
-        .ok_or(ColumnarError::corrupt("value lengths"))?;
+        .ok_or_else(|| ColumnarError::corrupt("value lengths"))?;
     let data = c.take(total)?;
     let base = out.data.len();
     if base.saturating_add(total) > u32::MAX as usize {

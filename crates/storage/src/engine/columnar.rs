@@ -24,6 +24,10 @@ use std::sync::Arc;
 /// Partitions one row-path read returns at most (a batch's worth of small partitions).
 const ROW_PATH_PARTITIONS: usize = 4096;
 
+/// Row groups a scan decodes at once, spread over the machine's cores (decompressing and
+/// decoding chunks is a scan's work; folding the batches is little), handed on in order.
+const PARALLEL_GROUPS: usize = 8;
+
 impl Engine {
     /// Calls `f` with batches of the live rows of `scan`'s range, in no particular order.
     pub fn scan_columns(
@@ -38,42 +42,41 @@ impl Engine {
             return Ok(stats);
         };
         let pieces = plain_groups(&t, scan, lo, hi)?;
-        let ids = scan.columns.len();
         stats.groups_skipped = pieces.groups.iter().filter(|g| g.4).count() as u64;
-        for piece in pieces.in_order(lo, hi) {
-            match piece {
-                Piece::Group(si, g) => {
-                    let Some(seg) = pieces.sstables.get(si).and_then(|s| s.segment()) else {
-                        continue;
-                    };
-                    // Token bounds matter only to a group that straddles one.
-                    let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
-                    let straddles = glo < lo || ghi > hi;
-                    let (rows, keys, columns) =
-                        group_columns(seg, g, &pieces, straddles || scan.group_runs.is_some())?;
-                    let partitions = match (&keys, scan.group_runs) {
-                        (Some(k), Some(n)) => group_runs(k, rows, seg, n),
-                        _ => Vec::new(),
-                    };
-                    let keys = keys.filter(|_| straddles);
-                    stats.groups_read += 1;
-                    let mut selected = keys.map(|k| {
-                        let mut m = Bitmap::with_capacity(rows);
-                        for i in 0..rows {
-                            m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
+        // Windows of pieces holding up to PARALLEL_GROUPS groups: the window's groups are
+        // decoded at once, then the window is handed on in order (gaps through the row path).
+        let order = pieces.in_order(lo, hi);
+        let mut rest = order.as_slice();
+        while !rest.is_empty() {
+            let mut groups = 0;
+            let end = rest
+                .iter()
+                .position(|p| {
+                    groups += usize::from(matches!(p, Piece::Group(..)));
+                    groups > PARALLEL_GROUPS
+                })
+                .unwrap_or(rest.len());
+            let (window, next) = rest.split_at(end);
+            rest = next;
+            let wanted: Vec<(usize, usize)> = window
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Group(si, g) => Some((*si, *g)),
+                    Piece::Gap(..) => None,
+                })
+                .collect();
+            let mut decoded = decode_groups(&wanted, &pieces, scan, (lo, hi)).into_iter();
+            for piece in window {
+                match piece {
+                    Piece::Group(..) => {
+                        if let Some(batch) = decoded.next().transpose()?.flatten() {
+                            stats.groups_read += 1;
+                            f(batch)?;
                         }
-                        m
-                    });
-                    apply_restrictions(&mut selected, rows, &columns, &pieces.read_ids, scan);
-                    f(ScanBatch {
-                        rows,
-                        selected,
-                        columns: columns.into_iter().take(ids).collect(),
-                        partitions,
-                    })?;
-                }
-                Piece::Gap(a, b) => {
-                    self.scan_rows(table, (a, b), scan, &pieces, &mut stats, f)?;
+                    }
+                    Piece::Gap(a, b) => {
+                        self.scan_rows(table, (*a, *b), scan, &pieces, &mut stats, f)?;
+                    }
                 }
             }
         }
@@ -232,6 +235,78 @@ impl Engine {
         let n = r.stats.tombstones_scanned;
         Ok((r, n))
     }
+}
+
+/// Decodes the plain row groups `groups` (SSTable index, group) into batches of the rows
+/// inside `lo..=hi` that pass the scan's restrictions, on up to one thread per core; one
+/// result per group, in the order given (None for a group of no segment).
+fn decode_groups(
+    groups: &[(usize, usize)],
+    pieces: &Pieces,
+    scan: &ColumnScan,
+    (lo, hi): (i64, i64),
+) -> Vec<Result<Option<ScanBatch>, StorageError>> {
+    let decode = |&(si, g): &(usize, usize)| -> Result<Option<ScanBatch>, StorageError> {
+        match pieces.sstables.get(si).and_then(|s| s.segment()) {
+            Some(seg) => group_batch(seg, g, pieces, scan, (lo, hi)).map(Some),
+            None => Ok(None),
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads < 2 || groups.len() < 2 {
+        return groups.iter().map(decode).collect();
+    }
+    let per = groups.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .chunks(per)
+            .map(|part| scope.spawn(move || part.iter().map(decode).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    vec![Err(StorageError::InvalidRequest(
+                        "a column scan thread failed".into(),
+                    ))]
+                })
+            })
+            .collect()
+    })
+}
+
+/// Row group `g` of `seg` as a batch: the rows inside `lo..=hi` (the token bounds matter only
+/// to a group that straddles one) that pass the scan's restrictions, with group runs when
+/// the scan asks for them.
+fn group_batch(
+    seg: &SegmentReader,
+    g: usize,
+    pieces: &Pieces,
+    scan: &ColumnScan,
+    (lo, hi): (i64, i64),
+) -> Result<ScanBatch, StorageError> {
+    let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
+    let straddles = glo < lo || ghi > hi;
+    let (rows, keys, columns) =
+        group_columns(seg, g, pieces, straddles || scan.group_runs.is_some())?;
+    let partitions = match (&keys, scan.group_runs) {
+        (Some(k), Some(n)) => group_runs(k, rows, seg, n),
+        _ => Vec::new(),
+    };
+    let mut selected = keys.filter(|_| straddles).map(|k| {
+        let mut m = Bitmap::with_capacity(rows);
+        for i in 0..rows {
+            m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
+        }
+        m
+    });
+    apply_restrictions(&mut selected, rows, &columns, &pieces.read_ids, scan);
+    Ok(ScanBatch {
+        rows,
+        selected,
+        columns: columns.into_iter().take(scan.columns.len()).collect(),
+        partitions,
+    })
 }
 
 /// The runs of a row group's `rows` rows by partition and first `n` clustering values, from

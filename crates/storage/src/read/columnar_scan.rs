@@ -385,10 +385,34 @@ pub(crate) fn apply_restrictions(
             return;
         };
         let before = selected.take();
+        let kept = |i: usize| before.as_ref().is_none_or(|m| m.get(i)) && col.is_valid(i);
         let mut out = Bitmap::with_capacity(rows);
-        for i in 0..rows {
-            let kept = before.as_ref().is_none_or(|m| m.get(i));
-            out.push(kept && matches(col, i, r.column.value_type, r.op, &value));
+        // One loop per vector type: the comparison inlines, with no dispatch per row.
+        match (&col.values, &value) {
+            (ColumnValues::Int(v), Scalar::Int(b)) => {
+                for (i, a) in v.iter().enumerate().take(rows) {
+                    out.push(kept(i) && r.op.holds(a.cmp(b)));
+                }
+            }
+            (ColumnValues::Float64(v), Scalar::Float(b)) => {
+                for (i, a) in v.iter().enumerate().take(rows) {
+                    out.push(kept(i) && r.op.holds(crate::columnar::java_double_compare(*a, *b)));
+                }
+            }
+            (ColumnValues::Bytes(v), Scalar::Bytes(b)) => {
+                for i in 0..rows {
+                    out.push(kept(i) && r.op.holds(v.get(i).cmp(b.as_slice())));
+                }
+            }
+            _ => {
+                for i in 0..rows {
+                    out.push(kept(i) && matches(col, i, r.column.value_type, r.op, &value));
+                }
+            }
+        }
+        // A short vector (it never is) leaves its missing rows unselected.
+        while out.len() < rows {
+            out.push(false);
         }
         *selected = Some(out);
     }
@@ -421,16 +445,7 @@ fn matches(col: &Column, i: usize, t: ValueType, op: CompareOp, value: &Scalar) 
         (ColumnValues::Bytes(v), _) => t.scalar(v.get(i)).and_then(|a| a.compare(value)),
         _ => None,
     };
-    let Some(o) = o else {
-        return false;
-    };
-    match op {
-        CompareOp::Eq => o.is_eq(),
-        CompareOp::Lt => o.is_lt(),
-        CompareOp::Le => o.is_le(),
-        CompareOp::Gt => o.is_gt(),
-        CompareOp::Ge => o.is_ge(),
-    }
+    o.is_some_and(|o| op.holds(o))
 }
 
 /// Live rows of the row path as a batch (static rows are not rows of a column scan).
