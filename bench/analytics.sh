@@ -68,6 +68,8 @@ start_server() {  # server
       ADDR="$CASS_ADDR"
       port_open "$ADDR" 9042 && { log "$ADDR:9042 already in use"; return 1; }
       CURRENT=cassandra
+      # A fresh machine has no Cassandra jars yet: set up once (as bench/run.sh does).
+      (source "$CASS/lib.sh" && [ -f "$CB_LIB/.complete" ]) || SKIP_LATTE=1 "$CASS/setup.sh" >&2
       HEAP="$HEAP" timeout 600 "$CASS/start.sh" "$ADDR" 9042 "$DIR" >&2 || return 1
       PID="$(cat "$DIR/cassandra.pid")" ;;
     *) log "unknown server $1"; return 2 ;;
