@@ -217,7 +217,6 @@ impl Limits {
         match kind {
             RequestKind::Read => self.timeouts.read,
             RequestKind::Range => self.timeouts.range,
-            RequestKind::RangeAggregate => AGGREGATE_SCAN_TIMEOUT.max(self.timeouts.range),
             RequestKind::Write { .. } => self.timeouts.write,
             RequestKind::Other => self.timeouts.other,
         }
@@ -518,16 +517,7 @@ impl Admission {
 pub enum RequestKind {
     Read,
     Range,
-    /// Aggregates over a range (`SELECT count(*) FROM t`), bounded by `AGGREGATE_SCAN_TIMEOUT`
-    /// rather than the range timeout. Cassandra 5.0.9 gives these the range timeout: on this
-    /// machine its `count(*)` of 4.16M rows failed with ReadTimeout after 10 s, and filtered
-    /// aggregates with ReadFailure after 5 s (bench/results/analytics-20261128-4m-*). A scan
-    /// that keeps reading is not a hang, and a client that waits for it (Spark, a report, a
-    /// driver with a longer timeout) gets its answer instead of an error.
-    RangeAggregate,
-    Write {
-        write_type: &'static str,
-    },
+    Write { write_type: &'static str },
     Other,
 }
 
@@ -543,20 +533,15 @@ pub fn kind_of_statement(query: &str) -> RequestKind {
         "SELECT" => {
             let upper = q.to_ascii_uppercase();
             // Without a WHERE, or with one that scans (token ranges, filtering), Cassandra
-            // runs a range read, which gets the longer range timeout.
+            // runs a range read, which gets the longer range timeout. Aggregates over a range
+            // too: Cassandra 5.0.9's `count(*)` of 4.16M rows fails with ReadTimeout after
+            // `range_request_timeout` on this machine (bench/results/analytics-20261128-4m-*),
+            // and an operator raises that setting on both servers alike.
             if !upper.contains("WHERE")
                 || upper.contains("ALLOW FILTERING")
                 || upper.contains("TOKEN(")
             {
-                let selection = upper.split(" FROM ").next().unwrap_or_default();
-                let aggregates = ["COUNT(", "SUM(", "AVG(", "MIN(", "MAX("]
-                    .iter()
-                    .any(|f| selection.replace(' ', "").contains(f));
-                if aggregates {
-                    RequestKind::RangeAggregate
-                } else {
-                    RequestKind::Range
-                }
+                RequestKind::Range
             } else {
                 RequestKind::Read
             }
@@ -597,14 +582,12 @@ pub fn timeout_error(
 ) -> crate::exec::ExecError {
     use crate::exec::ExecError;
     match kind {
-        RequestKind::Read | RequestKind::Range | RequestKind::RangeAggregate => {
-            ExecError::ReadTimeout {
-                consistency,
-                received: 0,
-                block_for: 1,
-                data_present: false,
-            }
-        }
+        RequestKind::Read | RequestKind::Range => ExecError::ReadTimeout {
+            consistency,
+            received: 0,
+            block_for: 1,
+            data_present: false,
+        },
         RequestKind::Write { write_type } => ExecError::WriteTimeout {
             consistency,
             write_type: write_type.to_string(),
@@ -620,17 +603,8 @@ pub fn timeout_error(
 
 /// Whether a request of `kind` is stopped at its timeout (see [`timeout_for`]).
 pub fn cancel_at_timeout(kind: RequestKind) -> bool {
-    matches!(
-        kind,
-        RequestKind::Read | RequestKind::Range | RequestKind::RangeAggregate
-    )
+    matches!(kind, RequestKind::Read | RequestKind::Range)
 }
-
-/// How long an aggregate over a range may run (see `RequestKind::RangeAggregate`): ten
-/// minutes, the bench's limit per query; the row path reads ~0.5M rows/s per core, so a
-/// table of ~300M rows per node. A client that gave up earlier leaves the work running up to
-/// this bound (the cost of answering the ones that wait).
-pub const AGGREGATE_SCAN_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A close upper estimate of a response's encoded size, counted before the writer encodes it.
 pub fn response_size_bytes(response: &proto::Response) -> u64 {
@@ -664,22 +638,6 @@ mod tests {
             RequestKind::Read
         );
         assert_eq!(kind_of_statement("SELECT * FROM ks.t"), RequestKind::Range);
-        assert_eq!(
-            kind_of_statement("SELECT count(*) FROM ks.t"),
-            RequestKind::RangeAggregate
-        );
-        assert_eq!(
-            kind_of_statement("SELECT k, MAX (v) FROM t WHERE v > 1 ALLOW FILTERING"),
-            RequestKind::RangeAggregate
-        );
-        assert_eq!(
-            kind_of_statement("SELECT count(*) FROM t WHERE k = 1"),
-            RequestKind::Read
-        );
-        assert_eq!(
-            kind_of_statement("SELECT k FROM counts WHERE token(k) > 0"),
-            RequestKind::Range
-        );
         assert_eq!(
             kind_of_statement("SELECT * FROM t WHERE v = 1 ALLOW FILTERING"),
             RequestKind::Range
