@@ -605,7 +605,12 @@ fn fold_rows(
             continue;
         }
         let Some(at) = o.arg else {
-            let n = rows.clone().filter(|i| batch.is_selected(*i)).count();
+            // A whole batch counts its selection bitmap's ones; a group's run, row by row.
+            let n = if rows == (0..batch.rows) {
+                batch.selected_rows()
+            } else {
+                rows.clone().filter(|i| batch.is_selected(*i)).count()
+            };
             state.add_count(n as i64);
             continue;
         };
