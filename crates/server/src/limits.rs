@@ -64,9 +64,10 @@ struct Timeouts {
     other: Duration,
 }
 
-/// Statements run here, not on the I/O workers: a slow statement then holds one of these
-/// threads, and connections keep being read and answered. The server owns it from start to
-/// stop; [`Limits`] holds only a handle.
+/// Statements that may run long (scans, range aggregates, DDL; see [`runs_inline`]) run here,
+/// not on the I/O workers: a slow statement then holds one of these threads, and connections
+/// keep being read and answered. The server owns it from start to stop; [`Limits`] holds only a
+/// handle.
 pub struct StatementPool {
     /// Taken only by `drop`.
     runtime: Option<tokio::runtime::Runtime>,
@@ -606,6 +607,16 @@ pub fn cancel_at_timeout(kind: RequestKind) -> bool {
     matches!(kind, RequestKind::Read | RequestKind::Range)
 }
 
+/// Whether a request runs in its connection's task on the I/O workers rather than on the
+/// statement pool: single-partition reads and writes, whose work is bounded by one partition (a
+/// read by its page), and which are the hot path. Scans, aggregates over ranges, DDL and the
+/// rest keep to the pool, where a long one cannot hold up the connections. The price: a slow
+/// single-partition read (an aggregate over a huge partition) holds an I/O worker until its
+/// timeout stops it, as Cassandra's read stage would hold one of its threads.
+pub fn runs_inline(kind: RequestKind) -> bool {
+    matches!(kind, RequestKind::Read | RequestKind::Write { .. })
+}
+
 /// A close upper estimate of a response's encoded size, counted before the writer encodes it.
 pub fn response_size_bytes(response: &proto::Response) -> u64 {
     const HEADER_AND_METADATA: u64 = 512;
@@ -652,6 +663,22 @@ mod tests {
             kind_of_statement("CREATE TABLE t (k int)"),
             RequestKind::Other
         );
+    }
+
+    #[test]
+    fn only_single_partition_statements_run_on_the_io_workers() {
+        let inline = |q: &str| runs_inline(kind_of_statement(q));
+        assert!(inline("SELECT * FROM t WHERE k = ?"));
+        assert!(inline("INSERT INTO t (k) VALUES (?)"));
+        assert!(inline(
+            "BEGIN BATCH INSERT INTO t (k) VALUES (1) APPLY BATCH"
+        ));
+        assert!(runs_inline(kind_of_batch(proto::BatchType::Unlogged)));
+        assert!(!inline("SELECT count(*) FROM t"));
+        assert!(!inline("SELECT * FROM t WHERE token(k) > 0"));
+        assert!(!inline("SELECT * FROM t WHERE v = 1 ALLOW FILTERING"));
+        assert!(!inline("CREATE TABLE t (k int PRIMARY KEY)"));
+        assert!(!inline("TRUNCATE t"));
     }
 
     #[tokio::test]

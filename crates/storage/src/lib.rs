@@ -27,7 +27,7 @@
 //!               registry of tables, shared by the engine, reads and background threads
 //! memtable/     memtables (mod.rs), their memory accounting (memory.rs), and the budget
 //!               flushes and waiting writers share (budget.rs)
-//! commitlog.rs  segments, group sync, replay
+//! commitlog/    segments (mapped files: an append is a copy), group sync, replay
 //! read/         ReadPath: one partition merged from memtables and SSTables (single.rs), range
 //!               scans (range.rs), the max-timestamp short-circuit (shortcut.rs), tombstone
 //!               counting (tombstones.rs), the key, chunk and row caches (caches.rs), and

@@ -261,18 +261,64 @@ fn torn_commitlog_tail_is_skipped_not_half_applied() {
         .unwrap()
         .flatten()
         .map(|d| d.path())
-        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        // The segment written to (the one the next open made holds nothing).
+        .find(|p| std::fs::read(p).unwrap()[..8].iter().any(|b| *b != 0))
         .unwrap();
-    let len = std::fs::metadata(&seg).unwrap().len();
-    // Cut the last entry in half, then also try a flipped byte.
-    let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
-    f.set_len(len - 10).unwrap();
+    // Segments are allocated whole and written through a mapping: the written entries are
+    // followed by zeros. Tear the last entry as a kill during its copy would (its last bytes
+    // never written), then, separately, as a file cut short.
+    let mut data = std::fs::read(&seg).unwrap();
+    let (mut last, mut end) = (0usize, 0usize);
+    loop {
+        let len = u32::from_be_bytes(data[end..end + 4].try_into().unwrap()) as usize;
+        if len == 0 {
+            break;
+        }
+        (last, end) = (end, end + 8 + len);
+    }
+    // The entry's second half, which holds the row's value (its last bytes may be zeros already).
+    let torn = (last + end) / 2..end;
+    assert!(data[torn.clone()].iter().any(|b| *b != 0));
+    data[torn].fill(0);
+    std::fs::write(&seg, &data).unwrap();
     let e = Engine::open(config(&dir, CommitlogSync::Batch)).unwrap();
     e.create_table(table_def(864000)).unwrap();
     let st = e.replay_commitlog().unwrap();
     assert_eq!(st.mutations_replayed, 2);
     assert_eq!(st.corrupt_tails, 1);
     assert_eq!(e.read(TABLE, &scan_all(now())).unwrap().partitions.len(), 2);
+}
+
+#[test]
+fn commitlog_cut_short_keeps_the_entries_before_the_cut() {
+    let dir = tempdir("cut");
+    {
+        let e = open(&dir, 864000);
+        for i in 0..3u8 {
+            let mut m = mutation(&[i]);
+            m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
+            e.apply_blocking(&[m]).unwrap();
+        }
+        e.shutdown_without_flush().unwrap();
+    }
+    let seg = std::fs::read_dir(dir.join("commitlog"))
+        .unwrap()
+        .flatten()
+        .map(|d| d.path())
+        // The segment written to (the one the next open made holds nothing).
+        .find(|p| std::fs::read(p).unwrap()[..8].iter().any(|b| *b != 0))
+        .unwrap();
+    let data = std::fs::read(&seg).unwrap();
+    let first = 8 + u32::from_be_bytes(data[0..4].try_into().unwrap()) as u64;
+    // A file that ends inside the second entry (a copy from an older format, a filesystem that
+    // lost the allocation): the first entry replays, the rest is a torn tail.
+    let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+    f.set_len(first + 5).unwrap();
+    let e = Engine::open(config(&dir, CommitlogSync::Batch)).unwrap();
+    e.create_table(table_def(864000)).unwrap();
+    let st = e.replay_commitlog().unwrap();
+    assert_eq!(st.mutations_replayed, 1);
+    assert_eq!(st.corrupt_tails, 1);
 }
 
 #[test]

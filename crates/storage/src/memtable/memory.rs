@@ -106,6 +106,13 @@ impl Arena {
         }
         n += self.copy_row(&mut p.static_row);
         n += btree_bytes::<CKey, Row>(p.rows.len());
+        if p.rows.keys().all(|k| k.values.iter().all(Bytes::is_empty)) {
+            // No clustering values to copy (a table without clustering columns): the map stays.
+            for (k, r) in p.rows.iter_mut() {
+                n += vec_bytes::<Bytes>(k.values.capacity()) + self.copy_row(r);
+            }
+            return n;
+        }
         // BTreeMap keys cannot be changed in place: rebuild the map with copied keys.
         let rows = std::mem::take(&mut p.rows);
         for (mut k, mut r) in rows {

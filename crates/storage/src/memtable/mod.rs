@@ -155,11 +155,10 @@ impl Memtable {
         let heap = arena.lock().copy_partition(&mut p);
         self.heap_bytes.fetch_add(heap, Ordering::Relaxed);
         let mut map = shard.write();
-        let k = (p.token, p.key.clone());
-        match map.get_mut(&k) {
-            Some(cur) => cur.merge(p),
-            None => {
-                map.insert(k, p);
+        match map.entry((p.token, p.key.clone())) {
+            std::collections::btree_map::Entry::Occupied(mut cur) => cur.get_mut().merge(p),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(p);
                 self.partitions.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -6,6 +6,8 @@
 //! [u32 BE payload length][u32 BE crc32c(payload)][payload]
 //! payload = u32 count, count * (table id: 16 bytes, u32 length, encoded partition (codec/format1.rs))
 //! ```
+//! Segments are allocated at `commitlog_segment_size` and written through a memory mapping
+//! (mapped.rs), so the unwritten tail of a segment is zeros, which replay reads as its end.
 //! One entry holds one `apply` or one whole `apply_batch`, so a batch replays all-or-nothing. A torn
 //! or corrupt entry (short read, bad length, CRC mismatch) ends replay of that segment: everything
 //! after it was never acknowledged (entries are fsynced in order).
@@ -13,13 +15,16 @@
 //! Counter increments are logged after read-modify-write, as absolute (clock, total) cells, so
 //! replaying an entry twice is harmless.
 
+mod mapped;
+
 use crate::codec::crc32c;
 use crate::error::StorageError;
 use crate::types::{CommitlogSync, TableId};
+use mapped::MappedSegment;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -42,6 +47,8 @@ struct Segment {
 struct WriterState {
     current: Segment,
     file: Arc<File>,
+    /// The current segment's file, mapped: appends copy into it.
+    map: MappedSegment,
     offset: u64,
     /// Sequence number of the last appended entry.
     written_seq: u64,
@@ -89,14 +96,21 @@ pub fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
     Ok(ids)
 }
 
-fn create_segment(dir: &Path, id: u64) -> Result<(Segment, Arc<File>), StorageError> {
+/// Creates segment `id`, allocated and mapped at `len` bytes.
+fn create_segment(
+    dir: &Path,
+    id: u64,
+    len: u64,
+) -> Result<(Segment, Arc<File>, MappedSegment), StorageError> {
     let path = segment_path(dir, id);
     let file = OpenOptions::new()
         .create(true)
+        .read(true)
         .write(true)
         .truncate(true)
         .open(&path)
         .map_err(|e| StorageError::io(&path, e))?;
+    let map = MappedSegment::new(&file, &path, len as usize)?;
     // Make the new file's directory entry durable, or a crash could lose the whole segment.
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
@@ -108,6 +122,7 @@ fn create_segment(dir: &Path, id: u64) -> Result<(Segment, Arc<File>), StorageEr
             dirty: HashMap::new(),
         },
         Arc::new(file),
+        map,
     ))
 }
 
@@ -121,15 +136,17 @@ impl Commitlog {
     ) -> Result<Arc<Commitlog>, StorageError> {
         fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
         let next = list_segments(dir)?.last().map_or(1, |l| l + 1);
-        let (current, file) = create_segment(dir, next)?;
+        let segment_size_bytes = segment_size_bytes.max(1 << 20);
+        let (current, file, map) = create_segment(dir, next, segment_size_bytes)?;
         let (synced_tx, _) = tokio::sync::watch::channel(0u64);
         let log = Arc::new(Commitlog {
             dir: dir.to_path_buf(),
-            segment_size_bytes: segment_size_bytes.max(1 << 20),
+            segment_size_bytes,
             sync,
             state: Mutex::new(WriterState {
                 current,
                 file,
+                map,
                 offset: 0,
                 written_seq: 0,
                 old: BTreeMap::new(),
@@ -167,19 +184,19 @@ impl Commitlog {
             return Err(StorageError::ShuttingDown);
         }
         let entry_len = HEADER_BYTES + payload.len() as u64;
-        if st.offset > 0 && st.offset + entry_len > self.segment_size_bytes {
-            self.rotate(&mut st)?;
+        if st.offset + entry_len > st.map.len() as u64 {
+            self.rotate(&mut st, entry_len)?;
         }
         let mut header = [0u8; 8];
         header[..4].copy_from_slice(&(payload.len() as u32).to_be_bytes());
         header[4..].copy_from_slice(&crc32c(payload).to_be_bytes());
-        let path = st.current.path.clone();
-        // Header and payload written apart (under the writer lock, so nothing comes between):
-        // copying a large mutation's payload behind its header cost another payload of memory.
-        (&*st.file)
-            .write_all(&header)
-            .and_then(|()| (&*st.file).write_all(payload))
-            .map_err(|e| StorageError::io(&path, e))?;
+        let offset = st.offset as usize;
+        if !st.map.write_at(offset, &[&header, payload]) {
+            // rotate() sized the segment for this entry: not reached.
+            return Err(StorageError::InvalidRequest(format!(
+                "commitlog entry of {entry_len} bytes does not fit its segment"
+            )));
+        }
         st.offset += entry_len;
         st.written_seq += 1;
         let off = st.offset;
@@ -189,14 +206,20 @@ impl Commitlog {
         Ok((st.written_seq, (st.current.id, off)))
     }
 
-    fn rotate(&self, st: &mut WriterState) -> Result<(), StorageError> {
+    /// Starts the next segment, big enough for an entry of `entry_len` bytes (a mutation larger
+    /// than `commitlog_segment_size` gets a segment of its own size).
+    fn rotate(&self, st: &mut WriterState, entry_len: u64) -> Result<(), StorageError> {
         // Everything in the old segment must be durable before later entries can be acknowledged.
         st.file
             .sync_data()
             .map_err(|e| StorageError::io(&st.current.path, e))?;
-        let (seg, file) = create_segment(&self.dir, st.current.id + 1)?;
+        let len = self
+            .segment_size_bytes
+            .max(entry_len.next_multiple_of(4096));
+        let (seg, file, map) = create_segment(&self.dir, st.current.id + 1, len)?;
         let old = std::mem::replace(&mut st.current, seg);
         st.file = file;
+        st.map = map;
         st.offset = 0;
         st.old.insert(old.id, old);
         self.delete_clean_segments(st);
