@@ -245,11 +245,10 @@ fn commitlog_replay_restores_unflushed_writes() {
     );
 }
 
-#[test]
-fn torn_commitlog_tail_is_skipped_not_half_applied() {
-    let dir = tempdir("torn");
+/// Writes three one-row partitions and stops without a flush; returns the segment holding them.
+fn three_logged_writes(dir: &std::path::Path) -> std::path::PathBuf {
     {
-        let e = open(&dir, 864000);
+        let e = open(dir, 864000);
         for i in 0..3u8 {
             let mut m = mutation(&[i]);
             m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
@@ -264,6 +263,13 @@ fn torn_commitlog_tail_is_skipped_not_half_applied() {
         // The segment written to (the one the next open made holds nothing).
         .find(|p| std::fs::read(p).unwrap()[..8].iter().any(|b| *b != 0))
         .unwrap();
+    seg
+}
+
+#[test]
+fn torn_commitlog_tail_is_skipped_not_half_applied() {
+    let dir = tempdir("torn");
+    let seg = three_logged_writes(&dir);
     // Segments are allocated whole and written through a mapping: the written entries are
     // followed by zeros. Tear the last entry as a kill during its copy would (its last bytes
     // never written), then, separately, as a file cut short.
@@ -292,22 +298,7 @@ fn torn_commitlog_tail_is_skipped_not_half_applied() {
 #[test]
 fn commitlog_cut_short_keeps_the_entries_before_the_cut() {
     let dir = tempdir("cut");
-    {
-        let e = open(&dir, 864000);
-        for i in 0..3u8 {
-            let mut m = mutation(&[i]);
-            m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
-            e.apply_blocking(&[m]).unwrap();
-        }
-        e.shutdown_without_flush().unwrap();
-    }
-    let seg = std::fs::read_dir(dir.join("commitlog"))
-        .unwrap()
-        .flatten()
-        .map(|d| d.path())
-        // The segment written to (the one the next open made holds nothing).
-        .find(|p| std::fs::read(p).unwrap()[..8].iter().any(|b| *b != 0))
-        .unwrap();
+    let seg = three_logged_writes(&dir);
     let data = std::fs::read(&seg).unwrap();
     let first = 8 + u32::from_be_bytes(data[0..4].try_into().unwrap()) as u64;
     // A file that ends inside the second entry (a copy from an older format, a filesystem that
