@@ -256,14 +256,13 @@ fn three_logged_writes(dir: &std::path::Path) -> std::path::PathBuf {
         }
         e.shutdown_without_flush().unwrap();
     }
-    let seg = std::fs::read_dir(dir.join("commitlog"))
+    std::fs::read_dir(dir.join("commitlog"))
         .unwrap()
         .flatten()
         .map(|d| d.path())
         // The segment written to (the one the next open made holds nothing).
         .find(|p| std::fs::read(p).unwrap()[..8].iter().any(|b| *b != 0))
-        .unwrap();
-    seg
+        .unwrap()
 }
 
 #[test]
