@@ -739,17 +739,31 @@ fn spawn_event_forwarder(
     })
 }
 
+/// How long the writer goes on gathering responses that keep completing (see write_loop).
+const GATHER_WINDOW: Duration = Duration::from_micros(50);
+
 /// Encodes every queued response into one buffer and writes it with one syscall where possible.
 async fn write_loop(mut writer: Writer, mut rx: mpsc::Receiver<Outgoing>, max_frame: usize) {
     let mut codec = proto::ServerConnectionCodec::new(max_frame);
     let mut out = BytesMut::with_capacity(64 * 1024);
     let mut written_charges = Vec::new();
     while let Some(first) = rx.recv().await {
-        // Responses already queued join this one's batch (in v5 they share a segment), but the
-        // writer does not wait for more: point statements run on these same workers, and
-        // holding a burst's answers until it has all completed made a pipelining client and
-        // the server take turns, each idle while the other worked (latte, 128 in flight on one
-        // connection: 0.7 of 2 cores idle with a 32-turn wait, 0.25 without).
+        // Responses completing alongside this one join its batch (in v5 they share a segment:
+        // one segment per response put a boundary every ~70 bytes, where a TCP read can split
+        // a header the Python driver cannot survive). Keep yielding while the queue grows, for
+        // at most GATHER_WINDOW: waiting up to 32 turns instead held a burst's answers until it
+        // had all completed, and a pipelining client and the server took turns, each idle while
+        // the other worked (latte, 128 in flight on one connection: 0.7 of 2 cores idle).
+        let gather_until = tokio::time::Instant::now() + GATHER_WINDOW;
+        let mut queued = rx.len();
+        loop {
+            tokio::task::yield_now().await;
+            let now = rx.len();
+            if now == queued || tokio::time::Instant::now() >= gather_until {
+                break;
+            }
+            queued = now;
+        }
         let after = encode_queued(&mut codec, first, &mut rx, &mut out, &mut written_charges);
         // `out` is whole here: the batch closed its last segment when encode_queued returned.
         if !out.is_empty() {
