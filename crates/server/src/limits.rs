@@ -607,14 +607,23 @@ pub fn cancel_at_timeout(kind: RequestKind) -> bool {
     matches!(kind, RequestKind::Read | RequestKind::Range)
 }
 
-/// Whether a request runs in its connection's task on the I/O workers rather than on the
-/// statement pool: single-partition reads and writes, whose work is bounded by one partition (a
-/// read by its page), and which are the hot path. Scans, aggregates over ranges, DDL and the
-/// rest keep to the pool, where a long one cannot hold up the connections. The price: a slow
-/// single-partition read (an aggregate over a huge partition) holds an I/O worker until its
-/// timeout stops it, as Cassandra's read stage would hold one of its threads.
-pub fn runs_inline(kind: RequestKind) -> bool {
-    matches!(kind, RequestKind::Read | RequestKind::Write { .. })
+/// Largest request that runs on the I/O workers: a write's work grows with its values (a 12 MB
+/// list took 0.3 s, and two of them stalled every other client: tests/clients/hostile).
+pub const INLINE_MAX_REQUEST_BYTES: usize = 64 << 10;
+
+/// Whether a request of `request_bytes` runs in its connection's task on the I/O workers rather
+/// than on the statement pool: single-partition reads, and writes of at most
+/// [`INLINE_MAX_REQUEST_BYTES`], whose work is bounded (a read's by its page), and which are the
+/// hot path. Scans, aggregates over ranges, DDL, large writes and the rest keep to the pool,
+/// where a long one cannot hold up the connections. The price: a slow single-partition read
+/// (an aggregate over a huge partition) holds an I/O worker until its timeout stops it, as
+/// Cassandra's read stage would hold one of its threads.
+pub fn runs_inline(kind: RequestKind, request_bytes: usize) -> bool {
+    match kind {
+        RequestKind::Read => true,
+        RequestKind::Write { .. } => request_bytes <= INLINE_MAX_REQUEST_BYTES,
+        RequestKind::Range | RequestKind::Other => false,
+    }
 }
 
 /// A close upper estimate of a response's encoded size, counted before the writer encodes it.
@@ -667,13 +676,20 @@ mod tests {
 
     #[test]
     fn only_single_partition_statements_run_on_the_io_workers() {
-        let inline = |q: &str| runs_inline(kind_of_statement(q));
+        let inline = |q: &str| runs_inline(kind_of_statement(q), 100);
         assert!(inline("SELECT * FROM t WHERE k = ?"));
         assert!(inline("INSERT INTO t (k) VALUES (?)"));
         assert!(inline(
             "BEGIN BATCH INSERT INTO t (k) VALUES (1) APPLY BATCH"
         ));
-        assert!(runs_inline(kind_of_batch(proto::BatchType::Unlogged)));
+        assert!(runs_inline(kind_of_batch(proto::BatchType::Unlogged), 100));
+        let large = INLINE_MAX_REQUEST_BYTES + 1;
+        let insert = kind_of_statement("INSERT INTO t (k) VALUES (?)");
+        assert!(
+            !runs_inline(insert, large),
+            "a large write holds a pool thread"
+        );
+        assert!(!runs_inline(kind_of_batch(proto::BatchType::Logged), large));
         assert!(!inline("SELECT count(*) FROM t"));
         assert!(!inline("SELECT * FROM t WHERE token(k) > 0"));
         assert!(!inline("SELECT * FROM t WHERE v = 1 ALLOW FILTERING"));

@@ -427,7 +427,7 @@ impl Connection {
         };
         tokio::spawn(async move {
             let _permit = permit;
-            statement.run(frame, request_charge).await;
+            statement.run(frame, frame_bytes, request_charge).await;
         });
         ControlFlow::Continue(())
     }
@@ -532,7 +532,12 @@ struct Statement {
 }
 
 impl Statement {
-    async fn run(self, frame: proto::RequestFrame, request_charge: RequestCharge) {
+    async fn run(
+        self,
+        frame: proto::RequestFrame,
+        frame_bytes: usize,
+        request_charge: RequestCharge,
+    ) {
         let version = frame.version;
         let stream = frame.stream;
         let (kind, consistency) = classify(&self.node, &frame.request);
@@ -580,7 +585,7 @@ impl Statement {
             }
             false => Box::pin(work),
         };
-        let finished = match limits::runs_inline(kind) {
+        let finished = match limits::runs_inline(kind, frame_bytes) {
             true => self.run_inline(work, deadline, cancel).await,
             false => self.run_on_pool(work, deadline, cancel).await,
         };
