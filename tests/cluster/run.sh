@@ -19,7 +19,8 @@
 #   phase 6: 3 nodes (127.0.0.81-83) for test_12_ops.py: rebuild, one topology change at a time
 #            (a node joining on .84, one refused on .85) and repair history
 #            (skip: HELENUS_CLUSTER_SKIP_OPS=1).
-# HELENUS_CLUSTER_SKIP_MAIN=1 skips phase 1 (to run only a later phase).
+# HELENUS_CLUSTER_SKIP_MAIN=1 skips phase 1 (to run only a later phase); HELENUS_CLUSTER_FIRST moves
+# phase 1's nodes (default 127.0.0.81; test_9 still adds its fourth node on .84).
 # Builds nothing: the binary is $HELENUS_BIN (default $CARGO_TARGET_DIR/release/helenus). Every
 # cluster is cleared on exit (trap), every step has a timeout. Extra pytest args pass through
 # (e.g. tests/cluster/run.sh -k kill). HELENUS_CLUSTER_LOGS=DIR keeps the nodes' logs there.
@@ -103,7 +104,7 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
 
 if [ "${HELENUS_CLUSTER_SKIP_MAIN:-0}" != 1 ]; then
 CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh rust go java node}" \
-  phase "3 nodes" "$WORK/c3" 3 127.0.0.81 "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_9_bootstrap.py "$@"
+  phase "3 nodes" "$WORK/c3" 3 "${HELENUS_CLUSTER_FIRST:-127.0.0.81}" "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_9_bootstrap.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"

@@ -203,6 +203,26 @@ def test_ddl_on_one_node_is_usable_on_the_others(pinned):
 RACE = {}
 
 
+def at_once(calls, limit):
+    """Runs each (name, fn) in a thread of its own, all released together; the errors by name."""
+    barrier = threading.Barrier(len(calls))
+    errors = {}
+
+    def run(name, fn):
+        try:
+            barrier.wait(10)
+            fn()
+        except Exception as e:  # noqa: BLE001
+            errors[name] = e
+
+    threads = [threading.Thread(target=run, args=c) for c in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(limit)
+    return errors
+
+
 def test_concurrent_create_table_on_two_nodes_converges(pinned):
     """CREATE TABLE of two different tables on node1 and node2 at once: both acknowledged, and all
     three nodes end with one schema version listing the same tables."""
@@ -211,21 +231,11 @@ def test_concurrent_create_table_on_two_nodes_converges(pinned):
     wait_until(lambda: agreed(pinned), 30, "agreement before the race")
     for a in (a1, a2):
         pinned[a]  # connect both before the race
-    barrier = threading.Barrier(2)
-    errors = {}
 
     def create(a, name):
-        try:
-            barrier.wait(10)
-            pinned[a].execute(f"CREATE TABLE ct_race.{name} (k int PRIMARY KEY, v int)")
-        except Exception as e:  # noqa: BLE001
-            errors[name] = e
+        return lambda: pinned[a].execute(f"CREATE TABLE ct_race.{name} (k int PRIMARY KEY, v int)")
 
-    threads = [threading.Thread(target=create, args=(a1, "t_one")), threading.Thread(target=create, args=(a2, "t_two"))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    errors = at_once([("t_one", create(a1, "t_one")), ("t_two", create(a2, "t_two"))], 60)
     assert not errors, errors
     wait_until(lambda: agreed(pinned), 40, "one schema version on all three nodes after concurrent DDL")
     tables = {
@@ -245,6 +255,34 @@ def test_concurrent_create_table_keeps_both_tables(pinned):
         assert tables[a] == ["t_one", "t_two"], f"an acknowledged CREATE TABLE was lost: {tables}"
     for name in ("t_one", "t_two"):
         pinned[addresses()[2]].execute(stmt(f"INSERT INTO ct_race.{name} (k, v) VALUES (1, 1)", CL.ALL))
+
+
+def test_concurrent_alters_on_three_nodes_all_land_in_one_order(pinned):
+    """The metadata log (issue 12): 18 ALTER TABLE ... ADD of different columns, six from each
+    node at once, all acknowledged; every node ends with all 18 columns on one schema version
+    (each change was ordered after the others, none overwrote another's). The same names again
+    are refused everywhere as existing columns, so a node's stale view cannot re-add them."""
+    addrs = addresses()
+    pinned[addrs[0]].execute("CREATE TABLE ct_race.wide (k int PRIMARY KEY, v int)")
+    wait_until(lambda: agreed(pinned), 30, "agreement before the alters")
+
+    def add_columns(i, a):
+        def run():
+            for j in range(6):
+                pinned[a].execute(f"ALTER TABLE ct_race.wide ADD c{i}_{j} int", timeout=60)
+        return run
+
+    errors = at_once([(a, add_columns(i, a)) for i, a in enumerate(addrs)], 120)
+    assert not errors, errors
+    wait_until(lambda: agreed(pinned), 40, "one schema version after the concurrent alters")
+    want = {"k", "v"} | {f"c{i}_{j}" for i in range(3) for j in range(6)}
+    for a in addrs:
+        got = {r.column_name for r in pinned[a].execute(
+            "SELECT column_name FROM system_schema.columns WHERE keyspace_name = 'ct_race' AND table_name = 'wide'")}
+        assert got == want, f"{a} lost acknowledged ALTERs: missing {sorted(want - got)}"
+    for a in addrs:
+        with pytest.raises(Exception, match="(?i)already exist|conflicts"):
+            pinned[a].execute("ALTER TABLE ct_race.wide ADD c0_0 int")
 
 
 def test_status_shows_un_everywhere():

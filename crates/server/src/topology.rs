@@ -12,10 +12,24 @@ use std::sync::Arc;
 
 /// Work still running that yields nothing.
 pub type Pending<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+/// Why a schema change was not made: the statement's own error (the executor's error type,
+/// boxed so that this trait stays below the executor) or the ring's.
+pub type SchemaError = Box<dyn std::error::Error + Send + Sync>;
+/// A schema change planned against a schema: the new schema and what changed, None when the
+/// statement changes nothing (IF [NOT] EXISTS that matched), or why it is refused.
+pub type SchemaPlan =
+    Result<Option<(helenus_schema::Schema, helenus_protocol::SchemaChange)>, SchemaError>;
+pub type SchemaPlanner<'a> = dyn Fn(&helenus_schema::Schema) -> SchemaPlan + Send + Sync + 'a;
+/// A schema change once ordered: what changed, or why not.
+pub type Ordered<'a> = Pin<
+    Box<
+        dyn Future<Output = Result<Option<helenus_protocol::SchemaChange>, SchemaError>>
+            + Send
+            + 'a,
+    >,
+>;
 /// Token ranges as storage takes them: `[lo, hi)`, None unbounded.
 pub type OwnedRanges = Vec<(Option<i64>, Option<i64>)>;
-/// A start that may be refused, with the reason.
-pub type Starting<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// What `nodetool repair [-pr] [-st T -et T] [KS [TABLES]]` asks for.
 #[derive(Debug, Clone, Default)]
@@ -77,13 +91,11 @@ pub trait ClusterView: Send + Sync {
     fn isolated(&self) -> Vec<IpAddr>;
     /// Schema versions and the nodes on each (`nodetool describecluster`).
     fn schema_versions(&self) -> BTreeMap<String, Vec<IpAddr>>;
-    /// Before a schema change here: wait for the ring's schema lease (one change at a time,
-    /// starting from the newest schema).
-    fn begin_schema_change(&self) -> Starting<'_>;
-    /// After it: when it `changed` something, announce it and wait (bounded) until live peers
-    /// have it, as Cassandra waits for schema agreement before answering DDL; then give the
-    /// lease back.
-    fn end_schema_change(&self, changed: bool) -> Pending<'_>;
+    /// A schema change ordered through the ring's metadata log: `plan` maps the newest schema
+    /// to the changed one (planned again if another node's change comes first); once chosen,
+    /// it is installed here and pushed to the live peers, waiting (bounded) until they have it,
+    /// as Cassandra waits for schema agreement before answering DDL.
+    fn order_schema_change<'a>(&'a self, plan: &'a SchemaPlanner<'a>) -> Ordered<'a>;
     /// After a statement that may have changed roles or permissions: if they changed, push
     /// them to the live peers and wait (bounded) until they have merged them, so the change
     /// holds on every node when the statement returns.

@@ -47,9 +47,6 @@ pub enum Verb {
     StreamResponse = 28,
     SchemaPull = 30,
     SchemaPush = 31,
-    /// Asks the schema leader for the lease that serialises schema changes across the ring.
-    SchemaLease = 32,
-    SchemaRelease = 33,
     /// A traced request's session and events, shared so any node answers `system_traces`.
     TraceSession = 34,
     /// A replica's Merkle tree of one table's token range (repair's validation); the payload
@@ -82,6 +79,12 @@ pub enum Verb {
     /// A repair's record for the receiver's repair history (`system_distributed`), sent by the
     /// repair's coordinator when it starts and ends. Numbered apart from the streaming verbs.
     RepairHistory = 60,
+    /// The metadata log's Paxos (server cluster/metadata_log.rs): one single-decree instance per
+    /// schema epoch, on acceptors of their own, so LWT traffic and schema changes never share
+    /// acceptor state. Answered with `PaxosResponse`.
+    MetadataPrepare = 61,
+    MetadataPropose = 62,
+    MetadataCommit = 63,
 }
 
 impl Verb {
@@ -111,8 +114,6 @@ impl Verb {
             28 => StreamResponse,
             30 => SchemaPull,
             31 => SchemaPush,
-            32 => SchemaLease,
-            33 => SchemaRelease,
             34 => TraceSession,
             35 => RepairTreeRequest,
             36 => RepairTreeResponse,
@@ -130,6 +131,9 @@ impl Verb {
             54 => WholeSSTableRelease,
             55 => StreamRequestExcluding,
             60 => RepairHistory,
+            61 => MetadataPrepare,
+            62 => MetadataPropose,
+            63 => MetadataCommit,
             _ => return None,
         })
     }

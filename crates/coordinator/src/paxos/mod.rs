@@ -22,5 +22,6 @@ pub use acceptor::{Acceptor, AcceptorState, MemoryPaxosStore, PaxosStore};
 pub use ballot::{Ballot, BallotGenerator};
 pub use messages::{Commit, PaxosDecodeError, PaxosReply, PaxosRequest, Promise, ReadValue};
 pub use proposer::{
-    cas, cas_with, serve_paxos, CasOutcome, CasRequest, CurrentValue, PaxosError, SharedAcceptor,
+    cas, cas_with, serve_paxos, CasOutcome, CasRequest, CurrentValue, PaxosError, PaxosVerbs,
+    SharedAcceptor,
 };

@@ -15,8 +15,31 @@ use super::acceptor::Acceptor;
 use super::ballot::{Ballot, BallotGenerator};
 use super::messages::{Commit, PaxosReply, PaxosRequest, Promise};
 
+/// The verbs of one Paxos instance's three phases: lightweight transactions and the metadata
+/// log run on acceptors of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PaxosVerbs {
+    pub prepare: Verb,
+    pub propose: Verb,
+    pub commit: Verb,
+}
+
+impl PaxosVerbs {
+    pub const LWT: PaxosVerbs = PaxosVerbs {
+        prepare: Verb::PaxosPrepare,
+        propose: Verb::PaxosPropose,
+        commit: Verb::PaxosCommit,
+    };
+    pub const METADATA: PaxosVerbs = PaxosVerbs {
+        prepare: Verb::MetadataPrepare,
+        propose: Verb::MetadataPropose,
+        commit: Verb::MetadataCommit,
+    };
+}
+
 /// One compare-and-set.
 pub struct CasRequest<'a> {
+    pub verbs: PaxosVerbs,
     pub key: Bytes,
     /// Live replicas of the partition (from the replica plan).
     pub replicas: &'a [NodeId],
@@ -203,7 +226,7 @@ impl Round<'_> {
         let quorum = self.request.quorum;
         let n = self.request.replicas.len();
         let (replies, _) = self
-            .gather(Verb::PaxosPrepare, &request, |replies| {
+            .gather(self.request.verbs.prepare, &request, |replies| {
                 let granted = replies
                     .iter()
                     .filter(|r| matches!(r, PaxosReply::Promise(p) if p.promised))
@@ -228,7 +251,7 @@ impl Round<'_> {
         let quorum = self.request.quorum;
         let n = self.request.replicas.len();
         let (replies, asked) = self
-            .gather(Verb::PaxosPropose, &request, |replies| {
+            .gather(self.request.verbs.propose, &request, |replies| {
                 let ok = replies.iter().filter(|r| accepted(r)).count();
                 ok >= quorum || replies.len() - ok > n - quorum
             })
@@ -251,7 +274,7 @@ impl Round<'_> {
             commit: commit.clone(),
         };
         let quorum = self.request.quorum;
-        self.gather(Verb::PaxosCommit, &request, |replies| {
+        self.gather(self.request.verbs.commit, &request, |replies| {
             replies.len() >= quorum
         })
         .await

@@ -87,6 +87,7 @@ async fn run_clients(
                     }
                 };
                 let request = CasRequest {
+                    verbs: PaxosVerbs::LWT,
                     key: Bytes::from_static(b"register"),
                     replicas: &replicas,
                     quorum: 2,
@@ -209,6 +210,7 @@ async fn too_few_replicas_is_unavailable_not_a_timeout() {
     let r = start(&net, node(1), Arc::new(MemoryPaxosStore::default()));
     let replicas = [node(1)];
     let request = CasRequest {
+        verbs: PaxosVerbs::LWT,
         key: Bytes::from_static(b"k"),
         replicas: &replicas,
         quorum: 2,
@@ -225,5 +227,96 @@ async fn too_few_replicas_is_unavailable_not_a_timeout() {
             required: 2,
             alive: 1
         }
+    );
+}
+
+/// An entry's value in a log of one instance per slot: its commit, once there is one.
+fn committed_value(_granted: &[&Promise], latest: Option<&Commit>) -> Option<Bytes> {
+    latest.map(|c| c.update.clone())
+}
+
+/// Appends `values` to a log of one Paxos instance per slot, as the server's metadata log does:
+/// propose at the slot after the last one known; a slot another appender took is learned and the
+/// next one tried; a round without an outcome is retried at the same slot with the same value.
+/// Returns the (slot, value) pairs this appender learned, its own included.
+async fn append_all(replica: Arc<Replica>, ids: Vec<NodeId>, values: Vec<u64>) -> Vec<(u64, u64)> {
+    let mut learned = Vec::new();
+    let mut slot = 1u64;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for value in values {
+        loop {
+            assert!(Instant::now() < deadline, "the log stopped making progress");
+            let request = CasRequest {
+                verbs: PaxosVerbs::METADATA,
+                key: Bytes::copy_from_slice(&slot.to_be_bytes()),
+                replicas: &ids,
+                quorum: 2,
+                timeout: Duration::from_millis(200),
+            };
+            let outcome = cas_with(
+                &request,
+                &replica.messenger,
+                &replica.acceptor,
+                &replica.ballots,
+                committed_value,
+                |taken| match taken {
+                    Some(_) => None,
+                    None => Some(encode(value)),
+                },
+            )
+            .await;
+            let chosen = match outcome {
+                Ok(o) if o.applied => value,
+                Ok(o) => match decode(o.current.as_ref()) {
+                    Some(v) => v,
+                    None => panic!("a free slot was not proposed to"),
+                },
+                Err(_) => continue,
+            };
+            learned.push((slot, chosen));
+            slot += 1;
+            if chosen == value {
+                break;
+            }
+        }
+    }
+    learned
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_of_one_instance_per_slot_gives_each_slot_one_value_under_loss() {
+    let net = SimulatedNetwork::new(11);
+    net.set_delay(Duration::from_micros(100), Duration::from_millis(3));
+    net.set_drop_rate(0.05);
+    let ids = vec![node(1), node(2), node(3)];
+    let replicas: Vec<Arc<Replica>> = ids
+        .iter()
+        .map(|id| Arc::new(start(&net, *id, Arc::new(MemoryPaxosStore::default()))))
+        .collect();
+    let tasks: Vec<_> = replicas
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let values = (0..8).map(|j| (i as u64 + 1) * 100 + j).collect();
+            tokio::spawn(append_all(r.clone(), ids.clone(), values))
+        })
+        .collect();
+    let mut log = std::collections::BTreeMap::new();
+    for t in tasks {
+        for (slot, value) in t.await.unwrap() {
+            let first = *log.entry(slot).or_insert(value);
+            assert_eq!(first, value, "slot {slot} was given two values");
+        }
+    }
+    // Every value appended once, in slots 1..=24 with no gap.
+    let mut values: Vec<u64> = log.values().copied().collect();
+    values.sort_unstable();
+    let want: Vec<u64> = (1..=3u64)
+        .flat_map(|i| (0..8).map(move |j| i * 100 + j))
+        .collect();
+    assert_eq!(values, want);
+    assert_eq!(
+        log.keys().copied().collect::<Vec<_>>(),
+        (1..=24).collect::<Vec<u64>>()
     );
 }

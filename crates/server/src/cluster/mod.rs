@@ -16,6 +16,7 @@ mod counters;
 mod decommission;
 mod events;
 mod identity;
+mod metadata_log;
 mod moves;
 mod paxos;
 mod peers;
@@ -269,8 +270,8 @@ pub struct ClusterNode {
     schema_epoch: std::sync::atomic::AtomicU64,
     /// When each replica was last seen going down, for `max_hint_window`.
     down_since: Mutex<HashMap<NodeId, tokio::time::Instant>>,
-    /// The schema lease this node grants when it is the schema leader (schema.rs).
-    schema_lease: Mutex<schema::LeaseState>,
+    /// This node's part in the metadata log that orders schema changes (metadata_log.rs).
+    metadata: metadata_log::MetadataLog,
     /// Logged batches this node holds for coordinators (replayed if not removed in time).
     batchlog: helenus_coordinator::batchlog::BatchlogStore,
     /// This node's Paxos acceptor and the ballots it proposes with (cluster/paxos.rs).
@@ -340,6 +341,11 @@ pub fn attach(
         path: system_dir.display().to_string(),
         message: e.to_string(),
     })?;
+    let metadata_store =
+        metadata_log::MetadataStore::open(&system_dir).map_err(|e| StartError::Dir {
+            path: system_dir.display().to_string(),
+            message: e.to_string(),
+        })?;
     let batchlog_dir = system_dir.join("batchlog");
     let batchlog =
         helenus_coordinator::batchlog::BatchlogStore::open(&batchlog_dir).map_err(|e| {
@@ -380,7 +386,7 @@ pub fn attach(
         hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
         auth_pushed: Mutex::new(node.auth.digest()),
         repair_digests: repair::DigestCache::default(),
-        schema_lease: Mutex::new(schema::LeaseState::default()),
+        metadata: metadata_log::MetadataLog::new(metadata_store),
         batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
         ballots,
@@ -769,16 +775,15 @@ impl crate::topology::ClusterView for ClusterNode {
         )
     }
 
-    fn begin_schema_change(&self) -> crate::topology::Starting<'_> {
-        Box::pin(schema::acquire_lease(self))
-    }
-
-    fn end_schema_change(&self, changed: bool) -> crate::topology::Pending<'_> {
+    fn order_schema_change<'a>(
+        &'a self,
+        plan: &'a crate::topology::SchemaPlanner<'a>,
+    ) -> crate::topology::Ordered<'a> {
         Box::pin(async move {
-            if changed {
-                schema::announce_change(self).await;
-            }
-            schema::release_lease(self);
+            let node = self.node().ok_or("node shutting down")?;
+            metadata_log::order_change(self, &node, plan)
+                .await
+                .map_err(|e| Box::new(e) as crate::topology::SchemaError)
         })
     }
 

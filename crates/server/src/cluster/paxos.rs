@@ -47,7 +47,7 @@ fn split_key(key: &[u8]) -> Option<(st::TableId, &[u8])> {
     Some((table.try_into().ok()?, partition))
 }
 
-fn encode_state(state: &AcceptorState) -> Bytes {
+pub(super) fn encode_state(state: &AcceptorState) -> Bytes {
     // The promise reply carries exactly an acceptor's state: its codec is reused.
     PaxosReply::Promise(Promise {
         promised: true,
@@ -62,7 +62,7 @@ fn encode_state(state: &AcceptorState) -> Bytes {
     .encode()
 }
 
-fn decode_state(bytes: Bytes) -> Option<AcceptorState> {
+pub(super) fn decode_state(bytes: Bytes) -> Option<AcceptorState> {
     match PaxosReply::decode(bytes).ok()? {
         PaxosReply::Promise(p) => Some(AcceptorState {
             promised: p.highest,

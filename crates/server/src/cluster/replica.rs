@@ -53,6 +53,16 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                     )
                 });
             }
+            Verb::MetadataPrepare | Verb::MetadataPropose | Verb::MetadataCommit => {
+                // Each state change is synced before the answer.
+                tokio::task::spawn_blocking(move || {
+                    helenus_coordinator::paxos::serve_paxos(
+                        &envelope,
+                        &cluster.metadata.acceptor,
+                        &cluster.messenger,
+                    )
+                });
+            }
             Verb::BatchStore | Verb::BatchRemove => {
                 // Stored batches are synced files.
                 tokio::task::spawn_blocking(move || {
@@ -103,7 +113,7 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             | Verb::StreamRequestExcluding => {
                 tokio::spawn(super::sstable_stream::serve(cluster, node, envelope));
             }
-            Verb::SchemaPull | Verb::SchemaPush | Verb::SchemaLease | Verb::SchemaRelease => {
+            Verb::SchemaPull | Verb::SchemaPush => {
                 tokio::spawn(async move { super::schema::serve(&cluster, &node, envelope).await });
             }
             Verb::AuthPull | Verb::AuthPush => {

@@ -15,7 +15,7 @@ use crate::proxy::{CasDecision, CasResult, ProxyError, ProxyFuture, StorageProxy
 use helenus_cluster::locator::{NodeId, ReplicationMap, ReplicationStrategy, Token, TokenRange};
 use helenus_cluster::messaging::Verb;
 use helenus_coordinator::batchlog::{batchlog_endpoints, remove_batch, store_batch, Batch};
-use helenus_coordinator::paxos::{cas_with, CasRequest, PaxosError};
+use helenus_coordinator::paxos::{cas_with, CasRequest, PaxosError, PaxosVerbs};
 use helenus_coordinator::read::{ReadError, ReadOptions};
 use helenus_coordinator::{plan_read, plan_write, ConsistencyLevel, LiveReplicas, WriteType};
 use helenus_schema::KeyspaceMeta;
@@ -500,6 +500,7 @@ impl StorageProxy for ReplicatedProxy {
             })?;
             let replicas: Vec<NodeId> = plan.contacts.iter().chain(&plan.spare).copied().collect();
             let request = CasRequest {
+                verbs: PaxosVerbs::LWT,
                 key: super::paxos::paxos_key(&table, key),
                 replicas: &replicas,
                 quorum: plan.block_for,

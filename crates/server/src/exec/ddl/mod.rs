@@ -137,24 +137,43 @@ fn keyspace_of(q: &ast::QualifiedName, session_ks: Option<&str>) -> ExecResult<S
 }
 
 /// Runs a DDL statement. Returns None for a no-op (IF [NOT] EXISTS that matched). In a ring,
-/// the change is then pushed to the other nodes (after the schema lock is released, so a
-/// peer's push arriving meanwhile is not held up behind ours).
+/// the change is ordered by the metadata log and then pushed to the other nodes.
 pub async fn execute(
     node: &NodeState,
     stmt: &ast::Statement,
     session_ks: Option<&str>,
 ) -> ExecResult<Option<SchemaChange>> {
+    check_allowed(node, stmt)?;
     let Some(cluster) = node.cluster() else {
         return execute_locally(node, stmt, session_ks).await;
     };
-    cluster
-        .begin_schema_change()
-        .await
-        .map_err(ExecError::Server)?;
-    let change = execute_locally(node, stmt, session_ks).await;
-    let changed = matches!(change, Ok(Some(_)));
-    cluster.end_schema_change(changed).await;
-    change
+    let datacenters = known_datacenters(node);
+    let datacenters: Vec<&str> = datacenters.iter().map(String::as_str).collect();
+    let micros = node.exec.clock().wall_micros();
+    let plan = |schema: &Schema| {
+        apply(schema, stmt, session_ks, micros, &datacenters)
+            .map_err(|e| Box::new(e) as crate::topology::SchemaError)
+    };
+    cluster.order_schema_change(&plan).await.map_err(exec_error)
+}
+
+/// The executor's error back from the ring's boxed one (a statement's own error keeps its code).
+pub(crate) fn exec_error(e: crate::topology::SchemaError) -> ExecError {
+    match e.downcast::<ExecError>() {
+        Ok(e) => *e,
+        Err(other) => ExecError::Server(other.to_string()),
+    }
+}
+
+fn check_allowed(node: &NodeState, stmt: &ast::Statement) -> ExecResult<()> {
+    if let ast::Statement::AlterTable(a) = stmt {
+        if matches!(a.action, ast::AlterTableAction::DropCompactStorage)
+            && !node.config.drop_compact_storage_enabled
+        {
+            return invalid("DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.");
+        }
+    }
+    Ok(())
 }
 
 async fn execute_locally(
@@ -163,13 +182,6 @@ async fn execute_locally(
     session_ks: Option<&str>,
 ) -> ExecResult<Option<SchemaChange>> {
     let _guard = node.schema_change_lock.lock().await;
-    if let ast::Statement::AlterTable(a) = stmt {
-        if matches!(a.action, ast::AlterTableAction::DropCompactStorage)
-            && !node.config.drop_compact_storage_enabled
-        {
-            return invalid("DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.");
-        }
-    }
     let schema = node.schema();
     let datacenters = known_datacenters(node);
     let (new_schema, change) = match apply(
@@ -187,6 +199,20 @@ async fn execute_locally(
     // what that check does not see, such as a type of the keyspace.
     node.prepared.invalidate_keyspace(changed_keyspace(&change));
     Ok(Some(change))
+}
+
+/// Installs a change of this node's that the ring's metadata log has chosen (the statement's
+/// own SCHEMA_CHANGE event is sent by its executor).
+pub async fn install_ordered(
+    node: &NodeState,
+    new_schema: Schema,
+    change: &SchemaChange,
+) -> ExecResult<()> {
+    let _guard = node.schema_change_lock.lock().await;
+    let schema = node.schema();
+    replace_schema(node, &schema, new_schema).await?;
+    node.prepared.invalidate_keyspace(changed_keyspace(change));
+    Ok(())
 }
 
 /// The data centers of the ring this node is in (its own alone on a single node).
