@@ -106,6 +106,8 @@ def test_a_bootstrap_whose_source_dies_fails_then_resumes(pinned, loaded):
         print(out)
         m = re.search(r"Resume bootstrap complete: (\d+) ranges streamed, (\d+) already received", out)
         assert out.startswith("Resuming bootstrap\n") and m, out
+        progress = [int(n) for n in re.findall(r"^Bootstrap progress: (\d+) ranges received$", out, re.M)]
+        assert progress == sorted(progress) and all(n >= received for n in progress), out
         assert int(m.group(1)) > 0 and int(m.group(2)) == received, (out, received)
         assert nodetool(joining, "netstats").startswith("Mode: NORMAL\n")
         wait_until(lambda: status_states(a1).get(joining, ("?",))[0] == "UN", 60, "the new node UN")

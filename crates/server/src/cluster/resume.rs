@@ -83,11 +83,24 @@ pub(super) fn resume(cluster: &Arc<ClusterNode>) -> Result<bool, String> {
 }
 
 /// `{"state": "running" | "done" | "failed" | "none", "message": ...}` for `nodetool bootstrap
-/// resume` to poll.
+/// resume` to poll; while running, also how many (keyspace, range) pairs have arrived whole, for
+/// its progress lines.
 pub(super) fn status(cluster: &ClusterNode) -> serde_json::Value {
+    let received = || {
+        cluster.node().map_or(0, |node| {
+            let system_dir = node.config.primary_data_dir().join("system");
+            crate::available_ranges::AvailableRanges::load(&system_dir)
+                .by_keyspace()
+                .values()
+                .map(std::collections::BTreeSet::len)
+                .sum::<usize>()
+        })
+    };
     match &*cluster.bootstrap.lock() {
         BootstrapState::Idle => serde_json::json!({"state": "none"}),
-        BootstrapState::Running => serde_json::json!({"state": "running"}),
+        BootstrapState::Running => {
+            serde_json::json!({"state": "running", "ranges_received": received()})
+        }
         BootstrapState::Failed(e) => serde_json::json!({"state": "failed", "message": e}),
         BootstrapState::Done(m) => serde_json::json!({"state": "done", "message": m}),
     }
