@@ -50,7 +50,9 @@ LCS_MB="${LCS_MB:-$(( ROWS >= 1000000 ? 32 : 4 ))}"
 MISSED=$(( ROWS / 10 ))
 H_NODES=(127.0.0.150 127.0.0.151 127.0.0.152 127.0.0.153 127.0.0.154 127.0.0.155 127.0.0.156 127.0.0.157)
 C_NODES=(127.0.0.160 127.0.0.161 127.0.0.162 127.0.0.163 127.0.0.164 127.0.0.165 127.0.0.166 127.0.0.167)
-DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
+# COMMIT: the commit the binaries were built from (default: this checkout's HEAD).
+DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="${COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)}"
+BENCH_COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 OUT="$ROOT/bench/results"; NAME="ops-$DATE-$COMMIT"
 mkdir -p "$WORK" "$OUT"
 TIMES="$WORK/times.jsonl"; : > "$TIMES"
@@ -144,6 +146,11 @@ data_mb() {  # server addr
   [ -d "$dir" ] || { echo 0; return; }
   find "$dir" -type d \( -name keyspace1 -o -name keyspace2 \) -prune -exec du -sk {} + 2>/dev/null \
     | awk '{t += $1} END {printf "%.1f", t / 1024}'
+}
+sstables() {  # server addr keyspace: its Data.db files
+  local dir
+  case "$1" in helenus) dir="$HDIR/$(h_name "$2")" ;; cassandra) dir="$CDIR/node-$2/data" ;; esac
+  find "$dir" -path "*/$3/*" -name "*Data.db" -not -path "*/snapshots/*" 2>/dev/null | wc -l
 }
 flush() {  # server addr...
   local s="$1" a; shift
@@ -299,8 +306,9 @@ run_ops() {  # server
 
   # 2. cleanup on the original three
   log "$s: cleanup on ${ring[*]}"
-  local before=0 after=0 parts=""
-  for a in "${ring[@]}"; do before="$(awk -v x="$before" -v y="$(data_mb "$s" "$a")" 'BEGIN{print x+y}')"; done
+  local before=0 after=0 parts="" per_before="" per_after=""
+  flush "$s" "${ring[@]}"   # the memtables' rows on disk first, so only the cleanup changes the sizes
+  for a in "${ring[@]}"; do mb="$(data_mb "$s" "$a")"; per_before="$per_before${per_before:+,}$mb"; before="$(awk -v x="$before" -v y="$mb" 'BEGIN{print x+y}')"; done
   t0=$(now)
   for a in "${ring[@]}"; do
     t00=$(now); nodetool "$s" "$a" cleanup >> "$WORK/$s-cleanup.log" 2>&1 || { log "$s: cleanup on $a failed"; note "$s" cleanup_failed "\"$a\""; }
@@ -308,9 +316,9 @@ run_ops() {  # server
   done
   OP_END=$(now); secs="$(elapsed "$t0")"
   sleep 2   # obsolete SSTables deleted
-  for a in "${ring[@]}"; do after="$(awk -v x="$after" -v y="$(data_mb "$s" "$a")" 'BEGIN{print x+y}')"; done
+  for a in "${ring[@]}"; do mb="$(data_mb "$s" "$a")"; per_after="$per_after${per_after:+,}$mb"; after="$(awk -v x="$after" -v y="$mb" 'BEGIN{print x+y}')"; done
   mb="$(awk -v b="$before" -v a="$after" 'BEGIN{printf "%.1f", b-a}')"
-  op_end "$s" cleanup "$t0" "\"per_node_s\":[$parts],\"mb_before\":$before,\"mb_after\":$after,\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
+  op_end "$s" cleanup "$t0" "\"per_node_s\":[$parts],\"mb_before\":[$per_before],\"mb_after\":[$per_after],\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
 
   # 3. decommission the fourth
   log "$s: decommission $fourth"
@@ -397,10 +405,12 @@ run_ops() {  # server
   # 9. major compaction, 10. garbagecollect (node1)
   flush "$s" "${ring[0]}"
   mb="$(data_mb "$s" "${ring[0]}")"
-  t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace1 > "$WORK/$s-compact.log" 2>&1 || return 1
-  op_end "$s" compact "$t0" "\"node1_mb_both_tables\":$mb"
-  t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace2 >> "$WORK/$s-compact.log" 2>&1 || return 1
-  op_end "$s" compact_lcs "$t0"
+  local n0; n0="$(sstables "$s" "${ring[0]}" keyspace1)"
+  t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace1 > "$WORK/$s-compact.log" 2>&1 || return 1; OP_END=$(now)
+  op_end "$s" compact "$t0" "\"node1_mb_both_tables\":$mb,\"sstables_before\":$n0,\"sstables_after\":$(sstables "$s" "${ring[0]}" keyspace1)"
+  n0="$(sstables "$s" "${ring[0]}" keyspace2)"
+  t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace2 >> "$WORK/$s-compact.log" 2>&1 || return 1; OP_END=$(now)
+  op_end "$s" compact_lcs "$t0" "\"sstables_before\":$n0,\"sstables_after\":$(sstables "$s" "${ring[0]}" keyspace2)"
   t0=$(now)
   t00=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace1 > "$WORK/$s-gc.log" 2>&1 || return 1; r1="$(elapsed "$t00")"
   t00=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace2 >> "$WORK/$s-gc.log" 2>&1 || return 1
@@ -430,7 +440,7 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import matplotlib' 2>
   python3 -m venv "$VENV" && "$VENV/bin/pip" install -q matplotlib >&2 || log "matplotlib unavailable: report without PNG"
 fi
 PY="$VENV/bin/python"; [ -x "$PY" ] || PY=python3
-"$PY" "$ROOT/bench/ops_report.py" --work "$WORK" --out "$OUT/$NAME" --mode "$MODE" --rows "$ROWS" --commit "$COMMIT" \
+"$PY" "$ROOT/bench/ops_report.py" --work "$WORK" --out "$OUT/$NAME" --mode "$MODE" --rows "$ROWS" --commit "$COMMIT" --bench-commit "$BENCH_COMMIT" \
   --rate "$RATE" --bg-threads "$BG_THREADS" --lcs-mb "$LCS_MB" --loadavg-before "$LOADAVG" --loadavg-after "$(cut -d' ' -f1-3 /proc/loadavg)" \
   --total-s "$(( SECONDS - START_ALL ))"
 log "wrote $OUT/$NAME.{json,md,png} (raw: $WORK)"
