@@ -30,7 +30,7 @@
 # keep their default stream throttle (24 MiB/s).
 # Writes bench/results/ops-<date>-<commit>.{json,md,png} (bench/ops_report.py).
 # Env: SERVERS="helenus cassandra" ROWS RATE (background op/s, 200) BG_THREADS (16) BG_MAX_S (7200)
-#      HEAP (Cassandra heap per node, 1G) THREADS (loader, 32) LCS_MB KEEP_DATA=1
+#      HEAP (Cassandra heap per node, 1G) THREADS (loader, 32) LCS_MB SETTLE_S (2) KEEP_DATA=1
 set -euo pipefail
 MODE="${1:-quick}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,7 +45,7 @@ case "$MODE" in
   *) echo "usage: bench/ops.sh [quick|full]" >&2; exit 2 ;;
 esac
 THREADS="${THREADS:-32}"; HEAP="${HEAP:-1G}"; SERVERS="${SERVERS:-helenus cassandra}"
-RATE="${RATE:-200}"; BG_THREADS="${BG_THREADS:-16}"; BG_MAX_S="${BG_MAX_S:-7200}"
+RATE="${RATE:-200}"; BG_THREADS="${BG_THREADS:-16}"; BG_MAX_S="${BG_MAX_S:-7200}"; SETTLE_S="${SETTLE_S:-2}"
 LCS_MB="${LCS_MB:-$(( ROWS >= 1000000 ? 32 : 4 ))}"
 MISSED=$(( ROWS / 10 ))
 H_NODES=(127.0.0.150 127.0.0.151 127.0.0.152 127.0.0.153 127.0.0.154 127.0.0.155 127.0.0.156 127.0.0.157)
@@ -72,12 +72,16 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{print b-a}'; }
 # One operation: `op_end server op t0 [extra-json]` after `t0=$(now)` and the operation; it ended
 # at $OP_END if set (then cleared), else now.
+# Each operation has SETTLE_S seconds of quiet on both sides (settle), so that the background load's
+# 1-second intervals around it do not hold a neighbouring step.
 OP_END=""
+settle() { sleep "$SETTLE_S"; }
 op_end() {
-  local t1="${OP_END:-$(now)}"; OP_END=""
+  local t1="${OP_END:-$(now)}" was_set="$OP_END"; OP_END=""
   printf '{"server":"%s","op":"%s","start":%s,"end":%s,"seconds":%.3f%s}\n' "$1" "$2" "$3" "$t1" \
     "$(awk -v a="$3" -v b="$t1" 'BEGIN{print b-a}')" "${4:+,$4}" >> "$TIMES"
   log "$1 $2: $(awk -v a="$3" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s${4:+ ($4)}"
+  [ -n "$was_set" ] || settle
 }
 # A total over several operations: its window spans them, its seconds are their sum (the flushes and
 # process stops between them left out).
@@ -298,7 +302,7 @@ run_ops() {  # server
   # 1. add a fourth node
   a="${nodes[$next]}"; next=$(( next + 1 ))
   log "$s: add $a"
-  t0=$(now); join_node "$s" "$a" || return 1; OP_END=$(now); secs="$(elapsed "$t0")"
+  settle; t0=$(now); join_node "$s" "$a" || return 1; OP_END=$(now); secs="$(elapsed "$t0")"; settle
   wait_state "$s" "${ring[0]}" "$a" UN 300 || true
   flush "$s" "$a"; mb="$(data_mb "$s" "$a")"
   op_end "$s" add "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
@@ -309,12 +313,12 @@ run_ops() {  # server
   local before=0 after=0 parts="" per_before="" per_after=""
   flush "$s" "${ring[@]}"   # the memtables' rows on disk first, so only the cleanup changes the sizes
   for a in "${ring[@]}"; do mb="$(data_mb "$s" "$a")"; per_before="$per_before${per_before:+,}$mb"; before="$(awk -v x="$before" -v y="$mb" 'BEGIN{print x+y}')"; done
-  t0=$(now)
+  settle; t0=$(now)
   for a in "${ring[@]}"; do
     t00=$(now); nodetool "$s" "$a" cleanup >> "$WORK/$s-cleanup.log" 2>&1 || { log "$s: cleanup on $a failed"; note "$s" cleanup_failed "\"$a\""; }
     parts="$parts${parts:+,}$(awk -v a="$t00" -v b="$(now)" 'BEGIN{printf "%.2f", b-a}')"
   done
-  OP_END=$(now); secs="$(elapsed "$t0")"
+  OP_END=$(now); secs="$(elapsed "$t0")"; settle
   sleep 2   # obsolete SSTables deleted
   for a in "${ring[@]}"; do mb="$(data_mb "$s" "$a")"; per_after="$per_after${per_after:+,}$mb"; after="$(awk -v x="$after" -v y="$mb" 'BEGIN{print x+y}')"; done
   mb="$(awk -v b="$before" -v a="$after" 'BEGIN{printf "%.1f", b-a}')"
@@ -323,7 +327,7 @@ run_ops() {  # server
   # 3. decommission the fourth
   log "$s: decommission $fourth"
   flush "$s" "$fourth"; mb="$(data_mb "$s" "$fourth")"
-  t0=$(now); leave_node "$s" "$fourth" || return 1; secs="$(elapsed "$t0")"
+  settle; t0=$(now); leave_node "$s" "$fourth" || return 1; secs="$(elapsed "$t0")"
   op_end "$s" decommission "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
   after_leave "$s" "$fourth"
 
@@ -337,7 +341,7 @@ run_ops() {  # server
     fi
     a="${nodes[$next]}"; next=$(( next + 1 ))
     log "$s: double, node $(( 3 + i )) at $a"
-    t0=$(now); join_node "$s" "$a" || { note "$s" double_failed "\"$a\""; break; }; OP_END=$(now); secs="$(elapsed "$t0")"
+    settle; t0=$(now); join_node "$s" "$a" || { note "$s" double_failed "\"$a\""; break; }; OP_END=$(now); secs="$(elapsed "$t0")"; settle
     wait_state "$s" "${ring[0]}" "$a" UN 300 || true
     flush "$s" "$a"; mb="$(data_mb "$s" "$a")"
     op_end "$s" "double_$i" "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
@@ -352,7 +356,7 @@ run_ops() {  # server
     a="${added[$k]}"; i=$(( i + 1 ))
     log "$s: shrink, decommission $a"
     flush "$s" "$a"; mb="$(data_mb "$s" "$a")"
-    t0=$(now); leave_node "$s" "$a" || { note "$s" shrink_failed "\"$a\""; return 1; }; secs="$(elapsed "$t0")"
+    settle; t0=$(now); leave_node "$s" "$a" || { note "$s" shrink_failed "\"$a\""; return 1; }; secs="$(elapsed "$t0")"
     op_end "$s" "shrink_$i" "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
     after_leave "$s" "$a"
   done
@@ -366,7 +370,7 @@ run_ops() {  # server
   [ "$s" = cassandra ] && rm -f "$CDIR/node-$dead/cassandra.pid"
   t00=$(now); wait_state "$s" "${ring[0]}" "$dead" DN 180 || true
   op_end "$s" dead_until_down "$t00"
-  t0=$(now); join_node "$s" "$new" "$dead" || return 1; OP_END=$(now); secs="$(elapsed "$t0")"
+  settle; t0=$(now); join_node "$s" "$new" "$dead" || return 1; OP_END=$(now); secs="$(elapsed "$t0")"; settle
   new="$JOINED"
   wait_state "$s" "${ring[0]}" "$new" UN 300 || true
   flush "$s" "$new"; mb="$(data_mb "$s" "$new")"
@@ -376,7 +380,7 @@ run_ops() {  # server
 
   # 7. repair of in-sync replicas
   log "$s: repair of in-sync replicas"
-  t0=$(now)
+  settle; t0=$(now)
   t00=$(now); nodetool "$s" "${ring[0]}" repair -full keyspace1 > "$WORK/$s-repair1.log" 2>&1 || { log "$s: repair keyspace1 failed"; tail -5 "$WORK/$s-repair1.log" >&2; return 1; }
   local r1; r1="$(elapsed "$t00")"
   t00=$(now); nodetool "$s" "${ring[0]}" repair -full keyspace2 >> "$WORK/$s-repair1.log" 2>&1 || { log "$s: repair keyspace2 failed"; tail -5 "$WORK/$s-repair1.log" >&2; return 1; }
@@ -391,14 +395,14 @@ run_ops() {  # server
     cassandra) c_stop "$third" ;;
   esac
   wait_state "$s" "${ring[0]}" "$third" DN 60 || true
-  t0=$(now); stress_write "${ring[0]},${ring[1]}" $(( ROWS + 1 )) "$MISSED" keyspace1 || return 1; op_end "$s" missed_writes "$t0"
+  settle; t0=$(now); stress_write "${ring[0]},${ring[1]}" $(( ROWS + 1 )) "$MISSED" keyspace1 || return 1; op_end "$s" missed_writes "$t0"
   case "$s" in
     helenus) hcluster start "$(h_name "$third")" || return 1; PIDS="$PIDS $(h_pid "$(h_name "$third")")" ;;
     cassandra) c_start "$third" || return 1 ;;
   esac
   wait_state "$s" "${ring[0]}" "$third" UN 120 || true
   sleep 3   # every node sees it up again
-  t0=$(now); nodetool "$s" "$third" repair -full keyspace1 > "$WORK/$s-repair2.log" 2>&1 || { log "$s: repair failed"; tail -5 "$WORK/$s-repair2.log" >&2; return 1; }
+  settle; t0=$(now); nodetool "$s" "$third" repair -full keyspace1 > "$WORK/$s-repair2.log" 2>&1 || { log "$s: repair failed"; tail -5 "$WORK/$s-repair2.log" >&2; return 1; }
   op_end "$s" repair_missed "$t0"
   for a in "${ring[@]}"; do nodetool "$s" "$a" enablehandoff > /dev/null 2>&1 || true; done
 
@@ -406,12 +410,12 @@ run_ops() {  # server
   flush "$s" "${ring[0]}"
   mb="$(data_mb "$s" "${ring[0]}")"
   local n0; n0="$(sstables "$s" "${ring[0]}" keyspace1)"
-  t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace1 > "$WORK/$s-compact.log" 2>&1 || return 1; OP_END=$(now)
+  settle; t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace1 > "$WORK/$s-compact.log" 2>&1 || return 1; OP_END=$(now); settle
   op_end "$s" compact "$t0" "\"node1_mb_both_tables\":$mb,\"sstables_before\":$n0,\"sstables_after\":$(sstables "$s" "${ring[0]}" keyspace1)"
   n0="$(sstables "$s" "${ring[0]}" keyspace2)"
-  t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace2 >> "$WORK/$s-compact.log" 2>&1 || return 1; OP_END=$(now)
+  settle; t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace2 >> "$WORK/$s-compact.log" 2>&1 || return 1; OP_END=$(now); settle
   op_end "$s" compact_lcs "$t0" "\"sstables_before\":$n0,\"sstables_after\":$(sstables "$s" "${ring[0]}" keyspace2)"
-  t0=$(now)
+  settle; t0=$(now)
   t00=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace1 > "$WORK/$s-gc.log" 2>&1 || return 1; r1="$(elapsed "$t00")"
   t00=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace2 >> "$WORK/$s-gc.log" 2>&1 || return 1
   op_end "$s" garbagecollect "$t0" "\"keyspace1_s\":$(printf %.2f "$r1"),\"keyspace2_s\":$(printf %.2f "$(elapsed "$t00")")"
