@@ -2,7 +2,7 @@
 # Admin operations side by side under a fixed-rate background load (issue 13): Helenus (127.0.0.150-157,
 # `helenus cluster`) and Apache Cassandra 5.0.9 (127.0.0.160-167, /work/shared/cassandra start.sh per
 # node), one after the other.
-#   bench/ops.sh [quick|full]     quick: 100k rows per table (~25 min for both); full: 1M rows
+#   bench/ops.sh [quick|full]     quick: 100k rows per table (~20 min for both); full: 1M rows
 # Per ring: 3 nodes, RF=3, two tables loaded with ROWS rows each at QUORUM and flushed:
 # keyspace1.standard1 (STCS) and keyspace2.standard1 (LCS, sstable_size_in_mb=LCS_MB). Then a
 # background load starts (helenus-stress mixed read/write 1:1 on keyspace1 at QUORUM, RATE op/s fixed,
