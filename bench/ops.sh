@@ -1,22 +1,36 @@
 #!/usr/bin/env bash
-# Admin operations side by side (issue 13): Helenus (127.0.0.150-153, `helenus cluster`) and Apache
-# Cassandra 5.0 (127.0.0.160-163, /work/shared/cassandra start.sh per node), one after the other.
-#   bench/ops.sh [quick|full]     quick: 100k rows (~10 min for both); full: 1M rows
-# Per ring: 3 nodes, keyspace1.standard1 (helenus-stress, SimpleStrategy RF=3) loaded with ROWS rows at
-# QUORUM and flushed; then, each timed by wall clock:
-#   add        a fourth node bootstraps, until it is Up/Normal (Helenus: `helenus cluster add`;
-#              Cassandra: start.sh, which returns once CQL is open, i.e. after the join), and the MB/s
-#              of its keyspace1 directory (flushed) over that time
-#   decommission   `nodetool decommission` of that fourth node (then its process is stopped)
-#   repair_in_sync `nodetool repair -full keyspace1` on node1, replicas in sync
-#   repair_missed  hints disabled on every node, node3 stopped, ROWS/10 new rows written at QUORUM,
-#              node3 started again; `nodetool repair -full keyspace1` on node3
-#   compact    `nodetool compact keyspace1` on node1
-#   garbagecollect `nodetool garbagecollect keyspace1` on node1
-# Both use their default stream throttle (stream_throughput_outbound 24MiB/s), RING_DELAY 5 s for
-# Cassandra (start.sh's default). No background load (the 2-core machine cannot hold one steady).
-# Writes bench/results/ops-<date>-<commit>.{json,md} with Helenus/Cassandra ratios.
-# Env: SERVERS="helenus cassandra" ROWS HEAP (Cassandra heap per node, 1G) THREADS KEEP_DATA=1
+# Admin operations side by side under a fixed-rate background load (issue 13): Helenus (127.0.0.150-157,
+# `helenus cluster`) and Apache Cassandra 5.0.9 (127.0.0.160-167, /work/shared/cassandra start.sh per
+# node), one after the other.
+#   bench/ops.sh [quick|full]     quick: 100k rows per table (~20 min for both); full: 1M rows
+# Per ring: 3 nodes, RF=3, two tables loaded with ROWS rows each at QUORUM and flushed:
+# keyspace1.standard1 (STCS) and keyspace2.standard1 (LCS, sstable_size_in_mb=LCS_MB). Then a
+# background load starts (helenus-stress mixed read/write 1:1 on keyspace1 at QUORUM, RATE op/s fixed,
+# coordinators node1 and node2, which are never stopped; the driver also routes to the other nodes
+# it discovers) and runs through every operation, each timed by wall clock:
+#   add             a fourth node bootstraps (Helenus: `helenus cluster add`, until every node sees
+#                   it UN; Cassandra: start.sh, until CQL is open, which it opens after the join)
+#   cleanup         `nodetool cleanup` on the three original nodes, one after another
+#   decommission    `nodetool decommission` of the fourth node
+#   double_1..3     3 -> 6, one bootstrap after another (double: the three together)
+#   shrink_1..3     decommission of those three, back to 3 (shrink: together)
+#   replace         node3 is killed (kill -9); once node1 sees it DN, a new node at the next address
+#                   replaces it (Helenus: `helenus cluster replace`; Cassandra: start.sh with
+#                   -Dcassandra.replace_address_first_boot); timed until it has joined
+#   repair_in_sync  `nodetool repair -full` of keyspace1 then keyspace2 on node1
+#   repair_missed   hints disabled, the third node stopped, ROWS/10 new rows written at QUORUM, the
+#                   node started again; `nodetool repair -full keyspace1` on it
+#   compact / compact_lcs   `nodetool compact keyspace1` / `keyspace2` on node1
+#   garbagecollect  `nodetool garbagecollect` of keyspace1 then keyspace2 on node1
+# MB/s: the data the operation moved (the new node's keyspace directories after a flush for a join or a
+# replace, the leaving node's before a decommission, the freed MB for cleanup, node1's table before a
+# compaction) over its wall time. The background load is one helenus-stress run with an HDR interval
+# log (-hdr, one histogram per op and second); the report cuts each operation's window out of it: P99
+# over the window (merged histograms), max per-second P99, failed requests (from -log). Both servers
+# keep their default stream throttle (24 MiB/s).
+# Writes bench/results/ops-<date>-<commit>.{json,md,png} (bench/ops_report.py).
+# Env: SERVERS="helenus cassandra" ROWS RATE (background op/s, 200) BG_THREADS (16) BG_MAX_S (7200)
+#      HEAP (Cassandra heap per node, 1G) THREADS (loader, 32) LCS_MB SETTLE_S (2) KEEP_DATA=1
 set -euo pipefail
 MODE="${1:-quick}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,10 +45,14 @@ case "$MODE" in
   *) echo "usage: bench/ops.sh [quick|full]" >&2; exit 2 ;;
 esac
 THREADS="${THREADS:-32}"; HEAP="${HEAP:-1G}"; SERVERS="${SERVERS:-helenus cassandra}"
+RATE="${RATE:-200}"; BG_THREADS="${BG_THREADS:-16}"; BG_MAX_S="${BG_MAX_S:-7200}"; SETTLE_S="${SETTLE_S:-2}"
+LCS_MB="${LCS_MB:-$(( ROWS >= 1000000 ? 32 : 4 ))}"
 MISSED=$(( ROWS / 10 ))
-H_NODES=(127.0.0.150 127.0.0.151 127.0.0.152 127.0.0.153)
-C_NODES=(127.0.0.160 127.0.0.161 127.0.0.162 127.0.0.163)
-DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
+H_NODES=(127.0.0.150 127.0.0.151 127.0.0.152 127.0.0.153 127.0.0.154 127.0.0.155 127.0.0.156 127.0.0.157)
+C_NODES=(127.0.0.160 127.0.0.161 127.0.0.162 127.0.0.163 127.0.0.164 127.0.0.165 127.0.0.166 127.0.0.167)
+# COMMIT: the commit the binaries were built from (default: this checkout's HEAD).
+DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="${COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)}"
+BENCH_COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 OUT="$ROOT/bench/results"; NAME="ops-$DATE-$COMMIT"
 mkdir -p "$WORK" "$OUT"
 TIMES="$WORK/times.jsonl"; : > "$TIMES"
@@ -46,14 +64,43 @@ for b in "$STRESS" "$HELENUS"; do
 done
 
 HDIR="$WORK/helenus-ring"; CDIR="$WORK/cassandra-ring"
-PIDS=""   # every server process this script started, stopped by pid at exit
+PIDS=""      # every server process this script started, stopped by pid at exit
+BG_PID=""    # the background load (timeout around helenus-stress)
+BG_DIR=""
 
 now() { date +%s.%N; }
-record() {  # server op seconds [extra-json]
-  printf '{"server":"%s","op":"%s","seconds":%.3f%s}\n' "$1" "$2" "$3" "${4:+,$4}" >> "$TIMES"
-  log "$1 $2: $(printf %.2f "$3") s${4:+ ($4)}"
-}
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{print b-a}'; }
+# One operation: `op_end server op t0 [extra-json]` after `t0=$(now)` and the operation; it ended
+# at $OP_END if set (then cleared), else now.
+# Each operation has SETTLE_S seconds of quiet on both sides (settle), so that the background load's
+# 1-second intervals around it do not hold a neighbouring step.
+OP_END=""
+settle() { sleep "$SETTLE_S"; }
+op_end() {
+  local t1="${OP_END:-$(now)}" was_set="$OP_END"; OP_END=""
+  printf '{"server":"%s","op":"%s","start":%s,"end":%s,"seconds":%.3f%s}\n' "$1" "$2" "$3" "$t1" \
+    "$(awk -v a="$3" -v b="$t1" 'BEGIN{print b-a}')" "${4:+,$4}" >> "$TIMES"
+  log "$1 $2: $(awk -v a="$3" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s${4:+ ($4)}"
+  [ -n "$was_set" ] || settle
+}
+# A total over several operations: its window spans them, its seconds are their sum (the flushes and
+# process stops between them left out).
+op_total() {  # server op part-prefix [extra-json]
+  local line
+  line="$(grep "\"server\":\"$1\",\"op\":\"$3" "$TIMES" | python3 -c '
+import json, sys
+p = [json.loads(l) for l in sys.stdin if l.strip()]
+if p:
+    print("%s %s %.3f %d" % (min(x["start"] for x in p), max(x["end"] for x in p), sum(x["seconds"] for x in p), len(p)))')"
+  [ -n "$line" ] || return 0
+  set -- "$1" "$2" $line "${4:-}"
+  printf '{"server":"%s","op":"%s","start":%s,"end":%s,"seconds":%s,"parts":%s%s}\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:+,$7}" >> "$TIMES"
+  log "$1 $2: $5 s in $6 steps"
+}
+mbps() { awk -v m="$1" -v t="$2" 'BEGIN{printf "%.2f", (t > 0 ? m/t : 0)}'; }
+note() {  # server key json-value: a fact that is not an operation (a failure, a skipped step)
+  printf '{"server":"%s","note":"%s","value":%s}\n' "$1" "$2" "$3" >> "$TIMES"
+}
 
 nodetool() {  # server addr args...
   local s="$1" a="$2"; shift 2
@@ -71,9 +118,9 @@ addresses_free() {
 }
 
 # Cassandra nodes are started one by one (each bootstraps in turn), seed the first.
-c_start() {  # addr
+c_start() {  # addr (EXTRA_JVM_OPTS passes through)
   local dir="$CDIR/node-$1"
-  CB_RUN="$CDIR" HEAP="$HEAP" SEEDS="${C_NODES[0]}" timeout -k 10 900 "$CASS/start.sh" "$1" 9042 "$dir" \
+  CB_RUN="$CDIR" HEAP="$HEAP" SEEDS="${C_NODES[0]}" START_TIMEOUT=1700 timeout -k 10 1800 "$CASS/start.sh" "$1" 9042 "$dir" \
     >> "$WORK/cassandra-start.log" 2>&1 || { tail -20 "$WORK/cassandra-start.log" >&2; return 1; }
   PIDS="$PIDS $(cat "$dir/cassandra.pid")"
 }
@@ -83,6 +130,52 @@ c_stop() {  # addr
   CB_RUN="$CDIR" STOP_TIMEOUT=60 timeout -k 10 120 "$CASS/stop.sh" "$1" "$dir" >> "$WORK/cassandra-start.log" 2>&1 || true
 }
 h_pid() { cat "$HDIR/$1/pid" 2>/dev/null || true; }
+h_name() { awk -v a="$1" '$2 == a {print $1}' "$HDIR/cluster.txt"; }   # address -> nodeN
+hcluster() { timeout -k 10 1800 "$HELENUS" cluster --dir "$HDIR" "$@" >> "$WORK/helenus-start.log" 2>&1; }
+server_pid() {  # server addr
+  case "$1" in
+    helenus) h_pid "$(h_name "$2")" ;;
+    cassandra) cat "$CDIR/node-$2/cassandra.pid" 2>/dev/null || true ;;
+  esac
+}
+
+# MB (float) of the benchmark keyspaces on one node (SSTables only: a node directory also holds
+# commitlog segments, which Helenus preallocates).
+data_mb() {  # server addr
+  local dir
+  case "$1" in
+    helenus) dir="$HDIR/$(h_name "$2")" ;;
+    cassandra) dir="$CDIR/node-$2/data" ;;
+  esac
+  [ -d "$dir" ] || { echo 0; return; }
+  find "$dir" -type d \( -name keyspace1 -o -name keyspace2 \) -prune -exec du -sk {} + 2>/dev/null \
+    | awk '{t += $1} END {printf "%.1f", t / 1024}'
+}
+sstables() {  # server addr keyspace: its Data.db files
+  local dir
+  case "$1" in helenus) dir="$HDIR/$(h_name "$2")" ;; cassandra) dir="$CDIR/node-$2/data" ;; esac
+  find "$dir" -path "*/$3/*" -name "*Data.db" -not -path "*/snapshots/*" 2>/dev/null | wc -l
+}
+flush() {  # server addr...
+  local s="$1" a; shift
+  for a in "$@"; do nodetool "$s" "$a" flush keyspace1 > /dev/null 2>&1 || true; nodetool "$s" "$a" flush keyspace2 > /dev/null 2>&1 || true; done
+}
+
+# Until node1 lists ADDR with STATE (UN, DN) or no longer lists it (STATE "gone"); 1 on timeout.
+wait_state() {  # server observer addr state timeout-s
+  local s="$1" obs="$2" a="$3" st="$4" t0=$SECONDS out pause=0.5
+  [ "$s" = cassandra ] && pause=3   # each Cassandra nodetool is a JVM: poll gently
+  while (( SECONDS - t0 < $5 )); do
+    out="$(nodetool "$s" "$obs" status 2>/dev/null || true)"
+    if [ "$st" = gone ]; then
+      [ -n "$out" ] && ! grep -q "^[UD][NLJM]  *$a " <<< "$out" && return 0
+    else
+      grep -q "^$st  *$a " <<< "$out" && return 0
+    fi
+    sleep "$pause"
+  done
+  log "$s: $a not $st on $obs after $5 s"; return 1
+}
 
 start_ring() {  # server
   case "$1" in
@@ -99,7 +192,39 @@ start_ring() {  # server
   esac
 }
 
-stop_all() {
+# A node joins (bootstrap, or replacing DEAD): returns once it has joined; the new address in JOINED.
+JOINED=""
+join_node() {  # server addr [dead-addr]
+  local s="$1" a="$2" dead="${3:-}"
+  case "$s" in
+    helenus)
+      if [ -n "$dead" ]; then hcluster replace "$(h_name "$dead")" || return 1; else hcluster add || return 1; fi
+      JOINED="$(tail -1 "$HDIR/cluster.txt" | awk '{print $2}')"
+      [ "$JOINED" = "$a" ] || log "helenus: the new node is $JOINED (expected $a)"
+      PIDS="$PIDS $(h_pid "$(h_name "$JOINED")")" ;;
+    cassandra)
+      if [ -n "$dead" ]; then EXTRA_JVM_OPTS="-Dcassandra.replace_address_first_boot=$dead" c_start "$a" || return 1
+      else c_start "$a" || return 1; fi
+      JOINED="$a" ;;
+  esac
+}
+leave_node() {  # server addr: decommission
+  local s="$1" a="$2"
+  nodetool "$s" "$a" decommission >> "$WORK/$s-decommission.log" 2>&1 || return 1
+}
+after_leave() {  # server addr
+  local s="$1" a="$2" pid
+  case "$s" in
+    helenus)   # a decommissioned Helenus node stops by itself
+      pid="$(h_pid "$(h_name "$a")")"
+      for _ in $(seq 60); do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+      hcluster stop "$a" || true ;;
+    cassandra) c_stop "$a" ;;
+  esac
+}
+
+stop_all() {  # [now]
+  stop_bg "${1:-}"
   local p
   for p in $PIDS; do kill -0 "$p" 2>/dev/null && kill -TERM "$p" 2>/dev/null || true; done
   for _ in $(seq 60); do
@@ -109,118 +234,217 @@ stop_all() {
   for p in $PIDS; do kill -0 "$p" 2>/dev/null && { log "pid $p still alive: SIGKILL"; kill -KILL "$p" 2>/dev/null || true; }; done
   PIDS=""
 }
-cleanup() { stop_all; [ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$HDIR" "$CDIR"; }
+cleanup() { stop_all now; [ "${KEEP_DATA:-0}" = 1 ] || rm -rf "$HDIR" "$CDIR"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-stress() {  # nodes-csv first-key count
-  timeout -k 10 $(( 300 + ROWS / 100 )) "$STRESS" write n="$3" cl=QUORUM quiet -pop seq="$2".."$(( $2 + $3 - 1 ))" \
-    -node "$1" -port native=9042 -rate threads="$THREADS" -schema "replication(factor=3)" \
+stress_write() {  # nodes-csv first-key count keyspace [schema...]
+  local nodes="$1" first="$2" count="$3" ks="$4"; shift 4
+  timeout -k 10 $(( 300 + ROWS / 100 )) "$STRESS" write n="$count" cl=QUORUM quiet -pop seq="$first".."$(( first + count - 1 ))" \
+    -node "$nodes" -port native=9042 -rate threads="$THREADS" -schema keyspace="$ks" "replication(factor=3)" "$@" \
     >> "$WORK/stress.log" 2>&1 || { log "stress failed:"; tail -5 "$WORK/stress.log" >&2; return 1; }
 }
 
-node_dir() {  # server index(1-4)
-  case "$1" in helenus) echo "$HDIR/node$2" ;; cassandra) echo "$CDIR/node-${C_NODES[$(( $2 - 1 ))]}" ;; esac
+# The background load: one fixed-rate helenus-stress run (BG_MAX_S at most) through every operation.
+# Its -hdr interval log (absolute base time) and -log are buffered (8 KiB) and helenus-stress has no
+# signal handling, so stop_bg lets it run until the log on disk reaches past the last operation, then
+# stops it: what is lost is the unflushed tail after the operations. Separate short runs would each
+# start with the stress tool's schema statements (CREATE ... IF NOT EXISTS), which Helenus fails while
+# a killed node is still thought alive (the schema lease, see the report): one run avoids that.
+start_bg() {  # server nodes-csv
+  BG_DIR="$WORK/$1-bg"; mkdir -p "$BG_DIR"
+  timeout -k 5 "$BG_MAX_S" "$STRESS" mixed 'ratio(write=1,read=1)' duration="${BG_MAX_S}s" cl=QUORUM no-warmup \
+    -pop "dist=UNIFORM(1..$ROWS)" -node "$2" -port native=9042 -rate threads="$BG_THREADS" fixed="${RATE}/s" \
+    -schema keyspace=keyspace1 "replication(factor=3)" -hdr "$BG_DIR/bg.hdr" -log file="$BG_DIR/bg.log" interval=1s \
+    > "$BG_DIR/stdout.log" 2>&1 &
+  BG_PID=$!
+  sleep 3   # connected and running before the first operation
+  kill -0 "$BG_PID" 2>/dev/null || { log "the background load did not start:"; tail -5 "$BG_DIR/stdout.log" >&2; BG_PID=""; return 1; }
+}
+hdr_end() {  # epoch seconds of the last whole interval in the background HDR log (0 if none)
+  awk -F'[ ,]' '/^#\[BaseTime:/ {b = $2} /^Tag=/ {prev = last; last = $2} END {printf "%.3f", (prev != "" ? b + prev : 0)}' "$BG_DIR/bg.hdr" 2>/dev/null || echo 0
+}
+stop_bg() {  # [now]: do not wait for the log to reach the end of the operations
+  [ -n "$BG_PID" ] || return 0
+  local target; target="$(awk -v t="$(now)" 'BEGIN{printf "%.3f", t + 2}')"
+  if [ "${1:-}" != now ]; then
+    for _ in $(seq 180); do
+      kill -0 "$BG_PID" 2>/dev/null || break
+      awk -v e="$(hdr_end)" -v t="$target" 'BEGIN{exit !(e >= t)}' && break
+      sleep 1
+    done
+  fi
+  kill -TERM "$BG_PID" 2>/dev/null || true
+  wait "$BG_PID" 2>/dev/null || true
+  BG_PID=""
 }
 
 run_ops() {  # server
-  local s="$1" n t0 secs mb a
-  local -a nodes
+  local s="$1" t0 t00 secs mb a i pid dead new ok
+  local -a nodes ring
   if [ "$s" = helenus ]; then nodes=("${H_NODES[@]}"); else nodes=("${C_NODES[@]}"); fi
-  local first3; first3="$(IFS=,; echo "${nodes[*]:0:3}")"
-  log "$s: load $ROWS rows at QUORUM"
-  t0=$(now); stress "$first3" 1 "$ROWS" || return 1; record "$s" load "$(elapsed "$t0")"
-  for a in "${nodes[@]:0:3}"; do nodetool "$s" "$a" flush keyspace1 > /dev/null; done
+  ring=("${nodes[@]:0:3}")
+  local first3; first3="$(IFS=,; echo "${ring[*]}")"
+  local next=3   # index in nodes of the next address to join
 
-  log "$s: add a fourth node"
+  log "$s: load $ROWS rows at QUORUM into keyspace1.standard1 (STCS) and keyspace2.standard1 (LCS)"
+  t0=$(now); stress_write "$first3" 1 "$ROWS" keyspace1 || return 1; op_end "$s" load "$t0"
   t0=$(now)
-  case "$s" in
-    helenus) timeout -k 10 1800 "$HELENUS" cluster --dir "$HDIR" add >> "$WORK/helenus-start.log" 2>&1 || return 1
-             PIDS="$PIDS $(h_pid node4)" ;;
-    cassandra) c_start "${nodes[3]}" || return 1 ;;
-  esac
-  # Until the first node sees it Up and Normal.
-  for _ in $(seq 600); do
-    nodetool "$s" "${nodes[0]}" status 2>/dev/null | grep -q "^UN  *${nodes[3]} " && break; sleep 0.5
+  stress_write "$first3" 1 "$ROWS" keyspace2 "compaction(strategy=LeveledCompactionStrategy,sstable_size_in_mb=$LCS_MB)" || return 1
+  op_end "$s" load_lcs "$t0"
+  flush "$s" "${ring[@]}"
+  note "$s" data_mb_per_node "[$(for a in "${ring[@]}"; do printf '%s,' "$(data_mb "$s" "$a")"; done | sed 's/,$//')]"
+  t0=$(now); nodetool "$s" "${ring[0]}" version > /dev/null 2>&1 || true; op_end "$s" nodetool_call "$t0"
+
+  log "$s: background load, $RATE op/s mixed at QUORUM through ${ring[0]},${ring[1]}"
+  start_bg "$s" "${ring[0]},${ring[1]}" || return 1
+
+  # 1. add a fourth node
+  a="${nodes[$next]}"; next=$(( next + 1 ))
+  log "$s: add $a"
+  settle; t0=$(now); join_node "$s" "$a" || return 1; OP_END=$(now); secs="$(elapsed "$t0")"; settle
+  wait_state "$s" "${ring[0]}" "$a" UN 300 || true
+  flush "$s" "$a"; mb="$(data_mb "$s" "$a")"
+  op_end "$s" add "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
+  local fourth="$a"
+
+  # 2. cleanup on the original three
+  log "$s: cleanup on ${ring[*]}"
+  local before=0 after=0 parts="" per_before="" per_after=""
+  flush "$s" "${ring[@]}"   # the memtables' rows on disk first, so only the cleanup changes the sizes
+  for a in "${ring[@]}"; do mb="$(data_mb "$s" "$a")"; per_before="$per_before${per_before:+,}$mb"; before="$(awk -v x="$before" -v y="$mb" 'BEGIN{print x+y}')"; done
+  settle; t0=$(now)
+  for a in "${ring[@]}"; do
+    t00=$(now); nodetool "$s" "$a" cleanup >> "$WORK/$s-cleanup.log" 2>&1 || { log "$s: cleanup on $a failed"; note "$s" cleanup_failed "\"$a\""; }
+    parts="$parts${parts:+,}$(awk -v a="$t00" -v b="$(now)" 'BEGIN{printf "%.2f", b-a}')"
   done
-  secs="$(elapsed "$t0")"
-  nodetool "$s" "${nodes[3]}" flush keyspace1 > /dev/null 2>&1 || true
-  # The keyspace's SSTables only: a node directory also holds commitlog segments, which
-  # Helenus preallocates.
-  mb="$(find "$(node_dir "$s" 4)" -type d -name keyspace1 -exec du -sm {} + | awk '{t += $1} END {print t + 0}')"
-  record "$s" add "$secs" "\"node4_data_mb\":$mb,\"mb_per_s\":$(awk -v m="$mb" -v t="$secs" 'BEGIN{printf "%.2f", m/t}')"
+  OP_END=$(now); secs="$(elapsed "$t0")"; settle
+  sleep 2   # obsolete SSTables deleted
+  for a in "${ring[@]}"; do mb="$(data_mb "$s" "$a")"; per_after="$per_after${per_after:+,}$mb"; after="$(awk -v x="$after" -v y="$mb" 'BEGIN{print x+y}')"; done
+  mb="$(awk -v b="$before" -v a="$after" 'BEGIN{printf "%.1f", b-a}')"
+  op_end "$s" cleanup "$t0" "\"per_node_s\":[$parts],\"mb_before\":[$per_before],\"mb_after\":[$per_after],\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
 
-  log "$s: decommission the fourth node"
-  t0=$(now); nodetool "$s" "${nodes[3]}" decommission > "$WORK/$s-decommission.log" 2>&1 || return 1; secs="$(elapsed "$t0")"
-  record "$s" decommission "$secs"
-  [ "$s" = cassandra ] && c_stop "${nodes[3]}"
+  # 3. decommission the fourth
+  log "$s: decommission $fourth"
+  flush "$s" "$fourth"; mb="$(data_mb "$s" "$fourth")"
+  settle; t0=$(now); leave_node "$s" "$fourth" || return 1; secs="$(elapsed "$t0")"
+  op_end "$s" decommission "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
+  after_leave "$s" "$fourth"
 
+  # 4. double: 3 -> 6, one bootstrap after another
+  local added=() min_free
+  if [ "$s" = cassandra ]; then min_free=3000; else min_free=1000; fi
+  for i in 1 2 3; do
+    local avail; avail=$(awk '/MemAvailable/{print int($2/1024)}' /proc/meminfo)
+    if [ "$avail" -lt "$min_free" ]; then
+      log "$s: only $avail MB available: the ring stays at $(( 3 + ${#added[@]} )) nodes"; note "$s" double_stopped_mem_mb "$avail"; break
+    fi
+    a="${nodes[$next]}"; next=$(( next + 1 ))
+    log "$s: double, node $(( 3 + i )) at $a"
+    settle; t0=$(now); join_node "$s" "$a" || { note "$s" double_failed "\"$a\""; break; }; OP_END=$(now); secs="$(elapsed "$t0")"; settle
+    wait_state "$s" "${ring[0]}" "$a" UN 300 || true
+    flush "$s" "$a"; mb="$(data_mb "$s" "$a")"
+    op_end "$s" "double_$i" "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
+    added+=("$a")
+  done
+  op_total "$s" double double_
+
+  # 5. decommission back to 3 (the last added first)
+  i=0
+  local k
+  for (( k=${#added[@]}-1; k>=0; k-- )); do
+    a="${added[$k]}"; i=$(( i + 1 ))
+    log "$s: shrink, decommission $a"
+    flush "$s" "$a"; mb="$(data_mb "$s" "$a")"
+    settle; t0=$(now); leave_node "$s" "$a" || { note "$s" shrink_failed "\"$a\""; return 1; }; secs="$(elapsed "$t0")"
+    op_end "$s" "shrink_$i" "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
+    after_leave "$s" "$a"
+  done
+  op_total "$s" shrink shrink_
+
+  # 6. replace a dead node: kill -9 the third, a new node takes over its tokens
+  dead="${ring[2]}"; new="${nodes[$next]}"; next=$(( next + 1 ))
+  log "$s: kill -9 $dead, replace it with $new"
+  pid="$(server_pid "$s" "$dead")"
+  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+  [ "$s" = cassandra ] && rm -f "$CDIR/node-$dead/cassandra.pid"
+  t00=$(now); wait_state "$s" "${ring[0]}" "$dead" DN 180 || true
+  op_end "$s" dead_until_down "$t00"
+  settle; t0=$(now); join_node "$s" "$new" "$dead" || return 1; OP_END=$(now); secs="$(elapsed "$t0")"; settle
+  new="$JOINED"
+  wait_state "$s" "${ring[0]}" "$new" UN 300 || true
+  flush "$s" "$new"; mb="$(data_mb "$s" "$new")"
+  op_end "$s" replace "$t0" "\"mb\":$mb,\"mb_per_s\":$(mbps "$mb" "$secs")"
+  wait_state "$s" "${ring[0]}" "$dead" gone 120 || note "$s" replace_dead_still_listed "\"$dead\""
+  ring[2]="$new"
+
+  # 7. repair of in-sync replicas
   log "$s: repair of in-sync replicas"
-  t0=$(now); nodetool "$s" "${nodes[0]}" repair -full keyspace1 > "$WORK/$s-repair1.log" 2>&1 || return 1; record "$s" repair_in_sync "$(elapsed "$t0")"
+  settle; t0=$(now)
+  t00=$(now); nodetool "$s" "${ring[0]}" repair -full keyspace1 > "$WORK/$s-repair1.log" 2>&1 || { log "$s: repair keyspace1 failed"; tail -5 "$WORK/$s-repair1.log" >&2; return 1; }
+  local r1; r1="$(elapsed "$t00")"
+  t00=$(now); nodetool "$s" "${ring[0]}" repair -full keyspace2 >> "$WORK/$s-repair1.log" 2>&1 || { log "$s: repair keyspace2 failed"; tail -5 "$WORK/$s-repair1.log" >&2; return 1; }
+  op_end "$s" repair_in_sync "$t0" "\"keyspace1_s\":$(printf %.2f "$r1"),\"keyspace2_s\":$(printf %.2f "$(elapsed "$t00")")"
 
-  log "$s: node3 misses $MISSED writes (hints disabled)"
-  for a in "${nodes[@]:0:3}"; do nodetool "$s" "$a" disablehandoff; done
+  # 8. repair after the third node missed writes
+  local third="${ring[2]}"
+  log "$s: $third misses $MISSED writes (hints disabled)"
+  for a in "${ring[@]}"; do nodetool "$s" "$a" disablehandoff > /dev/null 2>&1 || true; done
   case "$s" in
-    helenus) timeout -k 10 120 "$HELENUS" cluster --dir "$HDIR" stop node3 >> "$WORK/helenus-start.log" 2>&1 ;;
-    cassandra) c_stop "${nodes[2]}" ;;
+    helenus) hcluster stop "$third" || true ;;
+    cassandra) c_stop "$third" ;;
   esac
-  sleep 5   # the coordinators see it down, so QUORUM writes do not wait on it
-  stress "${nodes[0]},${nodes[1]}" $(( ROWS + 1 )) "$MISSED" || return 1
+  wait_state "$s" "${ring[0]}" "$third" DN 60 || true
+  settle; t0=$(now); stress_write "${ring[0]},${ring[1]}" $(( ROWS + 1 )) "$MISSED" keyspace1 || return 1; op_end "$s" missed_writes "$t0"
   case "$s" in
-    helenus) timeout -k 10 120 "$HELENUS" cluster --dir "$HDIR" start node3 >> "$WORK/helenus-start.log" 2>&1
-             PIDS="$PIDS $(h_pid node3)" ;;
-    cassandra) c_start "${nodes[2]}" || return 1 ;;
+    helenus) hcluster start "$(h_name "$third")" || return 1; PIDS="$PIDS $(h_pid "$(h_name "$third")")" ;;
+    cassandra) c_start "$third" || return 1 ;;
   esac
-  sleep 5   # every node sees it up again
-  t0=$(now); nodetool "$s" "${nodes[2]}" repair -full keyspace1 > "$WORK/$s-repair2.log" 2>&1 || return 1; record "$s" repair_missed "$(elapsed "$t0")"
+  wait_state "$s" "${ring[0]}" "$third" UN 120 || true
+  sleep 3   # every node sees it up again
+  settle; t0=$(now); nodetool "$s" "$third" repair -full keyspace1 > "$WORK/$s-repair2.log" 2>&1 || { log "$s: repair failed"; tail -5 "$WORK/$s-repair2.log" >&2; return 1; }
+  op_end "$s" repair_missed "$t0"
+  for a in "${ring[@]}"; do nodetool "$s" "$a" enablehandoff > /dev/null 2>&1 || true; done
 
-  t0=$(now); nodetool "$s" "${nodes[0]}" compact keyspace1 > /dev/null || return 1; record "$s" compact "$(elapsed "$t0")"
-  t0=$(now); nodetool "$s" "${nodes[0]}" garbagecollect keyspace1 > /dev/null || return 1; record "$s" garbagecollect "$(elapsed "$t0")"
-  nodetool "$s" "${nodes[0]}" getstreamthroughput > "$WORK/$s-streamthroughput.txt" 2>&1 || true
+  # 9. major compaction, 10. garbagecollect (node1)
+  flush "$s" "${ring[0]}"
+  mb="$(data_mb "$s" "${ring[0]}")"
+  local n0; n0="$(sstables "$s" "${ring[0]}" keyspace1)"
+  settle; t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace1 > "$WORK/$s-compact.log" 2>&1 || return 1; OP_END=$(now); settle
+  op_end "$s" compact "$t0" "\"node1_mb_both_tables\":$mb,\"sstables_before\":$n0,\"sstables_after\":$(sstables "$s" "${ring[0]}" keyspace1)"
+  n0="$(sstables "$s" "${ring[0]}" keyspace2)"
+  settle; t0=$(now); nodetool "$s" "${ring[0]}" compact keyspace2 >> "$WORK/$s-compact.log" 2>&1 || return 1; OP_END=$(now); settle
+  op_end "$s" compact_lcs "$t0" "\"sstables_before\":$n0,\"sstables_after\":$(sstables "$s" "${ring[0]}" keyspace2)"
+  settle; t0=$(now)
+  t00=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace1 > "$WORK/$s-gc.log" 2>&1 || return 1; r1="$(elapsed "$t00")"
+  t00=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace2 >> "$WORK/$s-gc.log" 2>&1 || return 1
+  op_end "$s" garbagecollect "$t0" "\"keyspace1_s\":$(printf %.2f "$r1"),\"keyspace2_s\":$(printf %.2f "$(elapsed "$t00")")"
+  nodetool "$s" "${ring[0]}" getstreamthroughput > "$WORK/$s-streamthroughput.txt" 2>&1 || true
+  nodetool "$s" "${ring[0]}" status > "$WORK/$s-status-end.txt" 2>&1 || true
 }
 
 LOADAVG="$(cut -d' ' -f1-3 /proc/loadavg)"
-log "mode=$MODE rows=$ROWS servers=[$SERVERS] loadavg=$LOADAVG raw=$WORK"
+log "mode=$MODE rows=$ROWS rate=$RATE servers=[$SERVERS] loadavg=$LOADAVG raw=$WORK"
+START_ALL=$SECONDS
 for s in $SERVERS; do
+  note "$s" loadavg_before "\"$(cut -d' ' -f1-3 /proc/loadavg)\""
   if start_ring "$s"; then
-    run_ops "$s" || log "$s: an operation failed (see $WORK)"
+    run_ops "$s" || { log "$s: an operation failed (see $WORK)"; note "$s" failed true; }
   else
-    log "cannot start the $s ring, skipped"
+    log "cannot start the $s ring, skipped"; note "$s" failed true
   fi
   stop_all
+  note "$s" loadavg_after "\"$(cut -d' ' -f1-3 /proc/loadavg)\""
 done
+log "both rings done in $(( SECONDS - START_ALL )) s"
 
-python3 - "$TIMES" "$OUT/$NAME" "$MODE" "$ROWS" "$COMMIT" "$LOADAVG" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'EOF'
-import json, sys
-times, base, mode, rows, commit, load_before, load_after = sys.argv[1:]
-rows_in = [json.loads(l) for l in open(times) if l.strip()]
-by = {}
-for r in rows_in:
-    by.setdefault(r["server"], {})[r["op"]] = r
-ops = ["load", "add", "decommission", "repair_in_sync", "repair_missed", "compact", "garbagecollect"]
-h, c = by.get("helenus", {}), by.get("cassandra", {})
-ratios = {op: round(h[op]["seconds"] / c[op]["seconds"], 3) for op in ops
-          if op in h and op in c and c[op]["seconds"] > 0}
-busy = max(float(load_before.split()[0]), float(load_after.split()[0])) > 1.5
-doc = {"mode": mode, "rows": int(rows), "commit": commit, "loadavg_before": load_before,
-       "loadavg_after": load_after, "busy": busy, "results": by,
-       "ratio_helenus_over_cassandra": ratios}
-json.dump(doc, open(base + ".json", "w"), indent=1)
-cell = lambda d, op: f'{d[op]["seconds"]:.2f}' if op in d else "—"
-lines = [f"# Admin operations, Helenus vs Cassandra 5.0 ({mode}, {rows} rows RF=3, commit {commit})", "",
-         "Wall seconds per operation on 3 nodes (+1 for add/decommission), 2-core machine, both with the "
-         "default 24 MiB/s stream throttle; ratio < 1 means Helenus is faster.", "",
-         "| operation | Helenus s | Cassandra s | Helenus/Cassandra |", "|---|---:|---:|---:|"]
-for op in ops:
-    lines.append(f"| {op} | {cell(h, op)} | {cell(c, op)} | {ratios.get(op, '—')} |")
-for name, d in (("Helenus", h), ("Cassandra", c)):
-    if "add" in d and "mb_per_s" in d["add"]:
-        lines.append(f"\n{name} add: node4 holds {d['add']['node4_data_mb']} MB after the join, "
-                     f"{d['add']['mb_per_s']} MB/s over the whole join.")
-lines.append(f"\nLoad average before/after: {load_before} / {load_after}.")
-if busy:
-    lines.append("**The machine was busy** (load average above 1.5 on 2 cores): the times are noisy.")
-open(base + ".md", "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-EOF
-log "wrote $OUT/$NAME.{json,md}"
+VENV="$HOME/.cache/helenus/bench-venv"
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import matplotlib' 2>/dev/null; then
+  log "creating $VENV (matplotlib)"
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q matplotlib >&2 || log "matplotlib unavailable: report without PNG"
+fi
+PY="$VENV/bin/python"; [ -x "$PY" ] || PY=python3
+"$PY" "$ROOT/bench/ops_report.py" --work "$WORK" --out "$OUT/$NAME" --mode "$MODE" --rows "$ROWS" --commit "$COMMIT" --bench-commit "$BENCH_COMMIT" \
+  --rate "$RATE" --bg-threads "$BG_THREADS" --lcs-mb "$LCS_MB" --loadavg-before "$LOADAVG" --loadavg-after "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  --total-s "$(( SECONDS - START_ALL ))"
+log "wrote $OUT/$NAME.{json,md,png} (raw: $WORK)"
