@@ -33,6 +33,7 @@ pub(crate) use merge::TokenRange;
 use merge::{merge_range, raw_copyable, token_splits, MergeCtx, RangeOutput};
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use strategy::SSTableInfo;
 
 /// Summed input bytes of one partition above which compaction streams its rows instead of
@@ -279,6 +280,46 @@ pub(crate) fn reserve(t: &Table, cands: Vec<Arc<SSTableReader>>) -> Vec<Arc<SSTa
         taken.insert(s.gen);
     }
     free
+}
+
+/// Reserves every live SSTable of `t` for a major compaction, waiting (up to `wait`) for the
+/// background compactions that hold some of them, and taking what they write, as Cassandra's
+/// major compaction waits for the running ones; without the wait, `nodetool compact` during a
+/// background compaction left several SSTables, or did nothing at all. At the deadline, what is
+/// held so far.
+pub(crate) fn reserve_all_waiting(t: &Table, wait: Duration) -> Vec<Arc<SSTableReader>> {
+    let deadline = Instant::now() + wait;
+    let mut held = Vec::new();
+    loop {
+        let live = t.sstables.read().clone();
+        held.extend(reserve(t, live.clone()));
+        let ours: HashSet<u64> = held.iter().map(|s| s.gen).collect();
+        if live.iter().all(|s| ours.contains(&s.gen)) || Instant::now() >= deadline {
+            return held;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reserves `s` alone, waiting (until `deadline`) while a background compaction holds it; None
+/// once it is gone (that compaction replaced it) or at the deadline.
+pub(crate) fn reserve_one_waiting(
+    t: &Table,
+    s: &Arc<SSTableReader>,
+    deadline: Instant,
+) -> Option<Arc<SSTableReader>> {
+    loop {
+        if !t.sstables.read().iter().any(|l| l.gen == s.gen) {
+            return None;
+        }
+        if let Some(taken) = reserve(t, vec![s.clone()]).pop() {
+            return Some(taken);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Picks and runs one background compaction if the strategy wants one.

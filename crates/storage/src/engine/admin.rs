@@ -9,6 +9,10 @@ use crate::types::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// How long `nodetool compact` and `garbagecollect` wait for the background compactions that
+/// hold some of the table's SSTables.
+const ADMIN_COMPACTION_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 impl Engine {
     fn tables_for(&self, table: Option<TableId>) -> Result<Vec<Arc<Table>>, StorageError> {
         match table {
@@ -28,8 +32,7 @@ impl Engine {
     /// Major compaction: all SSTables of the table into one (split by size for LCS).
     pub fn compact(&self, table: TableId) -> Result<CompactionStats, StorageError> {
         let t = self.table(table)?;
-        let all: Vec<_> = t.sstables.read().clone();
-        let inputs = compaction::reserve(&t, all);
+        let inputs = compaction::reserve_all_waiting(&t, ADMIN_COMPACTION_WAIT);
         if inputs.is_empty() {
             return Ok(CompactionStats::default());
         }
@@ -65,11 +68,12 @@ impl Engine {
         let t = self.table(table)?;
         let all: Vec<_> = t.sstables.read().clone();
         let mut total = CompactionStats::default();
+        let deadline = std::time::Instant::now() + ADMIN_COMPACTION_WAIT;
         for s in all {
-            let inputs = compaction::reserve(&t, vec![s.clone()]);
-            if inputs.is_empty() {
+            let Some(input) = compaction::reserve_one_waiting(&t, &s, deadline) else {
                 continue;
-            }
+            };
+            let inputs = vec![input];
             let level = s.stats.level;
             let st = compaction::compact_sstables(
                 &self.background,
@@ -280,5 +284,55 @@ impl Engine {
     fn stop_background(&self) -> Result<(), StorageError> {
         self.background.stop();
         self.log.shutdown()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use crate::compaction;
+    use crate::test_support::*;
+    use std::collections::HashSet;
+    use std::time::Duration;
+
+    /// Three flushed SSTables, the first two held for 300 ms as a running background compaction
+    /// holds its inputs; returns the engine and the thread that lets them go.
+    fn three_sstables_two_held(
+        name: &str,
+    ) -> (std::sync::Arc<crate::Engine>, std::thread::JoinHandle<()>) {
+        let e = open(&tempdir(name), 0);
+        for i in 0..3u8 {
+            let mut m = mutation(&[b'p', i]);
+            m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
+            e.apply_blocking(&[m]).unwrap();
+            e.flush(None).unwrap();
+        }
+        let t = e.table(TABLE).unwrap();
+        let first_two = t.sstables.read()[..2].to_vec();
+        let held = compaction::reserve(&t, first_two);
+        assert_eq!(held.len(), 2);
+        let gens: HashSet<u64> = held.iter().map(|s| s.gen).collect();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            t.compacting.lock().retain(|g| !gens.contains(g));
+        });
+        (e, releaser)
+    }
+
+    #[test]
+    fn a_major_compaction_waits_for_the_background_compaction_holding_its_sstables() {
+        let (e, releaser) = three_sstables_two_held("major-waits");
+        let st = e.compact(TABLE).unwrap();
+        releaser.join().unwrap();
+        assert_eq!(st.input_sstables, 3, "the held SSTables were left out");
+        assert_eq!(e.table_stats(TABLE).sstable_count, 1);
+    }
+
+    #[test]
+    fn garbagecollect_waits_for_the_sstables_a_background_compaction_holds() {
+        let (e, releaser) = three_sstables_two_held("gc-waits");
+        let st = e.garbage_collect(TABLE).unwrap();
+        releaser.join().unwrap();
+        assert_eq!(st.input_sstables, 3, "the held SSTables were left out");
     }
 }
