@@ -20,7 +20,8 @@
 #            (a node joining on .84, one refused on .85) and repair history
 #            (skip: HELENUS_CLUSTER_SKIP_OPS=1).
 # HELENUS_CLUSTER_SKIP_MAIN=1 skips phase 1 (to run only a later phase); HELENUS_CLUSTER_FIRST moves
-# phase 1's nodes (default 127.0.0.81; test_9 still adds its fourth node on .84).
+# every phase's nodes (default 127.0.0.81: phase 2 starts 4 addresses after it, nodes a phase adds
+# take the next free addresses), so two runs can share the machine on different addresses.
 # Builds nothing: the binary is $HELENUS_BIN (default $CARGO_TARGET_DIR/release/helenus). Every
 # cluster is cleared on exit (trap), every step has a timeout. Extra pytest args pass through
 # (e.g. tests/cluster/run.sh -k kill). HELENUS_CLUSTER_LOGS=DIR keeps the nodes' logs there.
@@ -76,6 +77,10 @@ show_logs() {
   done
 }
 
+FIRST="${HELENUS_CLUSTER_FIRST:-127.0.0.81}"
+plus4() {  # the address 4 after $1 (a.b.c.d -> a.b.c.d+4)
+  local head="${1%.*}" last="${1##*.}"; echo "$head.$((last + 4))"
+}
 failed=0
 phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES... [-- PYTEST ARGS]
   local name="$1" dir="$2" count="$3" first="$4" start_args="$5" limit="$6"; shift 6
@@ -104,23 +109,23 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
 
 if [ "${HELENUS_CLUSTER_SKIP_MAIN:-0}" != 1 ]; then
 CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh rust go java node}" \
-  phase "3 nodes" "$WORK/c3" 3 "${HELENUS_CLUSTER_FIRST:-127.0.0.81}" "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_9_bootstrap.py "$@"
+  phase "3 nodes" "$WORK/c3" 3 "$FIRST" "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_9_bootstrap.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
-  CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 127.0.0.85 "--dcs 2" 240 test_dcs.py "$@"
+  CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 "$(plus4 "$FIRST")" "--dcs 2" 240 test_dcs.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_AUTH:-0}" != 1 ]; then
   CLIENT_SUITES="" NODE_SETTINGS="--set authenticator=PasswordAuthenticator --set authorizer=CassandraAuthorizer" \
-    phase "3 nodes with authentication" "$WORK/auth" 3 127.0.0.81 "" 240 test_auth_ring.py "$@"
+    phase "3 nodes with authentication" "$WORK/auth" 3 "$FIRST" "" 240 test_auth_ring.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_REPLACE:-0}" != 1 ]; then
-  CLIENT_SUITES="" phase "replace and removenode" "$WORK/rp" 3 127.0.0.81 "" 300 test_10_replace.py "$@"
+  CLIENT_SUITES="" phase "replace and removenode" "$WORK/rp" 3 "$FIRST" "" 300 test_10_replace.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_STREAMS:-0}" != 1 ]; then
-  CLIENT_SUITES="" phase "streaming" "$WORK/st" 3 127.0.0.81 "" 400 test_11_streaming.py test_13_resume.py "$@"
+  CLIENT_SUITES="" phase "streaming" "$WORK/st" 3 "$FIRST" "" 400 test_11_streaming.py test_13_resume.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_OPS:-0}" != 1 ]; then
-  CLIENT_SUITES="" phase "topology operations" "$WORK/ops" 3 127.0.0.81 "" 420 test_12_ops.py "$@"
+  CLIENT_SUITES="" phase "topology operations" "$WORK/ops" 3 "$FIRST" "" 420 test_12_ops.py "$@"
 fi
 echo "cluster tests: $([ $failed -eq 0 ] && echo ok || echo FAILED) in $((SECONDS - T0)) s"
 exit $failed
