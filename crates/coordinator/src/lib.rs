@@ -19,6 +19,7 @@ pub mod paxos;
 pub mod range;
 pub mod read;
 pub mod replica_plan;
+pub mod speculation;
 pub mod write;
 
 pub use consistency::{ConsistencyLevel, InvalidConsistency};

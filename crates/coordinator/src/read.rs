@@ -9,6 +9,7 @@
 //! What the data means is the caller's business: a `ReadResolver` computes digests, merges
 //! answers with the storage engine's reconcile rules, and says what a replica lacks.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -18,6 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::consistency::ConsistencyLevel;
 use crate::replica_plan::{ReadPlan, Unavailable};
+use crate::speculation::AnswerTimes;
 use crate::write::LocalWriter;
 
 /// Turns replica answers into one answer.
@@ -69,11 +71,13 @@ pub enum ReadError {
 }
 
 /// Read settings for one request.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Default)]
 pub struct ReadOptions {
     pub timeout: Duration,
     /// Send to a spare replica when an answer is this late (`speculative_retry`); `None` never.
     pub speculate_after: Option<Duration>,
+    /// Where each remote replica's answer time goes (the table's, for its next thresholds).
+    pub answer_times: Option<Arc<AnswerTimes>>,
 }
 
 const DATA: u8 = 0;
@@ -104,6 +108,7 @@ pub async fn read(
         local,
         resolver,
         deadline,
+        answer_times: options.answer_times.as_ref(),
     };
     let (tx, mut rx) = mpsc::channel(plan.contacts.len() + plan.spare.len() + 1);
     for (i, node) in plan.contacts.iter().enumerate() {
@@ -181,6 +186,7 @@ struct Context<'a> {
     local: &'a dyn LocalReader,
     resolver: &'a dyn ReadResolver,
     deadline: tokio::time::Instant,
+    answer_times: Option<&'a Arc<AnswerTimes>>,
 }
 
 impl Context<'_> {
@@ -217,9 +223,16 @@ impl Context<'_> {
         let tx = tx.clone();
         let messenger = self.messenger.clone();
         let deadline = self.deadline;
+        let answer_times = self.answer_times.cloned();
+        let sent = std::time::Instant::now();
         tokio::spawn(async move {
             let answer = match tokio::time::timeout_at(deadline, reply).await {
-                Ok(Ok(e)) => decode_answer(node, &e),
+                Ok(Ok(e)) => {
+                    if let Some(times) = answer_times {
+                        times.record(sent.elapsed());
+                    }
+                    decode_answer(node, &e)
+                }
                 _ => {
                     messenger.forget(id);
                     return;

@@ -28,6 +28,7 @@ const WRITE_TIMEOUT: Duration = Duration::from_millis(150);
 const READ_OPTIONS: ReadOptions = ReadOptions {
     timeout: Duration::from_millis(300),
     speculate_after: None,
+    answer_times: None,
 };
 
 fn node(n: usize) -> NodeId {

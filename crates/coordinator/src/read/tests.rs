@@ -120,6 +120,7 @@ fn plan(contacts: &[u128], spare: &[u128], block_for: usize) -> ReadPlan {
 const OPTIONS: ReadOptions = ReadOptions {
     timeout: Duration::from_millis(400),
     speculate_after: None,
+    answer_times: None,
 };
 
 #[tokio::test]
@@ -196,6 +197,7 @@ async fn a_slow_replica_is_covered_by_a_speculative_request_to_a_spare() {
     let options = ReadOptions {
         timeout: Duration::from_millis(2000),
         speculate_after: Some(Duration::from_millis(20)),
+        answer_times: None,
     };
     let started = tokio::time::Instant::now();
     let answer = read(

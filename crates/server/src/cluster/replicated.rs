@@ -17,6 +17,7 @@ use helenus_cluster::messaging::Verb;
 use helenus_coordinator::batchlog::{batchlog_endpoints, remove_batch, store_batch, Batch};
 use helenus_coordinator::paxos::{cas_with, CasRequest, PaxosError, PaxosVerbs};
 use helenus_coordinator::read::{ReadError, ReadOptions};
+use helenus_coordinator::speculation::{AnswerTimes, SpeculativeRetry};
 use helenus_coordinator::{plan_read, plan_write, ConsistencyLevel, LiveReplicas, WriteType};
 use helenus_schema::KeyspaceMeta;
 use helenus_storage as st;
@@ -25,15 +26,21 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// When a replica is this late, the same read goes to a spare replica (Cassandra's default
-/// `speculative_retry` is the table's 99th percentile; a fixed value stands in for it).
-const SPECULATE_AFTER: Duration = Duration::from_millis(100);
-
 pub struct ReplicatedProxy {
     cluster: Arc<ClusterNode>,
     local: Arc<dyn StorageProxy>,
-    /// Table id -> its keyspace, rebuilt when the schema generation moves.
-    keyspaces: RwLock<(u64, HashMap<st::TableId, Arc<KeyspaceMeta>>)>,
+    /// Table id -> its keyspace and read settings, rebuilt when the schema generation moves.
+    tables: RwLock<(u64, HashMap<st::TableId, ReplicatedTable>)>,
+}
+
+/// A replicated table as reads need it.
+#[derive(Clone)]
+struct ReplicatedTable {
+    keyspace: Arc<KeyspaceMeta>,
+    /// Its `speculative_retry` (the default when the stored text does not parse).
+    speculation: SpeculativeRetry,
+    /// Its replicas' recent answer times, kept across schema changes.
+    answer_times: Arc<AnswerTimes>,
 }
 
 impl ReplicatedProxy {
@@ -45,20 +52,21 @@ impl ReplicatedProxy {
         ReplicatedProxy {
             cluster,
             local,
-            keyspaces: RwLock::new((u64::MAX, HashMap::new())),
+            tables: RwLock::new((u64::MAX, HashMap::new())),
         }
     }
 
-    /// The keyspace of `table` when it is replicated across the ring (not LocalStrategy).
-    fn replicated_keyspace(&self, table: &st::TableId) -> Option<Arc<KeyspaceMeta>> {
+    /// `table` when it is replicated across the ring (not LocalStrategy).
+    fn replicated_table(&self, table: &st::TableId) -> Option<ReplicatedTable> {
         let node = self.cluster.node()?;
         let generation = node.schema_generation();
-        {
-            let cached = self.keyspaces.read();
+        let previous = {
+            let cached = self.tables.read();
             if cached.0 == generation {
                 return cached.1.get(table).cloned();
             }
-        }
+            cached.1.clone()
+        };
         let schema = node.schema();
         let mut by_table = HashMap::new();
         for ks in schema.user_keyspaces() {
@@ -66,12 +74,28 @@ impl ReplicatedProxy {
                 continue;
             }
             for t in ks.tables.values() {
-                by_table.insert(*t.id.as_bytes(), ks.clone());
+                let id = *t.id.as_bytes();
+                let answer_times = previous
+                    .get(&id)
+                    .map_or_else(Default::default, |p| p.answer_times.clone());
+                let speculation =
+                    SpeculativeRetry::parse(&t.params.speculative_retry).unwrap_or_default();
+                let entry = ReplicatedTable {
+                    keyspace: ks.clone(),
+                    speculation,
+                    answer_times,
+                };
+                by_table.insert(id, entry);
             }
         }
         let found = by_table.get(table).cloned();
-        *self.keyspaces.write() = (generation, by_table);
+        *self.tables.write() = (generation, by_table);
         found
+    }
+
+    /// The keyspace of `table` when it is replicated across the ring (not LocalStrategy).
+    fn replicated_keyspace(&self, table: &st::TableId) -> Option<Arc<KeyspaceMeta>> {
+        self.replicated_table(table).map(|t| t.keyspace)
     }
 
     fn live(&self) -> impl Fn(NodeId) -> bool + '_ {
@@ -79,7 +103,9 @@ impl ReplicatedProxy {
         move |n| n == local || self.cluster.service.is_alive(n)
     }
 
-    fn read_options(&self, range: bool) -> ReadOptions {
+    /// The timeout, and when a late replica gets a duplicate: the table's `speculative_retry`
+    /// (by default its replicas' 99th percentile answer time).
+    fn read_options(&self, table: &st::TableId, range: bool) -> ReadOptions {
         let ms = self.cluster.node().map_or(5000, |n| {
             if range {
                 n.config.range_request_timeout_ms
@@ -87,9 +113,17 @@ impl ReplicatedProxy {
                 n.config.read_request_timeout_ms
             }
         });
-        ReadOptions {
-            timeout: Duration::from_millis(ms),
-            speculate_after: Some(SPECULATE_AFTER),
+        let timeout = Duration::from_millis(ms);
+        match self.replicated_table(table) {
+            Some(t) => ReadOptions {
+                timeout,
+                speculate_after: t.speculation.delay(&t.answer_times),
+                answer_times: Some(t.answer_times),
+            },
+            None => ReadOptions {
+                timeout,
+                ..ReadOptions::default()
+            },
         }
     }
 
@@ -133,7 +167,7 @@ impl ReplicatedProxy {
         unlimited.per_partition_limit = None;
         unlimited.partition_limit = None;
         let command = wire::encode_read(table, &unlimited);
-        let options = self.read_options(range);
+        let options = self.read_options(&table, range);
         let messenger = self.cluster.messenger.clone();
         let answer = helenus_coordinator::read::read(
             &plan, command, &messenger, &store, &store, &store, options,

@@ -64,7 +64,13 @@ fn apply_property(params: &mut TableParams, name: &str, v: &OptionValue) -> Exec
         "memtable_flush_period_in_ms" => params.memtable_flush_period_in_ms = int_option(v, name)?,
         "min_index_interval" => params.min_index_interval = int_option(v, name)?,
         "max_index_interval" => params.max_index_interval = int_option(v, name)?,
-        "speculative_retry" => params.speculative_retry = scalar(v, name)?,
+        "speculative_retry" => {
+            // Stored as Cassandra stores it ('99PERCENTILE' shows as '99p').
+            let text = scalar(v, name)?;
+            let policy = helenus_coordinator::speculation::SpeculativeRetry::parse(&text)
+                .map_err(ExecError::Config)?;
+            params.speculative_retry = policy.to_string()
+        }
         "additional_write_policy" => params.additional_write_policy = scalar(v, name)?,
         "read_repair" => params.read_repair = scalar(v, name)?.to_uppercase(),
         "cdc" => params.cdc = Some(bool_option(v, name)?),
