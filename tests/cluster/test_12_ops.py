@@ -13,12 +13,14 @@ try a second one meanwhile:
   node1, are refused.
 Then `nodetool repair` writes its parent row and a SUCCESS row per table and range to
 `system_distributed.parent_repair_history` / `repair_history`, readable on every node; a
-repair with a replica down records FAILED with its reason.
+repair with a replica down records FAILED with its reason. Last, two nodes told to decommission
+at the same moment: the metadata log's topology claim lets exactly one go.
 
 Runs on its own cluster of three (phase "topology operations" in run.sh)."""
 
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -193,3 +195,38 @@ def test_a_failed_repair_is_recorded_as_failed(pinned):
     assert failed[0].successful_ranges is None and failed[0].finished_at is not None
     rows = [j for j in jobs if j.parent_id == failed[0].parent_id]
     assert rows and all(j.status == "FAILED" and "Endpoint not alive" in j.exception_message for j in rows), rows
+
+
+def test_two_decommissions_started_together_one_is_refused():
+    """Two nodes asked to decommission at the same moment: neither has seen the other LEAVING
+    in gossip yet, so only the topology claim of the metadata log can keep them apart; exactly
+    one leaves, the other is refused with Cassandra's range-movement error."""
+    a1, a2, a3 = first_three()
+    ccm("start", "node3", timeout=120)
+    wait_until(lambda: all(status_states(a).get(a3, ("?",))[0] == "UN" for a in (a1, a2)), 60, "node3 UN again")
+    before = set(nodes().values())
+    ccm("add", timeout=300)
+    (new,) = set(nodes().values()) - before
+    wait_until(lambda: status_states(a1).get(new, ("?",))[0] == "UN", 60, "the new node UN")
+    barrier = threading.Barrier(2)
+    results = {}
+
+    def decommission(address):
+        barrier.wait()
+        results[address] = subprocess.run([BIN, "nodetool", "-h", address, "decommission"], capture_output=True,
+                                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+    threads = [threading.Thread(target=decommission, args=(a,)) for a in (new, a2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=320)
+    outcome = {a: (r.returncode, (r.stdout + r.stderr).strip()[-300:]) for a, r in results.items()}
+    print(f"decommissions started together: {outcome}")
+    left = [a for a, r in results.items() if r.returncode == 0]
+    refusals = [a for a, r in results.items() if r.returncode != 0]
+    assert len(left) == 1 and len(refusals) == 1, outcome
+    assert RANGE_MOVEMENT.format("decommission") in outcome[refusals[0]][1], outcome
+    stayed = refusals[0]
+    wait_until(lambda: left[0] not in status_states(stayed), 60, "the node that left gone from the ring")
+    assert status_states(stayed)[stayed][0] == "UN"

@@ -115,6 +115,8 @@ pub async fn run(cluster: Arc<ClusterNode>, tokens: Vec<Token>, replacing: Optio
         }
         Err(e) => super::resume::finished(&cluster, Err(e)),
     }
+    // Once NORMAL is announced: until then gossip shows the join to any other change.
+    super::topology_claim::release(&cluster);
 }
 
 /// The ranges this node gains in `keyspace`'s map `before` (the current ring), each with the
@@ -171,7 +173,11 @@ async fn stream_all(
     } else {
         "bootstrap"
     };
-    if let Err(e) = super::moves::refuse_if_moving(cluster, what, false, None) {
+    let allowed = match super::moves::refuse_if_moving(cluster, what, false, None) {
+        Ok(()) => super::topology_claim::take(cluster, &node, what).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = allowed {
         // As Cassandra's node fails to start: it stops before announcing anything, and a
         // restart once the ring is quiet joins (local.json still says not bootstrapped).
         tracing::error!("{e}");

@@ -36,15 +36,20 @@ pub fn start(cluster: &Arc<ClusterNode>) -> Result<(), String> {
         ));
     }
     super::moves::refuse_if_moving(cluster, "decommission", true, None)?;
-    {
+    super::topology_claim::take_blocking(cluster, "decommission")?;
+    let leaving = {
         let mut mode = cluster.mode.lock();
         if *mode != "NORMAL" {
-            return Err(format!(
+            Err(format!(
                 "Node in {mode} state; wait for status to become normal or restart"
-            ));
+            ))
+        } else {
+            refuse_if_replicas_would_be_missing(cluster, &node).map(|()| *mode = "LEAVING".into())
         }
-        refuse_if_replicas_would_be_missing(cluster, &node)?;
-        *mode = "LEAVING".into();
+    };
+    if let Err(e) = leaving {
+        super::topology_claim::release(cluster);
+        return Err(e);
     }
     cluster.service.announce_leaving();
     tokio::spawn(run(cluster.clone()));
@@ -83,7 +88,14 @@ fn refuse_if_replicas_would_be_missing(
 async fn run(cluster: Arc<ClusterNode>) {
     let started = Instant::now();
     tokio::time::sleep(JOIN_SETTLE).await;
-    match hand_over(&cluster).await {
+    let handed_over = hand_over(&cluster).await;
+    // Given back while this node still answers: once it has left, its claim is void anyway.
+    if let Some(node) = cluster.node() {
+        if let Err(e) = super::topology_claim::give_back(&cluster, &node).await {
+            tracing::warn!(error = %e, "topology claim not given back; it ends when this node leaves");
+        }
+    }
+    match handed_over {
         Ok(totals) => {
             totals.log(
                 started,

@@ -22,14 +22,17 @@
 //! the proposer learns that instead. The gossiped schema versions and pulls stay as the safety
 //! net (schema.rs) for nodes that were down while entries were chosen.
 //!
+//! Entries also carry the ring's topology claim (topology_claim.rs): a node takes it before it
+//! changes the ring, so ring changes are ordered by this log as schema changes are.
+//!
 //! Membership is the ring's members as this node sees them. Ring changes happen one at a time
-//! (moves.rs), and majorities of two member sets that differ by one node always overlap, so a
+//! (the claim, and the gossip check of moves.rs), and majorities of two member sets that differ by one node always overlap, so a
 //! join or departure during a schema change cannot let two values be chosen for one entry.
 
 use super::ClusterNode;
 use crate::exec::{ExecError, ExecResult};
 use crate::node::NodeState;
-use crate::topology::{SchemaPlan, SchemaPlanner};
+use crate::topology::SchemaPlanner;
 use bytes::{Buf, Bytes};
 use helenus_coordinator::paxos::{
     cas_with, Acceptor, AcceptorState, Ballot, CasRequest, Commit, PaxosError, PaxosStore,
@@ -283,35 +286,88 @@ fn order_timeout(node: &NodeState) -> Duration {
     Duration::from_millis(node.config.request_timeout_ms.saturating_mul(6) / 10)
 }
 
-/// One attempt's plan: the statement planned against the schema of `epoch`, kept while the
-/// epoch stays (a retried round must propose the same bytes: a new table's id is drawn when it
-/// is planned, and the first proposal may still be chosen by another node's round).
-struct Attempt {
+/// A change planned against this node's state at one epoch.
+pub(super) enum Planned<T> {
+    /// Nothing to propose: if the next entry is still free, the ordering ends with this.
+    Done(ExecResult<T>),
+    /// Propose `entry` for the next epoch; once it is chosen, install it and end with `output`.
+    Propose {
+        entry: Bytes,
+        install: Install,
+        output: T,
+    },
+}
+
+/// What a chosen entry of this node's changes here.
+pub(super) enum Install {
+    Schema(Box<helenus_schema::Schema>, SchemaChange),
+    Claim(Option<super::topology_claim::Claim>),
+}
+
+impl<T> Planned<T> {
+    /// An entry with this node's schema unchanged and the topology claim set to `claim`.
+    pub(super) fn claim(
+        node: &NodeState,
+        epoch: u64,
+        claim: Option<super::topology_claim::Claim>,
+        output: T,
+    ) -> ExecResult<Planned<T>> {
+        let entry = super::schema::encode_entry(epoch + 1, &node.schema(), claim.as_ref())?;
+        Ok(Planned::Propose {
+            entry,
+            install: Install::Claim(claim),
+            output,
+        })
+    }
+
+    fn proposal(&self) -> Option<&Bytes> {
+        match self {
+            Planned::Done(_) => None,
+            Planned::Propose { entry, .. } => Some(entry),
+        }
+    }
+}
+
+/// One attempt's plan, kept while the epoch stays (a retried round must propose the same
+/// bytes: a new table's id is drawn when it is planned, and the first proposal may still be
+/// chosen by another node's round).
+struct Attempt<T> {
     epoch: u64,
-    planned: SchemaPlan,
-    proposal: Option<Bytes>,
+    planned: Planned<T>,
 }
 
-fn attempt(node: &NodeState, epoch: u64, plan: &SchemaPlanner<'_>) -> ExecResult<Attempt> {
-    let planned = plan(&node.schema());
-    let proposal = match &planned {
-        Ok(Some((schema, _))) => Some(super::schema::encode_entry(epoch + 1, schema)?),
-        _ => None,
-    };
-    Ok(Attempt {
-        epoch,
-        planned,
-        proposal,
-    })
-}
-
-/// Orders the schema change `plan` makes (see the module docs): returns what changed, None for
-/// a statement that changes nothing, or the error `plan` gives against the ring's newest schema.
+/// A DDL statement's schema change, ordered (see the module docs): what changed, None for a
+/// statement that changes nothing, or the error `plan` gives against the ring's newest schema.
 pub async fn order_change(
     cluster: &ClusterNode,
     node: &NodeState,
     plan: &SchemaPlanner<'_>,
 ) -> ExecResult<Option<SchemaChange>> {
+    let planner = |epoch: u64| -> ExecResult<Planned<Option<SchemaChange>>> {
+        Ok(match plan(&node.schema()) {
+            Ok(Some((schema, change))) => {
+                let claim = cluster.claim.lock().clone();
+                let entry = super::schema::encode_entry(epoch + 1, &schema, claim.as_ref())?;
+                Planned::Propose {
+                    entry,
+                    install: Install::Schema(Box::new(schema), change.clone()),
+                    output: Some(change),
+                }
+            }
+            Ok(None) => Planned::Done(Ok(None)),
+            Err(e) => Planned::Done(Err(crate::exec::ddl::exec_error(e))),
+        })
+    };
+    order(cluster, node, &planner).await
+}
+
+/// Orders the change `plan` makes against this node's state at an epoch (planned again when
+/// another node's change takes the entry first) and installs it once chosen.
+pub(super) async fn order<T>(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    plan: &(dyn Fn(u64) -> ExecResult<Planned<T>> + Send + Sync),
+) -> ExecResult<T> {
     let _one_from_here = cluster.metadata.serial.lock().await;
     let timeout = order_timeout(node);
     let deadline = tokio::time::Instant::now() + timeout;
@@ -321,12 +377,15 @@ pub async fn order_change(
             timeout.as_millis()
         ))
     };
-    let mut current: Option<Attempt> = None;
+    let mut current: Option<Attempt<T>> = None;
     loop {
         let epoch = cluster.schema_epoch.load(Ordering::Acquire);
         let this = match current.take() {
             Some(a) if a.epoch == epoch => a,
-            _ => attempt(node, epoch, plan)?,
+            _ => Attempt {
+                epoch,
+                planned: plan(epoch)?,
+            },
         };
         let members: Vec<_> = cluster.service.ring().members().map(|m| m.id).collect();
         let local = cluster.local();
@@ -343,7 +402,7 @@ pub async fn order_change(
             quorum,
             timeout: deadline.saturating_duration_since(tokio::time::Instant::now()),
         };
-        let proposal = this.proposal.clone();
+        let proposal = this.planned.proposal().cloned();
         let outcome = cas_with(
             &request,
             &cluster.messenger,
@@ -374,23 +433,32 @@ pub async fn order_change(
                 tokio::time::sleep(Duration::from_millis(1 + jitter)).await;
                 continue;
             }
-            Ok(o) if o.applied => this.proposal.clone(),
+            Ok(o) if o.applied => proposal.clone(),
             Ok(o) => o.current,
         };
         let Some(entry) = chosen else {
-            // The entry is free and the statement changes nothing, or fails, against the
-            // newest schema.
-            return this
-                .planned
-                .map(|p| p.map(|(_, change)| change))
-                .map_err(crate::exec::ddl::exec_error);
+            // The entry is free and nothing needs to change against the newest state.
+            return match this.planned {
+                Planned::Done(result) => result,
+                Planned::Propose { .. } => Err(ExecError::Server("entry lost its plan".into())),
+            };
         };
-        if Some(&entry) == this.proposal.as_ref() {
-            let Ok(Some((schema, change))) = this.planned else {
+        if Some(&entry) == proposal.as_ref() {
+            let Planned::Propose {
+                install, output, ..
+            } = this.planned
+            else {
                 return Err(ExecError::Server("schema change lost its plan".into()));
             };
-            super::schema::install_own(cluster, node, epoch + 1, schema, &change).await?;
-            return Ok(Some(change));
+            match install {
+                Install::Schema(schema, change) => {
+                    super::schema::install_own(cluster, node, epoch + 1, *schema, &change).await?
+                }
+                Install::Claim(claim) => {
+                    super::schema::install_claim(cluster, node, epoch + 1, claim).await
+                }
+            }
+            return Ok(output);
         }
         super::schema::take(cluster, node, entry)
             .await

@@ -30,6 +30,7 @@ mod resume;
 mod schema;
 mod sstable_stream;
 mod streams;
+mod topology_claim;
 mod wire;
 
 use crate::config::NodeConfig;
@@ -272,6 +273,8 @@ pub struct ClusterNode {
     down_since: Mutex<HashMap<NodeId, tokio::time::Instant>>,
     /// This node's part in the metadata log that orders schema changes (metadata_log.rs).
     metadata: metadata_log::MetadataLog,
+    /// The ring's topology claim as of this node's epoch (topology_claim.rs).
+    claim: Mutex<Option<topology_claim::Claim>>,
     /// Logged batches this node holds for coordinators (replayed if not removed in time).
     batchlog: helenus_coordinator::batchlog::BatchlogStore,
     /// This node's Paxos acceptor and the ballots it proposes with (cluster/paxos.rs).
@@ -387,6 +390,7 @@ pub fn attach(
         auth_pushed: Mutex::new(node.auth.digest()),
         repair_digests: repair::DigestCache::default(),
         metadata: metadata_log::MetadataLog::new(metadata_store),
+        claim: Mutex::new(topology_claim::load(node)),
         batchlog,
         acceptor: helenus_coordinator::paxos::Acceptor::new(Arc::new(paxos_store)),
         ballots,
@@ -410,6 +414,7 @@ pub fn attach(
     tokio::spawn(replica::serve(cluster.clone(), inbox));
     tokio::spawn(events::forward_events(cluster.clone()));
     tokio::spawn(housekeeping(cluster.clone()));
+    topology_claim::release_if_held(&cluster);
     if let Some(tokens) = bootstrap {
         tokio::spawn(bootstrap::run(cluster.clone(), tokens, replacing));
     }

@@ -5,6 +5,10 @@
 //! move ranges computed against a ring that no longer holds, and leave replicas that own data
 //! they never received.
 //!
+//! This gossip check gives Cassandra's refusal, naming the nodes that move; two changes
+//! started before either is seen in gossip are kept apart by the metadata log's topology claim
+//! (topology_claim.rs), taken right after this check.
+//!
 //! What is under way is read from gossip (peers JOINING, LEAVING, MOVING, REPLACING or being
 //! removed) and from this node's own operations (its mode, a removal or a rebuild it runs).
 

@@ -50,6 +50,7 @@ pub(super) fn start(cluster: &Arc<ClusterNode>, request: Request) -> Result<(), 
         return Err("Node is still rebuilding. Check nodetool netstats.".into());
     }
     super::moves::refuse_if_moving(cluster, "rebuild", true, None)?;
+    super::topology_claim::refuse_if_claimed(cluster, "rebuild")?;
     {
         let mut state = cluster.rebuild.lock();
         if state.running {

@@ -85,9 +85,11 @@ pub(super) fn start(cluster: &Arc<ClusterNode>, host_id: &str, force: bool) -> R
     }
     // The node a removal continues with (already `removing`) is no other change.
     super::moves::refuse_if_moving(cluster, "removenode", true, Some(dead))?;
+    super::topology_claim::take_blocking(cluster, "removenode")?;
     {
         let mut removal = cluster.removal.lock();
         if removal.running.is_some() {
+            super::topology_claim::release(cluster);
             return Err("This node is already processing a removal. Wait for it to complete, or use 'removenode force' if this has failed.".into());
         }
         if peer.status == status::REMOVING {
@@ -145,6 +147,7 @@ async fn run(cluster: Arc<ClusterNode>, dead: NodeId) {
     // read: anything written after the read reaches them directly.
     tokio::time::sleep(JOIN_SETTLE).await;
     let outcome = restore_all(&cluster, dead).await;
+    super::topology_claim::release(&cluster);
     let mut removal = cluster.removal.lock();
     if removal.running.as_ref().map(|r| r.node) != Some(dead) {
         return; // forced meanwhile

@@ -6,6 +6,7 @@
 //! before the log, equal with a higher version); nodes that see a different version in gossip
 //! pull from each other (the safety net for a node that was down while changes were made).
 
+use super::topology_claim::Claim;
 use super::ClusterNode;
 use crate::exec::{ExecError, ExecResult};
 use crate::node::NodeState;
@@ -46,20 +47,46 @@ fn save_epoch(path: &Path, epoch: u64) {
     }
 }
 
-/// `[epoch u64][user schema]`: a metadata log entry, and what schema messages carry.
-pub(super) fn encode_entry(epoch: u64, schema: &helenus_schema::Schema) -> ExecResult<Bytes> {
+/// Marks an entry that carries the topology claim; entries from before it start their schema
+/// (JSON) at once, with `{`.
+const WITH_CLAIM: u8 = 0xC1;
+
+/// `[epoch u64][WITH_CLAIM][topology claim][user schema]`: a metadata log entry, and what
+/// schema messages carry.
+pub(super) fn encode_entry(
+    epoch: u64,
+    schema: &helenus_schema::Schema,
+    claim: Option<&Claim>,
+) -> ExecResult<Bytes> {
     let json =
         helenus_schema::encode_user_schema(schema).map_err(|e| ExecError::Server(e.to_string()))?;
-    let mut out = BytesMut::with_capacity(8 + json.len());
+    let mut out = BytesMut::with_capacity(32 + json.len());
     out.put_u64(epoch);
+    out.put_u8(WITH_CLAIM);
+    super::topology_claim::encode_claim(&mut out, claim);
     out.put_slice(&json);
     Ok(out.freeze())
 }
 
-/// This node's schema as an entry.
+/// An entry's epoch, topology claim and schema JSON.
+fn decode_entry(mut payload: Bytes) -> Result<(u64, Option<Claim>, Bytes), String> {
+    if payload.remaining() < 8 {
+        return Err("schema message too short".into());
+    }
+    let epoch = payload.get_u64();
+    if payload.first() != Some(&WITH_CLAIM) {
+        return Ok((epoch, None, payload));
+    }
+    payload.advance(1);
+    let claim = super::topology_claim::decode_claim(&mut payload)?;
+    Ok((epoch, claim, payload))
+}
+
+/// This node's schema and topology claim as an entry.
 fn export(cluster: &ClusterNode, node: &NodeState) -> Bytes {
     let epoch = cluster.schema_epoch.load(Ordering::Acquire);
-    encode_entry(epoch, &node.schema())
+    let claim = cluster.claim.lock().clone();
+    encode_entry(epoch, &node.schema(), claim.as_ref())
         .unwrap_or_else(|_| Bytes::copy_from_slice(&epoch.to_be_bytes()))
 }
 
@@ -85,11 +112,31 @@ pub(super) async fn install_own(
     cluster
         .service
         .set_schema_version(&node.schema().version.to_string());
+    push(cluster, node).await;
+    Ok(())
+}
+
+/// Pushes this node's entry to the live peers and waits (bounded) until they have it.
+async fn push(cluster: &ClusterNode, node: &NodeState) {
     let payload = export(cluster, node);
     cluster
         .request_live_peers(Verb::SchemaPush, payload, AGREEMENT_WAIT)
         .await;
-    Ok(())
+}
+
+/// After the metadata log chose this node's change of the topology claim for `epoch`.
+pub(super) async fn install_claim(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    epoch: u64,
+    claim: Option<Claim>,
+) {
+    {
+        let _installing = cluster.metadata.installing.lock().await;
+        super::topology_claim::store(cluster, node, claim);
+        set_epoch(cluster, node, epoch);
+    }
+    push(cluster, node).await;
 }
 
 /// A peer's SchemaPull (answered with our schema) or SchemaPush (taken if newer, acknowledged).
@@ -112,12 +159,9 @@ pub async fn serve(cluster: &ClusterNode, node: &NodeState, request: Envelope) {
 pub(super) async fn take(
     cluster: &ClusterNode,
     node: &NodeState,
-    mut payload: Bytes,
+    payload: Bytes,
 ) -> Result<(), String> {
-    if payload.remaining() < 8 {
-        return Err("schema message too short".into());
-    }
-    let epoch = payload.get_u64();
+    let (epoch, claim, payload) = decode_entry(payload)?;
     // One at a time: two schemas checked against the same epoch and installed in the other
     // order would leave the older one in place.
     let _installing = cluster.metadata.installing.lock().await;
@@ -125,6 +169,9 @@ pub(super) async fn take(
         .map_err(|e| e.to_string())?;
     let incoming = crate::exec::ddl::schema_with_user_keyspaces(keyspaces);
     let ours = cluster.schema_epoch.load(Ordering::Acquire);
+    if epoch > ours {
+        super::topology_claim::store(cluster, node, claim);
+    }
     let current = node.schema().version;
     let newer = epoch > ours || (epoch == ours && incoming.version > current);
     if !newer || incoming.version == current {
@@ -156,5 +203,34 @@ pub async fn pull_if_behind(cluster: &ClusterNode) {
                 tracing::warn!(from = %peer, error = %e, "pulled schema not taken");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use helenus_cluster::locator::NodeId;
+
+    #[test]
+    fn entries_carry_the_claim_and_entries_from_before_it_still_read() {
+        let schema = crate::exec::ddl::schema_with_user_keyspaces(Vec::new());
+        let claim = Claim {
+            holder: NodeId(uuid::Uuid::from_bytes([3; 16])),
+            operation: "bootstrap".into(),
+        };
+        let entry = encode_entry(7, &schema, Some(&claim)).unwrap();
+        let (epoch, got, json) = decode_entry(entry).unwrap();
+        assert_eq!((epoch, got.as_ref()), (7, Some(&claim)));
+        assert_eq!(json.first(), Some(&b'{'));
+        // Before the claim: the schema's JSON right after the epoch.
+        let mut old = BytesMut::new();
+        old.put_u64(5);
+        old.put_slice(&json);
+        let (epoch, got, old_json) = decode_entry(old.freeze()).unwrap();
+        assert_eq!((epoch, got, old_json), (5, None, json));
+        let cut = encode_entry(7, &schema, Some(&claim)).unwrap().slice(..12);
+        assert!(decode_entry(cut).is_err());
+        assert!(decode_entry(Bytes::from_static(b"1234")).is_err());
     }
 }
