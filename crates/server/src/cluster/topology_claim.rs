@@ -120,7 +120,7 @@ fn in_force(cluster: &ClusterNode, claim: &Claim) -> bool {
 fn refusal(cluster: &ClusterNode, what: &str, claim: &Claim) -> ExecError {
     ExecError::Config(format!(
         "Other bootstrapping/leaving/moving nodes detected, cannot {what} while cassandra.consistent.rangemovement is true (/{} holds the ring's topology claim for a {})",
-        cluster.address_of(claim.holder),
+        super::streams::ip_of(cluster, claim.holder),
         claim.operation
     ))
 }
@@ -136,7 +136,12 @@ pub(super) async fn take(cluster: &ClusterNode, node: &NodeState, what: &str) ->
         let current = cluster.claim.lock().clone();
         match current {
             Some(c) if c.holder == cluster.local() => Ok(super::metadata_log::Planned::Done(Ok(()))),
-            Some(c) if in_force(cluster, &c) => Err(refusal(cluster, what, &c)),
+            // Final only once the round finds the next entry free: this node's view may be
+            // behind a release it has not heard of yet (the round then learns it and plans
+            // again).
+            Some(c) if in_force(cluster, &c) => Ok(super::metadata_log::Planned::Done(Err(
+                refusal(cluster, what, &c),
+            ))),
             _ => super::metadata_log::Planned::claim(node, epoch, Some(wanted.clone()), ()),
         }
     };
