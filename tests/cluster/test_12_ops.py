@@ -5,7 +5,8 @@ Three nodes hold about 8 MB (RF 3). Every stream is throttled to 1 megabit/s
 (`nodetool setstreamthroughput 1`), so each operation below stays in progress long enough to
 try a second one meanwhile:
 - node3 rebuilds (`nodetool rebuild`, no data center: from any other replica): netstats shows a
-  Rebuild plan receiving; a second rebuild and a decommission of node3 are refused;
+  Rebuild plan receiving; a second rebuild and a decommission of node3 are refused; node3 killed
+  during a second rebuild and rebuilt again streams only the ranges it lacked;
 - a fourth node joins (JOINING): a decommission and a rebuild elsewhere are refused with
   Cassandra's "Other bootstrapping/leaving/moving nodes detected" error, and a fifth node that
   tries to bootstrap meanwhile stops with that error;
@@ -105,6 +106,33 @@ def test_rebuild_streams_under_a_rebuild_plan_and_refuses_a_second_operation(pin
     set_rate([a1, a2, a3], 0)
     finish(rebuild)
     # node3 answers everything alone after it.
+    rows = pinned[a3].execute(stmt(f"SELECT count(*) FROM {TABLE}", CL.ONE, fetch_size=None), timeout=60).one()
+    assert rows[0] == ROWS
+
+
+def test_a_rebuild_killed_half_way_streams_only_the_missing_ranges_again(pinned):
+    """Each range a rebuild receives is recorded (as Cassandra's available_ranges): node3 killed
+    mid-rebuild and rebuilt again skips the ranges it had, and holds every row after."""
+    a1, a2, a3 = first_three()
+    set_rate([a1, a2], 1)
+    record = Path(DIR) / "node3" / "data" / "system" / "rebuilt_ranges.json"
+    rebuild = background("nodetool", "-h", a3, "rebuild")
+    S.setdefault("procs", []).append(rebuild)
+    wait_until(lambda: record.exists(), 120, "a first rebuilt range recorded on node3", interval=0.2)
+    ccm("kill", "node3")
+    rebuild.wait(timeout=60)
+    ccm("start", "node3", timeout=120)
+    wait_until(lambda: status_states(a1).get(a3, ("?",))[0] == "UN", 60, "node3 UN again")
+    set_rate([a1, a2], 0)
+    nodetool(a3, "rebuild", timeout=300)
+    log = (Path(DIR) / "node3" / "log").read_text()
+    resumed = re.findall(r"resuming rebuild: the ranges received before are not streamed again skipped=(\d+) remaining=(\d+)", log)
+    assert resumed, "the second rebuild did not skip the ranges received before"
+    skipped, remaining = map(int, resumed[-1])
+    print(f"rebuild after kill -9: {skipped} ranges received before, {remaining} streamed")
+    assert skipped > 0 and remaining > 0, resumed
+    assert not record.exists(), "the record outlived the completed rebuild"
+    pinned.reset()
     rows = pinned[a3].execute(stmt(f"SELECT count(*) FROM {TABLE}", CL.ONE, fetch_size=None), timeout=60).one()
     assert rows[0] == ROWS
 

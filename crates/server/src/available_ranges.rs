@@ -10,28 +10,37 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const FILE: &str = "available_ranges.json";
+/// The ranges a `nodetool rebuild` has received, kept apart from a bootstrap's.
+pub const REBUILT: &str = "rebuilt_ranges.json";
 
 /// The ranges received so far, `(start, end]` token pairs by keyspace.
 #[derive(Debug, Default)]
 pub struct AvailableRanges {
     dir: PathBuf,
+    file: &'static str,
     by_keyspace: BTreeMap<String, BTreeSet<(i64, i64)>>,
 }
 
 impl AvailableRanges {
-    /// The ranges recorded in `dir` (the system directory). A missing file is none received;
-    /// an unreadable one is logged and taken as none (streaming a range again is harmless:
-    /// the reconcile rules keep the newest of equal data).
+    /// The ranges a bootstrap recorded in `dir` (the system directory).
     pub fn load(dir: &Path) -> AvailableRanges {
-        let by_keyspace = match std::fs::read(dir.join(FILE)) {
+        Self::load_file(dir, FILE)
+    }
+
+    /// The ranges recorded in `dir`'s `file`. A missing file is none received; an unreadable
+    /// one is logged and taken as none (streaming a range again is harmless: the reconcile
+    /// rules keep the newest of equal data).
+    pub fn load_file(dir: &Path, file: &'static str) -> AvailableRanges {
+        let by_keyspace = match std::fs::read(dir.join(file)) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "{FILE} unreadable; every range streams again");
+                tracing::warn!(error = %e, "{file} unreadable; every range streams again");
                 BTreeMap::new()
             }),
             Err(_) => BTreeMap::new(),
         };
         AvailableRanges {
             dir: dir.to_path_buf(),
+            file,
             by_keyspace,
         }
     }
@@ -61,16 +70,21 @@ impl AvailableRanges {
             .entry(keyspace.to_string())
             .or_default()
             .insert((start, end));
-        let tmp = self.dir.join(format!("{FILE}.tmp"));
+        let tmp = self.dir.join(format!("{}.tmp", self.file));
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(&serde_json::to_vec(&self.by_keyspace).map_err(std::io::Error::other)?)?;
         file.sync_all()?;
-        std::fs::rename(&tmp, self.dir.join(FILE))
+        std::fs::rename(&tmp, self.dir.join(self.file))
     }
 
     /// Forgets every range: the node is NORMAL and they are its own.
     pub fn clear(dir: &Path) -> std::io::Result<()> {
-        match std::fs::remove_file(dir.join(FILE)) {
+        Self::clear_file(dir, FILE)
+    }
+
+    /// Forgets every range recorded in `dir`'s `file`.
+    pub fn clear_file(dir: &Path, file: &str) -> std::io::Result<()> {
+        match std::fs::remove_file(dir.join(file)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }

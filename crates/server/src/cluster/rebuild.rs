@@ -7,11 +7,16 @@
 //! The ranges stream as a bootstrap's do (`bootstrap::stream_range`: unfiltered partition
 //! pages, applied as writes, throttled by the sources), under a "Rebuild" plan in `nodetool
 //! netstats`. The node stays NORMAL and serves meanwhile, as Cassandra's does; writes made
-//! during the rebuild reach it as they reach any replica. Replaying data it already holds is
-//! harmless (the reconcile rules keep the newest of equal data), so a failed rebuild is simply
-//! run again.
+//! during the rebuild reach it as they reach any replica.
+//!
+//! Each (keyspace, range) received whole is recorded (`rebuilt_ranges.json`, synced), as
+//! Cassandra records them in `available_ranges_v2`: a rebuild that failed, or whose node was
+//! killed, run again streams only the ranges still missing. Once a rebuild completes the
+//! record is cleared, so a later rebuild streams everything again (Cassandra keeps its record
+//! and skips those ranges until it is truncated).
 
-use super::bootstrap::{add_range_files, stream_files, SourcedFile, StreamTotals};
+use super::bootstrap::{add_range_files, stream_files, SourcedFile, StreamFile, StreamTotals};
+use crate::available_ranges::{AvailableRanges, REBUILT};
 use super::{strategy_of, ClusterNode};
 use crate::node::NodeState;
 use helenus_cluster::locator::{NodeId, ReplicationMap, ReplicationStrategy, TokenRange};
@@ -112,8 +117,8 @@ async fn run(cluster: Arc<ClusterNode>, request: Request) {
         Ok(totals) => {
             totals.log(started, "rebuild streamed every range");
             Ok(format!(
-                "rebuilt {} ranges: {} partitions, {} bytes",
-                totals.ranges, totals.partitions, totals.bytes
+                "rebuilt {} ranges ({} received before): {} partitions, {} bytes",
+                totals.ranges, totals.skipped, totals.partitions, totals.bytes
             ))
         }
         Err(e) => {
@@ -126,16 +131,34 @@ async fn run(cluster: Arc<ClusterNode>, request: Request) {
 async fn stream_all(cluster: &ClusterNode, request: &Request) -> Result<StreamTotals, String> {
     let node = cluster.node().ok_or("shutting down")?;
     let plan = node.streams.start_plan(StreamOperation::Rebuild);
-    let planned = plan_files(cluster, &node, &plan, request);
-    let (files, ranges) = match planned {
+    let system_dir = node.config.primary_data_dir().join("system");
+    let mut received = AvailableRanges::load_file(&system_dir, REBUILT);
+    let planned = plan_files(cluster, &node, &plan, request, &received);
+    let (files, ranges, skipped) = match planned {
         Ok(p) => p,
         Err(e) => {
             plan.fail(&e);
             return Err(e);
         }
     };
-    // A failed rebuild is run again whole: no range is recorded as received.
-    stream_files(cluster, &node, plan, &files, ranges, &mut |_| {}).await
+    if skipped > 0 {
+        tracing::info!(
+            skipped,
+            remaining = ranges,
+            "resuming rebuild: the ranges received before are not streamed again"
+        );
+    }
+    let mut record = |file: &StreamFile| {
+        if let Err(e) = received.add(&file.keyspace, file.range.start, file.range.end) {
+            tracing::warn!(error = %e, range = %file.name, "a rebuilt range not recorded");
+        }
+    };
+    let mut totals = stream_files(cluster, &node, plan, &files, ranges, &mut record).await?;
+    totals.skipped = skipped;
+    if let Err(e) = AvailableRanges::clear_file(&system_dir, REBUILT) {
+        tracing::warn!(error = %e, "the rebuilt ranges could not be cleared");
+    }
+    Ok(totals)
 }
 
 /// Files to receive: every table of every range this node replicates, each with the replicas
@@ -146,11 +169,12 @@ fn plan_files(
     node: &NodeState,
     plan: &StreamPlan,
     request: &Request,
-) -> Result<(Vec<SourcedFile>, usize), String> {
+    received: &AvailableRanges,
+) -> Result<(Vec<SourcedFile>, usize, usize), String> {
     let me = cluster.local();
     let source_dc = request.source_dc.as_deref();
     let mut files = Vec::new();
-    let mut ranges = 0;
+    let (mut ranges, mut skipped) = (0, 0);
     for keyspace in node.schema().user_keyspaces() {
         if matches!(strategy_of(keyspace), ReplicationStrategy::Local) {
             continue; // every node's own
@@ -167,6 +191,10 @@ fn plan_files(
             }
         }
         for range in map.ranges_of(me) {
+            if received.contains(&keyspace.name, range.start, range.end) {
+                skipped += 1;
+                continue;
+            }
             let sources = sources_of(cluster, node, &map, range, source_dc);
             if sources.is_empty() {
                 return Err(format!(
@@ -178,7 +206,7 @@ fn plan_files(
             ranges += 1;
         }
     }
-    Ok((files, ranges))
+    Ok((files, ranges, skipped))
 }
 
 /// The live replicas of `range` other than this node, in `source_dc` if one is named; with
