@@ -16,8 +16,8 @@
 //! and skips those ranges until it is truncated).
 
 use super::bootstrap::{add_range_files, stream_files, SourcedFile, StreamFile, StreamTotals};
-use crate::available_ranges::{AvailableRanges, REBUILT};
 use super::{strategy_of, ClusterNode};
+use crate::available_ranges::{AvailableRanges, REBUILT};
 use crate::node::NodeState;
 use helenus_cluster::locator::{NodeId, ReplicationMap, ReplicationStrategy, TokenRange};
 use helenus_cluster::streaming::{StreamOperation, StreamPlan};

@@ -127,7 +127,11 @@ fn refusal(cluster: &ClusterNode, what: &str, claim: &Claim) -> ExecError {
 
 /// Takes the ring's topology claim for `operation` (`what` names it in a refusal), or says who
 /// holds it.
-pub(super) async fn take(cluster: &ClusterNode, node: &NodeState, what: &str) -> Result<(), String> {
+pub(super) async fn take(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    what: &str,
+) -> Result<(), String> {
     let wanted = Claim {
         holder: cluster.local(),
         operation: what.to_string(),
@@ -135,7 +139,9 @@ pub(super) async fn take(cluster: &ClusterNode, node: &NodeState, what: &str) ->
     let plan = |epoch: u64| -> ExecResult<super::metadata_log::Planned<()>> {
         let current = cluster.claim.lock().clone();
         match current {
-            Some(c) if c.holder == cluster.local() => Ok(super::metadata_log::Planned::Done(Ok(()))),
+            Some(c) if c.holder == cluster.local() => {
+                Ok(super::metadata_log::Planned::Done(Ok(())))
+            }
             // Final only once the round finds the next entry free: this node's view may be
             // behind a release it has not heard of yet (the round then learns it and plans
             // again).
@@ -233,7 +239,10 @@ mod tests {
         encode_claim(&mut out, Some(&claim));
         let whole = out.freeze();
         for cut in 0..whole.len() {
-            assert!(decode_claim(&mut whole.slice(..cut)).is_err(), "cut at {cut}");
+            assert!(
+                decode_claim(&mut whole.slice(..cut)).is_err(),
+                "cut at {cut}"
+            );
         }
         assert!(decode_claim(&mut Bytes::from_static(&[9])).is_err());
     }
