@@ -30,6 +30,7 @@ mod resume;
 mod schema;
 mod sstable_stream;
 mod streams;
+mod whole_push;
 mod wire;
 
 use crate::config::NodeConfig;
