@@ -32,6 +32,7 @@ TABLE = f"{KS}.kv"
 ROWS = 4000
 WIDE_TABLES = 6
 WIDE_ROWS = 300
+LCS = f"{KS}.lcs"
 S = {}
 
 
@@ -43,6 +44,7 @@ def scenario(pinned):
     pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
     for i in range(WIDE_TABLES):
         pinned[a1].execute(f"CREATE TABLE {KS}.wide{i} (p int, c int, v text, PRIMARY KEY (p, c))")
+    pinned[a1].execute(f"CREATE TABLE {LCS} (k int PRIMARY KEY, v text) WITH compaction = {{'class': 'LeveledCompactionStrategy'}}")
     assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
     yield
     for w in ("writer", "writer2"):
@@ -59,6 +61,10 @@ def test_a_fourth_node_joins_under_load(pinned):
     for ok, result in execute_concurrent_with_args(pinned[a1], insert, rows, concurrency=64):
         assert ok, result
     S["rows"] = dict(rows)
+    insert = pinned[a1].prepare(f"INSERT INTO {LCS} (k, v) VALUES (?, ?)")
+    insert.consistency_level = CL.QUORUM
+    for ok, result in execute_concurrent_with_args(pinned[a1], insert, rows, concurrency=64):
+        assert ok, result
     write_wide_partitions(pinned[a1], (a1, a2, a3))
     # Deletions and overwrites must stream too, not only live rows.
     pinned[a2].execute(f"DELETE FROM {TABLE} WHERE k = 7")
@@ -149,6 +155,11 @@ def test_sstables_inside_a_gained_range_went_whole(pinned):
     read_wide_tables(pinned[a4])
 
 
+def sstable_count(address, table):
+    out = nodetool(address, "tablestats", f"{KS}.{table}")
+    return int(re.search(r"SSTable count: (\d+)", out).group(1))
+
+
 def partitions_on(address):
     """Partitions of the table stored on `address` (compacted first, so none counts twice)."""
     nodetool(address, "flush", KS, "kv")
@@ -186,6 +197,13 @@ def test_decommission_hands_the_ranges_back_under_load(pinned):
     a1, a2, a3, a4 = sorted(nodes().values())
     w = Writer([pinned[a1], pinned[a2], pinned[a3]], TABLE, prefix=4, pause=0.005)
     S["writer2"] = w
+    # A Leveled compaction ends its outputs at the ring's tokens: each of the node's SSTables of
+    # the table lies wholly inside one range, and goes whole below.
+    nodetool(a4, "flush", KS, "lcs")
+    S["lcs_before_compact"] = sstable_count(a4, "lcs")
+    nodetool(a4, "compact", KS, "lcs", timeout=120)
+    S["lcs_sstables"] = sstable_count(a4, "lcs")
+    print(f"Leveled table on the new node: {S['lcs_before_compact']} SSTables, {S['lcs_sstables']} after a major compaction")
     w.start()
     time.sleep(1)
     S["received_before_decommission"] = {a: metrics(a) for a in (a1, a2, a3)}
@@ -231,8 +249,12 @@ def test_sstables_inside_a_handed_back_range_went_whole(pinned):
     handed = re.findall(r"decommission handed every range over.*?bytes=(\d+) whole_sstables=(\d+)", log)
     print(f"decommission: {whole} SSTables ({whole_bytes} bytes) went whole; the leaving node logged (bytes, whole) {handed}")
     assert whole > 0, f"no SSTable went whole during the decommission: {got}"
+    assert S["lcs_sstables"] > 1, "the Leveled compaction did not split at the ring's tokens"
+    assert whole >= S["lcs_sstables"], f"{whole} SSTables went whole, fewer than the Leveled table's {S['lcs_sstables']}"
     assert handed and int(handed[-1][1]) == whole, f"the leaving node sent {handed}, its peers received {whole}"
     read_wide_tables(pinned[a1])
+    missing = read_all(pinned[a3], LCS, S["rows"], CL.ALL)
+    assert missing == {}, f"{len(missing)} rows of the Leveled table missing at ALL after the decommission"
 
 
 def test_a_decommissioned_node_does_not_rejoin():
