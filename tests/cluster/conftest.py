@@ -78,6 +78,15 @@ def nodetool(address, *args, timeout=30):
     return p.stdout
 
 
+def stream_metrics(address):
+    """The node's `helenus_stream_*` counters (Prometheus text on port 10000)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{address}:10000/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {m[0]: int(m[1]) for m in re.findall(r"^(helenus_stream_\w+) (\d+)$", text, re.M)}
+
+
 def status_states(address, keyspace=None):
     """{address: (state, owns)} from `nodetool status [KS]` on `address`."""
     out = nodetool(address, "status", *([keyspace] if keyspace else []))

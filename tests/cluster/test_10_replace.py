@@ -11,7 +11,10 @@ status` and `system.peers`; the driver drops node3 and adds the new node (REMOVE
 Removenode: a fourth node joins (`helenus cluster add`), node2 is killed, and `nodetool
 removenode <node2's host id>` on node1 restores node2's ranges on the nodes that replicate them
 next. It refuses a live node and the local node first, with Cassandra's messages. Checked: every
-row at ALL, three UN nodes everywhere without node2, ownership spread over the three.
+row at ALL, three UN nodes everywhere without node2, ownership spread over the three. Tables of
+one wide partition each, flushed on every node before node2 is killed, hold SSTables wholly
+inside one token range: those in ranges node2 replicated go to the gaining nodes as their files
+(`helenus_stream_whole_sstables_received_total` / `_sent_total`) and read back whole at ALL.
 
 Runs on its own cluster of three (phase "replace and removenode" in run.sh)."""
 
@@ -30,6 +33,7 @@ from conftest import (
     nodes,
     nodetool,
     status_states,
+    stream_metrics,
     wait_state,
     wait_until,
 )
@@ -38,6 +42,8 @@ from load import Events, Writer, read_all
 KS = "ct_replace"
 TABLE = f"{KS}.kv"
 ROWS = 3000
+WIDE_TABLES = 6
+WIDE_ROWS = 200
 S = {}
 
 
@@ -66,6 +72,8 @@ def scenario(pinned):
     create_keyspace(pinned[a1], KS, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
     create_keyspace(pinned[a1], f"{KS}_rf1", "{'class': 'SimpleStrategy', 'replication_factor': 1}")
     pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
+    for i in range(WIDE_TABLES):
+        pinned[a1].execute(f"CREATE TABLE {KS}.wide{i} (p int, c int, v text, PRIMARY KEY (p, c))")
     assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
     insert = pinned[a1].prepare(f"INSERT INTO {TABLE} (k, v) VALUES (?, ?)")
     insert.consistency_level = CL.QUORUM
@@ -209,6 +217,8 @@ def test_removenode_restores_a_killed_nodes_ranges(pinned):
     a1, a2, a4, a5 = n["node1"], n["node2"], n["node4"], n["node5"]
     pinned.reset()
     ids = host_ids(a1)
+    write_wide_partitions(pinned[a1], (a1, a2, a4, a5))
+    S["metrics_before_removenode"] = {a: stream_metrics(a) for a in (a1, a4, a5)}
     ccm("kill", "node2")
     wait_state(a1, a2, "DN")
     w = Writer([pinned[a1], pinned[a4]], TABLE, prefix=6, pause=0.005)
@@ -241,3 +251,38 @@ def test_after_removenode_nothing_is_lost_and_ownership_is_spread(pinned):
     assert len(three) == 3 and all(o > 99 for o in three.values()), three
     one = {a: owns for a, (state, owns) in status_states(a1, f"{KS}_rf1").items()}
     assert len(one) == 3 and abs(sum(one.values()) - 100) < 1 and all(10 <= o <= 60 for o in one.values()), one
+
+
+def write_wide_partitions(session, addresses):
+    """One partition per table, flushed everywhere: each node's SSTable of such a table spans a
+    single token, so it lies wholly inside the range holding it."""
+    for i in range(WIDE_TABLES):
+        insert = session.prepare(f"INSERT INTO {KS}.wide{i} (p, c, v) VALUES (?, ?, ?)")
+        insert.consistency_level = CL.ALL
+        rows = [(i, c, f"w{i}-{c}" * 20) for c in range(WIDE_ROWS)]
+        for ok, result in execute_concurrent_with_args(session, insert, rows, concurrency=64):
+            assert ok, result
+    for a in addresses:
+        nodetool(a, "flush", KS)
+
+
+def test_sstables_inside_a_restored_range_went_whole(pinned):
+    n = nodes()
+    survivors = (n["node1"], n["node4"], n["node5"])
+    before = S["metrics_before_removenode"]
+    got = {a: stream_metrics(a) for a in survivors}
+
+    def grown(name):
+        return sum(got[a][name] - before[a][name] for a in survivors)
+
+    whole = grown("helenus_stream_whole_sstables_received_total")
+    sent = grown("helenus_stream_whole_sstables_sent_total")
+    whole_bytes = grown("helenus_stream_whole_sstable_bytes_received_total")
+    print(f"removenode: {whole} SSTables ({whole_bytes} bytes) went whole")
+    assert whole > 0, f"no SSTable went whole during removenode: {got}"
+    assert sent == whole, f"the sources sent {sent} whole SSTables, the gaining nodes received {whole}"
+    for i in range(WIDE_TABLES):
+        q = pinned[n["node5"]].prepare(f"SELECT c, v FROM {KS}.wide{i} WHERE p = ?")
+        q.consistency_level = CL.ALL
+        got_rows = {r.c: r.v for r in pinned[n["node5"]].execute(q, (i,))}
+        assert got_rows == {c: f"w{i}-{c}" * 20 for c in range(WIDE_ROWS)}, f"wide{i}: {len(got_rows)} rows at ALL"

@@ -7,10 +7,14 @@ it shows Mode JOINING, a Bootstrap plan and a session receiving files, and netst
 sources shows the matching sending session; the bytes received grow at no more than the
 throttle allows. The throttle is then lifted (0 = unthrottled) and the join finishes. The new
 node is then decommissioned at 1 MiB/s: its netstats shows an Unbootstrap plan sending to its
-peers until the throttle is lifted and it leaves.
+peers until the throttle is lifted and it leaves. A table holding one partition of random bytes,
+written on the new node before it leaves, is an SSTable wholly inside a range it hands over: the
+node gaining that range pulls it whole (at an entire-SSTable rate of 1 MiB/s), and its netstats
+shows the pull as an Unbootstrap plan of its own, receiving.
 
 Runs on its own cluster of three (phase "streaming" in run.sh)."""
 
+import os
 import re
 import subprocess
 import time
@@ -47,6 +51,7 @@ def scenario(pinned):
     a1 = nodes()["node1"]
     create_keyspace(pinned[a1], KS, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
     pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
+    pinned[a1].execute(f"CREATE TABLE {KS}.wide (p int, c int, v text, PRIMARY KEY (p, c))")
     assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
     insert = pinned[a1].prepare(f"INSERT INTO {TABLE} (k, v) VALUES (?, ?)")
     insert.consistency_level = CL.QUORUM
@@ -130,11 +135,26 @@ def test_netstats_shows_a_throttled_bootstrap_on_both_sides():
     assert out.startswith("Mode: NORMAL\nNot sending any streams.\n"), out
 
 
-def test_netstats_shows_a_throttled_decommission():
+def write_a_wide_partition_on(session, address):
+    """About 3 MB of random text in one partition that `address` replicates, flushed there."""
+    p = next(p for p in range(100) if address in nodetool(address, "getendpoints", KS, "wide", str(p)))
+    insert = session.prepare(f"INSERT INTO {KS}.wide (p, c, v) VALUES (?, ?, ?)")
+    insert.consistency_level = CL.ALL
+    rows = [(p, c, os.urandom(250).hex()) for c in range(6000)]
+    for ok, result in execute_concurrent_with_args(session, insert, rows, concurrency=64):
+        assert ok, result
+    nodetool(address, "flush", KS, "wide")
+    return p, dict((c, v) for _, c, v in rows)
+
+
+def test_netstats_shows_a_throttled_decommission(pinned):
     a4 = S.get("a4")
     if a4 is None:
         pytest.skip("the bootstrap test did not add a node")
+    others = sorted(set(nodes().values()) - {a4})
+    p, wide = write_a_wide_partition_on(pinned[others[0]], a4)
     nodetool(a4, "setstreamthroughput", "-m", "1")
+    nodetool(a4, "setstreamthroughput", "-e", "1")
     leaving = subprocess.Popen(
         [BIN, "nodetool", "-h", a4, "decommission"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -146,7 +166,19 @@ def test_netstats_shows_a_throttled_decommission():
         out = wait_until(sending, 60, "an Unbootstrap session on the leaving node", interval=0.3)
         assert out.startswith("Mode: LEAVING\n"), out
         assert re.search(r"^        Sending \d+ files, \d+ bytes total\. Already sent \d+ files \([\d.]+%\), \d+ bytes total \([\d.]+%\) $", out, re.M), out
+
+        def pulling():
+            for address in others:
+                text = nodetool(address, "netstats")
+                if re.search(r"^Unbootstrap [0-9a-f-]{36}$", text, re.M) and re.search(r"Receiving [1-9]", text):
+                    return text
+            return None
+
+        pull = wait_until(pulling, 120, "a gaining node pulling the wide SSTable whole", interval=0.3)
+        print(f"netstats on a gaining node:\n{pull}")
+        assert re.search(r"^        Receiving \d+ files, \d+ bytes total\.", pull, re.M), pull
         nodetool(a4, "setstreamthroughput", "0")
+        nodetool(a4, "setstreamthroughput", "-e", "0")
         assert leaving.wait(timeout=300) == 0, leaving.stdout.read()
     finally:
         if leaving.poll() is None:
@@ -154,3 +186,7 @@ def test_netstats_shows_a_throttled_decommission():
             leaving.wait(timeout=30)
     pid = int((Path(DIR) / "node4" / "pid").read_text())
     wait_until(lambda: not Path(f"/proc/{pid}").exists(), 60, "the decommissioned node to stop")
+    q = pinned[others[0]].prepare(f"SELECT c, v FROM {KS}.wide WHERE p = ?")
+    q.consistency_level = CL.ALL
+    got = {r.c: r.v for r in pinned[others[0]].execute(q, (p,))}
+    assert got == wide, f"{len(got)} of {len(wide)} wide rows at ALL after the decommission"

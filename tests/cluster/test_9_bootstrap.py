@@ -18,13 +18,13 @@ Runs last in phase 1 (its fourth node is 127.0.0.84)."""
 
 import re
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.concurrent import execute_concurrent_with_args
 from conftest import DIR, ccm, create_keyspace, nodes, nodetool, status_states, wait_until
+from conftest import stream_metrics as metrics
 from load import Writer, read_all
 
 KS = "ct_bootstrap"
@@ -32,6 +32,7 @@ TABLE = f"{KS}.kv"
 ROWS = 4000
 WIDE_TABLES = 6
 WIDE_ROWS = 300
+LCS = f"{KS}.lcs"
 S = {}
 
 
@@ -43,6 +44,7 @@ def scenario(pinned):
     pinned[a1].execute(f"CREATE TABLE {TABLE} (k int PRIMARY KEY, v text)")
     for i in range(WIDE_TABLES):
         pinned[a1].execute(f"CREATE TABLE {KS}.wide{i} (p int, c int, v text, PRIMARY KEY (p, c))")
+    pinned[a1].execute(f"CREATE TABLE {LCS} (k int PRIMARY KEY, v text) WITH compaction = {{'class': 'LeveledCompactionStrategy'}}")
     assert pinned[a1].cluster.control_connection.wait_for_schema_agreement(wait_time=30)
     yield
     for w in ("writer", "writer2"):
@@ -59,6 +61,10 @@ def test_a_fourth_node_joins_under_load(pinned):
     for ok, result in execute_concurrent_with_args(pinned[a1], insert, rows, concurrency=64):
         assert ok, result
     S["rows"] = dict(rows)
+    insert = pinned[a1].prepare(f"INSERT INTO {LCS} (k, v) VALUES (?, ?)")
+    insert.consistency_level = CL.QUORUM
+    for ok, result in execute_concurrent_with_args(pinned[a1], insert, rows, concurrency=64):
+        assert ok, result
     write_wide_partitions(pinned[a1], (a1, a2, a3))
     # Deletions and overwrites must stream too, not only live rows.
     pinned[a2].execute(f"DELETE FROM {TABLE} WHERE k = 7")
@@ -128,10 +134,13 @@ def write_wide_partitions(session, addresses):
         nodetool(a, "flush", KS)
 
 
-def metrics(address):
-    with urllib.request.urlopen(f"http://{address}:10000/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return {m[0]: int(m[1]) for m in re.findall(r"^(helenus_stream_\w+) (\d+)$", text, re.M)}
+def read_wide_tables(session):
+    """Every wide partition, read at ALL through `session`."""
+    for i in range(WIDE_TABLES):
+        q = session.prepare(f"SELECT c, v FROM {KS}.wide{i} WHERE p = ?")
+        q.consistency_level = CL.ALL
+        got = {r.c: r.v for r in session.execute(q, (i,))}
+        assert got == {c: f"w{i}-{c}" * 20 for c in range(WIDE_ROWS)}, f"wide{i}: {len(got)} rows at ALL"
 
 
 def test_sstables_inside_a_gained_range_went_whole(pinned):
@@ -143,11 +152,12 @@ def test_sstables_inside_a_gained_range_went_whole(pinned):
     assert whole > 0, f"no SSTable went whole: {m}"
     sent = sum(metrics(a)["helenus_stream_whole_sstables_sent_total"] for a in sorted(nodes().values())[:3])
     assert sent == whole, f"the sources sent {sent} whole SSTables, the new node received {whole}"
-    for i in range(WIDE_TABLES):
-        q = pinned[a4].prepare(f"SELECT c, v FROM {KS}.wide{i} WHERE p = ?")
-        q.consistency_level = CL.ALL
-        got = {r.c: r.v for r in pinned[a4].execute(q, (i,))}
-        assert got == {c: f"w{i}-{c}" * 20 for c in range(WIDE_ROWS)}, f"wide{i}: {len(got)} rows at ALL"
+    read_wide_tables(pinned[a4])
+
+
+def sstable_count(address, table):
+    out = nodetool(address, "tablestats", f"{KS}.{table}")
+    return int(re.search(r"SSTable count: (\d+)", out).group(1))
 
 
 def partitions_on(address):
@@ -187,8 +197,16 @@ def test_decommission_hands_the_ranges_back_under_load(pinned):
     a1, a2, a3, a4 = sorted(nodes().values())
     w = Writer([pinned[a1], pinned[a2], pinned[a3]], TABLE, prefix=4, pause=0.005)
     S["writer2"] = w
+    # A Leveled compaction ends its outputs at the ring's tokens: each of the node's SSTables of
+    # the table lies wholly inside one range, and goes whole below.
+    nodetool(a4, "flush", KS, "lcs")
+    S["lcs_before_compact"] = sstable_count(a4, "lcs")
+    nodetool(a4, "compact", KS, "lcs", timeout=120)
+    S["lcs_sstables"] = sstable_count(a4, "lcs")
+    print(f"Leveled table on the new node: {S['lcs_before_compact']} SSTables, {S['lcs_sstables']} after a major compaction")
     w.start()
     time.sleep(1)
+    S["received_before_decommission"] = {a: metrics(a) for a in (a1, a2, a3)}
     t0 = time.monotonic()
     nodetool(a4, "decommission", timeout=600)
     S["decommission_seconds"] = time.monotonic() - t0
@@ -210,6 +228,33 @@ def test_the_ring_is_back_to_three_and_lost_nothing(pinned):
     everything = {**S["rows"], **S["writer"].acked, **S["writer2"].acked}
     missing = read_all(pinned[a2], TABLE, everything, CL.ALL)
     assert missing == {}, f"{len(missing)} rows missing at ALL after the decommission"
+
+
+def test_sstables_inside_a_handed_back_range_went_whole(pinned):
+    """The wide tables' SSTables the new node received whole lie wholly inside ranges it hands
+    back: the nodes gaining them pulled them as files from the leaving node."""
+    a1, a2, a3, a4 = sorted(nodes().values())
+    before = S["received_before_decommission"]
+    got = {a: metrics(a) for a in (a1, a2, a3)}
+    whole = sum(
+        got[a]["helenus_stream_whole_sstables_received_total"] - before[a]["helenus_stream_whole_sstables_received_total"]
+        for a in got
+    )
+    whole_bytes = sum(
+        got[a]["helenus_stream_whole_sstable_bytes_received_total"]
+        - before[a]["helenus_stream_whole_sstable_bytes_received_total"]
+        for a in got
+    )
+    log = re.sub(r"\x1b\[[0-9;]*m", "", (Path(DIR) / "node4" / "log").read_text())
+    handed = re.findall(r"decommission handed every range over.*?bytes=(\d+) whole_sstables=(\d+)", log)
+    print(f"decommission: {whole} SSTables ({whole_bytes} bytes) went whole; the leaving node logged (bytes, whole) {handed}")
+    assert whole > 0, f"no SSTable went whole during the decommission: {got}"
+    assert S["lcs_sstables"] > 1, "the Leveled compaction did not split at the ring's tokens"
+    assert whole >= S["lcs_sstables"], f"{whole} SSTables went whole, fewer than the Leveled table's {S['lcs_sstables']}"
+    assert handed and int(handed[-1][1]) == whole, f"the leaving node sent {handed}, its peers received {whole}"
+    read_wide_tables(pinned[a1])
+    missing = read_all(pinned[a3], LCS, S["rows"], CL.ALL)
+    assert missing == {}, f"{len(missing)} rows of the Leveled table missing at ALL after the decommission"
 
 
 def test_a_decommissioned_node_does_not_rejoin():

@@ -76,6 +76,11 @@ pub enum Verb {
     /// A `StreamRequest` that leaves out the SSTables already sent whole (answered with a
     /// `StreamResponse`).
     StreamRequestExcluding = 55,
+    /// Asks the receiver (a node gaining a range in a decommission or removenode) to pull, as
+    /// above, the SSTables of a table wholly inside the range from a named source; answered with
+    /// `WholeSSTablePullResponse` (the generations received whole, or why the pull failed).
+    WholeSSTablePullRequest = 56,
+    WholeSSTablePullResponse = 57,
     /// A repair's record for the receiver's repair history (`system_distributed`), sent by the
     /// repair's coordinator when it starts and ends. Numbered apart from the streaming verbs.
     RepairHistory = 60,
@@ -130,6 +135,8 @@ impl Verb {
             53 => WholeSSTableChunkResponse,
             54 => WholeSSTableRelease,
             55 => StreamRequestExcluding,
+            56 => WholeSSTablePullRequest,
+            57 => WholeSSTablePullResponse,
             60 => RepairHistory,
             61 => MetadataPrepare,
             62 => MetadataPropose,

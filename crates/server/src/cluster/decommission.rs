@@ -5,19 +5,25 @@
 //! it, when the nodes left in its data center would be fewer than a keyspace's replication
 //! factor there.
 //!
-//! The push sends unfiltered partition pages (tombstones, timestamps and TTLs kept) as ordinary
-//! mutations, acknowledged one page at a time, each let through by the node's outbound stream
-//! throttle; the plan ("Unbootstrap") shows in `nodetool netstats` while it runs.
+//! For each range and table, the gaining node first pulls from this node the SSTables lying
+//! wholly inside the range, as their files (whole_push.rs). The rest is pushed as unfiltered
+//! partition pages (tombstones, timestamps and TTLs kept) read with those SSTables left out, as
+//! ordinary mutations, acknowledged one page at a time, each let through by the node's outbound
+//! stream throttle (the files go through `entire_sstable_stream_throughput_outbound`); the plan
+//! ("Unbootstrap") shows in `nodetool netstats` while it runs, here and on the gaining node.
 
 use super::bootstrap::{
     after_last, page_query, storage_pieces, StreamFile, StreamTotals, JOIN_SETTLE,
 };
 use super::streams::{file_name, ip_of};
+use super::whole_push::push_whole;
 use super::ClusterNode;
 use crate::node::NodeState;
+use bytes::Bytes;
 use helenus_cluster::locator::{range_moves, NodeId, ReplicationMap};
 use helenus_cluster::messaging::Verb;
 use helenus_cluster::streaming::{Direction, StreamOperation, StreamPlan};
+use helenus_storage as st;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -163,6 +169,7 @@ async fn hand_over(cluster: &ClusterNode) -> Result<StreamTotals, String> {
             Ok(pushed) => {
                 totals.partitions += pushed.partitions;
                 totals.bytes += pushed.bytes;
+                totals.whole_sstables += pushed.whole_sstables;
             }
             Err(e) => {
                 let reason = format!("{} to {}: {e}", file.name, ip_of(cluster, *target));
@@ -175,7 +182,8 @@ async fn hand_over(cluster: &ClusterNode) -> Result<StreamTotals, String> {
     Ok(totals)
 }
 
-/// Sends this node's copy of one file to `target`, a page at a time.
+/// Sends this node's copy of one file to `target`: the SSTables wholly inside its range as
+/// their files (pulled by the target), then the rest a page at a time.
 async fn push_range(
     cluster: &ClusterNode,
     node: &NodeState,
@@ -184,43 +192,66 @@ async fn push_range(
     target: NodeId,
 ) -> Result<StreamTotals, String> {
     let peer = ip_of(cluster, target);
+    let whole = push_whole(cluster, node, plan, file, cluster.local(), target).await;
     plan.file_started(peer, Direction::Sending, file.name.clone());
-    let mut totals = StreamTotals::default();
-    let table = file.table;
+    // The files' bytes also show in the plan the target's pull made here.
+    plan.transferred(peer, Direction::Sending, whole.bytes);
+    let mut totals = StreamTotals {
+        bytes: whole.bytes,
+        whole_sstables: whole.files,
+        ..StreamTotals::default()
+    };
+    let excluded = Arc::new(whole.excluded);
     for (mut start, end) in storage_pieces(file.range) {
         loop {
             let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
-            let engine = node.engine.clone();
-            let page = tokio::task::spawn_blocking(move || {
-                engine.read_unfiltered(table, &query, u64::MAX)
-            })
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
-            let Some(next) = after_last(&page.partitions) else {
+            let page = read_page(node, file.table, query, excluded.clone()).await?;
+            let Some(next) = after_last(&page) else {
                 break;
             };
             start = next;
-            totals.partitions += page.partitions.len() as u64;
-            let payload = helenus_mutation::encode_mutations(&page.partitions);
+            totals.partitions += page.len() as u64;
+            let payload = helenus_mutation::encode_mutations(&page);
             let bytes = payload.len() as u64;
             totals.bytes += bytes;
             node.streams.throttle().acquire(bytes).await;
-            let (id, answer) = cluster
-                .messenger
-                .request(target, Verb::MutationRequest, payload)
-                .map_err(|e| e.to_string())?;
-            match tokio::time::timeout(PUSH_PAGE_TIMEOUT, answer).await {
-                Ok(Ok(r)) if r.verb == Verb::MutationResponse => {}
-                Ok(_) => return Err("the target refused a page".into()),
-                Err(_) => {
-                    cluster.messenger.forget(id);
-                    return Err("a page timed out".into());
-                }
-            }
+            send_page(cluster, target, payload).await?;
             plan.transferred(peer, Direction::Sending, bytes);
         }
     }
     plan.file_done(peer, Direction::Sending);
     Ok(totals)
+}
+
+/// One page of this node's partitions, unfiltered, leaving out the generations sent whole.
+async fn read_page(
+    node: &NodeState,
+    table: st::TableId,
+    query: st::ReadQuery,
+    excluded: Arc<Vec<u64>>,
+) -> Result<Vec<st::Mutation>, String> {
+    let engine = node.engine.clone();
+    let page = tokio::task::spawn_blocking(move || {
+        engine.read_unfiltered_excluding(table, &query, u64::MAX, &excluded)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    Ok(page.partitions)
+}
+
+/// Sends a page to `target` as mutations and waits for its acknowledgement.
+async fn send_page(cluster: &ClusterNode, target: NodeId, payload: Bytes) -> Result<(), String> {
+    let (id, answer) = cluster
+        .messenger
+        .request(target, Verb::MutationRequest, payload)
+        .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(PUSH_PAGE_TIMEOUT, answer).await {
+        Ok(Ok(r)) if r.verb == Verb::MutationResponse => Ok(()),
+        Ok(_) => Err("the target refused a page".into()),
+        Err(_) => {
+            cluster.messenger.forget(id);
+            Err("a page timed out".into())
+        }
+    }
 }

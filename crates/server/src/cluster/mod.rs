@@ -31,6 +31,7 @@ mod schema;
 mod sstable_stream;
 mod streams;
 mod topology_claim;
+mod whole_push;
 mod wire;
 
 use crate::config::NodeConfig;
@@ -652,6 +653,15 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
             })
             .sum();
         cluster.service.set_load(load);
+        // Leveled compactions end their outputs at the ring's tokens (whole-SSTable streaming).
+        let tokens = cluster
+            .service
+            .ring()
+            .tokens()
+            .iter()
+            .map(|(t, _)| *t)
+            .collect();
+        node.engine.set_ring_tokens(tokens);
         schema::pull_if_behind(&cluster).await;
         auth_sync::pull_if_behind(&cluster).await;
         cluster.replay_batchlog(&node).await;

@@ -7,19 +7,26 @@
 //! ring, from `nodetool status` and `system.peers`, and ignores it if it ever comes back.
 //!
 //! Cassandra has each gaining node pull its ranges and confirm; here the coordinator drives
-//! every copy, page by page, pulling from the source and pushing to the gaining node (either
-//! may be itself), with the same unfiltered pages as bootstrap and decommission. `removenode
+//! every copy. The gaining node first pulls from the source the SSTables lying wholly inside
+//! the range, as their files (whole_push.rs, asked by the coordinator); the coordinator then
+//! copies the rest page by page, pulling from the source with those SSTables left out and
+//! pushing to the gaining node (either may be itself), with the same unfiltered pages as
+//! bootstrap and decommission. `removenode
 //! force` ends a removal that cannot finish (a gaining node down) by marking the node removed
 //! at once; what was not copied is then repair's to restore. The pages this node sends count
 //! against its outbound stream throttle, and the plan ("Restore replica count") shows in
 //! `nodetool netstats`.
 
-use super::bootstrap::{after_last, page_query, storage_pieces, StreamTotals, JOIN_SETTLE};
-use super::streams::{ip_of, stream_request};
+use super::bootstrap::{
+    after_last, page_query, storage_pieces, StreamFile, StreamTotals, JOIN_SETTLE,
+};
+use super::sstable_stream::page_request;
+use super::streams::{file_name, ip_of};
+use super::whole_push::push_whole;
 use super::ClusterNode;
 use crate::node::NodeState;
 use helenus_cluster::gossip::status;
-use helenus_cluster::locator::{restore_moves, NodeId, TokenRange};
+use helenus_cluster::locator::{restore_moves, NodeId};
 use helenus_cluster::messaging::Verb;
 use helenus_cluster::streaming::{Direction, StreamOperation, StreamPlan, StreamTag};
 use helenus_storage as st;
@@ -218,19 +225,18 @@ async fn restore_with(
                 .filter(|s| cluster.is_up(*s))
                 .collect();
             for table in keyspace.tables.values() {
-                let copied = copy_range(
-                    cluster,
-                    node,
-                    plan,
-                    *table.id.as_bytes(),
-                    r.range,
-                    &sources,
-                    r.gaining,
-                )
-                .await
-                .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
+                let file = StreamFile {
+                    keyspace: keyspace.name.clone(),
+                    name: file_name(&keyspace.name, &table.name, r.range),
+                    table: *table.id.as_bytes(),
+                    range: r.range,
+                };
+                let copied = copy_range(cluster, node, plan, &file, &sources, r.gaining)
+                    .await
+                    .map_err(|e| format!("{}.{}: {e}", keyspace.name, table.name))?;
                 totals.partitions += copied.partitions;
                 totals.bytes += copied.bytes;
+                totals.whole_sstables += copied.whole_sstables;
             }
             totals.ranges += 1;
         }
@@ -250,19 +256,18 @@ fn set_waiting(cluster: &ClusterNode, dead: NodeId, waiting: Vec<NodeId>) -> Res
     }
 }
 
-/// Copies one table's `range` to `target` from the first source that serves every page.
+/// Copies one table's range to `target` from the first source that serves every page.
 async fn copy_range(
     cluster: &ClusterNode,
     node: &NodeState,
     plan: &StreamPlan,
-    table: st::TableId,
-    range: TokenRange,
+    file: &StreamFile,
     sources: &[NodeId],
     target: NodeId,
 ) -> Result<StreamTotals, String> {
     let mut last_error = "no live replica holds the range".to_string();
     for source in sources {
-        match copy_from(cluster, node, plan, table, range, *source, target).await {
+        match copy_from(cluster, node, plan, file, *source, target).await {
             Ok(t) => return Ok(t),
             Err(e) => {
                 tracing::warn!(%source, error = %e, "removenode source failed, trying the next");
@@ -273,26 +278,41 @@ async fn copy_range(
     Err(last_error)
 }
 
+/// The SSTables wholly inside the range go first, as files the target pulls from `source`; the
+/// pages copied after them leave those out.
 async fn copy_from(
     cluster: &ClusterNode,
     node: &NodeState,
     plan: &StreamPlan,
-    table: st::TableId,
-    range: TokenRange,
+    file: &StreamFile,
     source: NodeId,
     target: NodeId,
 ) -> Result<StreamTotals, String> {
+    let whole = push_whole(cluster, node, plan, file, source, target).await;
     let to = ip_of(cluster, target);
     let sends = target != cluster.local();
     if sends {
         plan.expect(to, Direction::Sending, 1);
-        plan.file_started(to, Direction::Sending, format!("{range:?}"));
+        plan.file_started(to, Direction::Sending, file.name.clone());
     }
-    let mut totals = StreamTotals::default();
-    for (mut start, end) in storage_pieces(range) {
+    let mut totals = StreamTotals {
+        bytes: whole.bytes,
+        whole_sstables: whole.files,
+        ..StreamTotals::default()
+    };
+    for (mut start, end) in storage_pieces(file.range) {
         loop {
             let query = page_query(start.clone(), end.clone(), node.exec.clock().wall_secs());
-            let page = fetch_page(cluster, node, plan, table, query, source).await?;
+            let page = fetch_page(
+                cluster,
+                node,
+                plan,
+                file.table,
+                query,
+                source,
+                &whole.excluded,
+            )
+            .await?;
             let Some(next) = after_last(&page) else {
                 break;
             };
@@ -311,7 +331,8 @@ async fn copy_from(
     Ok(totals)
 }
 
-/// One page of a range from `source`: this node's storage, or a peer's (`StreamRequest`).
+/// One page of a range from `source`, leaving out its generations `excluded` (sent whole):
+/// this node's storage, or a peer's (`StreamRequest`, or `StreamRequestExcluding`).
 async fn fetch_page(
     cluster: &ClusterNode,
     node: &NodeState,
@@ -319,14 +340,17 @@ async fn fetch_page(
     table: st::TableId,
     query: st::ReadQuery,
     source: NodeId,
+    excluded: &[u64],
 ) -> Result<Vec<st::Mutation>, String> {
     if source == cluster.local() {
         let engine = node.engine.clone();
-        let page =
-            tokio::task::spawn_blocking(move || engine.read_unfiltered(table, &query, u64::MAX))
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
+        let excluded = excluded.to_vec();
+        let page = tokio::task::spawn_blocking(move || {
+            engine.read_unfiltered_excluding(table, &query, u64::MAX, &excluded)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
         return Ok(page.partitions);
     }
     // The source counts what it serves; files are this node's to count.
@@ -336,15 +360,8 @@ async fn fetch_page(
         files_total: 0,
         file_index: 0,
     };
-    let payload = stream_request(&tag, table, &query);
-    let reply = ask(
-        cluster,
-        source,
-        Verb::StreamRequest,
-        payload,
-        Verb::StreamResponse,
-    )
-    .await?;
+    let (verb, payload) = page_request(&tag, table, &query, excluded);
+    let reply = ask(cluster, source, verb, payload, Verb::StreamResponse).await?;
     helenus_mutation::decode_mutations(reply).map_err(|e| format!("undecodable page: {e}"))
 }
 

@@ -113,6 +113,9 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             | Verb::StreamRequestExcluding => {
                 tokio::spawn(super::sstable_stream::serve(cluster, node, envelope));
             }
+            Verb::WholeSSTablePullRequest => {
+                tokio::spawn(super::whole_push::serve(cluster, node, envelope));
+            }
             Verb::SchemaPull | Verb::SchemaPush => {
                 tokio::spawn(async move { super::schema::serve(&cluster, &node, envelope).await });
             }

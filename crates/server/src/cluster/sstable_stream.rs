@@ -17,7 +17,8 @@
 //!
 //! Only SSTables that lie wholly inside a range go whole: flush and compaction output is not
 //! split at the ring's token boundaries, so with many vnodes an SSTable usually spans several
-//! ranges, and those go as partitions. Decommission and removenode push partitions only.
+//! ranges, and those go as partitions. Decommission and removenode have the gaining node pull
+//! this way too (whole_push.rs), then push the rest as partitions.
 
 use super::bootstrap::ask_source;
 use super::bootstrap::StreamFile;
@@ -46,11 +47,11 @@ pub(super) struct WholePull {
 }
 
 /// A malformed message.
-fn bad(what: &str) -> String {
+pub(super) fn bad(what: &str) -> String {
     format!("malformed whole-SSTable message: {what}")
 }
 
-fn take<'a>(buf: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8], String> {
+pub(super) fn take<'a>(buf: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8], String> {
     if buf.len() < n {
         return Err(bad(what));
     }
@@ -59,21 +60,21 @@ fn take<'a>(buf: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8], String
     Ok(head)
 }
 
-fn get_u64(buf: &mut &[u8], what: &str) -> Result<u64, String> {
+pub(super) fn get_u64(buf: &mut &[u8], what: &str) -> Result<u64, String> {
     take(buf, 8, what).map(|mut b| b.get_u64())
 }
 
-fn get_u32(buf: &mut &[u8], what: &str) -> Result<u32, String> {
+pub(super) fn get_u32(buf: &mut &[u8], what: &str) -> Result<u32, String> {
     take(buf, 4, what).map(|mut b| b.get_u32())
 }
 
-fn get_str(buf: &mut &[u8], what: &str) -> Result<String, String> {
+pub(super) fn get_str(buf: &mut &[u8], what: &str) -> Result<String, String> {
     let n = take(buf, 2, what)?.get_u16() as usize;
     let s = take(buf, n, what)?;
     String::from_utf8(s.to_vec()).map_err(|_| bad(what))
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.put_u16(u16::try_from(s.len()).unwrap_or(u16::MAX));
     out.extend_from_slice(
         s.as_bytes()
@@ -186,7 +187,10 @@ async fn receive_all(
     staged: Vec<st::WholeSSTable>,
 ) -> Result<WholePull, String> {
     let peer = ip_of(cluster, source);
-    plan.expect(peer, Direction::Receiving, staged.len() as u64);
+    if !staged.is_empty() {
+        // A pull that finds nothing leaves no empty session in netstats.
+        plan.expect(peer, Direction::Receiving, staged.len() as u64);
+    }
     let mut pull = WholePull::default();
     for w in staged {
         let name = format!("{} hl-1-{}-Data.db (whole SSTable)", file.name, w.gen);

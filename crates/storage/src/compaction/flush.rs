@@ -47,7 +47,7 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
             .map(|p| Ok(Merged::Memtable(p))),
         parts_len_hint(&old),
         0,
-        u64::MAX,
+        (u64::MAX, &[]),
         task,
         // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
         (&bg.flush_limiter, &|| bg.config.flush_throughput_mib_per_s),

@@ -220,7 +220,7 @@ pub(crate) fn merge_range(
         merged,
         expected,
         ctx.level,
-        ctx.max_output_bytes,
+        (ctx.max_output_bytes, &ring_splits(ctx)),
         task,
         (&ctx.bg.compaction_limiter, &rate),
         ctx.raw_base,
@@ -231,6 +231,15 @@ pub(crate) fn merge_range(
         purged: purged.get(),
         copied: copied.get(),
     })
+}
+
+/// The ring's tokens, where a Leveled compaction ends its outputs (so more of its SSTables lie
+/// wholly inside a range a node operation moves, and stream whole); none for other strategies.
+fn ring_splits(ctx: &MergeCtx<'_>) -> Arc<Vec<i64>> {
+    match ctx.def.options.compaction {
+        CompactionOptions::Leveled { .. } => ctx.bg.ring_tokens.read().clone(),
+        _ => Arc::new(Vec::new()),
+    }
 }
 
 /// The write rate of a compaction: only background compactions follow the backlog; one an
@@ -399,7 +408,7 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
         };
         // Rows streamed one by one go to a Data.db stream from Data.db streams only.
         if input_bytes > STREAM_PARTITION_BYTES && !self.ctx.columnar() {
-            return Some(Ok(self.streamed(purge_at)));
+            return Some(Ok(self.streamed(purge_at, e.token)));
         }
         self.merge_whole(purge_at)
     }
@@ -430,7 +439,7 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
     }
 
     /// A partition too large to merge in memory: its rows streamed (wide_merge.rs).
-    fn streamed(&self, purge_at: PurgeAt) -> Merged<'m> {
+    fn streamed(&self, purge_at: PurgeAt, token: i64) -> Merged<'m> {
         let batch: Vec<(usize, usize)> =
             self.entries.iter().map(|(si, ii, _)| (*si, *ii)).collect();
         let (inputs, memo, purged) = (self.ctx.inputs, self.memo, self.purged);
@@ -439,7 +448,7 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
             purged.set(purged.get() + n);
             Ok(())
         };
-        Merged::Streamed(Box::new(f))
+        Merged::Streamed(token, Box::new(f))
     }
 
     /// The inputs' versions of the partition decoded, merged and purged.

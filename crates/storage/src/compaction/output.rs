@@ -18,7 +18,8 @@ pub(crate) enum Merged<'a> {
     Whole(Partition),
     /// A memtable's partition, written as it is.
     Memtable(&'a Partition),
-    Streamed(Box<StreamedWrite<'a>>),
+    /// Its token, and the writer of its rows.
+    Streamed(i64, Box<StreamedWrite<'a>>),
     /// Copied in encoded form (sstable/raw.rs), with bounds of its rows' clusterings (None when
     /// it has no rows).
     Encoded(EncodedPartition, Option<Arc<ClusteringSpan>>),
@@ -30,7 +31,8 @@ type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageErr
 const PROGRESS_STEP_BYTES: u64 = 1 << 20;
 
 /// Writes partitions (in order) into one or more SSTables, splitting at partition boundaries once
-/// an output exceeds `max_output_bytes`.
+/// an output exceeds `max_output_bytes`, and before the first partition past a token of
+/// `split_at` (sorted; empty for none), so each output lies within one ring range.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_outputs<'a>(
     bg: &Background,
@@ -39,12 +41,14 @@ pub(crate) fn write_outputs<'a>(
     parts: impl Iterator<Item = Result<Merged<'a>, StorageError>>,
     expected_keys: usize,
     level: u32,
-    max_output_bytes: u64,
+    (max_output_bytes, split_at): (u64, &[i64]),
     task: u64,
     (limiter, rate_mib_s): (&RateLimiter, &dyn Fn() -> u64),
     timestamp_base: Option<i64>,
 ) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
     let mut out = Outputs {
+        split_at,
+        range_of_open: 0,
         t,
         def,
         expected_keys,
@@ -81,6 +85,9 @@ pub(crate) fn write_outputs<'a>(
 
 /// The SSTables one flush or compaction range writes: those finished and the one being written.
 struct Outputs<'o> {
+    split_at: &'o [i64],
+    /// The ring range (index into `split_at`'s gaps) of the open output's partitions.
+    range_of_open: usize,
     t: &'o Table,
     def: &'o TableDef,
     expected_keys: usize,
@@ -111,6 +118,7 @@ impl Outputs<'_> {
             Merged::Memtable(p) if nothing(p) => return Ok(None),
             _ => {}
         }
+        self.split_at_ring_range(merged_token(&p))?;
         let w = match &mut self.writer {
             Some(w) => w,
             None => self.writer.insert(self.open()?),
@@ -119,7 +127,7 @@ impl Outputs<'_> {
         match p {
             Merged::Whole(p) => w.append(&p),
             Merged::Memtable(p) => w.append(p),
-            Merged::Streamed(f) => f(w),
+            Merged::Streamed(_, f) => f(w),
             Merged::Encoded(enc, bounds) => append_encoded(w, enc, bounds.as_deref()),
         }?;
         Ok(Some(w.uncompressed_bytes() - before))
@@ -149,6 +157,26 @@ impl Outputs<'_> {
         Ok(w)
     }
 
+    /// Finishes the open output when the partition at `token` lies in another ring range
+    /// (`(t_i, t_i+1]`) than the output's partitions; notes the range of the next output.
+    fn split_at_ring_range(&mut self, token: i64) -> Result<(), StorageError> {
+        if self.split_at.is_empty() {
+            return Ok(());
+        }
+        let range = self.split_at.partition_point(|t| *t < token);
+        if range != self.range_of_open {
+            if let Some(w) = self.writer.take() {
+                if w.is_empty() {
+                    w.abort();
+                } else {
+                    self.finished.push(w.finish(&self.cmp)?);
+                }
+            }
+        }
+        self.range_of_open = range;
+        Ok(())
+    }
+
     /// Finishes the open output once it reaches `max_output_bytes`.
     fn split_if_full(&mut self) -> Result<(), StorageError> {
         if let Some(w) = self
@@ -176,6 +204,15 @@ impl Outputs<'_> {
             }
         }
         Ok(self.finished)
+    }
+}
+
+fn merged_token(p: &Merged<'_>) -> i64 {
+    match p {
+        Merged::Whole(p) => p.token,
+        Merged::Memtable(p) => p.token,
+        Merged::Streamed(token, _) => *token,
+        Merged::Encoded(enc, _) => enc.token,
     }
 }
 

@@ -53,6 +53,9 @@ pub(crate) struct Background {
     pub compaction_limiter: RateLimiter,
     /// `flush_throughput` (unlimited by default).
     pub flush_limiter: RateLimiter,
+    /// The ring's tokens, sorted (empty outside a cluster): Leveled compactions end an output
+    /// at each, so their SSTables lie wholly inside one token range and stream whole.
+    pub ring_tokens: parking_lot::RwLock<Arc<Vec<i64>>>,
     /// Flush requests (one flush thread).
     flush_jobs: Mutex<Option<mpsc::Sender<Job>>>,
     /// Compaction requests (a pool of `concurrent_compactors` threads).
@@ -80,6 +83,7 @@ impl Background {
             progress: Progress::default(),
             compaction_limiter: RateLimiter::new_at(Instant::now()),
             flush_limiter: RateLimiter::new_at(Instant::now()),
+            ring_tokens: parking_lot::RwLock::new(Arc::new(Vec::new())),
             flush_jobs: Mutex::new(Some(ftx)),
             compaction_jobs: Mutex::new(Some(ctx)),
             workers: Mutex::new(Vec::new()),

@@ -174,6 +174,18 @@ fn stage_one(s: &SSTableReader, dir: &Path) -> Result<WholeSSTable, StorageError
 }
 
 impl Engine {
+    /// The ring's tokens (in any order): Leveled compactions end an output at each, so their
+    /// SSTables lie wholly inside one token range and go whole when a range moves. Empty (the
+    /// default, and outside a cluster) splits nothing.
+    pub fn set_ring_tokens(&self, mut tokens: Vec<i64>) {
+        tokens.sort_unstable();
+        tokens.dedup();
+        let mut current = self.background.ring_tokens.write();
+        if **current != tokens {
+            *current = std::sync::Arc::new(tokens);
+        }
+    }
+
     /// Stages for session `session` every SSTable of `table` whose partitions all lie in the
     /// ring range `(start, end]`, and describes them. A generation a compaction removed while
     /// it was being linked is left to the partition stream.
