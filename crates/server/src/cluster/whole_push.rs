@@ -146,7 +146,7 @@ pub(super) async fn push_whole(
     source: NodeId,
     target: NodeId,
 ) -> WholePull {
-    if source == target {
+    if source == target || !may_hold_whole(cluster, node, file, source) {
         return WholePull::default();
     }
     let outcome = if target == cluster.local() {
@@ -172,6 +172,22 @@ pub(super) async fn push_whole(
         );
         WholePull::default()
     })
+}
+
+/// False when `source` is this node and none of its SSTables lies wholly inside the range: a
+/// decommission then skips the pull's round trips (a few per table and range, which cost more
+/// than the partitions of a small range).
+fn may_hold_whole(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    file: &StreamFile,
+    source: NodeId,
+) -> bool {
+    source != cluster.local()
+        || node
+            .engine
+            .has_whole_sstables(file.table, file.range.start, file.range.end)
+            .unwrap_or(true)
 }
 
 /// Sends the pull request to `target` and waits for its answer, giving up when the target is

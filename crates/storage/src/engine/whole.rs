@@ -186,6 +186,21 @@ impl Engine {
         }
     }
 
+    /// Whether any SSTable of `table` lies wholly inside `(start, end]` (from the statistics in
+    /// memory): a pull that would find none is not worth its round trips.
+    pub fn has_whole_sstables(
+        &self,
+        table: TableId,
+        start: i64,
+        end: i64,
+    ) -> Result<bool, StorageError> {
+        let t = self.table(table)?;
+        let found = t.sstables.read().iter().any(|s| {
+            token_span(s).is_some_and(|(first, last)| span_inside(first, last, start, end))
+        });
+        Ok(found)
+    }
+
     /// Stages for session `session` every SSTable of `table` whose partitions all lie in the
     /// ring range `(start, end]`, and describes them. A generation a compaction removed while
     /// it was being linked is left to the partition stream.
@@ -303,6 +318,14 @@ impl Engine {
         let cmp = t.layout.read().cmp.clone();
         // Opening reads and checks every component but Data.db, whose bytes the CRC covers.
         drop(SSTableReader::open(dir, sent.gen, &cmp)?);
+        // Durable before it is live: the sender may drop its copy (a decommission, a cleanup)
+        // once this node has answered.
+        for name in kind_components(sent_columnar(sent)) {
+            let path = sstable::component_path(dir, sent.gen, name);
+            fs::File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| StorageError::io(&path, e))?;
+        }
         let gen = t
             .next_gen
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -317,6 +340,9 @@ impl Engine {
                 return Err(StorageError::io(&from, e));
             }
         }
+        fs::File::open(&t.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| StorageError::io(&t.dir, e))?;
         let reader = SSTableReader::open(&t.dir, gen, &cmp)?;
         t.sstables.write().push(reader);
         Ok(gen)
