@@ -16,7 +16,15 @@ impl ClusterNode {
         wait: Duration,
     ) {
         let mut waiting = Vec::new();
-        for peer in self.service.peers().into_iter().filter(|p| p.alive) {
+        // A node that left (decommissioned, removed, replaced) stays "alive" until the failure
+        // detector convicts it, some 20 s after it stopped answering: waiting for it would hold
+        // every DDL statement and topology claim for the whole `wait`.
+        let live = self
+            .service
+            .peers()
+            .into_iter()
+            .filter(|p| p.alive && !helenus_cluster::gossip::status::is_gone(&p.status));
+        for peer in live {
             if let Ok(pending) = self.messenger.request(peer.host_id, verb, payload.clone()) {
                 waiting.push(pending);
             }
