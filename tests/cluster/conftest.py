@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from cassandra import ConsistencyLevel as CL
 from cassandra import ReadTimeout, Unavailable, WriteTimeout
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import (
     ConstantReconnectionPolicy,
     FallthroughRetryPolicy,
@@ -283,3 +285,17 @@ def hints_pending():
 
 def wait_hints_delivered(timeout=40):
     wait_until(lambda: not hints_pending(), timeout, "hints to be delivered", interval=1)
+
+
+def write_wide_partitions(session, addresses, ks, tables, rows_each):
+    """One partition in each of `ks`.wide0..wide{tables-1}, flushed on every node of `addresses`:
+    each node's SSTable of such a table spans a single token, so it lies wholly inside the range
+    holding it (and streams whole when that range moves)."""
+    for i in range(tables):
+        insert = session.prepare(f"INSERT INTO {ks}.wide{i} (p, c, v) VALUES (?, ?, ?)")
+        insert.consistency_level = CL.ALL
+        rows = [(i, c, f"w{i}-{c}" * 20) for c in range(rows_each)]
+        for ok, result in execute_concurrent_with_args(session, insert, rows, concurrency=64):
+            assert ok, result
+    for a in addresses:
+        nodetool(a, "flush", ks)

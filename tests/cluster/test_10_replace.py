@@ -26,6 +26,7 @@ import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.concurrent import execute_concurrent_with_args
 from conftest import (
+    write_wide_partitions,
     BIN,
     ccm,
     connect,
@@ -217,7 +218,7 @@ def test_removenode_restores_a_killed_nodes_ranges(pinned):
     a1, a2, a4, a5 = n["node1"], n["node2"], n["node4"], n["node5"]
     pinned.reset()
     ids = host_ids(a1)
-    write_wide_partitions(pinned[a1], (a1, a2, a4, a5))
+    write_wide_partitions(pinned[a1], (a1, a2, a4, a5), KS, WIDE_TABLES, WIDE_ROWS)
     S["metrics_before_removenode"] = {a: stream_metrics(a) for a in (a1, a4, a5)}
     ccm("kill", "node2")
     wait_state(a1, a2, "DN")
@@ -251,19 +252,6 @@ def test_after_removenode_nothing_is_lost_and_ownership_is_spread(pinned):
     assert len(three) == 3 and all(o > 99 for o in three.values()), three
     one = {a: owns for a, (state, owns) in status_states(a1, f"{KS}_rf1").items()}
     assert len(one) == 3 and abs(sum(one.values()) - 100) < 1 and all(10 <= o <= 60 for o in one.values()), one
-
-
-def write_wide_partitions(session, addresses):
-    """One partition per table, flushed everywhere: each node's SSTable of such a table spans a
-    single token, so it lies wholly inside the range holding it."""
-    for i in range(WIDE_TABLES):
-        insert = session.prepare(f"INSERT INTO {KS}.wide{i} (p, c, v) VALUES (?, ?, ?)")
-        insert.consistency_level = CL.ALL
-        rows = [(i, c, f"w{i}-{c}" * 20) for c in range(WIDE_ROWS)]
-        for ok, result in execute_concurrent_with_args(session, insert, rows, concurrency=64):
-            assert ok, result
-    for a in addresses:
-        nodetool(a, "flush", KS)
 
 
 def test_sstables_inside_a_restored_range_went_whole(pinned):

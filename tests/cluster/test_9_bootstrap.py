@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.concurrent import execute_concurrent_with_args
-from conftest import DIR, ccm, create_keyspace, nodes, nodetool, status_states, wait_until
+from conftest import DIR, ccm, create_keyspace, nodes, nodetool, status_states, wait_until, write_wide_partitions
 from conftest import stream_metrics as metrics
 from load import Writer, read_all
 
@@ -65,7 +65,7 @@ def test_a_fourth_node_joins_under_load(pinned):
     insert.consistency_level = CL.QUORUM
     for ok, result in execute_concurrent_with_args(pinned[a1], insert, rows, concurrency=64):
         assert ok, result
-    write_wide_partitions(pinned[a1], (a1, a2, a3))
+    write_wide_partitions(pinned[a1], (a1, a2, a3), KS, WIDE_TABLES, WIDE_ROWS)
     # Deletions and overwrites must stream too, not only live rows.
     pinned[a2].execute(f"DELETE FROM {TABLE} WHERE k = 7")
     del S["rows"][7]
@@ -119,19 +119,6 @@ def test_ownership_is_balanced():
     assert len(one_copy) == 4 and all(15 <= o <= 35 for o in one_copy.values()), one_copy
     three_copies = {a: owns for a, (state, owns) in status_states(a1, KS).items()}
     assert len(three_copies) == 4 and all(60 <= o <= 90 for o in three_copies.values()), three_copies
-
-
-def write_wide_partitions(session, addresses):
-    """One partition per table, flushed everywhere: each node's SSTable of such a table spans a
-    single token, so it lies wholly inside the range holding it."""
-    for i in range(WIDE_TABLES):
-        insert = session.prepare(f"INSERT INTO {KS}.wide{i} (p, c, v) VALUES (?, ?, ?)")
-        insert.consistency_level = CL.ALL
-        rows = [(i, c, f"w{i}-{c}" * 20) for c in range(WIDE_ROWS)]
-        for ok, result in execute_concurrent_with_args(session, insert, rows, concurrency=64):
-            assert ok, result
-    for a in addresses:
-        nodetool(a, "flush", KS)
 
 
 def read_wide_tables(session):

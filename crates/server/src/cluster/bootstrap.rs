@@ -213,20 +213,45 @@ async fn stream_all(
             ranges += 1;
         }
     }
+    let counts = (ranges, skipped);
+    stream_recording(
+        cluster,
+        &node,
+        plan,
+        &files,
+        counts,
+        &mut received,
+        "bootstrap",
+    )
+    .await
+}
+
+/// `stream_files` for an operation that resumes (`what`: bootstrap, rebuild): each range is
+/// recorded in `received` once it has arrived whole, and `skipped` ranges recorded before
+/// were left out of `files`.
+pub(super) async fn stream_recording(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    plan: StreamPlan,
+    files: &[SourcedFile],
+    (ranges, skipped): (usize, usize),
+    received: &mut AvailableRanges,
+    what: &str,
+) -> Result<StreamTotals, String> {
     if skipped > 0 {
         tracing::info!(
             skipped,
             remaining = ranges,
-            "resuming bootstrap: the ranges received before are not streamed again"
+            "resuming {what}: the ranges received before are not streamed again"
         );
     }
     let mut record = |file: &StreamFile| {
-        // Not recorded is only streamed again on a resume: the bootstrap goes on.
+        // Not recorded is only streamed again on a resume: the operation goes on.
         if let Err(e) = received.add(&file.keyspace, file.range.start, file.range.end) {
             tracing::warn!(error = %e, range = %file.name, "a received range not recorded");
         }
     };
-    let mut totals = stream_files(cluster, &node, plan, &files, ranges, &mut record).await?;
+    let mut totals = stream_files(cluster, node, plan, files, ranges, &mut record).await?;
     totals.skipped = skipped;
     Ok(totals)
 }

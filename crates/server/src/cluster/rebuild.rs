@@ -15,7 +15,7 @@
 //! record is cleared, so a later rebuild streams everything again (Cassandra keeps its record
 //! and skips those ranges until it is truncated).
 
-use super::bootstrap::{add_range_files, stream_files, SourcedFile, StreamFile, StreamTotals};
+use super::bootstrap::{add_range_files, stream_recording, SourcedFile, StreamTotals};
 use super::{strategy_of, ClusterNode};
 use crate::available_ranges::{AvailableRanges, REBUILT};
 use crate::node::NodeState;
@@ -141,20 +141,17 @@ async fn stream_all(cluster: &ClusterNode, request: &Request) -> Result<StreamTo
             return Err(e);
         }
     };
-    if skipped > 0 {
-        tracing::info!(
-            skipped,
-            remaining = ranges,
-            "resuming rebuild: the ranges received before are not streamed again"
-        );
-    }
-    let mut record = |file: &StreamFile| {
-        if let Err(e) = received.add(&file.keyspace, file.range.start, file.range.end) {
-            tracing::warn!(error = %e, range = %file.name, "a rebuilt range not recorded");
-        }
-    };
-    let mut totals = stream_files(cluster, &node, plan, &files, ranges, &mut record).await?;
-    totals.skipped = skipped;
+    let counts = (ranges, skipped);
+    let totals = stream_recording(
+        cluster,
+        &node,
+        plan,
+        &files,
+        counts,
+        &mut received,
+        "rebuild",
+    )
+    .await?;
     if let Err(e) = AvailableRanges::clear_file(&system_dir, REBUILT) {
         tracing::warn!(error = %e, "the rebuilt ranges could not be cleared");
     }
