@@ -182,11 +182,10 @@ impl Window {
     }
 }
 
-/// Which window records, since when, and when the cached percentile was computed.
+/// Which window records, and since when.
 struct Clock {
     current: usize,
     started: Instant,
-    refreshed: Instant,
 }
 
 /// A table's replica answer times over the last one to two seconds. Recording is one atomic
@@ -199,6 +198,10 @@ pub struct AnswerTimes {
     /// nothing cached yet).
     cached_p: AtomicU64,
     cached_micros: AtomicU64,
+    /// When the cached value was computed, in microseconds since `born`: reads check it
+    /// without taking the lock.
+    refreshed_at: AtomicU64,
+    born: Instant,
 }
 
 impl Default for AnswerTimes {
@@ -210,10 +213,11 @@ impl Default for AnswerTimes {
             clock: Mutex::new(Clock {
                 current: 0,
                 started: now,
-                refreshed: now,
             }),
             cached_p: AtomicU64::new(u64::MAX),
             cached_micros: AtomicU64::new(0),
+            refreshed_at: AtomicU64::new(0),
+            born: now,
         }
     }
 }
@@ -234,8 +238,12 @@ impl AnswerTimes {
         if self.cached_p.load(Ordering::Acquire) == key {
             let micros = self.cached_micros.load(Ordering::Relaxed);
             if micros > 0 {
-                if let Some(mut clock) = self.clock.try_lock() {
-                    if clock.refreshed.elapsed() >= REFRESH {
+                let age = self
+                    .micros_since_born()
+                    .saturating_sub(self.refreshed_at.load(Ordering::Relaxed));
+                // Stale: the first read to get the lock recomputes; the others use the old value.
+                if age >= REFRESH.as_micros() as u64 {
+                    if let Some(mut clock) = self.clock.try_lock() {
                         return self.refresh(&mut clock, p, key);
                     }
                 }
@@ -244,6 +252,10 @@ impl AnswerTimes {
         }
         let mut clock = self.clock.lock();
         self.refresh(&mut clock, p, key)
+    }
+
+    fn micros_since_born(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 
     fn refresh(&self, clock: &mut Clock, p: f64, key: u64) -> Duration {
@@ -258,7 +270,8 @@ impl AnswerTimes {
             clock.started = now;
             self.current.store(older as u64, Ordering::Relaxed);
         }
-        clock.refreshed = now;
+        self.refreshed_at
+            .store(self.micros_since_born(), Ordering::Relaxed);
         let totals: Vec<u64> = (0..BUCKETS)
             .map(|b| {
                 self.windows[0].counts[b].load(Ordering::Relaxed)

@@ -105,7 +105,7 @@ impl ReplicatedProxy {
 
     /// The timeout, and when a late replica gets a duplicate: the table's `speculative_retry`
     /// (by default its replicas' 99th percentile answer time).
-    fn read_options(&self, table: &st::TableId, range: bool) -> ReadOptions {
+    fn read_options(&self, read: &Read, range: bool) -> ReadOptions {
         let ms = self.cluster.node().map_or(5000, |n| {
             if range {
                 n.config.range_request_timeout_ms
@@ -113,17 +113,10 @@ impl ReplicatedProxy {
                 n.config.read_request_timeout_ms
             }
         });
-        let timeout = Duration::from_millis(ms);
-        match self.replicated_table(table) {
-            Some(t) => ReadOptions {
-                timeout,
-                speculate_after: t.speculation.delay(&t.answer_times),
-                answer_times: Some(t.answer_times),
-            },
-            None => ReadOptions {
-                timeout,
-                ..ReadOptions::default()
-            },
+        ReadOptions {
+            timeout: Duration::from_millis(ms),
+            speculate_after: read.speculation.delay(&read.answer_times),
+            answer_times: Some(read.answer_times.clone()),
         }
     }
 
@@ -133,15 +126,11 @@ impl ReplicatedProxy {
         &self,
         map: &ReplicationMap,
         token: Token,
-        read: Read,
+        read: &Read,
         query: &st::ReadQuery,
         range: bool,
     ) -> Result<st::ReadResult, ProxyError> {
-        let Read {
-            table,
-            consistency,
-            threshold,
-        } = read;
+        let (table, consistency, threshold) = (read.table, read.consistency, read.threshold);
         let ring = map.ring().clone();
         let plan = {
             let is_alive = self.live();
@@ -167,7 +156,7 @@ impl ReplicatedProxy {
         unlimited.per_partition_limit = None;
         unlimited.partition_limit = None;
         let command = wire::encode_read(table, &unlimited);
-        let options = self.read_options(&table, range);
+        let options = self.read_options(read, range);
         let messenger = self.cluster.messenger.clone();
         let answer = helenus_coordinator::read::read(
             &plan, command, &messenger, &store, &store, &store, options,
@@ -208,16 +197,14 @@ impl ReplicatedProxy {
     /// its own replicas, until the query's limits are met.
     async fn read_range(
         &self,
-        keyspace: &KeyspaceMeta,
-        table: st::TableId,
+        read: Read,
         query: &st::ReadQuery,
-        consistency: ConsistencyLevel,
-        threshold: u64,
     ) -> Result<st::ReadResult, ProxyError> {
+        let (table, consistency, threshold) = (read.table, read.consistency, read.threshold);
         let st::PartitionRange::Range { start, end } = &query.partitions else {
             return self.local.read(table, query, consistency, threshold).await;
         };
-        let map = self.cluster.map_for(keyspace);
+        let map = self.cluster.map_for(&read.keyspace);
         let local = self.cluster.local();
         let pieces = pieces_between(&map, start, end);
         let one = matches!(
@@ -235,12 +222,7 @@ impl ReplicatedProxy {
             sub.partitions = clip(range, start, end);
             sub.row_limit = query.row_limit.map(|l| l.saturating_sub(rows));
             sub.partition_limit = query.partition_limit.map(|l| l.saturating_sub(partitions));
-            let read = Read {
-                table,
-                consistency,
-                threshold,
-            };
-            let got = self.read_token(&map, range.end, read, &sub, true).await?;
+            let got = self.read_token(&map, range.end, &read, &sub, true).await?;
             rows += got.partitions.iter().map(|p| p.rows.len()).sum::<usize>();
             partitions += got.partitions.len();
             out.stats.live_rows += got.stats.live_rows;
@@ -329,11 +311,14 @@ impl ReplicatedProxy {
 }
 
 /// What every part of one read shares.
-#[derive(Clone, Copy)]
 struct Read {
     table: st::TableId,
     consistency: ConsistencyLevel,
     threshold: u64,
+    keyspace: Arc<KeyspaceMeta>,
+    /// The table's `speculative_retry` and its replicas' answer times, looked up once per read.
+    speculation: SpeculativeRetry,
+    answer_times: Arc<AnswerTimes>,
 }
 
 /// The ring's ranges (start exclusive, end inclusive) that meet the query's token span, in
@@ -465,32 +450,26 @@ impl StorageProxy for ReplicatedProxy {
         consistency: ConsistencyLevel,
         tombstone_failure_threshold: u64,
     ) -> ProxyFuture<'a, st::ReadResult> {
-        let Some(keyspace) = self.replicated_keyspace(&table) else {
+        let Some(replicated) = self.replicated_table(&table) else {
             return self
                 .local
                 .read(table, query, consistency, tombstone_failure_threshold);
         };
+        let read = Read {
+            table,
+            consistency,
+            threshold: tombstone_failure_threshold,
+            keyspace: replicated.keyspace,
+            speculation: replicated.speculation,
+            answer_times: replicated.answer_times,
+        };
         Box::pin(async move {
             match &query.partitions {
                 st::PartitionRange::Single { token, .. } => {
-                    let map = self.cluster.map_for(&keyspace);
-                    let read = Read {
-                        table,
-                        consistency,
-                        threshold: tombstone_failure_threshold,
-                    };
-                    self.read_token(&map, *token, read, query, false).await
+                    let map = self.cluster.map_for(&read.keyspace);
+                    self.read_token(&map, *token, &read, query, false).await
                 }
-                st::PartitionRange::Range { .. } => {
-                    self.read_range(
-                        &keyspace,
-                        table,
-                        query,
-                        consistency,
-                        tombstone_failure_threshold,
-                    )
-                    .await
-                }
+                st::PartitionRange::Range { .. } => self.read_range(read, query).await,
             }
         })
     }
