@@ -56,6 +56,8 @@ pub mod proxy;
 mod repair_history;
 mod ring_report;
 mod system;
+#[cfg(test)]
+mod test_dirs;
 pub mod tls;
 mod topology;
 mod trace;

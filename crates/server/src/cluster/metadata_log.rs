@@ -485,10 +485,7 @@ mod tests {
     use helenus_cluster::locator::NodeId;
 
     fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("helenus-ml-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        crate::test_dirs::fresh("ml", name)
     }
 
     fn ballot(m: i64) -> Ballot {

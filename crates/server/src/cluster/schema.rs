@@ -39,10 +39,14 @@ pub fn load_epoch(node: &NodeState) -> u64 {
         .unwrap_or(0)
 }
 
-fn save_epoch(path: &Path, epoch: u64) {
+/// Writes a small state file whole or not at all (a crash leaves the old one).
+pub(super) fn replace_file(path: &Path, contents: &str) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
-    let saved = std::fs::write(&tmp, epoch.to_string()).and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = saved {
+    std::fs::write(&tmp, contents).and_then(|()| std::fs::rename(&tmp, path))
+}
+
+fn save_epoch(path: &Path, epoch: u64) {
+    if let Err(e) = replace_file(path, &epoch.to_string()) {
         tracing::warn!(error = %e, "schema epoch not saved");
     }
 }

@@ -95,11 +95,7 @@ pub(super) fn load(node: &NodeState) -> Option<Claim> {
 pub(super) fn store(cluster: &ClusterNode, node: &NodeState, claim: Option<Claim>) {
     let path = claim_path(node);
     let saved = match &claim {
-        Some(c) => {
-            let tmp = path.with_extension("tmp");
-            std::fs::write(&tmp, format!("{} {}", c.holder.0, c.operation))
-                .and_then(|()| std::fs::rename(&tmp, &path))
-        }
+        Some(c) => super::schema::replace_file(&path, &format!("{} {}", c.holder.0, c.operation)),
         None => match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
