@@ -18,6 +18,9 @@
 #                   replaces it (Helenus: `helenus cluster replace`; Cassandra: start.sh with
 #                   -Dcassandra.replace_address_first_boot); timed until it has joined
 #   repair_in_sync  `nodetool repair -full` of keyspace1 then keyspace2 on node1
+#   repair_inc_first / repair_inc_again   `nodetool repair keyspace1` (incremental, the default of
+#                   both) on node1 twice: the first compares everything and marks it repaired
+#                   (anticompaction), the second only what the background load wrote since
 #   repair_missed   hints disabled, the third node stopped, ROWS/10 new rows written at QUORUM, the
 #                   node started again; `nodetool repair -full keyspace1` on it
 #   compact / compact_lcs   `nodetool compact keyspace1` / `keyspace2` on node1
@@ -385,6 +388,13 @@ run_ops() {  # server
   local r1; r1="$(elapsed "$t00")"
   t00=$(now); nodetool "$s" "${ring[0]}" repair -full keyspace2 >> "$WORK/$s-repair1.log" 2>&1 || { log "$s: repair keyspace2 failed"; tail -5 "$WORK/$s-repair1.log" >&2; return 1; }
   op_end "$s" repair_in_sync "$t0" "\"keyspace1_s\":$(printf %.2f "$r1"),\"keyspace2_s\":$(printf %.2f "$(elapsed "$t00")")"
+
+  # 7b. incremental repair (both servers' default), twice
+  log "$s: incremental repairs"
+  settle; t0=$(now); nodetool "$s" "${ring[0]}" repair keyspace1 > "$WORK/$s-repair-inc.log" 2>&1 || { log "$s: incremental repair failed"; tail -5 "$WORK/$s-repair-inc.log" >&2; return 1; }
+  op_end "$s" repair_inc_first "$t0"
+  settle; t0=$(now); nodetool "$s" "${ring[0]}" repair keyspace1 >> "$WORK/$s-repair-inc.log" 2>&1 || { log "$s: incremental repair failed"; tail -5 "$WORK/$s-repair-inc.log" >&2; return 1; }
+  op_end "$s" repair_inc_again "$t0"
 
   # 8. repair after the third node missed writes
   local third="${ring[2]}"

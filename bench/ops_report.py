@@ -19,6 +19,7 @@ OPS = [  # (op, label, moves data)
     ("shrink_1", "6->5 (decommission)", True), ("shrink_2", "5->4 (decommission)", True),
     ("shrink_3", "4->3 (decommission)", True), ("shrink", "back to 3 total", False),
     ("dead_until_down", "node3 killed, until node1 sees it DN", False), ("replace", "replace a dead node", True), ("repair_in_sync", "repair, replicas in sync", False),
+    ("repair_inc_first", "first incremental repair", False), ("repair_inc_again", "incremental repair again", False),
     ("missed_writes", "writes node3 misses", False), ("repair_missed", "repair after missed writes", False),
     ("compact", "major compaction (STCS)", False), ("compact_lcs", "major compaction (LCS)", False),
     ("garbagecollect", "garbagecollect (both)", False),
@@ -28,6 +29,7 @@ AIMS = [  # (op, max Helenus/Cassandra ratio, text)
     ("add", 1 / 3, "add a node >= 3x faster"), ("double_1", 1 / 3, "add >= 3x faster, doubling step 3->4"),
     ("double_2", 1 / 3, "add >= 3x faster, doubling step 4->5"), ("double_3", 1 / 3, "add >= 3x faster, doubling step 5->6"),
     ("replace", 1 / 3, "replace a dead node >= 3x faster"), ("repair_in_sync", 1 / 5, "repair of in-sync replicas <= 1/5 of the time"),
+    ("repair_inc_again", 1 / 5, "incremental repair of in-sync replicas <= 1/5 of the time"),
     ("garbagecollect", 1 / 3, "garbagecollect <= 1/3 of the time"),
 ]
 P99_AIM_MS = 10.0

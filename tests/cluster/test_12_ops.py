@@ -200,7 +200,7 @@ def test_repair_history_is_kept_in_system_distributed(pinned):
     assert p.started_at <= p.finished_at
     assert p.requested_ranges and p.successful_ranges == p.requested_ranges
     assert all(re.fullmatch(r"\(-?\d+,-?\d+\]", r) for r in p.requested_ranges), p.requested_ranges
-    assert p.options["incremental"] == "false"
+    assert p.options["incremental"] == "true"
     assert len(jobs) == len(p.requested_ranges), (jobs, p.requested_ranges)
     for j in jobs:
         assert (j.columnfamily_name, j.parent_id, j.status) == ("blobs", p.parent_id, "SUCCESS"), j

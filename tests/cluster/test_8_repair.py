@@ -3,7 +3,12 @@ nothing; a replica that missed writes (killed during them, hinted handoff disabl
 `nodetool disablehandoff` as an operator would) is brought level by a repair run on another
 node, after which every replica answers the same at ONE. The repair is row-level: it writes the
 partitions that differ, to the replica that lacks them, not every partition of a differing
-Merkle leaf to every replica."""
+Merkle leaf to every replica.
+
+`nodetool repair` is incremental, as Cassandra's since 4.0: each repair compares only what is
+unrepaired (the second one the missed writes alone, not the rows the first repaired), then every
+replica marks it repaired (`Percent repaired` in tablestats, sessions FINALIZED in `repair_admin
+list`); `-full` compares everything again."""
 
 import re
 
@@ -20,6 +25,18 @@ S = {}
 
 def three():
     return sorted(nodes().values())[:3]
+
+
+def flush_all():
+    for a in three():
+        nodetool(a, "flush", KS)
+
+
+def percent_repaired(address):
+    out = nodetool(address, "tablestats", TABLE)
+    m = re.search(r"Percent repaired: ([\d.]+)", out)
+    assert m, out
+    return float(m.group(1))
 
 
 def summary(out):
@@ -62,9 +79,22 @@ def scenario(pinned):
 def test_repair_of_in_sync_replicas_streams_nothing(pinned):
     a1, _, _ = three()
     write(pinned[a1], range(500), CL.ALL)
-    got = summary(nodetool(a1, "repair", KS, timeout=120))
+    flush_all()
+    assert all(percent_repaired(a) < 100 for a in (a1, a2, a3))
+    out = nodetool(a1, "repair", KS, timeout=120)
+    assert "incremental: true" in out and "Incremental repair sessions finalized: " in out, out
+    got = summary(out)
     assert got["compared"] > 0 and got["out_of_sync"] == 0 and got["partitions"] == 0, got
     assert got["rows_compared"] == 0 and got["written"] == {}, got
+    session = re.search(r"sessions finalized: (\S+)", out).group(1)
+    for a in three():
+        # Finalized everywhere before the repair answers, and nothing left pending.
+        assert percent_repaired(a) == 100.0, a
+        listed = nodetool(a, "repair_admin", "list", "--all")
+        assert re.search(rf"^{session} +\| FINALIZED +\|", listed, re.M), listed
+        assert session not in nodetool(a, "repair_admin", "list"), a
+        assert nodetool(a, "repair_admin", "summarize-pending") == "no pending repair data\n"
+    assert "Percent Repaired       : 100.0%" in nodetool(a1, "info")
 
 
 def test_a_replica_that_missed_writes_is_repaired(pinned):
@@ -80,6 +110,8 @@ def test_a_replica_that_missed_writes_is_repaired(pinned):
     wait_all_up()
     before = read_all(pinned[a3], TABLE, {k: S["rows"][k] for k in missed}, CL.ONE)
     assert len(before) == len(missed), f"node3 should have missed every write: {len(before)} missing"
+    flush_all()
+    assert percent_repaired(a1) < 100
     got = summary(nodetool(a2, "repair", KS, timeout=300))
     assert got["out_of_sync"] > 0 and got["partitions"] >= len(missed), got
     # Only what node3 missed moves, and only to node3: a leaf-level repair would write each
@@ -87,6 +119,31 @@ def test_a_replica_that_missed_writes_is_repaired(pinned):
     assert got["partitions"] <= 2 * len(missed) + 10, got
     assert got["rows_out_of_sync"] == len(missed), got
     assert got["written"] == {a3: len(missed)}, got
+    # Incremental: the digest lists held the unrepaired rows alone. The 500 rows the first
+    # repair marked repaired share the differing leaves but were not listed again.
+    assert got["rows_compared"] == len(missed), got
+    # What node3 received is in the session's set, repaired with the rest.
+    assert all(percent_repaired(a) == 100.0 for a in (a1, a2, a3))
     for a in (a3, a1, a2):
         missing = read_all(pinned[a], TABLE, S["rows"], CL.ONE)
         assert missing == {}, f"{len(missing)} rows differ at ONE through {a} after the repair"
+
+
+def test_an_incremental_repair_after_one_compares_nothing_and_full_compares_all(pinned):
+    a1, a2, a3 = three()
+    got = summary(nodetool(a3, "repair", KS, timeout=120))
+    assert got["out_of_sync"] == 0 and got["rows_compared"] == 0 and got["partitions"] == 0, got
+    # A full repair hashes the repaired data too: in sync, so nothing moves either.
+    out = nodetool(a3, "repair", "-full", KS, timeout=120)
+    assert "incremental: false" in out and "sessions finalized" not in out, out
+    got = summary(out)
+    assert got["compared"] > 0 and got["out_of_sync"] == 0 and got["partitions"] == 0, got
+    # Written after: unrepaired until the next incremental repair, on every replica.
+    write(pinned[a1], range(2000, 2050), CL.ALL)
+    flush_all()
+    assert all(percent_repaired(a) < 100 for a in (a1, a2, a3))
+    got = summary(nodetool(a1, "repair", KS, timeout=120))
+    assert got["out_of_sync"] == 0 and got["partitions"] == 0, got
+    assert all(percent_repaired(a) == 100.0 for a in (a1, a2, a3))
+    for a in (a1, a2, a3):
+        assert read_all(pinned[a], TABLE, S["rows"], CL.ONE) == {}

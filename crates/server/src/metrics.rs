@@ -37,6 +37,10 @@ pub fn table_stats_json(s: &st::TableStats) -> Value {
         "tombstones_scanned_by_reads": s.tombstones_scanned_by_reads,
         "tombstones_scanned_max": s.tombstones_scanned_max,
         "tombstone_failures": s.tombstone_failures,
+        "percent_repaired": s.percent_repaired,
+        "repaired_bytes": s.repaired_bytes,
+        "unrepaired_bytes": s.unrepaired_bytes,
+        "pending_repair_bytes": s.pending_repair_bytes,
         "histograms": histograms_json(&s.histograms),
     })
 }
@@ -71,20 +75,28 @@ pub fn compactions_json(list: &[st::CompactionProgress]) -> Value {
 pub fn info_json(node: &NodeState, clock: &dyn Clock) -> Value {
     let now_s = u64::try_from(clock.wall_secs()).unwrap_or(0);
     let uptime = now_s.saturating_sub(node.started_at_s);
-    let mut load = 0u64;
+    let (mut load, mut repaired, mut all) = (0u64, 0u64, 0u64);
     for ks in node.schema().user_keyspaces() {
         for t in ks.tables.values() {
-            load += node
-                .engine
-                .table_stats(*t.id.as_bytes())
-                .live_disk_space_bytes;
+            let stats = node.engine.table_stats(*t.id.as_bytes());
+            load += stats.live_disk_space_bytes;
+            repaired += stats.repaired_bytes;
+            all += stats.repaired_bytes + stats.unrepaired_bytes + stats.pending_repair_bytes;
         }
     }
+    // Over every user table's bytes, as the tables' own percentages weigh them; with no data,
+    // all of it is repaired (Cassandra's convention).
+    let percent_repaired = if all == 0 {
+        100.0
+    } else {
+        repaired as f64 * 100.0 / all as f64
+    };
     json!({
         "id": node.identity.host_id.to_string(),
         "gossip_active": false,
         "native_transport_active": true,
         "load_bytes": load,
+        "percent_repaired": percent_repaired,
         "generation": node.started_at_s,
         "uptime_seconds": uptime,
         "data_center": node.config.data_center,

@@ -40,6 +40,9 @@ pub struct RepairOptions {
     pub primary_range: bool,
     pub start: Option<i64>,
     pub end: Option<i64>,
+    /// Compare only unrepaired data and mark it repaired after (the default, as in Cassandra
+    /// 4.0+); false for `-full`.
+    pub incremental: bool,
 }
 
 pub trait ClusterView: Send + Sync {
@@ -84,6 +87,11 @@ pub trait ClusterView: Send + Sync {
     fn start_repair(self: Arc<Self>, options: RepairOptions) -> u64;
     /// `{"state": "running" | "done" | "failed", ...}` of repair `id`.
     fn repair_status(&self, id: u64) -> Option<serde_json::Value>;
+    /// The incremental repair sessions this node takes part in (`nodetool repair_admin list`).
+    /// Each as `LocalSession` serialises (cluster/repair/session.rs), oldest first.
+    fn repair_sessions(&self) -> Vec<serde_json::Value>;
+    /// `nodetool repair_admin cancel --session ID`.
+    fn cancel_repair_session(self: Arc<Self>, id: uuid::Uuid) -> Result<(), String>;
     /// `nodetool disablehandoff` / `enablehandoff`: whether hints are stored for replicas.
     fn set_hinted_handoff(&self, enabled: bool);
     fn hinted_handoff(&self) -> bool;

@@ -6,6 +6,7 @@ mod bootstrap;
 mod export;
 mod http;
 mod rebuild;
+mod repair;
 mod report;
 mod streams;
 
@@ -21,6 +22,7 @@ fn usage() -> String {
      \x20         tablehistograms ks table, compactionstats, version,\n\
      \x20         status [ks], ring, describecluster, gossipinfo, getendpoints ks table key,\n\
      \x20         decommission, removenode (HOSTID | status | force), rebuild [SOURCE_DC], bootstrap resume, netstats [-H], repair [-full] [-pr] [-st T -et T] [ks [tables...]],\n\
+     \x20         repair_admin [list [--all] | cancel --session ID | summarize-pending],\n\
      \x20         disablehandoff, enablehandoff, statushandoff,\n\
      \x20         setstreamthroughput [-e | -m] N, getstreamthroughput [-e | -m | -d],\n\
      \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
@@ -107,7 +109,8 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
         "rebuild" => rebuild::run(&node, args),
         "export" => export::run(&node, args),
         "bootstrap" => bootstrap::run(&node, args),
-        "repair" => repair(&node, args),
+        "repair" => repair::run(&node, args),
+        "repair_admin" => repair::admin(&node, args),
         "disablehandoff" | "enablehandoff" => node
             .request(
                 "POST",
@@ -199,84 +202,6 @@ fn removenode(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
         }
         if let Some(failed) = now.strip_prefix("RemovalStatus: Failed: ") {
             return Err(NodetoolError::Refused(failed.to_string()));
-        }
-    }
-}
-
-/// `repair [-full] [-pr] [-st TOKEN -et TOKEN] [ks [tables...]]`: starts the repair on the node,
-/// waits for it and prints what it compared and moved. Every repair is full (`-full` is
-/// accepted for the scripts that pass it).
-fn repair(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
-    let mut query = Vec::new();
-    let mut names = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-full" | "--full" | "-seq" | "--sequential" => {}
-            "-pr" | "--partitioner-range" => query.push("pr=true".to_string()),
-            "-st" | "--start-token" | "-et" | "--end-token" => {
-                let v = it
-                    .next()
-                    .ok_or_else(|| NodetoolError::Usage(format!("{a} needs a token")))?;
-                let key = if matches!(a.as_str(), "-st" | "--start-token") {
-                    "st"
-                } else {
-                    "et"
-                };
-                query.push(format!("{key}={}", enc(v)));
-            }
-            other => names.push(other.to_string()),
-        }
-    }
-    if let Some((ks, tables)) = names.split_first() {
-        query.push(format!("ks={}", enc(ks)));
-        if !tables.is_empty() {
-            query.push(format!("tables={}", enc(&tables.join(","))));
-        }
-    }
-    let started = node.request_json(
-        "POST",
-        &format!("/storage_service/repair?{}", query.join("&")),
-    )?;
-    let id = started["id"].as_u64().unwrap_or(0);
-    println!(
-        "Starting repair command #{id}, repairing keyspace {}",
-        names.first().map_or("(all)", String::as_str)
-    );
-    loop {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let status = node.request_json("GET", &format!("/storage_service/repair?id={id}"))?;
-        match status["state"].as_str() {
-            Some("running") => continue,
-            Some("done") => {
-                let s = &status["summary"];
-                println!(
-                    "Repair completed successfully: {} ranges compared, {} out of sync, {} sub-ranges repaired, {} partitions ({} bytes) streamed",
-                    s["ranges_compared"], s["ranges_out_of_sync"], s["sub_ranges_repaired"], s["partitions_streamed"], s["bytes_streamed"]
-                );
-                if let Some(compared) = s["partitions_compared"].as_u64() {
-                    let written: Vec<String> = s["partitions_written"]
-                        .as_object()
-                        .map(|w| w.iter().map(|(peer, n)| format!("{peer} {n}")).collect())
-                        .unwrap_or_default();
-                    println!(
-                        "Row-level sync: {compared} partitions compared by digest, {} out of sync; written to: {}",
-                        s["partitions_out_of_sync"],
-                        if written.is_empty() { "none".to_string() } else { written.join(", ") }
-                    );
-                }
-                println!(
-                    "Repair command #{id} finished in {:.3} seconds",
-                    s["seconds"].as_f64().unwrap_or(0.0)
-                );
-                return Ok(());
-            }
-            _ => {
-                return Err(NodetoolError::Refused(format!(
-                    "Repair command #{id} failed: {}",
-                    status["error"].as_str().unwrap_or("unknown error")
-                )))
-            }
         }
     }
 }

@@ -54,6 +54,14 @@ pub fn tablestats(v: &Value) {
         println!("\t\tMemtable switch count: {}", n("memtable_switch_count"));
         println!("\t\tLocal read count: {}", n("local_read_count"));
         println!("\t\tLocal write count: {}", n("local_write_count"));
+        println!("\t\tPercent repaired: {}", round2(f("percent_repaired")));
+        for (label, key) in [
+            ("Bytes repaired", "repaired_bytes"),
+            ("Bytes unrepaired", "unrepaired_bytes"),
+            ("Bytes pending repair", "pending_repair_bytes"),
+        ] {
+            println!("\t\t{label}: {:.3}KiB", n(key) as f64 / 1024.0);
+        }
         println!(
             "\t\tBloom filter false positives: {}",
             n("bloom_filter_false_positives")
@@ -162,7 +170,21 @@ pub fn info(v: &Value) {
     );
     println!("Exceptions             : 0");
     println!(
+        "Percent Repaired       : {}%",
+        round2(v["percent_repaired"].as_f64().unwrap_or(100.0))
+    );
+    println!(
         "Token                  : (invoke with -T/--tokens to see all {} tokens)",
         v["tokens"]
     );
+}
+
+/// A percentage as Cassandra prints one: rounded to two decimals, at least one shown.
+fn round2(p: f64) -> String {
+    let r = (p * 100.0).round() / 100.0;
+    if r.fract() == 0.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r}")
+    }
 }

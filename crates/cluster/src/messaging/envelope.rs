@@ -90,6 +90,20 @@ pub enum Verb {
     MetadataPrepare = 61,
     MetadataPropose = 62,
     MetadataCommit = 63,
+    /// Incremental repair (server cluster/repair/session.rs): the coordinator asks each
+    /// participant to set aside, as pending for the session, its unrepaired SSTables of the
+    /// named tables within the session's ranges (anticompaction); answered with
+    /// `RepairPrepareResponse` once they are.
+    RepairPrepareRequest = 64,
+    RepairPrepareResponse = 65,
+    /// The session's outcome: its pending SSTables become repaired, or unrepaired again.
+    /// Answered with `RepairFinalizeResponse`.
+    RepairFinalizeRequest = 66,
+    RepairFinalizeResponse = 67,
+    /// Partitions a session's row-level sync writes to a replica that lacked them, stored in
+    /// an SSTable pending for the session (so they are repaired with the rest of it); answered
+    /// with `MutationResponse`.
+    RepairSessionWrite = 68,
 }
 
 impl Verb {
@@ -141,6 +155,11 @@ impl Verb {
             61 => MetadataPrepare,
             62 => MetadataPropose,
             63 => MetadataCommit,
+            64 => RepairPrepareRequest,
+            65 => RepairPrepareResponse,
+            66 => RepairFinalizeRequest,
+            67 => RepairFinalizeResponse,
+            68 => RepairSessionWrite,
             _ => return None,
         })
     }

@@ -9,6 +9,7 @@
 
 pub mod access;
 
+mod repair_admin;
 mod streams;
 
 use crate::node::NodeState;
@@ -433,6 +434,9 @@ fn storage_service(
             .to_string(),
         )),
         (method, ["repair"]) => repair(node, method, req),
+        ("GET", ["repair_admin"]) => repair_admin::list(node),
+        ("POST", ["repair_admin", "cancel"]) => repair_admin::cancel(node, req),
+        ("GET", ["repair_admin", "pending"]) => repair_admin::pending(node),
         ("POST", ["hinted_handoff"]) => match (node.cluster(), req.query.get("enabled")) {
             (Some(c), Some(on)) => {
                 c.set_hinted_handoff(on == "true");
@@ -637,8 +641,9 @@ fn observe(
     })
 }
 
-/// `/storage_service/repair`: POST `?ks=&tables=a,b&pr=true&st=&et=` starts a repair and
-/// answers its number; GET `?id=N` tells how it is going.
+/// `/storage_service/repair`: POST `?ks=&tables=a,b&pr=true&st=&et=&full=true` starts a
+/// repair (incremental unless `full=true`) and answers its number; GET `?id=N` tells how it is
+/// going.
 fn repair(node: &NodeState, method: &str, req: &HttpRequest) -> RouteResult {
     let Some(cluster) = node.cluster() else {
         return Err((400, "Nothing to repair: this node is not in a ring".into()));
@@ -662,6 +667,7 @@ fn repair(node: &NodeState, method: &str, req: &HttpRequest) -> RouteResult {
                 primary_range: arg("pr").is_some_and(|v| v == "true"),
                 start: token("st")?,
                 end: token("et")?,
+                incremental: !arg("full").is_some_and(|v| v == "true"),
             };
             if let Some(ks) = &options.keyspace {
                 node.schema()

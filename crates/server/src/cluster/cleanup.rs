@@ -36,7 +36,7 @@ pub fn owned_ranges(
 }
 
 /// `(start, end]` ring ranges, wrapping past the maximum token, as sorted, merged `[lo, hi)`.
-fn as_storage_ranges(ranges: &[TokenRange]) -> Vec<OwnedRange> {
+pub(super) fn as_storage_ranges(ranges: &[TokenRange]) -> Vec<OwnedRange> {
     let after = |t: i64| t.checked_add(1);
     let mut out: Vec<OwnedRange> = Vec::new();
     for r in ranges {

@@ -190,6 +190,8 @@ pub struct ClusterNode {
     auth_pushed: Mutex<String>,
     /// The partition digests of this node's latest repair trees (repair/cache.rs).
     repair_digests: repair::DigestCache,
+    /// The incremental repair sessions this node takes part in (repair/session.rs).
+    repair_sessions: repair::Sessions,
 }
 
 /// Keyspace, ring snapshot, and the joins and departures a set of range movements was
@@ -248,6 +250,9 @@ pub fn attach(
         service.host_id(),
         node.exec.clock().clone(),
     );
+    // Before any repair message can arrive: sessions pending from before a restart are
+    // unknown now, and released.
+    repair::release_stale(&node.engine);
     let cluster = Arc::new(ClusterNode {
         service,
         messenger,
@@ -276,6 +281,7 @@ pub fn attach(
         hinted_handoff: std::sync::atomic::AtomicBool::new(node.config.hinted_handoff_enabled),
         auth_pushed: Mutex::new(node.auth.digest()),
         repair_digests: repair::DigestCache::default(),
+        repair_sessions: repair::Sessions::default(),
         metadata: metadata_log::MetadataLog::new(metadata_store),
         claim: Mutex::new(topology_claim::load(node)),
         batchlog,
@@ -641,6 +647,18 @@ impl crate::topology::ClusterView for ClusterNode {
 
     fn repair_status(&self, id: u64) -> Option<serde_json::Value> {
         self.repairs.lock().get(&id).cloned()
+    }
+
+    fn repair_sessions(&self) -> Vec<serde_json::Value> {
+        self.repair_sessions
+            .list()
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect()
+    }
+
+    fn cancel_repair_session(self: Arc<Self>, id: uuid::Uuid) -> Result<(), String> {
+        repair::cancel_session(&self, id)
     }
 
     fn set_hinted_handoff(&self, enabled: bool) {

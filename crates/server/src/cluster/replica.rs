@@ -104,6 +104,12 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             Verb::RepairRowsRequest => {
                 tokio::spawn(super::repair::serve_rows(cluster, node, envelope));
             }
+            Verb::RepairPrepareRequest | Verb::RepairFinalizeRequest => {
+                tokio::spawn(super::repair::serve_session(cluster, node, envelope));
+            }
+            Verb::RepairSessionWrite => {
+                tokio::spawn(super::repair::serve_session_write(cluster, node, envelope));
+            }
             Verb::StreamRequest => {
                 tokio::spawn(super::streams::serve_stream(cluster, node, envelope));
             }

@@ -4,6 +4,7 @@
 //! moment the tree was built, as the tree does; the partitions that differ are read afresh.
 
 use super::compare::DigestEntry;
+use super::View;
 use helenus_cluster::locator::TokenRange;
 use helenus_storage as st;
 use parking_lot::Mutex;
@@ -20,6 +21,7 @@ const KEEP: Duration = Duration::from_secs(300);
 struct Cached {
     table: st::TableId,
     range: TokenRange,
+    view: View,
     built: Instant,
     /// Sorted by (token, key).
     entries: Arc<Vec<DigestEntry>>,
@@ -37,6 +39,7 @@ impl DigestCache {
         &self,
         table: st::TableId,
         range: TokenRange,
+        view: View,
         mut entries: Vec<DigestEntry>,
     ) {
         if entries.len() > MAX_ENTRIES {
@@ -44,10 +47,13 @@ impl DigestCache {
         }
         entries.sort_unstable_by(|a, b| (a.token, &a.key).cmp(&(b.token, &b.key)));
         let mut trees = self.trees.lock();
-        trees.retain(|c| !(c.table == table && c.range == range) && c.built.elapsed() < KEEP);
+        trees.retain(|c| {
+            !(c.table == table && c.range == range && c.view == view) && c.built.elapsed() < KEEP
+        });
         trees.push(Cached {
             table,
             range,
+            view,
             built: Instant::now(),
             entries: Arc::new(entries),
         });
@@ -64,6 +70,7 @@ impl DigestCache {
         &self,
         table: st::TableId,
         range: TokenRange,
+        view: View,
         start: &st::PartitionBound,
         end: &st::PartitionBound,
         limit: usize,
@@ -72,7 +79,9 @@ impl DigestCache {
             let trees = self.trees.lock();
             let cached = trees
                 .iter()
-                .find(|c| c.table == table && c.range == range && c.built.elapsed() < KEEP)?;
+                .find(|c| {
+                    c.table == table && c.range == range && c.view == view && c.built.elapsed() < KEEP
+                })?;
             cached.entries.clone()
         };
         let from = entries.partition_point(|e| !start.admits_as_start(e.token, &e.key));
@@ -113,7 +122,7 @@ mod tests {
         let range = TokenRange::new(0, 100);
         cache.keep(
             [1; 16],
-            range,
+            range, View::Live,
             (1..=9).rev().map(|t| entry(t * 10, b"k")).collect(),
         );
         let after = |token| st::PartitionBound::Token {
@@ -125,11 +134,11 @@ mod tests {
             inclusive: true,
         };
         assert_eq!(
-            tokens(cache.page([1; 16], range, &after(20), &through(50), 10)),
+            tokens(cache.page([1; 16], range, View::Live, &after(20), &through(50), 10)),
             vec![30, 40, 50]
         );
         assert_eq!(
-            tokens(cache.page([1; 16], range, &after(0), &through(100), 2)),
+            tokens(cache.page([1; 16], range, View::Live, &after(0), &through(100), 2)),
             vec![10, 20]
         );
         let resume = st::PartitionBound::Key {
@@ -138,14 +147,14 @@ mod tests {
             inclusive: false,
         };
         assert_eq!(
-            tokens(cache.page([1; 16], range, &resume, &st::PartitionBound::Unbounded, 2)),
+            tokens(cache.page([1; 16], range, View::Live, &resume, &st::PartitionBound::Unbounded, 2)),
             vec![30, 40]
         );
         assert!(cache
-            .page([2; 16], range, &after(0), &through(100), 2)
+            .page([2; 16], range, View::Live, &after(0), &through(100), 2)
             .is_none());
         assert!(cache
-            .page([1; 16], TokenRange::new(0, 99), &after(0), &through(100), 2)
+            .page([1; 16], TokenRange::new(0, 99), View::Live, &after(0), &through(100), 2)
             .is_none());
     }
 
@@ -154,17 +163,17 @@ mod tests {
         let cache = DigestCache::default();
         let range = |i: i64| TokenRange::new(i * 10, i * 10 + 10);
         for i in 0..=MAX_TREES as i64 {
-            cache.keep([0; 16], range(i), vec![entry(i * 10 + 1, b"a")]);
+            cache.keep([0; 16], range(i), View::Live, vec![entry(i * 10 + 1, b"a")]);
         }
         let all = (st::PartitionBound::Unbounded, st::PartitionBound::Unbounded);
-        assert!(cache.page([0; 16], range(0), &all.0, &all.1, 9).is_none());
+        assert!(cache.page([0; 16], range(0), View::Live, &all.0, &all.1, 9).is_none());
         assert_eq!(
-            tokens(cache.page([0; 16], range(1), &all.0, &all.1, 9)),
+            tokens(cache.page([0; 16], range(1), View::Live, &all.0, &all.1, 9)),
             vec![11]
         );
-        cache.keep([0; 16], range(1), vec![entry(12, b"a"), entry(13, b"a")]);
+        cache.keep([0; 16], range(1), View::Live, vec![entry(12, b"a"), entry(13, b"a")]);
         assert_eq!(
-            tokens(cache.page([0; 16], range(1), &all.0, &all.1, 9)),
+            tokens(cache.page([0; 16], range(1), View::Live, &all.0, &all.1, 9)),
             vec![12, 13]
         );
     }

@@ -29,13 +29,13 @@ fn range_text(range: TokenRange) -> String {
 }
 
 /// The repair's options as Cassandra's `RepairOption.asMap` names them (ranges and tables have
-/// their own columns). Every repair here is full and parallel.
+/// their own columns). Every repair here is parallel.
 fn options_map(options: &RepairOptions) -> BTreeMap<String, String> {
     let sub_range = options.start.is_some() && options.end.is_some();
     [
         ("parallelism", "parallel".to_string()),
         ("primary_range", options.primary_range.to_string()),
-        ("incremental", "false".into()),
+        ("incremental", options.incremental.to_string()),
         ("job_threads", "1".into()),
         ("data_centers", String::new()),
         ("hosts", String::new()),
@@ -92,6 +92,12 @@ impl<'a> HistoryLog<'a> {
     }
 
     /// Records the start of `range`'s session over the record's tables with `replicas`; its id.
+    /// The parent repair's id, which an incremental repair's session shares (as Cassandra's
+    /// pending repair id is its parent session's).
+    pub(super) fn parent_id(&self) -> Uuid {
+        self.record.parent_id
+    }
+
     pub(super) fn start_session(&mut self, range: TokenRange, replicas: &[NodeId]) -> Uuid {
         let id = helenus_types::time::new_timeuuid();
         let coordinator = self.address(self.cluster.local());

@@ -15,7 +15,10 @@
 //! outbound stream throttle, and the plan ("Repair") shows in `nodetool netstats` once it moves
 //! data.
 //!
-//! Incremental repair (repaired/unrepaired SSTable sets) is not built: every repair is full.
+//! A repair is incremental unless `-full` is given, as in Cassandra 4.0+: the trees and digest
+//! lists then cover only the SSTables the session set aside as pending (session.rs), and once
+//! every range is in sync they are marked repaired, so the next repair compares only what was
+//! written since.
 //!
 //! Each keyspace's repair is recorded in the repair history (`history.rs`), served as
 //! `system_distributed.parent_repair_history` and `repair_history` on every node.
@@ -24,9 +27,14 @@ mod cache;
 mod compare;
 mod history;
 mod rows;
+mod session;
 
 pub use cache::DigestCache;
 pub use rows::{serve_digests, serve_rows};
+pub use session::{
+    cancel as cancel_session, release_stale, serve as serve_session, serve_session_write,
+    Sessions,
+};
 
 use super::bootstrap::{after_last, answer_or_refuse, page_query, storage_pieces};
 use super::ClusterNode;
@@ -55,6 +63,53 @@ const COALESCE_GAP_LEAVES: u64 = 16;
 /// replica may be gone). The first is short: a lost message is retried soon.
 const REPAIR_MESSAGE_TIMEOUTS: [Duration; 2] = [Duration::from_secs(10), Duration::from_secs(60)];
 
+/// Which of a replica's data a repair compares: all of it (a full repair), or the SSTables an
+/// incremental repair's session set aside (session.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    Live,
+    Session([u8; 16]),
+}
+
+impl View {
+    /// The unfiltered read of `q` over this view.
+    fn read(
+        self,
+        engine: &st::Engine,
+        table: st::TableId,
+        q: &st::ReadQuery,
+    ) -> Result<st::UnfilteredResult, String> {
+        match self {
+            View::Live => engine.read_unfiltered(table, q, u64::MAX),
+            View::Session(s) => engine.read_unfiltered_pending(table, s, q, u64::MAX),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// On the wire: `u8 0`, or `u8 1` and the session's id.
+    fn encode(self, out: &mut BytesMut) {
+        match self {
+            View::Live => out.put_u8(0),
+            View::Session(s) => {
+                out.put_u8(1);
+                out.put_slice(&s);
+            }
+        }
+    }
+
+    fn decode(b: &mut Bytes) -> Option<View> {
+        match b.remaining().checked_sub(1).map(|_| b.get_u8())? {
+            0 => Some(View::Live),
+            1 if b.remaining() >= 16 => {
+                let mut s = [0u8; 16];
+                b.copy_to_slice(&mut s);
+                Some(View::Session(s))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// What a repair compared and moved, as `nodetool repair` reports it.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct RepairSummary {
@@ -75,6 +130,9 @@ pub struct RepairSummary {
     pub partitions_written: BTreeMap<String, u64>,
     /// Bytes of partitions read from and written to other replicas.
     pub bytes_streamed: u64,
+    /// Whether the repair was incremental (compared only unrepaired data), and its session.
+    pub incremental: bool,
+    pub sessions: Vec<String>,
     pub seconds: f64,
 }
 
@@ -147,6 +205,23 @@ async fn repair_keyspaces(
         // Each keyspace's repair is a parent repair in the history, as in Cassandra.
         let mut history =
             history::HistoryLog::start(cluster, node, &keyspace.name, names, &ranges, options);
+        let session = match options.incremental {
+            true => {
+                let ids = tables.iter().map(|t| *t.id.as_bytes()).collect();
+                let id = history.parent_id();
+                summary.incremental = true;
+                summary.sessions.push(id.to_string());
+                match session::prepare(cluster, node, id, &keyspace.name, &map, ids, &ranges).await
+                {
+                    Ok(prepared) => Some(prepared),
+                    Err(e) => {
+                        history.finish(&Err(e.clone()));
+                        return Err(e);
+                    }
+                }
+            }
+            false => None,
+        };
         let job = KeyspaceJob {
             cluster,
             node,
@@ -154,8 +229,14 @@ async fn repair_keyspaces(
             keyspace: &keyspace.name,
             map: &map,
             tables: &tables,
+            view: session
+                .as_ref()
+                .map_or(View::Live, |s| View::Session(*s.id.as_bytes())),
         };
         let outcome = job.repair(&ranges, &mut summary, &mut history).await;
+        if let Some(s) = &session {
+            session::finalize(cluster, node, s, outcome.is_ok()).await;
+        }
         history.finish(&outcome);
         outcome?;
     }
@@ -170,6 +251,7 @@ struct KeyspaceJob<'a> {
     keyspace: &'a str,
     map: &'a ReplicationMap,
     tables: &'a [&'a Arc<helenus_schema::TableMeta>],
+    view: View,
 }
 
 impl KeyspaceJob<'_> {
@@ -189,8 +271,8 @@ impl KeyspaceJob<'_> {
             }
             for table in self.tables {
                 let id = *table.id.as_bytes();
-                let (cluster, node, plan) = (self.cluster, self.node, self.plan);
-                let outcome = repair_range(cluster, node, plan, id, range, &replicas, summary)
+                let outcome = self
+                    .repair_range(id, range, &replicas, summary)
                     .await
                     .map_err(|e| format!("{}.{} {range:?}: {e}", self.keyspace, table.name));
                 history.end_job(
@@ -234,46 +316,48 @@ fn intersect(a: TokenRange, b: TokenRange) -> Option<TokenRange> {
     (start < end).then(|| TokenRange::new(start, end))
 }
 
-async fn repair_range(
-    cluster: &ClusterNode,
-    node: &NodeState,
-    plan: &StreamPlan,
-    table: st::TableId,
-    range: TokenRange,
-    replicas: &[NodeId],
-    summary: &mut RepairSummary,
-) -> Result<(), String> {
-    summary.ranges_compared += 1;
-    // Each replica builds its tree at once: the builds read and hash every partition of the
-    // range, the longest part of a repair of replicas in sync.
-    let trees = futures::future::try_join_all(
-        replicas
-            .iter()
-            .map(|replica| tree_of(cluster, node, *replica, table, range)),
-    )
-    .await?;
-    let Some((first, others)) = trees.split_first() else {
-        return Ok(());
-    };
-    let differing: Vec<TokenRange> = others.iter().flat_map(|t| first.difference(t)).collect();
-    if differing.is_empty() {
-        return Ok(());
+impl KeyspaceJob<'_> {
+    async fn repair_range(
+        &self,
+        table: st::TableId,
+        range: TokenRange,
+        replicas: &[NodeId],
+        summary: &mut RepairSummary,
+    ) -> Result<(), String> {
+        summary.ranges_compared += 1;
+        // Each replica builds its tree at once: the builds read and hash every partition of
+        // the range, the longest part of a repair of replicas in sync.
+        let (cluster, node, view) = (self.cluster, self.node, self.view);
+        let trees = futures::future::try_join_all(
+            replicas
+                .iter()
+                .map(|replica| tree_of(cluster, node, *replica, table, range, view)),
+        )
+        .await?;
+        let Some((first, others)) = trees.split_first() else {
+            return Ok(());
+        };
+        let differing: Vec<TokenRange> = others.iter().flat_map(|t| first.difference(t)).collect();
+        if differing.is_empty() {
+            return Ok(());
+        }
+        summary.ranges_out_of_sync += 1;
+        let sync = rows::RowSync {
+            cluster,
+            node,
+            plan: self.plan,
+            table,
+            replicas,
+            tree_range: range,
+            now_s: node.exec.clock().wall_secs(),
+            view,
+        };
+        for sub in compare::coalesce(range, differing, TREE_DEPTH, COALESCE_GAP_LEAVES) {
+            sync.sync(sub, summary).await?;
+            summary.sub_ranges_repaired += 1;
+        }
+        Ok(())
     }
-    summary.ranges_out_of_sync += 1;
-    let sync = rows::RowSync {
-        cluster,
-        node,
-        plan,
-        table,
-        replicas,
-        tree_range: range,
-        now_s: node.exec.clock().wall_secs(),
-    };
-    for sub in compare::coalesce(range, differing, TREE_DEPTH, COALESCE_GAP_LEAVES) {
-        sync.sync(sub, summary).await?;
-        summary.sub_ranges_repaired += 1;
-    }
-    Ok(())
 }
 
 /// A replica's tree of `table` over `range`.
@@ -283,16 +367,18 @@ async fn tree_of(
     replica: NodeId,
     table: st::TableId,
     range: TokenRange,
+    view: View,
 ) -> Result<MerkleTree, String> {
     if replica == cluster.local() {
+        cluster.repair_sessions.check_view(view)?;
         let engine = node.engine.clone();
         let now = node.exec.clock().wall_secs();
         let (tree, digests) =
-            tokio::task::spawn_blocking(move || build_tree(&engine, table, range, now))
+            tokio::task::spawn_blocking(move || build_tree(&engine, table, range, now, view))
                 .await
                 .map_err(|e| e.to_string())??;
         if let Some(digests) = digests {
-            cluster.repair_digests.keep(table, range, digests);
+            cluster.repair_digests.keep(table, range, view, digests);
         }
         return Ok(tree);
     }
@@ -300,7 +386,8 @@ async fn tree_of(
         cluster,
         replica,
         Verb::RepairTreeRequest,
-        tree_request(table, range),
+        tree_request(table, range, view),
+        &REPAIR_MESSAGE_TIMEOUTS,
     )
     .await?;
     if reply.verb != Verb::RepairTreeResponse {
@@ -317,8 +404,9 @@ async fn ask(
     to: NodeId,
     verb: Verb,
     payload: Bytes,
+    waits: &[Duration],
 ) -> Result<Envelope, String> {
-    for wait in REPAIR_MESSAGE_TIMEOUTS {
+    for &wait in waits {
         let (id, answer) = cluster
             .messenger
             .request(to, verb, payload.clone())
@@ -335,23 +423,27 @@ async fn ask(
     Err(format!("{to} timed out"))
 }
 
-fn tree_request(table: st::TableId, range: TokenRange) -> Bytes {
-    let mut out = BytesMut::with_capacity(16 + 16);
+fn tree_request(table: st::TableId, range: TokenRange, view: View) -> Bytes {
+    let mut out = BytesMut::with_capacity(16 + 16 + 17);
     out.put_slice(&table);
     out.put_i64(range.start);
     out.put_i64(range.end);
+    view.encode(&mut out);
     out.freeze()
 }
 
-fn decode_tree_request(mut payload: Bytes) -> Option<(st::TableId, TokenRange)> {
-    if payload.len() != 32 {
+fn decode_tree_request(mut payload: Bytes) -> Option<(st::TableId, TokenRange, View)> {
+    if payload.len() < 33 {
         return None;
     }
     let mut table = [0u8; 16];
     payload.copy_to_slice(&mut table);
     let start = payload.get_i64();
     let end = payload.get_i64();
-    Some((table, TokenRange::new(start, end)))
+    let view = View::decode(&mut payload)?;
+    payload
+        .is_empty()
+        .then_some((table, TokenRange::new(start, end), view))
 }
 
 /// A partition's digest, in trees and digest lists alike: the MD5 of its unfiltered,
@@ -370,15 +462,12 @@ fn visit_digests(
     table: st::TableId,
     mut start: st::PartitionBound,
     end: st::PartitionBound,
-    now_s: i64,
+    (now_s, view): (i64, View),
     mut visit: impl FnMut(&st::Mutation, [u8; 16]) -> bool,
 ) -> Result<(), String> {
     loop {
         let query = page_query(start, end.clone(), now_s);
-        let page = engine
-            .read_unfiltered(table, &query, u64::MAX)
-            .map_err(|e| e.to_string())?
-            .partitions;
+        let page = view.read(engine, table, &query)?.partitions;
         let Some(next) = after_last(&page) else {
             return Ok(());
         };
@@ -398,11 +487,12 @@ fn build_tree(
     table: st::TableId,
     range: TokenRange,
     now_s: i64,
+    view: View,
 ) -> Result<(MerkleTree, Option<Vec<compare::DigestEntry>>), String> {
     let mut tree = MerkleTree::new(range, TREE_DEPTH);
     let mut digests = Some(Vec::new());
     for (start, end) in storage_pieces(range) {
-        visit_digests(engine, table, start, end, now_s, |p, digest| {
+        visit_digests(engine, table, start, end, (now_s, view), |p, digest| {
             tree.add(p.token, &digest);
             if digests
                 .as_ref()
@@ -427,11 +517,12 @@ fn build_tree(
 pub fn serve_tree(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let built = decode_tree_request(request.payload.clone())
         .ok_or_else(|| "malformed tree request".to_string())
-        .and_then(|(table, range)| {
-            let (tree, digests) =
-                build_tree(&node.engine, table, range, node.exec.clock().wall_secs())?;
+        .and_then(|(table, range, view)| {
+            cluster.repair_sessions.check_view(view)?;
+            let now = node.exec.clock().wall_secs();
+            let (tree, digests) = build_tree(&node.engine, table, range, now, view)?;
             if let Some(digests) = digests {
-                cluster.repair_digests.keep(table, range, digests);
+                cluster.repair_digests.keep(table, range, view, digests);
             }
             Ok(tree)
         });
@@ -466,11 +557,18 @@ mod tests {
 
     #[test]
     fn tree_requests_round_trip_and_bad_ones_are_refused() {
-        let request = tree_request([3; 16], TokenRange::new(-7, 9));
+        let request = tree_request([3; 16], TokenRange::new(-7, 9), View::Live);
         assert_eq!(
             decode_tree_request(request.clone()),
-            Some(([3; 16], TokenRange::new(-7, 9)))
+            Some(([3; 16], TokenRange::new(-7, 9), View::Live))
         );
         assert_eq!(decode_tree_request(request.slice(1..)), None);
+        let session = View::Session([8; 16]);
+        let request = tree_request([3; 16], TokenRange::new(-7, 9), session);
+        assert_eq!(
+            decode_tree_request(request.clone()),
+            Some(([3; 16], TokenRange::new(-7, 9), session))
+        );
+        assert_eq!(decode_tree_request(request.slice(..request.len() - 1)), None);
     }
 }

@@ -3,7 +3,7 @@
 //! written (to the replicas lacking them). Both sides of the two messages live here.
 
 use super::compare::{self, DigestEntry, Divergent};
-use super::{ask, visit_digests, RepairSummary};
+use super::{ask, session, visit_digests, RepairSummary, View, REPAIR_MESSAGE_TIMEOUTS};
 use crate::cluster::bootstrap::{
     answer_or_refuse, page_query, storage_pieces, STREAM_PAGE_PARTITIONS,
 };
@@ -33,6 +33,9 @@ pub(super) struct RowSync<'a> {
     /// The range the trees were built over: the replicas kept their digests under it.
     pub tree_range: TokenRange,
     pub now_s: i64,
+    /// What is compared, and where what a replica lacks is written: in a session's view, to
+    /// an SSTable pending for it.
+    pub view: View,
 }
 
 /// Where one replica's digest list stands: entries read but not compared yet, and where the
@@ -132,6 +135,7 @@ impl RowSync<'_> {
             let cached = self.cluster.repair_digests.page(
                 self.table,
                 self.tree_range,
+                self.view,
                 &start,
                 &end,
                 DIGEST_PAGE,
@@ -140,17 +144,24 @@ impl RowSync<'_> {
                 return Ok(page);
             }
             let engine = self.node.engine.clone();
-            let (table, now_s) = (self.table, self.now_s);
+            let (table, now_s, view) = (self.table, self.now_s, self.view);
             return tokio::task::spawn_blocking(move || {
-                list_digests(&engine, table, start, end, now_s, DIGEST_PAGE)
+                list_digests(&engine, table, (start, end), (now_s, view), DIGEST_PAGE)
             })
             .await
             .map_err(|e| e.to_string())?;
         }
         let mut query = page_query(start, end, self.now_s);
         query.partition_limit = Some(DIGEST_PAGE);
-        let payload = digests_request(self.tree_range, self.table, &query);
-        let reply = ask(self.cluster, replica, Verb::RepairDigestsRequest, payload).await?;
+        let payload = digests_request(self.tree_range, self.view, self.table, &query);
+        let reply = ask(
+            self.cluster,
+            replica,
+            Verb::RepairDigestsRequest,
+            payload,
+            &REPAIR_MESSAGE_TIMEOUTS,
+        )
+        .await?;
         if reply.verb != Verb::RepairDigestsResponse {
             return Err(format!("{replica} could not list its digests"));
         }
@@ -229,11 +240,12 @@ impl RowSync<'_> {
         }
         if replica == self.cluster.local() {
             let engine = self.node.engine.clone();
-            let (table, now_s) = (self.table, self.now_s);
-            let read =
-                tokio::task::spawn_blocking(move || read_partitions(&engine, table, now_s, keys))
-                    .await
-                    .map_err(|e| e.to_string())?;
+            let (table, now_s, view) = (self.table, self.now_s, self.view);
+            let read = tokio::task::spawn_blocking(move || {
+                read_partitions(&engine, table, (now_s, view), keys)
+            })
+            .await
+            .map_err(|e| e.to_string())?;
             return read.map(|partitions| (partitions, 0));
         }
         let peer = ip_of(self.cluster, replica);
@@ -250,8 +262,15 @@ impl RowSync<'_> {
             files_total: 0,
             file_index: 0,
         };
-        let payload = rows_request(&tag, self.table, self.now_s, &keys);
-        let reply = ask(self.cluster, replica, Verb::RepairRowsRequest, payload).await?;
+        let payload = rows_request(&tag, self.table, (self.now_s, self.view), &keys);
+        let reply = ask(
+            self.cluster,
+            replica,
+            Verb::RepairRowsRequest,
+            payload,
+            &REPAIR_MESSAGE_TIMEOUTS,
+        )
+        .await?;
         if reply.verb != Verb::RepairRowsResponse {
             return Err(format!("{replica} refused to send partitions"));
         }
@@ -266,20 +285,40 @@ impl RowSync<'_> {
     /// Writes `partitions` to `replica`, a page at a time; the bytes sent.
     async fn write_to(&self, replica: NodeId, partitions: &[st::Mutation]) -> Result<u64, String> {
         if replica == self.cluster.local() {
-            crate::proxy::apply_locally(&self.node.engine, partitions.to_vec())
-                .await
-                .map_err(|e| e.to_string())?;
+            match self.view {
+                View::Live => crate::proxy::apply_locally(&self.node.engine, partitions.to_vec())
+                    .await
+                    .map_err(|e| e.to_string())?,
+                View::Session(id) => {
+                    let (engine, table) = (self.node.engine.clone(), self.table);
+                    let partitions = partitions.to_vec();
+                    tokio::task::spawn_blocking(move || {
+                        session::store_session_write(&engine, id, table, partitions)
+                    })
+                    .await
+                    .map_err(|e| e.to_string())??
+                }
+            }
             return Ok(0);
         }
         let mut bytes = 0;
         let peer = ip_of(self.cluster, replica);
         self.plan.expect(peer, Direction::Sending, 1);
         for page in partitions.chunks(STREAM_PAGE_PARTITIONS) {
-            let payload = helenus_mutation::encode_mutations(page);
+            let (verb, payload) = match self.view {
+                View::Live => (
+                    Verb::MutationRequest,
+                    helenus_mutation::encode_mutations(page),
+                ),
+                View::Session(id) => (
+                    Verb::RepairSessionWrite,
+                    session::session_write_request(id, self.table, page),
+                ),
+            };
             let page_bytes = payload.len() as u64;
             bytes += page_bytes;
             self.node.streams.throttle().acquire(page_bytes).await;
-            let reply = ask(self.cluster, replica, Verb::MutationRequest, payload).await?;
+            let reply = ask(self.cluster, replica, verb, payload, &REPAIR_MESSAGE_TIMEOUTS).await?;
             if reply.verb != Verb::MutationResponse {
                 return Err(format!("{replica} refused a repair write"));
             }
@@ -309,13 +348,12 @@ fn take_through(
 fn list_digests(
     engine: &st::Engine,
     table: st::TableId,
-    start: st::PartitionBound,
-    end: st::PartitionBound,
-    now_s: i64,
+    (start, end): (st::PartitionBound, st::PartitionBound),
+    read_as: (i64, View),
     limit: usize,
 ) -> Result<Vec<DigestEntry>, String> {
     let mut out = Vec::new();
-    visit_digests(engine, table, start, end, now_s, |p, digest| {
+    visit_digests(engine, table, start, end, read_as, |p, digest| {
         out.push(DigestEntry {
             token: p.token,
             key: p.key.clone(),
@@ -330,27 +368,30 @@ fn list_digests(
 fn read_partitions(
     engine: &st::Engine,
     table: st::TableId,
-    now_s: i64,
+    (now_s, view): (i64, View),
     keys: Vec<(i64, Bytes)>,
 ) -> Result<Vec<st::Mutation>, String> {
     let mut out = Vec::with_capacity(keys.len());
     for (token, key) in keys {
         let query = st::ReadQuery::whole_partition(key, token, now_s);
-        let read = engine
-            .read_unfiltered(table, &query, u64::MAX)
-            .map_err(|e| e.to_string())?;
-        out.extend(read.partitions);
+        out.extend(view.read(engine, table, &query)?.partitions);
     }
     Ok(out)
 }
 
 /// A `RepairDigestsRequest` payload: the range of the tree compared (its digests may still be
 /// kept), then a read command over the part to list, its partition limit the page size.
-fn digests_request(tree_range: TokenRange, table: st::TableId, query: &st::ReadQuery) -> Bytes {
+fn digests_request(
+    tree_range: TokenRange,
+    view: View,
+    table: st::TableId,
+    query: &st::ReadQuery,
+) -> Bytes {
     let read = wire::encode_read(table, query);
-    let mut out = BytesMut::with_capacity(16 + read.len());
+    let mut out = BytesMut::with_capacity(16 + 17 + read.len());
     out.put_i64(tree_range.start);
     out.put_i64(tree_range.end);
+    view.encode(&mut out);
     out.put_slice(&read);
     out.freeze()
 }
@@ -359,7 +400,8 @@ fn digests_request(tree_range: TokenRange, table: st::TableId, query: &st::ReadQ
 /// else read and hashed again.
 pub fn serve_digests(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let listed = decode_digests_request(request.payload.clone())
-        .and_then(|(tree_range, table, query)| {
+        .and_then(|(tree_range, view, table, query)| {
+            cluster.repair_sessions.check_view(view)?;
             let st::PartitionRange::Range { start, end } = query.partitions else {
                 return Err("a digest list needs a range".to_string());
             };
@@ -369,10 +411,16 @@ pub fn serve_digests(cluster: &ClusterNode, node: &NodeState, request: &Envelope
                 .clamp(1, MAX_DIGEST_PAGE);
             match cluster
                 .repair_digests
-                .page(table, tree_range, &start, &end, limit)
+                .page(table, tree_range, view, &start, &end, limit)
             {
                 Some(page) => Ok(page),
-                None => list_digests(&node.engine, table, start, end, query.now_s, limit),
+                None => list_digests(
+                    &node.engine,
+                    table,
+                    (start, end),
+                    (query.now_s, view),
+                    limit,
+                ),
             }
         })
         .map(|entries| encode_digests(&entries));
@@ -391,9 +439,9 @@ pub async fn serve_rows(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request
     let payload = request.payload.clone();
     let engine = node.engine.clone();
     let read = tokio::task::spawn_blocking(move || {
-        let (tag, table, now_s, keys) =
+        let (tag, table, read_as, keys) =
             decode_rows_request(payload).ok_or("malformed repair rows request")?;
-        let partitions = read_partitions(&engine, table, now_s, keys)?;
+        let partitions = read_partitions(&engine, table, read_as, keys)?;
         Ok::<_, String>((tag, helenus_mutation::encode_mutations(&partitions)))
     })
     .await
@@ -405,13 +453,14 @@ pub async fn serve_rows(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request
 
 fn decode_digests_request(
     mut payload: Bytes,
-) -> Result<(TokenRange, st::TableId, st::ReadQuery), String> {
+) -> Result<(TokenRange, View, st::TableId, st::ReadQuery), String> {
     if payload.remaining() < 16 {
         return Err("malformed digest list request".into());
     }
     let tree_range = TokenRange::new(payload.get_i64(), payload.get_i64());
+    let view = View::decode(&mut payload).ok_or("malformed digest list request")?;
     let (table, query) = wire::decode_read(payload).map_err(|e| e.to_string())?;
-    Ok((tree_range, table, query))
+    Ok((tree_range, view, table, query))
 }
 
 fn encode_digests(entries: &[DigestEntry]) -> Bytes {
@@ -448,14 +497,21 @@ fn decode_digests(mut payload: Bytes) -> Option<Vec<DigestEntry>> {
     payload.is_empty().then_some(out)
 }
 
-/// A `RepairRowsRequest` payload: the stream tag, the table, "now" for TTLs, then the keys.
-fn rows_request(tag: &StreamTag, table: st::TableId, now_s: i64, keys: &[(i64, Bytes)]) -> Bytes {
+/// A `RepairRowsRequest` payload: the stream tag, the table, "now" for TTLs, the view, then
+/// the keys.
+fn rows_request(
+    tag: &StreamTag,
+    table: st::TableId,
+    (now_s, view): (i64, View),
+    keys: &[(i64, Bytes)],
+) -> Bytes {
     let mut head = Vec::with_capacity(StreamTag::ENCODED_LEN);
     tag.encode(&mut head);
-    let mut out = BytesMut::with_capacity(head.len() + 16 + 8 + 4 + keys.len() * 32);
+    let mut out = BytesMut::with_capacity(head.len() + 16 + 8 + 17 + 4 + keys.len() * 32);
     out.put_slice(&head);
     out.put_slice(&table);
     out.put_i64(now_s);
+    view.encode(&mut out);
     out.put_u32(u32::try_from(keys.len()).unwrap_or(u32::MAX));
     for (token, key) in keys {
         out.put_i64(*token);
@@ -464,17 +520,21 @@ fn rows_request(tag: &StreamTag, table: st::TableId, now_s: i64, keys: &[(i64, B
     out.freeze()
 }
 
-type RowsRequest = (StreamTag, st::TableId, i64, Vec<(i64, Bytes)>);
+type RowsRequest = (StreamTag, st::TableId, (i64, View), Vec<(i64, Bytes)>);
 
 fn decode_rows_request(mut payload: Bytes) -> Option<RowsRequest> {
     let tag = StreamTag::decode(&payload)?;
-    if payload.remaining() < StreamTag::ENCODED_LEN + 16 + 8 + 4 {
+    if payload.remaining() < StreamTag::ENCODED_LEN + 16 + 8 + 1 {
         return None;
     }
     payload.advance(StreamTag::ENCODED_LEN);
     let mut table = [0u8; 16];
     payload.copy_to_slice(&mut table);
     let now_s = payload.get_i64();
+    let view = View::decode(&mut payload)?;
+    if payload.remaining() < 4 {
+        return None;
+    }
     let n = payload.get_u32() as usize;
     let mut keys = Vec::with_capacity(n.min(STREAM_PAGE_PARTITIONS));
     for _ in 0..n {
@@ -484,7 +544,7 @@ fn decode_rows_request(mut payload: Bytes) -> Option<RowsRequest> {
         let token = payload.get_i64();
         keys.push((token, get_key(&mut payload)?));
     }
-    payload.is_empty().then_some((tag, table, now_s, keys))
+    payload.is_empty().then_some((tag, table, (now_s, view), keys))
 }
 
 fn put_key(out: &mut BytesMut, key: &Bytes) {
@@ -536,10 +596,11 @@ mod tests {
             (1, Bytes::from_static(b"k1")),
             (-2, Bytes::from_static(b"k2")),
         ];
-        let request = rows_request(&tag, [5; 16], 1234, &keys);
+        let view = View::Session([6; 16]);
+        let request = rows_request(&tag, [5; 16], (1234, view), &keys);
         assert_eq!(
             decode_rows_request(request.clone()),
-            Some((tag, [5; 16], 1234, keys))
+            Some((tag, [5; 16], (1234, view), keys))
         );
         assert_eq!(
             decode_rows_request(request.slice(..request.len() - 1)),
@@ -555,11 +616,13 @@ mod tests {
             st::PartitionBound::Unbounded,
             77,
         );
-        let request = digests_request(TokenRange::new(-3, 8), [4; 16], &query);
-        let (range, table, decoded) = decode_digests_request(request.clone()).unwrap();
+        let view = View::Session([2; 16]);
+        let request = digests_request(TokenRange::new(-3, 8), view, [4; 16], &query);
+        let (range, decoded_view, table, decoded) =
+            decode_digests_request(request.clone()).unwrap();
         assert_eq!(
-            (range, table, decoded.now_s),
-            (TokenRange::new(-3, 8), [4; 16], 77)
+            (range, decoded_view, table, decoded.now_s),
+            (TokenRange::new(-3, 8), view, [4; 16], 77)
         );
         assert!(decode_digests_request(request.slice(..15)).is_err());
     }
