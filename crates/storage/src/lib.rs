@@ -149,5 +149,6 @@ pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
 pub use read::columnar_scan::{
     ColumnPage, ColumnRestriction, ColumnScan, ColumnScanStats, PartitionRun, ResumeAt, ScanBatch,
 };
+pub use sstable::repair::RepairState;
 pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};
 pub use types::*;

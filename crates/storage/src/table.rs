@@ -80,6 +80,10 @@ pub(crate) struct Table {
     pub flush_lock: Mutex<()>,
     /// Generations taken by a running compaction.
     pub compacting: Mutex<HashSet<u64>>,
+    /// Held while SSTables' repair states change and while a compaction decides and writes its
+    /// outputs' states and swaps them in: a repair finalized or released meanwhile then either
+    /// finds the inputs still live (and the outputs inherit the new state) or the outputs.
+    pub repair_lock: Mutex<()>,
     /// Outputs of single-SSTable tombstone compactions that purged nothing: not retried, or
     /// every flush would rewrite them again.
     pub futile_tombstone_gens: Mutex<HashSet<u64>>,

@@ -426,6 +426,27 @@ impl CompactionStats {
     }
 }
 
+/// What `Engine::anticompact` did to one table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AntiCompactionStats {
+    /// SSTables whose partitions all lay in the ranges: marked pending, not rewritten.
+    pub sstables_marked: usize,
+    /// SSTables rewritten into a pending part and an unrepaired part.
+    pub sstables_split: usize,
+    /// Uncompressed bytes of the SSTables split.
+    pub bytes_rewritten: u64,
+}
+
+/// SSTables of one table pending for one incremental repair session (`nodetool repair_admin`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingRepair {
+    pub table: TableId,
+    pub session: [u8; 16],
+    pub sstables: usize,
+    /// Bytes on disk.
+    pub bytes: u64,
+}
+
 /// A running compaction (nodetool compactionstats).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionProgress {
@@ -477,6 +498,14 @@ pub struct TableStats {
     pub tombstones_scanned_max: u64,
     /// Reads abandoned past the tombstone failure threshold.
     pub tombstone_failures: u64,
+    /// Uncompressed bytes of the live SSTables in each repair set (Cassandra's BytesRepaired,
+    /// BytesPendingRepair and BytesUnrepaired gauges).
+    pub repaired_bytes: u64,
+    pub pending_repair_bytes: u64,
+    pub unrepaired_bytes: u64,
+    /// Repaired uncompressed bytes over all, in percent; 100.0 with no SSTable (Cassandra's
+    /// TableMetrics.percentRepaired).
+    pub percent_repaired: f64,
     pub histograms: TableHistograms,
 }
 

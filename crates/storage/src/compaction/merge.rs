@@ -94,6 +94,7 @@ pub(crate) fn token_splits(
 }
 
 /// What every range of one compaction shares.
+#[derive(Clone, Copy)]
 pub(crate) struct MergeCtx<'a> {
     pub bg: &'a Background,
     pub t: &'a Arc<Table>,
@@ -109,6 +110,9 @@ pub(crate) struct MergeCtx<'a> {
     pub max_output_bytes: u64,
     /// The outputs' timestamp base, when inputs can be copied in encoded form.
     pub raw_base: Option<i64>,
+    /// The tokens whose partitions the outputs take, when not all (an anticompaction writes
+    /// the partitions of the repaired ranges and the others apart, see anticompaction.rs).
+    pub only: Option<&'a (dyn Fn(i64) -> bool + Sync)>,
 }
 
 impl MergeCtx<'_> {
@@ -202,6 +206,7 @@ pub(crate) fn merge_range(
         CompactionKind::Major => "Major compaction",
         CompactionKind::GarbageCollect => "Garbage collection",
         CompactionKind::Cleanup => "Cleanup",
+        CompactionKind::AntiCompaction => "Anticompaction after repair",
     };
     // Wide partitions streamed row block by row block read through a shared memo; everything
     // else through each input's last chunk.
@@ -382,12 +387,15 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
     }
 
     fn next_merged(&mut self) -> Option<Result<Merged<'m>, StorageError>> {
-        let input_bytes = match self
-            .walk
-            .next_partition(&mut self.batch, &mut self.entries)?
-        {
-            Ok(n) => n,
-            Err(e) => return Some(Err(e)),
+        let input_bytes = loop {
+            match self
+                .walk
+                .next_partition(&mut self.batch, &mut self.entries)?
+            {
+                Ok(n) if self.taken() => break n,
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
         };
         if input_bytes <= STREAM_PARTITION_BYTES {
             match self.raw_copy() {
@@ -411,6 +419,14 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
             return Some(Ok(self.streamed(purge_at, e.token)));
         }
         self.merge_whole(purge_at)
+    }
+
+    /// Whether the outputs take the partition just walked (skipped ones cost an index entry).
+    fn taken(&self) -> bool {
+        match (self.ctx.only, self.entries.first()) {
+            (Some(only), Some((_, _, e))) => only(e.token),
+            _ => true,
+        }
     }
 
     /// The partition copied in encoded form, when the outputs have a timestamp base and its

@@ -5,11 +5,15 @@
 //! * flush.rs: memtable to SSTables; output.rs: the SSTable writer loop flush and compaction share.
 //! * strategy/: which SSTables to compact (size-tiered, leveled, time-window), apart from running
 //!   it; tombstone.rs: the single-SSTable tombstone compaction when a strategy has nothing to do.
+//! * anticompaction.rs: an incremental repair's split of unrepaired SSTables into those of the
+//!   session's ranges and the rest; outputs inherit their inputs' repair state (sstable/repair.rs)
+//!   and compactions never merge SSTables of different repair sets.
 //! * merge.rs: one merge of one token range (partitions copied encoded when possible);
 //!   wide_merge.rs: partitions too large to merge in memory, streamed row by row.
 //! * purge.rs: the purge rules; control.rs: the rate and CPU priority of compaction threads;
 //!   progress.rs: running tasks for compactionstats.
 
+mod anticompaction;
 mod control;
 mod flush;
 mod merge;
@@ -21,10 +25,12 @@ mod tombstone;
 mod wide_merge;
 mod worker;
 
+pub(crate) use anticompaction::anticompact;
 pub(crate) use flush::flush_table;
 pub(crate) use worker::{Background, WorkerConfig};
 
 use crate::memtable::Memtable;
+use crate::sstable::repair::{RepairGroup, RepairState};
 use crate::sstable::SSTableReader;
 use crate::table::Table;
 use crate::types::*;
@@ -48,6 +54,28 @@ pub(crate) enum CompactionKind {
     GarbageCollect,
     /// `nodetool cleanup`: the inputs rewritten keeping only the token ranges the node owns.
     Cleanup,
+    /// An incremental repair's split of one SSTable (anticompaction.rs).
+    AntiCompaction,
+}
+
+/// What a rewrite writes of its inputs, and the repair state its outputs get.
+#[derive(Clone, Copy)]
+enum Rewrite<'a> {
+    /// Everything, in outputs of the inputs' state.
+    All,
+    /// The partitions within these ranges, in outputs of the inputs' state.
+    Owned(&'a [TokenRange]),
+    /// Everything, those within these ranges in outputs pending for the session, the others in
+    /// unrepaired ones.
+    Split(&'a [TokenRange], [u8; 16]),
+}
+
+/// The repair states a rewrite's outputs get at install.
+enum OutputStates {
+    /// Their inputs' merged state, read when the outputs are swapped in.
+    Inherited,
+    /// The first `n` pending for the session, the others unrepaired.
+    PendingFirst(usize, [u8; 16]),
 }
 
 /// Merges `inputs` (reserved with [`reserve`]) into new SSTables, replacing them atomically in
@@ -62,7 +90,7 @@ pub(crate) fn compact_sstables(
     level: u32,
     max_output_bytes: u64,
 ) -> Result<CompactionStats, StorageError> {
-    rewrite_sstables(bg, t, inputs, (kind, level, max_output_bytes), None)
+    rewrite_sstables(bg, t, inputs, (kind, level, max_output_bytes), Rewrite::All)
 }
 
 /// `nodetool cleanup` of one SSTable: rewritten with only its partitions within `owned`
@@ -79,7 +107,7 @@ pub(crate) fn cleanup_sstables(
         t,
         inputs,
         (CompactionKind::Cleanup, level, u64::MAX),
-        Some(owned),
+        Rewrite::Owned(owned),
     )
 }
 
@@ -88,7 +116,7 @@ fn rewrite_sstables(
     t: &Arc<Table>,
     inputs: Vec<Arc<SSTableReader>>,
     (kind, level, max_output_bytes): (CompactionKind, u32, u64),
-    owned: Option<&[TokenRange]>,
+    how: Rewrite<'_>,
 ) -> Result<CompactionStats, StorageError> {
     let def = t.def.read().clone();
     let input_gens: HashSet<u64> = inputs.iter().map(|s| s.gen).collect();
@@ -137,16 +165,43 @@ fn rewrite_sstables(
             .filter(|s| raw_copyable(s) && def.options.layout == DataLayout::Rows)
             .max_by_key(|s| s.stats.uncompressed_bytes)
             .map(|s| s.format.base_us()),
+        only: None,
     };
-    let results = match owned {
+    let (results, states) = match how {
         // Owned ranges are many and small (one per vnode): merged one after the other.
-        Some(owned) => owned.iter().map(|r| merge_range(&ctx, r)).collect(),
-        None => merge_ranges(&ctx, &ranges),
+        Rewrite::Owned(owned) => (
+            owned.iter().map(|r| merge_range(&ctx, r)).collect(),
+            OutputStates::Inherited,
+        ),
+        Rewrite::All => (merge_ranges(&ctx, &ranges), OutputStates::Inherited),
+        Rewrite::Split(within, session) => {
+            let inside = |token: i64| anticompaction::in_ranges(within, token);
+            let outside = |token: i64| !anticompaction::in_ranges(within, token);
+            let pending = merge_range(
+                &MergeCtx {
+                    only: Some(&inside),
+                    ..ctx
+                },
+                &TokenRange::ALL,
+            );
+            let pending_outputs = pending.as_ref().map_or(0, |o| o.sstables.len());
+            let rest = merge_range(
+                &MergeCtx {
+                    only: Some(&outside),
+                    ..ctx
+                },
+                &TokenRange::ALL,
+            );
+            (
+                vec![pending, rest],
+                OutputStates::PendingFirst(pending_outputs, session),
+            )
+        }
     };
     let (outputs, mut stats) = collect_outputs(results)?;
     stats.input_sstables = inputs.len();
     stats.bytes_read = total;
-    install_outputs(t, &input_gens, inputs, outputs);
+    install_outputs(t, &input_gens, inputs, outputs, states)?;
     Ok(stats)
 }
 
@@ -205,11 +260,7 @@ fn collect_outputs(
         }
     }
     if let Some(e) = failure {
-        for s in &outputs {
-            for p in s.component_paths() {
-                let _ = std::fs::remove_file(p);
-            }
-        }
+        delete_files(&outputs);
         return Err(e);
     }
     stats.output_sstables = outputs.len();
@@ -219,15 +270,39 @@ fn collect_outputs(
     Ok((outputs, stats))
 }
 
-/// Replaces the inputs by the outputs in the table's SSTable set (one swap under its lock), then
-/// deletes the inputs' files.
+fn delete_files(sstables: &[Arc<SSTableReader>]) {
+    for s in sstables {
+        for p in s.component_paths() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Gives the outputs their repair state and replaces the inputs by them in the table's SSTable
+/// set (one swap under its lock), then deletes the inputs' files. Under the table's repair lock,
+/// so the state inherited is the inputs' latest (a repair may finalize while they merge). If a
+/// state cannot be written, the outputs are deleted and the inputs stay.
 fn install_outputs(
     t: &Table,
     input_gens: &HashSet<u64>,
     inputs: Vec<Arc<SSTableReader>>,
     outputs: Vec<Arc<SSTableReader>>,
-) {
+    states: OutputStates,
+) -> Result<(), StorageError> {
     {
+        let _repair = t.repair_lock.lock();
+        let inherited = RepairState::merged(inputs.iter().map(|s| s.repair_state()));
+        let stored = outputs.iter().enumerate().try_for_each(|(i, s)| {
+            s.set_repair_state(match states {
+                OutputStates::Inherited => inherited,
+                OutputStates::PendingFirst(n, session) if i < n => RepairState::Pending { session },
+                OutputStates::PendingFirst(..) => RepairState::Unrepaired,
+            })
+        });
+        if let Err(e) = stored {
+            delete_files(&outputs);
+            return Err(e);
+        }
         let mut set = t.sstables.write();
         set.retain(|s| !input_gens.contains(&s.gen));
         set.extend(outputs);
@@ -236,12 +311,9 @@ fn install_outputs(
     // caches under their locks (hundreds of milliseconds once the key cache is warm), and
     // nothing looks them up again (SSTable uids are never reused), so FIFO eviction ages them
     // out.
-    for s in &inputs {
-        for p in s.component_paths() {
-            let _ = std::fs::remove_file(p);
-        }
-    }
+    delete_files(&inputs);
     drop_in_background("sstable-close", inputs);
+    Ok(())
 }
 
 /// A compaction's hold on its inputs (see [`reserve`]), given back when it ends.
@@ -267,6 +339,28 @@ fn drop_in_background<T: Send + 'static>(name: &str, value: T) {
             lower_thread_priority();
             drop(value)
         });
+}
+
+/// Gives back the reservation of SSTables a compaction will not run on after all.
+pub(crate) fn release(t: &Table, sstables: &[Arc<SSTableReader>]) {
+    let mut taken = t.compacting.lock();
+    for s in sstables {
+        taken.remove(&s.gen);
+    }
+}
+
+/// `sstables` by repair set (see sstable/repair.rs), largest set first.
+pub(crate) fn by_repair_group(sstables: Vec<Arc<SSTableReader>>) -> Vec<Vec<Arc<SSTableReader>>> {
+    let mut groups: Vec<(RepairGroup, Vec<Arc<SSTableReader>>)> = Vec::new();
+    for s in sstables {
+        let g = s.repair_state().group();
+        match groups.iter_mut().find(|(k, _)| *k == g) {
+            Some((_, v)) => v.push(s),
+            None => groups.push((g, vec![s])),
+        }
+    }
+    groups.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+    groups.into_iter().map(|(_, v)| v).collect()
 }
 
 /// Reserves SSTables for a compaction; returns those not already taken.
@@ -322,51 +416,60 @@ pub(crate) fn reserve_one_waiting(
     }
 }
 
-/// Picks and runs one background compaction if the strategy wants one.
+/// Picks and runs one background compaction if the strategy wants one. The strategy runs on
+/// each repair set apart (largest first), as Cassandra runs one strategy instance per set, so
+/// repaired data never merges with data no repair has compared.
 pub(crate) fn background_compaction(
     bg: &Background,
     t: &Arc<Table>,
 ) -> Result<Option<CompactionStats>, StorageError> {
     let def = t.def.read().clone();
+    let live: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
     let free: Vec<Arc<SSTableReader>> = {
         let taken = t.compacting.lock();
-        t.sstables
-            .read()
-            .iter()
+        live.iter()
             .filter(|s| !taken.contains(&s.gen))
             .cloned()
             .collect()
     };
-    let all: Vec<SSTableInfo> = t
-        .sstables
-        .read()
-        .iter()
-        .map(|s| SSTableInfo::of(s))
-        .collect();
-    let free_info: Vec<SSTableInfo> = free.iter().map(|s| SSTableInfo::of(s)).collect();
     let strategy = strategy::for_options(&def.options.compaction);
-    let choice = strategy.choose(&free_info, &all);
-    if choice.inputs.len() < strategy.min_inputs() || choice.inputs.is_empty() {
-        return tombstone::tombstone_compaction(bg, t, &def, &free);
+    for group in by_repair_group(live) {
+        let set = group.first().map(|s| s.repair_state().group());
+        let all: Vec<SSTableInfo> = group.iter().map(|s| SSTableInfo::of(s)).collect();
+        let free_info: Vec<SSTableInfo> = free
+            .iter()
+            .filter(|s| Some(s.repair_state().group()) == set)
+            .map(|s| SSTableInfo::of(s))
+            .collect();
+        let choice = strategy.choose(&free_info, &all);
+        if choice.inputs.len() < strategy.min_inputs() || choice.inputs.is_empty() {
+            continue;
+        }
+        let cands = choice
+            .inputs
+            .iter()
+            .filter_map(|g| free.iter().find(|s| s.gen == *g).cloned())
+            .collect();
+        // An anticompaction may have marked a candidate pending since the sets were read; once
+        // reserved, a state changes only with its whole set (finalize, release).
+        let (inputs, moved): (Vec<_>, Vec<_>) = reserve(t, cands)
+            .into_iter()
+            .partition(|s| Some(s.repair_state().group()) == set);
+        release(t, &moved);
+        if inputs.is_empty() {
+            return Ok(None);
+        }
+        let stats = compact_sstables(
+            bg,
+            t,
+            inputs,
+            CompactionKind::Background,
+            choice.level,
+            choice.max_output_bytes,
+        )?;
+        // The outputs may make another round worthwhile.
+        bg.request_compaction(def.id);
+        return Ok(Some(stats));
     }
-    let cands = choice
-        .inputs
-        .iter()
-        .filter_map(|g| free.iter().find(|s| s.gen == *g).cloned())
-        .collect();
-    let inputs = reserve(t, cands);
-    if inputs.is_empty() {
-        return Ok(None);
-    }
-    let stats = compact_sstables(
-        bg,
-        t,
-        inputs,
-        CompactionKind::Background,
-        choice.level,
-        choice.max_output_bytes,
-    )?;
-    // The outputs may make another round worthwhile.
-    bg.request_compaction(def.id);
-    Ok(Some(stats))
+    tombstone::tombstone_compaction(bg, t, &def, &free)
 }

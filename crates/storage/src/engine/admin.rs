@@ -5,6 +5,7 @@ use crate::compaction::{self, CompactionKind};
 use crate::engine::{Engine, Table};
 use crate::histogram::{CellCountHistogram, PartitionSizeHistogram};
 use crate::path_name::PathName;
+use crate::sstable::repair::RepairState;
 use crate::types::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -33,23 +34,34 @@ impl Engine {
     pub fn compact(&self, table: TableId) -> Result<CompactionStats, StorageError> {
         let t = self.table(table)?;
         let inputs = compaction::reserve_all_waiting(&t, ADMIN_COMPACTION_WAIT);
-        if inputs.is_empty() {
-            return Ok(CompactionStats::default());
-        }
         let (level, max_out) = match t.def.read().options.compaction {
             CompactionOptions::Leveled {
                 sstable_size_in_mb, ..
             } => (1, u64::from(sstable_size_in_mb).max(1) << 20),
             _ => (0, u64::MAX),
         };
-        compaction::compact_sstables(
-            &self.background,
-            &t,
-            inputs,
-            CompactionKind::Major,
-            level,
-            max_out,
-        )
+        // One major compaction per repair set: they never merge.
+        let mut groups = compaction::by_repair_group(inputs).into_iter();
+        let mut total = CompactionStats::default();
+        while let Some(group) = groups.next() {
+            let done = compaction::compact_sstables(
+                &self.background,
+                &t,
+                group,
+                CompactionKind::Major,
+                level,
+                max_out,
+            );
+            match done {
+                Ok(st) => total.add(&st),
+                Err(e) => {
+                    // The sets not compacted yet are still reserved.
+                    groups.for_each(|g| compaction::release(&t, &g));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(total)
     }
 
     /// Runs the table's compaction strategy once, now (including single-SSTable tombstone
@@ -226,7 +238,17 @@ impl Engine {
             s.tombstone_count += r.stats.tombstones;
             uncompressed += r.stats.uncompressed_bytes;
             data_bytes += r.stats.data_file_bytes;
+            *match r.repair_state() {
+                RepairState::Unrepaired => &mut s.unrepaired_bytes,
+                RepairState::Pending { .. } => &mut s.pending_repair_bytes,
+                RepairState::Repaired { .. } => &mut s.repaired_bytes,
+            } += r.stats.uncompressed_bytes;
         }
+        s.percent_repaired = if uncompressed > 0 {
+            s.repaired_bytes as f64 / uncompressed as f64 * 100.0
+        } else {
+            100.0
+        };
         s.estimated_partitions += mt.partition_count();
         s.mean_partition_size_bytes = (uncompressed + mt.size_bytes())
             .checked_div(s.estimated_partitions)

@@ -6,6 +6,9 @@ mod backpressure;
 mod columnar;
 mod indexes;
 mod pinned;
+mod repair;
+#[cfg(test)]
+mod repair_tests;
 mod whole;
 
 use crate::clustering::CKey;
@@ -139,6 +142,7 @@ impl Engine {
             next_gen: AtomicU64::new(gens.last().map_or(1, |g| g + 1)),
             flush_lock: Mutex::new(()),
             compacting: Mutex::new(HashSet::new()),
+            repair_lock: Mutex::new(()),
             futile_tombstone_gens: Mutex::new(HashSet::new()),
             counters: TableCounters::default(),
             memtables_retired: AtomicU64::new(0),

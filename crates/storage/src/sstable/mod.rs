@@ -20,6 +20,8 @@
 //! * `Statistics.db` — see sstable/statistics.rs.
 //! * `TOC.txt` — the component names, written last: a generation without it is incomplete and
 //!   deleted at load.
+//! * `Repair.txt` — the incremental-repair state, when not unrepaired (repair.rs); not in the
+//!   TOC, as it changes after the SSTable is written.
 
 use crate::byte_cache::ByteCache;
 use crate::clustering::{CKey, ClusteringComparator};
@@ -45,6 +47,7 @@ pub(crate) mod format;
 pub(crate) mod index;
 pub(crate) mod raw;
 mod reader;
+pub(crate) mod repair;
 mod sink;
 use sink::ChunkSink;
 pub(crate) mod statistics;
@@ -113,8 +116,10 @@ pub fn list_generations(dir: &Path) -> Result<Vec<u64>, StorageError> {
         }
     }
     for gen in all {
+        // A repair state being written when the node stopped: the sidecar holds the old one.
+        let _ = fs::remove_file(component_path(dir, gen, repair::REPAIR_TMP_COMPONENT));
         if !complete.contains(&gen) {
-            for c in all_component_names().chain(std::iter::once("Columns.db.tmp")) {
+            for c in all_component_names().chain(["Columns.db.tmp", repair::REPAIR_COMPONENT]) {
                 let _ = fs::remove_file(component_path(dir, gen, c));
             }
         }
@@ -289,6 +294,8 @@ pub struct SSTableReader {
     pub(crate) format: DataFormat,
     /// A columnar SSTable's segment; its index entries count segment entries, not bytes.
     columns: Option<columnar_data::ColumnarData>,
+    /// Mirrors the Repair.txt sidecar; changed only under the table's `repair_lock`.
+    repair: parking_lot::Mutex<repair::RepairState>,
 }
 
 static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -45,6 +45,7 @@ impl SSTableReader {
                 CKey::row(stats.max_clustering.clone(), cmp),
             )
         });
+        let repair = repair::load(dir, gen)?;
         Ok(Arc::new(SSTableReader {
             dir: dir.to_path_buf(),
             gen,
@@ -61,16 +62,36 @@ impl SSTableReader {
             cmp: cmp.clone(),
             format,
             columns,
+            repair: parking_lot::Mutex::new(repair),
         }))
     }
 
     /// Paths of all components (for snapshots and deletion), TOC first: deleting in this order
     /// means a crash mid-delete leaves an incomplete generation that the next load discards.
+    /// The repair sidecar comes last, when there is one (a snapshot keeps the state).
     pub fn component_paths(&self) -> Vec<PathBuf> {
+        let sidecar = component_path(&self.dir, self.gen, repair::REPAIR_COMPONENT);
         std::iter::once(&"TOC.txt")
             .chain(self.data_components().iter())
             .map(|c| component_path(&self.dir, self.gen, c))
+            .chain(sidecar.exists().then_some(sidecar))
             .collect()
+    }
+
+    /// Which repair set the SSTable is in.
+    pub fn repair_state(&self) -> repair::RepairState {
+        *self.repair.lock()
+    }
+
+    /// Makes `state` the SSTable's, on disk first: callers hold the table's `repair_lock`, so
+    /// that a compaction installing outputs decides their state from settled inputs.
+    pub(crate) fn set_repair_state(&self, state: repair::RepairState) -> Result<(), StorageError> {
+        let mut cur = self.repair.lock();
+        if *cur != state {
+            repair::store(&self.dir, self.gen, state)?;
+            *cur = state;
+        }
+        Ok(())
     }
 
     /// Bytes on disk.

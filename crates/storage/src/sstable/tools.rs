@@ -3,6 +3,7 @@
 use crate::clustering::ClusteringComparator;
 use crate::error::StorageError;
 use crate::partition::Partition;
+use crate::sstable::repair::{uuid_string, RepairState};
 use crate::sstable::statistics::{SSTableStats, StreamingHistogram};
 use crate::sstable::SSTableReader;
 use helenus_types::{Clock, SystemClock};
@@ -72,11 +73,23 @@ pub fn dump_sstable(path: &Path, out: &mut dyn Write) -> Result<(), StorageError
     let io = |e| StorageError::io(path, e);
     writeln!(out, "sstable {} stats {:?}", path.display(), r.stats).map_err(io)?;
     dump_statistics(&r.stats, out).map_err(io)?;
+    dump_repair_state(r.repair_state(), out).map_err(io)?;
     for e in r.entries_from(0) {
         let p = r.read_partition_at(&e?, None)?;
         dump_partition(&p, out).map_err(io)?;
     }
     Ok(())
+}
+
+/// The repair state as Cassandra's sstablemetadata prints it: 0 for never repaired.
+fn dump_repair_state(state: RepairState, out: &mut dyn Write) -> std::io::Result<()> {
+    let (at_ms, pending) = match state {
+        RepairState::Unrepaired => (0, "--".to_string()),
+        RepairState::Pending { session } => (0, uuid_string(&session)),
+        RepairState::Repaired { at_ms } => (at_ms, "--".to_string()),
+    };
+    writeln!(out, "Repaired at: {at_ms}")?;
+    writeln!(out, "Pending repair: {pending}")
 }
 
 fn dump_statistics(st: &SSTableStats, out: &mut dyn Write) -> std::io::Result<()> {
