@@ -77,7 +77,7 @@ def scenario(pinned):
 
 
 def test_repair_of_in_sync_replicas_streams_nothing(pinned):
-    a1, _, _ = three()
+    a1, a2, a3 = three()
     write(pinned[a1], range(500), CL.ALL)
     flush_all()
     assert all(percent_repaired(a) < 100 for a in (a1, a2, a3))

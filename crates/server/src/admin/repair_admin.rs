@@ -26,6 +26,7 @@ pub(super) fn cancel(node: &NodeState, req: &HttpRequest) -> RouteResult {
         .and_then(|s| uuid::Uuid::parse_str(s).ok())
         .ok_or((400, "cancel needs session=UUID".to_string()))?;
     cluster
+        .clone()
         .cancel_repair_session(id)
         .map_err(|e| (400, e))?;
     Ok(("application/json", "\"\"".to_string()))

@@ -79,3 +79,52 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
 fn parts_len_hint(m: &Memtable) -> usize {
     m.partition_count() as usize
 }
+
+/// Writes `parts` (any order, a key possibly more than once) to new SSTables in the repair set
+/// `state`, and adds them to the table's set: what a repair session's sync writes to a replica
+/// that lacked them. They go through a memtable of their own (which merges and orders them),
+/// not the table's, so they land in the session's set rather than the unrepaired one.
+pub(crate) fn write_in_repair_set(
+    bg: &Background,
+    t: &Arc<Table>,
+    parts: Vec<crate::partition::Partition>,
+    state: crate::sstable::repair::RepairState,
+) -> Result<usize, StorageError> {
+    let staging = Memtable::default();
+    for p in parts {
+        let size = crate::codec::encoded_len_hint(&p) as u64;
+        staging.apply(p, size);
+    }
+    let def = t.def.read().clone();
+    let task = bg.progress.start(&def, "Repair", staging.size_bytes());
+    let shards = staging.read_shards();
+    let result = write_outputs(
+        bg,
+        t,
+        &def,
+        shards
+            .iter()
+            .flat_map(|m| m.values())
+            .map(|p| Ok(Merged::Memtable(p))),
+        parts_len_hint(&staging),
+        0,
+        (u64::MAX, &[]),
+        task,
+        (&bg.flush_limiter, &|| bg.config.flush_throughput_mib_per_s),
+        None,
+    );
+    bg.progress.end(task);
+    let readers = result?;
+    let written = readers.len();
+    {
+        // Under the repair lock, as every change of repair state: a finalize of the session
+        // then sees these SSTables in the set, or runs before they are added in its outcome.
+        let _repair = t.repair_lock.lock();
+        for r in &readers {
+            r.set_repair_state(state)?;
+        }
+        t.sstables.write().extend(readers);
+    }
+    bg.request_compaction(def.id);
+    Ok(written)
+}

@@ -26,7 +26,7 @@ mod wide_merge;
 mod worker;
 
 pub(crate) use anticompaction::anticompact;
-pub(crate) use flush::flush_table;
+pub(crate) use flush::{flush_table, write_in_repair_set};
 pub(crate) use worker::{Background, WorkerConfig};
 
 use crate::memtable::Memtable;

@@ -7,6 +7,7 @@ mod columnar;
 mod indexes;
 mod pinned;
 mod repair;
+mod repair_write;
 #[cfg(test)]
 mod repair_tests;
 mod whole;
