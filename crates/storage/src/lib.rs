@@ -22,7 +22,8 @@
 //!
 //! ```text
 //! engine/       Engine, the public API: tables, the write path, admin (flush, compact,
-//!               snapshot, stats, shutdown), write backpressure. The only `impl Engine`.
+//!               snapshot, stats, shutdown), write backpressure, incremental repair's
+//!               anticompaction and repair sets (repair.rs). The only `impl Engine`.
 //! table.rs      one table's state (definition, memtables, SSTable set, counters) and the
 //!               registry of tables, shared by the engine, reads and background threads
 //! memtable/     memtables (mod.rs), their memory accounting (memory.rs), and the budget
@@ -34,11 +35,13 @@
 //!               unfiltered reads and their resolution across replicas (unfiltered.rs)
 //! compaction/   the flush thread and compaction pool (worker.rs, with `Background`, all they
 //!               see of the node), flush, the output writer, merges (merge.rs, wide_merge.rs),
-//!               purge rules, rate control, strategy/ (size_tiered, leveled, time_window)
+//!               purge rules, rate control, strategy/ (size_tiered, leveled, time_window),
+//!               anticompaction (anticompaction.rs)
 //! sstable/      component names and shared types (mod.rs), reader.rs, writer.rs, data formats
 //!               (format.rs), partition index (index.rs), encoded copies (raw.rs), the Data
 //!               writer thread (sink.rs), row-index slices (wide.rs), Statistics.db
-//!               (statistics.rs), bloom filter, compression, sstabledump / verify (tools.rs)
+//!               (statistics.rs), bloom filter, compression, sstabledump / verify (tools.rs),
+//!               the repair state sidecar (repair.rs)
 //! codec/        byte primitives and CRC (mod.rs); data format 1, also the commitlog's encoding
 //!               of partitions (mod.rs); the compact data format 2 (compact.rs)
 //! partition/    the in-memory partition, rows and cells (cellmap.rs), what a read returns, and

@@ -4,6 +4,7 @@
 //! finalizes, the repaired set cover exactly those ranges. Cassandra 4.0+ does the same
 //! (PendingAntiCompaction, CompactionManager.performAnticompaction).
 
+use super::merge::{merge_range, MergeCtx, RangeOutput};
 use super::worker::Background;
 use super::{release, reserve_one_waiting, rewrite_sstables, CompactionKind, Rewrite, TokenRange};
 use crate::sstable::repair::RepairState;
@@ -172,6 +173,32 @@ fn one_sstable(
     stats.sstables_split += 1;
     stats.bytes_rewritten += done.bytes_read;
     Ok(done.output_generations)
+}
+
+/// The merge of a split: the partitions within `ranges`, then the others, each in outputs of
+/// their own; with how many outputs the first part wrote.
+pub(super) fn merge_split(
+    ctx: &MergeCtx<'_>,
+    ranges: &[TokenRange],
+) -> (Vec<Result<RangeOutput, StorageError>>, usize) {
+    let inside = |token: i64| in_ranges(ranges, token);
+    let outside = |token: i64| !in_ranges(ranges, token);
+    let pending = merge_range(
+        &MergeCtx {
+            only: Some(&inside),
+            ..*ctx
+        },
+        &TokenRange::ALL,
+    );
+    let written = pending.as_ref().map_or(0, |o| o.sstables.len());
+    let rest = merge_range(
+        &MergeCtx {
+            only: Some(&outside),
+            ..*ctx
+        },
+        &TokenRange::ALL,
+    );
+    (vec![pending, rest], written)
 }
 
 #[cfg(test)]

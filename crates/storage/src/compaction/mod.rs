@@ -175,27 +175,8 @@ fn rewrite_sstables(
         ),
         Rewrite::All => (merge_ranges(&ctx, &ranges), OutputStates::Inherited),
         Rewrite::Split(within, session) => {
-            let inside = |token: i64| anticompaction::in_ranges(within, token);
-            let outside = |token: i64| !anticompaction::in_ranges(within, token);
-            let pending = merge_range(
-                &MergeCtx {
-                    only: Some(&inside),
-                    ..ctx
-                },
-                &TokenRange::ALL,
-            );
-            let pending_outputs = pending.as_ref().map_or(0, |o| o.sstables.len());
-            let rest = merge_range(
-                &MergeCtx {
-                    only: Some(&outside),
-                    ..ctx
-                },
-                &TokenRange::ALL,
-            );
-            (
-                vec![pending, rest],
-                OutputStates::PendingFirst(pending_outputs, session),
-            )
+            let (results, pending) = anticompaction::merge_split(&ctx, within);
+            (results, OutputStates::PendingFirst(pending, session))
         }
     };
     let (outputs, mut stats) = collect_outputs(results)?;

@@ -304,6 +304,40 @@ fn a_repair_finalized_while_its_sstables_compact_leaves_the_outputs_repaired() {
     assert!(e.pending_repairs().is_empty());
 }
 
+#[test]
+fn anticompaction_waits_for_a_compaction_holding_its_sstables_and_takes_the_outputs() {
+    let dir = tempdir("anticompact-waits");
+    let e = open_with(&dir, quiet_def());
+    let k = keys_by_token("k", 40);
+    flushed(&e, &k[..20], b"v");
+    flushed(&e, &k[20..], b"v");
+    let t = e.table(TABLE).unwrap();
+    let held = compaction::reserve(&t, live(&e));
+    assert_eq!(held.len(), 2);
+    let compactor = {
+        let (e, t) = (e.clone(), t.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            compaction::compact_sstables(
+                &e.background,
+                &t,
+                held,
+                CompactionKind::Background,
+                0,
+                u64::MAX,
+            )
+            .unwrap()
+        })
+    };
+    let st = e.anticompact(TABLE, &[(None, None)], S1).unwrap();
+    let compacted = compactor.join().unwrap();
+    assert_eq!(st.sstables_marked, 1, "{st:?}");
+    let pending = in_state(&e, RepairState::Pending { session: S1 });
+    assert_eq!(pending.len(), 1);
+    assert_eq!(compacted.output_generations, vec![pending[0].gen]);
+    assert_eq!(live(&e).len(), 1);
+}
+
 fn sidecars(dir: &Path) -> BTreeSet<String> {
     files_ending(dir, "-Repair.txt")
         .into_iter()

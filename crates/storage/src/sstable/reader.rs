@@ -83,13 +83,13 @@ impl SSTableReader {
         *self.repair.lock()
     }
 
-    /// Makes `state` the SSTable's, on disk first: callers hold the table's `repair_lock`, so
-    /// that a compaction installing outputs decides their state from settled inputs.
+    /// Makes `state` the SSTable's, on disk first. Callers hold the table's `repair_lock`, so
+    /// that a compaction installing outputs decides their state from settled inputs; that lock,
+    /// not this one, orders changes, so readers of the state never wait for the fsyncs.
     pub(crate) fn set_repair_state(&self, state: repair::RepairState) -> Result<(), StorageError> {
-        let mut cur = self.repair.lock();
-        if *cur != state {
+        if self.repair_state() != state {
             repair::store(&self.dir, self.gen, state)?;
-            *cur = state;
+            *self.repair.lock() = state;
         }
         Ok(())
     }

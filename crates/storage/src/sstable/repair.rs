@@ -173,6 +173,8 @@ mod tests {
             assert_eq!(load(&dir, 7).unwrap(), s);
         }
         assert!(!component_path(&dir, 7, REPAIR_COMPONENT).exists());
+        // Whole-SSTable streaming sends these components: received SSTables are unrepaired.
+        assert!(!crate::sstable::all_component_names().any(|c| c.starts_with("Repair")));
         assert!(!component_path(&dir, 7, REPAIR_TMP_COMPONENT).exists());
         assert_eq!(
             uuid_string(&session),
