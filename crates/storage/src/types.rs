@@ -392,6 +392,8 @@ pub struct ReplayStats {
     pub mutations_replayed: u64,
     /// Entries for tables not (or no longer) defined.
     pub mutations_skipped: u64,
+    /// Entries already in SSTables when the node stopped (the log's flushed positions).
+    pub mutations_already_flushed: u64,
     /// Torn or corrupt tails skipped.
     pub corrupt_tails: usize,
 }

@@ -89,7 +89,6 @@ pub fn run(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
     }
 }
 
-
 /// `repair_admin [list [--all] | cancel --session ID | summarize-pending]`, as Cassandra's:
 /// `list` shows the sessions still running unless `--all`.
 pub fn admin(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
@@ -162,7 +161,13 @@ fn format_sessions(sessions: &serde_json::Value, all: bool, now_ms: i64) -> Stri
     if rows.is_empty() {
         return "no sessions\n".into();
     }
-    let header = ["id", "state", "last activity", "coordinator", "participants"];
+    let header = [
+        "id",
+        "state",
+        "last activity",
+        "coordinator",
+        "participants",
+    ];
     table(&header, &rows)
 }
 
@@ -194,7 +199,10 @@ fn format_pending(pending: &serde_json::Value) -> String {
 
 /// Rows under a header, columns separated by ` | ` and padded to their widest cell.
 fn table(header: &[&str; 5], rows: &[[String; 5]]) -> String {
-    let used = header.iter().rposition(|h| !h.is_empty()).map_or(0, |i| i + 1);
+    let used = header
+        .iter()
+        .rposition(|h| !h.is_empty())
+        .map_or(0, |i| i + 1);
     let widths: Vec<usize> = (0..used)
         .map(|c| {
             rows.iter()
@@ -233,11 +241,17 @@ mod tests {
             {"id": "b-2", "state": "PREPARED", "last_activity_ms": 4000, "coordinator": "127.0.0.2", "participants": ["127.0.0.2"]},
         ]);
         let running = format_sessions(&sessions, false, 9000);
-        assert!(running.starts_with("id  | state    | last activity | coordinator"), "{running}");
+        assert!(
+            running.starts_with("id  | state    | last activity | coordinator"),
+            "{running}"
+        );
         assert!(running.contains("b-2 | PREPARED | 5 (s)"), "{running}");
         assert!(!running.contains("a-1"), "{running}");
         let all = format_sessions(&sessions, true, 9000);
-        assert!(all.contains("a-1 | FINALIZED | 8 (s)         | /127.0.0.1:7000 | 127.0.0.1,127.0.0.2"), "{all}");
+        assert!(
+            all.contains("a-1 | FINALIZED | 8 (s)         | /127.0.0.1:7000 | 127.0.0.1,127.0.0.2"),
+            "{all}"
+        );
         assert_eq!(format_sessions(&json!([]), true, 0), "no sessions\n");
     }
 
@@ -245,6 +259,10 @@ mod tests {
     fn pending_lists_each_table_and_session() {
         let pending = json!([{"keyspace": "ks", "table": "t", "session": "s-1", "sstables": 2, "bytes": 1234}]);
         let text = format_pending(&pending);
-        assert_eq!(text.lines().nth(1), Some("ks.t  | s-1     | 2        | 1234"), "{text}");
+        assert_eq!(
+            text.lines().nth(1),
+            Some("ks.t  | s-1     | 2        | 1234"),
+            "{text}"
+        );
     }
 }

@@ -14,6 +14,16 @@
 //!
 //! Counter increments are logged after read-modify-write, as absolute (clock, total) cells, so
 //! replaying an entry twice is harmless.
+//!
+//! `CommitLog-flushed.txt` holds, per table, the log position up to which its data is in
+//! SSTables (Cassandra keeps the same fact as each SSTable's commit log intervals): rewritten at
+//! every flush, read once at open, and deleted there, so that replay skips what the SSTables
+//! already hold. Replaying it again would be harmless for the data but not for what is known
+//! about it: a restarted replica would hold its repaired rows a second time as unrepaired, and
+//! the next incremental repair would send them around the ring again. The file is only ever
+//! behind the SSTables (written after a flush's files are synced), and it is deleted at open
+//! because segment ids restart at 1 when no segment is left: a stale file from an earlier run
+//! would otherwise skip entries that were never flushed.
 
 mod mapped;
 
@@ -69,6 +79,46 @@ pub struct Commitlog {
     sync_cv: Condvar,
     synced_tx: tokio::sync::watch::Sender<u64>,
     stop: AtomicBool,
+    /// Per table, the position its data was flushed to when the previous run last flushed it:
+    /// replay skips the entries before it.
+    flushed_before_open: HashMap<TableId, LogPosition>,
+}
+
+const FLUSHED_FILE: &str = "CommitLog-flushed.txt";
+
+/// Writes the flushed positions (best effort: without the file replay redoes more, no less).
+fn store_flushed(dir: &Path, flushed: &HashMap<TableId, LogPosition>) {
+    let mut text = String::new();
+    for (t, (segment, offset)) in flushed {
+        let hex: String = t.iter().map(|b| format!("{b:02x}")).collect();
+        text.push_str(&format!("{hex} {segment} {offset}\n"));
+    }
+    let tmp = dir.join(format!("{FLUSHED_FILE}.tmp"));
+    if fs::write(&tmp, text).is_ok() {
+        let _ = fs::rename(&tmp, dir.join(FLUSHED_FILE));
+    }
+}
+
+/// The flushed positions of the previous run (empty when unreadable: replay then redoes all).
+fn load_flushed(dir: &Path) -> HashMap<TableId, LogPosition> {
+    let text = fs::read_to_string(dir.join(FLUSHED_FILE)).unwrap_or_default();
+    let parse = |line: &str| -> Option<(TableId, LogPosition)> {
+        let mut parts = line.split(' ');
+        let hex = parts.next()?;
+        let mut table = [0u8; 16];
+        if hex.len() != 32 {
+            return None;
+        }
+        for (i, b) in table.iter_mut().enumerate() {
+            *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        let segment = parts.next()?.parse().ok()?;
+        let offset = parts.next()?.parse().ok()?;
+        parts.next().is_none().then_some((table, (segment, offset)))
+    };
+    let lines: Vec<_> = text.lines().map(parse).collect();
+    // A torn file is ignored whole: any line of it may be wrong.
+    lines.into_iter().collect::<Option<_>>().unwrap_or_default()
 }
 
 fn segment_path(dir: &Path, id: u64) -> PathBuf {
@@ -135,7 +185,14 @@ impl Commitlog {
         segment_size_bytes: u64,
     ) -> Result<Arc<Commitlog>, StorageError> {
         fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
-        let next = list_segments(dir)?.last().map_or(1, |l| l + 1);
+        let existing = list_segments(dir)?;
+        let next = existing.last().map_or(1, |l| l + 1);
+        let flushed_before_open = if existing.is_empty() {
+            HashMap::new()
+        } else {
+            load_flushed(dir)
+        };
+        let _ = fs::remove_file(dir.join(FLUSHED_FILE));
         let segment_size_bytes = segment_size_bytes.max(1 << 20);
         let (current, file, map) = create_segment(dir, next, segment_size_bytes)?;
         let (synced_tx, _) = tokio::sync::watch::channel(0u64);
@@ -156,6 +213,7 @@ impl Commitlog {
             sync_cv: Condvar::new(),
             synced_tx,
             stop: AtomicBool::new(false),
+            flushed_before_open,
         });
         let bg = log.clone();
         std::thread::Builder::new()
@@ -314,6 +372,7 @@ impl Commitlog {
         let cur = st.flushed.get(&table).copied();
         if !matches!(cur, Some(c) if c >= pos) {
             st.flushed.insert(table, pos);
+            store_flushed(&self.dir, &st.flushed);
         }
         self.delete_clean_segments(&mut st);
     }
@@ -323,7 +382,16 @@ impl Commitlog {
         let mut st = self.state.lock();
         let pos = (st.current.id, st.offset);
         st.flushed.insert(table, pos);
+        store_flushed(&self.dir, &st.flushed);
         self.delete_clean_segments(&mut st);
+    }
+
+    /// Whether `table`'s entry ending at `end`, in a segment from before this run, was already
+    /// in SSTables then.
+    pub fn flushed_before_open(&self, table: &TableId, end: LogPosition) -> bool {
+        self.flushed_before_open
+            .get(table)
+            .is_some_and(|p| *p >= end)
     }
 
     fn delete_clean_segments(&self, st: &mut WriterState) {
@@ -385,6 +453,17 @@ impl Commitlog {
         }
         false
     }
+}
+
+/// The offset after each entry of a segment, in order (entries start at 0, back to back).
+pub fn entry_ends(entries: &[Vec<u8>]) -> Vec<u64> {
+    entries
+        .iter()
+        .scan(0u64, |end, e| {
+            *end += HEADER_BYTES + e.len() as u64;
+            Some(*end)
+        })
+        .collect()
 }
 
 /// Reads the valid entries of one segment; `Ok((entries, torn))` where `torn` says a bad tail

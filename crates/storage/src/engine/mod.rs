@@ -7,9 +7,9 @@ mod columnar;
 mod indexes;
 mod pinned;
 mod repair;
-mod repair_write;
 #[cfg(test)]
 mod repair_tests;
+mod repair_write;
 mod whole;
 
 use crate::clustering::CKey;
@@ -231,8 +231,9 @@ impl Engine {
             let (entries, torn) = commitlog::read_segment(&path)?;
             stats.segments += 1;
             stats.corrupt_tails += usize::from(torn);
-            for payload in entries {
-                self.replay_entry(&payload, &mut stats);
+            let ends = commitlog::entry_ends(&entries);
+            for (payload, end) in entries.iter().zip(ends) {
+                self.replay_entry(payload, (*id, end), &mut stats);
             }
         }
         if !ids.is_empty() {
@@ -242,7 +243,7 @@ impl Engine {
         Ok(stats)
     }
 
-    fn replay_entry(&self, payload: &[u8], stats: &mut ReplayStats) {
+    fn replay_entry(&self, payload: &[u8], end: commitlog::LogPosition, stats: &mut ReplayStats) {
         let mut r = Reader::new(payload, "commitlog entry");
         let Ok(n) = r.u32() else {
             stats.mutations_skipped += 1;
@@ -260,6 +261,10 @@ impl Engine {
             let Ok(body) = r.take(len as usize) else {
                 return;
             };
+            if self.log.flushed_before_open(&id, end) {
+                stats.mutations_already_flushed += 1;
+                continue;
+            }
             let Ok(t) = self.table(id) else {
                 stats.mutations_skipped += 1;
                 continue;

@@ -77,11 +77,9 @@ impl DigestCache {
     ) -> Option<Vec<DigestEntry>> {
         let entries = {
             let trees = self.trees.lock();
-            let cached = trees
-                .iter()
-                .find(|c| {
-                    c.table == table && c.range == range && c.view == view && c.built.elapsed() < KEEP
-                })?;
+            let cached = trees.iter().find(|c| {
+                c.table == table && c.range == range && c.view == view && c.built.elapsed() < KEEP
+            })?;
             cached.entries.clone()
         };
         let from = entries.partition_point(|e| !start.admits_as_start(e.token, &e.key));
@@ -122,7 +120,8 @@ mod tests {
         let range = TokenRange::new(0, 100);
         cache.keep(
             [1; 16],
-            range, View::Live,
+            range,
+            View::Live,
             (1..=9).rev().map(|t| entry(t * 10, b"k")).collect(),
         );
         let after = |token| st::PartitionBound::Token {
@@ -147,14 +146,28 @@ mod tests {
             inclusive: false,
         };
         assert_eq!(
-            tokens(cache.page([1; 16], range, View::Live, &resume, &st::PartitionBound::Unbounded, 2)),
+            tokens(cache.page(
+                [1; 16],
+                range,
+                View::Live,
+                &resume,
+                &st::PartitionBound::Unbounded,
+                2
+            )),
             vec![30, 40]
         );
         assert!(cache
             .page([2; 16], range, View::Live, &after(0), &through(100), 2)
             .is_none());
         assert!(cache
-            .page([1; 16], TokenRange::new(0, 99), View::Live, &after(0), &through(100), 2)
+            .page(
+                [1; 16],
+                TokenRange::new(0, 99),
+                View::Live,
+                &after(0),
+                &through(100),
+                2
+            )
             .is_none());
     }
 
@@ -166,12 +179,19 @@ mod tests {
             cache.keep([0; 16], range(i), View::Live, vec![entry(i * 10 + 1, b"a")]);
         }
         let all = (st::PartitionBound::Unbounded, st::PartitionBound::Unbounded);
-        assert!(cache.page([0; 16], range(0), View::Live, &all.0, &all.1, 9).is_none());
+        assert!(cache
+            .page([0; 16], range(0), View::Live, &all.0, &all.1, 9)
+            .is_none());
         assert_eq!(
             tokens(cache.page([0; 16], range(1), View::Live, &all.0, &all.1, 9)),
             vec![11]
         );
-        cache.keep([0; 16], range(1), View::Live, vec![entry(12, b"a"), entry(13, b"a")]);
+        cache.keep(
+            [0; 16],
+            range(1),
+            View::Live,
+            vec![entry(12, b"a"), entry(13, b"a")],
+        );
         assert_eq!(
             tokens(cache.page([0; 16], range(1), View::Live, &all.0, &all.1, 9)),
             vec![12, 13]

@@ -32,8 +32,7 @@ mod session;
 pub use cache::DigestCache;
 pub use rows::{serve_digests, serve_rows};
 pub use session::{
-    cancel as cancel_session, release_stale, serve as serve_session, serve_session_write,
-    Sessions,
+    cancel as cancel_session, release_stale, serve as serve_session, serve_session_write, Sessions,
 };
 
 use super::bootstrap::{after_last, answer_or_refuse, page_query, storage_pieces};
@@ -569,6 +568,9 @@ mod tests {
             decode_tree_request(request.clone()),
             Some(([3; 16], TokenRange::new(-7, 9), session))
         );
-        assert_eq!(decode_tree_request(request.slice(..request.len() - 1)), None);
+        assert_eq!(
+            decode_tree_request(request.slice(..request.len() - 1)),
+            None
+        );
     }
 }

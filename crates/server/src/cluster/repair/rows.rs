@@ -318,7 +318,14 @@ impl RowSync<'_> {
             let page_bytes = payload.len() as u64;
             bytes += page_bytes;
             self.node.streams.throttle().acquire(page_bytes).await;
-            let reply = ask(self.cluster, replica, verb, payload, &REPAIR_MESSAGE_TIMEOUTS).await?;
+            let reply = ask(
+                self.cluster,
+                replica,
+                verb,
+                payload,
+                &REPAIR_MESSAGE_TIMEOUTS,
+            )
+            .await?;
             if reply.verb != Verb::MutationResponse {
                 return Err(format!("{replica} refused a repair write"));
             }
@@ -544,7 +551,9 @@ fn decode_rows_request(mut payload: Bytes) -> Option<RowsRequest> {
         let token = payload.get_i64();
         keys.push((token, get_key(&mut payload)?));
     }
-    payload.is_empty().then_some((tag, table, (now_s, view), keys))
+    payload
+        .is_empty()
+        .then_some((tag, table, (now_s, view), keys))
 }
 
 fn put_key(out: &mut BytesMut, key: &Bytes) {

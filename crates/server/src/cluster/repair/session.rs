@@ -20,9 +20,9 @@
 //! slower but never wrong, whereas marking it repaired without knowing the session's outcome
 //! could be. Cassandra instead keeps sessions in `system.repairs` and asks its peers.
 
+use super::{ask, View};
 use crate::cluster::bootstrap::answer_or_refuse;
 use crate::cluster::ClusterNode;
-use super::{ask, View};
 use crate::node::NodeState;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use helenus_cluster::locator::{NodeId, ReplicationMap, TokenRange};
@@ -274,7 +274,15 @@ pub(super) async fn prepare(
                 prepare_here(cluster, node, request, to).await
             } else {
                 let payload = encode_prepare(&request);
-                match ask(cluster, to, Verb::RepairPrepareRequest, payload, &PREPARE_WAITS).await {
+                match ask(
+                    cluster,
+                    to,
+                    Verb::RepairPrepareRequest,
+                    payload,
+                    &PREPARE_WAITS,
+                )
+                .await
+                {
                     Ok(reply) if reply.verb == Verb::RepairPrepareResponse => {
                         decode_outcome(reply.payload)
                     }
@@ -482,11 +490,17 @@ async fn anticompact(
     }
 }
 
-async fn finalize_here(cluster: &ClusterNode, node: &NodeState, payload: Bytes) -> Result<(), String> {
+async fn finalize_here(
+    cluster: &ClusterNode,
+    node: &NodeState,
+    payload: Bytes,
+) -> Result<(), String> {
     let (id, success, repaired_at_ms) =
         decode_finalize(payload).ok_or("malformed finalize request")?;
     if success && cluster.repair_sessions.state(id) == Some(SessionState::Failed) {
-        return Err(format!("repair session {id} failed or was cancelled on this node"));
+        return Err(format!(
+            "repair session {id} failed or was cancelled on this node"
+        ));
     }
     let engine = node.engine.clone();
     let session = *id.as_bytes();
@@ -615,7 +629,11 @@ pub(super) fn session_write_request(
 
 /// The replica's side of a `RepairSessionWrite`: stored only while the session is prepared
 /// here (a write for a session this node released would be marked repaired by nobody).
-pub async fn serve_session_write(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request: Envelope) {
+pub async fn serve_session_write(
+    cluster: Arc<ClusterNode>,
+    node: Arc<NodeState>,
+    request: Envelope,
+) {
     let mut payload = request.payload.clone();
     let stored = match (take16(&mut payload), take16(&mut payload)) {
         (Some(session), Some(table)) => {
