@@ -667,7 +667,7 @@ fn repair(node: &NodeState, method: &str, req: &HttpRequest) -> RouteResult {
                 primary_range: arg("pr").is_some_and(|v| v == "true"),
                 start: token("st")?,
                 end: token("et")?,
-                incremental: !arg("full").is_some_and(|v| v == "true"),
+                incremental: arg("full").is_none_or(|v| v != "true"),
             };
             if let Some(ks) = &options.keyspace {
                 node.schema()

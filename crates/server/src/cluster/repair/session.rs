@@ -76,6 +76,9 @@ pub struct LocalSession {
     pub bytes_anticompacted: u64,
 }
 
+/// A prepare's outcome, shared by the requests that asked for it.
+type PrepareOutcome = Arc<tokio::sync::OnceCell<Result<(), String>>>;
+
 /// Sessions that ended kept for `repair_admin list`; older ones are forgotten.
 const ENDED_KEPT: usize = 100;
 
@@ -83,7 +86,7 @@ const ENDED_KEPT: usize = 100;
 #[derive(Default)]
 pub struct Sessions {
     known: Mutex<BTreeMap<Uuid, LocalSession>>,
-    preparing: Mutex<BTreeMap<Uuid, Arc<tokio::sync::OnceCell<Result<(), String>>>>>,
+    preparing: Mutex<BTreeMap<Uuid, PrepareOutcome>>,
 }
 
 impl Sessions {
