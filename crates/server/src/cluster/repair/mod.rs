@@ -214,6 +214,12 @@ async fn repair_keyspaces(
                 {
                     Ok(prepared) => Some(prepared),
                     Err(e) => {
+                        // Each range's session failed with it, as a full repair records a
+                        // replica found down.
+                        for &range in &ranges {
+                            let session = history.start_session(range, map.replicas(range.end));
+                            history.end_job(session, None, Err(&e));
+                        }
                         history.finish(&Err(e.clone()));
                         return Err(e);
                     }
