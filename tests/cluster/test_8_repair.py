@@ -95,6 +95,8 @@ def test_repair_of_in_sync_replicas_streams_nothing(pinned):
         assert session not in nodetool(a, "repair_admin", "list"), a
         assert nodetool(a, "repair_admin", "summarize-pending") == "no pending repair data\n"
     assert "Percent Repaired       : 100.0%" in nodetool(a1, "info")
+    with pytest.raises(AssertionError, match="already finalized"):
+        nodetool(a2, "repair_admin", "cancel", "--session", session)
 
 
 def test_a_replica_that_missed_writes_is_repaired(pinned):

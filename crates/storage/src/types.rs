@@ -168,6 +168,10 @@ pub struct TableOptions {
     /// Compaction sub-option `unchecked_tombstone_compaction`: run single-SSTable tombstone
     /// compaction even when other SSTables overlap its token range.
     pub unchecked_tombstone_compaction: bool,
+    /// Compaction sub-option `only_purge_repaired_tombstones`: compactions of SSTables that are
+    /// not repaired keep every tombstone (incremental repair has not yet shown that every
+    /// replica holds it).
+    pub only_purge_repaired_tombstones: bool,
     /// How new SSTables store data (flush and compaction outputs); existing SSTables keep the
     /// layout they were written with until compaction rewrites them.
     pub layout: DataLayout,
@@ -244,6 +248,7 @@ impl Default for TableOptions {
             rows_per_partition_to_cache: 0,
             tombstone_threshold: 0.2,
             unchecked_tombstone_compaction: false,
+            only_purge_repaired_tombstones: false,
             layout: DataLayout::Rows,
         }
     }

@@ -50,6 +50,9 @@ pub struct CompactionParams {
     /// The droppable-tombstone ratio above which an SSTable is compacted alone.
     pub tombstone_threshold: f64,
     pub unchecked_tombstone_compaction: bool,
+    /// Tombstones are purged only from repaired SSTables (incremental repair), so one cannot
+    /// be dropped before every replica has it.
+    pub only_purge_repaired_tombstones: bool,
     options: BTreeMap<String, String>,
 }
 
@@ -106,6 +109,8 @@ impl CompactionParams {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0.2),
             unchecked_tombstone_compaction: get("unchecked_tombstone_compaction")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            only_purge_repaired_tombstones: get("only_purge_repaired_tombstones")
                 .is_some_and(|v| v.eq_ignore_ascii_case("true")),
             options: options.clone(),
         }
@@ -181,6 +186,7 @@ mod tests {
         );
         assert_eq!(p.tombstone_threshold, 0.5);
         assert!(p.unchecked_tombstone_compaction);
+        assert!(!p.only_purge_repaired_tombstones);
     }
 
     #[test]

@@ -513,7 +513,8 @@ fn strategy_of(keyspace: &KeyspaceMeta) -> ReplicationStrategy {
 }
 
 /// Periodic work: hints to replicas that are up (a delivery that stopped half way resumes),
-/// the load gossip carries, and schema pulls from peers that disagree.
+/// the load gossip carries, schema pulls from peers that disagree, and the incremental repair
+/// sessions their coordinator abandoned.
 async fn housekeeping(cluster: Arc<ClusterNode>) {
     let mut every = tokio::time::interval(HOUSEKEEPING_INTERVAL);
     loop {
@@ -557,6 +558,7 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
         schema::pull_if_behind(&cluster).await;
         auth_sync::pull_if_behind(&cluster).await;
         cluster.replay_batchlog(&node).await;
+        repair::expire_abandoned(&cluster, &node).await;
     }
 }
 

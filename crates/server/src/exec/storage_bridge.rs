@@ -74,6 +74,7 @@ pub fn table_options(t: &TableMeta) -> st::TableOptions {
         rows_per_partition_to_cache: rows_per_partition(&p.caching),
         tombstone_threshold: compaction.tombstone_threshold,
         unchecked_tombstone_compaction: compaction.unchecked_tombstone_compaction,
+        only_purge_repaired_tombstones: compaction.only_purge_repaired_tombstones,
         layout: data_layout(t),
     }
 }

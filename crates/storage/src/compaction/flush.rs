@@ -35,27 +35,7 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
     };
     t.counters.memtable_switches.fetch_add(1, Ordering::Relaxed);
     let def = t.def.read().clone();
-    let task = bg.progress.start(&def, "Flush", old.size_bytes());
-    let shards = old.read_shards();
-    let result = write_outputs(
-        bg,
-        t,
-        &def,
-        shards
-            .iter()
-            .flat_map(|m| m.values())
-            .map(|p| Ok(Merged::Memtable(p))),
-        parts_len_hint(&old),
-        0,
-        (u64::MAX, &[]),
-        task,
-        // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
-        (&bg.flush_limiter, &|| bg.config.flush_throughput_mib_per_s),
-        None,
-    );
-    bg.progress.end(task);
-    drop(shards);
-    let readers = result?;
+    let readers = write_memtable(bg, t, &def, &old, "Flush")?;
     t.sstables.write().extend(readers);
     // The memtable is freed here, before writers waiting for memory are woken (`Done`), and
     // stays counted until then: freed on a thread of its own it could lag behind the load,
@@ -74,6 +54,36 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
         .fetch_sub(freeing, Ordering::Relaxed);
     bg.request_compaction(def.id);
     Ok(())
+}
+
+/// Writes a memtable's partitions, in order, to new SSTables (not yet in the table's set).
+fn write_memtable(
+    bg: &Background,
+    t: &Table,
+    def: &TableDef,
+    m: &Memtable,
+    label: &str,
+) -> Result<Vec<Arc<crate::sstable::SSTableReader>>, StorageError> {
+    let task = bg.progress.start(def, label, m.size_bytes());
+    let shards = m.read_shards();
+    let result = write_outputs(
+        bg,
+        t,
+        def,
+        shards
+            .iter()
+            .flat_map(|m| m.values())
+            .map(|p| Ok(Merged::Memtable(p))),
+        parts_len_hint(m),
+        0,
+        (u64::MAX, &[]),
+        task,
+        // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
+        (&bg.flush_limiter, &|| bg.config.flush_throughput_mib_per_s),
+        None,
+    );
+    bg.progress.end(task);
+    result
 }
 
 fn parts_len_hint(m: &Memtable) -> usize {
@@ -96,25 +106,7 @@ pub(crate) fn write_in_repair_set(
         staging.apply(p, size);
     }
     let def = t.def.read().clone();
-    let task = bg.progress.start(&def, "Repair", staging.size_bytes());
-    let shards = staging.read_shards();
-    let result = write_outputs(
-        bg,
-        t,
-        &def,
-        shards
-            .iter()
-            .flat_map(|m| m.values())
-            .map(|p| Ok(Merged::Memtable(p))),
-        parts_len_hint(&staging),
-        0,
-        (u64::MAX, &[]),
-        task,
-        (&bg.flush_limiter, &|| bg.config.flush_throughput_mib_per_s),
-        None,
-    );
-    bg.progress.end(task);
-    let readers = result?;
+    let readers = write_memtable(bg, t, &def, &staging, "Repair")?;
     let written = readers.len();
     {
         // Under the repair lock, as every change of repair state: a finalize of the session

@@ -153,7 +153,11 @@ fn rewrite_sstables(
         others: &others,
         memtables: &memtables,
         now_s: now,
-        gc_before_s: now - i64::from(def.options.gc_grace_seconds),
+        gc_before_s: if purges_tombstones(&def, &inputs) {
+            now - i64::from(def.options.gc_grace_seconds)
+        } else {
+            i64::MIN
+        },
         kind,
         level,
         max_output_bytes,
@@ -184,6 +188,19 @@ fn rewrite_sstables(
     stats.bytes_read = total;
     install_outputs(t, &input_gens, inputs, outputs, states)?;
     Ok(stats)
+}
+
+/// Whether a compaction of `inputs` may purge tombstones: not when the table asks to purge only
+/// repaired ones (`only_purge_repaired_tombstones`) and some input is not repaired.
+pub(crate) fn purges_tombstones(def: &TableDef, inputs: &[Arc<SSTableReader>]) -> bool {
+    !def.options.only_purge_repaired_tombstones || inputs.iter().all(|s| is_repaired(s))
+}
+
+fn is_repaired(s: &SSTableReader) -> bool {
+    matches!(
+        s.repair_state(),
+        crate::sstable::repair::RepairState::Repaired { .. }
+    )
 }
 
 /// Whether a major compaction of a table with these options may split its output at token

@@ -25,6 +25,7 @@ pub(super) fn tombstone_compaction(
     let pick = free
         .iter()
         .filter(|s| !futile.contains(&s.gen))
+        .filter(|s| super::purges_tombstones(def, std::slice::from_ref(s)))
         .map(|s| (s.stats.estimated_droppable_tombstones(gc_before), s))
         .filter(|(ratio, _)| *ratio > threshold)
         .filter(|(_, s)| {

@@ -466,3 +466,46 @@ fn repaired_bytes_and_percent_repaired_follow_the_states() {
     let want = a_bytes as f64 / (a_bytes + b_bytes) as f64 * 100.0;
     assert!((st.percent_repaired - want).abs() < 1e-9, "{st:?}");
 }
+
+/// One partition deletion of `key`, past gc grace (the table's is 0).
+fn deleted(e: &Engine, key: &[u8]) -> Arc<SSTableReader> {
+    let before: Vec<u64> = live(e).iter().map(|s| s.gen).collect();
+    let mut m = mutation(key);
+    m.partition_deletion = Some(DeletionTime {
+        marked_for_delete_at_us: 2,
+        local_deletion_time_s: now() - 10,
+    });
+    e.apply_blocking(&[m]).unwrap();
+    e.flush(Some(TABLE)).unwrap();
+    live(e)
+        .into_iter()
+        .find(|s| !before.contains(&s.gen))
+        .unwrap()
+}
+
+#[test]
+fn only_purge_repaired_tombstones_keeps_them_until_their_sstable_is_repaired() {
+    let dir = tempdir("only-purge-repaired");
+    let mut def = table_def(0);
+    def.options.only_purge_repaired_tombstones = true;
+    let e = crate::test_support::open_with(&dir, def);
+    deleted(&e, b"p");
+    e.garbage_collect(TABLE).unwrap();
+    e.compact(TABLE).unwrap();
+    let unrepaired = live(&e);
+    assert_eq!(unrepaired.len(), 1);
+    assert_eq!(unrepaired[0].stats.tombstones, 1, "purged while unrepaired");
+    e.anticompact(TABLE, &[(None, None)], S1).unwrap();
+    e.finalize_repair(S1, 1234).unwrap();
+    e.garbage_collect(TABLE).unwrap();
+    assert!(
+        live(&e).iter().all(|s| s.stats.tombstones == 0),
+        "a repaired tombstone past gc grace is purged"
+    );
+    // Without the option, an unrepaired one goes at once, as before.
+    let dir = tempdir("purge-unrepaired");
+    let e = crate::test_support::open_with(&dir, table_def(0));
+    deleted(&e, b"p");
+    e.garbage_collect(TABLE).unwrap();
+    assert!(live(&e).iter().all(|s| s.stats.tombstones == 0));
+}

@@ -28,11 +28,13 @@ mod compare;
 mod history;
 mod rows;
 mod session;
+mod session_wire;
 
 pub use cache::DigestCache;
 pub use rows::{serve_digests, serve_rows};
 pub use session::{
-    cancel as cancel_session, release_stale, serve as serve_session, serve_session_write, Sessions,
+    cancel as cancel_session, expire_abandoned, release_stale, serve as serve_session,
+    serve_session_write, Sessions,
 };
 
 use super::bootstrap::{after_last, answer_or_refuse, page_query, storage_pieces};
@@ -375,7 +377,9 @@ async fn tree_of(
     view: View,
 ) -> Result<MerkleTree, String> {
     if replica == cluster.local() {
-        cluster.repair_sessions.check_view(view)?;
+        cluster
+            .repair_sessions
+            .check_view(view, node.exec.clock().wall_ms())?;
         let engine = node.engine.clone();
         let now = node.exec.clock().wall_secs();
         let (tree, digests) =
@@ -523,7 +527,9 @@ pub fn serve_tree(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let built = decode_tree_request(request.payload.clone())
         .ok_or_else(|| "malformed tree request".to_string())
         .and_then(|(table, range, view)| {
-            cluster.repair_sessions.check_view(view)?;
+            cluster
+                .repair_sessions
+                .check_view(view, node.exec.clock().wall_ms())?;
             let now = node.exec.clock().wall_secs();
             let (tree, digests) = build_tree(&node.engine, table, range, now, view)?;
             if let Some(digests) = digests {

@@ -312,7 +312,7 @@ impl RowSync<'_> {
                 ),
                 View::Session(id) => (
                     Verb::RepairSessionWrite,
-                    session::session_write_request(id, self.table, page),
+                    super::session_wire::session_write_request(id, self.table, page),
                 ),
             };
             let page_bytes = payload.len() as u64;
@@ -408,7 +408,9 @@ fn digests_request(
 pub fn serve_digests(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let listed = decode_digests_request(request.payload.clone())
         .and_then(|(tree_range, view, table, query)| {
-            cluster.repair_sessions.check_view(view)?;
+            cluster
+                .repair_sessions
+                .check_view(view, node.exec.clock().wall_ms())?;
             let st::PartitionRange::Range { start, end } = query.partitions else {
                 return Err("a digest list needs a range".to_string());
             };
@@ -445,9 +447,11 @@ pub fn serve_digests(cluster: &ClusterNode, node: &NodeState, request: &Envelope
 pub async fn serve_rows(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request: Envelope) {
     let payload = request.payload.clone();
     let engine = node.engine.clone();
+    let (sessions, now_ms) = (cluster.clone(), node.exec.clock().wall_ms());
     let read = tokio::task::spawn_blocking(move || {
         let (tag, table, read_as, keys) =
             decode_rows_request(payload).ok_or("malformed repair rows request")?;
+        sessions.repair_sessions.check_view(read_as.1, now_ms)?;
         let partitions = read_partitions(&engine, table, read_as, keys)?;
         Ok::<_, String>((tag, helenus_mutation::encode_mutations(&partitions)))
     })

@@ -20,11 +20,15 @@
 //! slower but never wrong, whereas marking it repaired without knowing the session's outcome
 //! could be. Cassandra instead keeps sessions in `system.repairs` and asks its peers.
 
+use super::session_wire::{
+    decode_finalize, decode_outcome, decode_prepare, encode_prepare, finalize_request,
+    outcome_payload, take16, PrepareRequest,
+};
 use super::{ask, View};
 use crate::cluster::bootstrap::answer_or_refuse;
 use crate::cluster::ClusterNode;
 use crate::node::NodeState;
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use helenus_cluster::locator::{NodeId, ReplicationMap, TokenRange};
 use helenus_cluster::messaging::{Envelope, Verb};
 use helenus_storage as st;
@@ -61,6 +65,8 @@ pub struct LocalSession {
     pub keyspace: String,
     pub coordinator: String,
     pub participants: Vec<String>,
+    #[serde(skip)]
+    coordinator_id: Option<NodeId>,
     #[serde(skip)]
     participant_ids: Vec<NodeId>,
     #[serde(skip)]
@@ -111,123 +117,63 @@ impl Sessions {
     /// Whether `view` may be read for a repair: a session's view only once it is prepared here
     /// (a participant that restarted mid-session released it, and must not answer with an
     /// empty view that the coordinator would take for missing data).
-    pub(super) fn check_view(&self, view: View) -> Result<(), String> {
-        match view {
-            View::Live => Ok(()),
-            View::Session(id) => match self.state(Uuid::from_bytes(id)) {
-                Some(SessionState::Prepared) => Ok(()),
-                other => Err(format!(
-                    "repair session {} is {other:?} on this node, not prepared",
-                    Uuid::from_bytes(id)
-                )),
-            },
+    /// A read of the view counts as the session's activity (`expire`).
+    pub(super) fn check_view(&self, view: View, now_ms: i64) -> Result<(), String> {
+        let View::Session(id) = view else {
+            return Ok(());
+        };
+        let id = Uuid::from_bytes(id);
+        let mut known = self.known.lock();
+        match known.get_mut(&id) {
+            Some(s) if s.state == SessionState::Prepared => {
+                s.last_activity_ms = now_ms;
+                Ok(())
+            }
+            other => Err(format!(
+                "repair session {id} is {:?} on this node, not prepared",
+                other.map(|s| s.state)
+            )),
         }
     }
-}
 
-/// What the coordinator asks a participant to prepare.
-#[derive(Debug, Clone, PartialEq)]
-struct PrepareRequest {
-    id: Uuid,
-    started_ms: i64,
-    keyspace: String,
-    participants: Vec<NodeId>,
-    tables: Vec<st::TableId>,
-    ranges: Vec<TokenRange>,
-}
-
-fn encode_prepare(p: &PrepareRequest) -> Bytes {
-    let mut out = BytesMut::new();
-    out.put_slice(p.id.as_bytes());
-    out.put_i64(p.started_ms);
-    out.put_u16(u16::try_from(p.keyspace.len()).unwrap_or(u16::MAX));
-    out.put_slice(p.keyspace.as_bytes());
-    out.put_u16(u16::try_from(p.participants.len()).unwrap_or(u16::MAX));
-    for n in &p.participants {
-        out.put_slice(n.0.as_bytes());
-    }
-    out.put_u16(u16::try_from(p.tables.len()).unwrap_or(u16::MAX));
-    for t in &p.tables {
-        out.put_slice(t);
-    }
-    out.put_u32(u32::try_from(p.ranges.len()).unwrap_or(u32::MAX));
-    for r in &p.ranges {
-        out.put_i64(r.start);
-        out.put_i64(r.end);
-    }
-    out.freeze()
-}
-
-fn take16(b: &mut Bytes) -> Option<[u8; 16]> {
-    let mut out = [0u8; 16];
-    (b.remaining() >= 16).then(|| b.copy_to_slice(&mut out))?;
-    Some(out)
-}
-
-fn decode_prepare(mut b: Bytes) -> Option<PrepareRequest> {
-    let id = Uuid::from_bytes(take16(&mut b)?);
-    if b.remaining() < 10 {
-        return None;
-    }
-    let started_ms = b.get_i64();
-    let len = b.get_u16() as usize;
-    if b.remaining() < len {
-        return None;
-    }
-    let keyspace = String::from_utf8(b.split_to(len).to_vec()).ok()?;
-    if b.remaining() < 2 {
-        return None;
-    }
-    let participants = (0..b.get_u16())
-        .map(|_| take16(&mut b).map(|n| NodeId(Uuid::from_bytes(n))))
-        .collect::<Option<Vec<_>>>()?;
-    if b.remaining() < 2 {
-        return None;
-    }
-    let tables = (0..b.get_u16())
-        .map(|_| take16(&mut b))
-        .collect::<Option<Vec<_>>>()?;
-    if b.remaining() < 4 {
-        return None;
-    }
-    let n = b.get_u32() as usize;
-    if b.remaining() != n.checked_mul(16)? {
-        return None;
-    }
-    let ranges = (0..n)
-        .map(|_| TokenRange::new(b.get_i64(), b.get_i64()))
-        .collect();
-    Some(PrepareRequest {
-        id,
-        started_ms,
-        keyspace,
-        participants,
-        tables,
-        ranges,
-    })
-}
-
-/// A prepare's or finalize's answer: `u8 1` for done, or `u8 0` and why not.
-fn outcome_payload(outcome: &Result<(), String>) -> Bytes {
-    let mut out = BytesMut::new();
-    match outcome {
-        Ok(()) => out.put_u8(1),
-        Err(e) => {
-            out.put_u8(0);
-            out.put_slice(e.as_bytes());
+    /// The sessions under way here that their coordinator abandoned: it is down (Cassandra fails
+    /// a repair's sessions when the failure detector convicts a node of it), or nothing asked
+    /// anything of the session for `SESSION_IDLE_MS` (a coordinator that restarted forgot it).
+    /// They are marked failed; the caller releases their SSTables.
+    fn expire(&self, now_ms: i64, local: NodeId, is_up: impl Fn(NodeId) -> bool) -> Vec<Uuid> {
+        let mut expired = Vec::new();
+        for s in self.known.lock().values_mut() {
+            let running = matches!(s.state, SessionState::Preparing | SessionState::Prepared);
+            let coordinator_gone = s.coordinator_id.is_some_and(|c| c != local && !is_up(c));
+            if running && (coordinator_gone || now_ms - s.last_activity_ms > SESSION_IDLE_MS) {
+                s.state = SessionState::Failed;
+                s.last_activity_ms = now_ms;
+                expired.push(s.id);
+            }
         }
+        expired
     }
-    out.freeze()
 }
 
-fn decode_outcome(mut b: Bytes) -> Result<(), String> {
-    match b.first() {
-        Some(1) => Ok(()),
-        Some(0) => {
-            b.advance(1);
-            Err(String::from_utf8_lossy(&b).into_owned())
-        }
-        _ => Err("malformed answer".into()),
+/// How long a session under way may go without a message before a participant gives up on it.
+const SESSION_IDLE_MS: i64 = 3_600_000;
+
+/// Housekeeping: releases the SSTables of the sessions `Sessions::expire` finds abandoned.
+pub async fn expire_abandoned(cluster: &ClusterNode, node: &NodeState) {
+    let now = node.exec.clock().wall_ms();
+    let expired = cluster
+        .repair_sessions
+        .expire(now, cluster.local(), |n| cluster.is_up(n));
+    for id in expired {
+        let engine = node.engine.clone();
+        let released =
+            tokio::task::spawn_blocking(move || engine.release_repair(*id.as_bytes())).await;
+        tracing::warn!(
+            session = %id,
+            released = ?released,
+            "incremental repair session abandoned by its coordinator; its SSTables are unrepaired again"
+        );
+        cluster.repair_sessions.preparing.lock().remove(&id);
     }
 }
 
@@ -354,23 +300,6 @@ pub(super) async fn finalize(
     futures::future::join_all(tells).await;
 }
 
-fn finalize_request(id: Uuid, success: bool, repaired_at_ms: i64) -> Bytes {
-    let mut out = BytesMut::with_capacity(25);
-    out.put_slice(id.as_bytes());
-    out.put_u8(u8::from(success));
-    out.put_i64(repaired_at_ms);
-    out.freeze()
-}
-
-fn decode_finalize(mut b: Bytes) -> Option<(Uuid, bool, i64)> {
-    if b.len() != 25 {
-        return None;
-    }
-    let id = Uuid::from_bytes(take16(&mut b)?);
-    let success = b.get_u8() == 1;
-    Some((id, success, b.get_i64()))
-}
-
 /// A participant's prepare: records the session, then flushes and anticompacts each table
 /// once, however many times the coordinator asks. Refused while another session of any of the
 /// same tables runs here, as Cassandra refuses it: the sessions' views would split the data
@@ -399,6 +328,7 @@ async fn prepare_here(
             id: request.id,
             keyspace: request.keyspace.clone(),
             coordinator: cluster.address_of(coordinator).to_string(),
+            coordinator_id: Some(coordinator),
             participants: request
                 .participants
                 .iter()
@@ -617,19 +547,6 @@ pub fn store_session_write(
         .map_err(|e| e.to_string())
 }
 
-pub(super) fn session_write_request(
-    session: [u8; 16],
-    table: st::TableId,
-    partitions: &[st::Mutation],
-) -> Bytes {
-    let encoded = helenus_mutation::encode_mutations(partitions);
-    let mut out = BytesMut::with_capacity(32 + encoded.len());
-    out.put_slice(&session);
-    out.put_slice(&table);
-    out.put_slice(&encoded);
-    out.freeze()
-}
-
 /// The replica's side of a `RepairSessionWrite`: stored only while the session is prepared
 /// here (a write for a session this node released would be marked repaired by nobody).
 pub async fn serve_session_write(
@@ -640,7 +557,11 @@ pub async fn serve_session_write(
     let mut payload = request.payload.clone();
     let stored = match (take16(&mut payload), take16(&mut payload)) {
         (Some(session), Some(table)) => {
-            match cluster.repair_sessions.check_view(View::Session(session)) {
+            let now = node.exec.clock().wall_ms();
+            match cluster
+                .repair_sessions
+                .check_view(View::Session(session), now)
+            {
                 Ok(()) => {
                     let engine = node.engine.clone();
                     tokio::task::spawn_blocking(move || {
@@ -672,50 +593,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prepare_requests_round_trip_and_bad_ones_are_refused() {
-        let request = PrepareRequest {
-            id: Uuid::from_u128(42),
-            started_ms: 1_700_000_000_000,
-            keyspace: "ks1".into(),
-            participants: vec![NodeId(Uuid::from_u128(1)), NodeId(Uuid::from_u128(2))],
-            tables: vec![[7; 16], [9; 16]],
-            ranges: vec![TokenRange::new(-5, 10), TokenRange::new(10, -5)],
-        };
-        let encoded = encode_prepare(&request);
-        assert_eq!(decode_prepare(encoded.clone()), Some(request));
-        assert_eq!(decode_prepare(encoded.slice(..encoded.len() - 1)), None);
-        let mut longer = BytesMut::from(&encoded[..]);
-        longer.put_u8(0);
-        assert_eq!(decode_prepare(longer.freeze()), None);
-        assert_eq!(decode_prepare(Bytes::from_static(&[1; 20])), None);
-    }
-
-    #[test]
-    fn outcomes_and_finalize_requests_round_trip() {
-        assert_eq!(decode_outcome(outcome_payload(&Ok(()))), Ok(()));
-        assert_eq!(
-            decode_outcome(outcome_payload(&Err("disk full".into()))),
-            Err("disk full".into())
-        );
-        assert!(decode_outcome(Bytes::new()).is_err());
-        let id = Uuid::from_u128(5);
-        assert_eq!(
-            decode_finalize(finalize_request(id, true, 77)),
-            Some((id, true, 77))
-        );
-        assert_eq!(
-            decode_finalize(finalize_request(id, false, -1)),
-            Some((id, false, -1))
-        );
-        assert_eq!(decode_finalize(Bytes::from_static(&[0; 24])), None);
-    }
-
-    #[test]
     fn a_session_view_is_readable_only_once_prepared() {
         let sessions = Sessions::default();
-        assert!(sessions.check_view(View::Live).is_ok());
+        assert!(sessions.check_view(View::Live, 0).is_ok());
         let id = Uuid::from_u128(3);
-        assert!(sessions.check_view(View::Session(*id.as_bytes())).is_err());
+        assert!(sessions
+            .check_view(View::Session(*id.as_bytes()), 0)
+            .is_err());
         sessions.known.lock().insert(
             id,
             LocalSession {
@@ -723,6 +607,7 @@ mod tests {
                 keyspace: "k".into(),
                 coordinator: String::new(),
                 participants: Vec::new(),
+                coordinator_id: None,
                 participant_ids: Vec::new(),
                 table_ids: Vec::new(),
                 tables: 1,
@@ -735,9 +620,62 @@ mod tests {
                 bytes_anticompacted: 0,
             },
         );
-        assert!(sessions.check_view(View::Session(*id.as_bytes())).is_err());
+        assert!(sessions
+            .check_view(View::Session(*id.as_bytes()), 0)
+            .is_err());
         sessions.update(id, 9, |s| s.state = SessionState::Prepared);
-        assert!(sessions.check_view(View::Session(*id.as_bytes())).is_ok());
-        assert_eq!(sessions.list()[0].last_activity_ms, 9);
+        assert!(sessions
+            .check_view(View::Session(*id.as_bytes()), 12)
+            .is_ok());
+        assert_eq!(sessions.list()[0].last_activity_ms, 12);
+    }
+
+    #[test]
+    fn a_session_is_abandoned_when_its_coordinator_is_down_or_it_idles() {
+        let (me, coordinator) = (NodeId(Uuid::from_u128(1)), NodeId(Uuid::from_u128(2)));
+        let sessions = Sessions::default();
+        for (n, state) in [(10, SessionState::Prepared), (11, SessionState::Finalized)] {
+            let id = Uuid::from_u128(n);
+            sessions.known.lock().insert(
+                id,
+                LocalSession {
+                    id,
+                    keyspace: "k".into(),
+                    coordinator: String::new(),
+                    coordinator_id: Some(coordinator),
+                    participants: Vec::new(),
+                    participant_ids: Vec::new(),
+                    table_ids: Vec::new(),
+                    tables: 1,
+                    ranges: 1,
+                    started_ms: 0,
+                    last_activity_ms: 1_000,
+                    state,
+                    sstables_marked: 0,
+                    sstables_split: 0,
+                    bytes_anticompacted: 0,
+                },
+            );
+        }
+        // Up and active: kept.
+        assert!(sessions.expire(2_000, me, |_| true).is_empty());
+        // Idle past the limit: abandoned, once.
+        let late = 1_000 + SESSION_IDLE_MS + 1;
+        assert_eq!(
+            sessions.expire(late, me, |_| true),
+            vec![Uuid::from_u128(10)]
+        );
+        assert!(sessions.expire(late, me, |_| true).is_empty());
+        // The coordinator down: abandoned at once; a finished session is left alone.
+        sessions.update(Uuid::from_u128(10), 0, |s| s.state = SessionState::Prepared);
+        assert_eq!(
+            sessions.expire(5, me, |n| n != coordinator),
+            vec![Uuid::from_u128(10)]
+        );
+        // This node coordinating: only its own job ends it.
+        sessions.update(Uuid::from_u128(10), 0, |s| s.state = SessionState::Prepared);
+        assert!(sessions
+            .expire(5, coordinator, |n| n != coordinator)
+            .is_empty());
     }
 }
