@@ -87,16 +87,22 @@ pub struct Commitlog {
 const FLUSHED_FILE: &str = "CommitLog-flushed.txt";
 
 /// Writes the flushed positions (best effort: without the file replay redoes more, no less).
+/// Called outside the writer's lock, so appends never wait on it; two flushes storing at once
+/// each write a whole file of their own and the last rename wins, which at worst leaves an
+/// older snapshot, one that replays more.
 fn store_flushed(dir: &Path, flushed: &HashMap<TableId, LogPosition>) {
+    static NEXT_TMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let mut text = String::new();
     for (t, (segment, offset)) in flushed {
         let hex: String = t.iter().map(|b| format!("{b:02x}")).collect();
         text.push_str(&format!("{hex} {segment} {offset}\n"));
     }
-    let tmp = dir.join(format!("{FLUSHED_FILE}.tmp"));
-    if fs::write(&tmp, text).is_ok() {
-        let _ = fs::rename(&tmp, dir.join(FLUSHED_FILE));
+    let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!("{FLUSHED_FILE}.{n}.tmp"));
+    if fs::write(&tmp, text).is_ok() && fs::rename(&tmp, dir.join(FLUSHED_FILE)).is_ok() {
+        return;
     }
+    let _ = fs::remove_file(&tmp);
 }
 
 /// The flushed positions of the previous run (empty when unreadable: replay then redoes all).
@@ -193,6 +199,13 @@ impl Commitlog {
             load_flushed(dir)
         };
         let _ = fs::remove_file(dir.join(FLUSHED_FILE));
+        // Temporary files of a store a crash interrupted.
+        for ent in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = ent.file_name().to_string_lossy().into_owned();
+            if name.starts_with(FLUSHED_FILE) && name.ends_with(".tmp") {
+                let _ = fs::remove_file(ent.path());
+            }
+        }
         let segment_size_bytes = segment_size_bytes.max(1 << 20);
         let (current, file, map) = create_segment(dir, next, segment_size_bytes)?;
         let (synced_tx, _) = tokio::sync::watch::channel(0u64);
@@ -368,22 +381,31 @@ impl Commitlog {
 
     /// Records that `table`'s data up to `pos` is in SSTables, and deletes segments nobody needs.
     pub fn discard(&self, table: TableId, pos: LogPosition) {
-        let mut st = self.state.lock();
-        let cur = st.flushed.get(&table).copied();
-        if !matches!(cur, Some(c) if c >= pos) {
-            st.flushed.insert(table, pos);
-            store_flushed(&self.dir, &st.flushed);
+        let snapshot = {
+            let mut st = self.state.lock();
+            let cur = st.flushed.get(&table).copied();
+            let moved = !matches!(cur, Some(c) if c >= pos);
+            if moved {
+                st.flushed.insert(table, pos);
+            }
+            self.delete_clean_segments(&mut st);
+            moved.then(|| st.flushed.clone())
+        };
+        if let Some(flushed) = snapshot {
+            store_flushed(&self.dir, &flushed);
         }
-        self.delete_clean_segments(&mut st);
     }
 
     /// Forgets a dropped or truncated table's entries.
     pub fn forget_table(&self, table: TableId) {
-        let mut st = self.state.lock();
-        let pos = (st.current.id, st.offset);
-        st.flushed.insert(table, pos);
-        store_flushed(&self.dir, &st.flushed);
-        self.delete_clean_segments(&mut st);
+        let flushed = {
+            let mut st = self.state.lock();
+            let pos = (st.current.id, st.offset);
+            st.flushed.insert(table, pos);
+            self.delete_clean_segments(&mut st);
+            st.flushed.clone()
+        };
+        store_flushed(&self.dir, &flushed);
     }
 
     /// Whether `table`'s entry ending at `end`, in a segment from before this run, was already

@@ -592,6 +592,26 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
+    fn session(id: Uuid, state: SessionState, coordinator: Option<NodeId>) -> LocalSession {
+        LocalSession {
+            id,
+            keyspace: "k".into(),
+            coordinator: String::new(),
+            participants: Vec::new(),
+            coordinator_id: coordinator,
+            participant_ids: Vec::new(),
+            table_ids: Vec::new(),
+            tables: 1,
+            ranges: 1,
+            started_ms: 0,
+            last_activity_ms: 1_000,
+            state,
+            sstables_marked: 0,
+            sstables_split: 0,
+            bytes_anticompacted: 0,
+        }
+    }
+
     #[test]
     fn a_session_view_is_readable_only_once_prepared() {
         let sessions = Sessions::default();
@@ -600,26 +620,10 @@ mod tests {
         assert!(sessions
             .check_view(View::Session(*id.as_bytes()), 0)
             .is_err());
-        sessions.known.lock().insert(
-            id,
-            LocalSession {
-                id,
-                keyspace: "k".into(),
-                coordinator: String::new(),
-                participants: Vec::new(),
-                coordinator_id: None,
-                participant_ids: Vec::new(),
-                table_ids: Vec::new(),
-                tables: 1,
-                ranges: 1,
-                started_ms: 0,
-                last_activity_ms: 0,
-                state: SessionState::Preparing,
-                sstables_marked: 0,
-                sstables_split: 0,
-                bytes_anticompacted: 0,
-            },
-        );
+        sessions
+            .known
+            .lock()
+            .insert(id, session(id, SessionState::Preparing, None));
         assert!(sessions
             .check_view(View::Session(*id.as_bytes()), 0)
             .is_err());
@@ -636,26 +640,10 @@ mod tests {
         let sessions = Sessions::default();
         for (n, state) in [(10, SessionState::Prepared), (11, SessionState::Finalized)] {
             let id = Uuid::from_u128(n);
-            sessions.known.lock().insert(
-                id,
-                LocalSession {
-                    id,
-                    keyspace: "k".into(),
-                    coordinator: String::new(),
-                    coordinator_id: Some(coordinator),
-                    participants: Vec::new(),
-                    participant_ids: Vec::new(),
-                    table_ids: Vec::new(),
-                    tables: 1,
-                    ranges: 1,
-                    started_ms: 0,
-                    last_activity_ms: 1_000,
-                    state,
-                    sstables_marked: 0,
-                    sstables_split: 0,
-                    bytes_anticompacted: 0,
-                },
-            );
+            sessions
+                .known
+                .lock()
+                .insert(id, session(id, state, Some(coordinator)));
         }
         // Up and active: kept.
         assert!(sessions.expire(2_000, me, |_| true).is_empty());
