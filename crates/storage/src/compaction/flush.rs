@@ -90,15 +90,16 @@ fn parts_len_hint(m: &Memtable) -> usize {
     m.partition_count() as usize
 }
 
-/// Writes `parts` (any order, a key possibly more than once) to new SSTables in the repair set
-/// `state`, and adds them to the table's set: what a repair session's sync writes to a replica
+/// Writes `parts` (any order, a key possibly more than once) to new SSTables pending for
+/// `session`, and adds them to the table's set: what a repair session's sync writes to a replica
 /// that lacked them. They go through a memtable of their own (which merges and orders them),
-/// not the table's, so they land in the session's set rather than the unrepaired one.
+/// not the table's, so they land in the session's set rather than the unrepaired one; they are
+/// installed as a compaction's outputs are (their state set under the repair lock).
 pub(crate) fn write_in_repair_set(
     bg: &Background,
     t: &Arc<Table>,
     parts: Vec<crate::partition::Partition>,
-    state: crate::sstable::repair::RepairState,
+    session: [u8; 16],
 ) -> Result<usize, StorageError> {
     let staging = Memtable::default();
     for p in parts {
@@ -108,15 +109,8 @@ pub(crate) fn write_in_repair_set(
     let def = t.def.read().clone();
     let readers = write_memtable(bg, t, &def, &staging, "Repair")?;
     let written = readers.len();
-    {
-        // Under the repair lock, as every change of repair state: a finalize of the session
-        // then sees these SSTables in the set, or runs before they are added in its outcome.
-        let _repair = t.repair_lock.lock();
-        for r in &readers {
-            r.set_repair_state(state)?;
-        }
-        t.sstables.write().extend(readers);
-    }
+    let states = super::OutputStates::PendingFirst(written, session);
+    super::install_outputs(t, &Default::default(), Vec::new(), readers, states)?;
     bg.request_compaction(def.id);
     Ok(written)
 }

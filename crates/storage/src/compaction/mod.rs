@@ -71,7 +71,7 @@ enum Rewrite<'a> {
 }
 
 /// The repair states a rewrite's outputs get at install.
-enum OutputStates {
+pub(super) enum OutputStates {
     /// Their inputs' merged state, read when the outputs are swapped in.
     Inherited,
     /// The first `n` pending for the session, the others unrepaired.
@@ -197,10 +197,7 @@ pub(crate) fn purges_tombstones(def: &TableDef, inputs: &[Arc<SSTableReader>]) -
 }
 
 fn is_repaired(s: &SSTableReader) -> bool {
-    matches!(
-        s.repair_state(),
-        crate::sstable::repair::RepairState::Repaired { .. }
-    )
+    matches!(s.repair_state(), RepairState::Repaired { .. })
 }
 
 /// Whether a major compaction of a table with these options may split its output at token
@@ -280,7 +277,7 @@ fn delete_files(sstables: &[Arc<SSTableReader>]) {
 /// set (one swap under its lock), then deletes the inputs' files. Under the table's repair lock,
 /// so the state inherited is the inputs' latest (a repair may finalize while they merge). If a
 /// state cannot be written, the outputs are deleted and the inputs stay.
-fn install_outputs(
+pub(super) fn install_outputs(
     t: &Table,
     input_gens: &HashSet<u64>,
     inputs: Vec<Arc<SSTableReader>>,
@@ -309,8 +306,10 @@ fn install_outputs(
     // caches under their locks (hundreds of milliseconds once the key cache is warm), and
     // nothing looks them up again (SSTable uids are never reused), so FIFO eviction ages them
     // out.
-    delete_files(&inputs);
-    drop_in_background("sstable-close", inputs);
+    if !inputs.is_empty() {
+        delete_files(&inputs);
+        drop_in_background("sstable-close", inputs);
+    }
     Ok(())
 }
 

@@ -5,7 +5,6 @@
 
 use crate::engine::Engine;
 use crate::partition::{self, Partition};
-use crate::sstable::repair::RepairState;
 use crate::types::*;
 
 impl Engine {
@@ -40,12 +39,7 @@ impl Engine {
                 index_entries.extend(crate::index::entries(m, &indexes, now));
             }
         }
-        crate::compaction::write_in_repair_set(
-            &self.background,
-            &t,
-            parts,
-            RepairState::Pending { session },
-        )?;
+        crate::compaction::write_in_repair_set(&self.background, &t, parts, session)?;
         if !index_entries.is_empty() {
             self.apply_blocking(&index_entries)?;
         }

@@ -208,20 +208,30 @@ async fn repair_keyspaces(
             history::HistoryLog::start(cluster, node, &keyspace.name, names, &ranges, options);
         let session = match options.incremental {
             true => {
+                // A session needs every replica of every range: a replica found down refuses
+                // the repair before anything is prepared, recorded as a full repair records it
+                // when it reaches that range.
+                let down = ranges
+                    .iter()
+                    .find_map(|r| down_replica(cluster, map.replicas(r.end)).map(|e| (*r, e)));
                 let ids = tables.iter().map(|t| *t.id.as_bytes()).collect();
                 let id = history.parent_id();
                 summary.incremental = true;
                 summary.sessions.push(id.to_string());
-                match session::prepare(cluster, node, id, &keyspace.name, &map, ids, &ranges).await
-                {
+                let prepared = match down {
+                    Some((range, e)) => {
+                        let failed = history.start_session(range, map.replicas(range.end));
+                        history.end_job(failed, None, Err(&e));
+                        Err(e)
+                    }
+                    None => {
+                        session::prepare(cluster, node, id, &keyspace.name, &map, ids, &ranges)
+                            .await
+                    }
+                };
+                match prepared {
                     Ok(prepared) => Some(prepared),
                     Err(e) => {
-                        // Each range's session failed with it, as a full repair records a
-                        // replica found down.
-                        for &range in &ranges {
-                            let session = history.start_session(range, map.replicas(range.end));
-                            history.end_job(session, None, Err(&e));
-                        }
                         history.finish(&Err(e.clone()));
                         return Err(e);
                     }
@@ -271,8 +281,7 @@ impl KeyspaceJob<'_> {
         for &range in ranges {
             let replicas = self.map.replicas(range.end).to_vec();
             let session = history.start_session(range, &replicas);
-            if let Some(down) = replicas.iter().find(|r| !self.cluster.is_up(**r)) {
-                let e = format!("Endpoint not alive: {}", self.cluster.address_of(*down));
+            if let Some(e) = down_replica(self.cluster, &replicas) {
                 history.end_job(session, None, Err(&e));
                 return Err(e);
             }
@@ -292,6 +301,12 @@ impl KeyspaceJob<'_> {
         }
         Ok(())
     }
+}
+
+/// Cassandra's refusal when one of `replicas` is down.
+fn down_replica(cluster: &ClusterNode, replicas: &[NodeId]) -> Option<String> {
+    let down = replicas.iter().find(|r| !cluster.is_up(**r))?;
+    Some(format!("Endpoint not alive: {}", cluster.address_of(*down)))
 }
 
 /// This node's ranges (or primary ranges), each cut to the `-st`/`-et` range when one is given.

@@ -3,7 +3,7 @@
 //! written (to the replicas lacking them). Both sides of the two messages live here.
 
 use super::compare::{self, DigestEntry, Divergent};
-use super::{ask, session, visit_digests, RepairSummary, View, REPAIR_MESSAGE_TIMEOUTS};
+use super::{ask, visit_digests, RepairSummary, View, REPAIR_MESSAGE_TIMEOUTS};
 use crate::cluster::bootstrap::{
     answer_or_refuse, page_query, storage_pieces, STREAM_PAGE_PARTITIONS,
 };
@@ -292,11 +292,10 @@ impl RowSync<'_> {
                 View::Session(id) => {
                     let (engine, table) = (self.node.engine.clone(), self.table);
                     let partitions = partitions.to_vec();
-                    tokio::task::spawn_blocking(move || {
-                        session::store_session_write(&engine, id, table, partitions)
-                    })
-                    .await
-                    .map_err(|e| e.to_string())??
+                    tokio::task::spawn_blocking(move || engine.write_pending(table, id, partitions))
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .map_err(|e| e.to_string())?
                 }
             }
             return Ok(0);

@@ -202,12 +202,6 @@ pub(super) async fn prepare(
         }
     }
     let participants: Vec<NodeId> = by_participant.keys().copied().collect();
-    if let Some(down) = participants.iter().find(|p| !cluster.is_up(**p)) {
-        return Err(format!(
-            "Endpoint not alive: {} (an incremental repair needs every replica)",
-            cluster.address_of(*down)
-        ));
-    }
     let started_ms = node.exec.clock().wall_ms();
     let asks = by_participant.into_iter().map(|(to, ranges)| {
         let request = PrepareRequest {
@@ -535,18 +529,6 @@ pub fn release_stale(engine: &st::Engine) {
     }
 }
 
-/// The partitions a session's sync writes to this replica, kept in an SSTable pending for it.
-pub fn store_session_write(
-    engine: &st::Engine,
-    session: [u8; 16],
-    table: st::TableId,
-    partitions: Vec<st::Mutation>,
-) -> Result<(), String> {
-    engine
-        .write_pending(table, session, partitions)
-        .map_err(|e| e.to_string())
-}
-
 /// The replica's side of a `RepairSessionWrite`: stored only while the session is prepared
 /// here (a write for a session this node released would be marked repaired by nobody).
 pub async fn serve_session_write(
@@ -567,7 +549,9 @@ pub async fn serve_session_write(
                     tokio::task::spawn_blocking(move || {
                         let partitions = helenus_mutation::decode_mutations(payload)
                             .map_err(|e| e.to_string())?;
-                        store_session_write(&engine, session, table, partitions)
+                        engine
+                            .write_pending(table, session, partitions)
+                            .map_err(|e| e.to_string())
                     })
                     .await
                     .map_err(|e| e.to_string())
