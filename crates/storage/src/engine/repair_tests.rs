@@ -467,9 +467,9 @@ fn repaired_bytes_and_percent_repaired_follow_the_states() {
     assert!((st.percent_repaired - want).abs() < 1e-9, "{st:?}");
 }
 
-/// One partition deletion of `key`, past gc grace (the table's is 0).
-fn deleted(e: &Engine, key: &[u8]) -> Arc<SSTableReader> {
-    let before: Vec<u64> = live(e).iter().map(|s| s.gen).collect();
+/// Flushes one partition deletion of `key`, past gc grace (the table's is 0). Where purging is
+/// allowed, a background tombstone compaction may already have dropped it when this returns.
+fn flush_deletion(e: &Engine, key: &[u8]) {
     let mut m = mutation(key);
     m.partition_deletion = Some(DeletionTime {
         marked_for_delete_at_us: 2,
@@ -477,10 +477,6 @@ fn deleted(e: &Engine, key: &[u8]) -> Arc<SSTableReader> {
     });
     e.apply_blocking(&[m]).unwrap();
     e.flush(Some(TABLE)).unwrap();
-    live(e)
-        .into_iter()
-        .find(|s| !before.contains(&s.gen))
-        .unwrap()
 }
 
 #[test]
@@ -489,7 +485,7 @@ fn only_purge_repaired_tombstones_keeps_them_until_their_sstable_is_repaired() {
     let mut def = table_def(0);
     def.options.only_purge_repaired_tombstones = true;
     let e = crate::test_support::open_with(&dir, def);
-    deleted(&e, b"p");
+    flush_deletion(&e, b"p");
     e.garbage_collect(TABLE).unwrap();
     e.compact(TABLE).unwrap();
     let unrepaired = live(&e);
@@ -505,7 +501,7 @@ fn only_purge_repaired_tombstones_keeps_them_until_their_sstable_is_repaired() {
     // Without the option, an unrepaired one goes at once, as before.
     let dir = tempdir("purge-unrepaired");
     let e = crate::test_support::open_with(&dir, table_def(0));
-    deleted(&e, b"p");
+    flush_deletion(&e, b"p");
     e.garbage_collect(TABLE).unwrap();
     assert!(live(&e).iter().all(|s| s.stats.tombstones == 0));
 }
