@@ -25,6 +25,10 @@ OPS = [  # (op, label, moves data)
     ("garbagecollect", "garbagecollect (both)", False),
 ]
 BG_OPS = [op for op, _, _ in OPS if not op.startswith("load")]
+# Steps that set an operation up rather than being one of the operations: waiting for a
+# killed node to be seen down, and writing the rows a stopped node misses (a write burst of its
+# own, beside the background load). Their background P99 is reported but not held to the aim.
+SETUP_OPS = ("dead_until_down", "missed_writes")
 AIMS = [  # (op, max Helenus/Cassandra ratio, text)
     ("add", 1 / 3, "add a node >= 3x faster"), ("double_1", 1 / 3, "add >= 3x faster, doubling step 3->4"),
     ("double_2", 1 / 3, "add >= 3x faster, doubling step 4->5"), ("double_3", 1 / 3, "add >= 3x faster, doubling step 5->6"),
@@ -245,7 +249,7 @@ def main():
     p99_aims = {}
     for s in servers:
         p99_aims[s] = {op: {"p99_ms": d.get("bg_p99_ms"), "met": d.get("bg_p99_ms") is not None and d["bg_p99_ms"] < P99_AIM_MS}
-                       for op, d in res[s].items() if op in BG_OPS and op not in ("double", "shrink")}
+                       for op, d in res[s].items() if op in BG_OPS and op not in ("double", "shrink") + SETUP_OPS}
     lb = [float(x) for x in (o.loadavg_before or "0").split()[:1]]
     la = [float(x) for x in (o.loadavg_after or "0").split()[:1]]
     busy = max(lb + la) > 1.5 or any(
@@ -286,7 +290,8 @@ def main():
         ok = [op for op, v in p99_aims[s].items() if v["met"]]
         bad = [f"{op} ({fmt(v['p99_ms'])} ms)" for op, v in p99_aims[s].items() if not v["met"]]
         L.append(f"\nForeground (background load) P99 < {P99_AIM_MS:.0f} ms during each operation, {s}: "
-                 f"met for {len(ok)} of {len(ok) + len(bad)}" + (f"; not for {', '.join(bad)}." if bad else "."))
+                 f"met for {len(ok)} of {len(ok) + len(bad)}" + (f"; not for {', '.join(bad)}." if bad else ".")
+                 + f" (Setup steps not counted: {', '.join(SETUP_OPS)}.)")
     L += ["", "## Notes", ""]
     for s in servers:
         n = notes[s]
