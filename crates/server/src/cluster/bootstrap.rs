@@ -61,6 +61,13 @@ pub struct StreamTotals {
 }
 
 impl StreamTotals {
+    /// Counts what `other` moved in (not its ranges: the caller knows those).
+    fn add_moved(&mut self, other: &StreamTotals) {
+        self.partitions += other.partitions;
+        self.bytes += other.bytes;
+        self.whole_sstables += other.whole_sstables;
+    }
+
     pub(super) fn log(&self, started: Instant, what: &str) {
         tracing::info!(
             ranges = self.ranges,
@@ -286,7 +293,13 @@ pub(super) fn add_range_files(
 /// Receives every file of `plan` (`ranges` token ranges), each from the first of its sources
 /// that serves it; the plan fails with the first file that none does. `range_done` is told of
 /// the last file of each keyspace's range once it is received (the files of a range are
-/// listed together, `add_range_files`).
+/// listed together, `add_range_files`, with the same sources).
+///
+/// Files are received from their first sources at once, one file at a time per source, as
+/// Cassandra streams from every source peer in parallel: the stream throttle is each sender's,
+/// so a node joining a ring of three receives from three senders at up to three times the rate
+/// one gives. After a failure the other sources finish the file they are on (releasing what
+/// they staged) and start no other.
 pub(super) async fn stream_files(
     cluster: &ClusterNode,
     node: &NodeState,
@@ -295,27 +308,58 @@ pub(super) async fn stream_files(
     ranges: usize,
     range_done: &mut (dyn FnMut(&StreamFile) + Send),
 ) -> Result<StreamTotals, String> {
+    let mut by_source: Vec<(Option<NodeId>, Vec<&SourcedFile>)> = Vec::new();
+    for f in files {
+        let first = f.1.first().copied();
+        match by_source.iter_mut().find(|(s, _)| *s == first) {
+            Some((_, group)) => group.push(f),
+            None => by_source.push((first, vec![f])),
+        }
+    }
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let range_done = parking_lot::Mutex::new(range_done);
+    let workers = by_source.iter().map(|(_, group)| {
+        let (plan, failed, range_done) = (&plan, &failed, &range_done);
+        async move {
+            let mut totals = StreamTotals::default();
+            for (i, (file, sources)) in group.iter().enumerate() {
+                if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                match stream_range(cluster, node, plan, file, sources).await {
+                    Ok(got) => {
+                        totals.add_moved(&got);
+                        let next = group.get(i + 1).map(|(next, _)| next);
+                        if next.is_none_or(|n| n.keyspace != file.keyspace || n.range != file.range)
+                        {
+                            (range_done.lock())(file);
+                        }
+                    }
+                    Err(e) => {
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return Err(format!("{}: {e}", file.name));
+                    }
+                }
+            }
+            Ok(totals)
+        }
+    });
     let mut totals = StreamTotals {
         ranges,
         ..StreamTotals::default()
     };
-    for (i, (file, sources)) in files.iter().enumerate() {
-        match stream_range(cluster, node, &plan, file, sources).await {
-            Ok(got) => {
-                totals.partitions += got.partitions;
-                totals.bytes += got.bytes;
-                totals.whole_sstables += got.whole_sstables;
-                let next = files.get(i + 1).map(|(next, _)| next);
-                if next.is_none_or(|n| n.keyspace != file.keyspace || n.range != file.range) {
-                    range_done(file);
-                }
-            }
-            Err(e) => {
-                let reason = format!("{}: {e}", file.name);
-                plan.fail(&reason);
-                return Err(reason);
+    let mut first_error = None;
+    for result in futures::future::join_all(workers).await {
+        match result {
+            Ok(got) => totals.add_moved(&got),
+            Err(reason) => {
+                first_error.get_or_insert(reason);
             }
         }
+    }
+    if let Some(reason) = first_error {
+        plan.fail(&reason);
+        return Err(reason);
     }
     plan.finish();
     Ok(totals)

@@ -11,6 +11,8 @@ mod repair;
 mod repair_tests;
 mod repair_write;
 mod whole;
+#[cfg(test)]
+mod whole_tests;
 
 use crate::clustering::CKey;
 use crate::codec::{decode_partition, encode_partition, Reader, Writer};

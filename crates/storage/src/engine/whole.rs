@@ -314,7 +314,7 @@ impl Engine {
     ) -> Result<u64, StorageError> {
         let t = self.table(table)?;
         check_received(dir, sent)?;
-        reset_level(dir, sent.gen)?;
+        settle_level(&t, dir, sent.gen)?;
         let cmp = t.layout.read().cmp.clone();
         // Opening reads and checks every component but Data.db, whose bytes the CRC covers.
         drop(SSTableReader::open(dir, sent.gen, &cmp)?);
@@ -367,13 +367,25 @@ impl Engine {
     }
 }
 
-/// Puts a received SSTable in level 0, as Cassandra does with streamed ones: its level was the
-/// sender's, and among the receiver's SSTables of that level it may overlap others.
-fn reset_level(dir: &Path, gen: u64) -> Result<(), StorageError> {
+/// Settles the level of a received SSTable: the sender's, as Cassandra keeps a whole-streamed
+/// SSTable's, unless one of this table's SSTables of that level overlaps its tokens; then level
+/// 0, where overlaps are the rule. Keeping it spares the receiver a compaction of everything it
+/// received through L0 (a replace receives all its data at once). A race with another import
+/// or a compaction's outputs can still leave two SSTables of a level overlapping: that costs
+/// leveled compaction some efficiency, never a read its answer (reads never assume it).
+fn settle_level(t: &Table, dir: &Path, gen: u64) -> Result<(), StorageError> {
     let path = sstable::component_path(dir, gen, "Statistics.db");
     let bytes = fs::read(&path).map_err(|e| StorageError::io(&path, e))?;
     let mut stats = sstable::SSTableStats::decode(&bytes)?;
     if stats.level == 0 {
+        return Ok(());
+    }
+    let overlaps = t.sstables.read().iter().any(|s| {
+        s.stats.level == stats.level
+            && s.stats.min_token <= stats.max_token
+            && stats.min_token <= s.stats.max_token
+    });
+    if !overlaps {
         return Ok(());
     }
     stats.level = 0;
@@ -422,5 +434,10 @@ pub fn append_received(
         .append(true)
         .open(&path)
         .map_err(|e| StorageError::io(&path, e))?;
-    f.write_all(bytes).map_err(|e| StorageError::io(&path, e))
+    let offset = f.metadata().map_err(|e| StorageError::io(&path, e))?.len();
+    f.write_all(bytes).map_err(|e| StorageError::io(&path, e))?;
+    // Written back piece by piece as it arrives: the fsync before import then finds little to do
+    // (see `sstable::writeback`).
+    sstable::writeback::start(&f, offset, bytes.len() as u64);
+    Ok(())
 }

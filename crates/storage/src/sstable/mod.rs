@@ -55,6 +55,7 @@ pub(crate) mod statistics;
 mod tests;
 pub(crate) mod tools;
 pub(crate) mod wide;
+pub(crate) mod writeback;
 mod writer;
 
 pub(crate) use columnar_data::segment_schema;

@@ -86,21 +86,7 @@ impl ChunkFile {
             .flush()
             .map_err(|e| StorageError::io(&self.path, e))?;
         let (from, to) = (self.writeback_from, self.written.bytes);
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::AsRawFd;
-            let fd = self.out.get_ref().as_raw_fd();
-            // Advisory: a failure leaves the work to the closing fsync, which reports errors.
-            // SAFETY: `fd` is this writer's open file for the duration of the call.
-            unsafe {
-                libc::sync_file_range(
-                    fd,
-                    from as libc::off64_t,
-                    (to - from) as libc::off64_t,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                );
-            }
-        }
+        super::writeback::start(self.out.get_ref(), from, to - from);
         self.writeback_from = to;
         Ok(())
     }
