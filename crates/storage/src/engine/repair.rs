@@ -6,8 +6,12 @@
 
 use crate::compaction::{self, TokenRange};
 use crate::engine::Engine;
+use crate::read::scan::{scan_digest_bytes, ScanSources};
 use crate::sstable::repair::RepairState;
+use crate::sstable::SSTableReader;
+use crate::table::Table;
 use crate::types::*;
+use std::sync::Arc;
 
 impl Engine {
     /// Moves the partitions of `ranges` (sorted, disjoint `[lo, hi)` token ranges, None
@@ -113,16 +117,58 @@ impl Engine {
         tombstone_failure_threshold: u64,
     ) -> Result<UnfilteredResult, StorageError> {
         let t = self.table(table)?;
-        let pending = RepairState::Pending { session };
-        let sstables: Vec<_> = t
-            .sstables
-            .read()
-            .iter()
-            .filter(|s| s.repair_state() == pending)
-            .cloned()
-            .collect();
+        let sstables = pending_sstables(&t, session);
         crate::exclusion::reading_pinned(&sstables, || {
             self.read_unfiltered(table, q, tombstone_failure_threshold)
         })
     }
+
+    /// Every partition of `table` from `start` to `end`, in token order, as its token, key and
+    /// the bytes a repair hashes for it (partition/digest.rs) in the canonical unfiltered form
+    /// `read_unfiltered` gives: over the live data, or with `pending` over that repair session's
+    /// SSTables alone (as `read_unfiltered_pending`). One sequential pass over each source
+    /// (read/scan.rs); `visit` answers false to stop.
+    pub fn scan_digest_bytes(
+        &self,
+        table: TableId,
+        (start, end): (&PartitionBound, &PartitionBound),
+        now_s: i64,
+        pending: Option<[u8; 16]>,
+        visit: &mut dyn FnMut(i64, &bytes::Bytes, &[u8]) -> bool,
+    ) -> Result<(), StorageError> {
+        let t = self.table(table)?;
+        let sources = match pending {
+            Some(session) => ScanSources {
+                sstables: pending_sstables(&t, session),
+                memtables: Vec::new(),
+            },
+            // Memtables first: a flush adds its SSTable before it retires the memtable, so
+            // data on its way from one to the other is seen at least once.
+            None => {
+                let memtables = crate::read::live_memtables(&t);
+                ScanSources {
+                    sstables: crate::exclusion::visible(t.sstables.read().clone()),
+                    memtables,
+                }
+            }
+        };
+        // As `read_unfiltered`: with SSTables left out, a tombstone may shadow data in them.
+        let gc_before_s = if crate::exclusion::excluding() {
+            i64::MIN
+        } else {
+            now_s - i64::from(t.def.read().options.gc_grace_seconds)
+        };
+        scan_digest_bytes(&sources, (start, end), (gc_before_s, now_s), visit)
+    }
+}
+
+/// The table's SSTables pending for `session`.
+fn pending_sstables(t: &Table, session: [u8; 16]) -> Vec<Arc<SSTableReader>> {
+    let pending = RepairState::Pending { session };
+    t.sstables
+        .read()
+        .iter()
+        .filter(|s| s.repair_state() == pending)
+        .cloned()
+        .collect()
 }

@@ -3,7 +3,10 @@
 //! reconciliation rules, so merge order never matters.
 
 pub(crate) mod cellmap;
+mod digest;
 mod unfiltered;
+
+pub(crate) use digest::digest_bytes;
 
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::error::StorageError;

@@ -1,11 +1,13 @@
 //! The read path: one partition merged from memtables and SSTables (single.rs), the
 //! max-timestamp short-circuit that skips older SSTables (shortcut.rs), tombstone counting
 //! (tombstones.rs), the key and row caches in front of it (caches.rs), and the unfiltered reads
-//! and their resolution that replicas are reconciled with (unfiltered.rs).
+//! and their resolution that replicas are reconciled with (unfiltered.rs), and the sequential scan
+//! of canonical partitions that repairs hash (scan.rs).
 
 pub(crate) mod caches;
 pub(crate) mod columnar_scan;
 mod range;
+pub(crate) mod scan;
 pub(crate) mod shortcut;
 mod single;
 mod tombstones;
@@ -14,6 +16,7 @@ mod unfiltered;
 use crate::clustering::CKey;
 use crate::partition::Partition;
 use caches::Caches;
+pub(crate) use range::live_memtables;
 pub(crate) use single::readable_sstables;
 use std::sync::atomic::AtomicBool;
 pub(crate) use unfiltered::resolve;

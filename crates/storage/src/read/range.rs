@@ -361,7 +361,7 @@ pub(super) fn resume_ranges(
 }
 
 /// The table's active memtable, then those being flushed (none for a pinned read).
-fn live_memtables(t: &Table) -> Vec<Arc<Memtable>> {
+pub(crate) fn live_memtables(t: &Table) -> Vec<Arc<Memtable>> {
     if crate::exclusion::is_pinned() {
         return Vec::new();
     }

@@ -93,7 +93,7 @@ pub(super) fn cut(
 }
 
 /// The canonical form of a kept partition (see the module doc); None when nothing is left.
-fn canonical(mut p: Partition, gc_before_s: i64, now_s: i64) -> Option<Partition> {
+pub(super) fn canonical(mut p: Partition, gc_before_s: i64, now_s: i64) -> Option<Partition> {
     p.drop_shadowed();
     // Shadowed data is gone, so every tombstone past gc_grace may go, whatever its timestamp.
     purge::purge(&mut p, gc_before_s, i64::MAX, now_s);

@@ -37,7 +37,7 @@ pub use session::{
     serve_session_write, Sessions,
 };
 
-use super::bootstrap::{after_last, answer_or_refuse, page_query, storage_pieces};
+use super::bootstrap::{answer_or_refuse, storage_pieces};
 use super::ClusterNode;
 use crate::node::NodeState;
 use crate::topology::RepairOptions;
@@ -470,38 +470,34 @@ fn decode_tree_request(mut payload: Bytes) -> Option<(st::TableId, TokenRange, V
         .then_some((table, TokenRange::new(start, end), view))
 }
 
-/// A partition's digest, in trees and digest lists alike: the MD5 of its unfiltered,
-/// canonical encoding, so equal data gives equal digests whatever SSTables it came from.
-fn partition_digest(partition: &st::Mutation) -> [u8; 16] {
-    md5::compute(helenus_mutation::encode_mutations(std::slice::from_ref(
-        partition,
-    )))
-    .0
-}
-
-/// Visits the partitions of `table` from `start` to `end` in storage order with their digests,
-/// a page at a time, until the range ends or `visit` answers false.
+/// Visits the partitions of `table` from `start` to `end` in storage order (token, key) with
+/// their digests, one sequential scan, until the range ends or `visit` answers false. A digest
+/// is XXH3-128 of the partition's canonical unfiltered form (storage's `scan_digest_bytes`), so
+/// equal data gives equal digests whatever SSTables it came from. Replicas compare digests only
+/// with each other, so the hash need not be Cassandra's MD5; XXH3 is ten times faster.
 fn visit_digests(
     engine: &st::Engine,
     table: st::TableId,
-    mut start: st::PartitionBound,
+    start: st::PartitionBound,
     end: st::PartitionBound,
     (now_s, view): (i64, View),
-    mut visit: impl FnMut(&st::Mutation, [u8; 16]) -> bool,
+    mut visit: impl FnMut(i64, &Bytes, [u8; 16]) -> bool,
 ) -> Result<(), String> {
-    loop {
-        let query = page_query(start, end.clone(), now_s);
-        let page = view.read(engine, table, &query)?.partitions;
-        let Some(next) = after_last(&page) else {
-            return Ok(());
-        };
-        start = next;
-        for p in &page {
-            if !visit(p, partition_digest(p)) {
-                return Ok(());
-            }
-        }
-    }
+    let pending = match view {
+        View::Live => None,
+        View::Session(s) => Some(s),
+    };
+    engine
+        .scan_digest_bytes(
+            table,
+            (&start, &end),
+            now_s,
+            pending,
+            &mut |token, key, b| {
+                visit(token, key, twox_hash::XxHash3_128::oneshot(b).to_le_bytes())
+            },
+        )
+        .map_err(|e| e.to_string())
 }
 
 /// This node's tree of `table` over `range`, and the digests it hashed unless there were too
@@ -516,23 +512,30 @@ fn build_tree(
     let mut tree = MerkleTree::new(range, TREE_DEPTH);
     let mut digests = Some(Vec::new());
     for (start, end) in storage_pieces(range) {
-        visit_digests(engine, table, start, end, (now_s, view), |p, digest| {
-            tree.add(p.token, &digest);
-            if digests
-                .as_ref()
-                .is_some_and(|d| d.len() >= cache::MAX_ENTRIES)
-            {
-                digests = None;
-            }
-            if let Some(d) = digests.as_mut() {
-                d.push(compare::DigestEntry {
-                    token: p.token,
-                    key: p.key.clone(),
-                    digest,
-                });
-            }
-            true
-        })?;
+        visit_digests(
+            engine,
+            table,
+            start,
+            end,
+            (now_s, view),
+            |token, key, digest| {
+                tree.add(token, &digest);
+                if digests
+                    .as_ref()
+                    .is_some_and(|d| d.len() >= cache::MAX_ENTRIES)
+                {
+                    digests = None;
+                }
+                if let Some(d) = digests.as_mut() {
+                    d.push(compare::DigestEntry {
+                        token,
+                        key: key.clone(),
+                        digest,
+                    });
+                }
+                true
+            },
+        )?;
     }
     Ok((tree, digests))
 }

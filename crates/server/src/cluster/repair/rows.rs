@@ -359,10 +359,10 @@ fn list_digests(
     limit: usize,
 ) -> Result<Vec<DigestEntry>, String> {
     let mut out = Vec::new();
-    visit_digests(engine, table, start, end, read_as, |p, digest| {
+    visit_digests(engine, table, start, end, read_as, |token, key, digest| {
         out.push(DigestEntry {
-            token: p.token,
-            key: p.key.clone(),
+            token,
+            key: key.clone(),
             digest,
         });
         out.len() < limit
