@@ -24,7 +24,12 @@
 #   repair_missed   hints disabled, the third node stopped, ROWS/10 new rows written at QUORUM, the
 #                   node started again; `nodetool repair -full keyspace1` on it
 #   compact / compact_lcs   `nodetool compact keyspace1` / `keyspace2` on node1
-#   garbagecollect  `nodetool garbagecollect` of keyspace1 then keyspace2 on node1
+#   garbagecollect  `nodetool garbagecollect` of keyspace1 then keyspace2 on node1 (nothing deleted yet:
+#                   Cassandra rewrites every SSTable, Helenus only those with something to drop)
+#   deletes / gc_deleted   DELETE_PCT% of keyspace1's partitions deleted at QUORUM (bench/delete_keys.py,
+#                   the keys after 20 random tokens; needs the test command's Python venv, VENV) and
+#                   node1 flushed; then `nodetool garbagecollect keyspace1` on node1 (default gc_grace:
+#                   the deleted rows go, the tombstones stay)
 # MB/s: the data the operation moved (the new node's keyspace directories after a flush for a join or a
 # replace, the leaving node's before a decommission, the freed MB for cleanup, node1's table before a
 # compaction) over its wall time. The background load is one helenus-stress run with an HDR interval
@@ -34,6 +39,7 @@
 # Writes bench/results/ops-<date>-<commit>.{json,md,png} (bench/ops_report.py).
 # Env: SERVERS="helenus cassandra" ROWS RATE (background op/s, 200) BG_THREADS (16) BG_MAX_S (7200)
 #      HEAP (Cassandra heap per node, 1G) THREADS (loader, 32) LCS_MB SETTLE_S (2) KEEP_DATA=1
+#      DELETE_PCT (5) VENV (~/.cache/helenus/venv)
 set -euo pipefail
 MODE="${1:-quick}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,6 +56,7 @@ esac
 THREADS="${THREADS:-32}"; HEAP="${HEAP:-1G}"; SERVERS="${SERVERS:-helenus cassandra}"
 RATE="${RATE:-200}"; BG_THREADS="${BG_THREADS:-16}"; BG_MAX_S="${BG_MAX_S:-7200}"; SETTLE_S="${SETTLE_S:-2}"
 LCS_MB="${LCS_MB:-$(( ROWS >= 1000000 ? 32 : 4 ))}"
+DELETE_PCT="${DELETE_PCT:-5}"; VENV="${VENV:-$HOME/.cache/helenus/venv}"
 MISSED=$(( ROWS / 10 ))
 H_NODES=(127.0.0.150 127.0.0.151 127.0.0.152 127.0.0.153 127.0.0.154 127.0.0.155 127.0.0.156 127.0.0.157)
 C_NODES=(127.0.0.160 127.0.0.161 127.0.0.162 127.0.0.163 127.0.0.164 127.0.0.165 127.0.0.166 127.0.0.167)
@@ -429,6 +436,18 @@ run_ops() {  # server
   t00=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace1 > "$WORK/$s-gc.log" 2>&1 || return 1; r1="$(elapsed "$t00")"
   t00=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace2 >> "$WORK/$s-gc.log" 2>&1 || return 1
   op_end "$s" garbagecollect "$t0" "\"keyspace1_s\":$(printf %.2f "$r1"),\"keyspace2_s\":$(printf %.2f "$(elapsed "$t00")")"
+  if [ -x "$VENV/bin/python" ]; then
+    settle; t0=$(now)
+    timeout -k 10 900 "$VENV/bin/python" "$ROOT/bench/delete_keys.py" "${ring[0]}" keyspace1.standard1 "$ROWS" "$(awk -v p="$DELETE_PCT" 'BEGIN{print p/100}')" \
+      > "$WORK/$s-deletes.log" 2>&1 || { log "$s: deletes failed"; tail -5 "$WORK/$s-deletes.log" >&2; return 1; }
+    nodetool "$s" "${ring[0]}" flush keyspace1 > /dev/null 2>&1 || true
+    op_end "$s" deletes "$t0" "\"deleted\":$(awk '/^deleted/ {print $2}' "$WORK/$s-deletes.log")"
+    mb="$(data_mb "$s" "${ring[0]}")"
+    settle; t0=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace1 >> "$WORK/$s-gc.log" 2>&1 || return 1
+    OP_END=$(now); op_end "$s" gc_deleted "$t0" "\"node1_mb_before\":$mb,\"node1_mb_after\":$(data_mb "$s" "${ring[0]}")"
+  else
+    note "$s" gc_deleted_skipped "\"no Python venv with the driver at $VENV (run the test command once)\""
+  fi
   nodetool "$s" "${ring[0]}" getstreamthroughput > "$WORK/$s-streamthroughput.txt" 2>&1 || true
   nodetool "$s" "${ring[0]}" status > "$WORK/$s-status-end.txt" 2>&1 || true
 }

@@ -403,6 +403,15 @@ pub struct ReplayStats {
     pub corrupt_tails: usize,
 }
 
+/// Result of a `garbage_collect`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GarbageCollectStats {
+    /// SSTables rewritten, and left as they were (nothing to drop).
+    pub rewritten: usize,
+    pub skipped: usize,
+    pub compaction: CompactionStats,
+}
+
 /// Result of a compaction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompactionStats {

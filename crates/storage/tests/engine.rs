@@ -217,7 +217,7 @@ fn tombstone_is_kept_while_older_data_lives_in_another_sstable() {
     e.flush(None).unwrap();
     // garbagecollect compacts each SSTable alone: the deletion must survive because the older
     // row lives in the other SSTable.
-    e.garbage_collect(TABLE).unwrap();
+    e.garbage_collect(TABLE, false).unwrap();
     assert!(e
         .read(TABLE, &point(b"p", now()))
         .unwrap()

@@ -509,10 +509,10 @@ fn check_against_model(layouts: Layouts) {
                     e.flush(None).unwrap()
                 }
                 Op::Compact => {
-                    if r.below(2) == 0 {
-                        e.compact(TABLE).unwrap();
-                    } else {
-                        e.garbage_collect(TABLE).unwrap();
+                    match r.below(3) {
+                        0 => drop(e.compact(TABLE).unwrap()),
+                        // Row and cell granularity.
+                        n => drop(e.garbage_collect(TABLE, n == 2).unwrap()),
                     }
                 }
                 _ => e

@@ -16,7 +16,7 @@ pub use http::{Node, NodetoolError};
 fn usage() -> String {
     "usage: helenus nodetool [-h HOST] [-p PORT] [-u USER (-pw PASSWORD | -pwf FILE)]\n\
      \x20                       [--ssl [--truststore CA.pem]] <command> [args]\n\
-     commands: info, flush [ks [tables...]], compact [ks [tables...]], garbagecollect [ks [tables...]],\n\
+     commands: info, flush [ks [tables...]], compact [ks [tables...]], garbagecollect [-g ROW|CELL] [ks [tables...]],\n\
      \x20         cleanup [ks [tables...]], export ks table dir [--format parquet],\n\
      \x20         snapshot [-t tag] [ks...], clearsnapshot [-t tag], tablestats [ks[.table]...],\n\
      \x20         tablehistograms ks table, compactionstats, version,\n\
@@ -206,7 +206,9 @@ fn removenode(node: &Node, args: &[String]) -> Result<(), NodetoolError> {
     }
 }
 
-/// `flush`, `compact`, `garbagecollect`, `cleanup` `[ks [tables...]]`.
+/// `flush`, `compact`, `garbagecollect [-g ROW|CELL] [-j N]`, `cleanup [-j N]`, each
+/// `[ks [tables...]]`. `-j` is accepted as Cassandra's is and ignored: SSTables are rewritten
+/// one after another.
 fn maintenance(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolError> {
     let base = match cmd {
         "flush" => "/storage_service/keyspace_flush",
@@ -214,7 +216,24 @@ fn maintenance(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolEr
         "cleanup" => "/storage_service/keyspace_cleanup",
         _ => "/storage_service/keyspace_garbage_collect",
     };
-    node.request("POST", &ks_path(base, args)).map(|_| ())
+    let mut granularity = None;
+    let mut names = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-g" | "--granularity" if cmd == "garbagecollect" => granularity = it.next(),
+            "-j" | "--jobs" if cmd != "flush" => {
+                it.next();
+            }
+            _ => names.push(a.clone()),
+        }
+    }
+    let mut path = ks_path(base, &names);
+    if let Some(g) = granularity {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        path.push_str(&format!("{sep}tombstone_option={}", enc(&g.to_uppercase())));
+    }
+    node.request("POST", &path).map(|_| ())
 }
 
 /// `snapshot [-t tag] [ks...]`.

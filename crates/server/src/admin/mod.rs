@@ -367,7 +367,28 @@ fn storage_service(
             each_table(rest, &|id| node.engine.compact(id).map(drop))
         }
         ("POST", ["keyspace_garbage_collect", rest @ ..]) => {
-            each_table(rest, &|id| node.engine.garbage_collect(id).map(drop))
+            // Cassandra's `garbageCollect(tombstoneOption, ...)`: ROW (the default) or CELL.
+            let cells = match req.query.get("tombstone_option").map(String::as_str) {
+                None | Some("ROW") => false,
+                Some("CELL") => true,
+                Some(other) => {
+                    return Some(Err((
+                        400,
+                        format!("unknown granularity {other}: ROW or CELL"),
+                    )))
+                }
+            };
+            each_table(rest, &|id| {
+                let st = node.engine.garbage_collect(id, cells)?;
+                tracing::info!(
+                    "garbagecollect: {} SSTables rewritten ({} bytes read, {} written), {} with nothing to drop left as they were",
+                    st.rewritten,
+                    st.compaction.bytes_read,
+                    st.compaction.bytes_written,
+                    st.skipped
+                );
+                Ok(())
+            })
         }
         ("POST", ["keyspace_cleanup", rest @ ..]) => cleanup(node, rest.first().copied(), cf),
         ("POST", ["snapshots"]) => snapshot(node, clock, req),

@@ -113,6 +113,37 @@ pub(crate) struct MergeCtx<'a> {
     /// The tokens whose partitions the outputs take, when not all (an anticompaction writes
     /// the partitions of the repaired ranges and the others apart, see anticompaction.rs).
     pub only: Option<&'a (dyn Fn(i64) -> bool + Sync)>,
+    /// A garbagecollect's other SSTables, whose copies of a partition shadow the input's.
+    pub shadow: Option<GcShadow<'a>>,
+}
+
+/// The SSTables whose deletions (and with `cells`, newer cells) a garbagecollect drops the
+/// input's data under (partition/shadow.rs): those that may hold newer deletions of its
+/// partitions.
+#[derive(Clone, Copy)]
+pub(crate) struct GcShadow<'a> {
+    pub sources: &'a [Arc<SSTableReader>],
+    pub cells: bool,
+}
+
+/// The partition's copies in `shadow`'s SSTables, merged; None when none holds it.
+fn shadow_copies(
+    shadow: Option<GcShadow<'_>>,
+    token: i64,
+    key: &Bytes,
+) -> Result<Option<Partition>, StorageError> {
+    let mut merged: Option<Partition> = None;
+    for s in shadow.map_or(&[][..], |g| g.sources) {
+        let Some(i) = s.find(token, key)? else {
+            continue;
+        };
+        let p = s.read_partition(i, None)?;
+        match &mut merged {
+            Some(m) => m.merge(p),
+            None => merged = Some(p),
+        }
+    }
+    Ok(merged)
 }
 
 impl MergeCtx<'_> {
@@ -397,7 +428,14 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
                 Err(e) => return Some(Err(e)),
             }
         };
-        if input_bytes <= STREAM_PARTITION_BYTES {
+        let shadowing = match self.entries.first() {
+            Some((_, _, e)) => match shadow_copies(self.ctx.shadow, e.token, &e.key) {
+                Ok(s) => s,
+                Err(e) => return Some(Err(e)),
+            },
+            None => None,
+        };
+        if input_bytes <= STREAM_PARTITION_BYTES && shadowing.is_none() {
             match self.raw_copy() {
                 Ok(Some(m)) => return Some(Ok(m)),
                 Ok(None) => {}
@@ -415,10 +453,10 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
             now_s: self.ctx.now_s,
         };
         // Rows streamed one by one go to a Data.db stream from Data.db streams only.
-        if input_bytes > STREAM_PARTITION_BYTES && !self.ctx.columnar() {
+        if input_bytes > STREAM_PARTITION_BYTES && !self.ctx.columnar() && shadowing.is_none() {
             return Some(Ok(self.streamed(purge_at, e.token)));
         }
-        self.merge_whole(purge_at)
+        self.merge_whole(purge_at, shadowing.as_ref())
     }
 
     /// Whether the outputs take the partition just walked (skipped ones cost an index entry).
@@ -467,8 +505,13 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
         Merged::Streamed(token, Box::new(f))
     }
 
-    /// The inputs' versions of the partition decoded, merged and purged.
-    fn merge_whole(&mut self, at: PurgeAt) -> Option<Result<Merged<'m>, StorageError>> {
+    /// The inputs' versions of the partition decoded, merged and purged, without what
+    /// `shadowing` (its copies elsewhere, for a garbagecollect) shadows.
+    fn merge_whole(
+        &mut self,
+        at: PurgeAt,
+        shadowing: Option<&Partition>,
+    ) -> Option<Result<Merged<'m>, StorageError>> {
         let mut acc: Option<Partition> = None;
         for (si, _, e) in &self.entries {
             let Some(s) = self.ctx.inputs.get(*si) else {
@@ -493,6 +536,9 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
             }
         }
         let mut p = acc?;
+        if let (Some(other), Some(g)) = (shadowing, self.ctx.shadow) {
+            p.drop_shadowed_by(other, g.cells);
+        }
         p.drop_shadowed();
         let n = purge(&mut p, at.gc_before_s, at.max_purgeable_ts, at.now_s);
         self.purged.set(self.purged.get() + n);

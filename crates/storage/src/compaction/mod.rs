@@ -35,8 +35,8 @@ use crate::sstable::SSTableReader;
 use crate::table::Table;
 use crate::types::*;
 use control::lower_thread_priority;
-pub(crate) use merge::TokenRange;
 use merge::{merge_range, raw_copyable, token_splits, MergeCtx, RangeOutput};
+pub(crate) use merge::{GcShadow, TokenRange};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,6 +68,8 @@ enum Rewrite<'a> {
     /// Everything, those within these ranges in outputs pending for the session, the others in
     /// unrepaired ones.
     Split(&'a [TokenRange], [u8; 16]),
+    /// Everything but what the same partitions in other SSTables shadow (garbagecollect).
+    Collect(GcShadow<'a>),
 }
 
 /// The repair states a rewrite's outputs get at install.
@@ -91,6 +93,24 @@ pub(crate) fn compact_sstables(
     max_output_bytes: u64,
 ) -> Result<CompactionStats, StorageError> {
     rewrite_sstables(bg, t, inputs, (kind, level, max_output_bytes), Rewrite::All)
+}
+
+/// `nodetool garbagecollect` of one SSTable: rewritten alone without its purgeable tombstones
+/// and what the same partitions in `shadow`'s SSTables shadow.
+pub(crate) fn garbage_collect_sstable(
+    bg: &Background,
+    t: &Arc<Table>,
+    input: Arc<SSTableReader>,
+    shadow: GcShadow<'_>,
+) -> Result<CompactionStats, StorageError> {
+    let level = input.stats.level;
+    rewrite_sstables(
+        bg,
+        t,
+        vec![input],
+        (CompactionKind::GarbageCollect, level, u64::MAX),
+        Rewrite::Collect(shadow),
+    )
 }
 
 /// `nodetool cleanup` of one SSTable: rewritten with only its partitions within `owned`
@@ -170,6 +190,10 @@ fn rewrite_sstables(
             .max_by_key(|s| s.stats.uncompressed_bytes)
             .map(|s| s.format.base_us()),
         only: None,
+        shadow: match how {
+            Rewrite::Collect(shadow) => Some(shadow),
+            _ => None,
+        },
     };
     let (results, states) = match how {
         // Owned ranges are many and small (one per vnode): merged one after the other.
@@ -177,7 +201,9 @@ fn rewrite_sstables(
             owned.iter().map(|r| merge_range(&ctx, r)).collect(),
             OutputStates::Inherited,
         ),
-        Rewrite::All => (merge_ranges(&ctx, &ranges), OutputStates::Inherited),
+        Rewrite::All | Rewrite::Collect(_) => {
+            (merge_ranges(&ctx, &ranges), OutputStates::Inherited)
+        }
         Rewrite::Split(within, session) => {
             let (results, pending) = anticompaction::merge_split(&ctx, within);
             (results, OutputStates::PendingFirst(pending, session))

@@ -6,6 +6,7 @@ use crate::engine::{Engine, Table};
 use crate::histogram::{CellCountHistogram, PartitionSizeHistogram};
 use crate::path_name::PathName;
 use crate::sstable::repair::RepairState;
+use crate::sstable::SSTableReader;
 use crate::types::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -74,28 +75,37 @@ impl Engine {
         compaction::background_compaction(&self.background, &t)
     }
 
-    /// nodetool garbagecollect: rewrites each SSTable alone, dropping shadowed data and purgeable
-    /// tombstones.
-    pub fn garbage_collect(&self, table: TableId) -> Result<CompactionStats, StorageError> {
+    /// nodetool garbagecollect: rewrites each SSTable alone without its purgeable tombstones
+    /// and the data the table's other SSTables shadow: their deletions with `cells` false
+    /// (Cassandra's `-g ROW`, the default), also their newer cells with `cells` true (`-g
+    /// CELL`). An SSTable with nothing of the kind to drop is left as it is (see
+    /// `shadow_sources`), where Cassandra rewrites every SSTable.
+    pub fn garbage_collect(
+        &self,
+        table: TableId,
+        cells: bool,
+    ) -> Result<GarbageCollectStats, StorageError> {
         let t = self.table(table)?;
         let all: Vec<_> = t.sstables.read().clone();
-        let mut total = CompactionStats::default();
+        let mut total = GarbageCollectStats::default();
         let deadline = std::time::Instant::now() + ADMIN_COMPACTION_WAIT;
         for s in all {
+            // The SSTables rewritten before this one are in the set by now, in their new form.
+            let current: Vec<_> = t.sstables.read().clone();
+            let Some(sources) = shadow_sources(&s, &current, cells) else {
+                total.skipped += 1;
+                continue;
+            };
             let Some(input) = compaction::reserve_one_waiting(&t, &s, deadline) else {
                 continue;
             };
-            let inputs = vec![input];
-            let level = s.stats.level;
-            let st = compaction::compact_sstables(
-                &self.background,
-                &t,
-                inputs,
-                CompactionKind::GarbageCollect,
-                level,
-                u64::MAX,
-            )?;
-            total.add(&st);
+            let shadow = compaction::GcShadow {
+                sources: &sources,
+                cells,
+            };
+            let st = compaction::garbage_collect_sstable(&self.background, &t, input, shadow)?;
+            total.rewritten += 1;
+            total.compaction.add(&st);
         }
         Ok(total)
     }
@@ -309,11 +319,36 @@ impl Engine {
     }
 }
 
+/// The SSTables whose copies of `s`'s partitions a garbagecollect of `s` must consult, or
+/// None when it has nothing to drop: no tombstone or TTL of its own (version 2 statistics and
+/// later count them), and no other SSTable overlapping its tokens that may hold something
+/// newer than its oldest data shadowing it (a deletion; with `cells`, any write).
+fn shadow_sources(
+    s: &Arc<SSTableReader>,
+    all: &[Arc<SSTableReader>],
+    cells: bool,
+) -> Option<Vec<Arc<SSTableReader>>> {
+    let sources: Vec<_> = all
+        .iter()
+        .filter(|o| o.gen != s.gen)
+        .filter(|o| {
+            o.stats.min_token <= s.stats.max_token && s.stats.min_token <= o.stats.max_token
+        })
+        .filter(|o| o.stats.max_timestamp_us >= s.stats.min_timestamp_us)
+        .filter(|o| cells || o.stats.tombstones > 0 || o.stats.version < 2)
+        .cloned()
+        .collect();
+    let nothing_of_its_own =
+        s.stats.version >= 2 && s.stats.tombstones == 0 && s.stats.drop_time_histogram.total() == 0;
+    (!(sources.is_empty() && nothing_of_its_own)).then_some(sources)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use crate::compaction;
     use crate::test_support::*;
+    use crate::types::*;
     use std::collections::HashSet;
     use std::time::Duration;
 
@@ -323,9 +358,11 @@ mod tests {
         name: &str,
     ) -> (std::sync::Arc<crate::Engine>, std::thread::JoinHandle<()>) {
         let e = open(&tempdir(name), 0);
+        // One row written three times: each SSTable overwrites the one before.
         for i in 0..3u8 {
-            let mut m = mutation(&[b'p', i]);
-            m.rows.push(row(b"a", vec![set(1, 1, b"v")]));
+            let mut m = mutation(b"p");
+            m.rows
+                .push(row(b"a", vec![set(1, i64::from(i), &[b'v', i])]));
             e.apply_blocking(&[m]).unwrap();
             e.flush(None).unwrap();
         }
@@ -353,8 +390,64 @@ mod tests {
     #[test]
     fn garbagecollect_waits_for_the_sstables_a_background_compaction_holds() {
         let (e, releaser) = three_sstables_two_held("gc-waits");
-        let st = e.garbage_collect(TABLE).unwrap();
+        let st = e.garbage_collect(TABLE, true).unwrap();
         releaser.join().unwrap();
-        assert_eq!(st.input_sstables, 3, "the held SSTables were left out");
+        // The two held ones hold overwritten cells; the newest has nothing to drop.
+        assert_eq!((st.rewritten, st.skipped), (2, 1), "{st:?}");
+        assert_eq!(st.compaction.input_sstables, 2);
+        assert_eq!(e.table_stats(TABLE).sstable_count, 1);
+        let read = e.read(TABLE, &point(b"p", now())).unwrap();
+        assert_eq!(read.partitions.len(), 1);
+    }
+
+    fn rows_in_sstables(e: &crate::Engine) -> u64 {
+        let t = e.table(TABLE).unwrap();
+        let rows = t.sstables.read().iter().map(|s| s.stats.rows).sum();
+        rows
+    }
+
+    #[test]
+    fn garbagecollect_drops_what_deletions_elsewhere_shadow_and_skips_what_has_nothing_to_drop() {
+        // No background compaction: the test counts SSTables' rows.
+        let mut def = table_def(864_000);
+        def.options.compaction = CompactionOptions::SizeTiered {
+            min_threshold: 32,
+            max_threshold: 32,
+        };
+        let e = open_with(&tempdir("gc-shadow"), def);
+        let write = |m: Mutation| {
+            e.apply_blocking(&[m]).unwrap();
+            e.flush(None).unwrap();
+        };
+        let mut m = mutation(b"p");
+        m.rows.push(row(b"a", vec![set(1, 1, b"old")]));
+        m.rows.push(row(b"b", vec![set(1, 1, b"kept")]));
+        write(m);
+        let mut m = mutation(b"p");
+        let mut deleted = row(b"a", Vec::new());
+        deleted.deletion = Some(DeletionTime {
+            marked_for_delete_at_us: 5,
+            local_deletion_time_s: now(),
+        });
+        m.rows.push(deleted);
+        write(m);
+        let mut m = mutation(b"p");
+        m.rows.push(row(b"c", vec![set(1, 10, b"newer")]));
+        write(m);
+        let before = e.read(TABLE, &point(b"p", now())).unwrap();
+        assert_eq!(rows_in_sstables(&e), 4);
+        let st = e.garbage_collect(TABLE, false).unwrap();
+        // The first loses row a; the deletion stays (gc grace); the newest is left alone.
+        assert_eq!((st.rewritten, st.skipped), (2, 1), "{st:?}");
+        assert_eq!(rows_in_sstables(&e), 3);
+        assert_eq!(e.read(TABLE, &point(b"p", now())).unwrap(), before);
+        // Overwrites are not deletions: at row granularity they stay.
+        let mut m = mutation(b"p");
+        m.rows.push(row(b"b", vec![set(1, 20, b"overwritten")]));
+        write(m);
+        let st = e.garbage_collect(TABLE, false).unwrap();
+        assert_eq!(rows_in_sstables(&e), 4, "{st:?}");
+        let st = e.garbage_collect(TABLE, true).unwrap();
+        assert_eq!(rows_in_sstables(&e), 3, "{st:?}");
     }
 }

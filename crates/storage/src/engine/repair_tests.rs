@@ -269,7 +269,7 @@ fn compactions_never_mix_repair_sets_and_outputs_keep_the_state() {
     assert_eq!(live(&e).len(), 4);
     assert_eq!(e.read(TABLE, &scan_all(now)).unwrap().partitions.len(), 410);
 
-    e.garbage_collect(TABLE).unwrap();
+    e.garbage_collect(TABLE, false).unwrap();
     check("garbagecollect");
     assert_eq!(in_state(&e, RepairState::Pending { session: S2 }).len(), 1);
 }
@@ -486,14 +486,14 @@ fn only_purge_repaired_tombstones_keeps_them_until_their_sstable_is_repaired() {
     def.options.only_purge_repaired_tombstones = true;
     let e = crate::test_support::open_with(&dir, def);
     flush_deletion(&e, b"p");
-    e.garbage_collect(TABLE).unwrap();
+    e.garbage_collect(TABLE, false).unwrap();
     e.compact(TABLE).unwrap();
     let unrepaired = live(&e);
     assert_eq!(unrepaired.len(), 1);
     assert_eq!(unrepaired[0].stats.tombstones, 1, "purged while unrepaired");
     e.anticompact(TABLE, &[(None, None)], S1).unwrap();
     e.finalize_repair(S1, 1234).unwrap();
-    e.garbage_collect(TABLE).unwrap();
+    e.garbage_collect(TABLE, false).unwrap();
     assert!(
         live(&e).iter().all(|s| s.stats.tombstones == 0),
         "a repaired tombstone past gc grace is purged"
@@ -502,6 +502,6 @@ fn only_purge_repaired_tombstones_keeps_them_until_their_sstable_is_repaired() {
     let dir = tempdir("purge-unrepaired");
     let e = crate::test_support::open_with(&dir, table_def(0));
     flush_deletion(&e, b"p");
-    e.garbage_collect(TABLE).unwrap();
+    e.garbage_collect(TABLE, false).unwrap();
     assert!(live(&e).iter().all(|s| s.stats.tombstones == 0));
 }

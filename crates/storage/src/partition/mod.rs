@@ -4,6 +4,7 @@
 
 pub(crate) mod cellmap;
 mod digest;
+mod shadow;
 mod unfiltered;
 
 pub(crate) use digest::digest_bytes;

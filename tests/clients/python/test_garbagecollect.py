@@ -1,0 +1,85 @@
+"""`helenus nodetool garbagecollect [-g ROW|CELL] KS TABLE`, as Cassandra's: each SSTable is
+rewritten without the data that deletions in the table's other SSTables shadow (and with
+`-g CELL`, the cells newer writes in them overwrite); reads never change; an unknown granularity
+is refused. Measured through `nodetool tablestats` (the live bytes on disk).
+
+Needs the helenus binary as test_parquet_export.py does, and a node alone (on a ring the node
+holds only part of the table).
+"""
+
+import os
+import re
+
+from test_parquet_export import nodetool, whole_table_on_this_node  # noqa: F401
+
+ROWS_PER_KEY = 40
+VALUE_BYTES = 1024
+
+
+def live_bytes(ks, table):
+    r = nodetool("tablestats", f"{ks}.{table}")
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"Space used \(live\): (\d+)", r.stdout)
+    assert m, r.stdout
+    return int(m.group(1))
+
+
+def flush(ks, table):
+    r = nodetool("flush", ks, table)
+    assert r.returncode == 0, r.stderr
+
+
+def write_rows(session, keys):
+    insert = session.prepare("INSERT INTO gc_rows (k, c, v) VALUES (?, ?, ?)")
+    for k in keys:
+        for c in range(ROWS_PER_KEY):
+            # Random hex: the SSTables cannot compress it away.
+            session.execute(insert, (k, c, os.urandom(VALUE_BYTES // 2).hex()))
+
+
+def contents(session):
+    return sorted((r.k, r.c, r.v) for r in session.execute("SELECT k, c, v FROM gc_rows"))
+
+
+def test_garbagecollect_drops_what_other_sstables_shadow(session, whole_table_on_this_node):  # noqa: F811
+    ks = session.keyspace
+    session.execute("DROP TABLE IF EXISTS gc_rows")
+    # No background compaction: it would merge the SSTables before garbagecollect sees them.
+    session.execute(
+        "CREATE TABLE gc_rows (k int, c int, v text, PRIMARY KEY (k, c)) WITH compaction = "
+        "{'class': 'SizeTieredCompactionStrategy', 'min_threshold': 32, 'max_threshold': 32}"
+    )
+    write_rows(session, range(10))
+    flush(ks, "gc_rows")
+    for k in range(5):
+        session.execute("DELETE FROM gc_rows WHERE k = %s", (k,))
+    flush(ks, "gc_rows")
+    before = contents(session)
+    assert len(before) == 5 * ROWS_PER_KEY
+    full = live_bytes(ks, "gc_rows")
+
+    r = nodetool("garbagecollect", ks, "gc_rows")
+    assert r.returncode == 0, r.stderr
+    assert contents(session) == before
+    collected = live_bytes(ks, "gc_rows")
+    deleted_bytes = 5 * ROWS_PER_KEY * VALUE_BYTES
+    assert collected < full - deleted_bytes * 0.8, (full, collected)
+
+    # Overwrites are not deletions: ROW keeps them, CELL drops them.
+    write_rows(session, range(5, 10))
+    flush(ks, "gc_rows")
+    after_overwrite = contents(session)
+    with_overwritten = live_bytes(ks, "gc_rows")
+    r = nodetool("garbagecollect", "-g", "ROW", ks, "gc_rows")
+    assert r.returncode == 0, r.stderr
+    assert live_bytes(ks, "gc_rows") > with_overwritten - deleted_bytes * 0.2
+    r = nodetool("garbagecollect", "-g", "CELL", ks, "gc_rows")
+    assert r.returncode == 0, r.stderr
+    assert contents(session) == after_overwrite
+    assert live_bytes(ks, "gc_rows") < with_overwritten - deleted_bytes * 0.8
+
+
+def test_an_unknown_granularity_is_refused(session):
+    r = nodetool("garbagecollect", "-g", "PARTITION", session.keyspace)
+    assert r.returncode != 0
+    assert "ROW or CELL" in r.stderr + r.stdout
