@@ -331,6 +331,32 @@ fn cleanup(node: &NodeState, keyspace: Option<&str>, cf: Option<&String>) -> Rou
     ok()
 }
 
+/// `nodetool garbagecollect`: Cassandra's `garbageCollect(tombstoneOption, ...)`, ROW (the
+/// default) or CELL.
+fn garbage_collect(node: &NodeState, req: &HttpRequest, rest: &[&str]) -> RouteResult {
+    let cells = match req.query.get("tombstone_option").map(String::as_str) {
+        None | Some("ROW") => false,
+        Some("CELL") => true,
+        Some(other) => return Err((400, format!("unknown granularity {other}: ROW or CELL"))),
+    };
+    for t in tables_of(node, rest.first().copied(), req.query.get("cf"))? {
+        let st = node
+            .engine
+            .garbage_collect(*t.id.as_bytes(), cells)
+            .map_err(storage_err)?;
+        tracing::info!(
+            "garbagecollect of {}.{}: {} SSTables rewritten ({} bytes read, {} written), {} with nothing to drop left as they were",
+            t.keyspace,
+            t.name,
+            st.rewritten,
+            st.compaction.bytes_read,
+            st.compaction.bytes_written,
+            st.skipped
+        );
+    }
+    ok()
+}
+
 /// `/storage_service/...`: identity, flush, compaction, garbage collection and snapshots.
 /// `None` for a path it does not serve.
 fn storage_service(
@@ -366,30 +392,7 @@ fn storage_service(
         ("POST", ["keyspace_compaction", rest @ ..]) => {
             each_table(rest, &|id| node.engine.compact(id).map(drop))
         }
-        ("POST", ["keyspace_garbage_collect", rest @ ..]) => {
-            // Cassandra's `garbageCollect(tombstoneOption, ...)`: ROW (the default) or CELL.
-            let cells = match req.query.get("tombstone_option").map(String::as_str) {
-                None | Some("ROW") => false,
-                Some("CELL") => true,
-                Some(other) => {
-                    return Some(Err((
-                        400,
-                        format!("unknown granularity {other}: ROW or CELL"),
-                    )))
-                }
-            };
-            each_table(rest, &|id| {
-                let st = node.engine.garbage_collect(id, cells)?;
-                tracing::info!(
-                    "garbagecollect: {} SSTables rewritten ({} bytes read, {} written), {} with nothing to drop left as they were",
-                    st.rewritten,
-                    st.compaction.bytes_read,
-                    st.compaction.bytes_written,
-                    st.skipped
-                );
-                Ok(())
-            })
-        }
+        ("POST", ["keyspace_garbage_collect", rest @ ..]) => garbage_collect(node, req, rest),
         ("POST", ["keyspace_cleanup", rest @ ..]) => cleanup(node, rest.first().copied(), cf),
         ("POST", ["snapshots"]) => snapshot(node, clock, req),
         ("POST", ["export"]) => export(node, clock, req),

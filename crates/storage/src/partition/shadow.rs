@@ -68,21 +68,10 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::clustering::{CKey, ClusteringComparator};
-    use crate::reconcile::{Cell, CellKind};
+    use crate::codec::compact::tests::live;
     use crate::types::*;
     use bytes::Bytes;
     use std::sync::Arc;
-
-    fn cell(ts: i64, v: &'static [u8]) -> Cell {
-        Cell {
-            timestamp_us: ts,
-            kind: CellKind::Live {
-                value: Bytes::from_static(v),
-                ttl_s: 0,
-                expires_at_s: 0,
-            },
-        }
-    }
 
     fn del(ts: i64) -> DeletionTime {
         DeletionTime {
@@ -103,7 +92,7 @@ mod tests {
         let mut p = Partition::new(Bytes::from_static(b"k"), 1);
         for r in [b"a" as &'static [u8], b"b"] {
             let mut row = Row::default();
-            row.cells.insert((1, None), cell(ts, b"v"));
+            row.cells.insert((1, None), live(ts, b"v"));
             p.rows.insert(ck(r), row);
         }
         p
