@@ -149,7 +149,7 @@ async fn stream_all(cluster: &ClusterNode, request: &Request) -> Result<StreamTo
         &files,
         counts,
         &mut received,
-        "rebuild",
+        ("rebuild", false),
     )
     .await?;
     if let Err(e) = AvailableRanges::clear_file(&system_dir, REBUILT) {

@@ -331,9 +331,7 @@ fn shadow_sources(
     let sources: Vec<_> = all
         .iter()
         .filter(|o| o.gen != s.gen)
-        .filter(|o| {
-            o.stats.min_token <= s.stats.max_token && s.stats.min_token <= o.stats.max_token
-        })
+        .filter(|o| o.stats.tokens_overlap(&s.stats))
         .filter(|o| o.stats.max_timestamp_us >= s.stats.min_timestamp_us)
         .filter(|o| cells || o.stats.tombstones > 0 || o.stats.version < 2)
         .cloned()

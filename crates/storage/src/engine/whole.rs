@@ -380,11 +380,11 @@ fn settle_level(t: &Table, dir: &Path, gen: u64) -> Result<(), StorageError> {
     if stats.level == 0 {
         return Ok(());
     }
-    let overlaps = t.sstables.read().iter().any(|s| {
-        s.stats.level == stats.level
-            && s.stats.min_token <= stats.max_token
-            && stats.min_token <= s.stats.max_token
-    });
+    let overlaps = t
+        .sstables
+        .read()
+        .iter()
+        .any(|s| s.stats.level == stats.level && s.stats.tokens_overlap(&stats));
     if !overlaps {
         return Ok(());
     }

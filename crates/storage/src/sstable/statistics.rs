@@ -171,6 +171,11 @@ impl SSTableStats {
         }
     }
 
+    /// Whether the two SSTables' token spans share a token.
+    pub fn tokens_overlap(&self, other: &SSTableStats) -> bool {
+        self.min_token <= other.max_token && other.min_token <= self.max_token
+    }
+
     /// Tombstones whose drop time is before `gc_before_s`, over all cells: Cassandra's
     /// `getEstimatedDroppableTombstoneRatio`.
     pub fn estimated_droppable_tombstones(&self, gc_before_s: i64) -> f64 {

@@ -447,27 +447,40 @@ async fn ask(
     Err(format!("{to} timed out"))
 }
 
+/// How the trees of this version hash a partition (`visit_digests`), last in a tree request:
+/// nodes hashing differently would see every partition differ and stream everything, so a replica
+/// refuses a request of another kind (the versions before this byte hashed MD5 and sent none).
+const DIGEST_KIND_XXH3: u8 = 1;
+
 fn tree_request(table: st::TableId, range: TokenRange, view: View) -> Bytes {
-    let mut out = BytesMut::with_capacity(16 + 16 + 17);
+    let mut out = BytesMut::with_capacity(16 + 16 + 17 + 1);
     out.put_slice(&table);
     out.put_i64(range.start);
     out.put_i64(range.end);
     view.encode(&mut out);
+    out.put_u8(DIGEST_KIND_XXH3);
     out.freeze()
 }
 
-fn decode_tree_request(mut payload: Bytes) -> Option<(st::TableId, TokenRange, View)> {
+fn decode_tree_request(mut payload: Bytes) -> Result<(st::TableId, TokenRange, View), String> {
+    let malformed = || "malformed tree request".to_string();
     if payload.len() < 33 {
-        return None;
+        return Err(malformed());
     }
     let mut table = [0u8; 16];
     payload.copy_to_slice(&mut table);
     let start = payload.get_i64();
     let end = payload.get_i64();
-    let view = View::decode(&mut payload)?;
-    payload
-        .is_empty()
-        .then_some((table, TokenRange::new(start, end), view))
+    let view = View::decode(&mut payload).ok_or_else(malformed)?;
+    match payload.as_ref() {
+        [DIGEST_KIND_XXH3] => Ok((table, TokenRange::new(start, end), view)),
+        [] => Err(
+            "the repair coordinator runs an older version that hashes partitions \
+                   differently: upgrade every node before repairing"
+                .to_string(),
+        ),
+        _ => Err(malformed()),
+    }
 }
 
 /// Visits the partitions of `table` from `start` to `end` in storage order (token, key) with
@@ -542,19 +555,17 @@ fn build_tree(
 
 /// The replica's side of `tree_of`.
 pub fn serve_tree(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
-    let built = decode_tree_request(request.payload.clone())
-        .ok_or_else(|| "malformed tree request".to_string())
-        .and_then(|(table, range, view)| {
-            cluster
-                .repair_sessions
-                .check_view(view, node.exec.clock().wall_ms())?;
-            let now = node.exec.clock().wall_secs();
-            let (tree, digests) = build_tree(&node.engine, table, range, now, view)?;
-            if let Some(digests) = digests {
-                cluster.repair_digests.keep(table, range, view, digests);
-            }
-            Ok(tree)
-        });
+    let built = decode_tree_request(request.payload.clone()).and_then(|(table, range, view)| {
+        cluster
+            .repair_sessions
+            .check_view(view, node.exec.clock().wall_ms())?;
+        let now = node.exec.clock().wall_secs();
+        let (tree, digests) = build_tree(&node.engine, table, range, now, view)?;
+        if let Some(digests) = digests {
+            cluster.repair_digests.keep(table, range, view, digests);
+        }
+        Ok(tree)
+    });
     let tree = built.map(|tree| Bytes::from(tree.encode()));
     answer_or_refuse(
         cluster,
@@ -589,18 +600,23 @@ mod tests {
         let request = tree_request([3; 16], TokenRange::new(-7, 9), View::Live);
         assert_eq!(
             decode_tree_request(request.clone()),
-            Some(([3; 16], TokenRange::new(-7, 9), View::Live))
+            Ok(([3; 16], TokenRange::new(-7, 9), View::Live))
         );
-        assert_eq!(decode_tree_request(request.slice(1..)), None);
+        assert!(decode_tree_request(request.slice(1..)).is_err());
         let session = View::Session([8; 16]);
         let request = tree_request([3; 16], TokenRange::new(-7, 9), session);
         assert_eq!(
             decode_tree_request(request.clone()),
-            Some(([3; 16], TokenRange::new(-7, 9), session))
+            Ok(([3; 16], TokenRange::new(-7, 9), session))
         );
-        assert_eq!(
-            decode_tree_request(request.slice(..request.len() - 1)),
-            None
-        );
+        assert!(decode_tree_request(request.slice(..request.len() - 2)).is_err());
+        // An older coordinator's request (no digest kind) is refused, saying why.
+        let older = decode_tree_request(request.slice(..request.len() - 1));
+        assert!(older.is_err_and(|e| e.contains("older version")));
+        let mut other_kind = request.to_vec();
+        if let Some(kind) = other_kind.last_mut() {
+            *kind = 7;
+        }
+        assert!(decode_tree_request(Bytes::from(other_kind)).is_err());
     }
 }
