@@ -152,12 +152,7 @@ impl Engine {
                 }
             }
         };
-        // As `read_unfiltered`: with SSTables left out, a tombstone may shadow data in them.
-        let gc_before_s = if crate::exclusion::excluding() {
-            i64::MIN
-        } else {
-            now_s - i64::from(t.def.read().options.gc_grace_seconds)
-        };
+        let gc_before_s = crate::read::unfiltered_gc_before(&t, now_s);
         scan_digest_bytes(&sources, (start, end), (gc_before_s, now_s), visit)
     }
 }

@@ -19,7 +19,7 @@ use caches::Caches;
 pub(crate) use range::live_memtables;
 pub(crate) use single::readable_sstables;
 use std::sync::atomic::AtomicBool;
-pub(crate) use unfiltered::resolve;
+pub(crate) use unfiltered::{resolve, unfiltered_gc_before};
 
 /// The read path's state: the caches, and whether to use the max-timestamp short-circuit.
 pub(crate) struct ReadPath {

@@ -44,13 +44,7 @@ impl ReadPath {
     ) -> Result<UnfilteredResult, StorageError> {
         let mut kept = Vec::new();
         let live = self.read_counted(t, q, tombstone_failure_threshold, Some(&mut kept))?;
-        // With SSTables left out (sent whole) a tombstone may shadow data that is not in this
-        // read: it is kept, whatever its age, or the receiver would resurrect that data.
-        let gc_before_s = if crate::exclusion::excluding() {
-            i64::MIN
-        } else {
-            q.now_s - i64::from(t.def.read().options.gc_grace_seconds)
-        };
+        let gc_before_s = unfiltered_gc_before(t, q.now_s);
         let table = t.id();
         let partitions = kept
             .into_iter()
@@ -61,6 +55,17 @@ impl ReadPath {
             partitions,
             stats: live.stats,
         })
+    }
+}
+
+/// Tombstones older than this may be purged from an unfiltered read of `t` at `now_s`. With
+/// SSTables left out (sent whole) a tombstone may shadow data that is not in the read: it is
+/// kept, whatever its age, or the receiver would resurrect that data.
+pub(crate) fn unfiltered_gc_before(t: &Table, now_s: i64) -> i64 {
+    if crate::exclusion::excluding() {
+        i64::MIN
+    } else {
+        now_s - i64::from(t.def.read().options.gc_grace_seconds)
     }
 }
 
