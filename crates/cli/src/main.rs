@@ -1,5 +1,6 @@
 //! `helenus`: the node and the tools around it, one binary with subcommands.
 
+mod allocator;
 mod cluster;
 mod nodetool;
 
@@ -127,6 +128,7 @@ impl From<ConfigError> for ServerError {
 }
 
 fn run_server(args: ServerArgs) -> Result<(), ServerError> {
+    allocator::use_small_pages();
     let (mut cfg, warnings) = match &args.config {
         Some(path) => NodeConfig::load(path)?,
         None => (NodeConfig::default(), Vec::new()),

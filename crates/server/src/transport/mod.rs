@@ -686,8 +686,7 @@ fn classify(
             (limits::kind_of_statement(query), params.consistency)
         }
         proto::Request::Execute { id, params, .. } => {
-            let kind = exec::cached(node, id)
-                .map_or(RequestKind::Other, |p| limits::kind_of_statement(&p.query));
+            let kind = exec::cached(node, id).map_or(RequestKind::Other, |p| p.kind);
             (kind, params.consistency)
         }
         proto::Request::Batch(b) => (limits::kind_of_batch(b.batch_type), b.consistency),

@@ -64,8 +64,24 @@ struct WriterState {
     written_seq: u64,
     /// Older segments still holding unflushed data.
     old: BTreeMap<u64, Segment>,
+    /// Segments rotated away whose data the syncer has not yet made durable; their mappings are
+    /// unmapped there too, so no writer waits on an `fdatasync` or a `munmap`.
+    retired: Vec<Retired>,
+    /// The next segment, created ahead by the syncer, so a rotation is a swap under the lock
+    /// (Cassandra's segment allocator does the same), not a file creation and allocation.
+    spare: Option<(Segment, Arc<File>, MappedSegment)>,
+    /// The id the next created segment gets; ids only grow, gaps are harmless.
+    next_id: u64,
     /// Per table, everything up to this position is in SSTables.
     flushed: HashMap<TableId, LogPosition>,
+}
+
+/// A segment no longer appended to, until the syncer has synced its file.
+struct Retired {
+    file: Arc<File>,
+    path: PathBuf,
+    /// Unmapped when the syncer drops this, after the sync.
+    _mapping: MappedSegment,
 }
 
 /// The commitlog of one engine.
@@ -77,6 +93,12 @@ pub struct Commitlog {
     /// Signals the syncer that a writer waits for an fsync.
     sync_requested: Mutex<bool>,
     sync_cv: Condvar,
+    /// Held for a whole `sync_now`, so one sync's published sequence number never covers a
+    /// retired segment another sync has taken but not yet synced.
+    sync_order: Mutex<()>,
+    /// Held while a spare segment is made; `shutdown` waits for it, so no file appears or
+    /// disappears in the directory after the log is shut down.
+    spare_creation: Mutex<()>,
     synced_tx: tokio::sync::watch::Sender<u64>,
     stop: AtomicBool,
     /// Per table, the position its data was flushed to when the previous run last flushed it:
@@ -125,6 +147,12 @@ fn load_flushed(dir: &Path) -> HashMap<TableId, LogPosition> {
     let lines: Vec<_> = text.lines().map(parse).collect();
     // A torn file is ignored whole: any line of it may be wrong.
     lines.into_iter().collect::<Option<_>>().unwrap_or_default()
+}
+
+fn remove_files(paths: &[PathBuf]) {
+    for p in paths {
+        let _ = fs::remove_file(p);
+    }
 }
 
 fn segment_path(dir: &Path, id: u64) -> PathBuf {
@@ -220,10 +248,15 @@ impl Commitlog {
                 offset: 0,
                 written_seq: 0,
                 old: BTreeMap::new(),
+                retired: Vec::new(),
+                spare: None,
+                next_id: next + 1,
                 flushed: HashMap::new(),
             }),
             sync_requested: Mutex::new(false),
             sync_cv: Condvar::new(),
+            sync_order: Mutex::new(()),
+            spare_creation: Mutex::new(()),
             synced_tx,
             stop: AtomicBool::new(false),
             flushed_before_open,
@@ -234,6 +267,10 @@ impl Commitlog {
             .spawn(move || bg.sync_loop())
             .map_err(|e| StorageError::io(dir, e))?;
         Ok(log)
+    }
+
+    fn lock_state(&self) -> parking_lot::MutexGuard<'_, WriterState> {
+        self.state.lock()
     }
 
     /// Appends one entry for `tables` (the tables it touches); returns its sequence number and
@@ -249,18 +286,20 @@ impl Commitlog {
                 payload.len()
             )));
         }
-        let mut st = self.state.lock();
+        // Computed before taking the lock: the lock is held only for the copy.
+        let mut header = [0u8; 8];
+        header[..4].copy_from_slice(&(payload.len() as u32).to_be_bytes());
+        header[4..].copy_from_slice(&crc32c(payload).to_be_bytes());
+        let mut st = self.lock_state();
         // After shutdown the segment may be deleted (`close_clean`): an append would be lost.
         if self.stop.load(Ordering::Acquire) {
             return Err(StorageError::ShuttingDown);
         }
         let entry_len = HEADER_BYTES + payload.len() as u64;
+        let mut clean = Vec::new();
         if st.offset + entry_len > st.map.len() as u64 {
-            self.rotate(&mut st, entry_len)?;
+            clean = self.rotate(&mut st, entry_len)?;
         }
-        let mut header = [0u8; 8];
-        header[..4].copy_from_slice(&(payload.len() as u32).to_be_bytes());
-        header[4..].copy_from_slice(&crc32c(payload).to_be_bytes());
         let offset = st.offset as usize;
         if !st.map.write_at(offset, &[&header, payload]) {
             // rotate() sized the segment for this entry: not reached.
@@ -274,32 +313,76 @@ impl Commitlog {
         for t in tables {
             st.current.dirty.insert(*t, off);
         }
-        Ok((st.written_seq, (st.current.id, off)))
+        let appended = (st.written_seq, (st.current.id, off));
+        // Unlinking a segment takes milliseconds: the other writers need not wait for it.
+        drop(st);
+        remove_files(&clean);
+        Ok(appended)
     }
 
     /// Starts the next segment, big enough for an entry of `entry_len` bytes (a mutation larger
-    /// than `commitlog_segment_size` gets a segment of its own size).
-    fn rotate(&self, st: &mut WriterState, entry_len: u64) -> Result<(), StorageError> {
-        // Everything in the old segment must be durable before later entries can be acknowledged.
-        st.file
-            .sync_data()
-            .map_err(|e| StorageError::io(&st.current.path, e))?;
+    /// than `commitlog_segment_size` gets a segment of its own size): the syncer's spare when it
+    /// has one that fits. Returns the files of segments now clean, for the caller to delete
+    /// once it has released the lock.
+    fn rotate(&self, st: &mut WriterState, entry_len: u64) -> Result<Vec<PathBuf>, StorageError> {
         let len = self
             .segment_size_bytes
             .max(entry_len.next_multiple_of(4096));
-        let (seg, file, map) = create_segment(&self.dir, st.current.id + 1, len)?;
+        let mut clean = Vec::new();
+        let next = match st.spare.take() {
+            Some(spare) if spare.0.id > st.current.id && spare.2.len() as u64 >= len => spare,
+            other => {
+                clean.extend(other.map(|(seg, _, _)| seg.path));
+                let id = st.next_id;
+                st.next_id += 1;
+                create_segment(&self.dir, id, len)?
+            }
+        };
+        let (seg, file, map) = next;
         let old = std::mem::replace(&mut st.current, seg);
-        st.file = file;
-        st.map = map;
+        // The old segment's entries become durable at the syncer's next round, before any
+        // later entry is reported synced (`sync_now` syncs retired segments first).
+        let old_map = std::mem::replace(&mut st.map, map);
+        let old_file = std::mem::replace(&mut st.file, file);
+        st.retired.push(Retired {
+            file: old_file,
+            path: old.path.clone(),
+            _mapping: old_map,
+        });
         st.offset = 0;
         st.old.insert(old.id, old);
-        self.delete_clean_segments(st);
+        clean.extend(self.take_clean_segments(st));
+        // Wake the syncer: it syncs the retired segment and prepares the next spare.
+        *self.sync_requested.lock() = true;
+        self.sync_cv.notify_one();
+        Ok(clean)
+    }
+
+    /// Creates the next segment ahead of need, outside the writer lock.
+    fn prepare_spare(&self) -> Result<(), StorageError> {
+        let _creating = self.spare_creation.lock();
+        let id = {
+            let mut st = self.lock_state();
+            if st.spare.is_some() || self.stop.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            st.next_id += 1;
+            st.next_id - 1
+        };
+        let spare = create_segment(&self.dir, id, self.segment_size_bytes)?;
+        let mut st = self.lock_state();
+        if st.spare.is_none() && spare.0.id > st.current.id && !self.stop.load(Ordering::Acquire) {
+            st.spare = Some(spare);
+            return Ok(());
+        }
+        drop(st);
+        remove_files(&[spare.0.path]);
         Ok(())
     }
 
     /// The current end of the log.
     pub fn position(&self) -> LogPosition {
-        let st = self.state.lock();
+        let st = self.lock_state();
         (st.current.id, st.offset)
     }
 
@@ -338,12 +421,31 @@ impl Commitlog {
         Ok(())
     }
 
-    /// Fsyncs the current segment and publishes the covered sequence number.
+    /// Fsyncs the retired segments and the current one, then publishes the covered sequence
+    /// number.
     pub fn sync_now(&self) -> Result<(), StorageError> {
-        let (file, seq, path) = {
-            let st = self.state.lock();
-            (st.file.clone(), st.written_seq, st.current.path.clone())
+        let _order = self.sync_order.lock();
+        let (file, seq, path, mut retired) = {
+            let mut st = self.lock_state();
+            let retired = std::mem::take(&mut st.retired);
+            (
+                st.file.clone(),
+                st.written_seq,
+                st.current.path.clone(),
+                retired,
+            )
         };
+        while let Some(r) = retired.first() {
+            if let Err(e) = r.file.sync_data() {
+                let path = r.path.clone();
+                // Retried at the next round; nothing after them is reported synced meanwhile.
+                let mut st = self.lock_state();
+                retired.append(&mut st.retired);
+                st.retired = retired;
+                return Err(StorageError::io(path, e));
+            }
+            retired.remove(0);
+        }
         file.sync_data().map_err(|e| StorageError::io(path, e))?;
         self.synced_tx.send_modify(|s| *s = (*s).max(seq));
         Ok(())
@@ -376,21 +478,25 @@ impl Commitlog {
             // A failed fsync leaves waiters waiting; the next round retries. Cassandra's default
             // commit_failure_policy would stop the node; surfacing that is the server's job.
             let _ = self.sync_now();
+            // Without a spare the next rotation creates its segment under the lock, as before.
+            let _ = self.prepare_spare();
         }
     }
 
     /// Records that `table`'s data up to `pos` is in SSTables, and deletes segments nobody needs.
     pub fn discard(&self, table: TableId, pos: LogPosition) {
         let snapshot = {
-            let mut st = self.state.lock();
+            let mut st = self.lock_state();
             let cur = st.flushed.get(&table).copied();
             let moved = !matches!(cur, Some(c) if c >= pos);
             if moved {
                 st.flushed.insert(table, pos);
             }
-            self.delete_clean_segments(&mut st);
-            moved.then(|| st.flushed.clone())
+            let clean = self.take_clean_segments(&mut st);
+            (moved.then(|| st.flushed.clone()), clean)
         };
+        let (snapshot, clean) = snapshot;
+        remove_files(&clean);
         if let Some(flushed) = snapshot {
             store_flushed(&self.dir, &flushed);
         }
@@ -398,13 +504,14 @@ impl Commitlog {
 
     /// Forgets a dropped or truncated table's entries.
     pub fn forget_table(&self, table: TableId) {
-        let flushed = {
-            let mut st = self.state.lock();
+        let (flushed, clean) = {
+            let mut st = self.lock_state();
             let pos = (st.current.id, st.offset);
             st.flushed.insert(table, pos);
-            self.delete_clean_segments(&mut st);
-            st.flushed.clone()
+            let clean = self.take_clean_segments(&mut st);
+            (st.flushed.clone(), clean)
         };
+        remove_files(&clean);
         store_flushed(&self.dir, &flushed);
     }
 
@@ -416,8 +523,9 @@ impl Commitlog {
             .is_some_and(|p| *p >= end)
     }
 
-    fn delete_clean_segments(&self, st: &mut WriterState) {
-        let flushed = st.flushed.clone();
+    /// Forgets the old segments whose entries are all in SSTables; returns their files.
+    fn take_clean_segments(&self, st: &mut WriterState) -> Vec<PathBuf> {
+        let flushed = &st.flushed;
         let clean: Vec<u64> = st
             .old
             .values()
@@ -428,11 +536,10 @@ impl Commitlog {
             })
             .map(|s| s.id)
             .collect();
-        for id in clean {
-            if let Some(s) = st.old.remove(&id) {
-                let _ = fs::remove_file(&s.path);
-            }
-        }
+        clean
+            .into_iter()
+            .filter_map(|id| st.old.remove(&id).map(|s| s.path))
+            .collect()
     }
 
     /// Deletes the segments found at open (after replay and a flush of everything replayed).
@@ -446,9 +553,11 @@ impl Commitlog {
     pub fn shutdown(&self) -> Result<(), StorageError> {
         {
             // Under the writer lock, so no append is between its check and its write.
-            let _st = self.state.lock();
+            let _st = self.lock_state();
             self.stop.store(true, Ordering::Release);
         }
+        // A spare being made now sees `stop` and removes its file before this returns.
+        drop(self.spare_creation.lock());
         let r = self.sync_now();
         self.sync_cv.notify_all();
         r
@@ -458,11 +567,15 @@ impl Commitlog {
     /// all in SSTables, the current one included, so the next start replays nothing. Returns
     /// true when no segment is left.
     pub fn close_clean(&self) -> bool {
-        let mut st = self.state.lock();
+        let mut st = self.lock_state();
         if !self.stop.load(Ordering::Acquire) {
             return false;
         }
-        self.delete_clean_segments(&mut st);
+        let clean = self.take_clean_segments(&mut st);
+        remove_files(&clean);
+        if let Some((spare, _, _)) = st.spare.take() {
+            remove_files(&[spare.path]);
+        }
         let flushed = &st.flushed;
         let cur = &st.current;
         let clean = cur
@@ -522,3 +635,6 @@ pub fn read_segment(path: &Path) -> Result<(Vec<Vec<u8>>, bool), StorageError> {
     }
     Ok((out, false))
 }
+
+#[cfg(test)]
+mod tests;
