@@ -57,11 +57,13 @@ measured_latte() {  # server workload dist json-prefix
   local s="$1" wl="$2" dist="$3" pre="$4" fns b0 s0 w0 b1 s1 w1 ut0 ut1 rc=0 half=0
   fns="$(latte_fns "$wl" "$dist")"
   b0=$(cpu_busy); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
-  latte_run "$pre-max.json" -w "${LATTE_WARMUP:-2s}" -d "$PROBE" -f "$fns" || rc=$?
-  if [ "$rc" = 0 ]; then
-    half="$(jq -r '.result.cycle_throughput.value / 2 | floor' "$pre-max.json" 2>/dev/null || echo 0)"
-    if [ "${half:-0}" -ge 1 ]; then latte_run "$pre-half.json" -w 0s -d "$STEP_DUR" -r "$half" -f "$fns" || rc=$?; fi
+  if [ -n "${LATTE_FIXED_RATE:-}" ]; then  # the rate is given: no closed-loop run
+    half="$LATTE_FIXED_RATE"
+  else
+    latte_run "$pre-max.json" -w "${LATTE_WARMUP:-2s}" -d "$PROBE" -f "$fns" || rc=$?
+    [ "$rc" = 0 ] && half="$(jq -r '.result.cycle_throughput.value / 2 | floor' "$pre-max.json" 2>/dev/null || echo 0)"
   fi
+  if [ "$rc" = 0 ] && [ "${half:-0}" -ge 1 ]; then latte_run "$pre-half.json" -w 0s -d "$STEP_DUR" -r "$half" -f "$fns" || rc=$?; fi
   b1=$(cpu_busy); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
   [ "$rc" = 0 ] || log "latte exited with $rc ($pre-*.json.log): $(tail -3 "$pre-max.json.log" 2>/dev/null | tr '\n' ' ')"
   # the client's CPU: user + system of both latte processes, start-up and warm-up included

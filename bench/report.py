@@ -2,8 +2,11 @@
 """Turns a bench/run.sh manifest into <out>.json (every number), <out>.md (ratio tables),
 <out>-<workload>.png (P90/P99 vs offered rate, one line per server) and <out>.html.
 Manifest lines with "client": "latte" (the second client) get their own tables and
-<out>-latte.png; lines without a client are helenus-stress's."""
+<out>-latte.png; lines without a client are helenus-stress's. In --mode steady the latte runs
+are long fixed-rate ones, reported per second by bench/steady_report.py (<out>-steady-*.png)."""
 import argparse, html, json, os, sys
+import steady_report
+from steady_report import load
 
 METRICS = [  # (key, label, higher_is_better)
     ("max_throughput_per_s", "max throughput (op/s)", True),
@@ -24,14 +27,6 @@ DIST_ORDER = ["uniform", "gaussian", "inmem"]
 # The short table: (key, label) shown for each server, then the Helenus/Cassandra ratio.
 SUMMARY = [("max_throughput_per_s", "op/s"), ("probe_p99_ms", "P99 at max (ms)"),
            ("half_max_p99_ms", "P99 at 50% (ms)"), ("server_cpu_ms_per_1000_ops", "server CPU ms / 1k ops")]
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def summarize(entry):
@@ -163,12 +158,16 @@ def main():
                 else:
                     rows.append(summarize(e))
     servers = sorted({r["server"] for r in rows + latte}, key=["helenus", "cassandra", "ceiling"].index)
+    steady = []
+    if a.mode == "steady":
+        with open(a.manifest) as f:
+            steady = [steady_report.summarize(json.loads(line)) for line in f if '"latte"' in line]
     runs = [r for r in rows if r["workload"] != "load"]
     keys = sorted({(r["workload"], r["dist"]) for r in runs}, key=lambda k: (["write", "read", "mixed"].index(k[0]), DIST_ORDER.index(k[1]) if k[1] in DIST_ORDER else 9, k[1]))
     by = {(r["server"], r["workload"], r["dist"]): r for r in runs}
     trustworthy = all(r["trustworthy"] for r in rows + latte)
     result = {"mode": a.mode, "commit": a.commit, "settings": a.settings, "trustworthy": trustworthy,
-              "servers": servers, "runs": rows, "latte_runs": latte}
+              "servers": servers, "runs": rows, "latte_runs": latte, "steady_runs": steady}
     with open(a.out + ".json", "w") as f:
         json.dump(result, f, indent=1)
 
@@ -226,6 +225,8 @@ def main():
                 md.append(f"| {s} | {wl}/{d} | " + " | ".join(fmt(r.get(k)) for k, _, _ in METRICS)
                           + f" | {r.get('server_rss_mib_per_node', '-')} | {r.get('errors', 0)} | {r['other_cores']:.2f} | {r['trustworthy']} |")
     md.append("")
+    if steady:
+        md += steady_report.markdown(steady, servers, fmt)
     if latte:
         md += latte_markdown(latte, servers)
     with open(a.out + ".md", "w") as f:
@@ -266,6 +267,8 @@ def main():
             fig.tight_layout()
             png = f"{a.out}-latte.png"
             fig.savefig(png, dpi=80); plt.close(fig); pngs.append(png)
+        if steady:
+            pngs += steady_report.plot(steady, servers, a.out, plt)
     except ImportError:
         print("matplotlib not available: no PNGs", file=sys.stderr)
 

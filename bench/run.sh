@@ -2,6 +2,9 @@
 # Side-by-side benchmark: Helenus vs Apache Cassandra 5.0 vs the protocol-ceiling server, one after
 # the other in the same run, with the same clients (helenus-stress, then latte) and the same settings.
 #   bench/run.sh [quick|full]        quick: a few minutes; full: the record run (>= 60 s steps)
+#   bench/run.sh steady              latte only: per workload, Helenus's closed-loop maximum, then each
+#                                    server at half of it for STEADY_S seconds (600), judged by the P99
+#                                    of every second (bench/steady_report.py); WORKLOADS=mixed DISTS=uniform
 # Matrix (WORKLOADS.md §1): write / read / mixed x uniform / gaussian / in-memory key populations,
 # each a `helenus-stress sla` step load (closed-loop probe, then fixed-rate steps, then 50% of max).
 # latte (second client, bench/standard1.rn): the same matrix as a closed-loop run for the maximum
@@ -27,7 +30,11 @@ case "$MODE" in
   # The record run. 60 s steps x 12 steps x 9 workloads x 2 servers would take over 4 hours on this
   # 2-core machine; 15 s steps at 20% increments keep it near 40 minutes with the same matrix.
   full)  : "${ROWS:=1000000}"; STEP=20%; STEP_DUR=15s; PROBE=15s; MAX_STEPS=6; SETTLE_MAX=120 ;;
-  *) echo "usage: bench/run.sh [quick|full]" >&2; exit 2 ;;
+  # One long fixed-rate run per server: flushes and compactions happen inside it, as in production.
+  steady) : "${ROWS:=1000000}"; STEP=25%; : "${STEADY_S:=600}"; STEP_DUR="${STEADY_S}s"; PROBE=15s; MAX_STEPS=0
+          SETTLE_MAX=120; : "${CLIENTS:=latte}" "${SERVERS:=helenus cassandra}" "${WORKLOADS:=mixed}" "${DISTS:=uniform}"
+          STRESS_TIMEOUT=$((STEADY_S + 120)) ;;
+  *) echo "usage: bench/run.sh [quick|full|steady]" >&2; exit 2 ;;
 esac
 THREADS="${THREADS:-64}"; HEAP="${HEAP:-1G}"; NOISE_MAX_CORES="${NOISE_MAX_CORES:-0.25}"
 SERVERS="${SERVERS:-helenus cassandra ceiling}"; CLIENTS="${CLIENTS:-stress latte}"
@@ -43,7 +50,7 @@ WORKLOADS="${WORKLOADS:-write read mixed}"; DISTS="${DISTS:-uniform gaussian inm
 # Cassandra's JMX port follows the last octet (7099 + 100 x 44).
 HELENUS_ADDR="${HELENUS_ADDR:-127.0.0.1}"; CASS_ADDR="${CASS_ADDR:-127.0.0.44}"; CEILING_ADDR="${CEILING_ADDR:-127.0.0.45}"
 DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
-OUT="$ROOT/bench/results"; NAME="$DATE-$COMMIT"
+OUT="$ROOT/bench/results"; NAME="$DATE-$COMMIT"; [ "$MODE" = steady ] && NAME="steady-$NAME"
 mkdir -p "$WORK" "$OUT"
 MANIFEST="$WORK/manifest.jsonl"; : > "$MANIFEST"
 # shellcheck source=bench/lib.sh
@@ -110,6 +117,7 @@ settle() {  # flush and wait for compactions (Cassandra via nodetool; Helenus vi
 log "mode=$MODE rows=$ROWS threads=$THREADS heap=$HEAP step=$STEP step_duration=$STEP_DUR servers=[$SERVERS] clients=[$CLIENTS] loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 LOADAVG_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 RAN=""
+declare -A STEADY_RATE_OF=()
 for s in $SERVERS; do
   if [ "$s" = helenus ] && [ ! -x "$HELENUS" ]; then log "skipping helenus: $HELENUS not built"; continue; fi
   CURRENT="$s"
@@ -143,8 +151,11 @@ for s in $SERVERS; do
     for wl in $WORKLOADS; do
       for d in $dists; do
         log "$s: latte $wl / $d"
-        measured_latte "$s" "$wl" "$d" "$WORK/$s-latte-$wl-$d"
-        [ "$wl" = write ] && settle "$s"
+        # steady: every server runs at the rate found for Helenus (or STEADY_RATE), without a probe of its own.
+        fixed="${STEADY_RATE:-}"; [ "$MODE" = steady ] && [ -z "$fixed" ] && [ "$s" != helenus ] && fixed="${STEADY_RATE_OF[$wl-$d]:-}"
+        LATTE_FIXED_RATE="$fixed" measured_latte "$s" "$wl" "$d" "$WORK/$s-latte-$wl-$d"
+        [ "$s" = helenus ] && STEADY_RATE_OF[$wl-$d]="$(tail -1 "$MANIFEST" | jq -r '.half_rate_per_s')"
+        [ "$wl" = write ] && [ "$MODE" != steady ] && settle "$s"
       done
     done
   fi
