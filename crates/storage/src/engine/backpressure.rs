@@ -11,6 +11,7 @@
 
 use crate::engine::Engine;
 pub use crate::memtable::budget::WriteStallStats;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Unflushed memtable bytes, as a multiple of `memtable_space_bytes`, at which writes wait.
@@ -21,7 +22,7 @@ pub const MAX_WRITE_STALL_MS: u64 = 10_000;
 const STALL_POLL_MS: u64 = 50;
 
 impl Engine {
-    fn memtable_limit_bytes(&self) -> u64 {
+    pub(super) fn memtable_limit_bytes(&self) -> u64 {
         self.config
             .memtable_space_bytes
             .max(1 << 20)
@@ -32,13 +33,26 @@ impl Engine {
         self.memtable_bytes() >= self.memtable_limit_bytes()
     }
 
+    /// The writers' fast path: false when the last look at the budget found room. When it did
+    /// not, looks again now, and clears the note once there is room.
+    fn maybe_over_memtable_limit(&self) -> bool {
+        if !self.budget.maybe_over_limit.load(Ordering::Relaxed) {
+            return false;
+        }
+        let over = self.over_memtable_limit();
+        if !over {
+            self.budget.maybe_over_limit.store(false, Ordering::Relaxed);
+        }
+        over
+    }
+
     fn flush_thread_alive(&self) -> bool {
         self.background.flush_thread_alive()
     }
 
     /// Async writers: waits (bounded) while unflushed memtables are over the limit.
     pub(crate) async fn wait_for_memtable_space(&self) {
-        if !self.over_memtable_limit() {
+        if !self.maybe_over_memtable_limit() {
             return;
         }
         let started = Instant::now();
@@ -62,7 +76,7 @@ impl Engine {
 
     /// Blocking writers (tools, tests): as `wait_for_memtable_space`.
     pub(crate) fn wait_for_memtable_space_blocking(&self) {
-        if !self.over_memtable_limit() {
+        if !self.maybe_over_memtable_limit() {
             return;
         }
         let started = Instant::now();

@@ -396,10 +396,13 @@ impl Engine {
             tables.iter().map(|t| (t.id(), t.memtable.read())).collect();
         let (seq, pos) = self.log.append(&payload, &ids)?;
         let mut written: Vec<(TableId, i64, Bytes)> = Vec::with_capacity(parts.len());
+        let step = self.budget_step_bytes();
+        let mut look_at_budget = false;
         for ((t, p), size) in parts.into_iter().zip(sizes) {
             if let Some((_, mt)) = guards.iter().find(|(id, _)| *id == t.id()) {
                 written.push((t.id(), p.token, p.key.clone()));
-                mt.apply(p, size);
+                let (before, after) = mt.apply(p, size);
+                look_at_budget |= before / step != after / step;
                 mt.note_log_position(pos);
             }
             t.counters.writes.fetch_add(1, Ordering::Relaxed);
@@ -412,7 +415,9 @@ impl Engine {
             t.counters.write_latency.record(took_ns);
         }
         self.reads.caches.invalidate_row_cache(&written);
-        self.maybe_trigger_flush();
+        if look_at_budget {
+            self.maybe_trigger_flush();
+        }
         Ok(seq)
     }
 
@@ -581,11 +586,23 @@ impl Engine {
         (unflushed, unflushed + flushing + freeing)
     }
 
+    /// Heap growth of one memtable between two looks at the node's memtable budget: small
+    /// against the budget (1/256 of it), so a switch or a writers' wait starts late by at most
+    /// that much per table written.
+    fn budget_step_bytes(&self) -> u64 {
+        (self.config.memtable_space_bytes / 256).clamp(4 << 10, 64 << 10)
+    }
+
+    /// Looks at the node's memtables: starts a flush of the largest when they are over the
+    /// cleanup threshold or the space, and notes for writers whether they are over their limit.
     pub(crate) fn maybe_trigger_flush(&self) {
         let space = self.config.memtable_space_bytes.max(1 << 20);
         let threshold = self.config.memtable_cleanup_threshold.clamp(0.01, 1.0);
         let cleanup_at = (space as f64 * threshold) as u64;
         let (unflushed, all) = self.memtable_usage();
+        self.budget
+            .maybe_over_limit
+            .store(all >= self.memtable_limit_bytes(), Ordering::Relaxed);
         if unflushed < cleanup_at && all < space {
             return;
         }

@@ -147,13 +147,14 @@ impl Default for Memtable {
 impl Memtable {
     /// Merges an update; `size_bytes` is its encoded size. Its values are copied into the
     /// shard's arena first, so the memtable holds no reference to the caller's buffers.
-    pub fn apply(&self, mut p: Partition, size_bytes: u64) {
+    /// Returns the memtable's heap bytes before and after.
+    pub fn apply(&self, mut p: Partition, size_bytes: u64) -> (u64, u64) {
         let i = shard_of(p.token);
         let (Some(shard), Some(arena)) = (self.shards.get(i), self.arenas.get(i)) else {
-            return;
+            return (0, 0);
         };
         let heap = arena.lock().copy_partition(&mut p);
-        self.heap_bytes.fetch_add(heap, Ordering::Relaxed);
+        let before = self.heap_bytes.fetch_add(heap, Ordering::Relaxed);
         let mut map = shard.write();
         match map.entry((p.token, p.key.clone())) {
             std::collections::btree_map::Entry::Occupied(mut cur) => cur.get_mut().merge(p),
@@ -163,6 +164,7 @@ impl Memtable {
             }
         }
         self.size_bytes.fetch_add(size_bytes, Ordering::Relaxed);
+        (before, before + heap)
     }
 
     /// Runs `f` on the partition, if present.
