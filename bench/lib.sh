@@ -67,8 +67,9 @@ measured_latte() {  # server workload dist json-prefix
   b1=$(cpu_busy); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
   [ "$rc" = 0 ] || log "latte exited with $rc ($pre-*.json.log): $(tail -3 "$pre-max.json.log" 2>/dev/null | tr '\n' ' ')"
   # the client's CPU: user + system of both latte processes, start-up and warm-up included
-  ut0="$(awk '{print $1 + $2}' "$pre-max.json.time" 2>/dev/null | tail -1)"
-  ut1="$(awk '{print $1 + $2}' "$pre-half.json.time" 2>/dev/null | tail -1)"
+  # (a run given its rate has no closed-loop part: no max.json.time, and pipefail must not stop us)
+  ut0="$(awk '{print $1 + $2}' "$pre-max.json.time" 2>/dev/null | tail -1 || true)"
+  ut1="$(awk '{print $1 + $2}' "$pre-half.json.time" 2>/dev/null | tail -1 || true)"
   awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$pre-max.json" -v hj="$pre-half.json" -v hz="$HZ" -v b="$((b1 - b0))" \
       -v sv="$((s1 - s0))" -v w0="$w0" -v w1="$w1" -v c="$(awk -v a="${ut0:-0}" -v b="${ut1:-0}" 'BEGIN{print a + b}')" \
       -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" -v half="${half:-0}" 'BEGIN{
