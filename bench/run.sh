@@ -64,6 +64,11 @@ fi
 
 SERVER_PID=""; SERVER_ADDR=""; SERVER_DIR=""
 heap_mib() { case "$HEAP" in *[Gg]) echo $(( ${HEAP%?} * 1024 )) ;; *[Mm]) echo "${HEAP%?}" ;; *) echo 1024 ;; esac; }
+helenus_budgets() {
+  local h; h="$(heap_mib)"
+  echo "--set memtable_heap_space=$(( h / 4 ))MiB --set file_cache_size=$(( h / 4 < 512 ? h / 4 : 512 ))MiB" \
+    "--set key_cache_size=$(( h / 20 < 100 ? h / 20 : 100 ))MiB"
+}
 start_server() {
   local s="$1"
   case "$s" in helenus) SERVER_ADDR="$HELENUS_ADDR" ;; cassandra) SERVER_ADDR="$CASS_ADDR" ;; ceiling) SERVER_ADDR="$CEILING_ADDR" ;; esac
@@ -72,10 +77,12 @@ start_server() {
   SERVER_DIR="$WORK/data-$s"; rm -rf "$SERVER_DIR"; mkdir -p "$SERVER_DIR"
   case "$s" in
     helenus)
-      # Memtable space as Cassandra derives it from its heap (1/4), so both hold the same unflushed data
-      # and RSS compares like with like (Helenus's own default is 1 GiB).
+      # Memory budgets as Cassandra derives them from its heap, so both hold the same unflushed data and
+      # caches and RSS compares like with like (Helenus's own defaults: 1 GiB of memtables, a 512 MiB
+      # chunk cache, a 100 MiB key cache): memtable space 1/4 of the heap, file cache the smaller of
+      # 1/4 of it and 512 MiB, key cache the smaller of 5% and 100 MiB.
       "$HELENUS" server --listen-address "$SERVER_ADDR" --native-transport-port 9042 --data-dir "$SERVER_DIR" \
-        --set "memtable_heap_space=$(( $(heap_mib) / 4 ))MiB" > "$WORK/helenus.log" 2>&1 &
+        $(helenus_budgets) > "$WORK/helenus.log" 2>&1 &
       SERVER_PID=$!
       wait_port "$SERVER_ADDR" 9042 60 || { log "helenus did not open 9042; see $WORK/helenus.log"; return 1; } ;;
     cassandra)
@@ -167,5 +174,5 @@ done
 [ -n "$RAN" ] || { log "no server ran"; exit 1; }
 
 make_report --manifest "$MANIFEST" --out "$OUT/$NAME" --mode "$MODE" --commit "$COMMIT" \
-  --settings "rows=$ROWS threads=$THREADS heap=$HEAP helenus_memtable_space=$(( $(heap_mib) / 4 ))MiB step=$STEP step_duration=$STEP_DUR probe=$PROBE max_steps=$MAX_STEPS cores=$(nproc) clients=[$CLIENTS] latte=-t$LATTE_THREADS/-p$LATTE_CONCURRENCY/-c1 loadavg_before=[$LOADAVG_BEFORE] loadavg_after=[$(cut -d' ' -f1-3 /proc/loadavg)]"
+  --settings "rows=$ROWS threads=$THREADS heap=$HEAP helenus=[$(helenus_budgets)] step=$STEP step_duration=$STEP_DUR probe=$PROBE max_steps=$MAX_STEPS cores=$(nproc) clients=[$CLIENTS] latte=-t$LATTE_THREADS/-p$LATTE_CONCURRENCY/-c1 loadavg_before=[$LOADAVG_BEFORE] loadavg_after=[$(cut -d' ' -f1-3 /proc/loadavg)]"
 log "results: $OUT/$NAME.{json,html,md} (raw: $WORK)"
