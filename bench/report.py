@@ -6,7 +6,7 @@ Manifest lines with "client": "latte" (the second client) get their own tables a
 are long fixed-rate ones, reported per second by bench/steady_report.py (<out>-steady-*.png)."""
 import argparse, html, json, os, sys
 import steady_report
-from steady_report import load
+from jsonfile import load
 
 METRICS = [  # (key, label, higher_is_better)
     ("max_throughput_per_s", "max throughput (op/s)", True),

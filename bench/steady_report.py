@@ -2,20 +2,12 @@
 workload, judged by the P99 of every 1 s interval (the GC studies' "max P99 per interval", where a
 collector's pauses show) rather than by the run's overall percentiles, which hide a bad second.
 Imported by bench/report.py."""
-import json
+from jsonfile import load
 
 # latte 0.29's percentile list (stats/percentiles.rs): Min, 1, 2, 5, 10, 25, 50, 75, 90, 95, 98,
 # 99, 99.9, 99.99, Max.
 P99, P999, MAX = 11, 12, 14
 LIMIT_MS = 10.0
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def intervals(report):

@@ -3,19 +3,12 @@
 timed nodetool operation) into <out>.json (every number), <out>.md (Helenus and Cassandra side by
 side, with ratios) and <out>-timeseries.png / <out>-logstore.png."""
 import argparse, json, sys
+from jsonfile import load
 
 SERVERS = ["helenus", "cassandra"]
 # `nodetool tablehistograms`-style columns, from helenus-stress's per-op summary (client side).
 PCTS = [("latency_p50_ms", "P50"), ("latency_p95_ms", "P95"), ("latency_p99_ms", "P99"),
         ("latency_p999_ms", "P99.9"), ("latency_max_ms", "max")]
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def read_lines(path):
