@@ -54,6 +54,7 @@ mod node;
 mod prepared;
 pub mod proxy;
 mod repair_history;
+mod request_kind;
 mod ring_report;
 mod system;
 #[cfg(test)]

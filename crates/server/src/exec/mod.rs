@@ -146,7 +146,7 @@ pub struct Prepared {
     pub result_metadata_id: [u8; 16],
     /// What the statement does, for its timeout and where it runs: found once from its text, not
     /// on every EXECUTE.
-    pub kind: crate::limits::RequestKind,
+    pub kind: crate::request_kind::RequestKind,
     /// The tables the plan was built against; a change to any of them makes the plan stale.
     pub tables: Vec<Arc<helenus_schema::TableMeta>>,
     /// The schema generation at which `tables` were last found current (see [`cached`]).
@@ -433,7 +433,7 @@ pub fn prepare(
         pk_indexes,
         id,
         result_metadata_id,
-        kind: crate::limits::kind_of_statement(query),
+        kind: crate::request_kind::kind_of_statement(query),
         tables,
         checked_generation: std::sync::atomic::AtomicU64::new(generation),
     });
