@@ -269,10 +269,6 @@ impl Commitlog {
         Ok(log)
     }
 
-    fn lock_state(&self) -> parking_lot::MutexGuard<'_, WriterState> {
-        self.state.lock()
-    }
-
     /// Appends one entry for `tables` (the tables it touches); returns its sequence number and
     /// position. The caller waits with `wait_durable` (after releasing its locks).
     pub fn append(
@@ -290,7 +286,7 @@ impl Commitlog {
         let mut header = [0u8; 8];
         header[..4].copy_from_slice(&(payload.len() as u32).to_be_bytes());
         header[4..].copy_from_slice(&crc32c(payload).to_be_bytes());
-        let mut st = self.lock_state();
+        let mut st = self.state.lock();
         // After shutdown the segment may be deleted (`close_clean`): an append would be lost.
         if self.stop.load(Ordering::Acquire) {
             return Err(StorageError::ShuttingDown);
@@ -330,7 +326,8 @@ impl Commitlog {
             .max(entry_len.next_multiple_of(4096));
         let mut clean = Vec::new();
         let next = match st.spare.take() {
-            Some(spare) if spare.0.id > st.current.id && spare.2.len() as u64 >= len => spare,
+            // A stored spare is always newer than the current segment (`prepare_spare`).
+            Some(spare) if spare.2.len() as u64 >= len => spare,
             other => {
                 clean.extend(other.map(|(seg, _, _)| seg.path));
                 let id = st.next_id;
@@ -362,7 +359,7 @@ impl Commitlog {
     fn prepare_spare(&self) -> Result<(), StorageError> {
         let _creating = self.spare_creation.lock();
         let id = {
-            let mut st = self.lock_state();
+            let mut st = self.state.lock();
             if st.spare.is_some() || self.stop.load(Ordering::Acquire) {
                 return Ok(());
             }
@@ -370,7 +367,7 @@ impl Commitlog {
             st.next_id - 1
         };
         let spare = create_segment(&self.dir, id, self.segment_size_bytes)?;
-        let mut st = self.lock_state();
+        let mut st = self.state.lock();
         if st.spare.is_none() && spare.0.id > st.current.id && !self.stop.load(Ordering::Acquire) {
             st.spare = Some(spare);
             return Ok(());
@@ -382,7 +379,7 @@ impl Commitlog {
 
     /// The current end of the log.
     pub fn position(&self) -> LogPosition {
-        let st = self.lock_state();
+        let st = self.state.lock();
         (st.current.id, st.offset)
     }
 
@@ -425,8 +422,8 @@ impl Commitlog {
     /// number.
     pub fn sync_now(&self) -> Result<(), StorageError> {
         let _order = self.sync_order.lock();
-        let (file, seq, path, mut retired) = {
-            let mut st = self.lock_state();
+        let (file, seq, path, retired) = {
+            let mut st = self.state.lock();
             let retired = std::mem::take(&mut st.retired);
             (
                 st.file.clone(),
@@ -435,16 +432,17 @@ impl Commitlog {
                 retired,
             )
         };
-        while let Some(r) = retired.first() {
+        let mut retired = retired.into_iter();
+        while let Some(r) = retired.next() {
             if let Err(e) = r.file.sync_data() {
+                // Retried at the next round, before anything newer; nothing after them is
+                // reported synced meanwhile.
                 let path = r.path.clone();
-                // Retried at the next round; nothing after them is reported synced meanwhile.
-                let mut st = self.lock_state();
-                retired.append(&mut st.retired);
-                st.retired = retired;
+                let mut st = self.state.lock();
+                let newer = std::mem::take(&mut st.retired);
+                st.retired = std::iter::once(r).chain(retired).chain(newer).collect();
                 return Err(StorageError::io(path, e));
             }
-            retired.remove(0);
         }
         file.sync_data().map_err(|e| StorageError::io(path, e))?;
         self.synced_tx.send_modify(|s| *s = (*s).max(seq));
@@ -485,8 +483,8 @@ impl Commitlog {
 
     /// Records that `table`'s data up to `pos` is in SSTables, and deletes segments nobody needs.
     pub fn discard(&self, table: TableId, pos: LogPosition) {
-        let snapshot = {
-            let mut st = self.lock_state();
+        let (snapshot, clean) = {
+            let mut st = self.state.lock();
             let cur = st.flushed.get(&table).copied();
             let moved = !matches!(cur, Some(c) if c >= pos);
             if moved {
@@ -495,7 +493,6 @@ impl Commitlog {
             let clean = self.take_clean_segments(&mut st);
             (moved.then(|| st.flushed.clone()), clean)
         };
-        let (snapshot, clean) = snapshot;
         remove_files(&clean);
         if let Some(flushed) = snapshot {
             store_flushed(&self.dir, &flushed);
@@ -505,7 +502,7 @@ impl Commitlog {
     /// Forgets a dropped or truncated table's entries.
     pub fn forget_table(&self, table: TableId) {
         let (flushed, clean) = {
-            let mut st = self.lock_state();
+            let mut st = self.state.lock();
             let pos = (st.current.id, st.offset);
             st.flushed.insert(table, pos);
             let clean = self.take_clean_segments(&mut st);
@@ -553,7 +550,7 @@ impl Commitlog {
     pub fn shutdown(&self) -> Result<(), StorageError> {
         {
             // Under the writer lock, so no append is between its check and its write.
-            let _st = self.lock_state();
+            let _st = self.state.lock();
             self.stop.store(true, Ordering::Release);
         }
         // A spare being made now sees `stop` and removes its file before this returns.
@@ -567,7 +564,7 @@ impl Commitlog {
     /// all in SSTables, the current one included, so the next start replays nothing. Returns
     /// true when no segment is left.
     pub fn close_clean(&self) -> bool {
-        let mut st = self.lock_state();
+        let mut st = self.state.lock();
         if !self.stop.load(Ordering::Acquire) {
             return false;
         }

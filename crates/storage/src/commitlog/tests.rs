@@ -23,7 +23,7 @@ fn replayed(dir: &Path) -> Vec<Vec<u8>> {
 /// Waits (bounded) until the syncer has put a spare segment in place.
 fn wait_for_spare(log: &Commitlog) -> u64 {
     for _ in 0..500 {
-        if let Some((spare, _, _)) = &log.lock_state().spare {
+        if let Some((spare, _, _)) = &log.state.lock().spare {
             return spare.id;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -71,7 +71,7 @@ fn a_sync_covers_the_segments_rotated_away_before_it() {
     }
     // Two rotations; the periodic syncer (woken by each) may or may not have run yet.
     log.sync_now().unwrap();
-    assert!(log.lock_state().retired.is_empty());
+    assert!(log.state.lock().retired.is_empty());
     assert_eq!(*log.synced_tx.borrow(), 25);
     log.shutdown().unwrap();
     let _ = fs::remove_dir_all(&dir);
