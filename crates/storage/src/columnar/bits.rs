@@ -29,6 +29,7 @@ pub(super) fn width(v: u64) -> u32 {
 }
 
 /// A bounds-checked cursor over encoded bytes.
+#[derive(Clone)]
 pub(super) struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -156,11 +157,11 @@ pub(super) fn unpack(
     let bytes = c.take(packed_len(n, w))?;
     let mask = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
     // Values up to 56 bits wide are read with one unaligned 8-byte load each (a value and
-    // its bit offset in the first byte fit in 64 bits) wherever 8 bytes remain; the last few,
-    // and wider values, through the byte accumulator below.
+    // its bit offset in the first byte fit in 64 bits), wider ones with a 16-byte load, wherever
+    // that many bytes remain; the last few through the byte accumulator below.
     let mut done = 0;
+    let wide = w as usize;
     if w <= 56 {
-        let wide = w as usize;
         while done < n {
             let bit = done * wide;
             let Some(word) = bytes.get(bit / 8..bit / 8 + 8) else {
@@ -169,6 +170,17 @@ pub(super) fn unpack(
             let mut b = [0u8; 8];
             b.copy_from_slice(word);
             f((u64::from_le_bytes(b) >> (bit % 8)) & mask);
+            done += 1;
+        }
+    } else {
+        while done < n {
+            let bit = done * wide;
+            let Some(word) = bytes.get(bit / 8..bit / 8 + 16) else {
+                break;
+            };
+            let mut b = [0u8; 16];
+            b.copy_from_slice(word);
+            f(((u128::from_le_bytes(b) >> (bit % 8)) as u64) & mask);
             done += 1;
         }
     }

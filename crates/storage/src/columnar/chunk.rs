@@ -11,7 +11,7 @@
 //! deletion-time streams are null in almost every row group of a table without TTLs.
 
 use super::bits::{put_uv, Cursor};
-use super::ints::{decode_ints, encode_ints, Allow};
+use super::ints::{decode_bits, decode_ints, encode_ints, Allow};
 use super::stats::ChunkStats;
 use super::varlen::{decode_bytes, encode_bytes};
 use super::vector::{Bitmap, BytesVec, Column, ColumnValues, Physical, ValueType};
@@ -155,8 +155,12 @@ fn encode_floats(out: &mut Vec<u8>, bits: &[u64], single: bool) {
     encode_ints(out, &ints, Allow::ALL);
 }
 
-/// Decodes `n` floats as bit patterns (f32 patterns when `single`).
-fn decode_floats(c: &mut Cursor<'_>, n: usize, single: bool) -> Result<Vec<u64>, ColumnarError> {
+/// The non-null float values of a body, as bit patterns (of f32s when `single`).
+pub(super) fn decode_floats(
+    c: &mut Cursor<'_>,
+    n: usize,
+    single: bool,
+) -> Result<Vec<u64>, ColumnarError> {
     let scale = c.u8()?;
     let mut ints = Vec::with_capacity(n);
     decode_ints(c, n, &mut ints)?;
@@ -189,11 +193,26 @@ pub(super) fn decode_chunk(
     rows: usize,
     physical: Physical,
 ) -> Result<Column, ColumnarError> {
+    if bytes.is_empty() {
+        return if rows > MAX_CHUNK_ROWS {
+            Err(ColumnarError::corrupt("chunk row count"))
+        } else {
+            Ok(Column::nulls(physical, rows))
+        };
+    }
+    let (nulls, body) = chunk_body(bytes, rows, physical)?;
+    decode_body(&mut Cursor::new(&body), rows, nulls, physical)
+}
+
+/// The null count and the (decompressed) body of a non-empty chunk of `rows` rows of
+/// `physical` type, after checking its header against them.
+pub(super) fn chunk_body(
+    bytes: &[u8],
+    rows: usize,
+    physical: Physical,
+) -> Result<(usize, std::borrow::Cow<'_, [u8]>), ColumnarError> {
     if rows > MAX_CHUNK_ROWS {
         return Err(ColumnarError::corrupt("chunk row count"));
-    }
-    if bytes.is_empty() {
-        return Ok(Column::nulls(physical, rows));
     }
     let mut c = Cursor::new(bytes);
     if Physical::from_tag(c.u8()?) != Some(physical) {
@@ -204,24 +223,40 @@ pub(super) fn decode_chunk(
     }
     let nulls = c.len_at_most(rows)?;
     let codec = c.u8()?;
-    let raw;
-    let body: &[u8] = match codec {
-        CODEC_NONE => c.take(c.remaining())?,
+    let body = match codec {
+        CODEC_NONE => std::borrow::Cow::Borrowed(c.take(c.remaining())?),
         CODEC_LZ4 | CODEC_ZSTD => {
             let raw_len = c.len_at_most(MAX_RAW_BYTES)?;
             let stored = c.take(c.remaining())?;
-            raw = if codec == CODEC_LZ4 {
+            let raw = if codec == CODEC_LZ4 {
                 lz4_flex::block::decompress(stored, raw_len).ok()
             } else {
                 zstd_decompress(stored, raw_len)
             }
             .filter(|r| r.len() == raw_len)
             .ok_or(ColumnarError::corrupt("chunk does not decompress"))?;
-            &raw
+            std::borrow::Cow::Owned(raw)
         }
         _ => return Err(ColumnarError::corrupt("chunk codec")),
     };
-    decode_body(&mut Cursor::new(body), rows, nulls, physical)
+    Ok((nulls, body))
+}
+
+/// The validity bitmap at the head of a body with `nulls` of `rows` rows null (None: no
+/// nulls), checked against that count.
+pub(super) fn decode_validity(
+    c: &mut Cursor<'_>,
+    rows: usize,
+    nulls: usize,
+) -> Result<Option<Bitmap>, ColumnarError> {
+    if nulls == 0 {
+        return Ok(None);
+    }
+    let v = decode_bits(c, rows)?;
+    if v.count_ones() != rows - nulls {
+        return Err(ColumnarError::corrupt("null count"));
+    }
+    Ok(Some(v))
 }
 
 thread_local! {
@@ -246,20 +281,7 @@ fn decode_body(
     nulls: usize,
     physical: Physical,
 ) -> Result<Column, ColumnarError> {
-    let validity = if nulls > 0 {
-        let mut bits = Vec::with_capacity(rows);
-        decode_ints(c, rows, &mut bits)?;
-        let mut v = Bitmap::with_capacity(rows);
-        for b in &bits {
-            v.push(*b != 0);
-        }
-        if v.count_ones() != rows - nulls {
-            return Err(ColumnarError::corrupt("null count"));
-        }
-        Some(v)
-    } else {
-        None
-    };
+    let validity = decode_validity(c, rows, nulls)?;
     let present = rows - nulls;
     let values = match physical {
         Physical::Bytes => {

@@ -13,6 +13,7 @@
 //! patterns through the same code (a dictionary of few distinct values, or runs, or plain bits).
 
 use super::bits::{pack, packed_len, put_sv, put_uv, unpack, width, zigzag, Cursor};
+use super::vector::Bitmap;
 use super::ColumnarError;
 
 const BIT_PACKED: u8 = 0;
@@ -222,6 +223,21 @@ pub(super) fn decode_ints(
     out: &mut Vec<i64>,
 ) -> Result<(), ColumnarError> {
     decode_nested(c, n, out, 0)
+}
+
+/// `n` integers that are all 0 or 1 (a validity stream), as a bitmap. The usual encoding,
+/// bit-packed from 0 at width 1, already is one (bit i of the bytes is value i): its bytes are
+/// taken a word at a time; any other encoding is decoded and packed.
+pub(super) fn decode_bits(c: &mut Cursor<'_>, n: usize) -> Result<Bitmap, ColumnarError> {
+    let mut peek = c.clone();
+    if peek.u8()? == BIT_PACKED && peek.sv()? == 0 && peek.u8()? == 1 {
+        let bytes = peek.take(packed_len(n, 1))?;
+        *c = peek;
+        return Ok(Bitmap::from_le_bytes(bytes, n));
+    }
+    let mut bits = Vec::with_capacity(n);
+    decode_ints(c, n, &mut bits)?;
+    Ok(Bitmap::from_bools(bits.iter().map(|b| *b != 0), n))
 }
 
 fn decode_nested(

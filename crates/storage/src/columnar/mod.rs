@@ -24,6 +24,7 @@
 //! layout.rs   partitions <-> streams (writer side: GroupBuilder; reader side: GroupColumns)
 //! footer.rs   the footer index
 //! writer.rs   SegmentWriter: partitions in (token, key) order, as the row SSTable writer
+//! select.rs   restrictions evaluated on encoded chunks (dictionary codes, no vectors)
 //! reader.rs   SegmentReader: pruned scans with chunk skipping; partitions rebuilt for merges
 //! ```
 //!
@@ -41,6 +42,7 @@ mod footer;
 mod ints;
 mod layout;
 mod reader;
+mod select;
 mod stats;
 mod varlen;
 mod vector;
@@ -57,6 +59,7 @@ pub use reader::{
     CellMeta, ColumnBatch, KeyColumns, Restriction, RowGroupBatch, RowMeta, ScanRequest,
     SegmentReader, Target,
 };
+pub use select::ValuePredicate;
 pub use stats::{ChunkStats, CompareOp, STAT_PREFIX_BYTES};
 pub use vector::{
     java_double_compare, Bitmap, BytesVec, Column, ColumnValues, Physical, Scalar, ValueType,

@@ -9,8 +9,9 @@ use super::layout::{
     ColumnSpec, Entry, GroupColumns, Serialized, KIND_ROW, KIND_STATIC, S_BASE_TS, S_EXTRAS, S_KEY,
     S_KIND, S_LIVE_TS, S_LIVE_TTL, S_PART_DEL_TS, S_ROW_DEL_TS, S_TOKEN,
 };
+use super::select::{select_chunk, ValuePredicate};
 use super::stats::{ChunkStats, CompareOp};
-use super::vector::{Column, ColumnValues, Physical, Scalar, ValueType};
+use super::vector::{Bitmap, Column, ColumnValues, Physical, Scalar, ValueType};
 use super::ColumnarError;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::crc32c;
@@ -283,6 +284,25 @@ impl SegmentReader {
         &self.footer.layout.clustering
     }
 
+    /// Bytes each stream takes in the file over all row groups, in stream order, with a name
+    /// for each (`token`, `key`, ... then `c<id>.value`, `c<id>.ts`, ...): where a segment's
+    /// size goes, for size reports.
+    pub fn stream_sizes(&self) -> Vec<(String, u64)> {
+        let l = &self.footer.layout;
+        (0..l.streams())
+            .map(|s| {
+                let bytes = self
+                    .footer
+                    .groups
+                    .iter()
+                    .filter_map(|g| g.chunks.get(s))
+                    .map(|c| c.len)
+                    .sum();
+                (l.stream_name(s), bytes)
+            })
+            .collect()
+    }
+
     /// Bytes read from the file so far (footer and chunks).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read.load(Ordering::Relaxed)
@@ -371,7 +391,6 @@ impl SegmentReader {
 
     /// Reads and decodes stream `s` of row group `g`.
     fn stream(&self, g: usize, s: usize) -> Result<Column, ColumnarError> {
-        let e = self.entry(g, s)?;
         let rows = self.group_rows(g);
         if s == S_TOKEN
             && self
@@ -382,8 +401,16 @@ impl SegmentReader {
         {
             return self.derived_tokens(g);
         }
+        let (buf, physical) = self.chunk_bytes(g, s)?;
+        decode_chunk(&buf, rows, physical)
+    }
+
+    /// The stored bytes of stream `s` of row group `g` (empty: every row null), checked
+    /// against their CRC32C, and the chunk's physical type.
+    fn chunk_bytes(&self, g: usize, s: usize) -> Result<(Vec<u8>, Physical), ColumnarError> {
+        let e = self.entry(g, s)?;
         if e.len == 0 {
-            return decode_chunk(&[], rows, e.physical);
+            return Ok((Vec::new(), e.physical));
         }
         if e.physical != self.footer.layout.stream_type(s).physical()
             && e.physical != Physical::Bytes
@@ -402,7 +429,24 @@ impl SegmentReader {
                 stream: s,
             });
         }
-        decode_chunk(&buf, rows, e.physical)
+        Ok((buf, e.physical))
+    }
+
+    /// The rows of row group `g` whose value of column `id` satisfies `p`, evaluated on the
+    /// chunk's encoding (select.rs) without decoding it into a vector. A column this segment
+    /// does not store has no value in any row.
+    pub fn select_rows(
+        &self,
+        g: usize,
+        id: ColumnId,
+        p: &ValuePredicate,
+    ) -> Result<Bitmap, ColumnarError> {
+        let rows = self.group_rows(g);
+        let Some(j) = self.footer.layout.column_index(id) else {
+            return Ok(Bitmap::filled(rows, false));
+        };
+        let (buf, physical) = self.chunk_bytes(g, self.footer.layout.column_stream(j))?;
+        select_chunk(&buf, rows, physical, p)
     }
 
     /// The tokens of a group whose footer says they are the Murmur3 tokens of its keys.

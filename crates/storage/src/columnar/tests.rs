@@ -176,6 +176,94 @@ fn random_chunks_of_every_type_round_trip_and_never_skip_a_match() {
     }
 }
 
+/// What a restriction selects in a column, decided from the values themselves.
+fn expected_rows(
+    values: &[Option<Vec<u8>>],
+    t: ValueType,
+    op: CompareOp,
+    bound: &[u8],
+) -> Vec<bool> {
+    let bound = t.scalar(bound);
+    values
+        .iter()
+        .map(|v| {
+            let (Some(v), Some(b)) = (v.as_deref().and_then(|v| t.scalar(v)), &bound) else {
+                return false;
+            };
+            v.compare(b).is_some_and(|o| op.holds(o))
+        })
+        .collect()
+}
+
+#[test]
+fn restrictions_on_encoded_chunks_select_what_the_decoded_values_satisfy() {
+    let mut r = Rng(0x5E1E_C700_0000_0001);
+    for round in 0..1500 {
+        let t = TYPES[round % TYPES.len()];
+        let rows = [0usize, 1, 2, 63, 64, 65, 300, 4096][r.below(8) as usize];
+        let mut values = random_column(&mut r, t, rows);
+        // Now and then a value that does not fit its type, so the chunk keeps bytes.
+        if rows > 0 && r.below(8) == 0 && !matches!(t, ValueType::Text | ValueType::Blob) {
+            let at = r.below(rows as u64) as usize;
+            values[at] = Some(Vec::new());
+        }
+        let col = build(&values, t);
+        let compression = COMPRESSIONS[r.below(3) as usize];
+        let (bytes, _) = encode_chunk(&col, t, compression);
+        for _ in 0..4 {
+            let bound = match (r.below(3), values.iter().flatten().next()) {
+                (0 | 1, Some(v)) => v.clone(),
+                _ => {
+                    let mode = r.below(4);
+                    value(&mut r, t, mode)
+                }
+            };
+            for op in ops() {
+                let p = ValuePredicate::new(t, op, &bound);
+                let got =
+                    super::select::select_chunk(&bytes, rows, col.values.physical(), &p).unwrap();
+                let want = expected_rows(&values, t, op, &bound);
+                assert_eq!(got.len(), rows);
+                let got: Vec<bool> = (0..rows).map(|i| got.get(i)).collect();
+                assert_eq!(got, want, "{t:?} {op:?} {bound:?} {compression:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bitmaps_built_from_bytes_spread_and_iterated_agree_with_bit_by_bit() {
+    let mut r = Rng(7);
+    for n in [0usize, 1, 63, 64, 65, 130, 1000] {
+        let bits: Vec<bool> = (0..n).map(|_| r.below(3) == 0).collect();
+        let mut bytes = vec![0u8; n.div_ceil(8)];
+        for (i, b) in bits.iter().enumerate() {
+            bytes[i / 8] |= u8::from(*b) << (i % 8);
+        }
+        let m = Bitmap::from_le_bytes(&bytes, n);
+        assert_eq!((0..n).map(|i| m.get(i)).collect::<Vec<_>>(), bits);
+        assert_eq!(m.count_ones(), bits.iter().filter(|b| **b).count());
+        for (a, b) in [(0, n), (0, n / 2), (n / 3, n), (n / 3, n / 3), (5, 70)] {
+            let want: Vec<usize> = (a..b.min(n)).filter(|i| bits[*i]).collect();
+            assert_eq!(m.ones_in(a..b).collect::<Vec<_>>(), want, "{n} {a}..{b}");
+        }
+        // Dense values land on the valid rows, in order.
+        let dense: Vec<bool> = (0..m.count_ones()).map(|_| r.below(2) == 0).collect();
+        let spread = Bitmap::spread(dense.iter().copied(), Some(&m), n);
+        let mut it = dense.iter();
+        for (i, b) in bits.iter().enumerate() {
+            let want = *b && it.next().copied().unwrap_or(false);
+            assert_eq!(spread.get(i), want, "{n} row {i}");
+        }
+        let other = Bitmap::from_bools((0..n).map(|i| i % 3 == 0), n);
+        let mut and = m.clone();
+        and.and_with(&other);
+        for (i, b) in bits.iter().enumerate() {
+            assert_eq!(and.get(i), *b && i % 3 == 0);
+        }
+    }
+}
+
 #[test]
 fn values_that_do_not_fit_their_type_are_kept_as_bytes() {
     let values = vec![Some(vec![0, 0, 0, 7]), Some(Vec::new()), None];

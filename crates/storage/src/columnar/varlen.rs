@@ -112,6 +112,40 @@ pub(super) fn decode_bytes(
     }
 }
 
+/// Whether each of `n` values satisfies `keep`, without copying them: a dictionary's entries
+/// are tested once each, then its codes looked up.
+pub(super) fn select_bytes(
+    c: &mut Cursor<'_>,
+    n: usize,
+    keep: &dyn Fn(&[u8]) -> bool,
+) -> Result<Vec<bool>, ColumnarError> {
+    match c.u8()? {
+        PLAIN => {
+            let mut values = BytesVec::default();
+            decode_plain(c, n, &mut values)?;
+            Ok(values.iter().map(keep).collect())
+        }
+        DICTIONARY => {
+            let d = c.len_at_most(n)?;
+            let mut dict = BytesVec::default();
+            decode_plain(c, d, &mut dict)?;
+            let kept: Vec<bool> = dict.iter().map(keep).collect();
+            let mut codes = Vec::with_capacity(n);
+            decode_ints(c, n, &mut codes)?;
+            codes
+                .iter()
+                .map(|code| {
+                    usize::try_from(*code)
+                        .ok()
+                        .and_then(|i| kept.get(i).copied())
+                        .ok_or_else(|| ColumnarError::corrupt("dictionary code"))
+                })
+                .collect()
+        }
+        _ => Err(ColumnarError::corrupt("bytes encoding")),
+    }
+}
+
 fn decode_plain(c: &mut Cursor<'_>, n: usize, out: &mut BytesVec) -> Result<(), ColumnarError> {
     let mut lengths = Vec::with_capacity(n.min(c.remaining().saturating_mul(8)));
     decode_ints(c, n, &mut lengths)?;

@@ -199,6 +199,106 @@ impl Bitmap {
     pub fn count_ones(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
+
+    /// The first `n` bits of `bits` (false past its end), a word at a time.
+    pub fn from_bools(mut bits: impl Iterator<Item = bool>, n: usize) -> Self {
+        let mut words = Vec::with_capacity(n.div_ceil(64));
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(64);
+            let mut w = 0u64;
+            for (k, bit) in bits.by_ref().take(take).enumerate() {
+                w |= u64::from(bit) << k;
+            }
+            words.push(w);
+            left -= take;
+        }
+        Bitmap { words, len: n }
+    }
+
+    /// `n` bits from little-endian bytes (bit i is bit i % 8 of byte i / 8; missing bytes
+    /// are zero, bits past `n` cleared).
+    pub fn from_le_bytes(bytes: &[u8], n: usize) -> Self {
+        let mut words: Vec<u64> = bytes
+            .chunks(8)
+            .take(n.div_ceil(64))
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w.iter_mut().zip(c).for_each(|(d, s)| *d = *s);
+                u64::from_le_bytes(w)
+            })
+            .collect();
+        words.resize(n.div_ceil(64), 0);
+        let mut b = Bitmap { words, len: n };
+        b.clear_tail();
+        b
+    }
+
+    /// `n` bits: for each set bit of `validity` (all `n` when None), the next of `dense`; the
+    /// others clear. What a predicate over a chunk's non-null values means for its rows.
+    pub fn spread(dense: impl Iterator<Item = bool>, validity: Option<&Bitmap>, n: usize) -> Self {
+        let Some(v) = validity else {
+            return Bitmap::from_bools(dense, n);
+        };
+        let mut dense = dense;
+        let words = (0..n.div_ceil(64))
+            .map(|k| {
+                let mut valid = v.words.get(k).copied().unwrap_or(0);
+                let mut w = 0u64;
+                while valid != 0 {
+                    let bit = valid.trailing_zeros();
+                    if dense.next() == Some(true) {
+                        w |= 1u64 << bit;
+                    }
+                    valid &= valid - 1;
+                }
+                w
+            })
+            .collect();
+        let mut b = Bitmap { words, len: n };
+        b.clear_tail();
+        b
+    }
+
+    /// The positions of the set bits within `range`, in order (a word at a time).
+    pub fn ones_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = usize> + '_ {
+        let end = range.end.min(self.len);
+        let start = range.start.min(end);
+        let words = self
+            .words
+            .iter()
+            .enumerate()
+            .skip(start / 64)
+            .take(end.div_ceil(64).saturating_sub(start / 64));
+        words.flat_map(move |(k, w)| {
+            let lo = (k * 64).max(start) - k * 64;
+            let hi = (end - k * 64).min(64);
+            let below_hi = if hi == 64 { u64::MAX } else { (1u64 << hi) - 1 };
+            let mut w = *w & below_hi & (u64::MAX << lo);
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let bit = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    k * 64 + bit
+                })
+            })
+        })
+    }
+
+    /// Clears every bit not also set in `other` (bits past `other`'s end are cleared).
+    pub fn and_with(&mut self, other: &Bitmap) {
+        for (i, w) in self.words.iter_mut().enumerate() {
+            *w &= other.words.get(i).copied().unwrap_or(0);
+        }
+        if other.len < self.len {
+            let keep = other.len;
+            for i in keep..self.len {
+                if let Some(w) = self.words.get_mut(i / 64) {
+                    *w &= !(1u64 << (i % 64));
+                }
+            }
+        }
+    }
 }
 
 /// Variable-length values: value `i` is `data[offsets[i]..offsets[i + 1]]`.

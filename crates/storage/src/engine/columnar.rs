@@ -10,12 +10,13 @@
 
 use crate::clustering::ClusteringComparator;
 use crate::columnar::{
-    Bitmap, Column, ColumnValues, KeyColumns, ScanRequest, SegmentReader, ValueType,
+    Bitmap, Column, ColumnValues, KeyColumns, ScanRequest, SegmentReader, ValuePredicate, ValueType,
 };
 use crate::engine::Engine;
 use crate::read::columnar_scan::{
-    apply_restrictions, extend_runs, plain_groups, rows_batch, token_span, ColumnPage, ColumnScan,
-    ColumnScanStats, PartitionRun, Piece, Pieces, ResumeAt, ScanBatch,
+    apply_restrictions, extend_runs, narrow, plain_groups, restriction_rows, rows_batch,
+    token_span, ColumnPage, ColumnScan, ColumnScanStats, PartitionRun, Piece, Pieces, ResumeAt,
+    ScanBatch,
 };
 use crate::types::*;
 use bytes::Bytes;
@@ -248,7 +249,7 @@ fn decode_groups(
 ) -> Vec<Result<Option<ScanBatch>, StorageError>> {
     let decode = |&(si, g): &(usize, usize)| -> Result<Option<ScanBatch>, StorageError> {
         match pieces.sstables.get(si).and_then(|s| s.segment()) {
-            Some(seg) => group_batch(seg, g, pieces, scan, (lo, hi)).map(Some),
+            Some(seg) => group_batch(seg, g, scan, (lo, hi)).map(Some),
             None => Ok(None),
         }
     };
@@ -281,30 +282,40 @@ fn decode_groups(
 fn group_batch(
     seg: &SegmentReader,
     g: usize,
-    pieces: &Pieces,
     scan: &ColumnScan,
     (lo, hi): (i64, i64),
 ) -> Result<ScanBatch, StorageError> {
     let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
     let straddles = glo < lo || ghi > hi;
+    // Only the scan's own columns are decoded; a restriction on another column is evaluated
+    // on its chunk's encoding (`select_rows`), which never builds its vector.
+    let ids: Vec<ColumnId> = scan.columns.iter().map(|c| c.id).collect();
     let (rows, keys, columns) =
-        group_columns(seg, g, pieces, straddles || scan.group_runs.is_some())?;
+        group_columns(seg, g, &ids, straddles || scan.group_runs.is_some())?;
     let partitions = match (&keys, scan.group_runs) {
         (Some(k), Some(n)) => group_runs(k, rows, seg, n),
         _ => Vec::new(),
     };
     let mut selected = keys.filter(|_| straddles).map(|k| {
-        let mut m = Bitmap::with_capacity(rows);
-        for i in 0..rows {
-            m.push(k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi));
-        }
-        m
+        Bitmap::from_bools(
+            (0..rows).map(|i| k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi)),
+            rows,
+        )
     });
-    apply_restrictions(&mut selected, rows, &columns, &pieces.read_ids, scan);
+    for r in &scan.restrictions {
+        let m = match ids.iter().position(|id| *id == r.column.id) {
+            Some(j) => restriction_rows(r, columns.get(j), rows),
+            None => {
+                let p = ValuePredicate::new(r.column.value_type, r.op, &r.value);
+                seg.select_rows(g, r.column.id, &p)?
+            }
+        };
+        narrow(&mut selected, m);
+    }
     Ok(ScanBatch {
         rows,
         selected,
-        columns: columns.into_iter().take(scan.columns.len()).collect(),
+        columns,
         partitions,
     })
 }
@@ -334,16 +345,16 @@ fn group_runs(k: &KeyColumns, rows: usize, seg: &SegmentReader, n: usize) -> Vec
     runs
 }
 
-/// Row group `g` of `seg`: its rows, its key columns when `keys`, and the values of the
-/// pieces' columns (`read_ids` order).
+/// Row group `g` of `seg`: its rows, its key columns when `keys`, and the values of columns
+/// `ids` (in that order).
 fn group_columns(
     seg: &SegmentReader,
     g: usize,
-    pieces: &Pieces,
+    ids: &[ColumnId],
     keys: bool,
 ) -> Result<(usize, Option<KeyColumns>, Vec<Column>), StorageError> {
     let req = ScanRequest {
-        columns: pieces.read_ids.clone(),
+        columns: ids.to_vec(),
         restrictions: Vec::new(),
         keys,
         metadata: false,
@@ -366,7 +377,7 @@ fn page_group(
     (lo, hi, limit): (i64, i64, usize),
     past: &dyn Fn(i64, &Bytes, &[Bytes]) -> bool,
 ) -> Result<bool, StorageError> {
-    let (rows, keys, columns) = group_columns(seg, g, pieces, true)?;
+    let (rows, keys, columns) = group_columns(seg, g, &pieces.read_ids, true)?;
     let Some(k) = keys else {
         return Ok(false);
     };

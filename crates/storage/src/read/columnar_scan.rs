@@ -126,6 +126,14 @@ impl ScanBatch {
         self.selected.as_ref().map_or(self.rows, |s| s.count_ones())
     }
 
+    /// The selected rows within `rows`, in order.
+    pub fn selected_in(&self, rows: std::ops::Range<usize>) -> impl Iterator<Item = usize> + '_ {
+        let end = rows.end.min(self.rows);
+        let all = self.selected.is_none().then(|| rows.start.min(end)..end);
+        let some = self.selected.as_ref().map(|s| s.ones_in(rows));
+        all.into_iter().flatten().chain(some.into_iter().flatten())
+    }
+
     pub fn is_selected(&self, i: usize) -> bool {
         i < self.rows && self.selected.as_ref().is_none_or(|s| s.get(i))
     }
@@ -379,42 +387,48 @@ pub(crate) fn apply_restrictions(
             .iter()
             .position(|c| *c == r.column.id)
             .and_then(|j| columns.get(j));
-        let (Some(col), Some(value)) = (col, r.column.value_type.scalar(&r.value)) else {
-            // A value that is not of the column's type matches no row.
-            *selected = Some(Bitmap::filled(rows, false));
-            return;
-        };
-        let before = selected.take();
-        let kept = |i: usize| before.as_ref().is_none_or(|m| m.get(i)) && col.is_valid(i);
-        let mut out = Bitmap::with_capacity(rows);
-        // One loop per vector type: the comparison inlines, with no dispatch per row.
-        match (&col.values, &value) {
-            (ColumnValues::Int(v), Scalar::Int(b)) => {
-                for (i, a) in v.iter().enumerate().take(rows) {
-                    out.push(kept(i) && r.op.holds(a.cmp(b)));
-                }
-            }
-            (ColumnValues::Float64(v), Scalar::Float(b)) => {
-                for (i, a) in v.iter().enumerate().take(rows) {
-                    out.push(kept(i) && r.op.holds(crate::columnar::java_double_compare(*a, *b)));
-                }
-            }
-            (ColumnValues::Bytes(v), Scalar::Bytes(b)) => {
-                for i in 0..rows {
-                    out.push(kept(i) && r.op.holds(v.get(i).cmp(b.as_slice())));
-                }
-            }
-            _ => {
-                for i in 0..rows {
-                    out.push(kept(i) && matches(col, i, r.column.value_type, r.op, &value));
-                }
-            }
-        }
+        narrow(selected, restriction_rows(r, col, rows));
+    }
+}
+
+/// `selected` and `rows` (None stands for every row).
+pub(crate) fn narrow(selected: &mut Option<Bitmap>, rows: Bitmap) {
+    match selected {
+        Some(s) => s.and_with(&rows),
+        None => *selected = Some(rows),
+    }
+}
+
+/// The rows of `col` (None: a column not read, null everywhere) that satisfy `r`.
+pub(crate) fn restriction_rows(r: &ColumnRestriction, col: Option<&Column>, rows: usize) -> Bitmap {
+    let (Some(col), Some(value)) = (col, r.column.value_type.scalar(&r.value)) else {
+        // A value that is not of the column's type matches no row.
+        return Bitmap::filled(rows, false);
+    };
+    let valid = |i: usize| col.is_valid(i);
+    // One loop per vector type: the comparison inlines, with no dispatch per row.
+    match (&col.values, &value) {
+        (ColumnValues::Int(v), Scalar::Int(b)) => Bitmap::from_bools(
+            v.iter()
+                .enumerate()
+                .map(|(i, a)| valid(i) && r.op.holds(a.cmp(b))),
+            rows,
+        ),
+        (ColumnValues::Float64(v), Scalar::Float(b)) => Bitmap::from_bools(
+            v.iter()
+                .enumerate()
+                .map(|(i, a)| valid(i) && r.op.holds(crate::columnar::java_double_compare(*a, *b))),
+            rows,
+        ),
+        (ColumnValues::Bytes(v), Scalar::Bytes(b)) => Bitmap::from_bools(
+            (0..rows).map(|i| valid(i) && r.op.holds(v.get(i).cmp(b.as_slice()))),
+            rows,
+        ),
         // A short vector (it never is) leaves its missing rows unselected.
-        while out.len() < rows {
-            out.push(false);
-        }
-        *selected = Some(out);
+        _ => Bitmap::from_bools(
+            (0..rows).map(|i| matches(col, i, r.column.value_type, r.op, &value)),
+            rows,
+        ),
     }
 }
 

@@ -609,7 +609,7 @@ fn fold_rows(
             let n = if rows == (0..batch.rows) {
                 batch.selected_rows()
             } else {
-                rows.clone().filter(|i| batch.is_selected(*i)).count()
+                batch.selected_in(rows.clone()).count()
             };
             state.add_count(n as i64);
             continue;
@@ -630,7 +630,7 @@ fn fold_column(
     vt: ValueType,
     rows: std::ops::Range<usize>,
 ) {
-    let rows = rows.filter(|i| batch.is_selected(*i) && col.is_valid(*i));
+    let rows = batch.selected_in(rows).filter(|i| col.is_valid(*i));
     match o.kind {
         AggKind::Count => state.add_count(rows.count() as i64),
         AggKind::Sum | AggKind::Avg => match &col.values {
