@@ -14,9 +14,10 @@
 //! per regular column: value, ts (delta from base_ts), ttl, ldt (TTL expiry or tombstone time)
 //! ```
 //!
-//! Cell timestamps as deltas from the row's own are 0 for every cell an INSERT wrote, so their
-//! streams are a single run; TTL and deletion-time streams are all null without TTLs and cost
-//! nothing (chunk.rs). A partition's deletion and range tombstones are repeated on its first
+//! Cell timestamps are deltas from the row's own, stored only where not 0 or where the cell is a
+//! tombstone: a live cell without one has its row's timestamp. Every cell an INSERT wrote is
+//! such a cell, so those streams are all null and cost nothing rather than a null bitmap each.
+//! TTL and deletion-time streams are all null without TTLs and cost nothing too (chunk.rs). A partition's deletion and range tombstones are repeated on its first
 //! entry in each row group, so a row group read alone has every deletion covering its rows.
 
 use super::chunk::typed_column;
@@ -423,7 +424,8 @@ impl GroupBuilder {
                             expires_at_s,
                         } => (
                             Some(&value[..]),
-                            ts,
+                            // The row's own timestamp is implied by the value (see the doc).
+                            ts.filter(|d| *d != 0),
                             (*ttl_s > 0).then_some(i64::from(*ttl_s)),
                             (*ttl_s > 0 || *expires_at_s != 0).then_some(*expires_at_s),
                         ),
@@ -600,10 +602,17 @@ impl<'a> GroupColumns<'a> {
         };
         for j in 0..self.layout.columns.len() {
             let s = self.layout.column_stream(j);
-            let Some(ts) = abs(self.int(s + 1, i)?)? else {
+            let value = self.raw(s, i)?;
+            // A live cell without a ts value has its row's timestamp (format version 3).
+            let delta = match (self.int(s + 1, i)?, &value) {
+                (Some(d), _) => Some(d),
+                (None, Some(_)) => Some(0),
+                (None, None) => None,
+            };
+            let Some(ts) = abs(delta)? else {
                 continue;
             };
-            let kind = match self.raw(s, i)? {
+            let kind = match value {
                 Some(value) => CellKind::Live {
                     value,
                     ttl_s: ttl(self.int(s + 2, i)?)?,

@@ -523,9 +523,10 @@ impl SegmentReader {
                 continue;
             };
             let s = l.column_stream(j);
+            let values = self.cached_stream(g, s)?;
             let cells = match &base {
                 Some(b) => Some(CellMeta {
-                    timestamps: absolute(self.stream(g, s + 1)?, b),
+                    timestamps: cell_timestamps(self.stream(g, s + 1)?, &values, b),
                     ttl: self.stream(g, s + 2)?,
                     local_deletion: self.stream(g, s + 3)?,
                 }),
@@ -534,7 +535,7 @@ impl SegmentReader {
             columns.push(ColumnBatch {
                 id: *id,
                 value_type: l.stream_type(s),
-                values: self.cached_stream(g, s)?,
+                values,
                 cells,
             });
         }
@@ -623,6 +624,27 @@ impl SegmentReader {
 }
 
 /// `deltas` + `base`, row by row (null where either is).
+/// A column's absolute cell timestamps: its deltas from the row's, where a live cell without
+/// one (a value but no delta: format version 3) has the row's own.
+fn cell_timestamps(deltas: Column, values: &Column, base: &Column) -> Column {
+    let rows = deltas.len();
+    let implied = (0..rows).any(|i| !deltas.is_valid(i) && values.is_valid(i));
+    let deltas = if implied {
+        let ints = (0..rows).map(|i| deltas.int(i).unwrap_or(0)).collect();
+        let valid = Bitmap::from_bools(
+            (0..rows).map(|i| deltas.is_valid(i) || values.is_valid(i)),
+            rows,
+        );
+        Column {
+            values: ColumnValues::Int(ints),
+            validity: Some(valid),
+        }
+    } else {
+        deltas
+    };
+    absolute(deltas, base)
+}
+
 fn absolute(deltas: Column, base: &Column) -> Column {
     let mut out = deltas;
     if let ColumnValues::Int(v) = &mut out.values {

@@ -716,6 +716,12 @@ fn pruned_scans_read_only_their_columns_and_skip_groups() {
     let cells = b.columns[0].cells.as_ref().unwrap();
     assert_eq!(cells.timestamps.int(5), Some(1_000 + 2005));
     assert_eq!(b.row_meta.unwrap().liveness_ts.int(5), Some(1_000 + 2005));
+    // ... though cells written with their row's timestamp store none.
+    for (name, bytes) in &summary.stream_bytes {
+        if name.ends_with(" ts") {
+            assert_eq!(*bytes, 0, "{name}");
+        }
+    }
 }
 
 #[test]
