@@ -13,7 +13,7 @@
 use super::bits::{put_uv, Cursor};
 use super::ints::{decode_bits, decode_ints, encode_ints, Allow};
 use super::stats::ChunkStats;
-use super::varlen::{decode_bytes, encode_bytes};
+use super::varlen::{decode_bytes, encode_bytes, SegmentDict};
 use super::vector::{Bitmap, BytesVec, Column, ColumnValues, Physical, ValueType};
 use super::ColumnarError;
 
@@ -45,6 +45,17 @@ pub(super) fn encode_chunk(
     col: &Column,
     t: ValueType,
     compression: BlockCompression,
+) -> (Vec<u8>, ChunkStats) {
+    encode_chunk_with(col, t, compression, None)
+}
+
+/// `encode_chunk`, with text and blob values coded into the stream's segment dictionary
+/// `segment` where that pays (varlen.rs).
+pub(super) fn encode_chunk_with(
+    col: &Column,
+    t: ValueType,
+    compression: BlockCompression,
+    segment: Option<&mut SegmentDict>,
 ) -> (Vec<u8>, ChunkStats) {
     let stats = ChunkStats::of(col, t);
     let rows = col.len();
@@ -82,7 +93,10 @@ pub(super) fn encode_chunk(
         }
         ColumnValues::Bytes(v) => {
             let vals: Vec<&[u8]> = (0..rows).filter(valid).map(|i| v.get(i)).collect();
-            encode_bytes(&mut body, &vals);
+            match segment.and_then(|d| d.encode(&vals)) {
+                Some(codes) => body.extend_from_slice(&codes),
+                None => encode_bytes(&mut body, &vals),
+            }
         }
     }
     let mut out = Vec::with_capacity(body.len() + 16);
@@ -193,6 +207,16 @@ pub(super) fn decode_chunk(
     rows: usize,
     physical: Physical,
 ) -> Result<Column, ColumnarError> {
+    decode_chunk_with(bytes, rows, physical, None)
+}
+
+/// `decode_chunk` of a stream whose segment dictionary is `segment` (if it has one).
+pub(super) fn decode_chunk_with(
+    bytes: &[u8],
+    rows: usize,
+    physical: Physical,
+    segment: Option<&BytesVec>,
+) -> Result<Column, ColumnarError> {
     if bytes.is_empty() {
         return if rows > MAX_CHUNK_ROWS {
             Err(ColumnarError::corrupt("chunk row count"))
@@ -201,7 +225,7 @@ pub(super) fn decode_chunk(
         };
     }
     let (nulls, body) = chunk_body(bytes, rows, physical)?;
-    decode_body(&mut Cursor::new(&body), rows, nulls, physical)
+    decode_body(&mut Cursor::new(&body), rows, nulls, physical, segment)
 }
 
 /// The null count and the (decompressed) body of a non-empty chunk of `rows` rows of
@@ -280,13 +304,14 @@ fn decode_body(
     rows: usize,
     nulls: usize,
     physical: Physical,
+    segment: Option<&BytesVec>,
 ) -> Result<Column, ColumnarError> {
     let validity = decode_validity(c, rows, nulls)?;
     let present = rows - nulls;
     let values = match physical {
         Physical::Bytes => {
             let mut dense = BytesVec::default();
-            decode_bytes(c, present, &mut dense)?;
+            decode_bytes(c, present, &mut dense, segment)?;
             ColumnValues::Bytes(spread_bytes(&dense, validity.as_ref(), rows))
         }
         Physical::Int => {

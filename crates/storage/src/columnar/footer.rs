@@ -11,9 +11,12 @@
 //!           footers have no flags byte)
 //! ```
 //!
-//! Version 3 changed no byte of the footer but what a column's ts stream means: a live cell
-//! whose timestamp is its row's (delta 0) has no ts value (layout.rs), so a reader of version 2
-//! would drop those cells; it refuses the version instead.
+//! Version 3 added, after the groups, the streams' segment dictionaries (varlen.rs), each a
+//! chunk of its entries (no nulls) written after the row groups:
+//! `uv dicts, dicts * (uv stream, uv offset, uv length, u32 LE CRC32C, uv entries)`. It also
+//! changed what a column's ts stream means: a live cell whose timestamp is its row's (delta 0)
+//! has no ts value (layout.rs), so a reader of version 2 would drop those cells; it refuses the
+//! version instead.
 
 use super::bits::{put_uv, Cursor};
 use super::chunk::MAX_CHUNK_ROWS;
@@ -51,10 +54,21 @@ impl GroupMeta {
     }
 }
 
+/// Where a stream's segment dictionary is.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct DictEntry {
+    pub stream: usize,
+    pub offset: u64,
+    pub len: u64,
+    pub crc: u32,
+    pub entries: usize,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Footer {
     pub layout: StreamLayout,
     pub groups: Vec<GroupMeta>,
+    pub dicts: Vec<DictEntry>,
 }
 
 impl Footer {
@@ -80,6 +94,14 @@ impl Footer {
                 out.push(c.physical.tag());
                 c.stats.encode(&mut out);
             }
+        }
+        put_uv(&mut out, self.dicts.len() as u64);
+        for d in &self.dicts {
+            put_uv(&mut out, d.stream as u64);
+            put_uv(&mut out, d.offset);
+            put_uv(&mut out, d.len);
+            out.extend_from_slice(&d.crc.to_le_bytes());
+            put_uv(&mut out, d.entries as u64);
         }
         out
     }
@@ -154,9 +176,37 @@ impl Footer {
                 chunks,
             });
         }
+        let mut dicts = Vec::new();
+        if version >= 3 {
+            // Each entry takes at least 8 bytes.
+            let n = c.count(64)?;
+            for _ in 0..n {
+                let stream = c.len_at_most(streams.saturating_sub(1))?;
+                let (offset, len, crc) = (c.uv()?, c.uv()?, c.u32_le()?);
+                let entries = c.len_at_most(MAX_CHUNK_ROWS)?;
+                let in_data = offset >= MAGIC.len() as u64
+                    && offset.checked_add(len).is_some_and(|end| end <= data_end);
+                let bytes_stream = layout.stream_type(stream).physical() == Physical::Bytes;
+                if !in_data || !bytes_stream || dicts.iter().any(|d: &DictEntry| d.stream == stream)
+                {
+                    return Err(ColumnarError::corrupt("dictionary entry"));
+                }
+                dicts.push(DictEntry {
+                    stream,
+                    offset,
+                    len,
+                    crc,
+                    entries,
+                });
+            }
+        }
         if !c.is_empty() {
             return Err(ColumnarError::corrupt("trailing footer bytes"));
         }
-        Ok(Footer { layout, groups })
+        Ok(Footer {
+            layout,
+            groups,
+            dicts,
+        })
     }
 }

@@ -3,7 +3,7 @@
 //! row groups whose statistics rule out a restriction. Also rebuilds whole partitions, for a
 //! merge with other sources (compaction, reads that reconcile).
 
-use super::chunk::decode_chunk;
+use super::chunk::{decode_chunk, decode_chunk_with};
 use super::footer::{ChunkEntry, Footer, MAGIC, TRAILER_LEN};
 use super::layout::{
     ColumnSpec, Entry, GroupColumns, Serialized, KIND_ROW, KIND_STATIC, S_BASE_TS, S_EXTRAS, S_KEY,
@@ -11,7 +11,7 @@ use super::layout::{
 };
 use super::select::{select_chunk, ValuePredicate};
 use super::stats::{ChunkStats, CompareOp};
-use super::vector::{Bitmap, Column, ColumnValues, Physical, Scalar, ValueType};
+use super::vector::{Bitmap, BytesVec, Column, ColumnValues, Physical, Scalar, ValueType};
 use super::ColumnarError;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::crc32c;
@@ -121,6 +121,8 @@ pub struct SegmentReader {
     /// Streams `read_group` decoded last, by (group, stream): pages of a scan read a group's
     /// key and column streams once per page, and a page is a fraction of a group.
     streams: parking_lot::Mutex<RecentStreams>,
+    /// Per stream, its segment dictionary (loaded at open: a few entries per distinct value).
+    dicts: Vec<Option<BytesVec>>,
 }
 
 /// Decoded streams by (group, stream), oldest first.
@@ -174,6 +176,26 @@ impl SegmentReader {
             return Err(ColumnarError::FooterChecksum);
         }
         let footer = Footer::decode(&body, footer_start)?;
+        let mut dicts: Vec<Option<BytesVec>> = vec![None; footer.layout.streams()];
+        let mut dict_bytes = 0;
+        for d in &footer.dicts {
+            let len = usize::try_from(d.len).map_err(|_| ColumnarError::corrupt("dictionary"))?;
+            let mut buf = vec![0u8; len];
+            file.read_exact_at(&mut buf, d.offset)
+                .map_err(|e| ColumnarError::io(path, e))?;
+            if crc32c(&buf) != d.crc {
+                return Err(ColumnarError::corrupt("dictionary checksum"));
+            }
+            let ColumnValues::Bytes(entries) =
+                decode_chunk(&buf, d.entries, Physical::Bytes)?.values
+            else {
+                return Err(ColumnarError::corrupt("dictionary"));
+            };
+            if let Some(slot) = dicts.get_mut(d.stream) {
+                *slot = Some(entries);
+            }
+            dict_bytes += d.len;
+        }
         let mut group_starts = Vec::with_capacity(footer.groups.len() + 1);
         let mut at = 0u64;
         for g in &footer.groups {
@@ -186,10 +208,11 @@ impl SegmentReader {
             file,
             footer,
             cmp: Arc::new(ClusteringComparator::new(clustering.to_vec())),
-            bytes_read: AtomicU64::new(footer_len + TRAILER_LEN as u64),
+            bytes_read: AtomicU64::new(footer_len + TRAILER_LEN as u64 + dict_bytes),
             group_starts,
             recent: parking_lot::Mutex::new(Vec::new()),
             streams: parking_lot::Mutex::new(std::collections::VecDeque::new()),
+            dicts,
         })
     }
 
@@ -297,6 +320,13 @@ impl SegmentReader {
                     .iter()
                     .filter_map(|g| g.chunks.get(s))
                     .map(|c| c.len)
+                    .chain(
+                        self.footer
+                            .dicts
+                            .iter()
+                            .filter(|d| d.stream == s)
+                            .map(|d| d.len),
+                    )
                     .sum();
                 (l.stream_name(s), bytes)
             })
@@ -402,7 +432,11 @@ impl SegmentReader {
             return self.derived_tokens(g);
         }
         let (buf, physical) = self.chunk_bytes(g, s)?;
-        decode_chunk(&buf, rows, physical)
+        decode_chunk_with(&buf, rows, physical, self.dict(s))
+    }
+
+    fn dict(&self, s: usize) -> Option<&BytesVec> {
+        self.dicts.get(s).and_then(Option::as_ref)
     }
 
     /// The stored bytes of stream `s` of row group `g` (empty: every row null), checked
@@ -445,8 +479,9 @@ impl SegmentReader {
         let Some(j) = self.footer.layout.column_index(id) else {
             return Ok(Bitmap::filled(rows, false));
         };
-        let (buf, physical) = self.chunk_bytes(g, self.footer.layout.column_stream(j))?;
-        select_chunk(&buf, rows, physical, p)
+        let s = self.footer.layout.column_stream(j);
+        let (buf, physical) = self.chunk_bytes(g, s)?;
+        select_chunk(&buf, rows, physical, p, self.dict(s))
     }
 
     /// The tokens of a group whose footer says they are the Murmur3 tokens of its keys.

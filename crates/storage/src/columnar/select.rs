@@ -9,7 +9,7 @@ use super::chunk::{chunk_body, decode_floats, decode_validity};
 use super::ints::decode_ints;
 use super::stats::CompareOp;
 use super::varlen::select_bytes;
-use super::vector::{java_double_compare, Bitmap, Physical, Scalar, ValueType};
+use super::vector::{java_double_compare, Bitmap, BytesVec, Physical, Scalar, ValueType};
 use super::ColumnarError;
 
 /// `value op operand` for values of one column type; a null never satisfies it.
@@ -61,12 +61,13 @@ impl ValuePredicate {
 }
 
 /// The rows of a chunk (`bytes`, `rows` rows of `physical` type; empty: all null) whose value
-/// satisfies `p`.
+/// satisfies `p`; `segment` is the stream's segment dictionary, if it has one.
 pub(super) fn select_chunk(
     bytes: &[u8],
     rows: usize,
     physical: Physical,
     p: &ValuePredicate,
+    segment: Option<&BytesVec>,
 ) -> Result<Bitmap, ColumnarError> {
     if bytes.is_empty() || p.operand.is_none() {
         return Ok(Bitmap::filled(rows, false));
@@ -76,7 +77,7 @@ pub(super) fn select_chunk(
     let validity = decode_validity(&mut c, rows, nulls)?;
     let present = rows - nulls;
     let dense: Vec<bool> = match physical {
-        Physical::Bytes => select_bytes(&mut c, present, &|v| p.on_bytes(v))?,
+        Physical::Bytes => select_bytes(&mut c, present, &|v| p.on_bytes(v), segment)?,
         Physical::Int => {
             let mut ints = Vec::with_capacity(present);
             decode_ints(&mut c, present, &mut ints)?;

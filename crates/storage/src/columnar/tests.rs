@@ -221,7 +221,8 @@ fn restrictions_on_encoded_chunks_select_what_the_decoded_values_satisfy() {
             for op in ops() {
                 let p = ValuePredicate::new(t, op, &bound);
                 let got =
-                    super::select::select_chunk(&bytes, rows, col.values.physical(), &p).unwrap();
+                    super::select::select_chunk(&bytes, rows, col.values.physical(), &p, None)
+                        .unwrap();
                 let want = expected_rows(&values, t, op, &bound);
                 assert_eq!(got.len(), rows);
                 let got: Vec<bool> = (0..rows).map(|i| got.get(i)).collect();
@@ -897,4 +898,102 @@ fn declared_columns_must_be_simple_and_abandoned_writers_leave_nothing() {
         value: vec![1],
     };
     assert!(!reader.can_skip(0, &r));
+}
+
+#[test]
+fn text_repeating_across_row_groups_is_coded_into_one_segment_dictionary() {
+    let dir = tempdir("columnar-segment-dict");
+    let names: Vec<String> = (0..300)
+        .map(|i| format!("place {i:03}, somewhere"))
+        .collect();
+    let mut r = Rng(11);
+    let rows = 20_000usize;
+    let picks: Vec<usize> = (0..rows).map(|_| r.below(300) as usize).collect();
+    let cmp = Arc::new(crate::clustering::ClusteringComparator::new(
+        clustering_cols(),
+    ));
+    let parts: Vec<Partition> = (0..rows)
+        .map(|i| {
+            let mut p = Partition::new(Bytes::from(format!("{i:08}")), i as i64);
+            let mut row = Row {
+                liveness: Some(Liveness {
+                    timestamp_us: 5,
+                    ttl_s: 0,
+                    expires_at_s: 0,
+                }),
+                ..Row::default()
+            };
+            // Column 4 repeats 300 names; column 6 (opaque bytes) never repeats.
+            for (id, v) in [(4, names[picks[i]].clone()), (6, format!("{i:016}"))] {
+                let kind = CellKind::Live {
+                    value: Bytes::from(v),
+                    ttl_s: 0,
+                    expires_at_s: 0,
+                };
+                row.cells.insert(
+                    (id, None),
+                    Cell {
+                        timestamp_us: 5,
+                        kind,
+                    },
+                );
+            }
+            let ck = vec![Bytes::from(0i32.to_be_bytes().to_vec()), Bytes::new()];
+            p.rows.insert(CKey::row(ck, &cmp), row);
+            p
+        })
+        .collect();
+    let summary = write(
+        &dir,
+        &parts,
+        SegmentOptions {
+            row_group_rows: 1000,
+            compression: BlockCompression::None,
+            ..SegmentOptions::default()
+        },
+    );
+    let bytes_of = |name: &str| {
+        summary
+            .stream_bytes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, b)| *b)
+    };
+    // 20 row groups of 9-bit codes and the 300 names once (7.2 kB): a dictionary per row
+    // group would hold (nearly) all 300 names in each of the 20.
+    let names_bytes: usize = names.iter().map(String::len).sum();
+    assert!(
+        bytes_of("col 4 value") < (rows * 9 / 8 + 2 * names_bytes) as u64,
+        "{}",
+        bytes_of("col 4 value")
+    );
+    assert!(bytes_of("col 6 value") >= (rows * 16) as u64);
+    let seg = SegmentReader::open(&summary.path, &clustering_cols()).unwrap();
+    let req = ScanRequest {
+        columns: vec![4, 6],
+        ..ScanRequest::default()
+    };
+    let mut at = 0;
+    for b in seg.scan(&req) {
+        let b = b.unwrap();
+        for i in 0..b.rows {
+            let want = names[picks[at + i]].as_bytes();
+            assert_eq!(
+                b.columns[0].values.serialized(i, ValueType::Text).unwrap(),
+                want
+            );
+        }
+        let p = ValuePredicate::new(ValueType::Text, CompareOp::Eq, names[7].as_bytes());
+        let sel = seg.select_rows(b.group, 4, &p).unwrap();
+        for i in 0..b.rows {
+            assert_eq!(sel.get(i), picks[at + i] == 7, "group {} row {i}", b.group);
+        }
+        at += b.rows;
+    }
+    assert_eq!(at, rows);
+    let back = seg.partitions().unwrap();
+    assert_eq!(back.len(), rows);
+    for (a, b) in parts.iter().zip(&back) {
+        assert_same(a, b);
+    }
 }

@@ -3,7 +3,13 @@
 //! ```text
 //! 0 plain       ints(lengths) raw bytes
 //! 1 dictionary  uv(d) ints(dictionary lengths) dictionary bytes ints(codes)
+//! 2 segment     ints(codes) into the segment's dictionary of the stream (SegmentDict)
 //! ```
+//!
+//! A segment dictionary holds a stream's values once for the whole file, in the order they
+//! first came (codes are not in value order). A chunk dictionary of a column of thousands of
+//! values (names, places) repeats in every row group and can outweigh the codes; a segment
+//! dictionary costs each value once, and a restriction tests each entry at most once per chunk.
 //!
 //! The dictionary is sorted bytewise, so code order is value order for text and blobs (a later
 //! filter can compare codes instead of bytes). Codes go through the integer chooser, so a
@@ -17,6 +23,12 @@ use std::collections::HashMap;
 
 const PLAIN: u8 = 0;
 const DICTIONARY: u8 = 1;
+const SEGMENT: u8 = 2;
+
+/// Most entries and bytes a segment dictionary may hold; past either, the stream's later chunks
+/// are encoded on their own (as Parquet falls back from a dictionary page that grew too large).
+const SEGMENT_DICT_ENTRIES: usize = 1 << 16;
+const SEGMENT_DICT_BYTES: usize = 1 << 20;
 
 /// Appends the smaller of the plain and dictionary encodings of `values`.
 pub(super) fn encode_bytes(out: &mut Vec<u8>, values: &[&[u8]]) {
@@ -85,64 +97,157 @@ fn encode_dictionary(values: &[&[u8]], plain_len: usize) -> Option<Vec<u8>> {
     (out.len() < plain_len).then_some(out)
 }
 
-/// Decodes `n` values, appending them to `out`.
+/// Decodes `n` values, appending them to `out`; `segment` is the stream's segment
+/// dictionary, if the segment has one.
 pub(super) fn decode_bytes(
     c: &mut Cursor<'_>,
     n: usize,
     out: &mut BytesVec,
+    segment: Option<&BytesVec>,
 ) -> Result<(), ColumnarError> {
-    match c.u8()? {
-        PLAIN => decode_plain(c, n, out),
+    let (dict, codes) = match c.u8()? {
+        PLAIN => return decode_plain(c, n, out),
         DICTIONARY => {
             let d = c.len_at_most(n)?;
             let mut dict = BytesVec::default();
             decode_plain(c, d, &mut dict)?;
             let mut codes = Vec::with_capacity(n);
             decode_ints(c, n, &mut codes)?;
-            for code in codes {
-                let i = usize::try_from(code)
-                    .ok()
-                    .filter(|i| *i < dict.len())
-                    .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
-                out.push(dict.get(i));
-            }
-            Ok(())
+            (std::borrow::Cow::Owned(dict), codes)
         }
-        _ => Err(ColumnarError::corrupt("bytes encoding")),
+        SEGMENT => {
+            let dict = segment.ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
+            let mut codes = Vec::with_capacity(n);
+            decode_ints(c, n, &mut codes)?;
+            (std::borrow::Cow::Borrowed(dict), codes)
+        }
+        _ => return Err(ColumnarError::corrupt("bytes encoding")),
+    };
+    out.offsets.reserve(n);
+    for code in codes {
+        let i = usize::try_from(code)
+            .ok()
+            .filter(|i| *i < dict.len())
+            .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
+        out.push(dict.get(i));
     }
+    Ok(())
 }
 
 /// Whether each of `n` values satisfies `keep`, without copying them: a dictionary's entries
-/// are tested once each, then its codes looked up.
+/// are tested at most once each (a segment dictionary's only when a code names them), then
+/// its codes looked up.
 pub(super) fn select_bytes(
     c: &mut Cursor<'_>,
     n: usize,
     keep: &dyn Fn(&[u8]) -> bool,
+    segment: Option<&BytesVec>,
 ) -> Result<Vec<bool>, ColumnarError> {
-    match c.u8()? {
+    let (dict, codes) = match c.u8()? {
         PLAIN => {
             let mut values = BytesVec::default();
             decode_plain(c, n, &mut values)?;
-            Ok(values.iter().map(keep).collect())
+            return Ok(values.iter().map(keep).collect());
         }
         DICTIONARY => {
             let d = c.len_at_most(n)?;
             let mut dict = BytesVec::default();
             decode_plain(c, d, &mut dict)?;
-            let kept: Vec<bool> = dict.iter().map(keep).collect();
             let mut codes = Vec::with_capacity(n);
             decode_ints(c, n, &mut codes)?;
-            codes
-                .iter()
-                .map(|code| {
-                    usize::try_from(*code)
-                        .ok()
-                        .and_then(|i| kept.get(i).copied())
-                        .ok_or_else(|| ColumnarError::corrupt("dictionary code"))
-                })
-                .collect()
+            (std::borrow::Cow::Owned(dict), codes)
         }
-        _ => Err(ColumnarError::corrupt("bytes encoding")),
+        SEGMENT => {
+            let dict = segment.ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
+            let mut codes = Vec::with_capacity(n);
+            decode_ints(c, n, &mut codes)?;
+            (std::borrow::Cow::Borrowed(dict), codes)
+        }
+        _ => return Err(ColumnarError::corrupt("bytes encoding")),
+    };
+    // 0: not tested yet, 1: fails, 2: holds.
+    let mut tested = vec![0u8; dict.len()];
+    codes
+        .iter()
+        .map(|code| {
+            let i = usize::try_from(*code)
+                .ok()
+                .filter(|i| *i < dict.len())
+                .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
+            let slot = tested
+                .get_mut(i)
+                .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
+            if *slot == 0 {
+                *slot = 1 + u8::from(keep(dict.get(i)));
+            }
+            Ok(*slot == 2)
+        })
+        .collect()
+}
+
+/// A stream's dictionary for a whole segment, built as its chunks are written.
+#[derive(Default)]
+pub(super) struct SegmentDict {
+    index: HashMap<Vec<u8>, u32, foldhash::fast::RandomState>,
+    pub entries: BytesVec,
+    /// Set once the dictionary would grow past its bounds: later chunks are on their own.
+    full: bool,
+}
+
+impl SegmentDict {
+    /// The segment encoding of a chunk's (non-null) `values`, adding what is new to the
+    /// dictionary; None when the chunk is better encoded on its own (its values barely repeat)
+    /// or the dictionary is full.
+    pub fn encode(&mut self, values: &[&[u8]]) -> Option<Vec<u8>> {
+        if self.full || values.len() < 4 {
+            return None;
+        }
+        let mut fresh: HashMap<&[u8], (), foldhash::fast::RandomState> = HashMap::default();
+        let mut fresh_bytes = 0usize;
+        let mut distinct = 0usize;
+        let mut seen: HashMap<&[u8], (), foldhash::fast::RandomState> = HashMap::default();
+        for v in values {
+            if seen.insert(v, ()).is_none() {
+                distinct += 1;
+                if !self.index.contains_key(*v) && fresh.insert(v, ()).is_none() {
+                    fresh_bytes += v.len();
+                }
+            }
+        }
+        // Values that barely repeat within a chunk (ids, free text) gain nothing from codes.
+        if distinct > values.len() / 2 {
+            return None;
+        }
+        if self.index.len() + fresh.len() > SEGMENT_DICT_ENTRIES
+            || self.entries.data.len() + fresh_bytes > SEGMENT_DICT_BYTES
+        {
+            self.full = true;
+            return None;
+        }
+        let mut codes = Vec::with_capacity(values.len());
+        for v in values {
+            let code = match self.index.get(*v) {
+                Some(c) => *c,
+                None => {
+                    let c = self.index.len() as u32;
+                    self.index.insert(v.to_vec(), c);
+                    self.entries.push(v);
+                    c
+                }
+            };
+            codes.push(i64::from(code));
+        }
+        let mut out = vec![SEGMENT];
+        encode_ints(
+            &mut out,
+            &codes,
+            Allow {
+                rle: true,
+                delta: false,
+                dict: false,
+            },
+        );
+        Some(out)
     }
 }
 
@@ -177,7 +282,7 @@ mod tests {
         encode_bytes(&mut b, values);
         let mut back = BytesVec::default();
         let mut c = Cursor::new(&b);
-        decode_bytes(&mut c, values.len(), &mut back).unwrap();
+        decode_bytes(&mut c, values.len(), &mut back, None).unwrap();
         assert!(c.is_empty());
         assert_eq!(back.iter().collect::<Vec<_>>(), values);
         for cut in 0..b.len() {
@@ -185,6 +290,7 @@ mod tests {
                 &mut Cursor::new(&b[..cut]),
                 values.len(),
                 &mut BytesVec::default(),
+                None,
             );
         }
         b

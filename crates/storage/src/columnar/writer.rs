@@ -3,13 +3,14 @@
 //! encoded (chunk.rs) and appended, and the footer (footer.rs) is written at `finish`. The file
 //! is written under a temporary name and renamed once synced, so a crash leaves no half segment.
 
-use super::chunk::{encode_chunk, BlockCompression, MAX_CHUNK_ROWS};
-use super::footer::{ChunkEntry, Footer, GroupMeta, DERIVED_TOKENS, MAGIC};
+use super::chunk::{encode_chunk, encode_chunk_with, BlockCompression, MAX_CHUNK_ROWS};
+use super::footer::{ChunkEntry, DictEntry, Footer, GroupMeta, DERIVED_TOKENS, MAGIC};
 use super::layout::{
     ColumnarSchema, GroupBuilder, StreamLayout, KIND_PARTITION, KIND_ROW, KIND_STATIC, S_KEY,
     S_TOKEN,
 };
-use super::vector::{Column, ValueType};
+use super::varlen::SegmentDict;
+use super::vector::{Column, ColumnValues, Physical, ValueType};
 use super::ColumnarError;
 use crate::clustering::ClusteringComparator;
 use crate::codec::crc32c;
@@ -78,6 +79,9 @@ pub struct SegmentWriter {
     layout: TableLayout,
     entries: u64,
     partitions: u64,
+    /// Per stream, its segment dictionary: text and blob values of regular columns only (keys
+    /// and clustering values barely repeat within a segment).
+    dicts: Vec<Option<SegmentDict>>,
 }
 
 impl SegmentWriter {
@@ -101,6 +105,15 @@ impl SegmentWriter {
         let cmp = Arc::new(ClusteringComparator::new(
             schema.clustering.iter().map(|c| c.column.clone()).collect(),
         ));
+        let streams = StreamLayout::of(schema);
+        let dicts = (0..streams.streams())
+            .map(|s| {
+                let value_stream =
+                    (0..streams.columns.len()).any(|j| streams.column_stream(j) == s);
+                (value_stream && streams.stream_type(s).physical() == Physical::Bytes)
+                    .then(SegmentDict::default)
+            })
+            .collect();
         Ok(SegmentWriter {
             path: path.to_path_buf(),
             tmp,
@@ -117,6 +130,7 @@ impl SegmentWriter {
             },
             entries: 0,
             partitions: 0,
+            dicts,
         })
     }
 
@@ -195,7 +209,8 @@ impl SegmentWriter {
         let mut chunks = Vec::with_capacity(cols.len());
         for (s, col) in cols.iter().enumerate() {
             let t = self.builder.layout.stream_type(s);
-            let (mut bytes, stats) = encode_chunk(col, t, self.options.compression);
+            let dict = self.dicts.get_mut(s).and_then(Option::as_mut);
+            let (mut bytes, stats) = encode_chunk_with(col, t, self.options.compression, dict);
             if derived && s == S_TOKEN {
                 // Random 64-bit tokens do not compress: readers hash the keys instead.
                 bytes.clear();
@@ -218,6 +233,35 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// Writes each non-empty segment dictionary as a chunk of its entries, after the groups.
+    fn write_dictionaries(&mut self) -> Result<Vec<DictEntry>, ColumnarError> {
+        let mut out = Vec::new();
+        for s in 0..self.dicts.len() {
+            let Some(Some(d)) = self.dicts.get_mut(s).map(Option::take) else {
+                continue;
+            };
+            let entries = d.entries.len();
+            if entries == 0 {
+                continue;
+            }
+            let col = Column {
+                values: ColumnValues::Bytes(d.entries),
+                validity: None,
+            };
+            let (bytes, _) = encode_chunk(&col, ValueType::Blob, self.options.compression);
+            let offset = self.pos;
+            self.write(&bytes)?;
+            out.push(DictEntry {
+                stream: s,
+                offset,
+                len: bytes.len() as u64,
+                crc: crc32c(&bytes),
+                entries,
+            });
+        }
+        Ok(out)
+    }
+
     fn write(&mut self, bytes: &[u8]) -> Result<(), ColumnarError> {
         let out = self
             .out
@@ -232,9 +276,11 @@ impl SegmentWriter {
     /// Writes the last row group and the footer, syncs, and renames the file into place.
     pub fn finish(mut self) -> Result<SegmentSummary, ColumnarError> {
         self.flush_group()?;
+        let dicts = self.write_dictionaries()?;
         let footer = Footer {
             layout: self.builder.layout.clone(),
             groups: std::mem::take(&mut self.groups),
+            dicts,
         };
         let body = footer.encode();
         let mut trailer = Vec::with_capacity(16);
@@ -307,6 +353,11 @@ fn summary(
             if let Some(n) = per_stream.get_mut(s) {
                 *n += c.len;
             }
+        }
+    }
+    for d in &footer.dicts {
+        if let Some(n) = per_stream.get_mut(d.stream) {
+            *n += d.len;
         }
     }
     let column_bytes = layout
