@@ -11,9 +11,13 @@
 //! deletion-time streams are null in almost every row group of a table without TTLs.
 
 use super::bits::{put_uv, Cursor};
-use super::ints::{decode_bits, decode_ints, encode_ints, Allow};
+use super::dict::{Dictionary, StreamDict};
+use super::ints::{
+    decode_bits, decode_codes, decode_ints, encode_codes, encode_ints, Allow, IntDict,
+    SEGMENT_CODES,
+};
 use super::stats::ChunkStats;
-use super::varlen::{decode_bytes, encode_bytes, SegmentDict};
+use super::varlen::{decode_bytes, encode_bytes};
 use super::vector::{Bitmap, BytesVec, Column, ColumnValues, Physical, ValueType};
 use super::ColumnarError;
 
@@ -49,13 +53,13 @@ pub(super) fn encode_chunk(
     encode_chunk_with(col, t, compression, None)
 }
 
-/// `encode_chunk`, with text and blob values coded into the stream's segment dictionary
-/// `segment` where that pays (varlen.rs).
+/// `encode_chunk`, with values coded into the stream's segment dictionary `segment` where that
+/// pays (dict.rs).
 pub(super) fn encode_chunk_with(
     col: &Column,
     t: ValueType,
     compression: BlockCompression,
-    segment: Option<&mut SegmentDict>,
+    mut segment: Option<&mut StreamDict>,
 ) -> (Vec<u8>, ChunkStats) {
     let stats = ChunkStats::of(col, t);
     let rows = col.len();
@@ -75,25 +79,41 @@ pub(super) fn encode_chunk_with(
                 .filter(valid)
                 .filter_map(|i| v.get(i).copied())
                 .collect();
-            encode_ints(&mut body, &vals, Allow::ALL);
+            let mut own = Vec::new();
+            encode_ints(&mut own, &vals, Allow::ALL);
+            match segment
+                .and_then(StreamDict::ints)
+                .and_then(|d| d.codes(&vals, own.len()))
+            {
+                Some(codes) => {
+                    body.push(SEGMENT_CODES);
+                    encode_codes(&mut body, &codes);
+                }
+                None => body.extend_from_slice(&own),
+            }
         }
         ColumnValues::Float32(v) => {
             let bits: Vec<u64> = (0..rows)
                 .filter(valid)
                 .filter_map(|i| v.get(i).map(|f| u64::from(f.to_bits())))
                 .collect();
-            encode_floats(&mut body, &bits, true);
+            let dict = segment.as_deref_mut().and_then(StreamDict::ints);
+            encode_floats(&mut body, &bits, true, dict);
         }
         ColumnValues::Float64(v) => {
             let bits: Vec<u64> = (0..rows)
                 .filter(valid)
                 .filter_map(|i| v.get(i).map(|f| f.to_bits()))
                 .collect();
-            encode_floats(&mut body, &bits, false);
+            let dict = segment.as_deref_mut().and_then(StreamDict::ints);
+            encode_floats(&mut body, &bits, false, dict);
         }
         ColumnValues::Bytes(v) => {
             let vals: Vec<&[u8]> = (0..rows).filter(valid).map(|i| v.get(i)).collect();
-            match segment.and_then(|d| d.encode(&vals)) {
+            match segment
+                .and_then(StreamDict::bytes)
+                .and_then(|d| d.encode(&vals))
+            {
                 Some(codes) => body.extend_from_slice(&codes),
                 None => encode_bytes(&mut body, &vals),
             }
@@ -121,6 +141,8 @@ pub(super) fn encode_chunk_with(
 const DECIMAL_SCALES: [f64; 7] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
 /// The scale byte of floats stored as their bit patterns.
 const RAW_BITS: u8 = 0xff;
+/// The scale byte of floats whose bit patterns are coded into the segment dictionary.
+const SEGMENT_BITS: u8 = 0xfe;
 
 /// The bit pattern (of an f32 when `single`) a scaled integer decodes to: the one formula
 /// encoder and decoder share, so the encoder's check that every value comes back bit for bit
@@ -134,11 +156,26 @@ fn unscale(i: i64, p: f64, single: bool) -> u64 {
     }
 }
 
+/// Floats coded into the stream's segment dictionary when that is smaller, else encoded on
+/// their own; the scale byte says which. `bits`: the values' bit patterns (f32 patterns when
+/// `single`).
+fn encode_floats(out: &mut Vec<u8>, bits: &[u64], single: bool, segment: Option<&mut IntDict>) {
+    let mut own = Vec::new();
+    encode_floats_alone(&mut own, bits, single);
+    let patterns: Vec<i64> = bits.iter().map(|b| *b as i64).collect();
+    match segment.and_then(|d| d.codes(&patterns, own.len())) {
+        Some(codes) => {
+            out.push(SEGMENT_BITS);
+            encode_codes(out, &codes);
+        }
+        None => out.extend_from_slice(&own),
+    }
+}
+
 /// Floats with few decimals (coordinates, prices, scores) as integers times a power of ten
 /// (bit-packed, run-length or dictionary from there), when every value comes back bit for bit;
-/// others as their bit patterns. The scale byte says which. `bits`: the values' bit patterns
-/// (f32 patterns when `single`).
-fn encode_floats(out: &mut Vec<u8>, bits: &[u64], single: bool) {
+/// others as their bit patterns.
+fn encode_floats_alone(out: &mut Vec<u8>, bits: &[u64], single: bool) {
     let value = |b: u64| {
         if single {
             f64::from(f32::from_bits(b as u32))
@@ -174,9 +211,17 @@ pub(super) fn decode_floats(
     c: &mut Cursor<'_>,
     n: usize,
     single: bool,
+    segment: Option<&Dictionary>,
 ) -> Result<Vec<u64>, ColumnarError> {
     let scale = c.u8()?;
     let mut ints = Vec::with_capacity(n);
+    if scale == SEGMENT_BITS {
+        let dict = segment
+            .and_then(Dictionary::ints)
+            .ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
+        decode_codes(c, n, dict, &mut ints)?;
+        return Ok(ints.iter().map(|b| *b as u64).collect());
+    }
     decode_ints(c, n, &mut ints)?;
     if scale == RAW_BITS {
         return Ok(ints.iter().map(|b| *b as u64).collect());
@@ -185,6 +230,27 @@ pub(super) fn decode_floats(
         .get(scale as usize)
         .ok_or(ColumnarError::corrupt("float scale"))?;
     Ok(ints.iter().map(|i| unscale(*i, p, single)).collect())
+}
+
+/// The `n` non-null integers of a body: encoded on their own, or codes into the stream's
+/// segment dictionary.
+pub(super) fn decode_dense_ints(
+    c: &mut Cursor<'_>,
+    n: usize,
+    segment: Option<&Dictionary>,
+) -> Result<Vec<i64>, ColumnarError> {
+    let mut out = Vec::with_capacity(n);
+    let mut peek = c.clone();
+    if peek.u8()? == SEGMENT_CODES {
+        let dict = segment
+            .and_then(Dictionary::ints)
+            .ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
+        decode_codes(&mut peek, n, dict, &mut out)?;
+        *c = peek;
+    } else {
+        decode_ints(c, n, &mut out)?;
+    }
+    Ok(out)
 }
 
 /// The compressed body and its codec, when compression saves at least an eighth.
@@ -215,7 +281,7 @@ pub(super) fn decode_chunk_with(
     bytes: &[u8],
     rows: usize,
     physical: Physical,
-    segment: Option<&BytesVec>,
+    segment: Option<&Dictionary>,
 ) -> Result<Column, ColumnarError> {
     if bytes.is_empty() {
         return if rows > MAX_CHUNK_ROWS {
@@ -304,28 +370,27 @@ fn decode_body(
     rows: usize,
     nulls: usize,
     physical: Physical,
-    segment: Option<&BytesVec>,
+    segment: Option<&Dictionary>,
 ) -> Result<Column, ColumnarError> {
     let validity = decode_validity(c, rows, nulls)?;
     let present = rows - nulls;
     let values = match physical {
         Physical::Bytes => {
             let mut dense = BytesVec::default();
-            decode_bytes(c, present, &mut dense, segment)?;
+            decode_bytes(c, present, &mut dense, segment.and_then(Dictionary::bytes))?;
             ColumnValues::Bytes(spread_bytes(&dense, validity.as_ref(), rows))
         }
         Physical::Int => {
-            let mut dense = Vec::with_capacity(present);
-            decode_ints(c, present, &mut dense)?;
+            let dense = decode_dense_ints(c, present, segment)?;
             ColumnValues::Int(spread(dense, validity.as_ref(), rows, 0))
         }
         Physical::Float32 => {
-            let dense = decode_floats(c, present, true)?;
+            let dense = decode_floats(c, present, true, segment)?;
             let bits = spread(dense, validity.as_ref(), rows, 0);
             ColumnValues::Float32(bits.iter().map(|b| f32::from_bits(*b as u32)).collect())
         }
         Physical::Float64 => {
-            let dense = decode_floats(c, present, false)?;
+            let dense = decode_floats(c, present, false, segment)?;
             let bits = spread(dense, validity.as_ref(), rows, 0);
             ColumnValues::Float64(bits.iter().map(|b| f64::from_bits(*b)).collect())
         }

@@ -186,8 +186,8 @@ impl Footer {
                 let entries = c.len_at_most(MAX_CHUNK_ROWS)?;
                 let in_data = offset >= MAGIC.len() as u64
                     && offset.checked_add(len).is_some_and(|end| end <= data_end);
-                let bytes_stream = layout.stream_type(stream).physical() == Physical::Bytes;
-                if !in_data || !bytes_stream || dicts.iter().any(|d: &DictEntry| d.stream == stream)
+                let value_stream = layout.is_column_value(stream);
+                if !in_data || !value_stream || dicts.iter().any(|d: &DictEntry| d.stream == stream)
                 {
                     return Err(ColumnarError::corrupt("dictionary entry"));
                 }

@@ -225,6 +225,121 @@ pub(super) fn decode_ints(
     decode_nested(c, n, out, 0)
 }
 
+/// The tag (where an integer encoding's tag would be) of integers coded into the stream's
+/// segment dictionary: `4 ints(codes)`.
+pub(super) const SEGMENT_CODES: u8 = 4;
+
+/// Most entries an integer segment dictionary may hold (2 MiB of values at most).
+const INT_DICT_ENTRIES: usize = 1 << 18;
+
+/// A numeric stream's dictionary for a whole segment (integers, or floats' bit patterns), built
+/// as its chunks are written: what a column of a few thousand distinct numbers (coordinates,
+/// place ids) or of many repeating doubles (scores with many decimals) is cheaper as than as
+/// each row group's own encoding.
+#[derive(Default)]
+pub(super) struct IntDict {
+    index: std::collections::HashMap<i64, u32, foldhash::fast::RandomState>,
+    entries: Vec<i64>,
+    full: bool,
+    /// Whether a chunk was coded with it (else it is not written).
+    used: bool,
+}
+
+impl IntDict {
+    /// The codes of a chunk's (non-null) values, adding what is new to the dictionary, when
+    /// they and the new entries take fewer than `own_bytes` (the chunk's own encoding); None
+    /// otherwise, or when the dictionary is full.
+    pub fn codes(&mut self, values: &[i64], own_bytes: usize) -> Option<Vec<i64>> {
+        if self.full || values.len() < 4 {
+            return None;
+        }
+        let mut fresh: std::collections::HashSet<i64, foldhash::fast::RandomState> =
+            std::collections::HashSet::default();
+        for v in values {
+            if !self.index.contains_key(v) {
+                fresh.insert(*v);
+            }
+        }
+        let size = self.index.len() + fresh.len();
+        if size > INT_DICT_ENTRIES {
+            self.full = true;
+            return None;
+        }
+        // Codes bit-packed at the dictionary's width, and each new entry at half its 8 bytes:
+        // the dictionary is written compressed, and an entry is paid once, then serves every
+        // later chunk.
+        let code_bits = width(size.saturating_sub(1) as u64) as usize;
+        let cost = packed_len(values.len(), code_bits as u32) + fresh.len() * 4;
+        if cost >= own_bytes {
+            // The first chunk pays for every entry, so it rarely gains itself; when its values
+            // repeat at all, they seed the dictionary for the chunks after it.
+            if self.entries.is_empty() && fresh.len() <= values.len() * 3 / 4 {
+                for v in values {
+                    let next = self.index.len() as u32;
+                    self.index.entry(*v).or_insert_with(|| {
+                        self.entries.push(*v);
+                        next
+                    });
+                }
+            }
+            return None;
+        }
+        self.used = true;
+        let codes = values
+            .iter()
+            .map(|v| {
+                let next = self.index.len() as u32;
+                let code = *self.index.entry(*v).or_insert_with(|| {
+                    self.entries.push(*v);
+                    next
+                });
+                i64::from(code)
+            })
+            .collect();
+        Some(codes)
+    }
+}
+
+impl IntDict {
+    /// The entries to write: None when no chunk was coded with them.
+    pub fn into_entries(self) -> Option<Vec<i64>> {
+        self.used.then_some(self.entries)
+    }
+}
+
+/// Appends `codes` as dictionary codes are encoded (runs or bit-packed).
+pub(super) fn encode_codes(out: &mut Vec<u8>, codes: &[i64]) {
+    encode_ints(
+        out,
+        codes,
+        Allow {
+            rle: true,
+            delta: false,
+            dict: false,
+        },
+    );
+}
+
+/// Decodes `n` codes into `dict`, appending the values they name.
+pub(super) fn decode_codes(
+    c: &mut Cursor<'_>,
+    n: usize,
+    dict: &[i64],
+    out: &mut Vec<i64>,
+) -> Result<(), ColumnarError> {
+    let mut codes = Vec::with_capacity(n);
+    decode_ints(c, n, &mut codes)?;
+    out.reserve(n);
+    for code in codes {
+        let v = usize::try_from(code)
+            .ok()
+            .and_then(|i| dict.get(i))
+            .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
+        out.push(*v);
+    }
+    Ok(())
+}
+
 /// `n` integers that are all 0 or 1 (a validity stream), as a bitmap. The usual encoding,
 /// bit-packed from 0 at width 1, already is one (bit i of the bytes is value i): its bytes are
 /// taken a word at a time; any other encoding is decoded and packed.

@@ -105,6 +105,12 @@ impl StreamLayout {
         self.columns.iter().position(|c| c.id == id)
     }
 
+    /// Whether stream `s` is the value stream of a regular column.
+    pub fn is_column_value(&self, s: usize) -> bool {
+        let first = self.column_stream(0);
+        s >= first && s < self.streams() && (s - first).is_multiple_of(PER_COLUMN)
+    }
+
     /// Whether stream `s` holds serialized values (keys, clustering, column values, extras)
     /// rather than the writer's own integers.
     pub fn is_raw(&self, s: usize) -> bool {

@@ -20,6 +20,7 @@
 //! varlen.rs   text/blob encodings: plain, sorted dictionary
 //! stats.rs    per-chunk min/max/null count in CQL order (and the values themselves when at
 //!             most 8 are distinct), and the predicate-skip rule
+//! dict.rs     segment dictionaries of value streams (writer and reader sides)
 //! chunk.rs    one chunk: null bitmap + values, the chooser's encoding, LZ4/zstd when it pays
 //! layout.rs   partitions <-> streams (writer side: GroupBuilder; reader side: GroupColumns)
 //! footer.rs   the footer index
@@ -37,6 +38,7 @@
 
 mod bits;
 mod chunk;
+mod dict;
 mod error;
 mod footer;
 mod ints;

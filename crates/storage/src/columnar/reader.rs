@@ -4,6 +4,7 @@
 //! merge with other sources (compaction, reads that reconcile).
 
 use super::chunk::{decode_chunk, decode_chunk_with};
+use super::dict::Dictionary;
 use super::footer::{ChunkEntry, Footer, MAGIC, TRAILER_LEN};
 use super::layout::{
     ColumnSpec, Entry, GroupColumns, Serialized, KIND_ROW, KIND_STATIC, S_BASE_TS, S_EXTRAS, S_KEY,
@@ -11,7 +12,7 @@ use super::layout::{
 };
 use super::select::{select_chunk, ValuePredicate};
 use super::stats::{ChunkStats, CompareOp};
-use super::vector::{Bitmap, BytesVec, Column, ColumnValues, Physical, Scalar, ValueType};
+use super::vector::{Bitmap, Column, ColumnValues, Physical, Scalar, ValueType};
 use super::ColumnarError;
 use crate::clustering::{CKey, ClusteringComparator};
 use crate::codec::crc32c;
@@ -122,7 +123,7 @@ pub struct SegmentReader {
     /// key and column streams once per page, and a page is a fraction of a group.
     streams: parking_lot::Mutex<RecentStreams>,
     /// Per stream, its segment dictionary (loaded at open: a few entries per distinct value).
-    dicts: Vec<Option<BytesVec>>,
+    dicts: Vec<Option<Dictionary>>,
 }
 
 /// Decoded streams by (group, stream), oldest first.
@@ -176,7 +177,7 @@ impl SegmentReader {
             return Err(ColumnarError::FooterChecksum);
         }
         let footer = Footer::decode(&body, footer_start)?;
-        let mut dicts: Vec<Option<BytesVec>> = vec![None; footer.layout.streams()];
+        let mut dicts: Vec<Option<Dictionary>> = vec![None; footer.layout.streams()];
         let mut dict_bytes = 0;
         for d in &footer.dicts {
             let len = usize::try_from(d.len).map_err(|_| ColumnarError::corrupt("dictionary"))?;
@@ -186,13 +187,19 @@ impl SegmentReader {
             if crc32c(&buf) != d.crc {
                 return Err(ColumnarError::corrupt("dictionary checksum"));
             }
-            let ColumnValues::Bytes(entries) =
-                decode_chunk(&buf, d.entries, Physical::Bytes)?.values
-            else {
-                return Err(ColumnarError::corrupt("dictionary"));
+            let bytes = footer.layout.stream_type(d.stream).physical() == Physical::Bytes;
+            let physical = if bytes {
+                Physical::Bytes
+            } else {
+                Physical::Int
+            };
+            let dict = match decode_chunk(&buf, d.entries, physical)?.values {
+                ColumnValues::Bytes(entries) if bytes => Dictionary::Bytes(entries),
+                ColumnValues::Int(entries) if !bytes => Dictionary::Ints(entries),
+                _ => return Err(ColumnarError::corrupt("dictionary")),
             };
             if let Some(slot) = dicts.get_mut(d.stream) {
-                *slot = Some(entries);
+                *slot = Some(dict);
             }
             dict_bytes += d.len;
         }
@@ -435,7 +442,7 @@ impl SegmentReader {
         decode_chunk_with(&buf, rows, physical, self.dict(s))
     }
 
-    fn dict(&self, s: usize) -> Option<&BytesVec> {
+    fn dict(&self, s: usize) -> Option<&Dictionary> {
         self.dicts.get(s).and_then(Option::as_ref)
     }
 

@@ -5,11 +5,11 @@
 //! What `WHERE c = 'x' ALLOW FILTERING` costs when `c` is not itself selected.
 
 use super::bits::Cursor;
-use super::chunk::{chunk_body, decode_floats, decode_validity};
-use super::ints::decode_ints;
+use super::chunk::{chunk_body, decode_dense_ints, decode_floats, decode_validity};
+use super::dict::Dictionary;
 use super::stats::CompareOp;
 use super::varlen::select_bytes;
-use super::vector::{java_double_compare, Bitmap, BytesVec, Physical, Scalar, ValueType};
+use super::vector::{java_double_compare, Bitmap, Physical, Scalar, ValueType};
 use super::ColumnarError;
 
 /// `value op operand` for values of one column type; a null never satisfies it.
@@ -67,7 +67,7 @@ pub(super) fn select_chunk(
     rows: usize,
     physical: Physical,
     p: &ValuePredicate,
-    segment: Option<&BytesVec>,
+    segment: Option<&Dictionary>,
 ) -> Result<Bitmap, ColumnarError> {
     if bytes.is_empty() || p.operand.is_none() {
         return Ok(Bitmap::filled(rows, false));
@@ -77,17 +77,21 @@ pub(super) fn select_chunk(
     let validity = decode_validity(&mut c, rows, nulls)?;
     let present = rows - nulls;
     let dense: Vec<bool> = match physical {
-        Physical::Bytes => select_bytes(&mut c, present, &|v| p.on_bytes(v), segment)?,
-        Physical::Int => {
-            let mut ints = Vec::with_capacity(present);
-            decode_ints(&mut c, present, &mut ints)?;
-            ints.iter().map(|v| p.on_int(*v)).collect()
-        }
-        Physical::Float32 => decode_floats(&mut c, present, true)?
+        Physical::Bytes => select_bytes(
+            &mut c,
+            present,
+            &|v| p.on_bytes(v),
+            segment.and_then(Dictionary::bytes),
+        )?,
+        Physical::Int => decode_dense_ints(&mut c, present, segment)?
+            .iter()
+            .map(|v| p.on_int(*v))
+            .collect(),
+        Physical::Float32 => decode_floats(&mut c, present, true, segment)?
             .iter()
             .map(|b| p.on_float(f64::from(f32::from_bits(*b as u32))))
             .collect(),
-        Physical::Float64 => decode_floats(&mut c, present, false)?
+        Physical::Float64 => decode_floats(&mut c, present, false, segment)?
             .iter()
             .map(|b| p.on_float(f64::from_bits(*b)))
             .collect(),

@@ -4,13 +4,13 @@
 //! is written under a temporary name and renamed once synced, so a crash leaves no half segment.
 
 use super::chunk::{encode_chunk, encode_chunk_with, BlockCompression, MAX_CHUNK_ROWS};
+use super::dict::StreamDict;
 use super::footer::{ChunkEntry, DictEntry, Footer, GroupMeta, DERIVED_TOKENS, MAGIC};
 use super::layout::{
     ColumnarSchema, GroupBuilder, StreamLayout, KIND_PARTITION, KIND_ROW, KIND_STATIC, S_KEY,
     S_TOKEN,
 };
-use super::varlen::SegmentDict;
-use super::vector::{Column, ColumnValues, Physical, ValueType};
+use super::vector::{Column, ColumnValues, ValueType};
 use super::ColumnarError;
 use crate::clustering::ClusteringComparator;
 use crate::codec::crc32c;
@@ -79,9 +79,9 @@ pub struct SegmentWriter {
     layout: TableLayout,
     entries: u64,
     partitions: u64,
-    /// Per stream, its segment dictionary: text and blob values of regular columns only (keys
-    /// and clustering values barely repeat within a segment).
-    dicts: Vec<Option<SegmentDict>>,
+    /// Per stream, its segment dictionary: value streams of regular columns only (keys and
+    /// clustering values barely repeat within a segment).
+    dicts: Vec<Option<StreamDict>>,
 }
 
 impl SegmentWriter {
@@ -108,10 +108,9 @@ impl SegmentWriter {
         let streams = StreamLayout::of(schema);
         let dicts = (0..streams.streams())
             .map(|s| {
-                let value_stream =
-                    (0..streams.columns.len()).any(|j| streams.column_stream(j) == s);
-                (value_stream && streams.stream_type(s).physical() == Physical::Bytes)
-                    .then(SegmentDict::default)
+                streams
+                    .is_column_value(s)
+                    .then(|| StreamDict::for_values(streams.stream_type(s).physical()))
             })
             .collect();
         Ok(SegmentWriter {
@@ -240,15 +239,22 @@ impl SegmentWriter {
             let Some(Some(d)) = self.dicts.get_mut(s).map(Option::take) else {
                 continue;
             };
-            let entries = d.entries.len();
+            let (col, t) = match d {
+                StreamDict::Bytes(b) => (ColumnValues::Bytes(b.entries), ValueType::Blob),
+                StreamDict::Ints(i) => match i.into_entries() {
+                    Some(entries) => (ColumnValues::Int(entries), ValueType::BigInt),
+                    None => continue,
+                },
+            };
+            let entries = col.len();
             if entries == 0 {
                 continue;
             }
             let col = Column {
-                values: ColumnValues::Bytes(d.entries),
+                values: col,
                 validity: None,
             };
-            let (bytes, _) = encode_chunk(&col, ValueType::Blob, self.options.compression);
+            let (bytes, _) = encode_chunk(&col, t, self.options.compression);
             let offset = self.pos;
             self.write(&bytes)?;
             out.push(DictEntry {
