@@ -589,6 +589,18 @@ fn out_of_order_partitions_are_refused() {
     assert!(w.append(&p).is_err());
 }
 
+/// A live cell without TTL.
+fn live_cell(value: Vec<u8>, timestamp_us: i64) -> Cell {
+    Cell {
+        timestamp_us,
+        kind: CellKind::Live {
+            value: Bytes::from(value),
+            ttl_s: 0,
+            expires_at_s: 0,
+        },
+    }
+}
+
 /// GDELT-like rows: a scan of one column reads its chunks only.
 fn scan_rows(dir: &std::path::Path, n: usize) -> SegmentSummary {
     let mut r = Rng(7);
@@ -611,18 +623,7 @@ fn scan_rows(dir: &std::path::Path, n: usize) -> SegmentSummary {
                 ValueType::Int => ((i / 100) as i32).to_be_bytes().to_vec(),
                 _ => value(&mut r, t, 0),
             };
-            let live = CellKind::Live {
-                value: Bytes::from(v),
-                ttl_s: 0,
-                expires_at_s: 0,
-            };
-            row.cells.insert(
-                (id, None),
-                Cell {
-                    timestamp_us: 1_000 + i as i64,
-                    kind: live,
-                },
-            );
+            row.cells.insert((id, None), live_cell(v, 1_000 + i as i64));
         }
         let ck = vec![
             Bytes::from(0i32.to_be_bytes().to_vec()),
@@ -691,8 +692,9 @@ fn pruned_scans_read_only_their_columns_and_skip_groups() {
         ..ScanRequest::default()
     };
     assert_eq!(all.scan(&req_all).count(), 10);
+    // (Both read the footer and the segment dictionaries at open.)
     assert!(
-        one.bytes_read() * 10 < all.bytes_read(),
+        (one.bytes_read() - at_open) * 10 < all.bytes_read() - at_open,
         "{} vs {}",
         one.bytes_read(),
         all.bytes_read()
@@ -940,18 +942,7 @@ fn values_repeating_across_row_groups_are_coded_into_one_segment_dictionary() {
                 (6, format!("{i:016}").into_bytes()),
             ];
             for (id, v) in cells {
-                let kind = CellKind::Live {
-                    value: Bytes::from(v),
-                    ttl_s: 0,
-                    expires_at_s: 0,
-                };
-                row.cells.insert(
-                    (id, None),
-                    Cell {
-                        timestamp_us: 5,
-                        kind,
-                    },
-                );
+                row.cells.insert((id, None), live_cell(v, 5));
             }
             let ck = vec![Bytes::from(0i32.to_be_bytes().to_vec()), Bytes::new()];
             p.rows.insert(CKey::row(ck, &cmp), row);

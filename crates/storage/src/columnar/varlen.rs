@@ -16,7 +16,7 @@
 //! column of few values in long runs costs a few bytes per run.
 
 use super::bits::Cursor;
-use super::ints::{decode_ints, encode_ints, Allow};
+use super::ints::{decode_ints, encode_codes, encode_ints, Allow};
 use super::vector::BytesVec;
 use super::ColumnarError;
 use std::collections::HashMap;
@@ -85,16 +85,33 @@ fn encode_dictionary(values: &[&[u8]], plain_len: usize) -> Option<Vec<u8>> {
     encode_plain(&mut entries, dict.iter().copied());
     // The plain encoding's tag is implied here.
     out.extend_from_slice(entries.get(1..).unwrap_or_default());
-    encode_ints(
-        &mut out,
-        &codes,
-        Allow {
-            rle: true,
-            delta: false,
-            dict: false,
-        },
-    );
+    encode_codes(&mut out, &codes);
     (out.len() < plain_len).then_some(out)
+}
+
+/// A dictionary-coded body after its tag: its dictionary (the chunk's own, or the segment's)
+/// and its `n` codes.
+fn coded<'d>(
+    c: &mut Cursor<'_>,
+    n: usize,
+    tag: u8,
+    segment: Option<&'d BytesVec>,
+) -> Result<(std::borrow::Cow<'d, BytesVec>, Vec<i64>), ColumnarError> {
+    let dict = match tag {
+        DICTIONARY => {
+            let d = c.len_at_most(n)?;
+            let mut dict = BytesVec::default();
+            decode_plain(c, d, &mut dict)?;
+            std::borrow::Cow::Owned(dict)
+        }
+        SEGMENT => std::borrow::Cow::Borrowed(
+            segment.ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?,
+        ),
+        _ => return Err(ColumnarError::corrupt("bytes encoding")),
+    };
+    let mut codes = Vec::with_capacity(n);
+    decode_ints(c, n, &mut codes)?;
+    Ok((dict, codes))
 }
 
 /// Decodes `n` values, appending them to `out`; `segment` is the stream's segment
@@ -107,21 +124,7 @@ pub(super) fn decode_bytes(
 ) -> Result<(), ColumnarError> {
     let (dict, codes) = match c.u8()? {
         PLAIN => return decode_plain(c, n, out),
-        DICTIONARY => {
-            let d = c.len_at_most(n)?;
-            let mut dict = BytesVec::default();
-            decode_plain(c, d, &mut dict)?;
-            let mut codes = Vec::with_capacity(n);
-            decode_ints(c, n, &mut codes)?;
-            (std::borrow::Cow::Owned(dict), codes)
-        }
-        SEGMENT => {
-            let dict = segment.ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
-            let mut codes = Vec::with_capacity(n);
-            decode_ints(c, n, &mut codes)?;
-            (std::borrow::Cow::Borrowed(dict), codes)
-        }
-        _ => return Err(ColumnarError::corrupt("bytes encoding")),
+        tag => coded(c, n, tag, segment)?,
     };
     out.offsets.reserve(n);
     for code in codes {
@@ -149,21 +152,7 @@ pub(super) fn select_bytes(
             decode_plain(c, n, &mut values)?;
             return Ok(values.iter().map(keep).collect());
         }
-        DICTIONARY => {
-            let d = c.len_at_most(n)?;
-            let mut dict = BytesVec::default();
-            decode_plain(c, d, &mut dict)?;
-            let mut codes = Vec::with_capacity(n);
-            decode_ints(c, n, &mut codes)?;
-            (std::borrow::Cow::Owned(dict), codes)
-        }
-        SEGMENT => {
-            let dict = segment.ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
-            let mut codes = Vec::with_capacity(n);
-            decode_ints(c, n, &mut codes)?;
-            (std::borrow::Cow::Borrowed(dict), codes)
-        }
-        _ => return Err(ColumnarError::corrupt("bytes encoding")),
+        tag => coded(c, n, tag, segment)?,
     };
     // 0: not tested yet, 1: fails, 2: holds.
     let mut tested = vec![0u8; dict.len()];
@@ -238,15 +227,7 @@ impl SegmentDict {
             codes.push(i64::from(code));
         }
         let mut out = vec![SEGMENT];
-        encode_ints(
-            &mut out,
-            &codes,
-            Allow {
-                rle: true,
-                delta: false,
-                dict: false,
-            },
-        );
+        encode_codes(&mut out, &codes);
         Some(out)
     }
 }
