@@ -154,24 +154,36 @@ pub(super) fn select_bytes(
         }
         tag => coded(c, n, tag, segment)?,
     };
+    // Checked once (a negative code is past any length as u64), so the lookups need no checks.
+    if !codes.iter().all(|c| (*c as u64) < dict.len() as u64) {
+        return Err(ColumnarError::corrupt("dictionary code"));
+    }
+    if dict.len() <= codes.len() {
+        // A dictionary no longer than the chunk: every entry tested once, up front.
+        let kept: Vec<bool> = dict.iter().map(keep).collect();
+        return Ok(codes
+            .iter()
+            .map(|c| kept.get(*c as usize).copied().unwrap_or(false))
+            .collect());
+    }
+    // A segment dictionary larger than the chunk: only the entries its codes name.
     // 0: not tested yet, 1: fails, 2: holds.
     let mut tested = vec![0u8; dict.len()];
-    codes
+    Ok(codes
         .iter()
-        .map(|code| {
-            let i = usize::try_from(*code)
-                .ok()
-                .filter(|i| *i < dict.len())
-                .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
-            let slot = tested
-                .get_mut(i)
-                .ok_or_else(|| ColumnarError::corrupt("dictionary code"))?;
-            if *slot == 0 {
-                *slot = 1 + u8::from(keep(dict.get(i)));
+        .map(|c| {
+            let i = *c as usize;
+            match tested.get_mut(i) {
+                Some(slot) => {
+                    if *slot == 0 {
+                        *slot = 1 + u8::from(keep(dict.get(i)));
+                    }
+                    *slot == 2
+                }
+                None => false,
             }
-            Ok(*slot == 2)
         })
-        .collect()
+        .collect())
 }
 
 /// A stream's dictionary for a whole segment, built as its chunks are written.

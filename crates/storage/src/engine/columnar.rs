@@ -27,7 +27,7 @@ const ROW_PATH_PARTITIONS: usize = 4096;
 
 /// Row groups a scan decodes at once, spread over the machine's cores (decompressing and
 /// decoding chunks is a scan's work; folding the batches is little), handed on in order.
-const PARALLEL_GROUPS: usize = 8;
+const PARALLEL_GROUPS: usize = 32;
 
 impl Engine {
     /// Calls `f` with batches of the live rows of `scan`'s range, in no particular order.
