@@ -31,14 +31,14 @@ impl ValuePredicate {
         }
     }
 
-    fn on_int(&self, a: i64) -> bool {
+    pub(crate) fn on_int(&self, a: i64) -> bool {
         match &self.operand {
             Some(Scalar::Int(b)) => self.op.holds(a.cmp(b)),
             _ => false,
         }
     }
 
-    fn on_float(&self, a: f64) -> bool {
+    pub(crate) fn on_float(&self, a: f64) -> bool {
         match &self.operand {
             Some(Scalar::Float(b)) => self.op.holds(java_double_compare(a, *b)),
             _ => false,
@@ -47,7 +47,7 @@ impl ValuePredicate {
 
     /// A serialized value: bytewise for text and blobs, else parsed (a chunk of another type
     /// kept as serialized values, when one value did not fit its vector).
-    fn on_bytes(&self, a: &[u8]) -> bool {
+    pub(crate) fn on_bytes(&self, a: &[u8]) -> bool {
         match &self.operand {
             Some(Scalar::Bytes(b)) => self.op.holds(a.cmp(b.as_slice())),
             Some(operand) => self

@@ -15,7 +15,7 @@
 
 use crate::clustering::ClusteringComparator;
 use crate::columnar::{Bitmap, BytesVec, Column, ColumnValues, Restriction, Target};
-use crate::columnar::{ColumnSpec, CompareOp, Scalar, ValueType};
+use crate::columnar::{ColumnSpec, CompareOp, ValuePredicate, ValueType};
 use crate::memtable::{end_bound, start_bound, Memtable};
 use crate::sstable::SSTableReader;
 use crate::table::Table;
@@ -401,34 +401,35 @@ pub(crate) fn narrow(selected: &mut Option<Bitmap>, rows: Bitmap) {
 
 /// The rows of `col` (None: a column not read, null everywhere) that satisfy `r`.
 pub(crate) fn restriction_rows(r: &ColumnRestriction, col: Option<&Column>, rows: usize) -> Bitmap {
-    let (Some(col), Some(value)) = (col, r.column.value_type.scalar(&r.value)) else {
+    // The comparison rule is the one restrictions on encoded chunks use (columnar/select.rs).
+    let p = ValuePredicate::new(r.column.value_type, r.op, &r.value);
+    let Some(col) = col.filter(|_| p.operand.is_some()) else {
         // A value that is not of the column's type matches no row.
         return Bitmap::filled(rows, false);
     };
     let valid = |i: usize| col.is_valid(i);
-    // One loop per vector type: the comparison inlines, with no dispatch per row.
-    match (&col.values, &value) {
-        (ColumnValues::Int(v), Scalar::Int(b)) => Bitmap::from_bools(
+    // One loop per vector type: the comparison inlines, with no dispatch per row. A short
+    // vector (it never is) leaves its missing rows unselected.
+    match &col.values {
+        ColumnValues::Int(v) => Bitmap::from_bools(
+            v.iter().enumerate().map(|(i, a)| valid(i) && p.on_int(*a)),
+            rows,
+        ),
+        ColumnValues::Float32(v) => Bitmap::from_bools(
             v.iter()
                 .enumerate()
-                .map(|(i, a)| valid(i) && r.op.holds(a.cmp(b))),
+                .map(|(i, a)| valid(i) && p.on_float(f64::from(*a))),
             rows,
         ),
-        (ColumnValues::Float64(v), Scalar::Float(b)) => Bitmap::from_bools(
+        ColumnValues::Float64(v) => Bitmap::from_bools(
             v.iter()
                 .enumerate()
-                .map(|(i, a)| valid(i) && r.op.holds(crate::columnar::java_double_compare(*a, *b))),
+                .map(|(i, a)| valid(i) && p.on_float(*a)),
             rows,
         ),
-        (ColumnValues::Bytes(v), Scalar::Bytes(b)) => Bitmap::from_bools(
-            (0..rows).map(|i| valid(i) && r.op.holds(v.get(i).cmp(b.as_slice()))),
-            rows,
-        ),
-        // A short vector (it never is) leaves its missing rows unselected.
-        _ => Bitmap::from_bools(
-            (0..rows).map(|i| matches(col, i, r.column.value_type, r.op, &value)),
-            rows,
-        ),
+        ColumnValues::Bytes(v) => {
+            Bitmap::from_bools((0..rows).map(|i| valid(i) && p.on_bytes(v.get(i))), rows)
+        }
     }
 }
 
@@ -439,27 +440,6 @@ fn column_type(scan: &ColumnScan, id: ColumnId) -> ValueType {
         .chain(scan.restrictions.iter().map(|r| &r.column))
         .find(|c| c.id == id)
         .map_or(ValueType::Opaque, |c| c.value_type)
-}
-
-fn matches(col: &Column, i: usize, t: ValueType, op: CompareOp, value: &Scalar) -> bool {
-    if !col.is_valid(i) {
-        return false;
-    }
-    // Compared in place: a Scalar per row would copy every text value.
-    let o = match (&col.values, value) {
-        (ColumnValues::Int(v), Scalar::Int(b)) => v.get(i).map(|a| a.cmp(b)),
-        (ColumnValues::Float32(v), Scalar::Float(b)) => v
-            .get(i)
-            .map(|a| crate::columnar::java_double_compare(f64::from(*a), *b)),
-        (ColumnValues::Float64(v), Scalar::Float(b)) => v
-            .get(i)
-            .map(|a| crate::columnar::java_double_compare(*a, *b)),
-        (ColumnValues::Bytes(v), Scalar::Bytes(b)) => Some(v.get(i).cmp(b.as_slice())),
-        // A chunk of another type kept as its serialized bytes.
-        (ColumnValues::Bytes(v), _) => t.scalar(v.get(i)).and_then(|a| a.compare(value)),
-        _ => None,
-    };
-    o.is_some_and(|o| op.holds(o))
 }
 
 /// Live rows of the row path as a batch (static rows are not rows of a column scan).
