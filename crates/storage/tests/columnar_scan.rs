@@ -399,7 +399,23 @@ fn a_compacted_table_is_scanned_from_its_chunks_with_groups_skipped() {
     assert!(close(got, expected(&e, 0, all(), now())), "{got:?}");
     assert_eq!(paged(&e, 4999, now()), row_scan(&e, now()));
     assert_eq!(got.0, 60_000);
+    // Point reads find partitions through the sampled index, whose keys are the segment's.
+    for i in (0..60_000u64).step_by(997) {
+        let read = e.read(T, &point(&key(i), now())).unwrap();
+        assert_eq!(read.partitions.len(), 1, "key {i}");
+        assert_eq!(read.partitions[0].key[..], key(i)[..]);
+    }
+    assert!(e
+        .read(T, &point(&key(60_001), now()))
+        .unwrap()
+        .partitions
+        .is_empty());
+    // Index.db: a length a partition and a key every 128, not every key again.
+    let index_bytes = files_ending(&dir, "Index.db");
+    assert!(index_bytes > 0 && index_bytes < 2 * 60_000, "{index_bytes}");
     assert_eq!(stats.rows_from_row_path, 0, "{stats:?}");
+    // Nothing lies between the row groups: no span of the range goes to the row path.
+    assert_eq!(stats.spans_from_row_path, 0, "{stats:?}");
     assert!(stats.groups_read >= 2, "{stats:?}");
     let (got, stats) = scan(&e, 197_958, all(), now());
     assert_eq!(got, expected(&e, 197_958, all(), now()));
@@ -416,8 +432,23 @@ fn a_compacted_table_is_scanned_from_its_chunks_with_groups_skipped() {
         stats.rows_from_row_path > 0 && stats.groups_read >= 1,
         "{stats:?}"
     );
+    assert_eq!(stats.spans_from_row_path, 1, "{stats:?}");
     e.shutdown().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Bytes of the files under `dir` whose names end with `suffix`.
+fn files_ending(dir: &std::path::Path, suffix: &str) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            total += files_ending(&path, suffix);
+        } else if path.to_string_lossy().ends_with(suffix) {
+            total += std::fs::metadata(&path).unwrap().len();
+        }
+    }
+    total
 }
 
 /// Flushes and compacts until one SSTable is left: a background compaction of the flush's

@@ -19,6 +19,7 @@ use crate::codec::crc32c;
 use crate::partition::{to_mutation, Partition};
 use crate::reconcile;
 use crate::types::{ClusteringColumn, ColumnId, Mutation, TableId};
+use bytes::Bytes;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -124,6 +125,9 @@ pub struct SegmentReader {
     streams: parking_lot::Mutex<RecentStreams>,
     /// Per stream, its segment dictionary (loaded at open: a few entries per distinct value).
     dicts: Vec<Option<Dictionary>>,
+    /// Every row group has a token range, each starting where the one before ends or later
+    /// (as the writer, appending in token order, makes them): searches may bisect them.
+    groups_in_token_order: bool,
 }
 
 /// Decoded streams by (group, stream), oldest first.
@@ -210,7 +214,7 @@ impl SegmentReader {
             at += g.rows as u64;
         }
         group_starts.push(at);
-        Ok(SegmentReader {
+        let mut reader = SegmentReader {
             path: path.to_path_buf(),
             file,
             footer,
@@ -220,7 +224,16 @@ impl SegmentReader {
             recent: parking_lot::Mutex::new(Vec::new()),
             streams: parking_lot::Mutex::new(std::collections::VecDeque::new()),
             dicts,
-        })
+            groups_in_token_order: false,
+        };
+        let ranges: Vec<_> = (0..reader.row_groups())
+            .map(|g| reader.group_token_range(g))
+            .collect();
+        reader.groups_in_token_order = ranges.iter().all(Option::is_some)
+            && ranges
+                .windows(2)
+                .all(|w| matches!(w, [Some((_, a)), Some((b, _))] if a <= b));
+        Ok(reader)
     }
 
     /// Entries in the segment.
@@ -382,6 +395,26 @@ impl SegmentReader {
         }
     }
 
+    /// False when no row group's token range meets `lo..=hi` (true when one has no range).
+    pub fn may_have_tokens(&self, lo: i64, hi: i64) -> bool {
+        let ranges = || (0..self.row_groups()).map(|g| self.group_token_range(g));
+        if !self.groups_in_token_order {
+            return ranges().any(|r| r.is_none_or(|(glo, ghi)| glo <= hi && ghi >= lo));
+        }
+        // In token order, the first group ending at or after `lo` is the only candidate.
+        let ends_before = |g: usize| self.group_token_range(g).is_some_and(|(_, ghi)| ghi < lo);
+        let (mut a, mut b) = (0, self.row_groups());
+        while a < b {
+            let mid = a + (b - a) / 2;
+            if ends_before(mid) {
+                a = mid + 1;
+            } else {
+                b = mid;
+            }
+        }
+        self.group_token_range(a).is_some_and(|(glo, _)| glo <= hi)
+    }
+
     /// Whether row group `g`'s live rows are exactly its values of `columns` (decided from the
     /// footer): only rows, each with a primary-key liveness and no TTL on it, no deletion of a
     /// row or partition, nothing in the extras stream, and no TTL on a cell of `columns`. Cell
@@ -512,16 +545,72 @@ impl SegmentReader {
 
     /// Stream `s` of group `g`, from the recently decoded streams when there.
     fn cached_stream(&self, g: usize, s: usize) -> Result<Column, ColumnarError> {
+        self.shared_stream(g, s).map(|c| Column::clone(&c))
+    }
+
+    /// `cached_stream` without copying the column out of the cache.
+    fn shared_stream(&self, g: usize, s: usize) -> Result<Arc<Column>, ColumnarError> {
         if let Some((_, c)) = self.streams.lock().iter().find(|(at, _)| *at == (g, s)) {
-            return Ok(Column::clone(c));
+            return Ok(c.clone());
         }
-        let c = self.stream(g, s)?;
+        let c = Arc::new(self.stream(g, s)?);
         let mut recent = self.streams.lock();
         if recent.len() >= RECENT_STREAMS {
             recent.pop_front();
         }
-        recent.push_back(((g, s), Arc::new(c.clone())));
+        recent.push_back(((g, s), c.clone()));
         Ok(c)
+    }
+
+    /// The token and partition key of the entries at `positions` (ascending), from the key
+    /// streams of their row groups: what a sampled SSTable index does not store.
+    pub(crate) fn keys_at(&self, positions: &[u64]) -> Result<Vec<(i64, Bytes)>, ColumnarError> {
+        let key_type = self.footer.layout.key;
+        let mut out = Vec::with_capacity(positions.len());
+        // The row group being read: its number, first entry, rows, keys and stored tokens.
+        type Current = (usize, u64, u64, Arc<Column>, Option<Arc<Column>>);
+        let mut current: Option<Current> = None;
+        let mut buf = Vec::new();
+        for &at in positions {
+            if !current
+                .as_ref()
+                .is_some_and(|(_, start, rows, ..)| at >= *start && at - start < *rows)
+            {
+                if at >= self.entries() {
+                    return Err(ColumnarError::corrupt("entry out of range"));
+                }
+                let g = self
+                    .group_starts
+                    .partition_point(|s| *s <= at)
+                    .saturating_sub(1);
+                let start = self.group_starts.get(g).copied().unwrap_or(0);
+                let derived = self
+                    .footer
+                    .groups
+                    .get(g)
+                    .is_some_and(|m| m.derived_tokens());
+                let tokens = match derived {
+                    true => None,
+                    false => Some(self.shared_stream(g, S_TOKEN)?),
+                };
+                let keys = self.shared_stream(g, S_KEY)?;
+                current = Some((g, start, self.group_rows(g) as u64, keys, tokens));
+            }
+            let Some((_, start, _, keys, tokens)) = &current else {
+                return Err(ColumnarError::corrupt("row group"));
+            };
+            let i = (at - start) as usize;
+            buf.clear();
+            if !keys.serialize_into(i, key_type, &mut buf) {
+                return Err(ColumnarError::corrupt("an entry without a key"));
+            }
+            let token = match tokens {
+                Some(t) => t.int(i).ok_or(ColumnarError::corrupt("token"))?,
+                None => helenus_types::murmur3_token(&buf),
+            };
+            out.push((token, Bytes::copy_from_slice(&buf)));
+        }
+        Ok(out)
     }
 
     /// Reads the streams `req` selects of row group `g` (whether or not it could be skipped).

@@ -76,6 +76,7 @@ impl Engine {
                         }
                     }
                     Piece::Gap(a, b) => {
+                        stats.spans_from_row_path += 1;
                         self.scan_rows(table, (*a, *b), scan, &pieces, &mut stats, f)?;
                     }
                 }

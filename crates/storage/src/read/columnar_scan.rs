@@ -177,6 +177,8 @@ pub struct ColumnScanStats {
     pub groups_skipped: u64,
     /// Live rows read through the row path.
     pub rows_from_row_path: u64,
+    /// Token spans read through the row path (none where no source may hold a partition).
+    pub spans_from_row_path: u64,
     /// Tombstones the row-path reads scanned.
     pub tombstones_scanned: u64,
 }
@@ -220,6 +222,8 @@ pub(crate) struct Pieces {
     /// Plain groups in range: (SSTable index, group, first token, last token, skipped by a
     /// restriction).
     pub groups: Vec<(usize, usize, i64, i64, bool)>,
+    /// The memtables the gaps are read from too.
+    memtables: Vec<Arc<Memtable>>,
 }
 
 impl Pieces {
@@ -234,11 +238,20 @@ impl Pieces {
             .chain(
                 gaps(lo, hi, covered)
                     .into_iter()
+                    .filter(|(a, b)| self.may_hold(*a, *b))
                     .map(|(a, b)| (a, Piece::Gap(a, b))),
             )
             .collect();
         out.sort_by_key(|(start, _)| *start);
         out.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// Whether a source may hold a partition in `a..=b`: the gaps between the row groups of a
+    /// compacted segment hold none, and reading each through the row path would seek the
+    /// index once a gap (a row group's keys decoded each time, for nothing).
+    fn may_hold(&self, a: i64, b: i64) -> bool {
+        self.sstables.iter().any(|s| s.may_have_tokens(a, b))
+            || memtables_hold(&self.memtables, a, b)
     }
 }
 
@@ -289,6 +302,7 @@ pub(crate) fn plain_groups(
         read_ids,
         sorted_ids,
         groups,
+        memtables,
     })
 }
 
@@ -337,14 +351,19 @@ fn others_hold(
             return Ok(true);
         }
     }
+    Ok(memtables_hold(memtables, lo, hi))
+}
+
+/// Whether a memtable holds a partition with a token in `lo..=hi`.
+fn memtables_hold(memtables: &[Arc<Memtable>], lo: i64, hi: i64) -> bool {
     let bound = |token, inclusive| PartitionBound::Token { token, inclusive };
     let Some(start) = start_bound(&bound(lo, true)) else {
-        return Ok(false);
+        return false;
     };
     let end = end_bound(&bound(hi, true));
-    Ok(memtables
+    memtables
         .iter()
-        .any(|m| !m.keys_in_range(&start, &end, 1).is_empty()))
+        .any(|m| !m.keys_in_range(&start, &end, 1).is_empty())
 }
 
 /// `lo..=hi` less the spans in `covered` (which may touch or overlap), in order.

@@ -22,7 +22,42 @@ use crate::types::{ColumnarTypes, CompressionAlgorithm};
 
 /// The segment of a columnar SSTable.
 pub(crate) struct ColumnarData {
-    pub segment: SegmentReader,
+    pub segment: Arc<SegmentReader>,
+}
+
+/// The segment as the source of its sampled index's keys.
+struct SegmentKeys {
+    segment: Arc<SegmentReader>,
+    path: PathBuf,
+}
+
+impl super::index::EntryKeys for SegmentKeys {
+    fn keys_at(&self, positions: &[u64]) -> Result<Vec<(i64, Bytes)>, StorageError> {
+        self.segment
+            .keys_at(positions)
+            .map_err(|e| segment_error(&self.path, e))
+    }
+}
+
+/// A segment's error as the SSTable's (I/O stays I/O, the rest is corruption of the file).
+fn segment_error(path: &Path, e: crate::columnar::ColumnarError) -> StorageError {
+    match e {
+        crate::columnar::ColumnarError::Io { path, source } => StorageError::Io { path, source },
+        other => StorageError::CorruptSSTable {
+            file: path.to_path_buf(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+impl ColumnarData {
+    /// What the SSTable's index reads keys through.
+    pub(super) fn entry_keys(&self, dir: &Path, gen: u64) -> Arc<dyn super::index::EntryKeys> {
+        Arc::new(SegmentKeys {
+            segment: self.segment.clone(),
+            path: component_path(dir, gen, COLUMNS_COMPONENT),
+        })
+    }
 }
 
 /// The component that holds a columnar SSTable's partitions.
@@ -142,9 +177,18 @@ impl SSTableReader {
         self.columns.is_some()
     }
 
+    /// False when no partition of this SSTable can have a token in `lo..=hi`: outside its
+    /// token bounds or, for a columnar one, between its row groups' token ranges.
+    pub fn may_have_tokens(&self, lo: i64, hi: i64) -> bool {
+        if self.stats.partitions == 0 || self.stats.max_token < lo || self.stats.min_token > hi {
+            return false;
+        }
+        self.segment().is_none_or(|seg| seg.may_have_tokens(lo, hi))
+    }
+
     /// The columnar segment, for scans that read columns (None for a row SSTable).
     pub fn segment(&self) -> Option<&SegmentReader> {
-        self.columns.as_ref().map(|c| &c.segment)
+        self.columns.as_ref().map(|c| c.segment.as_ref())
     }
 
     /// Opens the segment of a columnar generation (None for a row SSTable).
@@ -157,16 +201,11 @@ impl SSTableReader {
         if !path.exists() {
             return Ok(None);
         }
-        let segment = SegmentReader::open(&path, cmp.columns()).map_err(|e| match e {
-            crate::columnar::ColumnarError::Io { path, source } => {
-                StorageError::Io { path, source }
-            }
-            other => StorageError::CorruptSSTable {
-                file: path.clone(),
-                reason: other.to_string(),
-            },
-        })?;
-        Ok(Some(ColumnarData { segment }))
+        let segment =
+            SegmentReader::open(&path, cmp.columns()).map_err(|e| segment_error(&path, e))?;
+        Ok(Some(ColumnarData {
+            segment: Arc::new(segment),
+        }))
     }
 
     /// The partition `e` points to, rebuilt from the segment (None for a row SSTable).

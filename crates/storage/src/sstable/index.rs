@@ -34,6 +34,8 @@ const INDEX_READ_BYTES: usize = 64 << 10;
 const MAGIC: &[u8; 4] = b"hl-1";
 /// Index.db of a columnar SSTable: keyed entries (`EntryShape::Keyed`).
 pub(crate) const KEYED_MAGIC: &[u8; 4] = b"hl-k";
+/// Index.db of a columnar SSTable whose keys are in its segment (`EntryShape::Sampled`).
+pub(crate) const SAMPLED_MAGIC: &[u8; 4] = b"hl-s";
 
 /// How the entries of one Index.db are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +47,16 @@ enum EntryShape {
     /// token only where it is not the key's Murmur3 token: an entry of a bigint key is 10
     /// bytes instead of 20, and Index.db half of what it was beside the segment.
     Keyed,
+    /// A columnar SSTable's since the segment holds the keys (sstable/index/sampled.rs): a
+    /// keyed entry every `interval`-th (the summary's samples, the interval in the header),
+    /// only `uv length` for the others, whose tokens and keys the segment's key stream gives.
+    Sampled,
+}
+
+/// Where a sampled index finds its entries' tokens and keys: the columnar segment.
+pub(crate) trait EntryKeys: Send + Sync {
+    /// The token and key of the segment entries at `positions` (ascending).
+    fn keys_at(&self, positions: &[u64]) -> Result<Vec<(i64, Bytes)>, StorageError>;
 }
 
 /// One summary sample: the first entry of an index page.
@@ -68,6 +80,8 @@ pub(crate) struct PartitionIndex {
     samples: Vec<Sample>,
     /// Offset of the checksum: entries end here.
     body_end: u64,
+    /// The segment a `Sampled` index takes keys from.
+    keys: Option<std::sync::Arc<dyn EntryKeys>>,
 }
 
 /// One entry as it lies in a page, nothing allocated: the summary search compares keys
@@ -84,14 +98,21 @@ struct RawEntry<'a> {
 
 impl PartitionIndex {
     /// Opens `path` and builds the summary by one sequential pass, verifying the checksum.
-    pub fn open(path: &Path, format: DataFormat) -> Result<Self, StorageError> {
-        Self::open_with_interval(path, format, MIN_INDEX_INTERVAL)
+    /// `keys` is the segment of a columnar SSTable (a sampled index cannot open without it).
+    pub fn open(
+        path: &Path,
+        format: DataFormat,
+        keys: Option<std::sync::Arc<dyn EntryKeys>>,
+    ) -> Result<Self, StorageError> {
+        Self::open_with_interval(path, format, MIN_INDEX_INTERVAL, keys)
     }
 
+    /// `open` sampling every `interval`-th entry (a sampled index's own interval wins).
     pub fn open_with_interval(
         path: &Path,
         format: DataFormat,
         interval: usize,
+        keys: Option<std::sync::Arc<dyn EntryKeys>>,
     ) -> Result<Self, StorageError> {
         let file = File::open(path).map_err(|e| StorageError::io(path, e))?;
         let len = file
@@ -109,6 +130,7 @@ impl PartitionIndex {
             interval: interval.max(1),
             samples: Vec::new(),
             body_end: len.saturating_sub(4),
+            keys,
         };
         if len < 8 {
             return Err(ix.corrupt("too short"));
@@ -117,8 +139,15 @@ impl PartitionIndex {
         ix.file
             .read_exact_at(&mut magic, 0)
             .map_err(|e| StorageError::io(path, e))?;
-        if &magic == KEYED_MAGIC && ix.shape == EntryShape::Compact {
-            ix.shape = EntryShape::Keyed;
+        if ix.shape == EntryShape::Compact {
+            if &magic == KEYED_MAGIC {
+                ix.shape = EntryShape::Keyed;
+            } else if &magic == SAMPLED_MAGIC {
+                if ix.keys.is_none() {
+                    return Err(ix.corrupt("a sampled index without its segment"));
+                }
+                ix.shape = EntryShape::Sampled;
+            }
         }
         ix.scan()?;
         Ok(ix)
@@ -135,10 +164,10 @@ impl PartitionIndex {
     fn scan(&mut self) -> Result<(), StorageError> {
         let mut s = Stream::new(self, 0);
         let magic = s.with(|r| r.take(4).map(<[u8]>::to_vec))?;
-        let expected = if self.shape == EntryShape::Keyed {
-            KEYED_MAGIC
-        } else {
-            MAGIC
+        let expected = match self.shape {
+            EntryShape::Keyed => KEYED_MAGIC,
+            EntryShape::Sampled => SAMPLED_MAGIC,
+            _ => MAGIC,
         };
         if magic != expected {
             return Err(self.corrupt("magic"));
@@ -147,20 +176,32 @@ impl PartitionIndex {
             EntryShape::Fixed => (s.with(|r| r.u32().map(|n| n as u64))?, 32u64),
             EntryShape::Compact => (s.with(|r| Dec::new(r, 0).uv())?, 12),
             EntryShape::Keyed => (s.with(|r| Dec::new(r, 0).uv())?, 2),
+            EntryShape::Sampled => (s.with(|r| Dec::new(r, 0).uv())?, 1),
         };
+        let mut interval = self.interval;
+        if self.shape == EntryShape::Sampled {
+            let stored = s.with(|r| Dec::new(r, 0).uv())?;
+            interval = usize::try_from(stored)
+                .ok()
+                .filter(|i| (1..=MAX_SAMPLED_INTERVAL).contains(i))
+                .ok_or_else(|| self.corrupt("sampling interval"))?;
+        }
         if count.saturating_mul(min_entry_bytes) > self.body_end {
             return Err(self.corrupt("entry count"));
         }
         let count = usize::try_from(count).map_err(|_| self.corrupt("entry count"))?;
         let mut position = 0u64;
-        let mut samples = Vec::with_capacity(count / self.interval + 1);
+        let mut samples = Vec::with_capacity(count / interval + 1);
         let shape = self.shape;
         for i in 0..count {
             let offset = s.offset();
-            let sampled = i % self.interval == 0;
+            let sampled = i % interval == 0;
             // Only sampled entries' keys are copied out of the read buffer.
             let (token, key, length, pos) = s.with(|r| {
-                let e = raw_entry(shape, r, position)?;
+                let e = match shape {
+                    EntryShape::Sampled => sampled::raw_entry(r, position, sampled)?,
+                    _ => raw_entry(shape, r, position)?,
+                };
                 let key = sampled.then(|| e.key.to_vec());
                 Ok((e.token, key, e.length, e.position))
             })?;
@@ -194,6 +235,7 @@ impl PartitionIndex {
             return Err(self.corrupt("checksum mismatch"));
         }
         self.count = count;
+        self.interval = interval;
         self.samples = samples;
         Ok(())
     }
@@ -233,6 +275,13 @@ impl PartitionIndex {
             return Err(self.corrupt("entry position out of range"));
         }
         let page = i / self.interval;
+        if self.shape == EntryShape::Sampled {
+            return self
+                .sampled_pages(page, page + 1)?
+                .into_iter()
+                .nth(i % self.interval)
+                .ok_or_else(|| self.corrupt("page"));
+        }
         let (start, end) = self
             .pages_range(page, page + 1)
             .ok_or_else(|| self.corrupt("summary"))?;
@@ -253,13 +302,24 @@ impl PartitionIndex {
         page: usize,
         mut f: impl FnMut(usize, &RawEntry<'_>) -> Result<Option<T>, StorageError>,
     ) -> Result<Option<T>, StorageError> {
+        if page >= self.samples.len() {
+            return Ok(None);
+        }
+        let first = page * self.interval;
+        if self.shape == EntryShape::Sampled {
+            for (at, e) in self.sampled_pages(page, page + 1)?.iter().enumerate() {
+                if let Some(t) = f(first + at, &RawEntry::of(e))? {
+                    return Ok(Some(t));
+                }
+            }
+            return Ok(None);
+        }
         let Some((start, end)) = self.pages_range(page, page + 1) else {
             return Ok(None);
         };
         let buf = self.read_range(start, end)?;
         let mut r = Reader::new(&buf, "index page");
         let mut position = self.samples.get(page).map_or(0, |s| s.position);
-        let first = page * self.interval;
         let last = (first + self.interval).min(self.count);
         for i in first..last {
             let e = raw_entry(self.shape, &mut r, position)?;
@@ -328,6 +388,7 @@ impl PartitionIndex {
             skip: 0,
             loaded_to_page: None,
             read_ahead_bytes: 0,
+            decoded: std::collections::VecDeque::new(),
         }
     }
 }
@@ -348,6 +409,8 @@ pub struct IndexIter<'a> {
     /// Bytes of further pages the next load may take: one page first (a range scan may need
     /// a few entries), doubling up to `INDEX_READ_BYTES` as the walk goes on.
     read_ahead_bytes: usize,
+    /// A sampled index's entries of the loaded pages, keys resolved, not yet returned.
+    decoded: std::collections::VecDeque<IndexEntry>,
 }
 
 impl IndexIter<'_> {
@@ -368,18 +431,33 @@ impl IndexIter<'_> {
             }
             last += 1;
         }
+        self.loaded_to_page = Some(last);
+        self.read_ahead_bytes = (self.read_ahead_bytes * 2).clamp(4096, INDEX_READ_BYTES);
+        if ix.shape == EntryShape::Sampled {
+            self.decoded = ix.sampled_pages(first, last)?.into();
+            self.decoded.drain(..self.skip.min(self.decoded.len()));
+            self.skip = 0;
+            return Ok(());
+        }
         let (start, end) = ix
             .pages_range(first, last)
             .ok_or_else(|| ix.corrupt("summary"))?;
         self.buf = Bytes::from(ix.read_range(start, end)?);
         self.pos = 0;
         self.position = ix.samples.get(first).map_or(0, |s| s.position);
-        self.loaded_to_page = Some(last);
-        self.read_ahead_bytes = (self.read_ahead_bytes * 2).clamp(4096, INDEX_READ_BYTES);
         Ok(())
     }
 
     fn step(&mut self) -> Result<IndexEntry, StorageError> {
+        if self.ix.shape == EntryShape::Sampled {
+            if self.decoded.is_empty() {
+                self.load()?;
+            }
+            return self
+                .decoded
+                .pop_front()
+                .ok_or_else(|| self.ix.corrupt("page"));
+        }
         if self.pos >= self.buf.len() {
             self.load()?;
         }
@@ -515,7 +593,7 @@ fn raw_entry<'a>(
     let parsed = match shape {
         EntryShape::Fixed => raw_fixed(buf),
         EntryShape::Compact => raw_compact(buf, position),
-        EntryShape::Keyed => raw_keyed(buf, position),
+        EntryShape::Keyed | EntryShape::Sampled => raw_keyed(buf, position),
     };
     let Some((e, used)) = parsed else {
         return Err(StorageError::Decode { what: "index" });
@@ -640,7 +718,7 @@ impl RawEntry<'_> {
         let blocks = match shape {
             EntryShape::Fixed => super::format::decode_fixed_blocks(&mut r)?,
             EntryShape::Compact => super::format::decode_compact_blocks(&mut Dec::new(&mut r, 0))?,
-            EntryShape::Keyed => Vec::new(),
+            EntryShape::Keyed | EntryShape::Sampled => Vec::new(),
         };
         Ok(IndexEntry {
             token: self.token,
@@ -652,6 +730,9 @@ impl RawEntry<'_> {
         })
     }
 }
+
+mod sampled;
+pub(crate) use sampled::{encode_sampled_entry, encode_sampled_header, MAX_SAMPLED_INTERVAL};
 
 #[cfg(test)]
 mod tests;

@@ -22,7 +22,8 @@ impl SSTableReader {
         let stats =
             SSTableStats::decode(&fs::read(&spath).map_err(|e| StorageError::io(&spath, e))?)?;
         let format = DataFormat::from_stats(stats.data_format, stats.timestamp_base_us)?;
-        let index = PartitionIndex::open(&component_path(dir, gen, "Index.db"), format)?;
+        let keys = columns.as_ref().map(|c| c.entry_keys(dir, gen));
+        let index = PartitionIndex::open(&component_path(dir, gen, "Index.db"), format, keys)?;
         let fpath = component_path(dir, gen, "Filter.db");
         let filter =
             BloomFilter::decode(&fs::read(&fpath).map_err(|e| StorageError::io(&fpath, e))?)?;

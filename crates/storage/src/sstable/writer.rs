@@ -138,7 +138,12 @@ impl SSTableWriter {
     /// entry's length counts entries, not bytes).
     pub(super) fn index_partition_sized(&mut self, e: &IndexEntry, bytes: u64) {
         if self.is_columnar() {
-            super::format::encode_keyed_index_entry(&mut self.index_body, e);
+            super::index::encode_sampled_entry(
+                &mut self.index_body,
+                e,
+                self.index_count,
+                super::index::MIN_INDEX_INTERVAL,
+            );
         } else {
             self.format.encode_index_entry(&mut self.index_body, e);
         }
@@ -211,12 +216,18 @@ impl SSTableWriter {
         }
         // The index and filter do not depend on where the chunks landed: they are encoded and
         // written while the writing thread finishes the data and syncs it.
-        let mut head = if self.is_columnar() {
-            super::index::KEYED_MAGIC.to_vec()
+        let mut head;
+        if self.is_columnar() {
+            head = super::index::SAMPLED_MAGIC.to_vec();
+            super::index::encode_sampled_header(
+                &mut head,
+                self.index_count,
+                super::index::MIN_INDEX_INTERVAL,
+            );
         } else {
-            MAGIC.to_vec()
-        };
-        self.format.encode_index_count(&mut head, self.index_count);
+            head = MAGIC.to_vec();
+            self.format.encode_index_count(&mut head, self.index_count);
+        }
         let crc = crc32c_update(crc32c(&head), &self.index_body);
         write_file_parts(
             &component_path(&self.dir, self.gen, "Index.db"),

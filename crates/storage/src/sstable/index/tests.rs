@@ -5,6 +5,7 @@
 use super::*;
 use crate::codec::crc32c;
 use crate::sstable::RowBlock;
+use std::sync::Arc;
 
 fn formats() -> [DataFormat; 2] {
     [DataFormat::Fixed, DataFormat::Compact { base_us: 0 }]
@@ -74,7 +75,7 @@ fn check(dir: &Path, format: DataFormat, n: usize, interval: usize) {
     let body = std::fs::read(&path).unwrap();
     let full = format.decode_index(&body[4..body.len() - 4]).unwrap();
     assert_eq!(full.len(), n);
-    let ix = PartitionIndex::open_with_interval(&path, format, interval).unwrap();
+    let ix = PartitionIndex::open_with_interval(&path, format, interval, None).unwrap();
     assert_eq!(ix.len(), n);
     assert_eq!(ix.samples.len(), n.div_ceil(interval));
     for (i, e) in full.iter().enumerate() {
@@ -148,7 +149,7 @@ fn empty_index_finds_nothing() {
     let dir = temp_dir("empty");
     for format in formats() {
         let path = write_index(&dir, "empty", format, &[]);
-        let ix = PartitionIndex::open(&path, format).unwrap();
+        let ix = PartitionIndex::open(&path, format, None).unwrap();
         assert_eq!(ix.len(), 0);
         assert!(ix.search(0, b"k").unwrap().is_none());
         assert!(ix.entry(0).is_err());
@@ -164,7 +165,7 @@ fn summary_holds_one_sample_per_interval() {
     let dir = temp_dir("size");
     let format = DataFormat::Compact { base_us: 0 };
     let path = write_index(&dir, "big", format, &entries(2000));
-    let ix = PartitionIndex::open(&path, format).unwrap();
+    let ix = PartitionIndex::open(&path, format, None).unwrap();
     assert_eq!(ix.samples.len(), 2000usize.div_ceil(MIN_INDEX_INTERVAL));
     assert!(ix.summary_bytes() < 2000 * 2);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -197,7 +198,7 @@ fn corrupt_index_files_are_errors() {
             let p = dir.join(format!("bad-{i}"));
             std::fs::write(&p, bytes).unwrap();
             assert!(
-                PartitionIndex::open(&p, format).is_err(),
+                PartitionIndex::open(&p, format, None).is_err(),
                 "case {i} of {format:?} opened"
             );
         }
@@ -210,7 +211,7 @@ fn a_page_changed_after_open_is_an_error_not_a_panic() {
     let dir = temp_dir("changed");
     let format = DataFormat::Compact { base_us: 0 };
     let path = write_index(&dir, "ix", format, &entries(500));
-    let ix = PartitionIndex::open(&path, format).unwrap();
+    let ix = PartitionIndex::open(&path, format, None).unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
     for b in bytes.iter_mut().skip(4) {
         *b = 0xff;
@@ -267,7 +268,7 @@ fn keyed_entries_derive_murmur3_tokens_and_keep_the_others() {
     let path = dir.join("keyed");
     std::fs::write(&path, &file).unwrap();
     for interval in [1, 4, 128] {
-        let ix = PartitionIndex::open_with_interval(&path, format, interval).unwrap();
+        let ix = PartitionIndex::open_with_interval(&path, format, interval, None).unwrap();
         assert_eq!(ix.len(), written.len());
         for (i, e) in written.iter().enumerate() {
             same(&ix.entry(i).unwrap(), e);
@@ -285,6 +286,118 @@ fn keyed_entries_derive_murmur3_tokens_and_keep_the_others() {
         }
     }
     // The keyed magic is only read as such for format 2.
-    assert!(PartitionIndex::open(&path, DataFormat::Fixed).is_err());
+    assert!(PartitionIndex::open(&path, DataFormat::Fixed, None).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The segment of a sampled index, as a list: entry positions to (token, key).
+struct ListedKeys(std::collections::BTreeMap<u64, (i64, Bytes)>);
+
+impl EntryKeys for ListedKeys {
+    fn keys_at(&self, positions: &[u64]) -> Result<Vec<(i64, Bytes)>, StorageError> {
+        positions
+            .iter()
+            .map(|p| {
+                self.0
+                    .get(p)
+                    .cloned()
+                    .ok_or(StorageError::Decode { what: "keys" })
+            })
+            .collect()
+    }
+}
+
+fn sampled_file(dir: &Path, name: &str, written: &[IndexEntry], interval: usize) -> PathBuf {
+    let mut body = Vec::new();
+    for (i, e) in written.iter().enumerate() {
+        encode_sampled_entry(&mut body, e, i, interval);
+    }
+    let mut file = SAMPLED_MAGIC.to_vec();
+    encode_sampled_header(&mut file, written.len(), interval);
+    file.extend_from_slice(&body);
+    let crc = crc32c(&file);
+    file.extend_from_slice(&crc.to_be_bytes());
+    let path = dir.join(name);
+    std::fs::write(&path, &file).unwrap();
+    path
+}
+
+#[test]
+fn a_sampled_index_reads_keys_from_its_segment_and_checks_its_samples_against_it() {
+    let dir = temp_dir("sampled");
+    // Bigint keys, every fifth with a token that is not its Murmur3 one, entry counts varying.
+    let mut written: Vec<IndexEntry> = (0..1000u64)
+        .map(|i| {
+            let key = Bytes::from((i * 7919).to_be_bytes().to_vec());
+            let token = match i % 5 {
+                0 => i as i64 * 1_000_003 - 400_000_000,
+                _ => helenus_types::murmur3_token(&key),
+            };
+            IndexEntry {
+                token,
+                key,
+                position: 0,
+                length: 1 + (i as u32 % 3),
+                header_len: 0,
+                blocks: Vec::new(),
+            }
+        })
+        .collect();
+    written.sort_by(|a, b| (a.token, &a.key).cmp(&(b.token, &b.key)));
+    let mut position = 0;
+    let mut segment = std::collections::BTreeMap::new();
+    for e in &mut written {
+        e.position = position;
+        segment.insert(position, (e.token, e.key.clone()));
+        position += u64::from(e.length);
+    }
+    let keys: Arc<dyn EntryKeys> = Arc::new(ListedKeys(segment.clone()));
+    let format = DataFormat::Compact { base_us: 0 };
+    for interval in [1, 7, 128] {
+        let path = sampled_file(&dir, &format!("s{interval}"), &written, interval);
+        // The index is the lengths and one key a page: under 2 bytes an entry beside 10.
+        let per_entry = std::fs::metadata(&path).unwrap().len() as usize / written.len();
+        assert!(interval == 1 || per_entry < 3, "{per_entry} bytes an entry");
+        // The file's interval wins over the one asked for.
+        let ix = PartitionIndex::open_with_interval(&path, format, 3, Some(keys.clone())).unwrap();
+        assert_eq!(ix.len(), written.len());
+        assert_eq!(ix.samples.len(), written.len().div_ceil(interval));
+        for (i, e) in written.iter().enumerate() {
+            same(&ix.entry(i).unwrap(), e);
+            let (at, found) = ix.search(e.token, &e.key).unwrap().unwrap();
+            assert_eq!(at, i);
+            same(&found, e);
+            let b = Bound::Excluded((e.token, e.key.clone()));
+            assert_eq!(ix.lower_bound(&b).unwrap(), i + 1);
+            assert!(ix.search(e.token + 1, &e.key).unwrap().is_none());
+        }
+        for from in [0, 3, interval, 999] {
+            let walked: Vec<IndexEntry> = ix.iter_from(from).map(Result::unwrap).collect();
+            assert_eq!(walked.len(), written.len() - from);
+            for (w, e) in walked.iter().zip(&written[from..]) {
+                same(w, e);
+            }
+        }
+        // Without its segment a sampled index does not open.
+        assert!(PartitionIndex::open(&path, format, None).is_err());
+    }
+    // A segment whose keys differ from the index's samples is reported, not read as another
+    // partition.
+    let path = sampled_file(&dir, "mismatch", &written, 128);
+    let mut other = segment.clone();
+    if let Some(first) = other.get_mut(&0) {
+        first.1 = Bytes::from_static(b"another");
+    }
+    let ix = PartitionIndex::open(&path, format, Some(Arc::new(ListedKeys(other)))).unwrap();
+    assert!(ix.entry(1).is_err());
+    assert!(ix.iter_from(0).next().unwrap().is_err());
+    // A header declaring a sampling interval of 0.
+    let mut file = SAMPLED_MAGIC.to_vec();
+    encode_sampled_header(&mut file, 1, 0);
+    encode_sampled_entry(&mut file, &written[0], 0, 1);
+    let crc = crc32c(&file);
+    file.extend_from_slice(&crc.to_be_bytes());
+    std::fs::write(dir.join("zero"), &file).unwrap();
+    assert!(PartitionIndex::open(&dir.join("zero"), format, Some(keys)).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
