@@ -202,6 +202,13 @@ LAYOUTS = {
 }
 # Layouts only Helenus has.
 HELENUS_ONLY = {"columnar"}
+# Storage-attached indexes declared on a layout's table after it is created. On the columnar table an SAI
+# index is its column (no index table, nothing built or written: the chunks' statistics and dictionary
+# codes answer it), and declaring it is what lets the Spark connector push `=`/range filters on the
+# column down into CQL (connector's DsePredicateRules), as Spark pushes them into Parquet's row groups.
+LAYOUT_INDEXES = {
+    "columnar": ("actor1countrycode", "monthyear"),
+}
 
 
 def table_name(layout):
@@ -217,6 +224,13 @@ def table_ddl(layout, ks=KEYSPACE):
     name, pk, opts = LAYOUTS[layout]
     cols = ", ".join(f"{c.lower()} {t}" for c, t in GDELT_COLUMNS)
     return f"CREATE TABLE IF NOT EXISTS {ks}.{name} ({cols}, {pk}){opts}"
+
+
+def index_ddl(layout, ks=KEYSPACE):
+    """The CREATE INDEX statements of LAYOUT_INDEXES for `layout` (none for most layouts)."""
+    name = LAYOUTS[layout][0]
+    return [f"CREATE CUSTOM INDEX IF NOT EXISTS ON {ks}.{name} ({c}) USING 'StorageAttachedIndex'"
+            for c in LAYOUT_INDEXES.get(layout, ())]
 
 
 # ---------------------------------------------------------------------------------------- output
@@ -273,6 +287,8 @@ def load_rows(session, rows, layout, ks=KEYSPACE, concurrency=32):
     from storage_client import cpu_s, load
     session.execute(keyspace_ddl(ks))
     session.execute(table_ddl(layout, ks))
+    for ddl in index_ddl(layout, ks):
+        session.execute(ddl)
     names = ", ".join(c.lower() for c in COLUMN_NAMES)
     insert = session.prepare(f"INSERT INTO {ks}.{table_name(layout)} ({names}) "
                              f"VALUES ({', '.join('?' * len(COLUMN_NAMES))})")
@@ -299,6 +315,8 @@ def cmd_ddl(a):
     print(keyspace_ddl(a.keyspace) + ";")
     for layout in ([a.layout] if a.layout else LAYOUTS):
         print(table_ddl(layout, a.keyspace) + ";")
+        for ddl in index_ddl(layout, a.keyspace):
+            print(ddl + ";")
 
 
 def cmd_load(a):

@@ -3,8 +3,9 @@
 //! set in step with the schema, and the background build of a new index.
 //!
 //! Served by an index table: a legacy or SAI index on a whole regular single-cell column
-//! (a frozen collection included), without analyzer options, queried by `=`. The rest —
-//! collection elements, static and key columns, SAI ranges, ANN — scans and filters.
+//! (a frozen collection included), without analyzer options, queried by `=`, of a table in the
+//! row layout. The rest — collection elements, static and key columns, SAI ranges, ANN, SAI on
+//! a columnar table (its column is the index) — scans and filters.
 //!
 //! The tables persist like any table; an index whose build did not finish (a restart during
 //! it) is built again after the commitlog replay, its entries written so far kept.
@@ -30,10 +31,22 @@ pub fn index_table_id(t: &TableMeta, name: &str) -> st::TableId {
     id
 }
 
+/// Whether an index class name designates a storage-attached index.
+pub fn is_sai_class(class: &str) -> bool {
+    class.eq_ignore_ascii_case("sai") || class.ends_with("StorageAttachedIndex")
+}
+
 /// The column (index into `t.columns`) an index table serves `=` on, if `i` is kept in one.
+///
+/// A storage-attached index of a columnar table is kept in none: its column's chunks already
+/// answer restrictions on it (statistics skip chunks, dictionary codes are compared), so an
+/// index table would only double the column, slow every write and take a build. Queries the
+/// column scans serve (exec/select/columnar.rs) read the chunks; the rest scan and filter.
 pub fn indexed_column(t: &TableMeta, i: &IndexMeta) -> Option<usize> {
     let plain = i.options.keys().all(|k| k == "target" || k == "class_name");
-    if !plain {
+    let sai = i.options.get("class_name").is_some_and(|c| is_sai_class(c));
+    let columnar = crate::layout::effective_layout(t) == helenus_schema::StorageLayout::Columnar;
+    if !plain || (sai && columnar) {
         return None;
     }
     let target = i.options.get("target")?;

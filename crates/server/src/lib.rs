@@ -47,6 +47,7 @@ pub mod exec_state;
 pub mod export;
 mod index_storage;
 mod keys;
+mod layout;
 mod limits;
 mod local_node;
 pub mod metrics;

@@ -79,23 +79,7 @@ pub fn table_options(t: &TableMeta) -> st::TableOptions {
     }
 }
 
-/// The node's `default_table_layout` (columnar when set so; read by `effective_layout`).
-static COLUMNAR_BY_DEFAULT: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
-/// How the table's SSTables are stored: its `helenus.layout` extension, else the node's
-/// `default_table_layout`.
-pub fn effective_layout(t: &TableMeta) -> StorageLayout {
-    if t.params
-        .extensions
-        .contains_key(helenus_schema::LAYOUT_EXTENSION)
-        || !COLUMNAR_BY_DEFAULT.load(std::sync::atomic::Ordering::Relaxed)
-    {
-        t.params.storage_layout()
-    } else {
-        StorageLayout::Columnar
-    }
-}
+pub use crate::layout::effective_layout;
 
 /// The engine's layout for the table's `helenus.layout` extension, with each column's value
 /// type (storage knows no CQL types). Collections, UDTs and counters have no column of their
@@ -248,10 +232,7 @@ pub fn open_engine(
     schema: &Schema,
     clock: helenus_types::SharedClock,
 ) -> Result<Arc<st::Engine>, st::StorageError> {
-    COLUMNAR_BY_DEFAULT.store(
-        cfg.default_table_layout == StorageLayout::Columnar,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    crate::layout::set_default(cfg.default_table_layout);
     let engine = st::Engine::open(storage_config(cfg, clock))?;
     let mut unbuilt = Vec::new();
     for ks in schema.user_keyspaces() {

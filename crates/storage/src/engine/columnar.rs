@@ -192,8 +192,14 @@ impl Engine {
                         page.tombstones_scanned,
                     )?;
                     page.tombstones_scanned += scanned;
-                    page_rows(&mut page, &r.partitions, &pieces, scan, limit, &past)
-                        || r.partitions.len() >= want
+                    if page_rows(&mut page, &r.partitions, &pieces, scan, limit, &past) {
+                        true
+                    } else if r.partitions.len() >= want {
+                        page.stopped_after = r.partitions.last().map(|p| (p.token, p.key.clone()));
+                        true
+                    } else {
+                        false
+                    }
                 }
             };
             if full {

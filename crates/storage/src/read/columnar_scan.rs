@@ -196,11 +196,41 @@ pub struct ColumnPage {
     pub more: bool,
     /// Tombstones the page's row-path reads scanned.
     pub tombstones_scanned: u64,
+    /// Set when the page ended on partitions read but left out by a restriction (a read
+    /// counts them against the page): the last of them, where the next page resumes.
+    pub stopped_after: Option<(i64, Bytes)>,
 }
 
 impl ColumnPage {
     pub(crate) fn full(&self, limit: usize) -> bool {
         self.keys.len() >= limit
+    }
+
+    /// Appends the page read after this one (resumed at this one's `resume_point`).
+    pub fn append(&mut self, next: ColumnPage) {
+        self.keys.extend(next.keys);
+        self.clustering.extend(next.clustering);
+        for (mine, theirs) in self.cells.iter_mut().zip(next.cells) {
+            mine.extend(theirs);
+        }
+        self.more = next.more;
+        self.tombstones_scanned += next.tombstones_scanned;
+        self.stopped_after = next.stopped_after;
+    }
+
+    /// Where the next page resumes when `more`: (token, key, clustering) of the last row
+    /// returned, or the partition the page stopped after when rows it read were left out
+    /// (a page may then hold no row at all, and must still say where it got to).
+    pub fn resume_point(&self) -> Option<(i64, Bytes, Vec<Bytes>)> {
+        if let Some((token, key)) = &self.stopped_after {
+            return Some((*token, key.clone(), Vec::new()));
+        }
+        let (token, key) = self.keys.last()?;
+        Some((
+            *token,
+            key.clone(),
+            self.clustering.last().cloned().unwrap_or_default(),
+        ))
     }
 }
 

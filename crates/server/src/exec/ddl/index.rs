@@ -5,10 +5,7 @@ use helenus_cql::ast::{self};
 use helenus_schema::{ColumnKind, TableMeta};
 use helenus_types::CqlType;
 
-/// Whether an index class name designates a storage-attached index.
-pub fn is_sai_class(class: &str) -> bool {
-    class.eq_ignore_ascii_case("sai") || class.ends_with("StorageAttachedIndex")
-}
+pub use crate::index_storage::is_sai_class;
 
 /// Cassandra's checks on what an index may target (`CreateIndexStatement`, SAI's type support).
 pub(super) fn check_index_target(

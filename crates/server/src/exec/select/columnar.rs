@@ -134,7 +134,7 @@ pub(super) async fn project(
     node: &NodeState,
     plan: &SelectPlan,
     binds: &Binds<'_>,
-    (want, consistency): (Option<usize>, ConsistencyLevel),
+    (want, paged, consistency): (Option<usize>, bool, ConsistencyLevel),
     resume: Option<&PagingState>,
 ) -> ExecResult<Option<SelectOutput>> {
     let t = &plan.table;
@@ -156,10 +156,26 @@ pub(super) async fn project(
     let limit = want.unwrap_or(usize::MAX);
     let engine = node.engine.clone();
     let table = *t.id.as_bytes();
-    let page =
-        tokio::task::spawn_blocking(move || engine.scan_column_page(table, &scan, after, limit))
-            .await
-            .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
+    // A page a restriction left short only says where it got to; reads go on from there until
+    // the page has a row (an unpaged request: until its limit), as a row scan's filtering does.
+    let page = tokio::task::spawn_blocking(move || {
+        let mut page = engine.scan_column_page(table, &scan, after, limit)?;
+        while page.more && page.keys.len() < limit && (!paged || page.keys.is_empty()) {
+            let Some((token, key, clustering)) = page.resume_point() else {
+                break;
+            };
+            let at = st::ResumeAt {
+                token,
+                key,
+                clustering,
+            };
+            let next = engine.scan_column_page(table, &scan, Some(at), limit - page.keys.len())?;
+            page.append(next);
+        }
+        Ok::<_, st::StorageError>(page)
+    })
+    .await
+    .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
     let composite = t.partition_key_len() > 1;
     let rows: Vec<Vec<Option<bytes::Bytes>>> = page
         .keys
@@ -182,18 +198,23 @@ pub(super) async fn project(
                 .collect()
         })
         .collect();
-    let paging_state = match (page.more, page.keys.last()) {
-        (true, Some((token, key))) => {
+    let paging_state = match (page.more, page.resume_point()) {
+        (true, Some((token, key, clustering))) => {
             // Rows of the last partition returned so far (a page may resume inside it).
-            let in_page = page.keys.iter().rev().take_while(|(_, k)| k == key).count();
+            let in_page = page
+                .keys
+                .iter()
+                .rev()
+                .take_while(|(_, k)| *k == key)
+                .count();
             let before = resume
-                .filter(|r| r.partition_key == *key && in_page == page.keys.len())
+                .filter(|r| r.partition_key == key && in_page == page.keys.len())
                 .map_or(0, |r| r.partition_rows_returned);
             Some(
                 PagingState {
-                    token: *token,
-                    partition_key: key.clone(),
-                    clustering: page.clustering.last().cloned().unwrap_or_default(),
+                    token,
+                    partition_key: key,
+                    clustering,
                     rows_returned: resume.map_or(0, |r| r.rows_returned) + rows.len(),
                     partition_rows_returned: before + in_page,
                 }

@@ -218,9 +218,14 @@ pub async fn execute(
         rows_wanted(limit, page_size, already)
     };
     if !grouped && !merging {
-        if let Some(out) =
-            super::columnar::project(node, plan, binds, (want, consistency), resume.as_ref())
-                .await?
+        if let Some(out) = super::columnar::project(
+            node,
+            plan,
+            binds,
+            (want, page_size.is_some(), consistency),
+            resume.as_ref(),
+        )
+        .await?
         {
             return Ok(out);
         }
