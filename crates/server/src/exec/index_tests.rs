@@ -36,9 +36,20 @@ async fn wait_built(node: &NodeState, table: &str, index: &str) {
 /// Live entries of int `value` in index `index` of `table`.
 fn entries(node: &NodeState, table: &str, index: &str, value: i32) -> usize {
     let value = bytes::Bytes::copy_from_slice(&value.to_be_bytes());
+    let r = read_index(node, table, index, &value).unwrap();
+    r.partitions.iter().map(|p| p.rows.len()).sum()
+}
+
+/// The entries of `value` in the table of index `index` of `table` (an error when it has none).
+fn read_index(
+    node: &NodeState,
+    table: &str,
+    index: &str,
+    value: &bytes::Bytes,
+) -> Result<helenus_storage::ReadResult, helenus_storage::StorageError> {
     let q = helenus_storage::ReadQuery {
         columns: None,
-        partitions: helenus_storage::value_partition(&value),
+        partitions: helenus_storage::value_partition(value),
         slices: Vec::new(),
         reversed: false,
         row_limit: None,
@@ -47,8 +58,7 @@ fn entries(node: &NodeState, table: &str, index: &str, value: i32) -> usize {
         now_s: MANUAL_NOW_US / 1_000_000,
         resume_after: None,
     };
-    let r = node.engine.read(index_id(node, table, index), &q).unwrap();
-    r.partitions.iter().map(|p| p.rows.len()).sum()
+    node.engine.read(index_id(node, table, index), &q)
 }
 
 /// Rows the reads of `table` merged so far (live or not): what they cost.
@@ -319,18 +329,7 @@ fn sai_on_a_columnar_table_is_answered_from_the_column() {
         )
         .await;
         for index in ["col_v", "col_c"] {
-            let q = helenus_storage::ReadQuery {
-                columns: None,
-                partitions: helenus_storage::value_partition(&bytes::Bytes::from_static(b"x")),
-                slices: Vec::new(),
-                reversed: false,
-                row_limit: None,
-                per_partition_limit: None,
-                partition_limit: None,
-                now_s: MANUAL_NOW_US / 1_000_000,
-                resume_after: None,
-            };
-            let read = node.engine.read(index_id(&node, "col", index), &q);
+            let read = read_index(&node, "col", index, &bytes::Bytes::from_static(b"x"));
             assert!(read.is_err(), "{index} has an index table");
         }
         let listed = rows(

@@ -225,25 +225,22 @@ fn a_page_changed_after_open_is_an_error_not_a_panic() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A columnar SSTable's keyed Index.db: tokens that are the key's Murmur3 token are not
-/// stored (and come back derived), others are; lookups, bounds and walks agree with what was
-/// written, and the derived entries take 10 bytes for an 8-byte key.
-#[test]
-fn keyed_entries_derive_murmur3_tokens_and_keep_the_others() {
-    let dir = temp_dir("keyed");
+/// 1000 entries of bigint keys `i * step` in (token, key) order with positions from their
+/// lengths (1 to `max_len` entries): every fifth has the made-up token `odd_token(i)`, the others
+/// their key's Murmur3 token.
+fn bigint_entries(step: u64, odd_token: impl Fn(u64) -> i64, max_len: u32) -> Vec<IndexEntry> {
     let mut written: Vec<IndexEntry> = (0..1000u64)
         .map(|i| {
-            let key = Bytes::from(i.to_be_bytes().to_vec());
-            let token = if i % 5 == 0 {
-                i as i64 * 7 - 3000
-            } else {
-                helenus_types::murmur3_token(&key)
+            let key = Bytes::from((i * step).to_be_bytes().to_vec());
+            let token = match i % 5 {
+                0 => odd_token(i),
+                _ => helenus_types::murmur3_token(&key),
             };
             IndexEntry {
                 token,
                 key,
                 position: 0,
-                length: 1 + (i as u32 % 60),
+                length: 1 + (i as u32 % max_len),
                 header_len: 0,
                 blocks: Vec::new(),
             }
@@ -251,10 +248,44 @@ fn keyed_entries_derive_murmur3_tokens_and_keep_the_others() {
         .collect();
     written.sort_by(|a, b| (a.token, &a.key).cmp(&(b.token, &b.key)));
     let mut position = 0;
-    let mut body = Vec::new();
     for e in &mut written {
         e.position = position;
         position += u64::from(e.length);
+    }
+    written
+}
+
+/// Every entry of `written` found by position and key, bounds after each, no entry under a
+/// neighbouring token, and walks from each of `starts` giving the rest in order.
+fn check_lookups(ix: &PartitionIndex, written: &[IndexEntry], starts: &[usize]) {
+    assert_eq!(ix.len(), written.len());
+    for (i, e) in written.iter().enumerate() {
+        same(&ix.entry(i).unwrap(), e);
+        let (at, found) = ix.search(e.token, &e.key).unwrap().unwrap();
+        assert_eq!(at, i);
+        same(&found, e);
+        let b = Bound::Excluded((e.token, e.key.clone()));
+        assert_eq!(ix.lower_bound(&b).unwrap(), i + 1);
+        assert!(ix.search(e.token + 1, &e.key).unwrap().is_none());
+    }
+    for &from in starts {
+        let walked: Vec<IndexEntry> = ix.iter_from(from).map(Result::unwrap).collect();
+        assert_eq!(walked.len(), written.len() - from);
+        for (w, e) in walked.iter().zip(&written[from..]) {
+            same(w, e);
+        }
+    }
+}
+
+/// A columnar SSTable's keyed Index.db: tokens that are the key's Murmur3 token are not
+/// stored (and come back derived), others are; lookups, bounds and walks agree with what was
+/// written, and the derived entries take 10 bytes for an 8-byte key.
+#[test]
+fn keyed_entries_derive_murmur3_tokens_and_keep_the_others() {
+    let dir = temp_dir("keyed");
+    let written = bigint_entries(1, |i| i as i64 * 7 - 3000, 60);
+    let mut body = Vec::new();
+    for e in &written {
         crate::sstable::format::encode_keyed_index_entry(&mut body, e);
     }
     // 800 derived entries of 10 bytes, 200 with their 8-byte token.
@@ -269,21 +300,7 @@ fn keyed_entries_derive_murmur3_tokens_and_keep_the_others() {
     std::fs::write(&path, &file).unwrap();
     for interval in [1, 4, 128] {
         let ix = PartitionIndex::open_with_interval(&path, format, interval, None).unwrap();
-        assert_eq!(ix.len(), written.len());
-        for (i, e) in written.iter().enumerate() {
-            same(&ix.entry(i).unwrap(), e);
-            let (at, found) = ix.search(e.token, &e.key).unwrap().unwrap();
-            assert_eq!(at, i);
-            same(&found, e);
-            let b = Bound::Excluded((e.token, e.key.clone()));
-            assert_eq!(ix.lower_bound(&b).unwrap(), i + 1);
-            assert!(ix.search(e.token + 1, &e.key).unwrap().is_none());
-        }
-        let walked: Vec<IndexEntry> = ix.iter_from(3).map(Result::unwrap).collect();
-        assert_eq!(walked.len(), written.len() - 3);
-        for (w, e) in walked.iter().zip(&written[3..]) {
-            same(w, e);
-        }
+        check_lookups(&ix, &written, &[3]);
     }
     // The keyed magic is only read as such for format 2.
     assert!(PartitionIndex::open(&path, DataFormat::Fixed, None).is_err());
@@ -326,31 +343,11 @@ fn sampled_file(dir: &Path, name: &str, written: &[IndexEntry], interval: usize)
 fn a_sampled_index_reads_keys_from_its_segment_and_checks_its_samples_against_it() {
     let dir = temp_dir("sampled");
     // Bigint keys, every fifth with a token that is not its Murmur3 one, entry counts varying.
-    let mut written: Vec<IndexEntry> = (0..1000u64)
-        .map(|i| {
-            let key = Bytes::from((i * 7919).to_be_bytes().to_vec());
-            let token = match i % 5 {
-                0 => i as i64 * 1_000_003 - 400_000_000,
-                _ => helenus_types::murmur3_token(&key),
-            };
-            IndexEntry {
-                token,
-                key,
-                position: 0,
-                length: 1 + (i as u32 % 3),
-                header_len: 0,
-                blocks: Vec::new(),
-            }
-        })
+    let written = bigint_entries(7919, |i| i as i64 * 1_000_003 - 400_000_000, 3);
+    let segment: std::collections::BTreeMap<u64, (i64, Bytes)> = written
+        .iter()
+        .map(|e| (e.position, (e.token, e.key.clone())))
         .collect();
-    written.sort_by(|a, b| (a.token, &a.key).cmp(&(b.token, &b.key)));
-    let mut position = 0;
-    let mut segment = std::collections::BTreeMap::new();
-    for e in &mut written {
-        e.position = position;
-        segment.insert(position, (e.token, e.key.clone()));
-        position += u64::from(e.length);
-    }
     let keys: Arc<dyn EntryKeys> = Arc::new(ListedKeys(segment.clone()));
     let format = DataFormat::Compact { base_us: 0 };
     for interval in [1, 7, 128] {
@@ -360,24 +357,8 @@ fn a_sampled_index_reads_keys_from_its_segment_and_checks_its_samples_against_it
         assert!(interval == 1 || per_entry < 3, "{per_entry} bytes an entry");
         // The file's interval wins over the one asked for.
         let ix = PartitionIndex::open_with_interval(&path, format, 3, Some(keys.clone())).unwrap();
-        assert_eq!(ix.len(), written.len());
         assert_eq!(ix.samples.len(), written.len().div_ceil(interval));
-        for (i, e) in written.iter().enumerate() {
-            same(&ix.entry(i).unwrap(), e);
-            let (at, found) = ix.search(e.token, &e.key).unwrap().unwrap();
-            assert_eq!(at, i);
-            same(&found, e);
-            let b = Bound::Excluded((e.token, e.key.clone()));
-            assert_eq!(ix.lower_bound(&b).unwrap(), i + 1);
-            assert!(ix.search(e.token + 1, &e.key).unwrap().is_none());
-        }
-        for from in [0, 3, interval, 999] {
-            let walked: Vec<IndexEntry> = ix.iter_from(from).map(Result::unwrap).collect();
-            assert_eq!(walked.len(), written.len() - from);
-            for (w, e) in walked.iter().zip(&written[from..]) {
-                same(w, e);
-            }
-        }
+        check_lookups(&ix, &written, &[0, 3, interval, 999]);
         // Without its segment a sampled index does not open.
         assert!(PartitionIndex::open(&path, format, None).is_err());
     }
