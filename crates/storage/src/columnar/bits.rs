@@ -141,6 +141,21 @@ pub(super) fn packed_len(n: usize, w: u32) -> usize {
 }
 
 /// Unpacks `n` values of `w` bits, calling `f` with each.
+/// Value `i` of `w`-bit values packed in `bytes` as `unpack` reads them (bits past the end
+/// read as 0): one value without unpacking those before it.
+pub(super) fn packed_at(bytes: &[u8], w: u32, i: usize) -> u64 {
+    if w == 0 || w > 64 {
+        return 0;
+    }
+    let bit = i.saturating_mul(w as usize);
+    let mut b = [0u8; 16];
+    let rest = bytes.get(bit / 8..).unwrap_or_default();
+    let n = rest.len().min(16);
+    b[..n].copy_from_slice(&rest[..n]);
+    let mask = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
+    ((u128::from_le_bytes(b) >> (bit % 8)) as u64) & mask
+}
+
 pub(super) fn unpack(
     c: &mut Cursor<'_>,
     n: usize,

@@ -13,7 +13,7 @@
 use super::bits::{put_uv, Cursor};
 use super::dict::{Dictionary, StreamDict};
 use super::ints::{
-    decode_bits, decode_codes, decode_ints, encode_codes, encode_ints, Allow, IntDict,
+    decode_bits, decode_codes, decode_ints_at, encode_codes, encode_ints, Allow, IntDict,
     SEGMENT_CODES,
 };
 use super::stats::ChunkStats;
@@ -206,23 +206,25 @@ fn encode_floats_alone(out: &mut Vec<u8>, bits: &[u64], single: bool) {
     encode_ints(out, &ints, Allow::ALL);
 }
 
-/// The non-null float values of a body, as bit patterns (of f32s when `single`).
+/// The `n` non-null float values of a body as bit patterns (of f32s when `single`): those at
+/// positions `at` among them, or every one when None.
 pub(super) fn decode_floats(
     c: &mut Cursor<'_>,
     n: usize,
     single: bool,
     segment: Option<&Dictionary>,
+    at: Option<&[usize]>,
 ) -> Result<Vec<u64>, ColumnarError> {
     let scale = c.u8()?;
-    let mut ints = Vec::with_capacity(n);
+    let mut ints = Vec::with_capacity(at.map_or(n, <[usize]>::len));
     if scale == SEGMENT_BITS {
         let dict = segment
             .and_then(Dictionary::ints)
             .ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
-        decode_codes(c, n, dict, &mut ints)?;
+        decode_codes(c, n, dict, &mut ints, at)?;
         return Ok(ints.iter().map(|b| *b as u64).collect());
     }
-    decode_ints(c, n, &mut ints)?;
+    decode_ints_at(c, n, &mut ints, at)?;
     if scale == RAW_BITS {
         return Ok(ints.iter().map(|b| *b as u64).collect());
     }
@@ -232,23 +234,47 @@ pub(super) fn decode_floats(
     Ok(ints.iter().map(|i| unscale(*i, p, single)).collect())
 }
 
-/// The `n` non-null integers of a body: encoded on their own, or codes into the stream's
-/// segment dictionary.
+/// The segment dictionary a numeric body's values are codes into, its tag consumed; None (the
+/// cursor untouched) when the body holds its own encoding.
+pub(super) fn segment_codes<'d>(
+    c: &mut Cursor<'_>,
+    physical: Physical,
+    segment: Option<&'d Dictionary>,
+) -> Result<Option<&'d [i64]>, ColumnarError> {
+    let tag = match physical {
+        Physical::Int => SEGMENT_CODES,
+        Physical::Float32 | Physical::Float64 => SEGMENT_BITS,
+        Physical::Bytes => return Ok(None),
+    };
+    let mut peek = c.clone();
+    if peek.u8()? != tag {
+        return Ok(None);
+    }
+    let dict = segment
+        .and_then(Dictionary::ints)
+        .ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
+    *c = peek;
+    Ok(Some(dict))
+}
+
+/// The `n` non-null integers of a body (encoded on their own, or codes into the stream's
+/// segment dictionary): those at positions `at` among them, or every one when None.
 pub(super) fn decode_dense_ints(
     c: &mut Cursor<'_>,
     n: usize,
     segment: Option<&Dictionary>,
+    at: Option<&[usize]>,
 ) -> Result<Vec<i64>, ColumnarError> {
-    let mut out = Vec::with_capacity(n);
+    let mut out = Vec::with_capacity(at.map_or(n, <[usize]>::len));
     let mut peek = c.clone();
     if peek.u8()? == SEGMENT_CODES {
         let dict = segment
             .and_then(Dictionary::ints)
             .ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
-        decode_codes(&mut peek, n, dict, &mut out)?;
+        decode_codes(&mut peek, n, dict, &mut out, at)?;
         *c = peek;
     } else {
-        decode_ints(c, n, &mut out)?;
+        decode_ints_at(c, n, &mut out, at)?;
     }
     Ok(out)
 }
@@ -381,16 +407,16 @@ fn decode_body(
             ColumnValues::Bytes(spread_bytes(&dense, validity.as_ref(), rows))
         }
         Physical::Int => {
-            let dense = decode_dense_ints(c, present, segment)?;
+            let dense = decode_dense_ints(c, present, segment, None)?;
             ColumnValues::Int(spread(dense, validity.as_ref(), rows, 0))
         }
         Physical::Float32 => {
-            let dense = decode_floats(c, present, true, segment)?;
+            let dense = decode_floats(c, present, true, segment, None)?;
             let bits = spread(dense, validity.as_ref(), rows, 0);
             ColumnValues::Float32(bits.iter().map(|b| f32::from_bits(*b as u32)).collect())
         }
         Physical::Float64 => {
-            let dense = decode_floats(c, present, false, segment)?;
+            let dense = decode_floats(c, present, false, segment, None)?;
             let bits = spread(dense, validity.as_ref(), rows, 0);
             ColumnValues::Float64(bits.iter().map(|b| f64::from_bits(*b)).collect())
         }

@@ -10,7 +10,7 @@ use super::layout::{
     ColumnSpec, Entry, GroupColumns, Serialized, KIND_ROW, KIND_STATIC, S_BASE_TS, S_EXTRAS, S_KEY,
     S_KIND, S_LIVE_TS, S_LIVE_TTL, S_PART_DEL_TS, S_ROW_DEL_TS, S_TOKEN,
 };
-use super::select::{select_chunk, ValuePredicate};
+use super::select::{decode_selected, select_chunk, ValuePredicate};
 use super::stats::{ChunkStats, CompareOp};
 use super::vector::{Bitmap, Column, ColumnValues, Physical, Scalar, ValueType};
 use super::ColumnarError;
@@ -611,6 +611,25 @@ impl SegmentReader {
             out.push((token, Bytes::copy_from_slice(&buf)));
         }
         Ok(out)
+    }
+
+    /// Column `id` of row group `g` with only the values of the rows set in `selected` (its
+    /// other rows null): the scan's column after restrictions on others left a few rows. Not
+    /// kept in the recent streams (it is not the whole stream).
+    pub fn read_selected(
+        &self,
+        g: usize,
+        id: ColumnId,
+        selected: &Bitmap,
+    ) -> Result<Column, ColumnarError> {
+        let l = &self.footer.layout;
+        let rows = self.group_rows(g);
+        let Some(j) = l.column_index(id) else {
+            return Ok(Column::nulls(Physical::Bytes, rows));
+        };
+        let s = l.column_stream(j);
+        let (buf, physical) = self.chunk_bytes(g, s)?;
+        decode_selected(&buf, rows, physical, self.dict(s), selected)
     }
 
     /// Reads the streams `req` selects of row group `g` (whether or not it could be skipped).

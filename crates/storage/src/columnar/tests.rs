@@ -908,6 +908,18 @@ fn declared_columns_must_be_simple_and_abandoned_writers_leave_nothing() {
     assert!(!reader.can_skip(0, &r));
 }
 
+/// The types of the columns the dictionary test scans (4, 6, 1, 3).
+const TYPE_OF: [ValueType; 4] = [
+    ValueType::Text,
+    ValueType::Opaque,
+    ValueType::Int,
+    ValueType::Double,
+];
+
+fn p_name(name: &str) -> ValuePredicate {
+    ValuePredicate::new(ValueType::Text, CompareOp::Eq, name.as_bytes())
+}
+
 #[test]
 fn values_repeating_across_row_groups_are_coded_into_one_segment_dictionary() {
     let dir = tempdir("columnar-segment-dict");
@@ -1020,6 +1032,16 @@ fn values_repeating_across_row_groups_are_coded_into_one_segment_dictionary() {
                 b.group
             );
         }
+        // The dictionary-coded numbers decoded at the rows of one name only.
+        let one_name = seg.select_rows(b.group, 4, &p_name(&names[7])).unwrap();
+        for (j, id) in [(2, 1), (3, 3)] {
+            let got = seg.read_selected(b.group, id, &one_name).unwrap();
+            for i in 0..b.rows {
+                let want = b.columns[j].values.serialized(i, TYPE_OF[j]);
+                let mine = got.serialized(i, TYPE_OF[j]);
+                assert_eq!(mine, want.filter(|_| one_name.get(i)), "col {id} row {i}");
+            }
+        }
         at += b.rows;
     }
     assert_eq!(at, rows);
@@ -1027,5 +1049,32 @@ fn values_repeating_across_row_groups_are_coded_into_one_segment_dictionary() {
     assert_eq!(back.len(), rows);
     for (a, b) in parts.iter().zip(&back) {
         assert_same(a, b);
+    }
+}
+
+#[test]
+fn a_selective_decode_gives_the_selected_rows_values_and_nothing_else() {
+    let mut r = Rng(0x5E1E_C7ED_0000_0001);
+    for round in 0..1300 {
+        let t = TYPES[round % TYPES.len()];
+        let rows = [1usize, 2, 63, 64, 65, 300, 4096][r.below(7) as usize];
+        let values = random_column(&mut r, t, rows);
+        let col = build(&values, t);
+        let (bytes, _) = encode_chunk(&col, t, COMPRESSIONS[r.below(3) as usize]);
+        let physical = col.values.physical();
+        let whole = decode_chunk(&bytes, rows, physical).unwrap();
+        let one_in = [1u64, 2, 10, 100][r.below(4) as usize];
+        let selected = Bitmap::from_bools((0..rows).map(|_| r.below(one_in) == 0), rows);
+        let got = super::select::decode_selected(&bytes, rows, physical, None, &selected).unwrap();
+        assert_eq!(got.len(), rows);
+        for i in 0..rows {
+            let want = whole.serialized(i, t);
+            let mine = got.serialized(i, t);
+            if selected.get(i) {
+                assert_eq!(mine, want, "{t:?} row {i} of {rows}");
+            } else if physical != Physical::Bytes {
+                assert!(!got.is_valid(i), "{t:?} row {i} not selected");
+            }
+        }
     }
 }

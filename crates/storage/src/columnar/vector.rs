@@ -200,6 +200,41 @@ impl Bitmap {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
+    /// The rows set in `self` and in `valid` (every row valid when None), and for each its
+    /// place among `valid`'s set rows: where a selected row's value lies among a chunk's
+    /// non-null values. A word at a time.
+    pub(super) fn ranks_in(&self, valid: Option<&Bitmap>) -> (Vec<usize>, Vec<usize>) {
+        let mut rows = Vec::new();
+        let mut ranks = Vec::new();
+        let mut base = 0usize;
+        for (wi, sw) in self.words.iter().enumerate() {
+            let vw = match valid {
+                Some(v) => v.words.get(wi).copied().unwrap_or(0),
+                None => u64::MAX,
+            };
+            let mut both = sw & vw;
+            while both != 0 {
+                let b = both.trailing_zeros();
+                rows.push(wi * 64 + b as usize);
+                ranks.push(base + (vw & ((1u64 << b) - 1)).count_ones() as usize);
+                both &= both - 1;
+            }
+            base += vw.count_ones() as usize;
+        }
+        (rows, ranks)
+    }
+
+    /// `n` bits, set at `rows` (those below `n`).
+    pub fn from_rows(rows: &[usize], n: usize) -> Self {
+        let mut b = Bitmap::filled(n, false);
+        for &i in rows.iter().filter(|i| **i < n) {
+            if let Some(w) = b.words.get_mut(i / 64) {
+                *w |= 1u64 << (i % 64);
+            }
+        }
+        b
+    }
+
     /// The first `n` bits of `bits` (false past its end), a word at a time.
     pub fn from_bools(mut bits: impl Iterator<Item = bool>, n: usize) -> Self {
         let mut words = Vec::with_capacity(n.div_ceil(64));

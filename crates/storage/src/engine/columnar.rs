@@ -25,6 +25,10 @@ use std::sync::Arc;
 /// Partitions one row-path read returns at most (a batch's worth of small partitions).
 const ROW_PATH_PARTITIONS: usize = 4096;
 
+/// A row group's scan columns are decoded only at the selected rows when fewer than one row in
+/// this many is selected (else whole: a vector decode beats lookups one by one).
+const SPARSE_SELECTION: usize = 8;
+
 /// Row groups a scan decodes at once, spread over the machine's cores (decompressing and
 /// decoding chunks is a scan's work; folding the batches is little), handed on in order.
 const PARALLEL_GROUPS: usize = 32;
@@ -294,30 +298,51 @@ fn group_batch(
 ) -> Result<ScanBatch, StorageError> {
     let (glo, ghi) = seg.group_token_range(g).unwrap_or((lo, hi));
     let straddles = glo < lo || ghi > hi;
+    let need_keys = straddles || scan.group_runs.is_some();
     // Only the scan's own columns are decoded; a restriction on another column is evaluated
-    // on its chunk's encoding (`select_rows`), which never builds its vector.
+    // first, on its chunk's encoding (`select_rows`), which never builds its vector.
     let ids: Vec<ColumnId> = scan.columns.iter().map(|c| c.id).collect();
-    let (rows, keys, columns) =
-        group_columns(seg, g, &ids, straddles || scan.group_runs.is_some())?;
+    let (on_others, on_scanned): (Vec<_>, Vec<_>) = scan
+        .restrictions
+        .iter()
+        .partition(|r| !ids.contains(&r.column.id));
+    let mut selected = None;
+    for r in on_others {
+        let p = ValuePredicate::new(r.column.value_type, r.op, &r.value);
+        narrow(&mut selected, seg.select_rows(g, r.column.id, &p)?);
+    }
+    // When those leave few rows (a month of six years), only their values are decoded.
+    let rows = seg.group_rows(g);
+    let few = selected.as_ref().filter(|s| {
+        !need_keys && on_scanned.is_empty() && s.count_ones() * SPARSE_SELECTION < rows
+    });
+    let (rows, keys, columns) = match few {
+        Some(s) => {
+            let columns = ids
+                .iter()
+                .map(|id| seg.read_selected(g, *id, s))
+                .collect::<Result<Vec<_>, _>>()?;
+            (rows, None, columns)
+        }
+        None => group_columns(seg, g, &ids, need_keys)?,
+    };
     let partitions = match (&keys, scan.group_runs) {
         (Some(k), Some(n)) => group_runs(k, rows, seg, n),
         _ => Vec::new(),
     };
-    let mut selected = keys.filter(|_| straddles).map(|k| {
-        Bitmap::from_bools(
+    if let Some(k) = keys.filter(|_| straddles) {
+        let in_range = Bitmap::from_bools(
             (0..rows).map(|i| k.tokens.int(i).is_some_and(|tk| lo <= tk && tk <= hi)),
             rows,
-        )
-    });
-    for r in &scan.restrictions {
-        let m = match ids.iter().position(|id| *id == r.column.id) {
-            Some(j) => restriction_rows(r, columns.get(j), rows),
-            None => {
-                let p = ValuePredicate::new(r.column.value_type, r.op, &r.value);
-                seg.select_rows(g, r.column.id, &p)?
-            }
-        };
-        narrow(&mut selected, m);
+        );
+        narrow(&mut selected, in_range);
+    }
+    for r in on_scanned {
+        let j = ids.iter().position(|id| *id == r.column.id);
+        narrow(
+            &mut selected,
+            restriction_rows(r, j.and_then(|j| columns.get(j)), rows),
+        );
     }
     Ok(ScanBatch {
         rows,
