@@ -76,33 +76,8 @@ fn check(dir: &Path, format: DataFormat, n: usize, interval: usize) {
     let full = format.decode_index(&body[4..body.len() - 4]).unwrap();
     assert_eq!(full.len(), n);
     let ix = PartitionIndex::open_with_interval(&path, format, interval, None).unwrap();
-    assert_eq!(ix.len(), n);
     assert_eq!(ix.samples.len(), n.div_ceil(interval));
-    for (i, e) in full.iter().enumerate() {
-        same(&ix.entry(i).unwrap(), e);
-        let (at, found) = ix.search(e.token, &e.key).unwrap().unwrap();
-        assert_eq!(at, i);
-        same(&found, e);
-        let key = Bound::Included((e.token, e.key.clone()));
-        assert_eq!(ix.lower_bound(&key).unwrap(), i);
-        let key = Bound::Excluded((e.token, e.key.clone()));
-        assert_eq!(ix.lower_bound(&key).unwrap(), i + 1);
-        // Absent keys just below and just above each entry, within and across pages.
-        for (token, key) in [
-            (e.token, e.key.slice(..e.key.len() - 1)),
-            (e.token, Bytes::from([e.key.as_ref(), b"x"].concat())),
-            (e.token - 1, Bytes::from_static(b"zzz")),
-            (e.token + 1, Bytes::new()),
-        ] {
-            assert!(ix.search(token, &key).unwrap().is_none());
-            let expect = full.partition_point(|f| (f.token, &f.key) < (token, &key));
-            let b = Bound::Included((token, key.clone()));
-            assert_eq!(ix.lower_bound(&b).unwrap(), expect);
-        }
-    }
-    assert!(ix.entry(n).is_err());
-    assert_eq!(ix.lower_bound(&Bound::Unbounded).unwrap(), 0);
-    for start in [
+    let starts = [
         0,
         1,
         interval - 1,
@@ -110,13 +85,8 @@ fn check(dir: &Path, format: DataFormat, n: usize, interval: usize) {
         interval + 1,
         n.saturating_sub(1),
         n,
-    ] {
-        let walked: Vec<IndexEntry> = ix.iter_from(start).map(Result::unwrap).collect();
-        assert_eq!(walked.len(), n.saturating_sub(start));
-        for (w, e) in walked.iter().zip(full.iter().skip(start)) {
-            same(w, e);
-        }
-    }
+    ];
+    check_lookups(&ix, &full, &starts);
 }
 
 #[test]
@@ -255,23 +225,40 @@ fn bigint_entries(step: u64, odd_token: impl Fn(u64) -> i64, max_len: u32) -> Ve
     written
 }
 
-/// Every entry of `written` found by position and key, bounds after each, no entry under a
-/// neighbouring token, and walks from each of `starts` giving the rest in order.
+/// Every entry of `written` found by position and key, bounds at and after each, absent keys
+/// just below and above each (within and across pages) found nowhere and bounded where they
+/// would sort, and walks from each of `starts` giving the rest in order.
 fn check_lookups(ix: &PartitionIndex, written: &[IndexEntry], starts: &[usize]) {
-    assert_eq!(ix.len(), written.len());
+    let n = written.len();
+    assert_eq!(ix.len(), n);
     for (i, e) in written.iter().enumerate() {
         same(&ix.entry(i).unwrap(), e);
         let (at, found) = ix.search(e.token, &e.key).unwrap().unwrap();
         assert_eq!(at, i);
         same(&found, e);
-        let b = Bound::Excluded((e.token, e.key.clone()));
-        assert_eq!(ix.lower_bound(&b).unwrap(), i + 1);
-        assert!(ix.search(e.token + 1, &e.key).unwrap().is_none());
+        let key = Bound::Included((e.token, e.key.clone()));
+        assert_eq!(ix.lower_bound(&key).unwrap(), i);
+        let key = Bound::Excluded((e.token, e.key.clone()));
+        assert_eq!(ix.lower_bound(&key).unwrap(), i + 1);
+        for (token, key) in [
+            (e.token, e.key.slice(..e.key.len() - 1)),
+            (e.token, Bytes::from([e.key.as_ref(), b"x"].concat())),
+            (e.token - 1, Bytes::from_static(b"zzz")),
+            (e.token + 1, Bytes::new()),
+            (e.token + 1, e.key.clone()),
+        ] {
+            assert!(ix.search(token, &key).unwrap().is_none());
+            let expect = written.partition_point(|f| (f.token, &f.key) < (token, &key));
+            let b = Bound::Included((token, key.clone()));
+            assert_eq!(ix.lower_bound(&b).unwrap(), expect);
+        }
     }
+    assert!(ix.entry(n).is_err());
+    assert_eq!(ix.lower_bound(&Bound::Unbounded).unwrap(), 0);
     for &from in starts {
         let walked: Vec<IndexEntry> = ix.iter_from(from).map(Result::unwrap).collect();
-        assert_eq!(walked.len(), written.len() - from);
-        for (w, e) in walked.iter().zip(&written[from..]) {
+        assert_eq!(walked.len(), n.saturating_sub(from));
+        for (w, e) in walked.iter().zip(written.iter().skip(from)) {
             same(w, e);
         }
     }
