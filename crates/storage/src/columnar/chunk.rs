@@ -215,15 +215,12 @@ pub(super) fn decode_floats(
     segment: Option<&Dictionary>,
     at: Option<&[usize]>,
 ) -> Result<Vec<u64>, ColumnarError> {
-    let scale = c.u8()?;
     let mut ints = Vec::with_capacity(at.map_or(n, <[usize]>::len));
-    if scale == SEGMENT_BITS {
-        let dict = segment
-            .and_then(Dictionary::ints)
-            .ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
+    if let Some(dict) = segment_codes(c, Physical::Float64, segment)? {
         decode_codes(c, n, dict, &mut ints, at)?;
         return Ok(ints.iter().map(|b| *b as u64).collect());
     }
+    let scale = c.u8()?;
     decode_ints_at(c, n, &mut ints, at)?;
     if scale == RAW_BITS {
         return Ok(ints.iter().map(|b| *b as u64).collect());
@@ -266,15 +263,9 @@ pub(super) fn decode_dense_ints(
     at: Option<&[usize]>,
 ) -> Result<Vec<i64>, ColumnarError> {
     let mut out = Vec::with_capacity(at.map_or(n, <[usize]>::len));
-    let mut peek = c.clone();
-    if peek.u8()? == SEGMENT_CODES {
-        let dict = segment
-            .and_then(Dictionary::ints)
-            .ok_or_else(|| ColumnarError::corrupt("no segment dictionary"))?;
-        decode_codes(&mut peek, n, dict, &mut out, at)?;
-        *c = peek;
-    } else {
-        decode_ints_at(c, n, &mut out, at)?;
+    match segment_codes(c, Physical::Int, segment)? {
+        Some(dict) => decode_codes(c, n, dict, &mut out, at)?,
+        None => decode_ints_at(c, n, &mut out, at)?,
     }
     Ok(out)
 }

@@ -387,32 +387,23 @@ pub(super) fn select_codes(
     dict: &[i64],
     keep: impl Fn(i64) -> bool,
 ) -> Result<Vec<bool>, ColumnarError> {
+    if dict.len() > n {
+        let mut values = Vec::with_capacity(n);
+        decode_codes(c, n, dict, &mut values, None)?;
+        return Ok(values.into_iter().map(keep).collect());
+    }
+    let table: Vec<bool> = dict.iter().map(|v| keep(*v)).collect();
     let mut codes = Vec::with_capacity(n);
     decode_ints(c, n, &mut codes)?;
-    let bad = || ColumnarError::corrupt("dictionary code");
-    if dict.len() <= n {
-        let table: Vec<bool> = dict.iter().map(|v| keep(*v)).collect();
-        codes
-            .iter()
-            .map(|k| {
-                usize::try_from(*k)
-                    .ok()
-                    .and_then(|i| table.get(i).copied())
-                    .ok_or_else(bad)
-            })
-            .collect()
-    } else {
-        codes
-            .iter()
-            .map(|k| {
-                usize::try_from(*k)
-                    .ok()
-                    .and_then(|i| dict.get(i))
-                    .map(|v| keep(*v))
-                    .ok_or_else(bad)
-            })
-            .collect()
-    }
+    codes
+        .iter()
+        .map(|k| {
+            usize::try_from(*k)
+                .ok()
+                .and_then(|i| table.get(i).copied())
+                .ok_or_else(|| ColumnarError::corrupt("dictionary code"))
+        })
+        .collect()
 }
 
 /// `n` integers that are all 0 or 1 (a validity stream), as a bitmap. The usual encoding,

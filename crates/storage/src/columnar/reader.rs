@@ -241,6 +241,16 @@ impl SegmentReader {
         self.group_starts.last().copied().unwrap_or(0)
     }
 
+    /// The row group holding entry `at` (the last one starting at or before it) and its first
+    /// entry.
+    fn group_of_entry(&self, at: u64) -> (usize, u64) {
+        let g = self
+            .group_starts
+            .partition_point(|s| *s <= at)
+            .saturating_sub(1);
+        (g, self.group_starts.get(g).copied().unwrap_or(0))
+    }
+
     /// Every stream of row group `g`, decoded (from the recent groups when there).
     fn whole_group(&self, g: usize) -> Result<Arc<DecodedGroup>, ColumnarError> {
         if let Some((_, d)) = self.recent.lock().iter().find(|(i, _)| *i == g) {
@@ -275,12 +285,7 @@ impl SegmentReader {
             .ok_or(ColumnarError::corrupt("entry out of range"))?;
         let mut at = first;
         while at < end {
-            // The group holding entry `at`: the last one starting at or before it.
-            let g = self
-                .group_starts
-                .partition_point(|s| *s <= at)
-                .saturating_sub(1);
-            let start = self.group_starts.get(g).copied().unwrap_or(0);
+            let (g, start) = self.group_of_entry(at);
             let d = self.whole_group(g)?;
             let gc = GroupColumns::with_serialized(
                 &self.footer.layout,
@@ -579,11 +584,7 @@ impl SegmentReader {
                 if at >= self.entries() {
                     return Err(ColumnarError::corrupt("entry out of range"));
                 }
-                let g = self
-                    .group_starts
-                    .partition_point(|s| *s <= at)
-                    .saturating_sub(1);
-                let start = self.group_starts.get(g).copied().unwrap_or(0);
+                let (g, start) = self.group_of_entry(at);
                 let derived = self
                     .footer
                     .groups
