@@ -165,6 +165,13 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
         ),
         None => (None, None),
     };
+    // Owned here to the end of this function: it stops after the storage shutdown below. Started
+    // before the port opens: a client that connected once finds the node serving from then on.
+    let statement_pool =
+        limits::StatementPool::start(&node.config).map_err(|e| StartError::Listen {
+            addr: addr.to_string(),
+            message: format!("cannot start the statement pool: {e}"),
+        })?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| StartError::Listen {
@@ -196,12 +203,6 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
         }
         Err(e) => tracing::warn!("admin API not started on {admin_addr}: {e}"),
     }
-    // Owned here to the end of this function: it stops after the storage shutdown below.
-    let statement_pool =
-        limits::StatementPool::start(&node.config).map_err(|e| StartError::Listen {
-            addr: addr.to_string(),
-            message: format!("cannot start the statement pool: {e}"),
-        })?;
     let limits = limits::Limits::new(&node.config, statement_pool.handle());
     let serving = tokio::spawn(transport::serve(
         node.clone(),

@@ -413,6 +413,15 @@ fn a_compacted_table_is_scanned_from_its_chunks_with_groups_skipped() {
     // Index.db: a length a partition and a key every 128, not every key again.
     let index_bytes = files_ending(&dir, "Index.db");
     assert!(index_bytes > 0 && index_bytes < 2 * 60_000, "{index_bytes}");
+    // The size `system.size_estimates` reports (partitions x mean size, which the Spark
+    // connector divides into tasks) is the segment's, not a row encoding's estimate.
+    let st = e.table_stats(T);
+    let estimated = st.estimated_partitions * st.mean_partition_size_bytes;
+    let segment = files_ending(&dir, "Columns.db");
+    assert!(
+        estimated <= segment && estimated + st.estimated_partitions >= segment,
+        "{estimated} {segment}"
+    );
     assert_eq!(stats.rows_from_row_path, 0, "{stats:?}");
     // Nothing lies between the row groups: no span of the range goes to the row path.
     assert_eq!(stats.spans_from_row_path, 0, "{stats:?}");

@@ -125,6 +125,19 @@ pub fn start(addr: &str, dir: &Path, port: u16, settings: &[&str]) -> Node {
     node
 }
 
+/// A connection to `addr:port`, tried for a few seconds: on a loaded machine a node that accepted
+/// one connection has refused the next (CI, stop 37), and one failure should not end a test.
+fn connect_retrying(addr: &str, port: u16) -> std::io::Result<TcpStream> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match TcpStream::connect((addr, port)) {
+            Ok(s) => return Ok(s),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
 pub struct Client {
     s: TcpStream,
     codec: proto::ClientConnectionCodec,
@@ -134,14 +147,16 @@ pub struct Client {
 
 impl Client {
     pub fn connect(node: &mut Node, version: u8) -> Client {
-        if let Err(e) = TcpStream::connect((node.addr.as_str(), node.port)) {
-            let diagnosis = node.diagnosis();
-            panic!(
-                "cannot connect to {}:{}: {e}; {diagnosis}",
-                node.addr, node.port
-            );
+        match connect_retrying(&node.addr, node.port) {
+            Ok(s) => Client::handshake(s, version, &[]),
+            Err(e) => {
+                let diagnosis = node.diagnosis();
+                panic!(
+                    "cannot connect to {}:{}: {e}; {diagnosis}",
+                    node.addr, node.port
+                )
+            }
         }
-        Client::connect_to(&node.addr, node.port, version)
     }
 
     pub fn connect_to(addr: &str, port: u16, version: u8) -> Client {
@@ -150,7 +165,12 @@ impl Client {
 
     /// Connects with extra STARTUP options (e.g. `THROW_ON_OVERLOAD`).
     pub fn connect_with(addr: &str, port: u16, version: u8, startup: &[(&str, &str)]) -> Client {
-        let s = TcpStream::connect((addr, port)).unwrap();
+        let s = connect_retrying(addr, port)
+            .unwrap_or_else(|e| panic!("cannot connect to {addr}:{port}: {e}"));
+        Client::handshake(s, version, startup)
+    }
+
+    fn handshake(s: TcpStream, version: u8, startup: &[(&str, &str)]) -> Client {
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut c = Client {
             s,

@@ -489,16 +489,21 @@ async fn wait_for_schema(cluster: &ClusterNode, node: &NodeState) -> Result<(), 
             .into_iter()
             .filter(|p| p.alive && p.status == helenus_cluster::gossip::status::NORMAL)
             .collect();
-        // Nobody up yet is no agreement.
+        // Nobody up yet is no agreement. The topology claim taken next is ordered by a majority
+        // of the ring: a node that has heard from one seed so far would be refused it.
         let agreed = !owners.is_empty()
             && owners
                 .iter()
                 .all(|p| p.schema_version.as_deref() == Some(mine.as_str()));
-        if agreed {
+        let (reachable, quorum) = super::metadata_log::reachable_members(cluster);
+        if agreed && reachable.len() >= quorum {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err("no schema agreement with the ring".into());
+            return Err(format!(
+                "no schema agreement with the ring, or fewer than {quorum} of its members reachable ({})",
+                reachable.len()
+            ));
         }
         tokio::time::sleep(GOSSIP_INTERVAL).await;
     }

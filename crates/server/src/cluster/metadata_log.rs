@@ -34,6 +34,7 @@ use crate::exec::{ExecError, ExecResult};
 use crate::node::NodeState;
 use crate::topology::SchemaPlanner;
 use bytes::{Buf, Bytes};
+use helenus_cluster::locator::NodeId;
 use helenus_coordinator::paxos::{
     cas_with, Acceptor, AcceptorState, Ballot, CasRequest, Commit, PaxosError, PaxosStore,
     PaxosVerbs, Promise, ReadValue,
@@ -268,6 +269,19 @@ impl MetadataLog {
     }
 }
 
+/// The ring's members this node can reach now (itself included when it is one), and how many
+/// of them order an entry: a majority of all members, reachable or not.
+pub(super) fn reachable_members(cluster: &ClusterNode) -> (Vec<NodeId>, usize) {
+    let members: Vec<_> = cluster.service.ring().members().map(|m| m.id).collect();
+    let local = cluster.local();
+    let quorum = members.len().max(1) / 2 + 1;
+    let reachable = members
+        .into_iter()
+        .filter(|id| *id == local || cluster.service.is_alive(*id))
+        .collect();
+    (reachable, quorum)
+}
+
 fn unavailable(required: usize, alive: usize) -> ExecError {
     ExecError::Unavailable {
         consistency: helenus_protocol::Consistency::Quorum,
@@ -387,14 +401,7 @@ pub(super) async fn order<T>(
                 planned: plan(epoch)?,
             },
         };
-        let members: Vec<_> = cluster.service.ring().members().map(|m| m.id).collect();
-        let local = cluster.local();
-        let quorum = members.len().max(1) / 2 + 1;
-        let reachable: Vec<_> = members
-            .iter()
-            .copied()
-            .filter(|id| *id == local || cluster.service.is_alive(*id))
-            .collect();
+        let (reachable, quorum) = reachable_members(cluster);
         let request = CasRequest {
             verbs: PaxosVerbs::METADATA,
             key: entry_key(epoch + 1),

@@ -5,7 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::node_tests::{node_with, params, query, rows, with_node, MANUAL_NOW_US};
+use super::node_tests::{
+    node_with, params, query, rows, with_configured_node, with_node, MANUAL_NOW_US,
+};
 use super::{run_query, Outcome, Session};
 use crate::node::NodeState;
 use helenus_types::ManualClock;
@@ -405,4 +407,39 @@ fn sai_on_a_columnar_table_is_answered_from_the_column() {
         .await;
         assert!(refused.is_err());
     });
+}
+
+#[test]
+fn a_filtered_column_scan_counts_tombstones_over_all_the_reads_of_a_page() {
+    // Each storage read of a page of 10 meets a tombstone or so; the page, filled by read after
+    // read because the restriction matches nothing, meets 100: over the threshold of 50.
+    with_configured_node(
+        |config| config.tombstone_failure_threshold = 50,
+        |node, _| async move {
+            query(
+                &node,
+                "CREATE TABLE k.tomb (k int PRIMARY KEY, c text) \
+                 WITH extensions = {'helenus.layout': 'columnar'}",
+            )
+            .await;
+            let all: Vec<String> = (0..2_000).map(|i| format!("{i}, 'n'")).collect();
+            insert_all(&node, "tomb", "k, c", &all).await;
+            node.engine.flush(None).unwrap();
+            let scan = "SELECT k FROM k.tomb WHERE c = 'z' ALLOW FILTERING";
+            assert!(pages(&node, scan, 10).await.concat().is_empty());
+            for k in (0..2_000).step_by(20) {
+                query(&node, &format!("DELETE c FROM k.tomb WHERE k = {k}")).await;
+            }
+            let session = parking_lot::Mutex::new(Session::default());
+            let mut paged = params();
+            paged.page_size = Some(10);
+            match run_query(&node, &session, scan, &paged).await {
+                Err(super::ExecError::ReadFailure { reason_name, .. }) => {
+                    assert_eq!(reason_name, "READ_TOO_MANY_TOMBSTONES")
+                }
+                Err(e) => panic!("{e}"),
+                Ok(_) => panic!("a page over 100 tombstones was served"),
+            }
+        },
+    );
 }

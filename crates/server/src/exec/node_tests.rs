@@ -28,6 +28,13 @@ pub(super) fn params() -> proto::QueryParameters {
 }
 
 pub(super) fn node_with(clock: Arc<ManualClock>) -> (Arc<NodeState>, std::path::PathBuf) {
+    node_configured(clock, |_| {})
+}
+
+fn node_configured(
+    clock: Arc<ManualClock>,
+    configure: impl FnOnce(&mut NodeConfig),
+) -> (Arc<NodeState>, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!(
         "helenus-clock-test-{}-{}",
         std::process::id(),
@@ -38,6 +45,7 @@ pub(super) fn node_with(clock: Arc<ManualClock>) -> (Arc<NodeState>, std::path::
     ));
     let mut config = NodeConfig::default();
     config.set_data_dir(&dir);
+    configure(&mut config);
     let node = crate::open_node_with_clock(config, clock).unwrap();
     (node, dir)
 }
@@ -77,12 +85,22 @@ pub(super) fn with_node<F>(body: impl FnOnce(Arc<NodeState>, Arc<ManualClock>) -
 where
     F: std::future::Future<Output = ()>,
 {
+    with_configured_node(|_| {}, body)
+}
+
+/// [`with_node`] with `configure` applied to the node's settings first.
+pub(super) fn with_configured_node<F>(
+    configure: impl FnOnce(&mut NodeConfig),
+    body: impl FnOnce(Arc<NodeState>, Arc<ManualClock>) -> F,
+) where
+    F: std::future::Future<Output = ()>,
+{
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let clock = Arc::new(ManualClock::new(MANUAL_NOW_US));
-    let (node, dir) = node_with(clock.clone());
+    let (node, dir) = node_configured(clock.clone(), configure);
     rt.block_on(async {
         query(&node, "CREATE KEYSPACE k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
         body(node.clone(), clock).await;

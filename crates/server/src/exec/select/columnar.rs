@@ -159,6 +159,8 @@ pub(super) async fn project(
     // A page a restriction left short only says where it got to; reads go on from there until
     // the page has a row (an unpaged request: until its limit), as a row scan's filtering does.
     let page = tokio::task::spawn_blocking(move || {
+        let mut scan = scan;
+        let allowance = scan.tombstone_failure_threshold;
         let mut page = engine.scan_column_page(table, &scan, after, limit)?;
         while page.more && page.keys.len() < limit && (!paged || page.keys.is_empty()) {
             let Some((token, key, clustering)) = page.resume_point() else {
@@ -169,6 +171,8 @@ pub(super) async fn project(
                 key,
                 clustering,
             };
+            // One request's reads share one tombstone allowance, as the row path's do.
+            scan.tombstone_failure_threshold = allowance.saturating_sub(page.tombstones_scanned);
             let next = engine.scan_column_page(table, &scan, Some(at), limit - page.keys.len())?;
             page.append(next);
         }
