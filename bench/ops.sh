@@ -30,6 +30,9 @@
 #                   the keys after 20 random tokens; needs the test command's Python venv, VENV) and
 #                   node1 flushed; then `nodetool garbagecollect keyspace1` on node1 (default gc_grace:
 #                   the deleted rows go, the tombstones stay)
+#   deletes_2 / gc_unthrottled   as deletes / gc_deleted on other keys, with `nodetool
+#                   setcompactionthroughput 0` on node1 for the garbagecollect (restored after): both
+#                   servers hold a manual compaction to compaction_throughput (64 MiB/s by default)
 # MB/s: the data the operation moved (the new node's keyspace directories after a flush for a join or a
 # replace, the leaving node's before a decommission, the freed MB for cleanup, node1's table before a
 # compaction) over its wall time. The background load is one helenus-stress run with an HDR interval
@@ -445,6 +448,19 @@ run_ops() {  # server
     mb="$(data_mb "$s" "${ring[0]}")"
     settle; t0=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace1 >> "$WORK/$s-gc.log" 2>&1 || return 1
     OP_END=$(now); op_end "$s" gc_deleted "$t0" "\"node1_mb_before\":$mb,\"node1_mb_after\":$(data_mb "$s" "${ring[0]}")"
+    # The same again on other keys with compaction_throughput lifted on node1 (both servers cap it at
+    # 64 MiB/s by default, and the rewrite above is held to that rate on both): the engines' own speed.
+    settle; t0=$(now)
+    timeout -k 10 900 "$VENV/bin/python" "$ROOT/bench/delete_keys.py" "${ring[0]}" keyspace1.standard1 "$ROWS" "$(awk -v p="$DELETE_PCT" 'BEGIN{print p/100}')" 29 \
+      > "$WORK/$s-deletes2.log" 2>&1 || { log "$s: deletes failed"; tail -5 "$WORK/$s-deletes2.log" >&2; return 1; }
+    nodetool "$s" "${ring[0]}" flush keyspace1 > /dev/null 2>&1 || true
+    op_end "$s" deletes_2 "$t0" "\"deleted\":$(awk '/^deleted/ {print $2}' "$WORK/$s-deletes2.log")"
+    cap="$(nodetool "$s" "${ring[0]}" getcompactionthroughput 2>/dev/null | awk '/^Current compaction throughput:/ {print $4; exit}')"
+    nodetool "$s" "${ring[0]}" setcompactionthroughput 0 >> "$WORK/$s-gc.log" 2>&1 || return 1
+    mb="$(data_mb "$s" "${ring[0]}")"
+    settle; t0=$(now); nodetool "$s" "${ring[0]}" garbagecollect keyspace1 >> "$WORK/$s-gc.log" 2>&1 || return 1
+    OP_END=$(now); op_end "$s" gc_unthrottled "$t0" "\"node1_mb_before\":$mb,\"node1_mb_after\":$(data_mb "$s" "${ring[0]}"),\"cap_restored_mib_s\":${cap:-64}"
+    nodetool "$s" "${ring[0]}" setcompactionthroughput "${cap:-64}" >> "$WORK/$s-gc.log" 2>&1 || true
   else
     note "$s" gc_deleted_skipped "\"no Python venv with the driver at $VENV (run the test command once)\""
   fi

@@ -83,3 +83,34 @@ def test_an_unknown_granularity_is_refused(session):
     r = nodetool("garbagecollect", "-g", "PARTITION", session.keyspace)
     assert r.returncode != 0
     assert "ROW or CELL" in r.stderr + r.stdout
+
+
+def test_compaction_throughput_is_settable_at_runtime(session):
+    """`nodetool setcompactionthroughput` / `getcompactionthroughput` as Cassandra's: MiB/s, 0
+    unthrottled, the new cap in `system_views.settings` too."""
+
+    def current(*flags):
+        r = nodetool("getcompactionthroughput", *flags)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    def setting():
+        row = session.execute("SELECT value FROM system_views.settings WHERE name = 'compaction_throughput'").one()
+        return row.value
+
+    m = re.fullmatch(r"Current compaction throughput: (\d+) MB/s", current())
+    assert m, current()
+    before = int(m.group(1))
+    try:
+        assert nodetool("setcompactionthroughput", "16").returncode == 0
+        assert current() == "Current compaction throughput: 16 MB/s"
+        assert current("-d") == "Current compaction throughput: 16.0 MiB/s"
+        assert setting() == "16MiB/s"
+        assert nodetool("setcompactionthroughput", "0").returncode == 0
+        assert current() == "Current compaction throughput: 0 MB/s"
+        bad = nodetool("setcompactionthroughput", "fast")
+        assert bad.returncode != 0 and "not a whole number" in bad.stderr + bad.stdout
+        assert current() == "Current compaction throughput: 0 MB/s"
+    finally:
+        nodetool("setcompactionthroughput", str(before))
+    assert current() == f"Current compaction throughput: {before} MB/s"

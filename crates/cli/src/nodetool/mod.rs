@@ -3,6 +3,7 @@
 //! statistics, node facts.
 
 mod bootstrap;
+mod compaction_throughput;
 mod export;
 mod http;
 mod rebuild;
@@ -25,6 +26,7 @@ fn usage() -> String {
      \x20         repair_admin [list [--all] | cancel --session ID | summarize-pending],\n\
      \x20         disablehandoff, enablehandoff, statushandoff,\n\
      \x20         setstreamthroughput [-e | -m] N, getstreamthroughput [-e | -m | -d],\n\
+     \x20         setcompactionthroughput N, getcompactionthroughput [-d],\n\
      \x20         enableauditlog [--included-keyspaces K,..] [--excluded-keyspaces K,..]\n\
      \x20           [--included-categories C,..] [--excluded-categories C,..]\n\
      \x20           [--included-users U,..] [--excluded-users U,..], disableauditlog, getauditlog"
@@ -139,6 +141,9 @@ pub fn run(args: Vec<String>) -> Result<(), NodetoolError> {
             Ok(())
         }
         "setstreamthroughput" | "getstreamthroughput" => streams::run(&node, cmd, args),
+        "setcompactionthroughput" | "getcompactionthroughput" => {
+            compaction_throughput::run(&node, cmd, args)
+        }
         other => Err(NodetoolError::Usage(format!(
             "nodetool: Found unexpected argument '{other}'\n{}",
             usage()

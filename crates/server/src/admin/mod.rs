@@ -9,6 +9,7 @@
 
 pub mod access;
 
+mod compaction_throughput;
 mod repair_admin;
 mod streams;
 
@@ -476,6 +477,8 @@ fn storage_service(
             .to_string(),
         )),
         ("GET", ["netstats"]) => streams::netstats(node, req),
+        ("GET", ["compaction_throughput"]) => compaction_throughput::get(node),
+        ("POST", ["compaction_throughput"]) => compaction_throughput::set(node, req),
         ("GET", ["stream_throughput"]) => streams::throughput(node),
         ("POST", ["stream_throughput"]) => streams::set_throughput(node, req),
         ("GET", ["operation_mode"]) => Ok((

@@ -417,7 +417,7 @@ pub fn settings(state: &NodeState, t: &TableMeta) -> Rows {
         ),
         (
             "compaction_throughput".into(),
-            format!("{}MiB/s", cfg.compaction_throughput_mib_per_s),
+            format!("{}MiB/s", state.engine.compaction_throughput_mib_per_s()),
         ),
         (
             "partitioner".into(),

@@ -281,17 +281,20 @@ fn ring_splits(ctx: &MergeCtx<'_>) -> Arc<Vec<i64>> {
 /// The write rate of a compaction: only background compactions follow the backlog; one an
 /// operator asked for keeps the cap.
 fn rate_mib_s<'c>(ctx: &'c MergeCtx<'_>) -> impl Fn() -> u64 + 'c {
-    let cap = ctx.bg.config.compaction_throughput_mib_per_s;
+    let cap = &ctx.bg.compaction_cap_mib_s;
     let min_threshold = match ctx.def.options.compaction {
         CompactionOptions::SizeTiered { min_threshold, .. } => min_threshold as usize,
         _ => 4,
     };
     let (kind, t) = (ctx.kind, ctx.t);
-    move || match kind {
-        CompactionKind::Background => {
-            background_rate_mib_s(cap, t.sstables.read().len(), min_threshold)
+    move || {
+        let cap = cap.load(std::sync::atomic::Ordering::Relaxed);
+        match kind {
+            CompactionKind::Background => {
+                background_rate_mib_s(cap, t.sstables.read().len(), min_threshold)
+            }
+            _ => cap,
         }
-        _ => cap,
     }
 }
 

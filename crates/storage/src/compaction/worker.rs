@@ -10,7 +10,7 @@ use crate::table::{Table, Tables};
 use crate::types::*;
 use helenus_types::SharedClock;
 use parking_lot::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Weak};
 use std::time::Instant;
 
@@ -51,6 +51,9 @@ pub(crate) struct Background {
     pub progress: Progress,
     /// `compaction_throughput`, shared by every compaction of the node (as Cassandra's is).
     pub compaction_limiter: RateLimiter,
+    /// Its cap in MiB/s (0: unthrottled): the configured one until `nodetool
+    /// setcompactionthroughput` changes it; compactions already running follow the change.
+    pub compaction_cap_mib_s: AtomicU64,
     /// `flush_throughput` (unlimited by default).
     pub flush_limiter: RateLimiter,
     /// The ring's tokens, sorted (empty outside a cluster): Leveled compactions end an output
@@ -82,6 +85,7 @@ impl Background {
             budget,
             progress: Progress::default(),
             compaction_limiter: RateLimiter::new_at(Instant::now()),
+            compaction_cap_mib_s: AtomicU64::new(config.compaction_throughput_mib_per_s),
             flush_limiter: RateLimiter::new_at(Instant::now()),
             ring_tokens: parking_lot::RwLock::new(Arc::new(Vec::new())),
             flush_jobs: Mutex::new(Some(ftx)),

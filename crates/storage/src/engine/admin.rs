@@ -283,6 +283,19 @@ impl Engine {
         self.background.progress.snapshot()
     }
 
+    /// `compaction_throughput` now, in MiB/s (0: unthrottled).
+    pub fn compaction_throughput_mib_per_s(&self) -> u64 {
+        self.background.compaction_cap_mib_s.load(Ordering::Relaxed)
+    }
+
+    /// `nodetool setcompactionthroughput`: the cap every compaction writes under from now on,
+    /// those running included (they look at it every few MiB).
+    pub fn set_compaction_throughput_mib_per_s(&self, mib_per_s: u64) {
+        self.background
+            .compaction_cap_mib_s
+            .store(mib_per_s, Ordering::Relaxed);
+    }
+
     /// Clean shutdown: flushes every memtable, lets a running flush or compaction finish,
     /// stops background threads, syncs the commitlog and, when everything was flushed, deletes
     /// its segments so the next start replays nothing. If a flush fails, the commitlog is kept
