@@ -41,6 +41,7 @@ mod chunk;
 mod dict;
 mod error;
 mod footer;
+mod group_sink;
 mod ints;
 mod layout;
 mod reader;

@@ -896,6 +896,19 @@ fn declared_columns_must_be_simple_and_abandoned_writers_leave_nothing() {
     drop(w);
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
+    // Abandoned with a row group still being encoded on the writer's encoding thread.
+    let small_groups = SegmentOptions {
+        row_group_rows: 2,
+        ..SegmentOptions::default()
+    };
+    let mut w = SegmentWriter::create(&path, &schema(), small_groups).unwrap();
+    for p in &random_partitions(&mut Rng(5), 40) {
+        w.append(p).unwrap();
+    }
+    assert!(w.bytes_written() > 8, "groups were written as they filled");
+    drop(w);
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
     // Cells of a column the schema does not list are in extras: never skipped on.
     let parts = random_partitions(&mut Rng(3), 10);
     let summary = write(&dir, &parts, SegmentOptions::default());

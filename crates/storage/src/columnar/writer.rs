@@ -3,14 +3,12 @@
 //! encoded (chunk.rs) and appended, and the footer (footer.rs) is written at `finish`. The file
 //! is written under a temporary name and renamed once synced, so a crash leaves no half segment.
 
-use super::chunk::{encode_chunk, encode_chunk_with, BlockCompression, MAX_CHUNK_ROWS};
-use super::dict::StreamDict;
-use super::footer::{ChunkEntry, DictEntry, Footer, GroupMeta, DERIVED_TOKENS, MAGIC};
+use super::chunk::{BlockCompression, MAX_CHUNK_ROWS};
+use super::footer::{Footer, MAGIC};
+use super::group_sink::GroupSink;
 use super::layout::{
-    ColumnarSchema, GroupBuilder, StreamLayout, KIND_PARTITION, KIND_ROW, KIND_STATIC, S_KEY,
-    S_TOKEN,
+    ColumnarSchema, GroupBuilder, StreamLayout, KIND_PARTITION, KIND_ROW, KIND_STATIC,
 };
-use super::vector::{Column, ColumnValues, ValueType};
 use super::ColumnarError;
 use crate::clustering::ClusteringComparator;
 use crate::codec::crc32c;
@@ -22,6 +20,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// How a segment is cut and compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,21 +66,28 @@ pub struct SegmentSummary {
 pub struct SegmentWriter {
     path: PathBuf,
     tmp: PathBuf,
-    /// None once the footer is written.
-    out: Option<BufWriter<File>>,
     /// Set once the file has its final name; a writer dropped before removes its temporary file.
     renamed: bool,
-    pos: u64,
     options: SegmentOptions,
     builder: GroupBuilder,
-    groups: Vec<GroupMeta>,
+    /// Where the group before the one being filled is encoded.
+    sink: SinkState,
+    /// Bytes in the file once the groups handed to the sink so far are written.
+    written: u64,
     last: Option<(i64, Bytes)>,
     layout: TableLayout,
     entries: u64,
     partitions: u64,
-    /// Per stream, its segment dictionary: value streams of regular columns only (keys and
-    /// clustering values barely repeat within a segment).
-    dicts: Vec<Option<StreamDict>>,
+}
+
+/// The encoding half of the writer: a full group is encoded on a thread of its own while the
+/// next one fills (a columnar compaction spent about a third of its time encoding, on one of
+/// two cores), one group at a time so the segment dictionaries see the groups in order.
+enum SinkState {
+    Idle(Box<GroupSink>),
+    Encoding(JoinHandle<(Box<GroupSink>, Result<(), ColumnarError>)>),
+    /// Taken by `finish`, or lost with an encoder thread that could not start or panicked.
+    Gone,
 }
 
 impl SegmentWriter {
@@ -105,23 +111,21 @@ impl SegmentWriter {
         let cmp = Arc::new(ClusteringComparator::new(
             schema.clustering.iter().map(|c| c.column.clone()).collect(),
         ));
-        let streams = StreamLayout::of(schema);
-        let dicts = (0..streams.streams())
-            .map(|s| {
-                streams
-                    .is_column_value(s)
-                    .then(|| StreamDict::for_values(streams.stream_type(s).physical()))
-            })
-            .collect();
+        let sink = GroupSink::new(
+            out,
+            tmp.clone(),
+            MAGIC.len() as u64,
+            StreamLayout::of(schema),
+            options.compression,
+        );
         Ok(SegmentWriter {
             path: path.to_path_buf(),
             tmp,
-            out: Some(out),
             renamed: false,
-            pos: MAGIC.len() as u64,
             options,
             builder: GroupBuilder::new(StreamLayout::of(schema)),
-            groups: Vec::new(),
+            sink: SinkState::Idle(Box::new(sink)),
+            written: MAGIC.len() as u64,
             last: None,
             layout: TableLayout {
                 cmp,
@@ -129,13 +133,18 @@ impl SegmentWriter {
             },
             entries: 0,
             partitions: 0,
-            dicts,
         })
     }
 
     /// Entries appended so far (rows, static rows, deletion-only partitions).
     pub(crate) fn entries(&self) -> u64 {
         self.entries
+    }
+
+    /// Bytes in the file so far: row groups are written whole, so this grows a group at a time
+    /// (and lags the group being encoded).
+    pub(crate) fn bytes_written(&self) -> u64 {
+        self.written
     }
 
     /// Appends a partition; partitions must arrive in (token, key) order. What the row SSTable
@@ -179,7 +188,7 @@ impl SegmentWriter {
         if self.builder.rows >= self.options.row_group_rows
             || self.builder.raw_bytes >= self.options.row_group_bytes
         {
-            self.flush_group()?;
+            self.flush_group(false)?;
         }
         Ok(())
     }
@@ -198,94 +207,64 @@ impl SegmentWriter {
         self.append(&p)
     }
 
-    fn flush_group(&mut self) -> Result<(), ColumnarError> {
+    /// Waits for the group being encoded, if any; its error, if it failed.
+    fn wait_for_sink(&mut self) -> Result<(), ColumnarError> {
+        match std::mem::replace(&mut self.sink, SinkState::Gone) {
+            SinkState::Encoding(h) => {
+                let (sink, outcome) = h
+                    .join()
+                    .map_err(|_| ColumnarError::Invalid("row group encoder panicked".into()))?;
+                self.written = sink.pos;
+                self.sink = SinkState::Idle(sink);
+                outcome
+            }
+            other => {
+                self.sink = other;
+                Ok(())
+            }
+        }
+    }
+
+    /// Hands the group filled so far to the sink: to a thread of its own unless `inline` (the
+    /// last group, which nothing else would overlap).
+    fn flush_group(&mut self, inline: bool) -> Result<(), ColumnarError> {
         let rows = self.builder.rows;
         if rows == 0 {
             return Ok(());
         }
+        self.wait_for_sink()?;
+        let SinkState::Idle(mut sink) = std::mem::replace(&mut self.sink, SinkState::Gone) else {
+            return Err(ColumnarError::Invalid("segment already finished".into()));
+        };
         let cols = self.builder.take();
-        let derived = tokens_derived(&cols, self.builder.layout.key);
-        let mut chunks = Vec::with_capacity(cols.len());
-        for (s, col) in cols.iter().enumerate() {
-            let t = self.builder.layout.stream_type(s);
-            let dict = self.dicts.get_mut(s).and_then(Option::as_mut);
-            let (mut bytes, stats) = encode_chunk_with(col, t, self.options.compression, dict);
-            if derived && s == S_TOKEN {
-                // Random 64-bit tokens do not compress: readers hash the keys instead.
-                bytes.clear();
-            }
-            let offset = self.pos;
-            self.write(&bytes)?;
-            chunks.push(ChunkEntry {
-                offset,
-                len: bytes.len() as u64,
-                crc: crc32c(&bytes),
-                physical: col.values.physical(),
-                stats,
-            });
+        if inline {
+            let outcome = sink.encode_group(rows, cols);
+            self.written = sink.pos;
+            self.sink = SinkState::Idle(sink);
+            return outcome;
         }
-        self.groups.push(GroupMeta {
-            rows,
-            flags: if derived { DERIVED_TOKENS } else { 0 },
-            chunks,
-        });
-        Ok(())
-    }
-
-    /// Writes each non-empty segment dictionary as a chunk of its entries, after the groups.
-    fn write_dictionaries(&mut self) -> Result<Vec<DictEntry>, ColumnarError> {
-        let mut out = Vec::new();
-        for s in 0..self.dicts.len() {
-            let Some(Some(d)) = self.dicts.get_mut(s).map(Option::take) else {
-                continue;
-            };
-            let (col, t) = match d {
-                StreamDict::Bytes(b) => (ColumnValues::Bytes(b.entries), ValueType::Blob),
-                StreamDict::Ints(i) => match i.into_entries() {
-                    Some(entries) => (ColumnValues::Int(entries), ValueType::BigInt),
-                    None => continue,
-                },
-            };
-            let entries = col.len();
-            if entries == 0 {
-                continue;
-            }
-            let col = Column {
-                values: col,
-                validity: None,
-            };
-            let (bytes, _) = encode_chunk(&col, t, self.options.compression);
-            let offset = self.pos;
-            self.write(&bytes)?;
-            out.push(DictEntry {
-                stream: s,
-                offset,
-                len: bytes.len() as u64,
-                crc: crc32c(&bytes),
-                entries,
-            });
-        }
-        Ok(out)
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> Result<(), ColumnarError> {
-        let out = self
-            .out
-            .as_mut()
-            .ok_or(ColumnarError::Invalid("segment already finished".into()))?;
-        out.write_all(bytes)
+        let handle = std::thread::Builder::new()
+            .name("columnar-encode".into())
+            .spawn(move || {
+                let outcome = sink.encode_group(rows, cols);
+                (sink, outcome)
+            })
             .map_err(|e| ColumnarError::io(&self.tmp, e))?;
-        self.pos += bytes.len() as u64;
+        self.sink = SinkState::Encoding(handle);
         Ok(())
     }
 
     /// Writes the last row group and the footer, syncs, and renames the file into place.
     pub fn finish(mut self) -> Result<SegmentSummary, ColumnarError> {
-        self.flush_group()?;
-        let dicts = self.write_dictionaries()?;
+        self.flush_group(true)?;
+        self.wait_for_sink()?;
+        let SinkState::Idle(mut sink) = std::mem::replace(&mut self.sink, SinkState::Gone) else {
+            return Err(ColumnarError::Invalid("segment already finished".into()));
+        };
+        let dicts = sink.write_dictionaries()?;
         let footer = Footer {
             layout: self.builder.layout.clone(),
-            groups: std::mem::take(&mut self.groups),
+            groups: std::mem::take(&mut sink.groups),
             dicts,
         };
         let body = footer.encode();
@@ -293,13 +272,10 @@ impl SegmentWriter {
         trailer.extend_from_slice(&(body.len() as u32).to_le_bytes());
         trailer.extend_from_slice(&crc32c(&body).to_le_bytes());
         trailer.extend_from_slice(MAGIC);
-        self.write(&body)?;
-        self.write(&trailer)?;
+        sink.write(&body)?;
+        sink.write(&trailer)?;
         let io = |e| ColumnarError::io(&self.tmp, e);
-        let out = self
-            .out
-            .take()
-            .ok_or(ColumnarError::Invalid("segment already finished".into()))?;
+        let GroupSink { out, pos, .. } = *sink;
         let file = out.into_inner().map_err(|e| io(e.into_error()))?;
         file.sync_all().map_err(io)?;
         drop(file);
@@ -314,7 +290,7 @@ impl SegmentWriter {
         Ok(summary(
             &footer,
             self.path.clone(),
-            self.pos,
+            pos,
             body.len() as u64,
             self.entries,
             self.partitions,
@@ -322,22 +298,12 @@ impl SegmentWriter {
     }
 }
 
-/// Whether every token of a group is the Murmur3 token of its serialized partition key (as the
-/// server computes tokens; tests that make up tokens keep their token streams).
-fn tokens_derived(cols: &[Column], key_type: ValueType) -> bool {
-    let (Some(tokens), Some(keys)) = (cols.get(S_TOKEN), cols.get(S_KEY)) else {
-        return false;
-    };
-    let mut buf = Vec::new();
-    (0..tokens.len()).all(|i| {
-        buf.clear();
-        keys.serialize_into(i, key_type, &mut buf)
-            && tokens.int(i) == Some(helenus_types::murmur3_token(&buf))
-    })
-}
-
 impl Drop for SegmentWriter {
     fn drop(&mut self) {
+        // A group still being encoded writes to the file: let it finish before the file goes.
+        if let SinkState::Encoding(h) = std::mem::replace(&mut self.sink, SinkState::Gone) {
+            let _ = h.join();
+        }
         if !self.renamed {
             let _ = std::fs::remove_file(&self.tmp);
         }
