@@ -10,6 +10,7 @@ holds only part of the table).
 import os
 import re
 
+from conftest import HOST
 from test_parquet_export import nodetool, whole_table_on_this_node  # noqa: F401
 
 ROWS_PER_KEY = 40
@@ -94,9 +95,13 @@ def test_compaction_throughput_is_settable_at_runtime(session):
         assert r.returncode == 0, r.stderr
         return r.stdout.strip()
 
+    # The node nodetool talks to: on a ring (tests/cluster) the driver would ask any coordinator.
+    node = session.cluster.metadata.get_host(HOST)
+    assert node is not None, HOST
+
     def setting():
-        row = session.execute("SELECT value FROM system_views.settings WHERE name = 'compaction_throughput'").one()
-        return row.value
+        query = "SELECT value FROM system_views.settings WHERE name = 'compaction_throughput'"
+        return session.execute(query, host=node).one().value
 
     m = re.fullmatch(r"Current compaction throughput: (\d+) MB/s", current())
     assert m, current()
