@@ -251,6 +251,17 @@ fn newest_entry(granted: &[&Promise], latest: Option<&Commit>) -> Option<Bytes> 
         .map(|c| c.update.clone())
 }
 
+/// What a settled entry holds, asked after this node moved past it: its own commit is the
+/// oldest any acceptor answers with (one that dropped it answers with a later entry).
+fn settled_entry(granted: &[&Promise], latest: Option<&Commit>) -> Option<Bytes> {
+    granted
+        .iter()
+        .filter_map(|p| p.committed.as_ref())
+        .chain(latest)
+        .min_by_key(|c| entry_epoch(&c.update))
+        .map(|c| c.update.clone())
+}
+
 /// This node's side of the log: its acceptor, one ordering at a time from here (two local
 /// statements would otherwise race each other for every entry), and one installation at a time.
 pub struct MetadataLog {
@@ -394,14 +405,21 @@ pub(super) async fn order<T>(
     let mut current: Option<Attempt<T>> = None;
     loop {
         let epoch = cluster.schema_epoch.load(Ordering::Acquire);
+        let (reachable, quorum) = reachable_members(cluster);
         let this = match current.take() {
             Some(a) if a.epoch == epoch => a,
-            _ => Attempt {
+            Some(a) => match proposal_was_chosen(cluster, a, &reachable, quorum, deadline).await {
+                Some(output) => return Ok(output),
+                None => Attempt {
+                    epoch,
+                    planned: plan(epoch)?,
+                },
+            },
+            None => Attempt {
                 epoch,
                 planned: plan(epoch)?,
             },
         };
-        let (reachable, quorum) = reachable_members(cluster);
         let request = CasRequest {
             verbs: PaxosVerbs::METADATA,
             key: entry_key(epoch + 1),
@@ -480,6 +498,46 @@ pub(super) async fn order<T>(
             return Err(not_ordered(
                 "other nodes' changes kept taking its place".into(),
             ));
+        }
+    }
+}
+
+/// After a round whose outcome was unknown, this node moved past the entry it proposed for:
+/// another node may have finished that proposal and ordered a later change, whose schema was
+/// pushed here. If the entry holds this node's proposal, the change is in (the schema installed
+/// here descends from it) and planning it again would refuse it as already made.
+async fn proposal_was_chosen<T>(
+    cluster: &ClusterNode,
+    attempt: Attempt<T>,
+    reachable: &[NodeId],
+    quorum: usize,
+    deadline: tokio::time::Instant,
+) -> Option<T> {
+    let Planned::Propose { entry, output, .. } = attempt.planned else {
+        return None;
+    };
+    let request = CasRequest {
+        verbs: PaxosVerbs::METADATA,
+        key: entry_key(attempt.epoch + 1),
+        replicas: reachable,
+        quorum,
+        timeout: deadline.saturating_duration_since(tokio::time::Instant::now()),
+    };
+    let learned = cas_with(
+        &request,
+        &cluster.messenger,
+        &cluster.metadata.acceptor,
+        &cluster.ballots,
+        settled_entry,
+        |_| None,
+    )
+    .await;
+    match learned {
+        Ok(o) if o.current.as_ref() == Some(&entry) => Some(output),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(error = ?e, epoch = attempt.epoch + 1, "could not learn what a schema entry holds");
+            None
         }
     }
 }
@@ -592,5 +650,27 @@ mod tests {
         assert_eq!(newest_entry(&[&a], None), None);
         let seen = newest_entry(&[&a, &b, &c], b.committed.as_ref()).unwrap();
         assert_eq!(entry_epoch(&seen), Some(40), "by epoch, not by ballot");
+    }
+
+    #[test]
+    fn a_settled_entry_is_its_own_commit_not_a_later_one() {
+        let promise = |epoch: Option<u64>| Promise {
+            promised: true,
+            highest: ballot(1),
+            accepted: None,
+            committed: epoch.map(|e| Commit {
+                ballot: ballot(e as i64),
+                update: entry(e),
+            }),
+            read: ReadValue {
+                value: None,
+                written: Ballot::ZERO,
+            },
+        };
+        // One acceptor dropped entry 7 and answers with its newest, 60; one never learned it.
+        let (dropped, held, unlearned) = (promise(Some(60)), promise(Some(7)), promise(None));
+        let seen = settled_entry(&[&dropped, &held, &unlearned], dropped.committed.as_ref());
+        assert_eq!(seen.as_ref().and_then(|e| entry_epoch(e)), Some(7));
+        assert_eq!(settled_entry(&[&unlearned], None), None);
     }
 }
