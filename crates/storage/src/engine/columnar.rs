@@ -432,14 +432,15 @@ fn page_group(
         if selected.as_ref().is_some_and(|s| !s.get(i)) {
             continue;
         }
-        let Some(key) = k.keys.serialized(i, seg.key_type()).map(Bytes::from) else {
+        let Some(key) = k.keys.serialized(i, seg.key_type()) else {
             continue;
         };
+        let key = page.stash(&key);
         let clustering: Vec<Bytes> = k
             .clustering
             .iter()
             .zip(types)
-            .map(|(c, t)| Bytes::from(c.serialized(i, *t).unwrap_or_default()))
+            .map(|(c, t)| page.stash(&c.serialized(i, *t).unwrap_or_default()))
             .collect();
         if !past(token, &key, &clustering) {
             continue;
@@ -490,11 +491,13 @@ fn push_row(
     page.keys.push((token, key));
     page.clustering.push(clustering);
     let mut buf = Vec::new();
-    for ((out, col), spec) in page.cells.iter_mut().zip(columns).zip(&scan.columns) {
+    for (j, (col, spec)) in columns.iter().zip(&scan.columns).enumerate() {
         buf.clear();
         let v = col
             .serialize_into(i, spec.value_type, &mut buf)
-            .then(|| Bytes::copy_from_slice(&buf));
-        out.push(v);
+            .then(|| page.stash(&buf));
+        if let Some(out) = page.cells.get_mut(j) {
+            out.push(v);
+        }
     }
 }

@@ -20,7 +20,7 @@ use crate::memtable::{end_bound, start_bound, Memtable};
 use crate::sstable::SSTableReader;
 use crate::table::Table;
 use crate::types::*;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 
 /// What `Engine::scan_columns` reads.
@@ -199,9 +199,25 @@ pub struct ColumnPage {
     /// Set when the page ended on partitions read but left out by a restriction (a read
     /// counts them against the page): the last of them, where the next page resumes.
     pub stopped_after: Option<(i64, Bytes)>,
+    /// What the page's keys and cells are slices of: one allocation per `ARENA_CHUNK` rather
+    /// than one per value, and clones that only count a reference (a page's values are cloned
+    /// into result rows and dropped on another thread once sent).
+    pub(crate) arena: BytesMut,
 }
 
+/// Bytes a page's arena grows by when a value does not fit.
+const ARENA_CHUNK: usize = 64 * 1024;
+
 impl ColumnPage {
+    /// `value` as a slice of the page's arena.
+    pub(crate) fn stash(&mut self, value: &[u8]) -> Bytes {
+        if self.arena.capacity() - self.arena.len() < value.len() {
+            self.arena = BytesMut::with_capacity(ARENA_CHUNK.max(value.len()));
+        }
+        self.arena.extend_from_slice(value);
+        self.arena.split().freeze()
+    }
+
     pub(crate) fn full(&self, limit: usize) -> bool {
         self.keys.len() >= limit
     }
@@ -547,6 +563,20 @@ mod tests {
 
     fn token_bound(token: i64, inclusive: bool) -> PartitionBound {
         PartitionBound::Token { token, inclusive }
+    }
+
+    #[test]
+    fn stashed_values_outlive_the_arena_chunks_they_were_cut_from() {
+        let mut page = ColumnPage::default();
+        let values: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| vec![(i % 251) as u8; (i as usize * 37) % 300])
+            .chain([vec![7u8; ARENA_CHUNK + 5], Vec::new()])
+            .collect();
+        let stashed: Vec<Bytes> = values.iter().map(|v| page.stash(v)).collect();
+        drop(page);
+        for (v, b) in values.iter().zip(&stashed) {
+            assert_eq!(v.as_slice(), b.as_ref());
+        }
     }
 
     #[test]

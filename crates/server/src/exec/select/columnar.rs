@@ -158,7 +158,7 @@ pub(super) async fn project(
     let table = *t.id.as_bytes();
     // A page a restriction left short only says where it got to; reads go on from there until
     // the page has a row (an unpaged request: until its limit), as a row scan's filtering does.
-    let page = tokio::task::spawn_blocking(move || {
+    let mut page = tokio::task::spawn_blocking(move || {
         let mut scan = scan;
         let allowance = scan.tombstone_failure_threshold;
         let mut page = engine.scan_column_page(table, &scan, after, limit)?;
@@ -181,6 +181,18 @@ pub(super) async fn project(
     .await
     .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
     let composite = t.partition_key_len() > 1;
+    // A column one slot selects gives its cells up rather than a clone each (a clone and its
+    // drop are two atomic updates of the page buffer's count, from two threads).
+    let mut cells = std::mem::take(&mut page.cells);
+    let selected_once: Vec<bool> = (0..cells.len())
+        .map(|j| {
+            slots
+                .iter()
+                .filter(|s| matches!(s, Slot::Column(c) if *c == j))
+                .count()
+                == 1
+        })
+        .collect();
     let rows: Vec<Vec<Option<bytes::Bytes>>> = page
         .keys
         .iter()
@@ -196,7 +208,12 @@ pub(super) async fn project(
                         page.clustering.get(i).and_then(|v| v.get(*c)).cloned()
                     }
                     (Slot::Column(j), _) => {
-                        page.cells.get(*j).and_then(|c| c.get(i)).cloned().flatten()
+                        let cell = cells.get_mut(*j).and_then(|c| c.get_mut(i))?;
+                        if selected_once.get(*j).copied().unwrap_or(false) {
+                            cell.take()
+                        } else {
+                            cell.clone()
+                        }
                     }
                 })
                 .collect()
