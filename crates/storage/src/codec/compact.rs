@@ -808,7 +808,7 @@ impl<'a, 'b> Dec<'a, 'b> {
         // One row, the commonest partition: inserted as it is decoded, with no list first.
         if n == 1 {
             let (k, r) = self.keyed_row(cmp)?;
-            p.rows.insert(k, r);
+            p.rows.insert(k, Box::new(r));
             return Ok(());
         }
         let mut rows = Vec::with_capacity(n.min(self.r.remaining()));
@@ -823,7 +823,10 @@ impl<'a, 'b> Dec<'a, 'b> {
 /// Adds rows decoded in clustering order: building the map from them in one go compares each
 /// row with its neighbour instead of descending the tree per row.
 fn add_sorted_rows(p: &mut Partition, rows: Vec<(CKey, Row)>) {
-    let mut block: std::collections::BTreeMap<CKey, Row> = rows.into_iter().collect();
+    let mut block: std::collections::BTreeMap<CKey, Box<Row>> = rows
+        .into_iter()
+        .map(|(k, r)| (k, Box::new(r)))
+        .collect();
     if p.rows.is_empty() {
         p.rows = block;
     } else {

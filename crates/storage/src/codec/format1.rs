@@ -142,7 +142,7 @@ pub fn encoded_len_hint(p: &Partition) -> usize {
     64 + p.key.len()
         + 48 * p.range_tombstones.len()
         + row(&p.static_row)
-        + p.rows.values().map(row).sum::<usize>()
+        + p.rows.values().map(|r| row(r)).sum::<usize>()
         + clustering
 }
 
@@ -273,7 +273,7 @@ pub fn decode_rows(
     for _ in 0..n {
         let values = r.prefix()?;
         let row = decode_row(r)?;
-        p.rows.insert(CKey::row(values, cmp), row);
+        p.insert_row(CKey::row(values, cmp), row);
     }
     Ok(())
 }
@@ -287,7 +287,7 @@ mod tests {
     fn truncated_input_is_a_decode_error() {
         let cmp = crate::clustering::tests::cmp2(false);
         let mut p = Partition::new(Bytes::from_static(b"k"), 7);
-        p.rows.insert(
+        p.insert_row(
             CKey::row(
                 vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")],
                 &cmp,

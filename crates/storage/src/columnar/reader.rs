@@ -820,7 +820,7 @@ fn add_entry(
     match e.kind {
         KIND_STATIC => p.static_row = e.row,
         KIND_ROW => {
-            p.rows.insert(CKey::row(e.clustering, cmp), e.row);
+            p.rows.insert(CKey::row(e.clustering, cmp), Box::new(e.row));
         }
         super::layout::KIND_PARTITION => {}
         _ => return Err(ColumnarError::corrupt("entry kind")),

@@ -491,7 +491,7 @@ fn random_partitions_tokened(r: &mut Rng, n: usize, murmur3: bool) -> Vec<Partit
             } else {
                 vec![a, Bytes::from(format!("c{}", r.below(5)))]
             };
-            p.rows.insert(CKey::row(ck, &cmp), random_row(r, ts, false));
+            p.insert_row(CKey::row(ck, &cmp), random_row(r, ts, false));
         }
         out.push(p);
     }
@@ -629,7 +629,7 @@ fn scan_rows(dir: &std::path::Path, n: usize) -> SegmentSummary {
             Bytes::from(0i32.to_be_bytes().to_vec()),
             Bytes::from_static(b"x"),
         ];
-        p.rows.insert(CKey::row(ck, &cmp), row);
+        p.insert_row(CKey::row(ck, &cmp), row);
         parts.push(p);
     }
     write(
@@ -970,7 +970,7 @@ fn values_repeating_across_row_groups_are_coded_into_one_segment_dictionary() {
                 row.cells.insert((id, None), live_cell(v, 5));
             }
             let ck = vec![Bytes::from(0i32.to_be_bytes().to_vec()), Bytes::new()];
-            p.rows.insert(CKey::row(ck, &cmp), row);
+            p.insert_row(CKey::row(ck, &cmp), row);
             p
         })
         .collect();

@@ -105,7 +105,10 @@ impl Arena {
             n += self.copy_ckey(s) + self.copy_ckey(e);
         }
         n += self.copy_row(&mut p.static_row);
-        n += btree_bytes::<CKey, Row>(p.rows.len());
+        // Rows are boxed: a one-row partition's B-tree leaf (room for 11 entries) then holds
+        // pointers, not 11 rows' worth of space.
+        n += btree_bytes::<CKey, Box<Row>>(p.rows.len())
+            + p.rows.len() as u64 * (size_of::<Row>() as u64 + PER_ALLOCATION_BYTES);
         if p.rows.keys().all(|k| k.values.iter().all(Bytes::is_empty)) {
             // No clustering values to copy (a table without clustering columns): the map stays.
             for (k, r) in p.rows.iter_mut() {

@@ -118,7 +118,7 @@ pub struct Partition {
     /// (start, end, deletion) with positions from `CKey::start` / `CKey::end`.
     pub range_tombstones: Vec<(CKey, CKey, DeletionTime)>,
     pub static_row: Row,
-    pub rows: BTreeMap<CKey, Row>,
+    pub rows: BTreeMap<CKey, Box<Row>>,
 }
 
 impl Partition {
@@ -162,11 +162,16 @@ impl Partition {
             match p.rows.get_mut(&key) {
                 Some(cur) => cur.merge(row),
                 None => {
-                    p.rows.insert(key, row);
+                    p.rows.insert(key, Box::new(row));
                 }
             }
         }
         Ok(p)
+    }
+
+    /// Sets the row at `key` (replacing any there).
+    pub fn insert_row(&mut self, key: CKey, row: Row) {
+        self.rows.insert(key, Box::new(row));
     }
 
     /// Merges `other` (same partition key) into `self`.
@@ -188,7 +193,7 @@ impl Partition {
         }
         for (k, r) in other.rows {
             match self.rows.get_mut(&k) {
-                Some(cur) => cur.merge(r),
+                Some(cur) => cur.merge(*r),
                 None => {
                     self.rows.insert(k, r);
                 }
@@ -227,7 +232,7 @@ impl Partition {
     /// Number of tombstones of every kind (statistics).
     pub fn tombstone_count(&self) -> u64 {
         let mut n = self.deletion.is_some() as u64 + self.range_tombstones.len() as u64;
-        for r in std::iter::once(&self.static_row).chain(self.rows.values()) {
+        for r in std::iter::once(&self.static_row).chain(self.rows.values().map(|r| &**r)) {
             n += r.deletion.is_some() as u64 + r.complex_deletions.len() as u64;
             n += r
                 .cells
@@ -252,7 +257,7 @@ impl Partition {
         for rt in &self.range_tombstones {
             see(rt.2.marked_for_delete_at_us);
         }
-        for r in std::iter::once(&self.static_row).chain(self.rows.values()) {
+        for r in std::iter::once(&self.static_row).chain(self.rows.values().map(|r| &**r)) {
             if let Some(l) = r.liveness {
                 see(l.timestamp_us);
             }
@@ -372,7 +377,7 @@ fn row_from_update(r: &RowUpdate) -> Result<Row, StorageError> {
 /// Fills in server-time fields (TTL expiry, tombstone local deletion times) that a mutation leaves
 /// at 0, using the mutation's deletion times or `now_s`.
 pub fn stamp_local_times(p: &mut Partition, now_s: i64) {
-    for r in std::iter::once(&mut p.static_row).chain(p.rows.values_mut()) {
+    for r in std::iter::once(&mut p.static_row).chain(p.rows.values_mut().map(|r| &mut **r)) {
         for d in r.complex_deletions.values_mut() {
             if d.local_deletion_time_s == 0 {
                 d.local_deletion_time_s = now_s;
@@ -624,25 +629,30 @@ pub(crate) fn live_partition_within(
     // per row.
     match (ranges, q.reversed) {
         ([(s, e)], false) => {
-            let rows = p.rows.range(map_bounds(s, e));
+            let rows = p.rows.range(map_bounds(s, e)).map(unbox);
             live_rows_of(p, rows, ranges, q, layout, limits)
         }
         ([(s, e)], true) => {
-            let rows = p.rows.range(map_bounds(s, e)).rev();
+            let rows = p.rows.range(map_bounds(s, e)).rev().map(unbox);
             live_rows_of(p, rows, ranges, q, layout, limits)
         }
         (_, false) => {
             let rows = ranges
                 .iter()
-                .flat_map(|(s, e)| p.rows.range(map_bounds(s, e)));
+                .flat_map(|(s, e)| p.rows.range(map_bounds(s, e)).map(unbox));
             live_rows_of(p, rows, ranges, q, layout, limits)
         }
         (_, true) => {
             let rows =
-                (ranges.iter().rev()).flat_map(|(s, e)| p.rows.range(map_bounds(s, e)).rev());
+                (ranges.iter().rev()).flat_map(|(s, e)| p.rows.range(map_bounds(s, e)).rev().map(unbox));
             live_rows_of(p, rows, ranges, q, layout, limits)
         }
     }
+}
+
+/// A map entry's row as a plain reference.
+fn unbox<'a>((k, r): (&'a CKey, &'a Box<Row>)) -> (&'a CKey, &'a Row) {
+    (k, r)
 }
 
 /// `live_partition_within` for rows that are not in `header`'s map: `rows` are the rows of

@@ -93,7 +93,7 @@ mod tests {
         for r in [b"a" as &'static [u8], b"b"] {
             let mut row = Row::default();
             row.cells.insert((1, None), live(ts, b"v"));
-            p.rows.insert(ck(r), row);
+            p.insert_row(ck(r), row);
         }
         p
     }
@@ -101,7 +101,7 @@ mod tests {
     #[test]
     fn a_row_deletion_elsewhere_drops_the_older_row_and_nothing_newer() {
         let mut other = Partition::new(Bytes::from_static(b"k"), 1);
-        other.rows.insert(
+        other.insert_row(
             ck(b"a"),
             Row {
                 deletion: Some(del(10)),

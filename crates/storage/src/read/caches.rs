@@ -162,7 +162,7 @@ fn index_entry_bytes(e: &IndexEntry) -> u64 {
 /// Approximate heap bytes of a partition (row cache accounting).
 fn partition_bytes(p: &Partition) -> u64 {
     let mut n = p.key.len() as u64 + ROW_CACHE_ROW_OVERHEAD_BYTES;
-    for r in std::iter::once(&p.static_row).chain(p.rows.values()) {
+    for r in std::iter::once(&p.static_row).chain(p.rows.values().map(|r| &**r)) {
         n += ROW_CACHE_ROW_OVERHEAD_BYTES;
         for ((_, path), c) in &r.cells {
             n += ROW_CACHE_CELL_OVERHEAD_BYTES

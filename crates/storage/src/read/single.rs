@@ -532,7 +532,7 @@ pub(crate) fn restrict_upto(
     let mut last: Option<&CKey> = None;
     // Gathered, then built into the map at once: inserting a page of rows one by one descends
     // the tree per row.
-    let mut taken: Vec<(CKey, Row)> = Vec::new();
+    let mut taken: Vec<(CKey, Box<Row>)> = Vec::new();
     for (s, e) in ordered {
         let it = p.rows.range::<CKey, _>(crate::clustering::map_bounds(s, e));
         let it: Box<dyn Iterator<Item = _>> = if reversed {

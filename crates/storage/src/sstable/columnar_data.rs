@@ -239,6 +239,7 @@ impl SSTableReader {
         let rows: Vec<(CKey, crate::partition::Row)> = std::mem::take(&mut header.rows)
             .into_iter()
             .filter(|(k, _)| crate::clustering::in_ranges(ranges, k))
+            .map(|(k, r)| (k, *r))
             .collect();
         let edge = rows.len().checked_sub(1);
         Some(Ok(SlicedRows {

@@ -321,7 +321,7 @@ impl SSTableStats {
             self.wide_deletions += 1;
             self.note_tombstone(rt.2.local_deletion_time_s);
         }
-        for r in std::iter::once(&p.static_row).chain(p.rows.values()) {
+        for r in std::iter::once(&p.static_row).chain(p.rows.values().map(|r| &**r)) {
             self.note_row(r);
         }
     }

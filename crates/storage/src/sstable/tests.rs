@@ -164,7 +164,7 @@ fn raw_copy_rebases_timestamps_and_keeps_everything_else() {
             assert_eq!(r.timestamps, p.timestamp_range());
             assert_eq!(r.static_row, !p.static_row.is_empty());
             let cells: usize = std::iter::once(&p.static_row)
-                .chain(p.rows.values())
+                .chain(p.rows.values().map(|r| &**r))
                 .map(|r| r.cells.len() + usize::from(r.liveness.is_some()))
                 .sum();
             assert_eq!(r.cells, cells as u64);
@@ -240,7 +240,7 @@ fn raw_copy_joins_inputs_whose_rows_do_not_interleave() {
             pieces.push(Partition::new(whole.key.clone(), whole.token));
         }
         if let Some(p) = pieces.last_mut() {
-            p.rows.insert(k.clone(), r.clone());
+            p.insert_row(k.clone(), (**r).clone());
         }
     }
     let to = t + 7;

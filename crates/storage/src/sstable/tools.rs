@@ -138,7 +138,7 @@ fn dump_partition(p: &Partition, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "  range_tombstone {:?} .. {:?} {:?}", s, e, d)?;
     }
     let rows =
-        std::iter::once((None, &p.static_row)).chain(p.rows.iter().map(|(k, r)| (Some(k), r)));
+        std::iter::once((None, &p.static_row)).chain(p.rows.iter().map(|(k, r)| (Some(k), &**r)));
     for (k, row) in rows {
         if k.is_none() && row.is_empty() {
             continue;

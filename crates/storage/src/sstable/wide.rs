@@ -135,7 +135,7 @@ impl SSTableWriter {
             self.emit(&buf)?;
             // Statistics through a one-row partition: the same code as whole partitions.
             let mut one = Partition::new(header.key.clone(), header.token);
-            one.rows.insert(k.clone(), r);
+            one.rows.insert(k.clone(), Box::new(r));
             self.note_stats(&one);
             last = Some(k);
             produced += 1;
@@ -387,7 +387,10 @@ fn finish(
         }
         .map(|(k, _)| k.clone()),
     };
-    let mut block: std::collections::BTreeMap<CKey, Row> = rows.into_iter().collect();
+    let mut block: std::collections::BTreeMap<CKey, Box<Row>> = rows
+        .into_iter()
+        .map(|(k, r)| (k, Box::new(r)))
+        .collect();
     if p.rows.is_empty() {
         p.rows = block;
     } else {

@@ -330,7 +330,7 @@ fn max_ldt(p: &Partition) -> i64 {
     for rt in &p.range_tombstones {
         m = m.max(rt.2.local_deletion_time_s);
     }
-    for r in std::iter::once(&p.static_row).chain(p.rows.values()) {
+    for r in std::iter::once(&p.static_row).chain(p.rows.values().map(|r| &**r)) {
         if let Some(d) = r.deletion {
             m = m.max(d.local_deletion_time_s);
         }
