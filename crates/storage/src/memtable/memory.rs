@@ -99,7 +99,9 @@ impl Arena {
     pub fn copy_partition(&mut self, p: &mut Partition) -> u64 {
         let mut n = self.copy_in_place(&mut p.key);
         // The key is held twice: in the shard map's key and in the partition.
-        n += btree_entry_bytes::<(i64, Bytes), Partition>();
+        n += btree_entry_bytes::<(i64, Bytes), Box<Partition>>()
+            + size_of::<Partition>() as u64
+            + PER_ALLOCATION_BYTES;
         n += vec_bytes::<(CKey, CKey, crate::types::DeletionTime)>(p.range_tombstones.capacity());
         for (s, e, _) in &mut p.range_tombstones {
             n += self.copy_ckey(s) + self.copy_ckey(e);

@@ -119,7 +119,7 @@ pub fn range_is_valid(start: &Bound<PKey>, end: &Bound<PKey>) -> bool {
 
 /// One memtable of one table.
 pub struct Memtable {
-    shards: Vec<RwLock<BTreeMap<PKey, Partition>>>,
+    shards: Vec<RwLock<BTreeMap<PKey, Box<Partition>>>>,
     /// Each shard's values, copied out of request and commitlog buffers (memtable/memory.rs).
     arenas: Vec<parking_lot::Mutex<Arena>>,
     /// Encoded size of the updates applied (Cassandra's "memtable data size").
@@ -159,7 +159,7 @@ impl Memtable {
         match map.entry((p.token, p.key.clone())) {
             std::collections::btree_map::Entry::Occupied(mut cur) => cur.get_mut().merge(p),
             std::collections::btree_map::Entry::Vacant(slot) => {
-                slot.insert(p);
+                slot.insert(Box::new(p));
                 self.partitions.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -176,7 +176,7 @@ impl Memtable {
     ) -> Option<R> {
         let shard = self.shards.get(shard_of(token))?;
         let map = shard.read();
-        map.get(&(token, key.clone())).map(f)
+        map.get(&(token, key.clone())).map(|p| f(p))
     }
 
     /// Up to `limit` partition keys within the bounds, in order.
@@ -218,7 +218,7 @@ impl Memtable {
     /// partitions in order without copying them. The memtable stays readable meanwhile, and
     /// nothing writes to it: writers apply under the table's memtable lock, which the switch to a
     /// new memtable takes first.
-    pub fn read_shards(&self) -> Vec<parking_lot::RwLockReadGuard<'_, BTreeMap<PKey, Partition>>> {
+    pub fn read_shards(&self) -> Vec<parking_lot::RwLockReadGuard<'_, BTreeMap<PKey, Box<Partition>>>> {
         self.shards.iter().map(|s| s.read()).collect()
     }
 

@@ -103,9 +103,9 @@ fn memtable_partitions(
         for shard in m.read_shards() {
             for (k, p) in shard.range((start.clone(), end.clone())) {
                 match out.get_mut(k) {
-                    Some(cur) => cur.merge(p.clone()),
+                    Some(cur) => cur.merge((**p).clone()),
                     None => {
-                        out.insert(k.clone(), p.clone());
+                        out.insert(k.clone(), (**p).clone());
                     }
                 }
             }
