@@ -5,11 +5,19 @@ use super::{HttpRequest, RouteResult};
 use crate::node::NodeState;
 use serde_json::json;
 
-/// `GET /storage_service/compaction_throughput`: `{"mib_per_s": N}`.
+/// `GET /storage_service/compaction_throughput`: `{"mib_per_s": N, "written_mib_per_s":
+/// {"1minute": R, "5minute": R, "15minute": R}}`, the cap and what compactions wrote lately.
 pub(super) fn get(node: &NodeState) -> RouteResult {
+    let [one, five, fifteen] = node
+        .engine
+        .compaction_rates_mib_per_s(std::time::Instant::now());
     Ok((
         "application/json",
-        json!({ "mib_per_s": node.engine.compaction_throughput_mib_per_s() }).to_string(),
+        json!({
+            "mib_per_s": node.engine.compaction_throughput_mib_per_s(),
+            "written_mib_per_s": {"1minute": one, "5minute": five, "15minute": fifteen},
+        })
+        .to_string(),
     ))
 }
 

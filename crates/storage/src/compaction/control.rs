@@ -67,6 +67,8 @@ const CHARGE_STEP_BYTES: u64 = 1 << 20;
 /// on several threads share one rate (each waits for the debt in front of it).
 pub(crate) struct RateLimiter {
     bucket: parking_lot::Mutex<Bucket>,
+    /// What its writers wrote, capped or not (counted a MiB at a time).
+    pub(crate) meter: super::meter::RateMeter,
 }
 
 struct Bucket {
@@ -82,6 +84,7 @@ impl RateLimiter {
                 credit_bytes: 0.0,
                 at,
             }),
+            meter: super::meter::RateMeter::new_at(at),
         }
     }
 
@@ -143,7 +146,9 @@ impl<'a> Throttle<'a> {
             return;
         }
         self.charged = written;
-        let wait = self.limiter.charge(due, self.current, Instant::now());
+        let now = Instant::now();
+        self.limiter.meter.mark(due, now);
+        let wait = self.limiter.charge(due, self.current, now);
         if !wait.is_zero() {
             std::thread::sleep(wait);
         }

@@ -17,6 +17,7 @@ mod anticompaction;
 mod control;
 mod flush;
 mod merge;
+mod meter;
 mod output;
 mod progress;
 pub(crate) mod purge;

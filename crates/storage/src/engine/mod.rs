@@ -458,7 +458,10 @@ impl Engine {
                     current.as_ref().and_then(|cp| {
                         let row = match &ck {
                             None => Some(&cp.static_row),
-                            Some(v) => cp.rows.get(&CKey::row(v.clone(), &layout.cmp)).map(|r| &**r),
+                            Some(v) => cp
+                                .rows
+                                .get(&CKey::row(v.clone(), &layout.cmp))
+                                .map(|r| &**r),
                         }?;
                         let d = match &ck {
                             None => cp.deletion,

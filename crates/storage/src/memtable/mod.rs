@@ -218,7 +218,9 @@ impl Memtable {
     /// partitions in order without copying them. The memtable stays readable meanwhile, and
     /// nothing writes to it: writers apply under the table's memtable lock, which the switch to a
     /// new memtable takes first.
-    pub fn read_shards(&self) -> Vec<parking_lot::RwLockReadGuard<'_, BTreeMap<PKey, Box<Partition>>>> {
+    pub fn read_shards(
+        &self,
+    ) -> Vec<parking_lot::RwLockReadGuard<'_, BTreeMap<PKey, Box<Partition>>>> {
         self.shards.iter().map(|s| s.read()).collect()
     }
 

@@ -643,8 +643,8 @@ pub(crate) fn live_partition_within(
             live_rows_of(p, rows, ranges, q, layout, limits)
         }
         (_, true) => {
-            let rows =
-                (ranges.iter().rev()).flat_map(|(s, e)| p.rows.range(map_bounds(s, e)).rev().map(unbox));
+            let rows = (ranges.iter().rev())
+                .flat_map(|(s, e)| p.rows.range(map_bounds(s, e)).rev().map(unbox));
             live_rows_of(p, rows, ranges, q, layout, limits)
         }
     }

@@ -178,7 +178,8 @@ impl DataFormat {
             DataFormat::Fixed => {
                 let mut block = Partition::new(bytes::Bytes::new(), 0);
                 codec::decode_rows(r, cmp, n, &mut block)?;
-                let inside = |(k, _): &(CKey, Box<Row>)| crate::clustering::in_ranges(wanted.ranges, k);
+                let inside =
+                    |(k, _): &(CKey, Box<Row>)| crate::clustering::in_ranges(wanted.ranges, k);
                 out.extend(block.rows.into_iter().filter(inside).map(|(k, r)| (k, *r)));
                 Ok(false)
             }

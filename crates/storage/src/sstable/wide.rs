@@ -387,10 +387,8 @@ fn finish(
         }
         .map(|(k, _)| k.clone()),
     };
-    let mut block: std::collections::BTreeMap<CKey, Box<Row>> = rows
-        .into_iter()
-        .map(|(k, r)| (k, Box::new(r)))
-        .collect();
+    let mut block: std::collections::BTreeMap<CKey, Box<Row>> =
+        rows.into_iter().map(|(k, r)| (k, Box::new(r))).collect();
     if p.rows.is_empty() {
         p.rows = block;
     } else {

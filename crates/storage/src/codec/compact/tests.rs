@@ -311,7 +311,8 @@ fn rows_outside_a_slice_are_skipped_exactly() {
             let (mut back, n) = d.partition_header(&cmp, p.key.clone(), p.token).unwrap();
             let mut kept = Vec::new();
             let stopped = d.rows_in(&cmp, n, &mut kept, &ranges, keep).unwrap();
-            back.rows.extend(kept.into_iter().map(|(k, r)| (k, Box::new(r))));
+            back.rows
+                .extend(kept.into_iter().map(|(k, r)| (k, Box::new(r))));
             let expected: Vec<&CKey> = keys
                 .iter()
                 .filter(|k| ranges.iter().any(|(s, e)| s <= *k && *k <= e))
