@@ -169,6 +169,21 @@ fn render_engine(node: &NodeState, out: &mut String) {
         stalls.stall_timeouts,
         node.engine.unflushed_memtable_bytes()
     );
+    // Cassandra's BytesCompactedThroughput meter: its 1, 5 and 15 minute rates.
+    let rates = node
+        .engine
+        .compaction_rates_mib_per_s(std::time::Instant::now());
+    let _ = writeln!(
+        out,
+        "# TYPE helenus_compaction_written_bytes_per_second gauge"
+    );
+    for (window, mib) in ["1m", "5m", "15m"].into_iter().zip(rates) {
+        let _ = writeln!(
+            out,
+            "helenus_compaction_written_bytes_per_second{{window=\"{window}\"}} {:.0}",
+            mib * 1048576.0
+        );
+    }
 }
 
 type Gauge = (&'static str, fn(&st::TableStats) -> f64);
