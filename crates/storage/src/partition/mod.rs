@@ -650,7 +650,8 @@ pub(crate) fn live_partition_within(
     }
 }
 
-/// A map entry's row as a plain reference.
+/// A map entry's row as a plain reference (the entries a range of the map yields hold boxes).
+#[allow(clippy::borrowed_box)]
 fn unbox<'a>((k, r): (&'a CKey, &'a Box<Row>)) -> (&'a CKey, &'a Row) {
     (k, r)
 }
