@@ -243,21 +243,26 @@ impl PaxosStore for MetadataStore {
 /// (the entry's own, or a later one from an acceptor that dropped it), or none while the entry
 /// is free.
 fn newest_entry(granted: &[&Promise], latest: Option<&Commit>) -> Option<Bytes> {
+    commits(granted, latest)
+        .max_by_key(|c| entry_epoch(&c.update))
+        .map(|c| c.update.clone())
+}
+
+/// The committed values a round's promises carry.
+fn commits<'a>(
+    granted: &'a [&'a Promise],
+    latest: Option<&'a Commit>,
+) -> impl Iterator<Item = &'a Commit> {
     granted
         .iter()
         .filter_map(|p| p.committed.as_ref())
         .chain(latest)
-        .max_by_key(|c| entry_epoch(&c.update))
-        .map(|c| c.update.clone())
 }
 
 /// What a settled entry holds, asked after this node moved past it: its own commit is the
 /// oldest any acceptor answers with (one that dropped it answers with a later entry).
 fn settled_entry(granted: &[&Promise], latest: Option<&Commit>) -> Option<Bytes> {
-    granted
-        .iter()
-        .filter_map(|p| p.committed.as_ref())
-        .chain(latest)
+    commits(granted, latest)
         .min_by_key(|c| entry_epoch(&c.update))
         .map(|c| c.update.clone())
 }
