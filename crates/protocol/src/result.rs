@@ -223,6 +223,15 @@ pub struct Rows {
     pub rows: Vec<Vec<Option<Bytes>>>,
 }
 
+/// `count` rows whose cells are already in `body` as a ROWS result holds them: each cell an
+/// `[int]` length (-1 for null) and its bytes, `metadata.columns_count` cells per row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedRows {
+    pub metadata: RowsMetadata,
+    pub count: u32,
+    pub body: Bytes,
+}
+
 /// Bind-variable metadata of a PREPARED result.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PreparedMetadata {
@@ -300,6 +309,9 @@ pub struct Prepared {
 pub enum ResultBody {
     Void,
     Rows(Rows),
+    /// Rows a server wrote in their wire form as it read them (column by column, with no
+    /// value of their own); sent as `Rows` is, and never produced by decoding.
+    EncodedRows(EncodedRows),
     SetKeyspace(String),
     Prepared(Prepared),
     SchemaChange(SchemaChange),
@@ -316,6 +328,15 @@ impl ResultBody {
                     w.row(row.iter().map(|c| c.as_deref()))?;
                 }
                 w.finish()?;
+            }
+            ResultBody::EncodedRows(rows) => {
+                out.put_i32(KIND_ROWS);
+                rows.metadata.encode(version, out)?;
+                out.put_i32(i32::try_from(rows.count).map_err(|_| EncodeError::TooLong {
+                    what: "rows",
+                    len: rows.count as usize,
+                })?);
+                out.extend_from_slice(&rows.body);
             }
             ResultBody::SetKeyspace(ks) => {
                 out.put_i32(KIND_SET_KEYSPACE);
@@ -560,6 +581,39 @@ mod tests {
             .unwrap();
         assert_eq!(streamed, whole);
         let back = ResultBody::decode(&mut Reader::new(whole.freeze()), 4).unwrap();
+        assert_eq!(back, ResultBody::Rows(rows));
+    }
+
+    #[test]
+    fn encoded_rows_are_sent_as_the_rows_they_hold() {
+        let md = RowsMetadata::new(vec![col("a"), col("b")]);
+        let rows = Rows {
+            metadata: md.clone(),
+            rows: vec![
+                vec![Some(Bytes::from_static(&[0, 0, 0, 1])), None],
+                vec![Some(Bytes::new()), Some(Bytes::from_static(&[7]))],
+            ],
+        };
+        let mut body = BytesMut::new();
+        for cell in rows.rows.iter().flatten() {
+            match cell {
+                Some(v) => {
+                    body.put_i32(v.len() as i32);
+                    body.put_slice(v);
+                }
+                None => body.put_i32(-1),
+            }
+        }
+        let encoded = ResultBody::EncodedRows(EncodedRows {
+            metadata: md,
+            count: 2,
+            body: body.freeze(),
+        });
+        let (mut a, mut b) = (BytesMut::new(), BytesMut::new());
+        encoded.encode(4, &mut a).unwrap();
+        ResultBody::Rows(rows.clone()).encode(4, &mut b).unwrap();
+        assert_eq!(a, b);
+        let back = ResultBody::decode(&mut Reader::new(a.freeze()), 4).unwrap();
         assert_eq!(back, ResultBody::Rows(rows));
     }
 

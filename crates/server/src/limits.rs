@@ -589,6 +589,10 @@ pub fn response_size_bytes(response: &proto::Response) -> u64 {
             let columns = rows.metadata.columns.len() as u64 * 64;
             HEADER_AND_METADATA + cells + columns
         }
+        proto::Response::Result(proto::ResultBody::EncodedRows(rows)) => {
+            let columns = rows.metadata.columns.len() as u64 * 64;
+            HEADER_AND_METADATA + rows.body.len() as u64 + columns
+        }
         _ => HEADER_AND_METADATA,
     }
 }

@@ -151,6 +151,7 @@ pub use index::{
 pub use path_name::{PathName, MAX_PATH_NAME_BYTES};
 pub use read::columnar_scan::{
     ColumnPage, ColumnRestriction, ColumnScan, ColumnScanStats, PartitionRun, ResumeAt, ScanBatch,
+    WireCell,
 };
 pub use sstable::repair::RepairState;
 pub use sstable::tools::{dump_sstable, verify_sstable, VerifyReport};

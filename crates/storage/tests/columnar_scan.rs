@@ -136,6 +136,7 @@ fn month_scan(
         now_s,
         tombstone_failure_threshold: u64::MAX,
         group_runs: None,
+        wire: None,
     }
 }
 
@@ -225,6 +226,7 @@ fn rows_per_partition(
 ) -> (BTreeMap<Vec<u8>, u64>, BTreeMap<Vec<u8>, u64>) {
     let s = ColumnScan {
         group_runs: Some(0),
+        wire: None,
         ..month_scan(vec![spec(MONTH)], min_month, range.clone(), now_s)
     };
     let mut got = BTreeMap::new();
@@ -487,6 +489,7 @@ fn paged(e: &Engine, limit: usize, now_s: i64) -> Listed {
         now_s,
         tombstone_failure_threshold: u64::MAX,
         group_runs: None,
+        wire: None,
     };
     let mut out = Listed::new();
     let mut after = None;
@@ -555,6 +558,7 @@ fn a_scan_over_too_many_tombstones_fails_as_a_row_scan_does() {
         now_s: now(),
         tombstone_failure_threshold: threshold,
         group_runs: None,
+        wire: None,
     };
     let err = e.scan_columns(T, &s(10), &mut |_| Ok(())).unwrap_err();
     assert!(

@@ -60,7 +60,7 @@ async fn text_rows(node: &NodeState, user: &str, cql: &str) -> Vec<String> {
         Ok(Outcome::Void) => return Vec::new(),
         _ => panic!("{cql}: no rows"),
     };
-    out.rows
+    out.cell_rows()
         .iter()
         .map(|r| {
             r.iter()

@@ -95,7 +95,7 @@ async fn pages(node: &NodeState, cql: &str, page_size: i32) -> Vec<Vec<String>> 
             panic!("{cql}: no rows");
         };
         out.push(
-            page.rows
+            page.cell_rows()
                 .iter()
                 .map(|r| {
                     r.iter()

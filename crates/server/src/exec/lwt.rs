@@ -289,6 +289,7 @@ fn rows_outcome(
             columns,
             rows,
             paging_state: None,
+            encoded: None,
         },
     }
 }

@@ -639,7 +639,7 @@ pub async fn execute(
                 opts.consistency,
             )
             .await?;
-            trace::event(|| format!("Read {} live rows", out.rows.len()));
+            trace::event(|| format!("Read {} live rows", out.row_count()));
             Ok(Outcome::Rows {
                 keyspace: plan.table.keyspace.clone(),
                 table: plan.table.name.clone(),

@@ -63,7 +63,7 @@ pub(super) async fn rows(node: &NodeState, cql: &str) -> Vec<String> {
     let Outcome::Rows { out, .. } = query(node, cql).await else {
         panic!("{cql}: no rows");
     };
-    out.rows
+    out.cell_rows()
         .iter()
         .map(|r| {
             r.iter()
@@ -203,7 +203,7 @@ async fn pages(node: &NodeState, cql: &str, page_size: i32) -> Vec<Vec<String>> 
             panic!("{cql}: no rows");
         };
         out.push(
-            page.rows
+            page.cell_rows()
                 .iter()
                 .map(|r| {
                     let b = r[0].clone().unwrap();
@@ -403,7 +403,7 @@ fn write_timestamps_come_from_the_injected_clock() {
         let Outcome::Rows { out, .. } = query(&node, "SELECT writetime(v) FROM k.t WHERE p = 1").await else {
             panic!("SELECT returned no rows");
         };
-        let cell = out.rows[0][0].clone().unwrap();
+        let cell = out.cell_rows()[0][0].clone().unwrap();
         let writetime = i64::from_be_bytes(cell.as_ref().try_into().unwrap());
         // Schema changes took earlier timestamps; the clock itself never moved.
         assert!(
@@ -684,7 +684,7 @@ fn paging_resumes_after_a_compact_storage_prefix_row() {
             let Outcome::Rows { out, .. } = out else {
                 panic!("no rows");
             };
-            for r in &out.rows {
+            for r in &out.cell_rows() {
                 let v = r[0].as_ref().unwrap();
                 seen.push(i32::from_be_bytes(v[..].try_into().unwrap()));
             }

@@ -170,10 +170,17 @@ pub fn rows_result(
         no_metadata: skip_metadata,
         new_metadata_id: metadata_id.map(|m| Bytes::copy_from_slice(&m)),
     };
-    proto::ResultBody::Rows(proto::Rows {
-        metadata,
-        rows: out.rows,
-    })
+    match out.encoded {
+        Some((count, body)) => proto::ResultBody::EncodedRows(proto::EncodedRows {
+            metadata,
+            count,
+            body,
+        }),
+        None => proto::ResultBody::Rows(proto::Rows {
+            metadata,
+            rows: out.rows,
+        }),
+    }
 }
 
 pub fn outcome_response(o: Outcome, skip_metadata: bool) -> proto::Response {
@@ -345,6 +352,7 @@ fn describe_output(rows: Vec<DescribeRow>, with_statement: bool) -> SelectOutput
         columns,
         rows,
         paging_state: None,
+        encoded: None,
     }
 }
 
@@ -461,6 +469,7 @@ fn describe_cluster(node: &NodeState) -> SelectOutput {
             text("DynamicEndpointSnitch"),
         ]],
         paging_state: None,
+        encoded: None,
     }
 }
 

@@ -376,6 +376,7 @@ fn rows(table: &str, columns: Vec<(&str, CqlType)>, rows: Vec<Vec<Option<Bytes>>
                 .collect(),
             rows,
             paging_state: None,
+            encoded: None,
         },
     }
 }

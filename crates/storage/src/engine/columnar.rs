@@ -16,7 +16,7 @@ use crate::engine::Engine;
 use crate::read::columnar_scan::{
     apply_restrictions, extend_runs, narrow, plain_groups, restriction_rows, rows_batch,
     token_span, ColumnPage, ColumnScan, ColumnScanStats, PartitionRun, Piece, Pieces, ResumeAt,
-    ScanBatch,
+    ScanBatch, WireCell,
 };
 use crate::types::*;
 use bytes::Bytes;
@@ -488,16 +488,52 @@ fn push_row(
     scan: &ColumnScan,
     i: usize,
 ) {
+    if let Some(cells) = &scan.wire {
+        for cell in cells {
+            let value = match *cell {
+                WireCell::PartitionKey => Some(key.as_ref()),
+                WireCell::Clustering(c) => clustering.get(c).map(|v| v.as_ref()),
+                WireCell::Column(j) => {
+                    page.scratch.clear();
+                    let present =
+                        columns
+                            .get(j)
+                            .zip(scan.columns.get(j))
+                            .is_some_and(|(col, spec)| {
+                                col.serialize_into(i, spec.value_type, &mut page.scratch)
+                            });
+                    present.then_some(page.scratch.as_slice())
+                }
+            };
+            put_wire_cell(&mut page.wire, value);
+        }
+    } else {
+        for (j, (col, spec)) in columns.iter().zip(&scan.columns).enumerate() {
+            page.scratch.clear();
+            let present = col.serialize_into(i, spec.value_type, &mut page.scratch);
+            let v = present.then(|| {
+                let value = std::mem::take(&mut page.scratch);
+                let stashed = page.stash(&value);
+                page.scratch = value;
+                stashed
+            });
+            if let Some(out) = page.cells.get_mut(j) {
+                out.push(v);
+            }
+        }
+    }
     page.keys.push((token, key));
     page.clustering.push(clustering);
-    let mut buf = Vec::new();
-    for (j, (col, spec)) in columns.iter().zip(&scan.columns).enumerate() {
-        buf.clear();
-        let v = col
-            .serialize_into(i, spec.value_type, &mut buf)
-            .then(|| page.stash(&buf));
-        if let Some(out) = page.cells.get_mut(j) {
-            out.push(v);
+}
+
+/// A cell as a ROWS result body holds it: `[int]` length, -1 for null, then the bytes.
+fn put_wire_cell(out: &mut bytes::BytesMut, value: Option<&[u8]>) {
+    use bytes::BufMut;
+    match value {
+        Some(v) => {
+            out.put_i32(i32::try_from(v.len()).unwrap_or(i32::MAX));
+            out.put_slice(v);
         }
+        None => out.put_i32(-1),
     }
 }

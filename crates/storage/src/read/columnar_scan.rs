@@ -42,6 +42,20 @@ pub struct ColumnScan {
     /// its partition and its first `n` clustering values, for aggregates grouped by a prefix of
     /// the primary key (`GROUP BY` the partition key and `n` clustering columns).
     pub group_runs: Option<usize>,
+    /// With `Some(cells)`, the page writes each row as a CQL ROWS result holds it, these cells
+    /// in this order (`ColumnPage::wire`), instead of keeping its values (`ColumnPage::cells`).
+    pub wire: Option<Vec<WireCell>>,
+}
+
+/// Where a cell of a row written in wire form comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireCell {
+    /// The partition key as stored (a key of one column).
+    PartitionKey,
+    /// The i-th clustering value.
+    Clustering(usize),
+    /// The j-th of `ColumnScan::columns`.
+    Column(usize),
 }
 
 /// `column op value` (the value serialized as the column's CQL type), as `WHERE c > 5 ALLOW
@@ -190,8 +204,14 @@ pub struct ColumnPage {
     pub keys: Vec<(i64, Bytes)>,
     /// The clustering values of each row (empty for a table without clustering columns).
     pub clustering: Vec<Vec<Bytes>>,
-    /// One per `ColumnScan::columns`, each with one serialized value (or null) per row.
+    /// One per `ColumnScan::columns`, each with one serialized value (or null) per row (empty
+    /// with `ColumnScan::wire`).
     pub cells: Vec<Vec<Option<Bytes>>>,
+    /// With `ColumnScan::wire`: the rows' cells as a ROWS result body holds them, each an `[int]`
+    /// length (-1 for null) and its bytes.
+    pub wire: BytesMut,
+    /// Where a value is serialized before it is copied out.
+    pub(crate) scratch: Vec<u8>,
     /// Whether rows may follow this page in the range.
     pub more: bool,
     /// Tombstones the page's row-path reads scanned.
@@ -229,6 +249,7 @@ impl ColumnPage {
         for (mine, theirs) in self.cells.iter_mut().zip(next.cells) {
             mine.extend(theirs);
         }
+        self.wire.unsplit(next.wire);
         self.more = next.more;
         self.tombstones_scanned += next.tombstones_scanned;
         self.stopped_after = next.stopped_after;

@@ -122,6 +122,7 @@ pub(super) async fn aggregate(
         columns: result_columns(plan),
         rows,
         paging_state: None,
+        encoded: None,
     }))
 }
 
@@ -144,9 +145,21 @@ pub(super) async fn project(
     let Some((slots, columns)) = projection_slots(t, plan) else {
         return Ok(None);
     };
-    let Some(scan) = column_scan(node, plan, binds, columns)? else {
+    let Some(mut scan) = column_scan(node, plan, binds, columns)? else {
         return Ok(None);
     };
+    let composite = t.partition_key_len() > 1;
+    // The rows go out as storage writes them, unless a cell is a component of a composite key.
+    scan.wire = slots
+        .iter()
+        .map(|slot| match slot {
+            Slot::Partition(_) if composite => None,
+            Slot::Partition(_) => Some(st::WireCell::PartitionKey),
+            Slot::Clustering(c) => Some(st::WireCell::Clustering(*c)),
+            Slot::Column(j) => Some(st::WireCell::Column(*j)),
+        })
+        .collect();
+    let wired = scan.wire.is_some();
     crate::trace::event(|| format!("Reading {}.{} column by column", t.keyspace, t.name));
     let after = resume.map(|r| st::ResumeAt {
         token: r.token,
@@ -180,6 +193,55 @@ pub(super) async fn project(
     })
     .await
     .map_err(|e| ExecError::Server(format!("column scan failed: {e}")))??;
+    let count = page.keys.len();
+    let (rows, encoded) = if wired {
+        let body = std::mem::take(&mut page.wire).freeze();
+        (
+            Vec::new(),
+            Some((u32::try_from(count).unwrap_or(u32::MAX), body)),
+        )
+    } else {
+        (value_rows(t, &slots, &mut page), None)
+    };
+    let paging_state = match (page.more, page.resume_point()) {
+        (true, Some((token, key, clustering))) => {
+            // Rows of the last partition returned so far (a page may resume inside it).
+            let in_page = page
+                .keys
+                .iter()
+                .rev()
+                .take_while(|(_, k)| *k == key)
+                .count();
+            let before = resume
+                .filter(|r| r.partition_key == key && in_page == page.keys.len())
+                .map_or(0, |r| r.partition_rows_returned);
+            Some(
+                PagingState {
+                    token,
+                    partition_key: key,
+                    clustering,
+                    rows_returned: resume.map_or(0, |r| r.rows_returned) + count,
+                    partition_rows_returned: before + in_page,
+                }
+                .encode(),
+            )
+        }
+        _ => None,
+    };
+    Ok(Some(SelectOutput {
+        columns: result_columns(plan),
+        rows,
+        paging_state,
+        encoded,
+    }))
+}
+
+/// The page's rows as values, for `slots` (a composite partition key's components split out).
+fn value_rows(
+    t: &TableMeta,
+    slots: &[Slot],
+    page: &mut st::ColumnPage,
+) -> Vec<Vec<Option<bytes::Bytes>>> {
     let composite = t.partition_key_len() > 1;
     // A column one slot selects gives its cells up rather than a clone each (a clone and its
     // drop are two atomic updates of the page buffer's count, from two threads).
@@ -193,8 +255,7 @@ pub(super) async fn project(
                 == 1
         })
         .collect();
-    let rows: Vec<Vec<Option<bytes::Bytes>>> = page
-        .keys
+    page.keys
         .iter()
         .enumerate()
         .map(|(i, (_, key))| {
@@ -218,37 +279,7 @@ pub(super) async fn project(
                 })
                 .collect()
         })
-        .collect();
-    let paging_state = match (page.more, page.resume_point()) {
-        (true, Some((token, key, clustering))) => {
-            // Rows of the last partition returned so far (a page may resume inside it).
-            let in_page = page
-                .keys
-                .iter()
-                .rev()
-                .take_while(|(_, k)| *k == key)
-                .count();
-            let before = resume
-                .filter(|r| r.partition_key == key && in_page == page.keys.len())
-                .map_or(0, |r| r.partition_rows_returned);
-            Some(
-                PagingState {
-                    token,
-                    partition_key: key,
-                    clustering,
-                    rows_returned: resume.map_or(0, |r| r.rows_returned) + rows.len(),
-                    partition_rows_returned: before + in_page,
-                }
-                .encode(),
-            )
-        }
-        _ => None,
-    };
-    Ok(Some(SelectOutput {
-        columns: result_columns(plan),
-        rows,
-        paging_state,
-    }))
+        .collect()
 }
 
 /// Where a projected column comes from.
@@ -323,6 +354,7 @@ fn column_scan(
         now_s: binds.now.s,
         tombstone_failure_threshold: node.config.tombstone_failure_threshold,
         group_runs: None,
+        wire: None,
     }))
 }
 

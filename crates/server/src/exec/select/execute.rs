@@ -293,6 +293,7 @@ pub async fn execute(
         columns,
         rows,
         paging_state: paging,
+        encoded: None,
     })
 }
 

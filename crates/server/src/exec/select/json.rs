@@ -48,5 +48,6 @@ pub fn json_rows(
         columns: vec![("[json]".to_string(), CqlType::Native(NativeType::Varchar))],
         rows: out,
         paging_state: paging,
+        encoded: None,
     }
 }

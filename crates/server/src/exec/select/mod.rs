@@ -109,6 +109,44 @@ pub struct SelectOutput {
     pub columns: Vec<(String, CqlType)>,
     pub rows: Vec<Vec<Option<Bytes>>>,
     pub paging_state: Option<Bytes>,
+    /// Rows already in their wire form (a column scan's), in place of `rows`: how many, and
+    /// their cells as a ROWS result body holds them.
+    pub encoded: Option<(u32, Bytes)>,
+}
+
+impl SelectOutput {
+    pub fn row_count(&self) -> usize {
+        match &self.encoded {
+            Some((count, _)) => *count as usize,
+            None => self.rows.len(),
+        }
+    }
+
+    /// The rows as values, decoding wire-form rows (for callers that look at them).
+    pub fn cell_rows(&self) -> Vec<Vec<Option<Bytes>>> {
+        let Some((count, body)) = &self.encoded else {
+            return self.rows.clone();
+        };
+        let (count, mut body) = (*count, body.clone());
+        let width = self.columns.len();
+        let mut rows = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let mut row = Vec::with_capacity(width);
+            for _ in 0..width {
+                if body.len() < 4 {
+                    return rows;
+                }
+                let len = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+                let _ = body.split_to(4);
+                let cell = usize::try_from(len)
+                    .ok()
+                    .map(|n| body.split_to(n.min(body.len())));
+                row.push(cell);
+            }
+            rows.push(row);
+        }
+        rows
+    }
 }
 
 /// Compares two clustering prefixes with the table's comparators (for paging in a partition).
