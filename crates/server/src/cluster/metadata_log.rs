@@ -636,21 +636,26 @@ mod tests {
         assert_eq!(store.load(&entry_key(2)), AcceptorState::default());
     }
 
-    #[test]
-    fn a_round_sees_the_newest_committed_entry() {
-        let promise = |epoch: Option<u64>| Promise {
+    /// A granted promise carrying the commit of `epoch` (if any) at ballot `ballot_of(epoch)`.
+    fn promise(epoch: Option<u64>, ballot_of: fn(u64) -> i64) -> Promise {
+        Promise {
             promised: true,
             highest: ballot(1),
             accepted: None,
             committed: epoch.map(|e| Commit {
-                ballot: ballot(100 - e as i64),
+                ballot: ballot(ballot_of(e)),
                 update: entry(e),
             }),
             read: ReadValue {
                 value: None,
                 written: Ballot::ZERO,
             },
-        };
+        }
+    }
+
+    #[test]
+    fn a_round_sees_the_newest_committed_entry() {
+        let promise = |epoch| promise(epoch, |e| 100 - e as i64);
         let (a, b, c) = (promise(None), promise(Some(5)), promise(Some(40)));
         assert_eq!(newest_entry(&[&a], None), None);
         let seen = newest_entry(&[&a, &b, &c], b.committed.as_ref()).unwrap();
@@ -659,19 +664,7 @@ mod tests {
 
     #[test]
     fn a_settled_entry_is_its_own_commit_not_a_later_one() {
-        let promise = |epoch: Option<u64>| Promise {
-            promised: true,
-            highest: ballot(1),
-            accepted: None,
-            committed: epoch.map(|e| Commit {
-                ballot: ballot(e as i64),
-                update: entry(e),
-            }),
-            read: ReadValue {
-                value: None,
-                written: Ballot::ZERO,
-            },
-        };
+        let promise = |epoch| promise(epoch, |e| e as i64);
         // One acceptor dropped entry 7 and answers with its newest, 60; one never learned it.
         let (dropped, held, unlearned) = (promise(Some(60)), promise(Some(7)), promise(None));
         let seen = settled_entry(&[&dropped, &held, &unlearned], dropped.committed.as_ref());
