@@ -14,7 +14,7 @@ use crate::columnar::{
 };
 use crate::engine::Engine;
 use crate::read::columnar_scan::{
-    apply_restrictions, extend_runs, narrow, plain_groups, restriction_rows, rows_batch,
+    apply_restrictions, extend_runs, narrow, plain_groups, restriction_rows, rows_batch, stash_in,
     token_span, ColumnPage, ColumnScan, ColumnScanStats, PartitionRun, Piece, Pieces, ResumeAt,
     ScanBatch, WireCell,
 };
@@ -511,12 +511,7 @@ fn push_row(
         for (j, (col, spec)) in columns.iter().zip(&scan.columns).enumerate() {
             page.scratch.clear();
             let present = col.serialize_into(i, spec.value_type, &mut page.scratch);
-            let v = present.then(|| {
-                let value = std::mem::take(&mut page.scratch);
-                let stashed = page.stash(&value);
-                page.scratch = value;
-                stashed
-            });
+            let v = present.then(|| stash_in(&mut page.arena, &page.scratch));
             if let Some(out) = page.cells.get_mut(j) {
                 out.push(v);
             }

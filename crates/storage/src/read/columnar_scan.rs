@@ -228,14 +228,19 @@ pub struct ColumnPage {
 /// Bytes a page's arena grows by when a value does not fit.
 const ARENA_CHUNK: usize = 64 * 1024;
 
+/// `value` as a slice of `arena` (a page's), which starts a new chunk when it is full.
+pub(crate) fn stash_in(arena: &mut BytesMut, value: &[u8]) -> Bytes {
+    if arena.capacity() - arena.len() < value.len() {
+        *arena = BytesMut::with_capacity(ARENA_CHUNK.max(value.len()));
+    }
+    arena.extend_from_slice(value);
+    arena.split().freeze()
+}
+
 impl ColumnPage {
     /// `value` as a slice of the page's arena.
     pub(crate) fn stash(&mut self, value: &[u8]) -> Bytes {
-        if self.arena.capacity() - self.arena.len() < value.len() {
-            self.arena = BytesMut::with_capacity(ARENA_CHUNK.max(value.len()));
-        }
-        self.arena.extend_from_slice(value);
-        self.arena.split().freeze()
+        stash_in(&mut self.arena, value)
     }
 
     pub(crate) fn full(&self, limit: usize) -> bool {

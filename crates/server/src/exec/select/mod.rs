@@ -127,23 +127,16 @@ impl SelectOutput {
         let Some((count, body)) = &self.encoded else {
             return self.rows.clone();
         };
-        let (count, mut body) = (*count, body.clone());
+        let mut cells = helenus_protocol::Reader::new(body.clone());
         let width = self.columns.len();
-        let mut rows = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            let mut row = Vec::with_capacity(width);
-            for _ in 0..width {
-                if body.len() < 4 {
-                    return rows;
-                }
-                let len = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-                let _ = body.split_to(4);
-                let cell = usize::try_from(len)
-                    .ok()
-                    .map(|n| body.split_to(n.min(body.len())));
-                row.push(cell);
+        let mut rows = Vec::with_capacity(*count as usize);
+        for _ in 0..*count {
+            let row: Result<Vec<_>, _> = (0..width).map(|_| cells.read_bytes()).collect();
+            match row {
+                Ok(row) => rows.push(row),
+                // The body is the server's own writing; a short one ends the rows it holds.
+                Err(_) => break,
             }
-            rows.push(row);
         }
         rows
     }
