@@ -153,6 +153,11 @@ impl Limits {
         &self.pool
     }
 
+    /// Whether `native_transport_rate_limiting_enabled` puts a rate on requests.
+    pub fn rate_limited(&self) -> bool {
+        self.rate.is_some()
+    }
+
     /// Takes one request from the node-wide rate. As in Cassandra, a client over the rate is
     /// slowed down (its connection is not read meanwhile), unless it asked in STARTUP to be
     /// refused instead (`THROW_ON_OVERLOAD`): then the rate it breached is returned at once.

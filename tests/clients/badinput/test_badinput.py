@@ -11,8 +11,8 @@ import struct
 import pytest
 
 from wire import (
-    OP_OPTIONS, OP_QUERY, OP_STARTUP, closed_after, connect, frame, handshake, outcome,
-    query_body, release_version, startup_body,
+    OP_ERROR, OP_OPTIONS, OP_QUERY, OP_STARTUP, closed_after, connect, frame, handshake, outcome,
+    parse_error, query_body, read_frame, release_version, startup_body,
 )
 
 PROTOCOL_ERROR = 0x000A
@@ -151,4 +151,32 @@ def test_string_length_exceeds_frame_in_startup(witness):
     s.sendall(frame(OP_STARTUP, body))
     # Cassandra 5.0.9 closes the connection without an ERROR frame here.
     assert outcome(s)[0] in ("closed", "error")
+    s.close()
+
+
+def test_pipelined_requests_around_a_bad_frame_are_all_answered(witness):
+    # Requests that arrive in one read run one after another, their answers held back to be
+    # written together (in batches of 32): none may be lost, doubled or answered on a wrong
+    # stream, and a frame that does not decode in the middle gets its error without harm to
+    # the requests before and after it.
+    s = connect()
+    handshake(s)
+    select = query_body("SELECT release_version FROM system.local")
+    before, after = list(range(10, 60)), list(range(100, 150))
+    bad = frame(OP_QUERY, struct.pack(">I", 5000) + b"SELECT", stream=99)
+    s.sendall(
+        b"".join(frame(OP_QUERY, select, stream=st) for st in before)
+        + bad
+        + b"".join(frame(OP_QUERY, select, stream=st) for st in after)
+    )
+    answered, errors = [], []
+    while len(answered) + len(errors) < len(before) + len(after) + 1:
+        _v, _f, stream, opcode, body = read_frame(s)
+        if opcode == OP_ERROR:
+            errors.append((stream, parse_error(body)))
+        else:
+            assert opcode == 0x08, (stream, opcode, body[:100])  # RESULT
+            answered.append(stream)
+    assert sorted(answered) == before + after
+    assert [(st, code) for st, (code, _msg) in errors] == [(99, PROTOCOL_ERROR)], errors
     s.close()
