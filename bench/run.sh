@@ -110,17 +110,23 @@ stop_server() {
 }
 trap 'stop_server "${CURRENT:-}"' EXIT
 
-settle() {  # flush and wait for compactions (Cassandra via nodetool; Helenus via its nodetool if present)
+# Flush and wait for the compactions it starts, on both servers alike: a workload is charged for
+# the compactions its own writes cause, not for the previous workload's (Helenus was only flushed
+# before 2026-11-30, so its CPU per op carried the compaction of the workload before it).
+settle() {
   local s="$1" t0=$SECONDS
+  local nodetool=()
   case "$s" in
-    cassandra)
-      "$CASS/nodetool.sh" "$SERVER_ADDR" -- flush keyspace1 >/dev/null 2>&1 || true
-      while (( SECONDS - t0 < SETTLE_MAX )); do
-        p="$("$CASS/nodetool.sh" "$SERVER_ADDR" -- compactionstats 2>/dev/null | awk '/pending tasks/{print $3}')"
-        [ "${p:-0}" = 0 ] && break; sleep 2
-      done ;;
-    helenus) "$HELENUS" nodetool -h "$SERVER_ADDR" flush keyspace1 >/dev/null 2>&1 || true ;;
+    cassandra) nodetool=("$CASS/nodetool.sh" "$SERVER_ADDR" --) ;;
+    helenus) nodetool=("$HELENUS" nodetool -h "$SERVER_ADDR") ;;
+    *) return 0 ;;
   esac
+  "${nodetool[@]}" flush keyspace1 >/dev/null 2>&1 || true
+  sleep 1  # the compaction a flush starts may not be listed yet the moment the flush returns
+  while (( SECONDS - t0 < SETTLE_MAX )); do
+    p="$("${nodetool[@]}" compactionstats 2>/dev/null | awk '/pending tasks/{print $3}')"
+    [ "${p:-0}" = 0 ] && break; sleep 2
+  done
   log "settled in $((SECONDS - t0))s"
 }
 

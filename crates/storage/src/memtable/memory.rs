@@ -12,7 +12,8 @@
 //! `tests/memory.rs` checks the total against a counting allocator.
 
 use crate::clustering::CKey;
-use crate::partition::{Partition, Row};
+use crate::partition::cellmap::CellKey;
+use crate::partition::{MergeGrowth, Partition, Row};
 use crate::reconcile::{Cell, CellKind};
 use bytes::{Bytes, BytesMut};
 use std::mem::size_of;
@@ -34,6 +35,16 @@ const PER_ALLOCATION_BYTES: u64 = 16;
 pub struct Arena {
     chunk: BytesMut,
     next_chunk_bytes: usize,
+    /// Bytes this arena has allocated (chunks and values of their own), ever.
+    allocated: u64,
+}
+
+/// What copying an update into a memtable costs: arena bytes its values took, and the
+/// structures it would hold as a new partition.
+#[derive(Debug, Clone, Copy)]
+pub struct Copied {
+    pub arena: u64,
+    pub structures: u64,
 }
 
 impl Arena {
@@ -65,6 +76,7 @@ impl Arena {
     fn copy_in_place(&mut self, v: &mut Bytes) -> u64 {
         let (copy, allocated) = self.copy(v);
         *v = copy;
+        self.allocated += allocated;
         allocated
     }
 
@@ -78,7 +90,7 @@ impl Arena {
 
     fn copy_row(&mut self, r: &mut Row) -> u64 {
         r.cells.shrink_to_fit();
-        let mut n = vec_bytes::<(crate::partition::cellmap::CellKey, Cell)>(r.cells.capacity());
+        let mut n = vec_bytes::<(CellKey, Cell)>(r.cells.capacity());
         n += btree_bytes::<u32, crate::types::DeletionTime>(r.complex_deletions.len());
         for ((_, path), c) in r.cells.iter_mut_for_copy() {
             if let Some(p) = path {
@@ -92,11 +104,22 @@ impl Arena {
     }
 
     /// Copies every value of `p` into this arena (so `p` no longer points into request or
-    /// commitlog buffers) and returns the bytes `p` will hold in a memtable as a new partition:
-    /// arena chunks it started, plus its structures. Merging into an existing partition holds
-    /// less (overwritten cells are replaced in place); the budget counts it in full, as
-    /// Cassandra's memtable allocator does.
-    pub fn copy_partition(&mut self, p: &mut Partition) -> u64 {
+    /// commitlog buffers) and returns the bytes `p` takes in a memtable: arena chunks it
+    /// started, and its structures as a new partition. Merged into an existing partition it
+    /// holds its values and only what [`merge_growth_bytes`] counts: counting its structures
+    /// there too made an overwrite cost ~10x its bytes, and a memtable of overwrites flush
+    /// (and compact) ~10x too often.
+    pub fn copy_partition(&mut self, p: &mut Partition) -> Copied {
+        let before = self.allocated;
+        let total = self.copy_partition_counting(p);
+        let arena = self.allocated - before;
+        Copied {
+            arena,
+            structures: total.saturating_sub(arena),
+        }
+    }
+
+    fn copy_partition_counting(&mut self, p: &mut Partition) -> u64 {
         let mut n = self.copy_in_place(&mut p.key);
         // The key is held twice: in the shard map's key and in the partition.
         n += btree_entry_bytes::<(i64, Bytes), Box<Partition>>()
@@ -126,6 +149,22 @@ impl Arena {
         }
         n
     }
+}
+
+/// Heap bytes a merge into a memtable partition added besides values (see [`MergeGrowth`]).
+pub fn merge_growth_bytes(g: &MergeGrowth) -> u64 {
+    let cell = size_of::<(CellKey, Cell)>() as u64;
+    let new_rows = g.rows + g.adopted_rows;
+    // A new row: its box, its cell vector (sized to its cells) and its key's value vector.
+    let row = size_of::<Row>() as u64 + 3 * PER_ALLOCATION_BYTES;
+    btree_bytes::<CKey, Box<Row>>(g.adopted_rows as usize)
+        + g.rows * btree_entry_bytes::<CKey, Box<Row>>()
+        + new_rows * row
+        + g.row_key_values * size_of::<Bytes>() as u64
+        + g.new_row_cells * cell
+        // A cell added beside others may double its row's vector: counted twice.
+        + g.added_cells * cell * 2
+        + g.deletions * size_of::<(CKey, CKey, crate::types::DeletionTime)>() as u64
 }
 
 /// Heap bytes of a `Vec<T>` of this capacity.

@@ -153,16 +153,21 @@ impl Memtable {
         let (Some(shard), Some(arena)) = (self.shards.get(i), self.arenas.get(i)) else {
             return (0, 0);
         };
-        let heap = arena.lock().copy_partition(&mut p);
-        let before = self.heap_bytes.fetch_add(heap, Ordering::Relaxed);
+        let copied = arena.lock().copy_partition(&mut p);
         let mut map = shard.write();
-        match map.entry((p.token, p.key.clone())) {
-            std::collections::btree_map::Entry::Occupied(mut cur) => cur.get_mut().merge(p),
+        let heap = match map.entry((p.token, p.key.clone())) {
+            std::collections::btree_map::Entry::Occupied(mut cur) => {
+                let grew = cur.get_mut().merge_counting(p);
+                copied.arena + memory::merge_growth_bytes(&grew)
+            }
             std::collections::btree_map::Entry::Vacant(slot) => {
                 slot.insert(Box::new(p));
                 self.partitions.fetch_add(1, Ordering::Relaxed);
+                copied.arena + copied.structures
             }
-        }
+        };
+        drop(map);
+        let before = self.heap_bytes.fetch_add(heap, Ordering::Relaxed);
         self.size_bytes.fetch_add(size_bytes, Ordering::Relaxed);
         (before, before + heap)
     }

@@ -4,6 +4,7 @@
 
 pub(crate) mod cellmap;
 mod digest;
+mod growth;
 mod shadow;
 mod unfiltered;
 
@@ -14,6 +15,7 @@ use crate::error::StorageError;
 use crate::reconcile::{self, Cell, CellKind};
 use crate::types::*;
 use bytes::Bytes;
+pub use growth::MergeGrowth;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -60,12 +62,18 @@ impl Row {
 
     /// Merges `other` into `self`.
     pub fn merge(&mut self, other: Row) {
+        self.merge_counting(other);
+    }
+
+    /// Merges `other` into `self`; returns what that added besides values.
+    fn merge_counting(&mut self, other: Row) -> MergeGrowth {
+        let mut grew = MergeGrowth::default();
         self.liveness = reconcile::merge_liveness(self.liveness, other.liveness);
         self.deletion = reconcile::max_deletion(self.deletion, other.deletion);
         for (col, d) in other.complex_deletions {
             let cur = self.complex_deletions.get(&col).copied();
             if let Some(m) = reconcile::max_deletion(cur, Some(d)) {
-                self.complex_deletions.insert(col, m);
+                grew.deletions += u64::from(self.complex_deletions.insert(col, m).is_none());
             }
         }
         for (k, c) in other.cells {
@@ -77,9 +85,11 @@ impl Row {
                 }
                 None => {
                     self.cells.insert(k, c);
+                    grew.added_cells += 1;
                 }
             }
         }
+        grew
     }
 
     /// Drops data shadowed by `outer` (partition/range deletion) and by the row's own deletions.
@@ -176,6 +186,13 @@ impl Partition {
 
     /// Merges `other` (same partition key) into `self`.
     pub fn merge(&mut self, other: Partition) {
+        self.merge_counting(other);
+    }
+
+    /// Merges `other` (same partition key) into `self`; returns what that added besides
+    /// values (the memtable's budget counts it).
+    pub fn merge_counting(&mut self, other: Partition) -> MergeGrowth {
+        let mut grew = MergeGrowth::default();
         self.deletion = reconcile::max_deletion(self.deletion, other.deletion);
         for rt in other.range_tombstones {
             if !self
@@ -184,21 +201,29 @@ impl Partition {
                 .any(|x| x.0 == rt.0 && x.1 == rt.1 && x.2 == rt.2)
             {
                 self.range_tombstones.push(rt);
+                grew.deletions += 1;
             }
         }
-        self.static_row.merge(other.static_row);
+        grew.add(self.static_row.merge_counting(other.static_row));
         if self.rows.is_empty() {
+            for (k, r) in &other.rows {
+                grew.add_new_row(k, r);
+            }
+            grew.adopted_rows = other.rows.len() as u64;
             self.rows = other.rows;
-            return;
+            return grew;
         }
         for (k, r) in other.rows {
             match self.rows.get_mut(&k) {
-                Some(cur) => cur.merge(*r),
+                Some(cur) => grew.add(cur.merge_counting(*r)),
                 None => {
+                    grew.add_new_row(&k, &r);
+                    grew.rows += 1;
                     self.rows.insert(k, r);
                 }
             }
         }
+        grew
     }
 
     /// The strongest deletion covering row `key` (partition deletion and range tombstones).
