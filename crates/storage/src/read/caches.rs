@@ -24,7 +24,48 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Key cache key: (SSTable uid, token, partition key); the value is the decoded index entry.
-pub(crate) type KeyCacheKey = (u64, i64, Bytes);
+pub(crate) type KeyCacheKey = (u64, i64, CachedKey);
+
+/// Partition keys up to this long are held inside the key cache's entries.
+const INLINE_KEY_BYTES: usize = 22;
+
+/// A partition key as the key cache holds it. Short ones inline: a probe compares them in the
+/// map's slot instead of through a pointer (one cache miss fewer per lookup). Longer ones as a
+/// copy of their own once inserted: the key a read brings is a slice of its connection's 64 KiB
+/// read buffer, and an entry holding that slice kept the whole buffer alive while it lived.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum CachedKey {
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_KEY_BYTES],
+    },
+    Shared(Bytes),
+}
+
+impl CachedKey {
+    /// `key` to look up with (a long one shares the caller's bytes).
+    fn probe(key: &Bytes) -> CachedKey {
+        let mut bytes = [0u8; INLINE_KEY_BYTES];
+        match bytes.get_mut(..key.len()) {
+            Some(head) => {
+                head.copy_from_slice(key);
+                CachedKey::Inline {
+                    len: key.len() as u8,
+                    bytes,
+                }
+            }
+            None => CachedKey::Shared(key.clone()),
+        }
+    }
+
+    /// This key as an entry keeps it: a long one copied out of whatever buffer it was part of.
+    fn kept(self) -> CachedKey {
+        match self {
+            CachedKey::Shared(key) => CachedKey::Shared(Bytes::copy_from_slice(&key)),
+            inline => inline,
+        }
+    }
+}
 /// Row cache key: (table, token, partition key).
 pub(crate) type RowCacheKey = (TableId, i64, Bytes);
 
@@ -106,14 +147,18 @@ impl Caches {
         t.counters
             .key_cache_requests
             .fetch_add(1, Ordering::Relaxed);
-        let ck: KeyCacheKey = (s.uid, token, key.clone());
+        let ck: KeyCacheKey = (s.uid, token, CachedKey::probe(key));
         if let Some(e) = self.key.get(&ck) {
             t.counters.key_cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Some(e));
         }
         let found = s.search(token, key)?.map(|(_, e)| Arc::new(e));
         match &found {
-            Some(e) => self.key.insert(ck, e.clone(), index_entry_bytes(e)),
+            Some(e) => {
+                let (uid, token, probe) = ck;
+                self.key
+                    .insert((uid, token, probe.kept()), e.clone(), index_entry_bytes(e));
+            }
             None => {
                 t.counters
                     .bloom_false_positives
@@ -196,15 +241,20 @@ impl ReadPath {
             return Ok(Some(p));
         }
         let epoch = self.caches.row_epoch(id, key);
-        let Some(p) = self.merged_partition(t, token, key, None)? else {
+        let Some(mut p) = self.merged_partition(t, token, key, None)? else {
             return Ok(None);
         };
-        let p = Arc::new(p);
         let max_rows = t.def.read().options.rows_per_partition_to_cache;
-        if p.rows.len() as u64 <= u64::from(max_rows) {
-            self.caches
-                .row
-                .insert(ck.clone(), p.clone(), partition_bytes(&p));
+        let cached = p.rows.len() as u64 <= u64::from(max_rows);
+        if cached {
+            // The request's key is a slice of its connection's read buffer: kept, it would
+            // hold the whole buffer (see CachedKey).
+            p.key = Bytes::copy_from_slice(&p.key);
+        }
+        let p = Arc::new(p);
+        if cached {
+            let kept: RowCacheKey = (id, token, p.key.clone());
+            self.caches.row.insert(kept, p.clone(), partition_bytes(&p));
             // A write that landed while we merged bumped the epoch after its memtable insert;
             // our copy may predate it, so take it back out (the writer's own removal may have
             // run before our insert).
@@ -214,5 +264,53 @@ impl ReadPath {
             }
         }
         Ok(Some(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request-sized buffer with `key` somewhere inside, as a decoded request holds keys.
+    fn inside_a_frame(key: &[u8]) -> (Bytes, Bytes) {
+        let mut frame = vec![0x11_u8; 64 << 10];
+        frame[100..100 + key.len()].copy_from_slice(key);
+        let frame = Bytes::from(frame);
+        let key = frame.slice(100..100 + key.len());
+        (frame, key)
+    }
+
+    #[test]
+    fn short_keys_are_held_inline_and_compare_by_value() {
+        let (_frame, key) = inside_a_frame(b"0000001A2B");
+        let probe = CachedKey::probe(&key);
+        assert!(matches!(probe, CachedKey::Inline { len: 10, .. }));
+        assert_eq!(probe, CachedKey::probe(&Bytes::from_static(b"0000001A2B")));
+        assert_ne!(probe, CachedKey::probe(&Bytes::from_static(b"0000001A2C")));
+        // A key that is a prefix of another (zero padding must not make them equal).
+        assert_ne!(
+            CachedKey::probe(&Bytes::from_static(b"ab")),
+            CachedKey::probe(&Bytes::from_static(b"ab\0"))
+        );
+        let longest = [7u8; INLINE_KEY_BYTES];
+        assert!(matches!(
+            CachedKey::probe(&Bytes::copy_from_slice(&longest)),
+            CachedKey::Inline { .. }
+        ));
+    }
+
+    #[test]
+    fn a_kept_long_key_does_not_hold_its_request_buffer() {
+        let long = [0x42_u8; INLINE_KEY_BYTES + 1];
+        let (frame, key) = inside_a_frame(&long);
+        let probe = CachedKey::probe(&key);
+        assert!(matches!(probe, CachedKey::Shared(_)));
+        let kept = probe.clone().kept();
+        assert_eq!(kept, probe);
+        let CachedKey::Shared(bytes) = kept else {
+            panic!("a long key is not inline");
+        };
+        let range = frame.as_ptr() as usize..frame.as_ptr() as usize + frame.len();
+        assert!(!range.contains(&(bytes.as_ptr() as usize)));
     }
 }
