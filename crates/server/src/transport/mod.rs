@@ -231,7 +231,7 @@ impl Connection {
             match &frame.request {
                 proto::Request::Startup(options) => self.startup(&frame, options).await?,
                 proto::Request::Register { events } => self.register(&frame, events).await?,
-                _ => self.spawn_statement(frame, before_bytes).await?,
+                _ => self.start_statement(frame, before_bytes).await?,
             }
         }
     }
@@ -382,9 +382,10 @@ impl Connection {
         self.send(Outgoing::plain(out, AfterWrite::Nothing)).await
     }
 
-    /// Any other request runs as a [`Statement`] on its own task, holding one of this
-    /// connection's in-flight permits and the bytes its frame took in the read buffer.
-    async fn spawn_statement(
+    /// Any other request runs as a [`Statement`], on this task until it has to wait and then on
+    /// a task of its own, holding one of this connection's in-flight permits and the bytes its
+    /// frame took in the read buffer until it has its answer.
+    async fn start_statement(
         &mut self,
         frame: proto::RequestFrame,
         before_bytes: usize,
@@ -686,11 +687,11 @@ type StatementOutput = ((proto::Response, Vec<String>), Option<[u8; 16]>);
 type StatementWork = std::pin::Pin<Box<dyn std::future::Future<Output = StatementOutput> + Send>>;
 
 impl Statement {
-    /// Runs a single-partition statement in this request's own task on the I/O workers: handing
-    /// it to the pool and its answer back cost two cross-thread wake-ups per request (latte on
-    /// standard1: server CPU per write 27 -> 21 us, per read 27 -> 19 us once moved here). None
-    /// when the timeout passed first; a write then goes on in the pool, as writes are never
-    /// stopped half-way.
+    /// Runs a single-partition statement on the I/O workers (on its connection's task unless it
+    /// had to wait; see `start_statement`), not the statement pool: handing it to the pool and
+    /// its answer back cost two cross-thread wake-ups per request (latte on standard1: server
+    /// CPU per write 27 -> 21 us, per read 27 -> 19 us once moved here). None when the timeout
+    /// passed first; a write then goes on in the pool, as writes are never stopped half-way.
     async fn run_inline(
         &self,
         mut work: StatementWork,
