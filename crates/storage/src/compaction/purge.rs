@@ -23,6 +23,31 @@ pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, 
     purged
 }
 
+/// Whether `purge` could drop anything of `p` were nothing older outside the compaction: a
+/// deletion or TTL older than gc_grace. Only then does the merge look for the partition in the
+/// other SSTables and memtables (the `max_purgeable_ts` bound); otherwise no bound changes what
+/// `purge` does, and with the default gc_grace of ten days that is nearly every partition.
+pub(crate) fn has_purge_candidates(p: &Partition, gc_before_s: i64, now: i64) -> bool {
+    let old = |d: &DeletionTime| d.local_deletion_time_s < gc_before_s;
+    p.deletion.as_ref().is_some_and(old)
+        || p.range_tombstones.iter().any(|rt| old(&rt.2))
+        || row_has_purge_candidates(&p.static_row, gc_before_s, now)
+        || p.rows
+            .values()
+            .any(|r| row_has_purge_candidates(r, gc_before_s, now))
+}
+
+fn row_has_purge_candidates(r: &Row, gc_before_s: i64, now: i64) -> bool {
+    let old = |d: &DeletionTime| d.local_deletion_time_s < gc_before_s;
+    r.deletion.as_ref().is_some_and(old)
+        || r.liveness
+            .is_some_and(|l| l.ttl_s > 0 && l.expires_at_s <= now && l.expires_at_s < gc_before_s)
+        || r.complex_deletions.values().any(old)
+        || r.cells
+            .values()
+            .any(|c| c.tombstone_time_s(now).is_some_and(|t| t < gc_before_s))
+}
+
 /// `purge` for the partition deletion, range tombstones and static row (not the rows).
 pub(crate) fn purge_header(
     p: &mut Partition,
@@ -90,4 +115,100 @@ pub(crate) fn purge_row(r: &mut Row, gc_before_s: i64, max_purgeable_ts: i64, no
         }
     }
     purged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clustering::{CKey, ClusteringComparator};
+    use crate::reconcile::Cell;
+    use crate::types::Liveness;
+    use bytes::Bytes;
+
+    const NOW: i64 = 1_000_000;
+
+    /// The clustering of a table without clustering columns.
+    fn no_clustering() -> CKey {
+        CKey::row(
+            Vec::new(),
+            &std::sync::Arc::new(ClusteringComparator::new(Vec::new())),
+        )
+    }
+    const GC_BEFORE: i64 = NOW - 864_000;
+
+    fn one_row(cells: Vec<(u32, Cell)>, liveness: Option<Liveness>) -> Partition {
+        let mut p = Partition::new(Bytes::from_static(b"k"), 7);
+        let mut r = Row {
+            liveness,
+            ..Row::default()
+        };
+        for (col, c) in cells {
+            r.cells.insert((col, None), c);
+        }
+        p.rows.insert(no_clustering(), Box::new(r));
+        p
+    }
+
+    fn live(ttl_s: u32, expires_at_s: i64) -> Cell {
+        Cell {
+            timestamp_us: 5,
+            kind: CellKind::Live {
+                value: Bytes::from_static(b"v"),
+                ttl_s,
+                expires_at_s,
+            },
+        }
+    }
+
+    fn tombstone(at_s: i64) -> Cell {
+        Cell {
+            timestamp_us: 5,
+            kind: CellKind::Tombstone {
+                local_deletion_time_s: at_s,
+            },
+        }
+    }
+
+    /// The candidates are exactly what `purge` drops with no bound from outside the compaction.
+    fn agrees_with_purge(p: &Partition) -> bool {
+        let found = has_purge_candidates(p, GC_BEFORE, NOW);
+        let mut unbounded = p.clone();
+        let dropped = purge(&mut unbounded, GC_BEFORE, i64::MAX, NOW) > 0;
+        assert_eq!(found, dropped, "{p:?}");
+        found
+    }
+
+    #[test]
+    fn only_deletions_and_ttls_older_than_gc_grace_are_candidates() {
+        assert!(!agrees_with_purge(&one_row(vec![(1, live(0, 0))], None)));
+        assert!(!agrees_with_purge(&one_row(
+            vec![(1, tombstone(GC_BEFORE + 1)), (2, live(60, NOW - 1))],
+            None
+        )));
+        assert!(agrees_with_purge(&one_row(
+            vec![(1, live(0, 0)), (2, tombstone(GC_BEFORE - 1))],
+            None
+        )));
+        assert!(agrees_with_purge(&one_row(
+            vec![(1, live(60, GC_BEFORE - 1))],
+            None
+        )));
+        let expired_row = Liveness {
+            timestamp_us: 5,
+            ttl_s: 60,
+            expires_at_s: GC_BEFORE - 1,
+        };
+        assert!(agrees_with_purge(&one_row(vec![], Some(expired_row))));
+        let deleted = DeletionTime {
+            marked_for_delete_at_us: 9,
+            local_deletion_time_s: GC_BEFORE - 1,
+        };
+        let mut p = one_row(vec![(1, live(0, 0))], None);
+        p.range_tombstones
+            .push((no_clustering(), no_clustering(), deleted));
+        assert!(agrees_with_purge(&p));
+        let mut p = one_row(vec![(1, live(0, 0))], None);
+        p.deletion = Some(deleted);
+        assert!(agrees_with_purge(&p));
+    }
 }

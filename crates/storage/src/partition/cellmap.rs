@@ -109,6 +109,33 @@ impl CellMap {
         self.entries.iter_mut().map(|(k, c)| (k, c))
     }
 
+    /// Merges `other`'s cells in: `resolve(new, current)` settles a key both hold, in place;
+    /// returns how many keys were new here. One walk over both sorted vectors, where looking
+    /// each cell up cost a binary search (an overwrite of a whole row finds every key equal).
+    pub fn merge_with(&mut self, other: CellMap, mut resolve: impl FnMut(Cell, &mut Cell)) -> u64 {
+        let mut added = Vec::new();
+        let mut mine = 0;
+        for (k, c) in other.entries {
+            while self.entries.get(mine).is_some_and(|(e, _)| *e < k) {
+                mine += 1;
+            }
+            match self.entries.get_mut(mine) {
+                Some((e, cur)) if *e == k => {
+                    resolve(c, cur);
+                    mine += 1;
+                }
+                _ => added.push((k, c)),
+            }
+        }
+        let n = added.len() as u64;
+        if n > 0 {
+            self.entries.extend(added);
+            // Stable: each key appears once, so order among equals never matters.
+            self.entries.sort_by(|(a, _), (b, _)| a.cmp(b));
+        }
+        n
+    }
+
     /// Keeps the cells for which `f` returns true, in order.
     pub fn retain(&mut self, mut f: impl FnMut(&CellKey, &mut Cell) -> bool) {
         self.entries.retain_mut(|(k, c)| f(k, c));
@@ -146,6 +173,26 @@ mod tests {
                 local_deletion_time_s: 0,
             },
         }
+    }
+
+    #[test]
+    fn a_merge_settles_shared_keys_in_place_and_adds_the_others_in_order() {
+        let mut m = CellMap::new();
+        for col in [2, 4, 6] {
+            m.insert((col, None), cell(1));
+        }
+        let mut other = CellMap::new();
+        for col in [1, 4, 5, 9] {
+            other.insert((col, None), cell(2));
+        }
+        let mut settled = Vec::new();
+        let added = m.merge_with(other, |new, cur| {
+            settled.push(cur.timestamp_us);
+            *cur = new;
+        });
+        assert_eq!((added, settled), (3, vec![1]));
+        let got: Vec<_> = m.iter().map(|((c, _), v)| (*c, v.timestamp_us)).collect();
+        assert_eq!(got, vec![(1, 2), (2, 1), (4, 2), (5, 2), (6, 1), (9, 2)]);
     }
 
     #[test]

@@ -76,19 +76,11 @@ impl Row {
                 grew.deletions += u64::from(self.complex_deletions.insert(col, m).is_none());
             }
         }
-        for (k, c) in other.cells {
-            match self.cells.get_mut(&k) {
-                Some(cur) => {
-                    if reconcile::cell_wins(&c, cur) {
-                        *cur = c;
-                    }
-                }
-                None => {
-                    self.cells.insert(k, c);
-                    grew.added_cells += 1;
-                }
+        grew.added_cells += self.cells.merge_with(other.cells, |c, cur| {
+            if reconcile::cell_wins(&c, cur) {
+                *cur = c;
             }
-        }
+        });
         grew
     }
 
