@@ -172,6 +172,16 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
             addr: addr.to_string(),
             message: format!("cannot start the statement pool: {e}"),
         })?;
+    // Owned here to the end too: connections keep their threads while the drain below waits
+    // for their statements.
+    let connection_threads = Arc::new(
+        transport::ConnectionThreads::start(node.config.native_transport_io_threads).map_err(
+            |e| StartError::Listen {
+                addr: addr.to_string(),
+                message: format!("cannot start the connection threads: {e}"),
+            },
+        )?,
+    );
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| StartError::Listen {
@@ -209,6 +219,7 @@ pub async fn run_until_shutdown(config: NodeConfig) -> Result<(), StartError> {
         limits.clone(),
         listener,
         native_tls,
+        connection_threads.clone(),
     ));
     tokio::select! {
         _ = shutdown_signal() => {}

@@ -48,6 +48,10 @@ pub struct NodeConfig {
     /// Statements running at once, node-wide, on the statement pool (Cassandra:
     /// `native_transport_max_threads`, 128).
     pub native_transport_max_threads: usize,
+    /// Threads client connections are spread over, each connection on one (no Cassandra name:
+    /// Netty's event loop threads); 0, the default, runs them on the node's shared runtime
+    /// (transport/cores.rs has the measurements that chose it).
+    pub native_transport_io_threads: usize,
     /// Requests per second admitted when rate limiting is enabled (Cassandra: 1,000,000).
     pub native_transport_max_requests_per_second: u64,
     pub native_transport_rate_limiting_enabled: bool,
@@ -166,6 +170,7 @@ impl Default for NodeConfig {
             native_transport_max_request_data_in_flight_bytes: 128 * MIB,
             native_transport_max_response_data_queued_bytes: 128 * MIB,
             native_transport_max_threads: 128,
+            native_transport_io_threads: 0,
             native_transport_max_requests_per_second: 1_000_000,
             native_transport_rate_limiting_enabled: false,
             data_file_directories: vec![base.join("data")],
@@ -686,6 +691,8 @@ mod tests {
         assert_eq!(cfg.range_request_timeout_ms, 3000);
         assert!(cfg.set("native_transport_max_threads", "8").unwrap());
         assert_eq!(cfg.native_transport_max_threads, 8);
+        assert!(cfg.set("native_transport_io_threads", "2").unwrap());
+        assert_eq!(cfg.native_transport_io_threads, 2);
         assert!(cfg
             .set("native_transport_rate_limiting_enabled", "yes")
             .is_err());

@@ -107,6 +107,9 @@ pub(super) fn set_transport(c: &mut NodeConfig, v: Value) -> Result<bool, Config
             c.native_transport_max_response_data_queued_bytes = v.size(1)?
         }
         "native_transport_max_threads" => c.native_transport_max_threads = v.int()?.max(1) as usize,
+        "native_transport_io_threads" => {
+            c.native_transport_io_threads = v.int()?.clamp(0, 256) as usize
+        }
         "native_transport_max_requests_per_second" => {
             c.native_transport_max_requests_per_second = v.int()?.max(1)
         }

@@ -2,6 +2,7 @@
 //! go back out of order, matched by stream id), and writes many responses per syscall.
 
 mod audited;
+mod cores;
 mod dispatch;
 mod writer;
 
@@ -19,6 +20,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
+
+pub use cores::ConnectionThreads;
 
 /// Requests in flight on one connection; past it the reader stops reading (TCP backpressure).
 const MAX_IN_FLIGHT_PER_CONNECTION: usize = 2048;
@@ -75,6 +78,7 @@ pub async fn serve(
     limits: Arc<Limits>,
     listener: TcpListener,
     tls: Option<ServerTls>,
+    threads: Arc<ConnectionThreads>,
 ) {
     let tls = tls.map(Arc::new);
     let connections = Arc::new(Semaphore::new(
@@ -97,8 +101,24 @@ pub async fn serve(
         let node = node.clone();
         let limits = limits.clone();
         let tls = tls.clone();
-        tokio::spawn(async move {
+        // Moved to its connection thread's own reactor: left on this runtime's, every read
+        // readiness would wake a worker here to wake the connection there.
+        let socket = match socket.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("connection {peer} dropped at accept: {e}");
+                continue;
+            }
+        };
+        threads.next_handle().spawn(async move {
             let _permit = permit;
+            let socket = match tokio::net::TcpStream::from_std(socket) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!("connection {peer} dropped at accept: {e}");
+                    return;
+                }
+            };
             let _ = socket.set_nodelay(true);
             // The handshake runs in the connection's own task: a slow client delays nobody.
             let (reader, writer, ssl): (Reader, Writer, bool) =
@@ -116,7 +136,8 @@ pub async fn serve(
                         return;
                     }
                 };
-            if let Err(e) = serve_connection(node, limits, (reader, writer, ssl), peer).await {
+            let io = (reader, writer, ssl);
+            if let Err(e) = serve_connection(node, limits, io, peer).await {
                 tracing::debug!("connection {peer} closed: {e}");
             }
         });
