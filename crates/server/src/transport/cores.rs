@@ -15,6 +15,7 @@
 //! on it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::net::TcpStream;
 use tokio::runtime::{Handle, Runtime};
 
 /// The runtimes connections are spread over; owned by the server from start to stop.
@@ -45,14 +46,41 @@ impl ConnectionThreads {
         })
     }
 
-    /// Where the next accepted connection runs: the runtimes in turn, or the current one when
-    /// there are none.
-    pub fn next_handle(&self) -> Handle {
+    /// The runtime the next accepted connection moves to, the runtimes in turn; None when
+    /// there are none (it stays on the accepting runtime).
+    pub fn next_thread(&self) -> Option<Handle> {
         if self.handles.is_empty() {
-            return Handle::current();
+            return None;
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
-        self.handles.get(i).cloned().unwrap_or_else(Handle::current)
+        self.handles.get(i).cloned()
+    }
+}
+
+/// An accepted socket on its way to the runtime that serves it.
+pub(super) enum Placed {
+    /// Served where it was accepted: registered with that runtime's reactor already.
+    Here(TcpStream),
+    /// Taken off the accepting runtime's reactor, to be registered with its thread's: left
+    /// there, every read readiness would wake a worker here to wake the connection there.
+    Moved(std::net::TcpStream),
+}
+
+impl Placed {
+    /// Places `socket` for `thread` (None: the accepting runtime).
+    pub(super) fn new(socket: TcpStream, thread: Option<&Handle>) -> std::io::Result<Placed> {
+        match thread {
+            None => Ok(Placed::Here(socket)),
+            Some(_) => socket.into_std().map(Placed::Moved),
+        }
+    }
+
+    /// The socket, on the runtime this is called from.
+    pub(super) fn register(self) -> std::io::Result<TcpStream> {
+        match self {
+            Placed::Here(s) => Ok(s),
+            Placed::Moved(s) => TcpStream::from_std(s),
+        }
     }
 }
 
@@ -77,7 +105,7 @@ mod tests {
         let threads = ConnectionThreads::start(2).unwrap();
         let names: Vec<String> = (0..4)
             .map(|_| {
-                threads.next_handle().block_on(async {
+                threads.next_thread().unwrap().block_on(async {
                     tokio::spawn(async {
                         // A paxos acceptor's synchronous apply does this on a connection thread.
                         tokio::task::block_in_place(|| {
@@ -96,12 +124,33 @@ mod tests {
     }
 
     #[test]
-    fn no_threads_means_the_current_runtime() {
+    fn no_threads_means_the_accepting_runtime() {
         let threads = ConnectionThreads::start(0).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
+        assert!(threads.next_thread().is_none());
+    }
+
+    #[test]
+    fn a_socket_stays_registered_here_or_moves_to_its_thread() {
+        let threads = ConnectionThreads::start(1).unwrap();
+        let here = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
             .build()
             .unwrap();
-        let flavor = rt.block_on(async { threads.next_handle().runtime_flavor() });
-        assert_eq!(flavor, tokio::runtime::RuntimeFlavor::CurrentThread);
+        let (thread, moved) = here.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let _a = TcpStream::connect(addr).await.unwrap();
+            let (first, _) = listener.accept().await.unwrap();
+            let _b = TcpStream::connect(addr).await.unwrap();
+            let (second, _) = listener.accept().await.unwrap();
+            let stayed = Placed::new(first, None).unwrap();
+            assert!(matches!(stayed, Placed::Here(_)));
+            assert!(stayed.register().is_ok());
+            let thread = threads.next_thread().unwrap();
+            (thread.clone(), Placed::new(second, Some(&thread)).unwrap())
+        });
+        assert!(matches!(moved, Placed::Moved(_)));
+        let peer = thread.block_on(async move { moved.register().map(|s| s.peer_addr().is_ok()) });
+        assert!(peer.unwrap());
     }
 }

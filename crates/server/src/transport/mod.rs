@@ -101,46 +101,47 @@ pub async fn serve(
         let node = node.clone();
         let limits = limits.clone();
         let tls = tls.clone();
-        // Moved to its connection thread's own reactor: left on this runtime's, every read
-        // readiness would wake a worker here to wake the connection there.
-        let socket = match socket.into_std() {
+        let thread = threads.next_thread();
+        let socket = match cores::Placed::new(socket, thread.as_ref()) {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!("connection {peer} dropped at accept: {e}");
                 continue;
             }
         };
-        threads.next_handle().spawn(async move {
-            let _permit = permit;
-            let socket = match tokio::net::TcpStream::from_std(socket) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::debug!("connection {peer} dropped at accept: {e}");
-                    return;
-                }
-            };
-            let _ = socket.set_nodelay(true);
-            // The handshake runs in the connection's own task: a slow client delays nobody.
-            let (reader, writer, ssl): (Reader, Writer, bool) =
-                match tls::accept(tls.as_deref(), socket).await {
-                    Ok(Accepted::Plain(s)) => {
-                        let (r, w) = s.into_split();
-                        (Box::new(r), Box::new(w), false)
-                    }
-                    Ok(Accepted::Tls(s)) => {
-                        let (r, w) = tokio::io::split(*s);
-                        (Box::new(r), Box::new(w), true)
-                    }
+        thread
+            .unwrap_or_else(tokio::runtime::Handle::current)
+            .spawn(async move {
+                let _permit = permit;
+                let socket = match socket.register() {
+                    Ok(s) => s,
                     Err(e) => {
-                        tracing::debug!("connection {peer} refused at the TLS handshake: {e}");
+                        tracing::debug!("connection {peer} dropped at accept: {e}");
                         return;
                     }
                 };
-            let io = (reader, writer, ssl);
-            if let Err(e) = serve_connection(node, limits, io, peer).await {
-                tracing::debug!("connection {peer} closed: {e}");
-            }
-        });
+                let _ = socket.set_nodelay(true);
+                // The handshake runs in the connection's own task: a slow client delays nobody.
+                let (reader, writer, ssl): (Reader, Writer, bool) =
+                    match tls::accept(tls.as_deref(), socket).await {
+                        Ok(Accepted::Plain(s)) => {
+                            let (r, w) = s.into_split();
+                            (Box::new(r), Box::new(w), false)
+                        }
+                        Ok(Accepted::Tls(s)) => {
+                            let (r, w) = tokio::io::split(*s);
+                            (Box::new(r), Box::new(w), true)
+                        }
+                        Err(e) => {
+                            tracing::debug!("connection {peer} refused at the TLS handshake: {e}");
+                            return;
+                        }
+                    };
+                let io = (reader, writer, ssl);
+                if let Err(e) = serve_connection(node, limits, io, peer).await {
+                    tracing::debug!("connection {peer} closed: {e}");
+                }
+            });
     }
 }
 
