@@ -91,8 +91,8 @@ pub use request::{
 };
 pub use response::{ErrorBody, ErrorCode, ErrorExtra, Failures, Response};
 pub use result::{
-    ColumnSpec, EncodedRows, Prepared, PreparedMetadata, ResultBody, Rows, RowsMetadata,
-    RowsWriter, TableSpec,
+    ColumnSpec, EncodedColumnSpecs, EncodedRows, Prepared, PreparedMetadata, ResultBody, Rows,
+    RowsMetadata, RowsWriter, TableSpec,
 };
 pub use segment::{
     crc24, crc32, decode_segment, max_segment_payload, write_envelope_segments, write_segment,

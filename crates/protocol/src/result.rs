@@ -118,6 +118,44 @@ pub struct RowsMetadata {
     pub paging_state: Option<Bytes>,
     /// v5: the result metadata changed since PREPARE; the client must update to this id.
     pub new_metadata_id: Option<Bytes>,
+    /// The column specs already in wire form, written in place of `columns` (then empty) and
+    /// `global_table_spec`. Never set by [`RowsMetadata::decode`].
+    pub encoded_columns: Option<EncodedColumnSpecs>,
+}
+
+/// A statement's result column specs encoded once, when it is planned, and copied into every
+/// ROWS result it answers: building and encoding a [`ColumnSpec`] per column per response (three
+/// strings each) cost a point read about as much as reading its row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedColumnSpecs {
+    count: usize,
+    global: bool,
+    bytes: Bytes,
+}
+
+impl EncodedColumnSpecs {
+    /// `columns` in wire form, with the global table spec when they share a table (as
+    /// Cassandra writes a SELECT's result metadata).
+    pub fn new(columns: &[ColumnSpec]) -> Result<Self, EncodeError> {
+        let global = common_table(columns);
+        let mut out = BytesMut::new();
+        write_columns(&mut out, &global, columns)?;
+        Ok(EncodedColumnSpecs {
+            count: columns.len(),
+            global: global.is_some(),
+            bytes: out.freeze(),
+        })
+    }
+
+    /// How many columns.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there are no columns.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
 }
 
 impl RowsMetadata {
@@ -142,11 +180,19 @@ impl RowsMetadata {
 
     /// Appends the metadata.
     pub fn encode(&self, version: u8, out: &mut BytesMut) -> Result<(), EncodeError> {
-        if !self.no_metadata && self.columns_count != self.columns.len() {
+        let described = match &self.encoded_columns {
+            Some(e) => e.count,
+            None => self.columns.len(),
+        };
+        if !self.no_metadata && self.columns_count != described {
             return Err(EncodeError::Invalid("columns_count differs from columns"));
         }
+        let global = match &self.encoded_columns {
+            Some(e) => e.global,
+            None => self.global_table_spec.is_some(),
+        };
         let mut flags = 0;
-        if self.global_table_spec.is_some() && !self.no_metadata {
+        if global && !self.no_metadata {
             flags |= M_GLOBAL_TABLES_SPEC;
         }
         if self.paging_state.is_some() {
@@ -171,7 +217,9 @@ impl RowsMetadata {
         if let Some(id) = &self.new_metadata_id {
             write_short_bytes(out, id)?;
         }
-        if !self.no_metadata {
+        if let (false, Some(e)) = (self.no_metadata, &self.encoded_columns) {
+            out.put_slice(&e.bytes);
+        } else if !self.no_metadata {
             let global = if flags & M_GLOBAL_TABLES_SPEC != 0 {
                 &self.global_table_spec
             } else {
@@ -211,6 +259,7 @@ impl RowsMetadata {
             no_metadata,
             paging_state,
             new_metadata_id,
+            encoded_columns: None,
         })
     }
 }
@@ -615,6 +664,55 @@ mod tests {
         assert_eq!(a, b);
         let back = ResultBody::decode(&mut Reader::new(a.freeze()), 4).unwrap();
         assert_eq!(back, ResultBody::Rows(rows));
+    }
+
+    #[test]
+    fn column_specs_encoded_once_are_written_as_the_specs_themselves() {
+        let other_table = ColumnSpec {
+            table: "u".into(),
+            ..col("c")
+        };
+        for columns in [
+            vec![col("a"), col("b")],
+            vec![col("a"), other_table],
+            vec![],
+        ] {
+            let plain = RowsMetadata::new(columns.clone());
+            let paged = RowsMetadata {
+                paging_state: Some(Bytes::from_static(b"next")),
+                ..plain.clone()
+            };
+            for md in [plain, paged] {
+                let pre = RowsMetadata {
+                    columns: Vec::new(),
+                    global_table_spec: None,
+                    encoded_columns: Some(EncodedColumnSpecs::new(&columns).unwrap()),
+                    ..md.clone()
+                };
+                let (mut a, mut b) = (BytesMut::new(), BytesMut::new());
+                md.encode(5, &mut a).unwrap();
+                pre.encode(5, &mut b).unwrap();
+                assert_eq!(a, b, "{columns:?}");
+                let back = RowsMetadata::decode(&mut Reader::new(b.freeze()), 5).unwrap();
+                assert_eq!(back, md);
+            }
+        }
+        let skip = RowsMetadata {
+            columns_count: 2,
+            no_metadata: true,
+            encoded_columns: Some(EncodedColumnSpecs::new(&[col("a"), col("b")]).unwrap()),
+            ..RowsMetadata::default()
+        };
+        let (mut a, mut b) = (BytesMut::new(), BytesMut::new());
+        skip.encode(4, &mut a).unwrap();
+        RowsMetadata::without_metadata(2).encode(4, &mut b).unwrap();
+        assert_eq!(a, b);
+        let miscounted = RowsMetadata {
+            columns_count: 3,
+            encoded_columns: Some(EncodedColumnSpecs::new(&[col("a")]).unwrap()),
+            ..RowsMetadata::default()
+        };
+        assert!(miscounted.encode(4, &mut BytesMut::new()).is_err());
     }
 
     #[test]

@@ -286,7 +286,8 @@ fn rows_outcome(
         keyspace: t.keyspace.clone(),
         table: t.name.clone(),
         out: SelectOutput {
-            columns,
+            columns: columns.into(),
+            wire_columns: None,
             rows,
             paging_state: None,
             encoded: None,

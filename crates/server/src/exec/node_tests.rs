@@ -67,7 +67,7 @@ pub(super) async fn rows(node: &NodeState, cql: &str) -> Vec<String> {
         .iter()
         .map(|r| {
             r.iter()
-                .zip(&out.columns)
+                .zip(out.columns.iter())
                 .map(|(cell, (_, ty))| match cell {
                     Some(b) => {
                         helenus_types::to_cql_literal(&helenus_types::deserialize(ty, b).unwrap())

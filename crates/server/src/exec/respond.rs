@@ -161,7 +161,7 @@ pub fn rows_result(
     let metadata = proto::RowsMetadata {
         columns_count: out.columns.len(),
         global_table_spec: None,
-        columns: if skip_metadata {
+        columns: if skip_metadata || out.wire_columns.is_some() {
             Vec::new()
         } else {
             column_specs(keyspace, table, &out.columns)
@@ -169,6 +169,11 @@ pub fn rows_result(
         paging_state: out.paging_state,
         no_metadata: skip_metadata,
         new_metadata_id: metadata_id.map(|m| Bytes::copy_from_slice(&m)),
+        encoded_columns: if skip_metadata {
+            None
+        } else {
+            out.wire_columns
+        },
     };
     match out.encoded {
         Some((count, body)) => proto::ResultBody::EncodedRows(proto::EncodedRows {
@@ -219,6 +224,7 @@ pub fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
             paging_state: None,
             no_metadata: false,
             new_metadata_id: None,
+            encoded_columns: None,
         },
         None => proto::RowsMetadata {
             columns_count: 0,
@@ -227,6 +233,7 @@ pub fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
             paging_state: None,
             no_metadata: true,
             new_metadata_id: None,
+            encoded_columns: None,
         },
     };
     proto::Response::Result(proto::ResultBody::Prepared(proto::Prepared {
@@ -349,7 +356,8 @@ fn describe_output(rows: Vec<DescribeRow>, with_statement: bool) -> SelectOutput
         })
         .collect();
     SelectOutput {
-        columns,
+        columns: columns.into(),
+        wire_columns: None,
         rows,
         paging_state: None,
         encoded: None,
@@ -458,11 +466,13 @@ fn find_ks(
 fn describe_cluster(node: &NodeState) -> SelectOutput {
     let t = CqlType::Native(NativeType::Varchar);
     SelectOutput {
-        columns: vec![
+        columns: [
             ("cluster".into(), t.clone()),
             ("partitioner".into(), t.clone()),
             ("snitch".into(), t),
-        ],
+        ]
+        .into(),
+        wire_columns: None,
         rows: vec![vec![
             text(&node.config.cluster_name),
             text("Murmur3Partitioner"),

@@ -374,6 +374,7 @@ fn rows(table: &str, columns: Vec<(&str, CqlType)>, rows: Vec<Vec<Option<Bytes>>
                 .into_iter()
                 .map(|(n, t)| (n.to_string(), t))
                 .collect(),
+            wire_columns: None,
             rows,
             paging_state: None,
             encoded: None,

@@ -119,7 +119,8 @@ pub(super) async fn aggregate(
             .collect(),
     };
     Ok(Some(SelectOutput {
-        columns: result_columns(plan),
+        columns: result_columns(plan).into(),
+        wire_columns: None,
         rows,
         paging_state: None,
         encoded: None,
@@ -229,7 +230,8 @@ pub(super) async fn project(
         _ => None,
     };
     Ok(Some(SelectOutput {
-        columns: result_columns(plan),
+        columns: result_columns(plan).into(),
+        wire_columns: None,
         rows,
         paging_state,
         encoded,

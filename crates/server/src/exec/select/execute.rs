@@ -252,12 +252,7 @@ pub async fn execute(
         want,
     };
     let mut collected = collect_rows(&mut source, plan, binds, resume.as_ref(), &page).await?;
-    let columns: Vec<(String, CqlType)> = plan
-        .compiled
-        .columns
-        .iter()
-        .map(|c| (c.name.clone(), c.ty.clone()))
-        .collect();
+    let columns = plan.compiled.result_columns.clone();
     let paging = next_paging_state(&collected, &page);
     if merging {
         if plan.ann.is_some() {
@@ -291,6 +286,7 @@ pub async fn execute(
     }
     Ok(SelectOutput {
         columns,
+        wire_columns: plan.compiled.wire_columns.clone(),
         rows,
         paging_state: paging,
         encoded: None,

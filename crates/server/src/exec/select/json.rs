@@ -45,7 +45,8 @@ pub fn json_rows(
         out.push(vec![Some(values::serialize(&CqlValue::Text(s)))]);
     }
     SelectOutput {
-        columns: vec![("[json]".to_string(), CqlType::Native(NativeType::Varchar))],
+        columns: [("[json]".to_string(), CqlType::Native(NativeType::Varchar))].into(),
+        wire_columns: None,
         rows: out,
         paging_state: paging,
         encoded: None,

@@ -185,9 +185,24 @@ pub fn compile(
     let has_aggregate = columns.iter().any(|c| {
         matches!(c.sel, Sel::Agg { .. } | Sel::CountStar) || super::has_nested_agg(&c.sel)
     });
+    let result_columns: std::sync::Arc<[(String, CqlType)]> = columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect();
+    let specs: Vec<helenus_protocol::ColumnSpec> = result_columns
+        .iter()
+        .map(|(name, ty)| helenus_protocol::ColumnSpec {
+            keyspace: t.keyspace.clone(),
+            table: t.name.clone(),
+            name: name.clone(),
+            typ: ty.clone(),
+        })
+        .collect();
     Ok(Compiled {
         columns,
         has_aggregate,
+        result_columns,
+        wire_columns: helenus_protocol::EncodedColumnSpecs::new(&specs).ok(),
     })
 }
 
