@@ -10,7 +10,7 @@
 use crate::config::NodeConfig;
 pub use crate::request_kind::{kind_of_batch, kind_of_statement, RequestKind};
 use helenus_protocol as proto;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
@@ -39,7 +39,7 @@ pub struct Limits {
     request_budget_units: u32,
     queued_response_bytes: AtomicU64,
     max_queued_response_bytes: u64,
-    response_freed: Notify,
+    response_freed: Wakeup,
     statements: Arc<Semaphore>,
     statement_slots: usize,
     pool: tokio::runtime::Handle,
@@ -124,7 +124,7 @@ impl Limits {
             request_budget_units: units,
             queued_response_bytes: AtomicU64::new(0),
             max_queued_response_bytes: config.native_transport_max_response_data_queued_bytes,
-            response_freed: Notify::new(),
+            response_freed: Wakeup::default(),
             statements: Arc::new(Semaphore::new(threads)),
             statement_slots: threads,
             pool,
@@ -370,11 +370,45 @@ impl Limits {
     }
 }
 
+/// A `Notify` signalled only while someone waits on it. `notify_waiters` locks the waiter list,
+/// and every statement releases response bytes twice (settled, then written): four locks per
+/// request for waiters that almost never exist.
+///
+/// A waiter registers, creates its `Notified`, then looks at the state again; a waker changes
+/// the state, then looks for waiters; both sides SeqCst, so one of them sees the other.
+#[derive(Default)]
+struct Wakeup {
+    notify: Notify,
+    waiting: AtomicUsize,
+}
+
+impl Wakeup {
+    fn wake(&self) {
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.notify.notify_waiters();
+        }
+    }
+
+    fn register(&self) -> Registered<'_> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        Registered(self)
+    }
+}
+
+/// A waiter of a [`Wakeup`], until dropped.
+struct Registered<'a>(&'a Wakeup);
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// The per-connection half: bytes of this connection's responses not yet written.
 pub struct ResponseGate {
     queued_bytes: AtomicU64,
     estimate_bytes: AtomicU64,
-    freed: Notify,
+    freed: Wakeup,
     running: Arc<Semaphore>,
 }
 
@@ -383,7 +417,7 @@ impl Default for ResponseGate {
         ResponseGate {
             queued_bytes: AtomicU64::new(0),
             estimate_bytes: AtomicU64::new(INITIAL_RESPONSE_ESTIMATE_BYTES),
-            freed: Notify::new(),
+            freed: Wakeup::default(),
             running: Arc::new(Semaphore::new(MAX_RUNNING_PER_CONNECTION)),
         }
     }
@@ -418,12 +452,13 @@ impl ResponseCharge {
     }
 
     fn release(&self, bytes: u64) {
-        self.gate.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        // SeqCst, as the waiter's registration and re-check (see `Wakeup`).
+        self.gate.queued_bytes.fetch_sub(bytes, Ordering::SeqCst);
         self.limits
             .queued_response_bytes
-            .fetch_sub(bytes, Ordering::AcqRel);
-        self.gate.freed.notify_waiters();
-        self.limits.response_freed.notify_waiters();
+            .fetch_sub(bytes, Ordering::SeqCst);
+        self.gate.freed.wake();
+        self.limits.response_freed.wake();
     }
 }
 
@@ -449,10 +484,10 @@ impl ResponseGate {
     /// connection with nothing queued always gets one statement started, so a client that
     /// never reads its answers cannot stall every other client by filling the node's bound.
     fn over(&self, limits: &Limits) -> bool {
-        let mine = self.queued_bytes.load(Ordering::Acquire);
+        let mine = self.queued_bytes.load(Ordering::SeqCst);
         mine >= CONNECTION_RESPONSE_HIGH_WATER_BYTES
             || (mine > 0
-                && limits.queued_response_bytes.load(Ordering::Acquire)
+                && limits.queued_response_bytes.load(Ordering::SeqCst)
                     >= limits.max_queued_response_bytes)
     }
 
@@ -462,8 +497,14 @@ impl ResponseGate {
         let running = self.running.clone().acquire_owned().await.ok()?;
         loop {
             while self.over(limits) {
-                let conn = self.freed.notified();
-                let node = limits.response_freed.notified();
+                let _registered = (self.freed.register(), limits.response_freed.register());
+                let conn = self.freed.notify.notified();
+                let node = limits.response_freed.notify.notified();
+                // Again, registered: a release between the first look and the registration
+                // saw no waiter and woke nobody.
+                if !self.over(limits) {
+                    break;
+                }
                 tokio::select! {
                     _ = conn => {}
                     _ = node => {}
@@ -684,6 +725,28 @@ mod tests {
         assert_eq!(limits.queued_response_bytes(), 0);
         let admitted = tokio::time::timeout(Duration::from_secs(1), gate.admit(&limits)).await;
         assert!(matches!(admitted, Ok(Some(_))));
+    }
+
+    #[tokio::test]
+    async fn a_waiting_connection_is_woken_by_the_release_not_the_recheck_timer() {
+        use std::future::Future;
+        let limits = Limits::new(&NodeConfig::default(), tokio::runtime::Handle::current());
+        let gate = Arc::new(ResponseGate::default());
+        let mut first = gate.admit(&limits).await.unwrap().into_response_charge();
+        first.settle(CONNECTION_RESPONSE_HIGH_WATER_BYTES + 1);
+        // Polled by hand, never yielding to the runtime: its recheck timer cannot fire, so only
+        // the release's wake-up can make the second poll ready.
+        let mut waiting = std::pin::pin!(gate.admit(&limits));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(waiting.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(gate.freed.waiting.load(Ordering::SeqCst), 1);
+        first.settle(0);
+        assert!(matches!(
+            waiting.as_mut().poll(&mut cx),
+            std::task::Poll::Ready(Some(_))
+        ));
+        assert_eq!(gate.freed.waiting.load(Ordering::SeqCst), 0);
+        assert_eq!(limits.response_freed.waiting.load(Ordering::SeqCst), 0);
     }
 
     #[tokio::test]
