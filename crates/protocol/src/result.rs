@@ -120,7 +120,7 @@ pub struct RowsMetadata {
     pub new_metadata_id: Option<Bytes>,
     /// The column specs already in wire form, written in place of `columns` (then empty) and
     /// `global_table_spec`. Never set by [`RowsMetadata::decode`].
-    pub encoded_columns: Option<EncodedColumnSpecs>,
+    pub encoded_columns: Option<std::sync::Arc<EncodedColumnSpecs>>,
 }
 
 /// A statement's result column specs encoded once, when it is planned, and copied into every
@@ -130,21 +130,21 @@ pub struct RowsMetadata {
 pub struct EncodedColumnSpecs {
     count: usize,
     global: bool,
-    bytes: Bytes,
+    bytes: Box<[u8]>,
 }
 
 impl EncodedColumnSpecs {
     /// `columns` in wire form, with the global table spec when they share a table (as
     /// Cassandra writes a SELECT's result metadata).
-    pub fn new(columns: &[ColumnSpec]) -> Result<Self, EncodeError> {
+    pub fn new(columns: &[ColumnSpec]) -> Result<std::sync::Arc<Self>, EncodeError> {
         let global = common_table(columns);
         let mut out = BytesMut::new();
         write_columns(&mut out, &global, columns)?;
-        Ok(EncodedColumnSpecs {
+        Ok(std::sync::Arc::new(EncodedColumnSpecs {
             count: columns.len(),
             global: global.is_some(),
-            bytes: out.freeze(),
-        })
+            bytes: out.to_vec().into_boxed_slice(),
+        }))
     }
 
     /// How many columns.
@@ -362,7 +362,9 @@ pub enum ResultBody {
     /// value of their own); sent as `Rows` is, and never produced by decoding.
     EncodedRows(EncodedRows),
     SetKeyspace(String),
-    Prepared(Prepared),
+    /// Boxed: the largest body by far, and rare (one per PREPARE) next to the rows every
+    /// read moves around.
+    Prepared(Box<Prepared>),
     SchemaChange(SchemaChange),
 }
 
@@ -428,12 +430,12 @@ impl ResultBody {
                 };
                 let metadata = PreparedMetadata::decode(r, version)?;
                 let result_metadata = RowsMetadata::decode(r, version)?;
-                ResultBody::Prepared(Prepared {
+                ResultBody::Prepared(Box::new(Prepared {
                     id,
                     result_metadata_id,
                     metadata,
                     result_metadata,
-                })
+                }))
             }
             KIND_SCHEMA_CHANGE => ResultBody::SchemaChange(SchemaChange::decode(r)?),
             other => return Err(WireError::UnknownResultKind(other)),

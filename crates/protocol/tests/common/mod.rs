@@ -360,7 +360,7 @@ pub fn responses(version: u8) -> Vec<Response> {
         Response::Result(ResultBody::Rows(no_meta)),
         Response::Result(ResultBody::Rows(mixed_tables)),
         Response::Result(ResultBody::SetKeyspace("ks".into())),
-        Response::Result(ResultBody::Prepared(prepared)),
+        Response::Result(ResultBody::Prepared(Box::new(prepared))),
         Response::Result(ResultBody::SchemaChange(sc(SchemaChangeTarget::Keyspace {
             keyspace: "ks".into(),
         }))),

@@ -236,12 +236,12 @@ pub fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
             encoded_columns: None,
         },
     };
-    proto::Response::Result(proto::ResultBody::Prepared(proto::Prepared {
+    proto::Response::Result(proto::ResultBody::Prepared(Box::new(proto::Prepared {
         id: Bytes::copy_from_slice(&p.id),
         result_metadata_id: (version >= 5).then(|| Bytes::copy_from_slice(&p.result_metadata_id)),
         metadata: variables,
         result_metadata: result,
-    }))
+    })))
 }
 
 pub fn supported() -> proto::Response {

@@ -97,7 +97,7 @@ pub struct Compiled {
     /// (name, type) of each result column, shared by every result of the plan.
     pub result_columns: std::sync::Arc<[(String, CqlType)]>,
     /// The same as a ROWS result's column specs, encoded once (None if a name is too long).
-    pub wire_columns: Option<helenus_protocol::EncodedColumnSpecs>,
+    pub wire_columns: Option<std::sync::Arc<helenus_protocol::EncodedColumnSpecs>>,
 }
 
 /// Whether an aggregate sits inside another selector (`to_unix_timestamp(max(b))`, `min(b).x`):

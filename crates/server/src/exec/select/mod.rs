@@ -108,7 +108,7 @@ pub struct MultiFilter {
 pub struct SelectOutput {
     pub columns: Arc<[(String, CqlType)]>,
     /// `columns` as a ROWS result's column specs, when the plan encoded them once.
-    pub wire_columns: Option<helenus_protocol::EncodedColumnSpecs>,
+    pub wire_columns: Option<Arc<helenus_protocol::EncodedColumnSpecs>>,
     pub rows: Vec<Vec<Option<Bytes>>>,
     pub paging_state: Option<Bytes>,
     /// Rows already in their wire form (a column scan's), in place of `rows`: how many, and
