@@ -3,7 +3,7 @@
 
 use super::control::background_rate_mib_s;
 use super::output::{write_outputs, Merged};
-use super::purge::{has_purge_candidates, purge, PurgeAt};
+use super::purge::{purge, MaxPurgeable, PurgeAt};
 use super::wide_merge::write_streamed;
 use super::worker::Background;
 use super::{CompactionKind, STREAM_PARTITION_BYTES};
@@ -450,21 +450,16 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
                 what: "compaction merge",
             }));
         };
-        let purge_at = PurgeAt {
-            gc_before_s: self.ctx.gc_before_s,
-            // Settled by `merge_whole` once it sees whether anything is old enough to purge.
-            max_purgeable_ts: i64::MAX,
-            now_s: self.ctx.now_s,
-        };
         // Rows streamed one by one go to a Data.db stream from Data.db streams only.
         if input_bytes > STREAM_PARTITION_BYTES && !self.ctx.columnar() && shadowing.is_none() {
             let purge_at = PurgeAt {
+                gc_before_s: self.ctx.gc_before_s,
                 max_purgeable_ts: max_purgeable(self.ctx, e.token, &e.key),
-                ..purge_at
+                now_s: self.ctx.now_s,
             };
             return Some(Ok(self.streamed(purge_at, e.token)));
         }
-        self.merge_whole(purge_at, shadowing.as_ref())
+        self.merge_whole(shadowing.as_ref())
     }
 
     /// Whether the outputs take the partition just walked (skipped ones cost an index entry).
@@ -517,7 +512,6 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
     /// `shadowing` (its copies elsewhere, for a garbagecollect) shadows.
     fn merge_whole(
         &mut self,
-        at: PurgeAt,
         shadowing: Option<&Partition>,
     ) -> Option<Result<Merged<'m>, StorageError>> {
         let mut acc: Option<Partition> = None;
@@ -548,16 +542,14 @@ impl<'m, 'a: 'm> RangeMerge<'m, 'a> {
             p.drop_shadowed_by(other, g.cells);
         }
         p.drop_shadowed();
-        // Looking the partition up in every other SSTable (a Bloom filter and often an index
-        // search each) was half of a background compaction's CPU; most partitions have nothing
-        // old enough for the answer to matter.
-        let max_purgeable_ts = if has_purge_candidates(&p, at.gc_before_s, at.now_s) {
-            at.max_purgeable_ts
-                .min(max_purgeable(self.ctx, p.token, &p.key))
-        } else {
-            at.max_purgeable_ts
-        };
-        let n = purge(&mut p, at.gc_before_s, max_purgeable_ts, at.now_s);
+        let (token, key) = (p.token, p.key.clone());
+        let mut lookup = || max_purgeable(self.ctx, token, &key);
+        let n = purge(
+            &mut p,
+            self.ctx.gc_before_s,
+            &mut MaxPurgeable::Lazy(&mut lookup),
+            self.ctx.now_s,
+        );
         self.purged.set(self.purged.get() + n);
         Some(Ok(Merged::Whole(p)))
     }

@@ -12,90 +12,93 @@ pub(crate) struct PurgeAt {
     pub now_s: i64,
 }
 
-/// Removes tombstones older than gc_grace whose timestamp is below `max_purgeable_ts` (no older
-/// data for this partition exists outside the compaction), and expired TTL data in the same case.
-pub(crate) fn purge(p: &mut Partition, gc_before_s: i64, max_purgeable_ts: i64, now: i64) -> u64 {
-    let mut purged = purge_header(p, gc_before_s, max_purgeable_ts, now);
+/// The bound on the tombstones `purge` may drop: below the oldest timestamp of the partition's
+/// data outside the compaction. Known up front, or found when a deletion or TTL older than
+/// gc_grace first asks for it: finding it looks the partition up in every other SSTable (a Bloom
+/// filter and often an index search each, half of a background compaction's CPU), and with the
+/// default gc_grace of ten days nearly no partition holds anything that old.
+pub(crate) enum MaxPurgeable<'f> {
+    Known(i64),
+    Lazy(&'f mut dyn FnMut() -> i64),
+}
+
+impl MaxPurgeable<'_> {
+    fn get(&mut self) -> i64 {
+        let found = match self {
+            MaxPurgeable::Known(ts) => return *ts,
+            MaxPurgeable::Lazy(find) => find(),
+        };
+        *self = MaxPurgeable::Known(found);
+        found
+    }
+}
+
+/// Whether a deletion is older than gc_grace and nothing it could shadow lives outside.
+fn purgeable(d: &DeletionTime, gc_before_s: i64, max: &mut MaxPurgeable<'_>) -> bool {
+    d.local_deletion_time_s < gc_before_s && d.marked_for_delete_at_us < max.get()
+}
+
+/// Removes tombstones older than gc_grace whose timestamp is below `max` (no older data for
+/// this partition exists outside the compaction), and expired TTL data in the same case.
+pub(crate) fn purge(
+    p: &mut Partition,
+    gc_before_s: i64,
+    max: &mut MaxPurgeable<'_>,
+    now: i64,
+) -> u64 {
+    let mut purged = purge_header(p, gc_before_s, max, now);
     for r in p.rows.values_mut() {
-        purged += purge_row(r, gc_before_s, max_purgeable_ts, now);
+        purged += purge_row(r, gc_before_s, max, now);
     }
     p.rows.retain(|_, r| !r.is_empty());
     purged
-}
-
-/// Whether `purge` could drop anything of `p` were nothing older outside the compaction: a
-/// deletion or TTL older than gc_grace. Only then does the merge look for the partition in the
-/// other SSTables and memtables (the `max_purgeable_ts` bound); otherwise no bound changes what
-/// `purge` does, and with the default gc_grace of ten days that is nearly every partition.
-pub(crate) fn has_purge_candidates(p: &Partition, gc_before_s: i64, now: i64) -> bool {
-    let old = |d: &DeletionTime| d.local_deletion_time_s < gc_before_s;
-    p.deletion.as_ref().is_some_and(old)
-        || p.range_tombstones.iter().any(|rt| old(&rt.2))
-        || row_has_purge_candidates(&p.static_row, gc_before_s, now)
-        || p.rows
-            .values()
-            .any(|r| row_has_purge_candidates(r, gc_before_s, now))
-}
-
-fn row_has_purge_candidates(r: &Row, gc_before_s: i64, now: i64) -> bool {
-    let old = |d: &DeletionTime| d.local_deletion_time_s < gc_before_s;
-    r.deletion.as_ref().is_some_and(old)
-        || r.liveness
-            .is_some_and(|l| l.ttl_s > 0 && l.expires_at_s <= now && l.expires_at_s < gc_before_s)
-        || r.complex_deletions.values().any(old)
-        || r.cells
-            .values()
-            .any(|c| c.tombstone_time_s(now).is_some_and(|t| t < gc_before_s))
 }
 
 /// `purge` for the partition deletion, range tombstones and static row (not the rows).
 pub(crate) fn purge_header(
     p: &mut Partition,
     gc_before_s: i64,
-    max_purgeable_ts: i64,
+    max: &mut MaxPurgeable<'_>,
     now: i64,
 ) -> u64 {
-    let purgeable = |d: &DeletionTime| {
-        d.local_deletion_time_s < gc_before_s && d.marked_for_delete_at_us < max_purgeable_ts
-    };
     let mut purged = 0u64;
-    if p.deletion.is_some_and(|d| purgeable(&d)) {
+    if p.deletion.is_some_and(|d| purgeable(&d, gc_before_s, max)) {
         p.deletion = None;
         purged += 1;
     }
     let before = p.range_tombstones.len();
-    p.range_tombstones.retain(|rt| !purgeable(&rt.2));
+    p.range_tombstones
+        .retain(|rt| !purgeable(&rt.2, gc_before_s, max));
     purged += (before - p.range_tombstones.len()) as u64;
-    purged + purge_row(&mut p.static_row, gc_before_s, max_purgeable_ts, now)
+    purged + purge_row(&mut p.static_row, gc_before_s, max, now)
 }
 
 /// `purge` for one row.
-pub(crate) fn purge_row(r: &mut Row, gc_before_s: i64, max_purgeable_ts: i64, now: i64) -> u64 {
-    let purgeable = |d: &DeletionTime| {
-        d.local_deletion_time_s < gc_before_s && d.marked_for_delete_at_us < max_purgeable_ts
-    };
+pub(crate) fn purge_row(
+    r: &mut Row,
+    gc_before_s: i64,
+    max: &mut MaxPurgeable<'_>,
+    now: i64,
+) -> u64 {
     let mut purged = 0u64;
-    if r.deletion.is_some_and(|d| purgeable(&d)) {
+    if r.deletion.is_some_and(|d| purgeable(&d, gc_before_s, max)) {
         r.deletion = None;
         purged += 1;
     }
     if let Some(l) = r.liveness {
         let dead_at = l.expires_at_s;
-        if l.ttl_s > 0
-            && dead_at <= now
-            && dead_at < gc_before_s
-            && l.timestamp_us < max_purgeable_ts
-        {
+        if l.ttl_s > 0 && dead_at <= now && dead_at < gc_before_s && l.timestamp_us < max.get() {
             r.liveness = None;
             purged += 1;
         }
     }
     let nb = r.complex_deletions.len();
-    r.complex_deletions.retain(|_, d| !purgeable(d));
+    r.complex_deletions
+        .retain(|_, d| !purgeable(d, gc_before_s, max));
     purged += (nb - r.complex_deletions.len()) as u64;
     let nc = r.cells.len();
     r.cells.retain(|_, c| match c.tombstone_time_s(now) {
-        Some(t) => !(t < gc_before_s && c.timestamp_us < max_purgeable_ts),
+        Some(t) => !(t < gc_before_s && c.timestamp_us < max.get()),
         None => true,
     });
     purged += (nc - r.cells.len()) as u64;
@@ -169,13 +172,23 @@ mod tests {
         }
     }
 
-    /// The candidates are exactly what `purge` drops with no bound from outside the compaction.
+    /// The other SSTables are looked at exactly when `purge` can drop something: a deletion or
+    /// TTL older than gc_grace.
     fn agrees_with_purge(p: &Partition) -> bool {
-        let found = has_purge_candidates(p, GC_BEFORE, NOW);
         let mut unbounded = p.clone();
-        let dropped = purge(&mut unbounded, GC_BEFORE, i64::MAX, NOW) > 0;
-        assert_eq!(found, dropped, "{p:?}");
-        found
+        let mut looked = false;
+        let mut lookup = || {
+            looked = true;
+            i64::MAX
+        };
+        let dropped = purge(
+            &mut unbounded,
+            GC_BEFORE,
+            &mut MaxPurgeable::Lazy(&mut lookup),
+            NOW,
+        ) > 0;
+        assert_eq!(looked, dropped, "{p:?}");
+        looked
     }
 
     #[test]

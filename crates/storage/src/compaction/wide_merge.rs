@@ -4,7 +4,7 @@
 //! that survive shadowing and purge, once to write them. Twice the reads of that partition buy
 //! memory bounded by blocks and the chunk memo instead of the partition's size.
 
-use super::purge::{purge_header, purge_row, PurgeAt};
+use super::purge::{purge_header, purge_row, MaxPurgeable, PurgeAt};
 use crate::byte_cache::ByteCache;
 use crate::clustering::CKey;
 use crate::error::StorageError;
@@ -48,7 +48,12 @@ impl RowMerge<'_> {
             let Some(mut row) = row else { continue };
             row.drop_shadowed(self.covering.covering_deletion(&k));
             let pa = self.purge_at;
-            self.purged += purge_row(&mut row, pa.gc_before_s, pa.max_purgeable_ts, pa.now_s);
+            self.purged += purge_row(
+                &mut row,
+                pa.gc_before_s,
+                &mut MaxPurgeable::Known(pa.max_purgeable_ts),
+                pa.now_s,
+            );
             if !row.is_empty() {
                 return Some(Ok((k, row)));
             }
@@ -105,7 +110,7 @@ pub(crate) fn write_streamed(
     let header_purged = purge_header(
         &mut header,
         purge_at.gc_before_s,
-        purge_at.max_purgeable_ts,
+        &mut MaxPurgeable::Known(purge_at.max_purgeable_ts),
         purge_at.now_s,
     );
     if rows == 0

@@ -101,7 +101,12 @@ pub(super) fn cut(
 pub(super) fn canonical(mut p: Partition, gc_before_s: i64, now_s: i64) -> Option<Partition> {
     p.drop_shadowed();
     // Shadowed data is gone, so every tombstone past gc_grace may go, whatever its timestamp.
-    purge::purge(&mut p, gc_before_s, i64::MAX, now_s);
+    purge::purge(
+        &mut p,
+        gc_before_s,
+        &mut purge::MaxPurgeable::Known(i64::MAX),
+        now_s,
+    );
     p.range_tombstones.sort_by(|a, b| {
         let by_time = |d: &DeletionTime| (d.marked_for_delete_at_us, d.local_deletion_time_s);
         a.0.cmp(&b.0)
