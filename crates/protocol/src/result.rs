@@ -38,6 +38,21 @@ pub struct ColumnSpec {
     pub typ: CqlType,
 }
 
+impl ColumnSpec {
+    /// The specs of `columns` ((name, type) each), all of `keyspace`.`table`.
+    pub fn of_table(keyspace: &str, table: &str, columns: &[(String, CqlType)]) -> Vec<ColumnSpec> {
+        columns
+            .iter()
+            .map(|(name, typ)| ColumnSpec {
+                keyspace: keyspace.to_string(),
+                table: table.to_string(),
+                name: name.clone(),
+                typ: typ.clone(),
+            })
+            .collect()
+    }
+}
+
 /// The keyspace/table shared by all columns, if they share one.
 fn common_table(columns: &[ColumnSpec]) -> Option<(String, String)> {
     let first = columns.first()?;
@@ -145,16 +160,6 @@ impl EncodedColumnSpecs {
             global: global.is_some(),
             bytes: out.to_vec().into_boxed_slice(),
         }))
-    }
-
-    /// How many columns.
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    /// Whether there are no columns.
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
     }
 }
 

@@ -488,11 +488,7 @@ fn result_columns(plan: &Planned) -> Option<ResultColumns> {
             CqlType::Native(helenus_types::NativeType::Varchar),
         )]
     } else {
-        s.compiled
-            .columns
-            .iter()
-            .map(|c| (c.name.clone(), c.ty.clone()))
-            .collect()
+        s.compiled.result_columns.to_vec()
     };
     Some((s.table.keyspace.clone(), s.table.name.clone(), columns))
 }

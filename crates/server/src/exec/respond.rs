@@ -140,17 +140,6 @@ pub fn error_response(e: ExecError) -> proto::Response {
     })
 }
 
-fn column_specs(keyspace: &str, table: &str, cols: &[(String, CqlType)]) -> Vec<proto::ColumnSpec> {
-    cols.iter()
-        .map(|(n, t)| proto::ColumnSpec {
-            keyspace: keyspace.to_string(),
-            table: table.to_string(),
-            name: n.clone(),
-            typ: t.clone(),
-        })
-        .collect()
-}
-
 pub fn rows_result(
     keyspace: &str,
     table: &str,
@@ -164,16 +153,12 @@ pub fn rows_result(
         columns: if skip_metadata || out.wire_columns.is_some() {
             Vec::new()
         } else {
-            column_specs(keyspace, table, &out.columns)
+            proto::ColumnSpec::of_table(keyspace, table, &out.columns)
         },
         paging_state: out.paging_state,
         no_metadata: skip_metadata,
         new_metadata_id: metadata_id.map(|m| Bytes::copy_from_slice(&m)),
-        encoded_columns: if skip_metadata {
-            None
-        } else {
-            out.wire_columns
-        },
+        encoded_columns: out.wire_columns,
     };
     match out.encoded {
         Some((count, body)) => proto::ResultBody::EncodedRows(proto::EncodedRows {
@@ -220,7 +205,7 @@ pub fn prepared_response(p: &Prepared, version: u8) -> proto::Response {
         Some((ks, t, cols)) => proto::RowsMetadata {
             columns_count: cols.len(),
             global_table_spec: None,
-            columns: column_specs(ks, t, cols),
+            columns: proto::ColumnSpec::of_table(ks, t, cols),
             paging_state: None,
             no_metadata: false,
             new_metadata_id: None,

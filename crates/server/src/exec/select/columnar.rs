@@ -119,8 +119,8 @@ pub(super) async fn aggregate(
             .collect(),
     };
     Ok(Some(SelectOutput {
-        columns: result_columns(plan).into(),
-        wire_columns: None,
+        columns: plan.compiled.result_columns.clone(),
+        wire_columns: plan.compiled.wire_columns.clone(),
         rows,
         paging_state: None,
         encoded: None,
@@ -230,8 +230,8 @@ pub(super) async fn project(
         _ => None,
     };
     Ok(Some(SelectOutput {
-        columns: result_columns(plan).into(),
-        wire_columns: None,
+        columns: plan.compiled.result_columns.clone(),
+        wire_columns: plan.compiled.wire_columns.clone(),
         rows,
         paging_state,
         encoded,
@@ -358,14 +358,6 @@ fn column_scan(
         group_runs: None,
         wire: None,
     }))
-}
-
-fn result_columns(plan: &SelectPlan) -> Vec<(String, CqlType)> {
-    plan.compiled
-        .columns
-        .iter()
-        .map(|c| (c.name.clone(), c.ty.clone()))
-        .collect()
 }
 
 /// A scan's error as the row path reports it: too many tombstones is its read failure.

@@ -189,15 +189,7 @@ pub fn compile(
         .iter()
         .map(|c| (c.name.clone(), c.ty.clone()))
         .collect();
-    let specs: Vec<helenus_protocol::ColumnSpec> = result_columns
-        .iter()
-        .map(|(name, ty)| helenus_protocol::ColumnSpec {
-            keyspace: t.keyspace.clone(),
-            table: t.name.clone(),
-            name: name.clone(),
-            typ: ty.clone(),
-        })
-        .collect();
+    let specs = helenus_protocol::ColumnSpec::of_table(&t.keyspace, &t.name, &result_columns);
     Ok(Compiled {
         columns,
         has_aggregate,
