@@ -16,8 +16,12 @@ tokio::task_local! {
 }
 
 /// Runs `work` with `deadline` visible to [`check`] (only on this task, not on tasks it spawns).
-pub async fn until<F: std::future::Future>(deadline: Instant, work: F) -> F::Output {
-    DEADLINE.scope(deadline, work).await
+/// Not an async fn: one would hold `work` twice (its argument and the scope around it).
+pub fn until<F: std::future::Future>(
+    deadline: Instant,
+    work: F,
+) -> impl std::future::Future<Output = F::Output> {
+    DEADLINE.scope(deadline, work)
 }
 
 /// Fails with ReadTimeout once the running statement's deadline has passed. Cheap (a clock
