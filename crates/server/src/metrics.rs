@@ -71,6 +71,28 @@ pub fn compactions_json(list: &[st::CompactionProgress]) -> Value {
     )
 }
 
+/// Cassandra's `PendingTasksByTableName`: `{keyspace: {table: tasks}}`, a table's tasks being
+/// the compactions its strategy would start now plus those running on it (flushes included).
+pub fn pending_tasks_json(
+    estimated: &[(String, String, usize)],
+    running: &[st::CompactionProgress],
+) -> Value {
+    let mut by_table: std::collections::BTreeMap<&str, std::collections::BTreeMap<&str, usize>> =
+        Default::default();
+    let all = estimated
+        .iter()
+        .map(|(ks, t, n)| (ks.as_str(), t.as_str(), *n))
+        .chain(
+            running
+                .iter()
+                .map(|c| (c.keyspace.as_str(), c.table.as_str(), 1)),
+        );
+    for (ks, t, n) in all {
+        *by_table.entry(ks).or_default().entry(t).or_default() += n;
+    }
+    json!(by_table)
+}
+
 /// `nodetool info`'s facts; uptime is measured on `clock`'s wall time.
 pub fn info_json(node: &NodeState, clock: &dyn Clock) -> Value {
     let now_s = u64::try_from(clock.wall_secs()).unwrap_or(0);
@@ -257,5 +279,28 @@ fn render_tables(node: &NodeState, out: &mut String) {
                 f(s)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_tasks_add_the_running_compactions_to_the_estimates_per_table() {
+        let running = |ks: &str, t: &str| st::CompactionProgress {
+            id: 1,
+            keyspace: ks.into(),
+            table: t.into(),
+            kind: "Compaction".into(),
+            completed_bytes: 0,
+            total_bytes: 1,
+        };
+        let v = pending_tasks_json(
+            &[("ks".into(), "a".into(), 3), ("ks".into(), "b".into(), 1)],
+            &[running("ks", "a"), running("other", "c")],
+        );
+        assert_eq!(v, json!({"ks": {"a": 4, "b": 1}, "other": {"c": 1}}));
+        assert_eq!(pending_tasks_json(&[], &[]), json!({}));
     }
 }

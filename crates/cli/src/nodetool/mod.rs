@@ -305,7 +305,10 @@ fn statistics(node: &Node, cmd: &str, args: &[String]) -> Result<(), NodetoolErr
             let path = format!("/helenus/tablestats?ks={}&cf={}", enc(&ks), enc(&t));
             report::tablehistograms(&ks, &t, &node.request_json("GET", &path)?);
         }
-        _ => report::compactionstats(&node.request_json("GET", "/compaction_manager/compactions")?),
+        _ => report::compactionstats(
+            &node.request_json("GET", "/compaction_manager/pending_tasks_by_table")?,
+            &node.request_json("GET", "/compaction_manager/compactions")?,
+        ),
     }
     Ok(())
 }

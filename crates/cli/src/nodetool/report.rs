@@ -119,10 +119,30 @@ pub fn tablehistograms(ks: &str, t: &str, v: &Value) {
     println!();
 }
 
-/// `nodetool compactionstats`'s layout.
-pub fn compactionstats(v: &Value) {
+/// `nodetool compactionstats`'s layout: pending tasks (what the strategies would start now plus
+/// what runs), by table, then the running ones.
+pub fn compactionstats(pending: &Value, v: &Value) {
+    let by_table: Vec<(String, String, u64)> = pending
+        .as_object()
+        .into_iter()
+        .flatten()
+        .flat_map(|(ks, tables)| {
+            tables
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(move |(t, n)| (ks.clone(), t.clone(), n.as_u64().unwrap_or(0)))
+        })
+        .collect();
+    println!(
+        "pending tasks: {}",
+        by_table.iter().map(|(_, _, n)| n).sum::<u64>()
+    );
+    for (ks, t, n) in &by_table {
+        println!("- {ks}.{t}: {n}");
+    }
+    println!();
     let list = v.as_array().cloned().unwrap_or_default();
-    println!("pending tasks: {}", list.len());
     if !list.is_empty() {
         println!(
             "{:<38}{:<20}{:<14}{:<20}{:>14}{:>14}{:>8}{:>10}",
@@ -133,7 +153,7 @@ pub fn compactionstats(v: &Value) {
             let total = c["total_bytes"].as_u64().unwrap_or(0).max(1);
             println!(
                 "{:<38}{:<20}{:<14}{:<20}{:>14}{:>14}{:>8}{:>9.2}%",
-                c["id"],
+                c["id"].to_string(),
                 c["kind"].as_str().unwrap_or_default(),
                 c["keyspace"].as_str().unwrap_or_default(),
                 c["table"].as_str().unwrap_or_default(),

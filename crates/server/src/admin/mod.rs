@@ -658,6 +658,13 @@ fn observe(
             let list = crate::metrics::compactions_json(&node.engine.compaction_stats());
             Ok(("application/json", list.to_string()))
         }
+        ("GET", ["compaction_manager", "pending_tasks_by_table"]) => {
+            let pending = crate::metrics::pending_tasks_json(
+                &node.engine.estimated_pending_compactions(),
+                &node.engine.compaction_stats(),
+            );
+            Ok(("application/json", pending.to_string()))
+        }
         ("GET", ["helenus", "info"]) => Ok((
             "application/json",
             crate::metrics::info_json(node, clock).to_string(),

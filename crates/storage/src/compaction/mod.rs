@@ -440,6 +440,29 @@ pub(crate) fn reserve_one_waiting(
     }
 }
 
+/// Background compactions the table's strategy would start now, given the threads: its choices
+/// taken one after another, each leaving its inputs out of the next, per repair set. This is
+/// what Cassandra's strategies estimate as remaining tasks and `nodetool compactionstats` adds
+/// to the running ones, so "pending tasks: 0" means nothing is left to do, not only that no
+/// compaction is running at this instant.
+pub(crate) fn estimated_pending_tasks(t: &Table) -> usize {
+    let def = t.def.read().clone();
+    let live: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+    let taken = t.compacting.lock().clone();
+    let strategy = strategy::for_options(&def.options.compaction);
+    let mut tasks = 0;
+    for group in by_repair_group(live) {
+        let all: Vec<SSTableInfo> = group.iter().map(|s| SSTableInfo::of(s)).collect();
+        let free: Vec<SSTableInfo> = all
+            .iter()
+            .filter(|s| !taken.contains(&s.gen))
+            .cloned()
+            .collect();
+        tasks += strategy::startable_now(strategy.as_ref(), free, &all);
+    }
+    tasks
+}
+
 /// Picks and runs one background compaction if the strategy wants one. The strategy runs on
 /// each repair set apart (largest first), as Cassandra runs one strategy instance per set, so
 /// repaired data never merges with data no repair has compared.

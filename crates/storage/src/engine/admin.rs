@@ -283,6 +283,20 @@ impl Engine {
         self.background.progress.snapshot()
     }
 
+    /// Per table with any, (keyspace, table, background compactions its strategy would start
+    /// now): Cassandra's estimated remaining tasks, without the running ones.
+    pub fn estimated_pending_compactions(&self) -> Vec<(String, String, usize)> {
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        tables
+            .iter()
+            .filter_map(|t| {
+                let n = compaction::estimated_pending_tasks(t);
+                let def = t.def.read();
+                (n > 0).then(|| (def.keyspace.clone(), def.name.clone(), n))
+            })
+            .collect()
+    }
+
     /// `compaction_throughput` now, in MiB/s (0: unthrottled).
     pub fn compaction_throughput_mib_per_s(&self) -> u64 {
         self.background.compaction_cap_mib_s.load(Ordering::Relaxed)

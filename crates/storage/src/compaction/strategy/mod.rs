@@ -94,6 +94,30 @@ pub(crate) fn for_options(options: &CompactionOptions) -> Box<dyn Strategy> {
     }
 }
 
+/// How many compactions `strategy` would start at once with threads enough: its choices taken
+/// one after another, each leaving its inputs out of the next (`free`: the SSTables no
+/// running compaction holds).
+pub(crate) fn startable_now(
+    strategy: &dyn Strategy,
+    mut free: Vec<SSTableInfo>,
+    all: &[SSTableInfo],
+) -> usize {
+    let mut tasks = 0;
+    loop {
+        let choice = strategy.choose(&free, all);
+        if choice.inputs.len() < strategy.min_inputs() || choice.inputs.is_empty() {
+            return tasks;
+        }
+        let before = free.len();
+        free.retain(|s| !choice.inputs.contains(&s.gen));
+        // A choice of nothing still free would be chosen again forever.
+        if free.len() == before {
+            return tasks;
+        }
+        tasks += 1;
+    }
+}
+
 fn gens(v: &[SSTableInfo]) -> Vec<u64> {
     v.iter().map(|s| s.gen).collect()
 }

@@ -77,6 +77,47 @@ fn size_tiered_takes_at_most_max_threshold() {
     assert!(stcs(0, 0).choose(&one, &one).inputs.is_empty());
 }
 
+/// Pending tasks as `nodetool compactionstats` counts them: Cassandra's size-tiered estimate is
+/// ceil(bucket / max_threshold) per bucket of at least min_threshold, and so is this.
+#[test]
+fn startable_now_counts_what_the_strategy_would_run_at_once() {
+    let small: Vec<_> = (1..=10).map(|g| sst(g, MIB + g)).collect();
+    assert_eq!(startable_now(&stcs(4, 32), small.clone(), &small), 1);
+    assert_eq!(
+        startable_now(&stcs(4, 4), small.clone(), &small),
+        2,
+        "4 + 4, two left over"
+    );
+    assert_eq!(
+        startable_now(&stcs(4, 5), small.clone(), &small),
+        2,
+        "5 + 5"
+    );
+    let three = small[..3].to_vec();
+    assert_eq!(startable_now(&stcs(4, 32), three.clone(), &three), 0);
+    // Two buckets (about 1 and 100 MiB), each over min_threshold: two tasks.
+    let mut two: Vec<_> = small[..4].to_vec();
+    two.extend((11..=14).map(|g| sst(g, 100 * MIB + g)));
+    assert_eq!(startable_now(&stcs(4, 32), two.clone(), &two), 2);
+    // What a running compaction holds is not pending: with four of the small ones taken, only
+    // the large bucket is left.
+    let free: Vec<_> = two[4..].to_vec();
+    assert_eq!(startable_now(&stcs(4, 32), free, &two), 1);
+    let l = Leveled {
+        sstable_bytes: 160 * MIB,
+        fanout: 10,
+    };
+    let l0: Vec<_> = (1..=3).map(|g| at_level(g, 0, MIB, (0, 100))).collect();
+    assert_eq!(
+        startable_now(&l, l0.clone(), &l0),
+        0,
+        "under the L0 trigger"
+    );
+    let mut l0 = l0;
+    l0.push(at_level(4, 0, MIB, (0, 10)));
+    assert_eq!(startable_now(&l, l0.clone(), &l0), 1);
+}
+
 #[test]
 fn leveled_moves_l0_to_l1_with_the_l1_sstables_it_overlaps() {
     let l = Leveled {
