@@ -49,7 +49,7 @@ pub(crate) struct TableCounters {
     pub row_cache_hits: AtomicU64,
     pub row_cache_requests: AtomicU64,
     /// SSTables a single-partition read did not visit thanks to the max-timestamp
-    /// short-circuit (read/shortcut.rs), counting only those whose bloom filter said maybe.
+    /// short-circuit (read/shortcut.rs), counting those whose token range holds the partition.
     pub sstables_skipped_by_timestamp: AtomicU64,
     /// Rows (live or deleted) merged from memtables and SSTables by reads, before deletions,
     /// TTLs and limits apply: what reads cost in rows, whatever they return.

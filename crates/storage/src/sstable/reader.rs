@@ -160,9 +160,12 @@ impl SSTableReader {
 
     /// Token range and bloom filter check: false means the partition is surely absent.
     pub fn may_contain(&self, token: i64, key: &Bytes) -> bool {
-        token >= self.stats.min_token
-            && token <= self.stats.max_token
-            && self.filter.may_contain(token, key)
+        self.covers_token(token) && self.filter.may_contain(token, key)
+    }
+
+    /// Whether `token` lies within this SSTable's partitions' tokens.
+    pub fn covers_token(&self, token: i64) -> bool {
+        token >= self.stats.min_token && token <= self.stats.max_token
     }
 
     /// Index position and entry of the partition: a binary search of the summary and one index
