@@ -7,7 +7,7 @@ strategy has nothing left to do, which is what scripts wait for before they meas
 import re
 import time
 
-from test_garbagecollect import flush, nodetool
+from test_garbagecollect import flush, nodetool, tablestats_number
 
 MIN_THRESHOLD = 4
 
@@ -20,14 +20,6 @@ def pending():
     per_table = {t: int(n) for t, n in re.findall(r"^- (\S+): (\d+)$", r.stdout, re.M)}
     assert sum(per_table.values()) == int(m.group(1)), r.stdout
     return int(m.group(1)), per_table
-
-
-def sstables(ks, table):
-    r = nodetool("tablestats", f"{ks}.{table}")
-    assert r.returncode == 0, r.stderr
-    m = re.search(r"SSTable count: (\d+)", r.stdout)
-    assert m, r.stdout
-    return int(m.group(1))
 
 
 def test_pending_tasks_reach_zero_only_when_the_strategy_is_done(session):
@@ -49,5 +41,5 @@ def test_pending_tasks_reach_zero_only_when_the_strategy_is_done(session):
         time.sleep(0.5)
     assert total == 0, per_table
     # Nothing pending: the size-tiered buckets are all under min_threshold.
-    assert sstables(session.keyspace, "cs_rows") < MIN_THRESHOLD
+    assert tablestats_number(session.keyspace, "cs_rows", "SSTable count") < MIN_THRESHOLD
     assert session.execute("SELECT count(*) FROM cs_rows").one()[0] == 3 * MIN_THRESHOLD * 200

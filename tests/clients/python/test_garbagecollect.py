@@ -18,12 +18,17 @@ ROWS_PER_KEY = 40
 VALUE_BYTES = 1024
 
 
-def live_bytes(ks, table):
+def tablestats_number(ks, table, label):
+    """The whole number `nodetool tablestats` prints after `label:` for the table."""
     r = nodetool("tablestats", f"{ks}.{table}")
     assert r.returncode == 0, r.stderr
-    m = re.search(r"Space used \(live\): (\d+)", r.stdout)
+    m = re.search(re.escape(label) + r": (\d+)", r.stdout)
     assert m, r.stdout
     return int(m.group(1))
+
+
+def live_bytes(ks, table):
+    return tablestats_number(ks, table, "Space used (live)")
 
 
 def flush(ks, table):
