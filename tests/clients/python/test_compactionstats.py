@@ -33,13 +33,16 @@ def test_pending_tasks_reach_zero_only_when_the_strategy_is_done(session):
             session.execute(insert, (batch * 1000 + k, "x" * 100))
         flush(session.keyspace, "cs_rows")
         pending()
+    # This table's line only: on a ring (tests/cluster runs this suite against one) other tests'
+    # tables may have work of their own.
+    mine = f"{session.keyspace}.cs_rows"
     deadline = time.time() + 120
     while time.time() < deadline:
-        total, per_table = pending()
-        if total == 0:
+        _, per_table = pending()
+        if mine not in per_table:
             break
         time.sleep(0.5)
-    assert total == 0, per_table
+    assert mine not in per_table, per_table
     # Nothing pending: the size-tiered buckets are all under min_threshold.
     assert tablestats_number(session.keyspace, "cs_rows", "SSTable count") < MIN_THRESHOLD
     assert session.execute("SELECT count(*) FROM cs_rows").one()[0] == 3 * MIN_THRESHOLD * 200

@@ -303,6 +303,12 @@ impl Engine {
     ) -> Result<u64, StorageError> {
         let result = self.import_checked(table, dir, sent);
         let _ = fs::remove_dir_all(dir);
+        // An SSTable added whole is new input for the table's strategy, as a flushed one is:
+        // without the request, a joining node's streamed SSTables waited for its first flush
+        // (and `compactionstats` showed their pending compaction until then).
+        if result.is_ok() {
+            self.background.request_compaction(table);
+        }
         result
     }
 
