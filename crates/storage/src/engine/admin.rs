@@ -286,8 +286,8 @@ impl Engine {
     /// Per table with any, (keyspace, table, background compactions its strategy would start
     /// now): Cassandra's estimated remaining tasks, without the running ones.
     pub fn estimated_pending_compactions(&self) -> Vec<(String, String, usize)> {
-        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
-        tables
+        self.tables_for(None)
+            .unwrap_or_default()
             .iter()
             .filter_map(|t| {
                 let n = compaction::estimated_pending_tasks(t);
