@@ -7,6 +7,7 @@
 //! read signature.
 
 use crate::sstable::SSTableReader;
+use crate::table::SSTableSet;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ thread_local! {
     /// Set only for the length of one `leaving_out` call.
     static EXCLUDED: RefCell<Option<HashSet<u64>>> = const { RefCell::new(None) };
     /// Set only for the length of one `reading_pinned` call.
-    static PINNED: RefCell<Option<Vec<Arc<SSTableReader>>>> = const { RefCell::new(None) };
+    static PINNED: RefCell<Option<SSTableSet>> = const { RefCell::new(None) };
 }
 
 /// Whether a range read on this thread leaves SSTables out (then it must not purge tombstones:
@@ -26,7 +27,7 @@ pub(crate) fn excluding() -> bool {
 
 /// The SSTables this thread's read is pinned to, if it is: it then reads those and no
 /// memtable.
-pub(crate) fn pinned() -> Option<Vec<Arc<SSTableReader>>> {
+pub(crate) fn pinned() -> Option<SSTableSet> {
     PINNED.with(|p| p.borrow().clone())
 }
 
@@ -36,10 +37,11 @@ pub(crate) fn is_pinned() -> bool {
 }
 
 /// `sstables` without the generations this thread's read leaves out, or the pinned set.
-pub(crate) fn visible(mut sstables: Vec<Arc<SSTableReader>>) -> Vec<Arc<SSTableReader>> {
+pub(crate) fn visible(sstables: SSTableSet) -> Vec<Arc<SSTableReader>> {
     if let Some(p) = pinned() {
-        return p;
+        return p.to_vec();
     }
+    let mut sstables = Arc::unwrap_or_clone(sstables);
     EXCLUDED.with(|e| {
         if let Some(gens) = e.borrow().as_ref() {
             sstables.retain(|s| !gens.contains(&s.gen));
@@ -68,7 +70,7 @@ impl Drop for PinGuard {
 
 /// Runs `read` over `sstables` alone, instead of the table's live SSTables and memtables.
 pub(crate) fn reading_pinned<R>(sstables: &[Arc<SSTableReader>], read: impl FnOnce() -> R) -> R {
-    PINNED.with(|p| *p.borrow_mut() = Some(sstables.to_vec()));
+    PINNED.with(|p| *p.borrow_mut() = Some(Arc::new(sstables.to_vec())));
     let _guard = PinGuard;
     read()
 }

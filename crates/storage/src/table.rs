@@ -67,6 +67,9 @@ pub(crate) struct TableCounters {
 }
 
 /// One table's state.
+/// A table's live SSTables, shared by the reads that took it.
+pub(crate) type SSTableSet = Arc<Vec<Arc<SSTableReader>>>;
+
 pub(crate) struct Table {
     pub def: RwLock<TableDef>,
     pub layout: RwLock<Arc<TableLayout>>,
@@ -75,7 +78,9 @@ pub(crate) struct Table {
     /// switch (write lock) sees a log position that covers exactly the old memtable's entries.
     pub memtable: RwLock<Arc<Memtable>>,
     pub flushing: RwLock<Vec<Arc<Memtable>>>,
-    pub sstables: RwLock<Vec<Arc<SSTableReader>>>,
+    /// Replaced whole (copy on write) when SSTables come or go, so a read takes the set with
+    /// one reference count instead of one per SSTable.
+    pub sstables: RwLock<SSTableSet>,
     pub next_gen: AtomicU64,
     pub flush_lock: Mutex<()>,
     /// Generations taken by a running compaction.

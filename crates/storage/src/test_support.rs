@@ -287,3 +287,20 @@ pub fn files_ending(dir: &Path, suffix: &str) -> Vec<String> {
     }
     out
 }
+
+/// SSTables of `e`'s `TABLE` that lie wholly inside one of the ring ranges `tokens` (sorted)
+/// bound, the wrapping one included: what whole-SSTable streaming would send as files.
+pub fn staged_per_range(e: &Engine, tokens: &[i64]) -> usize {
+    let mut ranges: Vec<(i64, i64)> = tokens.windows(2).map(|w| (w[0], w[1])).collect();
+    ranges.push((tokens[tokens.len() - 1], tokens[0]));
+    let mut staged = 0;
+    for (i, (start, end)) in ranges.into_iter().enumerate() {
+        let session = format!("6f1c1f3e-2b7a-4c59-9a39-3a1f0d7c2e{i:02}");
+        staged += e
+            .stage_whole_sstables(TABLE, start, end, &session)
+            .unwrap()
+            .len();
+        e.release_staged(TABLE, &session).unwrap();
+    }
+    staged
+}

@@ -156,22 +156,6 @@ fn a_page_without_the_sent_sstables_keeps_tombstones_past_gc_grace() {
     assert!(rest.partitions[0].partition_deletion.is_some());
 }
 
-/// SSTables of `e`'s table staged from each of the ring ranges `tokens` bound.
-fn staged_per_range(e: &Engine, tokens: &[i64]) -> usize {
-    let mut ranges: Vec<(i64, i64)> = tokens.windows(2).map(|w| (w[0], w[1])).collect();
-    ranges.push((tokens[tokens.len() - 1], tokens[0]));
-    let mut staged = 0;
-    for (i, (start, end)) in ranges.into_iter().enumerate() {
-        let session = format!("6f1c1f3e-2b7a-4c59-9a39-3a1f0d7c2e{i:02}");
-        staged += e
-            .stage_whole_sstables(TABLE, start, end, &session)
-            .unwrap()
-            .len();
-        e.release_staged(TABLE, &session).unwrap();
-    }
-    staged
-}
-
 #[test]
 fn a_leveled_compaction_ends_its_outputs_at_the_ring_tokens() {
     let tokens = [-6_000_000_000_000_000_000, 0, 3_000_000_000_000_000_000];

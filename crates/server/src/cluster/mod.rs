@@ -546,7 +546,7 @@ async fn housekeeping(cluster: Arc<ClusterNode>) {
             })
             .sum();
         cluster.service.set_load(load);
-        // Leveled compactions end their outputs at the ring's tokens (whole-SSTable streaming).
+        // Compactions end their outputs at the ring's tokens (whole-SSTable streaming).
         let tokens = cluster
             .service
             .ring()

@@ -1,7 +1,7 @@
 //! Memtable flush: the active memtable is switched for an empty one, written to new SSTables by
 //! the compaction output writer, then freed before writers waiting for memory are woken.
 
-use super::output::{write_outputs, Merged};
+use super::output::{write_outputs, Merged, OutputShape};
 use super::worker::Background;
 use crate::memtable::Memtable;
 use crate::table::Table;
@@ -36,7 +36,7 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
     t.counters.memtable_switches.fetch_add(1, Ordering::Relaxed);
     let def = t.def.read().clone();
     let readers = write_memtable(bg, t, &def, &old, "Flush")?;
-    t.sstables.write().extend(readers);
+    Arc::make_mut(&mut t.sstables.write()).extend(readers);
     // The memtable is freed here, before writers waiting for memory are woken (`Done`), and
     // stays counted until then: freed on a thread of its own it could lag behind the load,
     // uncounted, and memory outgrow the budget. With values in arena chunks and a row's cells in
@@ -76,7 +76,7 @@ fn write_memtable(
             .map(|p| Ok(Merged::Memtable(p))),
         parts_len_hint(m),
         0,
-        (u64::MAX, &[]),
+        OutputShape::WHOLE,
         task,
         // Flushes are not held to the compaction cap (as in Cassandra): a slow flush makes writes wait.
         (&bg.flush_limiter, &|| bg.config.flush_throughput_mib_per_s),

@@ -2,7 +2,7 @@
 //! in encoded form when only one input has them) into new SSTables.
 
 use super::control::background_rate_mib_s;
-use super::output::{write_outputs, Merged};
+use super::output::{new_run_id, write_outputs, Merged, OutputShape};
 use super::purge::{purge, MaxPurgeable, PurgeAt};
 use super::wide_merge::write_streamed;
 use super::worker::Background;
@@ -249,6 +249,13 @@ pub(crate) fn merge_range(
     let task = ctx.bg.progress.start(ctx.def, label, total);
     let merged = RangeMerge::new(ctx, walk, &memo, &purged, &copied);
     let rate = rate_mib_s(ctx);
+    let ring = ring_splits(ctx);
+    let shape = OutputShape {
+        max_bytes: ctx.max_output_bytes,
+        ring: &ring,
+        ring_min_bytes: ring_split_min_bytes(&ctx.def.options.compaction),
+        run_id: run_id_of_outputs(ctx.inputs),
+    };
     let result = write_outputs(
         ctx.bg,
         ctx.t,
@@ -256,7 +263,7 @@ pub(crate) fn merge_range(
         merged,
         expected,
         ctx.level,
-        (ctx.max_output_bytes, &ring_splits(ctx)),
+        shape,
         task,
         (&ctx.bg.compaction_limiter, &rate),
         ctx.raw_base,
@@ -269,29 +276,62 @@ pub(crate) fn merge_range(
     })
 }
 
-/// The ring's tokens, where a Leveled compaction ends its outputs (so more of its SSTables lie
-/// wholly inside a range a node operation moves, and stream whole); none for other strategies.
+/// The ring's tokens, where Leveled and size-tiered compactions end their outputs, so more of
+/// their SSTables lie wholly inside a range a node operation moves (and stream whole), and a
+/// garbagecollect or cleanup rewrites only the pieces that hold what it drops; none for
+/// time-window tables, whose SSTables are windows of time.
 fn ring_splits(ctx: &MergeCtx<'_>) -> Arc<Vec<i64>> {
     match ctx.def.options.compaction {
-        CompactionOptions::Leveled { .. } => ctx.bg.ring_tokens.read().clone(),
-        _ => Arc::new(Vec::new()),
+        CompactionOptions::Leveled { .. } | CompactionOptions::SizeTiered { .. } => {
+            ctx.bg.ring_tokens.read().clone()
+        }
+        CompactionOptions::TimeWindow { .. } => Arc::new(Vec::new()),
     }
 }
 
-/// The write rate of a compaction: only background compactions follow the backlog; one an
-/// operator asked for keeps the cap.
+/// The least a size-tiered output holds before it ends at a ring token: a small table stays
+/// one SSTable rather than one per vnode (its pieces would cost more file handles and per-read
+/// checks than streaming it whole saves). Leveled outputs are sized by the strategy and end at
+/// every ring token.
+const SIZE_TIERED_RING_SPLIT_MIN_BYTES: u64 = 4 << 20;
+
+fn ring_split_min_bytes(compaction: &CompactionOptions) -> u64 {
+    match compaction {
+        CompactionOptions::SizeTiered { .. } => SIZE_TIERED_RING_SPLIT_MIN_BYTES,
+        _ => 0,
+    }
+}
+
+/// The run a merge's outputs form: a rewrite of one SSTable (garbagecollect, cleanup, a
+/// tombstone compaction, an anticompaction) keeps it in its run; a merge of several starts one.
+fn run_id_of_outputs(inputs: &[Arc<SSTableReader>]) -> u64 {
+    match inputs {
+        [one] if one.stats.run_id != 0 => one.stats.run_id,
+        _ => new_run_id(),
+    }
+}
+
+/// The write rate of a compaction: only background compactions follow the backlog (SSTables,
+/// a size-tiered table's counted in runs, as its strategy sees them); one an operator asked for
+/// keeps the cap.
 fn rate_mib_s<'c>(ctx: &'c MergeCtx<'_>) -> impl Fn() -> u64 + 'c {
     let cap = &ctx.bg.compaction_cap_mib_s;
-    let min_threshold = match ctx.def.options.compaction {
-        CompactionOptions::SizeTiered { min_threshold, .. } => min_threshold as usize,
-        _ => 4,
+    let (min_threshold, in_runs) = match ctx.def.options.compaction {
+        CompactionOptions::SizeTiered { min_threshold, .. } => (min_threshold as usize, true),
+        _ => (4, false),
     };
     let (kind, t) = (ctx.kind, ctx.t);
     move || {
         let cap = cap.load(std::sync::atomic::Ordering::Relaxed);
         match kind {
             CompactionKind::Background => {
-                background_rate_mib_s(cap, t.sstables.read().len(), min_threshold)
+                let set = t.sstables.read().clone();
+                let backlog = if in_runs {
+                    super::strategy::run_count(&set)
+                } else {
+                    set.len()
+                };
+                background_rate_mib_s(cap, backlog, min_threshold)
             }
             _ => cap,
         }

@@ -326,8 +326,8 @@ pub(super) fn install_outputs(
             return Err(e);
         }
         let mut set = t.sstables.write();
-        set.retain(|s| !input_gens.contains(&s.gen));
-        set.extend(outputs);
+        let kept = set.iter().filter(|s| !input_gens.contains(&s.gen)).cloned();
+        *set = Arc::new(kept.chain(outputs).collect());
     }
     // The inputs' key and chunk cache entries are not purged here: a purge scans the whole
     // caches under their locks (hundreds of milliseconds once the key cache is warm), and
@@ -410,7 +410,7 @@ pub(crate) fn reserve_all_waiting(t: &Table, wait: Duration) -> Vec<Arc<SSTableR
     let mut held = Vec::new();
     loop {
         let live = t.sstables.read().clone();
-        held.extend(reserve(t, live.clone()));
+        held.extend(reserve(t, live.to_vec()));
         let ours: HashSet<u64> = held.iter().map(|s| s.gen).collect();
         if live.iter().all(|s| ours.contains(&s.gen)) || Instant::now() >= deadline {
             return held;
@@ -447,7 +447,7 @@ pub(crate) fn reserve_one_waiting(
 /// compaction is running at this instant.
 pub(crate) fn estimated_pending_tasks(t: &Table) -> usize {
     let def = t.def.read().clone();
-    let live: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+    let live: Vec<Arc<SSTableReader>> = t.sstables.read().to_vec();
     let taken = t.compacting.lock().clone();
     let strategy = strategy::for_options(&def.options.compaction);
     let mut tasks = 0;
@@ -471,7 +471,7 @@ pub(crate) fn background_compaction(
     t: &Arc<Table>,
 ) -> Result<Option<CompactionStats>, StorageError> {
     let def = t.def.read().clone();
-    let live: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+    let live: Vec<Arc<SSTableReader>> = t.sstables.read().to_vec();
     let free: Vec<Arc<SSTableReader>> = {
         let taken = t.compacting.lock();
         live.iter()

@@ -30,9 +30,44 @@ type StreamedWrite<'a> = dyn FnOnce(&mut SSTableWriter) -> Result<(), StorageErr
 /// How much a compaction writes between progress reports.
 const PROGRESS_STEP_BYTES: u64 = 1 << 20;
 
-/// Writes partitions (in order) into one or more SSTables, splitting at partition boundaries once
-/// an output exceeds `max_output_bytes`, and before the first partition past a token of
-/// `split_at` (sorted; empty for none), so each output lies within one ring range.
+/// Where a flush or compaction ends its outputs, and the run they form.
+#[derive(Clone, Copy)]
+pub(crate) struct OutputShape<'a> {
+    /// An output ends (at a partition boundary) once it holds this many bytes, uncompressed.
+    pub max_bytes: u64,
+    /// Ring tokens (sorted; empty for none): an output holding at least `ring_min_bytes` ends
+    /// before the first partition past one of them, so it lies within whole ring ranges.
+    pub ring: &'a [i64],
+    pub ring_min_bytes: u64,
+    /// Written into every output (`SSTableStats::run_id`; 0 for none).
+    pub run_id: u64,
+}
+
+impl OutputShape<'_> {
+    /// One output, of no run: a flush's.
+    pub(crate) const WHOLE: OutputShape<'static> = OutputShape {
+        max_bytes: u64::MAX,
+        ring: &[],
+        ring_min_bytes: 0,
+        run_id: 0,
+    };
+}
+
+/// A run id no other run has (on any node: SSTables streamed whole keep theirs): 64 bits of
+/// the process-seeded hasher over the time and a counter, never 0.
+pub(crate) fn new_run_id() -> u64 {
+    use std::hash::BuildHasher;
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    foldhash::fast::RandomState::default()
+        .hash_one((nanos, n, std::process::id()))
+        .max(1)
+}
+
+/// Writes partitions (in order) into one or more SSTables, split as `shape` says.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_outputs<'a>(
     bg: &Background,
@@ -41,19 +76,18 @@ pub(crate) fn write_outputs<'a>(
     parts: impl Iterator<Item = Result<Merged<'a>, StorageError>>,
     expected_keys: usize,
     level: u32,
-    (max_output_bytes, split_at): (u64, &[i64]),
+    shape: OutputShape<'_>,
     task: u64,
     (limiter, rate_mib_s): (&RateLimiter, &dyn Fn() -> u64),
     timestamp_base: Option<i64>,
 ) -> Result<Vec<Arc<SSTableReader>>, StorageError> {
     let mut out = Outputs {
-        split_at,
+        shape,
         range_of_open: 0,
         t,
         def,
         expected_keys,
         level,
-        max_output_bytes,
         timestamp_base,
         clock: &bg.clock,
         cmp: t.layout.read().cmp.clone(),
@@ -85,14 +119,13 @@ pub(crate) fn write_outputs<'a>(
 
 /// The SSTables one flush or compaction range writes: those finished and the one being written.
 struct Outputs<'o> {
-    split_at: &'o [i64],
-    /// The ring range (index into `split_at`'s gaps) of the open output's partitions.
+    shape: OutputShape<'o>,
+    /// The ring range (index into the ring tokens' gaps) of the open output's last partition.
     range_of_open: usize,
     t: &'o Table,
     def: &'o TableDef,
     expected_keys: usize,
     level: u32,
-    max_output_bytes: u64,
     timestamp_base: Option<i64>,
     clock: &'o SharedClock,
     cmp: Arc<ClusteringComparator>,
@@ -154,18 +187,22 @@ impl Outputs<'_> {
         if let Some(base) = self.timestamp_base {
             w.set_timestamp_base(base);
         }
+        w.set_run_id(self.shape.run_id);
         Ok(w)
     }
 
     /// Finishes the open output when the partition at `token` lies in another ring range
-    /// (`(t_i, t_i+1]`) than the output's partitions; notes the range of the next output.
+    /// (`(t_i, t_i+1]`) than the output's last partition and the output holds enough; notes
+    /// the range of the partition.
     fn split_at_ring_range(&mut self, token: i64) -> Result<(), StorageError> {
-        if self.split_at.is_empty() {
+        let ring = self.shape.ring;
+        if ring.is_empty() {
             return Ok(());
         }
-        let range = self.split_at.partition_point(|t| *t < token);
+        let range = ring.partition_point(|t| *t < token);
+        let min = self.shape.ring_min_bytes;
         if range != self.range_of_open {
-            if let Some(w) = self.writer.take() {
+            if let Some(w) = self.writer.take_if(|w| w.uncompressed_bytes() >= min) {
                 if w.is_empty() {
                     w.abort();
                 } else {
@@ -181,7 +218,7 @@ impl Outputs<'_> {
     fn split_if_full(&mut self) -> Result<(), StorageError> {
         if let Some(w) = self
             .writer
-            .take_if(|w| w.uncompressed_bytes() >= self.max_output_bytes)
+            .take_if(|w| w.uncompressed_bytes() >= self.shape.max_bytes)
         {
             self.finished.push(w.finish(&self.cmp)?);
         }

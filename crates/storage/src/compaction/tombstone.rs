@@ -20,7 +20,7 @@ pub(super) fn tombstone_compaction(
 ) -> Result<Option<CompactionStats>, StorageError> {
     let gc_before = bg.clock.wall_secs() - i64::from(def.options.gc_grace_seconds);
     let threshold = def.options.tombstone_threshold;
-    let all: Vec<Arc<SSTableReader>> = t.sstables.read().clone();
+    let all: Vec<Arc<SSTableReader>> = t.sstables.read().to_vec();
     let futile = t.futile_tombstone_gens.lock().clone();
     let pick = free
         .iter()

@@ -86,12 +86,12 @@ impl Engine {
         cells: bool,
     ) -> Result<GarbageCollectStats, StorageError> {
         let t = self.table(table)?;
-        let all: Vec<_> = t.sstables.read().clone();
+        let all: Vec<_> = t.sstables.read().to_vec();
         let mut total = GarbageCollectStats::default();
         let deadline = std::time::Instant::now() + ADMIN_COMPACTION_WAIT;
         for s in all {
             // The SSTables rewritten before this one are in the set by now, in their new form.
-            let current: Vec<_> = t.sstables.read().clone();
+            let current: Vec<_> = t.sstables.read().to_vec();
             let Some(sources) = shadow_sources(&s, &current, cells) else {
                 total.skipped += 1;
                 continue;
@@ -130,7 +130,7 @@ impl Engine {
                 .iter()
                 .any(|r| r.lo.is_none_or(|l| l <= lo) && r.hi.is_none_or(|h| hi < h))
         };
-        let all: Vec<_> = t.sstables.read().clone();
+        let all: Vec<_> = t.sstables.read().to_vec();
         let mut total = CompactionStats::default();
         for s in all {
             if within(s.stats.min_token, s.stats.max_token) {
@@ -154,7 +154,7 @@ impl Engine {
             compaction::flush_table(&self.background, &t)?;
             let dest = t.dir.join("snapshots").join(&tag);
             std::fs::create_dir_all(&dest).map_err(|e| StorageError::io(&dest, e))?;
-            let sstables: Vec<_> = t.sstables.read().clone();
+            let sstables: Vec<_> = t.sstables.read().to_vec();
             for s in sstables {
                 for p in s.component_paths() {
                     let Some(name) = p.file_name() else { continue };
@@ -204,7 +204,7 @@ impl Engine {
         let Ok(t) = self.table(table) else {
             return TableStats::default();
         };
-        let sstables: Vec<_> = t.sstables.read().clone();
+        let sstables: Vec<_> = t.sstables.read().to_vec();
         let mt = t.memtable.read().clone();
         let mut s = TableStats {
             sstable_count: sstables.len(),
@@ -362,12 +362,16 @@ fn shadow_sources(
     all: &[Arc<SSTableReader>],
     cells: bool,
 ) -> Option<Vec<Arc<SSTableReader>>> {
+    let (lo, hi) = (s.stats.min_token, s.stats.max_token);
     let sources: Vec<_> = all
         .iter()
         .filter(|o| o.gen != s.gen)
-        .filter(|o| o.stats.tokens_overlap(&s.stats))
         .filter(|o| o.stats.max_timestamp_us >= s.stats.min_timestamp_us)
         .filter(|o| cells || o.stats.tombstones > 0 || o.stats.version < 2)
+        // By partition, not by the statistics' bounds alone: deletions spread over the ring
+        // flush into one SSTable whose bounds overlap every piece of a split run, though most
+        // pieces hold none of its partitions. An unreadable index counts as overlapping.
+        .filter(|o| o.has_partition_within(lo, hi).unwrap_or(true))
         .cloned()
         .collect();
     let nothing_of_its_own =

@@ -141,7 +141,7 @@ impl Engine {
             dir,
             memtable: RwLock::new(Arc::new(Memtable::default())),
             flushing: RwLock::new(Vec::new()),
-            sstables: RwLock::new(readers),
+            sstables: RwLock::new(Arc::new(readers)),
             next_gen: AtomicU64::new(gens.last().map_or(1, |g| g + 1)),
             flush_lock: Mutex::new(()),
             compacting: Mutex::new(HashSet::new()),
@@ -209,7 +209,7 @@ impl Engine {
             t.memtables_retired.fetch_add(1, Ordering::Release);
             self.log.forget_table(id);
         }
-        let old: Vec<Arc<SSTableReader>> = std::mem::take(&mut *t.sstables.write());
+        let old: Vec<Arc<SSTableReader>> = std::mem::take(&mut *t.sstables.write()).to_vec();
         for s in &old {
             for p in s.component_paths() {
                 let _ = std::fs::remove_file(p);

@@ -30,7 +30,7 @@ impl Engine {
     pub fn flush_and_pin(&self, table: TableId) -> Result<PinnedTable, StorageError> {
         self.flush(Some(table))?;
         let t = self.table(table)?;
-        let sstables = t.sstables.read().clone();
+        let sstables = t.sstables.read().to_vec();
         Ok(PinnedTable { table, sstables })
     }
 

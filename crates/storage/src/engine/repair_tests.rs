@@ -59,7 +59,7 @@ fn flushed(e: &Engine, keys: &[Vec<u8>], value: &[u8]) -> Arc<SSTableReader> {
 }
 
 fn live(e: &Engine) -> Vec<Arc<SSTableReader>> {
-    e.table(TABLE).unwrap().sstables.read().clone()
+    e.table(TABLE).unwrap().sstables.read().to_vec()
 }
 
 fn set_state(e: &Engine, s: &SSTableReader, state: RepairState) {

@@ -174,9 +174,10 @@ fn stage_one(s: &SSTableReader, dir: &Path) -> Result<WholeSSTable, StorageError
 }
 
 impl Engine {
-    /// The ring's tokens (in any order): Leveled compactions end an output at each, so their
-    /// SSTables lie wholly inside one token range and go whole when a range moves. Empty (the
-    /// default, and outside a cluster) splits nothing.
+    /// The ring's tokens (in any order): Leveled and size-tiered compactions end an output at
+    /// each (size-tiered ones once the output holds a few MiB), so their SSTables lie wholly
+    /// inside token ranges and go whole when a range moves. Empty (the default, and outside a
+    /// cluster) splits nothing.
     pub fn set_ring_tokens(&self, mut tokens: Vec<i64>) {
         tokens.sort_unstable();
         tokens.dedup();
@@ -215,7 +216,7 @@ impl Engine {
         remove_stale_staging(&t);
         let dir = outgoing_dir(&t, session)?;
         fs::create_dir_all(&dir).map_err(|e| StorageError::io(&dir, e))?;
-        let sstables: Vec<_> = t.sstables.read().clone();
+        let sstables: Vec<_> = t.sstables.read().to_vec();
         let mut staged = Vec::new();
         for s in sstables {
             let inside = token_span(&s).is_some_and(|(f, l)| span_inside(f, l, start, end));
@@ -350,7 +351,7 @@ impl Engine {
             .and_then(|d| d.sync_all())
             .map_err(|e| StorageError::io(&t.dir, e))?;
         let reader = SSTableReader::open(&t.dir, gen, &cmp)?;
-        t.sstables.write().push(reader);
+        std::sync::Arc::make_mut(&mut t.sstables.write()).push(reader);
         Ok(gen)
     }
 

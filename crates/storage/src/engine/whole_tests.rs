@@ -19,7 +19,7 @@ fn leveled() -> TableDef {
 
 /// (level, min token, max token) of every live SSTable, by generation.
 fn levels(e: &Engine) -> Vec<(u32, i64, i64)> {
-    let mut live = e.table(TABLE).unwrap().sstables.read().clone();
+    let mut live = e.table(TABLE).unwrap().sstables.read().to_vec();
     live.sort_by_key(|s| s.gen);
     live.iter()
         .map(|s| (s.stats.level, s.stats.min_token, s.stats.max_token))

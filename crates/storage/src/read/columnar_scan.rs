@@ -334,7 +334,7 @@ pub(crate) fn plain_groups(
     lo: i64,
     hi: i64,
 ) -> Result<Pieces, StorageError> {
-    let sstables = crate::read::readable_sstables(t);
+    let sstables = crate::read::readable_sstables(t).to_vec();
     let memtables: Vec<Arc<Memtable>> = std::iter::once(t.memtable.read().clone())
         .chain(t.flushing.read().iter().cloned())
         .collect();

@@ -13,7 +13,7 @@ use crate::memtable::Memtable;
 use crate::partition::{self, Limits, Partition, Row, TableLayout};
 use crate::read::shortcut::Shortcut;
 use crate::sstable::{IndexEntry, ReadCells, SSTableReader};
-use crate::table::Table;
+use crate::table::{SSTableSet, Table};
 use crate::types::{PartitionData, ReadQuery};
 use bytes::Bytes;
 use std::borrow::Cow;
@@ -25,7 +25,7 @@ pub(crate) type Located = (Arc<SSTableReader>, Option<Arc<IndexEntry>>);
 
 /// The SSTables a read of one partition looks in: the table's, or a pinned read's set
 /// (nodetool export).
-pub(crate) fn readable_sstables(t: &Table) -> Vec<Arc<SSTableReader>> {
+pub(crate) fn readable_sstables(t: &Table) -> SSTableSet {
     crate::exclusion::pinned().unwrap_or_else(|| t.sstables.read().clone())
 }
 
@@ -338,7 +338,7 @@ impl ReadPath {
         m: &mut Merging,
     ) -> Result<u64, StorageError> {
         let (token, key) = (want.token, want.key);
-        let (sources, mut shortcut) = self.sstables_in_order(t, want.ranges, located);
+        let (sources, mut shortcut) = self.sstables_in_order(t, want, located);
         let mut touched = 0u64;
         for (n, (s, entry)) in sources.iter().enumerate() {
             // Rows past the frontier are cut from the result, so no source reads them: a
@@ -355,10 +355,10 @@ impl ReadPath {
                 // common case, never needs it.
                 let shortcut = shortcut.get_or_insert_with(|| self.shortcut_for(t, want.ranges));
                 if shortcut.covers(a, s.stats.max_timestamp_us) {
-                    // By token range, not bloom filter: asking each filter only to count cost a
-                    // cache miss per SSTable on every read the short-circuit served.
-                    let skipped = sources[n..].iter();
-                    let skipped = skipped.filter(|(s, _)| s.covers_token(token)).count();
+                    // Counted by token range (the sources cover the token), not bloom filter:
+                    // asking each filter only to count cost a cache miss per SSTable on every
+                    // read the short-circuit served.
+                    let skipped = sources.len() - n;
                     t.counters
                         .sstables_skipped_by_timestamp
                         .fetch_add(skipped as u64, Ordering::Relaxed);
@@ -401,11 +401,12 @@ impl ReadPath {
     }
 
     /// The SSTables to read, newest first, with their index entries when `located` has them,
-    /// and the short-circuit when it was needed to order them.
+    /// and the short-circuit when it was needed to order them. Without `located`, those whose
+    /// token range covers the partition's.
     fn sstables_in_order<'l>(
         &self,
         t: &Table,
-        ranges: Option<&[(CKey, CKey)]>,
+        want: &Want<'_>,
         located: Option<&'l [Located]>,
     ) -> (Cow<'l, [Located]>, Option<Shortcut>) {
         match located {
@@ -417,8 +418,10 @@ impl ReadPath {
                 (Cow::Owned(sources), None)
             }
             None => {
-                let mut sstables = readable_sstables(t);
-                let shortcut = self.shortcut_for(t, ranges);
+                let all = readable_sstables(t);
+                let covering = all.iter().filter(|s| s.covers_token(want.token));
+                let mut sstables: Vec<_> = covering.cloned().collect();
+                let shortcut = self.shortcut_for(t, want.ranges);
                 shortcut.order(&mut sstables);
                 let sources = sstables.into_iter().map(|s| (s, None)).collect();
                 (Cow::Owned(sources), Some(shortcut))

@@ -134,6 +134,19 @@ impl SSTableReader {
             .lower_bound(&std::ops::Bound::Included((token, Bytes::new())))
     }
 
+    /// Whether a partition of this SSTable has a token within `[lo, hi]`: its statistics'
+    /// bounds first, then one index search (an SSTable spanning the ring may hold none there).
+    pub fn has_partition_within(&self, lo: i64, hi: i64) -> Result<bool, StorageError> {
+        if hi < self.stats.min_token || lo > self.stats.max_token {
+            return Ok(false);
+        }
+        let i = self.first_at_or_after_token(lo)?;
+        if i >= self.partition_count() {
+            return Ok(false);
+        }
+        Ok(self.entry(i)?.token <= hi)
+    }
+
     /// Index entries from position `i` on, in (token, key) order, O(1) amortised each.
     pub fn entries_from(&self, i: usize) -> IndexIter<'_> {
         self.index.iter_from(i)

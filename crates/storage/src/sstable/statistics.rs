@@ -14,6 +14,7 @@
 //! From version 4 on: `estimated histogram partition_size_bytes | estimated histogram
 //! cells_per_partition` (histogram.rs, for `nodetool tablehistograms`); earlier files read with
 //! empty ones.
+//! From version 5 on: `u64 run_id` (see `SSTableStats::run_id`); earlier files read with 0.
 
 use crate::clustering::CKey;
 use crate::codec::{Reader, Writer};
@@ -26,7 +27,7 @@ use std::collections::BTreeMap;
 
 const MAGIC: &[u8; 4] = b"hl-1";
 /// Current statistics version (the extension byte after `level`).
-const STATS_VERSION: u8 = 4;
+const STATS_VERSION: u8 = 5;
 /// Bins kept by a streaming histogram (Cassandra keeps 100 for tombstone drop times).
 pub const HISTOGRAM_MAX_BINS: usize = 100;
 /// Drop times are rounded up to this many seconds before binning. Cassandra rounds to 60 s to
@@ -154,6 +155,10 @@ pub struct SSTableStats {
     /// Cells, row markers and deletions of each partition (Cassandra's
     /// `EstimatedColumnCountHistogram`).
     pub cell_count_histogram: CellCountHistogram,
+    /// The outputs of one flush or compaction share a random run id (0: none, files before
+    /// version 5): a run split at ring tokens is one SSTable to size-tiered bucketing
+    /// (ScyllaDB's SSTable runs), so its similar-sized pieces never form a bucket of their own.
+    pub run_id: u64,
 }
 
 impl SSTableStats {
@@ -231,6 +236,7 @@ impl SSTableStats {
         w.i64(self.timestamp_base_us);
         self.partition_size_histogram.encode(&mut w);
         self.cell_count_histogram.encode(&mut w);
+        w.u64(self.run_id);
     }
 
     pub fn decode(buf: &[u8]) -> Result<Self, StorageError> {
@@ -287,6 +293,9 @@ impl SSTableStats {
         if s.version >= 4 {
             s.partition_size_histogram = PartitionSizeHistogram::decode(&mut r)?;
             s.cell_count_histogram = CellCountHistogram::decode(&mut r)?;
+        }
+        if s.version >= 5 {
+            s.run_id = r.u64()?;
         }
         // Later versions append after this; what we know is read, the rest is ignored.
         Ok(s)
@@ -431,6 +440,21 @@ mod tests {
         buf.truncate(buf.len() - 9);
         let old = SSTableStats::decode(&buf).unwrap();
         assert_eq!((old.version, old.data_format), (2, 1));
+    }
+
+    #[test]
+    fn run_id_round_trips_and_earlier_versions_read_as_no_run() {
+        let mut s = SSTableStats::empty(0);
+        s.run_id = 0x5eed_0000_0000_0001;
+        let mut buf = Vec::new();
+        s.encode(&mut buf);
+        assert_eq!(SSTableStats::decode(&buf).unwrap().run_id, s.run_id);
+        // A version 4 file: version byte 4 and nothing after the histograms.
+        let v1_len = 4 + 8 * 2 + 8 * 4 + 8 + 8 + 8 * 3 + 4;
+        buf[v1_len] = 4;
+        buf.truncate(buf.len() - 8);
+        let old = SSTableStats::decode(&buf).unwrap();
+        assert_eq!((old.version, old.run_id), (4, 0));
     }
 
     #[test]

@@ -40,6 +40,11 @@ impl SSTableWriter {
         })
     }
 
+    /// Marks the SSTable a piece of run `run_id` (see `SSTableStats::run_id`).
+    pub fn set_run_id(&mut self, run_id: u64) {
+        self.stats.run_id = run_id;
+    }
+
     /// Writes data format 1, as writers did before format 2 (tests of old files).
     #[cfg(test)]
     pub fn use_fixed_format(&mut self) {

@@ -15,10 +15,11 @@ pub(crate) use time_window::TimeWindow;
 use crate::sstable::SSTableReader;
 use crate::types::CompactionOptions;
 
-/// Size-tiered and time-window compactions write one SSTable, as Cassandra's do. Their outputs
-/// were once split at 1 GiB (uncompressed): the pieces of one merge are similar in size and so
-/// form a bucket again, and a table of four such pieces or more was merged into the same pieces
-/// forever (a columnar table, whose pieces are sized by an estimate, from ~700k partitions).
+/// Size-tiered and time-window outputs are not split by size, as Cassandra's are not. Their
+/// outputs were once split at 1 GiB (uncompressed): the pieces of one merge are similar in size
+/// and so formed a bucket again, and a table of four such pieces or more was merged into the
+/// same pieces forever. Size-tiered outputs now end at ring tokens (compaction/merge.rs), and
+/// the pieces carry one run id, which the strategy buckets as one SSTable.
 const UNSPLIT: u64 = u64::MAX;
 
 /// What a strategy sees of an SSTable.
@@ -30,6 +31,8 @@ pub(crate) struct SSTableInfo {
     pub min_token: i64,
     pub max_token: i64,
     pub max_timestamp_us: i64,
+    /// The run the SSTable belongs to (`SSTableStats::run_id`; 0: alone).
+    pub run: u64,
 }
 
 impl SSTableInfo {
@@ -41,6 +44,15 @@ impl SSTableInfo {
             min_token: s.stats.min_token,
             max_token: s.stats.max_token,
             max_timestamp_us: s.stats.max_timestamp_us,
+            run: s.stats.run_id,
+        }
+    }
+
+    /// What groups the pieces of one run: the run id, or the generation of an SSTable alone.
+    pub(crate) fn run_key(&self) -> (u64, u64) {
+        match self.run {
+            0 => (0, self.gen),
+            run => (run, 0),
         }
     }
 
@@ -116,6 +128,16 @@ pub(crate) fn startable_now(
         }
         tasks += 1;
     }
+}
+
+/// How many runs `sstables` form (see `SSTableInfo::run_key`): what a size-tiered backlog is
+/// counted in, the pieces of a split output being one SSTable to the strategy.
+pub(crate) fn run_count(sstables: &[std::sync::Arc<SSTableReader>]) -> usize {
+    let keys: std::collections::HashSet<(u64, u64)> = sstables
+        .iter()
+        .map(|s| SSTableInfo::of(s).run_key())
+        .collect();
+    keys.len()
 }
 
 fn gens(v: &[SSTableInfo]) -> Vec<u64> {

@@ -12,6 +12,7 @@ fn sst(gen: u64, data_bytes: u64) -> SSTableInfo {
         min_token: i64::MIN,
         max_token: i64::MAX,
         max_timestamp_us: 0,
+        run: 0,
     }
 }
 
@@ -182,4 +183,35 @@ fn time_window_units() {
     assert_eq!(TimeWindow::new("MINUTES", 5).window_us, 300_000_000);
     assert_eq!(TimeWindow::new("hours", 2).window_us, 7_200_000_000);
     assert_eq!(TimeWindow::new("DAYS", 0).window_us, 86_400_000_000);
+}
+
+fn piece(gen: u64, run: u64, data_bytes: u64) -> SSTableInfo {
+    SSTableInfo {
+        run,
+        ..sst(gen, data_bytes)
+    }
+}
+
+#[test]
+fn size_tiered_buckets_the_pieces_of_a_run_as_one_sstable() {
+    // Four 100 MiB pieces of one run and three 100 MiB SSTables alone: the run is one 400 MiB
+    // SSTable, so the three wait for a fourth.
+    let mut set: Vec<_> = (1..=4).map(|g| piece(g, 77, 100 * MIB)).collect();
+    set.extend((5..=7).map(|g| sst(g, 100 * MIB)));
+    assert!(stcs(4, 32).choose(&set, &set).inputs.is_empty());
+    set.push(sst(8, 100 * MIB));
+    let mut c = stcs(4, 32).choose(&set, &set).inputs;
+    c.sort_unstable();
+    assert_eq!(c, vec![5, 6, 7, 8]);
+    // Three runs near 400 MiB beside it: the bucket takes every piece of each.
+    let mut set: Vec<_> = (1..=4).map(|g| piece(g, 77, 100 * MIB)).collect();
+    set.extend((5..=6).map(|g| piece(g, 78, 200 * MIB)));
+    set.extend([sst(7, 380 * MIB), sst(8, 420 * MIB)]);
+    let mut c = stcs(4, 32).choose(&set, &set).inputs;
+    c.sort_unstable();
+    assert_eq!(c, (1..=8).collect::<Vec<_>>());
+    // max_threshold counts runs, not pieces.
+    let mut c = stcs(2, 2).choose(&set, &set).inputs;
+    c.sort_unstable();
+    assert!(c.len() >= 3, "two runs, one of them split: {c:?}");
 }
