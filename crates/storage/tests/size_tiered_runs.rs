@@ -16,11 +16,19 @@ fn key(k: usize) -> Vec<u8> {
     format!("k{k}").into_bytes()
 }
 
-/// Ring tokens at the quarters of the keys' tokens.
-fn quarter_tokens() -> Vec<i64> {
+/// The keys' tokens at `fractions` of them, in token order.
+fn tokens_at(fractions: &[f64]) -> Vec<i64> {
     let mut t: Vec<i64> = (0..KEYS).map(|k| token(&key(k))).collect();
     t.sort_unstable();
-    vec![t[KEYS / 4], t[KEYS / 2], t[3 * KEYS / 4]]
+    fractions
+        .iter()
+        .map(|f| t[(KEYS as f64 * f) as usize])
+        .collect()
+}
+
+/// Ring tokens at the quarters of the keys' tokens.
+fn quarter_tokens() -> Vec<i64> {
+    tokens_at(&[0.25, 0.5, 0.75])
 }
 
 /// 1 KiB that does not compress (a compressed run of one byte would leave the sizes tiny).
@@ -98,16 +106,23 @@ fn a_large_size_tiered_compaction_writes_one_run_of_pieces_within_ring_ranges() 
 fn garbagecollect_rewrites_only_the_pieces_holding_deleted_partitions() {
     let (d, e, tokens) = split_table("stcs-run-gc");
     assert_eq!(e.table_stats(TABLE).sstable_count, 4);
-    // Partitions of the first and the last ring range deleted: the tombstones' SSTable spans
-    // the ring by its bounds, yet holds nothing of the two middle pieces.
+    // Partitions of the first and the last ring range deleted (away from the middle ranges:
+    // the statistics place deletions in 1/1024ths of the ring), and rows written all over
+    // the ring meanwhile, flushed together: the SSTable spans the ring by its bounds and
+    // holds partitions everywhere, yet no deletion in the two middle pieces.
     let in_outer_ranges = |k: usize| {
         let t = token(&key(k));
         t <= tokens[0] || t > tokens[2]
     };
+    let eighths = tokens_at(&[0.125, 0.875]);
     let deleted: Vec<usize> = (0..KEYS)
-        .filter(|k| in_outer_ranges(*k))
+        .filter(|k| {
+            let t = token(&key(*k));
+            t <= eighths[0] || t > eighths[1]
+        })
         .step_by(10)
         .collect();
+    write(&e, KEYS..KEYS + 2000);
     let ms: Vec<_> = deleted
         .iter()
         .map(|k| {
@@ -128,10 +143,10 @@ fn garbagecollect_rewrites_only_the_pieces_holding_deleted_partitions() {
     // nothing left for them to shadow, went last.
     let outer = (0..KEYS).filter(|k| in_outer_ranges(*k)).count() as u64;
     let deleted = deleted.len() as u64;
-    assert_eq!(gc.compaction.partitions_written, outer - deleted);
+    assert_eq!(gc.compaction.partitions_written, outer - deleted + 2000);
     assert_eq!(gc.compaction.tombstones_purged, deleted);
     let live = e.read(TABLE, &scan_all(now())).unwrap().partitions.len() as u64;
-    assert_eq!(live, KEYS as u64 - deleted);
+    assert_eq!(live, KEYS as u64 + 2000 - deleted);
     e.shutdown().unwrap();
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -447,20 +447,40 @@ pub(crate) fn reserve_one_waiting(
 /// compaction is running at this instant.
 pub(crate) fn estimated_pending_tasks(t: &Table) -> usize {
     let def = t.def.read().clone();
-    let live: Vec<Arc<SSTableReader>> = t.sstables.read().to_vec();
-    let taken = t.compacting.lock().clone();
     let strategy = strategy::for_options(&def.options.compaction);
-    let mut tasks = 0;
-    for group in by_repair_group(live) {
-        let all: Vec<SSTableInfo> = group.iter().map(|s| SSTableInfo::of(s)).collect();
-        let free: Vec<SSTableInfo> = all
-            .iter()
-            .filter(|s| !taken.contains(&s.gen))
-            .cloned()
-            .collect();
-        tasks += strategy::startable_now(strategy.as_ref(), free, &all);
-    }
-    tasks
+    let live: Vec<Arc<SSTableReader>> = t.sstables.read().to_vec();
+    set_views(t, live)
+        .into_iter()
+        .map(|v| strategy::startable_now(strategy.as_ref(), v.free, &v.all))
+        .sum()
+}
+
+/// One repair set as a strategy sees it: its SSTables, and those no running compaction holds.
+struct SetView {
+    sstables: Vec<Arc<SSTableReader>>,
+    all: Vec<SSTableInfo>,
+    free: Vec<SSTableInfo>,
+}
+
+/// `live` by repair set, largest first (see `by_repair_group`), described for the strategy.
+fn set_views(t: &Table, live: Vec<Arc<SSTableReader>>) -> Vec<SetView> {
+    let taken = t.compacting.lock().clone();
+    by_repair_group(live)
+        .into_iter()
+        .map(|sstables| {
+            let all: Vec<SSTableInfo> = sstables.iter().map(|s| SSTableInfo::of(s)).collect();
+            let free = all
+                .iter()
+                .filter(|s| !taken.contains(&s.gen))
+                .cloned()
+                .collect();
+            SetView {
+                sstables,
+                all,
+                free,
+            }
+        })
+        .collect()
 }
 
 /// Picks and runs one background compaction if the strategy wants one. The strategy runs on
@@ -472,30 +492,17 @@ pub(crate) fn background_compaction(
 ) -> Result<Option<CompactionStats>, StorageError> {
     let def = t.def.read().clone();
     let live: Vec<Arc<SSTableReader>> = t.sstables.read().to_vec();
-    let free: Vec<Arc<SSTableReader>> = {
-        let taken = t.compacting.lock();
-        live.iter()
-            .filter(|s| !taken.contains(&s.gen))
-            .cloned()
-            .collect()
-    };
     let strategy = strategy::for_options(&def.options.compaction);
-    for group in by_repair_group(live) {
-        let set = group.first().map(|s| s.repair_state().group());
-        let all: Vec<SSTableInfo> = group.iter().map(|s| SSTableInfo::of(s)).collect();
-        let free_info: Vec<SSTableInfo> = free
-            .iter()
-            .filter(|s| Some(s.repair_state().group()) == set)
-            .map(|s| SSTableInfo::of(s))
-            .collect();
-        let choice = strategy.choose(&free_info, &all);
+    for view in set_views(t, live.clone()) {
+        let set = view.sstables.first().map(|s| s.repair_state().group());
+        let choice = strategy.choose(&view.free, &view.all);
         if choice.inputs.len() < strategy.min_inputs() || choice.inputs.is_empty() {
             continue;
         }
         let cands = choice
             .inputs
             .iter()
-            .filter_map(|g| free.iter().find(|s| s.gen == *g).cloned())
+            .filter_map(|g| view.sstables.iter().find(|s| s.gen == *g).cloned())
             .collect();
         // An anticompaction may have marked a candidate pending since the sets were read; once
         // reserved, a state changes only with its whole set (finalize, release).
@@ -518,5 +525,11 @@ pub(crate) fn background_compaction(
         bg.request_compaction(def.id);
         return Ok(Some(stats));
     }
+    let free: Vec<Arc<SSTableReader>> = {
+        let taken = t.compacting.lock();
+        live.into_iter()
+            .filter(|s| !taken.contains(&s.gen))
+            .collect()
+    };
     tombstone::tombstone_compaction(bg, t, &def, &free)
 }

@@ -363,15 +363,19 @@ fn shadow_sources(
     cells: bool,
 ) -> Option<Vec<Arc<SSTableReader>>> {
     let (lo, hi) = (s.stats.min_token, s.stats.max_token);
+    // Not by the statistics' token bounds alone: deletions spread over the ring flush into one
+    // SSTable (with whatever else was written meanwhile) whose bounds overlap every piece of a
+    // split run, though most pieces hold none of its deletions. With `cells`, any of its
+    // partitions there counts (an unreadable index counts as one).
+    let may_shadow = |o: &SSTableReader| match cells {
+        false => o.stats.may_have_deletions_within(lo, hi),
+        true => o.has_partition_within(lo, hi).unwrap_or(true),
+    };
     let sources: Vec<_> = all
         .iter()
         .filter(|o| o.gen != s.gen)
         .filter(|o| o.stats.max_timestamp_us >= s.stats.min_timestamp_us)
-        .filter(|o| cells || o.stats.tombstones > 0 || o.stats.version < 2)
-        // By partition, not by the statistics' bounds alone: deletions spread over the ring
-        // flush into one SSTable whose bounds overlap every piece of a split run, though most
-        // pieces hold none of its partitions. An unreadable index counts as overlapping.
-        .filter(|o| o.has_partition_within(lo, hi).unwrap_or(true))
+        .filter(|o| may_shadow(o))
         .cloned()
         .collect();
     let nothing_of_its_own =

@@ -483,7 +483,7 @@ impl SSTableWriter {
         for d in &p.deaths {
             match *d {
                 Death::Tombstone(at) => {
-                    s.tombstones += 1;
+                    s.note_tombstones_at(p.token, 1);
                     s.note_tombstone(at);
                     s.max_local_deletion_time_s = s.max_local_deletion_time_s.max(at);
                 }

@@ -14,7 +14,9 @@
 //! From version 4 on: `estimated histogram partition_size_bytes | estimated histogram
 //! cells_per_partition` (histogram.rs, for `nodetool tablehistograms`); earlier files read with
 //! empty ones.
-//! From version 5 on: `u64 run_id` (see `SSTableStats::run_id`); earlier files read with 0.
+//! From version 5 on: `u64 run_id` (see `SSTableStats::run_id`) | `DELETION_WORDS * u64`
+//! deletion buckets (see `SSTableStats::deletion_buckets`); earlier files read with run 0 and
+//! no buckets.
 
 use crate::clustering::CKey;
 use crate::codec::{Reader, Writer};
@@ -34,6 +36,9 @@ pub const HISTOGRAM_MAX_BINS: usize = 100;
 /// keep its histogram small; the bin merging already bounds ours, and exact seconds let a
 /// tombstone count as droppable exactly when compaction may purge it.
 const DROP_TIME_ROUND_S: i64 = 1;
+/// The ring in 1,024 equal token buckets, one bit each: 128 bytes per SSTable.
+const DELETION_WORDS: usize = 16;
+const DELETION_BUCKET_SHIFT: u32 = 64 - (DELETION_WORDS * 64).trailing_zeros();
 
 /// A bounded streaming histogram (Ben-Haim & Tom-Tov, as Cassandra's `StreamingTombstoneHistogram`):
 /// at most `HISTOGRAM_MAX_BINS` (point, count) bins; when full, the two closest bins merge into
@@ -159,6 +164,10 @@ pub struct SSTableStats {
     /// version 5): a run split at ring tokens is one SSTable to size-tiered bucketing
     /// (ScyllaDB's SSTable runs), so its similar-sized pieces never form a bucket of their own.
     pub run_id: u64,
+    /// Which 1/1024ths of the ring hold a partition with a deletion (a partition, range, row,
+    /// cell or collection tombstone): a garbagecollect skips SSTables that hold none in its
+    /// input's tokens. Empty when unknown (files before version 5).
+    pub deletion_buckets: Vec<u64>,
 }
 
 impl SSTableStats {
@@ -172,8 +181,37 @@ impl SSTableStats {
             level,
             version: STATS_VERSION,
             data_format: 1,
+            deletion_buckets: vec![0; DELETION_WORDS],
             ..SSTableStats::default()
         }
+    }
+
+    /// Notes `tombstones` more tombstones in the partition at `token`.
+    pub(crate) fn note_tombstones_at(&mut self, token: i64, tombstones: u64) {
+        if tombstones == 0 {
+            return;
+        }
+        self.tombstones += tombstones;
+        let b = deletion_bucket(token);
+        if let Some(w) = self.deletion_buckets.get_mut(b / 64) {
+            *w |= 1 << (b % 64);
+        }
+    }
+
+    /// Whether a partition with a deletion may lie within tokens `[lo, hi]`: false only when
+    /// the statistics show none there (none at all, or none in those buckets).
+    pub fn may_have_deletions_within(&self, lo: i64, hi: i64) -> bool {
+        if self.version < 2 {
+            return true;
+        }
+        if self.tombstones == 0 || hi < self.min_token || lo > self.max_token {
+            return false;
+        }
+        if self.deletion_buckets.len() != DELETION_WORDS {
+            return true;
+        }
+        (deletion_bucket(lo)..=deletion_bucket(hi))
+            .any(|b| self.deletion_buckets[b / 64] & (1 << (b % 64)) != 0)
     }
 
     /// Whether the two SSTables' token spans share a token.
@@ -237,6 +275,9 @@ impl SSTableStats {
         self.partition_size_histogram.encode(&mut w);
         self.cell_count_histogram.encode(&mut w);
         w.u64(self.run_id);
+        for i in 0..DELETION_WORDS {
+            w.u64(self.deletion_buckets.get(i).copied().unwrap_or(u64::MAX));
+        }
     }
 
     pub fn decode(buf: &[u8]) -> Result<Self, StorageError> {
@@ -296,6 +337,9 @@ impl SSTableStats {
         }
         if s.version >= 5 {
             s.run_id = r.u64()?;
+            s.deletion_buckets = (0..DELETION_WORDS)
+                .map(|_| r.u64())
+                .collect::<Result<_, _>>()?;
         }
         // Later versions append after this; what we know is read, the rest is ignored.
         Ok(s)
@@ -381,6 +425,11 @@ impl SSTableStats {
     }
 }
 
+/// The bucket of the ring `token` falls in (tokens in order: bucket 0 holds i64::MIN).
+fn deletion_bucket(token: i64) -> usize {
+    ((token as u64 ^ (1 << 63)) >> DELETION_BUCKET_SHIFT) as usize
+}
+
 fn round_up(t: i64, step: i64) -> i64 {
     t.div_euclid(step)
         .saturating_add(i64::from(t.rem_euclid(step) != 0))
@@ -452,9 +501,42 @@ mod tests {
         // A version 4 file: version byte 4 and nothing after the histograms.
         let v1_len = 4 + 8 * 2 + 8 * 4 + 8 + 8 + 8 * 3 + 4;
         buf[v1_len] = 4;
-        buf.truncate(buf.len() - 8);
+        buf.truncate(buf.len() - 8 - 8 * DELETION_WORDS);
         let old = SSTableStats::decode(&buf).unwrap();
         assert_eq!((old.version, old.run_id), (4, 0));
+        assert!(old.deletion_buckets.is_empty());
+    }
+
+    #[test]
+    fn deletion_buckets_tell_where_the_ring_has_deletions() {
+        let mut s = SSTableStats::empty(0);
+        let (lo, hi) = (i64::MIN, i64::MAX);
+        assert!(!s.may_have_deletions_within(lo, hi), "no tombstone at all");
+        s.min_token = -1000;
+        s.max_token = 5 << 60;
+        s.note_tombstones_at(-1000, 0);
+        assert_eq!(
+            s.tombstones, 0,
+            "a partition without tombstones marks nothing"
+        );
+        s.note_tombstones_at(5 << 60, 2);
+        assert_eq!(s.tombstones, 2);
+        let bucket = 1i64 << DELETION_BUCKET_SHIFT;
+        assert!(s.may_have_deletions_within(5 << 60, 5 << 60));
+        assert!(s.may_have_deletions_within(0, hi));
+        // Beside it: other buckets of the SSTable's span, and outside its span.
+        assert!(!s.may_have_deletions_within(-1000, (5 << 60) - bucket));
+        assert!(!s.may_have_deletions_within(lo, -1001));
+        let mut buf = Vec::new();
+        s.encode(&mut buf);
+        let back = SSTableStats::decode(&buf).unwrap();
+        assert_eq!(back.deletion_buckets, s.deletion_buckets);
+        // A version 4 file with tombstones cannot tell where they are.
+        let mut old = back.clone();
+        old.deletion_buckets.clear();
+        assert!(old.may_have_deletions_within(-1000, -1000));
+        assert_eq!(deletion_bucket(i64::MIN), 0);
+        assert_eq!(deletion_bucket(i64::MAX), DELETION_WORDS * 64 - 1);
     }
 
     #[test]

@@ -171,7 +171,7 @@ impl SSTableWriter {
     pub(super) fn note_stats(&mut self, p: &Partition) {
         let s = &mut self.stats;
         s.rows += p.rows.len() as u64;
-        s.tombstones += p.tombstone_count();
+        s.note_tombstones_at(p.token, p.tombstone_count());
         if let Some((lo, hi)) = p.timestamp_range() {
             s.min_timestamp_us = s.min_timestamp_us.min(lo);
             s.max_timestamp_us = s.max_timestamp_us.max(hi);
