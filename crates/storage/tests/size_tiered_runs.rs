@@ -82,6 +82,10 @@ fn a_large_size_tiered_compaction_writes_one_run_of_pieces_within_ring_ranges() 
         4,
         "each wholly inside its range"
     );
+    // Each piece's bloom filter keeps the blocks of its range: together about one filter for
+    // the table's keys (about 9.6 bits a key at 1% plus the blocked layout's fifth), not four.
+    let bloom = e.table_stats(TABLE).bloom_filter_space_bytes;
+    assert!(bloom < KEYS as u64 * 2, "bloom filters: {bloom} bytes");
     assert_eq!(
         e.read(TABLE, &scan_all(now())).unwrap().partitions.len(),
         KEYS

@@ -246,6 +246,10 @@ impl SSTableWriter {
             &[&head, &self.index_body, &crc.to_be_bytes()],
         )?;
         self.index_body = Vec::new();
+        // Sized for the whole flush or compaction: an output of one ring range keeps only the
+        // blocks its tokens reach.
+        self.filter
+            .trim_to_tokens(self.stats.min_token, self.stats.max_token);
         let mut fb = Vec::new();
         self.filter.encode(&mut fb);
         write_file(&component_path(&self.dir, self.gen, "Filter.db"), &fb)?;
