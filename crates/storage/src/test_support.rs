@@ -269,6 +269,12 @@ impl Rng {
     }
 }
 
+/// `n` bytes no codec can shrink, the same for the same `seed`.
+pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed | 1);
+    (0..n).map(|_| r.next() as u8).collect()
+}
+
 /// Names of the files under `dir` (at any depth) that end with `suffix`.
 pub fn files_ending(dir: &Path, suffix: &str) -> Vec<String> {
     let mut out = Vec::new();

@@ -33,15 +33,7 @@ fn quarter_tokens() -> Vec<i64> {
 
 /// 1 KiB that does not compress (a compressed run of one byte would leave the sizes tiny).
 fn value(k: usize) -> Vec<u8> {
-    let mut x = k as u64 | 1;
-    (0..1024)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    noise(1024, k as u64)
 }
 
 fn write(e: &Engine, keys: std::ops::Range<usize>) {

@@ -452,22 +452,16 @@ mod tests {
         let start = std::time::Instant::now();
         assert_eq!(e.compaction_rates_mib_per_s(start), [0.0; 3]);
         // Two flushed SSTables of 3 MiB each (incompressible values), then a major compaction.
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut noise = || {
-            (0..4096)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed as u8
-                })
-                .collect::<Vec<u8>>()
+        let mut seed = 0u64;
+        let mut value = || {
+            seed += 1;
+            noise(4096, seed)
         };
         for round in 0..2u32 {
             for i in 0..768u32 {
                 let mut m = mutation(format!("k{i}").as_bytes());
                 m.rows
-                    .push(row(b"a", vec![set(1, i64::from(round) + 1, &noise())]));
+                    .push(row(b"a", vec![set(1, i64::from(round) + 1, &value())]));
                 e.apply_blocking(&[m]).unwrap();
             }
             e.flush(None).unwrap();

@@ -177,17 +177,9 @@ pub(crate) mod tests {
         }
     }
 
-    /// `n` bytes no codec can shrink (xorshift).
+    /// `n` bytes no codec can shrink.
     pub(crate) fn noise(n: usize) -> Vec<u8> {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        crate::test_support::noise(n, 0x9e37_79b9_7f4a_7c15)
     }
 
     #[test]

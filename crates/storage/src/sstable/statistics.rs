@@ -210,8 +210,10 @@ impl SSTableStats {
         if self.deletion_buckets.len() != DELETION_WORDS {
             return true;
         }
-        (deletion_bucket(lo)..=deletion_bucket(hi))
-            .any(|b| self.deletion_buckets[b / 64] & (1 << (b % 64)) != 0)
+        (deletion_bucket(lo)..=deletion_bucket(hi)).any(|b| {
+            let word = self.deletion_buckets.get(b / 64);
+            word.is_none_or(|w| w & (1 << (b % 64)) != 0)
+        })
     }
 
     /// Whether the two SSTables' token spans share a token.
