@@ -80,7 +80,9 @@ start_server() {
       # Memory budgets as Cassandra derives them from its heap, so both hold the same unflushed data and
       # caches and RSS compares like with like (Helenus's own defaults: 1 GiB of memtables, a 512 MiB
       # chunk cache, a 100 MiB key cache): memtable space 1/4 of the heap, file cache the smaller of
-      # 1/4 of it and 512 MiB, key cache the smaller of 5% and 100 MiB.
+      # 1/4 of it and 512 MiB, key cache the smaller of 5% and 100 MiB. Cassandra 5.0.9 sizes its file
+      # cache so but does not use it (file_cache_enabled is false by default: its reads decompress
+      # from the OS page cache, outside its RSS); Helenus's chunk cache is in its RSS.
       "$HELENUS" server --listen-address "$SERVER_ADDR" --native-transport-port 9042 --data-dir "$SERVER_DIR" \
         $(helenus_budgets) > "$WORK/helenus.log" 2>&1 &
       SERVER_PID=$!
