@@ -53,18 +53,12 @@ impl OutputShape<'_> {
     };
 }
 
-/// A run id no other run has (on any node: SSTables streamed whole keep theirs): 64 bits of
-/// the process-seeded hasher over the time and a counter, never 0.
+/// A run id no other run has (on any node: SSTables streamed whole keep theirs): the two
+/// halves of a new time UUID, whose timestamp never repeats within the process and whose node
+/// is random per process, folded together; never 0.
 pub(crate) fn new_run_id() -> u64 {
-    use std::hash::BuildHasher;
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    foldhash::fast::RandomState::default()
-        .hash_one((nanos, n, std::process::id()))
-        .max(1)
+    let (time, node) = helenus_types::time::new_timeuuid().as_u64_pair();
+    (time ^ node).max(1)
 }
 
 /// Writes partitions (in order) into one or more SSTables, split as `shape` says.
