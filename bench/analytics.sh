@@ -51,6 +51,14 @@ fi
 # DuckDB reads the Parquet export; installed into the driver's venv once.
 "$PY" -c 'import duckdb' 2>/dev/null || { log "installing duckdb into $PY's venv"; "$PY" -m pip install -q duckdb >&2; }
 if [ "$SPARK" = 1 ] && ! spark_install; then log "pyspark 3.5 unavailable: no Spark queries"; SPARK=0; fi
+# The Helenus Spark source (connectors/spark), built against that pyspark's jars; Spark reads the columnar
+# table through it as well as through the connector (engine "spark_source" in the report).
+HELENUS_SPARK_JAR=""
+if [ "$SPARK" = 1 ]; then
+  HELENUS_SPARK_JAR="$(PYTHON="$SPARK_PY" "$ROOT/connectors/spark/build.sh" 2>"$WORK/spark-source-build.err")" \
+    || { log "the Helenus Spark source did not build: $(tail -3 "$WORK/spark-source-build.err")"; HELENUS_SPARK_JAR=""; }
+fi
+export HELENUS_SPARK_JAR
 
 # ---- servers: one at a time, each on a fresh data dir; stopped by PID ----
 CURRENT=""; PID=""; ADDR=""; DIR=""
@@ -160,7 +168,7 @@ parquet_export() {
 }
 
 # ---- Spark: one client (bench/analytics_spark.py serve) per server, fed targets through a FIFO ----
-# Each target ("table LAYOUT" or "parquet DIR") ends with a {"done"} line in spark.out; the query lines
+# Each target ("table LAYOUT", "source LAYOUT" or "parquet DIR") ends with a {"done"} line in spark.out; the query lines
 # go to RESULTS with the server's name. Bounded: a query over QUERY_LIMIT_S is cancelled by the client; a
 # target without its "done" after 7 x QUERY_LIMIT_S + 300 s stops the client (recorded as failed).
 SPARK_PID=""; SPARK_BROKEN=""
@@ -227,6 +235,9 @@ for s in $SERVERS; do
     compact_layout "$layout" "$table" || true
     query_layout "$layout"
     spark_target "$layout" "table $layout" || true
+    if [ "$s" = helenus ] && [ "$layout" = columnar ] && [ -n "$HELENUS_SPARK_JAR" ]; then
+      spark_target "$layout" "source $layout" || true
+    fi
   done
   if [ "$s" = helenus ] && [[ " $LAYOUTS " == *" narrow "* ]] && parquet_export; then
     spark_target parquet "parquet $WORK/parquet" || true

@@ -47,7 +47,7 @@ def column(r):
     return f"{engine} parquet" if r["layout"] == "parquet" else f"{engine} {r['server']}/{r['layout']}"
 
 
-ENGINE_ORDER = {"cql": 0, "duckdb": 1, "spark": 2}
+ENGINE_ORDER = {"cql": 0, "duckdb": 1, "spark": 2, "spark_source": 3}
 
 
 def targets(recs):
@@ -93,7 +93,7 @@ def query_table(recs, total_rows, cores):
             engine = r.get("engine", "cql")
             if engine == "cql":
                 cpu = r.get("server_cpu_s")
-            elif engine == "spark":
+            elif engine.startswith("spark"):
                 cpu = (r.get("client_cpu_s") or 0) + (r.get("server_cpu_s") or 0)
             else:
                 cpu = r.get("client_cpu_s")
@@ -141,6 +141,15 @@ def aims(queries, ingest):
         add("Spark: Helenus columnar within 1.5x of Spark on Parquet (columnar s / Parquet s)", q,
             sec(q, "spark helenus/columnar"), sec(q, "spark parquet"), 1.5, "<=",
             "spark helenus/columnar", "spark parquet")
+    # The same aims through the Helenus Spark source (connectors/spark): column batches instead of CQL rows.
+    for q in ("count", "projection_2col"):
+        add("Spark, Helenus source: columnar faster than Cassandra narrow rows (Cassandra s / Helenus s)", q,
+            sec(q, "spark cassandra/narrow"), sec(q, "spark_source helenus/columnar"), 10, ">=",
+            "spark cassandra/narrow", "spark_source helenus/columnar")
+    for q, _ in QUERIES:
+        add("Spark, Helenus source: columnar within 1.5x of Spark on Parquet (columnar s / Parquet s)", q,
+            sec(q, "spark_source helenus/columnar"), sec(q, "spark parquet"), 1.5, "<=",
+            "spark_source helenus/columnar", "spark parquet")
     add("Size: Helenus columnar vs the Parquet export (columnar bytes / Parquet bytes)", "bytes",
         size_bytes(ingest, "helenus/columnar"), size_bytes(ingest, "helenus/parquet"), 1.1, "<=",
         "helenus/columnar", "helenus/parquet")
@@ -203,7 +212,7 @@ def spark_sessions(recs):
 
 def spark_splits(queries, cols):
     """Spark's partitions (connector splits, Parquet file splits) per Spark column."""
-    parts = [f"{c.split(' ', 1)[1]} {cell['spark_partitions']}" for c in cols if c.startswith("spark")
+    parts = [f"{c} {cell['spark_partitions']}" for c in cols if c.startswith("spark")
              for cell in [queries.get("count", {}).get(c) or {}] if cell.get("spark_partitions")]
     return (" Spark partitions: " + ", ".join(parts) + ".") if parts else ""
 

@@ -8,6 +8,8 @@ driver bound to --driver-addr, the connector on HOST:9042 at LOCAL_ONE).
   analytics_spark.py run HOST [--layouts narrow,wide,compact,columnar] [--parquet DIR] [options]
   analytics_spark.py serve HOST [options]     targets read from stdin, one a line, until EOF or `quit`:
       table LAYOUT                            the layout's table in keyspace bench_analytics (gdelt.table_name)
+      source LAYOUT                           the same table through the Helenus Spark source (engine
+                                              "spark_source"; HELENUS_SPARK_JAR names its jar)
       parquet DIR                             the Parquet files under DIR (recursively)
     after each target a {"done": "<the line>"} line (bench/analytics.sh feeds one session per server
     through a FIFO: a layout right after its CQL queries, the Parquet export after DuckDB).
@@ -58,8 +60,8 @@ def emit(obj):
 
 
 class Runner:
-    def __init__(self, spark, limit_s, server_pid):
-        self.spark, self.limit_s, self.server_pid = spark, limit_s, server_pid
+    def __init__(self, spark, limit_s, server_pid, host):
+        self.spark, self.limit_s, self.server_pid, self.host = spark, limit_s, server_pid, host
         self.jvm_pid = spark.sparkContext._gateway.proc.pid
         self.n = 0
 
@@ -106,11 +108,18 @@ class Runner:
     def target(self, kind, arg):
         """Loads the target as a temporary view, warms it, then times the six queries."""
         t0 = time.monotonic()
+        engine = "spark"
         if kind == "table":
             layout = arg
             view = f"spark_{layout}"
             df = (self.spark.read.format("org.apache.spark.sql.cassandra")
                   .options(keyspace=KEYSPACE, table=table_name(layout)).load())
+            server_pid = self.server_pid
+        elif kind == "source":
+            # The Helenus Spark source (connectors/spark): column batches from the node's column-scan API.
+            layout, view, engine = arg, f"spark_source_{arg}", "spark_source"
+            df = (self.spark.read.format("helenus")
+                  .options(host=self.host, keyspace=KEYSPACE, table=table_name(layout)).load())
             server_pid = self.server_pid
         elif kind == "parquet":
             layout, view = "parquet", "spark_parquet"
@@ -123,14 +132,14 @@ class Runner:
         df.limit(1).collect()
         warm = round(time.monotonic() - t0, 3)
         for name, sql in duckdb_queries(view):
-            out = best_of(lambda: self.once(layout, name, sql, server_pid))
+            out = best_of(lambda: self.once(engine, layout, name, sql, server_pid))
             out["spark_partitions"] = splits
             out["warmup_s"] = warm
             emit(out)
 
-    def once(self, layout, name, sql, server_pid):
+    def once(self, engine, layout, name, sql, server_pid):
         """One timed run of a query."""
-        out = {"engine": "spark", "layout": layout, "query": name, "sql": sql, "timed_out": False}
+        out = {"engine": engine, "layout": layout, "query": name, "sql": sql, "timed_out": False}
         s0, c0, t1 = process_cpu_s(server_pid), self.cpu(), time.monotonic()
         rows, err, timed_out = self.timed(sql)
         out["seconds"] = round(time.monotonic() - t1, 3)
@@ -149,9 +158,9 @@ class Runner:
 
 def target_failed(kind, arg, e):
     """One error record per query when a target cannot even be read (the report shows `error`)."""
-    layout = arg if kind == "table" else "parquet"
+    layout = "parquet" if kind == "parquet" else arg
     for name, sql in duckdb_queries("t"):
-        emit({"engine": "spark", "layout": layout, "query": name, "seconds": None, "timed_out": False,
+        emit({"engine": "spark_source" if kind == "source" else "spark", "layout": layout, "query": name, "seconds": None, "timed_out": False,
               "error": f"target: {e!r}"[:300]})
 
 
@@ -174,7 +183,7 @@ def main():
                           app="helenus-analytics")
     try:
         import pyspark
-        r = Runner(spark, a.limit_s, a.server_pid)
+        r = Runner(spark, a.limit_s, a.server_pid, a.host)
         start_s = round(time.monotonic() - t0, 3)
         emit({"spark_session": {"spark": pyspark.__version__, "connector": CONNECTOR, "master": "local[2]",
                                 "driver_memory": a.driver_memory, "driver_addr": a.driver_addr,

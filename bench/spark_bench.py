@@ -152,8 +152,11 @@ def spark_session(host, driver_addr, driver_memory="2g", local_dir="/tmp", pid_f
              .config("spark.cassandra.connection.host", host)
              .config("spark.cassandra.connection.port", "9042")
              .config("spark.cassandra.input.consistency.level", "LOCAL_ONE")
-             .config("spark.cassandra.read.timeoutMS", "120000")
-             .getOrCreate())
+             .config("spark.cassandra.read.timeoutMS", "120000"))
+    # The Helenus Spark source (connectors/spark/build.sh), when the caller built it.
+    if os.environ.get("HELENUS_SPARK_JAR"):
+        spark = spark.config("spark.jars", os.environ["HELENUS_SPARK_JAR"])
+    spark = spark.getOrCreate()
     if pid_file:
         with open(pid_file, "w") as f:
             f.write(str(spark.sparkContext._gateway.proc.pid))

@@ -19,7 +19,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1 NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
 mkdir -p "$CACHE"
 
-ALL=(python cqlsh rust go java node badinput hostile auth tls admin audit)
+ALL=(python cqlsh rust go java node badinput hostile auth tls admin audit spark)
 SUITES=("$@"); [ ${#SUITES[@]} -eq 0 ] && SUITES=("${ALL[@]}")
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "missing tool: $1"; return 1; }; }
@@ -50,6 +50,23 @@ suite_tls()      { need openssl && setup_venv && cd "$DIR/security" && timeout -
 suite_admin()    { need openssl && setup_venv && cd "$DIR/security" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider test_admin_api.py; }
 # The audit log: FileAuditLogger lines, keyspace and category filters, nodetool enable/disable.
 suite_audit()    { setup_venv && cd "$DIR/security" && timeout -k 10 600 "$VENV/bin/pytest" -q -p no:cacheprovider test_audit.py; }
+# The Helenus Spark source (connectors/spark) under pyspark 3.5, in a venv of its own (pyspark is
+# 300 MB; bench/lib.sh's spark_install uses the same one).
+setup_spark_venv() {
+  local req="$DIR/spark/requirements.txt" venv="$CACHE/spark-venv"
+  if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/.helenus-requirements"; then return 0; fi
+  need python3 && need javac || return 1
+  [ -x "$venv/bin/python" ] || timeout 300 python3 -m venv "$venv" || return 1
+  timeout 1200 "$venv/bin/pip" install -q --only-binary=cassandra-driver -r "$req" || return 1
+  cp "$req" "$venv/.helenus-requirements"
+}
+suite_spark() {
+  setup_spark_venv || return 1
+  local py="$CACHE/spark-venv/bin/python" jar
+  jar="$(PYTHON="$py" timeout 300 "$DIR/../../connectors/spark/build.sh")" || return 1
+  HELENUS_SPARK_JAR="$jar" HELENUS_BIN="${HELENUS_BIN:-$CARGO_TARGET_DIR/release/helenus}" \
+    timeout -k 10 600 "$py" "$DIR/spark/test_source.py"
+}
 suite_rust() {
   need cargo && cd "$DIR/rust" && timeout -k 10 1800 cargo build -q --locked \
     && timeout -k 10 600 cargo run -q --locked

@@ -9,6 +9,7 @@
 
 pub mod access;
 
+mod column_scan;
 mod compaction_throughput;
 mod repair_admin;
 mod streams;
@@ -173,6 +174,9 @@ async fn handle(
             )
             .await;
         }
+    }
+    if column_scan::handles(&req.path) {
+        return column_scan::serve(node, clock, &req, &mut socket).await;
     }
     let node2 = node.clone();
     let result = tokio::task::spawn_blocking(move || route(&node2, clock.as_ref(), &req)).await;

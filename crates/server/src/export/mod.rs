@@ -18,7 +18,7 @@ use helenus_schema::{TableKind, TableMeta};
 use helenus_storage::{
     PartitionBound, PartitionRange, PinnedTable, ReadQuery, ReadResult, StorageError,
 };
-pub use ranges::ExportRange;
+pub use ranges::{ranges_of_tokens, ExportRange};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
