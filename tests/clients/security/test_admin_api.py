@@ -111,6 +111,17 @@ def test_a_snapshot_delete_needs_credentials_too(node, certs):
     assert got == 401
 
 
+def test_column_scans_need_credentials_too(node, certs):
+    """The Spark source's column scans (issue 15) stream table data: the same rule as nodetool."""
+    for path in ("/column_scan/system/local", "/column_scan/ks/t/data?start=0&end=1"):
+        got, _ = raw(certs, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert got == 401, path
+    basic = base64.b64encode(b"cassandra:cassandra").decode()
+    got, data = raw(certs, f"GET /column_scan/system/local HTTP/1.1\r\nHost: x\r\n"
+                           f"Authorization: Basic {basic}\r\n\r\n")
+    assert got == 400 and b"stored as rows" in data, data
+
+
 @pytest.mark.parametrize("yaml,why", [
     # TEST-NET-1: not an address of this machine, so nothing could be bound even by mistake.
     ("api_address: 192.0.2.1\n", "needs authenticator: PasswordAuthenticator"),
