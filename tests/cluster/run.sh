@@ -109,7 +109,7 @@ phase() {  # phase NAME DIR COUNT FIRST_ADDRESS START_ARGS LIMIT_S TEST_FILES...
 
 if [ "${HELENUS_CLUSTER_SKIP_MAIN:-0}" != 1 ]; then
 CLIENT_SUITES="${CLUSTER_CLIENT_SUITES-python cqlsh rust go java node}" \
-  phase "3 nodes" "$WORK/c3" 3 "$FIRST" "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_9_bootstrap.py "$@"
+  phase "3 nodes" "$WORK/c3" 3 "$FIRST" "" 600 test_1_drivers.py test_2_replication.py test_3_pause.py test_4_kill.py test_5_lwt.py test_6_counters.py test_7_partition.py test_8_repair.py test_14_column_scan.py test_9_bootstrap.py "$@"
 fi
 if [ "${HELENUS_CLUSTER_SKIP_DCS:-0}" != 1 ]; then
   CLIENT_SUITES="" phase "2 data centers" "$WORK/dcs" 4 "$(plus4 "$FIRST")" "--dcs 2" 240 test_dcs.py "$@"
