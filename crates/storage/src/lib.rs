@@ -138,6 +138,7 @@ mod table;
 pub mod test_support;
 mod types;
 
+pub use compaction::lower_thread_priority;
 pub use engine::Engine;
 pub use engine::{
     append_received, span_inside, ComponentInfo, PinnedTable, WholeSSTable, WriteStallStats,

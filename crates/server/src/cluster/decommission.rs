@@ -231,12 +231,12 @@ async fn read_page(
     excluded: Arc<Vec<u64>>,
 ) -> Result<Vec<st::Mutation>, String> {
     let engine = node.engine.clone();
-    let page = tokio::task::spawn_blocking(move || {
-        engine.read_unfiltered_excluding(table, &query, u64::MAX, &excluded)
+    let page = super::streams::in_background(move || {
+        engine
+            .read_unfiltered_excluding(table, &query, u64::MAX, &excluded)
+            .map_err(|e| e.to_string())
     })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())?;
+    .await?;
     Ok(page.partitions)
 }
 

@@ -91,15 +91,22 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             Verb::TruncateRequest => {
                 tokio::task::spawn_blocking(move || serve_truncate(&node, &cluster, &envelope));
             }
+            // Hashing a replica's ranges is a repair's heavy part: at the lower priority.
             Verb::RepairTreeRequest => {
-                tokio::task::spawn_blocking(move || {
+                let spawned = super::streams::spawn_background(move || {
                     super::repair::serve_tree(&cluster, &node, &envelope)
                 });
+                if let Err(e) = spawned {
+                    tracing::warn!("repair tree request dropped: no thread for it: {e}");
+                }
             }
             Verb::RepairDigestsRequest => {
-                tokio::task::spawn_blocking(move || {
+                let spawned = super::streams::spawn_background(move || {
                     super::repair::serve_digests(&cluster, &node, &envelope)
                 });
+                if let Err(e) = spawned {
+                    tracing::warn!("repair digests request dropped: no thread for it: {e}");
+                }
             }
             Verb::RepairRowsRequest => {
                 tokio::spawn(super::repair::serve_rows(cluster, node, envelope));

@@ -203,10 +203,12 @@ async fn receive_all(
         }
         let engine = node.engine.clone();
         let (table, sent) = (file.table, w.clone());
-        tokio::task::spawn_blocking(move || engine.import_received(table, &dir, &sent))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("whole SSTable hl-1-{} from {peer}: {e}", w.gen))?;
+        super::streams::in_background(move || {
+            engine
+                .import_received(table, &dir, &sent)
+                .map_err(|e| format!("whole SSTable hl-1-{} from {peer}: {e}", sent.gen))
+        })
+        .await?;
         plan.file_done(peer, Direction::Receiving);
         node.streams.whole_sstables.count_received(w.bytes());
         pull.excluded.push(w.gen);
@@ -419,10 +421,7 @@ fn read_chunk(engine: &st::Engine, payload: &[u8], cap: u64) -> Result<(StreamTa
 async fn serve_page_excluding(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let engine = node.engine.clone();
     let payload = request.payload.clone();
-    let read = tokio::task::spawn_blocking(move || read_page_excluding(&engine, payload))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|page| page);
+    let read = super::streams::in_background(move || read_page_excluding(&engine, payload)).await;
     let read = read.map(|(tag, partitions, page)| (tag, page, partitions > 0));
     send_page(cluster, node, request, read, Verb::StreamResponse).await;
 }

@@ -45,7 +45,7 @@ pub(crate) fn background_rate_mib_s(cap: u64, sstables: usize, min_threshold: us
 
 /// Lowers the calling thread's CPU priority (Linux threads have their own nice value; threads
 /// it starts inherit it). Best effort: a refusal leaves the normal priority.
-pub(crate) fn lower_thread_priority() {
+pub fn lower_thread_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: gettid and setpriority take no pointers; they only read and set the calling
     // thread's scheduling attributes.

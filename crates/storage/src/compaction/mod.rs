@@ -35,7 +35,7 @@ use crate::sstable::repair::{RepairGroup, RepairState};
 use crate::sstable::SSTableReader;
 use crate::table::Table;
 use crate::types::*;
-use control::lower_thread_priority;
+pub use control::lower_thread_priority;
 use merge::{merge_range, raw_copyable, token_splits, MergeCtx, RangeOutput};
 pub(crate) use merge::{GcShadow, TokenRange};
 use std::collections::HashSet;

@@ -398,9 +398,8 @@ async fn tree_of(
         let engine = node.engine.clone();
         let now = node.exec.clock().wall_secs();
         let (tree, digests) =
-            tokio::task::spawn_blocking(move || build_tree(&engine, table, range, now, view))
-                .await
-                .map_err(|e| e.to_string())??;
+            super::streams::in_background(move || build_tree(&engine, table, range, now, view))
+                .await?;
         if let Some(digests) = digests {
             cluster.repair_digests.keep(table, range, view, digests);
         }

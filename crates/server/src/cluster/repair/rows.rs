@@ -145,11 +145,10 @@ impl RowSync<'_> {
             }
             let engine = self.node.engine.clone();
             let (table, now_s, view) = (self.table, self.now_s, self.view);
-            return tokio::task::spawn_blocking(move || {
+            return super::super::streams::in_background(move || {
                 list_digests(&engine, table, (start, end), (now_s, view), DIGEST_PAGE)
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await;
         }
         let mut query = page_query(start, end, self.now_s);
         query.partition_limit = Some(DIGEST_PAGE);
