@@ -133,23 +133,15 @@ def aims(queries, ingest):
     def sec(q, col):
         return ok_seconds(queries.get(q, {}).get(col))
 
-    for q in ("count", "projection_2col"):
-        add("Spark: Helenus columnar faster than Cassandra narrow rows (Cassandra s / Helenus s)", q,
-            sec(q, "spark cassandra/narrow"), sec(q, "spark helenus/columnar"), 10, ">=",
-            "spark cassandra/narrow", "spark helenus/columnar")
-    for q, _ in QUERIES:
-        add("Spark: Helenus columnar within 1.5x of Spark on Parquet (columnar s / Parquet s)", q,
-            sec(q, "spark helenus/columnar"), sec(q, "spark parquet"), 1.5, "<=",
-            "spark helenus/columnar", "spark parquet")
-    # The same aims through the Helenus Spark source (connectors/spark): column batches instead of CQL rows.
-    for q in ("count", "projection_2col"):
-        add("Spark, Helenus source: columnar faster than Cassandra narrow rows (Cassandra s / Helenus s)", q,
-            sec(q, "spark cassandra/narrow"), sec(q, "spark_source helenus/columnar"), 10, ">=",
-            "spark cassandra/narrow", "spark_source helenus/columnar")
-    for q, _ in QUERIES:
-        add("Spark, Helenus source: columnar within 1.5x of Spark on Parquet (columnar s / Parquet s)", q,
-            sec(q, "spark_source helenus/columnar"), sec(q, "spark parquet"), 1.5, "<=",
-            "spark_source helenus/columnar", "spark parquet")
+    # Through the connector (CQL rows) and through the Helenus Spark source (connectors/spark: column batches).
+    for who, col in (("Spark: Helenus columnar", "spark helenus/columnar"),
+                     ("Spark, Helenus source: columnar", "spark_source helenus/columnar")):
+        for q in ("count", "projection_2col"):
+            add(f"{who} faster than Cassandra narrow rows (Cassandra s / Helenus s)", q,
+                sec(q, "spark cassandra/narrow"), sec(q, col), 10, ">=", "spark cassandra/narrow", col)
+        for q, _ in QUERIES:
+            add(f"{who} within 1.5x of Spark on Parquet (columnar s / Parquet s)", q,
+                sec(q, col), sec(q, "spark parquet"), 1.5, "<=", col, "spark parquet")
     add("Size: Helenus columnar vs the Parquet export (columnar bytes / Parquet bytes)", "bytes",
         size_bytes(ingest, "helenus/columnar"), size_bytes(ingest, "helenus/parquet"), 1.1, "<=",
         "helenus/columnar", "helenus/parquet")

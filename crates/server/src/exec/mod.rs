@@ -53,7 +53,7 @@ mod tuple_text;
 // Tracing lives at the top level (NodeState keeps the trace store); re-exported for callers that
 // reach it through exec.
 pub(crate) use crate::trace;
-mod values;
+pub(crate) mod values;
 mod write;
 mod write_checks;
 

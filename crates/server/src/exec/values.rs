@@ -137,7 +137,7 @@ pub fn literal_default_type(t: &Term) -> Option<CqlType> {
     }))
 }
 
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }

@@ -20,6 +20,7 @@ mod wire;
 
 use super::HttpRequest;
 use crate::exec::storage_bridge::{effective_layout, value_type};
+use crate::exec::values::decode_hex as unhex;
 use crate::export::ExportRange;
 use crate::node::NodeState;
 use crate::tls::Stream;
@@ -387,16 +388,6 @@ fn restriction(
         op,
         value,
     })
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect()
 }
 
 /// Refuses a range this node does not hold whole: in a ring, it must lie within one ring range

@@ -45,12 +45,7 @@ final class HelenusScan implements Scan, Batch {
 
     @Override
     public InputPartition[] planInputPartitions() {
-        InputPartition[] parts = new InputPartition[plan.ranges.size()];
-        for (int i = 0; i < parts.length; i++) {
-            Plan.Range r = plan.ranges.get(i);
-            parts[i] = new RangePartition(r.start, r.end, r.host);
-        }
-        return parts;
+        return plan.ranges.toArray(new InputPartition[0]);
     }
 
     @Override
@@ -65,24 +60,6 @@ final class HelenusScan implements Scan, Batch {
             names.append(Options.hex(f.name()));
         }
         return new Factory(options, required, wires, names.toString(), restrictions);
-    }
-
-    static final class RangePartition implements InputPartition {
-        private static final long serialVersionUID = 1L;
-        final long start;
-        final long end;
-        final String host;
-
-        RangePartition(long start, long end, String host) {
-            this.start = start;
-            this.end = end;
-            this.host = host;
-        }
-
-        @Override
-        public String[] preferredLocations() {
-            return new String[] {host};
-        }
     }
 
     static final class Factory implements PartitionReaderFactory, Serializable {
@@ -108,7 +85,7 @@ final class HelenusScan implements Scan, Batch {
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-            RangePartition p = (RangePartition) partition;
+            Plan.Range p = (Plan.Range) partition;
             String query = options.tablePath() + "/data?start=" + p.start + "&end=" + p.end
                     + "&columns=" + columns + "&where=" + restrictions;
             return new BatchReader(options, p.host, query, schema, wires);

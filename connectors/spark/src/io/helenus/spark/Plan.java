@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Metadata;
@@ -50,8 +51,8 @@ final class Plan implements Serializable {
         }
     }
 
-    /** Tokens (start, end] and the host that serves them. */
-    static final class Range implements Serializable {
+    /** Tokens (start, end] and the host that serves them: a Spark partition each. */
+    static final class Range implements InputPartition {
         private static final long serialVersionUID = 1L;
         final long start;
         final long end;
@@ -61,6 +62,11 @@ final class Plan implements Serializable {
             this.start = start;
             this.end = end;
             this.host = host;
+        }
+
+        @Override
+        public String[] preferredLocations() {
+            return new String[] {host};
         }
     }
 
