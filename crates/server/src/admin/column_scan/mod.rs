@@ -36,6 +36,8 @@ use wire::WireKind;
 /// Batches queued between the scan and the socket: enough to keep both busy, few enough that a
 /// slow client holds little memory.
 const QUEUED_BATCHES: usize = 4;
+/// How long a batch may wait for the client to take it.
+const STALLED_CLIENT: std::time::Duration = std::time::Duration::from_secs(120);
 /// Most ranges a plan is split into (a Spark partition each).
 const MAX_SPLITS: u64 = 4096;
 
@@ -443,7 +445,11 @@ async fn stream(
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(QUEUED_BATCHES);
     let task = tokio::task::spawn_blocking(move || run(&node, &scan, &tx));
     while let Some(frame) = rx.recv().await {
-        socket.write_all(&frame).await?;
+        // A client that stops reading would hold the scan (its thread, its pinned SSTables)
+        // for ever: past the timeout the connection is dropped, and with it the scan.
+        tokio::time::timeout(STALLED_CLIENT, socket.write_all(&frame))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "client stalled"))??;
     }
     let last = match task.await {
         Ok(Ok(rows)) => wire::end_frame(rows),
