@@ -85,6 +85,8 @@ type Refusal = (u16, String);
 #[derive(Debug, Clone)]
 struct ScanColumn {
     name: String,
+    /// Its CQL type as the schema spells it.
+    cql_type: String,
     source: Source,
     kind: WireKind,
 }
@@ -153,10 +155,12 @@ fn scan_columns(t: &TableMeta) -> Vec<ScanColumn> {
             }
             _ => continue,
         };
+        let cql_type = c.cql_type.to_string();
         out.push(ScanColumn {
             name: c.name.clone(),
+            kind: WireKind::of(vt, &cql_type),
+            cql_type,
             source,
-            kind: WireKind::of(vt, &c.cql_type.to_string()),
         });
     }
     // Key components in key order (the schema lists columns by name).
@@ -184,15 +188,10 @@ fn plan(node: &NodeState, ks: &str, table: &str, req: &HttpRequest) -> Result<St
             Source::Clustering(_) => "clustering",
             Source::Regular(_) => "regular",
         };
-        let cql = t
-            .columns
-            .iter()
-            .find(|m| m.name == c.name)
-            .map(|m| m.cql_type.to_string())
-            .unwrap_or_default();
         text.push_str(&format!(
-            "column\t{}\t{kind}\t{cql}\t{}\n",
+            "column\t{}\t{kind}\t{}\t{}\n",
             c.name,
+            c.cql_type,
             c.kind.name()
         ));
     }
@@ -523,7 +522,7 @@ fn encode(t: &TableMeta, columns: &[ScanColumn], batch: &ScanBatch) -> (usize, V
     if rows == 0 {
         return (0, out);
     }
-    let keys = RowKeys::of(t, batch, columns);
+    let keys = RowKeys::of(t, batch);
     let mut regular = 0;
     for c in columns {
         match c.source {
@@ -560,11 +559,10 @@ struct RowKeys<'a> {
 }
 
 impl<'a> RowKeys<'a> {
-    fn of(t: &TableMeta, batch: &'a ScanBatch, columns: &[ScanColumn]) -> Self {
-        let needed = columns
-            .iter()
-            .any(|c| !matches!(c.source, Source::Regular(_)));
-        if !needed {
+    /// Batches carry partition runs only when the scan asked for them (`group_runs`: a key
+    /// column is wanted); without, there is nothing to index.
+    fn of(t: &TableMeta, batch: &'a ScanBatch) -> Self {
+        if batch.partitions.is_empty() {
             return RowKeys {
                 batch,
                 parts: Vec::new(),
@@ -656,11 +654,13 @@ mod tests {
             match unhex(h).as_deref() {
                 Some(b"a") => Ok(ScanColumn {
                     name: "a".into(),
+                    cql_type: "int".into(),
                     source: Source::Regular(spec),
                     kind: WireKind::I32,
                 }),
                 Some(b"k") => Ok(ScanColumn {
                     name: "k".into(),
+                    cql_type: "int".into(),
                     source: Source::PartitionKey(0),
                     kind: WireKind::I32,
                 }),
