@@ -27,9 +27,11 @@ use super::ColumnarError;
 
 pub(super) const MAGIC: &[u8; 8] = b"HLCOLv1\n";
 pub(super) const TRAILER_LEN: usize = 16;
-const VERSION: u64 = 3;
+const VERSION: u64 = 4;
 /// Group flag: tokens derived from keys.
 pub(super) const DERIVED_TOKENS: u8 = 1;
+/// Group flag: value streams stored as mappings from another (version 4).
+const DERIVED_COLUMNS: u8 = 2;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct ChunkEntry {
@@ -46,11 +48,18 @@ pub(super) struct GroupMeta {
     /// DERIVED_TOKENS or 0.
     pub flags: u8,
     pub chunks: Vec<ChunkEntry>,
+    /// (stream, determinant stream) of each value stream stored as a mapping (derive.rs).
+    pub derived: Vec<(usize, usize)>,
 }
 
 impl GroupMeta {
     pub fn derived_tokens(&self) -> bool {
         self.flags & DERIVED_TOKENS != 0
+    }
+
+    /// The stream whose values fix stream `s`'s in this group, when `s` is stored as a mapping.
+    pub fn determinant_of(&self, s: usize) -> Option<usize> {
+        self.derived.iter().find(|(d, _)| *d == s).map(|(_, a)| *a)
     }
 }
 
@@ -86,13 +95,25 @@ impl Footer {
         put_uv(&mut out, self.groups.len() as u64);
         for g in &self.groups {
             put_uv(&mut out, g.rows as u64);
-            out.push(g.flags);
+            let derived = if g.derived.is_empty() {
+                0
+            } else {
+                DERIVED_COLUMNS
+            };
+            out.push(g.flags | derived);
             for c in &g.chunks {
                 put_uv(&mut out, c.offset);
                 put_uv(&mut out, c.len);
                 out.extend_from_slice(&c.crc.to_le_bytes());
                 out.push(c.physical.tag());
                 c.stats.encode(&mut out);
+            }
+            if !g.derived.is_empty() {
+                put_uv(&mut out, g.derived.len() as u64);
+                for (s, a) in &g.derived {
+                    put_uv(&mut out, *s as u64);
+                    put_uv(&mut out, *a as u64);
+                }
             }
         }
         put_uv(&mut out, self.dicts.len() as u64);
@@ -139,7 +160,12 @@ impl Footer {
         for _ in 0..n_groups {
             let rows = c.len_at_most(MAX_CHUNK_ROWS)?;
             let flags = if version >= 2 { c.u8()? } else { 0 };
-            if flags & !DERIVED_TOKENS != 0 {
+            let known = if version >= 4 {
+                DERIVED_TOKENS | DERIVED_COLUMNS
+            } else {
+                DERIVED_TOKENS
+            };
+            if flags & !known != 0 {
                 return Err(ColumnarError::corrupt("group flags"));
             }
             // Each chunk entry takes at least 9 bytes.
@@ -170,10 +196,16 @@ impl Footer {
                     stats,
                 });
             }
+            let derived = if flags & DERIVED_COLUMNS != 0 {
+                decode_derived(&mut c, &layout)?
+            } else {
+                Vec::new()
+            };
             groups.push(GroupMeta {
                 rows,
-                flags,
+                flags: flags & DERIVED_TOKENS,
                 chunks,
+                derived,
             });
         }
         let mut dicts = Vec::new();
@@ -209,4 +241,34 @@ impl Footer {
             dicts,
         })
     }
+}
+
+/// A group's derived streams: value streams, each derived once, from a value stream that is
+/// not derived itself.
+fn decode_derived(
+    c: &mut Cursor<'_>,
+    layout: &StreamLayout,
+) -> Result<Vec<(usize, usize)>, ColumnarError> {
+    let streams = layout.streams();
+    let n = c.len_at_most(layout.columns.len())?;
+    let mut derived: Vec<(usize, usize)> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = c.len_at_most(streams.saturating_sub(1))?;
+        let a = c.len_at_most(streams.saturating_sub(1))?;
+        if s == a || !layout.is_column_value(s) || !layout.is_column_value(a) {
+            return Err(ColumnarError::corrupt("derived stream"));
+        }
+        derived.push((s, a));
+    }
+    let stream_twice = derived
+        .iter()
+        .enumerate()
+        .any(|(i, (s, _))| derived.iter().take(i).any(|(t, _)| t == s));
+    let chained = derived
+        .iter()
+        .any(|(_, a)| derived.iter().any(|(s, _)| s == a));
+    if stream_twice || chained {
+        return Err(ColumnarError::corrupt("derived stream"));
+    }
+    Ok(derived)
 }

@@ -4,9 +4,11 @@
 //! on another thread while it fills the next one.
 
 use super::chunk::{encode_chunk, encode_chunk_with, BlockCompression};
+use super::derive;
 use super::dict::StreamDict;
 use super::footer::{ChunkEntry, DictEntry, GroupMeta, DERIVED_TOKENS};
 use super::layout::{StreamLayout, S_KEY, S_TOKEN};
+use super::stats::ChunkStats;
 use super::vector::{Column, ColumnValues, ValueType};
 use super::ColumnarError;
 use crate::codec::crc32c;
@@ -57,11 +59,23 @@ impl GroupSink {
     /// Encodes and appends one row group of `rows` entries (`cols`: one column per stream).
     pub fn encode_group(&mut self, rows: usize, cols: Vec<Column>) -> Result<(), ColumnarError> {
         let derived = tokens_derived(&cols, self.layout.key);
+        let value_streams: Vec<usize> = (0..cols.len())
+            .filter(|s| self.layout.is_column_value(*s))
+            .collect();
+        let mappings = derive::choose(&cols, &value_streams);
         let mut chunks = Vec::with_capacity(cols.len());
         for (s, col) in cols.iter().enumerate() {
             let t = self.layout.stream_type(s);
             let dict = self.dicts.get_mut(s).and_then(Option::as_mut);
-            let (mut bytes, stats) = encode_chunk_with(col, t, self.compression, dict);
+            let (mut bytes, stats) = match mappings.iter().find(|m| m.stream == s) {
+                Some(m) => {
+                    // The mapping's bytes, the whole column's statistics (for skipping).
+                    let mapping = derive::gather(col, m.first_rows.iter().copied());
+                    let (bytes, _) = encode_chunk_with(&mapping, t, self.compression, dict);
+                    (bytes, ChunkStats::of(col, t))
+                }
+                None => encode_chunk_with(col, t, self.compression, dict),
+            };
             if derived && s == S_TOKEN {
                 // Random 64-bit tokens do not compress: readers hash the keys instead.
                 bytes.clear();
@@ -80,6 +94,7 @@ impl GroupSink {
             rows,
             flags: if derived { DERIVED_TOKENS } else { 0 },
             chunks,
+            derived: mappings.iter().map(|m| (m.stream, m.determinant)).collect(),
         });
         Ok(())
     }

@@ -21,6 +21,7 @@
 //! stats.rs    per-chunk min/max/null count in CQL order (and the values themselves when at
 //!             most 8 are distinct), and the predicate-skip rule
 //! dict.rs     segment dictionaries of value streams (writer and reader sides)
+//! derive.rs   columns fixed by another column in a row group, stored as a mapping from it
 //! chunk.rs    one chunk: null bitmap + values, the chooser's encoding, LZ4/zstd when it pays
 //! layout.rs   partitions <-> streams (writer side: GroupBuilder; reader side: GroupColumns)
 //! footer.rs   the footer index
@@ -38,6 +39,7 @@
 
 mod bits;
 mod chunk;
+mod derive;
 mod dict;
 mod error;
 mod footer;
@@ -51,6 +53,8 @@ mod varlen;
 mod vector;
 mod writer;
 
+#[cfg(test)]
+mod derive_tests;
 #[cfg(test)]
 mod tests;
 

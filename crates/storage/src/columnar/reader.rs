@@ -4,6 +4,7 @@
 //! merge with other sources (compaction, reads that reconcile).
 
 use super::chunk::{decode_chunk, decode_chunk_with};
+use super::derive;
 use super::dict::Dictionary;
 use super::footer::{ChunkEntry, Footer, MAGIC, TRAILER_LEN};
 use super::layout::{
@@ -476,8 +477,36 @@ impl SegmentReader {
         {
             return self.derived_tokens(g);
         }
+        if let Some(a) = self.determinant(g, s) {
+            let (mapping, numbering) = self.mapping(g, s, a, |buf, k, physical, dict| {
+                decode_chunk_with(buf, k, physical, dict)
+            })?;
+            return derive::expand(&mapping, &numbering);
+        }
         let (buf, physical) = self.chunk_bytes(g, s)?;
         decode_chunk_with(&buf, rows, physical, self.dict(s))
+    }
+
+    /// The stream whose values fix stream `s`'s in group `g`, when `s` is stored as a mapping.
+    fn determinant(&self, g: usize, s: usize) -> Option<usize> {
+        self.footer.groups.get(g)?.determinant_of(s)
+    }
+
+    /// `read` applied to derived stream `s`'s mapping chunk (one entry per distinct value of
+    /// its determinant `a`), with the numbering of `a`'s rows that maps rows to entries.
+    fn mapping<T>(
+        &self,
+        g: usize,
+        s: usize,
+        a: usize,
+        read: impl FnOnce(&[u8], usize, Physical, Option<&Dictionary>) -> Result<T, ColumnarError>,
+    ) -> Result<(T, derive::Numbering), ColumnarError> {
+        let determinant = self.shared_stream(g, a)?;
+        let numbering = derive::number(&determinant, usize::MAX)
+            .ok_or(ColumnarError::corrupt("derived stream"))?;
+        let (buf, physical) = self.chunk_bytes(g, s)?;
+        let out = read(&buf, numbering.distinct(), physical, self.dict(s))?;
+        Ok((out, numbering))
     }
 
     fn dict(&self, s: usize) -> Option<&Dictionary> {
@@ -525,6 +554,16 @@ impl SegmentReader {
             return Ok(Bitmap::filled(rows, false));
         };
         let s = self.footer.layout.column_stream(j);
+        if let Some(a) = self.determinant(g, s) {
+            // Each distinct value tested once, then looked up per row.
+            let (hits, numbering) = self.mapping(g, s, a, |buf, k, physical, dict| {
+                select_chunk(buf, k, physical, p, dict)
+            })?;
+            return Ok(Bitmap::from_bools(
+                numbering.ids.iter().map(|id| hits.get(*id as usize)),
+                rows,
+            ));
+        }
         let (buf, physical) = self.chunk_bytes(g, s)?;
         select_chunk(&buf, rows, physical, p, self.dict(s))
     }
@@ -629,6 +668,16 @@ impl SegmentReader {
             return Ok(Column::nulls(Physical::Bytes, rows));
         };
         let s = l.column_stream(j);
+        if self.determinant(g, s).is_some() {
+            let mut col = self.stream(g, s)?;
+            let mut validity = col
+                .validity
+                .take()
+                .unwrap_or_else(|| Bitmap::filled(rows, true));
+            validity.and_with(selected);
+            col.validity = Some(validity);
+            return Ok(col);
+        }
         let (buf, physical) = self.chunk_bytes(g, s)?;
         decode_selected(&buf, rows, physical, self.dict(s), selected)
     }

@@ -325,7 +325,7 @@ const SET_COL: u32 = 10;
 const COUNTER_COL: u32 = 11;
 const UNKNOWN_COL: u32 = 12;
 
-fn schema() -> ColumnarSchema {
+pub(super) fn schema() -> ColumnarSchema {
     ColumnarSchema {
         partition_key: ValueType::Blob,
         clustering: vec![
@@ -354,7 +354,7 @@ fn schema() -> ColumnarSchema {
     }
 }
 
-fn clustering_cols() -> Vec<ClusteringColumn> {
+pub(super) fn clustering_cols() -> Vec<ClusteringColumn> {
     schema().clustering.into_iter().map(|c| c.column).collect()
 }
 
@@ -498,7 +498,11 @@ fn random_partitions_tokened(r: &mut Rng, n: usize, murmur3: bool) -> Vec<Partit
     out
 }
 
-fn write(dir: &std::path::Path, parts: &[Partition], options: SegmentOptions) -> SegmentSummary {
+pub(super) fn write(
+    dir: &std::path::Path,
+    parts: &[Partition],
+    options: SegmentOptions,
+) -> SegmentSummary {
     let path = dir.join("seg.col");
     let mut w = SegmentWriter::create(&path, &schema(), options).unwrap();
     for p in parts {
@@ -514,7 +518,7 @@ fn meaningful(p: &Partition) -> bool {
         || !p.rows.is_empty()
 }
 
-fn assert_same(a: &Partition, b: &Partition) {
+pub(super) fn assert_same(a: &Partition, b: &Partition) {
     assert_eq!((a.token, &a.key), (b.token, &b.key));
     assert_eq!(a.deletion, b.deletion, "{:?}", a.key);
     assert_eq!(a.range_tombstones, b.range_tombstones);
@@ -590,7 +594,7 @@ fn out_of_order_partitions_are_refused() {
 }
 
 /// A live cell without TTL.
-fn live_cell(value: Vec<u8>, timestamp_us: i64) -> Cell {
+pub(super) fn live_cell(value: Vec<u8>, timestamp_us: i64) -> Cell {
     Cell {
         timestamp_us,
         kind: CellKind::Live {
