@@ -124,6 +124,9 @@ pub struct SegmentReader {
     /// Streams `read_group` decoded last, by (group, stream): pages of a scan read a group's
     /// key and column streams once per page, and a page is a fraction of a group.
     streams: parking_lot::Mutex<RecentStreams>,
+    /// Numberings of determinants (derive.rs) by (group, stream): the columns one determinant
+    /// fixes (a place's name, latitude, longitude) are often read together.
+    numberings: parking_lot::Mutex<RecentNumberings>,
     /// Per stream, its segment dictionary (loaded at open: a few entries per distinct value).
     dicts: Vec<Option<Dictionary>>,
     /// Every row group has a token range, each starting where the one before ends or later
@@ -136,6 +139,11 @@ type RecentStreams = std::collections::VecDeque<((usize, usize), Arc<Column>)>;
 
 /// Streams `read_group` keeps decoded per segment.
 const RECENT_STREAMS: usize = 16;
+
+type RecentNumberings = std::collections::VecDeque<((usize, usize), Arc<derive::Numbering>)>;
+
+/// Determinant numberings kept per segment.
+const RECENT_NUMBERINGS: usize = 4;
 
 /// A row group's streams, decoded, with its raw streams serialized once.
 struct DecodedGroup {
@@ -224,6 +232,7 @@ impl SegmentReader {
             group_starts,
             recent: parking_lot::Mutex::new(Vec::new()),
             streams: parking_lot::Mutex::new(std::collections::VecDeque::new()),
+            numberings: parking_lot::Mutex::new(std::collections::VecDeque::new()),
             dicts,
             groups_in_token_order: false,
         };
@@ -492,6 +501,23 @@ impl SegmentReader {
         self.footer.groups.get(g)?.determinant_of(s)
     }
 
+    /// The numbering of determinant stream `a`'s values in group `g`.
+    fn numbering(&self, g: usize, a: usize) -> Result<Arc<derive::Numbering>, ColumnarError> {
+        if let Some((_, n)) = self.numberings.lock().iter().find(|(at, _)| *at == (g, a)) {
+            return Ok(n.clone());
+        }
+        let determinant = self.shared_stream(g, a)?;
+        let n = derive::number(&determinant, usize::MAX)
+            .map(Arc::new)
+            .ok_or(ColumnarError::corrupt("derived stream"))?;
+        let mut recent = self.numberings.lock();
+        if recent.len() >= RECENT_NUMBERINGS {
+            recent.pop_front();
+        }
+        recent.push_back(((g, a), n.clone()));
+        Ok(n)
+    }
+
     /// `read` applied to derived stream `s`'s mapping chunk (one entry per distinct value of
     /// its determinant `a`), with the numbering of `a`'s rows that maps rows to entries.
     fn mapping<T>(
@@ -500,10 +526,8 @@ impl SegmentReader {
         s: usize,
         a: usize,
         read: impl FnOnce(&[u8], usize, Physical, Option<&Dictionary>) -> Result<T, ColumnarError>,
-    ) -> Result<(T, derive::Numbering), ColumnarError> {
-        let determinant = self.shared_stream(g, a)?;
-        let numbering = derive::number(&determinant, usize::MAX)
-            .ok_or(ColumnarError::corrupt("derived stream"))?;
+    ) -> Result<(T, Arc<derive::Numbering>), ColumnarError> {
+        let numbering = self.numbering(g, a)?;
         let (buf, physical) = self.chunk_bytes(g, s)?;
         let out = read(&buf, numbering.distinct(), physical, self.dict(s))?;
         Ok((out, numbering))
