@@ -231,7 +231,7 @@ async fn read_page(
     excluded: Arc<Vec<u64>>,
 ) -> Result<Vec<st::Mutation>, String> {
     let engine = node.engine.clone();
-    let page = super::streams::in_background(move || {
+    let page = super::background::in_background(move || {
         engine
             .read_unfiltered_excluding(table, &query, u64::MAX, &excluded)
             .map_err(|e| e.to_string())

@@ -10,6 +10,7 @@
 //! proxy and serves peers' requests.
 
 mod auth_sync;
+mod background;
 mod bootstrap;
 mod cleanup;
 mod counters;

@@ -93,7 +93,7 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
             }
             // Hashing a replica's ranges is a repair's heavy part: at the lower priority.
             Verb::RepairTreeRequest => {
-                let spawned = super::streams::spawn_background(move || {
+                let spawned = super::background::spawn_background(move || {
                     super::repair::serve_tree(&cluster, &node, &envelope)
                 });
                 if let Err(e) = spawned {
@@ -101,7 +101,7 @@ pub async fn serve(cluster: Arc<ClusterNode>, mut inbox: mpsc::Receiver<Envelope
                 }
             }
             Verb::RepairDigestsRequest => {
-                let spawned = super::streams::spawn_background(move || {
+                let spawned = super::background::spawn_background(move || {
                     super::repair::serve_digests(&cluster, &node, &envelope)
                 });
                 if let Err(e) = spawned {

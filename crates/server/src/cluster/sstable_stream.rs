@@ -203,7 +203,7 @@ async fn receive_all(
         }
         let engine = node.engine.clone();
         let (table, sent) = (file.table, w.clone());
-        super::streams::in_background(move || {
+        super::background::in_background(move || {
             engine
                 .import_received(table, &dir, &sent)
                 .map_err(|e| format!("whole SSTable hl-1-{} from {peer}: {e}", sent.gen))
@@ -421,7 +421,8 @@ fn read_chunk(engine: &st::Engine, payload: &[u8], cap: u64) -> Result<(StreamTa
 async fn serve_page_excluding(cluster: &ClusterNode, node: &NodeState, request: &Envelope) {
     let engine = node.engine.clone();
     let payload = request.payload.clone();
-    let read = super::streams::in_background(move || read_page_excluding(&engine, payload)).await;
+    let read =
+        super::background::in_background(move || read_page_excluding(&engine, payload)).await;
     let read = read.map(|(tag, partitions, page)| (tag, page, partitions > 0));
     send_page(cluster, node, request, read, Verb::StreamResponse).await;
 }

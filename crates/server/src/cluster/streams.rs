@@ -61,38 +61,10 @@ pub(super) fn ip_of(cluster: &ClusterNode, node: NodeId) -> IpAddr {
 pub async fn serve_stream(cluster: Arc<ClusterNode>, node: Arc<NodeState>, request: Envelope) {
     let payload = request.payload.clone();
     let engine = node.engine.clone();
-    let read = in_background(move || read_page(&engine, payload)).await;
+    let read = super::background::in_background(move || read_page(&engine, payload)).await;
     // An empty page moves no data: it counts nothing against the throttle or in netstats.
     let read = read.map(|(tag, partitions, page)| (tag, page, partitions > 0));
     send_page(&cluster, &node, &request, read, Verb::StreamResponse).await;
-}
-
-/// Runs a stream's storage work (reading a page of partitions, checking a received SSTable) on
-/// a thread of its own at the compaction threads' lower CPU priority, so that on a loaded node
-/// the foreground requests win the cores, as they do over compactions. A thread per job: jobs
-/// are pages of a megabyte or more, a few dozen a second at most, and a pooled thread would keep
-/// the lowered priority (raising it back needs a privilege) for whatever it runs next.
-pub(super) async fn in_background<T: Send + 'static>(
-    job: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    spawn_background(move || {
-        let _ = tx.send(job());
-    })
-    .map_err(|e| format!("no thread for stream work: {e}"))?;
-    rx.await
-        .map_err(|_| "stream work ended without an answer".to_string())?
-}
-
-/// Runs `job` on a thread of its own at the lower priority (see `in_background`).
-pub(super) fn spawn_background(job: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("stream-io".into())
-        .spawn(move || {
-            st::lower_thread_priority();
-            job();
-        })
-        .map(|_| ())
 }
 
 /// Answers `request` with a page read for a stream plan (tagged `tag`), once the outbound

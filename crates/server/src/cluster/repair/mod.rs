@@ -398,7 +398,7 @@ async fn tree_of(
         let engine = node.engine.clone();
         let now = node.exec.clock().wall_secs();
         let (tree, digests) =
-            super::streams::in_background(move || build_tree(&engine, table, range, now, view))
+            super::background::in_background(move || build_tree(&engine, table, range, now, view))
                 .await?;
         if let Some(digests) = digests {
             cluster.repair_digests.keep(table, range, view, digests);

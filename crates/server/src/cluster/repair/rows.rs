@@ -145,7 +145,7 @@ impl RowSync<'_> {
             }
             let engine = self.node.engine.clone();
             let (table, now_s, view) = (self.table, self.now_s, self.view);
-            return super::super::streams::in_background(move || {
+            return super::super::background::in_background(move || {
                 list_digests(&engine, table, (start, end), (now_s, view), DIGEST_PAGE)
             })
             .await;
