@@ -36,6 +36,8 @@ const MAGIC: &[u8; 4] = b"hl-1";
 pub(crate) const KEYED_MAGIC: &[u8; 4] = b"hl-k";
 /// Index.db of a columnar SSTable whose keys are in its segment (`EntryShape::Sampled`).
 pub(crate) const SAMPLED_MAGIC: &[u8; 4] = b"hl-s";
+/// A sampled Index.db whose unsampled entries all have one length, stated once (sampled.rs).
+pub(crate) const UNIFORM_MAGIC: &[u8; 4] = b"hl-u";
 
 /// How the entries of one Index.db are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +84,9 @@ pub(crate) struct PartitionIndex {
     body_end: u64,
     /// The segment a `Sampled` index takes keys from.
     keys: Option<std::sync::Arc<dyn EntryKeys>>,
+    /// The length of every unsampled entry of a `Sampled` index that states it once (magic
+    /// `hl-u`: those entries take no bytes).
+    uniform_length: Option<u32>,
 }
 
 /// One entry as it lies in a page, nothing allocated: the summary search compares keys
@@ -131,6 +136,7 @@ impl PartitionIndex {
             samples: Vec::new(),
             body_end: len.saturating_sub(4),
             keys,
+            uniform_length: None,
         };
         if len < 8 {
             return Err(ix.corrupt("too short"));
@@ -142,11 +148,13 @@ impl PartitionIndex {
         if ix.shape == EntryShape::Compact {
             if &magic == KEYED_MAGIC {
                 ix.shape = EntryShape::Keyed;
-            } else if &magic == SAMPLED_MAGIC {
+            } else if &magic == SAMPLED_MAGIC || &magic == UNIFORM_MAGIC {
                 if ix.keys.is_none() {
                     return Err(ix.corrupt("a sampled index without its segment"));
                 }
                 ix.shape = EntryShape::Sampled;
+                // Read from the header by `scan`.
+                ix.uniform_length = (&magic == UNIFORM_MAGIC).then_some(0);
             }
         }
         ix.scan()?;
@@ -166,6 +174,7 @@ impl PartitionIndex {
         let magic = s.with(|r| r.take(4).map(<[u8]>::to_vec))?;
         let expected = match self.shape {
             EntryShape::Keyed => KEYED_MAGIC,
+            EntryShape::Sampled if self.uniform_length.is_some() => UNIFORM_MAGIC,
             EntryShape::Sampled => SAMPLED_MAGIC,
             _ => MAGIC,
         };
@@ -179,14 +188,30 @@ impl PartitionIndex {
             EntryShape::Sampled => (s.with(|r| Dec::new(r, 0).uv())?, 1),
         };
         let mut interval = self.interval;
+        let mut uniform = self.uniform_length;
         if self.shape == EntryShape::Sampled {
             let stored = s.with(|r| Dec::new(r, 0).uv())?;
             interval = usize::try_from(stored)
                 .ok()
                 .filter(|i| (1..=MAX_SAMPLED_INTERVAL).contains(i))
                 .ok_or_else(|| self.corrupt("sampling interval"))?;
+            if uniform.is_some() {
+                let length = s.with(|r| Dec::new(r, 0).uv())?;
+                uniform =
+                    Some(
+                        u32::try_from(length).map_err(|_| StorageError::CorruptSSTable {
+                            file: self.path.clone(),
+                            reason: "index: uniform entry length".into(),
+                        })?,
+                    );
+            }
         }
-        if count.saturating_mul(min_entry_bytes) > self.body_end {
+        // Unsampled entries of a uniform index take no bytes: only its samples are counted.
+        let stored_entries = match uniform {
+            Some(_) => count.div_ceil(interval as u64),
+            None => count,
+        };
+        if stored_entries.saturating_mul(min_entry_bytes) > self.body_end {
             return Err(self.corrupt("entry count"));
         }
         let count = usize::try_from(count).map_err(|_| self.corrupt("entry count"))?;
@@ -199,7 +224,7 @@ impl PartitionIndex {
             // Only sampled entries' keys are copied out of the read buffer.
             let (token, key, length, pos) = s.with(|r| {
                 let e = match shape {
-                    EntryShape::Sampled => sampled::raw_entry(r, position, sampled)?,
+                    EntryShape::Sampled => sampled::raw_entry(r, position, sampled, uniform)?,
                     _ => raw_entry(shape, r, position)?,
                 };
                 let key = sampled.then(|| e.key.to_vec());
@@ -237,6 +262,7 @@ impl PartitionIndex {
         self.count = count;
         self.interval = interval;
         self.samples = samples;
+        self.uniform_length = uniform;
         Ok(())
     }
 
@@ -732,7 +758,9 @@ impl RawEntry<'_> {
 }
 
 mod sampled;
-pub(crate) use sampled::{encode_sampled_entry, encode_sampled_header, MAX_SAMPLED_INTERVAL};
+#[cfg(test)]
+use sampled::{encode_sampled_entry, encode_sampled_header};
+pub(crate) use sampled::{SampledIndexBody, MAX_SAMPLED_INTERVAL};
 
 #[cfg(test)]
 mod tests;

@@ -196,6 +196,8 @@ pub struct SSTableWriter {
     logical_pos: u64,
     /// Index.db entries encoded as partitions arrive (the count goes in front at the end).
     index_body: Vec<u8>,
+    /// A columnar SSTable's sampled Index.db (its entries do not go to `index_body`).
+    sampled_index: index::SampledIndexBody,
     index_count: usize,
     /// The statistics' cell count when the last partition was indexed: the next one's cells
     /// are the difference.

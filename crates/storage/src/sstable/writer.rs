@@ -25,6 +25,7 @@ impl SSTableWriter {
             pending: Vec::with_capacity(chunk_len),
             logical_pos: 0,
             index_body: Vec::new(),
+            sampled_index: Default::default(),
             index_count: 0,
             cells_indexed: 0,
             last_key: None,
@@ -143,12 +144,8 @@ impl SSTableWriter {
     /// entry's length counts entries, not bytes).
     pub(super) fn index_partition_sized(&mut self, e: &IndexEntry, bytes: u64) {
         if self.is_columnar() {
-            super::index::encode_sampled_entry(
-                &mut self.index_body,
-                e,
-                self.index_count,
-                super::index::MIN_INDEX_INTERVAL,
-            );
+            self.sampled_index
+                .push(e, self.index_count, super::index::MIN_INDEX_INTERVAL);
         } else {
             self.format.encode_index_entry(&mut self.index_body, e);
         }
@@ -228,17 +225,15 @@ impl SSTableWriter {
         }
         // The index and filter do not depend on where the chunks landed: they are encoded and
         // written while the writing thread finishes the data and syncs it.
-        let mut head;
+        let head;
         if self.is_columnar() {
-            head = super::index::SAMPLED_MAGIC.to_vec();
-            super::index::encode_sampled_header(
-                &mut head,
-                self.index_count,
-                super::index::MIN_INDEX_INTERVAL,
-            );
+            let sampled = std::mem::take(&mut self.sampled_index);
+            (head, self.index_body) =
+                sampled.finish(self.index_count, super::index::MIN_INDEX_INTERVAL);
         } else {
-            head = MAGIC.to_vec();
-            self.format.encode_index_count(&mut head, self.index_count);
+            let mut h = MAGIC.to_vec();
+            self.format.encode_index_count(&mut h, self.index_count);
+            head = h;
         }
         let crc = crc32c_update(crc32c(&head), &self.index_body);
         write_file_parts(

@@ -11,6 +11,11 @@
 //! entry i, otherwise:          uv length
 //! ```
 //!
+//! When every unsampled entry has the same length (a table of one-row partitions: every
+//! partition is one segment entry), the writer states it once and writes the samples only:
+//! `"hl-u" | uv count | uv interval | uv length | samples | crc32c`. On 1M GDELT events that
+//! is 1.07 MB of a 38 MB SSTable.
+//!
 //! `length` is the partition's number of segment entries, so positions follow from the lengths
 //! as in every format-2 index. Opening reads the samples as before (nothing of the segment);
 //! reading a page resolves its entries' tokens and keys from the segment's key stream at their
@@ -40,6 +45,53 @@ pub(crate) fn encode_sampled_entry(
     }
 }
 
+/// A sampled Index.db being written: every entry, and the samples alone with the one length
+/// all other entries share, if they do.
+#[derive(Default)]
+pub(crate) struct SampledIndexBody {
+    all: Vec<u8>,
+    samples: Vec<u8>,
+    /// None before the first unsampled entry; Some(None) once two lengths differ.
+    unsampled_length: Option<Option<u32>>,
+}
+
+impl SampledIndexBody {
+    /// Appends entry `index` (entries in partition order, `interval` apart samples).
+    pub fn push(&mut self, e: &IndexEntry, index: usize, interval: usize) {
+        encode_sampled_entry(&mut self.all, e, index, interval);
+        if index.is_multiple_of(interval) {
+            encode_sampled_entry(&mut self.samples, e, index, interval);
+            return;
+        }
+        self.unsampled_length = match self.unsampled_length {
+            None => Some(Some(e.length)),
+            Some(Some(l)) if l == e.length => Some(Some(l)),
+            _ => Some(None),
+        };
+    }
+
+    /// The magic, header and body of the file for `count` entries.
+    pub fn finish(self, count: usize, interval: usize) -> (Vec<u8>, Vec<u8>) {
+        match self.unsampled_length {
+            Some(Some(length)) => {
+                let mut head = super::UNIFORM_MAGIC.to_vec();
+                encode_sampled_header(&mut head, count, interval);
+                Enc {
+                    out: &mut head,
+                    base_us: 0,
+                }
+                .uv(u64::from(length));
+                (head, self.samples)
+            }
+            _ => {
+                let mut head = super::SAMPLED_MAGIC.to_vec();
+                encode_sampled_header(&mut head, count, interval);
+                (head, self.all)
+            }
+        }
+    }
+}
+
 /// The header after the magic: the entry count and the sampling interval.
 pub(crate) fn encode_sampled_header(out: &mut Vec<u8>, count: usize, interval: usize) {
     let mut w = Enc { out, base_us: 0 };
@@ -52,16 +104,23 @@ pub(super) fn raw_entry<'a>(
     r: &mut Reader<'a>,
     position: u64,
     sampled: bool,
+    uniform_length: Option<u32>,
 ) -> Result<RawEntry<'a>, StorageError> {
     if sampled {
         return raw_indexed(EntryShape::Keyed, r, position);
     }
-    let buf = r.rest();
-    let mut p = 0;
-    let length = super::uv(buf, &mut p)
-        .and_then(|l| u32::try_from(l).ok())
-        .ok_or(StorageError::Decode { what: "index" })?;
-    r.take(p)?;
+    let length = match uniform_length {
+        Some(length) => length,
+        None => {
+            let buf = r.rest();
+            let mut p = 0;
+            let length = super::uv(buf, &mut p)
+                .and_then(|l| u32::try_from(l).ok())
+                .ok_or(StorageError::Decode { what: "index" })?;
+            r.take(p)?;
+            length
+        }
+    };
     Ok(RawEntry {
         key: &[],
         token: 0,
@@ -93,7 +152,8 @@ impl PartitionIndex {
         let to = (last * self.interval).min(self.count);
         let mut entries = Vec::with_capacity(to.saturating_sub(from));
         for i in from..to {
-            let e = raw_entry(&mut r, position, i.is_multiple_of(self.interval))?;
+            let sampled = i.is_multiple_of(self.interval);
+            let e = raw_entry(&mut r, position, sampled, self.uniform_length)?;
             position = e.position + u64::from(e.length);
             entries.push(e.to_entry(EntryShape::Sampled)?);
         }

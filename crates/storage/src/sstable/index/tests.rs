@@ -369,3 +369,71 @@ fn a_sampled_index_reads_keys_from_its_segment_and_checks_its_samples_against_it
     assert!(PartitionIndex::open(&dir.join("zero"), format, Some(keys)).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A sampled Index.db as the SSTable writer makes it (`SampledIndexBody`).
+fn written_sampled_file(
+    dir: &Path,
+    name: &str,
+    written: &[IndexEntry],
+    interval: usize,
+) -> PathBuf {
+    let mut body = SampledIndexBody::default();
+    for (i, e) in written.iter().enumerate() {
+        body.push(e, i, interval);
+    }
+    let (mut file, rest) = body.finish(written.len(), interval);
+    file.extend_from_slice(&rest);
+    let crc = crc32c(&file);
+    file.extend_from_slice(&crc.to_be_bytes());
+    let path = dir.join(name);
+    std::fs::write(&path, &file).unwrap();
+    path
+}
+
+#[test]
+fn one_entry_partitions_get_an_index_of_samples_only() {
+    let dir = temp_dir("uniform");
+    let format = DataFormat::Compact { base_us: 0 };
+    let segment_of = |w: &[IndexEntry]| -> Arc<dyn EntryKeys> {
+        Arc::new(ListedKeys(
+            w.iter()
+                .map(|e| (e.position, (e.token, e.key.clone())))
+                .collect(),
+        ))
+    };
+    // Every partition one segment entry (a table of one-row partitions).
+    let ones = bigint_entries(7919, |i| i as i64 * 1_000_003 - 400_000_000, 1);
+    for interval in [1, 7, 128] {
+        let path = written_sampled_file(&dir, &format!("u{interval}"), &ones, interval);
+        let bytes = std::fs::read(&path).unwrap();
+        // With every entry a sample there is nothing to share.
+        let magic: &[u8] = if interval == 1 {
+            SAMPLED_MAGIC
+        } else {
+            UNIFORM_MAGIC
+        };
+        assert_eq!(&bytes[..4], magic, "interval {interval}");
+        if interval == 128 {
+            // 8 samples of ~18 bytes, not 1,000 lengths.
+            assert!(bytes.len() < 200, "{} bytes", bytes.len());
+        }
+        let ix =
+            PartitionIndex::open_with_interval(&path, format, 3, Some(segment_of(&ones))).unwrap();
+        check_lookups(&ix, &ones, &[0, 3, interval, 999]);
+    }
+    // Lengths that differ keep every entry's length, and read the same way.
+    let varied = bigint_entries(7919, |i| i as i64 * 1_000_003 - 400_000_000, 3);
+    let path = written_sampled_file(&dir, "varied", &varied, 128);
+    assert_eq!(&std::fs::read(&path).unwrap()[..4], SAMPLED_MAGIC);
+    let ix = PartitionIndex::open(&path, format, Some(segment_of(&varied))).unwrap();
+    check_lookups(&ix, &varied, &[0, 3, 128, 999]);
+    // A uniform index missing its last sample, or claiming more entries than its samples hold.
+    let path = written_sampled_file(&dir, "cut", &ones, 128);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 4 - 10);
+    let crc = crc32c(&bytes);
+    bytes.extend_from_slice(&crc.to_be_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(PartitionIndex::open(&path, format, Some(segment_of(&ones))).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
