@@ -4,7 +4,9 @@
 use super::footer::{ChunkEntry, Footer, GroupMeta};
 use super::layout::StreamLayout;
 use super::stats::ChunkStats;
-use super::tests::{assert_same, clustering_cols, live_cell, schema, write};
+use super::tests::{
+    assert_partitions_back, clustering_cols, live_cell, schema, stream_bytes, write_uncompressed,
+};
 use super::vector::{Column, Physical};
 use super::*;
 use crate::clustering::{CKey, ClusteringComparator};
@@ -70,22 +72,8 @@ fn columns_fixed_by_another_are_stored_as_mappings_and_read_back_on_every_path()
     let rows = 20_000usize;
     let picks: Vec<usize> = (0..rows).map(|_| r.below(PLACES as u64) as usize).collect();
     let parts = partitions(&picks);
-    let summary = write(
-        &dir,
-        &parts,
-        SegmentOptions {
-            row_group_rows: 4000,
-            compression: BlockCompression::None,
-            ..SegmentOptions::default()
-        },
-    );
-    let bytes_of = |name: &str| {
-        summary
-            .stream_bytes
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, b)| *b)
-    };
+    let summary = write_uncompressed(&dir, &parts, 4000);
+    let bytes_of = |name: &str| stream_bytes(&summary, name);
     // Five groups of 300 entries each (a name is 9 bytes, a latitude a 10-bit scaled integer),
     // against 9-bit codes for 20,000 rows (22.5 kB) coded alone.
     assert!(
@@ -148,11 +136,7 @@ fn columns_fixed_by_another_are_stored_as_mappings_and_read_back_on_every_path()
         at += b.rows;
     }
     assert_eq!(at, rows);
-    let back = seg.partitions().unwrap();
-    assert_eq!(back.len(), rows);
-    for (a, b) in parts.iter().zip(&back) {
-        assert_same(a, b);
-    }
+    assert_partitions_back(&seg, &parts);
 }
 
 #[test]

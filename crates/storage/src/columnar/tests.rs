@@ -511,6 +511,42 @@ pub(super) fn write(
     w.finish().unwrap()
 }
 
+/// `parts` in a segment of `group_rows`-row groups without block compression (sizes are the
+/// encodings' own).
+pub(super) fn write_uncompressed(
+    dir: &std::path::Path,
+    parts: &[Partition],
+    group_rows: usize,
+) -> SegmentSummary {
+    write(
+        dir,
+        parts,
+        SegmentOptions {
+            row_group_rows: group_rows,
+            compression: BlockCompression::None,
+            ..SegmentOptions::default()
+        },
+    )
+}
+
+/// Every partition of `seg`, rebuilt, is the one written.
+pub(super) fn assert_partitions_back(seg: &SegmentReader, parts: &[Partition]) {
+    let back = seg.partitions().unwrap();
+    assert_eq!(back.len(), parts.len());
+    for (a, b) in parts.iter().zip(&back) {
+        assert_same(a, b);
+    }
+}
+
+/// The bytes the segment's stream `name` takes (0 if it has none).
+pub(super) fn stream_bytes(summary: &SegmentSummary, name: &str) -> u64 {
+    summary
+        .stream_bytes
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or(0, |(_, b)| *b)
+}
+
 fn meaningful(p: &Partition) -> bool {
     p.deletion.is_some()
         || !p.range_tombstones.is_empty()
@@ -978,22 +1014,8 @@ fn values_repeating_across_row_groups_are_coded_into_one_segment_dictionary() {
             p
         })
         .collect();
-    let summary = write(
-        &dir,
-        &parts,
-        SegmentOptions {
-            row_group_rows: 1000,
-            compression: BlockCompression::None,
-            ..SegmentOptions::default()
-        },
-    );
-    let bytes_of = |name: &str| {
-        summary
-            .stream_bytes
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, b)| *b)
-    };
+    let summary = write_uncompressed(&dir, &parts, 1000);
+    let bytes_of = |name: &str| stream_bytes(&summary, name);
     // 20 row groups of 9-bit codes and the 300 names once (7.2 kB): a dictionary per row
     // group would hold (nearly) all 300 names in each of the 20.
     let names_bytes: usize = names.iter().map(String::len).sum();
@@ -1062,11 +1084,7 @@ fn values_repeating_across_row_groups_are_coded_into_one_segment_dictionary() {
         at += b.rows;
     }
     assert_eq!(at, rows);
-    let back = seg.partitions().unwrap();
-    assert_eq!(back.len(), rows);
-    for (a, b) in parts.iter().zip(&back) {
-        assert_same(a, b);
-    }
+    assert_partitions_back(&seg, &parts);
 }
 
 #[test]

@@ -319,6 +319,11 @@ fn sampled_file(dir: &Path, name: &str, written: &[IndexEntry], interval: usize)
     let mut file = SAMPLED_MAGIC.to_vec();
     encode_sampled_header(&mut file, written.len(), interval);
     file.extend_from_slice(&body);
+    with_checksum(dir, name, file)
+}
+
+/// Writes `file` with its checksum appended as `dir/name`.
+fn with_checksum(dir: &Path, name: &str, mut file: Vec<u8>) -> PathBuf {
     let crc = crc32c(&file);
     file.extend_from_slice(&crc.to_be_bytes());
     let path = dir.join(name);
@@ -383,11 +388,7 @@ fn written_sampled_file(
     }
     let (mut file, rest) = body.finish(written.len(), interval);
     file.extend_from_slice(&rest);
-    let crc = crc32c(&file);
-    file.extend_from_slice(&crc.to_be_bytes());
-    let path = dir.join(name);
-    std::fs::write(&path, &file).unwrap();
-    path
+    with_checksum(dir, name, file)
 }
 
 #[test]
