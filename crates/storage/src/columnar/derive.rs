@@ -286,14 +286,16 @@ pub(super) fn choose(cols: &[Column], candidates: &[usize]) -> Vec<Derivation> {
     // from the end, so the one with the fewest values that fixes a column is found first.
     let mut determinants: Vec<usize> = Vec::new();
     let mut out = Vec::new();
-    let find = |b: &Column, determinants: &[usize]| {
+    // The derivation of stream `s` (values `b`) from the determinant with the fewest values
+    // that fixes it.
+    let find = |s: usize, b: &Column, determinants: &[usize]| {
         determinants
             .iter()
             .rev()
             .filter_map(|d| numbered.get(*d))
             .find(|(_, a)| is_function_of(a, b))
             .map(|(a, n)| Derivation {
-                stream: *a,
+                stream: s,
                 determinant: *a,
                 first_rows: n.first_rows.clone(),
             })
@@ -304,21 +306,19 @@ pub(super) fn choose(cols: &[Column], candidates: &[usize]) -> Vec<Derivation> {
             // Not derived, and numbers after it have even fewer values: none will be.
             break;
         }
-        match find(b, &determinants) {
-            Some(d) => out.push(Derivation { stream: *s, ..d }),
+        match find(*s, b, &determinants) {
+            Some(d) => out.push(d),
             None => determinants.push(k),
         }
     }
-    // Text columns are numbered only to learn whether they have enough values to be derived.
+    // A text column fixed by a determinant is numbered (its strings hashed) only then, to learn
+    // whether it has enough values to be derived.
     for s in texts {
-        let many = cols
-            .get(*s)
-            .is_some_and(|b| number(b, MIN_DERIVED_DISTINCT).is_none());
-        if !many {
-            continue;
-        }
-        if let Some(d) = cols.get(*s).and_then(|b| find(b, &determinants)) {
-            out.push(Derivation { stream: *s, ..d });
+        let Some(b) = cols.get(*s) else { continue };
+        if let Some(d) = find(*s, b, &determinants) {
+            if number(b, MIN_DERIVED_DISTINCT).is_none() {
+                out.push(d);
+            }
         }
     }
     out
