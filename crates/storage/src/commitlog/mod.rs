@@ -6,8 +6,9 @@
 //! [u32 BE payload length][u32 BE crc32c(payload)][payload]
 //! payload = u32 count, count * (table id: 16 bytes, u32 length, encoded partition (codec/format1.rs))
 //! ```
-//! Segments are allocated at `commitlog_segment_size` and written through a memory mapping
-//! (mapped.rs), so the unwritten tail of a segment is zeros, which replay reads as its end.
+//! Segments are allocated at `commitlog_segment_size` and appended to with one `pwrite` per
+//! entry (segment_file.rs), so the unwritten tail of a segment is zeros, which replay reads as
+//! its end.
 //! One entry holds one `apply` or one whole `apply_batch`, so a batch replays all-or-nothing. A torn
 //! or corrupt entry (short read, bad length, CRC mismatch) ends replay of that segment: everything
 //! after it was never acknowledged (entries are fsynced in order).
@@ -25,12 +26,11 @@
 //! because segment ids restart at 1 when no segment is left: a stale file from an earlier run
 //! would otherwise skip entries that were never flushed.
 
-mod mapped;
+mod segment_file;
 
 use crate::codec::crc32c;
 use crate::error::StorageError;
 use crate::types::{CommitlogSync, TableId};
-use mapped::MappedSegment;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
@@ -57,19 +57,21 @@ struct Segment {
 struct WriterState {
     current: Segment,
     file: Arc<File>,
-    /// The current segment's file, mapped: appends copy into it.
-    map: MappedSegment,
+    /// The current segment's allocated length: an entry past it starts the next segment.
+    len: u64,
     offset: u64,
+    /// Header and payload of the entry being appended, copied together for one `pwrite`.
+    scratch: Vec<u8>,
     /// Sequence number of the last appended entry.
     written_seq: u64,
     /// Older segments still holding unflushed data.
     old: BTreeMap<u64, Segment>,
-    /// Segments rotated away whose data the syncer has not yet made durable; their mappings are
-    /// unmapped there too, so no writer waits on an `fdatasync` or a `munmap`.
+    /// Segments rotated away whose data the syncer has not yet made durable, so no writer
+    /// waits on an `fdatasync`.
     retired: Vec<Retired>,
     /// The next segment, created ahead by the syncer, so a rotation is a swap under the lock
     /// (Cassandra's segment allocator does the same), not a file creation and allocation.
-    spare: Option<(Segment, Arc<File>, MappedSegment)>,
+    spare: Option<(Segment, Arc<File>, u64)>,
     /// The id the next created segment gets; ids only grow, gaps are harmless.
     next_id: u64,
     /// Per table, everything up to this position is in SSTables.
@@ -80,8 +82,6 @@ struct WriterState {
 struct Retired {
     file: Arc<File>,
     path: PathBuf,
-    /// Unmapped when the syncer drops this, after the sync.
-    _mapping: MappedSegment,
 }
 
 /// The commitlog of one engine.
@@ -180,12 +180,12 @@ pub fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
     Ok(ids)
 }
 
-/// Creates segment `id`, allocated and mapped at `len` bytes.
+/// Creates segment `id`, allocated at `len` bytes.
 fn create_segment(
     dir: &Path,
     id: u64,
     len: u64,
-) -> Result<(Segment, Arc<File>, MappedSegment), StorageError> {
+) -> Result<(Segment, Arc<File>, u64), StorageError> {
     let path = segment_path(dir, id);
     let file = OpenOptions::new()
         .create(true)
@@ -194,7 +194,7 @@ fn create_segment(
         .truncate(true)
         .open(&path)
         .map_err(|e| StorageError::io(&path, e))?;
-    let map = MappedSegment::new(&file, &path, len as usize)?;
+    segment_file::allocate(&file, &path, len)?;
     // Make the new file's directory entry durable, or a crash could lose the whole segment.
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
@@ -206,7 +206,7 @@ fn create_segment(
             dirty: HashMap::new(),
         },
         Arc::new(file),
-        map,
+        len,
     ))
 }
 
@@ -235,7 +235,7 @@ impl Commitlog {
             }
         }
         let segment_size_bytes = segment_size_bytes.max(1 << 20);
-        let (current, file, map) = create_segment(dir, next, segment_size_bytes)?;
+        let (current, file, len) = create_segment(dir, next, segment_size_bytes)?;
         let (synced_tx, _) = tokio::sync::watch::channel(0u64);
         let log = Arc::new(Commitlog {
             dir: dir.to_path_buf(),
@@ -244,8 +244,9 @@ impl Commitlog {
             state: Mutex::new(WriterState {
                 current,
                 file,
-                map,
+                len,
                 offset: 0,
+                scratch: Vec::new(),
                 written_seq: 0,
                 old: BTreeMap::new(),
                 retired: Vec::new(),
@@ -293,16 +294,20 @@ impl Commitlog {
         }
         let entry_len = HEADER_BYTES + payload.len() as u64;
         let mut clean = Vec::new();
-        if st.offset + entry_len > st.map.len() as u64 {
+        if st.offset + entry_len > st.len {
             clean = self.rotate(&mut st, entry_len)?;
         }
-        let offset = st.offset as usize;
-        if !st.map.write_at(offset, &[&header, payload]) {
-            // rotate() sized the segment for this entry: not reached.
-            return Err(StorageError::InvalidRequest(format!(
-                "commitlog entry of {entry_len} bytes does not fit its segment"
-            )));
-        }
+        let WriterState {
+            file,
+            offset,
+            scratch,
+            current,
+            ..
+        } = &mut *st;
+        // A failed write leaves the offset where it was: the next entry overwrites whatever
+        // part of this one reached the file, and nobody was told this one was logged.
+        segment_file::append_at(file, *offset, &header, payload, scratch)
+            .map_err(|e| StorageError::io(&current.path, e))?;
         st.offset += entry_len;
         st.written_seq += 1;
         let off = st.offset;
@@ -327,7 +332,7 @@ impl Commitlog {
         let mut clean = Vec::new();
         let next = match st.spare.take() {
             // A stored spare is always newer than the current segment (`prepare_spare`).
-            Some(spare) if spare.2.len() as u64 >= len => spare,
+            Some(spare) if spare.2 >= len => spare,
             other => {
                 clean.extend(other.map(|(seg, _, _)| seg.path));
                 let id = st.next_id;
@@ -335,16 +340,15 @@ impl Commitlog {
                 create_segment(&self.dir, id, len)?
             }
         };
-        let (seg, file, map) = next;
+        let (seg, file, seg_len) = next;
         let old = std::mem::replace(&mut st.current, seg);
         // The old segment's entries become durable at the syncer's next round, before any
         // later entry is reported synced (`sync_now` syncs retired segments first).
-        let old_map = std::mem::replace(&mut st.map, map);
+        st.len = seg_len;
         let old_file = std::mem::replace(&mut st.file, file);
         st.retired.push(Retired {
             file: old_file,
             path: old.path.clone(),
-            _mapping: old_map,
         });
         st.offset = 0;
         st.old.insert(old.id, old);
