@@ -35,6 +35,7 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -60,8 +61,6 @@ struct WriterState {
     /// The current segment's allocated length: an entry past it starts the next segment.
     len: u64,
     offset: u64,
-    /// Header and payload of the entry being appended, copied together for one `pwrite`.
-    scratch: Vec<u8>,
     /// Sequence number of the last appended entry.
     written_seq: u64,
     /// Older segments still holding unflushed data.
@@ -246,7 +245,6 @@ impl Commitlog {
                 file,
                 len,
                 offset: 0,
-                scratch: Vec::new(),
                 written_seq: 0,
                 old: BTreeMap::new(),
                 retired: Vec::new(),
@@ -270,21 +268,35 @@ impl Commitlog {
         Ok(log)
     }
 
-    /// Appends one entry for `tables` (the tables it touches); returns its sequence number and
-    /// position. The caller waits with `wait_durable` (after releasing its locks).
+    /// An empty entry: room for its header, then the payload is appended to it and the whole
+    /// buffer handed to `append`, which fills the header in and writes it with one `pwrite`
+    /// (no copy of the payload behind a header).
+    pub fn new_entry(payload_capacity: usize) -> Vec<u8> {
+        let mut entry = Vec::with_capacity(HEADER_BYTES as usize + payload_capacity);
+        entry.resize(HEADER_BYTES as usize, 0);
+        entry
+    }
+
+    /// Appends one entry for `tables` (the tables it touches): `entry` as `new_entry` made it,
+    /// payload after the header's room. Returns its sequence number and position. The caller
+    /// waits with `wait_durable` (after releasing its locks).
     pub fn append(
         &self,
-        payload: &[u8],
+        entry: &mut [u8],
         tables: &[TableId],
     ) -> Result<(u64, LogPosition), StorageError> {
+        let Some((header, payload)) = entry.split_at_mut_checked(HEADER_BYTES as usize) else {
+            return Err(StorageError::InvalidRequest(
+                "commitlog entry without room for its header".into(),
+            ));
+        };
         if payload.len() > MAX_ENTRY_BYTES {
             return Err(StorageError::InvalidRequest(format!(
                 "mutation of {} bytes is too large",
                 payload.len()
             )));
         }
-        // Computed before taking the lock: the lock is held only for the copy.
-        let mut header = [0u8; 8];
+        // Computed before taking the lock: the lock is held only for the write.
         header[..4].copy_from_slice(&(payload.len() as u32).to_be_bytes());
         header[4..].copy_from_slice(&crc32c(payload).to_be_bytes());
         let mut st = self.state.lock();
@@ -292,22 +304,16 @@ impl Commitlog {
         if self.stop.load(Ordering::Acquire) {
             return Err(StorageError::ShuttingDown);
         }
-        let entry_len = HEADER_BYTES + payload.len() as u64;
+        let entry_len = entry.len() as u64;
         let mut clean = Vec::new();
         if st.offset + entry_len > st.len {
             clean = self.rotate(&mut st, entry_len)?;
         }
-        let WriterState {
-            file,
-            offset,
-            scratch,
-            current,
-            ..
-        } = &mut *st;
         // A failed write leaves the offset where it was: the next entry overwrites whatever
         // part of this one reached the file, and nobody was told this one was logged.
-        segment_file::append_at(file, *offset, &header, payload, scratch)
-            .map_err(|e| StorageError::io(&current.path, e))?;
+        st.file
+            .write_all_at(entry, st.offset)
+            .map_err(|e| StorageError::io(&st.current.path, e))?;
         st.offset += entry_len;
         st.written_seq += 1;
         let off = st.offset;

@@ -1,5 +1,5 @@
 //! A commitlog segment's file: allocated to its full size when created, then appended to with
-//! one `pwrite` per entry.
+//! one `pwrite` per entry (`Commitlog::append`).
 //!
 //! Allocated up front (`posix_fallocate`), so a full disk fails the segment's creation with an
 //! error instead of an append half-way; the unwritten tail reads as zeros, which replay takes as
@@ -10,13 +10,13 @@
 //! 2026-11-30): an append was a copy with no system call, but writing a mapped file back means
 //! write-protecting each of its pages first, a TLB flush on every core running the node, and
 //! every page faults again on its next write. The sync of a rotated 32 MiB segment did that for
-//! 8,192 pages at once, and writes at half load (uniform standard1 writes at 40k/s for 60 s on
-//! 2 cores) saw a P99 of 44 ms with 31 one-second intervals over 10 ms. With `pwrite`: 7.4 ms
-//! and 1 interval, at the same server CPU (47 s against 51 s for the run).
+//! 8,192 pages at once: uniform standard1 writes at 40k/s for 60 s on 2 cores (half load) had a
+//! P99 of 31-44 ms and 15-31 one-second intervals over 10 ms, one per rotation. With `pwrite`,
+//! 5.9-40 ms and 0-11 intervals over 5 runs, the rest lining up with compactions, at the same
+//! server CPU within that machine's noise.
 
 use crate::error::StorageError;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Allocates `file` to `len` bytes.
@@ -36,33 +36,12 @@ pub(super) fn allocate(file: &File, path: &Path, len: u64) -> Result<(), Storage
     Ok(())
 }
 
-/// Writes `header` then `payload` at `offset` of `file` with one `pwrite` (through `scratch`,
-/// the writer's reused buffer), so an entry is never half in the page cache because the
-/// process stopped between two calls.
-pub(super) fn append_at(
-    file: &File,
-    offset: u64,
-    header: &[u8],
-    payload: &[u8],
-    scratch: &mut Vec<u8>,
-) -> std::io::Result<()> {
-    scratch.clear();
-    scratch.extend_from_slice(header);
-    scratch.extend_from_slice(payload);
-    let written = file.write_all_at(scratch, offset);
-    // A large entry's copy is not kept for the next one.
-    if scratch.capacity() > 1 << 20 {
-        *scratch = Vec::new();
-    }
-    written
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn appends_land_in_the_allocated_file_and_the_tail_reads_as_zeros() {
+    fn writes_land_in_the_allocated_file_and_the_tail_reads_as_zeros() {
         let dir = crate::test_support::tempdir("segment-file");
         let path = dir.join("seg");
         let file = std::fs::OpenOptions::new()
@@ -73,10 +52,10 @@ mod tests {
             .open(&path)
             .unwrap();
         allocate(&file, &path, 8192).unwrap();
-        let mut scratch = Vec::new();
-        append_at(&file, 0, b"abc", b"def", &mut scratch).unwrap();
-        append_at(&file, 6, b"g", b"", &mut scratch).unwrap();
-        append_at(&file, 8189, b"x", b"yz", &mut scratch).unwrap();
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(b"abcdef", 0).unwrap();
+        file.write_all_at(b"g", 6).unwrap();
+        file.write_all_at(b"xyz", 8189).unwrap();
         let data = std::fs::read(&path).unwrap();
         assert_eq!(data.len(), 8192);
         assert_eq!(&data[..7], b"abcdefg");

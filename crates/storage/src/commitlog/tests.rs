@@ -9,6 +9,13 @@ fn entry(i: u32) -> Vec<u8> {
     e
 }
 
+/// `entry(i)` as `append` takes it: behind the room for its header.
+fn logged(i: u32) -> Vec<u8> {
+    let mut e = Commitlog::new_entry(100 << 10);
+    e.extend_from_slice(&entry(i));
+    e
+}
+
 /// Every entry of every segment in the directory, in segment order.
 fn replayed(dir: &Path) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
@@ -40,12 +47,12 @@ fn rotations_take_the_prepared_spare_and_every_acknowledged_entry_replays() {
     for i in 0..40u32 {
         if i > 0 && i % 10 == 0 {
             let spare = wait_for_spare(&log);
-            let (seq, (segment, _)) = log.append(&entry(i), &[TABLE]).unwrap();
+            let (seq, (segment, _)) = log.append(&mut logged(i), &[TABLE]).unwrap();
             log.wait_durable_blocking(seq).unwrap();
             // 10 entries of 100 KiB fill a 1 MiB segment: the 11th rotates into the spare.
             assert_eq!(segment, spare, "entry {i}");
         } else {
-            let (seq, _) = log.append(&entry(i), &[TABLE]).unwrap();
+            let (seq, _) = log.append(&mut logged(i), &[TABLE]).unwrap();
             log.wait_durable_blocking(seq).unwrap();
         }
         ids.push(log.position().0);
@@ -67,7 +74,7 @@ fn a_sync_covers_the_segments_rotated_away_before_it() {
     )
     .unwrap();
     for i in 0..25u32 {
-        log.append(&entry(i), &[TABLE]).unwrap();
+        log.append(&mut logged(i), &[TABLE]).unwrap();
     }
     // Two rotations; the periodic syncer (woken by each) may or may not have run yet.
     log.sync_now().unwrap();
@@ -82,7 +89,7 @@ fn flushed_segments_are_deleted_and_a_clean_close_leaves_no_spare_behind() {
     let dir = crate::test_support::tempdir("commitlog-clean");
     let log = Commitlog::open(&dir, CommitlogSync::Batch, SEGMENT_BYTES).unwrap();
     for i in 0..25u32 {
-        let (seq, _) = log.append(&entry(i), &[TABLE]).unwrap();
+        let (seq, _) = log.append(&mut logged(i), &[TABLE]).unwrap();
         log.wait_durable_blocking(seq).unwrap();
     }
     let current = log.position().0;

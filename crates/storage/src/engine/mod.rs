@@ -373,16 +373,16 @@ impl Engine {
             .iter()
             .map(|(_, p)| 20 + crate::codec::encoded_len_hint(p))
             .sum();
-        let mut payload = Vec::with_capacity(4 + hint);
+        let mut entry = Commitlog::new_entry(4 + hint);
         let mut sizes = Vec::with_capacity(parts.len());
-        Writer(&mut payload).u32(parts.len() as u32);
+        Writer(&mut entry).u32(parts.len() as u32);
         for (t, p) in &parts {
-            payload.extend_from_slice(&t.id());
-            let at = payload.len();
-            Writer(&mut payload).u32(0);
-            encode_partition(&mut payload, p);
-            let len = (payload.len() - at - 4) as u32;
-            if let Some(slot) = payload.get_mut(at..at + 4) {
+            entry.extend_from_slice(&t.id());
+            let at = entry.len();
+            Writer(&mut entry).u32(0);
+            encode_partition(&mut entry, p);
+            let len = (entry.len() - at - 4) as u32;
+            if let Some(slot) = entry.get_mut(at..at + 4) {
                 slot.copy_from_slice(&len.to_be_bytes());
             }
             sizes.push(u64::from(len));
@@ -394,7 +394,7 @@ impl Engine {
         let ids: Vec<TableId> = tables.iter().map(|t| t.id()).collect();
         let guards: Vec<(TableId, parking_lot::RwLockReadGuard<'_, Arc<Memtable>>)> =
             tables.iter().map(|t| (t.id(), t.memtable.read())).collect();
-        let (seq, pos) = self.log.append(&payload, &ids)?;
+        let (seq, pos) = self.log.append(&mut entry, &ids)?;
         let mut written: Vec<(TableId, i64, Bytes)> = Vec::with_capacity(parts.len());
         let step = self.budget_step_bytes();
         let mut look_at_budget = false;
