@@ -823,13 +823,9 @@ impl<'a, 'b> Dec<'a, 'b> {
 /// Adds rows decoded in clustering order: building the map from them in one go compares each
 /// row with its neighbour instead of descending the tree per row.
 fn add_sorted_rows(p: &mut Partition, rows: Vec<(CKey, Row)>) {
-    let mut block: std::collections::BTreeMap<CKey, Box<Row>> =
+    let mut block: crate::partition::Rows =
         rows.into_iter().map(|(k, r)| (k, Box::new(r))).collect();
-    if p.rows.is_empty() {
-        p.rows = block;
-    } else {
-        p.rows.append(&mut block);
-    }
+    p.rows.append(&mut block);
 }
 
 #[cfg(test)]

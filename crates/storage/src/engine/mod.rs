@@ -458,10 +458,7 @@ impl Engine {
                     current.as_ref().and_then(|cp| {
                         let row = match &ck {
                             None => Some(&cp.static_row),
-                            Some(v) => cp
-                                .rows
-                                .get(&CKey::row(v.clone(), &layout.cmp))
-                                .map(|r| &**r),
+                            Some(v) => cp.rows.get(&CKey::row(v.clone(), &layout.cmp)),
                         }?;
                         let d = match &ck {
                             None => cp.deletion,
@@ -488,11 +485,11 @@ impl Engine {
                 timestamp_us: ts,
                 kind: CellKind::Counter { clock, total },
             };
-            let row = match ck {
-                None => &mut p.static_row,
-                Some(v) => p.rows.entry(CKey::row(v, &layout.cmp)).or_default(),
+            let put = |row: &mut partition::Row| row.cells.insert((col, path), cell);
+            match ck {
+                None => put(&mut p.static_row),
+                Some(v) => p.rows.with_row_or_default(CKey::row(v, &layout.cmp), put),
             };
-            row.cells.insert((col, path), cell);
         }
         Ok(p)
     }

@@ -130,9 +130,9 @@ impl Arena {
             n += self.copy_ckey(s) + self.copy_ckey(e);
         }
         n += self.copy_row(&mut p.static_row);
-        // Rows are boxed: a one-row partition's B-tree leaf (room for 11 entries) then holds
-        // pointers, not 11 rows' worth of space.
-        n += btree_bytes::<CKey, Box<Row>>(p.rows.len())
+        // Rows are boxed, and one row is held inline (partition/rows.rs): a map, with B-tree
+        // leaves holding pointers, only from the second row on.
+        n += rows_map_bytes(p.rows.len())
             + p.rows.len() as u64 * (size_of::<Row>() as u64 + PER_ALLOCATION_BYTES);
         if p.rows.keys().all(|k| k.values.iter().all(Bytes::is_empty)) {
             // No clustering values to copy (a table without clustering columns): the map stays.
@@ -157,7 +157,8 @@ pub fn merge_growth_bytes(g: &MergeGrowth) -> u64 {
     let new_rows = g.rows + g.adopted_rows;
     // A new row: its box, its cell vector (sized to its cells) and its key's value vector.
     let row = size_of::<Row>() as u64 + 3 * PER_ALLOCATION_BYTES;
-    btree_bytes::<CKey, Box<Row>>(g.adopted_rows as usize)
+    rows_map_bytes(g.adopted_rows as usize)
+        + g.row_maps * rows_map_bytes(2)
         + g.rows * btree_entry_bytes::<CKey, Box<Row>>()
         + new_rows * row
         + g.row_key_values * size_of::<Bytes>() as u64
@@ -165,6 +166,14 @@ pub fn merge_growth_bytes(g: &MergeGrowth) -> u64 {
         // A cell added beside others may double its row's vector: counted twice.
         + g.added_cells * cell * 2
         + g.deletions * size_of::<(CKey, CKey, crate::types::DeletionTime)>() as u64
+}
+
+/// Heap bytes of a partition's row map of `len` rows (none for one row, held inline).
+fn rows_map_bytes(len: usize) -> u64 {
+    if len <= 1 {
+        return 0;
+    }
+    btree_bytes::<CKey, Box<Row>>(len)
 }
 
 /// Heap bytes of a `Vec<T>` of this capacity.

@@ -12,6 +12,8 @@ pub struct MergeGrowth {
     pub rows: u64,
     /// Rows of an update taken over with their map (the partition had none).
     pub adopted_rows: u64,
+    /// Row maps started: a partition's second row moves its rows from inline into a map.
+    pub row_maps: u64,
     /// Clustering values of the new rows' keys.
     pub row_key_values: u64,
     /// Cells of the new rows.
@@ -26,6 +28,7 @@ impl MergeGrowth {
     pub(super) fn add(&mut self, other: MergeGrowth) {
         self.rows += other.rows;
         self.adopted_rows += other.adopted_rows;
+        self.row_maps += other.row_maps;
         self.row_key_values += other.row_key_values;
         self.new_row_cells += other.new_row_cells;
         self.added_cells += other.added_cells;

@@ -5,6 +5,7 @@
 pub(crate) mod cellmap;
 mod digest;
 mod growth;
+pub mod rows;
 mod shadow;
 mod unfiltered;
 
@@ -40,6 +41,7 @@ impl TableLayout {
 }
 
 pub use crate::partition::cellmap::CellMap;
+pub use crate::partition::rows::Rows;
 pub(crate) use unfiltered::to_mutation;
 
 /// One row (or the static row).
@@ -120,7 +122,7 @@ pub struct Partition {
     /// (start, end, deletion) with positions from `CKey::start` / `CKey::end`.
     pub range_tombstones: Vec<(CKey, CKey, DeletionTime)>,
     pub static_row: Row,
-    pub rows: BTreeMap<CKey, Box<Row>>,
+    pub rows: Rows,
 }
 
 impl Partition {
@@ -131,7 +133,7 @@ impl Partition {
             deletion: None,
             range_tombstones: Vec::new(),
             static_row: Row::default(),
-            rows: BTreeMap::new(),
+            rows: Rows::new(),
         }
     }
 
@@ -205,6 +207,7 @@ impl Partition {
             self.rows = other.rows;
             return grew;
         }
+        let had_map = self.rows.is_map();
         for (k, r) in other.rows {
             match self.rows.get_mut(&k) {
                 Some(cur) => grew.add(cur.merge_counting(*r)),
@@ -215,6 +218,7 @@ impl Partition {
                 }
             }
         }
+        grew.row_maps += u64::from(!had_map && self.rows.is_map());
         grew
     }
 

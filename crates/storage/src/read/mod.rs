@@ -48,7 +48,7 @@ pub(crate) fn restrict(p: &Partition, ranges: Option<&[(CKey, CKey)]>) -> Partit
     out.static_row = p.static_row.clone();
     for (s, e) in ranges {
         if s <= e {
-            for (k, r) in p.rows.range::<CKey, _>(crate::clustering::map_bounds(s, e)) {
+            for (k, r) in p.rows.range(crate::clustering::map_bounds(s, e)) {
                 out.rows.insert(k.clone(), r.clone());
             }
         }

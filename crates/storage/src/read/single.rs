@@ -539,7 +539,7 @@ pub(crate) fn restrict_upto(
     // the tree per row.
     let mut taken: Vec<(CKey, Box<Row>)> = Vec::new();
     for (s, e) in ordered {
-        let it = p.rows.range::<CKey, _>(crate::clustering::map_bounds(s, e));
+        let it = p.rows.range(crate::clustering::map_bounds(s, e));
         let it: Box<dyn Iterator<Item = _>> = if reversed {
             Box::new(it.rev())
         } else {
@@ -571,7 +571,7 @@ fn cut_past(p: &mut Partition, frontier: &CKey, reversed: bool) {
     } else {
         let first_past = p
             .rows
-            .range::<CKey, _>((Excluded(frontier), Unbounded))
+            .range((Excluded(frontier), Unbounded))
             .next()
             .map(|(k, _)| k.clone());
         if let Some(k) = first_past {

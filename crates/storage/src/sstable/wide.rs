@@ -387,13 +387,9 @@ fn finish(
         }
         .map(|(k, _)| k.clone()),
     };
-    let mut block: std::collections::BTreeMap<CKey, Box<Row>> =
+    let mut block: crate::partition::Rows =
         rows.into_iter().map(|(k, r)| (k, Box::new(r))).collect();
-    if p.rows.is_empty() {
-        p.rows = block;
-    } else {
-        p.rows.append(&mut block);
-    }
+    p.rows.append(&mut block);
     (p, at)
 }
 
