@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# A/B of two Helenus server binaries on one helenus-stress workload, in one run, alternating
+# A, B, A, B... so that this machine's drift (±20-40% between runs an hour apart) falls on both.
+# Each run starts a fresh node, optionally loads the keys, then drives the workload and reads from
+# /proc what the server spent: CPU per 1,000 operations, bytes written to disk per operation
+# (commitlog, flushes and compactions together), context switches per operation, RSS at the end.
+#   A=old/helenus B=new/helenus bench/ab.sh
+# Env: WORKLOAD=write|read|mixed (write)  KEYS=1000000  LOAD=0|1 (load KEYS keys first; 1 for read
+#      and mixed)  DURATION=60  RUNS=2 (pairs)  RATE= (fixed op/s; empty = closed loop)
+#      THREADS=64  ADDR=127.0.0.47  EXTRA="--set k=v ..." (server settings, both sides)
+# Writes bench/results/ab-<date>-<commit>.{jsonl,md}; the Markdown has per-run rows and the means.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+STRESS="${STRESS:-$TARGET_DIR/release/helenus-stress}"
+: "${A:?A=path of the first server binary}" "${B:?B=path of the second server binary}"
+WORKLOAD="${WORKLOAD:-write}"; KEYS="${KEYS:-1000000}"; DURATION="${DURATION:-60}"; RUNS="${RUNS:-2}"
+THREADS="${THREADS:-64}"; ADDR="${ADDR:-127.0.0.47}"; RATE="${RATE:-}"
+case "$WORKLOAD" in write) LOAD="${LOAD:-0}" ;; *) LOAD="${LOAD:-1}" ;; esac
+[ -x "$STRESS" ] || { echo "build first: cargo build --release -p helenus-tools ($STRESS)" >&2; exit 1; }
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/helenus-ab.XXXXXX")"
+DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
+OUT="$ROOT/bench/results/ab-$DATE-$COMMIT"
+log() { echo "[ab $(date -u +%T)] $*" >&2; }
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+SERVER_PID=""
+stop_server() { [ -z "$SERVER_PID" ] || { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }; }
+trap 'stop_server; rm -rf "$WORK/data"' EXIT
+
+ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+disk_bytes() { awk '/^write_bytes/{print $2}' "/proc/$1/io"; }
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/{s+=$2} END{print s+0}'; }
+rate_args() { [ -z "$RATE" ] && echo "threads=$THREADS" || echo "threads=$THREADS fixed=$RATE/s"; }
+
+# One run: label binary; appends a JSON line.
+run_one() {
+  local label="$1" bin="$2"
+  if port_open "$ADDR" 9042; then log "$ADDR:9042 is in use by another process"; return 1; fi
+  rm -rf "$WORK/data"; mkdir -p "$WORK/data"
+  # shellcheck disable=SC2086 # EXTRA is a list of settings
+  "$bin" server --listen-address "$ADDR" --native-transport-port 9042 --data-dir "$WORK/data" \
+    --set memtable_heap_space=256MiB --set file_cache_size=256MiB --set key_cache_size=51MiB ${EXTRA:-} \
+    > "$WORK/server-$label.log" 2>&1 &
+  SERVER_PID=$!
+  local t0=$SECONDS; until port_open "$ADDR" 9042; do
+    (( SECONDS - t0 < 60 )) || { log "$label: no port 9042; see $WORK/server-$label.log"; return 1; }; sleep 0.2; done
+  if [ "$LOAD" = 1 ]; then
+    "$STRESS" write n="$KEYS" cl=ONE quiet -pop "seq=1..$KEYS" -node "$ADDR" -rate threads="$THREADS" > /dev/null
+  fi
+  local c0 w0 s0 c1 w1 s1 out
+  c0=$(ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID")
+  # shellcheck disable=SC2046 # rate_args is two words at most
+  out=$("$STRESS" "$WORKLOAD" duration="${DURATION}s" cl=ONE -pop "dist=UNIFORM(1..$KEYS)" \
+    -rate $(rate_args) -node "$ADDR" 2>&1)
+  c1=$(ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID")
+  local rss; rss=$(awk '/VmRSS/{printf "%d", $2/1024}' "/proc/$SERVER_PID/status")
+  stop_server
+  echo "$out" > "$WORK/stress-$label.log"
+  echo "$out" | awk -v label="$label" -v c="$((c1 - c0))" -v w="$((w1 - w0))" -v s="$((s1 - s0))" -v rss="$rss" '
+    /^Total operations/ {ops = $4} /^Op rate/ {rate = $4} /^Latency 99th/ {p99 = $5} /^Latency 99.9th/ {p999 = $5}
+    /^Client CPU/ {cc = $6; gsub(/\(/, "", cc)}
+    END { if (ops == 0) exit 1
+      printf "{\"run\":\"%s\",\"ops\":%d,\"op_s\":%s,\"p99_ms\":%s,\"p999_ms\":%s,\"server_cpu_ms_per_1k\":%.2f,\"client_cpu_ms_per_1k\":%s,\"disk_bytes_per_op\":%.0f,\"switches_per_op\":%.4f,\"rss_mib\":%d}\n",
+        label, ops, rate + 0, p99 + 0, p999 + 0, c * 10 * 1000 / ops, cc + 0, w / ops, s / ops, rss }' \
+    || { log "$label: no result; see $WORK/stress-$label.log"; return 1; }
+}
+
+mkdir -p "$ROOT/bench/results"; : > "$OUT.jsonl"
+for i in $(seq 1 "$RUNS"); do
+  for side in A B; do
+    bin="$A"; [ "$side" = B ] && bin="$B"
+    log "$side$i: $WORKLOAD over $KEYS keys, ${DURATION}s${RATE:+ at $RATE/s}"
+    run_one "$side$i" "$bin" >> "$OUT.jsonl"
+  done
+done
+python3 - "$OUT.jsonl" "$OUT.md" "$A" "$B" "$WORKLOAD" "$KEYS" "$DURATION" "${RATE:-closed loop}" <<'PY'
+import json, sys
+src, dst, a, b, wl, keys, dur, rate = sys.argv[1:]
+runs = [json.loads(l) for l in open(src)]
+cols = ["op_s", "p99_ms", "p999_ms", "server_cpu_ms_per_1k", "client_cpu_ms_per_1k", "disk_bytes_per_op", "switches_per_op", "rss_mib"]
+lines = [f"# A/B: {wl} over {keys} keys, {dur} s, {rate}", "", f"- A: `{a}`", f"- B: `{b}`", "",
+         "| run | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+lines += ["| " + r["run"] + " | " + " | ".join(str(r[c]) for c in cols) + " |" for r in runs]
+for side in "AB":
+    rs = [r for r in runs if r["run"].startswith(side)]
+    lines.append(f"| **mean {side}** | " + " | ".join(f"{sum(r[c] for r in rs) / len(rs):.2f}" for c in cols) + " |")
+open(dst, "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+log "wrote $OUT.jsonl and $OUT.md"
