@@ -214,7 +214,7 @@ impl Default for StressOptions {
             nodes: vec!["127.0.0.1".into()],
             port: 9042,
             connections_per_host: 1,
-            client_threads: 2,
+            client_threads: 1,
             keyspace: "keyspace1".into(),
             replication_factor: 1,
             replication_class: "SimpleStrategy".into(),
@@ -247,7 +247,7 @@ command options: n=N | duration=60s, cl=ONE|QUORUM|LOCAL_ONE|..., profile=NAME, 
 groups:
   -pop dist=UNIFORM(1..N)|GAUSSIAN(1..N,mean,stdev)|GAUSSIAN(1..N,stdvrng)|SEQ(1..N) | seq=1..N
   -rate threads=N [fixed=R/s | throttle=R/s]
-  -node HOST[,HOST]     -port native=P     -mode connectionsPerHost=N clientThreads=N (default 2)
+  -node HOST[,HOST]     -port native=P     -mode connectionsPerHost=N clientThreads=N (default 1)
   -schema keyspace=K \"replication(factor=1)\" \"compaction(strategy=LeveledCompactionStrategy)\"
   -col size=FIXED(34) n=FIXED(5)
   -log file=FILE interval=1s     -json FILE     -hdr FILE (HdrHistogram interval log)";
@@ -544,10 +544,10 @@ mod tests {
     }
 
     #[test]
-    fn client_threads_default_to_two_and_must_be_positive() {
-        assert_eq!(parse_args(&args("write")).unwrap().client_threads, 2);
-        let one = parse_args(&args("write -mode native clientThreads=1")).unwrap();
-        assert_eq!(one.client_threads, 1);
+    fn client_threads_default_to_one_and_must_be_positive() {
+        assert_eq!(parse_args(&args("write")).unwrap().client_threads, 1);
+        let two = parse_args(&args("write -mode native clientThreads=2")).unwrap();
+        assert_eq!(two.client_threads, 2);
         assert!(parse_args(&args("write -mode clientThreads=0")).is_err());
     }
 
