@@ -69,8 +69,13 @@ fn gdelt_update(i: usize, frame: &Bytes, generation: i64, wanted: fn(u32) -> boo
         });
         at += len;
     }
+    one_row(GDELT, key, 1_000 + i as i64 + generation, cells)
+}
+
+/// A partition of one row without clustering, written at `timestamp_us`.
+fn one_row(table: TableId, key: Bytes, timestamp_us: i64, cells: Vec<CellUpdate>) -> Mutation {
     Mutation {
-        table: GDELT,
+        table,
         token: token(&key),
         key,
         partition_deletion: None,
@@ -79,7 +84,7 @@ fn gdelt_update(i: usize, frame: &Bytes, generation: i64, wanted: fn(u32) -> boo
         rows: vec![RowUpdate {
             clustering: Vec::new(),
             liveness: Some(Liveness {
-                timestamp_us: 1_000 + i as i64 + generation,
+                timestamp_us,
                 ttl_s: 0,
                 expires_at_s: 0,
             }),
@@ -89,15 +94,30 @@ fn gdelt_update(i: usize, frame: &Bytes, generation: i64, wanted: fn(u32) -> boo
     }
 }
 
+/// An engine whose memtables never flush (each test measures one memtable), with `def`.
+fn unflushing_engine(name: &str, def: TableDef) -> std::sync::Arc<Engine> {
+    let dir = tempdir(name);
+    let mut cfg = config(&dir, CommitlogSync::Periodic { period_ms: 1000 });
+    cfg.memtable_space_bytes = 1 << 40;
+    cfg.commitlog_segment_size_bytes = 32 << 20;
+    let e = Engine::open(cfg).unwrap();
+    e.create_table(def).unwrap();
+    e
+}
+
+/// The engine's count may be above what the allocator was asked for (it adds allocator
+/// overhead and counts B-tree leaves as two-thirds full), never far below it.
+fn assert_counts_what_is_held(counted: f64, held: f64) {
+    assert!(
+        counted >= held * 0.95 && counted <= held * 1.6,
+        "memtable counts {counted} B but holds {held} B"
+    );
+}
+
 #[test]
 fn memtable_budget_counts_the_bytes_really_held() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempdir("memtable-memory");
-    let mut cfg = config(&dir, CommitlogSync::Periodic { period_ms: 1000 });
-    cfg.memtable_space_bytes = 1 << 40; // nothing flushes: the memtable holds every row
-    cfg.commitlog_segment_size_bytes = 32 << 20;
-    let e = Engine::open(cfg).unwrap();
-    e.create_table(gdelt_def()).unwrap();
+    let e = unflushing_engine("memtable-memory", gdelt_def());
     let before = LIVE.load(Ordering::Relaxed);
     for start in (0..ROWS).step_by(100) {
         // A fresh 64 KiB "read buffer" per 100 rows, dropped by the caller after the write.
@@ -113,12 +133,7 @@ fn memtable_budget_counts_the_bytes_really_held() {
     let counted = e.unflushed_memtable_bytes() as f64;
     let per_row = held / ROWS as f64;
     eprintln!("held {held} B ({per_row:.0} B/row), counted {counted} B");
-    // The count may be above what the allocator was asked for (it adds allocator overhead and
-    // counts B-tree leaves as two-thirds full), never far below it.
-    assert!(
-        counted >= held * 0.95 && counted <= held * 1.6,
-        "memtable counts {counted} B but holds {held} B"
-    );
+    assert_counts_what_is_held(counted, held);
     // With a BTreeMap of cells and values pinning their request buffers it was ~10 KB; with
     // rows unboxed in the partition's B-tree, ~6 KB (a one-row partition's leaf has room for 11
     // rows, ~1.6 KB). What is left is ~100 B per cell entry.
@@ -147,10 +162,7 @@ fn memtable_budget_counts_the_bytes_really_held() {
     let per_update = held / (3 * ROWS) as f64;
     eprintln!("overwrites held {held} B ({per_update:.0} B/update), counted {counted} B");
     // Counting each update as a new partition's structures made it ~9x what was held.
-    assert!(
-        counted >= held * 0.95 && counted <= held * 1.6,
-        "memtable counts {counted} B for overwrites that hold {held} B"
-    );
+    assert_counts_what_is_held(counted, held);
 }
 
 /// cassandra-stress's `standard1`: a blob key and five 34-byte blob columns, one row per
@@ -168,24 +180,7 @@ fn standard1_mutation(table: TableId, i: usize, frame: &Bytes) -> Mutation {
             },
         })
         .collect();
-    Mutation {
-        table,
-        token: token(&key),
-        key,
-        partition_deletion: None,
-        range_tombstones: Vec::new(),
-        static_row: None,
-        rows: vec![RowUpdate {
-            clustering: Vec::new(),
-            liveness: Some(Liveness {
-                timestamp_us: 1_000 + i as i64,
-                ttl_s: 0,
-                expires_at_s: 0,
-            }),
-            deletion: None,
-            cells,
-        }],
-    }
+    one_row(table, key, 1_000 + i as i64, cells)
 }
 
 #[test]
@@ -193,12 +188,7 @@ fn one_row_partitions_cost_little_more_than_their_cells() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const STANDARD1: TableId = [0x51; 16];
     const PARTITIONS: usize = 50_000;
-    let dir = tempdir("memtable-memory-standard1");
-    let mut cfg = config(&dir, CommitlogSync::Periodic { period_ms: 1000 });
-    cfg.memtable_space_bytes = 1 << 40;
-    cfg.commitlog_segment_size_bytes = 32 << 20;
-    let e = Engine::open(cfg).unwrap();
-    e.create_table(common::gdelt_def(STANDARD1, 5)).unwrap();
+    let e = unflushing_engine("memtable-memory-standard1", common::gdelt_def(STANDARD1, 5));
     let before = LIVE.load(Ordering::Relaxed);
     for start in (0..PARTITIONS).step_by(100) {
         let frame = Bytes::from(vec![0x3c_u8; 64 << 10]);
@@ -211,10 +201,7 @@ fn one_row_partitions_cost_little_more_than_their_cells() {
     let counted = e.unflushed_memtable_bytes() as f64;
     let per_partition = held / PARTITIONS as f64;
     eprintln!("held {held} B ({per_partition:.0} B/partition), counted {counted} B");
-    assert!(
-        counted >= held * 0.95 && counted <= held * 1.6,
-        "memtable counts {counted} B but holds {held} B"
-    );
+    assert_counts_what_is_held(counted, held);
     // 180 B of values and a 10 B key. A B-tree leaf for the one row (room for 11) made it
     // ~1.6 KB; held inline, what is left is the cell entries (~100 B each), the partition and
     // its row, and the shard map's entry.
