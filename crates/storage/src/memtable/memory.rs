@@ -141,7 +141,7 @@ impl Arena {
             }
             return n;
         }
-        // BTreeMap keys cannot be changed in place: rebuild the map with copied keys.
+        // Row keys cannot be changed in place (they order the map): rebuild it with copied keys.
         let rows = std::mem::take(&mut p.rows);
         for (mut k, mut r) in rows {
             n += self.copy_ckey(&mut k) + self.copy_row(&mut r);

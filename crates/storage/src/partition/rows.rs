@@ -102,10 +102,6 @@ impl Rows {
         matches!(self.repr, Repr::Many(_))
     }
 
-    pub fn clear(&mut self) {
-        self.repr = Repr::Empty;
-    }
-
     pub fn get(&self, k: &CKey) -> Option<&Row> {
         match &self.repr {
             Repr::Empty => None,
@@ -188,9 +184,12 @@ impl Rows {
         self.iter_mut().map(|(_, r)| r)
     }
 
-    /// The rows within `bounds`, in order; the same panics as `BTreeMap::range` on inverted
-    /// bounds, so no caller's mistake hides behind the one-row shape.
+    /// The rows within `bounds`, in order; none for bounds that cross (where
+    /// `BTreeMap::range` would panic), in either shape.
     pub fn range<R: RangeBounds<CKey>>(&self, bounds: R) -> Range<'_> {
+        if !bounds_admit_anything(&bounds) {
+            return Either::One(None.into_iter());
+        }
         match &self.repr {
             Repr::Empty => Either::One(None.into_iter()),
             Repr::One(k, r) => Either::One(bounds.contains(k).then_some((k, r)).into_iter()),
@@ -269,6 +268,17 @@ impl Rows {
                 };
             }
         }
+    }
+}
+
+/// Whether `bounds` can hold a key: `BTreeMap::range` panics on a start after the end, and on
+/// equal bounds both excluded.
+fn bounds_admit_anything<R: RangeBounds<CKey>>(bounds: &R) -> bool {
+    use std::ops::Bound::{Excluded, Included};
+    match (bounds.start_bound(), bounds.end_bound()) {
+        (Excluded(s), Excluded(e)) => s < e,
+        (Included(s) | Excluded(s), Included(e) | Excluded(e)) => s <= e,
+        _ => true,
     }
 }
 
@@ -412,6 +422,33 @@ mod tests {
                     model.last_key_value().map(|(k, _)| k.clone())
                 );
             }
+        }
+    }
+
+    #[test]
+    fn crossing_bounds_give_no_rows_in_either_shape() {
+        let c = cmp();
+        let mut rows = Rows::new();
+        rows.insert(key(&c, 1), row(1));
+        for _ in 0..2 {
+            let (lo, hi) = (key(&c, 3), key(&c, 1));
+            assert_eq!(
+                rows.range((Bound::Included(&lo), Bound::Included(&hi)))
+                    .count(),
+                0
+            );
+            let one = key(&c, 1);
+            assert_eq!(
+                rows.range((Bound::Excluded(&one), Bound::Excluded(&one)))
+                    .count(),
+                0
+            );
+            assert_eq!(
+                rows.range((Bound::Included(&one), Bound::Included(&one)))
+                    .count(),
+                1
+            );
+            rows.insert(key(&c, 2), row(2));
         }
     }
 
