@@ -21,13 +21,13 @@ case "$WORKLOAD" in write) LOAD="${LOAD:-0}" ;; *) LOAD="${LOAD:-1}" ;; esac
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/helenus-ab.XXXXXX")"
 DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 OUT="$ROOT/bench/results/ab-$DATE-$COMMIT"
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"   # log, port_open, wait_port, pid_ticks, rss_mib, HZ
 log() { echo "[ab $(date -u +%T)] $*" >&2; }
-port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 SERVER_PID=""
 stop_server() { [ -z "$SERVER_PID" ] || { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }; }
 trap 'stop_server; rm -rf "$WORK/data"' EXIT
 
-ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 disk_bytes() { awk '/^write_bytes/{print $2}' "/proc/$1/io"; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/{s+=$2} END{print s+0}'; }
 rate_args() { [ -z "$RATE" ] && echo "threads=$THREADS" || echo "threads=$THREADS fixed=$RATE/s"; }
@@ -42,26 +42,25 @@ run_one() {
     --set memtable_heap_space=256MiB --set file_cache_size=256MiB --set key_cache_size=51MiB ${EXTRA:-} \
     > "$WORK/server-$label.log" 2>&1 &
   SERVER_PID=$!
-  local t0=$SECONDS; until port_open "$ADDR" 9042; do
-    (( SECONDS - t0 < 60 )) || { log "$label: no port 9042; see $WORK/server-$label.log"; return 1; }; sleep 0.2; done
+  wait_port "$ADDR" 9042 60 || { log "$label: no port 9042; see $WORK/server-$label.log"; return 1; }
   if [ "$LOAD" = 1 ]; then
     "$STRESS" write n="$KEYS" cl=ONE quiet -pop "seq=1..$KEYS" -node "$ADDR" -rate threads="$THREADS" > /dev/null
   fi
   local c0 w0 s0 c1 w1 s1 out
-  c0=$(ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID")
+  c0=$(pid_ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID")
   # shellcheck disable=SC2046 # rate_args is two words at most
   out=$("$STRESS" "$WORKLOAD" duration="${DURATION}s" cl=ONE -pop "dist=UNIFORM(1..$KEYS)" \
     -rate $(rate_args) -node "$ADDR" 2>&1)
-  c1=$(ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID")
-  local rss; rss=$(awk '/VmRSS/{printf "%d", $2/1024}' "/proc/$SERVER_PID/status")
+  c1=$(pid_ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID")
+  local rss; rss=$(rss_mib "$SERVER_PID")
   stop_server
   echo "$out" > "$WORK/stress-$label.log"
-  echo "$out" | awk -v label="$label" -v c="$((c1 - c0))" -v w="$((w1 - w0))" -v s="$((s1 - s0))" -v rss="$rss" '
+  echo "$out" | awk -v label="$label" -v c="$((c1 - c0))" -v hz="$HZ" -v w="$((w1 - w0))" -v s="$((s1 - s0))" -v rss="$rss" '
     /^Total operations/ {ops = $4} /^Op rate/ {rate = $4} /^Latency 99th/ {p99 = $5} /^Latency 99.9th/ {p999 = $5}
     /^Client CPU/ {cc = $6; gsub(/\(/, "", cc)}
     END { if (ops == 0) exit 1
       printf "{\"run\":\"%s\",\"ops\":%d,\"op_s\":%s,\"p99_ms\":%s,\"p999_ms\":%s,\"server_cpu_ms_per_1k\":%.2f,\"client_cpu_ms_per_1k\":%s,\"disk_bytes_per_op\":%.0f,\"switches_per_op\":%.4f,\"rss_mib\":%d}\n",
-        label, ops, rate + 0, p99 + 0, p999 + 0, c * 10 * 1000 / ops, cc + 0, w / ops, s / ops, rss }' \
+        label, ops, rate + 0, p99 + 0, p999 + 0, c * 1000 / hz * 1000 / ops, cc + 0, w / ops, s / ops, rss }' \
     || { log "$label: no result; see $WORK/stress-$label.log"; return 1; }
 }
 
