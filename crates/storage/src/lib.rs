@@ -138,6 +138,7 @@ mod table;
 pub mod test_support;
 mod types;
 
+pub use commitlog::{deferring_appends, UnwrittenAppends};
 pub use compaction::lower_thread_priority;
 pub use engine::Engine;
 pub use engine::{

@@ -208,6 +208,41 @@ impl Client {
         }
     }
 
+    /// Sends all `queries` with one write (stream ids 1..), as a driver with many requests in
+    /// flight does, and returns their responses in stream order.
+    pub fn pipelined(&mut self, queries: &[String]) -> Vec<proto::Response> {
+        let mut out = BytesMut::new();
+        for (i, q) in queries.iter().enumerate() {
+            let req = proto::Request::Query {
+                query: q.clone(),
+                params: proto::QueryParameters::default(),
+            };
+            let stream = i16::try_from(i + 1).unwrap();
+            self.codec
+                .encode(
+                    &proto::RequestFrame::new(self.version, stream, req),
+                    &mut out,
+                )
+                .unwrap();
+        }
+        self.s.write_all(&out).unwrap();
+        let mut answers: Vec<Option<proto::Response>> = queries.iter().map(|_| None).collect();
+        let mut left = queries.len();
+        while left > 0 {
+            if let Some(f) = self.codec.decode(&mut self.buf).unwrap() {
+                let slot = usize::try_from(f.stream - 1).unwrap();
+                answers[slot] = Some(f.response);
+                left -= 1;
+                continue;
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.s.read(&mut chunk).unwrap();
+            assert!(n > 0, "connection closed");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+        answers.into_iter().map(Option::unwrap).collect()
+    }
+
     pub fn query(&mut self, q: &str) -> proto::Response {
         self.call(proto::Request::Query {
             query: q.to_string(),

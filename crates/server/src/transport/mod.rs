@@ -176,6 +176,9 @@ struct Connection {
     tx: mpsc::Sender<Outgoing>,
     /// Answers of statements that finished on this task, not yet handed to the writer.
     answered: Vec<Outgoing>,
+    /// Commitlog entries of the statements run on this task, left buffered to be written
+    /// together before any of their answers leaves (storage's commitlog/deferred.rs).
+    unwritten: helenus_storage::UnwrittenAppends,
     peer: SocketAddr,
     client_id: u64,
     session: Arc<parking_lot::Mutex<Session>>,
@@ -217,6 +220,7 @@ impl Connection {
             limits,
             tx,
             answered: Vec::with_capacity(ANSWERED_BATCH),
+            unwritten: helenus_storage::UnwrittenAppends::default(),
             peer,
             client_id,
             session: Arc::new(parking_lot::Mutex::new(Session::default())),
@@ -483,8 +487,15 @@ impl Connection {
         // in the same read, and a statement that found it spent would stop at its first
         // await and be handed to a task after all (most of them were, past ~30 a read).
         let attempt = std::panic::AssertUnwindSafe(task.as_mut()).catch_unwind();
-        match tokio::task::unconstrained(attempt).now_or_never() {
+        let (polled, unwritten) = helenus_storage::deferring_appends(|| {
+            tokio::task::unconstrained(attempt).now_or_never()
+        });
+        self.unwritten.absorb(unwritten);
+        match polled {
             None => {
+                // Its task may answer at once, from another worker: what it logged goes to the
+                // file first.
+                self.write_log()?;
                 let tx = self.tx.clone();
                 drop(tokio::spawn(async move {
                     if let Some(out) = task.await {
@@ -529,8 +540,27 @@ impl Connection {
         }
     }
 
-    /// Hands the answers held back on this task to the writer.
+    /// Writes the commitlog entries the statements run here left buffered. On a failure their
+    /// answers must not go out, as if the writes were logged: the connection closes and its
+    /// client learns nothing was acknowledged (Cassandra's commit_failure_policy `stop` ends
+    /// the whole transport instead).
+    fn write_log(&mut self) -> ControlFlow<()> {
+        if self.unwritten.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        match self.unwritten.write() {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                tracing::error!(peer = %self.peer, "closing the connection: writing the commitlog failed: {e}");
+                self.answered.clear();
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    /// Hands the answers held back on this task to the writer, after what they logged.
     async fn flush_answered(&mut self) -> ControlFlow<()> {
+        self.write_log()?;
         for out in self.answered.drain(..) {
             if self.tx.send(out).await.is_err() {
                 return ControlFlow::Break(());

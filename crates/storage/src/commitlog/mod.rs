@@ -6,9 +6,12 @@
 //! [u32 BE payload length][u32 BE crc32c(payload)][payload]
 //! payload = u32 count, count * (table id: 16 bytes, u32 length, encoded partition (codec/format1.rs))
 //! ```
-//! Segments are allocated at `commitlog_segment_size` and appended to with one `pwrite` per
-//! entry (segment_file.rs), so the unwritten tail of a segment is zeros, which replay reads as
-//! its end.
+//! Segments are allocated at `commitlog_segment_size` and appended to with `pwrite`
+//! (segment_file.rs), so the unwritten tail of a segment is zeros, which replay reads as its end.
+//! An entry goes to the file at once, or, appended inside `deferring_appends` (deferred.rs),
+//! waits in the log's buffer with the entries after it until one write takes them all. Entries
+//! reach the file in log order: whoever writes writes the whole buffer, so no entry lies behind
+//! a gap of zeros that replay would take for the end.
 //! One entry holds one `apply` or one whole `apply_batch`, so a batch replays all-or-nothing. A torn
 //! or corrupt entry (short read, bad length, CRC mismatch) ends replay of that segment: everything
 //! after it was never acknowledged (entries are fsynced in order).
@@ -26,7 +29,10 @@
 //! because segment ids restart at 1 when no segment is left: a stale file from an earlier run
 //! would otherwise skip entries that were never flushed.
 
+mod deferred;
 mod segment_file;
+
+pub use deferred::{deferring_appends, UnwrittenAppends};
 
 use crate::codec::crc32c;
 use crate::error::StorageError;
@@ -60,9 +66,16 @@ struct WriterState {
     file: Arc<File>,
     /// The current segment's allocated length: an entry past it starts the next segment.
     len: u64,
+    /// The end of the log in the current segment, buffered entries included.
     offset: u64,
     /// Sequence number of the last appended entry.
     written_seq: u64,
+    /// Entries appended but not yet written to the current segment's file, back to back, the
+    /// first at `buffered_from`.
+    buffered: Vec<u8>,
+    buffered_from: u64,
+    /// Sequence number of the last entry in the file (the rest are in `buffered`).
+    in_file_seq: u64,
     /// Older segments still holding unflushed data.
     old: BTreeMap<u64, Segment>,
     /// Segments rotated away whose data the syncer has not yet made durable, so no writer
@@ -246,6 +259,9 @@ impl Commitlog {
                 len,
                 offset: 0,
                 written_seq: 0,
+                buffered: Vec::new(),
+                buffered_from: 0,
+                in_file_seq: 0,
                 old: BTreeMap::new(),
                 retired: Vec::new(),
                 spare: None,
@@ -279,9 +295,10 @@ impl Commitlog {
 
     /// Appends one entry for `tables` (the tables it touches): `entry` as `new_entry` made it,
     /// payload after the header's room. Returns its sequence number and position. The caller
-    /// waits with `wait_durable` (after releasing its locks).
+    /// waits with `wait_durable` (after releasing its locks); inside `deferring_appends` the
+    /// entry may still be buffered when this returns, and the deferring caller writes it.
     pub fn append(
-        &self,
+        self: &Arc<Self>,
         entry: &mut [u8],
         tables: &[TableId],
     ) -> Result<(u64, LogPosition), StorageError> {
@@ -309,13 +326,36 @@ impl Commitlog {
         if st.offset + entry_len > st.len {
             clean = self.rotate(&mut st, entry_len)?;
         }
-        // A failed write leaves the offset where it was: the next entry overwrites whatever
-        // part of this one reached the file, and nobody was told this one was logged.
-        st.file
-            .write_all_at(entry, st.offset)
-            .map_err(|e| StorageError::io(&st.current.path, e))?;
+        let defer = self.defers() && deferred::deferring();
+        if st.buffered.is_empty() && !defer {
+            // A failed write leaves the offset where it was: the next entry overwrites whatever
+            // part of this one reached the file, and nobody was told this one was logged.
+            st.file
+                .write_all_at(entry, st.offset)
+                .map_err(|e| StorageError::io(&st.current.path, e))?;
+            st.in_file_seq = st.written_seq + 1;
+        } else {
+            if st.buffered.is_empty() {
+                st.buffered_from = st.offset;
+            }
+            let before = st.buffered.len();
+            st.buffered.extend_from_slice(entry);
+            if !defer {
+                // Behind other writers' buffered entries, so written with them. On a failure
+                // this one leaves the buffer again, as if never appended (the caller gets the
+                // error); the others stay for their own writers to retry.
+                let written = st.written_seq + 1;
+                if let Err(e) = Self::write_buffered(&mut st, written) {
+                    st.buffered.truncate(before);
+                    return Err(e);
+                }
+            }
+        }
         st.offset += entry_len;
         st.written_seq += 1;
+        if defer {
+            deferred::owe(self, st.written_seq);
+        }
         let off = st.offset;
         for t in tables {
             st.current.dirty.insert(*t, off);
@@ -327,6 +367,35 @@ impl Commitlog {
         Ok(appended)
     }
 
+    /// Whether appends may be left buffered (deferred.rs): only when no writer waits for a sync.
+    fn defers(&self) -> bool {
+        matches!(self.sync, CommitlogSync::Periodic { .. })
+    }
+
+    /// Writes the buffered entries, the last of them entry `last_seq`, to the current segment's
+    /// file in one `pwrite`.
+    fn write_buffered(st: &mut WriterState, last_seq: u64) -> Result<(), StorageError> {
+        if !st.buffered.is_empty() {
+            st.file
+                .write_all_at(&st.buffered, st.buffered_from)
+                .map_err(|e| StorageError::io(&st.current.path, e))?;
+            st.buffered.clear();
+        }
+        st.in_file_seq = last_seq;
+        Ok(())
+    }
+
+    /// Makes sure entry `seq` is in its segment's file (in the kernel's page cache): writes the
+    /// buffer if it still holds it.
+    pub fn write_through(&self, seq: u64) -> Result<(), StorageError> {
+        let mut st = self.state.lock();
+        if st.in_file_seq >= seq {
+            return Ok(());
+        }
+        let last = st.written_seq;
+        Self::write_buffered(&mut st, last)
+    }
+
     /// Starts the next segment, big enough for an entry of `entry_len` bytes (a mutation larger
     /// than `commitlog_segment_size` gets a segment of its own size): the syncer's spare when it
     /// has one that fits. Returns the files of segments now clean, for the caller to delete
@@ -335,6 +404,9 @@ impl Commitlog {
         let len = self
             .segment_size_bytes
             .max(entry_len.next_multiple_of(4096));
+        // The buffered entries belong to the segment being left.
+        let last = st.written_seq;
+        Self::write_buffered(st, last)?;
         let mut clean = Vec::new();
         let next = match st.spare.take() {
             // A stored spare is always newer than the current segment (`prepare_spare`).
@@ -434,6 +506,8 @@ impl Commitlog {
         let _order = self.sync_order.lock();
         let (file, seq, path, retired) = {
             let mut st = self.state.lock();
+            let last = st.written_seq;
+            Self::write_buffered(&mut st, last)?;
             let retired = std::mem::take(&mut st.retired);
             (
                 st.file.clone(),
