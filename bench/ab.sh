@@ -8,6 +8,8 @@
 # Env: WORKLOAD=write|read|mixed (write)  KEYS=1000000  LOAD=0|1 (load KEYS keys first; 1 for read
 #      and mixed)  DURATION=60  RUNS=2 (pairs)  RATE= (fixed op/s; empty = closed loop)
 #      THREADS=64  ADDR=127.0.0.47  EXTRA="--set k=v ..." (server settings, both sides)
+#      CLIENT=stress|latte: latte as bench/run.sh drives it (bench/standard1.rn, one thread, one
+#      connection, 128 in flight; keys UNIFORM(1..KEYS)); LATTE_BIN as bench/run.sh's
 # Writes bench/results/ab-<date>-<commit>.{jsonl,md}; the Markdown has per-run rows and the means.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +19,12 @@ STRESS="${STRESS:-$TARGET_DIR/release/helenus-stress}"
 WORKLOAD="${WORKLOAD:-write}"; KEYS="${KEYS:-1000000}"; DURATION="${DURATION:-60}"; RUNS="${RUNS:-2}"
 THREADS="${THREADS:-64}"; ADDR="${ADDR:-127.0.0.47}"; RATE="${RATE:-}"
 case "$WORKLOAD" in write) LOAD="${LOAD:-0}" ;; *) LOAD="${LOAD:-1}" ;; esac
+CLIENT="${CLIENT:-stress}"
+LATTE_BIN="${LATTE_BIN:-${CB_CACHE:-$HOME/.cache/cassandra-baseline}/latte/bin/latte}"
 [ -x "$STRESS" ] || { echo "build first: cargo build --release -p helenus-tools ($STRESS)" >&2; exit 1; }
+if [ "$CLIENT" = latte ] && [ ! -x "$LATTE_BIN" ]; then
+  echo "latte not built ($LATTE_BIN): run ../shared/cassandra/setup.sh without SKIP_LATTE" >&2; exit 1
+fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/helenus-ab.XXXXXX")"
 DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 OUT="$ROOT/bench/results/ab-$DATE-$COMMIT"
@@ -32,6 +39,21 @@ disk_bytes() { awk '/^write_bytes/{print $2}' "/proc/$1/io"; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/{s+=$2} END{print s+0}'; }
 rate_args() { [ -z "$RATE" ] && echo "threads=$THREADS" || echo "threads=$THREADS fixed=$RATE/s"; }
 
+# latte for DURATION seconds; prints the lines of helenus-stress's summary that run_one reads, so
+# both clients are reported alike (latte 0.29's percentile list: index 11 is P99, 12 P99.9).
+latte_run() {  # label
+  local json="$WORK/latte-$1.json" fns rate=()
+  case "$WORKLOAD" in mixed) fns="read_uniform:0.5,write_uniform:0.5" ;; *) fns="${WORKLOAD}_uniform" ;; esac
+  [ -z "$RATE" ] || rate=(-r "$RATE")
+  (cd "$WORK" && /usr/bin/time -f "%U %S" -o "$json.time" "$LATTE_BIN" run -q -t 1 -p 128 -w 0s -d "${DURATION}s" \
+    "${rate[@]}" -f "$fns" -o "$json" "$ROOT/bench/standard1.rn" -P rows="$KEYS" --consistency ONE -c 1 "$ADDR") \
+    > "$json.log" 2>&1 || { log "$1: latte failed: $(tail -3 "$json.log" | tr '\n' ' ')"; return 0; }
+  jq -r --arg cpu "$(awk '{print $1 + $2}' "$json.time" | tail -1)" '.result as $r | ($r.cycle_latency.percentiles) as $p |
+    "Total operations : \($r.cycle_count)", "Op rate : \($r.cycle_throughput.value)",
+    "Latency 99th percentile : \($p[11].value)", "Latency 99.9th percentile : \($p[12].value)",
+    "Client CPU : x x \((($cpu | tonumber) * 1e6 / $r.cycle_count))"' "$json"
+}
+
 # One run: label binary; appends a JSON line.
 run_one() {
   local label="$1" bin="$2"
@@ -43,14 +65,21 @@ run_one() {
     > "$WORK/server-$label.log" 2>&1 &
   SERVER_PID=$!
   wait_port "$ADDR" 9042 60 || { log "$label: no port 9042; see $WORK/server-$label.log"; return 1; }
+  # The same keys and table for either client (bench/standard1.rn writes helenus-stress's keys).
   if [ "$LOAD" = 1 ]; then
     "$STRESS" write n="$KEYS" cl=ONE quiet -pop "seq=1..$KEYS" -node "$ADDR" -rate threads="$THREADS" > /dev/null
+  elif [ "$CLIENT" = latte ]; then
+    (cd "$WORK" && "$LATTE_BIN" schema "$ROOT/bench/standard1.rn" "$ADDR" > /dev/null 2>&1)
   fi
   local c0 w0 s0 c1 w1 s1 out
   c0=$(pid_ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID")
-  # shellcheck disable=SC2046 # rate_args is two words at most
-  out=$("$STRESS" "$WORKLOAD" duration="${DURATION}s" cl=ONE -pop "dist=UNIFORM(1..$KEYS)" \
-    -rate $(rate_args) -node "$ADDR" 2>&1)
+  if [ "$CLIENT" = latte ]; then
+    out=$(latte_run "$label")
+  else
+    # shellcheck disable=SC2046 # rate_args is two words at most
+    out=$("$STRESS" "$WORKLOAD" duration="${DURATION}s" cl=ONE -pop "dist=UNIFORM(1..$KEYS)" \
+      -rate $(rate_args) -node "$ADDR" 2>&1)
+  fi
   c1=$(pid_ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID")
   local rss; rss=$(rss_mib "$SERVER_PID")
   stop_server
@@ -68,16 +97,16 @@ mkdir -p "$ROOT/bench/results"; : > "$OUT.jsonl"
 for i in $(seq 1 "$RUNS"); do
   for side in A B; do
     bin="$A"; [ "$side" = B ] && bin="$B"
-    log "$side$i: $WORKLOAD over $KEYS keys, ${DURATION}s${RATE:+ at $RATE/s}"
+    log "$side$i: $CLIENT $WORKLOAD over $KEYS keys, ${DURATION}s${RATE:+ at $RATE/s}"
     run_one "$side$i" "$bin" >> "$OUT.jsonl"
   done
 done
-python3 - "$OUT.jsonl" "$OUT.md" "$A" "$B" "$WORKLOAD" "$KEYS" "$DURATION" "${RATE:-closed loop}" <<'PY'
+python3 - "$OUT.jsonl" "$OUT.md" "$A" "$B" "$WORKLOAD" "$KEYS" "$DURATION" "${RATE:-closed loop}" "$CLIENT" <<'PY'
 import json, sys
-src, dst, a, b, wl, keys, dur, rate = sys.argv[1:]
+src, dst, a, b, wl, keys, dur, rate, client = sys.argv[1:]
 runs = [json.loads(l) for l in open(src)]
 cols = ["op_s", "p99_ms", "p999_ms", "server_cpu_ms_per_1k", "client_cpu_ms_per_1k", "disk_bytes_per_op", "switches_per_op", "rss_mib"]
-lines = [f"# A/B: {wl} over {keys} keys, {dur} s, {rate}", "", f"- A: `{a}`", f"- B: `{b}`", "",
+lines = [f"# A/B: {wl} over {keys} keys, {dur} s, {rate}, client {'latte' if client == 'latte' else 'helenus-stress'}", "", f"- A: `{a}`", f"- B: `{b}`", "",
          "| run | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
 lines += ["| " + r["run"] + " | " + " | ".join(str(r[c]) for c in cols) + " |" for r in runs]
 for side in "AB":

@@ -5,6 +5,7 @@ Manifest lines with "client": "latte" (the second client) get their own tables a
 <out>-latte.png; lines without a client are helenus-stress's. In --mode steady the latte runs
 are long fixed-rate ones, reported per second by bench/steady_report.py (<out>-steady-*.png)."""
 import argparse, html, json, os, sys
+import state_report
 import steady_report
 from jsonfile import load
 
@@ -46,6 +47,7 @@ def summarize(entry):
     if "steps" not in r:  # a plain run (the load phase)
         total_ops = (r.get("total") or {}).get("ops", 0)
     out["ops"] = total_ops
+    out["phases"] = state_report.per_phase(entry, r)
     out["max_throughput_per_s"] = r.get("max_throughput_per_s")
     out["max_throughput_p90_under_10ms_per_s"] = r.get("max_throughput_p90_under_10ms_per_s")
     out["max_throughput_p99_under_10ms_per_s"] = r.get("max_throughput_p99_under_10ms_per_s")
@@ -225,6 +227,7 @@ def main():
                 md.append(f"| {s} | {wl}/{d} | " + " | ".join(fmt(r.get(k)) for k, _, _ in METRICS)
                           + f" | {r.get('server_rss_mib_per_node', '-')} | {r.get('errors', 0)} | {r['other_cores']:.2f} | {r['trustworthy']} |")
     md.append("")
+    md += state_report.markdown(runs, servers, keys, fmt)
     if steady:
         md += steady_report.markdown(steady, servers, fmt)
     if latte:

@@ -98,6 +98,8 @@ start_server() {
       wait_port "$SERVER_ADDR" 9042 10 || return 1 ;;
   esac
   SERVER_PIDS="$SERVER_PID"
+  # measured (bench/lib.sh) samples SSTables, pending compactions and write stalls beside each run.
+  STATE_DIR=""; [ "$s" = ceiling ] || { STATE_DIR="$SERVER_DIR"; STATE_ADDR="$SERVER_ADDR"; }
   log "$s up on $SERVER_ADDR:9042 (pid $SERVER_PID)"
 }
 

@@ -223,6 +223,8 @@ pub struct PhaseResult {
     /// Whole-phase windows per op.
     pub per_op: Vec<OpWindow>,
     pub elapsed: Duration,
+    /// Wall-clock start, so a bench can line the phase up with what it sampled of the server.
+    pub started: std::time::SystemTime,
     pub client_cpu: Duration,
     /// One JSON object per interval.
     pub intervals: Vec<serde_json::Value>,
@@ -262,6 +264,12 @@ impl PhaseResult {
             "phase": self.name,
             "offered_rate_per_s": self.offered_rate_per_s,
             "elapsed_s": crate::stats::round3(self.elapsed.as_secs_f64()),
+            "started_unix_s": crate::stats::round3(
+                self.started
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_secs_f64()
+            ),
             "total": Summary::of(&self.total(), self.elapsed).to_json(),
             "ops": per_op,
             "client_cpu_s": crate::stats::round3(self.client_cpu.as_secs_f64()),
@@ -481,6 +489,7 @@ pub async fn run_phase(
     let op_names: Vec<String> = p.workload.ops.iter().map(|o| o.name.clone()).collect();
     let recorder = Arc::new(Recorder::new(op_names.len(), spec.threads as usize));
     let start = Instant::now();
+    let started = std::time::SystemTime::now();
     let schedule = Arc::new(Schedule::new(spec.rate, spec.stop, start));
     let ctx = Arc::new(WorkerCtx {
         prepared: p.statements.clone(),
@@ -547,6 +556,7 @@ pub async fn run_phase(
         op_names,
         per_op: totals,
         elapsed,
+        started,
         client_cpu: process_cpu_time().saturating_sub(cpu0),
         intervals,
         offered_rate_per_s: offered,
