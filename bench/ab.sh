@@ -8,6 +8,8 @@
 # Env: WORKLOAD=write|read|mixed (write)  KEYS=1000000  LOAD=0|1 (load KEYS keys first; 1 for read
 #      and mixed)  DURATION=60  RUNS=2 (pairs)  RATE= (fixed op/s; empty = closed loop)
 #      THREADS=64  ADDR=127.0.0.47  EXTRA="--set k=v ..." (server settings, both sides)
+#      LOAD_PASSES=1: with LOAD=1, write the keys this many times, flushing after each, so a read
+#      merges that many SSTables (as the record's reads do after its write workloads)
 #      CLIENT=stress|latte: latte as bench/run.sh drives it (bench/standard1.rn, one thread, one
 #      connection, 128 in flight; keys UNIFORM(1..KEYS)); LATTE_BIN as bench/run.sh's
 # Writes bench/results/ab-<date>-<commit>.{jsonl,md}; the Markdown has per-run rows and the means.
@@ -67,7 +69,10 @@ run_one() {
   wait_port "$ADDR" 9042 60 || { log "$label: no port 9042; see $WORK/server-$label.log"; return 1; }
   # The same keys and table for either client (bench/standard1.rn writes helenus-stress's keys).
   if [ "$LOAD" = 1 ]; then
-    "$STRESS" write n="$KEYS" cl=ONE quiet -pop "seq=1..$KEYS" -node "$ADDR" -rate threads="$THREADS" > /dev/null
+    for _ in $(seq 1 "${LOAD_PASSES:-1}"); do
+      "$STRESS" write n="$KEYS" cl=ONE quiet -pop "seq=1..$KEYS" -node "$ADDR" -rate threads="$THREADS" > /dev/null
+      [ "${LOAD_PASSES:-1}" = 1 ] || "$bin" nodetool -h "$ADDR" flush keyspace1 > /dev/null
+    done
   elif [ "$CLIENT" = latte ]; then
     (cd "$WORK" && "$LATTE_BIN" schema "$ROOT/bench/standard1.rn" "$ADDR" > /dev/null 2>&1)
   fi
