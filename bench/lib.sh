@@ -17,40 +17,16 @@ pids_rss_json() { local out="" p; for p in $1; do out="$out${out:+,}$(rss_mib "$
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 wait_port() { local a="$1" p="$2" t0=$SECONDS; while (( SECONDS - t0 < ${3:-120} )); do port_open "$a" "$p" && return 0; sleep 1; done; return 1; }
 
-# The server's state once a second, one JSON line each, until killed: what a step's latency may be
-# waiting on. Both servers: SSTables of keyspace1 on disk under STATE_DIR. Helenus also (admin API on
-# STATE_ADDR:10000): compactions pending and running, write stalls (writes held for memtable space)
-# and the milliseconds they waited, unflushed memtable bytes. Cassandra's would need a nodetool JVM a
-# second, which would cost more CPU than the state is worth.
-sample_state() {  # out-file server
-  local out="$1" s="$2" t n m pending
-  while :; do
-    t=$(date +%s.%N)
-    n=$(find "$STATE_DIR" -path '*keyspace1*' -name '*Data.db' 2>/dev/null | wc -l)
-    if [ "$s" = helenus ]; then
-      m=$(curl -s -m 1 "http://$STATE_ADDR:10000/metrics" 2>/dev/null || true)
-      pending=$(curl -s -m 1 "http://$STATE_ADDR:10000/compaction_manager/pending_tasks_by_table" 2>/dev/null |
-        jq '[.[] | .[]] | add // 0' 2>/dev/null || echo null)
-      echo "$m" | awk -v t="$t" -v n="$n" -v p="${pending:-null}" '
-        /^helenus_write_stalls_total / {st = $2} /^helenus_write_stall_ms_total / {ms = $2}
-        /^helenus_unflushed_memtable_bytes / {mb = $2}
-        END {printf "{\"t\":%s,\"sstables\":%d,\"pending_compactions\":%s,\"write_stalls\":%s,\"write_stall_ms\":%s,\"unflushed_bytes\":%s}\n",
-          t, n, p, st == "" ? "null" : st, ms == "" ? "null" : ms, mb == "" ? "null" : mb}' >> "$out"
-    else
-      echo "{\"t\":$t,\"sstables\":$n}" >> "$out"
-    fi
-    sleep 1
-  done
-}
-
 # Runs helenus-stress with CPU accounting (machine, server processes summed, client) and appends one
 # manifest line. STRESS_TIMEOUT (seconds, 0 = none) bounds the run. With STATE_DIR set (one node's
-# data directory; bench/run.sh), the server's state is sampled beside it into <json>.state.jsonl.
+# data directory; bench/run.sh), bench/sample_state.py samples the server's state beside it into
+# <json>.state.jsonl.
 measured() {  # server workload dist json-file stress-args...
   local s="$1" wl="$2" dist="$3" json="$4"; shift 4
   local b0 s0 w0 b1 s1 w1 ut rc=0 sampler=""
   if [ -n "${STATE_DIR:-}" ]; then
-    : > "$json.state.jsonl"; sample_state "$json.state.jsonl" "$s" & sampler=$!
+    : > "$json.state.jsonl"
+    python3 "$ROOT/bench/sample_state.py" "$json.state.jsonl" "$s" "$STATE_DIR" "$STATE_ADDR" & sampler=$!
   fi
   b0=$(cpu_busy); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
   /usr/bin/time -f "%U %S" -o "$json.time" timeout -k 10 "${STRESS_TIMEOUT:-0}" "$STRESS" "$@" -json "$json" > "$json.log" 2>&1 || rc=$?

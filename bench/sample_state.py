@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""The server's state once a second, one JSON line each, until killed (bench/lib.sh's measured runs
+it beside helenus-stress): what a step's latency may be waiting on.
+
+Both servers: SSTables of keyspace1 on disk under the data directory. Helenus also (its admin API on
+ADDR:10000): compactions pending and running, write stalls (writes held for memtable space) and the
+milliseconds they waited, unflushed memtable bytes. Cassandra's would need a nodetool JVM a second.
+
+One long-lived process at the lowest priority: the shell loop it replaced started curl, jq, find and
+awk every second, a few milliseconds of CPU each, which the 2-core machine's tails then carried.
+
+    sample_state.py OUT SERVER DATA_DIR ADDR"""
+import json, os, sys, time, urllib.request
+
+
+def sstables(root):
+    n = 0
+    for dirpath, _, files in os.walk(root):
+        if "keyspace1" in dirpath:
+            n += sum(1 for f in files if f.endswith("Data.db"))
+    return n
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=1) as r:
+            return r.read().decode()
+    except (OSError, ValueError):
+        return None
+
+
+def helenus_state(addr):
+    out = {"pending_compactions": None, "write_stalls": None, "write_stall_ms": None, "unflushed_bytes": None}
+    metrics = get(f"http://{addr}:10000/metrics") or ""
+    names = {"helenus_write_stalls_total": "write_stalls", "helenus_write_stall_ms_total": "write_stall_ms",
+             "helenus_unflushed_memtable_bytes": "unflushed_bytes"}
+    for line in metrics.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in names:
+            out[names[parts[0]]] = float(parts[1])
+    pending = get(f"http://{addr}:10000/compaction_manager/pending_tasks_by_table")
+    try:
+        out["pending_compactions"] = sum(n for tables in json.loads(pending).values() for n in tables.values())
+    except (TypeError, ValueError, AttributeError):
+        pass
+    return out
+
+
+def main():
+    out, server, root, addr = sys.argv[1:5]
+    os.nice(19)
+    with open(out, "a") as f:
+        while True:
+            sample = {"t": time.time(), "sstables": sstables(root)}
+            if server == "helenus":
+                sample.update(helenus_state(addr))
+            f.write(json.dumps(sample) + "\n")
+            f.flush()
+            time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()
