@@ -327,34 +327,38 @@ impl Commitlog {
             clean = self.rotate(&mut st, entry_len)?;
         }
         let defer = self.defers() && deferred::deferring();
-        if st.buffered.is_empty() && !defer {
-            // A failed write leaves the offset where it was: the next entry overwrites whatever
-            // part of this one reached the file, and nobody was told this one was logged.
-            st.file
-                .write_all_at(entry, st.offset)
-                .map_err(|e| StorageError::io(&st.current.path, e))?;
-            st.in_file_seq = st.written_seq + 1;
-        } else {
+        // Behind buffered entries (other connections' deferred ones) an entry joins them, so
+        // that it is written with them: written alone it would follow a gap of zeros, which
+        // replay reads as the end of the log.
+        let buffered = defer || !st.buffered.is_empty();
+        if buffered {
             if st.buffered.is_empty() {
                 st.buffered_from = st.offset;
             }
-            let before = st.buffered.len();
             st.buffered.extend_from_slice(entry);
-            if !defer {
-                // Behind other writers' buffered entries, so written with them. On a failure
-                // this one leaves the buffer again, as if never appended (the caller gets the
-                // error); the others stay for their own writers to retry.
-                let written = st.written_seq + 1;
-                if let Err(e) = Self::write_buffered(&mut st, written) {
-                    st.buffered.truncate(before);
-                    return Err(e);
-                }
+        }
+        if !defer {
+            let written = match buffered {
+                true => Self::write_buffered(&mut st),
+                false => st
+                    .file
+                    .write_all_at(entry, st.offset)
+                    .map_err(|e| StorageError::io(&st.current.path, e)),
+            };
+            // A failed write leaves the offset where it was and this entry out of the buffer:
+            // the next entry overwrites whatever part of it reached the file, and nobody was
+            // told it was logged. Other writers' entries stay buffered for them to retry.
+            if let Err(e) = written {
+                let kept = st.buffered.len().saturating_sub(entry.len());
+                st.buffered.truncate(kept);
+                return Err(e);
             }
         }
         st.offset += entry_len;
         st.written_seq += 1;
-        if defer {
-            deferred::owe(self, st.written_seq);
+        match defer {
+            true => deferred::owe(self, st.written_seq),
+            false => st.in_file_seq = st.written_seq,
         }
         let off = st.offset;
         for t in tables {
@@ -372,16 +376,15 @@ impl Commitlog {
         matches!(self.sync, CommitlogSync::Periodic { .. })
     }
 
-    /// Writes the buffered entries, the last of them entry `last_seq`, to the current segment's
-    /// file in one `pwrite`.
-    fn write_buffered(st: &mut WriterState, last_seq: u64) -> Result<(), StorageError> {
+    /// Writes the buffered entries to the current segment's file in one `pwrite`.
+    fn write_buffered(st: &mut WriterState) -> Result<(), StorageError> {
         if !st.buffered.is_empty() {
             st.file
                 .write_all_at(&st.buffered, st.buffered_from)
                 .map_err(|e| StorageError::io(&st.current.path, e))?;
             st.buffered.clear();
         }
-        st.in_file_seq = last_seq;
+        st.in_file_seq = st.written_seq;
         Ok(())
     }
 
@@ -392,8 +395,7 @@ impl Commitlog {
         if st.in_file_seq >= seq {
             return Ok(());
         }
-        let last = st.written_seq;
-        Self::write_buffered(&mut st, last)
+        Self::write_buffered(&mut st)
     }
 
     /// Starts the next segment, big enough for an entry of `entry_len` bytes (a mutation larger
@@ -405,8 +407,7 @@ impl Commitlog {
             .segment_size_bytes
             .max(entry_len.next_multiple_of(4096));
         // The buffered entries belong to the segment being left.
-        let last = st.written_seq;
-        Self::write_buffered(st, last)?;
+        Self::write_buffered(st)?;
         let mut clean = Vec::new();
         let next = match st.spare.take() {
             // A stored spare is always newer than the current segment (`prepare_spare`).
@@ -506,8 +507,7 @@ impl Commitlog {
         let _order = self.sync_order.lock();
         let (file, seq, path, retired) = {
             let mut st = self.state.lock();
-            let last = st.written_seq;
-            Self::write_buffered(&mut st, last)?;
+            Self::write_buffered(&mut st)?;
             let retired = std::mem::take(&mut st.retired);
             (
                 st.file.clone(),
