@@ -197,9 +197,14 @@ impl Client {
             .encode(&proto::RequestFrame::new(self.version, 1, req), &mut out)
             .unwrap();
         self.s.write_all(&out).unwrap();
+        self.next_frame().response
+    }
+
+    /// The next response frame, reading from the socket until a whole one is buffered.
+    fn next_frame(&mut self) -> proto::ResponseFrame {
         loop {
             if let Some(f) = self.codec.decode(&mut self.buf).unwrap() {
-                return f.response;
+                return f;
             }
             let mut chunk = [0u8; 65536];
             let n = self.s.read(&mut chunk).unwrap();
@@ -227,18 +232,10 @@ impl Client {
         }
         self.s.write_all(&out).unwrap();
         let mut answers: Vec<Option<proto::Response>> = queries.iter().map(|_| None).collect();
-        let mut left = queries.len();
-        while left > 0 {
-            if let Some(f) = self.codec.decode(&mut self.buf).unwrap() {
-                let slot = usize::try_from(f.stream - 1).unwrap();
-                answers[slot] = Some(f.response);
-                left -= 1;
-                continue;
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.s.read(&mut chunk).unwrap();
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
+        for _ in 0..queries.len() {
+            let f = self.next_frame();
+            let slot = usize::try_from(f.stream - 1).unwrap();
+            answers[slot] = Some(f.response);
         }
         answers.into_iter().map(Option::unwrap).collect()
     }
