@@ -22,6 +22,8 @@ WORKLOAD="${WORKLOAD:-write}"; KEYS="${KEYS:-1000000}"; DURATION="${DURATION:-60
 THREADS="${THREADS:-64}"; ADDR="${ADDR:-127.0.0.47}"; RATE="${RATE:-}"
 case "$WORKLOAD" in write) LOAD="${LOAD:-0}" ;; *) LOAD="${LOAD:-1}" ;; esac
 CLIENT="${CLIENT:-stress}"
+# bench/lib.sh's latte_run: one thread, one connection, 128 in flight, keys 1..KEYS on ADDR.
+LATTE_THREADS=1; LATTE_CONCURRENCY=128; ROWS="$KEYS"; SERVER_ADDR="$ADDR"
 LATTE_BIN="${LATTE_BIN:-${CB_CACHE:-$HOME/.cache/cassandra-baseline}/latte/bin/latte}"
 [ -x "$STRESS" ] || { echo "build first: cargo build --release -p helenus-tools ($STRESS)" >&2; exit 1; }
 if [ "$CLIENT" = latte ] && [ ! -x "$LATTE_BIN" ]; then
@@ -41,15 +43,14 @@ disk_bytes() { awk '/^write_bytes/{print $2}' "/proc/$1/io"; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/{s+=$2} END{print s+0}'; }
 rate_args() { [ -z "$RATE" ] && echo "threads=$THREADS" || echo "threads=$THREADS fixed=$RATE/s"; }
 
-# latte for DURATION seconds; prints the lines of helenus-stress's summary that run_one reads, so
-# both clients are reported alike (latte 0.29's percentile list: index 11 is P99, 12 P99.9).
-latte_run() {  # label
-  local json="$WORK/latte-$1.json" fns rate=()
-  case "$WORKLOAD" in mixed) fns="read_uniform:0.5,write_uniform:0.5" ;; *) fns="${WORKLOAD}_uniform" ;; esac
+# latte for DURATION seconds through bench/lib.sh's latte_run (as bench/run.sh drives it); prints
+# the lines of helenus-stress's summary that run_one reads, so both clients are reported alike
+# (latte 0.29's percentile list: index 11 is P99, 12 P99.9).
+latte_summary() {  # label
+  local json="$WORK/latte-$1.json" rate=()
   [ -z "$RATE" ] || rate=(-r "$RATE")
-  (cd "$WORK" && /usr/bin/time -f "%U %S" -o "$json.time" "$LATTE_BIN" run -q -t 1 -p 128 -w 0s -d "${DURATION}s" \
-    "${rate[@]}" -f "$fns" -o "$json" "$ROOT/bench/standard1.rn" -P rows="$KEYS" --consistency ONE -c 1 "$ADDR") \
-    > "$json.log" 2>&1 || { log "$1: latte failed: $(tail -3 "$json.log" | tr '\n' ' ')"; return 0; }
+  latte_run "$json" -w 0s -d "${DURATION}s" "${rate[@]}" -f "$(latte_fns "$WORKLOAD" uniform)" ||
+    { log "$1: latte failed: $(tail -3 "$json.log" | tr '\n' ' ')"; return 0; }
   jq -r --arg cpu "$(awk '{print $1 + $2}' "$json.time" | tail -1)" '.result as $r | ($r.cycle_latency.percentiles) as $p |
     "Total operations : \($r.cycle_count)", "Op rate : \($r.cycle_throughput.value)",
     "Latency 99th percentile : \($p[11].value)", "Latency 99.9th percentile : \($p[12].value)",
@@ -79,7 +80,7 @@ run_one() {
   local c0 w0 s0 c1 w1 s1 out
   c0=$(pid_ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID")
   if [ "$CLIENT" = latte ]; then
-    out=$(latte_run "$label")
+    out=$(latte_summary "$label")
   else
     # shellcheck disable=SC2046 # rate_args is two words at most
     out=$("$STRESS" "$WORKLOAD" duration="${DURATION}s" cl=ONE -pop "dist=UNIFORM(1..$KEYS)" \
