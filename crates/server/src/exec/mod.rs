@@ -602,6 +602,11 @@ async fn apply_batch_mutations(
 }
 
 /// Executes a prepared statement with its values.
+///
+/// Reads and plain writes run inline; every other kind (LWT, batches, DDL, roles, TRUNCATE) runs
+/// in a boxed future of its own. A future is as large as the largest one it awaits, and the
+/// request's future is moved whole a few times before it runs, so an inline DDL or LWT branch
+/// made every point read copy KiBs it never used.
 pub async fn execute(
     node: &NodeState,
     session: &parking_lot::Mutex<Session>,
@@ -617,7 +622,6 @@ pub async fn execute(
         now: node.exec.now(),
         planning: false,
     };
-    let session_ks = p.keyspace.clone();
     match &p.plan {
         Planned::Select(plan) => {
             trace::event(|| {
@@ -667,7 +671,7 @@ pub async fn execute(
                 max_mutation_bytes: node.config.max_mutation_bytes(),
             };
             if plan.condition.is_some() {
-                return lwt::execute(node, plan, &binds, &ctx).await;
+                return Box::pin(lwt::execute(node, plan, &binds, &ctx)).await;
             }
             opts.consistency.validate_for_write()?;
             let muts = write::mutations(plan, &binds, &ctx)?;
@@ -678,50 +682,68 @@ pub async fn execute(
             children,
             using,
             kind,
-        } => {
-            let ts = match &using.timestamp {
-                Some(t) => match values::eval(
-                    t,
-                    &CqlType::Native(helenus_types::NativeType::Bigint),
-                    "[timestamp]",
-                    &binds,
-                )? {
-                    values::Bound::Value(b) => {
-                        i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]))
-                    }
-                    _ => opts.timestamp_us,
-                },
-                None => opts.timestamp_us,
-            };
-            let ctx = write::WriteContext {
-                timestamp_us: ts,
-                now_s: binds.now.s,
-                lists: None,
-                prepends: node.exec.prepends(),
-                consistency: opts.consistency,
-                serial_consistency: opts.serial_consistency,
-                max_mutation_bytes: node.config.max_mutation_bytes(),
-            };
-            if children.iter().any(|c| c.condition.is_some()) {
-                let statements: Vec<_> = children.iter().map(|c| (c, &binds)).collect();
-                return lwt::execute_batch(node, &statements, &ctx).await;
-            }
-            let mut muts = Vec::new();
-            for c in children {
-                muts.extend(write::batch_child_mutations(c, &binds, &ctx)?);
-            }
-            batch::check_limits(node, *kind, &children.iter().collect::<Vec<_>>(), &muts)?;
-            opts.consistency.validate_for_write()?;
-            apply_batch_mutations(node, muts, opts.consistency, *kind).await?;
-            Ok(Outcome::Void)
-        }
+        } => Box::pin(execute_batch(node, (children, using, *kind), &binds, &opts)).await,
         Planned::Use(ks) => {
             session.lock().keyspace = Some(ks.clone());
             Ok(Outcome::SetKeyspace(ks.clone()))
         }
-        Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks.as_deref()).await? {
+        Planned::Describe(d) => respond::describe(node, d, p.keyspace.as_deref()),
+        Planned::Ddl(_) | Planned::Truncate { .. } | Planned::Auth(_) => {
+            Box::pin(execute_admin(node, p, user.as_deref())).await
+        }
+    }
+}
+
+/// A prepared BATCH: its children's mutations applied together, or as one Paxos round when
+/// any child has a condition.
+async fn execute_batch(
+    node: &NodeState,
+    (children, using, kind): (&[write::WritePlan], &ast::UsingClause, ast::BatchKind),
+    binds: &Binds<'_>,
+    opts: &ExecOptions,
+) -> ExecResult<Outcome> {
+    let ts = match &using.timestamp {
+        Some(t) => match values::eval(
+            t,
+            &CqlType::Native(helenus_types::NativeType::Bigint),
+            "[timestamp]",
+            binds,
+        )? {
+            values::Bound::Value(b) => i64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8])),
+            _ => opts.timestamp_us,
+        },
+        None => opts.timestamp_us,
+    };
+    let ctx = write::WriteContext {
+        timestamp_us: ts,
+        now_s: binds.now.s,
+        lists: None,
+        prepends: node.exec.prepends(),
+        consistency: opts.consistency,
+        serial_consistency: opts.serial_consistency,
+        max_mutation_bytes: node.config.max_mutation_bytes(),
+    };
+    if children.iter().any(|c| c.condition.is_some()) {
+        let statements: Vec<_> = children.iter().map(|c| (c, binds)).collect();
+        return lwt::execute_batch(node, &statements, &ctx).await;
+    }
+    let mut muts = Vec::new();
+    for c in children {
+        muts.extend(write::batch_child_mutations(c, binds, &ctx)?);
+    }
+    batch::check_limits(node, kind, &children.iter().collect::<Vec<_>>(), &muts)?;
+    opts.consistency.validate_for_write()?;
+    apply_batch_mutations(node, muts, opts.consistency, kind).await?;
+    Ok(Outcome::Void)
+}
+
+/// DDL, TRUNCATE and role statements.
+async fn execute_admin(node: &NodeState, p: &Prepared, user: Option<&str>) -> ExecResult<Outcome> {
+    let session_ks = p.keyspace.as_deref();
+    match &p.plan {
+        Planned::Ddl(stmt) => match ddl::execute(node, stmt, session_ks).await? {
             Some(change) => {
-                access::after_schema_change(node, user.as_deref(), &change)?;
+                access::after_schema_change(node, user, &change)?;
                 if let Some(cluster) = node.cluster() {
                     cluster.roles_changed().await;
                 }
@@ -744,14 +766,16 @@ pub async fn execute(
                 .map_err(|e| ExecError::Truncate(e.to_string()))?;
             Ok(Outcome::Void)
         }
-        Planned::Describe(d) => respond::describe(node, d, session_ks.as_deref()),
         Planned::Auth(a) => {
-            let outcome = roles::execute(node, user.as_deref(), a, session_ks.as_deref()).await;
+            let outcome = roles::execute(node, user, a, session_ks).await;
             if let Some(cluster) = node.cluster() {
                 cluster.roles_changed().await;
             }
             outcome
         }
+        _ => Err(ExecError::Server(
+            "not a schema, truncate or role statement".to_string(),
+        )),
     }
 }
 

@@ -9,15 +9,20 @@ use crate::exec::{
 use crate::node::NodeState;
 use helenus_protocol as proto;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// Runs one request (anything but STARTUP and REGISTER, which the transport handles).
+///
+/// It owns the node and session handles, so that the statement's future is this one, boxed,
+/// rather than a block around it that would keep a second copy of the frame.
 pub(super) async fn handle_request(
-    node: &NodeState,
-    session: &parking_lot::Mutex<Session>,
+    node: Arc<NodeState>,
+    session: Arc<parking_lot::Mutex<Session>>,
     client_id: u64,
     peer: SocketAddr,
     frame: proto::RequestFrame,
 ) -> proto::Response {
+    let (node, session) = (&*node, &*session);
     let version = frame.version;
     let audited = super::audited::before(node, session, &frame.request);
     let request_consistency = match &frame.request {
@@ -78,11 +83,11 @@ pub(super) async fn handle_request(
                 })
             }
             proto::Request::Batch(b) => {
-                let out = run_batch(node, session, b).await?;
+                let out = Box::pin(run_batch(node, session, b)).await?;
                 Ok(outcome_response(out, false))
             }
             proto::Request::AuthResponse { token } => {
-                let response = authenticate(node, session, token.as_deref()).await?;
+                let response = Box::pin(authenticate(node, session, token.as_deref())).await?;
                 let user = session.lock().user.clone();
                 node.update_client(client_id, |c| c.username = user);
                 Ok(response)

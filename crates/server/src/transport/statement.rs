@@ -161,18 +161,27 @@ fn statement_work(
         (client_id, peer),
         frame,
     ));
-    let work = async move {
-        // The slots are held by the work itself: a write that runs on past its timeout
-        // still counts against the pool.
-        let _slots = slots;
-        match trace {
-            Some(what) => {
-                let (out, id) = exec::trace::traced(&node.traces, what, run).await;
-                (out, Some(*id.as_bytes()))
-            }
-            None => (run.await, None),
-        }
-    };
+    // The slots are held by the work itself: a write that runs on past its timeout still
+    // counts against the pool. A traced statement's work is a type of its own, so that the
+    // trace's state (~0.9 KiB) is no part of every other statement's future.
+    match trace {
+        Some(what) => within_deadline(stop_at, async move {
+            let _slots = slots;
+            let (out, id) = exec::trace::traced(&node.traces, what, run).await;
+            (out, Some(*id.as_bytes()))
+        }),
+        None => within_deadline(stop_at, async move {
+            let _slots = slots;
+            (run.await, None)
+        }),
+    }
+}
+
+/// `work`, boxed, stopping at its first check past `stop_at` when it has one.
+fn within_deadline<F>(stop_at: Option<std::time::Instant>, work: F) -> StatementWork
+where
+    F: std::future::Future<Output = StatementOutput> + Send + 'static,
+{
     match stop_at {
         Some(at) => Box::pin(exec::cancel::until(at, work)),
         None => Box::pin(work),
@@ -187,7 +196,9 @@ fn boxed_request(
     (client_id, peer): (u64, SocketAddr),
     frame: proto::RequestFrame,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = proto::Response> + Send>> {
-    Box::pin(async move { dispatch::handle_request(&node, &session, client_id, peer, frame).await })
+    Box::pin(dispatch::handle_request(
+        node, session, client_id, peer, frame,
+    ))
 }
 
 /// The kind of a request (for its timeout) and the consistency its timeout error reports.

@@ -185,15 +185,17 @@ pub async fn execute(
     consistency: helenus_coordinator::ConsistencyLevel,
 ) -> ExecResult<SelectOutput> {
     let now = binds.now;
-    let rebound;
+    // Boxed: a plan (1 KiB) kept across the awaits below would make every read's future that
+    // much larger, and each move of it a copy of that much (see transport/statement.rs).
+    let rebound: Box<SelectPlan>;
     let plan = match &plan.bound_projection {
         Some(projection) => {
             let compiled = crate::exec::selectors::compile(&plan.table, projection, binds)?;
-            rebound = SelectPlan {
+            rebound = Box::new(SelectPlan {
                 compiled: std::sync::Arc::new(compiled),
                 ..plan.clone()
-            };
-            &rebound
+            });
+            &*rebound
         }
         None => plan,
     };

@@ -473,9 +473,10 @@ impl<'a> RowSource<'a> {
                         self.inside = self.read_partition(token, key, after, &mut rows).await?;
                     }
                     Mode::Range { done: true, .. } => return Ok(false),
-                    Mode::Range { .. } => self.read_range_batch(&mut rows).await?,
+                    // Scans' futures are boxed so that a point read's (the common case) stays small.
+                    Mode::Range { .. } => Box::pin(self.read_range_batch(&mut rows)).await?,
                     Mode::Index(cursor) if cursor.done() => return Ok(false),
-                    Mode::Index(_) => self.read_index_batch(&mut rows).await?,
+                    Mode::Index(_) => Box::pin(self.read_index_batch(&mut rows)).await?,
                 }
             }
             self.trim_resumed(&mut rows);
