@@ -4,19 +4,42 @@
 //! chunk-sized entries, and with no per-hit bookkeeping).
 
 use foldhash::fast::RandomState;
+use hashbrown::HashTable;
 use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const SHARDS: usize = 16;
 
+/// Heap bytes an entry takes besides its value's own heap, charged with it so that the budget
+/// bounds what the cache really holds: its table slot (hashbrown keeps a table between 7/16 and
+/// 7/8 full, so charged as 3/5 full, with its control byte), its hash in the FIFO order (a ring
+/// that only doubles, charged alike) and the value's `Arc` allocation. For the key cache's
+/// small entries these are most of the entry; charging the key and index entry alone let a
+/// 51 MiB budget hold about twice that.
+fn entry_overhead_bytes<K, V>() -> u64 {
+    use std::mem::size_of;
+    let table_slot = size_of::<Entry<K, V>>() + 1;
+    let order_slot = size_of::<u64>();
+    let arc = 2 * size_of::<usize>() + size_of::<V>();
+    ((table_slot + order_slot) * 5 / 3 + arc) as u64
+}
+
 pub use crate::types::CacheCounters;
 
+struct Entry<K, V> {
+    key: K,
+    value: Arc<V>,
+    size_bytes: u64,
+}
+
 struct Shard<K, V> {
-    map: HashMap<K, (Arc<V>, u64), RandomState>,
-    order: VecDeque<K>,
+    table: HashTable<Entry<K, V>>,
+    /// Hashes of the entries, oldest first. Hashes rather than keys: a key cache key is 48
+    /// bytes, a hash 8, and eviction finds the entry again by its hash.
+    order: VecDeque<u64>,
     bytes: u64,
 }
 
@@ -29,13 +52,34 @@ pub struct ByteCache<K, V> {
     pub misses: AtomicU64,
 }
 
+impl<K, V> Shard<K, V> {
+    /// Removes the entry whose key hashes to `hash` (the oldest such, should two collide),
+    /// returning its size.
+    fn remove_hashed(&mut self, hash: u64, hash_of: impl Fn(&K) -> u64) -> Option<u64> {
+        let found = self
+            .table
+            .find_entry(hash, |e| hash_of(&e.key) == hash)
+            .ok()?;
+        let (e, _) = found.remove();
+        self.bytes -= e.size_bytes;
+        Some(e.size_bytes)
+    }
+
+    /// Drops hashes of entries that are gone from the order (they are skipped when they reach
+    /// its front anyway; this bounds the ring when entries are removed faster than evicted).
+    fn prune_order(&mut self, hash_of: impl Fn(&K) -> u64) {
+        let Shard { table, order, .. } = self;
+        order.retain(|h| table.find(*h, |e| hash_of(&e.key) == *h).is_some());
+    }
+}
+
 impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
     pub fn new(budget_bytes: u64) -> Self {
         ByteCache {
             shards: (0..SHARDS)
                 .map(|_| {
                     Mutex::new(Shard {
-                        map: HashMap::default(),
+                        table: HashTable::new(),
                         order: VecDeque::new(),
                         bytes: 0,
                     })
@@ -48,17 +92,22 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
         }
     }
 
-    fn shard(&self, k: &K) -> Option<&Mutex<Shard<K, V>>> {
-        // Middle bits: a shard's map indexes by the low bits and tags by the top ones, and its
-        // hasher may share this one's seed.
+    /// The key's hash and its shard. The shard is picked by middle bits: the shard's table
+    /// indexes by the low bits and tags by the top ones.
+    fn shard(&self, k: &K) -> Option<(u64, &Mutex<Shard<K, V>>)> {
+        let hash = self.hasher.hash_one(k);
         self.shards
-            .get((self.hasher.hash_one(k) >> 32) as usize % SHARDS)
+            .get((hash >> 32) as usize % SHARDS)
+            .map(|s| (hash, s))
     }
 
     pub fn get(&self, k: &K) -> Option<Arc<V>> {
-        let r = self
-            .shard(k)
-            .and_then(|s| s.lock().map.get(k).map(|(v, _)| v.clone()));
+        let r = self.shard(k).and_then(|(hash, s)| {
+            s.lock()
+                .table
+                .find(hash, |e| e.key == *k)
+                .map(|e| e.value.clone())
+        });
         if r.is_some() {
             self.hits.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -67,39 +116,57 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
         r
     }
 
-    pub fn insert(&self, k: K, v: Arc<V>, size_bytes: u64) {
+    /// Caches `v` under `k`; `value_heap_bytes` is what `v` holds on the heap beyond its own
+    /// struct (the entry's structures are added here).
+    pub fn insert(&self, k: K, v: Arc<V>, value_heap_bytes: u64) {
+        let size_bytes = value_heap_bytes + entry_overhead_bytes::<K, V>();
         if size_bytes > self.shard_budget_bytes {
             return;
         }
-        let Some(shard) = self.shard(&k) else { return };
+        let Some((hash, shard)) = self.shard(&k) else {
+            return;
+        };
+        let hash_of = |key: &K| self.hasher.hash_one(key);
         let mut s = shard.lock();
-        if let Some((_, old)) = s.map.insert(k.clone(), (v, size_bytes)) {
-            s.bytes -= old;
-        } else {
-            s.order.push_back(k);
+        let s = &mut *s;
+        match s.table.find_mut(hash, |e| e.key == k) {
+            Some(e) => {
+                s.bytes -= e.size_bytes;
+                e.value = v;
+                e.size_bytes = size_bytes;
+            }
+            None => {
+                let entry = Entry {
+                    key: k,
+                    value: v,
+                    size_bytes,
+                };
+                s.table.insert_unique(hash, entry, |e| hash_of(&e.key));
+                s.order.push_back(hash);
+            }
         }
         s.bytes += size_bytes;
         while s.bytes > self.shard_budget_bytes {
-            let Some(old) = s.order.pop_front() else {
+            let Some(oldest) = s.order.pop_front() else {
                 break;
             };
-            if let Some((_, sz)) = s.map.remove(&old) {
-                s.bytes -= sz;
-            }
+            s.remove_hashed(oldest, hash_of);
         }
     }
 
     /// Removes one entry (row cache invalidation on write).
     pub fn remove(&self, k: &K) {
-        let Some(shard) = self.shard(k) else { return };
+        let Some((hash, shard)) = self.shard(k) else {
+            return;
+        };
         let mut s = shard.lock();
-        if let Some((_, sz)) = s.map.remove(k) {
-            s.bytes -= sz;
-            // The FIFO order keeps the key until it reaches the front; `insert` and eviction
-            // skip keys that are no longer mapped.
-            if s.order.len() > 2 * s.map.len() + 64 {
-                let Shard { map, order, .. } = &mut *s;
-                order.retain(|k| map.contains_key(k));
+        if let Ok(found) = s.table.find_entry(hash, |e| e.key == *k) {
+            let (e, _) = found.remove();
+            s.bytes -= e.size_bytes;
+            // The FIFO order keeps the hash until it reaches the front; eviction skips hashes
+            // whose entry is gone.
+            if s.order.len() > 2 * s.table.len() + 64 {
+                s.prune_order(|key| self.hasher.hash_one(key));
             }
         }
     }
@@ -119,15 +186,15 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
     pub fn retain(&self, pred: impl Fn(&K) -> bool) {
         for shard in &self.shards {
             let mut s = shard.lock();
-            let Shard { map, order, bytes } = &mut *s;
-            map.retain(|k, (_, sz)| {
-                let keep = pred(k);
+            let Shard { table, bytes, .. } = &mut *s;
+            table.retain(|e| {
+                let keep = pred(&e.key);
                 if !keep {
-                    *bytes -= *sz;
+                    *bytes -= e.size_bytes;
                 }
                 keep
             });
-            order.retain(|k| map.contains_key(k));
+            s.prune_order(|key| self.hasher.hash_one(key));
         }
     }
 
@@ -148,15 +215,54 @@ mod tests {
     use super::*;
 
     #[test]
+    fn entries_are_charged_their_structures() {
+        let c: ByteCache<u64, Vec<u8>> = ByteCache::new(1 << 20);
+        c.insert(1, Arc::new(vec![0; 10]), 10);
+        // Key 8 + Arc 8 + size 8 + control 1 in the table, hash 8 in the order: 33 x 5/3 = 55;
+        // the Arc's counts 16 and the Vec 24; then the 10 bytes of the value.
+        assert_eq!(c.counters().size_bytes, 55 + 16 + 24 + 10);
+    }
+
+    #[test]
     fn cache_stays_within_budget_and_counts_hits() {
-        let c: ByteCache<u64, Vec<u8>> = ByteCache::new(16 * 100);
+        // Room for about three 105-byte entries a shard.
+        let c: ByteCache<u64, Vec<u8>> = ByteCache::new(16 * 320);
         for i in 0..1000u64 {
             c.insert(i, Arc::new(vec![0; 10]), 10);
         }
         let total: u64 = c.shards.iter().map(|s| s.lock().bytes).sum();
-        assert!(total <= 1600);
+        assert!(total <= 16 * 320);
         assert!(c.get(&999).is_some());
         assert!(c.get(&0).is_none());
         assert!((c.hit_rate() - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn evicts_oldest_first_and_skips_removed_entries() {
+        // One entry is 55 + 16 + 24 + 10 = 105 bytes: three fit in a shard, so one shard's
+        // eviction order is visible by inserting keys that land in the same shard.
+        let c: ByteCache<u64, Vec<u8>> = ByteCache::new(16 * 320);
+        let shard_of = |k: u64| c.shard(&k).map(|(h, _)| (h >> 32) as usize % SHARDS);
+        let same: Vec<u64> = (0..10_000u64)
+            .filter(|k| shard_of(*k) == shard_of(0))
+            .take(6)
+            .collect();
+        for k in &same[..3] {
+            c.insert(*k, Arc::new(vec![0; 10]), 10);
+        }
+        // Re-inserting a key keeps its place and its size counted once.
+        c.insert(same[0], Arc::new(vec![1; 10]), 10);
+        assert_eq!(c.counters().size_bytes, 3 * 105);
+        assert_eq!(c.get(&same[0]).map(|v| v[0]), Some(1));
+        // A removed entry's hash stays in the order; eviction passes over it.
+        c.remove(&same[1]);
+        c.insert(same[3], Arc::new(vec![0; 10]), 10);
+        assert_eq!(c.counters().size_bytes, 3 * 105);
+        c.insert(same[4], Arc::new(vec![0; 10]), 10);
+        assert!(c.get(&same[0]).is_none(), "the oldest goes first");
+        assert!(c.get(&same[2]).is_some() && c.get(&same[3]).is_some());
+        c.retain(|k| *k != same[2]);
+        assert!(c.get(&same[2]).is_none());
+        assert_eq!(c.counters().size_bytes, 2 * 105);
     }
 }

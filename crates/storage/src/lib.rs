@@ -92,7 +92,7 @@
 //! Memory bound. Memtables count the bytes they hold, allocator overhead included (values in
 //! per-shard arena chunks, structures estimated from the real types' sizes:
 //! memtable/memory.rs, checked within a few percent of a counting allocator by
-//! tests/memtable_memory.rs). The largest memtable is flushed when the memtables taking
+//! tests/memory_accounting.rs). The largest memtable is flushed when the memtables taking
 //! writes reach `memtable_cleanup_threshold` (Cassandra's, a third by default) of
 //! `memtable_space_bytes` (`memtable_heap_space`), or all memtables reach the whole of it;
 //! writes wait when active plus flushing plus being-freed memtables reach `MEMTABLE_BACKPRESSURE_FACTOR` (2) times it, and a flushed memtable is freed before

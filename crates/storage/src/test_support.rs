@@ -310,3 +310,28 @@ pub fn staged_per_range(e: &Engine, tokens: &[i64]) -> usize {
     }
     staged
 }
+
+/// Bytes the process's heap holds, as `CountingAllocator` counts them.
+pub static LIVE_HEAP_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A global allocator that counts the bytes it was asked for, for tests that check what a
+/// structure's own accounting says it holds (memtables, caches). A test binary installs it with
+/// `#[global_allocator]`; its tests then take turns, since the count is the whole process's.
+pub struct CountingAllocator;
+
+// SAFETY: every call goes straight to the system allocator with the caller's arguments.
+unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `alloc`'s contract, which `System.alloc` shares.
+        let p = unsafe { std::alloc::System.alloc(l) };
+        if !p.is_null() {
+            LIVE_HEAP_BYTES.fetch_add(l.size(), std::sync::atomic::Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: `p` came from `alloc` above, that is from `System.alloc`, with layout `l`.
+        unsafe { std::alloc::System.dealloc(p, l) };
+        LIVE_HEAP_BYTES.fetch_sub(l.size(), std::sync::atomic::Ordering::Relaxed);
+    }
+}

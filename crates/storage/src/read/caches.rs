@@ -69,8 +69,6 @@ impl CachedKey {
 /// Row cache key: (table, token, partition key).
 pub(crate) type RowCacheKey = (TableId, i64, Bytes);
 
-/// Bytes charged per key cache entry besides the key (tuple, map slot, FIFO slot).
-const KEY_CACHE_ENTRY_OVERHEAD_BYTES: u64 = 128;
 /// Bytes charged per row-index block of a cached entry besides its clustering values.
 const KEY_CACHE_BLOCK_OVERHEAD_BYTES: usize = 48;
 /// Bytes charged per cell / row of a row-cached partition besides values.
@@ -194,14 +192,20 @@ impl Caches {
     }
 }
 
-/// Bytes charged for a key cache entry: the key twice (cache key and entry), the row index.
+/// Heap bytes of a key cache entry besides its structures (which the cache adds): the entry's
+/// key, the cache key's own copy when it is too long to be held inline, and the row index.
 fn index_entry_bytes(e: &IndexEntry) -> u64 {
     let blocks: usize = e
         .blocks
         .iter()
         .map(|b| KEY_CACHE_BLOCK_OVERHEAD_BYTES + b.first.iter().map(|v| v.len()).sum::<usize>())
         .sum();
-    2 * e.key.len() as u64 + blocks as u64 + KEY_CACHE_ENTRY_OVERHEAD_BYTES
+    let cache_key_copy = if e.key.len() > INLINE_KEY_BYTES {
+        e.key.len()
+    } else {
+        0
+    };
+    (e.key.len() + cache_key_copy + blocks) as u64
 }
 
 /// Approximate heap bytes of a partition (row cache accounting).
