@@ -8,6 +8,7 @@
 # Env: WORKLOAD=write|read|mixed (write)  KEYS=1000000  LOAD=0|1 (load KEYS keys first; 1 for read
 #      and mixed)  DURATION=60  RUNS=2 (pairs)  RATE= (fixed op/s; empty = closed loop)
 #      THREADS=64  ADDR=127.0.0.47  EXTRA="--set k=v ..." (server settings, both sides)
+#      EXTRA_A, EXTRA_B: settings for one side only (A=B with two settings compares the settings)
 #      LOAD_PASSES=1: with LOAD=1, write the keys this many times, flushing after each, so a read
 #      merges that many SSTables (as the record's reads do after its write workloads)
 #      CLIENT=stress|latte: latte as bench/run.sh drives it (bench/standard1.rn, one thread, one
@@ -59,12 +60,12 @@ latte_summary() {  # label
 
 # One run: label binary; appends a JSON line.
 run_one() {
-  local label="$1" bin="$2"
+  local label="$1" bin="$2" side_extra="$3"
   if port_open "$ADDR" 9042; then log "$ADDR:9042 is in use by another process"; return 1; fi
   rm -rf "$WORK/data"; mkdir -p "$WORK/data"
-  # shellcheck disable=SC2086 # EXTRA is a list of settings
+  # shellcheck disable=SC2086 # EXTRA and side_extra are lists of settings
   "$bin" server --listen-address "$ADDR" --native-transport-port 9042 --data-dir "$WORK/data" \
-    --set memtable_heap_space=256MiB --set file_cache_size=256MiB --set key_cache_size=51MiB ${EXTRA:-} \
+    --set memtable_heap_space=256MiB --set file_cache_size=256MiB --set key_cache_size=51MiB ${EXTRA:-} $side_extra \
     > "$WORK/server-$label.log" 2>&1 &
   SERVER_PID=$!
   wait_port "$ADDR" 9042 60 || { log "$label: no port 9042; see $WORK/server-$label.log"; return 1; }
@@ -87,37 +88,44 @@ run_one() {
       -rate $(rate_args) -node "$ADDR" 2>&1)
   fi
   c1=$(pid_ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID")
-  local rss; rss=$(rss_mib "$SERVER_PID")
+  local rss caches; rss=$(rss_mib "$SERVER_PID")
+  # What the caches held and how often the chunk cache answered: RSS beside what it is made of.
+  caches=$(curl -s --max-time 5 "http://$ADDR:10000/metrics" | awk '
+    /^helenus_chunk_cache_hits_total/ {h = $2} /^helenus_chunk_cache_requests_total/ {r = $2}
+    /^helenus_chunk_cache_bytes/ {cb = $2} /^helenus_key_cache_bytes/ {kb = $2}
+    END {printf "%.1f %.0f %.0f", (r > 0 ? 100 * h / r : 0), cb / 1048576, kb / 1048576}')
   stop_server
   echo "$out" > "$WORK/stress-$label.log"
-  echo "$out" | awk -v label="$label" -v c="$((c1 - c0))" -v hz="$HZ" -v w="$((w1 - w0))" -v s="$((s1 - s0))" -v rss="$rss" '
+  echo "$out" | awk -v label="$label" -v c="$((c1 - c0))" -v hz="$HZ" -v w="$((w1 - w0))" -v s="$((s1 - s0))" -v rss="$rss" -v caches="${caches:-0 0 0}" '
     /^Total operations/ {ops = $4} /^Op rate/ {rate = $4} /^Latency 99th/ {p99 = $5} /^Latency 99.9th/ {p999 = $5}
     /^Client CPU/ {cc = $6; gsub(/\(/, "", cc)}
     END { if (ops == 0) exit 1
-      printf "{\"run\":\"%s\",\"ops\":%d,\"op_s\":%s,\"p99_ms\":%s,\"p999_ms\":%s,\"server_cpu_ms_per_1k\":%.2f,\"client_cpu_ms_per_1k\":%s,\"disk_bytes_per_op\":%.0f,\"switches_per_op\":%.4f,\"rss_mib\":%d}\n",
-        label, ops, rate + 0, p99 + 0, p999 + 0, c * 1000 / hz * 1000 / ops, cc + 0, w / ops, s / ops, rss }' \
+      split(caches, k, " ")
+      printf "{\"run\":\"%s\",\"ops\":%d,\"op_s\":%s,\"p99_ms\":%s,\"p999_ms\":%s,\"server_cpu_ms_per_1k\":%.2f,\"client_cpu_ms_per_1k\":%s,\"disk_bytes_per_op\":%.0f,\"switches_per_op\":%.4f,\"rss_mib\":%d,\"chunk_hit_pct\":%s,\"chunk_cache_mib\":%s,\"key_cache_mib\":%s}\n",
+        label, ops, rate + 0, p99 + 0, p999 + 0, c * 1000 / hz * 1000 / ops, cc + 0, w / ops, s / ops, rss, k[1], k[2], k[3] }' \
     || { log "$label: no result; see $WORK/stress-$label.log"; return 1; }
 }
 
 mkdir -p "$ROOT/bench/results"; : > "$OUT.jsonl"
 for i in $(seq 1 "$RUNS"); do
   for side in A B; do
-    bin="$A"; [ "$side" = B ] && bin="$B"
-    log "$side$i: $CLIENT $WORKLOAD over $KEYS keys, ${DURATION}s${RATE:+ at $RATE/s}"
-    run_one "$side$i" "$bin" >> "$OUT.jsonl"
+    bin="$A"; extra="${EXTRA_A:-}"; [ "$side" = B ] && { bin="$B"; extra="${EXTRA_B:-}"; }
+    log "$side$i: $CLIENT $WORKLOAD over $KEYS keys, ${DURATION}s${RATE:+ at $RATE/s}${extra:+ ($extra)}"
+    run_one "$side$i" "$bin" "$extra" >> "$OUT.jsonl"
   done
 done
-python3 - "$OUT.jsonl" "$OUT.md" "$A" "$B" "$WORKLOAD" "$KEYS" "$DURATION" "${RATE:-closed loop}" "$CLIENT" <<'PY'
+python3 - "$OUT.jsonl" "$OUT.md" "$A ${EXTRA_A:-}" "$B ${EXTRA_B:-}" "$WORKLOAD" "$KEYS" "$DURATION" "${RATE:-closed loop}" "$CLIENT" <<'PY'
 import json, sys
 src, dst, a, b, wl, keys, dur, rate, client = sys.argv[1:]
 runs = [json.loads(l) for l in open(src)]
-cols = ["op_s", "p99_ms", "p999_ms", "server_cpu_ms_per_1k", "client_cpu_ms_per_1k", "disk_bytes_per_op", "switches_per_op", "rss_mib"]
+cols = ["op_s", "p99_ms", "p999_ms", "server_cpu_ms_per_1k", "client_cpu_ms_per_1k", "disk_bytes_per_op", "switches_per_op", "rss_mib",
+        "chunk_hit_pct", "chunk_cache_mib", "key_cache_mib"]
 lines = [f"# A/B: {wl} over {keys} keys, {dur} s, {rate}, client {'latte' if client == 'latte' else 'helenus-stress'}", "", f"- A: `{a}`", f"- B: `{b}`", "",
          "| run | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-lines += ["| " + r["run"] + " | " + " | ".join(str(r[c]) for c in cols) + " |" for r in runs]
+lines += ["| " + r["run"] + " | " + " | ".join(str(r.get(c, "-")) for c in cols) + " |" for r in runs]
 for side in "AB":
     rs = [r for r in runs if r["run"].startswith(side)]
-    lines.append(f"| **mean {side}** | " + " | ".join(f"{sum(r[c] for r in rs) / len(rs):.2f}" for c in cols) + " |")
+    lines.append(f"| **mean {side}** | " + " | ".join(f"{sum(r.get(c, 0) for r in rs) / len(rs):.2f}" for c in cols) + " |")
 open(dst, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

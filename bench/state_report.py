@@ -41,7 +41,16 @@ def during(state, start, seconds):
     for key in ("write_stalls", "write_stall_ms"):
         vals = [s[key] for s in inside if s.get(key) is not None]
         out[f"{key}_added"] = vals[-1] - vals[0] if len(vals) > 1 else None
+    out["idle_pct"] = idle_pct(inside)
     return out
+
+
+def idle_pct(inside):
+    """Percent of the machine's CPU time left idle between the window's first and last samples."""
+    cpu = [(s["idle_jiffies"], s["total_jiffies"]) for s in inside if s.get("total_jiffies") is not None]
+    if len(cpu) < 2 or cpu[-1][1] <= cpu[0][1]:
+        return None
+    return 100.0 * (cpu[-1][0] - cpu[0][0]) / (cpu[-1][1] - cpu[0][1])
 
 
 def per_phase(entry, stress):
@@ -67,9 +76,10 @@ def markdown(runs, servers, keys, fmt):
           "Sampled once a second beside each run (bench/lib.sh `sample_state`): SSTables of keyspace1 on disk "
           "(min-max during the phase); for Helenus also the most compactions pending or running, and the writes "
           "held for memtable space (stalls) and the milliseconds they waited. Cassandra's pending compactions "
-          "would need a nodetool JVM a second, so they are not sampled.", "",
-          "| server | workload | phase | offered op/s | achieved op/s | P99 (ms) | SSTables | pending compactions | write stalls | stall ms |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          "would need a nodetool JVM a second, so they are not sampled. Idle: the machine's CPU left unused "
+          "(client and server share it); a probe with idle cores did not saturate the server.", "",
+          "| server | workload | phase | offered op/s | achieved op/s | P99 (ms) | idle % | SSTables | pending compactions | write stalls | stall ms |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     any_rows = False
     for wl, d in keys:
         for s in servers:
@@ -78,7 +88,7 @@ def markdown(runs, servers, keys, fmt):
                 st = p["state"] or {}
                 sst = f"{st['sstables_min']}-{st['sstables_max']}" if st else "-"
                 md.append(f"| {s} | {wl}/{d} | {p['phase']} | {fmt(p['offered_per_s'])} | {fmt(p['achieved_per_s'])} | "
-                          f"{fmt(p['p99_ms'])} | {sst} | {fmt(st.get('pending_compactions_max'))} | "
+                          f"{fmt(p['p99_ms'])} | {fmt(st.get('idle_pct'))} | {sst} | {fmt(st.get('pending_compactions_max'))} | "
                           f"{fmt(st.get('write_stalls_added'))} | {fmt(st.get('write_stall_ms_added'))} |")
                 any_rows = True
     md.append("")
