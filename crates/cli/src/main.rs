@@ -129,6 +129,7 @@ impl From<ConfigError> for ServerError {
 
 fn run_server(args: ServerArgs) -> Result<(), ServerError> {
     allocator::use_small_pages();
+    allocator::start_purger();
     let (mut cfg, warnings) = match &args.config {
         Some(path) => NodeConfig::load(path)?,
         None => (NodeConfig::default(), Vec::new()),
