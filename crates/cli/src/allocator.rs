@@ -1,7 +1,8 @@
-//! How the node's memory comes from the kernel: small pages only.
+//! How the node's memory comes from the kernel and goes back to it: small pages only, and free
+//! memory given back once unused for 10 s (`start_purger`).
 //!
 //! mimalloc asks for transparent huge pages (`madvise(MADV_HUGEPAGE)`) on its arenas, and gives
-//! free memory back (`MADV_DONTNEED`) a second after it is freed. Under writes a node frees a
+//! free memory back (`MADV_DONTNEED`) some time after it is freed. Under writes a node frees a
 //! flushed memtable's hundreds of MiB and allocates the next one's, so request threads kept
 //! faulting in fresh 2 MiB pages, each zeroed (and, with the kernel's default `defrag=madvise`,
 //! compacted for) inside the fault, while holding the memtable's or the commitlog's lock. With
