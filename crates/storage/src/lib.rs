@@ -86,8 +86,10 @@
 //! `miniz_oxide` backend for Deflate, `zstd` (bindings to the C reference library, ~33 s of
 //! C build once) because the pure-Rust `ruzstd` cannot encode at the levels
 //! `compression_level` asks for (see sstable/compression.rs), `helenus-types` for its
-//! `Clock` only, and `helenus-mutation` for the mutation model it shares with the cluster
-//! crates (re-exported: `helenus_storage::Mutation` and its parts).
+//! `Clock` only, `helenus-mutation` for the mutation model it shares with the cluster
+//! crates (re-exported: `helenus_storage::Mutation` and its parts), and `hashbrown` (already in
+//! the tree through indexmap) for its `HashTable`, which lets the caches' eviction order keep
+//! 8-byte hashes instead of copies of their keys (byte_cache.rs).
 //!
 //! Memory bound. Memtables count the bytes they hold, allocator overhead included (values in
 //! per-shard arena chunks, structures estimated from the real types' sizes:
