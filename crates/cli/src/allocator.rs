@@ -8,8 +8,9 @@
 //! compacted for) inside the fault, while holding the memtable's or the commitlog's lock. With
 //! latte at 20k writes/s on 2 cores: P99 5.2-6.3 ms and P99.9 10.2-11.2 ms with huge pages,
 //! 0.8 ms and ~3-5 ms without, and a smaller RSS (bench/README.md, "Write tail latency").
-//! Neither moving the purges to a thread of their own nor delaying them helped: the cost is in
-//! the faults. Cassandra's JVM does not use huge pages unless told to either.
+//! With huge pages, neither moving the purges to a thread of their own nor delaying them helped
+//! those tails: the cost was in the faults. (With small pages, the purger below gives memory
+//! back without costing writes.) Cassandra's JVM does not use huge pages unless told to either.
 
 /// Turns transparent huge pages off for this process (every mapping, present and future, as the
 /// kernel's `PR_SET_THP_DISABLE` does). Best effort: a kernel that refuses leaves them on.

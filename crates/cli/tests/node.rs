@@ -187,12 +187,7 @@ fn freed_memory_goes_back_to_the_kernel_once_unused() {
     let addr = "127.0.0.26";
     let port = free_port(addr);
     // An admin port of the test's choosing, for nodetool (a later --set wins).
-    let api_port = loop {
-        let p = free_port(addr);
-        if p != port {
-            break p;
-        }
-    };
+    let api_port = common::free_port_besides(addr, port);
     let mut node = start(addr, &dir, port, &[&format!("api_port={api_port}")]);
     let pid = node.child.id();
     let mut c = Client::connect(&mut node, 4);

@@ -53,16 +53,12 @@ pub struct ByteCache<K, V> {
 }
 
 impl<K, V> Shard<K, V> {
-    /// Removes the entry whose key hashes to `hash` (the oldest such, should two collide),
-    /// returning its size.
-    fn remove_hashed(&mut self, hash: u64, hash_of: impl Fn(&K) -> u64) -> Option<u64> {
-        let found = self
-            .table
-            .find_entry(hash, |e| hash_of(&e.key) == hash)
-            .ok()?;
-        let (e, _) = found.remove();
-        self.bytes -= e.size_bytes;
-        Some(e.size_bytes)
+    /// Removes the entry whose key hashes to `hash` (either one, should two collide), if any.
+    fn remove_hashed(&mut self, hash: u64, hash_of: impl Fn(&K) -> u64) {
+        if let Ok(found) = self.table.find_entry(hash, |e| hash_of(&e.key) == hash) {
+            let (e, _) = found.remove();
+            self.bytes -= e.size_bytes;
+        }
     }
 
     /// Drops hashes of entries that are gone from the order (they are skipped when they reach

@@ -60,16 +60,21 @@ pub fn free_port(addr: &str) -> u16 {
         .port()
 }
 
+/// A free port on `addr` other than `taken` (the OS may hand out the same free port twice).
+pub fn free_port_besides(addr: &str, taken: u16) -> u16 {
+    loop {
+        let p = free_port(addr);
+        if p != taken {
+            return p;
+        }
+    }
+}
+
 /// `helenus server` arguments for a node at `addr:port` keeping its data in `dir`, with each of
 /// `settings` passed as `--set NAME=VALUE`.
 pub fn server_args(addr: &str, dir: &Path, port: u16, settings: &[&str]) -> Vec<String> {
     // The OS may hand out the CQL port again: the admin API would then take it first.
-    let admin_port = loop {
-        let p = free_port(addr);
-        if p != port {
-            break p;
-        }
-    };
+    let admin_port = free_port_besides(addr, port);
     let mut args = vec![
         "server".to_string(),
         "--listen-address".into(),
