@@ -43,10 +43,10 @@ struct Shard<K, V> {
     bytes: u64,
 }
 
-/// A sharded cache bounded by total bytes.
+/// A sharded cache bounded by total bytes; the bound can move (`set_budget`).
 pub struct ByteCache<K, V> {
     shards: Vec<Mutex<Shard<K, V>>>,
-    shard_budget_bytes: u64,
+    shard_budget_bytes: AtomicU64,
     hasher: RandomState,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
@@ -58,6 +58,16 @@ impl<K, V> Shard<K, V> {
         if let Ok(found) = self.table.find_entry(hash, |e| hash_of(&e.key) == hash) {
             let (e, _) = found.remove();
             self.bytes -= e.size_bytes;
+        }
+    }
+
+    /// Evicts oldest first until the shard holds at most `budget` bytes.
+    fn evict_to(&mut self, budget: u64, hash_of: impl Fn(&K) -> u64) {
+        while self.bytes > budget {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            self.remove_hashed(oldest, &hash_of);
         }
     }
 
@@ -81,7 +91,7 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
                     })
                 })
                 .collect(),
-            shard_budget_bytes: budget_bytes / SHARDS as u64,
+            shard_budget_bytes: AtomicU64::new(budget_bytes / SHARDS as u64),
             hasher: RandomState::default(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -116,7 +126,8 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
     /// struct (the entry's structures are added here).
     pub fn insert(&self, k: K, v: Arc<V>, value_heap_bytes: u64) {
         let size_bytes = value_heap_bytes + entry_overhead_bytes::<K, V>();
-        if size_bytes > self.shard_budget_bytes {
+        let shard_budget = self.shard_budget_bytes.load(Ordering::Relaxed);
+        if size_bytes > shard_budget {
             return;
         }
         let Some((hash, shard)) = self.shard(&k) else {
@@ -142,11 +153,28 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
             }
         }
         s.bytes += size_bytes;
-        while s.bytes > self.shard_budget_bytes {
-            let Some(oldest) = s.order.pop_front() else {
-                break;
-            };
-            s.remove_hashed(oldest, hash_of);
+        s.evict_to(shard_budget, hash_of);
+    }
+
+    /// The total budget now.
+    pub fn budget_bytes(&self) -> u64 {
+        self.shard_budget_bytes.load(Ordering::Relaxed) * SHARDS as u64
+    }
+
+    /// Moves the budget to `budget_bytes`; a smaller one evicts, oldest first, at once (the
+    /// point of shrinking is to give the memory to someone else now, not at the next inserts).
+    pub fn set_budget(&self, budget_bytes: u64) {
+        let shard_budget = budget_bytes / SHARDS as u64;
+        let before = self
+            .shard_budget_bytes
+            .swap(shard_budget, Ordering::Relaxed);
+        if shard_budget >= before {
+            return;
+        }
+        for shard in &self.shards {
+            shard
+                .lock()
+                .evict_to(shard_budget, |key| self.hasher.hash_one(key));
         }
     }
 
@@ -174,7 +202,7 @@ impl<K: Hash + Eq + Clone, V> ByteCache<K, V> {
             hits,
             requests: hits + self.misses.load(Ordering::Relaxed),
             size_bytes: self.shards.iter().map(|s| s.lock().bytes).sum(),
-            capacity_bytes: self.shard_budget_bytes * SHARDS as u64,
+            capacity_bytes: self.budget_bytes(),
         }
     }
 
@@ -260,5 +288,24 @@ mod tests {
         c.retain(|k| *k != same[2]);
         assert!(c.get(&same[2]).is_none());
         assert_eq!(c.counters().size_bytes, 2 * 105);
+    }
+
+    #[test]
+    fn a_smaller_budget_evicts_at_once_and_a_larger_one_lets_it_fill_again() {
+        let c: ByteCache<u64, Vec<u8>> = ByteCache::new(16 * 1050);
+        for i in 0..1000u64 {
+            c.insert(i, Arc::new(vec![0; 10]), 10);
+        }
+        let full = c.counters().size_bytes;
+        assert!(full > 16 * 800, "{full}");
+        c.set_budget(16 * 320);
+        assert_eq!(c.budget_bytes(), 16 * 320);
+        assert!(c.counters().size_bytes <= 16 * 320);
+        assert!(c.get(&999).is_some(), "the newest entries stay");
+        c.set_budget(16 * 1050);
+        for i in 1000..2000u64 {
+            c.insert(i, Arc::new(vec![0; 10]), 10);
+        }
+        assert!(c.counters().size_bytes > 16 * 800);
     }
 }

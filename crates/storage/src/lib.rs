@@ -105,6 +105,11 @@
 //!        + 2 (allocator slack) x MEMTABLE_BACKPRESSURE_FACTOR x memtable_space_bytes
 //! ```
 //!
+//! and usually well under it, because the chunk cache yields to memtables: its budget is
+//! `file_cache_size` minus what all memtables hold, never under a quarter of it, and grows back
+//! as they are flushed (memtable/budget.rs), so cache plus memtables stay near
+//! `max(file_cache_size, file_cache_size / 4 + memtables)`.
+//!
 //! where the allocator slack is memory mimalloc keeps after a memtable is freed until it reuses
 //! or returns it, and `fixed` (about 100 MiB: binary, thread stacks, 64 KiB read buffer per
 //! connection, flush and compaction buffers, SSTable summaries and bloom filters) grows with

@@ -3,6 +3,7 @@
 //! needs the engine to reach a table.
 
 use crate::histogram::{LatencyHistogram, SSTablesPerReadHistogram};
+use crate::memtable::budget::MemtableBudget;
 use crate::memtable::Memtable;
 use crate::partition::TableLayout;
 use crate::sstable::SSTableReader;
@@ -10,7 +11,7 @@ use crate::types::*;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Every table of the node by id: the engine adds and removes tables, background threads look
@@ -29,6 +30,23 @@ impl Tables {
 
     pub(crate) fn read(&self) -> parking_lot::RwLockReadGuard<'_, HashMap<TableId, Arc<Table>>> {
         self.0.read()
+    }
+
+    /// (bytes of the memtables taking writes, bytes of all memtables: those and the ones
+    /// flushing or being freed).
+    pub(crate) fn memtable_usage(&self, budget: &MemtableBudget) -> (u64, u64) {
+        let (mut unflushed, mut flushing) = (0u64, 0u64);
+        for t in self.read().values() {
+            unflushed += t.memtable.read().heap_bytes();
+            flushing += t
+                .flushing
+                .read()
+                .iter()
+                .map(|m| m.heap_bytes())
+                .sum::<u64>();
+        }
+        let freeing = budget.freeing_bytes.load(Ordering::Relaxed);
+        (unflushed, unflushed + flushing + freeing)
     }
 
     pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, HashMap<TableId, Arc<Table>>> {

@@ -240,3 +240,80 @@ fn key_cache_counts_the_bytes_really_held() {
         "key cache charges {charged} B but holds {held} B"
     );
 }
+
+/// Memtables and the chunk cache share one budget: as memtables grow the chunk cache gives up
+/// what they hold (never below a quarter of `file_cache_size`), and takes it back once they
+/// are flushed. Separately, a mixed load held a full cache beside memtables near their flush
+/// point.
+#[test]
+fn chunk_cache_gives_memtables_its_memory_and_takes_it_back() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    const STANDARD1: TableId = [0x53; 16];
+    const PARTITIONS: usize = 40_000;
+    const CHUNK_CACHE: u64 = 4 << 20;
+    let dir = tempdir("chunk-cache-share");
+    let mut cfg = config(&dir, CommitlogSync::Periodic { period_ms: 1000 });
+    cfg.chunk_cache_bytes = CHUNK_CACHE;
+    cfg.memtable_space_bytes = 1 << 40;
+    cfg.commitlog_segment_size_bytes = 32 << 20;
+    let e = Engine::open(cfg).unwrap();
+    e.create_table(common::gdelt_def(STANDARD1, 5)).unwrap();
+    let frame = Bytes::from(vec![0x3c_u8; 1 << 10]);
+    let write = |range: std::ops::Range<usize>| {
+        for i in range {
+            e.apply_blocking(&[standard1_mutation(STANDARD1, i, &frame)])
+                .unwrap();
+        }
+    };
+    let read_all = || {
+        for i in (0..PARTITIONS).step_by(7) {
+            let key = format!("{i:010}");
+            let got = e.read(STANDARD1, &point(key.as_bytes(), 0)).unwrap();
+            assert_eq!(got.partitions.len(), 1, "partition {i}");
+        }
+    };
+    write(0..PARTITIONS);
+    e.flush(None).unwrap();
+    read_all();
+    let chunk = e.cache_stats().chunk;
+    assert_eq!(chunk.capacity_bytes, CHUNK_CACHE);
+    assert!(chunk.size_bytes > CHUNK_CACHE * 3 / 4, "{chunk:?}");
+
+    // 2 MiB of memtable: the cache holds the rest of its 4 MiB.
+    let mut next = PARTITIONS;
+    while e.unflushed_memtable_bytes() < 2 << 20 {
+        write(next..next + 100);
+        next += 100;
+    }
+    let chunk = e.cache_stats().chunk;
+    let memtables = e.unflushed_memtable_bytes();
+    assert!(
+        chunk.size_bytes <= chunk.capacity_bytes
+            && chunk.capacity_bytes <= CHUNK_CACHE - memtables + CHUNK_CACHE / 64,
+        "{chunk:?} beside {memtables} B of memtables"
+    );
+    // Reads go on within the smaller budget.
+    read_all();
+    assert!(e.cache_stats().chunk.size_bytes <= CHUNK_CACHE - memtables + CHUNK_CACHE / 64);
+
+    // Memtables past the cache's size leave it its floor.
+    while e.unflushed_memtable_bytes() < 2 * CHUNK_CACHE {
+        write(next..next + 100);
+        next += 100;
+    }
+    // (The budget moves in steps of 1/64 of the configured size, so it may stop short.)
+    let floor_capacity = e.cache_stats().chunk.capacity_bytes;
+    assert!(
+        (CHUNK_CACHE / 4..=CHUNK_CACHE / 4 + CHUNK_CACHE / 64).contains(&floor_capacity),
+        "{floor_capacity}"
+    );
+    read_all();
+    assert!(e.cache_stats().chunk.size_bytes <= floor_capacity);
+
+    // Flushed, the memtables give it all back.
+    e.flush(None).unwrap();
+    assert_eq!(e.cache_stats().chunk.capacity_bytes, CHUNK_CACHE);
+    read_all();
+    assert!(e.cache_stats().chunk.size_bytes > CHUNK_CACHE * 3 / 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -589,7 +589,11 @@ impl Connection {
         let read = tokio::select! {
             r = tokio::time::timeout(read_timeout, reader.read_buf(&mut self.buf)) => match r {
                 Ok(r) => r,
-                Err(_) => return false,
+                Err(_) => {
+                    // Worth a line: the client sees only a reset.
+                    tracing::info!(peer = %self.peer, "closing the connection: half a frame stalled for {read_timeout:?}");
+                    return false;
+                }
             },
             // Shutting down: requests already read still get their answers.
             _ = self.limits.closing() => return false,

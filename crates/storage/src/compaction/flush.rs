@@ -52,6 +52,8 @@ pub(crate) fn flush_table(bg: &Background, t: &Arc<Table>) -> Result<(), Storage
     bg.budget
         .freeing_bytes
         .fetch_sub(freeing, Ordering::Relaxed);
+    bg.budget
+        .note_memtable_bytes(bg.tables.memtable_usage(&bg.budget).1);
     bg.request_compaction(def.id);
     Ok(())
 }

@@ -85,7 +85,11 @@ impl Engine {
             config.commitlog_segment_size_bytes,
         )?;
         let tables = Arc::new(Tables::default());
-        let budget = Arc::new(MemtableBudget::default());
+        let caches = Caches::new(&config);
+        let budget = Arc::new(MemtableBudget::sharing_with(
+            caches.chunk.clone(),
+            caches.chunk.budget_bytes(),
+        ));
         let clock = config.clock.clone();
         let background = Background::start(
             WorkerConfig::of(&config),
@@ -95,7 +99,7 @@ impl Engine {
             budget.clone(),
         )?;
         let engine = Arc::new(Engine {
-            reads: ReadPath::new(Caches::new(&config)),
+            reads: ReadPath::new(caches),
             config,
             log,
             tables,
@@ -572,18 +576,7 @@ impl Engine {
     /// `memtable_cleanup_threshold` is a fraction of the space for, the second what the space
     /// bounds.
     fn memtable_usage(&self) -> (u64, u64) {
-        let (mut unflushed, mut flushing) = (0u64, 0u64);
-        for t in self.tables.read().values() {
-            unflushed += t.memtable.read().heap_bytes();
-            flushing += t
-                .flushing
-                .read()
-                .iter()
-                .map(|m| m.heap_bytes())
-                .sum::<u64>();
-        }
-        let freeing = self.budget.freeing_bytes.load(Ordering::Relaxed);
-        (unflushed, unflushed + flushing + freeing)
+        self.tables.memtable_usage(&self.budget)
     }
 
     /// Heap growth of one memtable between two looks at the node's memtable budget: small
@@ -600,6 +593,7 @@ impl Engine {
         let threshold = self.config.memtable_cleanup_threshold.clamp(0.01, 1.0);
         let cleanup_at = (space as f64 * threshold) as u64;
         let (unflushed, all) = self.memtable_usage();
+        self.budget.note_memtable_bytes(all);
         self.budget
             .maybe_over_limit
             .store(all >= self.memtable_limit_bytes(), Ordering::Relaxed);

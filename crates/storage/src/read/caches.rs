@@ -81,7 +81,8 @@ const ROW_CACHE_EPOCH_STRIPES: usize = 1024;
 /// The node's read caches, sized by `StorageConfig`.
 pub(crate) struct Caches {
     /// Decompressed SSTable chunks (`file_cache_size`).
-    pub chunk: ByteCache<ChunkKey, Vec<u8>>,
+    /// Shared with the memtable budget, which shrinks it while memtables hold memory.
+    pub chunk: Arc<ByteCache<ChunkKey, Vec<u8>>>,
     pub key: ByteCache<KeyCacheKey, IndexEntry>,
     pub row: ByteCache<RowCacheKey, Partition>,
     /// Bumped (per stripe of partitions) by every write, so a read that merged sources before
@@ -95,7 +96,7 @@ pub(crate) struct Caches {
 impl Caches {
     pub(crate) fn new(config: &StorageConfig) -> Self {
         Caches {
-            chunk: ByteCache::new(config.chunk_cache_bytes.max(1 << 20)),
+            chunk: Arc::new(ByteCache::new(config.chunk_cache_bytes.max(1 << 20))),
             key: ByteCache::new(config.key_cache_bytes),
             row: ByteCache::new(config.row_cache_bytes),
             row_epochs: (0..ROW_CACHE_EPOCH_STRIPES)

@@ -223,7 +223,7 @@ impl ReadPath {
                 columns: q.columns.as_deref(),
                 share: true,
             };
-            let cache = Some(&self.caches.chunk);
+            let cache = Some(&*self.caches.chunk);
             let read = s.read_rows_sliced_upto(e, ranges, false, allowance, cache, cells)?;
             let mut trial = *limits;
             let read_rows = read.rows.len() as u64;
@@ -378,7 +378,7 @@ impl ReadPath {
                 },
             };
             touched += 1;
-            let cache = Some(&self.caches.chunk);
+            let cache = Some(&*self.caches.chunk);
             let (p, edge) = match ranges {
                 Some(r) => s.read_partition_sliced_upto(
                     e,
