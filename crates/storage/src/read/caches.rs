@@ -14,7 +14,7 @@ use super::ReadPath;
 use crate::byte_cache::ByteCache;
 use crate::partition::Partition;
 use crate::sstable::ChunkKey;
-use crate::sstable::{IndexEntry, SSTableReader};
+use crate::sstable::{IndexEntry, RowBlock, SSTableReader};
 use crate::table::Table;
 use crate::types::{CacheStats, StorageConfig, TableId};
 use bytes::Bytes;
@@ -23,8 +23,41 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Key cache key: (SSTable uid, token, partition key); the value is the decoded index entry.
+/// Key cache key: (SSTable uid, token, partition key); the value is where the partition lies.
 pub(crate) type KeyCacheKey = (u64, i64, CachedKey);
+
+/// What the key cache keeps of an index entry. Its token and key are the cache key's, so a hit
+/// rebuilds the entry around them instead of every entry holding a second copy: the whole
+/// entry was 96 bytes behind its `Arc` plus a copy of the key, this is 32.
+pub(crate) struct CachedPosition {
+    position: u64,
+    length: u32,
+    header_len: u32,
+    /// The row index (empty, so no allocation, for all but partitions over 64 KiB).
+    blocks: Box<[RowBlock]>,
+}
+
+impl CachedPosition {
+    fn of(e: &IndexEntry) -> CachedPosition {
+        CachedPosition {
+            position: e.position,
+            length: e.length,
+            header_len: e.header_len,
+            blocks: e.blocks.clone().into_boxed_slice(),
+        }
+    }
+
+    fn entry(&self, token: i64, key: Bytes) -> IndexEntry {
+        IndexEntry {
+            token,
+            key,
+            position: self.position,
+            length: self.length,
+            header_len: self.header_len,
+            blocks: self.blocks.to_vec(),
+        }
+    }
+}
 
 /// Partition keys up to this long are held inside the key cache's entries.
 const INLINE_KEY_BYTES: usize = 22;
@@ -83,7 +116,7 @@ pub(crate) struct Caches {
     /// Decompressed SSTable chunks (`file_cache_size`).
     /// Shared with the memtable budget, which shrinks it while memtables hold memory.
     pub chunk: Arc<ByteCache<ChunkKey, Vec<u8>>>,
-    pub key: ByteCache<KeyCacheKey, IndexEntry>,
+    pub key: ByteCache<KeyCacheKey, CachedPosition>,
     pub row: ByteCache<RowCacheKey, Partition>,
     /// Bumped (per stripe of partitions) by every write, so a read that merged sources before
     /// the write cannot leave a stale partition in the row cache.
@@ -147,16 +180,20 @@ impl Caches {
             .key_cache_requests
             .fetch_add(1, Ordering::Relaxed);
         let ck: KeyCacheKey = (s.uid, token, CachedKey::probe(key));
-        if let Some(e) = self.key.get(&ck) {
+        if let Some(cached) = self.key.get(&ck) {
             t.counters.key_cache_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Some(e));
+            return Ok(Some(Arc::new(cached.entry(token, key.clone()))));
         }
         let found = s.search(token, key)?.map(|(_, e)| Arc::new(e));
         match &found {
             Some(e) => {
                 let (uid, token, probe) = ck;
-                self.key
-                    .insert((uid, token, probe.kept()), e.clone(), index_entry_bytes(e));
+                let bytes = cached_position_bytes(e);
+                self.key.insert(
+                    (uid, token, probe.kept()),
+                    Arc::new(CachedPosition::of(e)),
+                    bytes,
+                );
             }
             None => {
                 t.counters
@@ -193,9 +230,9 @@ impl Caches {
     }
 }
 
-/// Heap bytes of a key cache entry besides its structures (which the cache adds): the entry's
-/// key, the cache key's own copy when it is too long to be held inline, and the row index.
-fn index_entry_bytes(e: &IndexEntry) -> u64 {
+/// Heap bytes of a key cache entry besides its structures (which the cache adds): the cache
+/// key's own copy of the key when it is too long to be held inline, and the row index.
+fn cached_position_bytes(e: &IndexEntry) -> u64 {
     let blocks: usize = e
         .blocks
         .iter()
@@ -206,7 +243,7 @@ fn index_entry_bytes(e: &IndexEntry) -> u64 {
     } else {
         0
     };
-    (e.key.len() + cache_key_copy + blocks) as u64
+    (cache_key_copy + blocks) as u64
 }
 
 /// Approximate heap bytes of a partition (row cache accounting).
