@@ -3,7 +3,8 @@
 # A, B, A, B... so that this machine's drift (±20-40% between runs an hour apart) falls on both.
 # Each run starts a fresh node, optionally loads the keys, then drives the workload and reads from
 # /proc what the server spent: CPU per 1,000 operations, bytes written to disk per operation
-# (commitlog, flushes and compactions together), context switches per operation, RSS at the end.
+# (commitlog, flushes and compactions together), context switches per operation, RSS at the end,
+# and steal (% of the machine's CPU time the hypervisor gave to other guests while this one had work).
 #   A=old/helenus B=new/helenus bench/ab.sh
 # Env: WORKLOAD=write|read|mixed (write)  KEYS=1000000  LOAD=0|1 (load KEYS keys first; 1 for read
 #      and mixed)  DURATION=60  RUNS=2 (pairs)  RATE= (fixed op/s; empty = closed loop)
@@ -40,6 +41,9 @@ SERVER_PID=""
 stop_server() { [ -z "$SERVER_PID" ] || { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }; }
 trap 'stop_server; rm -rf "$WORK/data"' EXIT
 
+# Steal and all CPU ticks: the hypervisor's share of the machine (a run with steal has tails that are
+# not the server's).
+steal_total() { awk '/^cpu /{t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t}' /proc/stat; }
 disk_bytes() { awk '/^write_bytes/{print $2}' "/proc/$1/io"; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/{s+=$2} END{print s+0}'; }
 rate_args() { [ -z "$RATE" ] && echo "threads=$THREADS" || echo "threads=$THREADS fixed=$RATE/s"; }
@@ -78,8 +82,8 @@ run_one() {
   elif [ "$CLIENT" = latte ]; then
     (cd "$WORK" && "$LATTE_BIN" schema "$ROOT/bench/standard1.rn" "$ADDR" > /dev/null 2>&1)
   fi
-  local c0 w0 s0 c1 w1 s1 out
-  c0=$(pid_ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID")
+  local c0 w0 s0 t0 c1 w1 s1 t1 out
+  c0=$(pid_ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID"); t0=$(steal_total)
   if [ "$CLIENT" = latte ]; then
     out=$(latte_summary "$label")
   else
@@ -87,22 +91,24 @@ run_one() {
     out=$("$STRESS" "$WORKLOAD" duration="${DURATION}s" cl=ONE -pop "dist=UNIFORM(1..$KEYS)" \
       -rate $(rate_args) -node "$ADDR" 2>&1)
   fi
-  c1=$(pid_ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID")
+  c1=$(pid_ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID"); t1=$(steal_total)
   local rss caches; rss=$(rss_mib "$SERVER_PID")
-  # What the caches held and how often the chunk cache answered: RSS beside what it is made of.
+  # What the caches held and how often the chunk and key caches answered: RSS beside what it is made of.
   caches=$(curl -s --max-time 5 "http://$ADDR:10000/metrics" | awk '
     /^helenus_chunk_cache_hits_total/ {h = $2} /^helenus_chunk_cache_requests_total/ {r = $2}
     /^helenus_chunk_cache_bytes/ {cb = $2} /^helenus_key_cache_bytes/ {kb = $2}
-    END {printf "%.1f %.0f %.0f", (r > 0 ? 100 * h / r : 0), cb / 1048576, kb / 1048576}')
+    /^helenus_key_cache_hits_total/ {kh = $2} /^helenus_key_cache_requests_total/ {kr = $2}
+    END {printf "%.1f %.0f %.0f %.1f", (r > 0 ? 100 * h / r : 0), cb / 1048576, kb / 1048576, (kr > 0 ? 100 * kh / kr : 0)}')
   stop_server
   echo "$out" > "$WORK/stress-$label.log"
-  echo "$out" | awk -v label="$label" -v c="$((c1 - c0))" -v hz="$HZ" -v w="$((w1 - w0))" -v s="$((s1 - s0))" -v rss="$rss" -v caches="${caches:-0 0 0}" '
+  echo "$out" | awk -v label="$label" -v c="$((c1 - c0))" -v hz="$HZ" -v w="$((w1 - w0))" -v s="$((s1 - s0))" -v rss="$rss" -v caches="${caches:-0 0 0 0}" \
+      -v steal="$(echo "$t0 $t1" | awk '{print ($4 > $2) ? 100 * ($3 - $1) / ($4 - $2) : 0}')" '
     /^Total operations/ {ops = $4} /^Op rate/ {rate = $4} /^Latency 99th/ {p99 = $5} /^Latency 99.9th/ {p999 = $5}
     /^Client CPU/ {cc = $6; gsub(/\(/, "", cc)}
     END { if (ops == 0) exit 1
       split(caches, k, " ")
-      printf "{\"run\":\"%s\",\"ops\":%d,\"op_s\":%s,\"p99_ms\":%s,\"p999_ms\":%s,\"server_cpu_ms_per_1k\":%.2f,\"client_cpu_ms_per_1k\":%s,\"disk_bytes_per_op\":%.0f,\"switches_per_op\":%.4f,\"rss_mib\":%d,\"chunk_hit_pct\":%s,\"chunk_cache_mib\":%s,\"key_cache_mib\":%s}\n",
-        label, ops, rate + 0, p99 + 0, p999 + 0, c * 1000 / hz * 1000 / ops, cc + 0, w / ops, s / ops, rss, k[1], k[2], k[3] }' \
+      printf "{\"run\":\"%s\",\"ops\":%d,\"op_s\":%s,\"p99_ms\":%s,\"p999_ms\":%s,\"server_cpu_ms_per_1k\":%.2f,\"client_cpu_ms_per_1k\":%s,\"disk_bytes_per_op\":%.0f,\"switches_per_op\":%.4f,\"rss_mib\":%d,\"chunk_hit_pct\":%s,\"chunk_cache_mib\":%s,\"key_cache_mib\":%s,\"key_hit_pct\":%s,\"steal_pct\":%.1f}\n",
+        label, ops, rate + 0, p99 + 0, p999 + 0, c * 1000 / hz * 1000 / ops, cc + 0, w / ops, s / ops, rss, k[1], k[2], k[3], k[4], steal }' \
     || { log "$label: no result; see $WORK/stress-$label.log"; return 1; }
 }
 
@@ -119,7 +125,7 @@ import json, sys
 src, dst, a, b, wl, keys, dur, rate, client = sys.argv[1:]
 runs = [json.loads(l) for l in open(src)]
 cols = ["op_s", "p99_ms", "p999_ms", "server_cpu_ms_per_1k", "client_cpu_ms_per_1k", "disk_bytes_per_op", "switches_per_op", "rss_mib",
-        "chunk_hit_pct", "chunk_cache_mib", "key_cache_mib"]
+        "chunk_hit_pct", "chunk_cache_mib", "key_cache_mib", "key_hit_pct", "steal_pct"]
 lines = [f"# A/B: {wl} over {keys} keys, {dur} s, {rate}, client {'latte' if client == 'latte' else 'helenus-stress'}", "", f"- A: `{a}`", f"- B: `{b}`", "",
          "| run | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
 lines += ["| " + r["run"] + " | " + " | ".join(str(r.get(c, "-")) for c in cols) + " |" for r in runs]

@@ -9,7 +9,10 @@ HZ="$(getconf CLK_TCK)"
 log() { echo "[bench $(date -u +%T)] $*" >&2; }
 
 # ---- CPU accounting from /proc ----
+# Busy counts steal ($9: the hypervisor ran another guest while this one had work), so "other" CPU
+# and the trust check include it; steal is also reported on its own (steal_cpu_s).
 cpu_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }     # all CPUs, ticks
+cpu_steal() { awk '/^cpu /{print $9}' /proc/stat; }
 pid_ticks() { [ -n "${1:-}" ] && awk '{print $14+$15+$16+$17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 rss_mib() { [ -n "${1:-}" ] && awk '/VmRSS/{printf "%d", $2/1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
 pids_ticks() { local t=0 p; for p in $1; do t=$((t + $(pid_ticks "$p"))); done; echo "$t"; }   # summed
@@ -23,24 +26,24 @@ wait_port() { local a="$1" p="$2" t0=$SECONDS; while (( SECONDS - t0 < ${3:-120}
 # <json>.state.jsonl.
 measured() {  # server workload dist json-file stress-args...
   local s="$1" wl="$2" dist="$3" json="$4"; shift 4
-  local b0 s0 w0 b1 s1 w1 ut rc=0 sampler=""
+  local b0 s0 w0 b1 s1 w1 t0 t1 ut rc=0 sampler=""
   if [ -n "${STATE_DIR:-}" ]; then
     : > "$json.state.jsonl"
     python3 "$ROOT/bench/sample_state.py" "$json.state.jsonl" "$s" "$STATE_DIR" "$STATE_ADDR" & sampler=$!
   fi
-  b0=$(cpu_busy); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
+  b0=$(cpu_busy); t0=$(cpu_steal); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
   /usr/bin/time -f "%U %S" -o "$json.time" timeout -k 10 "${STRESS_TIMEOUT:-0}" "$STRESS" "$@" -json "$json" > "$json.log" 2>&1 || rc=$?
-  b1=$(cpu_busy); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
+  b1=$(cpu_busy); t1=$(cpu_steal); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
   if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; fi
   [ "$rc" = 0 ] || log "stress exited with $rc ($json.log): $(grep -v '^Command exited' "$json.log" | tail -3 | tr '\n' ' ')"
   ut="$(tail -1 "$json.time" 2>/dev/null || echo "0 0")"
   awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$json" -v hz="$HZ" -v b="$((b1 - b0))" -v sv="$((s1 - s0))" \
-      -v w0="$w0" -v w1="$w1" -v ut="$ut" -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" 'BEGIN{
+      -v st="$((t1 - t0))" -v w0="$w0" -v w1="$w1" -v ut="$ut" -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" 'BEGIN{
     split(ut, t, " "); c = t[1] + t[2]; wall = w1 - w0; busy = b / hz; srv = sv / hz; other = busy - srv - c;
     if (other < 0) other = 0;
     n = split(substr(rss, 2, length(rss) - 2), r, ","); total = 0; for (i = 1; i <= n; i++) total += r[i];
-    printf "{\"server\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\",\"json\":\"%s\",\"exit_code\":%d,\"wall_s\":%.2f,\"machine_busy_cpu_s\":%.2f,\"server_cpu_s\":%.2f,\"client_cpu_s\":%.2f,\"other_cpu_s\":%.2f,\"other_cores\":%.3f,\"server_rss_mib\":%d,\"server_rss_mib_per_node\":%s,\"trustworthy\":%s}\n",
-      s, wl, d, j, rc, wall, busy, srv, c, other, other / (wall > 0 ? wall : 1), total, rss, (other / (wall > 0 ? wall : 1) <= noise) ? "true" : "false"
+    printf "{\"server\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\",\"json\":\"%s\",\"exit_code\":%d,\"wall_s\":%.2f,\"machine_busy_cpu_s\":%.2f,\"server_cpu_s\":%.2f,\"client_cpu_s\":%.2f,\"other_cpu_s\":%.2f,\"other_cores\":%.3f,\"steal_cpu_s\":%.2f,\"server_rss_mib\":%d,\"server_rss_mib_per_node\":%s,\"trustworthy\":%s}\n",
+      s, wl, d, j, rc, wall, busy, srv, c, other, other / (wall > 0 ? wall : 1), st / hz, total, rss, (other / (wall > 0 ? wall : 1) <= noise) ? "true" : "false"
   }' >> "$MANIFEST"
   return 0
 }
@@ -61,7 +64,7 @@ latte_run() {  # out-json latte-run-args... (runs in $WORK: latte writes its log
     "$@" -o "$json" "$ROOT/bench/standard1.rn" -P rows="$ROWS" --consistency ONE -c 1 "$SERVER_ADDR") > "$json.log" 2>&1
 }
 measured_latte() {  # server workload dist json-prefix
-  local s="$1" wl="$2" dist="$3" pre="$4" fns b0 s0 w0 b1 s1 w1 ut0 ut1 rc=0 half=0
+  local s="$1" wl="$2" dist="$3" pre="$4" fns b0 s0 w0 b1 s1 w1 t0 t1 ut0 ut1 rc=0 half=0
   fns="$(latte_fns "$wl" "$dist")"
   # The warm-up runs on its own, before the CPU is counted: run inside the probe (latte -w), its
   # server CPU was counted but its operations were not (a 2 s warm-up beside 5 s + 5 s of
@@ -69,7 +72,7 @@ measured_latte() {  # server workload dist json-prefix
   if [ -z "${LATTE_FIXED_RATE:-}" ] && [ "${LATTE_WARMUP:-2s}" != 0s ]; then
     latte_run "$pre-warmup.json" -w 0s -d "${LATTE_WARMUP:-2s}" -f "$fns" || true
   fi
-  b0=$(cpu_busy); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
+  b0=$(cpu_busy); t0=$(cpu_steal); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
   if [ -n "${LATTE_FIXED_RATE:-}" ]; then  # the rate is given: no closed-loop run
     half="$LATTE_FIXED_RATE"
   else
@@ -77,19 +80,19 @@ measured_latte() {  # server workload dist json-prefix
     [ "$rc" = 0 ] && half="$(jq -r '.result.cycle_throughput.value / 2 | floor' "$pre-max.json" 2>/dev/null || echo 0)"
   fi
   if [ "$rc" = 0 ] && [ "${half:-0}" -ge 1 ]; then latte_run "$pre-half.json" -w 0s -d "$STEP_DUR" -r "$half" -f "$fns" || rc=$?; fi
-  b1=$(cpu_busy); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
+  b1=$(cpu_busy); t1=$(cpu_steal); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
   [ "$rc" = 0 ] || log "latte exited with $rc ($pre-*.json.log): $(tail -3 "$pre-max.json.log" 2>/dev/null | tr '\n' ' ')"
   # the client's CPU: user + system of both measured latte processes, start-up included
   # (a run given its rate has no closed-loop part: no max.json.time, and pipefail must not stop us)
   ut0="$(awk '{print $1 + $2}' "$pre-max.json.time" 2>/dev/null | tail -1 || true)"
   ut1="$(awk '{print $1 + $2}' "$pre-half.json.time" 2>/dev/null | tail -1 || true)"
   awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$pre-max.json" -v hj="$pre-half.json" -v hz="$HZ" -v b="$((b1 - b0))" \
-      -v sv="$((s1 - s0))" -v w0="$w0" -v w1="$w1" -v c="$(awk -v a="${ut0:-0}" -v b="${ut1:-0}" 'BEGIN{print a + b}')" \
+      -v sv="$((s1 - s0))" -v st="$((t1 - t0))" -v w0="$w0" -v w1="$w1" -v c="$(awk -v a="${ut0:-0}" -v b="${ut1:-0}" 'BEGIN{print a + b}')" \
       -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" -v half="${half:-0}" 'BEGIN{
     wall = w1 - w0; busy = b / hz; srv = sv / hz; other = busy - srv - c; if (other < 0) other = 0;
     n = split(substr(rss, 2, length(rss) - 2), r, ","); total = 0; for (i = 1; i <= n; i++) total += r[i];
-    printf "{\"client\":\"latte\",\"server\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\",\"json\":\"%s\",\"half_json\":\"%s\",\"half_rate_per_s\":%d,\"exit_code\":%d,\"wall_s\":%.2f,\"machine_busy_cpu_s\":%.2f,\"server_cpu_s\":%.2f,\"client_cpu_s\":%.2f,\"other_cpu_s\":%.2f,\"other_cores\":%.3f,\"server_rss_mib\":%d,\"server_rss_mib_per_node\":%s,\"trustworthy\":%s}\n",
-      s, wl, d, j, hj, half, rc, wall, busy, srv, c, other, other / (wall > 0 ? wall : 1), total, rss, (other / (wall > 0 ? wall : 1) <= noise) ? "true" : "false"
+    printf "{\"client\":\"latte\",\"server\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\",\"json\":\"%s\",\"half_json\":\"%s\",\"half_rate_per_s\":%d,\"exit_code\":%d,\"wall_s\":%.2f,\"machine_busy_cpu_s\":%.2f,\"server_cpu_s\":%.2f,\"client_cpu_s\":%.2f,\"other_cpu_s\":%.2f,\"other_cores\":%.3f,\"steal_cpu_s\":%.2f,\"server_rss_mib\":%d,\"server_rss_mib_per_node\":%s,\"trustworthy\":%s}\n",
+      s, wl, d, j, hj, half, rc, wall, busy, srv, c, other, other / (wall > 0 ? wall : 1), st / hz, total, rss, (other / (wall > 0 ? wall : 1) <= noise) ? "true" : "false"
   }' >> "$MANIFEST"
   return 0
 }

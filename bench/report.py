@@ -30,6 +30,13 @@ SUMMARY = [("max_throughput_per_s", "op/s"), ("probe_p99_ms", "P99 at max (ms)")
            ("half_max_p99_ms", "P99 at 50% (ms)"), ("server_cpu_ms_per_1000_ops", "server CPU ms / 1k ops")]
 
 
+def steal_cores(r):
+    """Cores' worth of CPU the hypervisor took during the run (inside other cores too); "-" for
+    manifests that predate steal accounting."""
+    steal, wall = r.get("steal_cpu_s"), r.get("wall_s")
+    return f"{steal / wall:.2f}" if steal is not None and wall else "-"
+
+
 def summarize(entry):
     r = load(entry["json"]) or {}
     out = dict(entry)
@@ -218,14 +225,14 @@ def main():
             md.append(f"| {wl}/{d} | " + " | ".join(cells) + " |")
         md.append("")
     if runs:
-        md += ["## Absolute numbers", "", "| server | workload | " + " | ".join(m[1] for m in METRICS) + " | RSS per node (MiB) | errors | other cores | trustworthy |",
-               "|---|---|" + "---|" * (len(METRICS) + 4)]
+        md += ["## Absolute numbers", "", "| server | workload | " + " | ".join(m[1] for m in METRICS) + " | RSS per node (MiB) | errors | other cores | steal cores | trustworthy |",
+               "|---|---|" + "---|" * (len(METRICS) + 5)]
     for wl, d in keys:
         for s in servers:
             r = by.get((s, wl, d))
             if r:
                 md.append(f"| {s} | {wl}/{d} | " + " | ".join(fmt(r.get(k)) for k, _, _ in METRICS)
-                          + f" | {r.get('server_rss_mib_per_node', '-')} | {r.get('errors', 0)} | {r['other_cores']:.2f} | {r['trustworthy']} |")
+                          + f" | {r.get('server_rss_mib_per_node', '-')} | {r.get('errors', 0)} | {r['other_cores']:.2f} | {steal_cores(r)} | {r['trustworthy']} |")
     md.append("")
     md += state_report.markdown(runs, servers, keys, fmt)
     if steady:

@@ -5,8 +5,10 @@ it beside helenus-stress): what a step's latency may be waiting on.
 Both servers: SSTables of keyspace1 on disk under the data directory. Helenus also (its admin API on
 ADDR:10000): compactions pending and running, write stalls (writes held for memtable space) and the
 milliseconds they waited, unflushed memtable bytes. Cassandra's would need a nodetool JVM a second.
-Also the machine's idle and total CPU jiffies (/proc/stat, cumulative): a closed-loop probe that leaves
-the cores idle did not find the server's maximum, it found the client's concurrency limit.
+Also the machine's idle, steal and total CPU jiffies (/proc/stat, cumulative): a closed-loop probe that
+leaves the cores idle did not find the server's maximum, it found the client's concurrency limit; steal
+is time the hypervisor gave this machine's virtual CPUs to someone else while they had work, which
+shows up in both servers' tails as stalls of tens of milliseconds that neither of them caused.
 
 One long-lived process at the lowest priority: the shell loop it replaced started curl, jq, find and
 awk every second, a few milliseconds of CPU each, which the 2-core machine's tails then carried.
@@ -24,15 +26,15 @@ def sstables(root):
 
 
 def cpu_jiffies():
-    """(idle, total) jiffies of all cores since boot; iowait counts as idle (no CPU did work)."""
+    """(idle, steal, total) jiffies of all cores since boot; iowait counts as idle (no CPU did work)."""
     try:
         with open("/proc/stat") as f:
             fields = [int(x) for x in f.readline().split()[1:]]
     except (OSError, ValueError):
-        return None, None
+        return None, None, None
     # user nice system idle iowait irq softirq steal (guest time is already inside user and nice)
     work = fields[:8]
-    return work[3] + work[4], sum(work)
+    return work[3] + work[4], work[7], sum(work)
 
 
 def get(url):
@@ -65,8 +67,9 @@ def main():
     os.nice(19)
     with open(out, "a") as f:
         while True:
-            idle, total = cpu_jiffies()
-            sample = {"t": time.time(), "sstables": sstables(root), "idle_jiffies": idle, "total_jiffies": total}
+            idle, steal, total = cpu_jiffies()
+            sample = {"t": time.time(), "sstables": sstables(root), "idle_jiffies": idle, "steal_jiffies": steal,
+                      "total_jiffies": total}
             if server == "helenus":
                 sample.update(helenus_state(addr))
             f.write(json.dumps(sample) + "\n")

@@ -2,7 +2,7 @@
 wrote it once a second beside the run (<json>.state.jsonl), and each phase of the stress JSON says
 when it started (started_unix_s) and how long it ran. A step whose latency collapsed can then be
 read beside what the server was doing: SSTables piling up (reads touching more files), compactions
-pending, writes held for memtable space."""
+pending, writes held for memtable space, or the hypervisor taking the CPU away (steal)."""
 import json
 
 
@@ -42,6 +42,7 @@ def during(state, start, seconds):
         vals = [s[key] for s in inside if s.get(key) is not None]
         out[f"{key}_added"] = vals[-1] - vals[0] if len(vals) > 1 else None
     out["idle_pct"] = idle_pct(inside)
+    out["steal_pct"], out["steal_pct_max_1s"] = steal_pct(inside)
     return out
 
 
@@ -51,6 +52,18 @@ def idle_pct(inside):
     if len(cpu) < 2 or cpu[-1][1] <= cpu[0][1]:
         return None
     return 100.0 * (cpu[-1][0] - cpu[0][0]) / (cpu[-1][1] - cpu[0][1])
+
+
+def steal_pct(inside):
+    """(mean, worst second) percent of the machine's CPU time the hypervisor took while the window's
+    threads wanted it; (None, None) for samples that predate steal sampling."""
+    cpu = [(s["steal_jiffies"], s["total_jiffies"]) for s in inside
+           if s.get("steal_jiffies") is not None and s.get("total_jiffies") is not None]
+    if len(cpu) < 2 or cpu[-1][1] <= cpu[0][1]:
+        return None, None
+    mean = 100.0 * (cpu[-1][0] - cpu[0][0]) / (cpu[-1][1] - cpu[0][1])
+    worst = max(100.0 * (b[0] - a[0]) / (b[1] - a[1]) for a, b in zip(cpu, cpu[1:]) if b[1] > a[1])
+    return mean, worst
 
 
 def per_phase(entry, stress):
@@ -77,9 +90,11 @@ def markdown(runs, servers, keys, fmt):
           "(min-max during the phase); for Helenus also the most compactions pending or running, and the writes "
           "held for memtable space (stalls) and the milliseconds they waited. Cassandra's pending compactions "
           "would need a nodetool JVM a second, so they are not sampled. Idle: the machine's CPU left unused "
-          "(client and server share it); a probe with idle cores did not saturate the server.", "",
-          "| server | workload | phase | offered op/s | achieved op/s | P99 (ms) | idle % | SSTables | pending compactions | write stalls | stall ms |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "(client and server share it); a probe with idle cores did not saturate the server. Steal: the machine's CPU "
+          "time the hypervisor gave to other guests while this one had work (mean over the phase / its worst second); "
+          "a phase's tail with steal in it is partly the host's, whichever server ran.", "",
+          "| server | workload | phase | offered op/s | achieved op/s | P99 (ms) | idle % | steal % (mean / worst s) | SSTables | pending compactions | write stalls | stall ms |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     any_rows = False
     for wl, d in keys:
         for s in servers:
@@ -88,7 +103,7 @@ def markdown(runs, servers, keys, fmt):
                 st = p["state"] or {}
                 sst = f"{st['sstables_min']}-{st['sstables_max']}" if st else "-"
                 md.append(f"| {s} | {wl}/{d} | {p['phase']} | {fmt(p['offered_per_s'])} | {fmt(p['achieved_per_s'])} | "
-                          f"{fmt(p['p99_ms'])} | {fmt(st.get('idle_pct'))} | {sst} | {fmt(st.get('pending_compactions_max'))} | "
+                          f"{fmt(p['p99_ms'])} | {fmt(st.get('idle_pct'))} | {fmt(st.get('steal_pct'))} / {fmt(st.get('steal_pct_max_1s'))} | {sst} | {fmt(st.get('pending_compactions_max'))} | "
                           f"{fmt(st.get('write_stalls_added'))} | {fmt(st.get('write_stall_ms_added'))} |")
                 any_rows = True
     md.append("")
