@@ -35,15 +35,12 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/helenus-ab.XXXXXX")"
 DATE="$(date -u +%Y%m%d-%H%M%S)"; COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo nogit)"
 OUT="$ROOT/bench/results/ab-$DATE-$COMMIT"
 # shellcheck source=bench/lib.sh
-source "$ROOT/bench/lib.sh"   # log, port_open, wait_port, pid_ticks, rss_mib, HZ
+source "$ROOT/bench/lib.sh"   # log, port_open, wait_port, pid_ticks, rss_mib, cpu_steal_total, HZ
 log() { echo "[ab $(date -u +%T)] $*" >&2; }
 SERVER_PID=""
 stop_server() { [ -z "$SERVER_PID" ] || { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }; }
 trap 'stop_server; rm -rf "$WORK/data"' EXIT
 
-# Steal and all CPU ticks: the hypervisor's share of the machine (a run with steal has tails that are
-# not the server's).
-steal_total() { awk '/^cpu /{t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t}' /proc/stat; }
 disk_bytes() { awk '/^write_bytes/{print $2}' "/proc/$1/io"; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/{s+=$2} END{print s+0}'; }
 rate_args() { [ -z "$RATE" ] && echo "threads=$THREADS" || echo "threads=$THREADS fixed=$RATE/s"; }
@@ -83,7 +80,7 @@ run_one() {
     (cd "$WORK" && "$LATTE_BIN" schema "$ROOT/bench/standard1.rn" "$ADDR" > /dev/null 2>&1)
   fi
   local c0 w0 s0 t0 c1 w1 s1 t1 out
-  c0=$(pid_ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID"); t0=$(steal_total)
+  c0=$(pid_ticks "$SERVER_PID"); w0=$(disk_bytes "$SERVER_PID"); s0=$(switches "$SERVER_PID"); t0=$(cpu_steal_total)
   if [ "$CLIENT" = latte ]; then
     out=$(latte_summary "$label")
   else
@@ -91,7 +88,7 @@ run_one() {
     out=$("$STRESS" "$WORKLOAD" duration="${DURATION}s" cl=ONE -pop "dist=UNIFORM(1..$KEYS)" \
       -rate $(rate_args) -node "$ADDR" 2>&1)
   fi
-  c1=$(pid_ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID"); t1=$(steal_total)
+  c1=$(pid_ticks "$SERVER_PID"); w1=$(disk_bytes "$SERVER_PID"); s1=$(switches "$SERVER_PID"); t1=$(cpu_steal_total)
   local rss caches; rss=$(rss_mib "$SERVER_PID")
   # What the caches held and how often the chunk and key caches answered: RSS beside what it is made of.
   caches=$(curl -s --max-time 5 "http://$ADDR:10000/metrics" | awk '

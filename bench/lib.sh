@@ -10,9 +10,9 @@ log() { echo "[bench $(date -u +%T)] $*" >&2; }
 
 # ---- CPU accounting from /proc ----
 # Busy counts steal ($9: the hypervisor ran another guest while this one had work), so "other" CPU
-# and the trust check include it; steal is also reported on its own (steal_cpu_s).
+# and the trust check include it; steal is also reported on its own (steal_cpu_s, ab.sh steal_pct).
 cpu_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }     # all CPUs, ticks
-cpu_steal() { awk '/^cpu /{print $9}' /proc/stat; }
+cpu_steal_total() { awk '/^cpu /{t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t}' /proc/stat; }  # steal, all
 pid_ticks() { [ -n "${1:-}" ] && awk '{print $14+$15+$16+$17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 rss_mib() { [ -n "${1:-}" ] && awk '/VmRSS/{printf "%d", $2/1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
 pids_ticks() { local t=0 p; for p in $1; do t=$((t + $(pid_ticks "$p"))); done; echo "$t"; }   # summed
@@ -31,14 +31,14 @@ measured() {  # server workload dist json-file stress-args...
     : > "$json.state.jsonl"
     python3 "$ROOT/bench/sample_state.py" "$json.state.jsonl" "$s" "$STATE_DIR" "$STATE_ADDR" & sampler=$!
   fi
-  b0=$(cpu_busy); t0=$(cpu_steal); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
+  b0=$(cpu_busy); t0=$(cpu_steal_total); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
   /usr/bin/time -f "%U %S" -o "$json.time" timeout -k 10 "${STRESS_TIMEOUT:-0}" "$STRESS" "$@" -json "$json" > "$json.log" 2>&1 || rc=$?
-  b1=$(cpu_busy); t1=$(cpu_steal); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
+  b1=$(cpu_busy); t1=$(cpu_steal_total); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
   if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; fi
   [ "$rc" = 0 ] || log "stress exited with $rc ($json.log): $(grep -v '^Command exited' "$json.log" | tail -3 | tr '\n' ' ')"
   ut="$(tail -1 "$json.time" 2>/dev/null || echo "0 0")"
   awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$json" -v hz="$HZ" -v b="$((b1 - b0))" -v sv="$((s1 - s0))" \
-      -v st="$((t1 - t0))" -v w0="$w0" -v w1="$w1" -v ut="$ut" -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" 'BEGIN{
+      -v st="$((${t1%% *} - ${t0%% *}))" -v w0="$w0" -v w1="$w1" -v ut="$ut" -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" 'BEGIN{
     split(ut, t, " "); c = t[1] + t[2]; wall = w1 - w0; busy = b / hz; srv = sv / hz; other = busy - srv - c;
     if (other < 0) other = 0;
     n = split(substr(rss, 2, length(rss) - 2), r, ","); total = 0; for (i = 1; i <= n; i++) total += r[i];
@@ -72,7 +72,7 @@ measured_latte() {  # server workload dist json-prefix
   if [ -z "${LATTE_FIXED_RATE:-}" ] && [ "${LATTE_WARMUP:-2s}" != 0s ]; then
     latte_run "$pre-warmup.json" -w 0s -d "${LATTE_WARMUP:-2s}" -f "$fns" || true
   fi
-  b0=$(cpu_busy); t0=$(cpu_steal); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
+  b0=$(cpu_busy); t0=$(cpu_steal_total); s0=$(pids_ticks "$SERVER_PIDS"); w0=$(date +%s.%N)
   if [ -n "${LATTE_FIXED_RATE:-}" ]; then  # the rate is given: no closed-loop run
     half="$LATTE_FIXED_RATE"
   else
@@ -80,14 +80,14 @@ measured_latte() {  # server workload dist json-prefix
     [ "$rc" = 0 ] && half="$(jq -r '.result.cycle_throughput.value / 2 | floor' "$pre-max.json" 2>/dev/null || echo 0)"
   fi
   if [ "$rc" = 0 ] && [ "${half:-0}" -ge 1 ]; then latte_run "$pre-half.json" -w 0s -d "$STEP_DUR" -r "$half" -f "$fns" || rc=$?; fi
-  b1=$(cpu_busy); t1=$(cpu_steal); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
+  b1=$(cpu_busy); t1=$(cpu_steal_total); s1=$(pids_ticks "$SERVER_PIDS"); w1=$(date +%s.%N)
   [ "$rc" = 0 ] || log "latte exited with $rc ($pre-*.json.log): $(tail -3 "$pre-max.json.log" 2>/dev/null | tr '\n' ' ')"
   # the client's CPU: user + system of both measured latte processes, start-up included
   # (a run given its rate has no closed-loop part: no max.json.time, and pipefail must not stop us)
   ut0="$(awk '{print $1 + $2}' "$pre-max.json.time" 2>/dev/null | tail -1 || true)"
   ut1="$(awk '{print $1 + $2}' "$pre-half.json.time" 2>/dev/null | tail -1 || true)"
   awk -v s="$s" -v wl="$wl" -v d="$dist" -v j="$pre-max.json" -v hj="$pre-half.json" -v hz="$HZ" -v b="$((b1 - b0))" \
-      -v sv="$((s1 - s0))" -v st="$((t1 - t0))" -v w0="$w0" -v w1="$w1" -v c="$(awk -v a="${ut0:-0}" -v b="${ut1:-0}" 'BEGIN{print a + b}')" \
+      -v sv="$((s1 - s0))" -v st="$((${t1%% *} - ${t0%% *}))" -v w0="$w0" -v w1="$w1" -v c="$(awk -v a="${ut0:-0}" -v b="${ut1:-0}" 'BEGIN{print a + b}')" \
       -v rss="$(pids_rss_json "$SERVER_PIDS")" -v noise="$NOISE_MAX_CORES" -v rc="$rc" -v half="${half:-0}" 'BEGIN{
     wall = w1 - w0; busy = b / hz; srv = sv / hz; other = busy - srv - c; if (other < 0) other = 0;
     n = split(substr(rss, 2, length(rss) - 2), r, ","); total = 0; for (i = 1; i <= n; i++) total += r[i];

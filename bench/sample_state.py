@@ -7,8 +7,8 @@ ADDR:10000): compactions pending and running, write stalls (writes held for memt
 milliseconds they waited, unflushed memtable bytes. Cassandra's would need a nodetool JVM a second.
 Also the machine's idle, steal and total CPU jiffies (/proc/stat, cumulative): a closed-loop probe that
 leaves the cores idle did not find the server's maximum, it found the client's concurrency limit; steal
-is time the hypervisor gave this machine's virtual CPUs to someone else while they had work, which
-shows up in both servers' tails as stalls of tens of milliseconds that neither of them caused.
+is time the hypervisor gave this machine's virtual CPUs to someone else while they had work: a
+second with steal stalls whichever server runs, so a tail in it is not that server's alone.
 
 One long-lived process at the lowest priority: the shell loop it replaced started curl, jq, find and
 awk every second, a few milliseconds of CPU each, which the 2-core machine's tails then carried.

@@ -41,29 +41,22 @@ def during(state, start, seconds):
     for key in ("write_stalls", "write_stall_ms"):
         vals = [s[key] for s in inside if s.get(key) is not None]
         out[f"{key}_added"] = vals[-1] - vals[0] if len(vals) > 1 else None
-    out["idle_pct"] = idle_pct(inside)
-    out["steal_pct"], out["steal_pct_max_1s"] = steal_pct(inside)
+    out["idle_pct"], _ = cpu_share_pct(inside, "idle_jiffies")
+    out["steal_pct"], out["steal_pct_max_1s"] = cpu_share_pct(inside, "steal_jiffies")
     return out
 
 
-def idle_pct(inside):
-    """Percent of the machine's CPU time left idle between the window's first and last samples."""
-    cpu = [(s["idle_jiffies"], s["total_jiffies"]) for s in inside if s.get("total_jiffies") is not None]
-    if len(cpu) < 2 or cpu[-1][1] <= cpu[0][1]:
-        return None
-    return 100.0 * (cpu[-1][0] - cpu[0][0]) / (cpu[-1][1] - cpu[0][1])
-
-
-def steal_pct(inside):
-    """(mean, worst second) percent of the machine's CPU time the hypervisor took while the window's
-    threads wanted it; (None, None) for samples that predate steal sampling."""
-    cpu = [(s["steal_jiffies"], s["total_jiffies"]) for s in inside
-           if s.get("steal_jiffies") is not None and s.get("total_jiffies") is not None]
+def cpu_share_pct(inside, key):
+    """(over the window, in its worst second) percent of the machine's CPU time counted by `key`
+    (idle: left unused; steal: taken by the hypervisor while this machine had work); (None, None)
+    for samples without it (steal is sampled since 2026-12-02)."""
+    cpu = [(s[key], s["total_jiffies"]) for s in inside
+           if s.get(key) is not None and s.get("total_jiffies") is not None]
     if len(cpu) < 2 or cpu[-1][1] <= cpu[0][1]:
         return None, None
-    mean = 100.0 * (cpu[-1][0] - cpu[0][0]) / (cpu[-1][1] - cpu[0][1])
+    whole = 100.0 * (cpu[-1][0] - cpu[0][0]) / (cpu[-1][1] - cpu[0][1])
     worst = max(100.0 * (b[0] - a[0]) / (b[1] - a[1]) for a, b in zip(cpu, cpu[1:]) if b[1] > a[1])
-    return mean, worst
+    return whole, worst
 
 
 def per_phase(entry, stress):
